@@ -1,0 +1,189 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * tnpu_core.h - public API of the tnpu golden model (no QEMU headers).
+ *
+ * Three parts, matching QEMU's threading model (qemu-device-notes.md):
+ *
+ *  (a) struct tnpu_core: the BAR0 register block.  tnpu_core_reg_read/write
+ *      never run jobs; side effects the glue must act on (queues to kick,
+ *      MSI-X vectors to notify, reset) come back in struct tnpu_effects.
+ *      Call under one lock (the BQL in QEMU).
+ *  (b) struct tnpu_exec: a job executor (storage units, clusters, cycle
+ *      model).  tnpu_exec_run() runs one fetched job through the MMU and the
+ *      memory callbacks and fills a struct tnpu_result; it never touches
+ *      registers.  One executor per worker thread; executors are independent
+ *      so several queues can run concurrently.
+ *  (c) completion: tnpu_core_complete() writes the fence, updates head/
+ *      status/error/counter registers and says which vectors to raise.
+ *      Call under the same lock as (a).
+ *
+ * Typical QEMU flow:  doorbell write -> effects.kick_queues -> BH:
+ *   tnpu_core_fetch(q) -> worker: tnpu_exec_run() -> BH: tnpu_core_complete()
+ *   -> msix_notify(effects.msix_vectors) -> if effects.kick_queues, fetch again.
+ *
+ * libaccel's sim backend can call tnpu_exec_run_cmdbuf() directly with its own
+ * in-process memory and page tables (same executor, identical results and
+ * counters), or drive the full register/ring path like the QEMU device.
+ *
+ * No function aborts on guest-controlled input; there is no global mutable
+ * state.
+ */
+#ifndef TNPU_CORE_H
+#define TNPU_CORE_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "tnpu_hw.h"
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+/* Guest-physical (bus address) memory.  Return 0 on success, non-zero on a
+ * bus error (the job fails with TNPU_ERR_BUS / RING_FETCH / FENCE_WRITE).
+ * Called from the thread that calls tnpu_exec_run() / tnpu_core_fetch() /
+ * tnpu_core_complete().  Accesses never cross a 4 KiB page boundary when
+ * they come from translated (job) accesses. */
+struct tnpu_mem_ops {
+	int (*read)(void *opaque, uint64_t pa, void *buf, size_t len);
+	int (*write)(void *opaque, uint64_t pa, const void *buf, size_t len);
+	void *opaque;
+};
+
+/* Device configuration (QEMU properties).  tnpu_config_default() fills the
+ * fixed defaults; tnpu_config_validate() checks ranges. */
+struct tnpu_config {
+	uint32_t rows;		/* 1..16 */
+	uint32_t cols;		/* 1..16 */
+	uint32_t pes;		/* 1..64 */
+	uint32_t sram;		/* bytes per storage unit: power of two, 64 KiB..64 MiB */
+	uint32_t queues;	/* 1..16 */
+	uint32_t clock_mhz;	/* 1..10000 */
+	uint64_t watchdog_cycles; /* modeled cycles per job before TNPU_ERR_WATCHDOG; 0 = default */
+};
+#define TNPU_DEF_WATCHDOG	(1ull << 40)
+
+void tnpu_config_default(struct tnpu_config *cfg);
+/* 0 if valid, else -EINVAL with a message in msg (if msg != NULL). */
+int tnpu_config_validate(const struct tnpu_config *cfg, char *msg, size_t msglen);
+
+/* Side effects of a register access or a completion, for the glue to apply. */
+struct tnpu_effects {
+	uint32_t kick_queues;	/* bit q: queue q may have work: call tnpu_core_fetch(q) */
+	uint32_t msix_vectors;	/* bit v: notify MSI-X vector v */
+	bool reset;		/* device reset happened: stop workers, drop in-flight jobs */
+};
+
+/* Result of a register access. */
+enum tnpu_reg_status {
+	TNPU_REG_OK = 0,
+	TNPU_REG_BAD_ACCESS = 1,	/* size/alignment invalid: read 0 / write ignored */
+	TNPU_REG_UNMAPPED = 2,		/* no register there: read 0 / write ignored */
+	TNPU_REG_READ_ONLY = 3,		/* write to a read-only register, ignored */
+	TNPU_REG_IGNORED = 4,		/* write not allowed in the current state, ignored */
+};
+
+/* ---- (a) register block ----------------------------------------------- */
+struct tnpu_core;
+
+/* Returns 0 or -EINVAL (bad config, msg filled) / -ENOMEM. */
+int tnpu_core_new(const struct tnpu_config *cfg, struct tnpu_core **out, char *msg, size_t msglen);
+void tnpu_core_free(struct tnpu_core *core);
+const struct tnpu_config *tnpu_core_config(const struct tnpu_core *core);
+/* Hardware reset (power-on, FLR, CTRL.RESET): registers to reset values,
+ * in-flight jobs are abandoned (their tnpu_core_complete() is ignored). */
+void tnpu_core_reset(struct tnpu_core *core);
+/* size is 4 or 8; offset relative to BAR0.  *val always written (0 on error). */
+enum tnpu_reg_status tnpu_core_reg_read(struct tnpu_core *core, uint64_t offset, unsigned size,
+					uint64_t *val);
+enum tnpu_reg_status tnpu_core_reg_write(struct tnpu_core *core, uint64_t offset, unsigned size,
+					 uint64_t val, struct tnpu_effects *fx);
+
+/* ---- queue pipeline --------------------------------------------------- */
+/* A fetched ring entry plus everything the executor needs (a value type). */
+struct tnpu_job {
+	uint32_t queue;
+	uint32_t generation;	/* reset generation at fetch; stale completions are dropped */
+	uint32_t head;		/* ring index of the entry */
+	uint32_t fetch_error;	/* TNPU_ERR_RING_FETCH if the entry could not be read */
+	uint64_t entry_pa;	/* bus address of the entry */
+	struct tnpu_ring_entry entry;
+	uint64_t ctx_table;	/* MMU_CTX_BASE sampled at fetch */
+	uint32_t ctx_count;	/* MMU_CTX_COUNT sampled at fetch */
+	uint32_t pad;
+};
+
+struct tnpu_result {
+	uint32_t error;		/* enum tnpu_err, 0 = success */
+	uint32_t err_info;
+	uint32_t err_cmd_offset;
+	uint32_t ctx;
+	uint64_t err_addr;
+	uint64_t counters[TNPU_CNT_NUM];
+};
+
+/* If queue q can run (device and queue enabled, not halted, not busy, entry
+ * available) read the entry at HEAD, mark the queue busy and return true.
+ * Call under the register lock. */
+bool tnpu_core_fetch(struct tnpu_core *core, unsigned q, const struct tnpu_mem_ops *mem,
+		     struct tnpu_job *job);
+/* Apply a finished job: fence write, HEAD/status/error/counter registers,
+ * IRQ status; fx gets vectors to notify and queues to kick.  A job from
+ * before the last reset is ignored.  Call under the register lock. */
+void tnpu_core_complete(struct tnpu_core *core, const struct tnpu_job *job,
+			const struct tnpu_result *res, const struct tnpu_mem_ops *mem,
+			struct tnpu_effects *fx);
+
+/* ---- (b) executor ----------------------------------------------------- */
+struct tnpu_exec;
+
+int tnpu_exec_new(const struct tnpu_config *cfg, struct tnpu_exec **out, char *msg, size_t msglen);
+void tnpu_exec_free(struct tnpu_exec *ex);
+/* Runs one job; returns res->error (0 on success).  Thread: any, one job at
+ * a time per executor. */
+uint32_t tnpu_exec_run(struct tnpu_exec *ex, const struct tnpu_job *job,
+		       const struct tnpu_mem_ops *mem, struct tnpu_result *res);
+/* Convenience for the sim backend and tests: run a command buffer in context
+ * `ctx` of the context table at `ctx_table` (bus address, `ctx_count` entries). */
+uint32_t tnpu_exec_run_cmdbuf(struct tnpu_exec *ex, const struct tnpu_mem_ops *mem,
+			      uint64_t ctx_table, uint32_t ctx_count, uint16_t ctx,
+			      uint64_t cmd_va, uint32_t cmd_len, struct tnpu_result *res);
+/* Thread-safe: make the running job (and any later one, until
+ * tnpu_exec_clear_abort()) stop with TNPU_ERR_ABORTED at the next command or
+ * instruction boundary.  Used by reset/unrealize to stop a worker quickly. */
+void tnpu_exec_abort(struct tnpu_exec *ex);
+void tnpu_exec_clear_abort(struct tnpu_exec *ex);
+
+/* Call on a worker thread that ran tnpu_exec_run() before the thread exits:
+ * frees the GEMM kernels' per-thread packing scratch (else it leaks). */
+void tnpu_thread_cleanup(void);
+
+/* ---- page-table builder (in-process users: libaccel sim backend, tests) -- */
+/* alloc_page returns the bus address of a zeroed, 4 KiB-aligned page, or 0. */
+struct tnpu_pt_alloc {
+	uint64_t (*alloc_page)(void *opaque);
+	void *opaque;
+};
+/* Map [va, va+len) -> [pa, pa+len) with perms (TNPU_PTE_READ | TNPU_PTE_WRITE)
+ * under the level-4 table at `root`; all page-aligned.  0, -EINVAL, -ENOMEM, -EIO. */
+int tnpu_pt_map(const struct tnpu_mem_ops *mem, const struct tnpu_pt_alloc *al, uint64_t root, uint64_t va,
+		uint64_t pa, uint64_t len, uint64_t perms);
+/* Clear the leaf PTEs of [va, va+len) (tables are kept).  0, -EINVAL, -EIO. */
+int tnpu_pt_unmap(const struct tnpu_mem_ops *mem, uint64_t root, uint64_t va, uint64_t len);
+/* Write context-table entry ctx: root != 0 -> VALID | root, root == 0 -> invalid. */
+int tnpu_ctx_set(const struct tnpu_mem_ops *mem, uint64_t ctx_table, uint16_t ctx, uint64_t root);
+
+/* ---- helpers ---------------------------------------------------------- */
+const char *tnpu_err_name(uint32_t err);
+const char *tnpu_counter_name(unsigned idx);
+/* Translate one VA in a context (for tests/debug): 0 or a TNPU_ERR_MMU_* code. */
+uint32_t tnpu_mmu_translate(const struct tnpu_mem_ops *mem, uint64_t ctx_table, uint32_t ctx_count,
+			    uint16_t ctx, uint64_t va, bool write, uint64_t *pa);
+
+#ifdef __cplusplus
+}
+#endif
+
+#endif /* TNPU_CORE_H */

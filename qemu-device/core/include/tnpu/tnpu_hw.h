@@ -1,0 +1,638 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * tnpu_hw.h - hardware definitions of the tnpu accelerator.
+ *
+ * Shared by the golden model (qemu-device/core), the QEMU glue and libaccel.
+ * The normative text is Documentation/hardware/; this header must match it
+ * byte for byte.  All multi-byte fields are little-endian.  Bit 0 is the
+ * least significant bit.  Nothing here may include QEMU or kernel headers.
+ */
+#ifndef TNPU_HW_H
+#define TNPU_HW_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+#define TNPU_BIT(n)		(1u << (n))
+/* Field helpers: mask of bits [h:l], extract, insert. */
+#define TNPU_GENMASK(h, l)	((uint32_t)((~0u >> (31 - (h))) & (~0u << (l))))
+#define TNPU_GET(v, h, l)	(((uint32_t)(v) & TNPU_GENMASK(h, l)) >> (l))
+#define TNPU_PUT(x, h, l)	(((uint32_t)(x) << (l)) & TNPU_GENMASK(h, l))
+
+/* ------------------------------------------------------------------------- */
+/* PCI identity                                                              */
+/* ------------------------------------------------------------------------- */
+#define TNPU_PCI_VENDOR_ID	0x1234
+#define TNPU_PCI_DEVICE_ID	0x4e50
+#define TNPU_PCI_CLASS_CODE	0x120000	/* processing accelerator */
+#define TNPU_PCI_REVISION	0x01
+#define TNPU_BAR_REGS		0		/* BAR0: 64-bit memory BAR, registers */
+#define TNPU_BAR_MSIX		2		/* BAR2: MSI-X table + PBA (exclusive BAR) */
+#define TNPU_BAR0_SIZE		0x4000		/* 16 KiB */
+
+/* MSI-X vectors: 0 = error/fault, 1 + q = completion of queue q. */
+#define TNPU_MSIX_VEC_ERROR	0
+#define TNPU_MSIX_VEC_QUEUE(q)	(1u + (q))
+
+/* ------------------------------------------------------------------------- */
+/* Limits and fixed architectural parameters                                 */
+/* ------------------------------------------------------------------------- */
+#define TNPU_MAX_ROWS		16
+#define TNPU_MAX_COLS		16
+#define TNPU_MAX_PES		64
+#define TNPU_MIN_SRAM		(64u * 1024)		/* bytes per storage unit */
+#define TNPU_MAX_SRAM		(64u * 1024 * 1024)
+#define TNPU_MAX_QUEUES		16
+#define TNPU_MAX_CLOCK_MHZ	10000
+
+#define TNPU_DEF_ROWS		4
+#define TNPU_DEF_COLS		4
+#define TNPU_DEF_PES		16
+#define TNPU_DEF_SRAM		(1024u * 1024)
+#define TNPU_DEF_QUEUES		4
+#define TNPU_DEF_CLOCK_MHZ	1000
+
+#define TNPU_NUM_IBUFS		32	/* instruction buffers per cluster (5-bit id) */
+#define TNPU_IBUF_DEPTH		64	/* instructions per buffer */
+#define TNPU_RF_ENTRIES		64	/* register-file entries per cluster */
+#define TNPU_RF_WINDOW		16	/* entries one buffer can name (4-bit field) */
+#define TNPU_NUM_ACCS		4	/* accumulators per PE */
+#define TNPU_ACC_ELEMS		1024	/* 32-bit elements per accumulator */
+#define TNPU_NUM_SLOTS		4	/* input-buffer slots and weight-queue slots per PE */
+#define TNPU_NUM_SEMS		16	/* semaphores per job */
+#define TNPU_SEM_MAX_TOKENS	64	/* outstanding signal records per semaphore */
+#define TNPU_MAX_CTX		4096	/* context-table entries */
+#define TNPU_RING_MIN		2
+#define TNPU_RING_MAX		4096	/* entries, power of two */
+#define TNPU_CMDBUF_MAX		(16u * 1024 * 1024)	/* bytes per command buffer */
+#define TNPU_IM2COL_MAX_FOOTPRINT (16u * 1024 * 1024)	/* bytes buffered per IM2COL */
+
+/* Cycle-model rates (reported in CAP_RATES; see cycle-model.md). */
+#define TNPU_RATE_MAC_INT8	16	/* int8 MACs per cycle per PE */
+#define TNPU_RATE_MAC_FP32	4	/* fp32 MACs per cycle per PE */
+#define TNPU_RATE_DMA		128	/* bytes per cycle, each direction (load / store engine) */
+#define TNPU_RATE_DISPATCH	128	/* bytes per cycle per distribution unit (row): packets + LD */
+#define TNPU_RATE_ST		128	/* bytes per cycle per cluster into its storage unit (ST) */
+#define TNPU_RATE_IM2COL	128	/* SRAM bytes generated per cycle by IM2COL */
+#define TNPU_RATE_OQ		64	/* output-queue elements per cycle per PE (PASS, ST RAW) */
+#define TNPU_RATE_SFU		16	/* SFU elements per cycle per PE (APPLY, chained) */
+#define TNPU_CYC_CMD		4	/* command decode, every command */
+#define TNPU_CYC_DMA_SETUP	32	/* per DMA_H2D / DMA_D2H / IM2COL / FENCE write */
+#define TNPU_CYC_DISPATCH	8	/* per DISPATCH, before the packet transfer */
+#define TNPU_CYC_EXE		16	/* per EXE and row: pipeline fill/drain */
+#define TNPU_CYC_JOB		64	/* per job: ring fetch + fence write */
+
+/* ------------------------------------------------------------------------- */
+/* BAR0 register map (all registers 32-bit; 64-bit values are LO/HI pairs     */
+/* that also accept one aligned 8-byte access at the LO offset)              */
+/* ------------------------------------------------------------------------- */
+#define TNPU_REG_ID		0x0000	/* RO 0x554E5054 "TNPU" */
+#define   TNPU_ID_VALUE		0x554E5054u
+#define TNPU_REG_VERSION	0x0004	/* RO */
+#define   TNPU_VERSION_MAJOR(v)	TNPU_GET(v, 31, 24)
+#define   TNPU_VERSION_MINOR(v)	TNPU_GET(v, 23, 16)
+#define   TNPU_VERSION_ISA(v)	TNPU_GET(v, 15, 8)
+#define   TNPU_VERSION_PATCH(v)	TNPU_GET(v, 7, 0)
+#define   TNPU_HW_VERSION_MAJOR	1
+#define   TNPU_HW_VERSION_MINOR	0
+#define   TNPU_HW_ISA_VERSION	1
+#define   TNPU_VERSION_VALUE	((TNPU_HW_VERSION_MAJOR << 24) | (TNPU_HW_VERSION_MINOR << 16) | \
+				 (TNPU_HW_ISA_VERSION << 8))
+#define TNPU_REG_CAP_GEOM	0x0008	/* RO */
+#define   TNPU_CAP_GEOM_ROWS(v)	TNPU_GET(v, 7, 0)
+#define   TNPU_CAP_GEOM_COLS(v)	TNPU_GET(v, 15, 8)
+#define   TNPU_CAP_GEOM_PES(v)	TNPU_GET(v, 23, 16)
+#define   TNPU_CAP_GEOM_ACCS(v)	TNPU_GET(v, 31, 24)
+#define TNPU_REG_CAP_SRAM	0x000C	/* RO bytes per storage unit (one per row); half = /2 */
+#define TNPU_REG_CAP_CLUSTER	0x0010	/* RO */
+#define   TNPU_CAP_CLUSTER_IBUFS(v)	TNPU_GET(v, 7, 0)
+#define   TNPU_CAP_CLUSTER_IDEPTH(v)	TNPU_GET(v, 15, 8)
+#define   TNPU_CAP_CLUSTER_RF(v)	TNPU_GET(v, 23, 16)
+#define   TNPU_CAP_CLUSTER_SLOTS(v)	TNPU_GET(v, 31, 24)
+#define TNPU_REG_CAP_ACC	0x0014	/* RO [15:0] elements per accumulator */
+#define TNPU_REG_CAP_DTYPES	0x0018	/* RO bit per supported MAC type */
+#define   TNPU_CAP_DTYPE_INT8	TNPU_BIT(0)	/* int8 x int8 -> int32 */
+#define   TNPU_CAP_DTYPE_FP32	TNPU_BIT(1)	/* fp32 x fp32 -> fp32 */
+#define   TNPU_CAP_DTYPE_BF16	TNPU_BIT(2)	/* reserved: not implemented in v1.0 */
+#define TNPU_REG_CAP_QUEUES	0x001C	/* RO */
+#define   TNPU_CAP_QUEUES_NUM(v)	TNPU_GET(v, 7, 0)
+#define   TNPU_CAP_QUEUES_RING_LOG2(v)	TNPU_GET(v, 15, 8)	/* max ring entries, log2 */
+#define   TNPU_CAP_QUEUES_VECTORS(v)	TNPU_GET(v, 23, 16)	/* MSI-X vectors = 1 + queues */
+#define   TNPU_CAP_QUEUES_SEMS(v)	TNPU_GET(v, 31, 24)	/* semaphores per job */
+#define TNPU_REG_CAP_MMU	0x0020	/* RO */
+#define   TNPU_CAP_MMU_VA_BITS(v)	TNPU_GET(v, 7, 0)	/* 48 */
+#define   TNPU_CAP_MMU_PA_BITS(v)	TNPU_GET(v, 15, 8)	/* 52 */
+#define   TNPU_CAP_MMU_LEVELS(v)	TNPU_GET(v, 23, 16)	/* 4 */
+#define   TNPU_CAP_MMU_PAGE_SHIFT(v)	TNPU_GET(v, 31, 24)	/* 12 */
+#define TNPU_REG_CAP_MMU_CTX	0x0024	/* RO max context-table entries */
+#define TNPU_REG_CAP_CLOCK	0x0028	/* RO cycle-model clock, MHz */
+#define TNPU_REG_CAP_RATES	0x002C	/* RO */
+#define   TNPU_CAP_RATES_INT8(v)	TNPU_GET(v, 7, 0)	/* MACs/cycle/PE */
+#define   TNPU_CAP_RATES_FP32(v)	TNPU_GET(v, 15, 8)	/* MACs/cycle/PE */
+#define   TNPU_CAP_RATES_DMA(v)		TNPU_GET(v, 23, 16)	/* bytes/cycle/direction */
+#define   TNPU_CAP_RATES_DISPATCH(v)	TNPU_GET(v, 31, 24)	/* bytes/cycle/row */
+#define TNPU_REG_CAP_FEATURES	0x0030	/* RO */
+#define   TNPU_FEAT_ZSKIP	TNPU_BIT(0)	/* LD bitmask zero-skipping */
+#define   TNPU_FEAT_SPARSE_W	TNPU_BIT(1)	/* (value, index) sparse weights */
+#define   TNPU_FEAT_LOADBAL	TNPU_BIT(2)	/* neighbour load balancing */
+#define   TNPU_FEAT_SFU_CHAIN	TNPU_BIT(3)	/* chained SFU */
+#define   TNPU_FEAT_IM2COL	TNPU_BIT(4)	/* implicit-im2col load */
+#define   TNPU_FEAT_SEMAPHORES	TNPU_BIT(5)	/* SEM_SIGNAL / SEM_WAIT, async commands */
+#define   TNPU_FEAT_DMA_FILL	TNPU_BIT(6)	/* DMA_H2D fill mode */
+#define TNPU_REG_CAP_CMDBUF	0x0034	/* RO max command-buffer bytes */
+
+#define TNPU_REG_CTRL		0x0040	/* RW */
+#define   TNPU_CTRL_ENABLE	TNPU_BIT(0)	/* queues are served only while set */
+#define   TNPU_CTRL_RESET	TNPU_BIT(1)	/* W1: device reset, self-clearing, reads 0 */
+#define TNPU_REG_STATUS		0x0044	/* RO */
+#define   TNPU_STATUS_ENABLED	TNPU_BIT(0)
+#define   TNPU_STATUS_BUSY	TNPU_BIT(1)	/* some queue has a job in flight */
+#define   TNPU_STATUS_ERROR	TNPU_BIT(2)	/* some queue is halted on an error */
+#define TNPU_REG_SCRATCH	0x0048	/* RW, no effect */
+
+#define TNPU_REG_IRQ_STATUS	0x0050	/* RO: pending interrupt causes */
+#define   TNPU_IRQ_QUEUE(q)	TNPU_BIT(q)	/* queue q completed a job (q < 16) */
+#define   TNPU_IRQ_QUEUE_MASK	0x0000FFFFu
+#define   TNPU_IRQ_ERROR	TNPU_BIT(16)	/* a queue halted on a job error */
+#define   TNPU_IRQ_MMU_FAULT	TNPU_BIT(17)	/* that error was an MMU fault */
+#define   TNPU_IRQ_ALL		0x0003FFFFu
+#define TNPU_REG_IRQ_MASK	0x0054	/* RW: 1 = cause masked; reset value 0xFFFFFFFF */
+#define TNPU_REG_IRQ_ACK	0x0058	/* WO: write 1 to clear IRQ_STATUS bits */
+
+#define TNPU_REG_ERR_CODE	0x0060	/* RO: most recent job error (enum tnpu_err) */
+#define TNPU_REG_ERR_QUEUE	0x0064	/* RO: [7:0] queue, [31:16] context id */
+#define TNPU_REG_ERR_INFO	0x0068	/* RO: code-specific, see errors.md */
+#define TNPU_REG_ERR_CMD_OFFSET	0x006C	/* RO: byte offset of the failing command */
+#define TNPU_REG_ERR_ADDR_LO	0x0070	/* RO: faulting device VA / SRAM offset */
+#define TNPU_REG_ERR_ADDR_HI	0x0074
+#define TNPU_REG_ERR_SEQNO_LO	0x0078	/* RO: seqno of the failing ring entry */
+#define TNPU_REG_ERR_SEQNO_HI	0x007C
+
+#define TNPU_REG_MMU_CTX_BASE_LO 0x0080	/* RW: bus address of the context table, bits [11:0] read 0 */
+#define TNPU_REG_MMU_CTX_BASE_HI 0x0084
+#define TNPU_REG_MMU_CTX_COUNT	0x0088	/* RW: entries (0..CAP_MMU_CTX); larger writes clamp */
+#define TNPU_REG_MMU_INVALIDATE	0x008C	/* WO: any value, drops cached translations */
+#define TNPU_REG_MMU_FAULTS	0x0090	/* RO: MMU faults since reset */
+#define TNPU_REG_PERF_CTRL	0x0094	/* WO */
+#define   TNPU_PERF_CTRL_CLEAR	TNPU_BIT(0)	/* zero the global counter block */
+
+/* Global counter block: TNPU_CNT_SLOTS 64-bit counters summed over all jobs. */
+#define TNPU_REG_PERF_BASE	0x0400
+#define TNPU_REG_PERF(i)	(TNPU_REG_PERF_BASE + 8u * (i))
+
+/* Per-queue blocks. */
+#define TNPU_REG_QUEUE_BASE	0x1000
+#define TNPU_REG_QUEUE_STRIDE	0x0200
+#define TNPU_REG_Q(q, r)	(TNPU_REG_QUEUE_BASE + TNPU_REG_QUEUE_STRIDE * (q) + (r))
+#define TNPU_Q_RING_BASE_LO	0x000	/* RW while disabled: bus address, 64-byte aligned */
+#define TNPU_Q_RING_BASE_HI	0x004
+#define TNPU_Q_RING_SIZE	0x008	/* RW while disabled: entries, power of two 2..4096 */
+#define TNPU_Q_HEAD		0x00C	/* RO: next entry the device fetches */
+#define TNPU_Q_TAIL		0x010	/* RW: next entry the driver fills (masked to size-1) */
+#define TNPU_Q_DOORBELL		0x014	/* WO: any value, "tail moved" */
+#define TNPU_Q_FENCE_LO		0x018	/* RW: bus address of the 8-byte fence, 8-byte aligned */
+#define TNPU_Q_FENCE_HI		0x01C
+#define TNPU_Q_CTRL		0x020	/* RW */
+#define   TNPU_Q_CTRL_ENABLE	TNPU_BIT(0)	/* 0->1: HEAD = TAIL = 0, ERROR cleared */
+#define   TNPU_Q_CTRL_SKIP	TNPU_BIT(1)	/* W1 in ERROR: drop the failed entry, resume */
+#define TNPU_Q_STATUS		0x024	/* RO */
+#define   TNPU_Q_STATUS_ENABLED	TNPU_BIT(0)
+#define   TNPU_Q_STATUS_BUSY	TNPU_BIT(1)	/* a job of this queue is in flight */
+#define   TNPU_Q_STATUS_ERROR	TNPU_BIT(2)	/* halted on the entry at HEAD */
+#define TNPU_Q_DONE_SEQNO_LO	0x028	/* RO: last seqno written to the fence */
+#define TNPU_Q_DONE_SEQNO_HI	0x02C
+#define TNPU_Q_ERR_CODE		0x030	/* RO: error of the halted job, 0 if none */
+#define TNPU_Q_ERR_INFO		0x034
+#define TNPU_Q_ERR_CMD_OFFSET	0x038
+#define TNPU_Q_ERR_CTX		0x03C
+#define TNPU_Q_ERR_ADDR_LO	0x040
+#define TNPU_Q_ERR_ADDR_HI	0x044
+#define TNPU_Q_ERR_SEQNO_LO	0x048
+#define TNPU_Q_ERR_SEQNO_HI	0x04C
+#define TNPU_Q_JOBS_DONE	0x050	/* RO: jobs completed (ok or error) since reset, wraps */
+#define TNPU_Q_PERF_BASE	0x100	/* RO: counters of the last job of this queue */
+#define TNPU_Q_PERF(i)		(TNPU_Q_PERF_BASE + 8u * (i))
+
+/* ------------------------------------------------------------------------- */
+/* Performance counters (index into the counter blocks / result array)       */
+/* ------------------------------------------------------------------------- */
+enum tnpu_counter {
+	TNPU_CNT_TOTAL_CYCLES = 0,	/* job start to fence write */
+	TNPU_CNT_COMPUTE_CYCLES = 1,	/* cycles with at least one row executing */
+	TNPU_CNT_DMA_CYCLES = 2,	/* load-engine + store-engine busy cycles */
+	TNPU_CNT_STALL_CYCLES = 3,	/* engine cycles spent in SEM_WAIT */
+	TNPU_CNT_MACS_DENSE = 4,	/* dense-equivalent MACs */
+	TNPU_CNT_MACS_EFFECTIVE = 5,	/* MACs actually performed after zero-skipping */
+	TNPU_CNT_BYTES_H2D = 6,		/* bytes read from host memory by DMA/IM2COL */
+	TNPU_CNT_BYTES_D2H = 7,		/* bytes written to host memory by DMA */
+	TNPU_CNT_BYTES_DISPATCH = 8,	/* packet bytes + LD operand bytes delivered */
+	TNPU_CNT_BYTES_CONFIG = 9,	/* CONFIG packet bytes */
+	TNPU_CNT_INSTRUCTIONS = 10,	/* cluster instructions issued (per row) */
+	TNPU_CNT_BANK_SWAPS = 11,	/* ping-pong half changes seen by a row */
+	TNPU_CNT_MMU_FAULTS = 12,
+	TNPU_CNT_COMMANDS = 13,		/* command-processor commands executed */
+	TNPU_CNT_OQ_ACCESSES = 14,	/* output-queue element accesses */
+	TNPU_CNT_SFU_OPS = 15,		/* elements processed by the SFU */
+	TNPU_CNT_LOAD_CYCLES = 16,	/* load-engine busy cycles */
+	TNPU_CNT_STORE_CYCLES = 17,	/* store-engine busy cycles */
+	TNPU_CNT_NUM = 18,
+};
+#define TNPU_CNT_SLOTS		32	/* slots reserved in each counter block */
+
+/* ------------------------------------------------------------------------- */
+/* Error codes (ERR_CODE, Q_ERR_CODE, job results)                           */
+/* ------------------------------------------------------------------------- */
+enum tnpu_err {
+	TNPU_ERR_NONE = 0,
+	TNPU_ERR_CMD_OPCODE = 1,	/* unknown command opcode */
+	TNPU_ERR_CMD_SIZE = 2,		/* command size field wrong or runs past the buffer */
+	TNPU_ERR_CMD_RESERVED = 3,	/* reserved command field or flag not zero */
+	TNPU_ERR_CMDBUF = 4,		/* ring entry cmd_va/cmd_len invalid */
+	TNPU_ERR_RING_ENTRY = 5,	/* ring entry flags/reserved invalid */
+	TNPU_ERR_RING_FETCH = 6,	/* bus error reading the ring entry */
+	TNPU_ERR_FENCE_WRITE = 7,	/* bus error writing the fence */
+	TNPU_ERR_CTX_RANGE = 8,		/* context id >= MMU_CTX_COUNT */
+	TNPU_ERR_CTX_INVALID = 9,	/* context entry not valid / reserved bits / bus error */
+	TNPU_ERR_MMU_NOT_PRESENT = 10,	/* PTE not valid at some level */
+	TNPU_ERR_MMU_PERMISSION = 11,	/* leaf lacks R (read) or W (write) */
+	TNPU_ERR_MMU_BAD_PTE = 12,	/* reserved PTE bits set */
+	TNPU_ERR_MMU_VA_RANGE = 13,	/* VA >= 2^48 or VA range wraps */
+	TNPU_ERR_BUS = 14,		/* host memory access failed after translation */
+	TNPU_ERR_DMA_DESC = 15,		/* invalid DMA descriptor */
+	TNPU_ERR_SRAM_RANGE = 16,	/* storage-unit access outside the half */
+	TNPU_ERR_CONV_DESC = 17,	/* invalid IM2COL descriptor */
+	TNPU_ERR_DISPATCH = 18,		/* invalid DISPATCH row/half/flags/length */
+	TNPU_ERR_PACKET = 19,		/* invalid 8-bit command or EXE data */
+	TNPU_ERR_CONFIG = 20,		/* invalid CONFIG data */
+	TNPU_ERR_INSTR = 21,		/* invalid 12-bit instruction */
+	TNPU_ERR_IBUF_EMPTY = 22,	/* EXE of a buffer that was never configured */
+	TNPU_ERR_OPERAND = 23,		/* invalid operand record for its use */
+	TNPU_ERR_ACC_SHAPE = 24,	/* MAC/ST shape does not match the accumulator */
+	TNPU_ERR_SLOT_EMPTY = 25,	/* MAC/SFU/ST on an empty slot/accumulator/queue */
+	TNPU_ERR_SPARSE_INDEX = 26,	/* sparse weight index >= K */
+	TNPU_ERR_SFU_PARAM = 27,	/* invalid SFU parameter record */
+	TNPU_ERR_DTYPE = 28,		/* data-type mismatch between operands */
+	TNPU_ERR_SEM = 29,		/* invalid semaphore id or engine */
+	TNPU_ERR_SEM_DEADLOCK = 30,	/* SEM_WAIT not covered by earlier SEM_SIGNALs */
+	TNPU_ERR_SEM_OVERFLOW = 31,	/* more than 64 outstanding signal records */
+	TNPU_ERR_TOO_LARGE = 32,	/* IM2COL footprint above 16 MiB */
+	TNPU_ERR_ALIGN = 33,		/* fp32/int32 operand or pitch not 4-byte aligned */
+	TNPU_ERR_WATCHDOG = 34,		/* job exceeded the modeled-cycle watchdog */
+	TNPU_ERR_ABORTED = 35,		/* job aborted by reset / queue disable */
+	TNPU_ERR_NOMEM = 36,		/* model could not allocate host memory */
+	TNPU_ERR_COUNT
+};
+
+/* ERR_INFO for MMU errors (codes 10..14). */
+#define TNPU_ERRINFO_WRITE	TNPU_BIT(0)	/* the access was a write */
+#define TNPU_ERRINFO_LEVEL(v)	TNPU_GET(v, 3, 1)	/* 4..1 table level, 0 = context entry */
+#define TNPU_ERRINFO_ENGINE(v)	TNPU_GET(v, 7, 4)	/* enum tnpu_engine + 1, 0 = command fetch */
+/* ERR_INFO for cluster errors (codes 19..28): [7:0] row, [15:8] buffer id,
+ * [23:16] instruction index (0xFF = not an instruction). */
+
+/* ------------------------------------------------------------------------- */
+/* Device MMU                                                                 */
+/* ------------------------------------------------------------------------- */
+#define TNPU_PAGE_SHIFT		12
+#define TNPU_PAGE_SIZE		(1u << TNPU_PAGE_SHIFT)
+#define TNPU_VA_BITS		48
+#define TNPU_PA_BITS		52
+#define TNPU_PT_LEVELS		4
+#define TNPU_PT_ENTRIES		512
+/* VA bits [47:39] index level 4 (root), [38:30] level 3, [29:21] level 2, [20:12] level 1. */
+#define TNPU_PT_INDEX(va, level) ((unsigned)(((va) >> (TNPU_PAGE_SHIFT + 9 * ((level) - 1))) & 0x1FF))
+
+#define TNPU_PTE_VALID		(1ull << 0)
+#define TNPU_PTE_READ		(1ull << 1)	/* leaf only; ignored in tables */
+#define TNPU_PTE_WRITE		(1ull << 2)	/* leaf only; ignored in tables */
+#define TNPU_PTE_ADDR_MASK	0x000FFFFFFFFFF000ull	/* bits [51:12] */
+#define TNPU_PTE_RESERVED_MASK	(~(TNPU_PTE_ADDR_MASK | 0x7ull))	/* must be 0 when VALID */
+
+/* Context table entry: 16 bytes, indexed by context id. */
+struct tnpu_ctx_entry {
+	uint64_t root;		/* bit 0 VALID, [51:12] root table bus address, others 0 */
+	uint64_t reserved;	/* must be 0 */
+};
+#define TNPU_CTX_VALID		(1ull << 0)
+_Static_assert(sizeof(struct tnpu_ctx_entry) == 16, "ctx entry");
+
+/* ------------------------------------------------------------------------- */
+/* Submission ring entry (32 bytes)                                           */
+/* ------------------------------------------------------------------------- */
+struct tnpu_ring_entry {
+	uint16_t ctx;		/* context id, < MMU_CTX_COUNT */
+	uint16_t flags;		/* TNPU_RING_F_* */
+	uint32_t cmd_len;	/* bytes, multiple of 8, 8..CAP_CMDBUF */
+	uint64_t cmd_va;	/* device VA of the command buffer, 8-byte aligned */
+	uint64_t seqno;		/* written to the queue's fence on success */
+	uint64_t reserved;	/* must be 0 */
+};
+#define TNPU_RING_F_IRQ		TNPU_BIT(0)	/* raise the queue's completion vector */
+#define TNPU_RING_F_MASK	0x0001u
+_Static_assert(sizeof(struct tnpu_ring_entry) == 32, "ring entry");
+_Static_assert(offsetof(struct tnpu_ring_entry, cmd_len) == 4, "ring entry");
+_Static_assert(offsetof(struct tnpu_ring_entry, cmd_va) == 8, "ring entry");
+_Static_assert(offsetof(struct tnpu_ring_entry, seqno) == 16, "ring entry");
+
+/* ------------------------------------------------------------------------- */
+/* Command-processor commands                                                */
+/* ------------------------------------------------------------------------- */
+enum tnpu_engine {
+	TNPU_ENGINE_LOAD = 0,	/* DMA_H2D, IM2COL */
+	TNPU_ENGINE_COMPUTE = 1,/* DISPATCH */
+	TNPU_ENGINE_STORE = 2,	/* DMA_D2H */
+	TNPU_ENGINE_NUM = 3,
+};
+
+enum tnpu_cmd_opcode {
+	TNPU_CMD_NOP = 0x00,
+	TNPU_CMD_DMA_H2D = 0x01,
+	TNPU_CMD_DMA_D2H = 0x02,
+	TNPU_CMD_IM2COL = 0x03,
+	TNPU_CMD_DISPATCH = 0x04,
+	TNPU_CMD_SEM_SIGNAL = 0x05,
+	TNPU_CMD_SEM_WAIT = 0x06,
+	TNPU_CMD_FENCE = 0x07,
+};
+
+/* Every command starts with this 8-byte header; size includes the header. */
+struct tnpu_cmd_hdr {
+	uint8_t opcode;		/* enum tnpu_cmd_opcode */
+	uint8_t flags;		/* TNPU_CMD_F_* */
+	uint16_t reserved;	/* must be 0 */
+	uint32_t size;		/* bytes, multiple of 8 */
+};
+_Static_assert(sizeof(struct tnpu_cmd_hdr) == 8, "cmd hdr");
+#define TNPU_CMD_F_ASYNC	TNPU_BIT(0)	/* do not wait for the previous command */
+#define TNPU_CMD_F_MASK		0x01u
+
+/* NOP: header only, size 8. */
+
+/* FENCE: barrier over all engines, then (if va != 0) write `value` to va. */
+struct tnpu_cmd_fence {
+	struct tnpu_cmd_hdr hdr;	/* size 24 */
+	uint64_t va;			/* device VA, 8-byte aligned, or 0 = barrier only */
+	uint64_t value;
+};
+_Static_assert(sizeof(struct tnpu_cmd_fence) == 24, "fence cmd");
+
+/* DMA_H2D / DMA_D2H: 3-D strided copy between host VA and one storage-unit half. */
+struct tnpu_cmd_dma {
+	struct tnpu_cmd_hdr hdr;	/* size 64 */
+	uint64_t host_va;
+	uint64_t host_pitch_y;		/* bytes between rows in host memory */
+	uint64_t host_pitch_z;		/* bytes between planes in host memory */
+	uint32_t sram_off;		/* byte offset in the half */
+	uint32_t sram_pitch_y;
+	uint32_t sram_pitch_z;
+	uint32_t width;			/* bytes per row, >= 1 */
+	uint32_t height;		/* rows, >= 1 */
+	uint32_t depth;			/* planes, >= 1 */
+	uint8_t row;			/* storage unit; 0xFF = all rows (H2D only) */
+	uint8_t half;			/* 0 = ping, 1 = pong */
+	uint8_t dma_flags;		/* TNPU_DMA_F_* */
+	uint8_t fill;			/* fill byte for TNPU_DMA_F_FILL */
+	uint32_t reserved;		/* must be 0 */
+};
+#define TNPU_DMA_ROW_ALL	0xFF
+#define TNPU_DMA_F_FILL		TNPU_BIT(0)	/* H2D only: write `fill`, read no host memory */
+#define TNPU_DMA_F_MASK		0x01u
+_Static_assert(sizeof(struct tnpu_cmd_dma) == 64, "dma cmd");
+_Static_assert(offsetof(struct tnpu_cmd_dma, sram_off) == 32, "dma cmd");
+_Static_assert(offsetof(struct tnpu_cmd_dma, row) == 56, "dma cmd");
+
+/* IM2COL: implicit-im2col load of one GEMM A tile (rows = output pixels, cols = r,s,c). */
+struct tnpu_cmd_im2col {
+	struct tnpu_cmd_hdr hdr;	/* size 104 */
+	uint64_t src_va;		/* element (0,0,0,0) of the input tensor */
+	uint64_t stride_n;		/* host byte strides of the input tensor */
+	uint64_t stride_c;
+	uint64_t stride_h;
+	uint64_t stride_w;
+	uint16_t n, h, w, c;		/* input shape, each >= 1 */
+	uint16_t r, s;			/* filter height, width, >= 1 */
+	uint16_t oh, ow;		/* output height, width, >= 1 */
+	uint8_t stride_y, stride_x;	/* >= 1 */
+	uint8_t dil_y, dil_x;		/* >= 1 */
+	uint8_t pad_top, pad_left;	/* pad_bottom/right follow from oh, ow */
+	uint8_t layout;			/* enum tnpu_layout: K order and contiguous axis */
+	uint8_t dtype;			/* TNPU_DTYPE_INT8 or TNPU_DTYPE_FP32 */
+	uint32_t pad_value;		/* raw element bits (int8 in [7:0]) */
+	uint32_t m0, mt;		/* first output pixel (row of A) and count */
+	uint32_t k0, kt;		/* first K column and count */
+	uint32_t sram_off;		/* byte offset of the tile in the half */
+	uint32_t sram_pitch;		/* bytes between tile rows */
+	uint8_t row;			/* storage unit; 0xFF = all rows */
+	uint8_t half;
+	uint16_t reserved;		/* must be 0 */
+};
+enum tnpu_layout {
+	TNPU_LAYOUT_NHWC = 0,	/* k = (r*S + s)*C + c; C contiguous (stride_c == elem size) */
+	TNPU_LAYOUT_NCHW = 1,	/* k = (c*R + r)*S + s; W contiguous (stride_w == elem size) */
+};
+_Static_assert(sizeof(struct tnpu_cmd_im2col) == 104, "im2col cmd");
+_Static_assert(offsetof(struct tnpu_cmd_im2col, n) == 48, "im2col cmd");
+_Static_assert(offsetof(struct tnpu_cmd_im2col, pad_value) == 72, "im2col cmd");
+_Static_assert(offsetof(struct tnpu_cmd_im2col, m0) == 76, "im2col cmd");
+_Static_assert(offsetof(struct tnpu_cmd_im2col, row) == 100, "im2col cmd");
+
+/* DISPATCH: one {8-bit command + data} packet to one row or all rows. */
+struct tnpu_cmd_dispatch {
+	struct tnpu_cmd_hdr hdr;	/* size = 16 + packet_len rounded up to 8 */
+	uint8_t row;			/* 0..rows-1, or 0xFF = broadcast */
+	uint8_t half;			/* half the cluster operands address */
+	uint8_t dflags;			/* TNPU_DISPATCH_F_* */
+	uint8_t reserved;		/* must be 0 */
+	uint32_t packet_len;		/* bytes of packet, >= 1 */
+	/* uint8_t packet[packet_len]; then zero padding to 8 bytes */
+};
+#define TNPU_DISPATCH_ROW_ALL	0xFF
+#define TNPU_DISPATCH_F_RF_RESTORE TNPU_BIT(0)	/* EXE: restore scalar-updated operands first */
+#define TNPU_DISPATCH_F_MASK	0x01u
+_Static_assert(sizeof(struct tnpu_cmd_dispatch) == 16, "dispatch cmd");
+
+/* SEM_SIGNAL / SEM_WAIT: dependency tokens between engines (size 16). */
+struct tnpu_cmd_sem {
+	struct tnpu_cmd_hdr hdr;
+	uint8_t engine;			/* enum tnpu_engine executing the signal/wait */
+	uint8_t sem;			/* 0..TNPU_NUM_SEMS-1 */
+	uint16_t reserved;		/* must be 0 */
+	uint32_t count;			/* 1..65535 */
+};
+_Static_assert(sizeof(struct tnpu_cmd_sem) == 16, "sem cmd");
+
+/* ------------------------------------------------------------------------- */
+/* Cluster packets: the 8-bit command (seed 001 para 117)                    */
+/* ------------------------------------------------------------------------- */
+#define TNPU_PKT_EXE		TNPU_BIT(0)	/* 0 = CONFIG, 1 = EXE */
+#define TNPU_PKT_SHIFT_OUT	TNPU_BIT(1)	/* EXE: zero accumulators after the buffer ran */
+#define TNPU_PKT_LAST		TNPU_BIT(2)	/* EXE: last segment: ST and chained SFU active */
+#define TNPU_PKT_BUF(v)		TNPU_GET(v, 7, 3)	/* 5-bit instruction-buffer id */
+#define TNPU_PKT_CONFIG_BYTE(buf)	((uint8_t)TNPU_PUT(buf, 7, 3))
+#define TNPU_PKT_EXE_BYTE(buf, flags)	((uint8_t)(TNPU_PKT_EXE | (flags) | TNPU_PUT(buf, 7, 3)))
+
+/* CONFIG data: header, n_instr 16-bit instruction words, then n_operands records. */
+struct tnpu_cfg_hdr {
+	uint8_t n_instr;	/* 1..TNPU_IBUF_DEPTH */
+	uint8_t n_operands;	/* 0..TNPU_RF_WINDOW, written to rf[rf_base + i] */
+	uint8_t rf_base;	/* rf_base + 16 <= TNPU_RF_ENTRIES */
+	uint8_t mode;		/* TNPU_CFG_MODE_* */
+	uint8_t loop_start;	/* first instruction of the loop body */
+	uint8_t loop_end;	/* last instruction of the loop body (inclusive) */
+	uint16_t repeat;	/* loop-body passes per EXE, >= 1 */
+	uint8_t sfu_rf;		/* window index of the SFU record used by chained MACs */
+	uint8_t reserved[7];	/* must be 0 */
+};
+_Static_assert(sizeof(struct tnpu_cfg_hdr) == 16, "cfg hdr");
+#define TNPU_CFG_MODE_PIPE4	TNPU_BIT(0)	/* 4-stage ID-FO-SU-WB: scalar updates on */
+#define TNPU_CFG_MODE_WQ(v)	TNPU_GET(v, 2, 1)	/* weight-queue mode */
+#define TNPU_CFG_MODE_WQ_PUT(m)	TNPU_PUT(m, 2, 1)
+#define TNPU_CFG_MODE_MASK	0x07u
+enum tnpu_wq_mode {
+	TNPU_WQ_SQ = 0,		/* streaming FIFO: a MAC consumes its weight slot */
+	TNPU_WQ_RQ = 1,		/* rotation: weights loop back, slot stays valid */
+	TNPU_WQ_SW = 2,		/* sliding window: LD re-sends only new rows */
+};
+
+/* Register-file entry (32 bytes): operand record, or SFU parameter record. */
+struct tnpu_operand {
+	uint32_t addr;		/* byte offset in the half (base before per-PE rewrite) */
+	int32_t col_stride;	/* per-PE rewrite: + cluster column * col_stride */
+	int32_t pe_stride;	/*               + PE index in cluster * pe_stride */
+	uint32_t pitch;		/* bytes between rows */
+	uint16_t rows;		/* >= 1 */
+	uint16_t cols;		/* >= 1 */
+	uint8_t dtype;		/* enum tnpu_dtype */
+	uint8_t flags;		/* TNPU_OPF_* */
+	uint16_t su_wrap;	/* scalar unit: passes before the wrap step (0 = never) */
+	int32_t su_delta;	/* scalar unit: addr += su_delta after every LD/ST issue */
+	int32_t su_wrap_delta;	/* scalar unit: addr += su_wrap_delta every su_wrap issues */
+};
+_Static_assert(sizeof(struct tnpu_operand) == 32, "operand");
+_Static_assert(offsetof(struct tnpu_operand, rows) == 16, "operand");
+_Static_assert(offsetof(struct tnpu_operand, dtype) == 20, "operand");
+_Static_assert(offsetof(struct tnpu_operand, su_delta) == 24, "operand");
+#define TNPU_OPF_TRANS		TNPU_BIT(0)	/* weights stored N x K (rows = N, cols = K) */
+#define TNPU_OPF_SPARSE		TNPU_BIT(1)	/* weights as (value, index): cols = N, rows = slots */
+#define TNPU_OPF_MASK		0x03u
+
+enum tnpu_dtype {
+	TNPU_DTYPE_INT8 = 0,
+	TNPU_DTYPE_INT32 = 1,
+	TNPU_DTYPE_FP32 = 2,
+	TNPU_DTYPE_BF16 = 3,	/* reserved */
+};
+
+/* Sparse weight slot (TNPU_OPF_SPARSE): column n's slots at addr + n*pitch. */
+struct tnpu_sparse_i8 {
+	uint16_t index;		/* k index, < K; ignored when value == 0 */
+	int8_t value;
+	uint8_t reserved;
+};
+struct tnpu_sparse_f32 {
+	uint16_t index;
+	uint16_t reserved;
+	float value;
+};
+_Static_assert(sizeof(struct tnpu_sparse_i8) == 4, "sparse i8");
+_Static_assert(sizeof(struct tnpu_sparse_f32) == 8, "sparse f32");
+
+/* SFU parameter record (same 32-byte register-file entry). */
+struct tnpu_sfu_param {
+	uint32_t bias_addr;	/* per-column bias vector in the half (int32 or fp32) */
+	int32_t bias_col_stride;/* per-PE rewrite of bias_addr, as for operands */
+	int32_t bias_pe_stride;
+	uint32_t scale;		/* REQUANT: int32 multiplier (int) or fp32 bits (fp32) */
+	uint8_t ops;		/* TNPU_SFU_OP_* applied in bit order */
+	uint8_t shift;		/* REQUANT int: right shift 0..62, round half up */
+	int16_t zero_point;	/* REQUANT int: added after the shift, -128..127 */
+	uint8_t out_dtype;	/* INT8 (needs REQUANT), INT32 or FP32 */
+	uint8_t reserved[3];	/* must be 0 */
+	uint32_t lo;		/* CLAMP lower bound (int32 or fp32 bits, accumulator domain) */
+	uint32_t hi;		/* CLAMP upper bound */
+};
+_Static_assert(sizeof(struct tnpu_sfu_param) == 32, "sfu param");
+_Static_assert(offsetof(struct tnpu_sfu_param, ops) == 16, "sfu param");
+_Static_assert(offsetof(struct tnpu_sfu_param, lo) == 24, "sfu param");
+#define TNPU_SFU_OP_BIAS	TNPU_BIT(0)	/* x += bias[column] */
+#define TNPU_SFU_OP_RELU	TNPU_BIT(1)	/* x = max(x, 0) */
+#define TNPU_SFU_OP_CLAMP	TNPU_BIT(2)	/* x = min(max(x, lo), hi), e.g. ReLU6 */
+#define TNPU_SFU_OP_REQUANT	TNPU_BIT(3)	/* int: sat8(((x*scale + rnd) >> shift) + zp); fp32: x*scale */
+#define TNPU_SFU_OP_MASK	0x0Fu
+
+/* ------------------------------------------------------------------------- */
+/* 12-bit cluster instructions (stored as 16-bit words, bits [15:12] zero)    */
+/* ------------------------------------------------------------------------- */
+#define TNPU_INSN_OP(i)		TNPU_GET(i, 1, 0)
+enum tnpu_insn_op {
+	TNPU_OP_LD = 0,
+	TNPU_OP_ST = 1,
+	TNPU_OP_MAC = 2,
+	TNPU_OP_SFU = 3,
+};
+/* LD: [2] target (0 input buffer, 1 weight queue), [3] ZSKIP (build bitmask),
+ *     [7:4] rf window index of the operand, [9:8] slot, [11:10] reserved. */
+#define TNPU_LD_WQ		TNPU_BIT(2)
+#define TNPU_LD_ZSKIP		TNPU_BIT(3)
+#define TNPU_LD_RF(i)		TNPU_GET(i, 7, 4)
+#define TNPU_LD_SLOT(i)		TNPU_GET(i, 9, 8)
+#define TNPU_LD_RSVD		0x0C00u
+/* ST: [3:2] accumulator, [7:4] rf window index of the destination,
+ *     [8] RAW (store the accumulator itself instead of the output queue), [11:9] reserved. */
+#define TNPU_ST_ACC(i)		TNPU_GET(i, 3, 2)
+#define TNPU_ST_RF(i)		TNPU_GET(i, 7, 4)
+#define TNPU_ST_RAW		TNPU_BIT(8)
+#define TNPU_ST_RSVD		0x0E00u
+/* MAC: [2] load balance, [3] chained SFU, [5:4] input slot, [7:6] weight slot,
+ *      [9:8] accumulator, [11:10] reserved. */
+#define TNPU_MAC_LB		TNPU_BIT(2)
+#define TNPU_MAC_CHAIN		TNPU_BIT(3)
+#define TNPU_MAC_IN(i)		TNPU_GET(i, 5, 4)
+#define TNPU_MAC_WQ(i)		TNPU_GET(i, 7, 6)
+#define TNPU_MAC_ACC(i)		TNPU_GET(i, 9, 8)
+#define TNPU_MAC_RSVD		0x0C00u
+/* SFU: [3:2] function class, [7:4] rf window index of the parameter record,
+ *      [9:8] accumulator, [11:10] reserved. */
+#define TNPU_SFU_FN(i)		TNPU_GET(i, 3, 2)
+#define TNPU_SFU_RF(i)		TNPU_GET(i, 7, 4)
+#define TNPU_SFU_ACC(i)		TNPU_GET(i, 9, 8)
+#define TNPU_SFU_RSVD		0x0C00u
+enum tnpu_sfu_fn {
+	TNPU_SFU_FN_PASS = 0,	/* non-SF: accumulator -> output queue unchanged */
+	TNPU_SFU_FN_APPLY = 1,	/* decoupled: ops of the parameter record */
+};
+#define TNPU_INSN_RSVD_HI	0xF000u	/* bits [15:12] of the word must be 0 */
+
+#define TNPU_INSN_LD(rf, slot, wq, zskip) ((uint16_t)(TNPU_OP_LD | ((wq) ? TNPU_LD_WQ : 0) | \
+	((zskip) ? TNPU_LD_ZSKIP : 0) | TNPU_PUT(rf, 7, 4) | TNPU_PUT(slot, 9, 8)))
+#define TNPU_INSN_ST(acc, rf, raw) ((uint16_t)(TNPU_OP_ST | TNPU_PUT(acc, 3, 2) | \
+	TNPU_PUT(rf, 7, 4) | ((raw) ? TNPU_ST_RAW : 0)))
+#define TNPU_INSN_MAC(in, wq, acc, lb, chain) ((uint16_t)(TNPU_OP_MAC | ((lb) ? TNPU_MAC_LB : 0) | \
+	((chain) ? TNPU_MAC_CHAIN : 0) | TNPU_PUT(in, 5, 4) | TNPU_PUT(wq, 7, 6) | TNPU_PUT(acc, 9, 8)))
+#define TNPU_INSN_SFU(fn, rf, acc) ((uint16_t)(TNPU_OP_SFU | TNPU_PUT(fn, 3, 2) | \
+	TNPU_PUT(rf, 7, 4) | TNPU_PUT(acc, 9, 8)))
+
+/* EXE data (optional): 8-byte register-file patches applied before the run. */
+struct tnpu_exe_patch {
+	uint8_t rf;		/* window index 0..15 of the executed buffer */
+	uint8_t field;		/* enum tnpu_patch_field */
+	uint16_t reserved;	/* must be 0 */
+	uint32_t value;
+};
+_Static_assert(sizeof(struct tnpu_exe_patch) == 8, "exe patch");
+enum tnpu_patch_field {
+	TNPU_PATCH_ADDR = 0,
+	TNPU_PATCH_ROWS = 1,
+	TNPU_PATCH_COLS = 2,
+	TNPU_PATCH_PITCH = 3,
+};
+
+#ifdef __cplusplus
+}
+#endif
+
+#endif /* TNPU_HW_H */

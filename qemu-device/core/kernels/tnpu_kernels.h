@@ -1,0 +1,92 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * tnpu golden-model GEMM kernels.
+ *
+ * All matrices are row-major; leading dimensions are in elements.
+ *   C[m x n] (+)= A[m x k] * B
+ *   "_nn": B is k x n, element (p, j) at b[p * ldb + j]
+ *   "_nt": B is n x k, element (p, j) at b[j * ldb + p]
+ * accumulate == false overwrites C, true adds into C.  m, n, k may be 0:
+ * m == 0 or n == 0 is a no-op; k == 0 leaves C untouched when accumulating
+ * and zeroes it otherwise.  C must not alias A or B.
+ *
+ * Numerics
+ *  - int8: every product and sum is exact modulo 2^32, i.e. results are
+ *    bit-identical to the _ref functions (int32 wrap-around, no saturation)
+ *    on every ISA variant.
+ *  - fp32: each C element is computed as a single sequential chain over
+ *    p = 0 .. k-1, starting from C (accumulate) or +0.0f:
+ *        acc = fma(a[i][p], b[p][j], acc)     (avx2 / avx512 variants)
+ *        acc = acc + a[i][p] * b[p][j]        (generic variant, two roundings)
+ *    No reassociation, so the result of an element depends only on its A
+ *    row, its B column and its old C value: it does not depend on m, n,
+ *    the position of the element in a tile, alignment, or on how the caller
+ *    splits a big GEMM into tiles along m and n (or along k, when the later
+ *    parts are issued with accumulate = true, in k order).  Results are
+ *    identical run to run, and bit-identical between the avx2, avx512 and
+ *    avx512vnni variants (same FMA chain); "generic" and the _ref functions
+ *    (no FMA) can differ from them in the last bits.
+ *
+ * Variants (chosen at run time, see tnpu_kern_isa()):
+ *   avx512vnni  fp32 8x32 FMA micro-kernel; int8 via vpdpbusd (a + 128 trick)
+ *   avx512      fp32 as above; int8 via vpmaddwd on int16 pairs (no VNNI)
+ *   avx2        fp32 6x16 FMA micro-kernel; int8 via vpmaddwd (AVX2 + FMA)
+ *   generic     portable C, any x86-64
+ *
+ * Performance: every call packs its A and B operands (O(mk + kn) work, and
+ * the first touch of their cache lines), so few large calls beat many small
+ * ones: prefer whole-K calls per output tile and tiles of >= 128 x 128.
+ *
+ * Memory: packing buffers are per-thread (_Thread_local) scratch, grown with
+ * aligned_alloc() the first time a larger block is needed and then reused;
+ * steady-state calls do not allocate.  The scratch is at most ~4.5 MiB per
+ * thread (reached for n >= 4096; smaller problems need proportionally less).
+ * Calls from several threads are safe.
+ * A thread may call tnpu_kern_release_scratch() before it exits to free its
+ * scratch (otherwise it is leaked at thread exit, at most a few MiB).
+ * If the scratch cannot be allocated the call falls back to the _ref loops
+ * (still correct; fp32 then rounds like _ref, i.e. without FMA).
+ */
+#ifndef TNPU_KERNELS_H
+#define TNPU_KERNELS_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+void tnpu_kern_gemm_f32_nn(size_t m, size_t n, size_t k, const float *a, size_t lda,
+			   const float *b, size_t ldb, float *c, size_t ldc, bool accumulate);
+void tnpu_kern_gemm_f32_nt(size_t m, size_t n, size_t k, const float *a, size_t lda,
+			   const float *b, size_t ldb, float *c, size_t ldc, bool accumulate);
+void tnpu_kern_gemm_i8_nn(size_t m, size_t n, size_t k, const int8_t *a, size_t lda,
+			  const int8_t *b, size_t ldb, int32_t *c, size_t ldc, bool accumulate);
+void tnpu_kern_gemm_i8_nt(size_t m, size_t n, size_t k, const int8_t *a, size_t lda,
+			  const int8_t *b, size_t ldb, int32_t *c, size_t ldc, bool accumulate);
+
+/* Reference versions: plain triple loops (fp32 sums in order, float mul+add, no FMA). */
+void tnpu_kern_gemm_f32_nn_ref(size_t m, size_t n, size_t k, const float *a, size_t lda,
+			       const float *b, size_t ldb, float *c, size_t ldc, bool accumulate);
+void tnpu_kern_gemm_f32_nt_ref(size_t m, size_t n, size_t k, const float *a, size_t lda,
+			       const float *b, size_t ldb, float *c, size_t ldc, bool accumulate);
+void tnpu_kern_gemm_i8_nn_ref(size_t m, size_t n, size_t k, const int8_t *a, size_t lda,
+			      const int8_t *b, size_t ldb, int32_t *c, size_t ldc, bool accumulate);
+void tnpu_kern_gemm_i8_nt_ref(size_t m, size_t n, size_t k, const int8_t *a, size_t lda,
+			      const int8_t *b, size_t ldb, int32_t *c, size_t ldc, bool accumulate);
+
+/* ISA variant picked by the dispatcher: "avx512vnni", "avx512", "avx2" or "generic".
+ * The choice is made once per process from CPUID (the environment variable
+ * TNPU_KERN_ISA, read at that moment, can lower it, e.g. TNPU_KERN_ISA=avx2). */
+const char *tnpu_kern_isa(void);
+
+/* Frees the calling thread's packing scratch; the next call re-allocates it. */
+void tnpu_kern_release_scratch(void);
+
+#ifdef __cplusplus
+}
+#endif
+
+#endif /* TNPU_KERNELS_H */

@@ -1,0 +1,916 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * Cluster control unit and PE array of one row (seed 001; Documentation/
+ * hardware/isa.md): CONFIG parser, EXE operation unit with implicit-loopback
+ * PC, register file with per-PE rewrite and scalar unit, LD/MAC/SFU/ST.
+ *
+ * All clusters of a row receive identical packets, so the control state is
+ * kept once per row; PEs differ only in their rewritten addresses.  The math
+ * runs at tile granularity: a MAC whose per-PE tiles are contiguous becomes
+ * one GEMM kernel call for the whole row.
+ */
+#include <math.h>
+
+#include "internal.h"
+#include "tnpu_kernels.h"
+
+/* Per-EXE cycle accounting of one row. */
+struct exe_acct {
+	uint64_t issued, dist_bytes, mac, sfu, st;
+};
+
+struct rowctx {
+	struct tnpu_exec *ex;
+	struct row_state *rs;
+	unsigned row;
+	uint8_t *base;		/* start of the addressed half */
+	uint32_t half;		/* half size */
+	unsigned cols, pes, npe;
+	uint32_t info;		/* cluster error info (row | buf << 8 | idx << 16) */
+	struct exe_acct a;
+	bool last;
+	const struct ibuf *ib;
+};
+
+void tnpu_cluster_reset(struct tnpu_exec *ex)
+{
+	for (unsigned r = 0; r < ex->cfg.rows; r++) {
+		struct row_state *rs = &ex->rows[r];
+
+		memset(rs->ibuf, 0, sizeof(rs->ibuf));
+		memset(rs->rf, 0, sizeof(rs->rf));
+		memset(rs->rf_cfg, 0, sizeof(rs->rf_cfg));
+		memset(rs->rf_cnt, 0, sizeof(rs->rf_cnt));
+		memset(rs->in, 0, sizeof(rs->in));
+		memset(rs->wq, 0, sizeof(rs->wq));
+		memset(rs->accm, 0, sizeof(rs->accm));
+		memset(&rs->oqm, 0, sizeof(rs->oqm));
+		rs->last_half = -1;
+	}
+}
+
+static uint32_t cfail(struct rowctx *rc, uint32_t err)
+{
+	return tnpu_fail(rc->ex, err, rc->info, 0);
+}
+
+static uint32_t cfail_addr(struct rowctx *rc, uint32_t err, uint64_t addr)
+{
+	return tnpu_fail(rc->ex, err, rc->info, addr);
+}
+
+static void rec_load(struct tnpu_operand *o, const uint8_t *p)
+{
+	o->addr = ld32(p);
+	o->col_stride = (int32_t)ld32(p + 4);
+	o->pe_stride = (int32_t)ld32(p + 8);
+	o->pitch = ld32(p + 12);
+	o->rows = ld16(p + 16);
+	o->cols = ld16(p + 18);
+	o->dtype = p[20];
+	o->flags = p[21];
+	o->su_wrap = ld16(p + 22);
+	o->su_delta = (int32_t)ld32(p + 24);
+	o->su_wrap_delta = (int32_t)ld32(p + 28);
+}
+
+static inline int64_t pe_addr(const struct tnpu_operand *o, unsigned c, unsigned p)
+{
+	return (int64_t)o->addr + (int64_t)c * o->col_stride + (int64_t)p * o->pe_stride;
+}
+
+static unsigned esize(unsigned dtype)
+{
+	return dtype == TNPU_DTYPE_INT8 ? 1 : 4;
+}
+
+/* Check that every PE's region [a, a + extent) lies in the half (corners
+ * suffice: the address is affine in c and p). */
+static uint32_t check_range(struct rowctx *rc, const struct tnpu_operand *o, uint64_t extent, unsigned align)
+{
+	unsigned cs[2] = { 0, rc->cols - 1 }, ps[2] = { 0, rc->pes - 1 };
+
+	for (unsigned i = 0; i < 2; i++) {
+		for (unsigned j = 0; j < 2; j++) {
+			int64_t a = pe_addr(o, cs[i], ps[j]);
+
+			if (a < 0 || (uint64_t)a + extent > rc->half)
+				return cfail_addr(rc, TNPU_ERR_SRAM_RANGE, (uint64_t)a);
+		}
+	}
+	if (align > 1 && ((o->addr | (uint32_t)o->col_stride | (uint32_t)o->pe_stride | o->pitch) & (align - 1)))
+		return cfail_addr(rc, TNPU_ERR_ALIGN, o->addr);
+	return 0;
+}
+
+/* ---- CONFIG ---------------------------------------------------------------- */
+
+static uint32_t validate_insn(uint16_t w)
+{
+	if (w & TNPU_INSN_RSVD_HI)
+		return TNPU_ERR_INSTR;
+	switch (TNPU_INSN_OP(w)) {
+	case TNPU_OP_LD:
+		return (w & TNPU_LD_RSVD) ? TNPU_ERR_INSTR : 0;
+	case TNPU_OP_ST:
+		return (w & TNPU_ST_RSVD) ? TNPU_ERR_INSTR : 0;
+	case TNPU_OP_MAC:
+		return (w & TNPU_MAC_RSVD) ? TNPU_ERR_INSTR : 0;
+	default:
+		return ((w & TNPU_SFU_RSVD) || TNPU_SFU_FN(w) > TNPU_SFU_FN_APPLY) ? TNPU_ERR_INSTR : 0;
+	}
+}
+
+static uint32_t do_config(struct rowctx *rc, unsigned buf, const uint8_t *d, uint32_t len)
+{
+	struct row_state *rs = rc->rs;
+	struct ibuf *ib = &rs->ibuf[buf];
+	uint8_t n_instr, n_ops, rf_base, mode, ls, le, sfu_rf;
+	uint16_t repeat;
+
+	if (len < 16)
+		return cfail(rc, TNPU_ERR_CONFIG);
+	n_instr = d[0];
+	n_ops = d[1];
+	rf_base = d[2];
+	mode = d[3];
+	ls = d[4];
+	le = d[5];
+	repeat = ld16(d + 6);
+	sfu_rf = d[8];
+	for (unsigned i = 9; i < 16; i++)
+		if (d[i])
+			return cfail(rc, TNPU_ERR_CONFIG);
+	if (!n_instr || n_instr > TNPU_IBUF_DEPTH || n_ops > TNPU_RF_WINDOW ||
+	    rf_base + TNPU_RF_WINDOW > TNPU_RF_ENTRIES || (mode & ~TNPU_CFG_MODE_MASK) ||
+	    TNPU_CFG_MODE_WQ(mode) > TNPU_WQ_SW || ls > le || le >= n_instr || !repeat ||
+	    sfu_rf >= TNPU_RF_WINDOW || len != 16u + 2u * n_instr + 32u * n_ops)
+		return cfail(rc, TNPU_ERR_CONFIG);
+	for (unsigned i = 0; i < n_instr; i++) {
+		uint16_t w = ld16(d + 16 + 2 * i);
+
+		if (validate_insn(w)) {
+			rc->info = (rc->info & 0xFFFF) | (i << 16);
+			return cfail(rc, TNPU_ERR_INSTR);
+		}
+		ib->instr[i] = w;
+	}
+	for (unsigned i = 0; i < n_ops; i++) {
+		unsigned e = rf_base + i;
+
+		rec_load(&rs->rf[e], d + 16 + 2 * n_instr + 32 * i);
+		rs->rf_cfg[e] = rs->rf[e];
+		rs->rf_cnt[e] = 0;
+	}
+	ib->valid = true;
+	ib->n_instr = n_instr;
+	ib->rf_base = rf_base;
+	ib->mode = mode;
+	ib->loop_start = ls;
+	ib->loop_end = le;
+	ib->repeat = repeat;
+	ib->sfu_rf = sfu_rf;
+	return 0;
+}
+
+/* ---- scalar unit ------------------------------------------------------------- */
+
+static void scalar_update(struct rowctx *rc, unsigned e)
+{
+	struct tnpu_operand *o = &rc->rs->rf[e];
+
+	if (!(rc->ib->mode & TNPU_CFG_MODE_PIPE4))
+		return;
+	o->addr += (uint32_t)o->su_delta;
+	if (o->su_wrap && ++rc->rs->rf_cnt[e] >= o->su_wrap) {
+		rc->rs->rf_cnt[e] = 0;
+		o->addr += (uint32_t)o->su_wrap_delta;
+	}
+}
+
+/* ---- LD --------------------------------------------------------------------- */
+
+static uint64_t tile_bytes(const struct tnpu_operand *o)
+{
+	if (o->flags & TNPU_OPF_SPARSE)
+		return (uint64_t)o->cols * o->rows * (o->dtype == TNPU_DTYPE_INT8 ? 4 : 8);
+	return (uint64_t)o->rows * o->cols * esize(o->dtype);
+}
+
+static uint32_t do_ld(struct rowctx *rc, uint16_t w)
+{
+	unsigned e = rc->ib->rf_base + TNPU_LD_RF(w);
+	const struct tnpu_operand *o = &rc->rs->rf[e];
+	bool to_wq = w & TNPU_LD_WQ;
+	struct slot *s = to_wq ? &rc->rs->wq[TNPU_LD_SLOT(w)] : &rc->rs->in[TNPU_LD_SLOT(w)];
+	bool sparse = o->flags & TNPU_OPF_SPARSE;
+	uint64_t extent, bytes, u;
+	uint32_t err;
+
+	if ((o->dtype != TNPU_DTYPE_INT8 && o->dtype != TNPU_DTYPE_FP32) || !o->rows || !o->cols ||
+	    (o->flags & ~TNPU_OPF_MASK) || (!to_wq && o->flags) ||
+	    (o->flags == (TNPU_OPF_SPARSE | TNPU_OPF_TRANS)))
+		return cfail(rc, TNPU_ERR_OPERAND);
+	if (sparse)
+		extent = (uint64_t)(o->cols - 1) * o->pitch + (uint64_t)o->rows * (o->dtype == TNPU_DTYPE_INT8 ? 4 : 8);
+	else
+		extent = (uint64_t)(o->rows - 1) * o->pitch + (uint64_t)o->cols * esize(o->dtype);
+	err = check_range(rc, o, extent, o->dtype == TNPU_DTYPE_FP32 ? 4 : 1);
+	if (err)
+		return err;
+	u = (uint64_t)(o->col_stride ? rc->cols : 1) * (o->pe_stride ? rc->pes : 1);
+	bytes = tile_bytes(o);
+	if (to_wq && TNPU_CFG_MODE_WQ(rc->ib->mode) == TNPU_WQ_SW && s->valid) {
+		const struct tnpu_operand *p = &s->op;
+
+		if (p->pitch && p->pitch == o->pitch && p->rows == o->rows && p->cols == o->cols &&
+		    p->dtype == o->dtype && p->flags == o->flags && p->col_stride == o->col_stride &&
+		    p->pe_stride == o->pe_stride) {
+			int64_t delta = (int64_t)o->addr - (int64_t)p->addr;
+
+			if (delta % (int64_t)o->pitch == 0) {
+				int64_t d = delta / (int64_t)o->pitch;
+
+				if (d < 0)
+					d = -d;
+				if (d < o->rows)
+					bytes = bytes / o->rows * (uint64_t)d;
+			}
+		}
+	}
+	rc->a.dist_bytes += u * bytes;
+	s->valid = true;
+	s->zskip = w & TNPU_LD_ZSKIP;
+	s->op = *o;
+	scalar_update(rc, e);
+	return 0;
+}
+
+/* ---- MAC ---------------------------------------------------------------------- */
+
+static inline bool nz_i8(const uint8_t *p)
+{
+	return *(const int8_t *)p != 0;
+}
+
+static inline bool nz_f32(const uint8_t *p)
+{
+	float f;
+
+	memcpy(&f, p, 4);
+	return f != 0.0f;
+}
+
+/* Non-zero count per column of a rows x cols tile. */
+TNPU_CLONES
+static void col_nnz(const uint8_t *t, uint32_t pitch, unsigned rows, unsigned cols, bool f32, uint32_t *out)
+{
+	for (unsigned j = 0; j < cols; j++)
+		out[j] = 0;
+	for (unsigned i = 0; i < rows; i++) {
+		const uint8_t *r = t + (uint64_t)i * pitch;
+
+		if (f32) {
+			for (unsigned j = 0; j < cols; j++) {
+				float f;
+
+				memcpy(&f, r + 4 * j, 4);
+				out[j] += f != 0.0f;
+			}
+		} else {
+			const int8_t *q = (const int8_t *)r;
+
+			for (unsigned j = 0; j < cols; j++)
+				out[j] += q[j] != 0;
+		}
+	}
+}
+
+/* Non-zero count per row of a rows x cols tile. */
+static void row_nnz(const uint8_t *t, uint32_t pitch, unsigned rows, unsigned cols, bool f32, uint32_t *out)
+{
+	for (unsigned i = 0; i < rows; i++) {
+		const uint8_t *r = t + (uint64_t)i * pitch;
+		uint32_t n = 0;
+
+		for (unsigned j = 0; j < cols; j++)
+			n += f32 ? nz_f32(r + 4 * j) : nz_i8(r + j);
+		out[i] = n;
+	}
+}
+
+static void gemm(bool f32, bool trans, size_t m, size_t n, size_t k, const uint8_t *a, size_t lda,
+		 const uint8_t *b, size_t ldb, void *c, size_t ldc, bool acc)
+{
+	if (f32) {
+		if (trans)
+			tnpu_kern_gemm_f32_nt(m, n, k, (const float *)(const void *)a, lda / 4,
+					      (const float *)(const void *)b, ldb / 4, c, ldc, acc);
+		else
+			tnpu_kern_gemm_f32_nn(m, n, k, (const float *)(const void *)a, lda / 4,
+					      (const float *)(const void *)b, ldb / 4, c, ldc, acc);
+	} else {
+		if (trans)
+			tnpu_kern_gemm_i8_nt(m, n, k, (const int8_t *)a, lda, (const int8_t *)b, ldb, c, ldc, acc);
+		else
+			tnpu_kern_gemm_i8_nn(m, n, k, (const int8_t *)a, lda, (const int8_t *)b, ldb, c, ldc, acc);
+	}
+}
+
+/* Sparse (value, index) weights: C[i][n] += sum_s A[i][idx_s] * val_s. */
+static uint32_t sparse_mac(struct rowctx *rc, const uint8_t *at, uint32_t apitch, const uint8_t *wt,
+			   const struct tnpu_operand *wo, unsigned tm, unsigned tn, unsigned K, bool f32,
+			   void *accp, size_t ld, bool accumulate)
+{
+	unsigned ss = f32 ? 8 : 4;
+
+	for (unsigned n = 0; n < tn; n++) {
+		const uint8_t *col = wt + (uint64_t)n * wo->pitch;
+
+		for (unsigned s = 0; s < wo->rows; s++) {
+			const uint8_t *sl = col + (uint64_t)s * ss;
+			uint16_t idx = ld16(sl);
+			bool nz = f32 ? nz_f32(sl + 4) : nz_i8(sl + 2);
+
+			if (nz && idx >= K)
+				return cfail(rc, TNPU_ERR_SPARSE_INDEX);
+		}
+	}
+	for (unsigned i = 0; i < tm; i++) {
+		const uint8_t *arow = at + (uint64_t)i * apitch;
+
+		for (unsigned n = 0; n < tn; n++) {
+			const uint8_t *col = wt + (uint64_t)n * wo->pitch;
+
+			if (f32) {
+				float *c = (float *)accp + i * ld + n;
+				float sum = accumulate ? *c : 0.0f;
+
+				for (unsigned s = 0; s < wo->rows; s++) {
+					const uint8_t *sl = col + (uint64_t)s * ss;
+					float v, x;
+
+					memcpy(&v, sl + 4, 4);
+					if (v == 0.0f)
+						continue;
+					memcpy(&x, arow + 4u * ld16(sl), 4);
+					sum += x * v;
+				}
+				*c = sum;
+			} else {
+				int32_t *c = (int32_t *)accp + i * ld + n;
+				uint32_t sum = accumulate ? (uint32_t)*c : 0;
+
+				for (unsigned s = 0; s < wo->rows; s++) {
+					const uint8_t *sl = col + (uint64_t)s * ss;
+					int8_t v = (int8_t)sl[2];
+
+					if (!v)
+						continue;
+					sum += (uint32_t)((int32_t)(int8_t)arow[ld16(sl)] * v);
+				}
+				*c = (int32_t)sum;
+			}
+		}
+	}
+	return 0;
+}
+
+static uint32_t do_mac(struct rowctx *rc, uint16_t w, struct exe_acct *acct);
+static uint32_t sfu_apply(struct rowctx *rc, unsigned acc, const struct tnpu_operand *prec, bool chained);
+
+static uint32_t do_mac(struct rowctx *rc, uint16_t w, struct exe_acct *acct)
+{
+	struct row_state *rs = rc->rs;
+	struct slot *si = &rs->in[TNPU_MAC_IN(w)], *sw = &rs->wq[TNPU_MAC_WQ(w)];
+	unsigned a = TNPU_MAC_ACC(w);
+	struct tile_meta *am = &rs->accm[a];
+	const struct tnpu_operand *A, *B;
+	unsigned tm, tn, K, cols = rc->cols, pes = rc->pes;
+	bool f32, trans, sparse, zs;
+	size_t ld;
+	uint8_t acc_dtype;
+	unsigned rate;
+	uint64_t dense, maxcyc = 0, eff_total = 0;
+
+	if (!si->valid || !sw->valid)
+		return cfail(rc, TNPU_ERR_SLOT_EMPTY);
+	A = &si->op;
+	B = &sw->op;
+	if (A->dtype != B->dtype)
+		return cfail(rc, TNPU_ERR_DTYPE);
+	f32 = A->dtype == TNPU_DTYPE_FP32;
+	trans = B->flags & TNPU_OPF_TRANS;
+	sparse = B->flags & TNPU_OPF_SPARSE;
+	tm = A->rows;
+	K = A->cols;
+	if (sparse) {
+		tn = B->cols;
+	} else if (trans) {
+		tn = B->rows;
+		if (B->cols != K)
+			return cfail(rc, TNPU_ERR_OPERAND);
+	} else {
+		tn = B->cols;
+		if (B->rows != K)
+			return cfail(rc, TNPU_ERR_OPERAND);
+	}
+	if ((uint64_t)tm * tn > TNPU_ACC_ELEMS)
+		return cfail(rc, TNPU_ERR_OPERAND);
+	acc_dtype = f32 ? TNPU_DTYPE_FP32 : TNPU_DTYPE_INT32;
+	if (am->valid && (am->tm != tm || am->tn != tn))
+		return cfail(rc, TNPU_ERR_ACC_SHAPE);
+	if (am->valid && am->dtype != acc_dtype)
+		return cfail(rc, TNPU_ERR_DTYPE);
+	rate = f32 ? TNPU_RATE_MAC_FP32 : TNPU_RATE_MAC_INT8;
+	dense = (uint64_t)tm * tn * K;
+	/* Refuse work the watchdog would stop anyway before spending host time. */
+	if (rc->ex->R[rc->row] + acct->mac + div_ceil_u64(dense, rate) > rc->ex->cfg.watchdog_cycles)
+		return cfail(rc, TNPU_ERR_WATCHDOG);
+
+	ld = (size_t)pes * tn;
+	zs = si->zskip || sw->zskip || sparse;
+	{
+		void *accp = rs->acc[a];
+		bool accumulate = am->valid;
+		size_t esz = f32 ? 4 : 1;
+		bool b_contig = !sparse && B->col_stride == 0 &&
+				(trans ? (int64_t)B->pe_stride == (int64_t)tn * B->pitch
+				       : (int64_t)B->pe_stride == (int64_t)tn * (int64_t)esz);
+
+		if (b_contig && A->pe_stride == 0 && (int64_t)A->col_stride == (int64_t)tm * A->pitch) {
+			/* Whole row: one call of (cols*tm) x (pes*tn) x K. */
+			gemm(f32, trans, (size_t)cols * tm, ld, K, rc->base + A->addr, A->pitch,
+			     rc->base + B->addr, B->pitch, accp, ld, accumulate);
+		} else if (b_contig && A->pe_stride == 0) {
+			for (unsigned c = 0; c < cols; c++)
+				gemm(f32, trans, tm, ld, K, rc->base + pe_addr(A, c, 0), A->pitch,
+				     rc->base + B->addr, B->pitch,
+				     (uint8_t *)accp + (size_t)c * tm * ld * 4, ld, accumulate);
+		} else {
+			for (unsigned c = 0; c < cols; c++) {
+				for (unsigned p = 0; p < pes; p++) {
+					uint8_t *cp = (uint8_t *)accp + ((size_t)c * tm * ld + (size_t)p * tn) * 4;
+					const uint8_t *at = rc->base + pe_addr(A, c, p);
+					const uint8_t *bt = rc->base + pe_addr(B, c, p);
+
+					if (sparse) {
+						uint32_t err = sparse_mac(rc, at, A->pitch, bt, B, tm, tn, K, f32,
+									  cp, ld, accumulate);
+						if (err)
+							return err;
+					} else {
+						gemm(f32, trans, tm, tn, K, at, A->pitch, bt, B->pitch, cp, ld,
+						     accumulate);
+					}
+				}
+			}
+		}
+	}
+
+	/* Effective MACs and cycles. */
+	if (!zs) {
+		eff_total = dense * cols * pes;
+		maxcyc = div_ceil_u64(dense, rate);
+	} else {
+		uint32_t *nza = (uint32_t *)(void *)tnpu_scratch(rc->ex, (size_t)K * 8 + (size_t)tn * 4 + 64);
+		uint32_t *nzb;
+		uint64_t prev = 0;
+
+		if (!nza)
+			return cfail(rc, TNPU_ERR_NOMEM);
+		nzb = nza + K;
+		for (unsigned c = 0; c < cols; c++) {
+			for (unsigned p = 0; p < pes; p++) {
+				const uint8_t *at = rc->base + pe_addr(A, c, p);
+				const uint8_t *bt = rc->base + pe_addr(B, c, p);
+				uint64_t e = 0, cyc;
+
+				if (si->zskip)
+					col_nnz(at, A->pitch, tm, K, f32, nza);
+				else
+					for (unsigned k = 0; k < K; k++)
+						nza[k] = tm;
+				if (sparse) {
+					unsigned ss = f32 ? 8 : 4;
+
+					for (unsigned n = 0; n < tn; n++)
+						for (unsigned s = 0; s < B->rows; s++) {
+							const uint8_t *sl = bt + (uint64_t)n * B->pitch + (uint64_t)s * ss;
+
+							if (f32 ? nz_f32(sl + 4) : nz_i8(sl + 2))
+								e += nza[ld16(sl)];
+						}
+				} else {
+					if (sw->zskip) {
+						if (trans)
+							col_nnz(bt, B->pitch, tn, K, f32, nzb);
+						else
+							row_nnz(bt, B->pitch, K, tn, f32, nzb);
+					} else {
+						for (unsigned k = 0; k < K; k++)
+							nzb[k] = tn;
+					}
+					for (unsigned k = 0; k < K; k++)
+						e += (uint64_t)nza[k] * nzb[k];
+				}
+				eff_total += e;
+				if (w & TNPU_MAC_LB) {
+					/* PEs 2i, 2i+1 share their work (seed 001 paras 98-102). */
+					if (p & 1) {
+						cyc = div_ceil_u64(prev + e, 2ull * rate);
+					} else if (p == pes - 1) {
+						cyc = div_ceil_u64(e, rate);
+					} else {
+						prev = e;
+						continue;
+					}
+				} else {
+					cyc = div_ceil_u64(e, rate);
+				}
+				maxcyc = TNPU_MAX(maxcyc, cyc);
+			}
+		}
+	}
+	rc->ex->res->counters[TNPU_CNT_MACS_DENSE] += dense * cols * pes;
+	rc->ex->res->counters[TNPU_CNT_MACS_EFFECTIVE] += eff_total;
+	acct->mac += maxcyc;
+	am->valid = true;
+	am->tm = (uint16_t)tm;
+	am->tn = (uint16_t)tn;
+	am->dtype = acc_dtype;
+	if (TNPU_CFG_MODE_WQ(rc->ib->mode) == TNPU_WQ_SQ)
+		sw->valid = false;
+	if ((w & TNPU_MAC_CHAIN) && rc->last)
+		return sfu_apply(rc, a, &rs->rf[rc->ib->rf_base + rc->ib->sfu_rf], true);
+	return 0;
+}
+
+/* ---- SFU ------------------------------------------------------------------------ */
+
+struct sfu_p {
+	uint32_t bias_addr;
+	int32_t bcs, bps;
+	uint32_t scale;
+	uint8_t ops, shift, out;
+	int16_t zp;
+	uint32_t lo, hi;
+};
+
+static uint32_t sfu_decode(struct rowctx *rc, const struct tnpu_operand *rec, uint8_t acc_dtype, struct sfu_p *p)
+{
+	uint8_t raw[32];
+
+	/* The register file stores the raw 32 bytes; re-encode to reinterpret. */
+	memcpy(raw, &rec->addr, 4);
+	memcpy(raw + 4, &rec->col_stride, 4);
+	memcpy(raw + 8, &rec->pe_stride, 4);
+	memcpy(raw + 12, &rec->pitch, 4);
+	memcpy(raw + 16, &rec->rows, 2);
+	memcpy(raw + 18, &rec->cols, 2);
+	raw[20] = rec->dtype;
+	raw[21] = rec->flags;
+	memcpy(raw + 22, &rec->su_wrap, 2);
+	memcpy(raw + 24, &rec->su_delta, 4);
+	memcpy(raw + 28, &rec->su_wrap_delta, 4);
+	p->bias_addr = ld32(raw);
+	p->bcs = (int32_t)ld32(raw + 4);
+	p->bps = (int32_t)ld32(raw + 8);
+	p->scale = ld32(raw + 12);
+	p->ops = raw[16];
+	p->shift = raw[17];
+	p->zp = (int16_t)ld16(raw + 18);
+	p->out = raw[20];
+	p->lo = ld32(raw + 24);
+	p->hi = ld32(raw + 28);
+	if ((p->ops & ~TNPU_SFU_OP_MASK) || raw[21] || raw[22] || raw[23])
+		return cfail(rc, TNPU_ERR_SFU_PARAM);
+	if (acc_dtype == TNPU_DTYPE_FP32) {
+		if (p->out != TNPU_DTYPE_FP32)
+			return cfail(rc, TNPU_ERR_SFU_PARAM);
+	} else {
+		if ((p->ops & TNPU_SFU_OP_REQUANT) ? p->out != TNPU_DTYPE_INT8 : p->out != TNPU_DTYPE_INT32)
+			return cfail(rc, TNPU_ERR_SFU_PARAM);
+		if ((p->ops & TNPU_SFU_OP_REQUANT) && (p->shift > 62 || p->zp < -128 || p->zp > 127))
+			return cfail(rc, TNPU_ERR_SFU_PARAM);
+	}
+	return 0;
+}
+
+TNPU_CLONES
+static void sfu_int_row(const int32_t *x, int32_t *y, unsigned n, const int32_t *bias, const struct sfu_p *p)
+{
+	int64_t rnd = p->shift ? (int64_t)1 << (p->shift - 1) : 0;
+
+	for (unsigned j = 0; j < n; j++) {
+		int32_t v = x[j];
+
+		if (p->ops & TNPU_SFU_OP_BIAS)
+			v = (int32_t)((uint32_t)v + (uint32_t)bias[j]);
+		if (p->ops & TNPU_SFU_OP_RELU)
+			v = v < 0 ? 0 : v;
+		if (p->ops & TNPU_SFU_OP_CLAMP)
+			v = v < (int32_t)p->lo ? (int32_t)p->lo : (v > (int32_t)p->hi ? (int32_t)p->hi : v);
+		if (p->ops & TNPU_SFU_OP_REQUANT) {
+			int64_t q = (((int64_t)v * (int32_t)p->scale + rnd) >> p->shift) + p->zp;
+
+			v = q < -128 ? -128 : (q > 127 ? 127 : (int32_t)q);
+		}
+		y[j] = v;
+	}
+}
+
+TNPU_CLONES
+static void sfu_f32_row(const float *x, float *y, unsigned n, const float *bias, const struct sfu_p *p)
+{
+	float lo, hi, sc;
+
+	memcpy(&lo, &p->lo, 4);
+	memcpy(&hi, &p->hi, 4);
+	memcpy(&sc, &p->scale, 4);
+	for (unsigned j = 0; j < n; j++) {
+		float v = x[j];
+
+		if (p->ops & TNPU_SFU_OP_BIAS)
+			v += bias[j];
+		if (p->ops & TNPU_SFU_OP_RELU)
+			v = v < 0.0f ? 0.0f : v;
+		if (p->ops & TNPU_SFU_OP_CLAMP)
+			v = v < lo ? lo : (v > hi ? hi : v);
+		if (p->ops & TNPU_SFU_OP_REQUANT)
+			v *= sc;
+		y[j] = v;
+	}
+}
+
+/* acc -> SFU -> output queue (APPLY / chained). */
+static uint32_t sfu_apply(struct rowctx *rc, unsigned a, const struct tnpu_operand *prec, bool chained)
+{
+	struct row_state *rs = rc->rs;
+	struct tile_meta *am = &rs->accm[a];
+	unsigned tm = am->tm, tn = am->tn, cols = rc->cols, pes = rc->pes;
+	size_t ld = (size_t)pes * tn;
+	uint64_t elems = (uint64_t)tm * tn;
+	struct sfu_p p;
+	uint32_t err;
+
+	if (!am->valid)
+		return cfail(rc, TNPU_ERR_SLOT_EMPTY);
+	err = sfu_decode(rc, prec, am->dtype, &p);
+	if (err)
+		return err;
+	if (p.ops & TNPU_SFU_OP_BIAS) {
+		struct tnpu_operand bo = { .addr = p.bias_addr, .col_stride = p.bcs, .pe_stride = p.bps };
+
+		err = check_range(rc, &bo, (uint64_t)tn * 4, 4);
+		if (err)
+			return err;
+	}
+	for (unsigned c = 0; c < cols; c++) {
+		for (unsigned pe = 0; pe < pes; pe++) {
+			const int32_t *bias = NULL;
+
+			if (p.ops & TNPU_SFU_OP_BIAS) {
+				int64_t ba = (int64_t)p.bias_addr + (int64_t)c * p.bcs + (int64_t)pe * p.bps;
+
+				bias = (const int32_t *)(const void *)(rc->base + ba);
+			}
+			for (unsigned i = 0; i < tm; i++) {
+				size_t o = ((size_t)c * tm + i) * ld + (size_t)pe * tn;
+
+				if (am->dtype == TNPU_DTYPE_FP32)
+					sfu_f32_row((const float *)rs->acc[a] + o, (float *)rs->oq + o, tn,
+						    (const float *)(const void *)bias, &p);
+				else
+					sfu_int_row((const int32_t *)rs->acc[a] + o, (int32_t *)rs->oq + o, tn, bias, &p);
+			}
+		}
+	}
+	rs->oqm.valid = true;
+	rs->oqm.acc = (uint8_t)a;
+	rs->oqm.tm = (uint16_t)tm;
+	rs->oqm.tn = (uint16_t)tn;
+	rs->oqm.dtype = p.out;
+	rc->ex->res->counters[TNPU_CNT_SFU_OPS] += elems * cols * pes;
+	rc->ex->res->counters[TNPU_CNT_OQ_ACCESSES] += elems * cols * pes * (chained ? 1 : 3);
+	rc->a.sfu += div_ceil_u64(elems, TNPU_RATE_SFU);
+	return 0;
+}
+
+static uint32_t do_sfu(struct rowctx *rc, uint16_t w)
+{
+	struct row_state *rs = rc->rs;
+	unsigned a = TNPU_SFU_ACC(w);
+	struct tile_meta *am = &rs->accm[a];
+
+	if (!am->valid)
+		return cfail(rc, TNPU_ERR_SLOT_EMPTY);
+	if (TNPU_SFU_FN(w) == TNPU_SFU_FN_APPLY)
+		return sfu_apply(rc, a, &rs->rf[rc->ib->rf_base + TNPU_SFU_RF(w)], false);
+	/* PASS: non-SF write-through. */
+	{
+		uint64_t elems = (uint64_t)am->tm * am->tn;
+		size_t n = (size_t)rc->cols * rc->pes * elems;
+
+		memcpy(rs->oq, rs->acc[a], n * 4);
+		rs->oqm = *am;
+		rs->oqm.acc = (uint8_t)a;
+		rc->ex->res->counters[TNPU_CNT_OQ_ACCESSES] += n;
+		rc->a.sfu += div_ceil_u64(elems, TNPU_RATE_OQ);
+	}
+	return 0;
+}
+
+/* ---- ST ------------------------------------------------------------------------- */
+
+static uint32_t do_st(struct rowctx *rc, uint16_t w)
+{
+	struct row_state *rs = rc->rs;
+	unsigned e = rc->ib->rf_base + TNPU_ST_RF(w), a = TNPU_ST_ACC(w);
+	const struct tnpu_operand *o = &rs->rf[e];
+	bool raw = w & TNPU_ST_RAW;
+	const struct tile_meta *src = raw ? &rs->accm[a] : &rs->oqm;
+	const uint8_t *data = raw ? rs->acc[a] : rs->oq;
+	unsigned tm, tn, es, cols = rc->cols, pes = rc->pes;
+	size_t ld;
+	uint32_t err;
+	uint64_t lo = UINT64_MAX, hi = 0;
+
+	if (!src->valid || (!raw && src->acc != a))
+		return cfail(rc, TNPU_ERR_SLOT_EMPTY);
+	tm = src->tm;
+	tn = src->tn;
+	if (o->flags)
+		return cfail(rc, TNPU_ERR_OPERAND);
+	if (o->rows != tm || o->cols != tn)
+		return cfail(rc, TNPU_ERR_ACC_SHAPE);
+	if (o->dtype != src->dtype)
+		return cfail(rc, TNPU_ERR_DTYPE);
+	es = esize(o->dtype);
+	err = check_range(rc, o, (uint64_t)(tm - 1) * o->pitch + (uint64_t)tn * es, es);
+	if (err)
+		return err;
+	ld = (size_t)pes * tn;
+	for (unsigned c = 0; c < cols; c++) {
+		for (unsigned p = 0; p < pes; p++) {
+			uint64_t pa = (uint64_t)pe_addr(o, c, p);
+
+			for (unsigned i = 0; i < tm; i++) {
+				uint8_t *dst = rc->base + pa + (uint64_t)i * o->pitch;
+				const uint8_t *s = data + (((size_t)c * tm + i) * ld + (size_t)p * tn) * 4;
+
+				if (es == 4) {
+					memcpy(dst, s, (size_t)tn * 4);
+				} else {
+					for (unsigned j = 0; j < tn; j++)
+						dst[j] = s[4 * j];	/* int8 held in the low byte, LE */
+				}
+			}
+			lo = TNPU_MIN(lo, pa);
+			hi = TNPU_MAX(hi, pa + (uint64_t)(tm - 1) * o->pitch + (uint64_t)tn * es);
+		}
+	}
+	{
+		uint64_t off = (uint64_t)(rc->base - rs->sram);
+
+		sram_mark(rs, off + lo, off + hi);
+	}
+	if (raw)
+		rc->ex->res->counters[TNPU_CNT_OQ_ACCESSES] += (uint64_t)tm * tn * cols * pes;
+	else
+		rs->oqm.valid = false;
+	if (raw)
+		rc->a.sfu += div_ceil_u64((uint64_t)tm * tn, TNPU_RATE_OQ);
+	rc->a.st += div_ceil_u64((uint64_t)tm * tn * es * pes, TNPU_RATE_ST);
+	scalar_update(rc, e);
+	return 0;
+}
+
+/* ---- EXE ---------------------------------------------------------------------- */
+
+static uint32_t issue(struct rowctx *rc, unsigned idx)
+{
+	uint16_t w = rc->ib->instr[idx];
+	unsigned op = TNPU_INSN_OP(w);
+
+	if (atomic_load_explicit(&rc->ex->abort, memory_order_relaxed))
+		return tnpu_fail(rc->ex, TNPU_ERR_ABORTED, 0, 0);
+	if (op == TNPU_OP_ST && !rc->last)
+		return 0;
+	/* Long EXE loops: stop as soon as the row's time passes the watchdog. */
+	if (rc->ex->R[rc->row] + TNPU_CYC_EXE + rc->a.issued + rc->a.mac + rc->a.sfu + rc->a.st +
+		    rc->a.dist_bytes / TNPU_RATE_DISPATCH > rc->ex->cfg.watchdog_cycles)
+		return tnpu_fail(rc->ex, TNPU_ERR_WATCHDOG, rc->info, 0);
+	rc->info = (rc->info & 0xFFFF) | (idx << 16);
+	rc->a.issued++;
+	switch (op) {
+	case TNPU_OP_LD:
+		return do_ld(rc, w);
+	case TNPU_OP_ST:
+		return do_st(rc, w);
+	case TNPU_OP_MAC:
+		return do_mac(rc, w, &rc->a);
+	default:
+		return do_sfu(rc, w);
+	}
+}
+
+static uint32_t do_exe(struct rowctx *rc, unsigned buf, uint8_t cmd, unsigned dflags, const uint8_t *d,
+		       uint32_t len, unsigned half)
+{
+	struct row_state *rs = rc->rs;
+	const struct ibuf *ib = &rs->ibuf[buf];
+	uint32_t err;
+
+	if (!ib->valid)
+		return cfail(rc, TNPU_ERR_IBUF_EMPTY);
+	if (len % 8)
+		return cfail(rc, TNPU_ERR_PACKET);
+	for (uint32_t i = 0; i < len; i += 8) {
+		const uint8_t *p = d + i;
+
+		if (p[0] >= TNPU_RF_WINDOW || p[1] > TNPU_PATCH_PITCH || ld16(p + 2) ||
+		    (p[1] != TNPU_PATCH_ADDR && p[1] != TNPU_PATCH_PITCH && (ld32(p + 4) >> 16)))
+			return cfail(rc, TNPU_ERR_PACKET);
+	}
+	rc->ib = ib;
+	rc->last = cmd & TNPU_PKT_LAST;
+	if (rs->last_half >= 0 && (unsigned)rs->last_half != half)
+		rc->ex->res->counters[TNPU_CNT_BANK_SWAPS]++;
+	rs->last_half = (int)half;
+	if (dflags & TNPU_DISPATCH_F_RF_RESTORE) {
+		for (unsigned i = 0; i < TNPU_RF_WINDOW; i++) {
+			rs->rf[ib->rf_base + i] = rs->rf_cfg[ib->rf_base + i];
+			rs->rf_cnt[ib->rf_base + i] = 0;
+		}
+	}
+	for (uint32_t i = 0; i < len; i += 8) {
+		struct tnpu_operand *o = &rs->rf[ib->rf_base + d[i]];
+		uint32_t v = ld32(d + i + 4);
+
+		switch (d[i + 1]) {
+		case TNPU_PATCH_ADDR:
+			o->addr = v;
+			break;
+		case TNPU_PATCH_ROWS:
+			o->rows = (uint16_t)v;
+			break;
+		case TNPU_PATCH_COLS:
+			o->cols = (uint16_t)v;
+			break;
+		default:
+			o->pitch = v;
+			break;
+		}
+	}
+	for (unsigned i = 0; i < ib->loop_start; i++)
+		if ((err = issue(rc, i)))
+			return err;
+	for (unsigned r = 0; r < ib->repeat; r++)
+		for (unsigned i = ib->loop_start; i <= ib->loop_end; i++)
+			if ((err = issue(rc, i)))
+				return err;
+	for (unsigned i = ib->loop_end + 1u; i < ib->n_instr; i++)
+		if ((err = issue(rc, i)))
+			return err;
+	if (cmd & TNPU_PKT_SHIFT_OUT) {
+		for (unsigned a = 0; a < TNPU_NUM_ACCS; a++)
+			rs->accm[a].valid = false;
+		rs->oqm.valid = false;
+	}
+	return 0;
+}
+
+uint32_t tnpu_cluster_dispatch(struct tnpu_exec *ex, unsigned row, unsigned half, unsigned dflags,
+			       const uint8_t *pkt, uint32_t len, uint64_t *busy)
+{
+	struct rowctx rc = {
+		.ex = ex,
+		.rs = &ex->rows[row],
+		.row = row,
+		.base = ex->rows[row].sram + (size_t)half * ex->half,
+		.half = ex->half,
+		.cols = ex->cfg.cols,
+		.pes = ex->cfg.pes,
+		.npe = ex->cfg.cols * ex->cfg.pes,
+	};
+	uint8_t cmd = pkt[0];
+	unsigned buf = TNPU_PKT_BUF(cmd);
+	uint32_t err;
+
+	rc.info = row | (buf << 8) | (0xFFu << 16);
+	if (!(cmd & TNPU_PKT_EXE)) {
+		if (cmd & (TNPU_PKT_SHIFT_OUT | TNPU_PKT_LAST))
+			return cfail(&rc, TNPU_ERR_PACKET);
+		err = do_config(&rc, buf, pkt + 1, len - 1);
+		*busy = div_ceil_u64(len, TNPU_RATE_DISPATCH);
+		return err;
+	}
+	rc.a.dist_bytes = len;
+	err = do_exe(&rc, buf, cmd, dflags, pkt + 1, len - 1, half);
+	ex->res->counters[TNPU_CNT_INSTRUCTIONS] += rc.a.issued;
+	ex->res->counters[TNPU_CNT_BYTES_DISPATCH] += rc.a.dist_bytes - len;
+	*busy = TNPU_CYC_EXE + rc.a.issued +
+		TNPU_MAX(div_ceil_u64(rc.a.dist_bytes, TNPU_RATE_DISPATCH), rc.a.mac) + rc.a.sfu + rc.a.st;
+	return err;
+}

@@ -1,0 +1,772 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * Job executor: command processor, DMA / IM2COL load engine, store engine,
+ * semaphores and the engine timelines of the cycle model
+ * (Documentation/hardware/commands.md, cycle-model.md).
+ */
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+
+#include "internal.h"
+
+#define CNT(ex, i) ((ex)->res->counters[TNPU_CNT_##i])
+
+uint32_t tnpu_fail(struct tnpu_exec *ex, uint32_t err, uint32_t info, uint64_t addr)
+{
+	struct tnpu_result *r = ex->res;
+
+	if (!r->error) {
+		r->error = err;
+		r->err_info = info;
+		r->err_addr = addr;
+		r->err_cmd_offset = ex->cmd_off;
+		if (err >= TNPU_ERR_MMU_NOT_PRESENT && err <= TNPU_ERR_MMU_VA_RANGE)
+			r->counters[TNPU_CNT_MMU_FAULTS]++;
+	}
+	return err;
+}
+
+uint8_t *tnpu_scratch(struct tnpu_exec *ex, size_t bytes)
+{
+	if (bytes > ex->scratch_cap) {
+		uint8_t *p = realloc(ex->scratch, bytes);
+
+		if (!p)
+			return NULL;
+		ex->scratch = p;
+		ex->scratch_cap = bytes;
+	}
+	return ex->scratch;
+}
+
+/* ---- creation ------------------------------------------------------------ */
+
+int tnpu_exec_new(const struct tnpu_config *cfg, struct tnpu_exec **out, char *msg, size_t msglen)
+{
+	struct tnpu_exec *ex;
+	size_t acc_bytes;
+
+	*out = NULL;
+	if (tnpu_config_validate(cfg, msg, msglen))
+		return -EINVAL;
+	ex = calloc(1, sizeof(*ex));
+	if (!ex)
+		return -ENOMEM;
+	ex->cfg = *cfg;
+	if (!ex->cfg.watchdog_cycles)
+		ex->cfg.watchdog_cycles = TNPU_DEF_WATCHDOG;
+	ex->half = cfg->sram / 2;
+	atomic_init(&ex->abort, false);
+	ex->rows = calloc(cfg->rows, sizeof(*ex->rows));
+	if (!ex->rows)
+		goto nomem;
+	acc_bytes = (size_t)cfg->cols * cfg->pes * TNPU_ACC_ELEMS * 4;
+	for (unsigned r = 0; r < cfg->rows; r++) {
+		struct row_state *rs = &ex->rows[r];
+
+		rs->sram = calloc(1, cfg->sram);
+		rs->oq = malloc(acc_bytes);
+		if (!rs->sram || !rs->oq)
+			goto nomem;
+		for (unsigned a = 0; a < TNPU_NUM_ACCS; a++) {
+			rs->acc[a] = malloc(acc_bytes);
+			if (!rs->acc[a])
+				goto nomem;
+		}
+		rs->dirty_lo = cfg->sram;
+		rs->dirty_hi = 0;
+	}
+	*out = ex;
+	return 0;
+nomem:
+	tnpu_exec_free(ex);
+	if (msg && msglen)
+		snprintf(msg, msglen, "tnpu: out of memory allocating the executor");
+	return -ENOMEM;
+}
+
+void tnpu_exec_free(struct tnpu_exec *ex)
+{
+	if (!ex)
+		return;
+	if (ex->rows) {
+		for (unsigned r = 0; r < ex->cfg.rows; r++) {
+			free(ex->rows[r].sram);
+			free(ex->rows[r].oq);
+			for (unsigned a = 0; a < TNPU_NUM_ACCS; a++)
+				free(ex->rows[r].acc[a]);
+		}
+		free(ex->rows);
+	}
+	free(ex->scratch);
+	free(ex);
+}
+
+void tnpu_exec_abort(struct tnpu_exec *ex)
+{
+	atomic_store(&ex->abort, true);
+}
+
+void tnpu_exec_clear_abort(struct tnpu_exec *ex)
+{
+	atomic_store(&ex->abort, false);
+}
+
+/* ---- job start: clean device state ---------------------------------------- */
+
+static void job_reset(struct tnpu_exec *ex)
+{
+	for (unsigned r = 0; r < ex->cfg.rows; r++) {
+		struct row_state *rs = &ex->rows[r];
+
+		if (rs->dirty_hi > rs->dirty_lo)
+			memset(rs->sram + rs->dirty_lo, 0, rs->dirty_hi - rs->dirty_lo);
+		rs->dirty_lo = ex->cfg.sram;
+		rs->dirty_hi = 0;
+	}
+	tnpu_cluster_reset(ex);
+	tnpu_tlb_flush(ex);
+	memset(ex->sem, 0, sizeof(ex->sem));
+	memset(ex->F, 0, sizeof(ex->F));
+	memset(ex->R, 0, sizeof(ex->R));
+	ex->P = 0;
+	ex->compute_end = 0;
+	ex->cmd_off = 0;
+}
+
+/* ---- timelines ------------------------------------------------------------ */
+
+static uint64_t all_rows_free(const struct tnpu_exec *ex)
+{
+	uint64_t t = 0;
+
+	for (unsigned r = 0; r < ex->cfg.rows; r++)
+		t = TNPU_MAX(t, ex->R[r]);
+	return t;
+}
+
+static uint64_t job_time(const struct tnpu_exec *ex)
+{
+	uint64_t t = TNPU_MAX(all_rows_free(ex), ex->P);
+
+	for (unsigned e = 0; e < TNPU_ENGINE_NUM; e++)
+		t = TNPU_MAX(t, ex->F[e]);
+	return t;
+}
+
+/* A load/store engine command of `dur` cycles. */
+static void engine_run(struct tnpu_exec *ex, unsigned e, bool async, uint64_t dur)
+{
+	uint64_t s = TNPU_MAX(ex->F[e], async ? 0 : ex->P);
+
+	ex->F[e] = s + dur;
+	ex->P = ex->F[e];
+	if (e == TNPU_ENGINE_LOAD)
+		CNT(ex, LOAD_CYCLES) += dur;
+	else
+		CNT(ex, STORE_CYCLES) += dur;
+	CNT(ex, DMA_CYCLES) += dur;
+}
+
+/* ---- DMA ------------------------------------------------------------------ */
+
+static uint32_t cmd_dma(struct tnpu_exec *ex, const uint8_t *c, bool h2d, bool async)
+{
+	uint64_t host_va = ld64(c + 8), hpy = ld64(c + 16), hpz = ld64(c + 24);
+	uint32_t off = ld32(c + 32), spy = ld32(c + 36), spz = ld32(c + 40);
+	uint32_t width = ld32(c + 44), height = ld32(c + 48), depth = ld32(c + 52);
+	uint8_t row = c[56], half = c[57], flags = c[58], fill = c[59];
+	bool all = row == TNPU_DMA_ROW_ALL;
+	uint64_t last, dur;
+	unsigned r0, r1;
+
+	if (!width || !height || !depth || half > 1 || (flags & ~TNPU_DMA_F_MASK) || ld32(c + 60) ||
+	    (!(flags & TNPU_DMA_F_FILL) && fill) || (!h2d && (flags & TNPU_DMA_F_FILL)) ||
+	    (!all && row >= ex->cfg.rows) || (all && !h2d))
+		return tnpu_fail(ex, TNPU_ERR_DMA_DESC, 0, 0);
+	/* Each term is < 2^64 on its own; checking them one by one keeps the sum from wrapping. */
+	if ((uint64_t)(depth - 1) * spz > ex->half || (uint64_t)(height - 1) * spy > ex->half)
+		return tnpu_fail(ex, TNPU_ERR_SRAM_RANGE, 0, off);
+	last = (uint64_t)off + (uint64_t)(depth - 1) * spz + (uint64_t)(height - 1) * spy + width;
+	if (last > ex->half)
+		return tnpu_fail(ex, TNPU_ERR_SRAM_RANGE, 0, off);
+	if (__builtin_mul_overflow((uint64_t)height * depth, TNPU_MAX(1, div_ceil_u64(width, TNPU_RATE_DMA)), &dur) ||
+	    __builtin_add_overflow(dur, (uint64_t)(TNPU_CYC_CMD + TNPU_CYC_DMA_SETUP), &dur))
+		return tnpu_fail(ex, TNPU_ERR_WATCHDOG, 0, 0);
+	/* Refuse a transfer the watchdog would stop anyway before spending host time on it. */
+	if (TNPU_MAX(ex->F[h2d ? TNPU_ENGINE_LOAD : TNPU_ENGINE_STORE], ex->P) + dur > ex->cfg.watchdog_cycles)
+		return tnpu_fail(ex, TNPU_ERR_WATCHDOG, 0, 0);
+	r0 = all ? 0 : row;
+	r1 = all ? ex->cfg.rows - 1 : row;
+	for (uint32_t z = 0; z < depth; z++) {
+		for (uint32_t y = 0; y < height; y++) {
+			uint64_t so = (uint64_t)half * ex->half + off + (uint64_t)z * spz + (uint64_t)y * spy;
+			uint64_t va, t;
+			uint8_t *dst = ex->rows[r0].sram + so;
+			uint32_t err;
+
+			if (h2d && (flags & TNPU_DMA_F_FILL)) {
+				memset(dst, fill, width);
+			} else {
+				if (__builtin_mul_overflow((uint64_t)z, hpz, &t) ||
+				    __builtin_add_overflow(host_va, t, &va) ||
+				    __builtin_mul_overflow((uint64_t)y, hpy, &t) ||
+				    __builtin_add_overflow(va, t, &va))
+					return tnpu_fail(ex, TNPU_ERR_MMU_VA_RANGE,
+							 (h2d ? 0u : 1u) | (TNPU_EC(h2d ? 0 : 2) << 4), host_va);
+				if (h2d)
+					err = tnpu_va_read(ex, va, dst, width, TNPU_EC(TNPU_ENGINE_LOAD));
+				else
+					err = tnpu_va_write(ex, va, dst, width, TNPU_EC(TNPU_ENGINE_STORE));
+				if (err)
+					return err;
+			}
+			if (h2d) {
+				sram_mark(&ex->rows[r0], so, so + width);
+				for (unsigned r = r0 + 1; r <= r1; r++) {
+					memcpy(ex->rows[r].sram + so, dst, width);
+					sram_mark(&ex->rows[r], so, so + width);
+				}
+			}
+		}
+	}
+	if (h2d) {
+		if (!(flags & TNPU_DMA_F_FILL))
+			CNT(ex, BYTES_H2D) += (uint64_t)width * height * depth;
+	} else {
+		CNT(ex, BYTES_D2H) += (uint64_t)width * height * depth;
+	}
+	engine_run(ex, h2d ? TNPU_ENGINE_LOAD : TNPU_ENGINE_STORE, async, dur);
+	return 0;
+}
+
+/* ---- IM2COL --------------------------------------------------------------- */
+
+struct conv {
+	uint64_t src, sn, sc, sh, sw;
+	uint32_t n, h, w, c, r, s, oh, ow, sy, sx, dy, dx, pt, pl, layout, dtype, e;
+	uint32_t pad, m0, mt, k0, kt, off, pitch;
+};
+
+/* Decompose a K index into (ry, rx, ch). */
+static void k_split(const struct conv *cv, uint64_t k, uint32_t *ry, uint32_t *rx, uint32_t *ch)
+{
+	if (cv->layout == TNPU_LAYOUT_NHWC) {
+		*ch = (uint32_t)(k % cv->c);
+		k /= cv->c;
+		*rx = (uint32_t)(k % cv->s);
+		*ry = (uint32_t)(k / cv->s);
+	} else {
+		*rx = (uint32_t)(k % cv->s);
+		k /= cv->s;
+		*ry = (uint32_t)(k % cv->r);
+		*ch = (uint32_t)(k / cv->r);
+	}
+}
+
+static uint32_t cmd_im2col(struct tnpu_exec *ex, const uint8_t *c, bool async)
+{
+	struct conv cv;
+	uint8_t row = c[100], half = c[101];
+	bool all = row == TNPU_DMA_ROW_ALL;
+	uint64_t M, K, last, runs_cyc = 0, box_bytes;
+	int64_t iy_lo, iy_hi, ix_lo, ix_hi;
+	uint32_t b_lo, b_hi, ch_lo, ch_hi, ry_lo, ry_hi, rx_lo, rx_hi;
+	uint32_t err = 0;
+	uint8_t *box, *tile;
+
+	cv.src = ld64(c + 8);
+	cv.sn = ld64(c + 16);
+	cv.sc = ld64(c + 24);
+	cv.sh = ld64(c + 32);
+	cv.sw = ld64(c + 40);
+	cv.n = ld16(c + 48);
+	cv.h = ld16(c + 50);
+	cv.w = ld16(c + 52);
+	cv.c = ld16(c + 54);
+	cv.r = ld16(c + 56);
+	cv.s = ld16(c + 58);
+	cv.oh = ld16(c + 60);
+	cv.ow = ld16(c + 62);
+	cv.sy = c[64];
+	cv.sx = c[65];
+	cv.dy = c[66];
+	cv.dx = c[67];
+	cv.pt = c[68];
+	cv.pl = c[69];
+	cv.layout = c[70];
+	cv.dtype = c[71];
+	cv.pad = ld32(c + 72);
+	cv.m0 = ld32(c + 76);
+	cv.mt = ld32(c + 80);
+	cv.k0 = ld32(c + 84);
+	cv.kt = ld32(c + 88);
+	cv.off = ld32(c + 92);
+	cv.pitch = ld32(c + 96);
+	cv.e = cv.dtype == TNPU_DTYPE_FP32 ? 4 : 1;
+
+	M = (uint64_t)cv.n * cv.oh * cv.ow;
+	K = (uint64_t)cv.r * cv.s * cv.c;
+	if (!cv.n || !cv.h || !cv.w || !cv.c || !cv.r || !cv.s || !cv.oh || !cv.ow || !cv.sy || !cv.sx ||
+	    !cv.dy || !cv.dx || cv.layout > TNPU_LAYOUT_NCHW ||
+	    (cv.dtype != TNPU_DTYPE_INT8 && cv.dtype != TNPU_DTYPE_FP32) ||
+	    (cv.dtype == TNPU_DTYPE_INT8 && (cv.pad >> 8)) || !cv.mt || !cv.kt ||
+	    (uint64_t)cv.m0 + cv.mt > M || (uint64_t)cv.k0 + cv.kt > K ||
+	    (cv.layout == TNPU_LAYOUT_NHWC ? cv.sc != cv.e : cv.sw != cv.e) ||
+	    (uint64_t)cv.pitch < (uint64_t)cv.kt * cv.e || half > 1 || (!all && row >= ex->cfg.rows) ||
+	    ld16(c + 102))
+		return tnpu_fail(ex, TNPU_ERR_CONV_DESC, 0, 0);
+	last = (uint64_t)cv.off + (uint64_t)(cv.mt - 1) * cv.pitch + (uint64_t)cv.kt * cv.e;
+	if (last > ex->half)
+		return tnpu_fail(ex, TNPU_ERR_SRAM_RANGE, 0, cv.off);
+	if (cv.e == 4 && ((cv.off | cv.pitch) & 3))
+		return tnpu_fail(ex, TNPU_ERR_ALIGN, 0, cv.off);
+
+	/* Footprint bounding box. */
+	{
+		uint64_t m1 = (uint64_t)cv.m0 + cv.mt - 1, k1 = (uint64_t)cv.k0 + cv.kt - 1;
+		uint64_t plane = (uint64_t)cv.oh * cv.ow;
+		uint32_t b0 = (uint32_t)(cv.m0 / plane), b1 = (uint32_t)(m1 / plane);
+		uint32_t y0, y1, x0, x1, ry0, rx0, ch0, ry1, rx1, ch1;
+
+		b_lo = b0;
+		b_hi = b1;
+		if (b0 != b1) {
+			y0 = 0;
+			y1 = cv.oh - 1;
+		} else {
+			y0 = (cv.m0 / cv.ow) % cv.oh;
+			y1 = (uint32_t)((m1 / cv.ow) % cv.oh);
+		}
+		if (m1 / cv.ow != cv.m0 / cv.ow) {
+			x0 = 0;
+			x1 = cv.ow - 1;
+		} else {
+			x0 = cv.m0 % cv.ow;
+			x1 = (uint32_t)(m1 % cv.ow);
+		}
+		k_split(&cv, cv.k0, &ry0, &rx0, &ch0);
+		k_split(&cv, k1, &ry1, &rx1, &ch1);
+		if (cv.layout == TNPU_LAYOUT_NHWC) {
+			ry_lo = ry0;
+			ry_hi = ry1;
+			if (ry0 != ry1) {
+				rx_lo = 0;
+				rx_hi = cv.s - 1;
+			} else {
+				rx_lo = rx0;
+				rx_hi = rx1;
+			}
+			if (ry0 != ry1 || rx0 != rx1) {
+				ch_lo = 0;
+				ch_hi = cv.c - 1;
+			} else {
+				ch_lo = ch0;
+				ch_hi = ch1;
+			}
+		} else {
+			ch_lo = ch0;
+			ch_hi = ch1;
+			if (ch0 != ch1) {
+				ry_lo = 0;
+				ry_hi = cv.r - 1;
+			} else {
+				ry_lo = ry0;
+				ry_hi = ry1;
+			}
+			if (ch0 != ch1 || ry0 != ry1) {
+				rx_lo = 0;
+				rx_hi = cv.s - 1;
+			} else {
+				rx_lo = rx0;
+				rx_hi = rx1;
+			}
+		}
+		iy_lo = (int64_t)y0 * cv.sy - cv.pt + (int64_t)ry_lo * cv.dy;
+		iy_hi = (int64_t)y1 * cv.sy - cv.pt + (int64_t)ry_hi * cv.dy;
+		ix_lo = (int64_t)x0 * cv.sx - cv.pl + (int64_t)rx_lo * cv.dx;
+		ix_hi = (int64_t)x1 * cv.sx - cv.pl + (int64_t)rx_hi * cv.dx;
+		iy_lo = TNPU_MAX(iy_lo, 0);
+		ix_lo = TNPU_MAX(ix_lo, 0);
+		iy_hi = TNPU_MIN(iy_hi, (int64_t)cv.h - 1);
+		ix_hi = TNPU_MIN(ix_hi, (int64_t)cv.w - 1);
+	}
+	{
+		uint64_t nb = b_hi - b_lo + 1, nc = ch_hi - ch_lo + 1;
+		uint64_t ny = iy_hi >= iy_lo ? (uint64_t)(iy_hi - iy_lo + 1) : 0;
+		uint64_t nx = ix_hi >= ix_lo ? (uint64_t)(ix_hi - ix_lo + 1) : 0;
+
+		/* nb, nc, ny, nx <= 65535 each: the product of all four and e can wrap, so bound in steps. */
+		box_bytes = nb * nc * cv.e;
+		if (box_bytes > TNPU_IM2COL_MAX_FOOTPRINT || (ny && nx && (ny * nx > TNPU_IM2COL_MAX_FOOTPRINT)))
+			return tnpu_fail(ex, TNPU_ERR_TOO_LARGE, 0, 0);
+		box_bytes *= ny * nx;
+		if (box_bytes > TNPU_IM2COL_MAX_FOOTPRINT)
+			return tnpu_fail(ex, TNPU_ERR_TOO_LARGE, 0, 0);
+		box = tnpu_scratch(ex, box_bytes + (uint64_t)cv.kt * 12 + 16);
+		if (!box)
+			return tnpu_fail(ex, TNPU_ERR_NOMEM, 0, 0);
+		/* Read the box as runs along the contiguous axis.  Box layout:
+		 * NHWC [b][y][x][ch], NCHW [b][ch][y][x]. */
+		if (box_bytes) {
+			bool nhwc = cv.layout == TNPU_LAYOUT_NHWC;
+			uint64_t run_elems = nhwc ? nc : nx;
+			uint64_t outer2 = nhwc ? ny : nc, outer3 = nhwc ? nx : ny;
+			uint8_t *dst = box;
+
+			for (uint64_t b = 0; b < nb && !err; b++) {
+				for (uint64_t o2 = 0; o2 < outer2 && !err; o2++) {
+					for (uint64_t o3 = 0; o3 < outer3 && !err; o3++) {
+						uint64_t bb = b_lo + b, ch, iy, ix, va, t;
+						bool ovf = false;
+
+						if (nhwc) {
+							iy = iy_lo + o2;
+							ix = ix_lo + o3;
+							ch = ch_lo;
+						} else {
+							ch = ch_lo + o2;
+							iy = iy_lo + o3;
+							ix = ix_lo;
+						}
+						va = cv.src;
+						ovf |= __builtin_mul_overflow(bb, cv.sn, &t) || __builtin_add_overflow(va, t, &va);
+						ovf |= __builtin_mul_overflow(ch, cv.sc, &t) || __builtin_add_overflow(va, t, &va);
+						ovf |= __builtin_mul_overflow(iy, cv.sh, &t) || __builtin_add_overflow(va, t, &va);
+						ovf |= __builtin_mul_overflow(ix, cv.sw, &t) || __builtin_add_overflow(va, t, &va);
+						if (ovf)
+							return tnpu_fail(ex, TNPU_ERR_MMU_VA_RANGE, TNPU_EC(0) << 4, cv.src);
+						err = tnpu_va_read(ex, va, dst, run_elems * cv.e, TNPU_EC(TNPU_ENGINE_LOAD));
+						dst += run_elems * cv.e;
+						runs_cyc += TNPU_MAX(1, div_ceil_u64(run_elems * cv.e, TNPU_RATE_DMA));
+					}
+				}
+			}
+			if (err)
+				return err;
+		}
+		/* Generate the tile into row r0 (then copy to the others). */
+		{
+			unsigned r0 = all ? 0 : row, r1 = all ? ex->cfg.rows - 1 : row;
+			struct row_state *rs = &ex->rows[r0];
+			uint64_t base = (uint64_t)half * ex->half + cv.off;
+			int32_t *kry = (int32_t *)(void *)(box + ((box_bytes + 15) & ~15ull));
+			int32_t *krx = kry + cv.kt, *kch = krx + cv.kt;
+			uint8_t padb[4];
+
+			memcpy(padb, &cv.pad, 4);
+			for (uint32_t j = 0; j < cv.kt; j++) {
+				uint32_t ry, rx, ch;
+
+				k_split(&cv, (uint64_t)cv.k0 + j, &ry, &rx, &ch);
+				kry[j] = (int32_t)(ry * cv.dy);
+				krx[j] = (int32_t)(rx * cv.dx);
+				kch[j] = (int32_t)(ch - ch_lo);
+			}
+			tile = rs->sram + base;
+			for (uint32_t i = 0; i < cv.mt; i++) {
+				uint64_t m = (uint64_t)cv.m0 + i;
+				uint64_t x = m % cv.ow, y = (m / cv.ow) % cv.oh, b = m / ((uint64_t)cv.ow * cv.oh) - b_lo;
+				int64_t iy0 = (int64_t)y * cv.sy - cv.pt, ix0 = (int64_t)x * cv.sx - cv.pl;
+				uint8_t *out = tile + (uint64_t)i * cv.pitch;
+
+				for (uint32_t j = 0; j < cv.kt; j++) {
+					int64_t iy = iy0 + kry[j], ix = ix0 + krx[j];
+					const uint8_t *src = padb;
+
+					if (iy >= 0 && iy < cv.h && ix >= 0 && ix < cv.w) {
+						uint64_t by = iy - iy_lo, bx = ix - ix_lo, idx;
+
+						if (cv.layout == TNPU_LAYOUT_NHWC)
+							idx = ((b * ny + by) * nx + bx) * nc + kch[j];
+						else
+							idx = ((b * nc + kch[j]) * ny + by) * nx + bx;
+						src = box + idx * cv.e;
+					}
+					memcpy(out + (uint64_t)j * cv.e, src, cv.e);
+				}
+			}
+			sram_mark(rs, base, base + last - cv.off);
+			for (unsigned r = r0 + 1; r <= r1; r++) {
+				for (uint32_t i = 0; i < cv.mt; i++)
+					memcpy(ex->rows[r].sram + base + (uint64_t)i * cv.pitch,
+					       tile + (uint64_t)i * cv.pitch, (size_t)cv.kt * cv.e);
+				sram_mark(&ex->rows[r], base, base + last - cv.off);
+			}
+		}
+	}
+	CNT(ex, BYTES_H2D) += box_bytes;
+	engine_run(ex, TNPU_ENGINE_LOAD, async,
+		   TNPU_CYC_CMD + TNPU_CYC_DMA_SETUP +
+			   TNPU_MAX(runs_cyc, div_ceil_u64((uint64_t)cv.mt * cv.kt * cv.e, TNPU_RATE_IM2COL)));
+	return 0;
+}
+
+/* ---- DISPATCH --------------------------------------------------------------- */
+
+static uint32_t cmd_dispatch(struct tnpu_exec *ex, const uint8_t *c, uint32_t size, bool async)
+{
+	uint8_t row = c[8], half = c[9], dflags = c[10];
+	uint32_t len = ld32(c + 12);
+	uint64_t s, issue, busy, done = 0;
+	bool all = row == TNPU_DISPATCH_ROW_ALL;
+	unsigned r0, r1;
+
+	if ((uint64_t)16 + (((uint64_t)len + 7) & ~7ull) != size || !len)
+		return tnpu_fail(ex, TNPU_ERR_CMD_SIZE, size, 0);
+	for (uint32_t i = 16 + len; i < size; i++)
+		if (c[i])
+			return tnpu_fail(ex, TNPU_ERR_CMD_RESERVED, 0, 0);
+	if ((!all && row >= ex->cfg.rows) || half > 1 || (dflags & ~TNPU_DISPATCH_F_MASK) || c[11] ||
+	    ((dflags & TNPU_DISPATCH_F_RF_RESTORE) && !(c[16] & TNPU_PKT_EXE)))
+		return tnpu_fail(ex, TNPU_ERR_DISPATCH, 0, 0);
+	CNT(ex, BYTES_DISPATCH) += len;
+	if (!(c[16] & TNPU_PKT_EXE))
+		CNT(ex, BYTES_CONFIG) += len;
+	s = TNPU_MAX(ex->F[TNPU_ENGINE_COMPUTE], async ? 0 : ex->P);
+	issue = TNPU_CYC_CMD + TNPU_CYC_DISPATCH + div_ceil_u64(len, TNPU_RATE_DISPATCH);
+	ex->F[TNPU_ENGINE_COMPUTE] = s + issue;
+	r0 = all ? 0 : row;
+	r1 = all ? ex->cfg.rows - 1 : row;
+	for (unsigned r = r0; r <= r1; r++) {
+		uint64_t start, end;
+		uint32_t err;
+
+		if (atomic_load_explicit(&ex->abort, memory_order_relaxed))
+			return tnpu_fail(ex, TNPU_ERR_ABORTED, 0, 0);
+		err = tnpu_cluster_dispatch(ex, r, half, dflags, c + 16, len, &busy);
+		if (err)
+			return err;
+		start = TNPU_MAX(ex->R[r], s + issue);
+		end = start + busy;
+		ex->R[r] = end;
+		if (end > ex->compute_end) {
+			ex->res->counters[TNPU_CNT_COMPUTE_CYCLES] += end - TNPU_MAX(start, ex->compute_end);
+			ex->compute_end = end;
+		}
+		done = TNPU_MAX(done, end);
+	}
+	ex->P = done;
+	return 0;
+}
+
+/* ---- semaphores ------------------------------------------------------------ */
+
+static uint32_t cmd_sem(struct tnpu_exec *ex, const uint8_t *c, bool signal, bool async)
+{
+	uint8_t e = c[8], id = c[9];
+	uint32_t count = ld32(c + 12);
+	struct sem_state *sm;
+	uint64_t s;
+
+	if (e >= TNPU_ENGINE_NUM || id >= TNPU_NUM_SEMS || !count || count > 0xFFFF || ld16(c + 10))
+		return tnpu_fail(ex, TNPU_ERR_SEM, id, 0);
+	sm = &ex->sem[id];
+	s = TNPU_MAX(ex->F[e], async ? 0 : ex->P);
+	if (signal) {
+		uint64_t t = s;
+
+		if (e == TNPU_ENGINE_COMPUTE)
+			t = TNPU_MAX(t, all_rows_free(ex));
+		if (sm->n == TNPU_SEM_MAX_TOKENS)
+			return tnpu_fail(ex, TNPU_ERR_SEM_OVERFLOW, id, 0);
+		sm->time[(sm->head + sm->n) % TNPU_SEM_MAX_TOKENS] = t;
+		sm->count[(sm->head + sm->n) % TNPU_SEM_MAX_TOKENS] = count;
+		sm->n++;
+		sm->avail += count;
+		ex->F[e] = s + TNPU_CYC_CMD;
+		ex->P = t;
+	} else {
+		uint64_t t = s, need = count;
+
+		if (sm->avail < count)
+			return tnpu_fail(ex, TNPU_ERR_SEM_DEADLOCK, id, 0);
+		while (need) {
+			unsigned h = sm->head;
+			uint32_t take = (uint32_t)TNPU_MIN((uint64_t)sm->count[h], need);
+
+			t = TNPU_MAX(t, sm->time[h]);
+			sm->count[h] -= take;
+			need -= take;
+			if (!sm->count[h]) {
+				sm->head = (h + 1) % TNPU_SEM_MAX_TOKENS;
+				sm->n--;
+			}
+		}
+		sm->avail -= count;
+		ex->res->counters[TNPU_CNT_STALL_CYCLES] += t - s;
+		ex->F[e] = t + TNPU_CYC_CMD;
+		ex->P = ex->F[e];
+	}
+	return 0;
+}
+
+/* ---- FENCE ------------------------------------------------------------------ */
+
+static uint32_t cmd_fence(struct tnpu_exec *ex, const uint8_t *c)
+{
+	uint64_t va = ld64(c + 8), t;
+	uint8_t val[8];
+
+	if (va & 7)
+		return tnpu_fail(ex, TNPU_ERR_ALIGN, 0, va);
+	t = job_time(ex) + TNPU_CYC_CMD;
+	if (va) {
+		memcpy(val, c + 16, 8);
+		if (tnpu_va_write(ex, va, val, 8, TNPU_EC_FETCH))
+			return ex->res->error;
+		t += TNPU_CYC_DMA_SETUP;
+	}
+	for (unsigned e = 0; e < TNPU_ENGINE_NUM; e++)
+		ex->F[e] = t;
+	for (unsigned r = 0; r < ex->cfg.rows; r++)
+		ex->R[r] = TNPU_MAX(ex->R[r], t);
+	ex->P = t;
+	return 0;
+}
+
+/* ---- command loop ------------------------------------------------------------ */
+
+static const uint32_t cmd_sizes[] = {
+	[TNPU_CMD_NOP] = 8,
+	[TNPU_CMD_DMA_H2D] = sizeof(struct tnpu_cmd_dma),
+	[TNPU_CMD_DMA_D2H] = sizeof(struct tnpu_cmd_dma),
+	[TNPU_CMD_IM2COL] = sizeof(struct tnpu_cmd_im2col),
+	[TNPU_CMD_DISPATCH] = 0,	/* variable */
+	[TNPU_CMD_SEM_SIGNAL] = sizeof(struct tnpu_cmd_sem),
+	[TNPU_CMD_SEM_WAIT] = sizeof(struct tnpu_cmd_sem),
+	[TNPU_CMD_FENCE] = sizeof(struct tnpu_cmd_fence),
+};
+
+static uint32_t run_commands(struct tnpu_exec *ex, uint64_t cmd_va, uint32_t cmd_len)
+{
+	uint8_t *buf = malloc(cmd_len);
+	uint32_t off = 0, err = 0;
+
+	if (!buf)
+		return tnpu_fail(ex, TNPU_ERR_NOMEM, 0, 0);
+	/* The command processor prefetches the whole buffer through the MMU
+	 * (engine 0); a fault reports the first failing VA. */
+	err = tnpu_va_read(ex, cmd_va, buf, cmd_len, TNPU_EC_FETCH);
+	while (!err && off < cmd_len) {
+		const uint8_t *c = buf + off;
+		uint8_t op = c[0], flags = c[1];
+		uint32_t size = ld32(c + 4);
+		bool async = flags & TNPU_CMD_F_ASYNC;
+
+		ex->cmd_off = off;
+		ex->res->counters[TNPU_CNT_COMMANDS]++;
+		if (atomic_load_explicit(&ex->abort, memory_order_relaxed)) {
+			err = tnpu_fail(ex, TNPU_ERR_ABORTED, 0, 0);
+			break;
+		}
+		if (cmd_len - off < 8 || size < 8 || (size & 7) || size > cmd_len - off) {
+			err = tnpu_fail(ex, TNPU_ERR_CMD_SIZE, size, 0);
+			break;
+		}
+		if (op > TNPU_CMD_FENCE) {
+			err = tnpu_fail(ex, TNPU_ERR_CMD_OPCODE, op, 0);
+			break;
+		}
+		if (cmd_sizes[op] && size != cmd_sizes[op]) {
+			err = tnpu_fail(ex, TNPU_ERR_CMD_SIZE, size, 0);
+			break;
+		}
+		if ((flags & ~TNPU_CMD_F_MASK) || ld16(c + 2)) {
+			err = tnpu_fail(ex, TNPU_ERR_CMD_RESERVED, 0, 0);
+			break;
+		}
+		switch (op) {
+		case TNPU_CMD_NOP:
+			ex->P = TNPU_MAX(ex->P, 0) + TNPU_CYC_CMD;
+			break;
+		case TNPU_CMD_DMA_H2D:
+		case TNPU_CMD_DMA_D2H:
+			err = cmd_dma(ex, c, op == TNPU_CMD_DMA_H2D, async);
+			break;
+		case TNPU_CMD_IM2COL:
+			err = cmd_im2col(ex, c, async);
+			break;
+		case TNPU_CMD_DISPATCH:
+			err = cmd_dispatch(ex, c, size, async);
+			break;
+		case TNPU_CMD_SEM_SIGNAL:
+		case TNPU_CMD_SEM_WAIT:
+			err = cmd_sem(ex, c, op == TNPU_CMD_SEM_SIGNAL, async);
+			break;
+		case TNPU_CMD_FENCE:
+			err = cmd_fence(ex, c);
+			break;
+		}
+		if (!err && job_time(ex) > ex->cfg.watchdog_cycles)
+			err = tnpu_fail(ex, TNPU_ERR_WATCHDOG, 0, 0);
+		off += size;
+	}
+	free(buf);
+	return err;
+}
+
+/* ---- entry points -------------------------------------------------------- */
+
+static uint32_t run_job(struct tnpu_exec *ex, uint16_t ctx, uint64_t ctx_table, uint32_t ctx_count,
+			uint64_t cmd_va, uint32_t cmd_len)
+{
+	uint8_t raw[16];
+	uint64_t root;
+
+	if (ctx >= ctx_count)
+		return tnpu_fail(ex, TNPU_ERR_CTX_RANGE, ctx, 0);
+	if (ex->mem->read(ex->mem->opaque, ctx_table + 16ull * ctx, raw, 16))
+		return tnpu_fail(ex, TNPU_ERR_CTX_INVALID, ctx, ctx_table + 16ull * ctx);
+	root = ld64(raw);
+	if (!(root & TNPU_CTX_VALID) || (root & ~(TNPU_PTE_ADDR_MASK | TNPU_CTX_VALID)) || ld64(raw + 8))
+		return tnpu_fail(ex, TNPU_ERR_CTX_INVALID, ctx, ctx_table + 16ull * ctx);
+	if (!cmd_len || (cmd_len & 7) || cmd_len > TNPU_CMDBUF_MAX || (cmd_va & 7))
+		return tnpu_fail(ex, TNPU_ERR_CMDBUF, cmd_len, cmd_va);
+	ex->root = root & TNPU_PTE_ADDR_MASK;
+	return run_commands(ex, cmd_va, cmd_len);
+}
+
+static void job_begin(struct tnpu_exec *ex, const struct tnpu_mem_ops *mem, struct tnpu_result *res, uint16_t ctx)
+{
+	memset(res, 0, sizeof(*res));
+	res->ctx = ctx;
+	ex->mem = mem;
+	ex->res = res;
+	job_reset(ex);
+}
+
+static uint32_t job_end(struct tnpu_exec *ex)
+{
+	struct tnpu_result *res = ex->res;
+
+	res->counters[TNPU_CNT_TOTAL_CYCLES] = job_time(ex) + TNPU_CYC_JOB;
+	ex->mem = NULL;
+	ex->res = NULL;
+	return res->error;
+}
+
+uint32_t tnpu_exec_run_cmdbuf(struct tnpu_exec *ex, const struct tnpu_mem_ops *mem, uint64_t ctx_table,
+			      uint32_t ctx_count, uint16_t ctx, uint64_t cmd_va, uint32_t cmd_len,
+			      struct tnpu_result *res)
+{
+	job_begin(ex, mem, res, ctx);
+	run_job(ex, ctx, ctx_table, ctx_count, cmd_va, cmd_len);
+	return job_end(ex);
+}
+
+uint32_t tnpu_exec_run(struct tnpu_exec *ex, const struct tnpu_job *job, const struct tnpu_mem_ops *mem,
+		       struct tnpu_result *res)
+{
+	const struct tnpu_ring_entry *e = &job->entry;
+
+	job_begin(ex, mem, res, e->ctx);
+	if (job->fetch_error)
+		tnpu_fail(ex, job->fetch_error, 0, job->entry_pa);
+	else if ((e->flags & ~TNPU_RING_F_MASK) || e->reserved)
+		tnpu_fail(ex, TNPU_ERR_RING_ENTRY, e->flags, 0);
+	else
+		run_job(ex, e->ctx, job->ctx_table, job->ctx_count, e->cmd_va, e->cmd_len);
+	return job_end(ex);
+}

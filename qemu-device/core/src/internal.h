@@ -1,0 +1,148 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * Internal structures of the tnpu golden model (not installed).
+ */
+#ifndef TNPU_INTERNAL_H
+#define TNPU_INTERNAL_H
+
+#include <stdatomic.h>
+#include <stdbool.h>
+#include <stdint.h>
+#include <string.h>
+
+#include "tnpu/tnpu_core.h"
+
+/* Hot element loops are compiled for several x86-64 levels and picked at
+ * load time (ifunc); nothing that ships uses -march=native. */
+#if defined(__x86_64__) && defined(__has_attribute) && !defined(TNPU_NO_CLONES)
+#if __has_attribute(target_clones)
+#define TNPU_CLONES __attribute__((target_clones("default", "avx2", "avx512f")))
+#endif
+#endif
+#ifndef TNPU_CLONES
+#define TNPU_CLONES
+#endif
+
+#define TNPU_MIN(a, b) ((a) < (b) ? (a) : (b))
+#define TNPU_MAX(a, b) ((a) > (b) ? (a) : (b))
+
+static inline uint64_t div_ceil_u64(uint64_t a, uint64_t b)
+{
+	return (a + b - 1) / b;
+}
+
+static inline uint16_t ld16(const uint8_t *p)
+{
+	return (uint16_t)(p[0] | (p[1] << 8));
+}
+static inline uint32_t ld32(const uint8_t *p)
+{
+	return (uint32_t)p[0] | ((uint32_t)p[1] << 8) | ((uint32_t)p[2] << 16) | ((uint32_t)p[3] << 24);
+}
+static inline uint64_t ld64(const uint8_t *p)
+{
+	return (uint64_t)ld32(p) | ((uint64_t)ld32(p + 4) << 32);
+}
+
+/* One operand captured in an input-buffer or weight-queue slot. */
+struct slot {
+	bool valid;
+	bool zskip;
+	struct tnpu_operand op;	/* record as it was at LD time */
+};
+
+struct ibuf {
+	bool valid;
+	uint8_t n_instr, rf_base, mode, loop_start, loop_end, sfu_rf;
+	uint16_t repeat;
+	uint16_t instr[TNPU_IBUF_DEPTH];
+};
+
+/* Accumulator / output-queue tile meta data (uniform across a row's PEs).
+ * Data layout for a row: (cols*tm) x (pes*tn) row-major 32-bit elements;
+ * PE (c, p) owns rows c*tm.., columns p*tn..  This lets a row with
+ * contiguous operands run as one GEMM call. */
+struct tile_meta {
+	bool valid;
+	uint8_t dtype;		/* INT32 / FP32 (acc), INT8 / INT32 / FP32 (oq) */
+	uint8_t acc;		/* oq: source accumulator */
+	uint16_t tm, tn;
+};
+
+struct row_state {
+	uint8_t *sram;		/* cfg.sram bytes */
+	uint32_t dirty_lo, dirty_hi;	/* written range, zeroed at job start */
+	struct ibuf ibuf[TNPU_NUM_IBUFS];
+	struct tnpu_operand rf[TNPU_RF_ENTRIES];
+	struct tnpu_operand rf_cfg[TNPU_RF_ENTRIES];
+	uint16_t rf_cnt[TNPU_RF_ENTRIES];
+	struct slot in[TNPU_NUM_SLOTS], wq[TNPU_NUM_SLOTS];
+	struct tile_meta accm[TNPU_NUM_ACCS];
+	void *acc[TNPU_NUM_ACCS];	/* cols*pes*TNPU_ACC_ELEMS 32-bit elements */
+	struct tile_meta oqm;
+	void *oq;
+	int last_half;		/* -1 = no EXE yet */
+};
+
+struct tlb_entry {
+	uint64_t vpn;		/* VA >> 12, ~0 = invalid */
+	uint64_t pa;		/* page bus address */
+	uint64_t pte;		/* leaf PTE (permissions) */
+};
+#define TLB_SIZE 64
+
+struct sem_state {
+	uint64_t time[TNPU_SEM_MAX_TOKENS];
+	uint32_t count[TNPU_SEM_MAX_TOKENS];
+	unsigned head, n;	/* ring of outstanding signal records */
+	uint64_t avail;		/* tokens signalled and not consumed */
+};
+
+struct tnpu_exec {
+	struct tnpu_config cfg;
+	uint32_t half;		/* bytes per half */
+	struct row_state *rows;
+	atomic_bool abort;
+	/* per-job state */
+	const struct tnpu_mem_ops *mem;
+	struct tnpu_result *res;
+	uint64_t root;		/* page-table root of the job's context */
+	uint32_t cmd_off;
+	struct tlb_entry tlb[TLB_SIZE];
+	struct sem_state sem[TNPU_NUM_SEMS];
+	uint64_t F[TNPU_ENGINE_NUM];	/* engine free times */
+	uint64_t R[TNPU_MAX_ROWS];	/* row free times */
+	uint64_t P;			/* completion of the previous command */
+	uint64_t compute_end;		/* union accounting for COMPUTE_CYCLES */
+	uint64_t watchdog;
+	/* scratch */
+	uint8_t *scratch;
+	size_t scratch_cap;
+};
+
+/* Job-failure helper: records the first error; returns the code. */
+uint32_t tnpu_fail(struct tnpu_exec *ex, uint32_t err, uint32_t info, uint64_t addr);
+
+/* mmu.c */
+void tnpu_tlb_flush(struct tnpu_exec *ex);
+uint32_t tnpu_va_read(struct tnpu_exec *ex, uint64_t va, void *buf, size_t len, unsigned engine);
+uint32_t tnpu_va_write(struct tnpu_exec *ex, uint64_t va, const void *buf, size_t len, unsigned engine);
+/* engine code for ERR_INFO: 0 command fetch/FENCE, 1 + enum tnpu_engine */
+#define TNPU_EC_FETCH 0
+#define TNPU_EC(e) ((e) + 1u)
+
+/* cluster.c */
+uint32_t tnpu_cluster_dispatch(struct tnpu_exec *ex, unsigned row, unsigned half, unsigned dflags,
+			       const uint8_t *pkt, uint32_t len, uint64_t *busy);
+void tnpu_cluster_reset(struct tnpu_exec *ex);
+uint8_t *tnpu_scratch(struct tnpu_exec *ex, size_t bytes);
+
+static inline void sram_mark(struct row_state *rs, uint64_t lo, uint64_t hi)
+{
+	if (lo < rs->dirty_lo)
+		rs->dirty_lo = (uint32_t)lo;
+	if (hi > rs->dirty_hi)
+		rs->dirty_hi = (uint32_t)hi;
+}
+
+#endif

@@ -1,0 +1,145 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * Device MMU: 4-level page-table walk (Documentation/hardware/mmu.md) and
+ * the translated accessors every job access goes through.
+ */
+#include "internal.h"
+
+struct walk {
+	uint32_t err;
+	unsigned level;		/* level where the walk stopped */
+	uint64_t pa;		/* page address */
+	uint64_t pte;		/* leaf */
+};
+
+static void walk(const struct tnpu_mem_ops *mem, uint64_t root, uint64_t va, struct walk *w)
+{
+	uint64_t table = root;
+
+	w->err = 0;
+	for (unsigned level = TNPU_PT_LEVELS; level >= 1; level--) {
+		uint8_t raw[8];
+		uint64_t pte;
+
+		w->level = level;
+		if (mem->read(mem->opaque, table + 8u * TNPU_PT_INDEX(va, level), raw, 8)) {
+			w->err = TNPU_ERR_BUS;
+			return;
+		}
+		pte = ld64(raw);
+		if (!(pte & TNPU_PTE_VALID)) {
+			w->err = TNPU_ERR_MMU_NOT_PRESENT;
+			return;
+		}
+		if (pte & TNPU_PTE_RESERVED_MASK) {
+			w->err = TNPU_ERR_MMU_BAD_PTE;
+			return;
+		}
+		table = pte & TNPU_PTE_ADDR_MASK;
+		if (level == 1) {
+			w->pa = table;
+			w->pte = pte;
+		}
+	}
+}
+
+void tnpu_tlb_flush(struct tnpu_exec *ex)
+{
+	for (unsigned i = 0; i < TLB_SIZE; i++)
+		ex->tlb[i].vpn = ~0ull;
+}
+
+/* Translate the page containing va; returns 0 and the page's bus address. */
+static uint32_t translate(struct tnpu_exec *ex, uint64_t va, bool write, unsigned engine, uint64_t *pa)
+{
+	uint64_t vpn = va >> TNPU_PAGE_SHIFT;
+	struct tlb_entry *t = &ex->tlb[vpn % TLB_SIZE];
+	uint32_t info = (write ? TNPU_ERRINFO_WRITE : 0) | (engine << 4);
+	struct walk w;
+
+	if (va >> TNPU_VA_BITS)
+		return tnpu_fail(ex, TNPU_ERR_MMU_VA_RANGE, info, va);
+	if (t->vpn != vpn) {
+		walk(ex->mem, ex->root, va, &w);
+		if (w.err) {
+			info |= w.level << 1;
+			return tnpu_fail(ex, w.err, info, va);
+		}
+		t->vpn = vpn;
+		t->pa = w.pa;
+		t->pte = w.pte;
+	}
+	if (!(t->pte & (write ? TNPU_PTE_WRITE : TNPU_PTE_READ)))
+		return tnpu_fail(ex, TNPU_ERR_MMU_PERMISSION, info | (1u << 1), va);
+	*pa = t->pa;
+	return 0;
+}
+
+static uint32_t va_access(struct tnpu_exec *ex, uint64_t va, void *buf, size_t len, unsigned engine,
+			  bool write)
+{
+	uint8_t *p = buf;
+
+	if (len == 0)
+		return 0;
+	if (va >> TNPU_VA_BITS || len > (1ull << TNPU_VA_BITS) || va + len > (1ull << TNPU_VA_BITS))
+		return tnpu_fail(ex, TNPU_ERR_MMU_VA_RANGE, (write ? 1u : 0u) | (engine << 4), va);
+	while (len) {
+		size_t chunk = TNPU_PAGE_SIZE - (va & (TNPU_PAGE_SIZE - 1));
+		uint64_t pa = 0;
+		uint32_t err;
+		int rc;
+
+		if (chunk > len)
+			chunk = len;
+		err = translate(ex, va, write, engine, &pa);
+		if (err)
+			return err;
+		pa |= va & (TNPU_PAGE_SIZE - 1);
+		if (write)
+			rc = ex->mem->write(ex->mem->opaque, pa, p, chunk);
+		else
+			rc = ex->mem->read(ex->mem->opaque, pa, p, chunk);
+		if (rc)
+			return tnpu_fail(ex, TNPU_ERR_BUS, (write ? 1u : 0u) | (engine << 4), va);
+		va += chunk;
+		p += chunk;
+		len -= chunk;
+	}
+	return 0;
+}
+
+uint32_t tnpu_va_read(struct tnpu_exec *ex, uint64_t va, void *buf, size_t len, unsigned engine)
+{
+	return va_access(ex, va, buf, len, engine, false);
+}
+
+uint32_t tnpu_va_write(struct tnpu_exec *ex, uint64_t va, const void *buf, size_t len, unsigned engine)
+{
+	return va_access(ex, va, (void *)buf, len, engine, true);
+}
+
+uint32_t tnpu_mmu_translate(const struct tnpu_mem_ops *mem, uint64_t ctx_table, uint32_t ctx_count,
+			    uint16_t ctx, uint64_t va, bool write, uint64_t *pa)
+{
+	uint8_t raw[16];
+	uint64_t root;
+	struct walk w;
+
+	if (ctx >= ctx_count)
+		return TNPU_ERR_CTX_RANGE;
+	if (mem->read(mem->opaque, ctx_table + 16u * ctx, raw, 16))
+		return TNPU_ERR_CTX_INVALID;
+	root = ld64(raw);
+	if (!(root & TNPU_CTX_VALID) || (root & ~(TNPU_PTE_ADDR_MASK | TNPU_CTX_VALID)) || ld64(raw + 8))
+		return TNPU_ERR_CTX_INVALID;
+	if (va >> TNPU_VA_BITS)
+		return TNPU_ERR_MMU_VA_RANGE;
+	walk(mem, root & TNPU_PTE_ADDR_MASK, va, &w);
+	if (w.err)
+		return w.err;
+	if (!(w.pte & (write ? TNPU_PTE_WRITE : TNPU_PTE_READ)))
+		return TNPU_ERR_MMU_PERMISSION;
+	*pa = w.pa | (va & (TNPU_PAGE_SIZE - 1));
+	return 0;
+}

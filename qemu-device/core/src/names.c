@@ -1,0 +1,32 @@
+/* SPDX-License-Identifier: MIT */
+#include "internal.h"
+#include "tnpu_kernels.h"
+
+void tnpu_thread_cleanup(void)
+{
+	tnpu_kern_release_scratch();
+}
+
+static const char *const err_names[TNPU_ERR_COUNT] = {
+	"NONE", "CMD_OPCODE", "CMD_SIZE", "CMD_RESERVED", "CMDBUF", "RING_ENTRY", "RING_FETCH",
+	"FENCE_WRITE", "CTX_RANGE", "CTX_INVALID", "MMU_NOT_PRESENT", "MMU_PERMISSION", "MMU_BAD_PTE",
+	"MMU_VA_RANGE", "BUS", "DMA_DESC", "SRAM_RANGE", "CONV_DESC", "DISPATCH", "PACKET", "CONFIG",
+	"INSTR", "IBUF_EMPTY", "OPERAND", "ACC_SHAPE", "SLOT_EMPTY", "SPARSE_INDEX", "SFU_PARAM", "DTYPE",
+	"SEM", "SEM_DEADLOCK", "SEM_OVERFLOW", "TOO_LARGE", "ALIGN", "WATCHDOG", "ABORTED", "NOMEM",
+};
+
+static const char *const cnt_names[TNPU_CNT_NUM] = {
+	"total_cycles", "compute_cycles", "dma_cycles", "stall_cycles", "macs_dense", "macs_effective",
+	"bytes_h2d", "bytes_d2h", "bytes_dispatch", "bytes_config", "instructions", "bank_swaps",
+	"mmu_faults", "commands", "oq_accesses", "sfu_ops", "load_cycles", "store_cycles",
+};
+
+const char *tnpu_err_name(uint32_t err)
+{
+	return err < TNPU_ERR_COUNT ? err_names[err] : "UNKNOWN";
+}
+
+const char *tnpu_counter_name(unsigned idx)
+{
+	return idx < TNPU_CNT_NUM ? cnt_names[idx] : "unknown";
+}

@@ -1,0 +1,655 @@
+/* SPDX-License-Identifier: MIT */
+/* Cluster ISA: CONFIG/EXE, register file, per-PE rewrite, scalar unit, LD/MAC/SFU/ST,
+ * zero-skipping, sparse weights, load balancing, SFU modes, weight-queue modes, errors. */
+#include "common.h"
+
+static struct tsim s;
+static uint64_t host;	/* 64 KiB host staging buffer */
+static struct tcb cb;
+static struct tnpu_result res;
+
+/* 1 row x 2 clusters x 2 PEs. */
+static void setup(void)
+{
+	struct tnpu_config cfg = small_cfg();
+
+	cfg.rows = 1;
+	cfg.cols = 2;
+	cfg.pes = 2;
+	cr_assert_eq(tsim_init(&s, &cfg, 16 << 20), 0);
+	host = tsim_buf(&s, 65536);
+	tcb_init(&cb);
+}
+
+static void teardown(void)
+{
+	tcb_free(&cb);
+	tsim_fini(&s);
+}
+
+TestSuite(isa, .init = setup, .fini = teardown);
+
+static uint8_t *H(uint32_t off)
+{
+	return (uint8_t *)tsim_ptr(&s, host) + off;
+}
+
+/* Host bytes [hoff, +len) -> SRAM half 0 [off, +len). */
+static void put(uint32_t hoff, uint32_t off, uint32_t len)
+{
+	tcb_dma(&cb, true, 0, host + hoff, 0, 0, TNPU_DMA_ROW_ALL, 0, off, 0, 0, len, 1, 1);
+}
+
+static void get(uint32_t off, uint32_t hoff, uint32_t len)
+{
+	tcb_dma(&cb, false, 0, host + hoff, 0, 0, 0, 0, off, 0, 0, len, 1, 1);
+}
+
+static void config(unsigned ib, struct tnpu_cfg_hdr h, const uint16_t *ins, const struct tnpu_operand *ops)
+{
+	struct tpkt p;
+
+	tpkt_config(&p, ib, &h, ins, ops);
+	tcb_dispatch(&cb, 0, 0, 0, 0, p.buf, p.len);
+}
+
+static void exe(unsigned ib, uint8_t flags, uint8_t dflags)
+{
+	struct tpkt p;
+
+	tpkt_exe(&p, ib, flags, NULL, 0);
+	tcb_dispatch(&cb, 0, 0, 0, dflags, p.buf, p.len);
+}
+
+static uint32_t run(void)
+{
+	tsim_run(&s, &cb, 0, &res);
+	cb.len = 0;
+	return res.error;
+}
+
+#define LAST (TNPU_PKT_LAST | TNPU_PKT_SHIFT_OUT)
+
+static struct tnpu_operand opnd(uint32_t addr, int32_t cs, int32_t ps, uint32_t pitch, uint16_t rows,
+				uint16_t cols, uint8_t dtype, uint8_t flags)
+{
+	struct tnpu_operand o = { .addr = addr, .col_stride = cs, .pe_stride = ps, .pitch = pitch,
+				  .rows = rows, .cols = cols, .dtype = dtype, .flags = flags };
+
+	return o;
+}
+
+/* Dot product per PE (c,p): A 1x4 at 0 + c*8 + p*4, B (trans, 1x4) at 64 + c*16 + p*4 -> int32 at 128 + c*8 + p*4. */
+Test(isa, per_pe_operand_rewrite_gives_each_pe_its_own_data)
+{
+	int8_t *a = (int8_t *)H(0), *b = (int8_t *)H(64);
+	int32_t *out = (int32_t *)(void *)H(1024);
+	uint16_t ins[] = { TNPU_INSN_LD(0, 0, 0, 0), TNPU_INSN_LD(1, 0, 1, 0), TNPU_INSN_MAC(0, 0, 0, 0, 0),
+			   TNPU_INSN_ST(0, 2, 1) };
+	struct tnpu_operand ops[] = {
+		opnd(0, 8, 4, 4, 1, 4, TNPU_DTYPE_INT8, 0),
+		opnd(64, 16, 4, 4, 1, 4, TNPU_DTYPE_INT8, TNPU_OPF_TRANS),
+		opnd(128, 8, 4, 4, 1, 1, TNPU_DTYPE_INT32, 0),
+	};
+
+	for (int i = 0; i < 64; i++) {
+		a[i] = (int8_t)(i * 3 - 50);
+		b[i] = (int8_t)(17 - i * 5);
+	}
+	put(0, 0, 128);
+	config(0, (struct tnpu_cfg_hdr){ .n_instr = 4, .n_operands = 3, .loop_end = 2, .repeat = 1 }, ins, ops);
+	exe(0, LAST, 0);
+	get(128, 1024, 16);
+	cr_assert_eq(run(), 0, "%s", tnpu_err_name(res.error));
+	for (int c = 0; c < 2; c++)
+		for (int p = 0; p < 2; p++) {
+			int32_t ref = 0;
+
+			for (int k = 0; k < 4; k++)
+				ref += a[c * 8 + p * 4 + k] * b[c * 16 + p * 4 + k];
+			cr_assert_eq(out[c * 2 + p], ref, "PE (%d,%d)", c, p);
+		}
+	cr_assert_eq(res.counters[TNPU_CNT_INSTRUCTIONS], 4);
+	cr_assert_eq(res.counters[TNPU_CNT_MACS_DENSE], 16);
+	/* LD bytes: A 4 distinct tiles x 4 B, B 4 x 4 B */
+	cr_assert_eq(res.counters[TNPU_CNT_BYTES_DISPATCH] - res.counters[TNPU_CNT_BYTES_CONFIG] - 1, 32);
+}
+
+static uint64_t config_once_exe_many(unsigned n, uint64_t *instr)
+{
+	uint16_t ins[] = { TNPU_INSN_LD(0, 0, 0, 0), TNPU_INSN_LD(1, 0, 1, 0), TNPU_INSN_MAC(0, 0, 0, 0, 0),
+			   TNPU_INSN_ST(0, 2, 1) };
+	struct tnpu_operand ops[] = {
+		opnd(0, 0, 0, 8, 2, 8, TNPU_DTYPE_INT8, 0),
+		opnd(64, 0, 0, 2, 8, 2, TNPU_DTYPE_INT8, 0),
+		opnd(256, 0, 0, 8, 2, 2, TNPU_DTYPE_INT32, 0),
+	};
+
+	config(3, (struct tnpu_cfg_hdr){ .n_instr = 4, .n_operands = 3, .loop_end = 2, .repeat = 1 }, ins, ops);
+	for (unsigned i = 0; i < n; i++)
+		exe(3, i == n - 1 ? LAST : 0, 0);
+	cr_assert_eq(run(), 0, "%s", tnpu_err_name(res.error));
+	*instr = res.counters[TNPU_CNT_INSTRUCTIONS];
+	return res.counters[TNPU_CNT_BYTES_CONFIG];
+}
+
+Test(isa, config_once_exe_many_config_bytes_do_not_grow)
+{
+	uint64_t i1, i16;
+	uint64_t c1 = config_once_exe_many(1, &i1);
+	uint64_t c16 = config_once_exe_many(16, &i16);
+
+	cr_assert_eq(c1, c16);
+	cr_assert_eq(c1, 1 + 16 + 8 + 96);
+	cr_assert_eq(i1, 4);
+	cr_assert_eq(i16, 16 * 3 + 1, "ST only issues in the LAST EXE");
+}
+
+/* 1x16 . 16x1 in four K chunks through the loop body with scalar-unit address updates. */
+Test(isa, scalar_unit_walks_operands_and_persists_until_rf_restore)
+{
+	int8_t *a = (int8_t *)H(0), *b = (int8_t *)H(64);
+	int32_t *out = (int32_t *)(void *)H(1024);
+	int32_t full = 0, half0 = 0, half1 = 0;
+	uint16_t ins[] = { TNPU_INSN_LD(0, 0, 0, 0), TNPU_INSN_LD(1, 0, 1, 0), TNPU_INSN_MAC(0, 0, 0, 0, 0),
+			   TNPU_INSN_ST(0, 2, 1) };
+	struct tnpu_operand ops[3] = {
+		opnd(0, 0, 0, 4, 1, 4, TNPU_DTYPE_INT8, 0),
+		opnd(64, 0, 0, 4, 1, 4, TNPU_DTYPE_INT8, TNPU_OPF_TRANS),
+		opnd(512, 0, 0, 4, 1, 1, TNPU_DTYPE_INT32, 0),
+	};
+
+	ops[0].su_delta = 4;
+	ops[1].su_delta = 4;
+	ops[2].su_delta = 4;	/* each ST goes to the next word */
+	for (int i = 0; i < 16; i++) {
+		a[i] = (int8_t)(i + 1);
+		b[i] = (int8_t)(2 * i - 7);
+		full += a[i] * b[i];
+		if (i < 8)
+			half0 += a[i] * b[i];
+		else
+			half1 += a[i] * b[i];
+	}
+	put(0, 0, 128);
+	config(0, (struct tnpu_cfg_hdr){ .n_instr = 4, .n_operands = 3, .mode = TNPU_CFG_MODE_PIPE4,
+					 .loop_end = 2, .repeat = 2 }, ins, ops);
+	exe(0, LAST, 0);			/* chunks 0,1 -> out[0] */
+	exe(0, LAST, 0);			/* chunks 2,3 (operands persisted) -> out[1] */
+	exe(0, 0, TNPU_DISPATCH_F_RF_RESTORE);	/* chunks 0,1 again */
+	exe(0, LAST, 0);			/* + chunks 2,3 -> out[0] again (restored ST addr) */
+	get(512, 1024, 8);
+	cr_assert_eq(run(), 0, "%s", tnpu_err_name(res.error));
+	cr_assert_eq(out[1], half1);
+	cr_assert_eq(out[0], full, "RF_RESTORE restarted the walk; accumulation spans two EXEs");
+	(void)half0;
+}
+
+Test(isa, scalar_unit_wrap_step_nests_two_loops)
+{
+	int8_t *a = (int8_t *)H(0);
+	int32_t *out = (int32_t *)(void *)H(1024);
+	uint16_t ins[] = { TNPU_INSN_LD(0, 0, 0, 0), TNPU_INSN_LD(1, 0, 1, 0), TNPU_INSN_MAC(0, 0, 0, 0, 0),
+			   TNPU_INSN_ST(0, 2, 1) };
+	struct tnpu_operand ops[3] = {
+		opnd(0, 0, 0, 4, 1, 4, TNPU_DTYPE_INT8, 0),
+		opnd(400, 0, 0, 4, 1, 4, TNPU_DTYPE_INT8, TNPU_OPF_TRANS),
+		opnd(512, 0, 0, 4, 1, 1, TNPU_DTYPE_INT32, 0),
+	};
+
+	/* A addresses: 0, 4, then wrap (+100) 108, 112 */
+	ops[0].su_delta = 4;
+	ops[0].su_wrap = 2;
+	ops[0].su_wrap_delta = 100;
+	memset(H(0), 0, 400);
+	for (int k = 0; k < 4; k++) {
+		a[0 + k] = 1;
+		a[4 + k] = 2;
+		a[8 + k] = 50;	/* skipped by the wrap */
+		a[108 + k] = 4;
+		a[112 + k] = 8;
+	}
+	memset(H(400), 1, 4);	/* B = ones */
+	put(0, 0, 404);
+	config(0, (struct tnpu_cfg_hdr){ .n_instr = 4, .n_operands = 3, .mode = TNPU_CFG_MODE_PIPE4 |
+					 TNPU_CFG_MODE_WQ_PUT(TNPU_WQ_RQ), .loop_start = 0, .loop_end = 2,
+					 .repeat = 4 }, ins, ops);
+	exe(0, LAST, 0);
+	get(512, 1024, 4);
+	cr_assert_eq(run(), 0, "%s", tnpu_err_name(res.error));
+	cr_assert_eq(out[0], 4 * (1 + 2 + 4 + 8));
+}
+
+/* tm x K (A) times K x tn (B) on every PE with zero-skipping. */
+Test(isa, zero_skipping_counts_only_nonzero_pairs_and_keeps_results)
+{
+	uint64_t seed = 11;
+	int8_t *a = (int8_t *)H(0), *b = (int8_t *)H(256);
+	int32_t *out = (int32_t *)(void *)H(2048);
+	int32_t ref[4 * 4];
+	uint64_t eff = 0;
+	uint16_t ins[] = { TNPU_INSN_LD(0, 0, 0, 1), TNPU_INSN_LD(1, 0, 1, 1), TNPU_INSN_MAC(0, 0, 0, 0, 0),
+			   TNPU_INSN_ST(0, 2, 1) };
+	struct tnpu_operand ops[] = {
+		opnd(0, 0, 0, 16, 4, 16, TNPU_DTYPE_INT8, 0),
+		opnd(256, 0, 0, 4, 16, 4, TNPU_DTYPE_INT8, 0),
+		opnd(1024, 0, 0, 16, 4, 4, TNPU_DTYPE_INT32, 0),
+	};
+
+	for (int i = 0; i < 64; i++) {
+		a[i] = (trng(&seed) % 3) ? 0 : (int8_t)(trng(&seed) | 1);
+		b[i] = (trng(&seed) % 2) ? 0 : (int8_t)(trng(&seed) | 1);
+	}
+	for (int i = 0; i < 4; i++)
+		for (int j = 0; j < 4; j++) {
+			ref[i * 4 + j] = 0;
+			for (int k = 0; k < 16; k++) {
+				ref[i * 4 + j] += a[i * 16 + k] * b[k * 4 + j];
+				eff += a[i * 16 + k] != 0 && b[k * 4 + j] != 0;
+			}
+		}
+	put(0, 0, 320);
+	config(0, (struct tnpu_cfg_hdr){ .n_instr = 4, .n_operands = 3, .loop_end = 2, .repeat = 1 }, ins, ops);
+	exe(0, LAST, 0);
+	get(1024, 2048, 64);
+	cr_assert_eq(run(), 0, "%s", tnpu_err_name(res.error));
+	for (int i = 0; i < 16; i++)
+		cr_assert_eq(out[i], ref[i]);
+	cr_assert_eq(res.counters[TNPU_CNT_MACS_EFFECTIVE], 4 * eff, "4 PEs, same tile");
+	cr_assert_eq(res.counters[TNPU_CNT_MACS_DENSE], 4 * 4 * 4 * 16);
+	cr_assert_lt(res.counters[TNPU_CNT_MACS_EFFECTIVE], res.counters[TNPU_CNT_MACS_DENSE]);
+}
+
+Test(isa, sparse_value_index_weights_match_dense_and_skip_zeros)
+{
+	uint64_t seed = 5;
+	int8_t *a = (int8_t *)H(0), dense[16 * 4];
+	struct tnpu_sparse_i8 *sw = (struct tnpu_sparse_i8 *)(void *)H(512);
+	int32_t *out = (int32_t *)(void *)H(4096);
+	uint64_t eff = 0;
+	const int slots = 6;
+	uint16_t ins[] = { TNPU_INSN_LD(0, 0, 0, 1), TNPU_INSN_LD(1, 0, 1, 0), TNPU_INSN_MAC(0, 0, 0, 0, 0),
+			   TNPU_INSN_ST(0, 2, 1) };
+	struct tnpu_operand ops[] = {
+		opnd(0, 0, 0, 16, 4, 16, TNPU_DTYPE_INT8, 0),
+		opnd(512, 0, 0, slots * 4, slots, 4, TNPU_DTYPE_INT8, TNPU_OPF_SPARSE),
+		opnd(2048, 0, 0, 16, 4, 4, TNPU_DTYPE_INT32, 0),
+	};
+
+	memset(dense, 0, sizeof(dense));
+	memset(sw, 0, 4 * slots * 4);
+	for (int i = 0; i < 64; i++)
+		a[i] = (trng(&seed) % 4) ? (int8_t)(trng(&seed) | 1) : 0;
+	for (int n = 0; n < 4; n++) {
+		int used = 0;
+
+		for (int k = 0; k < 16 && used < slots - 1; k++) {
+			if (trng(&seed) % 3)
+				continue;
+			dense[k * 4 + n] = (int8_t)(trng(&seed) | 1);
+			sw[n * slots + used].index = (uint16_t)k;
+			sw[n * slots + used].value = dense[k * 4 + n];
+			used++;
+			for (int i = 0; i < 4; i++)
+				eff += a[i * 16 + k] != 0;
+		}
+		sw[n * slots + used].index = 999;	/* zero-value padding: index ignored */
+	}
+	put(0, 0, 512 + 4 * slots * 4);
+	config(0, (struct tnpu_cfg_hdr){ .n_instr = 4, .n_operands = 3, .loop_end = 2, .repeat = 1 }, ins, ops);
+	exe(0, LAST, 0);
+	get(2048, 4096, 64);
+	cr_assert_eq(run(), 0, "%s", tnpu_err_name(res.error));
+	for (int i = 0; i < 4; i++)
+		for (int j = 0; j < 4; j++) {
+			int32_t r = 0;
+
+			for (int k = 0; k < 16; k++)
+				r += a[i * 16 + k] * dense[k * 4 + j];
+			cr_assert_eq(out[i * 4 + j], r);
+		}
+	cr_assert_eq(res.counters[TNPU_CNT_MACS_EFFECTIVE], 4 * eff);
+	/* an index beyond K is an error */
+	sw[0].index = 16;
+	sw[0].value = 1;
+	put(0, 0, 512 + 4 * slots * 4);
+	config(0, (struct tnpu_cfg_hdr){ .n_instr = 4, .n_operands = 3, .loop_end = 2, .repeat = 1 }, ins, ops);
+	exe(0, LAST, 0);
+	cr_assert_eq(run(), TNPU_ERR_SPARSE_INDEX);
+}
+
+/* Same accumulator through the chained SFU (MAC.CHAIN) and through a decoupled SFU APPLY. */
+static uint64_t sfu_run(bool chained, int8_t *outv)
+{
+	int8_t *a = (int8_t *)H(0), *b = (int8_t *)H(256);
+	int32_t *bias = (int32_t *)(void *)H(512);
+	uint16_t ins_ch[] = { TNPU_INSN_LD(0, 0, 0, 0), TNPU_INSN_LD(1, 0, 1, 0), TNPU_INSN_MAC(0, 0, 0, 0, 1),
+			      TNPU_INSN_ST(0, 2, 0) };
+	uint16_t ins_dc[] = { TNPU_INSN_LD(0, 0, 0, 0), TNPU_INSN_LD(1, 0, 1, 0), TNPU_INSN_MAC(0, 0, 0, 0, 0),
+			      TNPU_INSN_SFU(TNPU_SFU_FN_APPLY, 3, 0), TNPU_INSN_ST(0, 2, 0) };
+	struct tnpu_operand ops[4] = {
+		opnd(0, 0, 0, 16, 4, 16, TNPU_DTYPE_INT8, 0),
+		opnd(256, 0, 0, 4, 16, 4, TNPU_DTYPE_INT8, 0),
+		opnd(1024, 0, 0, 4, 4, 4, TNPU_DTYPE_INT8, 0),
+	};
+	struct tnpu_sfu_param sp = { .bias_addr = 512, .scale = 3, .ops = TNPU_SFU_OP_BIAS | TNPU_SFU_OP_RELU |
+				     TNPU_SFU_OP_REQUANT, .shift = 4, .zero_point = -5, .out_dtype = TNPU_DTYPE_INT8 };
+
+	memcpy(&ops[3], &sp, 32);
+	for (int i = 0; i < 64; i++) {
+		a[i] = (int8_t)(i * 7 - 100);
+		b[i] = (int8_t)(31 - i);
+	}
+	for (int j = 0; j < 4; j++)
+		bias[j] = 100 * j - 150;
+	put(0, 0, 528);
+	if (chained)
+		config(0, (struct tnpu_cfg_hdr){ .n_instr = 4, .n_operands = 4, .loop_end = 2, .repeat = 1,
+						 .sfu_rf = 3 }, ins_ch, ops);
+	else
+		config(0, (struct tnpu_cfg_hdr){ .n_instr = 5, .n_operands = 4, .loop_end = 2, .repeat = 1 },
+		       ins_dc, ops);
+	exe(0, LAST, 0);
+	get(1024, 4096, 16);
+	cr_assert_eq(run(), 0, "%s", tnpu_err_name(res.error));
+	memcpy(outv, H(4096), 16);
+	for (int i = 0; i < 4; i++)
+		for (int j = 0; j < 4; j++) {
+			int32_t acc = bias[j];
+			int64_t q;
+
+			for (int k = 0; k < 16; k++)
+				acc += a[i * 16 + k] * b[k * 4 + j];
+			acc = acc < 0 ? 0 : acc;
+			q = (((int64_t)acc * 3 + 8) >> 4) - 5;
+			q = q < -128 ? -128 : (q > 127 ? 127 : q);
+			cr_assert_eq(outv[i * 4 + j], (int8_t)q, "(%d,%d)", i, j);
+		}
+	return res.counters[TNPU_CNT_OQ_ACCESSES];
+}
+
+Test(isa, sfu_chained_uses_one_output_queue_access_decoupled_three)
+{
+	int8_t o1[16], o2[16];
+	uint64_t chained = sfu_run(true, o1), decoupled = sfu_run(false, o2);
+
+	cr_assert_eq(memcmp(o1, o2, 16), 0);
+	cr_assert_eq(chained, 16 * 4, "1 access x 16 elements x 4 PEs");
+	cr_assert_eq(decoupled, 3 * 16 * 4);
+}
+
+Test(isa, sfu_clamp_pass_and_fp32_functions)
+{
+	float *a = (float *)(void *)H(0), *b = (float *)(void *)H(256), *bias = (float *)(void *)H(512);
+	float *out = (float *)(void *)H(4096);
+	int32_t *raw = (int32_t *)(void *)H(8192);
+	uint16_t ins[] = { TNPU_INSN_LD(0, 0, 0, 0), TNPU_INSN_LD(1, 0, 1, 0), TNPU_INSN_MAC(0, 0, 0, 0, 0),
+			   TNPU_INSN_SFU(TNPU_SFU_FN_APPLY, 3, 0), TNPU_INSN_ST(0, 2, 0) };
+	struct tnpu_operand ops[4] = {
+		opnd(0, 0, 0, 16, 2, 4, TNPU_DTYPE_FP32, 0),
+		opnd(256, 0, 0, 8, 4, 2, TNPU_DTYPE_FP32, 0),
+		opnd(1024, 0, 0, 8, 2, 2, TNPU_DTYPE_FP32, 0),
+	};
+	float two = 2.0f, lo = 0.0f, hi = 6.0f;
+	struct tnpu_sfu_param sp = { .bias_addr = 512, .ops = TNPU_SFU_OP_BIAS | TNPU_SFU_OP_CLAMP |
+				     TNPU_SFU_OP_REQUANT, .out_dtype = TNPU_DTYPE_FP32 };
+
+	memcpy(&sp.scale, &two, 4);
+	memcpy(&sp.lo, &lo, 4);
+	memcpy(&sp.hi, &hi, 4);
+	memcpy(&ops[3], &sp, 32);
+	for (int i = 0; i < 8; i++) {
+		a[i] = (float)i - 3.0f;
+		b[i] = 0.5f * (float)(i % 3) - 0.25f;
+	}
+	bias[0] = 1.0f;
+	bias[1] = -20.0f;
+	put(0, 0, 520);
+	config(0, (struct tnpu_cfg_hdr){ .n_instr = 5, .n_operands = 4, .loop_end = 2, .repeat = 1 }, ins, ops);
+	exe(0, LAST, 0);
+	get(1024, 4096, 16);
+	cr_assert_eq(run(), 0, "%s", tnpu_err_name(res.error));
+	for (int i = 0; i < 2; i++)
+		for (int j = 0; j < 2; j++) {
+			float x = bias[j];
+
+			for (int k = 0; k < 4; k++)
+				x += a[i * 4 + k] * b[k * 2 + j];
+			x = x < 0 ? 0 : (x > 6 ? 6 : x);
+			cr_assert_float_eq(out[i * 2 + j], x * 2.0f, 1e-5f);
+		}
+	/* SFU PASS = raw accumulator into the output queue, 1 access per element */
+	{
+		uint16_t ins2[] = { TNPU_INSN_LD(0, 0, 0, 0), TNPU_INSN_LD(1, 0, 1, 0),
+				    TNPU_INSN_MAC(0, 0, 2, 0, 0), TNPU_INSN_SFU(TNPU_SFU_FN_PASS, 0, 2),
+				    TNPU_INSN_ST(2, 2, 0) };
+		struct tnpu_operand o2[3] = {
+			opnd(0, 0, 0, 4, 1, 4, TNPU_DTYPE_INT8, 0),
+			opnd(64, 0, 0, 4, 1, 4, TNPU_DTYPE_INT8, TNPU_OPF_TRANS),
+			opnd(128, 0, 0, 4, 1, 1, TNPU_DTYPE_INT32, 0),
+		};
+
+		memset(H(0), 3, 4);
+		memset(H(64), 5, 4);
+		put(0, 0, 128);
+		config(1, (struct tnpu_cfg_hdr){ .n_instr = 5, .n_operands = 3, .loop_end = 2, .repeat = 1 },
+		       ins2, o2);
+		exe(1, LAST, 0);
+		get(128, 8192, 4);
+		cr_assert_eq(run(), 0, "%s", tnpu_err_name(res.error));
+		cr_assert_eq(raw[0], 60);
+		cr_assert_eq(res.counters[TNPU_CNT_OQ_ACCESSES], 4);
+	}
+}
+
+Test(isa, load_balancing_shares_work_between_neighbour_pes)
+{
+	/* PE 0 of each cluster has a dense A tile, PE 1 an all-zero one. */
+	int8_t *a = (int8_t *)H(0);
+	uint16_t ins[] = { TNPU_INSN_LD(0, 0, 0, 1), TNPU_INSN_LD(1, 0, 1, 0), TNPU_INSN_MAC(0, 0, 0, 0, 0) };
+	uint16_t ins_lb[] = { TNPU_INSN_LD(0, 0, 0, 1), TNPU_INSN_LD(1, 0, 1, 0), TNPU_INSN_MAC(0, 0, 0, 1, 0) };
+	struct tnpu_operand ops[] = {
+		opnd(0, 0, 1024, 64, 16, 64, TNPU_DTYPE_INT8, 0),
+		opnd(4096, 0, 0, 16, 64, 16, TNPU_DTYPE_INT8, 0),
+	};
+	uint64_t plain, lb;
+
+	memset(H(0), 0, 2048);
+	for (int i = 0; i < 1024; i++)
+		a[i] = 1;
+	memset(H(4096), 1, 1024);
+	put(0, 0, 2048);
+	put(4096, 4096, 1024);
+	config(0, (struct tnpu_cfg_hdr){ .n_instr = 3, .n_operands = 2, .loop_end = 2, .repeat = 1 }, ins, ops);
+	exe(0, LAST, 0);
+	cr_assert_eq(run(), 0, "%s", tnpu_err_name(res.error));
+	plain = res.counters[TNPU_CNT_COMPUTE_CYCLES];
+	put(0, 0, 2048);
+	put(4096, 4096, 1024);
+	config(0, (struct tnpu_cfg_hdr){ .n_instr = 3, .n_operands = 2, .loop_end = 2, .repeat = 1 }, ins_lb, ops);
+	exe(0, LAST, 0);
+	cr_assert_eq(run(), 0, "%s", tnpu_err_name(res.error));
+	lb = res.counters[TNPU_CNT_COMPUTE_CYCLES];
+	/* 16x16x64 = 16384 effective MACs on one PE: 1024 cycles alone, 512 shared */
+	cr_assert_eq(plain - lb, 16384 / TNPU_RATE_MAC_INT8 / 2);
+	cr_assert_eq(res.counters[TNPU_CNT_MACS_EFFECTIVE], 2 * 16384);
+}
+
+Test(isa, weight_queue_modes_sq_consumes_rq_keeps_sw_slides)
+{
+	uint16_t ins[] = { TNPU_INSN_LD(0, 0, 0, 0), TNPU_INSN_LD(1, 0, 1, 0), TNPU_INSN_MAC(0, 0, 0, 0, 0),
+			   TNPU_INSN_MAC(0, 0, 0, 0, 0) };
+	struct tnpu_operand ops[] = {
+		opnd(0, 0, 0, 4, 1, 4, TNPU_DTYPE_INT8, 0),
+		opnd(64, 0, 0, 4, 4, 1, TNPU_DTYPE_INT8, 0),
+	};
+	uint16_t ins_sw[] = { TNPU_INSN_LD(0, 0, 1, 0) };
+	struct tnpu_operand sw_ops[] = { opnd(64, 0, 0, 4, 8, 4, TNPU_DTYPE_INT8, 0) };
+
+	config(0, (struct tnpu_cfg_hdr){ .n_instr = 4, .n_operands = 2, .loop_end = 3, .repeat = 1,
+					 .mode = TNPU_CFG_MODE_WQ_PUT(TNPU_WQ_SQ) }, ins, ops);
+	exe(0, LAST, 0);
+	cr_assert_eq(run(), TNPU_ERR_SLOT_EMPTY, "SQ: the second MAC finds the weights consumed");
+	cr_assert_eq(res.err_info >> 16, 3);
+	config(0, (struct tnpu_cfg_hdr){ .n_instr = 4, .n_operands = 2, .loop_end = 3, .repeat = 1,
+					 .mode = TNPU_CFG_MODE_WQ_PUT(TNPU_WQ_RQ) }, ins, ops);
+	exe(0, LAST, 0);
+	cr_assert_eq(run(), 0, "RQ keeps the weights: %s", tnpu_err_name(res.error));
+	/* SW: each LD slides the 8-row window by one row: only 4 new bytes per PE tile */
+	sw_ops[0].su_delta = 4;
+	config(0, (struct tnpu_cfg_hdr){ .n_instr = 1, .n_operands = 1, .loop_end = 0, .repeat = 3,
+					 .mode = TNPU_CFG_MODE_PIPE4 | TNPU_CFG_MODE_WQ_PUT(TNPU_WQ_SW) },
+	       ins_sw, sw_ops);
+	exe(0, 0, 0);
+	cr_assert_eq(run(), 0, "%s", tnpu_err_name(res.error));
+	cr_assert_eq(res.counters[TNPU_CNT_BYTES_DISPATCH] - res.counters[TNPU_CNT_BYTES_CONFIG] - 1, 32 + 4 + 4);
+}
+
+Test(isa, malformed_programs_stop_with_documented_errors)
+{
+	uint16_t good[] = { TNPU_INSN_LD(0, 0, 0, 0), TNPU_INSN_LD(1, 0, 1, 0), TNPU_INSN_MAC(0, 0, 0, 0, 0),
+			    TNPU_INSN_ST(0, 2, 1) };
+	struct tnpu_operand ops[] = {
+		opnd(0, 0, 0, 4, 1, 4, TNPU_DTYPE_INT8, 0),
+		opnd(64, 0, 0, 4, 1, 4, TNPU_DTYPE_INT8, TNPU_OPF_TRANS),
+		opnd(128, 0, 0, 4, 1, 1, TNPU_DTYPE_INT32, 0),
+	};
+	struct tnpu_cfg_hdr h = { .n_instr = 4, .n_operands = 3, .loop_end = 2, .repeat = 1 };
+	struct tnpu_operand bad[3];
+	uint16_t ins[4];
+	struct tpkt p;
+
+	exe(5, LAST, 0);
+	cr_assert_eq(run(), TNPU_ERR_IBUF_EMPTY);
+	cr_assert_eq(res.err_info, 0 | 5 << 8 | 0xFF << 16);
+
+	memcpy(ins, good, sizeof(ins));
+	ins[2] |= 0x0400;	/* MAC reserved bit */
+	config(0, h, ins, ops);
+	cr_assert_eq(run(), TNPU_ERR_INSTR);
+	cr_assert_eq(res.err_info >> 16, 2);
+	memcpy(ins, good, sizeof(ins));
+	ins[0] |= 0x1000;	/* bits [15:12] */
+	config(0, h, ins, ops);
+	cr_assert_eq(run(), TNPU_ERR_INSTR);
+	memcpy(ins, good, sizeof(ins));
+	ins[3] = TNPU_INSN_SFU(2, 0, 0);	/* invalid SFU class */
+	config(0, h, ins, ops);
+	cr_assert_eq(run(), TNPU_ERR_INSTR);
+
+	config(0, (struct tnpu_cfg_hdr){ .n_instr = 4, .n_operands = 3, .loop_start = 3, .loop_end = 2,
+					 .repeat = 1 }, good, ops);
+	cr_assert_eq(run(), TNPU_ERR_CONFIG);
+	config(0, (struct tnpu_cfg_hdr){ .n_instr = 4, .n_operands = 3, .loop_end = 2, .repeat = 0 }, good, ops);
+	cr_assert_eq(run(), TNPU_ERR_CONFIG);
+	config(0, (struct tnpu_cfg_hdr){ .n_instr = 4, .n_operands = 3, .rf_base = 49, .loop_end = 2,
+					 .repeat = 1 }, good, ops);
+	cr_assert_eq(run(), TNPU_ERR_CONFIG);
+	tpkt_config(&p, 0, &h, good, ops);
+	tcb_dispatch(&cb, 0, 0, 0, 0, p.buf, p.len - 1);	/* truncated data */
+	cr_assert_eq(run(), TNPU_ERR_CONFIG);
+	p.buf[0] |= TNPU_PKT_LAST;	/* reserved bit in a CONFIG byte */
+	tcb_dispatch(&cb, 0, 0, 0, 0, p.buf, p.len);
+	cr_assert_eq(run(), TNPU_ERR_PACKET);
+
+	memcpy(bad, ops, sizeof(bad));
+	bad[0].dtype = TNPU_DTYPE_INT32;	/* LD of int32 */
+	config(0, h, good, bad);
+	exe(0, LAST, 0);
+	cr_assert_eq(run(), TNPU_ERR_OPERAND);
+	memcpy(bad, ops, sizeof(bad));
+	bad[1].dtype = TNPU_DTYPE_FP32;
+	bad[1].pitch = 16;
+	config(0, h, good, bad);
+	exe(0, LAST, 0);
+	cr_assert_eq(run(), TNPU_ERR_DTYPE);
+	memcpy(bad, ops, sizeof(bad));
+	bad[1].cols = 3;	/* K mismatch */
+	config(0, h, good, bad);
+	exe(0, LAST, 0);
+	cr_assert_eq(run(), TNPU_ERR_OPERAND);
+	memcpy(bad, ops, sizeof(bad));
+	bad[2].cols = 2;	/* ST shape */
+	config(0, h, good, bad);
+	exe(0, LAST, 0);
+	cr_assert_eq(run(), TNPU_ERR_ACC_SHAPE);
+	memcpy(bad, ops, sizeof(bad));
+	bad[0].addr = s.cfg.sram / 2 - 2;	/* tile crosses the end of the half */
+	config(0, h, good, bad);
+	exe(0, LAST, 0);
+	cr_assert_eq(run(), TNPU_ERR_SRAM_RANGE);
+	cr_assert_eq(res.err_addr, s.cfg.sram / 2 - 2);
+	memcpy(bad, ops, sizeof(bad));
+	bad[0].pe_stride = -8;	/* PE 1 goes below 0 */
+	config(0, h, good, bad);
+	exe(0, LAST, 0);
+	cr_assert_eq(run(), TNPU_ERR_SRAM_RANGE);
+	memcpy(bad, ops, sizeof(bad));
+	bad[2].pitch = 2;	/* int32 pitch misaligned */
+	bad[2].rows = 1;
+	bad[2].addr = 130;
+	config(0, h, good, bad);
+	exe(0, LAST, 0);
+	cr_assert_eq(run(), TNPU_ERR_ALIGN);
+	{
+		uint16_t ins2[] = { TNPU_INSN_MAC(0, 0, 0, 0, 0) };
+
+		config(0, (struct tnpu_cfg_hdr){ .n_instr = 1, .loop_end = 0, .repeat = 1 }, ins2, ops);
+		exe(0, LAST, 0);
+		cr_assert_eq(run(), TNPU_ERR_SLOT_EMPTY);
+	}
+	{
+		uint16_t ins3[] = { TNPU_INSN_LD(0, 0, 0, 0), TNPU_INSN_LD(1, 0, 1, 0),
+				    TNPU_INSN_MAC(0, 0, 0, 0, 0), TNPU_INSN_SFU(1, 3, 0) };
+		struct tnpu_operand o4[4];
+		struct tnpu_sfu_param sp = { .ops = TNPU_SFU_OP_REQUANT, .shift = 63, .out_dtype = TNPU_DTYPE_INT8 };
+
+		memcpy(o4, ops, sizeof(ops));
+		memcpy(&o4[3], &sp, 32);
+		config(0, (struct tnpu_cfg_hdr){ .n_instr = 4, .n_operands = 4, .loop_end = 2, .repeat = 1 },
+		       ins3, o4);
+		exe(0, LAST, 0);
+		cr_assert_eq(run(), TNPU_ERR_SFU_PARAM);
+	}
+	/* EXE patches: invalid field, then a valid ADDR patch */
+	{
+		struct tnpu_exe_patch bp = { .rf = 0, .field = 9 };
+
+		config(0, h, good, ops);
+		tpkt_exe(&p, 0, LAST, &bp, 1);
+		tcb_dispatch(&cb, 0, 0, 0, 0, p.buf, p.len);
+		cr_assert_eq(run(), TNPU_ERR_PACKET);
+	}
+	/* DISPATCH field errors */
+	tpkt_exe(&p, 0, LAST, NULL, 0);
+	tcb_dispatch(&cb, 0, 3, 0, 0, p.buf, p.len);
+	cr_assert_eq(run(), TNPU_ERR_DISPATCH);
+	tpkt_config(&p, 0, &h, good, ops);
+	tcb_dispatch(&cb, 0, 0, 0, TNPU_DISPATCH_F_RF_RESTORE, p.buf, p.len);
+	cr_assert_eq(run(), TNPU_ERR_DISPATCH);
+}
+
+Test(isa, exe_patches_change_an_operand_for_one_edge_tile)
+{
+	int32_t *out = (int32_t *)(void *)H(1024);
+	uint16_t ins[] = { TNPU_INSN_LD(0, 0, 0, 0), TNPU_INSN_LD(1, 0, 1, 0), TNPU_INSN_MAC(0, 0, 0, 0, 0),
+			   TNPU_INSN_ST(0, 2, 1) };
+	struct tnpu_operand ops[] = {
+		opnd(0, 0, 0, 4, 1, 4, TNPU_DTYPE_INT8, 0),
+		opnd(64, 0, 0, 4, 1, 4, TNPU_DTYPE_INT8, TNPU_OPF_TRANS),
+		opnd(128, 0, 0, 4, 1, 1, TNPU_DTYPE_INT32, 0),
+	};
+	struct tnpu_exe_patch pt = { .rf = 0, .field = TNPU_PATCH_ADDR, .value = 32 };
+	struct tpkt p;
+
+	memset(H(0), 1, 4);
+	memset(H(32), 2, 4);
+	memset(H(64), 3, 4);
+	put(0, 0, 128);
+	config(0, (struct tnpu_cfg_hdr){ .n_instr = 4, .n_operands = 3, .loop_end = 2, .repeat = 1 }, ins, ops);
+	tpkt_exe(&p, 0, LAST, &pt, 1);
+	tcb_dispatch(&cb, 0, 0, 0, 0, p.buf, p.len);
+	get(128, 1024, 4);
+	cr_assert_eq(run(), 0, "%s", tnpu_err_name(res.error));
+	cr_assert_eq(out[0], 4 * 2 * 3);
+}
