@@ -1,39 +1,365 @@
 // SPDX-License-Identifier: GPL-2.0-only
 /*
- * tnpu — PCIe neural-network accelerator: walking-skeleton driver.
- *
- * Binds to the device, maps BAR0 and checks the identification register. The DRM accel device, memory
- * management and job submission arrive with the full driver.
+ * tnpu — DRM accel driver for the tnpu PCIe neural-network accelerator: PCI probe/remove, the DRM
+ * driver, the ioctl table, QUERY and the sysfs geometry attributes.
  */
+#include <linux/bitfield.h>
+#include <linux/dma-mapping.h>
 #include <linux/module.h>
 #include <linux/pci.h>
+#include <linux/uaccess.h>
 
-#define TNPU_PCI_VENDOR_ID	0x1234
-#define TNPU_PCI_DEVICE_ID	0x4e50
-#define TNPU_REG_ID		0x0000
-#define TNPU_REG_VERSION	0x0004
-#define TNPU_ID_VALUE		0x554e5054	/* "TNPU" */
+#include <drm/drm_accel.h>
+#include <drm/drm_drv.h>
+#include <drm/drm_gem.h>
+#include <drm/drm_ioctl.h>
+#include <drm/drm_managed.h>
+#include <drm/drm_print.h>
+
+#include "tnpu_drv.h"
+#include "tnpu_accel.h"
+
+unsigned int tnpu_timeout_ms = 10000;
+module_param_named(timeout_ms, tnpu_timeout_ms, uint, 0644);
+MODULE_PARM_DESC(timeout_ms, "job timeout in ms before the device is reset (default 10000)");
+
+static int tnpu_open(struct drm_device *drm, struct drm_file *file)
+{
+	struct tnpu_device *tdev = to_tnpu(drm);
+	struct tnpu_file *tfile;
+	int ret;
+
+	tfile = kzalloc(sizeof(*tfile), GFP_KERNEL);
+	if (!tfile)
+		return -ENOMEM;
+	tfile->tdev = tdev;
+	tfile->ctx = tnpu_ctx_create(tdev);
+	if (IS_ERR(tfile->ctx)) {
+		ret = PTR_ERR(tfile->ctx);
+		kfree(tfile);
+		return ret;
+	}
+	mutex_init(&tfile->queue_lock);
+	xa_init_flags(&tfile->queues, XA_FLAGS_ALLOC1);
+	file->driver_priv = tfile;
+	return 0;
+}
+
+static void tnpu_postclose(struct drm_device *drm, struct drm_file *file)
+{
+	struct tnpu_file *tfile = file->driver_priv;
+
+	tnpu_file_queues_fini(tfile);
+	mutex_destroy(&tfile->queue_lock);
+	tnpu_ctx_put(tfile->ctx);
+	kfree(tfile);
+}
+
+/* copy_struct_to_user() arrived after 6.12: copy the common prefix, zero the user's tail */
+static int tnpu_copy_answer(struct drm_tnpu_query *args, const void *src, u32 ksize)
+{
+	void __user *dst = u64_to_user_ptr(args->pointer);
+	u32 usize = args->size;
+
+	args->size = ksize;
+	if (!usize)
+		return 0;
+	if (!dst)
+		return -EFAULT;
+	if (copy_to_user(dst, src, min(usize, ksize)))
+		return -EFAULT;
+	if (usize > ksize && clear_user(dst + ksize, usize - ksize))
+		return -EFAULT;
+	return 0;
+}
+
+static void tnpu_fill_caps(struct tnpu_device *tdev, struct drm_tnpu_caps *caps)
+{
+	const struct tnpu_caps_raw *c = &tdev->caps;
+
+	caps->hw_version = c->version;
+	caps->rows = FIELD_GET(TNPU_CAP_GEOM_ROWS, c->geom);
+	caps->cols = FIELD_GET(TNPU_CAP_GEOM_COLS, c->geom);
+	caps->pes = FIELD_GET(TNPU_CAP_GEOM_PES, c->geom);
+	caps->accumulators = FIELD_GET(TNPU_CAP_GEOM_ACCS, c->geom);
+	caps->acc_elems = FIELD_GET(TNPU_CAP_ACC_ELEMS, c->acc);
+	caps->sram_bytes = c->sram;
+	caps->ibufs = FIELD_GET(TNPU_CAP_CLUSTER_IBUFS, c->cluster);
+	caps->ibuf_len = FIELD_GET(TNPU_CAP_CLUSTER_IBUF_LEN, c->cluster);
+	caps->rf_entries = FIELD_GET(TNPU_CAP_CLUSTER_RF, c->cluster);
+	caps->slots = FIELD_GET(TNPU_CAP_CLUSTER_SLOTS, c->cluster);
+	caps->dtypes = c->dtypes;
+	caps->hw_queues = tdev->num_rings;
+	caps->semaphores = FIELD_GET(TNPU_CAP_QUEUES_SEMS, c->queues);
+	caps->features = c->features;
+	caps->clock_mhz = c->clock;
+	caps->rates = c->rates;
+	caps->max_cmdbuf = c->cmdbuf;
+	caps->page_size = TNPU_PAGE_SIZE;
+	caps->va_bits = FIELD_GET(TNPU_CAP_MMU_VA_BITS, c->mmu);
+	caps->va_start = TNPU_VA_START;
+	caps->va_end = TNPU_VA_END;
+	caps->max_bo_size = TNPU_MAX_BO_SIZE;
+	caps->counters_size = sizeof(struct drm_tnpu_job_counters);
+	caps->num_counters = TNPU_NUM_COUNTERS;
+	caps->max_queues = TNPU_MAX_FILE_QUEUES;
+}
+
+static int tnpu_ioctl_query(struct drm_device *drm, void *data, struct drm_file *file)
+{
+	struct tnpu_device *tdev = to_tnpu(drm);
+	struct tnpu_file *tfile = file->driver_priv;
+	struct drm_tnpu_query *args = data;
+	int i;
+
+	if (args->flags || args->pad)
+		return -EINVAL;
+	switch (args->type) {
+	case DRM_TNPU_QUERY_CAPS: {
+		struct drm_tnpu_caps caps = {};
+
+		tnpu_fill_caps(tdev, &caps);
+		return tnpu_copy_answer(args, &caps, sizeof(caps));
+	}
+	case DRM_TNPU_QUERY_COUNTERS: {
+		struct drm_tnpu_counters cnt = {};
+
+		cnt.jobs_submitted = atomic64_read(&tdev->jobs_submitted);
+		cnt.jobs_completed = atomic64_read(&tdev->jobs_completed);
+		cnt.jobs_failed = atomic64_read(&tdev->jobs_failed);
+		cnt.jobs_timedout = atomic64_read(&tdev->jobs_timedout);
+		cnt.resets = atomic64_read(&tdev->resets);
+		cnt.mmu_faults = atomic64_read(&tdev->mmu_faults);
+		cnt.hw_errors = atomic64_read(&tdev->hw_errors);
+		for (i = 0; i < TNPU_NUM_COUNTERS; i++)
+			cnt.device[i] = tnpu_read64(tdev, TNPU_REG_PERF(i));
+		return tnpu_copy_answer(args, &cnt, sizeof(cnt));
+	}
+	case DRM_TNPU_QUERY_FAULT: {
+		struct tnpu_ctx *ctx = tfile->ctx;
+		struct drm_tnpu_fault fault = {};
+
+		if (READ_ONCE(ctx->faulted)) {
+			/* pairs with smp_wmb() in tnpu_ring_error() */
+			smp_rmb();
+			fault.faulted = 1;
+			fault.error_code = ctx->fault_code;
+			fault.error_info = ctx->fault_info;
+			fault.cmd_offset = ctx->fault_cmd_offset;
+			fault.address = ctx->fault_addr;
+			fault.queue = ctx->fault_queue;
+		}
+		return tnpu_copy_answer(args, &fault, sizeof(fault));
+	}
+	default:
+		return -EINVAL;
+	}
+}
+
+/*
+ * Every driver ioctl runs inside drm_dev_enter()/exit() so that an unbind waits for it and later
+ * calls fail with -ENODEV instead of touching a removed device.
+ */
+#define TNPU_IOCTL_WRAP(name)							\
+static int tnpu_ioctl_##name##_guarded(struct drm_device *drm, void *data,	\
+				       struct drm_file *file)			\
+{										\
+	int idx, ret;								\
+										\
+	if (!drm_dev_enter(drm, &idx))						\
+		return -ENODEV;							\
+	ret = tnpu_ioctl_##name(drm, data, file);				\
+	drm_dev_exit(idx);							\
+	return ret;								\
+}
+
+TNPU_IOCTL_WRAP(query)
+TNPU_IOCTL_WRAP(bo_create)
+TNPU_IOCTL_WRAP(bo_info)
+TNPU_IOCTL_WRAP(bo_wait)
+TNPU_IOCTL_WRAP(queue_create)
+TNPU_IOCTL_WRAP(queue_destroy)
+TNPU_IOCTL_WRAP(submit)
+
+#define TNPU_IOCTL(id, name)							\
+	DRM_IOCTL_DEF_DRV(TNPU_##id, tnpu_ioctl_##name##_guarded, DRM_RENDER_ALLOW)
+
+static const struct drm_ioctl_desc tnpu_ioctls[] = {
+	TNPU_IOCTL(QUERY, query),
+	TNPU_IOCTL(BO_CREATE, bo_create),
+	TNPU_IOCTL(BO_INFO, bo_info),
+	TNPU_IOCTL(BO_WAIT, bo_wait),
+	TNPU_IOCTL(QUEUE_CREATE, queue_create),
+	TNPU_IOCTL(QUEUE_DESTROY, queue_destroy),
+	TNPU_IOCTL(SUBMIT, submit),
+};
+
+DEFINE_DRM_ACCEL_FOPS(tnpu_fops);
+
+static const struct drm_driver tnpu_drm_driver = {
+	.driver_features = DRIVER_COMPUTE_ACCEL | DRIVER_GEM | DRIVER_SYNCOBJ |
+			   DRIVER_SYNCOBJ_TIMELINE,
+	.open = tnpu_open,
+	.postclose = tnpu_postclose,
+	.gem_create_object = tnpu_gem_create_object,
+	.ioctls = tnpu_ioctls,
+	.num_ioctls = ARRAY_SIZE(tnpu_ioctls),
+	.fops = &tnpu_fops,
+	.name = "tnpu",
+	.desc = "tnpu neural-network accelerator",
+	.major = 1,
+	.minor = 0,
+};
+
+/* ---- sysfs: geometry, on the PCI device ---- */
+
+#define TNPU_ATTR(_name, _expr)							\
+static ssize_t _name##_show(struct device *dev, struct device_attribute *attr,	\
+			    char *buf)						\
+{										\
+	struct tnpu_device *tdev = pci_get_drvdata(to_pci_dev(dev));		\
+										\
+	return sysfs_emit(buf, "%u\n", (u32)(_expr));				\
+}										\
+static DEVICE_ATTR_RO(_name)
+
+TNPU_ATTR(rows, FIELD_GET(TNPU_CAP_GEOM_ROWS, tdev->caps.geom));
+TNPU_ATTR(cols, FIELD_GET(TNPU_CAP_GEOM_COLS, tdev->caps.geom));
+TNPU_ATTR(pes, FIELD_GET(TNPU_CAP_GEOM_PES, tdev->caps.geom));
+TNPU_ATTR(accumulators, FIELD_GET(TNPU_CAP_GEOM_ACCS, tdev->caps.geom));
+TNPU_ATTR(sram_bytes, tdev->caps.sram);
+TNPU_ATTR(hw_queues, tdev->num_rings);
+TNPU_ATTR(clock_mhz, tdev->caps.clock);
+TNPU_ATTR(isa_version, FIELD_GET(TNPU_VERSION_ISA, tdev->caps.version));
+
+static ssize_t hw_version_show(struct device *dev, struct device_attribute *attr, char *buf)
+{
+	struct tnpu_device *tdev = pci_get_drvdata(to_pci_dev(dev));
+
+	return sysfs_emit(buf, "0x%08x\n", tdev->caps.version);
+}
+static DEVICE_ATTR_RO(hw_version);
+
+static struct attribute *tnpu_attrs[] = {
+	&dev_attr_rows.attr,
+	&dev_attr_cols.attr,
+	&dev_attr_pes.attr,
+	&dev_attr_accumulators.attr,
+	&dev_attr_sram_bytes.attr,
+	&dev_attr_hw_queues.attr,
+	&dev_attr_clock_mhz.attr,
+	&dev_attr_isa_version.attr,
+	&dev_attr_hw_version.attr,
+	NULL,
+};
+ATTRIBUTE_GROUPS(tnpu);
+
+/* ---- PCI ---- */
+
+static void tnpu_free_tables(struct drm_device *drm, void *arg)
+{
+	struct tnpu_device *tdev = to_tnpu(drm);
+
+	ida_destroy(&tdev->ctx_ida);
+	dma_free_coherent(&tdev->pdev->dev, TNPU_MAX_CTX * TNPU_CTX_ENTRY_SIZE, tdev->ctx_table,
+			  tdev->ctx_table_dma);
+	dma_free_coherent(&tdev->pdev->dev, PAGE_SIZE, tdev->fences, tdev->fences_dma);
+}
+
+static int tnpu_alloc_tables(struct tnpu_device *tdev)
+{
+	struct device *dev = &tdev->pdev->dev;
+
+	/*
+	 * Not dmam_: contexts may outlive the unbind (open files) and reference the context
+	 * table until the DRM device is released.
+	 */
+	tdev->ctx_table = dma_alloc_coherent(dev, TNPU_MAX_CTX * TNPU_CTX_ENTRY_SIZE,
+					     &tdev->ctx_table_dma, GFP_KERNEL);
+	if (!tdev->ctx_table)
+		return -ENOMEM;
+	tdev->fences = dma_alloc_coherent(dev, PAGE_SIZE, &tdev->fences_dma, GFP_KERNEL);
+	if (!tdev->fences) {
+		dma_free_coherent(dev, TNPU_MAX_CTX * TNPU_CTX_ENTRY_SIZE, tdev->ctx_table,
+				  tdev->ctx_table_dma);
+		return -ENOMEM;
+	}
+	ida_init(&tdev->ctx_ida);
+	return drmm_add_action_or_reset(&tdev->drm, tnpu_free_tables, NULL);
+}
 
 static int tnpu_probe(struct pci_dev *pdev, const struct pci_device_id *id)
 {
-	void __iomem *regs;
-	u32 ident, version;
+	struct tnpu_device *tdev;
 	int ret;
+
+	tdev = devm_drm_dev_alloc(&pdev->dev, &tnpu_drm_driver, struct tnpu_device, drm);
+	if (IS_ERR(tdev))
+		return PTR_ERR(tdev);
+	tdev->pdev = pdev;
+	pci_set_drvdata(pdev, tdev);
+	spin_lock_init(&tdev->lock);
+	ret = drmm_mutex_init(&tdev->drm, &tdev->reset_lock);
+	if (ret)
+		return ret;
 
 	ret = pcim_enable_device(pdev);
 	if (ret)
 		return ret;
-	regs = pcim_iomap(pdev, 0, 0);
-	if (!regs)
-		return -ENOMEM;
-	ident = ioread32(regs + TNPU_REG_ID);
-	version = ioread32(regs + TNPU_REG_VERSION);
-	if (ident != TNPU_ID_VALUE) {
-		dev_err(&pdev->dev, "unexpected ID register 0x%08x\n", ident);
+	if (pci_resource_len(pdev, 0) < TNPU_BAR0_SIZE) {
+		dev_err(&pdev->dev, "BAR0 too small\n");
 		return -ENODEV;
 	}
-	dev_info(&pdev->dev, "tnpu version 0x%08x\n", version);
+	tdev->regs = pcim_iomap(pdev, 0, 0);
+	if (!tdev->regs)
+		return -ENOMEM;
+	pci_set_master(pdev);
+	ret = dma_set_mask_and_coherent(&pdev->dev, DMA_BIT_MASK(52));
+	if (ret)
+		return ret;
+
+	ret = tnpu_hw_init(tdev);
+	if (ret)
+		return ret;
+	tnpu_hw_reset(tdev);
+
+	ret = tnpu_alloc_tables(tdev);
+	if (ret)
+		return ret;
+	ret = tnpu_rings_init(tdev);
+	if (ret)
+		return ret;
+
+	spin_lock(&tdev->lock);
+	tnpu_hw_program(tdev);
+	spin_unlock(&tdev->lock);
+
+	ret = tnpu_irq_init(tdev);
+	if (ret)
+		goto err_disable;
+	ret = drm_dev_register(&tdev->drm, 0);
+	if (ret)
+		goto err_irq;
+	tnpu_debugfs_init(tdev);
 	return 0;
+
+err_irq:
+	tnpu_irq_fini(tdev);
+err_disable:
+	tnpu_hw_disable(tdev);
+	return ret;
+}
+
+static void tnpu_remove(struct pci_dev *pdev)
+{
+	struct tnpu_device *tdev = pci_get_drvdata(pdev);
+
+	/* no new ioctls; wait for running ones */
+	drm_dev_unplug(&tdev->drm);
+	tnpu_write(tdev, TNPU_REG_IRQ_MASK, 0xffffffff);
+	tnpu_irq_fini(tdev);
+	/* reset the device, fail every job it held, let the schedulers free them */
+	tnpu_jobs_unplug(tdev);
 }
 
 static const struct pci_device_id tnpu_pci_ids[] = {
@@ -46,8 +372,31 @@ static struct pci_driver tnpu_pci_driver = {
 	.name = "tnpu",
 	.id_table = tnpu_pci_ids,
 	.probe = tnpu_probe,
+	.remove = tnpu_remove,
+	.dev_groups = tnpu_groups,
 };
-module_pci_driver(tnpu_pci_driver);
+
+static int __init tnpu_init(void)
+{
+	int ret = tnpu_job_module_init();
+
+	if (ret)
+		return ret;
+	ret = pci_register_driver(&tnpu_pci_driver);
+	if (ret)
+		tnpu_job_module_exit();
+	return ret;
+}
+
+static void __exit tnpu_exit(void)
+{
+	pci_unregister_driver(&tnpu_pci_driver);
+	/* runs the last job releases, which may release DRM devices */
+	tnpu_job_module_exit();
+}
+
+module_init(tnpu_init);
+module_exit(tnpu_exit);
 
 MODULE_DESCRIPTION("tnpu neural-network accelerator");
 MODULE_LICENSE("GPL");

@@ -1,95 +1,371 @@
 /*
- * tnpu — PCIe neural-network accelerator (walking-skeleton stub).
+ * tnpu — PCIe neural-network accelerator (QEMU glue on the golden model).
  *
- * Exposes the PCI identity and BAR0 with the ID/VERSION registers so that the VM, the driver build and the
- * test runner can be brought up; the command processor, MMU and PE array arrive with the golden model.
+ * PCI identity, BAR0 (the model's register block), MSI-X (BAR2, exclusive) with an MSI fallback, the
+ * PCIe endpoint capability with FLR, power management, reset, properties and the bottom half that
+ * drives the queue pipeline:
+ *
+ *   doorbell MMIO write -> fx.kick_queues -> BH: tnpu_core_fetch() -> worker thread: tnpu_exec_run()
+ *   -> qemu_bh_schedule -> BH: tnpu_core_complete() (fence write) -> msix_notify -> next fetch.
+ *
+ * Everything but tnpu_exec_run() runs under the BQL.  See Documentation/qemu-device.md.
  *
  * SPDX-License-Identifier: GPL-2.0-or-later
  */
 #include "qemu/osdep.h"
+#include "qapi/error.h"
+#include "qemu/error-report.h"
 #include "qemu/log.h"
+#include "qemu/main-loop.h"
 #include "qemu/module.h"
-#include "hw/pci/pci_device.h"
+#include "hw/pci/msi.h"
+#include "hw/pci/msix.h"
 #include "hw/pci/pcie.h"
-#include "qom/object.h"
+#include "hw/qdev-properties.h"
+#include "hw/resettable.h"
+#include "migration/vmstate.h"
+#include "trace.h"
 
-#define TYPE_TNPU "tnpu"
-OBJECT_DECLARE_SIMPLE_TYPE(TnpuState, TNPU)
+#include "tnpu.h"
 
-#define TNPU_VENDOR_ID   0x1234
-#define TNPU_DEVICE_ID   0x4e50
-#define TNPU_CLASS       0x1200 /* processing accelerator */
-#define TNPU_REVISION    0x01
-#define TNPU_BAR0_SIZE   0x10000
-
-#define TNPU_REG_ID      0x0000
-#define TNPU_REG_VERSION 0x0004
-#define TNPU_ID_VALUE    0x554E5054 /* "TNPU" */
-#define TNPU_VERSION     0x00000100
-
-struct TnpuState {
-    PCIDevice parent_obj;
-    MemoryRegion mmio;
-};
-
-static uint64_t tnpu_mmio_read(void *opaque, hwaddr addr, unsigned size)
+static unsigned tnpu_nr_vectors(const TnpuState *s)
 {
-    switch (addr) {
-    case TNPU_REG_ID:
-        return TNPU_ID_VALUE;
-    case TNPU_REG_VERSION:
-        return TNPU_VERSION;
-    default:
-        return 0;
+    return TNPU_MSIX_VEC_QUEUE(s->cfg.queues);
+}
+
+/* ---- interrupts ---------------------------------------------------------------------------- */
+
+static void tnpu_notify(TnpuState *s, uint32_t vectors)
+{
+    PCIDevice *pdev = PCI_DEVICE(s);
+
+    while (vectors) {
+        unsigned v = ctz32(vectors);
+
+        vectors &= vectors - 1;
+        if (msix_enabled(pdev)) {
+            trace_tnpu_irq(v, "msix");
+            msix_notify(pdev, v);
+        } else if (msi_enabled(pdev)) {
+            unsigned n = msi_nr_vectors_allocated(pdev);
+
+            /* Fewer vectors granted than asked for: the excess share the last one. */
+            trace_tnpu_irq(MIN(v, n - 1), "msi");
+            msi_notify(pdev, MIN(v, n - 1));
+        } else {
+            /* The spec has no INTx: without MSI-X/MSI the driver polls IRQ_STATUS. */
+            trace_tnpu_irq(v, "none");
+        }
     }
 }
 
-static void tnpu_mmio_write(void *opaque, hwaddr addr, uint64_t val,
-                            unsigned size)
+static void tnpu_apply(TnpuState *s, const struct tnpu_effects *fx)
 {
-    qemu_log_mask(LOG_GUEST_ERROR, "tnpu: write to 0x%" HWADDR_PRIx
-                  " ignored (stub device)\n", addr);
+    if (fx->msix_vectors) {
+        tnpu_notify(s, fx->msix_vectors);
+    }
+    if (fx->kick_queues) {
+        s->kick_pending |= fx->kick_queues;
+        qemu_bh_schedule(s->bh);
+    }
 }
 
+/* ---- queue pipeline (BH, BQL held) ------------------------------------------------------------ */
+
+void tnpu_complete(TnpuState *s, const struct tnpu_job *job, const struct tnpu_result *res)
+{
+    struct tnpu_effects fx;
+
+    if (res->error) {
+        trace_tnpu_job_fault(job->queue, job->entry.seqno, res->error, tnpu_err_name(res->error),
+                             res->err_info, res->err_addr, res->err_cmd_offset);
+    }
+    trace_tnpu_job_complete(job->queue, job->entry.seqno, res->error);
+    tnpu_core_complete(s->core, job, res, &s->bql_mem, &fx);
+    tnpu_apply(s, &fx);
+}
+
+static void tnpu_bh(void *opaque)
+{
+    TnpuState *s = opaque;
+    unsigned nq = s->cfg.queues;
+    struct tnpu_job job;
+    struct tnpu_result res;
+    uint32_t kicks;
+
+    for (unsigned q = 0; q < nq; q++) {
+        if (tnpu_worker_take_result(s, q, &job, &res)) {
+            tnpu_complete(s, &job, &res);
+        }
+    }
+
+    /* Round-robin over the ready queues (queues.md "Arbitration and concurrency"). */
+    kicks = s->kick_pending;
+    s->kick_pending = 0;
+    for (unsigned i = 0; i < nq && kicks; i++) {
+        unsigned q = (s->rr_next + i) % nq;
+
+        if (!(kicks & (1u << q))) {
+            continue;
+        }
+        kicks &= ~(1u << q);
+        if (tnpu_core_fetch(s->core, q, &s->bql_mem, &job)) {
+            s->rr_next = (q + 1) % nq;
+            trace_tnpu_job_fetch(q, job.head, job.entry_pa, job.fetch_error);
+            tnpu_worker_submit(s, &job);
+        }
+    }
+}
+
+/* ---- BAR0 -------------------------------------------------------------------------------------- */
+
+static const char *tnpu_reg_status_name(enum tnpu_reg_status st)
+{
+    switch (st) {
+    case TNPU_REG_OK:
+        return "ok";
+    case TNPU_REG_BAD_ACCESS:
+        return "bad size or alignment";
+    case TNPU_REG_UNMAPPED:
+        return "unmapped offset";
+    case TNPU_REG_READ_ONLY:
+        return "read-only register";
+    case TNPU_REG_IGNORED:
+        return "not allowed in the current state";
+    }
+    return "?";
+}
+
+static uint64_t tnpu_mmio_read(void *opaque, hwaddr addr, unsigned size)
+{
+    TnpuState *s = opaque;
+    enum tnpu_reg_status st;
+    uint64_t val;
+
+    st = tnpu_core_reg_read(s->core, addr, size, &val);
+    trace_tnpu_mmio_read(addr, size, val, st);
+    if (st == TNPU_REG_BAD_ACCESS) {
+        qemu_log_mask(LOG_GUEST_ERROR, "tnpu: read at 0x%" HWADDR_PRIx " size %u: %s\n",
+                      addr, size, tnpu_reg_status_name(st));
+    } else if (st != TNPU_REG_OK) {
+        qemu_log_mask(LOG_UNIMP, "tnpu: read at 0x%" HWADDR_PRIx " size %u: %s\n",
+                      addr, size, tnpu_reg_status_name(st));
+    }
+    return val;
+}
+
+static bool tnpu_is_doorbell(hwaddr addr, unsigned *q)
+{
+    if (addr < TNPU_REG_QUEUE_BASE ||
+        addr >= TNPU_REG_QUEUE_BASE + TNPU_MAX_QUEUES * TNPU_REG_QUEUE_STRIDE) {
+        return false;
+    }
+    *q = (addr - TNPU_REG_QUEUE_BASE) / TNPU_REG_QUEUE_STRIDE;
+    return (addr - TNPU_REG_QUEUE_BASE) % TNPU_REG_QUEUE_STRIDE == TNPU_Q_DOORBELL;
+}
+
+static void tnpu_mmio_write(void *opaque, hwaddr addr, uint64_t val, unsigned size)
+{
+    TnpuState *s = opaque;
+    struct tnpu_effects fx;
+    enum tnpu_reg_status st;
+    unsigned q;
+
+    st = tnpu_core_reg_write(s->core, addr, size, val, &fx);
+    trace_tnpu_mmio_write(addr, size, val, st);
+    if (st != TNPU_REG_OK) {
+        qemu_log_mask(LOG_GUEST_ERROR, "tnpu: write 0x%" PRIx64 " at 0x%" HWADDR_PRIx
+                      " size %u ignored: %s\n", val, addr, size, tnpu_reg_status_name(st));
+    }
+    if (tnpu_is_doorbell(addr, &q)) {
+        trace_tnpu_doorbell(q, !!(fx.kick_queues & (1u << q)));
+    }
+    if (fx.reset) {
+        /* CTRL.RESET: the model has reset its registers; abandon the jobs in flight. */
+        trace_tnpu_reset("ctrl");
+        tnpu_workers_drop(s);
+        s->kick_pending = 0;
+    }
+    tnpu_apply(s, &fx);
+}
+
+/*
+ * All sizes and alignments reach the model, which implements the spec's access rules (4/8-byte,
+ * naturally aligned, 8 only on 64-bit registers; anything else reads 0 / is ignored).
+ */
 static const MemoryRegionOps tnpu_mmio_ops = {
     .read = tnpu_mmio_read,
     .write = tnpu_mmio_write,
     .endianness = DEVICE_LITTLE_ENDIAN,
-    .valid = { .min_access_size = 4, .max_access_size = 8 },
-    .impl = { .min_access_size = 4, .max_access_size = 4 },
+    .valid = { .min_access_size = 1, .max_access_size = 8, .unaligned = true },
+    .impl = { .min_access_size = 1, .max_access_size = 8, .unaligned = true },
 };
+
+/* ---- PCI config space: FLR ------------------------------------------------------------------- */
+
+static void tnpu_write_config(PCIDevice *pdev, uint32_t addr, uint32_t val, int len)
+{
+    pci_default_write_config(pdev, addr, val, len);
+    pcie_cap_flr_write_config(pdev, addr, val, len);
+}
+
+/* ---- reset --------------------------------------------------------------------------------- */
+
+/* System reset, FLR (pci_device_reset -> device_cold_reset) and bus reset all land here. */
+static void tnpu_reset_hold(Object *obj, ResetType type)
+{
+    TnpuState *s = TNPU(obj);
+
+    trace_tnpu_reset("device");
+    if (!s->core) {
+        return;
+    }
+    tnpu_workers_drop(s);
+    s->kick_pending = 0;
+    tnpu_core_reset(s->core);
+}
+
+/* ---- realize / exit ----------------------------------------------------------------------- */
+
+static void tnpu_exit(PCIDevice *pdev)
+{
+    TnpuState *s = TNPU(pdev);
+
+    tnpu_workers_stop(s);
+    if (s->bh) {
+        qemu_bh_delete(s->bh);
+        s->bh = NULL;
+    }
+    tnpu_core_free(s->core);
+    s->core = NULL;
+    qemu_mutex_destroy(&s->lock);
+    msix_uninit_exclusive_bar(pdev);
+    msi_uninit(pdev);
+    pcie_cap_exit(pdev);
+}
 
 static void tnpu_realize(PCIDevice *pdev, Error **errp)
 {
     TnpuState *s = TNPU(pdev);
+    Error *local_err = NULL;
+    unsigned nvec;
+    char msg[128];
+    int ret;
 
-    if (pcie_endpoint_cap_init(pdev, 0x80) < 0) {
-        error_setg(errp, "tnpu: cannot add the PCIe endpoint capability");
+    /* Properties first: a clear error before anything is allocated. */
+    if (tnpu_config_validate(&s->cfg, msg, sizeof(msg))) {
+        error_setg(errp, "%s", msg);
         return;
     }
-    memory_region_init_io(&s->mmio, OBJECT(s), &tnpu_mmio_ops, s,
-                          "tnpu-mmio", TNPU_BAR0_SIZE);
-    pci_register_bar(pdev, 0, PCI_BASE_ADDRESS_SPACE_MEMORY |
-                     PCI_BASE_ADDRESS_MEM_TYPE_64, &s->mmio);
+    nvec = tnpu_nr_vectors(s);
+
+    pdev->config[PCI_INTERRUPT_PIN] = 0;
+    if (pci_pm_init(pdev, TNPU_CAP_PM_OFFSET, errp) < 0) {
+        return;
+    }
+    /*
+     * D0/D3hot writable (QEMU then stops BAR decoding outside D0); D3hot -> D0 keeps the device's
+     * state (No_Soft_Reset): jobs and registers are untouched by power-state changes.
+     */
+    pci_set_word(pdev->wmask + TNPU_CAP_PM_OFFSET + PCI_PM_CTRL, PCI_PM_CTRL_STATE_MASK);
+    pci_set_word(pdev->config + TNPU_CAP_PM_OFFSET + PCI_PM_CTRL, PCI_PM_CTRL_NO_SOFT_RESET);
+    if (s->msi) {
+        ret = msi_init(pdev, TNPU_CAP_MSI_OFFSET, pow2ceil(nvec), true, false, NULL);
+        if (ret < 0 && ret != -ENOTSUP) {
+            error_setg(errp, "tnpu: cannot add the MSI capability");
+            return;
+        }
+    }
+    if (pcie_endpoint_cap_init(pdev, TNPU_CAP_PCIE_OFFSET) < 0) {
+        error_setg(errp, "tnpu: cannot add the PCIe endpoint capability");
+        goto fail_msi;
+    }
+    pcie_cap_deverr_init(pdev);
+    pcie_cap_flr_init(pdev);
+
+    memory_region_init_io(&s->mmio, OBJECT(s), &tnpu_mmio_ops, s, "tnpu-mmio", TNPU_BAR0_SIZE);
+    pci_register_bar(pdev, TNPU_BAR_REGS,
+                     PCI_BASE_ADDRESS_SPACE_MEMORY | PCI_BASE_ADDRESS_MEM_TYPE_64, &s->mmio);
+
+    ret = msix_init_exclusive_bar(pdev, nvec, TNPU_BAR_MSIX, &local_err);
+    if (ret == -ENOTSUP) {
+        /* No MSI on this machine: the device still works, a driver polls IRQ_STATUS. */
+        warn_report_err(local_err);
+        local_err = NULL;
+    } else if (ret < 0) {
+        error_propagate(errp, local_err);
+        goto fail_pcie;
+    } else {
+        /* Every vector is in use, or msix_notify() silently drops it. */
+        for (unsigned v = 0; v < nvec; v++) {
+            msix_vector_use(pdev, v);
+        }
+    }
+
+    if (tnpu_core_new(&s->cfg, &s->core, msg, sizeof(msg))) {
+        error_setg(errp, "%s", msg[0] ? msg : "tnpu: cannot allocate the register block");
+        goto fail_msix;
+    }
+    tnpu_mem_init(s);
+    qemu_mutex_init(&s->lock);
+    s->bh = qemu_bh_new_guarded(tnpu_bh, s, &DEVICE(s)->mem_reentrancy_guard);
+    s->kick_pending = 0;
+    s->rr_next = 0;
+    if (tnpu_workers_start(s, errp) < 0) {
+        qemu_bh_delete(s->bh);
+        s->bh = NULL;
+        qemu_mutex_destroy(&s->lock);
+        tnpu_core_free(s->core);
+        s->core = NULL;
+        goto fail_msix;
+    }
+    return;
+
+fail_msix:
+    msix_uninit_exclusive_bar(pdev);
+fail_pcie:
+    pcie_cap_exit(pdev);
+fail_msi:
+    msi_uninit(pdev);
 }
 
-static void tnpu_exit(PCIDevice *pdev)
-{
-    pcie_cap_exit(pdev);
-}
+/* ---- class ----------------------------------------------------------------------------------- */
+
+static const Property tnpu_properties[] = {
+    DEFINE_PROP_UINT32("rows", TnpuState, cfg.rows, TNPU_DEF_ROWS),
+    DEFINE_PROP_UINT32("cols", TnpuState, cfg.cols, TNPU_DEF_COLS),
+    DEFINE_PROP_UINT32("pes", TnpuState, cfg.pes, TNPU_DEF_PES),
+    DEFINE_PROP_UINT32("sram", TnpuState, cfg.sram, TNPU_DEF_SRAM),
+    DEFINE_PROP_UINT32("queues", TnpuState, cfg.queues, TNPU_DEF_QUEUES),
+    DEFINE_PROP_UINT32("clock_mhz", TnpuState, cfg.clock_mhz, TNPU_DEF_CLOCK_MHZ),
+    DEFINE_PROP_UINT64("watchdog", TnpuState, cfg.watchdog_cycles, TNPU_DEF_WATCHDOG),
+    DEFINE_PROP_BOOL("msi", TnpuState, msi, true),
+    DEFINE_PROP_BOOL("x-sync", TnpuState, sync, false),
+};
+
+/* Job state lives in worker threads and the model's executors: not migratable (yet). */
+static const VMStateDescription vmstate_tnpu = {
+    .name = TYPE_TNPU,
+    .unmigratable = 1,
+};
 
 static void tnpu_class_init(ObjectClass *klass, void *data)
 {
     DeviceClass *dc = DEVICE_CLASS(klass);
     PCIDeviceClass *k = PCI_DEVICE_CLASS(klass);
+    ResettableClass *rc = RESETTABLE_CLASS(klass);
 
     k->realize = tnpu_realize;
     k->exit = tnpu_exit;
-    k->vendor_id = TNPU_VENDOR_ID;
-    k->device_id = TNPU_DEVICE_ID;
-    k->class_id = TNPU_CLASS;
-    k->revision = TNPU_REVISION;
+    k->config_write = tnpu_write_config;
+    k->vendor_id = TNPU_PCI_VENDOR_ID;
+    k->device_id = TNPU_PCI_DEVICE_ID;
+    k->class_id = TNPU_PCI_CLASS_CODE >> 8;
+    k->revision = TNPU_PCI_REVISION;
+    rc->phases.hold = tnpu_reset_hold;
     dc->desc = "tnpu neural-network accelerator";
+    dc->vmsd = &vmstate_tnpu;
+    device_class_set_props(dc, tnpu_properties);
     set_bit(DEVICE_CATEGORY_MISC, dc->categories);
 }
 

@@ -53,5 +53,35 @@ int main(int argc, char **argv)
 	tcb_fence(&cb, va + 60000, 7);
 	save(argv[1], "dma-sem-fence", &cb);
 	tcb_free(&cb);
+	{
+		struct tnpu_cmd_im2col ic = {
+			.src_va = va, .stride_c = 1, .stride_w = 3, .stride_h = 15, .stride_n = 75, .n = 1, .h = 5,
+			.w = 5, .c = 3, .r = 3, .s = 3, .oh = 5, .ow = 5, .stride_y = 1, .stride_x = 1, .dil_y = 1,
+			.dil_x = 1, .pad_top = 1, .pad_left = 1, .dtype = TNPU_DTYPE_INT8, .pad_value = 0x80,
+			.m0 = 3, .mt = 16, .k0 = 2, .kt = 20, .sram_off = 64, .sram_pitch = 32, .row = 0xFF,
+		};
+		uint16_t ins[] = { TNPU_INSN_LD(0, 0, 0, 1), TNPU_INSN_LD(1, 1, 1, 1), TNPU_INSN_MAC(0, 1, 2, 1, 1),
+				   TNPU_INSN_SFU(1, 3, 2), TNPU_INSN_ST(2, 2, 0) };
+		struct tnpu_operand ops[4] = {
+			{ .addr = 64, .pitch = 32, .rows = 4, .cols = 20, .col_stride = 128, .su_delta = 32 },
+			{ .addr = 2048, .pitch = 24, .rows = 6, .cols = 4, .pe_stride = 96, .flags = TNPU_OPF_SPARSE },
+			{ .addr = 8192, .pitch = 4, .rows = 4, .cols = 4, .col_stride = 64, .pe_stride = 16 },
+		};
+		struct tnpu_sfu_param sp = { .bias_addr = 4096, .scale = 77, .ops = 0xF, .shift = 9, .zero_point = 3,
+					     .out_dtype = TNPU_DTYPE_INT8, .lo = 0, .hi = 1000 };
+		struct tnpu_cfg_hdr h = { .n_instr = 5, .n_operands = 4, .mode = 3, .loop_start = 1, .loop_end = 2,
+					  .repeat = 2, .sfu_rf = 3 };
+		struct tpkt p;
+
+		memcpy(&ops[3], &sp, 32);
+		tcb_init(&cb);
+		tcb_im2col(&cb, 0, &ic);
+		tpkt_config(&p, 7, &h, ins, ops);
+		tcb_dispatch(&cb, 0, 0xFF, 0, 0, p.buf, p.len);
+		tpkt_exe(&p, 7, TNPU_PKT_LAST | TNPU_PKT_SHIFT_OUT, NULL, 0);
+		tcb_dispatch(&cb, 1, 1, 0, 1, p.buf, p.len);
+		save(argv[1], "im2col-isa", &cb);
+		tcb_free(&cb);
+	}
 	return 0;
 }

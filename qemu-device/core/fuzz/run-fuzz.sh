@@ -17,6 +17,7 @@ ninja -C "$bdir" -j2 qemu-device/core/fuzz/fuzz-cmdstream qemu-device/core/fuzz/
 
 corpus="$bdir/fuzz-corpus"
 artifacts="$bdir/fuzz-artifacts/"
+rm -rf "$artifacts"
 mkdir -p "$corpus" "$artifacts"
 "$bdir/qemu-device/core/fuzz/gen-fuzz-seeds" "$corpus"
 

@@ -52,7 +52,7 @@ static void bench(size_t n)
 	int8_t *bi = aligned_alloc(64, n * n);
 	int32_t *ci = aligned_alloc(64, n * n * sizeof(int32_t));
 	double ops = 2.0 * (double)n * (double)n * (double)n * 1e-9;
-	static const char *const isas[] = { "avx512vnni", "avx512", "avx2", "generic" };
+	static const char *const isas[] = { "avx512vnni", "avx512", "avxvnni", "avx2", "generic" };
 
 	if (!af || !bf || !cf || !ai || !bi || !ci) {
 		fprintf(stderr, "out of memory\n");

@@ -6,6 +6,7 @@
  * are compiled for their ISA (target pragmas), so the library itself runs on
  * any x86-64 and never needs -march.
  */
+#include <cpuid.h>
 #include <stdatomic.h>
 #include <stdlib.h>
 #include <string.h>
@@ -22,18 +23,35 @@ struct kern_variant {
 static const struct kern_variant variants[] = {
 	{ "avx512vnni", &kern_f32_avx512, &kern_i8_avx512vnni },
 	{ "avx512", &kern_f32_avx512, &kern_i8_avx512 },
+	{ "avxvnni", &kern_f32_avx2, &kern_i8_avxvnni },
 	{ "avx2", &kern_f32_avx2, &kern_i8_avx2 },
 	{ "generic", &kern_f32_generic, &kern_i8_generic },
 };
 #define N_VARIANTS (sizeof(variants) / sizeof(variants[0]))
+
+/* AVX-VNNI is CPUID.(EAX=7,ECX=1):EAX bit 4.  Read directly: GCC 12's
+ * __builtin_cpu_supports("avxvnni") does not report it.  Its register state
+ * is the AVX state, which __builtin_cpu_supports("avx2") already checks. */
+static bool cpu_has_avxvnni(void)
+{
+	unsigned int eax, ebx, ecx, edx;
+
+	if (!__get_cpuid_count(7, 0, &eax, &ebx, &ecx, &edx) || eax < 1)
+		return false;
+	__cpuid_count(7, 1, eax, ebx, ecx, edx);
+	return (eax >> 4) & 1;
+}
 
 static bool variant_supported(const struct kern_variant *v)
 {
 	__builtin_cpu_init();
 	if (!strcmp(v->name, "generic"))
 		return true;
+	bool avx2 = __builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma");
 	if (!strcmp(v->name, "avx2"))
-		return __builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma");
+		return avx2;
+	if (!strcmp(v->name, "avxvnni"))
+		return avx2 && cpu_has_avxvnni();
 	bool avx512 = __builtin_cpu_supports("avx512f") && __builtin_cpu_supports("avx512bw") &&
 		      __builtin_cpu_supports("avx512vl") && __builtin_cpu_supports("avx512dq");
 	if (!strcmp(v->name, "avx512"))

@@ -76,7 +76,7 @@ struct kern_i8_impl {
 /* ---- variants (NULL-free tables defined in the per-ISA files) ---------------- */
 
 extern const struct kern_f32_impl kern_f32_generic, kern_f32_avx2, kern_f32_avx512;
-extern const struct kern_i8_impl kern_i8_generic, kern_i8_avx2, kern_i8_avx512,
+extern const struct kern_i8_impl kern_i8_generic, kern_i8_avx2, kern_i8_avxvnni, kern_i8_avx512,
 	kern_i8_avx512vnni;
 
 /* Portable packing helpers (kern_pack.c); variants may use them directly. */
@@ -84,6 +84,10 @@ void kern_pack_rows_f32(size_t r, size_t rows, size_t kc, const float *src, size
 void kern_pack_cols_f32(size_t r, size_t cols, size_t kc, const float *src, size_t ld, float *dst);
 void kern_pack_rows_i16p(size_t r, size_t rows, size_t kc, const int8_t *src, size_t ld, void *dst);
 void kern_pack_cols_i16p(size_t r, size_t cols, size_t kc, const int8_t *src, size_t ld, void *dst);
+void kern_pack_rows_q8(size_t r, size_t rows, size_t kc, const int8_t *src, size_t ld,
+		       uint8_t *dst, uint32_t xor_mask);
+void kern_pack_cols_q8(size_t r, size_t cols, size_t kc, const int8_t *src, size_t ld,
+		       uint8_t *dst, size_t panel);
 
 /* AVX-512 packing (kern_pack_avx512.c), same layouts as the portable
  * ones; r must be a multiple of 8.  Only call on AVX-512F/BW/VL/DQ CPUs. */
@@ -119,7 +123,7 @@ void *kern_scratch(size_t bytes);
 /* ---- test hooks (kern_dispatch.c) ------------------------------------------ */
 
 /* Forces the variant used by the public entry points, by name ("generic",
- * "avx2", "avx512", "avx512vnni").  Returns false, changing nothing, if the
+ * "avx2", "avxvnni", "avx512", "avx512vnni").  Returns false, changing nothing, if the
  * name is unknown or the CPU lacks the ISA.  Not thread-safe with concurrent
  * GEMM calls: tests and benchmarks only. */
 bool tnpu_kern_force_isa(const char *name);

@@ -86,3 +86,46 @@ void kern_pack_cols_i16p(size_t r, size_t cols, size_t kc, const int8_t *src, si
 		}
 	}
 }
+
+/* Byte quads: dst word (g * r + i) = src[i][4g .. 4g + 3] ^ xor_mask, bytes
+ * past kc zero before the xor (kern_pack_rows_q8_avx512 layout). */
+void kern_pack_rows_q8(size_t r, size_t rows, size_t kc, const int8_t *src, size_t ld,
+		       uint8_t *dst, uint32_t xor_mask)
+{
+	size_t ng = kern_div_up(kc, 4);
+	for (size_t ps = 0; ps < rows; ps += r, dst += r * ng * 4) {
+		size_t rr = kern_min(r, rows - ps);
+		for (size_t i = 0; i < r; i++) {
+			const int8_t *s = src + (ps + i) * ld;
+			for (size_t g = 0; g < ng; g++) {
+				uint32_t w = 0;
+				if (i < rr && 4 * g + 4 <= kc)
+					memcpy(&w, s + 4 * g, 4);
+				else if (i < rr)
+					memcpy(&w, s + 4 * g, kc - 4 * g);	/* little-endian tail */
+				w ^= xor_mask;
+				memcpy(dst + (g * r + i) * 4, &w, 4);
+			}
+		}
+	}
+}
+
+/* Byte quads from k x n storage: dst[(g * r + j) * 4 + e] = src[4g + e][j],
+ * panels `panel` bytes apart (kern_pack_cols_q8_avx512 layout). */
+void kern_pack_cols_q8(size_t r, size_t cols, size_t kc, const int8_t *src, size_t ld,
+		       uint8_t *dst, size_t panel)
+{
+	size_t ng = kern_div_up(kc, 4);
+	for (size_t js = 0; js < cols; js += r, dst += panel) {
+		size_t cc = kern_min(r, cols - js);
+		for (size_t g = 0; g < ng; g++) {
+			uint8_t *dg = dst + g * r * 4;
+			for (size_t e = 0; e < 4; e++) {
+				const int8_t *s = src + (4 * g + e) * ld + js;
+				bool in = 4 * g + e < kc;
+				for (size_t j = 0; j < r; j++)
+					dg[j * 4 + e] = in && j < cc ? (uint8_t)s[j] : 0;
+			}
+		}
+	}
+}

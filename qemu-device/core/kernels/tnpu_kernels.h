@@ -16,20 +16,21 @@
  *    on every ISA variant.
  *  - fp32: each C element is computed as a single sequential chain over
  *    p = 0 .. k-1, starting from C (accumulate) or +0.0f:
- *        acc = fma(a[i][p], b[p][j], acc)     (avx2 / avx512 variants)
+ *        acc = fma(a[i][p], b[p][j], acc)     (all SIMD variants)
  *        acc = acc + a[i][p] * b[p][j]        (generic variant, two roundings)
  *    No reassociation, so the result of an element depends only on its A
  *    row, its B column and its old C value: it does not depend on m, n,
  *    the position of the element in a tile, alignment, or on how the caller
  *    splits a big GEMM into tiles along m and n (or along k, when the later
  *    parts are issued with accumulate = true, in k order).  Results are
- *    identical run to run, and bit-identical between the avx2, avx512 and
- *    avx512vnni variants (same FMA chain); "generic" and the _ref functions
+ *    identical run to run, and bit-identical between all SIMD variants
+ *    (same FMA chain); "generic" and the _ref functions
  *    (no FMA) can differ from them in the last bits.
  *
  * Variants (chosen at run time, see tnpu_kern_isa()):
  *   avx512vnni  fp32 8x32 FMA micro-kernel; int8 via vpdpbusd (a + 128 trick)
  *   avx512      fp32 as above; int8 via vpmaddwd on int16 pairs (no VNNI)
+ *   avxvnni     fp32 as avx2; int8 via 256-bit vpdpbusd (AVX-VNNI, no AVX-512)
  *   avx2        fp32 6x16 FMA micro-kernel; int8 via vpmaddwd (AVX2 + FMA)
  *   generic     portable C, any x86-64
  *
@@ -77,7 +78,8 @@ void tnpu_kern_gemm_i8_nn_ref(size_t m, size_t n, size_t k, const int8_t *a, siz
 void tnpu_kern_gemm_i8_nt_ref(size_t m, size_t n, size_t k, const int8_t *a, size_t lda,
 			      const int8_t *b, size_t ldb, int32_t *c, size_t ldc, bool accumulate);
 
-/* ISA variant picked by the dispatcher: "avx512vnni", "avx512", "avx2" or "generic".
+/* ISA variant picked by the dispatcher: "avx512vnni", "avx512", "avxvnni", "avx2"
+ * or "generic".
  * The choice is made once per process from CPUID (the environment variable
  * TNPU_KERN_ISA, read at that moment, can lower it, e.g. TNPU_KERN_ISA=avx2). */
 const char *tnpu_kern_isa(void);

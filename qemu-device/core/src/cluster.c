@@ -81,7 +81,27 @@ static inline int64_t pe_addr(const struct tnpu_operand *o, unsigned c, unsigned
 
 static unsigned esize(unsigned dtype)
 {
-	return dtype == TNPU_DTYPE_INT8 ? 1 : 4;
+	return dtype == TNPU_DTYPE_INT8 ? 1 : dtype == TNPU_DTYPE_BF16 ? 2 : 4;
+}
+
+static inline float bf16_f32(uint16_t v)
+{
+	uint32_t u = (uint32_t)v << 16;
+	float f;
+
+	memcpy(&f, &u, 4);
+	return f;
+}
+
+/* Sparse slot layout per dtype: {u16 index; value} with the value at +2 (int8, bf16) or +4 (fp32). */
+static unsigned slot_size(unsigned dt)
+{
+	return dt == TNPU_DTYPE_FP32 ? 8 : 4;
+}
+
+static unsigned slot_val(unsigned dt)
+{
+	return dt == TNPU_DTYPE_FP32 ? 4 : 2;
 }
 
 /* Check that every PE's region [a, a + extent) lies in the half (corners
@@ -193,7 +213,7 @@ static void scalar_update(struct rowctx *rc, unsigned e)
 static uint64_t tile_bytes(const struct tnpu_operand *o)
 {
 	if (o->flags & TNPU_OPF_SPARSE)
-		return (uint64_t)o->cols * o->rows * (o->dtype == TNPU_DTYPE_INT8 ? 4 : 8);
+		return (uint64_t)o->cols * o->rows * slot_size(o->dtype);
 	return (uint64_t)o->rows * o->cols * esize(o->dtype);
 }
 
@@ -207,15 +227,16 @@ static uint32_t do_ld(struct rowctx *rc, uint16_t w)
 	uint64_t extent, bytes, u;
 	uint32_t err;
 
-	if ((o->dtype != TNPU_DTYPE_INT8 && o->dtype != TNPU_DTYPE_FP32) || !o->rows || !o->cols ||
+	if ((o->dtype != TNPU_DTYPE_INT8 && o->dtype != TNPU_DTYPE_FP32 && o->dtype != TNPU_DTYPE_BF16) ||
+	    !o->rows || !o->cols ||
 	    (o->flags & ~TNPU_OPF_MASK) || (!to_wq && o->flags) ||
 	    (o->flags == (TNPU_OPF_SPARSE | TNPU_OPF_TRANS)))
 		return cfail(rc, TNPU_ERR_OPERAND);
 	if (sparse)
-		extent = (uint64_t)(o->cols - 1) * o->pitch + (uint64_t)o->rows * (o->dtype == TNPU_DTYPE_INT8 ? 4 : 8);
+		extent = (uint64_t)(o->cols - 1) * o->pitch + (uint64_t)o->rows * slot_size(o->dtype);
 	else
 		extent = (uint64_t)(o->rows - 1) * o->pitch + (uint64_t)o->cols * esize(o->dtype);
-	err = check_range(rc, o, extent, o->dtype == TNPU_DTYPE_FP32 ? 4 : 1);
+	err = check_range(rc, o, extent, sparse ? (o->dtype == TNPU_DTYPE_FP32 ? 4 : 2) : esize(o->dtype));
 	if (err)
 		return err;
 	u = (uint64_t)(o->col_stride ? rc->cols : 1) * (o->pe_stride ? rc->pes : 1);
@@ -261,10 +282,25 @@ static inline bool nz_f32(const uint8_t *p)
 	return f != 0.0f;
 }
 
+/* Non-zero test of one element of type dt (+0.0 and -0.0 are zero). */
+static inline bool nz(const uint8_t *p, unsigned dt)
+{
+	switch (dt) {
+	case TNPU_DTYPE_INT8:
+		return nz_i8(p);
+	case TNPU_DTYPE_BF16:
+		return (ld16(p) & 0x7FFF) != 0;
+	default:
+		return nz_f32(p);
+	}
+}
+
 /* Non-zero count per column of a rows x cols tile. */
 TNPU_CLONES
-static void col_nnz(const uint8_t *t, uint32_t pitch, unsigned rows, unsigned cols, bool f32, uint32_t *out)
+static void col_nnz(const uint8_t *t, uint32_t pitch, unsigned rows, unsigned cols, unsigned dt, uint32_t *out)
 {
+	bool f32 = dt == TNPU_DTYPE_FP32;
+
 	for (unsigned j = 0; j < cols; j++)
 		out[j] = 0;
 	for (unsigned i = 0; i < rows; i++) {
@@ -277,6 +313,9 @@ static void col_nnz(const uint8_t *t, uint32_t pitch, unsigned rows, unsigned co
 				memcpy(&f, r + 4 * j, 4);
 				out[j] += f != 0.0f;
 			}
+		} else if (dt == TNPU_DTYPE_BF16) {
+			for (unsigned j = 0; j < cols; j++)
+				out[j] += (ld16(r + 2 * j) & 0x7FFF) != 0;
 		} else {
 			const int8_t *q = (const int8_t *)r;
 
@@ -287,21 +326,51 @@ static void col_nnz(const uint8_t *t, uint32_t pitch, unsigned rows, unsigned co
 }
 
 /* Non-zero count per row of a rows x cols tile. */
-static void row_nnz(const uint8_t *t, uint32_t pitch, unsigned rows, unsigned cols, bool f32, uint32_t *out)
+static void row_nnz(const uint8_t *t, uint32_t pitch, unsigned rows, unsigned cols, unsigned dt, uint32_t *out)
 {
+	unsigned es = esize(dt);
+
 	for (unsigned i = 0; i < rows; i++) {
 		const uint8_t *r = t + (uint64_t)i * pitch;
 		uint32_t n = 0;
 
 		for (unsigned j = 0; j < cols; j++)
-			n += f32 ? nz_f32(r + 4 * j) : nz_i8(r + j);
+			n += nz(r + (size_t)es * j, dt);
 		out[i] = n;
 	}
 }
 
-static void gemm(bool f32, bool trans, size_t m, size_t n, size_t k, const uint8_t *a, size_t lda,
-		 const uint8_t *b, size_t ldb, void *c, size_t ldc, bool acc)
+/* bf16 tiles are widened to fp32 (exact) and multiplied by the fp32 kernels. */
+static float *widen(float *dst, const uint8_t *src, size_t pitch, size_t rows, size_t cols)
 {
+	for (size_t i = 0; i < rows; i++)
+		for (size_t j = 0; j < cols; j++)
+			dst[i * cols + j] = bf16_f32(ld16(src + i * pitch + 2 * j));
+	return dst;
+}
+
+static uint32_t gemm(struct rowctx *rc, unsigned dt, bool trans, size_t m, size_t n, size_t k, const uint8_t *a,
+		     size_t lda, const uint8_t *b, size_t ldb, void *c, size_t ldc, bool acc)
+{
+	bool f32 = dt != TNPU_DTYPE_INT8;
+
+	if (dt == TNPU_DTYPE_BF16) {
+		float *wa = tnpu_cvt_scratch(rc->ex, (m * k + n * k) * sizeof(float)), *wb;
+
+		if (!wa)
+			return cfail(rc, TNPU_ERR_NOMEM);
+		wb = wa + m * k;
+		widen(wa, a, lda, m, k);
+		if (trans)
+			widen(wb, b, ldb, n, k);
+		else
+			widen(wb, b, ldb, k, n);
+		if (trans)
+			tnpu_kern_gemm_f32_nt(m, n, k, wa, k, wb, k, c, ldc, acc);
+		else
+			tnpu_kern_gemm_f32_nn(m, n, k, wa, k, wb, n, c, ldc, acc);
+		return 0;
+	}
 	if (f32) {
 		if (trans)
 			tnpu_kern_gemm_f32_nt(m, n, k, (const float *)(const void *)a, lda / 4,
@@ -315,14 +384,16 @@ static void gemm(bool f32, bool trans, size_t m, size_t n, size_t k, const uint8
 		else
 			tnpu_kern_gemm_i8_nn(m, n, k, (const int8_t *)a, lda, (const int8_t *)b, ldb, c, ldc, acc);
 	}
+	return 0;
 }
 
 /* Sparse (value, index) weights: C[i][n] += sum_s A[i][idx_s] * val_s. */
 static uint32_t sparse_mac(struct rowctx *rc, const uint8_t *at, uint32_t apitch, const uint8_t *wt,
-			   const struct tnpu_operand *wo, unsigned tm, unsigned tn, unsigned K, bool f32,
+			   const struct tnpu_operand *wo, unsigned tm, unsigned tn, unsigned K, unsigned dt,
 			   void *accp, size_t ld, bool accumulate)
 {
-	unsigned ss = f32 ? 8 : 4;
+	unsigned ss = slot_size(dt), vo = slot_val(dt);
+	bool f32 = dt != TNPU_DTYPE_INT8;
 
 	for (unsigned n = 0; n < tn; n++) {
 		const uint8_t *col = wt + (uint64_t)n * wo->pitch;
@@ -330,9 +401,7 @@ static uint32_t sparse_mac(struct rowctx *rc, const uint8_t *at, uint32_t apitch
 		for (unsigned s = 0; s < wo->rows; s++) {
 			const uint8_t *sl = col + (uint64_t)s * ss;
 			uint16_t idx = ld16(sl);
-			bool nz = f32 ? nz_f32(sl + 4) : nz_i8(sl + 2);
-
-			if (nz && idx >= K)
+			if (nz(sl + vo, dt) && idx >= K)
 				return cfail(rc, TNPU_ERR_SPARSE_INDEX);
 		}
 	}
@@ -350,10 +419,15 @@ static uint32_t sparse_mac(struct rowctx *rc, const uint8_t *at, uint32_t apitch
 					const uint8_t *sl = col + (uint64_t)s * ss;
 					float v, x;
 
-					memcpy(&v, sl + 4, 4);
-					if (v == 0.0f)
+					if (!nz(sl + vo, dt))
 						continue;
-					memcpy(&x, arow + 4u * ld16(sl), 4);
+					if (dt == TNPU_DTYPE_BF16) {
+						v = bf16_f32(ld16(sl + 2));
+						x = bf16_f32(ld16(arow + 2u * ld16(sl)));
+					} else {
+						memcpy(&v, sl + 4, 4);
+						memcpy(&x, arow + 4u * ld16(sl), 4);
+					}
 					sum += x * v;
 				}
 				*c = sum;
@@ -388,6 +462,7 @@ static uint32_t do_mac(struct rowctx *rc, uint16_t w, struct exe_acct *acct)
 	const struct tnpu_operand *A, *B;
 	unsigned tm, tn, K, cols = rc->cols, pes = rc->pes;
 	bool f32, trans, sparse, zs;
+	unsigned dt;
 	size_t ld;
 	uint8_t acc_dtype;
 	unsigned rate;
@@ -399,7 +474,8 @@ static uint32_t do_mac(struct rowctx *rc, uint16_t w, struct exe_acct *acct)
 	B = &sw->op;
 	if (A->dtype != B->dtype)
 		return cfail(rc, TNPU_ERR_DTYPE);
-	f32 = A->dtype == TNPU_DTYPE_FP32;
+	dt = A->dtype;
+	f32 = dt != TNPU_DTYPE_INT8;	/* fp32 and bf16 accumulate in fp32 */
 	trans = B->flags & TNPU_OPF_TRANS;
 	sparse = B->flags & TNPU_OPF_SPARSE;
 	tm = A->rows;
@@ -433,20 +509,21 @@ static uint32_t do_mac(struct rowctx *rc, uint16_t w, struct exe_acct *acct)
 	{
 		void *accp = rs->acc[a];
 		bool accumulate = am->valid;
-		size_t esz = f32 ? 4 : 1;
+		size_t esz = esize(dt);
+		uint32_t err = 0;
 		bool b_contig = !sparse && B->col_stride == 0 &&
 				(trans ? (int64_t)B->pe_stride == (int64_t)tn * B->pitch
 				       : (int64_t)B->pe_stride == (int64_t)tn * (int64_t)esz);
 
 		if (b_contig && A->pe_stride == 0 && (int64_t)A->col_stride == (int64_t)tm * A->pitch) {
 			/* Whole row: one call of (cols*tm) x (pes*tn) x K. */
-			gemm(f32, trans, (size_t)cols * tm, ld, K, rc->base + A->addr, A->pitch,
-			     rc->base + B->addr, B->pitch, accp, ld, accumulate);
+			err = gemm(rc, dt, trans, (size_t)cols * tm, ld, K, rc->base + A->addr, A->pitch,
+				   rc->base + B->addr, B->pitch, accp, ld, accumulate);
 		} else if (b_contig && A->pe_stride == 0) {
-			for (unsigned c = 0; c < cols; c++)
-				gemm(f32, trans, tm, ld, K, rc->base + pe_addr(A, c, 0), A->pitch,
-				     rc->base + B->addr, B->pitch,
-				     (uint8_t *)accp + (size_t)c * tm * ld * 4, ld, accumulate);
+			for (unsigned c = 0; c < cols && !err; c++)
+				err = gemm(rc, dt, trans, tm, ld, K, rc->base + pe_addr(A, c, 0), A->pitch,
+					   rc->base + B->addr, B->pitch,
+					   (uint8_t *)accp + (size_t)c * tm * ld * 4, ld, accumulate);
 		} else {
 			for (unsigned c = 0; c < cols; c++) {
 				for (unsigned p = 0; p < pes; p++) {
@@ -454,18 +531,19 @@ static uint32_t do_mac(struct rowctx *rc, uint16_t w, struct exe_acct *acct)
 					const uint8_t *at = rc->base + pe_addr(A, c, p);
 					const uint8_t *bt = rc->base + pe_addr(B, c, p);
 
-					if (sparse) {
-						uint32_t err = sparse_mac(rc, at, A->pitch, bt, B, tm, tn, K, f32,
-									  cp, ld, accumulate);
-						if (err)
-							return err;
-					} else {
-						gemm(f32, trans, tm, tn, K, at, A->pitch, bt, B->pitch, cp, ld,
-						     accumulate);
-					}
+					if (sparse)
+						err = sparse_mac(rc, at, A->pitch, bt, B, tm, tn, K, dt, cp, ld,
+								 accumulate);
+					else
+						err = gemm(rc, dt, trans, tm, tn, K, at, A->pitch, bt, B->pitch, cp,
+							   ld, accumulate);
+					if (err)
+						return err;
 				}
 			}
 		}
+		if (err)
+			return err;
 	}
 
 	/* Effective MACs and cycles. */
@@ -487,26 +565,26 @@ static uint32_t do_mac(struct rowctx *rc, uint16_t w, struct exe_acct *acct)
 				uint64_t e = 0, cyc;
 
 				if (si->zskip)
-					col_nnz(at, A->pitch, tm, K, f32, nza);
+					col_nnz(at, A->pitch, tm, K, dt, nza);
 				else
 					for (unsigned k = 0; k < K; k++)
 						nza[k] = tm;
 				if (sparse) {
-					unsigned ss = f32 ? 8 : 4;
+					unsigned ss = slot_size(dt), vo = slot_val(dt);
 
 					for (unsigned n = 0; n < tn; n++)
 						for (unsigned s = 0; s < B->rows; s++) {
 							const uint8_t *sl = bt + (uint64_t)n * B->pitch + (uint64_t)s * ss;
 
-							if (f32 ? nz_f32(sl + 4) : nz_i8(sl + 2))
+							if (nz(sl + vo, dt))
 								e += nza[ld16(sl)];
 						}
 				} else {
 					if (sw->zskip) {
 						if (trans)
-							col_nnz(bt, B->pitch, tn, K, f32, nzb);
+							col_nnz(bt, B->pitch, tn, K, dt, nzb);
 						else
-							row_nnz(bt, B->pitch, K, tn, f32, nzb);
+							row_nnz(bt, B->pitch, K, tn, dt, nzb);
 					} else {
 						for (unsigned k = 0; k < K; k++)
 							nzb[k] = tn;

@@ -171,7 +171,7 @@ static uint32_t cap_value(const struct tnpu_core *core, uint64_t off, bool *foun
 	case TNPU_REG_CAP_ACC:
 		return TNPU_ACC_ELEMS;
 	case TNPU_REG_CAP_DTYPES:
-		return TNPU_CAP_DTYPE_INT8 | TNPU_CAP_DTYPE_FP32;
+		return TNPU_CAP_DTYPE_INT8 | TNPU_CAP_DTYPE_FP32 | TNPU_CAP_DTYPE_BF16;
 	case TNPU_REG_CAP_QUEUES:
 		return c->queues | (12u << 8) | ((c->queues + 1) << 16) | ((uint32_t)TNPU_NUM_SEMS << 24);
 	case TNPU_REG_CAP_MMU:
@@ -555,9 +555,10 @@ bool tnpu_core_fetch(struct tnpu_core *core, unsigned q, const struct tnpu_mem_o
 	struct queue_regs *qr;
 	uint8_t raw[32];
 
-	memset(job, 0, sizeof(*job));
+	/* *job is only written when a job is handed out. */
 	if (q >= core->cfg.queues || !queue_ready(core, q))
 		return false;
+	memset(job, 0, sizeof(*job));
 	qr = &core->q[q];
 	job->queue = q;
 	job->generation = core->generation;

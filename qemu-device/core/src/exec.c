@@ -40,6 +40,19 @@ uint8_t *tnpu_scratch(struct tnpu_exec *ex, size_t bytes)
 	return ex->scratch;
 }
 
+float *tnpu_cvt_scratch(struct tnpu_exec *ex, size_t bytes)
+{
+	if (bytes > ex->cvt_cap) {
+		float *p = realloc(ex->cvt, bytes);
+
+		if (!p)
+			return NULL;
+		ex->cvt = p;
+		ex->cvt_cap = bytes;
+	}
+	return ex->cvt;
+}
+
 /* ---- creation ------------------------------------------------------------ */
 
 int tnpu_exec_new(const struct tnpu_config *cfg, struct tnpu_exec **out, char *msg, size_t msglen)
@@ -100,6 +113,7 @@ void tnpu_exec_free(struct tnpu_exec *ex)
 		free(ex->rows);
 	}
 	free(ex->scratch);
+	free(ex->cvt);
 	free(ex);
 }
 
@@ -304,14 +318,14 @@ static uint32_t cmd_im2col(struct tnpu_exec *ex, const uint8_t *c, bool async)
 	cv.kt = ld32(c + 88);
 	cv.off = ld32(c + 92);
 	cv.pitch = ld32(c + 96);
-	cv.e = cv.dtype == TNPU_DTYPE_FP32 ? 4 : 1;
+	cv.e = cv.dtype == TNPU_DTYPE_FP32 ? 4 : cv.dtype == TNPU_DTYPE_BF16 ? 2 : 1;
 
 	M = (uint64_t)cv.n * cv.oh * cv.ow;
 	K = (uint64_t)cv.r * cv.s * cv.c;
 	if (!cv.n || !cv.h || !cv.w || !cv.c || !cv.r || !cv.s || !cv.oh || !cv.ow || !cv.sy || !cv.sx ||
 	    !cv.dy || !cv.dx || cv.layout > TNPU_LAYOUT_NCHW ||
-	    (cv.dtype != TNPU_DTYPE_INT8 && cv.dtype != TNPU_DTYPE_FP32) ||
-	    (cv.dtype == TNPU_DTYPE_INT8 && (cv.pad >> 8)) || !cv.mt || !cv.kt ||
+	    (cv.dtype != TNPU_DTYPE_INT8 && cv.dtype != TNPU_DTYPE_FP32 && cv.dtype != TNPU_DTYPE_BF16) ||
+	    (cv.e < 4 && (cv.pad >> (8 * cv.e))) || !cv.mt || !cv.kt ||
 	    (uint64_t)cv.m0 + cv.mt > M || (uint64_t)cv.k0 + cv.kt > K ||
 	    (cv.layout == TNPU_LAYOUT_NHWC ? cv.sc != cv.e : cv.sw != cv.e) ||
 	    (uint64_t)cv.pitch < (uint64_t)cv.kt * cv.e || half > 1 || (!all && row >= ex->cfg.rows) ||
@@ -320,7 +334,7 @@ static uint32_t cmd_im2col(struct tnpu_exec *ex, const uint8_t *c, bool async)
 	last = (uint64_t)cv.off + (uint64_t)(cv.mt - 1) * cv.pitch + (uint64_t)cv.kt * cv.e;
 	if (last > ex->half)
 		return tnpu_fail(ex, TNPU_ERR_SRAM_RANGE, 0, cv.off);
-	if (cv.e == 4 && ((cv.off | cv.pitch) & 3))
+	if ((cv.off | cv.pitch) & (cv.e - 1))
 		return tnpu_fail(ex, TNPU_ERR_ALIGN, 0, cv.off);
 
 	/* Footprint bounding box. */
@@ -669,7 +683,7 @@ static uint32_t run_commands(struct tnpu_exec *ex, uint64_t cmd_va, uint32_t cmd
 			err = tnpu_fail(ex, TNPU_ERR_CMD_OPCODE, op, 0);
 			break;
 		}
-		if (cmd_sizes[op] && size != cmd_sizes[op]) {
+		if (cmd_sizes[op] ? size != cmd_sizes[op] : size < sizeof(struct tnpu_cmd_dispatch)) {
 			err = tnpu_fail(ex, TNPU_ERR_CMD_SIZE, size, 0);
 			break;
 		}

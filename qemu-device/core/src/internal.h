@@ -118,6 +118,8 @@ struct tnpu_exec {
 	/* scratch */
 	uint8_t *scratch;
 	size_t scratch_cap;
+	float *cvt;		/* bf16 -> fp32 widening */
+	size_t cvt_cap;
 };
 
 /* Job-failure helper: records the first error; returns the code. */
@@ -136,6 +138,7 @@ uint32_t tnpu_cluster_dispatch(struct tnpu_exec *ex, unsigned row, unsigned half
 			       const uint8_t *pkt, uint32_t len, uint64_t *busy);
 void tnpu_cluster_reset(struct tnpu_exec *ex);
 uint8_t *tnpu_scratch(struct tnpu_exec *ex, size_t bytes);
+float *tnpu_cvt_scratch(struct tnpu_exec *ex, size_t bytes);
 
 static inline void sram_mark(struct row_state *rs, uint64_t lo, uint64_t hi)
 {

@@ -164,7 +164,7 @@ Test(hostile, im2col_with_huge_indices_stays_in_bounds)
 	ic.ow = 65535;
 	ic.dil_y = ic.dil_x = 1;
 	ic.pad_top = ic.pad_left = 0;
-	ic.m0 = 0xFFFF0000u;
+	ic.m0 = 0xFFFD0000u;	/* M = 65535^2 = 0xFFFE0001 */
 	ic.mt = 512;
 	ic.k0 = 0;
 	ic.kt = 1;
@@ -174,6 +174,23 @@ Test(hostile, im2col_with_huge_indices_stays_in_bounds)
 	tsim_run(&s, &cb, 0, &res);
 	cr_assert_eq(res.error, 0, "%s", tnpu_err_name(res.error));
 	cr_assert_eq(res.counters[TNPU_CNT_BYTES_H2D], 0, "all taps are padding");
+	tcb_free(&cb);
+	tsim_fini(&s);
+}
+
+Test(hostile, header_only_dispatch_is_a_size_error)
+{
+	struct tnpu_config cfg = small_cfg();
+	struct tsim s;
+	struct tcb cb;
+	struct tnpu_result res;
+	struct tnpu_cmd_hdr h = { .opcode = TNPU_CMD_DISPATCH, .size = 8 };
+
+	cr_assert_eq(tsim_init(&s, &cfg, 8 << 20), 0);
+	tcb_init(&cb);
+	tcb_raw(&cb, &h, 8);	/* found by libFuzzer: DISPATCH whose size covers only the header */
+	tsim_run(&s, &cb, 0, &res);
+	cr_assert_eq(res.error, TNPU_ERR_CMD_SIZE);
 	tcb_free(&cb);
 	tsim_fini(&s);
 }

@@ -653,3 +653,64 @@ Test(isa, exe_patches_change_an_operand_for_one_edge_tile)
 	cr_assert_eq(run(), 0, "%s", tnpu_err_name(res.error));
 	cr_assert_eq(out[0], 4 * 2 * 3);
 }
+
+static uint16_t to_bf16(float f)
+{
+	uint32_t u;
+
+	memcpy(&u, &f, 4);
+	return (uint16_t)(u >> 16);	/* test values are exactly representable */
+}
+
+static float from_bf16(uint16_t v)
+{
+	uint32_t u = (uint32_t)v << 16;
+	float f;
+
+	memcpy(&f, &u, 4);
+	return f;
+}
+
+Test(isa, bf16_mac_accumulates_in_fp32_and_skips_signed_zeros)
+{
+	uint16_t *a = (uint16_t *)(void *)H(0), *b = (uint16_t *)(void *)H(512);
+	float *out = (float *)(void *)H(4096);
+	uint16_t ins[] = { TNPU_INSN_LD(0, 0, 0, 1), TNPU_INSN_LD(1, 0, 1, 0), TNPU_INSN_MAC(0, 0, 0, 0, 0),
+			   TNPU_INSN_ST(0, 2, 1) };
+	/* PE (c,p): A = 4x8 at c*64, B = 8x4 at 512 + p*8 (pitch 16 = two PEs side by side) */
+	struct tnpu_operand ops[] = {
+		opnd(0, 64, 0, 16, 4, 8, TNPU_DTYPE_BF16, 0),
+		opnd(512, 0, 8, 16, 8, 4, TNPU_DTYPE_BF16, 0),
+		opnd(1024, 128, 16, 32, 4, 4, TNPU_DTYPE_FP32, 0),
+	};
+	uint64_t eff = 0;
+
+	for (int i = 0; i < 64; i++)
+		a[i] = (i % 5 == 0) ? (i % 2 ? 0x8000 : 0) : to_bf16((float)(i % 7) - 2.5f);
+	for (int i = 0; i < 64; i++)
+		b[i] = to_bf16(0.25f * (float)(i % 9) - 1.0f);
+	put(0, 0, 128);
+	put(512, 512, 128);
+	config(0, (struct tnpu_cfg_hdr){ .n_instr = 4, .n_operands = 3, .loop_end = 2, .repeat = 1 }, ins, ops);
+	exe(0, LAST, 0);
+	get(1024, 4096, 256);
+	cr_assert_eq(run(), 0, "%s", tnpu_err_name(res.error));
+	for (int c = 0; c < 2; c++)
+		for (int p = 0; p < 2; p++)
+			for (int i = 0; i < 4; i++)
+				for (int j = 0; j < 4; j++) {
+					float ref = 0;
+
+					for (int k = 0; k < 8; k++) {
+						float x = from_bf16(a[c * 32 + i * 8 + k]);
+
+						ref += x * from_bf16(b[k * 8 + p * 4 + j]);
+						eff += x != 0.0f;
+					}
+					cr_assert_float_eq(out[c * 32 + i * 8 + p * 4 + j], ref, 1e-4f,
+							   "PE (%d,%d) [%d][%d]: %g vs %g", c, p, i, j,
+							   out[c * 32 + i * 8 + p * 4 + j], ref);
+				}
+	cr_assert_eq(res.counters[TNPU_CNT_MACS_EFFECTIVE], eff);
+	cr_assert_eq(res.counters[TNPU_CNT_MACS_DENSE], 4 * 4 * 4 * 8);
+}

@@ -39,7 +39,7 @@ Test(regs, id_version_and_capabilities_match_the_spec)
 	cr_assert_eq(TNPU_CAP_CLUSTER_IBUFS(rd(c, TNPU_REG_CAP_CLUSTER)), 32);
 	cr_assert_eq(TNPU_CAP_CLUSTER_RF(rd(c, TNPU_REG_CAP_CLUSTER)), 64);
 	cr_assert_eq(rd(c, TNPU_REG_CAP_ACC), 1024);
-	cr_assert_eq(rd(c, TNPU_REG_CAP_DTYPES), 3);
+	cr_assert_eq(rd(c, TNPU_REG_CAP_DTYPES), 7);
 	cr_assert_eq(TNPU_CAP_QUEUES_NUM(rd(c, TNPU_REG_CAP_QUEUES)), 4);
 	cr_assert_eq(TNPU_CAP_QUEUES_VECTORS(rd(c, TNPU_REG_CAP_QUEUES)), 5);
 	cr_assert_eq(TNPU_CAP_MMU_VA_BITS(rd(c, TNPU_REG_CAP_MMU)), 48);
@@ -331,4 +331,49 @@ Test(regs, ring_config_is_locked_while_enabled_and_invalid_size_blocks_enable)
 	wr(c, TNPU_REG_Q(0, TNPU_Q_TAIL), 13);
 	cr_assert_eq(rd(c, TNPU_REG_Q(0, TNPU_Q_TAIL)), 5);
 	tnpu_core_free(c);
+}
+
+Test(regs, two_queues_have_jobs_in_flight_at_once_and_complete_in_any_order)
+{
+	struct dev d;
+	struct tnpu_job j0, j1;
+	struct tnpu_result r0, r1;
+	struct tnpu_effects fx;
+	struct tnpu_exec *ex2;
+	uint64_t ring0 , fence0;
+	struct tnpu_ring_entry e = { .ctx = 0, .flags = TNPU_RING_F_IRQ, .cmd_len = 8, .seqno = 100 };
+
+	dev_init(&d);
+	ring0 = tsim_alloc_pa(&d.s, 4096);
+	fence0 = tsim_alloc_pa(&d.s, 4096);
+	wr(d.c, TNPU_REG_Q(0, TNPU_Q_RING_BASE_LO), (uint32_t)ring0);
+	wr(d.c, TNPU_REG_Q(0, TNPU_Q_RING_SIZE), 4);
+	wr(d.c, TNPU_REG_Q(0, TNPU_Q_FENCE_LO), (uint32_t)fence0);
+	wr(d.c, TNPU_REG_Q(0, TNPU_Q_CTRL), TNPU_Q_CTRL_ENABLE);
+	e.cmd_va = nop_buffer(&d, 1);
+	memcpy(d.s.mem + ring0, &e, 32);
+	wr(d.c, TNPU_REG_Q(0, TNPU_Q_TAIL), 1);
+	fx = wr(d.c, TNPU_REG_Q(0, TNPU_Q_DOORBELL), 0);
+	cr_assert_eq(fx.kick_queues, 1);
+	dev_submit(&d, 0, 0, nop_buffer(&d, 2), 16, 200, TNPU_RING_F_IRQ);
+	cr_assert(tnpu_core_fetch(d.c, 0, &d.s.ops, &j0));
+	cr_assert(tnpu_core_fetch(d.c, 1, &d.s.ops, &j1));
+	cr_assert_not(tnpu_core_fetch(d.c, 1, &d.s.ops, &j1), "one job per queue at a time");
+	cr_assert_eq(rd(d.c, TNPU_REG_STATUS) & TNPU_STATUS_BUSY, TNPU_STATUS_BUSY);
+	cr_assert_eq(tnpu_exec_new(&d.s.cfg, &ex2, NULL, 0), 0);
+	tnpu_exec_run(d.s.ex, &j1, &d.s.ops, &r1);
+	tnpu_exec_run(ex2, &j0, &d.s.ops, &r0);
+	tnpu_core_complete(d.c, &j1, &r1, &d.s.ops, &fx);
+	cr_assert_eq(fx.msix_vectors, 1u << TNPU_MSIX_VEC_QUEUE(1), "vectors 0x%x, job %s", fx.msix_vectors,
+		     tnpu_err_name(r1.error));
+	tnpu_core_complete(d.c, &j0, &r0, &d.s.ops, &fx);
+	cr_assert_eq(fx.msix_vectors, 1u << TNPU_MSIX_VEC_QUEUE(0));
+	cr_assert_eq(*(uint64_t *)(void *)(d.s.mem + fence0), 100);
+	cr_assert_eq(*(uint64_t *)(void *)(d.s.mem + d.fence_pa), 200);
+	cr_assert_eq(rd(d.c, TNPU_REG_IRQ_STATUS), TNPU_IRQ_QUEUE(0) | TNPU_IRQ_QUEUE(1));
+	cr_assert_eq(rd(d.c, TNPU_REG_PERF(TNPU_CNT_COMMANDS)), 3);
+	cr_assert_eq(rd(d.c, TNPU_REG_STATUS) & TNPU_STATUS_BUSY, 0);
+	tnpu_exec_free(ex2);
+	tnpu_core_free(d.c);
+	tsim_fini(&d.s);
 }

@@ -25,7 +25,7 @@
 
 #include "kern_internal.h"
 
-static const char *const all_isas[] = { "generic", "avx2", "avx512", "avx512vnni" };
+static const char *const all_isas[] = { "generic", "avx2", "avxvnni", "avx512", "avx512vnni" };
 #define N_ISAS (sizeof(all_isas) / sizeof(all_isas[0]))
 
 /* ---- seeded RNG (splitmix64) ------------------------------------------- */
@@ -304,8 +304,8 @@ Test(kernels, dispatch_default)
 Test(kernels, impl_tables)
 {
 	const struct kern_f32_impl *f[] = { &kern_f32_generic, &kern_f32_avx2, &kern_f32_avx512 };
-	const struct kern_i8_impl *q[] = { &kern_i8_generic, &kern_i8_avx2, &kern_i8_avx512,
-					   &kern_i8_avx512vnni };
+	const struct kern_i8_impl *q[] = { &kern_i8_generic, &kern_i8_avx2, &kern_i8_avxvnni,
+					   &kern_i8_avx512, &kern_i8_avx512vnni };
 	for (size_t i = 0; i < sizeof(f) / sizeof(f[0]); i++) {
 		cr_assert(f[i]->mr <= KERN_MAX_MR && f[i]->nr <= KERN_MAX_NR, "%s", f[i]->name);
 		cr_assert(f[i]->mc % f[i]->mr == 0 && f[i]->nc % f[i]->nr == 0, "%s", f[i]->name);

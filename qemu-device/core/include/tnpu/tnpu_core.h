@@ -125,7 +125,8 @@ struct tnpu_result {
 };
 
 /* If queue q can run (device and queue enabled, not halted, not busy, entry
- * available) read the entry at HEAD, mark the queue busy and return true.
+ * available) read the entry at HEAD, mark the queue busy, fill *job and
+ * return true; otherwise return false and leave *job untouched.
  * Call under the register lock. */
 bool tnpu_core_fetch(struct tnpu_core *core, unsigned q, const struct tnpu_mem_ops *mem,
 		     struct tnpu_job *job);

@@ -117,7 +117,7 @@ extern "C" {
 #define TNPU_REG_CAP_DTYPES	0x0018	/* RO bit per supported MAC type */
 #define   TNPU_CAP_DTYPE_INT8	TNPU_BIT(0)	/* int8 x int8 -> int32 */
 #define   TNPU_CAP_DTYPE_FP32	TNPU_BIT(1)	/* fp32 x fp32 -> fp32 */
-#define   TNPU_CAP_DTYPE_BF16	TNPU_BIT(2)	/* reserved: not implemented in v1.0 */
+#define   TNPU_CAP_DTYPE_BF16	TNPU_BIT(2)	/* bf16 x bf16 -> fp32 (fp32 MAC rate) */
 #define TNPU_REG_CAP_QUEUES	0x001C	/* RO */
 #define   TNPU_CAP_QUEUES_NUM(v)	TNPU_GET(v, 7, 0)
 #define   TNPU_CAP_QUEUES_RING_LOG2(v)	TNPU_GET(v, 15, 8)	/* max ring entries, log2 */
@@ -420,8 +420,8 @@ struct tnpu_cmd_im2col {
 	uint8_t dil_y, dil_x;		/* >= 1 */
 	uint8_t pad_top, pad_left;	/* pad_bottom/right follow from oh, ow */
 	uint8_t layout;			/* enum tnpu_layout: K order and contiguous axis */
-	uint8_t dtype;			/* TNPU_DTYPE_INT8 or TNPU_DTYPE_FP32 */
-	uint32_t pad_value;		/* raw element bits (int8 in [7:0]) */
+	uint8_t dtype;			/* TNPU_DTYPE_INT8, TNPU_DTYPE_FP32 or TNPU_DTYPE_BF16 */
+	uint32_t pad_value;		/* raw element bits (int8 in [7:0], bf16 in [15:0]) */
 	uint32_t m0, mt;		/* first output pixel (row of A) and count */
 	uint32_t k0, kt;		/* first K column and count */
 	uint32_t sram_off;		/* byte offset of the tile in the half */
@@ -524,7 +524,7 @@ enum tnpu_dtype {
 	TNPU_DTYPE_INT8 = 0,
 	TNPU_DTYPE_INT32 = 1,
 	TNPU_DTYPE_FP32 = 2,
-	TNPU_DTYPE_BF16 = 3,	/* reserved */
+	TNPU_DTYPE_BF16 = 3,	/* LD/IM2COL operands only; accumulates in fp32 */
 };
 
 /* Sparse weight slot (TNPU_OPF_SPARSE): column n's slots at addr + n*pitch. */
@@ -538,7 +538,12 @@ struct tnpu_sparse_f32 {
 	uint16_t reserved;
 	float value;
 };
+struct tnpu_sparse_bf16 {
+	uint16_t index;
+	uint16_t value;		/* bf16 bits */
+};
 _Static_assert(sizeof(struct tnpu_sparse_i8) == 4, "sparse i8");
+_Static_assert(sizeof(struct tnpu_sparse_bf16) == 4, "sparse bf16");
 _Static_assert(sizeof(struct tnpu_sparse_f32) == 8, "sparse f32");
 
 /* SFU parameter record (same 32-byte register-file entry). */

@@ -1,0 +1,110 @@
+// SPDX-License-Identifier: GPL-2.0-only
+/*
+ * tnpu debugfs (/sys/kernel/debug/accel/N/): register and ring dumps, fault injection.
+ *
+ * inject_hang, inject_mmu_fault, inject_error: write 1 to arm; the next job handed to the hardware
+ * (any ring) then hangs (its ring stops fetching), faults (its command buffer VA becomes 0, never
+ * mapped) or gets a RING_ENTRY error (a reserved ring-entry field is set).
+ */
+#include <linux/debugfs.h>
+#include <linux/seq_file.h>
+
+#include <drm/drm_drv.h>
+
+#include "tnpu_drv.h"
+
+static const struct {
+	const char *name;
+	u32 reg;
+} tnpu_dump_regs[] = {
+	{ "ID", TNPU_REG_ID }, { "VERSION", TNPU_REG_VERSION },
+	{ "CAP_GEOM", TNPU_REG_CAP_GEOM }, { "CAP_SRAM", TNPU_REG_CAP_SRAM },
+	{ "CAP_CLUSTER", TNPU_REG_CAP_CLUSTER }, { "CAP_ACC", TNPU_REG_CAP_ACC },
+	{ "CAP_DTYPES", TNPU_REG_CAP_DTYPES }, { "CAP_QUEUES", TNPU_REG_CAP_QUEUES },
+	{ "CAP_MMU", TNPU_REG_CAP_MMU }, { "CAP_MMU_CTX", TNPU_REG_CAP_MMU_CTX },
+	{ "CAP_CLOCK", TNPU_REG_CAP_CLOCK }, { "CAP_RATES", TNPU_REG_CAP_RATES },
+	{ "CAP_FEATURES", TNPU_REG_CAP_FEATURES }, { "CAP_CMDBUF", TNPU_REG_CAP_CMDBUF },
+	{ "CTRL", TNPU_REG_CTRL }, { "STATUS", TNPU_REG_STATUS },
+	{ "IRQ_STATUS", TNPU_REG_IRQ_STATUS }, { "IRQ_MASK", TNPU_REG_IRQ_MASK },
+	{ "ERR_CODE", TNPU_REG_ERR_CODE }, { "ERR_QUEUE", TNPU_REG_ERR_QUEUE },
+	{ "ERR_INFO", TNPU_REG_ERR_INFO }, { "ERR_CMD_OFFSET", TNPU_REG_ERR_CMD_OFFSET },
+	{ "MMU_CTX_COUNT", TNPU_REG_MMU_CTX_COUNT }, { "MMU_FAULTS", TNPU_REG_MMU_FAULTS },
+};
+
+static const struct {
+	const char *name;
+	u32 reg;
+} tnpu_dump_qregs[] = {
+	{ "RING_SIZE", TNPU_Q_RING_SIZE }, { "HEAD", TNPU_Q_HEAD }, { "TAIL", TNPU_Q_TAIL },
+	{ "CTRL", TNPU_Q_CTRL }, { "STATUS", TNPU_Q_STATUS }, { "ERR_CODE", TNPU_Q_ERR_CODE },
+	{ "ERR_INFO", TNPU_Q_ERR_INFO }, { "ERR_CTX", TNPU_Q_ERR_CTX },
+	{ "JOBS_DONE", TNPU_Q_JOBS_DONE },
+};
+
+static int tnpu_regs_show(struct seq_file *m, void *unused)
+{
+	struct tnpu_device *tdev = m->private;
+	unsigned int i;
+	u32 q;
+	int idx;
+
+	if (!drm_dev_enter(&tdev->drm, &idx))
+		return -ENODEV;
+	for (i = 0; i < ARRAY_SIZE(tnpu_dump_regs); i++)
+		seq_printf(m, "%-16s 0x%04x = 0x%08x\n", tnpu_dump_regs[i].name,
+			   tnpu_dump_regs[i].reg, tnpu_read(tdev, tnpu_dump_regs[i].reg));
+	seq_printf(m, "%-16s 0x%04x = 0x%016llx\n", "ERR_ADDR", TNPU_REG_ERR_ADDR,
+		   tnpu_read64(tdev, TNPU_REG_ERR_ADDR));
+	seq_printf(m, "%-16s 0x%04x = 0x%016llx\n", "MMU_CTX_BASE", TNPU_REG_MMU_CTX_BASE,
+		   tnpu_read64(tdev, TNPU_REG_MMU_CTX_BASE));
+	for (q = 0; q < tdev->num_rings; q++) {
+		for (i = 0; i < ARRAY_SIZE(tnpu_dump_qregs); i++)
+			seq_printf(m, "Q%u_%-13s 0x%04x = 0x%08x\n", q, tnpu_dump_qregs[i].name,
+				   TNPU_Q_BASE(q) + tnpu_dump_qregs[i].reg,
+				   tnpu_qread(tdev, q, tnpu_dump_qregs[i].reg));
+		seq_printf(m, "Q%u_%-13s 0x%04x = %llu\n", q, "DONE_SEQNO",
+			   TNPU_Q_BASE(q) + TNPU_Q_DONE_SEQNO,
+			   tnpu_read64(tdev, TNPU_Q_BASE(q) + TNPU_Q_DONE_SEQNO));
+	}
+	drm_dev_exit(idx);
+	return 0;
+}
+DEFINE_SHOW_ATTRIBUTE(tnpu_regs);
+
+static int tnpu_rings_show(struct seq_file *m, void *unused)
+{
+	struct tnpu_device *tdev = m->private;
+	u32 q;
+
+	spin_lock(&tdev->lock);
+	for (q = 0; q < tdev->num_rings; q++) {
+		struct tnpu_ring *ring = &tdev->rings[q];
+		struct tnpu_job *job;
+
+		seq_printf(m, "ring %u: tail %u seqno %llu fence %llu credits %u/%u\n", q,
+			   ring->tail,
+			   ring->seqno, le64_to_cpu(READ_ONCE(*(__le64 *)ring->fence)),
+			   atomic_read(&ring->sched.credit_count), ring->sched.credit_limit);
+		list_for_each_entry(job, &ring->inflight, node)
+			seq_printf(m, "  job %llu seqno %llu ctx %u queue %u cmd_va 0x%llx len %u\n",
+				   job->id, job->hw_seqno, job->ctx->id, job->queue_handle,
+				   job->cmd_va, job->cmd_len);
+	}
+	spin_unlock(&tdev->lock);
+	seq_printf(m, "unplugged %d timeout_ms %u\n", tdev->unplugged, tnpu_timeout_ms);
+	return 0;
+}
+DEFINE_SHOW_ATTRIBUTE(tnpu_rings);
+
+void tnpu_debugfs_init(struct tnpu_device *tdev)
+{
+	struct dentry *root = tdev->drm.debugfs_root;
+
+	if (!root)
+		return;
+	debugfs_create_file("regs", 0400, root, tdev, &tnpu_regs_fops);
+	debugfs_create_file("rings", 0400, root, tdev, &tnpu_rings_fops);
+	debugfs_create_atomic_t("inject_hang", 0600, root, &tdev->inject_hang);
+	debugfs_create_atomic_t("inject_mmu_fault", 0600, root, &tdev->inject_fault);
+	debugfs_create_atomic_t("inject_error", 0600, root, &tdev->inject_error);
+}

@@ -1,0 +1,259 @@
+/* SPDX-License-Identifier: GPL-2.0-only */
+/*
+ * tnpu — shared driver declarations: device, per-file context, buffer objects, rings and jobs.
+ */
+#ifndef __TNPU_DRV_H__
+#define __TNPU_DRV_H__
+
+#include <drm/drm_device.h>
+#include <drm/drm_file.h>
+#include <drm/drm_gem_shmem_helper.h>
+#include <drm/drm_mm.h>
+#include <drm/gpu_scheduler.h>
+#include <linux/io.h>
+#include <linux/io-64-nonatomic-lo-hi.h>
+#include <linux/iosys-map.h>
+#include <linux/kref.h>
+#include <linux/mutex.h>
+#include <linux/pci.h>
+#include <linux/spinlock.h>
+#include <linux/xarray.h>
+
+#include "tnpu_regs.h"
+
+#define TNPU_RING_ENTRIES	256
+#define TNPU_MAX_CTX		512	/* context-table entries the driver programs */
+#define TNPU_MAX_FILE_QUEUES	64
+#define TNPU_VA_START		0x100000ULL		/* keep VA 0 and the first MiB unmapped */
+#define TNPU_VA_END		BIT_ULL(40)
+#define TNPU_MAX_BO_SIZE	BIT_ULL(32)
+#define TNPU_MAX_SUBMIT_BOS	4096
+#define TNPU_MAX_IN_SYNCS	256
+
+extern unsigned int tnpu_timeout_ms;
+
+struct tnpu_device;
+
+/** struct tnpu_pt - one device page table (4 KiB) and its CPU-side children. */
+struct tnpu_pt {
+	__le64 *cpu;
+	dma_addr_t dma;
+	struct tnpu_pt **children;	/* NULL for leaf tables */
+};
+
+/**
+ * struct tnpu_ctx - one device address space: a context-table slot, page tables and a VA allocator.
+ *
+ * Owned by an open file; buffer objects and jobs hold references so it outlives the file until
+ * the last BO is freed and the last job retired.
+ */
+struct tnpu_ctx {
+	struct kref ref;
+	struct tnpu_device *tdev;
+	u32 id;				/* context-table index */
+	struct mutex lock;		/* page tables and @mm */
+	struct tnpu_pt root;
+	struct drm_mm mm;
+	/* MMU fault state (QUERY_FAULT); written once by the IRQ thread under tdev->lock */
+	bool faulted;
+	u32 fault_code, fault_info, fault_cmd_offset, fault_queue;
+	u64 fault_addr;
+};
+
+/** struct tnpu_file - per-open-file state. */
+struct tnpu_file {
+	struct tnpu_device *tdev;
+	struct tnpu_ctx *ctx;
+	struct mutex queue_lock;	/* @queues and submission order */
+	struct xarray queues;
+};
+
+/** struct tnpu_queue - a user command queue: one drm_sched entity bound to one hardware ring. */
+struct tnpu_queue {
+	struct drm_sched_entity entity;
+	u32 handle;
+	u32 ring;
+};
+
+/** struct tnpu_bo - GEM shmem buffer object mapped into its creator's device address space. */
+struct tnpu_bo {
+	struct drm_gem_shmem_object base;
+	struct tnpu_ctx *ctx;		/* NULL until mapped */
+	struct drm_mm_node node;	/* VA range including the guard page */
+	u32 flags;
+};
+
+static inline struct tnpu_bo *to_tnpu_bo(struct drm_gem_object *obj)
+{
+	return container_of(to_drm_gem_shmem_obj(obj), struct tnpu_bo, base);
+}
+
+/** struct tnpu_ring - a hardware queue: DMA ring, fence word, in-flight jobs and its scheduler. */
+struct tnpu_ring {
+	struct tnpu_device *tdev;
+	u32 idx;
+	struct tnpu_ring_entry *entries;
+	dma_addr_t entries_dma;
+	u64 *fence;			/* in tdev->fences */
+	dma_addr_t fence_dma;
+	u32 tail;
+	u64 seqno;			/* last seqno handed to the hardware */
+	u64 fence_context;
+	spinlock_t fence_lock;		/* of the hardware fences */
+	unsigned long progress;		/* jiffies of the last start or completion */
+	struct list_head inflight;	/* jobs handed to the hardware, ring order */
+	struct drm_gpu_scheduler sched;
+	bool sched_ready;
+	char name[16];
+};
+
+struct tnpu_caps_raw {
+	u32 version, geom, sram, cluster, acc, dtypes, queues, mmu, mmu_ctx, clock, rates;
+	u32 features, cmdbuf;
+};
+
+/** struct tnpu_device - one bound tnpu PCI function. */
+struct tnpu_device {
+	struct drm_device drm;
+	struct pci_dev *pdev;
+	void __iomem *regs;
+	struct tnpu_caps_raw caps;
+	u32 num_rings;
+	int num_irqs;
+	bool polling;
+	struct delayed_work poll_work;
+	atomic_t irq_pending;
+
+	/* kernel-owned device structures (bus addresses) */
+	struct tnpu_ctx_entry *ctx_table;
+	dma_addr_t ctx_table_dma;
+	u64 *fences;
+	dma_addr_t fences_dma;
+	struct ida ctx_ida;
+
+	spinlock_t lock;		/* ring state, in-flight lists, hardware queue registers */
+	struct mutex reset_lock;	/* serialises recovery and unplug */
+	bool unplugged;
+	struct tnpu_ring rings[TNPU_MAX_QUEUES];
+	atomic_t next_ring;
+
+	/* debugfs fault injection, consumed by the next job handed to the hardware */
+	atomic_t inject_hang, inject_fault, inject_error;
+
+	/* statistics (QUERY_COUNTERS) */
+	atomic64_t jobs_submitted, jobs_completed, jobs_failed, jobs_timedout, resets, mmu_faults;
+	atomic64_t hw_errors, job_ids;
+};
+
+static inline struct tnpu_device *to_tnpu(struct drm_device *drm)
+{
+	return container_of(drm, struct tnpu_device, drm);
+}
+
+/** struct tnpu_job - one submitted command buffer. */
+struct tnpu_job {
+	struct drm_sched_job base;
+	struct tnpu_device *tdev;
+	struct tnpu_ctx *ctx;
+	struct tnpu_ring *ring;
+	u32 queue_handle;
+	u64 id;
+	u64 cmd_va;
+	u32 cmd_len;
+	u64 hw_seqno;
+	struct dma_fence *hw_fence;	/* allocated at submit, initialised in run_job */
+	bool hw_fence_init;
+	struct list_head node;		/* ring->inflight */
+	struct drm_gem_object **bos;
+	u32 *bo_flags;
+	u32 bo_count;
+	struct drm_gem_object *counters_bo;
+	struct iosys_map counters_map;
+	u64 counters_offset;
+	bool inject_hang, inject_fault, inject_error;
+	struct work_struct cleanup;
+};
+
+static inline struct tnpu_job *to_tnpu_job(struct drm_sched_job *job)
+{
+	return container_of(job, struct tnpu_job, base);
+}
+
+static inline u32 tnpu_read(struct tnpu_device *tdev, u32 reg)
+{
+	return readl(tdev->regs + reg);
+}
+
+static inline void tnpu_write(struct tnpu_device *tdev, u32 reg, u32 val)
+{
+	writel(val, tdev->regs + reg);
+}
+
+/*
+ * registers.md: every LO/HI pair and counter accepts one aligned 8-byte access at the LO offset,
+ * which also reads both halves atomically (on 32-bit builds readq/writeq fall back to lo-hi).
+ */
+static inline u64 tnpu_read64(struct tnpu_device *tdev, u32 reg)
+{
+	return readq(tdev->regs + reg);
+}
+
+static inline void tnpu_write64(struct tnpu_device *tdev, u32 reg, u64 val)
+{
+	writeq(val, tdev->regs + reg);
+}
+
+static inline u32 tnpu_qread(struct tnpu_device *tdev, u32 q, u32 reg)
+{
+	return tnpu_read(tdev, TNPU_Q_BASE(q) + reg);
+}
+
+static inline void tnpu_qwrite(struct tnpu_device *tdev, u32 q, u32 reg, u32 val)
+{
+	tnpu_write(tdev, TNPU_Q_BASE(q) + reg, val);
+}
+
+/* tnpu_hw.c */
+int tnpu_hw_init(struct tnpu_device *tdev);
+void tnpu_hw_program(struct tnpu_device *tdev);
+void tnpu_hw_reset(struct tnpu_device *tdev);
+void tnpu_hw_disable(struct tnpu_device *tdev);
+int tnpu_irq_init(struct tnpu_device *tdev);
+void tnpu_irq_fini(struct tnpu_device *tdev);
+const char *tnpu_err_name(u32 code);
+
+/* tnpu_mmu.c */
+struct tnpu_ctx *tnpu_ctx_create(struct tnpu_device *tdev);
+void tnpu_ctx_put(struct tnpu_ctx *ctx);
+static inline struct tnpu_ctx *tnpu_ctx_get(struct tnpu_ctx *ctx)
+{
+	kref_get(&ctx->ref);
+	return ctx;
+}
+
+int tnpu_mmu_map(struct tnpu_ctx *ctx, u64 va, struct sg_table *sgt, u64 size, bool writable);
+void tnpu_mmu_unmap(struct tnpu_ctx *ctx, u64 va, u64 size);
+void tnpu_mmu_invalidate(struct tnpu_device *tdev);
+
+/* tnpu_gem.c */
+struct drm_gem_object *tnpu_gem_create_object(struct drm_device *drm, size_t size);
+struct drm_gem_object *tnpu_bo_lookup(struct drm_file *file, u32 handle);
+int tnpu_ioctl_bo_create(struct drm_device *drm, void *data, struct drm_file *file);
+int tnpu_ioctl_bo_info(struct drm_device *drm, void *data, struct drm_file *file);
+int tnpu_ioctl_bo_wait(struct drm_device *drm, void *data, struct drm_file *file);
+
+/* tnpu_job.c */
+int tnpu_job_module_init(void);
+void tnpu_job_module_exit(void);
+int tnpu_rings_init(struct tnpu_device *tdev);
+void tnpu_rings_process(struct tnpu_device *tdev, u32 irq_status);
+void tnpu_jobs_unplug(struct tnpu_device *tdev);
+void tnpu_file_queues_fini(struct tnpu_file *tfile);
+int tnpu_ioctl_queue_create(struct drm_device *drm, void *data, struct drm_file *file);
+int tnpu_ioctl_queue_destroy(struct drm_device *drm, void *data, struct drm_file *file);
+int tnpu_ioctl_submit(struct drm_device *drm, void *data, struct drm_file *file);
+
+/* tnpu_debugfs.c */
+void tnpu_debugfs_init(struct tnpu_device *tdev);
+
+#endif /* __TNPU_DRV_H__ */

@@ -1,0 +1,171 @@
+// SPDX-License-Identifier: GPL-2.0-only
+/*
+ * tnpu buffer objects: GEM shmem, pinned and mapped into the creating file's device address space
+ * at creation, unmapped when freed.
+ */
+#include <linux/dma-resv.h>
+
+#include <drm/drm_drv.h>
+#include <drm/drm_utils.h>
+
+#include "tnpu_drv.h"
+#include "tnpu_accel.h"
+
+static void tnpu_gem_free(struct drm_gem_object *obj)
+{
+	struct tnpu_bo *bo = to_tnpu_bo(obj);
+	struct tnpu_ctx *ctx = bo->ctx;
+
+	if (ctx) {
+		mutex_lock(&ctx->lock);
+		tnpu_mmu_unmap(ctx, bo->node.start, obj->size);
+		drm_mm_remove_node(&bo->node);
+		mutex_unlock(&ctx->lock);
+	}
+	drm_gem_shmem_free(&bo->base);
+	/* the pages were unmapped above, before shmem releases them; the context goes last */
+	tnpu_ctx_put(ctx);
+}
+
+static const struct drm_gem_object_funcs tnpu_gem_funcs = {
+	.free = tnpu_gem_free,
+	.print_info = drm_gem_shmem_object_print_info,
+	.pin = drm_gem_shmem_object_pin,
+	.unpin = drm_gem_shmem_object_unpin,
+	.get_sg_table = drm_gem_shmem_object_get_sg_table,
+	.vmap = drm_gem_shmem_object_vmap,
+	.vunmap = drm_gem_shmem_object_vunmap,
+	.mmap = drm_gem_shmem_object_mmap,
+	.vm_ops = &drm_gem_shmem_vm_ops,
+};
+
+struct drm_gem_object *tnpu_gem_create_object(struct drm_device *drm, size_t size)
+{
+	struct tnpu_bo *bo = kzalloc(sizeof(*bo), GFP_KERNEL);
+
+	if (!bo)
+		return ERR_PTR(-ENOMEM);
+	bo->base.map_wc = false;
+	bo->base.base.funcs = &tnpu_gem_funcs;
+	return &bo->base.base;
+}
+
+/*
+ * Looks up a handle of @file and returns the object only if it lives in @file's address space: an
+ * imported handle of another file's BO is as unreachable as a handle that does not exist.
+ */
+struct drm_gem_object *tnpu_bo_lookup(struct drm_file *file, u32 handle)
+{
+	struct tnpu_file *tfile = file->driver_priv;
+	struct drm_gem_object *obj;
+
+	obj = drm_gem_object_lookup(file, handle);
+	if (!obj)
+		return NULL;
+	if (obj->funcs != &tnpu_gem_funcs || to_tnpu_bo(obj)->ctx != tfile->ctx) {
+		drm_gem_object_put(obj);
+		return NULL;
+	}
+	return obj;
+}
+
+int tnpu_ioctl_bo_create(struct drm_device *drm, void *data, struct drm_file *file)
+{
+	struct tnpu_file *tfile = file->driver_priv;
+	struct drm_tnpu_bo_create *args = data;
+	struct tnpu_ctx *ctx = tfile->ctx;
+	struct drm_gem_shmem_object *shmem;
+	struct drm_gem_object *obj;
+	struct sg_table *sgt;
+	struct tnpu_bo *bo;
+	u64 size;
+	int ret;
+
+	if (args->flags & ~DRM_TNPU_BO_DEVICE_READ_ONLY)
+		return -EINVAL;
+	if (!args->size || args->size > TNPU_MAX_BO_SIZE)
+		return -EINVAL;
+	size = round_up(args->size, TNPU_PAGE_SIZE);
+
+	shmem = drm_gem_shmem_create(drm, size);
+	if (IS_ERR(shmem))
+		return PTR_ERR(shmem);
+	obj = &shmem->base;
+	bo = to_tnpu_bo(obj);
+	bo->flags = args->flags;
+
+	sgt = drm_gem_shmem_get_pages_sgt(shmem);
+	if (IS_ERR(sgt)) {
+		ret = PTR_ERR(sgt);
+		goto out_put;
+	}
+
+	mutex_lock(&ctx->lock);
+	/* one unmapped guard page after each BO turns small overruns into MMU faults */
+	ret = drm_mm_insert_node_generic(&ctx->mm, &bo->node, size + TNPU_PAGE_SIZE,
+					 TNPU_PAGE_SIZE, 0, DRM_MM_INSERT_BEST);
+	if (!ret) {
+		ret = tnpu_mmu_map(ctx, bo->node.start, sgt, size,
+				   !(args->flags & DRM_TNPU_BO_DEVICE_READ_ONLY));
+		if (ret)
+			drm_mm_remove_node(&bo->node);
+		else
+			bo->ctx = tnpu_ctx_get(ctx);
+	}
+	mutex_unlock(&ctx->lock);
+	if (ret)
+		goto out_put;
+
+	ret = drm_gem_create_mmap_offset(obj);
+	if (ret)
+		goto out_put;
+	ret = drm_gem_handle_create(file, obj, &args->handle);
+	if (ret)
+		goto out_put;
+	args->va = bo->node.start;
+	args->mmap_offset = drm_vma_node_offset_addr(&obj->vma_node);
+
+out_put:
+	/* the handle (if any) holds the only reference from here on */
+	drm_gem_object_put(obj);
+	return ret;
+}
+
+int tnpu_ioctl_bo_info(struct drm_device *drm, void *data, struct drm_file *file)
+{
+	struct drm_tnpu_bo_info *args = data;
+	struct drm_gem_object *obj;
+	struct tnpu_bo *bo;
+
+	if (args->pad)
+		return -EINVAL;
+	obj = tnpu_bo_lookup(file, args->handle);
+	if (!obj)
+		return -ENOENT;
+	bo = to_tnpu_bo(obj);
+	args->flags = bo->flags;
+	args->size = obj->size;
+	args->va = bo->node.start;
+	args->mmap_offset = drm_vma_node_offset_addr(&obj->vma_node);
+	drm_gem_object_put(obj);
+	return 0;
+}
+
+int tnpu_ioctl_bo_wait(struct drm_device *drm, void *data, struct drm_file *file)
+{
+	struct drm_tnpu_bo_wait *args = data;
+	struct drm_gem_object *obj;
+	long ret;
+
+	if (args->pad)
+		return -EINVAL;
+	obj = tnpu_bo_lookup(file, args->handle);
+	if (!obj)
+		return -ENOENT;
+	ret = dma_resv_wait_timeout(obj->resv, DMA_RESV_USAGE_READ, true,
+				    drm_timeout_abs_to_jiffies(args->timeout_ns));
+	drm_gem_object_put(obj);
+	if (ret == 0)
+		return -ETIME;
+	return ret < 0 ? ret : 0;
+}

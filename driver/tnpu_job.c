@@ -1,0 +1,833 @@
+// SPDX-License-Identifier: GPL-2.0-only
+/*
+ * tnpu jobs: command queues (drm_sched entities), SUBMIT, the per-ring scheduler callbacks,
+ * interrupt to fence, MMU-fault and error handling, timeout recovery and unplug.
+ *
+ * Locking: tdev->lock (spinlock) protects every ring's tail/seqno/in-flight list and the queue
+ * registers; it is taken by run_job, the IRQ thread, recovery and unplug. Nothing under it
+ * sleeps or allocates. tdev->reset_lock serialises recovery against unplug.
+ */
+#include <linux/delay.h>
+#include <linux/dma-fence-chain.h>
+#include <linux/jiffies.h>
+#include <linux/sort.h>
+
+#include <drm/drm_drv.h>
+#include <drm/drm_managed.h>
+#include <drm/drm_print.h>
+#include <drm/drm_syncobj.h>
+
+#include "tnpu_drv.h"
+#include "tnpu_accel.h"
+
+/* The scheduler's timer only samples progress; the job timeout itself is tnpu_timeout_ms. */
+#define TNPU_TDR_TICK_MS	200
+#define TNPU_CREDITS		(TNPU_RING_ENTRIES - 2)
+
+static struct workqueue_struct *tnpu_cleanup_wq;
+
+static const char *tnpu_fence_driver_name(struct dma_fence *fence)
+{
+	return "tnpu";
+}
+
+static const char *tnpu_fence_timeline_name(struct dma_fence *fence)
+{
+	return "tnpu-ring";
+}
+
+static const struct dma_fence_ops tnpu_fence_ops = {
+	.get_driver_name = tnpu_fence_driver_name,
+	.get_timeline_name = tnpu_fence_timeline_name,
+};
+
+static bool tnpu_err_is_mmu(u32 code)
+{
+	return code >= TNPU_ERR_MMU_NOT_PRESENT && code <= TNPU_ERR_BUS;
+}
+
+/* Writes the job's struct drm_tnpu_job_counters; @perf: copy the ring's Q_PERF block. */
+static void tnpu_job_write_counters(struct tnpu_job *job, int status, u32 hw_error, bool perf)
+{
+	struct drm_tnpu_job_counters *c;
+	unsigned int i;
+
+	if (!job->counters_bo)
+		return;
+	c = job->counters_map.vaddr + job->counters_offset;
+	c->status = status;
+	c->hw_error = hw_error;
+	for (i = 0; i < DRM_TNPU_MAX_COUNTERS; i++)
+		c->counter[i] = perf && i < TNPU_NUM_COUNTERS ?
+			tnpu_read64(job->tdev, TNPU_Q_BASE(job->ring->idx) + TNPU_Q_PERF(i)) : 0;
+}
+
+/* Takes @job off the hardware and signals its fence with @err. Called with tdev->lock held. */
+static void tnpu_job_signal(struct tnpu_job *job, int err)
+{
+	struct tnpu_device *tdev = job->tdev;
+
+	list_del_init(&job->node);
+	if (err) {
+		dma_fence_set_error(job->hw_fence, err);
+		atomic64_inc(&tdev->jobs_failed);
+	} else {
+		atomic64_inc(&tdev->jobs_completed);
+	}
+	dma_fence_signal(job->hw_fence);
+}
+
+static void tnpu_ring_write_entry(struct tnpu_ring *ring, struct tnpu_job *job)
+{
+	struct tnpu_ring_entry *e = &ring->entries[ring->tail];
+
+	e->ctx = cpu_to_le16(job->ctx->id);
+	e->flags = cpu_to_le16(TNPU_RING_ENTRY_IRQ);
+	e->cmd_len = cpu_to_le32(job->cmd_len);
+	/* fault injection: VA 0 is never mapped (TNPU_VA_START); a reserved bit is RING_ENTRY */
+	e->cmd_va = cpu_to_le64(job->inject_fault ? 0 : job->cmd_va);
+	e->seqno = cpu_to_le64(job->hw_seqno);
+	e->reserved = cpu_to_le64(job->inject_error ? 1 : 0);
+	ring->tail = (ring->tail + 1) % TNPU_RING_ENTRIES;
+}
+
+static void tnpu_ring_kick(struct tnpu_ring *ring)
+{
+	struct tnpu_device *tdev = ring->tdev;
+
+	/* writel orders the coherent-memory entry writes before the doorbell */
+	tnpu_qwrite(tdev, ring->idx, TNPU_Q_TAIL, ring->tail);
+	tnpu_qwrite(tdev, ring->idx, TNPU_Q_DOORBELL, 1);
+}
+
+/* Signals every job whose seqno the device wrote to the ring's fence. tdev->lock held. */
+static void tnpu_ring_retire(struct tnpu_ring *ring)
+{
+	struct tnpu_device *tdev = ring->tdev;
+	u64 done = le64_to_cpu(READ_ONCE(*(__le64 *)ring->fence));
+	struct tnpu_job *job, *tmp;
+
+	list_for_each_entry_safe(job, tmp, &ring->inflight, node) {
+		if (job->hw_seqno > done)
+			break;
+		/*
+		 * queues.md: the fence is written before Q_PERF and BUSY = 0; a job that wants its
+		 * counters runs alone on the ring, so Q_PERF is its own once BUSY drops (its
+		 * interrupt follows).
+		 */
+		if (job->counters_bo) {
+			if (tnpu_qread(tdev, ring->idx, TNPU_Q_STATUS) & TNPU_Q_STATUS_BUSY)
+				break;
+			tnpu_job_write_counters(job, 0, 0, true);
+		}
+		ring->progress = jiffies;
+		tnpu_job_signal(job, 0);
+	}
+}
+
+/* A ring halted on a job error: fail that job, mark its context on MMU faults, resume. */
+static void tnpu_ring_error(struct tnpu_ring *ring)
+{
+	struct tnpu_device *tdev = ring->tdev;
+	u32 q = ring->idx;
+	u32 code = tnpu_qread(tdev, q, TNPU_Q_ERR_CODE);
+	u32 info = tnpu_qread(tdev, q, TNPU_Q_ERR_INFO);
+	u32 cmd_off = tnpu_qread(tdev, q, TNPU_Q_ERR_CMD_OFFSET);
+	u32 ctx_id = tnpu_qread(tdev, q, TNPU_Q_ERR_CTX);
+	u64 addr = tnpu_read64(tdev, TNPU_Q_BASE(q) + TNPU_Q_ERR_ADDR);
+	u64 seqno = tnpu_read64(tdev, TNPU_Q_BASE(q) + TNPU_Q_ERR_SEQNO);
+	bool mmu = tnpu_err_is_mmu(code);
+	struct tnpu_job *job;
+	int err = mmu ? -EFAULT : -EIO;
+
+	tnpu_ring_retire(ring);
+	atomic64_inc(&tdev->hw_errors);
+	if (mmu)
+		atomic64_inc(&tdev->mmu_faults);
+	dev_err_ratelimited(tdev->drm.dev,
+			    "queue %u ctx %u seqno %llu: job error %s (%u) info 0x%x cmd_offset 0x%x addr 0x%llx%s\n",
+			    q, ctx_id, seqno, tnpu_err_name(code), code, info, cmd_off, addr,
+			    mmu ? " (MMU fault)" : "");
+
+	job = list_first_entry_or_null(&ring->inflight, struct tnpu_job, node);
+	if (job && job->hw_seqno == seqno) {
+		struct tnpu_ctx *ctx = job->ctx;
+
+		if (mmu && !ctx->faulted) {
+			ctx->fault_code = code;
+			ctx->fault_info = info;
+			ctx->fault_cmd_offset = cmd_off;
+			ctx->fault_addr = addr;
+			ctx->fault_queue = job->queue_handle;
+			/* pairs with READ_ONCE in submit and run_job */
+			smp_wmb();
+			WRITE_ONCE(ctx->faulted, true);
+		}
+		tnpu_job_write_counters(job, err, code, true);
+		tnpu_job_signal(job, err);
+	} else {
+		dev_warn_ratelimited(tdev->drm.dev, "queue %u: error for unknown seqno %llu\n",
+				     q, seqno);
+	}
+	ring->progress = jiffies;
+	/* queues.md: SKIP drops the failed entry and resumes with the next one */
+	tnpu_qwrite(tdev, q, TNPU_Q_CTRL, TNPU_Q_CTRL_ENABLE | TNPU_Q_CTRL_SKIP);
+}
+
+void tnpu_rings_process(struct tnpu_device *tdev, u32 irq_status)
+{
+	u32 q;
+
+	spin_lock(&tdev->lock);
+	if (tdev->unplugged) {
+		spin_unlock(&tdev->lock);
+		return;
+	}
+	for (q = 0; q < tdev->num_rings; q++) {
+		struct tnpu_ring *ring = &tdev->rings[q];
+
+		if (tnpu_qread(tdev, q, TNPU_Q_STATUS) & TNPU_Q_STATUS_ERROR)
+			tnpu_ring_error(ring);
+		tnpu_ring_retire(ring);
+	}
+	spin_unlock(&tdev->lock);
+}
+
+/*
+ * drm_sched run_job: hand the job to its ring. No allocation and no runtime-PM here (fence
+ * signalling path): the hardware fence was allocated at submit.
+ */
+static struct dma_fence *tnpu_job_run(struct drm_sched_job *sched_job)
+{
+	struct tnpu_job *job = to_tnpu_job(sched_job);
+	struct tnpu_ring *ring = job->ring;
+	struct tnpu_device *tdev = job->tdev;
+
+	if (unlikely(sched_job->s_fence->finished.error))
+		return NULL;
+	/* uapi.md: jobs of a faulted context that have not started are cancelled */
+	if (READ_ONCE(job->ctx->faulted))
+		return ERR_PTR(-ECANCELED);
+
+	spin_lock(&tdev->lock);
+	if (tdev->unplugged) {
+		spin_unlock(&tdev->lock);
+		return ERR_PTR(-ENODEV);
+	}
+	job->hw_seqno = ++ring->seqno;
+	dma_fence_init(job->hw_fence, &tnpu_fence_ops, &ring->fence_lock, ring->fence_context,
+		       job->hw_seqno);
+	job->hw_fence_init = true;
+	job->inject_hang = atomic_xchg(&tdev->inject_hang, 0);
+	job->inject_fault = atomic_xchg(&tdev->inject_fault, 0);
+	job->inject_error = atomic_xchg(&tdev->inject_error, 0);
+	if (list_empty(&ring->inflight))
+		ring->progress = jiffies;
+	list_add_tail(&job->node, &ring->inflight);
+	tnpu_ring_write_entry(ring, job);
+	/* hang injection: the ring stops fetching, so this job never completes */
+	if (job->inject_hang)
+		tnpu_qwrite(tdev, ring->idx, TNPU_Q_CTRL, 0);
+	tnpu_ring_kick(ring);
+	spin_unlock(&tdev->lock);
+
+	return dma_fence_get(job->hw_fence);
+}
+
+/* The oldest job on its ring, which has made no progress for timeout_ms. tdev->lock held. */
+static bool tnpu_job_expired(struct tnpu_job *job)
+{
+	struct tnpu_ring *ring = job->ring;
+
+	return !list_empty(&job->node) &&
+	       list_first_entry(&ring->inflight, struct tnpu_job, node) == job &&
+	       time_after(jiffies, ring->progress + msecs_to_jiffies(tnpu_timeout_ms));
+}
+
+/*
+ * Device reset after @guilty timed out: every ring restarts empty; jobs that were on the hardware
+ * and did not complete are written to the rings again, the guilty job fails with -ETIMEDOUT.
+ */
+static void tnpu_recover(struct tnpu_device *tdev, struct tnpu_job *guilty)
+{
+	u32 q;
+
+	mutex_lock(&tdev->reset_lock);
+	spin_lock(&tdev->lock);
+	if (tdev->unplugged)
+		goto out;
+	for (q = 0; q < tdev->num_rings; q++)
+		tnpu_ring_retire(&tdev->rings[q]);
+	/* it completed after all, or a concurrent recovery restarted it */
+	if (!tnpu_job_expired(guilty))
+		goto out;
+
+	list_del_init(&guilty->node);
+	q = guilty->ring->idx;
+	dev_err_ratelimited(tdev->drm.dev,
+			    "queue %u: job %llu (seqno %llu) timed out after %u ms (head %u tail %u/%u status 0x%x fence %llu), resetting device\n",
+			    q, guilty->id, guilty->hw_seqno, tnpu_timeout_ms, guilty->ring->tail,
+			    tnpu_qread(tdev, q, TNPU_Q_HEAD), tnpu_qread(tdev, q, TNPU_Q_TAIL),
+			    tnpu_qread(tdev, q, TNPU_Q_STATUS),
+			    le64_to_cpu(READ_ONCE(*(__le64 *)guilty->ring->fence)));
+	tnpu_hw_reset(tdev);
+	tnpu_hw_program(tdev);
+	for (q = 0; q < tdev->num_rings; q++) {
+		struct tnpu_ring *ring = &tdev->rings[q];
+		struct tnpu_job *job;
+
+		ring->progress = jiffies;
+		if (list_empty(&ring->inflight))
+			continue;
+		list_for_each_entry(job, &ring->inflight, node) {
+			job->inject_hang = false;
+			tnpu_ring_write_entry(ring, job);
+		}
+		tnpu_ring_kick(ring);
+	}
+	atomic64_inc(&tdev->resets);
+	atomic64_inc(&tdev->jobs_timedout);
+	tnpu_job_write_counters(guilty, -ETIMEDOUT, 0, false);
+	list_add(&guilty->node, &guilty->ring->inflight);	/* tnpu_job_signal() removes it */
+	tnpu_job_signal(guilty, -ETIMEDOUT);
+out:
+	spin_unlock(&tdev->lock);
+	mutex_unlock(&tdev->reset_lock);
+}
+
+static enum drm_gpu_sched_stat tnpu_job_timedout(struct drm_sched_job *sched_job)
+{
+	struct tnpu_job *job = to_tnpu_job(sched_job);
+	struct drm_gpu_scheduler *sched = sched_job->sched;
+	struct tnpu_ring *ring = job->ring;
+	struct tnpu_device *tdev = job->tdev;
+	bool expired = false;
+
+	/* driver-notes.md: first check whether the device is still making progress */
+	spin_lock(&tdev->lock);
+	if (!tdev->unplugged) {
+		if (tnpu_qread(tdev, ring->idx, TNPU_Q_STATUS) & TNPU_Q_STATUS_ERROR)
+			tnpu_ring_error(ring);
+		tnpu_ring_retire(ring);
+		expired = tnpu_job_expired(job);
+	}
+	spin_unlock(&tdev->lock);
+
+	/* drm_sched took the job off the pending list; put it back so it is freed normally */
+	spin_lock(&sched->job_list_lock);
+	list_add(&sched_job->list, &sched->pending_list);
+	spin_unlock(&sched->job_list_lock);
+
+	if (expired)
+		tnpu_recover(tdev, job);
+	/* the job may have completed while off the list: kick the scheduler's free work */
+	drm_sched_wqueue_start(sched);
+	return DRM_GPU_SCHED_STAT_NOMINAL;
+}
+
+static void tnpu_job_cleanup_work(struct work_struct *work);
+
+static void tnpu_job_release(struct tnpu_job *job)
+{
+	u32 i;
+
+	if (job->counters_bo) {
+		if (job->counters_map.vaddr)
+			drm_gem_vunmap_unlocked(job->counters_bo, &job->counters_map);
+		drm_gem_object_put(job->counters_bo);
+	}
+	for (i = 0; i < job->bo_count; i++)
+		drm_gem_object_put(job->bos[i]);
+	kvfree(job->bos);
+	kvfree(job->bo_flags);
+	if (job->hw_fence) {
+		if (job->hw_fence_init)
+			dma_fence_put(job->hw_fence);
+		else
+			kfree(job->hw_fence);
+	}
+	tnpu_ctx_put(job->ctx);
+	kfree(job);
+}
+
+static void tnpu_job_cleanup_work(struct work_struct *work)
+{
+	struct tnpu_job *job = container_of(work, struct tnpu_job, cleanup);
+
+	tnpu_job_release(job);
+}
+
+/*
+ * The last references a job drops (BOs, context) may be the last ones on the DRM device, whose
+ * release tears down the schedulers; that must not run in the scheduler's own work item.
+ */
+static void tnpu_job_free(struct drm_sched_job *sched_job)
+{
+	struct tnpu_job *job = to_tnpu_job(sched_job);
+
+	drm_sched_job_cleanup(sched_job);
+	INIT_WORK(&job->cleanup, tnpu_job_cleanup_work);
+	queue_work(tnpu_cleanup_wq, &job->cleanup);
+}
+
+static const struct drm_sched_backend_ops tnpu_sched_ops = {
+	.run_job = tnpu_job_run,
+	.timedout_job = tnpu_job_timedout,
+	.free_job = tnpu_job_free,
+};
+
+static void tnpu_rings_release(struct drm_device *drm, void *arg)
+{
+	struct tnpu_device *tdev = to_tnpu(drm);
+	u32 q;
+
+	for (q = 0; q < tdev->num_rings; q++) {
+		if (tdev->rings[q].sched_ready)
+			drm_sched_fini(&tdev->rings[q].sched);
+		tdev->rings[q].sched_ready = false;
+	}
+}
+
+int tnpu_rings_init(struct tnpu_device *tdev)
+{
+	u64 ctx = dma_fence_context_alloc(tdev->num_rings);
+	u32 q;
+	int ret;
+
+	for (q = 0; q < tdev->num_rings; q++) {
+		struct tnpu_ring *ring = &tdev->rings[q];
+
+		ring->tdev = tdev;
+		ring->idx = q;
+		ring->fence = &tdev->fences[q];
+		ring->fence_dma = tdev->fences_dma + q * sizeof(u64);
+		ring->fence_context = ctx + q;
+		spin_lock_init(&ring->fence_lock);
+		INIT_LIST_HEAD(&ring->inflight);
+		snprintf(ring->name, sizeof(ring->name), "tnpu-q%u", q);
+		ring->entries = dmam_alloc_coherent(&tdev->pdev->dev,
+						    TNPU_RING_ENTRIES * TNPU_RING_ENTRY_SIZE,
+						    &ring->entries_dma, GFP_KERNEL);
+		if (!ring->entries)
+			return -ENOMEM;
+	}
+	ret = drmm_add_action_or_reset(&tdev->drm, tnpu_rings_release, NULL);
+	if (ret)
+		return ret;
+	for (q = 0; q < tdev->num_rings; q++) {
+		struct tnpu_ring *ring = &tdev->rings[q];
+
+		ret = drm_sched_init(&ring->sched, &tnpu_sched_ops, NULL, DRM_SCHED_PRIORITY_COUNT,
+				     TNPU_CREDITS, 0, msecs_to_jiffies(TNPU_TDR_TICK_MS),
+				     NULL, NULL,
+				     ring->name, tdev->drm.dev);
+		if (ret)
+			return ret;
+		ring->sched_ready = true;
+	}
+	return 0;
+}
+
+/* Unbind: stop the device and fail every job it held; later jobs fail in run_job. */
+void tnpu_jobs_unplug(struct tnpu_device *tdev)
+{
+	unsigned long deadline;
+	u32 q;
+
+	mutex_lock(&tdev->reset_lock);
+	spin_lock(&tdev->lock);
+	tnpu_hw_disable(tdev);
+	tdev->unplugged = true;
+	for (q = 0; q < tdev->num_rings; q++) {
+		struct tnpu_ring *ring = &tdev->rings[q];
+		struct tnpu_job *job, *tmp;
+
+		list_for_each_entry_safe(job, tmp, &ring->inflight, node) {
+			tnpu_job_write_counters(job, -ENODEV, 0, false);
+			tnpu_job_signal(job, -ENODEV);
+		}
+	}
+	spin_unlock(&tdev->lock);
+	mutex_unlock(&tdev->reset_lock);
+
+	/* let the schedulers free what just completed while the module is surely still loaded */
+	deadline = jiffies + msecs_to_jiffies(5000);
+	for (q = 0; q < tdev->num_rings; q++) {
+		struct drm_gpu_scheduler *sched = &tdev->rings[q].sched;
+
+		for (;;) {
+			bool empty;
+
+			spin_lock(&sched->job_list_lock);
+			empty = list_empty(&sched->pending_list);
+			spin_unlock(&sched->job_list_lock);
+			if (empty || time_after(jiffies, deadline))
+				break;
+			usleep_range(10000, 20000);
+		}
+	}
+}
+
+int tnpu_job_module_init(void)
+{
+	tnpu_cleanup_wq = alloc_workqueue("tnpu-cleanup", WQ_UNBOUND, 0);
+	return tnpu_cleanup_wq ? 0 : -ENOMEM;
+}
+
+void tnpu_job_module_exit(void)
+{
+	destroy_workqueue(tnpu_cleanup_wq);
+}
+
+/* ---- queues ---- */
+
+static const enum drm_sched_priority tnpu_prio_map[] = {
+	[DRM_TNPU_QUEUE_PRIORITY_LOW] = DRM_SCHED_PRIORITY_LOW,
+	[DRM_TNPU_QUEUE_PRIORITY_NORMAL] = DRM_SCHED_PRIORITY_NORMAL,
+	[DRM_TNPU_QUEUE_PRIORITY_HIGH] = DRM_SCHED_PRIORITY_HIGH,
+};
+
+int tnpu_ioctl_queue_create(struct drm_device *drm, void *data, struct drm_file *file)
+{
+	struct tnpu_device *tdev = to_tnpu(drm);
+	struct tnpu_file *tfile = file->driver_priv;
+	struct drm_tnpu_queue_create *args = data;
+	struct drm_gpu_scheduler *sched;
+	struct tnpu_queue *queue;
+	u32 id;
+	int ret;
+
+	if (args->flags || args->priority > DRM_TNPU_QUEUE_PRIORITY_HIGH)
+		return -EINVAL;
+	if (args->priority == DRM_TNPU_QUEUE_PRIORITY_HIGH && !capable(CAP_SYS_NICE))
+		return -EPERM;
+	queue = kzalloc(sizeof(*queue), GFP_KERNEL);
+	if (!queue)
+		return -ENOMEM;
+	queue->ring = (u32)atomic_inc_return(&tdev->next_ring) % tdev->num_rings;
+	sched = &tdev->rings[queue->ring].sched;
+	ret = drm_sched_entity_init(&queue->entity, tnpu_prio_map[args->priority], &sched, 1, NULL);
+	if (ret)
+		goto err_free;
+
+	mutex_lock(&tfile->queue_lock);
+	ret = xa_alloc(&tfile->queues, &id, queue, XA_LIMIT(1, TNPU_MAX_FILE_QUEUES), GFP_KERNEL);
+	mutex_unlock(&tfile->queue_lock);
+	if (ret) {
+		ret = ret == -EBUSY ? -ENOSPC : ret;
+		goto err_entity;
+	}
+	queue->handle = id;
+	args->handle = id;
+	args->hw_queue = queue->ring;
+	return 0;
+
+err_entity:
+	drm_sched_entity_destroy(&queue->entity);
+err_free:
+	kfree(queue);
+	return ret;
+}
+
+int tnpu_ioctl_queue_destroy(struct drm_device *drm, void *data, struct drm_file *file)
+{
+	struct tnpu_file *tfile = file->driver_priv;
+	struct drm_tnpu_queue_destroy *args = data;
+	struct tnpu_queue *queue;
+
+	if (args->pad)
+		return -EINVAL;
+	mutex_lock(&tfile->queue_lock);
+	queue = args->handle ? xa_erase(&tfile->queues, args->handle) : NULL;
+	mutex_unlock(&tfile->queue_lock);
+	if (!queue)
+		return -ENOENT;
+	drm_sched_entity_destroy(&queue->entity);
+	kfree(queue);
+	return 0;
+}
+
+void tnpu_file_queues_fini(struct tnpu_file *tfile)
+{
+	struct tnpu_queue *queue;
+	unsigned long id;
+
+	xa_for_each(&tfile->queues, id, queue) {
+		xa_erase(&tfile->queues, id);
+		drm_sched_entity_destroy(&queue->entity);
+		kfree(queue);
+	}
+	xa_destroy(&tfile->queues);
+}
+
+/* ---- submit ---- */
+
+struct tnpu_bo_use {
+	struct drm_gem_object *obj;
+	u32 flags;
+};
+
+static int tnpu_bo_use_cmp(const void *a, const void *b)
+{
+	const struct tnpu_bo_use *x = a, *y = b;
+
+	if (x->obj == y->obj)
+		return 0;
+	return (uintptr_t)x->obj < (uintptr_t)y->obj ? -1 : 1;
+}
+
+static int tnpu_check_array(const struct drm_tnpu_obj_array *a, u32 min_stride, u32 max_count)
+{
+	if (!a->count)
+		return 0;
+	if (a->stride < min_stride || a->count > max_count)
+		return -EINVAL;
+	if (!a->array)
+		return -EFAULT;
+	return 0;
+}
+
+/* Copies element @i of @a into @dst (@ksize bytes); -E2BIG for non-zero unknown tail bytes. */
+static int tnpu_copy_elem(void *dst, size_t ksize, const struct drm_tnpu_obj_array *a, u32 i)
+{
+	void __user *src = u64_to_user_ptr(a->array + (u64)i * a->stride);
+
+	return copy_struct_from_user(dst, ksize, src, a->stride);
+}
+
+/* Looks up the BO list, the command buffer and the counters BO; dedupes into job->bos. */
+static int tnpu_submit_lookup_bos(struct tnpu_job *job, struct drm_file *file,
+				  struct drm_tnpu_submit *args)
+{
+	u32 n = args->bos.count, total = n + 2, i, count = 0;
+	struct drm_gem_object *obj;
+	struct tnpu_bo_use *use;
+	u64 end;
+	int ret = 0;
+
+	use = kvcalloc(total, sizeof(*use), GFP_KERNEL);
+	if (!use)
+		return -ENOMEM;
+	for (i = 0; i < n; i++) {
+		struct drm_tnpu_bo_ref ref;
+
+		ret = tnpu_copy_elem(&ref, sizeof(ref), &args->bos, i);
+		if (ret)
+			goto out;
+		if (!ref.flags || ref.flags & ~(DRM_TNPU_BO_REF_READ | DRM_TNPU_BO_REF_WRITE)) {
+			ret = -EINVAL;
+			goto out;
+		}
+		use[count].obj = tnpu_bo_lookup(file, ref.handle);
+		if (!use[count].obj) {
+			ret = -ENOENT;
+			goto out;
+		}
+		use[count++].flags = ref.flags;
+	}
+
+	obj = tnpu_bo_lookup(file, args->cmd_bo);
+	if (!obj) {
+		ret = -ENOENT;
+		goto out;
+	}
+	use[count].obj = obj;
+	use[count++].flags = DRM_TNPU_BO_REF_READ;
+	if (check_add_overflow(args->cmd_offset, (u64)args->cmd_size, &end) || end > obj->size) {
+		ret = -EINVAL;
+		goto out;
+	}
+	job->cmd_va = to_tnpu_bo(obj)->node.start + args->cmd_offset;
+	job->cmd_len = args->cmd_size;
+
+	if (args->counters_bo) {
+		obj = tnpu_bo_lookup(file, args->counters_bo);
+		if (!obj) {
+			ret = -ENOENT;
+			goto out;
+		}
+		use[count].obj = obj;
+		use[count++].flags = DRM_TNPU_BO_REF_WRITE;
+		if (check_add_overflow(args->counters_offset,
+				       (u64)sizeof(struct drm_tnpu_job_counters), &end) ||
+		    end > obj->size) {
+			ret = -EINVAL;
+			goto out;
+		}
+		drm_gem_object_get(obj);
+		job->counters_bo = obj;
+		job->counters_offset = args->counters_offset;
+	}
+
+	/* drm_gem_lock_reservations() cannot lock one object twice: merge duplicates */
+	sort(use, count, sizeof(*use), tnpu_bo_use_cmp, NULL);
+	job->bos = kvcalloc(count, sizeof(*job->bos), GFP_KERNEL);
+	job->bo_flags = kvcalloc(count, sizeof(*job->bo_flags), GFP_KERNEL);
+	if (!job->bos || !job->bo_flags) {
+		ret = -ENOMEM;
+		goto out;
+	}
+	for (i = 0; i < count; i++) {
+		if (job->bo_count && job->bos[job->bo_count - 1] == use[i].obj) {
+			job->bo_flags[job->bo_count - 1] |= use[i].flags;
+			drm_gem_object_put(use[i].obj);
+		} else {
+			job->bos[job->bo_count] = use[i].obj;
+			job->bo_flags[job->bo_count++] = use[i].flags;
+		}
+		use[i].obj = NULL;
+	}
+	count = 0;
+out:
+	for (i = 0; i < count; i++)
+		if (use[i].obj)
+			drm_gem_object_put(use[i].obj);
+	kvfree(use);
+	return ret;
+}
+
+int tnpu_ioctl_submit(struct drm_device *drm, void *data, struct drm_file *file)
+{
+	struct tnpu_device *tdev = to_tnpu(drm);
+	struct tnpu_file *tfile = file->driver_priv;
+	struct drm_tnpu_submit *args = data;
+	struct dma_fence_chain *chain = NULL;
+	struct drm_syncobj *out_sync = NULL;
+	struct ww_acquire_ctx acquire;
+	struct dma_fence *fence;
+	struct tnpu_queue *queue;
+	struct tnpu_job *job;
+	u32 i, credits = 1;
+	int ret;
+
+	if (args->flags)
+		return -EINVAL;
+	if (args->cmd_size < 8 || args->cmd_size % 8 || args->cmd_size > tdev->caps.cmdbuf ||
+	    args->cmd_offset % 8)
+		return -EINVAL;
+	if (args->counters_offset % 8 || (!args->counters_bo && args->counters_offset))
+		return -EINVAL;
+	if (!args->out_sync && args->out_sync_point)
+		return -EINVAL;
+	ret = tnpu_check_array(&args->bos, sizeof(struct drm_tnpu_bo_ref), TNPU_MAX_SUBMIT_BOS);
+	if (ret)
+		return ret;
+	ret = tnpu_check_array(&args->in_syncs, sizeof(struct drm_tnpu_sync), TNPU_MAX_IN_SYNCS);
+	if (ret)
+		return ret;
+	if (READ_ONCE(tfile->ctx->faulted))
+		return -EBADFD;
+
+	job = kzalloc(sizeof(*job), GFP_KERNEL);
+	if (!job)
+		return -ENOMEM;
+	job->tdev = tdev;
+	job->ctx = tnpu_ctx_get(tfile->ctx);
+	INIT_LIST_HEAD(&job->node);
+	/* the hardware fence is allocated here because run_job must not allocate */
+	job->hw_fence = kzalloc(sizeof(*job->hw_fence), GFP_KERNEL);
+	if (!job->hw_fence) {
+		ret = -ENOMEM;
+		goto err_release;
+	}
+	ret = tnpu_submit_lookup_bos(job, file, args);
+	if (ret)
+		goto err_release;
+	if (job->counters_bo) {
+		ret = drm_gem_vmap_unlocked(job->counters_bo, &job->counters_map);
+		if (ret) {
+			job->counters_map.vaddr = NULL;
+			goto err_release;
+		}
+		/* the per-ring Q_PERF registers only belong to this job if it runs alone */
+		credits = TNPU_CREDITS;
+	}
+	if (args->out_sync) {
+		out_sync = drm_syncobj_find(file, args->out_sync);
+		if (!out_sync) {
+			ret = -ENOENT;
+			goto err_release;
+		}
+		if (args->out_sync_point) {
+			chain = dma_fence_chain_alloc();
+			if (!chain) {
+				ret = -ENOMEM;
+				goto err_release;
+			}
+		}
+	}
+
+	mutex_lock(&tfile->queue_lock);
+	queue = args->queue ? xa_load(&tfile->queues, args->queue) : NULL;
+	if (!queue) {
+		ret = -ENOENT;
+		goto err_unlock;
+	}
+	job->ring = &tdev->rings[queue->ring];
+	job->queue_handle = queue->handle;
+	ret = drm_sched_job_init(&job->base, &queue->entity, credits, tfile);
+	if (ret)
+		goto err_unlock;
+
+	for (i = 0; i < args->in_syncs.count; i++) {
+		struct drm_tnpu_sync sync;
+
+		ret = tnpu_copy_elem(&sync, sizeof(sync), &args->in_syncs, i);
+		if (!ret && sync.flags)
+			ret = -EINVAL;
+		if (!ret)
+			ret = drm_sched_job_add_syncobj_dependency(&job->base, file, sync.handle,
+								   sync.point);
+		if (ret)
+			goto err_cleanup;
+	}
+
+	ret = drm_gem_lock_reservations(job->bos, job->bo_count, &acquire);
+	if (ret)
+		goto err_cleanup;
+	for (i = 0; i < job->bo_count; i++) {
+		bool write = job->bo_flags[i] & DRM_TNPU_BO_REF_WRITE;
+
+		ret = dma_resv_reserve_fences(job->bos[i]->resv, 1);
+		if (!ret)
+			ret = drm_sched_job_add_implicit_dependencies(&job->base, job->bos[i],
+								      write);
+		if (ret) {
+			drm_gem_unlock_reservations(job->bos, job->bo_count, &acquire);
+			goto err_cleanup;
+		}
+	}
+
+	/* point of no return */
+	drm_sched_job_arm(&job->base);
+	job->id = atomic64_inc_return(&tdev->job_ids);
+	args->seqno = job->id;
+	fence = &job->base.s_fence->finished;
+	for (i = 0; i < job->bo_count; i++)
+		dma_resv_add_fence(job->bos[i]->resv, fence,
+				   job->bo_flags[i] & DRM_TNPU_BO_REF_WRITE ?
+				   DMA_RESV_USAGE_WRITE : DMA_RESV_USAGE_READ);
+	drm_gem_unlock_reservations(job->bos, job->bo_count, &acquire);
+	if (out_sync) {
+		if (chain)
+			drm_syncobj_add_point(out_sync, chain, fence, args->out_sync_point);
+		else
+			drm_syncobj_replace_fence(out_sync, fence);
+		drm_syncobj_put(out_sync);
+	}
+	atomic64_inc(&tdev->jobs_submitted);
+	drm_sched_entity_push_job(&job->base);
+	mutex_unlock(&tfile->queue_lock);
+	return 0;
+
+err_cleanup:
+	drm_sched_job_cleanup(&job->base);
+err_unlock:
+	mutex_unlock(&tfile->queue_lock);
+err_release:
+	dma_fence_chain_free(chain);
+	if (out_sync)
+		drm_syncobj_put(out_sync);
+	tnpu_job_release(job);
+	return ret;
+}

@@ -1,0 +1,197 @@
+// SPDX-License-Identifier: GPL-2.0-only
+/*
+ * tnpu device MMU (Documentation/hardware/mmu.md): one context per open file, each with its own
+ * 4-level page tables in coherent DMA memory and a context-table slot. A BO is mapped only into its
+ * creator's tables, which is what keeps one file's jobs out of another file's memory.
+ */
+#include <linux/dma-mapping.h>
+#include <linux/scatterlist.h>
+#include <linux/slab.h>
+
+#include <drm/drm_drv.h>
+
+#include "tnpu_drv.h"
+
+static int tnpu_pt_alloc(struct tnpu_device *tdev, struct tnpu_pt *pt, bool leaf)
+{
+	pt->cpu = dma_alloc_coherent(&tdev->pdev->dev, TNPU_PAGE_SIZE, &pt->dma, GFP_KERNEL);
+	if (!pt->cpu)
+		return -ENOMEM;
+	pt->children = NULL;
+	if (!leaf) {
+		pt->children = kcalloc(TNPU_PT_ENTRIES, sizeof(*pt->children), GFP_KERNEL);
+		if (!pt->children) {
+			dma_free_coherent(&tdev->pdev->dev, TNPU_PAGE_SIZE, pt->cpu, pt->dma);
+			pt->cpu = NULL;
+			return -ENOMEM;
+		}
+	}
+	return 0;
+}
+
+static void tnpu_pt_free(struct tnpu_device *tdev, struct tnpu_pt *pt)
+{
+	unsigned int i;
+
+	if (!pt->cpu)
+		return;
+	if (pt->children) {
+		for (i = 0; i < TNPU_PT_ENTRIES; i++) {
+			if (pt->children[i]) {
+				tnpu_pt_free(tdev, pt->children[i]);
+				kfree(pt->children[i]);
+			}
+		}
+		kfree(pt->children);
+	}
+	dma_free_coherent(&tdev->pdev->dev, TNPU_PAGE_SIZE, pt->cpu, pt->dma);
+	pt->cpu = NULL;
+}
+
+static unsigned int tnpu_pt_index(u64 va, int level)
+{
+	return (va >> (TNPU_PAGE_SHIFT + TNPU_PT_SHIFT * (level - 1))) & (TNPU_PT_ENTRIES - 1);
+}
+
+/* Returns the leaf table covering @va, allocating intermediate tables when @alloc. */
+static struct tnpu_pt *tnpu_pt_walk(struct tnpu_ctx *ctx, u64 va, bool alloc)
+{
+	struct tnpu_pt *pt = &ctx->root;
+	int level;
+
+	for (level = TNPU_PT_LEVELS; level > 1; level--) {
+		unsigned int i = tnpu_pt_index(va, level);
+		struct tnpu_pt *child = pt->children[i];
+
+		if (!child) {
+			if (!alloc)
+				return NULL;
+			child = kzalloc(sizeof(*child), GFP_KERNEL);
+			if (!child)
+				return NULL;
+			if (tnpu_pt_alloc(ctx->tdev, child, level == 2)) {
+				kfree(child);
+				return NULL;
+			}
+			pt->children[i] = child;
+			WRITE_ONCE(pt->cpu[i],
+				   cpu_to_le64((child->dma & TNPU_PTE_ADDR) | TNPU_PTE_VALID));
+		}
+		pt = child;
+	}
+	return pt;
+}
+
+void tnpu_mmu_invalidate(struct tnpu_device *tdev)
+{
+	int idx;
+
+	if (drm_dev_enter(&tdev->drm, &idx)) {
+		tnpu_write(tdev, TNPU_REG_MMU_INVALIDATE, 1);
+		drm_dev_exit(idx);
+	}
+}
+
+void tnpu_mmu_unmap(struct tnpu_ctx *ctx, u64 va, u64 size)
+{
+	u64 end = va + size;
+
+	lockdep_assert_held(&ctx->lock);
+	for (; va < end; va += TNPU_PAGE_SIZE) {
+		struct tnpu_pt *leaf = tnpu_pt_walk(ctx, va, false);
+
+		if (leaf)
+			WRITE_ONCE(leaf->cpu[tnpu_pt_index(va, 1)], 0);
+	}
+	/* mmu.md: unmapped pages must not be reused before the device drops cached translations */
+	tnpu_mmu_invalidate(ctx->tdev);
+}
+
+int tnpu_mmu_map(struct tnpu_ctx *ctx, u64 va, struct sg_table *sgt, u64 size, bool writable)
+{
+	u64 prot = TNPU_PTE_VALID | TNPU_PTE_READ | (writable ? TNPU_PTE_WRITE : 0);
+	u64 start = va, end = va + size;
+	struct scatterlist *sg;
+	unsigned int i;
+
+	lockdep_assert_held(&ctx->lock);
+	for_each_sgtable_dma_sg(sgt, sg, i) {
+		dma_addr_t addr = sg_dma_address(sg);
+		u64 len = sg_dma_len(sg);
+
+		for (; len && va < end; len -= TNPU_PAGE_SIZE, addr += TNPU_PAGE_SIZE,
+		     va += TNPU_PAGE_SIZE) {
+			struct tnpu_pt *leaf = tnpu_pt_walk(ctx, va, true);
+
+			if (!leaf) {
+				tnpu_mmu_unmap(ctx, start, va - start);
+				return -ENOMEM;
+			}
+			WRITE_ONCE(leaf->cpu[tnpu_pt_index(va, 1)],
+				   cpu_to_le64((addr & TNPU_PTE_ADDR) | prot));
+		}
+	}
+	if (va != end) {
+		tnpu_mmu_unmap(ctx, start, va - start);
+		return -EINVAL;
+	}
+	return 0;
+}
+
+struct tnpu_ctx *tnpu_ctx_create(struct tnpu_device *tdev)
+{
+	struct tnpu_ctx *ctx;
+	int id, ret;
+
+	ctx = kzalloc(sizeof(*ctx), GFP_KERNEL);
+	if (!ctx)
+		return ERR_PTR(-ENOMEM);
+	/* context 0 stays invalid so a zeroed ring entry can never run in someone's context */
+	id = ida_alloc_range(&tdev->ctx_ida, 1, min_t(u32, TNPU_MAX_CTX, tdev->caps.mmu_ctx) - 1,
+			     GFP_KERNEL);
+	if (id < 0) {
+		ret = id == -ENOSPC ? -EBUSY : id;
+		goto err_free;
+	}
+	ret = tnpu_pt_alloc(tdev, &ctx->root, false);
+	if (ret)
+		goto err_ida;
+	kref_init(&ctx->ref);
+	ctx->tdev = tdev;
+	ctx->id = id;
+	mutex_init(&ctx->lock);
+	drm_mm_init(&ctx->mm, TNPU_VA_START, TNPU_VA_END - TNPU_VA_START);
+	WRITE_ONCE(tdev->ctx_table[id].reserved, 0);
+	WRITE_ONCE(tdev->ctx_table[id].root,
+		   cpu_to_le64((ctx->root.dma & TNPU_PTE_ADDR) | TNPU_CTX_VALID));
+	drm_dev_get(&tdev->drm);
+	return ctx;
+
+err_ida:
+	ida_free(&tdev->ctx_ida, id);
+err_free:
+	kfree(ctx);
+	return ERR_PTR(ret);
+}
+
+static void tnpu_ctx_release(struct kref *ref)
+{
+	struct tnpu_ctx *ctx = container_of(ref, struct tnpu_ctx, ref);
+	struct tnpu_device *tdev = ctx->tdev;
+
+	WRITE_ONCE(tdev->ctx_table[ctx->id].root, 0);
+	tnpu_mmu_invalidate(tdev);
+	drm_mm_takedown(&ctx->mm);
+	tnpu_pt_free(tdev, &ctx->root);
+	ida_free(&tdev->ctx_ida, ctx->id);
+	mutex_destroy(&ctx->lock);
+	kfree(ctx);
+	/* every context pins the DRM device: its tables and the context table live in it */
+	drm_dev_put(&tdev->drm);
+}
+
+void tnpu_ctx_put(struct tnpu_ctx *ctx)
+{
+	if (ctx)
+		kref_put(&ctx->ref, tnpu_ctx_release);
+}

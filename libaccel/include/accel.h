@@ -1,0 +1,355 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * accel.h - libaccel, the user-space runtime of the tnpu accelerator.
+ *
+ * Reference: Documentation/libaccel.md.  Conventions:
+ *  - every function returns 0 or a negative errno; a human-readable message for the last error of a
+ *    device is in accel_last_error(dev); accel_strerror() names an errno;
+ *  - handles are opaque; out-parameters come last;
+ *  - the library never aborts, exits or writes to stdout/stderr, and has no global mutable state;
+ *  - threading: one struct accel_dev (and everything created from it) must be used by one thread at a
+ *    time; different devices are independent.
+ */
+#ifndef ACCEL_H
+#define ACCEL_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+#define ACCEL_VERSION_MAJOR 0
+#define ACCEL_VERSION_MINOR 1
+
+struct accel_dev;
+struct accel_buffer;
+struct accel_job;
+struct accel_program;
+struct accel_cmdstream;
+
+/* ---- device ------------------------------------------------------------------------------ */
+
+/*
+ * Open a device.  path: "/dev/accel/accelN" (drm backend), "sim" or "sim:rows=R,cols=C,pes=P,sram=B"
+ * (in-process golden model), or NULL: $ACCEL_DEVICE if set, else /dev/accel/accel0 if it exists,
+ * else sim.  An explicit path that cannot be opened is an error (no silent fallback).
+ */
+int accel_open(const char *path, struct accel_dev **out);
+/* accel_open that also reports why opening failed (no device exists yet to hold the message). */
+int accel_open_msg(const char *path, char *msg, size_t msglen, struct accel_dev **out);
+void accel_close(struct accel_dev *dev);
+
+struct accel_caps {
+	char backend[8];		/* "sim" or "drm" */
+	uint32_t rows, cols, pes;	/* PE array geometry */
+	uint32_t sram_bytes;		/* per storage unit (row); each ping/pong half is half of it */
+	uint32_t acc_elems;		/* 32-bit elements per accumulator */
+	uint32_t accumulators, slots, ibufs, ibuf_depth, rf_entries, semaphores;
+	uint32_t rate_int8, rate_fp32;	/* MACs per cycle per PE */
+	uint32_t rate_dma, rate_dispatch;	/* bytes per cycle */
+	uint32_t clock_mhz;
+	uint32_t max_cmdbuf;		/* bytes per hardware command buffer */
+	uint32_t features;		/* hardware CAP_FEATURES bits */
+};
+int accel_query_caps(struct accel_dev *dev, struct accel_caps *out);
+
+/* Message describing the last failure on dev (never NULL; "" if none). Valid until the next call. */
+const char *accel_last_error(const struct accel_dev *dev);
+/* Short name of a negative errno returned by libaccel ("-EINVAL: invalid argument"). */
+const char *accel_strerror(int err);
+
+/* ---- buffers ----------------------------------------------------------------------------- */
+
+/* Device-visible memory, zero-filled, mapped into the host.  size >= 1. */
+int accel_buffer_alloc(struct accel_dev *dev, uint64_t size, struct accel_buffer **out);
+void accel_buffer_free(struct accel_buffer *buf);
+/* Host pointer of the buffer (valid until accel_buffer_free). */
+void *accel_buffer_ptr(const struct accel_buffer *buf);
+uint64_t accel_buffer_size(const struct accel_buffer *buf);
+/* Device virtual address (for hand-built command streams). */
+uint64_t accel_buffer_va(const struct accel_buffer *buf);
+
+/* ---- tensors ----------------------------------------------------------------------------- */
+
+enum accel_dtype {
+	ACCEL_INT8 = 0,
+	ACCEL_INT32 = 1,
+	ACCEL_FP32 = 2,
+};
+
+enum accel_layout {
+	ACCEL_LAYOUT_ROWMAJOR = 0,	/* 2-D matrix: shape {rows, cols} */
+	ACCEL_LAYOUT_NHWC = 1,		/* 4-D: shape always {N, C, H, W}; memory order N,H,W,C */
+	ACCEL_LAYOUT_NCHW = 2,		/* 4-D: memory order N,C,H,W */
+};
+
+/* A view of a buffer.  shape/strides are in logical order ({rows, cols} or {N, C, H, W});
+ * strides are in bytes.  Plain value type: fill it with accel_tensor_2d/_4d or by hand. */
+struct accel_tensor {
+	struct accel_buffer *buf;
+	uint64_t offset;		/* bytes from the start of buf */
+	enum accel_dtype dtype;
+	enum accel_layout layout;
+	uint32_t ndim;			/* 2 or 4 */
+	uint32_t shape[4];
+	int64_t strides[4];
+};
+
+size_t accel_dtype_size(enum accel_dtype dt);
+/* Packed row-major matrix rows x cols (row pitch = cols * elem). */
+int accel_tensor_2d(struct accel_buffer *buf, uint64_t offset, enum accel_dtype dt, uint32_t rows,
+		    uint32_t cols, struct accel_tensor *out);
+/* Packed 4-D tensor in the given layout (NHWC or NCHW), logical shape {n, c, h, w}. */
+int accel_tensor_4d(struct accel_buffer *buf, uint64_t offset, enum accel_dtype dt, enum accel_layout layout,
+		    uint32_t n, uint32_t c, uint32_t h, uint32_t w, struct accel_tensor *out);
+/* Bytes from the first to one past the last element; -EINVAL on a malformed tensor. */
+int accel_tensor_extent(const struct accel_tensor *t, uint64_t *bytes);
+/* 0 if t is well formed and lies inside its buffer, else -EINVAL / -ERANGE. */
+int accel_tensor_check(const struct accel_tensor *t);
+
+/* ---- jobs -------------------------------------------------------------------------------- */
+
+/* Submission options of an operation. NULL = no dependencies. */
+struct accel_submit {
+	struct accel_job *const *deps;	/* jobs that must complete before this one starts */
+	uint32_t n_deps;
+	uint32_t flags;			/* must be 0 */
+};
+
+/* Per-job device counters (sum over the job's hardware command buffers). */
+struct accel_counters {
+	uint64_t total_cycles, compute_cycles, dma_cycles, stall_cycles;
+	uint64_t macs_dense, macs_effective;
+	uint64_t bytes_h2d, bytes_d2h, bytes_dispatch, bytes_config;
+	uint64_t instructions, bank_swaps, mmu_faults, commands;
+	uint64_t oq_accesses, sfu_ops, load_cycles, store_cycles;
+	uint32_t hw_jobs;		/* hardware command buffers the job was split into */
+	uint32_t pad;
+};
+
+/*
+ * Wait for a job.  timeout_ns < 0: forever; 0: poll.  Returns 0 when it completed successfully,
+ * -ETIME if it is still running, or the job's error (-EIO device error, -ECANCELED failed
+ * dependency, ...; message in accel_last_error).
+ */
+int accel_job_wait(struct accel_job *job, int64_t timeout_ns);
+/* Counters of a completed job (waits for it first). */
+int accel_job_counters(struct accel_job *job, struct accel_counters *out);
+/* Release a job (waits for it if still running). NULL is a no-op. */
+void accel_job_free(struct accel_job *job);
+
+/* ---- operations -------------------------------------------------------------------------- */
+/*
+ * Every operation takes an optional struct accel_submit (dependencies) and an optional out-job:
+ * with job == NULL the call is synchronous (returns when the result is in memory); otherwise it
+ * returns at once with a job to wait on.  The operation's buffers must stay alive until then.
+ */
+
+enum accel_act {
+	ACCEL_ACT_NONE = 0,
+	ACCEL_ACT_RELU = 1,
+	ACCEL_ACT_CLAMP = 2,		/* clamp to [clamp_lo, clamp_hi] (ReLU6 = 0..6) */
+};
+
+/* Output epilogue, applied by the SFU in this order: bias, activation, requantisation. */
+struct accel_epilogue {
+	const struct accel_tensor *bias;	/* optional: 1 x N (2-D) of INT32 (int8 ops) or FP32 */
+	enum accel_act act;
+	/* CLAMP bounds in the accumulator domain: int32 for int8 ops, float for fp32. */
+	int32_t clamp_lo_i, clamp_hi_i;
+	float clamp_lo_f, clamp_hi_f;
+	/* Requantisation (int8 output): y = sat8(((x * multiplier + round) >> shift) + zero_point). */
+	int32_t multiplier;
+	uint8_t shift;			/* 0..62 */
+	int16_t zero_point;		/* -128..127 */
+	float scale_f;			/* fp32 output scale; 0 = none (1.0) */
+};
+
+/* Turn a real scale (0 < scale < 2^31) into multiplier/shift for accel_epilogue. */
+int accel_quant_from_scale(double scale, int32_t *multiplier, uint8_t *shift);
+
+/*
+ * C = op(A) x op(B) (+ epilogue).  A: M x K (or K x M with trans_a), B: K x N (or N x K with
+ * trans_b), 2-D tensors.  dtypes: A, B both INT8 (C INT32, or INT8 with requantisation) or both
+ * FP32 (C FP32).  The inner (column) dimension of every tensor must be contiguous.
+ */
+struct accel_gemm_desc {
+	const struct accel_tensor *a, *b, *c;
+	bool trans_a, trans_b;
+	struct accel_epilogue epi;
+};
+int accel_gemm(struct accel_dev *dev, const struct accel_gemm_desc *d, const struct accel_submit *sub,
+	       struct accel_job **job);
+
+/*
+ * 2-D convolution through the implicit-im2col load (no im2col buffer anywhere).
+ * input {N, C, H, W}, weights {K, C/groups, R, S} in the same layout as the input (NHWC input: OHWI
+ * weights; NCHW input: OIHW weights), output {N, K, OH, OW} (NHWC or NCHW) with
+ * OH = (H + pad_top + pad_bottom - dil_h*(R-1) - 1) / stride_h + 1 (same for W).
+ */
+struct accel_conv2d_desc {
+	const struct accel_tensor *input, *weights, *output;
+	uint32_t stride_h, stride_w;		/* >= 1 */
+	uint32_t pad_top, pad_left, pad_bottom, pad_right;
+	uint32_t dil_h, dil_w;			/* >= 1 */
+	uint32_t groups;			/* >= 1; groups == C == K is depthwise */
+	int32_t input_zero_point;		/* int8: value used for padding (-128..127) */
+	struct accel_epilogue epi;
+};
+int accel_conv2d(struct accel_dev *dev, const struct accel_conv2d_desc *d, const struct accel_submit *sub,
+		 struct accel_job **job);
+
+enum accel_pool_kind {
+	ACCEL_POOL_MAX = 0,
+	ACCEL_POOL_AVG = 1,	/* average over the window including padding (count = R*S) */
+};
+
+struct accel_pool2d_desc {
+	const struct accel_tensor *input, *output;	/* same dtype and layout */
+	enum accel_pool_kind kind;
+	uint32_t win_h, win_w, stride_h, stride_w;
+	uint32_t pad_top, pad_left, pad_bottom, pad_right;
+	/* AVG on INT8: requantisation of the window sum (default: multiplier/shift of 1/(R*S)). */
+	int32_t multiplier;
+	uint8_t shift;
+};
+int accel_pool2d(struct accel_dev *dev, const struct accel_pool2d_desc *d, const struct accel_submit *sub,
+		 struct accel_job **job);
+
+/* Element-wise activation out = act(in) on tensors of identical shape and dtype (INT8/FP32). */
+struct accel_activation_desc {
+	const struct accel_tensor *input, *output;
+	enum accel_act act;
+	int32_t clamp_lo_i, clamp_hi_i;
+	float clamp_lo_f, clamp_hi_f;
+};
+int accel_activation(struct accel_dev *dev, const struct accel_activation_desc *d,
+		     const struct accel_submit *sub, struct accel_job **job);
+
+/* ---- cluster programs (CONFIG packets) ----------------------------------------------------- */
+
+/* Register-file operand record (hardware struct tnpu_operand, isa.md). */
+struct accel_operand {
+	uint32_t addr;		/* byte offset in the storage-unit half */
+	int32_t col_stride;	/* per-PE rewrite: + cluster column * col_stride */
+	int32_t pe_stride;	/* + PE index * pe_stride */
+	uint32_t pitch;		/* bytes between rows */
+	uint16_t rows, cols;
+	uint8_t dtype;		/* enum accel_dtype */
+	uint8_t flags;		/* ACCEL_OPF_* */
+	uint16_t su_wrap;	/* scalar unit (PIPE4 programs) */
+	int32_t su_delta;
+	int32_t su_wrap_delta;
+};
+#define ACCEL_OPF_TRANS		0x01u
+#define ACCEL_OPF_SPARSE	0x02u
+
+/* SFU parameter record (hardware struct tnpu_sfu_param). */
+struct accel_sfu_param {
+	uint32_t bias_addr;
+	int32_t bias_col_stride, bias_pe_stride;
+	uint32_t scale;		/* int32 multiplier or fp32 bits */
+	uint8_t ops;		/* ACCEL_SFU_* */
+	uint8_t shift;
+	int16_t zero_point;
+	uint8_t out_dtype;	/* enum accel_dtype */
+	uint8_t reserved[3];
+	uint32_t lo, hi;
+};
+#define ACCEL_SFU_BIAS		0x01u
+#define ACCEL_SFU_RELU		0x02u
+#define ACCEL_SFU_CLAMP		0x04u
+#define ACCEL_SFU_REQUANT	0x08u
+
+enum accel_wq_mode { ACCEL_WQ_SQ = 0, ACCEL_WQ_RQ = 1, ACCEL_WQ_SW = 2 };
+#define ACCEL_MAC_LB		0x01u	/* load balancing */
+#define ACCEL_MAC_CHAIN		0x02u	/* chained SFU (record set with accel_program_set_chain_sfu) */
+enum accel_sfu_fn { ACCEL_SFU_FN_PASS = 0, ACCEL_SFU_FN_APPLY = 1 };
+
+int accel_program_new(struct accel_program **out);
+void accel_program_free(struct accel_program *p);
+/* pipe4: 4-stage pipeline with scalar-unit operand updates; wq: weight-queue mode. */
+int accel_program_set_mode(struct accel_program *p, bool pipe4, enum accel_wq_mode wq);
+int accel_program_set_loop(struct accel_program *p, unsigned start, unsigned end, unsigned repeat);
+/* Register-window base (0..48) of the program's records. */
+int accel_program_set_rf_base(struct accel_program *p, unsigned rf_base);
+int accel_program_set_chain_sfu(struct accel_program *p, unsigned rf);
+/* Append a register-file record; *rf = its window index (0..15). */
+int accel_program_add_operand(struct accel_program *p, const struct accel_operand *op, unsigned *rf);
+int accel_program_add_sfu_param(struct accel_program *p, const struct accel_sfu_param *sp, unsigned *rf);
+/* Append instructions (at most 64). */
+int accel_program_ld(struct accel_program *p, unsigned rf, unsigned slot, bool weight_queue, bool zskip);
+int accel_program_mac(struct accel_program *p, unsigned in_slot, unsigned wq_slot, unsigned acc, unsigned flags);
+int accel_program_sfu(struct accel_program *p, enum accel_sfu_fn fn, unsigned rf, unsigned acc);
+int accel_program_st(struct accel_program *p, unsigned acc, unsigned rf, bool raw);
+
+/* ---- command streams ------------------------------------------------------------------------ */
+
+#define ACCEL_CMD_ASYNC		0x01u	/* wait only for the command's own engine (commands.md) */
+#define ACCEL_ROW_ALL		0xFFu
+enum accel_engine { ACCEL_ENGINE_LOAD = 0, ACCEL_ENGINE_COMPUTE = 1, ACCEL_ENGINE_STORE = 2 };
+#define ACCEL_EXE_SHIFT_OUT	0x02u
+#define ACCEL_EXE_LAST		0x04u
+#define ACCEL_EXE_RF_RESTORE	0x100u	/* DISPATCH flag: restore scalar-updated records first */
+
+/* 3-D strided copy between a buffer and a storage-unit half. */
+struct accel_dma {
+	struct accel_buffer *buf;	/* NULL with fill */
+	uint64_t offset, pitch_y, pitch_z;
+	uint32_t sram_off, sram_pitch_y, sram_pitch_z;
+	uint32_t width, height, depth;
+	uint8_t row, half;
+	bool fill;
+	uint8_t fill_byte;
+};
+
+/* Implicit-im2col tile load (hardware struct tnpu_cmd_im2col with a buffer instead of a VA). */
+struct accel_im2col {
+	struct accel_buffer *buf;
+	uint64_t offset;
+	uint64_t stride_n, stride_c, stride_h, stride_w;
+	uint16_t n, h, w, c, r, s, oh, ow;
+	uint8_t stride_y, stride_x, dil_y, dil_x, pad_top, pad_left;
+	uint8_t nchw;			/* 0 NHWC, 1 NCHW */
+	uint8_t dtype;			/* ACCEL_INT8 or ACCEL_FP32 */
+	uint32_t pad_value;
+	uint32_t m0, mt, k0, kt, sram_off, sram_pitch;
+	uint8_t row, half;
+};
+
+/* EXE register-file patch: field 0 addr, 1 rows, 2 cols, 3 pitch. */
+struct accel_patch {
+	uint8_t rf, field;
+	uint32_t value;
+};
+
+int accel_cs_new(struct accel_dev *dev, struct accel_cmdstream **out);
+void accel_cs_free(struct accel_cmdstream *cs);
+/* Bytes of commands so far. */
+size_t accel_cs_size(const struct accel_cmdstream *cs);
+int accel_cs_dma_h2d(struct accel_cmdstream *cs, unsigned flags, const struct accel_dma *d);
+int accel_cs_dma_d2h(struct accel_cmdstream *cs, unsigned flags, const struct accel_dma *d);
+int accel_cs_im2col(struct accel_cmdstream *cs, unsigned flags, const struct accel_im2col *d);
+/* CONFIG packet of program p into instruction buffer ibuf of row (or ACCEL_ROW_ALL). */
+int accel_cs_config(struct accel_cmdstream *cs, unsigned flags, unsigned row, unsigned ibuf,
+		    const struct accel_program *p);
+/* EXE of ibuf; exe_flags ACCEL_EXE_*; half = storage-unit half the operands address. */
+int accel_cs_exe(struct accel_cmdstream *cs, unsigned flags, unsigned row, unsigned half, unsigned ibuf,
+		 unsigned exe_flags, const struct accel_patch *patches, unsigned n_patches);
+int accel_cs_sem_signal(struct accel_cmdstream *cs, unsigned flags, enum accel_engine e, unsigned sem,
+			unsigned count);
+int accel_cs_sem_wait(struct accel_cmdstream *cs, unsigned flags, enum accel_engine e, unsigned sem,
+		      unsigned count);
+/* Barrier; with buf != NULL also writes value at buf + offset (8-byte aligned). */
+int accel_cs_fence(struct accel_cmdstream *cs, struct accel_buffer *buf, uint64_t offset, uint64_t value);
+/* Submit the stream as one job (the stream can be reused or freed afterwards). */
+int accel_cs_submit(struct accel_cmdstream *cs, const struct accel_submit *sub, struct accel_job **job);
+
+#ifdef __cplusplus
+}
+#endif
+
+#endif /* ACCEL_H */

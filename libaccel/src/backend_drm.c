@@ -1,0 +1,299 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * backend_drm.c - the "drm" backend: tnpu.ko through libdrm (uapi/tnpu_accel.h, Documentation/uapi.md).
+ *
+ * Buffers are GEM BOs (BO_CREATE gives handle, device VA and mmap offset); each hardware command
+ * buffer is copied into its own BO and submitted on the file's queue with every buffer the stream
+ * references in the BO list (read+write: the lowering does not track direction per buffer), the
+ * dependencies' syncobjs as in-fences and a fresh syncobj as out-fence; the driver writes the job's
+ * counters into a small counters BO before the fence signals.  Waiting is drmSyncobjWait.
+ */
+#include <xf86drm.h>	/* before tnpu_accel.h: both drm.h copies share the _DRM_H_ guard */
+#include <fcntl.h>
+#include <stdint.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/mman.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "internal.h"
+#include "tnpu_accel.h"
+
+struct drm {
+	int fd;
+	uint32_t queue;
+	uint32_t counters_size;
+};
+
+static int drm_err(struct accel_dev *dev, const char *what)
+{
+	int err = errno ? -errno : -EIO;
+
+	return accel_seterr(dev, err, "%s: %s", what, strerror(-err));
+}
+
+static int drm_buf_alloc(struct accel_dev *dev, struct accel_buffer *b)
+{
+	struct drm *d = dev->priv;
+	struct drm_tnpu_bo_create c;
+	void *p;
+
+	memset(&c, 0, sizeof(c));
+	c.size = b->alloc;
+	if (drmIoctl(d->fd, DRM_IOCTL_TNPU_BO_CREATE, &c))
+		return drm_err(dev, "DRM_IOCTL_TNPU_BO_CREATE");
+	p = mmap(NULL, b->alloc, PROT_READ | PROT_WRITE, MAP_SHARED, d->fd, (off_t)c.mmap_offset);
+	if (p == MAP_FAILED) {
+		struct drm_gem_close gc = { .handle = c.handle };
+		int ret = drm_err(dev, "mmap of a buffer object");
+
+		drmIoctl(d->fd, DRM_IOCTL_GEM_CLOSE, &gc);
+		return ret;
+	}
+	b->ptr = p;
+	b->va = c.va;
+	b->handle = c.handle;
+	return 0;
+}
+
+static void drm_buf_free(struct accel_dev *dev, struct accel_buffer *b)
+{
+	struct drm *d = dev->priv;
+	struct drm_gem_close gc = { .handle = b->handle };
+
+	if (b->ptr)
+		munmap(b->ptr, b->alloc);
+	drmIoctl(d->fd, DRM_IOCTL_GEM_CLOSE, &gc);
+	b->ptr = NULL;
+}
+
+static int bo_new(struct accel_dev *dev, uint64_t size, struct accel_buffer **out)
+{
+	struct accel_buffer *b = calloc(1, sizeof(*b));
+	int ret;
+
+	if (!b)
+		return accel_seterr(dev, -ENOMEM, "out of memory");
+	b->dev = dev;
+	b->size = size;
+	b->alloc = (size + ACCEL_PAGE - 1) & ~(uint64_t)(ACCEL_PAGE - 1);
+	ret = drm_buf_alloc(dev, b);
+	if (ret) {
+		free(b);
+		return ret;
+	}
+	*out = b;
+	return 0;
+}
+
+static void bo_del(struct accel_dev *dev, struct accel_buffer *b)
+{
+	if (!b)
+		return;
+	drm_buf_free(dev, b);
+	free(b);
+}
+
+static void drm_hw_release(struct accel_dev *dev, struct accel_hwjob *hw)
+{
+	struct drm *d = dev->priv;
+
+	if (hw->syncobj)
+		drmSyncobjDestroy(d->fd, hw->syncobj);
+	bo_del(dev, hw->cmd_bo);
+	bo_del(dev, hw->cnt_bo);
+	hw->syncobj = 0;
+	hw->cmd_bo = hw->cnt_bo = NULL;
+}
+
+static int drm_submit(struct accel_dev *dev, const uint8_t *cmds, size_t len, struct accel_buffer *const *bos,
+		      unsigned n_bos, struct accel_hwjob *const *deps, unsigned n_deps, struct accel_hwjob *hw)
+{
+	struct drm *d = dev->priv;
+	struct drm_tnpu_bo_ref *refs = NULL;
+	struct drm_tnpu_sync *syncs = NULL;
+	struct drm_tnpu_submit s;
+	int ret;
+
+	memset(hw, 0, sizeof(*hw));
+	ret = bo_new(dev, len, &hw->cmd_bo);
+	if (!ret)
+		ret = bo_new(dev, ACCEL_MAX(d->counters_size, sizeof(struct drm_tnpu_job_counters)), &hw->cnt_bo);
+	if (ret)
+		goto fail;
+	memcpy(hw->cmd_bo->ptr, cmds, len);
+	if (drmSyncobjCreate(d->fd, 0, &hw->syncobj)) {
+		ret = drm_err(dev, "drmSyncobjCreate");
+		goto fail;
+	}
+	refs = calloc(n_bos ? n_bos : 1, sizeof(*refs));
+	syncs = calloc(n_deps ? n_deps : 1, sizeof(*syncs));
+	if (!refs || !syncs) {
+		ret = accel_seterr(dev, -ENOMEM, "out of memory");
+		goto fail;
+	}
+	for (unsigned i = 0; i < n_bos; i++) {
+		refs[i].handle = bos[i]->handle;
+		refs[i].flags = DRM_TNPU_BO_REF_READ | DRM_TNPU_BO_REF_WRITE;
+	}
+	for (unsigned i = 0; i < n_deps; i++)
+		syncs[i].handle = deps[i]->syncobj;
+	memset(&s, 0, sizeof(s));
+	s.queue = d->queue;
+	s.cmd_bo = hw->cmd_bo->handle;
+	s.cmd_size = (uint32_t)len;
+	s.bos.stride = sizeof(*refs);
+	s.bos.count = n_bos;
+	s.bos.array = (uint64_t)(uintptr_t)refs;
+	s.in_syncs.stride = sizeof(*syncs);
+	s.in_syncs.count = n_deps;
+	s.in_syncs.array = (uint64_t)(uintptr_t)syncs;
+	s.out_sync = hw->syncobj;
+	s.counters_bo = hw->cnt_bo->handle;
+	if (drmIoctl(d->fd, DRM_IOCTL_TNPU_SUBMIT, &s)) {
+		ret = drm_err(dev, "DRM_IOCTL_TNPU_SUBMIT");
+		goto fail;
+	}
+	free(refs);
+	free(syncs);
+	return 0;
+fail:
+	free(refs);
+	free(syncs);
+	drm_hw_release(dev, hw);
+	return ret;
+}
+
+static int drm_wait(struct accel_dev *dev, struct accel_hwjob *hw, int64_t timeout_ns)
+{
+	struct drm *d = dev->priv;
+	struct drm_tnpu_job_counters c;
+	struct timespec ts;
+	int64_t abs;
+	int ret;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	abs = timeout_ns < 0 ? INT64_MAX : (int64_t)ts.tv_sec * 1000000000ll + ts.tv_nsec + timeout_ns;
+	ret = drmSyncobjWait(d->fd, &hw->syncobj, 1, abs, DRM_SYNCOBJ_WAIT_FLAGS_WAIT_FOR_SUBMIT, NULL);
+	if (ret) {
+		ret = ret == -1 ? -errno : ret;
+		if (ret == -ETIME || ret == -ETIMEDOUT)
+			return -ETIME;
+		return accel_seterr(dev, ret, "drmSyncobjWait: %s", strerror(-ret));
+	}
+	memcpy(&c, hw->cnt_bo->ptr, sizeof(c));
+	hw->done = true;
+	hw->hw_error = c.hw_error;
+	for (unsigned i = 0; i < ACCEL_MAX_COUNTERS; i++)
+		hw->counters[i] = c.counter[i];
+	if (c.status || c.hw_error) {
+		hw->status = c.hw_error ? -EIO : (c.status < 0 ? c.status : -EIO);
+		accel_seterr(dev, hw->status, "job failed: status %d, hardware error code %u", c.status, c.hw_error);
+	}
+	return 0;
+}
+
+static void drm_close(struct accel_dev *dev)
+{
+	struct drm *d = dev->priv;
+
+	if (!d)
+		return;
+	if (d->queue) {
+		struct drm_tnpu_queue_destroy q = { .handle = d->queue };
+
+		drmIoctl(d->fd, DRM_IOCTL_TNPU_QUEUE_DESTROY, &q);
+	}
+	close(d->fd);
+	free(d);
+	dev->priv = NULL;
+}
+
+static const struct accel_backend_ops drm_ops = {
+	.name = "drm",
+	.buf_alloc = drm_buf_alloc,
+	.buf_free = drm_buf_free,
+	.submit = drm_submit,
+	.wait = drm_wait,
+	.hw_release = drm_hw_release,
+	.close = drm_close,
+};
+
+int accel_drm_open(struct accel_dev *dev, const char *path)
+{
+	struct drm_tnpu_caps caps;
+	struct drm_tnpu_query q;
+	struct drm_tnpu_queue_create qc;
+	drmVersionPtr ver;
+	struct drm *d;
+	int fd, ret;
+
+	fd = open(path, O_RDWR | O_CLOEXEC);
+	if (fd < 0)
+		return accel_seterr(dev, -errno, "cannot open %s: %s", path, strerror(errno));
+	ver = drmGetVersion(fd);
+	if (!ver || strcmp(ver->name, "tnpu")) {
+		ret = accel_seterr(dev, -ENODEV, "%s is not a tnpu device (driver %s)", path, ver ? ver->name : "unknown");
+		drmFreeVersion(ver);
+		close(fd);
+		return ret;
+	}
+	drmFreeVersion(ver);
+	memset(&caps, 0, sizeof(caps));
+	memset(&q, 0, sizeof(q));
+	q.type = DRM_TNPU_QUERY_CAPS;
+	q.size = sizeof(caps);
+	q.pointer = (uint64_t)(uintptr_t)&caps;
+	if (drmIoctl(fd, DRM_IOCTL_TNPU_QUERY, &q)) {
+		ret = drm_err(dev, "DRM_IOCTL_TNPU_QUERY(CAPS)");
+		close(fd);
+		return ret;
+	}
+	memset(&qc, 0, sizeof(qc));
+	qc.priority = DRM_TNPU_QUEUE_PRIORITY_NORMAL;
+	if (drmIoctl(fd, DRM_IOCTL_TNPU_QUEUE_CREATE, &qc)) {
+		ret = drm_err(dev, "DRM_IOCTL_TNPU_QUEUE_CREATE");
+		close(fd);
+		return ret;
+	}
+	d = calloc(1, sizeof(*d));
+	if (!d) {
+		struct drm_tnpu_queue_destroy qd = { .handle = qc.handle };
+
+		drmIoctl(fd, DRM_IOCTL_TNPU_QUEUE_DESTROY, &qd);
+		close(fd);
+		return accel_seterr(dev, -ENOMEM, "out of memory");
+	}
+	d->fd = fd;
+	d->queue = qc.handle;
+	d->counters_size = caps.counters_size;
+	dev->priv = d;
+	dev->ops = &drm_ops;
+	memset(&dev->caps, 0, sizeof(dev->caps));
+	strcpy(dev->caps.backend, "drm");
+	dev->caps.rows = caps.rows;
+	dev->caps.cols = caps.cols;
+	dev->caps.pes = caps.pes;
+	dev->caps.sram_bytes = caps.sram_bytes;
+	dev->caps.acc_elems = caps.acc_elems;
+	dev->caps.accumulators = caps.accumulators;
+	dev->caps.slots = caps.slots;
+	dev->caps.ibufs = caps.ibufs;
+	dev->caps.ibuf_depth = caps.ibuf_len;
+	dev->caps.rf_entries = caps.rf_entries;
+	dev->caps.semaphores = caps.semaphores;
+	dev->caps.rate_int8 = caps.rates & 0xFF;
+	dev->caps.rate_fp32 = (caps.rates >> 8) & 0xFF;
+	dev->caps.rate_dma = (caps.rates >> 16) & 0xFF;
+	dev->caps.rate_dispatch = (caps.rates >> 24) & 0xFF;
+	dev->caps.clock_mhz = caps.clock_mhz;
+	dev->caps.max_cmdbuf = caps.max_cmdbuf;
+	dev->caps.features = caps.features;
+	if (!dev->caps.rows || !dev->caps.cols || !dev->caps.pes || !dev->caps.rate_int8 || !dev->caps.rate_dispatch ||
+	    !dev->caps.acc_elems || dev->caps.sram_bytes < 4096 || !dev->caps.max_cmdbuf) {
+		drm_close(dev);
+		return accel_seterr(dev, -ENODEV, "%s reports an unusable geometry", path);
+	}
+	return 0;
+}

@@ -1,0 +1,58 @@
+/* SPDX-License-Identifier: MIT */
+/* buffer.c - device-visible buffers (allocation is the backend's job). */
+#include <stdlib.h>
+
+#include "internal.h"
+
+int accel_buffer_alloc(struct accel_dev *dev, uint64_t size, struct accel_buffer **out)
+{
+	struct accel_buffer *b;
+	int ret;
+
+	if (!out)
+		return -EINVAL;
+	*out = NULL;
+	if (!dev)
+		return -EINVAL;
+	if (!size)
+		return accel_seterr(dev, -EINVAL, "accel_buffer_alloc: size must be >= 1");
+	if (size > (1ull << 40))
+		return accel_seterr(dev, -E2BIG, "accel_buffer_alloc: %llu bytes is too large",
+				    (unsigned long long)size);
+	b = calloc(1, sizeof(*b));
+	if (!b)
+		return accel_seterr(dev, -ENOMEM, "accel_buffer_alloc: out of memory");
+	b->dev = dev;
+	b->size = size;
+	b->alloc = (size + ACCEL_PAGE - 1) & ~(uint64_t)(ACCEL_PAGE - 1);
+	ret = dev->ops->buf_alloc(dev, b);
+	if (ret) {
+		free(b);
+		return ret;
+	}
+	*out = b;
+	return 0;
+}
+
+void accel_buffer_free(struct accel_buffer *buf)
+{
+	if (!buf)
+		return;
+	buf->dev->ops->buf_free(buf->dev, buf);
+	free(buf);
+}
+
+void *accel_buffer_ptr(const struct accel_buffer *buf)
+{
+	return buf ? buf->ptr : NULL;
+}
+
+uint64_t accel_buffer_size(const struct accel_buffer *buf)
+{
+	return buf ? buf->size : 0;
+}
+
+uint64_t accel_buffer_va(const struct accel_buffer *buf)
+{
+	return buf ? buf->va : 0;
+}

@@ -1,0 +1,257 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * conv.c - accel_conv2d through the implicit-im2col load (seed 002, commands.md IM2COL).
+ *
+ * Convolution as a matmul (seed 001 para 139): rows = output pixels (n, y, x) -> M, columns of A =
+ * filter taps x input channels -> K, output channels -> N.  The A tiles are generated on chip by
+ * IM2COL commands from the raw input (no im2col buffer in host or device memory); the weights are
+ * the transposed B operand (one row of K per output channel: OHWI for NHWC, OIHW for NCHW, which is
+ * exactly IM2COL's K order).  Groups are independent problems on channel slices (depthwise = one
+ * problem per channel).  NHWC output is stored directly; NCHW output uses a transposing store.
+ */
+#include <string.h>
+
+#include "epilogue.h"
+
+struct conv_geom {
+	uint32_t n, c, h, w, k, r, s, oh, ow, g, cg, kg;
+	bool nchw, f32;
+	uint32_t e, oe;
+};
+
+static int conv_check(struct accel_dev *dev, const struct accel_conv2d_desc *d, struct conv_geom *cg)
+{
+	const struct accel_tensor *in = d->input, *wt = d->weights, *out = d->output;
+	int64_t e;
+	uint64_t eh, ew;
+	int ret;
+
+	if ((ret = arg_tensor(dev, in, "input")) || (ret = arg_tensor(dev, wt, "weights")) ||
+	    (ret = arg_tensor(dev, out, "output")))
+		return ret;
+	if (in->ndim != 4 || wt->ndim != 4 || out->ndim != 4)
+		return accel_seterr(dev, -EINVAL, "conv2d: input, weights and output must be 4-D tensors");
+	if (in->dtype != wt->dtype || (in->dtype != ACCEL_INT8 && in->dtype != ACCEL_FP32))
+		return accel_seterr(dev, -EINVAL, "conv2d: input and weights must both be INT8 or FP32");
+	if (wt->layout != in->layout)
+		return accel_seterr(dev, -EINVAL, "conv2d: weights layout must match the input layout "
+				    "(NHWC input: OHWI weights, NCHW input: OIHW weights)");
+	memset(cg, 0, sizeof(*cg));
+	cg->f32 = in->dtype == ACCEL_FP32;
+	cg->nchw = in->layout == ACCEL_LAYOUT_NCHW;
+	e = cg->f32 ? 4 : 1;
+	cg->e = (uint32_t)e;
+	cg->n = in->shape[0];
+	cg->c = in->shape[1];
+	cg->h = in->shape[2];
+	cg->w = in->shape[3];
+	cg->k = wt->shape[0];
+	cg->r = wt->shape[2];
+	cg->s = wt->shape[3];
+	cg->g = d->groups ? d->groups : 0;
+	if (!d->groups)
+		return accel_seterr(dev, -EINVAL, "conv2d: groups must be >= 1");
+	if (!d->stride_h || !d->stride_w || !d->dil_h || !d->dil_w)
+		return accel_seterr(dev, -EINVAL, "conv2d: stride and dilation must be >= 1");
+	if (d->stride_h > 255 || d->stride_w > 255 || d->dil_h > 255 || d->dil_w > 255 || d->pad_top > 255 ||
+	    d->pad_left > 255 || d->pad_bottom > 255 || d->pad_right > 255)
+		return accel_seterr(dev, -EINVAL, "conv2d: stride, dilation and padding must be <= 255");
+	if (cg->c % cg->g || cg->k % cg->g)
+		return accel_seterr(dev, -EINVAL, "conv2d: groups (%u) must divide input (%u) and output (%u) channels",
+				    cg->g, cg->c, cg->k);
+	cg->cg = cg->c / cg->g;
+	cg->kg = cg->k / cg->g;
+	if (wt->shape[1] != cg->cg)
+		return accel_seterr(dev, -EINVAL, "conv2d: weights have %u input channels, expected C/groups = %u",
+				    wt->shape[1], cg->cg);
+	if (cg->n > 65535 || cg->h > 65535 || cg->w > 65535 || cg->c > 65535 || cg->r > 65535 || cg->s > 65535)
+		return accel_seterr(dev, -E2BIG, "conv2d: dimensions above 65535 are not supported by IM2COL");
+	eh = (uint64_t)d->dil_h * (cg->r - 1) + 1;
+	ew = (uint64_t)d->dil_w * (cg->s - 1) + 1;
+	if ((uint64_t)cg->h + d->pad_top + d->pad_bottom < eh || (uint64_t)cg->w + d->pad_left + d->pad_right < ew)
+		return accel_seterr(dev, -EINVAL, "conv2d: the (dilated) filter is larger than the padded input");
+	cg->oh = (uint32_t)(((uint64_t)cg->h + d->pad_top + d->pad_bottom - eh) / d->stride_h + 1);
+	cg->ow = (uint32_t)(((uint64_t)cg->w + d->pad_left + d->pad_right - ew) / d->stride_w + 1);
+	if (out->shape[0] != cg->n || out->shape[1] != cg->k || out->shape[2] != cg->oh || out->shape[3] != cg->ow)
+		return accel_seterr(dev, -EINVAL, "conv2d: output is {%u,%u,%u,%u}, expected {N,K,OH,OW} = {%u,%u,%u,%u}",
+				    out->shape[0], out->shape[1], out->shape[2], out->shape[3], cg->n, cg->k, cg->oh,
+				    cg->ow);
+	if (cg->oh > 65535 || cg->ow > 65535)
+		return accel_seterr(dev, -E2BIG, "conv2d: output dimensions above 65535");
+	/* IM2COL needs the layout's contiguous axis (commands.md). */
+	if (cg->nchw ? in->strides[3] != e : in->strides[1] != e)
+		return accel_seterr(dev, -EINVAL, "conv2d: the input's %s axis must be contiguous",
+				    cg->nchw ? "W" : "C");
+	/* Weights: every output channel one contiguous row of K in IM2COL's order. */
+	if (cg->nchw ? (wt->strides[3] != e || wt->strides[2] != e * cg->s || wt->strides[1] != e * cg->s * cg->r)
+		     : (wt->strides[1] != e || wt->strides[3] != e * cg->cg || wt->strides[2] != e * cg->cg * cg->s))
+		return accel_seterr(dev, -EINVAL, "conv2d: weights must be packed %s per output channel",
+				    cg->nchw ? "OIHW" : "OHWI");
+	if (cg->f32 && ((in->buf->va + in->offset) % 4 || (wt->buf->va + wt->offset) % 4 || wt->strides[0] % 4))
+		return accel_seterr(dev, -EINVAL, "conv2d: fp32 tensors must be 4-byte aligned");
+	if (d->input_zero_point < -128 || d->input_zero_point > 127 || (cg->f32 && d->input_zero_point))
+		return accel_seterr(dev, -EINVAL, "conv2d: input_zero_point must be -128..127 (int8 only)");
+	return 0;
+}
+
+static int conv_output_ok(struct accel_dev *dev, const struct accel_tensor *out, const struct conv_geom *cg,
+			  uint32_t oe)
+{
+	const int64_t *st = out->strides;
+
+	if (out->layout == ACCEL_LAYOUT_NHWC) {
+		if (st[1] != (int64_t)oe || st[2] != st[3] * cg->ow || st[0] != st[2] * cg->oh || st[3] < (int64_t)oe * cg->k)
+			return accel_seterr(dev, -EINVAL, "conv2d: NHWC output must be packed over N, H, W "
+					    "with contiguous channels");
+	} else {
+		if (st[3] != (int64_t)oe || st[2] != (int64_t)oe * cg->ow)
+			return accel_seterr(dev, -EINVAL, "conv2d: NCHW output needs contiguous H x W planes");
+	}
+	if (oe == 4 && ((out->buf->va + out->offset) % 4 || st[0] % 4 || st[1] % 4 || st[2] % 4 || st[3] % 4))
+		return accel_seterr(dev, -EINVAL, "conv2d: 32-bit output must be 4-byte aligned");
+	return 0;
+}
+
+/* Build the problems of a convolution into x (shared with pooling). */
+int conv_lower(struct accel_dev *dev, struct mm_ctx *x, const struct accel_conv2d_desc *d)
+{
+	const struct accel_tensor *in = d->input, *wt = d->weights, *out = d->output;
+	struct conv_geom cg;
+	struct mm_problem p;
+	uint32_t oe;
+	int ret;
+
+	ret = conv_check(dev, d, &cg);
+	if (ret)
+		return ret;
+	memset(&p, 0, sizeof(p));
+	ret = epi_setup(dev, &d->epi, cg.f32, out->dtype, cg.kg, &p);
+	/* The bias covers all K output channels: validate against K, slice per group below. */
+	if (ret && d->epi.bias && d->epi.bias->ndim == 2 && d->epi.bias->shape[1] == cg.k) {
+		struct accel_epilogue ep = d->epi;
+
+		ep.bias = NULL;
+		ret = epi_setup(dev, &ep, cg.f32, out->dtype, cg.kg, &p);
+		if (!ret) {
+			const struct accel_tensor *b = d->epi.bias;
+
+			ret = arg_tensor(dev, b, "bias");
+			if (!ret && (b->strides[1] != 4 || b->dtype != (cg.f32 ? ACCEL_FP32 : ACCEL_INT32)))
+				ret = accel_seterr(dev, -EINVAL, "bias must be a contiguous 1 x %u %s tensor", cg.k,
+						   cg.f32 ? "FP32" : "INT32");
+			if (!ret) {
+				p.sfu.ops |= TNPU_SFU_OP_BIAS;
+				p.use_sfu = true;
+				p.bias_buf = b->buf;
+				p.bias_va = b->buf->va + b->offset;
+			}
+		}
+	} else if (!ret && d->epi.bias && cg.g > 1) {
+		ret = accel_seterr(dev, -EINVAL, "bias must be 1 x K (%u) for a grouped convolution", cg.k);
+	}
+	if (ret)
+		return ret;
+	oe = p.out_dtype == TNPU_DTYPE_INT8 ? 1 : 4;
+	ret = conv_output_ok(dev, out, &cg, oe);
+	if (ret)
+		return ret;
+	p.f32 = cg.f32;
+	p.N = cg.kg;
+	p.K = cg.r * cg.s * cg.cg;
+	p.a.kind = MM_IM2COL;
+	p.a.buf = in->buf;
+	p.a.ic.stride_n = (uint64_t)in->strides[0];
+	p.a.ic.stride_c = (uint64_t)in->strides[1];
+	p.a.ic.stride_h = (uint64_t)in->strides[2];
+	p.a.ic.stride_w = (uint64_t)in->strides[3];
+	p.a.ic.n = (uint16_t)cg.n;
+	p.a.ic.h = (uint16_t)cg.h;
+	p.a.ic.w = (uint16_t)cg.w;
+	p.a.ic.c = (uint16_t)cg.cg;
+	p.a.ic.r = (uint16_t)cg.r;
+	p.a.ic.s = (uint16_t)cg.s;
+	p.a.ic.oh = (uint16_t)cg.oh;
+	p.a.ic.ow = (uint16_t)cg.ow;
+	p.a.ic.stride_y = (uint8_t)d->stride_h;
+	p.a.ic.stride_x = (uint8_t)d->stride_w;
+	p.a.ic.dil_y = (uint8_t)d->dil_h;
+	p.a.ic.dil_x = (uint8_t)d->dil_w;
+	p.a.ic.pad_top = (uint8_t)d->pad_top;
+	p.a.ic.pad_left = (uint8_t)d->pad_left;
+	p.a.ic.layout = cg.nchw ? TNPU_LAYOUT_NCHW : TNPU_LAYOUT_NHWC;
+	p.a.ic.dtype = cg.f32 ? TNPU_DTYPE_FP32 : TNPU_DTYPE_INT8;
+	p.a.ic.pad_value = cg.f32 ? 0 : (uint32_t)(uint8_t)(int8_t)d->input_zero_point;
+	p.b.kind = MM_MAT_T;
+	p.b.buf = wt->buf;
+	p.b.pitch = (uint64_t)wt->strides[0];
+	p.c_buf = out->buf;
+	cs_use(x->cs, in->buf);
+	cs_use(x->cs, wt->buf);
+	cs_use(x->cs, out->buf);
+	cs_use(x->cs, p.bias_buf);
+	if ((cg.g == 1 || (cg.cg == 1 && cg.kg == 1)) && !x->no_direct) {
+		struct mm_problem q = p;
+
+		q.M = cg.n * cg.oh * cg.ow;
+		q.a.ic.src_va = in->buf->va + in->offset;
+		ret = conv_direct_lower(dev, x, d, &q);
+		if (ret <= 0)
+			return ret;
+	}
+	{
+		uint64_t bias0 = p.bias_va;
+		bool per_batch = out->layout == ACCEL_LAYOUT_NCHW;
+		uint32_t nb = per_batch ? cg.n : 1;
+
+		for (uint32_t g = 0; g < cg.g; g++) {
+			p.a.ic.src_va = in->buf->va + in->offset + (uint64_t)g * cg.cg * (uint64_t)in->strides[1];
+			p.b.va = wt->buf->va + wt->offset + (uint64_t)g * cg.kg * (uint64_t)wt->strides[0];
+			p.bias_va = bias0 + (uint64_t)g * cg.kg * 4;
+			for (uint32_t b = 0; b < nb; b++) {
+				if (per_batch) {
+					p.M = cg.oh * cg.ow;
+					p.a.m_base = b * p.M;
+					p.c_trans = true;
+					p.c_va = out->buf->va + out->offset + (uint64_t)b * (uint64_t)out->strides[0] +
+						 (uint64_t)g * cg.kg * (uint64_t)out->strides[1];
+					p.c_pitch = (uint64_t)out->strides[1];
+				} else {
+					p.M = cg.n * cg.oh * cg.ow;
+					p.a.m_base = 0;
+					p.c_va = out->buf->va + out->offset + (uint64_t)g * cg.kg * oe;
+					p.c_pitch = (uint64_t)out->strides[3];
+				}
+				ret = mm_emit(x, &p);
+				if (ret)
+					return ret;
+			}
+		}
+	}
+	return 0;
+}
+
+int accel_conv2d(struct accel_dev *dev, const struct accel_conv2d_desc *d, const struct accel_submit *sub,
+		 struct accel_job **job)
+{
+	struct accel_cmdstream cs;
+	struct mm_ctx x;
+	struct accel_job *j;
+	int ret;
+
+	if (job)
+		*job = NULL;
+	if (!dev)
+		return -EINVAL;
+	accel_clearerr(dev);
+	if (!d)
+		return accel_seterr(dev, -EINVAL, "accel_conv2d: descriptor is NULL");
+	cs_init(&cs, dev);
+	mm_ctx_init(&x, dev, &cs);
+	ret = conv_lower(dev, &x, d);
+	if (!ret)
+		ret = cs_submit(&cs, sub, &j);
+	cs_fini(&cs);
+	if (ret)
+		return ret;
+	return accel_op_finish(dev, j, job);
+}

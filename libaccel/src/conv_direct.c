@@ -1,0 +1,503 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * conv_direct.c - convolution with the input image resident in the storage units (NHWC, groups 1).
+ *
+ * The padded input image is copied once into every storage unit (one broadcast DMA; padding is
+ * never read from memory: the pad positions keep the zero the job starts with, or a FILL of the
+ * zero point).  A convolution is then a sum over the R*S filter taps of [pixels x C]·[C x K] products
+ * whose A operand is a strided view of the resident image: element (i, ch) of tap (ry, rx) for
+ * output row y is at ((y*sy + ry*dy) * Wp + x0*sx + i*sx + rx*dx) * C*e + ch*e.  The cluster program
+ * is one loop body `LD A; LD B; MAC` repeated R*S times in the 4-stage pipeline: the scalar unit
+ * advances A by one tap (su_delta) and one filter row (su_wrap/su_wrap_delta) and B by one C-column
+ * block of the OHWI weights per issue (seed 001 paras 111-113), so the CONFIG is sent once and every
+ * tile is an EXE with two address patches.  This is the seed-002 idea (no unrolled operand anywhere)
+ * with the unrolling done by operand addressing instead of IM2COL, so the host reads the input and
+ * the weights exactly once.
+ *
+ * Mapping: PE p takes tn output channels; cluster c takes either output row y0 + c (clusters over
+ * M) or its own block of channels (clusters over N); array rows take channel blocks (rows over N)
+ * or interleaved groups of output rows (rows over M).  Output tiles ping-pong between two C regions
+ * of the half with STG semaphores so the store of round i overlaps round i+1; consecutive images of
+ * a batch alternate halves so the load of image b+1 overlaps the compute of image b.
+ */
+#include <math.h>
+#include <string.h>
+
+#include "epilogue.h"
+
+enum { S_FULL = 0, S_FREE = 2, S_STG_FULL = 4, S_STG_FREE = 6, S_TAP = 8 };
+#define AS TNPU_CMD_F_ASYNC
+
+struct dplan {
+	bool cl_over_n, rows_over_n;
+	uint32_t tn, tm, xchunks, Nr, nblk, wblk;
+	uint32_t in_off, w_off, c_off[2], bias_off, in_bytes;
+	double est;
+	bool has_sfu;
+};
+
+struct dconv {
+	bool dw;		/* depthwise: K == C == groups, one input channel per output channel */
+	uint32_t cpt;		/* K elements per tap: C, or 1 for depthwise */
+	uint32_t N, C, H, W, K, R, S, sy, sx, dy, dx, pt, pl, OH, OW, Hp, Wp, e, oe;
+	bool f32;
+	int zp;
+	uint64_t in_va, w_va, out_va;
+	int64_t in_sn, in_sh, out_sn, out_sh, out_sw;
+	uint64_t w_pitch;
+};
+
+static uint32_t al64(uint64_t v)
+{
+	return (uint32_t)((v + 63) & ~63ull);
+}
+
+/* Rounds (EXE per row) and their cost, for one mapping. */
+static bool dplan_eval(const struct accel_caps *c, const struct dconv *g, const struct mm_problem *p, bool cl_n,
+		       bool rows_n, struct dplan *d)
+{
+	uint32_t R = c->rows, P = c->pes, Cc = c->cols, half = c->sram_bytes / 2;
+	uint32_t chan_units = P * (cl_n ? Cc : 1) * (rows_n ? R : 1);
+	uint32_t rate = g->f32 ? c->rate_fp32 : c->rate_int8;
+	uint64_t rsc = (uint64_t)g->R * g->S * g->cpt, rounds, tmax, need, slack;
+	double mac, dist, exe, st, load;
+
+	memset(d, 0, sizeof(*d));
+	d->cl_over_n = cl_n;
+	d->rows_over_n = rows_n;
+	d->tn = (g->K + chan_units - 1) / chan_units;
+	if (!d->tn || d->tn > c->acc_elems || (g->dw && d->tn != 1))
+		return false;
+	d->Nr = P * d->tn * (cl_n ? Cc : 1);
+	d->nblk = (g->K + d->Nr - 1) / d->Nr;
+	if (rows_n && d->nblk > R)
+		return false;
+	tmax = c->acc_elems / d->tn;
+	if (!tmax)
+		return false;
+	d->xchunks = (uint32_t)((g->OW + tmax - 1) / tmax);
+	d->tm = (g->OW + d->xchunks - 1) / d->xchunks;
+	/* SRAM: image (+ slack for clusters past the last row), weights, two C tiles, bias. */
+	d->in_bytes = g->Hp * g->Wp * g->C * g->e;
+	slack = cl_n ? 0 : (uint64_t)(Cc - 1) * g->sy * g->Wp * g->C * g->e;
+	d->in_off = 0;
+	d->w_off = al64((uint64_t)d->in_bytes + slack);
+	d->wblk = rows_n ? 1 : d->nblk;
+	d->c_off[0] = al64((uint64_t)d->w_off + (uint64_t)d->wblk * d->Nr * rsc * g->e);
+	d->c_off[1] = al64((uint64_t)d->c_off[0] + (uint64_t)(cl_n ? 1 : Cc) * d->tm * d->Nr * g->oe);
+	d->bias_off = al64((uint64_t)d->c_off[1] + (uint64_t)(cl_n ? 1 : Cc) * d->tm * d->Nr * g->oe);
+	need = (uint64_t)d->bias_off + (uint64_t)d->wblk * d->Nr * 4;
+	if (need > half || rsc * g->e > 65535u * 4 || g->C > 65535)
+		return false;
+	if (g->dw && !cl_n && Cc > 1)
+		return false;	/* depthwise: clusters take channel blocks (A differs per PE anyway) */
+	/* rounds per row */
+	{
+		uint64_t ygroups = cl_n ? g->OH : (g->OH + Cc - 1) / Cc;
+
+		rounds = ygroups * d->xchunks;
+		if (!rows_n)
+			rounds = (rounds + R - 1) / R;
+		rounds *= rows_n ? 1 : d->nblk;
+		rounds *= g->N;
+	}
+	mac = (double)g->R * g->S * ceil((double)d->tm * d->tn * g->cpt / rate);
+	/* The first round runs tap by tap while the weights stream in (phased), later rounds need them all. */
+	dist = (double)g->R * g->S *
+	       ceil(((double)(g->dw ? Cc * P : (cl_n ? 1 : Cc)) * d->tm * g->cpt * g->e +
+		     (double)(cl_n ? Cc : 1) * P * d->tn * g->cpt * g->e) / c->rate_dispatch);
+	st = ceil((double)d->tm * d->tn * g->oe * P / 128) + ceil((double)d->tm * d->tn / (p->use_sfu ? 16 : 64));
+	exe = TNPU_CYC_EXE + 4.0 * g->R * g->S + fmax(mac, dist) + st + 12;
+	load = ((double)g->H * ceil((double)g->W * g->C * g->e / 128) + (double)d->nblk * d->Nr * ceil((double)rsc * g->e / 128));
+	{
+		double l_in = (double)g->H * ceil((double)g->W * g->C * g->e / 128);
+		double l_w = load - l_in;
+
+		d->est = fmax(l_in + l_w, l_in + exe) + (double)(rounds - 1) * exe + st + 64;
+	}
+	return true;
+}
+
+static int dplan_choose(const struct accel_caps *c, const struct dconv *g, const struct mm_problem *p, struct dplan *out)
+{
+	bool found = false;
+
+	for (int m = 0; m < 4; m++) {
+		struct dplan d;
+
+		if (!dplan_eval(c, g, p, m & 1, m >> 1, &d))
+			continue;
+		if (!found || d.est < out->est) {
+			*out = d;
+			found = true;
+		}
+	}
+	return found ? 0 : -E2BIG;
+}
+
+static void emit_config(struct mm_ctx *x, const struct dconv *g, const struct mm_problem *p, const struct dplan *d)
+{
+	const struct accel_caps *c = x->caps;
+	uint32_t e = g->e, oe = g->oe, P = c->pes;
+	uint64_t rsc = (uint64_t)g->R * g->S * g->cpt;
+	uint8_t dt = g->f32 ? TNPU_DTYPE_FP32 : TNPU_DTYPE_INT8;
+	struct tnpu_operand ops[3];
+	struct tnpu_sfu_param sfu = p->sfu;
+	struct tnpu_cfg_hdr h;
+	uint16_t ins[4];
+	uint8_t pkt[1 + 16 + 8 + 4 * 32];
+	unsigned nops = p->use_sfu ? 4 : 3;
+	int32_t tap = (int32_t)(g->dx * g->C * e);
+
+	memset(ops, 0, sizeof(ops));
+	ops[0] = (struct tnpu_operand){
+		.addr = d->in_off,
+		.col_stride = g->dw ? (int32_t)(P * e) : d->cl_over_n ? 0 : (int32_t)(g->sy * g->Wp * g->C * e),
+		.pe_stride = g->dw ? (int32_t)e : 0,
+		.pitch = g->sx * g->C * e, .rows = (uint16_t)d->tm, .cols = (uint16_t)g->cpt, .dtype = dt,
+		.su_wrap = (uint16_t)g->S, .su_delta = tap,
+		.su_wrap_delta = (int32_t)(g->dy * g->Wp * g->C * e) - (int32_t)g->S * tap,
+	};
+	ops[1] = (struct tnpu_operand){
+		.addr = d->w_off, .col_stride = d->cl_over_n ? (int32_t)(P * d->tn * rsc * e) : 0,
+		.pe_stride = (int32_t)(d->tn * rsc * e), .pitch = (uint32_t)(rsc * e), .rows = (uint16_t)d->tn,
+		.cols = (uint16_t)g->cpt, .dtype = dt, .flags = TNPU_OPF_TRANS, .su_delta = (int32_t)(g->cpt * e),
+	};
+	ops[2] = (struct tnpu_operand){
+		.addr = d->c_off[0], .col_stride = d->cl_over_n ? (int32_t)(P * d->tn * oe) : (int32_t)(d->tm * d->Nr * oe),
+		.pe_stride = (int32_t)(d->tn * oe), .pitch = d->Nr * oe, .rows = (uint16_t)d->tm, .cols = (uint16_t)d->tn,
+		.dtype = p->out_dtype,
+	};
+	sfu.bias_addr = d->bias_off;
+	sfu.bias_col_stride = d->cl_over_n ? (int32_t)(P * d->tn * 4) : 0;
+	sfu.bias_pe_stride = (int32_t)(d->tn * 4);
+	memset(&h, 0, sizeof(h));
+	h.n_instr = 4;
+	h.n_operands = (uint8_t)nops;
+	h.mode = TNPU_CFG_MODE_PIPE4 | TNPU_CFG_MODE_WQ_PUT(TNPU_WQ_SQ);
+	h.loop_start = 0;
+	h.loop_end = 2;
+	h.repeat = (uint16_t)(g->R * g->S);
+	h.sfu_rf = 3;
+	ins[0] = TNPU_INSN_LD(0, 0, 0, 0);
+	ins[1] = TNPU_INSN_LD(1, 0, 1, 0);
+	ins[2] = TNPU_INSN_MAC(0, 0, 0, 0, p->use_sfu);
+	ins[3] = TNPU_INSN_ST(0, 2, !p->use_sfu);
+	pkt[0] = TNPU_PKT_CONFIG_BYTE(1);
+	memcpy(pkt + 1, &h, 16);
+	memcpy(pkt + 17, ins, 8);
+	memcpy(pkt + 25, ops, 3 * 32);
+	if (p->use_sfu)
+		memcpy(pkt + 25 + 96, &sfu, 32);
+	cs_dispatch(x->cs, AS, TNPU_DISPATCH_ROW_ALL, 0, 0, pkt, 25 + 32 * nops);
+	/* Buffer 2: the same body, one pass per EXE, no records of its own (it shares buffer 1's
+	 * register-file entries, whose scalar-unit state persists across EXEs): the first round runs
+	 * tap by tap while the weights of later taps are still arriving. */
+	h.n_operands = 0;
+	h.repeat = 1;
+	pkt[0] = TNPU_PKT_CONFIG_BYTE(2);
+	memcpy(pkt + 1, &h, 16);
+	cs_dispatch(x->cs, AS, TNPU_DISPATCH_ROW_ALL, 0, 0, pkt, 25);
+}
+
+/* Load image b into half h (and on first use of the half: weights, bias, zero-point fill). */
+static void load_image(struct mm_ctx *x, const struct dconv *g, const struct mm_problem *p, const struct dplan *d,
+		       uint32_t b, unsigned h, bool first_use, bool phased)
+{
+	const struct accel_caps *c = x->caps;
+	uint32_t rows_in = ACCEL_MIN(g->H, g->Hp > g->pt ? g->Hp - g->pt : 0);
+	uint32_t cols_in = ACCEL_MIN(g->W, g->Wp > g->pl ? g->Wp - g->pl : 0);
+	uint64_t rsc = (uint64_t)g->R * g->S * g->cpt;
+	unsigned all = c->rows == 1 ? 0 : TNPU_DMA_ROW_ALL;
+
+	if (first_use) {
+		if (!g->f32 && g->zp) {
+			/* Padding value: the whole image region, before the interior is copied in. */
+			cs_dma(x->cs, true, AS, 0, 0, 0, all, h, d->in_off, g->Wp * g->C * g->e, 0, g->Wp * g->C * g->e,
+			       g->Hp, 1);
+			{
+				/* cs_dma has no fill argument: patch the flags of the command just appended. */
+				struct tnpu_cmd_dma *cmd = (struct tnpu_cmd_dma *)(void *)(x->cs->buf + x->cs->len - 64);
+
+				if (!x->cs->err) {
+					cmd->dma_flags = TNPU_DMA_F_FILL;
+					cmd->fill = (uint8_t)(int8_t)g->zp;
+				}
+			}
+		}
+		if (phased) {
+			/* image, bias, then the weights one tap (C columns of every channel) at a time */
+			if (rows_in && cols_in)
+				cs_dma(x->cs, true, AS, g->in_va + (uint64_t)b * (uint64_t)g->in_sn, (uint64_t)g->in_sh, 0,
+				       all, h, d->in_off + (g->pt * g->Wp + g->pl) * g->C * g->e, g->Wp * g->C * g->e, 0,
+				       cols_in * g->C * g->e, rows_in, 1);
+			for (uint32_t r = 0; r < (d->rows_over_n ? d->nblk : 1); r++) {
+				uint32_t n0 = d->rows_over_n ? r * d->Nr : 0;
+				uint32_t nv = d->rows_over_n ? ACCEL_MIN(d->Nr, g->K - n0) : g->K;
+
+				if (p->use_sfu && (p->sfu.ops & TNPU_SFU_OP_BIAS))
+					cs_dma(x->cs, true, AS, p->bias_va + (uint64_t)n0 * 4, 0, 0, d->rows_over_n ? r : all,
+					       h, d->bias_off, 0, 0, nv * 4, 1, 1);
+			}
+			for (uint32_t t = 0; t < g->R * g->S; t++) {
+				for (uint32_t r = 0; r < (d->rows_over_n ? d->nblk : 1); r++) {
+					uint32_t n0 = d->rows_over_n ? r * d->Nr : 0;
+					uint32_t nv = d->rows_over_n ? ACCEL_MIN(d->Nr, g->K - n0) : g->K;
+
+					cs_dma(x->cs, true, AS, g->w_va + (uint64_t)n0 * g->w_pitch + (uint64_t)t * g->cpt * g->e,
+					       g->w_pitch, 0, d->rows_over_n ? r : all, h, d->w_off + t * g->cpt * g->e,
+					       (uint32_t)(rsc * g->e), 0, g->cpt * g->e, nv, 1);
+				}
+				cs_sem(x->cs, true, AS, TNPU_ENGINE_LOAD, S_TAP, 1);
+			}
+			return;
+		}
+		if (d->rows_over_n) {
+			for (uint32_t r = 0; r < d->nblk; r++) {
+				uint32_t n0 = r * d->Nr, nv = ACCEL_MIN(d->Nr, g->K - n0);
+
+				cs_dma(x->cs, true, AS, g->w_va + (uint64_t)n0 * g->w_pitch, g->w_pitch, 0, r, h, d->w_off,
+				       (uint32_t)(rsc * g->e), 0, (uint32_t)(rsc * g->e), nv, 1);
+				if (p->use_sfu && (p->sfu.ops & TNPU_SFU_OP_BIAS))
+					cs_dma(x->cs, true, AS, p->bias_va + (uint64_t)n0 * 4, 0, 0, r, h, d->bias_off, 0, 0,
+					       nv * 4, 1, 1);
+			}
+		} else {
+			/* every row may work on every channel block: all weights everywhere */
+			cs_dma(x->cs, true, AS, g->w_va, g->w_pitch, 0, all, h, d->w_off, (uint32_t)(rsc * g->e), 0,
+			       (uint32_t)(rsc * g->e), g->K, 1);
+			if (p->use_sfu && (p->sfu.ops & TNPU_SFU_OP_BIAS))
+				cs_dma(x->cs, true, AS, p->bias_va, 0, 0, all, h, d->bias_off, 0, 0, g->K * 4, 1, 1);
+		}
+	}
+	if (rows_in && cols_in)
+		cs_dma(x->cs, true, AS, g->in_va + (uint64_t)b * (uint64_t)g->in_sn, (uint64_t)g->in_sh, 0, all, h,
+		       d->in_off + (g->pt * g->Wp + g->pl) * g->C * g->e, g->Wp * g->C * g->e, 0, cols_in * g->C * g->e,
+		       rows_in, 1);
+}
+
+struct round {
+	uint32_t y0, x0, xv, nb;	/* output row group start, pixel chunk, channel block */
+	bool valid;
+};
+
+static void emit_round(struct mm_ctx *x, const struct dconv *g, const struct dplan *d, unsigned h, uint32_t b,
+		       const struct round *rr, unsigned nrows, uint32_t *stg_round, bool phased)
+{
+	uint32_t taps = phased ? g->R * g->S : 1;
+	const struct accel_caps *c = x->caps;
+	unsigned j = *stg_round & 1;
+	bool same = true;
+
+	for (unsigned r = 1; r < nrows; r++)
+		same = same && rr[r].y0 == rr[0].y0 && rr[r].x0 == rr[0].x0 && rr[r].valid == rr[0].valid &&
+		       ((d->wblk == 1 && !g->dw) || rr[r].nb == rr[0].nb);
+	if (*stg_round >= 2)
+		cs_sem(x->cs, false, AS, TNPU_ENGINE_COMPUTE, S_STG_FREE + j, 1);
+	for (uint32_t t = 0; t < taps; t++) {
+	bool first = t == 0, last = t == taps - 1;
+
+	if (phased)
+		cs_sem(x->cs, false, AS, TNPU_ENGINE_COMPUTE, S_TAP, 1);
+	for (unsigned r = 0; r < nrows; r++) {
+		uint8_t pkt[1 + 48];
+		struct tnpu_exe_patch pa = { .rf = 0, .field = TNPU_PATCH_ADDR,
+					     .value = d->in_off + (rr[r].y0 * g->sy * g->Wp + rr[r].x0 * g->sx) * g->C * g->e +
+						      (g->dw ? rr[r].nb * d->Nr * g->e : 0) };
+		struct tnpu_exe_patch pc = { .rf = 2, .field = TNPU_PATCH_ADDR, .value = d->c_off[j] };
+		struct tnpu_exe_patch pra = { .rf = 0, .field = TNPU_PATCH_ROWS, .value = rr[r].xv };
+		struct tnpu_exe_patch prc = { .rf = 2, .field = TNPU_PATCH_ROWS, .value = rr[r].xv };
+		uint64_t rsc = (uint64_t)g->R * g->S * g->cpt;
+		struct tnpu_exe_patch pb = { .rf = 1, .field = TNPU_PATCH_ADDR,
+					     .value = (uint32_t)(d->w_off + (uint64_t)rr[r].nb * d->Nr * rsc * g->e) };
+		struct tnpu_exe_patch ps = { .rf = 3, .field = TNPU_PATCH_ADDR, .value = d->bias_off + rr[r].nb * d->Nr * 4 };
+		uint32_t len = 17;
+
+		if (!rr[r].valid)
+			continue;
+		pkt[0] = TNPU_PKT_EXE_BYTE(phased ? 2 : 1, last ? (TNPU_PKT_LAST | TNPU_PKT_SHIFT_OUT) : 0);
+		if (!first)
+			len = 1;
+		memcpy(pkt + 1, &pa, 8);
+		memcpy(pkt + 9, &pc, 8);
+		if (first && rr[r].xv != d->tm) {
+			memcpy(pkt + len, &pra, 8);
+			memcpy(pkt + len + 8, &prc, 8);
+			len += 16;
+		}
+		if (first && d->wblk > 1) {
+			memcpy(pkt + len, &pb, 8);
+			len += 8;
+			if (d->has_sfu) {
+				memcpy(pkt + len, &ps, 8);
+				len += 8;
+			}
+		}
+		if (same && nrows == c->rows && c->rows > 1) {
+			cs_dispatch(x->cs, AS, TNPU_DISPATCH_ROW_ALL, h, first ? TNPU_DISPATCH_F_RF_RESTORE : 0, pkt, len);
+			break;
+		}
+		cs_dispatch(x->cs, AS, r, h, first ? TNPU_DISPATCH_F_RF_RESTORE : 0, pkt, len);
+	}
+	}
+	cs_sem(x->cs, true, AS, TNPU_ENGINE_COMPUTE, S_STG_FULL + j, 1);
+	/* store engine: one 3-D DMA per row (z = output rows of the clusters, y = pixels) */
+	cs_sem(x->cs, false, AS, TNPU_ENGINE_STORE, S_STG_FULL + j, 1);
+	for (unsigned r = 0; r < nrows; r++) {
+		uint32_t ny, n0;
+
+		if (!rr[r].valid)
+			continue;
+		if (d->cl_over_n) {
+			n0 = rr[r].nb * d->Nr;
+			cs_dma(x->cs, false, AS,
+			       g->out_va + (uint64_t)b * (uint64_t)g->out_sn + (uint64_t)rr[r].y0 * (uint64_t)g->out_sh +
+				       (uint64_t)rr[r].x0 * (uint64_t)g->out_sw + (uint64_t)n0 * g->oe,
+			       (uint64_t)g->out_sw, 0, r, h, d->c_off[j], d->Nr * g->oe, 0, ACCEL_MIN(d->Nr, g->K - n0) * g->oe,
+			       rr[r].xv, 1);
+		} else {
+			n0 = rr[r].nb * d->Nr;
+			ny = ACCEL_MIN(c->cols, g->OH - rr[r].y0);
+			cs_dma(x->cs, false, AS,
+			       g->out_va + (uint64_t)b * (uint64_t)g->out_sn + (uint64_t)rr[r].y0 * (uint64_t)g->out_sh +
+				       (uint64_t)rr[r].x0 * (uint64_t)g->out_sw + (uint64_t)n0 * g->oe,
+			       (uint64_t)g->out_sw, (uint64_t)g->out_sh, r, h, d->c_off[j], d->Nr * g->oe,
+			       d->tm * d->Nr * g->oe, ACCEL_MIN(d->Nr, g->K - n0) * g->oe, rr[r].xv, ny);
+		}
+	}
+	cs_sem(x->cs, true, AS, TNPU_ENGINE_STORE, S_STG_FREE + j, 1);
+	(*stg_round)++;
+}
+
+/* Returns 1 if the convolution is not eligible (caller falls back to IM2COL), 0 or -errno. */
+int conv_direct_lower(struct accel_dev *dev, struct mm_ctx *x, const struct accel_conv2d_desc *cd,
+		      const struct mm_problem *p)
+{
+	const struct accel_tensor *in = cd->input, *wt = cd->weights, *out = cd->output;
+	const struct accel_caps *c = x->caps;
+	struct dconv g;
+	struct dplan d;
+	uint32_t stg_round = 0;
+	bool used[2] = { false, false };
+
+	if (in->layout != ACCEL_LAYOUT_NHWC || out->layout != ACCEL_LAYOUT_NHWC)
+		return 1;
+	if (cd->groups != 1 && !(cd->groups == in->shape[1] && wt->shape[0] == in->shape[1]))
+		return 1;
+	memset(&g, 0, sizeof(g));
+	g.dw = cd->groups != 1;
+	g.f32 = p->f32;
+	g.e = g.f32 ? 4 : 1;
+	g.oe = p->out_dtype == TNPU_DTYPE_INT8 ? 1 : 4;
+	g.N = in->shape[0];
+	g.C = in->shape[1];
+	g.H = in->shape[2];
+	g.W = in->shape[3];
+	g.K = wt->shape[0];
+	g.R = wt->shape[2];
+	g.S = wt->shape[3];
+	g.sy = cd->stride_h;
+	g.sx = cd->stride_w;
+	g.dy = cd->dil_h;
+	g.dx = cd->dil_w;
+	g.pt = cd->pad_top;
+	g.pl = cd->pad_left;
+	g.OH = out->shape[2];
+	g.OW = out->shape[3];
+	g.cpt = g.dw ? 1 : g.C;
+	g.Hp = (g.OH - 1) * g.sy + (g.R - 1) * g.dy + 1;
+	g.Wp = (g.OW - 1) * g.sx + (g.S - 1) * g.dx + 1;
+	g.zp = cd->input_zero_point;
+	/* The image rows must be contiguous W*C runs for one DMA per image. */
+	if (in->strides[3] != (int64_t)g.C * g.e || g.R * g.S > 65535)
+		return 1;
+	if (dplan_choose(c, &g, p, &d))
+		return 1;
+	{
+		/* Compare with the IM2COL lowering: the faster estimate wins; the direct form (which reads
+		 * every input byte once) also wins near-ties. */
+		struct mm_plan mp;
+
+		if (!mm_plan_choose(c, p, &mp) && d.est > mp.est_cycles * (g.dw ? g.C : 1) * 1.01)
+			return 1;
+	}
+	d.has_sfu = p->use_sfu;
+	g.in_va = in->buf->va + in->offset;
+	g.in_sn = in->strides[0];
+	g.in_sh = in->strides[2];
+	g.w_va = wt->buf->va + wt->offset;
+	g.w_pitch = (uint64_t)wt->strides[0];
+	g.out_va = out->buf->va + out->offset;
+	g.out_sn = out->strides[0];
+	g.out_sh = out->strides[2];
+	g.out_sw = out->strides[3];
+	if (cs_segment_len(x->cs))
+		cs_cut(x->cs);
+	x->prob_seq++;
+	emit_config(x, &g, p, &d);
+	for (uint32_t b = 0; b < g.N; b++) {
+		unsigned h = b & 1;
+		uint32_t ygroups = d.cl_over_n ? g.OH : (g.OH + c->cols - 1) / c->cols;
+		uint32_t ystep = d.cl_over_n ? 1 : c->cols;
+		uint32_t units = ygroups * d.xchunks * (d.rows_over_n ? 1 : d.nblk);
+		uint32_t nrows = d.rows_over_n ? d.nblk : ACCEL_MIN(c->rows, units);
+		bool phased, first_round = true;
+
+		/* load engine */
+		if (b >= 2)
+			cs_sem(x->cs, false, AS, TNPU_ENGINE_LOAD, S_FREE + h, 1);
+		phased = b == 0 && g.R * g.S > 1 && g.R * g.S <= 32;
+		load_image(x, &g, p, &d, b, h, !used[h], phased);
+		used[h] = true;
+		cs_sem(x->cs, true, AS, TNPU_ENGINE_LOAD, S_FULL + h, 1);
+		/* compute + store: a phased first round waits for its taps, the rest for the whole load */
+		if (!phased)
+			cs_sem(x->cs, false, AS, TNPU_ENGINE_COMPUTE, S_FULL + h, 1);
+		if (d.rows_over_n) {
+			for (uint32_t u = 0; u < ygroups * d.xchunks; u++) {
+				struct round rr[TNPU_MAX_ROWS];
+				uint32_t xc = u % d.xchunks, y0 = (u / d.xchunks) * ystep;
+
+				for (uint32_t r = 0; r < nrows; r++) {
+					rr[r].y0 = y0;
+					rr[r].x0 = xc * d.tm;
+					rr[r].xv = ACCEL_MIN(d.tm, g.OW - rr[r].x0);
+					rr[r].nb = r;
+					rr[r].valid = true;
+				}
+				emit_round(x, &g, &d, h, b, rr, nrows, &stg_round, phased && first_round);
+				if (phased && first_round)
+					cs_sem(x->cs, false, AS, TNPU_ENGINE_COMPUTE, S_FULL + h, 1);
+				first_round = false;
+			}
+		} else {
+			for (uint32_t u0 = 0; u0 < units; u0 += nrows) {
+				struct round rr[TNPU_MAX_ROWS];
+
+				for (uint32_t r = 0; r < nrows; r++) {
+					uint32_t u = u0 + r, xc, nb, y0;
+
+					rr[r].valid = u < units;
+					if (!rr[r].valid)
+						continue;
+					xc = u % d.xchunks;
+					nb = (u / d.xchunks) % d.nblk;
+					y0 = (u / d.xchunks / d.nblk) * ystep;
+					rr[r].y0 = y0;
+					rr[r].x0 = xc * d.tm;
+					rr[r].xv = ACCEL_MIN(d.tm, g.OW - rr[r].x0);
+					rr[r].nb = nb;
+				}
+				emit_round(x, &g, &d, h, b, rr, nrows, &stg_round, phased && first_round);
+				if (phased && first_round)
+					cs_sem(x->cs, false, AS, TNPU_ENGINE_COMPUTE, S_FULL + h, 1);
+				first_round = false;
+			}
+		}
+		cs_sem(x->cs, true, AS, TNPU_ENGINE_COMPUTE, S_FREE + h, 1);
+	}
+	if (x->cs->err)
+		return accel_seterr(dev, x->cs->err, "out of memory while building the command stream");
+	(void)dev;
+	return 0;
+}

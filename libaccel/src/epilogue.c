@@ -1,0 +1,126 @@
+/* SPDX-License-Identifier: MIT */
+/* epilogue.c - SFU epilogue (bias, activation, requantisation) shared by gemm and conv. */
+#include <math.h>
+#include <string.h>
+
+#include "lower.h"
+#include "epilogue.h"
+
+int accel_quant_from_scale(double scale, int32_t *multiplier, uint8_t *shift)
+{
+	int exp;
+	double m;
+	int64_t q;
+	int s;
+
+	if (!multiplier || !shift || !(scale > 0) || scale >= 2147483648.0)
+		return -EINVAL;
+	/* scale = m * 2^exp with m in [0.5, 1): multiplier = round(m * 2^31), shift = 31 - exp. */
+	m = frexp(scale, &exp);
+	q = llround(m * 2147483648.0);
+	if (q == 2147483648ll) {
+		q /= 2;
+		exp++;
+	}
+	s = 31 - exp;
+	while (s > 62) {
+		q >>= 1;
+		s--;
+	}
+	while (s < 0) {
+		return -ERANGE;
+	}
+	if (q == 0)
+		return -ERANGE;
+	*multiplier = (int32_t)q;
+	*shift = (uint8_t)s;
+	return 0;
+}
+
+/* Validate the epilogue for an op with N output columns and fill the problem's SFU fields. */
+int epi_setup(struct accel_dev *dev, const struct accel_epilogue *ep, bool f32, enum accel_dtype out_dt, uint32_t N,
+	      struct mm_problem *p)
+{
+	struct tnpu_sfu_param *s = &p->sfu;
+
+	memset(s, 0, sizeof(*s));
+	p->use_sfu = false;
+	if (f32) {
+		if (out_dt != ACCEL_FP32)
+			return accel_seterr(dev, -EINVAL, "fp32 operands need an FP32 output");
+		p->out_dtype = TNPU_DTYPE_FP32;
+		s->out_dtype = TNPU_DTYPE_FP32;
+	} else if (out_dt == ACCEL_INT32) {
+		p->out_dtype = TNPU_DTYPE_INT32;
+		s->out_dtype = TNPU_DTYPE_INT32;
+	} else if (out_dt == ACCEL_INT8) {
+		p->out_dtype = TNPU_DTYPE_INT8;
+		s->out_dtype = TNPU_DTYPE_INT8;
+	} else {
+		return accel_seterr(dev, -EINVAL, "int8 operands need an INT32 or INT8 output");
+	}
+	if (ep->bias) {
+		const struct accel_tensor *b = ep->bias;
+		int ret = accel_tensor_check(b);
+
+		if (ret)
+			return accel_seterr(dev, ret, "bias tensor is malformed or outside its buffer");
+		if (b->buf->dev != dev)
+			return accel_seterr(dev, -EINVAL, "bias buffer belongs to another device");
+		if (b->ndim != 2 || b->shape[0] != 1 || b->shape[1] != N || b->strides[1] != 4)
+			return accel_seterr(dev, -EINVAL, "bias must be a contiguous 1 x %u tensor", N);
+		if (b->dtype != (f32 ? ACCEL_FP32 : ACCEL_INT32))
+			return accel_seterr(dev, -EINVAL, "bias dtype must be %s", f32 ? "FP32" : "INT32");
+		s->ops |= TNPU_SFU_OP_BIAS;
+		p->bias_buf = b->buf;
+		p->bias_va = b->buf->va + b->offset;
+	}
+	switch (ep->act) {
+	case ACCEL_ACT_NONE:
+		break;
+	case ACCEL_ACT_RELU:
+		s->ops |= TNPU_SFU_OP_RELU;
+		break;
+	case ACCEL_ACT_CLAMP:
+		s->ops |= TNPU_SFU_OP_CLAMP;
+		if (f32) {
+			if (!(ep->clamp_lo_f <= ep->clamp_hi_f))
+				return accel_seterr(dev, -EINVAL, "clamp_lo_f must be <= clamp_hi_f");
+			memcpy(&s->lo, &ep->clamp_lo_f, 4);
+			memcpy(&s->hi, &ep->clamp_hi_f, 4);
+		} else {
+			if (ep->clamp_lo_i > ep->clamp_hi_i)
+				return accel_seterr(dev, -EINVAL, "clamp_lo_i must be <= clamp_hi_i");
+			s->lo = (uint32_t)ep->clamp_lo_i;
+			s->hi = (uint32_t)ep->clamp_hi_i;
+		}
+		break;
+	default:
+		return accel_seterr(dev, -EINVAL, "unknown activation %d", (int)ep->act);
+	}
+	if (!f32 && out_dt == ACCEL_INT8) {
+		if (ep->shift > 62)
+			return accel_seterr(dev, -EINVAL, "requantisation shift %u > 62", ep->shift);
+		if (ep->zero_point < -128 || ep->zero_point > 127)
+			return accel_seterr(dev, -EINVAL, "zero_point %d outside -128..127", ep->zero_point);
+		if (!ep->multiplier)
+			return accel_seterr(dev, -EINVAL, "INT8 output needs a requantisation multiplier");
+		s->ops |= TNPU_SFU_OP_REQUANT;
+		s->scale = (uint32_t)ep->multiplier;
+		s->shift = ep->shift;
+		s->zero_point = ep->zero_point;
+	} else if (!f32) {
+		if (ep->multiplier || ep->shift || ep->zero_point)
+			return accel_seterr(dev, -EINVAL, "requantisation needs an INT8 output");
+	}
+	if (f32 && ep->scale_f != 0.0f && ep->scale_f != 1.0f) {
+		if (!isfinite(ep->scale_f))
+			return accel_seterr(dev, -EINVAL, "scale_f must be finite");
+		s->ops |= TNPU_SFU_OP_REQUANT;
+		memcpy(&s->scale, &ep->scale_f, 4);
+	}
+	if (!f32 && ep->scale_f != 0.0f)
+		return accel_seterr(dev, -EINVAL, "scale_f applies to fp32 operations only");
+	p->use_sfu = s->ops != 0;
+	return 0;
+}

@@ -1,0 +1,107 @@
+/* SPDX-License-Identifier: MIT */
+/* gemm.c - accel_gemm: validation and lowering to the matmul engine. */
+#include <string.h>
+
+#include "epilogue.h"
+
+int arg_tensor(struct accel_dev *dev, const struct accel_tensor *t, const char *what)
+{
+	int ret;
+
+	if (!t)
+		return accel_seterr(dev, -EINVAL, "%s tensor is NULL", what);
+	if (!t->buf)
+		return accel_seterr(dev, -EINVAL, "%s tensor has no buffer", what);
+	if (t->buf->dev != dev)
+		return accel_seterr(dev, -EINVAL, "%s buffer belongs to another device", what);
+	ret = accel_tensor_check(t);
+	if (ret == -ERANGE)
+		return accel_seterr(dev, ret, "%s tensor extends past the end of its buffer", what);
+	if (ret)
+		return accel_seterr(dev, ret, "%s tensor is malformed (ndim, shape, strides or dtype)", what);
+	return 0;
+}
+
+static int mat_arg(struct accel_dev *dev, const struct accel_tensor *t, const char *what)
+{
+	int ret = arg_tensor(dev, t, what);
+
+	if (ret)
+		return ret;
+	if (t->ndim != 2)
+		return accel_seterr(dev, -EINVAL, "%s must be a 2-D tensor", what);
+	if ((size_t)t->strides[1] != accel_dtype_size(t->dtype))
+		return accel_seterr(dev, -EINVAL, "%s: the column dimension must be contiguous", what);
+	if (t->strides[0] < t->strides[1] * (int64_t)t->shape[1] && t->shape[0] > 1)
+		return accel_seterr(dev, -EINVAL, "%s: rows overlap (row stride too small)", what);
+	if (t->dtype == ACCEL_FP32 && ((t->buf->va + t->offset) % 4 || t->strides[0] % 4))
+		return accel_seterr(dev, -EINVAL, "%s: fp32 data must be 4-byte aligned", what);
+	return 0;
+}
+
+int accel_gemm(struct accel_dev *dev, const struct accel_gemm_desc *d, const struct accel_submit *sub,
+	       struct accel_job **job)
+{
+	struct accel_cmdstream cs;
+	struct mm_problem p;
+	struct mm_ctx x;
+	struct accel_job *j;
+	uint32_t M, N, K, kb;
+	bool f32;
+	int ret;
+
+	if (job)
+		*job = NULL;
+	if (!dev)
+		return -EINVAL;
+	accel_clearerr(dev);
+	if (!d)
+		return accel_seterr(dev, -EINVAL, "accel_gemm: descriptor is NULL");
+	if ((ret = mat_arg(dev, d->a, "A")) || (ret = mat_arg(dev, d->b, "B")) || (ret = mat_arg(dev, d->c, "C")))
+		return ret;
+	if (d->a->dtype != d->b->dtype || (d->a->dtype != ACCEL_INT8 && d->a->dtype != ACCEL_FP32))
+		return accel_seterr(dev, -EINVAL, "A and B must both be INT8 or both FP32");
+	f32 = d->a->dtype == ACCEL_FP32;
+	M = d->trans_a ? d->a->shape[1] : d->a->shape[0];
+	K = d->trans_a ? d->a->shape[0] : d->a->shape[1];
+	kb = d->trans_b ? d->b->shape[1] : d->b->shape[0];
+	N = d->trans_b ? d->b->shape[0] : d->b->shape[1];
+	if (kb != K)
+		return accel_seterr(dev, -EINVAL, "inner dimensions differ: op(A) is %ux%u, op(B) is %ux%u", M, K, kb, N);
+	if (d->c->shape[0] != M || d->c->shape[1] != N)
+		return accel_seterr(dev, -EINVAL, "C is %ux%u, expected %ux%u", d->c->shape[0], d->c->shape[1], M, N);
+	memset(&p, 0, sizeof(p));
+	p.M = M;
+	p.N = N;
+	p.K = K;
+	p.f32 = f32;
+	ret = epi_setup(dev, &d->epi, f32, d->c->dtype, N, &p);
+	if (ret)
+		return ret;
+	p.a.kind = d->trans_a ? MM_MAT_T : MM_MAT;
+	p.a.buf = d->a->buf;
+	p.a.va = d->a->buf->va + d->a->offset;
+	p.a.pitch = (uint64_t)d->a->strides[0];
+	p.b.kind = d->trans_b ? MM_MAT_T : MM_MAT;
+	p.b.buf = d->b->buf;
+	p.b.va = d->b->buf->va + d->b->offset;
+	p.b.pitch = (uint64_t)d->b->strides[0];
+	p.c_buf = d->c->buf;
+	p.c_va = d->c->buf->va + d->c->offset;
+	p.c_pitch = (uint64_t)d->c->strides[0];
+	if (p.out_dtype != TNPU_DTYPE_INT8 && (p.c_va % 4 || p.c_pitch % 4))
+		return accel_seterr(dev, -EINVAL, "C: 32-bit output must be 4-byte aligned");
+	cs_init(&cs, dev);
+	cs_use(&cs, p.a.buf);
+	cs_use(&cs, p.b.buf);
+	cs_use(&cs, p.c_buf);
+	cs_use(&cs, p.bias_buf);
+	mm_ctx_init(&x, dev, &cs);
+	ret = mm_emit(&x, &p);
+	if (!ret)
+		ret = cs_submit(&cs, sub, &j);
+	cs_fini(&cs);
+	if (ret)
+		return ret;
+	return accel_op_finish(dev, j, job);
+}

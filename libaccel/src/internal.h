@@ -1,0 +1,130 @@
+/* SPDX-License-Identifier: MIT */
+/* internal.h - libaccel internals shared by the sources (not installed). */
+#ifndef ACCEL_INTERNAL_H
+#define ACCEL_INTERNAL_H
+
+#include <errno.h>
+#include <stdarg.h>
+#include <stdint.h>
+
+#include "accel.h"
+
+#define ACCEL_MIN(a, b) ((a) < (b) ? (a) : (b))
+#define ACCEL_MAX(a, b) ((a) > (b) ? (a) : (b))
+#define ACCEL_DIV_UP(a, b) (((a) + (b) - 1) / (b))
+#define ACCEL_MAX_COUNTERS 32
+#define ACCEL_PAGE 4096u
+
+struct accel_hwjob;
+
+/* One backend: drm (tnpu.ko through libdrm) or sim (golden model in process). */
+struct accel_backend_ops {
+	const char *name;
+	int (*buf_alloc)(struct accel_dev *dev, struct accel_buffer *buf);
+	void (*buf_free)(struct accel_dev *dev, struct accel_buffer *buf);
+	/* Submit one hardware command buffer; deps are earlier hw jobs (possibly of other jobs). */
+	int (*submit)(struct accel_dev *dev, const uint8_t *cmds, size_t len, struct accel_buffer *const *bos,
+		      unsigned n_bos, struct accel_hwjob *const *deps, unsigned n_deps, struct accel_hwjob *hw);
+	/* 0 done (hw->status/counters valid), -ETIME still running, other errors fatal. */
+	int (*wait)(struct accel_dev *dev, struct accel_hwjob *hw, int64_t timeout_ns);
+	void (*hw_release)(struct accel_dev *dev, struct accel_hwjob *hw);
+	void (*close)(struct accel_dev *dev);
+};
+
+struct accel_dev {
+	const struct accel_backend_ops *ops;
+	void *priv;
+	struct accel_caps caps;
+	bool conv_im2col_only;	/* sim option conv=im2col: never use the direct convolution */
+	char err[320];
+};
+
+struct accel_buffer {
+	struct accel_dev *dev;
+	void *ptr;
+	uint64_t size;		/* requested */
+	uint64_t alloc;		/* rounded to pages */
+	uint64_t va;
+	uint32_t handle;	/* drm GEM handle */
+	uint32_t pad;
+	void *priv;
+};
+
+struct accel_hwjob {
+	bool done;
+	int status;		/* 0 or -errno */
+	uint32_t hw_error, err_info, err_cmd_offset;
+	uint64_t err_addr;
+	uint64_t counters[ACCEL_MAX_COUNTERS];
+	uint32_t syncobj;	/* drm */
+	struct accel_buffer *cmd_bo, *cnt_bo;	/* drm */
+};
+
+struct accel_job {
+	struct accel_dev *dev;
+	unsigned n_hw;
+	struct accel_hwjob *hw;
+	int status;		/* 1 = not yet known */
+	struct accel_counters sum;
+	struct accel_buffer *owned[4];	/* library-internal buffers (constants), freed with the job */
+	unsigned n_owned;
+};
+
+/* Command stream: bytes + the buffers it references + cut points (independent hw jobs). */
+struct accel_cmdstream {
+	struct accel_dev *dev;
+	uint8_t *buf;
+	size_t len, cap;
+	struct accel_buffer **bos;
+	unsigned n_bos, cap_bos;
+	size_t *cuts;		/* end offsets of segments except the last */
+	unsigned n_cuts, cap_cuts;
+	int err;		/* sticky: first append failure */
+};
+
+/* error.c */
+int accel_seterr(struct accel_dev *dev, int err, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
+void accel_clearerr(struct accel_dev *dev);
+
+/* backends */
+int accel_sim_open(struct accel_dev *dev, const char *opts);
+int accel_drm_open(struct accel_dev *dev, const char *path);
+
+/* cmdstream.c (raw appends with device VAs, used by the lowering) */
+void cs_init(struct accel_cmdstream *cs, struct accel_dev *dev);
+void cs_fini(struct accel_cmdstream *cs);
+void cs_raw(struct accel_cmdstream *cs, const void *p, size_t n);
+void cs_use(struct accel_cmdstream *cs, struct accel_buffer *buf);
+void cs_cut(struct accel_cmdstream *cs);
+size_t cs_segment_len(const struct accel_cmdstream *cs);
+void cs_dma(struct accel_cmdstream *cs, bool h2d, unsigned flags, uint64_t va, uint64_t py, uint64_t pz,
+	    unsigned row, unsigned half, uint32_t off, uint32_t spy, uint32_t spz, uint32_t width, uint32_t height,
+	    uint32_t depth);
+void cs_im2col_raw(struct accel_cmdstream *cs, unsigned flags, const void *hwdesc);
+void cs_dispatch(struct accel_cmdstream *cs, unsigned flags, unsigned row, unsigned half, unsigned dflags,
+		 const void *pkt, uint32_t len);
+void cs_sem(struct accel_cmdstream *cs, bool signal, unsigned flags, unsigned engine, unsigned sem, unsigned count);
+int cs_submit(struct accel_cmdstream *cs, const struct accel_submit *sub, struct accel_job **job);
+
+/* program.c */
+struct accel_program {
+	uint8_t n_instr, n_ops, rf_base, mode, loop_start, loop_end, sfu_rf;
+	bool loop_set;
+	uint16_t repeat;
+	uint16_t instr[64];
+	uint8_t recs[16][32];
+};
+/* CONFIG packet bytes into out (>= 1 + 16 + 128 + 512 bytes); returns length or -errno. */
+int accel_program_packet(const struct accel_program *p, unsigned ibuf, uint8_t *out, size_t cap);
+
+/* job.c */
+int accel_job_new(struct accel_dev *dev, unsigned n_hw, struct accel_job **out);
+int accel_op_finish(struct accel_dev *dev, struct accel_job *j, struct accel_job **job);
+/* accel_op_finish for an op that owns constant buffers (ownership passes to the job). */
+int accel_op_finish_owned(struct accel_dev *dev, struct accel_job *j, struct accel_buffer **owned, unsigned n,
+			  struct accel_job **job);
+
+/* tensor.c */
+int accel_tensor_va(const struct accel_tensor *t, uint64_t *va);
+
+#endif

@@ -1,0 +1,136 @@
+/* SPDX-License-Identifier: MIT */
+/* job.c - jobs: one or more hardware command buffers, a status and summed counters. */
+#include <stdlib.h>
+#include <string.h>
+
+#include "internal.h"
+
+int accel_job_new(struct accel_dev *dev, unsigned n_hw, struct accel_job **out)
+{
+	struct accel_job *j = calloc(1, sizeof(*j));
+
+	if (!j)
+		return accel_seterr(dev, -ENOMEM, "out of memory");
+	j->hw = calloc(n_hw ? n_hw : 1, sizeof(*j->hw));
+	if (!j->hw) {
+		free(j);
+		return accel_seterr(dev, -ENOMEM, "out of memory");
+	}
+	j->dev = dev;
+	j->n_hw = 0;
+	j->status = 1;
+	*out = j;
+	return 0;
+}
+
+static void sum_counters(struct accel_job *j)
+{
+	struct accel_counters *s = &j->sum;
+
+	memset(s, 0, sizeof(*s));
+	for (unsigned i = 0; i < j->n_hw; i++) {
+		const uint64_t *c = j->hw[i].counters;
+
+		s->total_cycles += c[0];
+		s->compute_cycles += c[1];
+		s->dma_cycles += c[2];
+		s->stall_cycles += c[3];
+		s->macs_dense += c[4];
+		s->macs_effective += c[5];
+		s->bytes_h2d += c[6];
+		s->bytes_d2h += c[7];
+		s->bytes_dispatch += c[8];
+		s->bytes_config += c[9];
+		s->instructions += c[10];
+		s->bank_swaps += c[11];
+		s->mmu_faults += c[12];
+		s->commands += c[13];
+		s->oq_accesses += c[14];
+		s->sfu_ops += c[15];
+		s->load_cycles += c[16];
+		s->store_cycles += c[17];
+	}
+	s->hw_jobs = j->n_hw;
+}
+
+int accel_job_wait(struct accel_job *job, int64_t timeout_ns)
+{
+	struct accel_dev *dev;
+
+	if (!job)
+		return -EINVAL;
+	dev = job->dev;
+	if (job->status != 1)
+		return job->status;
+	for (unsigned i = 0; i < job->n_hw; i++) {
+		struct accel_hwjob *hw = &job->hw[i];
+		int ret;
+
+		if (!hw->done) {
+			ret = dev->ops->wait(dev, hw, timeout_ns);
+			if (ret == -ETIME)
+				return accel_seterr(dev, -ETIME, "job still running after the timeout");
+			if (ret) {
+				job->status = ret;
+				return ret;
+			}
+		}
+		if (hw->status) {
+			job->status = hw->status;
+			sum_counters(job);
+			return hw->status;
+		}
+	}
+	sum_counters(job);
+	job->status = 0;
+	return 0;
+}
+
+int accel_job_counters(struct accel_job *job, struct accel_counters *out)
+{
+	int ret;
+
+	if (!job || !out)
+		return -EINVAL;
+	ret = accel_job_wait(job, -1);
+	*out = job->sum;
+	return ret == -EIO ? 0 : ret;
+}
+
+void accel_job_free(struct accel_job *job)
+{
+	if (!job)
+		return;
+	if (job->status == 1)
+		(void)accel_job_wait(job, -1);
+	for (unsigned i = 0; i < job->n_hw; i++)
+		if (job->dev->ops->hw_release)
+			job->dev->ops->hw_release(job->dev, &job->hw[i]);
+	for (unsigned i = 0; i < job->n_owned; i++)
+		accel_buffer_free(job->owned[i]);
+	free(job->hw);
+	free(job);
+}
+
+int accel_op_finish_owned(struct accel_dev *dev, struct accel_job *j, struct accel_buffer **owned, unsigned n,
+			  struct accel_job **job)
+{
+	for (unsigned i = 0; i < n && j->n_owned < 4; i++)
+		j->owned[j->n_owned++] = owned[i];
+	return accel_op_finish(dev, j, job);
+}
+
+/* Common tail of every operation: hand the job out or wait for it (synchronous call). */
+int accel_op_finish(struct accel_dev *dev, struct accel_job *j, struct accel_job **job)
+{
+	int ret;
+
+	if (job) {
+		*job = j;
+		return 0;
+	}
+	ret = accel_job_wait(j, -1);
+	accel_job_free(j);
+	(void)dev;
+	return ret;
+}

@@ -1,0 +1,77 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * lower.h - the matmul engine every operation lowers to: C = A x B (+ SFU epilogue), tiled over the
+ * PE array, double-buffered through the storage-unit halves (plan_tiling.c chooses the tiles and the
+ * loop order, matmul.c emits the command stream).
+ */
+#ifndef ACCEL_LOWER_H
+#define ACCEL_LOWER_H
+
+#include "internal.h"
+#include "tnpu/tnpu_hw.h"
+
+enum mm_src_kind {
+	MM_MAT = 0,	/* A: M x K row-major; B: K x N row-major */
+	MM_MAT_T = 1,	/* A stored K x M; B stored N x K */
+	MM_IM2COL = 2,	/* A only: implicit im2col tile loads (template ic, rows offset m_base) */
+};
+
+struct mm_src {
+	enum mm_src_kind kind;
+	struct accel_buffer *buf;
+	uint64_t va;		/* element (0,0) */
+	uint64_t pitch;		/* bytes between stored rows */
+	struct tnpu_cmd_im2col ic;
+	uint32_t m_base;
+};
+
+struct mm_problem {
+	uint32_t M, N, K;
+	bool f32;
+	struct mm_src a, b;
+	struct accel_buffer *c_buf;
+	uint64_t c_va, c_pitch;
+	bool c_trans;		/* element (i, j) stored at c_va + j * c_pitch + i * oe */
+	uint8_t out_dtype;	/* TNPU_DTYPE_INT32, INT8 or FP32 */
+	bool use_sfu;
+	struct tnpu_sfu_param sfu;	/* bias_addr etc. filled by the engine */
+	struct accel_buffer *bias_buf;
+	uint64_t bias_va;	/* when sfu.ops & BIAS: N 32-bit values */
+};
+
+enum mm_order {
+	MM_ORDER_M_OUTER = 0,	/* output stationary; with one K step A stays resident (input stationary) */
+	MM_ORDER_N_OUTER = 1,	/* with one K step B stays resident (weight stationary) */
+};
+
+struct mm_plan {
+	uint32_t tm, tn, kt;
+	enum mm_order order;
+	bool rows_over_n;	/* array rows take consecutive N blocks (A broadcast) instead of M blocks */
+	uint32_t a_off, b_off, c_off, bias_off;
+	double est_cycles;
+	uint64_t est_h2d_bytes;
+	const char *mapping;	/* "output-stationary", "input-stationary", "weight-stationary" */
+};
+
+int mm_plan_choose(const struct accel_caps *caps, const struct mm_problem *p, struct mm_plan *out);
+
+/* Pipeline state shared by consecutive problems of one command stream. */
+struct mm_ctx {
+	struct accel_dev *dev;
+	struct accel_cmdstream *cs;
+	const struct accel_caps *caps;
+	uint32_t step;
+	bool stg_used[2];
+	bool restore;		/* the previous EXE patched register-file entries */
+	uint32_t prob_seq;
+	uint64_t tag_a[2][TNPU_MAX_ROWS], tag_b[2][TNPU_MAX_ROWS], tag_bias[2][TNPU_MAX_ROWS];
+	size_t cut_bytes;	/* start a new hardware job when a segment grows past this */
+	struct mm_plan last_plan;
+	bool no_direct;		/* force the IM2COL lowering of convolutions (tests, benchmarks) */
+};
+
+void mm_ctx_init(struct mm_ctx *x, struct accel_dev *dev, struct accel_cmdstream *cs);
+int mm_emit(struct mm_ctx *x, const struct mm_problem *p);
+
+#endif

@@ -1,0 +1,196 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * plan_tiling.c - tile sizes and mapping for the matmul engine (cost model in
+ * Documentation/libaccel.md, "Tiling and cost model").
+ *
+ * A row of the array computes a block of (cols*tm) x (pes*tn) outputs per K step of kt (isa.md,
+ * "Mapping a GEMM"); the rows take consecutive M blocks.  For every candidate (tm, tn, kt, loop
+ * order) that fits a storage-unit half, the model below estimates the job's cycles from the
+ * cycle-model.md formulas: compute per EXE = CYC_EXE + issue + max(distribution, MAC), load and
+ * store engine time per tile, overlapped by the ping-pong pipeline so the job takes about the
+ * largest of the three timelines plus one tile of fill and drain.  Residency decides the mapping:
+ * with a single K step the A tile of an M block stays in both halves while N blocks stream
+ * (input stationary) or the B tile stays while M blocks stream (weight stationary); with several
+ * K steps the accumulators hold the outputs (output stationary).  The cheapest estimate wins, ties
+ * go to fewer host bytes.
+ */
+#include <math.h>
+#include <string.h>
+
+#include "lower.h"
+
+static uint64_t up(uint64_t a, uint64_t b)
+{
+	return (a + b - 1) / b;
+}
+
+static uint32_t align64(uint32_t v)
+{
+	return (v + 63u) & ~63u;
+}
+
+static void estimate(const struct accel_caps *c, const struct mm_problem *p, struct mm_plan *pl)
+{
+	uint64_t e = p->f32 ? 4 : 1, oe = p->out_dtype == TNPU_DTYPE_INT8 ? 1 : 4;
+	uint64_t R = c->rows, Mb = (uint64_t)c->cols * pl->tm, Nb = (uint64_t)c->pes * pl->tn, kt = pl->kt;
+	uint64_t n_mb = up(p->M, Mb), n_nb = up(p->N, Nb), n_k = up(p->K, kt);
+	uint64_t n_mg = pl->rows_over_n ? n_mb : up(n_mb, R), n_ng = pl->rows_over_n ? up(n_nb, R) : n_nb;
+	uint64_t rows_used = ACCEL_MIN(R, pl->rows_over_n ? n_nb : n_mb);
+	uint64_t a_rows = pl->rows_over_n ? 1 : rows_used, b_rows = pl->rows_over_n ? rows_used : 1;
+	uint64_t rate = p->f32 ? c->rate_fp32 : c->rate_int8;
+	double mac = (double)up((uint64_t)pl->tm * pl->tn * kt, rate);
+	double dist = (double)up((Mb + Nb) * kt * e + 8, c->rate_dispatch);
+	double exe = TNPU_CYC_EXE + 4 + fmax(mac, dist) + TNPU_CYC_CMD + TNPU_CYC_DISPATCH;
+	double epi = (double)up((uint64_t)pl->tm * pl->tn * oe * c->pes, 128) +
+		     (double)up((uint64_t)pl->tm * pl->tn, p->use_sfu ? 16 : 64);
+	double cost_a, cost_b, cost_st, a_loads, b_loads, steps = (double)(n_mg * n_ng * n_k);
+	double compute, load, store, bytes_a, bytes_b, im2col_box = 0;
+
+	switch (p->a.kind) {
+	case MM_MAT:
+		cost_a = 36.0 + (double)(Mb * up(kt * e, 128));
+		break;
+	case MM_MAT_T:
+		cost_a = 36.0 + (double)(Mb * kt);
+		break;
+	default: {
+		/* IM2COL reads the bounding box of the tile's footprint: the input rows under
+		 * ceil(Mb / OW) + 1 output rows plus the filter halo, all columns and channels. */
+		const struct tnpu_cmd_im2col *ic = &p->a.ic;
+		double orows = (double)up(Mb, ic->ow) + 1.0;
+		double irows = fmin((double)ic->h * ic->n, orows * ic->stride_y + (double)(ic->r - 1) * ic->dil_y);
+		double box = irows * ic->w * ic->c * (double)e;
+
+		if (kt < p->K)
+			box = fmin(box, box * ((double)kt / (double)(ic->s * ic->c)) + (double)ic->w * ic->c * e);
+		cost_a = 36.0 + fmax((double)up(Mb * kt * e, 128), box / 128.0);
+		im2col_box = box;
+		break;
+	}
+	}
+	cost_b = 36.0 + (p->b.kind == MM_MAT ? (double)(kt * up(Nb * e, 128)) : (double)(Nb * up(kt * e, 128)));
+	cost_st = 36.0 + (p->c_trans ? (double)(Mb * Nb) : (double)(Mb * up(Nb * oe, 128)));
+	bytes_a = p->a.kind == MM_IM2COL ? im2col_box : (double)(Mb * kt * e);
+	bytes_b = (double)(Nb * kt * e);
+	if (n_k == 1 && pl->order == MM_ORDER_M_OUTER) {
+		a_loads = (double)(n_mg * ACCEL_MIN(n_ng, 2));
+		b_loads = (double)(n_mg * n_ng);
+		pl->mapping = n_ng > 2 ? "input-stationary" : "output-stationary";
+	} else if (n_k == 1) {
+		b_loads = (double)(n_ng * ACCEL_MIN(n_mg, 2));
+		a_loads = (double)(n_ng * n_mg);
+		pl->mapping = n_mg > 2 ? "weight-stationary" : "output-stationary";
+	} else {
+		a_loads = steps;
+		b_loads = steps;
+		pl->mapping = "output-stationary";
+	}
+	compute = (double)(n_mg * n_ng) * ((double)n_k * exe + epi);
+	load = a_loads * a_rows * cost_a + b_loads * b_rows * cost_b;
+	store = (double)(n_mg * n_ng) * rows_used * cost_st;
+	pl->est_cycles = fmax(compute, fmax(load, store)) + a_rows * cost_a + b_rows * cost_b + rows_used * cost_st + 64;
+	pl->est_h2d_bytes = (uint64_t)(a_loads * a_rows * bytes_a + b_loads * b_rows * bytes_b);
+}
+
+/* Tile-size candidates along a dimension of size dim split over `lanes` units (clusters or PEs),
+ * at most lim per unit: powers of two (i < PLAN_CANDS) and exact splits ceil(dim / (lanes * j))
+ * (i >= PLAN_CANDS), so that edge tiles waste little work.  0 = no candidate. */
+#define PLAN_CANDS 11
+#define PLAN_SLACK 1.02
+static uint32_t cand(unsigned i, uint32_t dim, uint32_t lanes, uint32_t lim)
+{
+	uint64_t per = (dim + (uint64_t)lanes - 1) / lanes, v;
+
+	if (i < PLAN_CANDS) {
+		v = 1ull << i;
+		if (v > 1 && v / 2 >= per)
+			return 0;
+	} else {
+		v = (per + (i - PLAN_CANDS)) / (i - PLAN_CANDS + 1);
+		if (!v)
+			return 0;
+	}
+	return v <= lim ? (uint32_t)v : 0;
+}
+
+/* True when candidate i repeats the value of an earlier candidate. */
+static bool dup(unsigned i, uint32_t v, uint32_t dim, uint32_t lanes, uint32_t lim)
+{
+	for (unsigned j = 0; j < i; j++)
+		if (cand(j, dim, lanes, lim) == v)
+			return true;
+	return false;
+}
+
+int mm_plan_choose(const struct accel_caps *c, const struct mm_problem *p, struct mm_plan *out)
+{
+	static const uint32_t kts[] = { 8192, 4096, 2048, 1024, 512, 256, 128, 64, 32, 16, 8, 4, 2, 1 };
+	uint32_t e = p->f32 ? 4 : 1, oe = p->out_dtype == TNPU_DTYPE_INT8 ? 1 : 4;
+	uint32_t half = c->sram_bytes / 2;
+	bool found = false;
+	struct mm_plan best;
+
+	memset(&best, 0, sizeof(best));
+	/* Pass 0: fastest estimate.  Pass 1: fewest host bytes within PLAN_SLACK of it. */
+	for (int pass = 0; pass < 2; pass++) {
+	double limit = best.est_cycles * PLAN_SLACK;
+
+	if (pass == 1 && !found)
+		break;
+	for (unsigned ti = 0; ti < 2 * PLAN_CANDS; ti++) {
+		uint32_t tn = cand(ti, p->N, c->pes, c->acc_elems);
+
+		if (!tn || (ti && dup(ti, tn, p->N, c->pes, c->acc_elems)))
+			continue;
+		for (unsigned mi = 0; mi < 2 * PLAN_CANDS; mi++) {
+			uint32_t tm = cand(mi, p->M, c->cols, c->acc_elems / tn);
+
+			if (!tm || (mi && dup(mi, tm, p->M, c->cols, c->acc_elems / tn)))
+				continue;
+			for (unsigned ki = 0; ki <= sizeof(kts) / sizeof(kts[0]); ki++) {
+				uint32_t kt = ki == 0 ? p->K : kts[ki - 1];
+				uint32_t Mb = c->cols * tm, Nb = c->pes * tn;
+				uint64_t need;
+				struct mm_plan pl;
+
+				if (kt > p->K || kt > 65535 || (ki && kt == p->K))
+					continue;
+				if (ki && p->K % kt && kt < 64 && p->K > 64)
+					continue;
+				memset(&pl, 0, sizeof(pl));
+				pl.tm = tm;
+				pl.tn = tn;
+				pl.kt = kt;
+				pl.a_off = 0;
+				pl.b_off = align64(Mb * kt * e);
+				pl.c_off = pl.b_off + align64(Nb * kt * e);
+				pl.bias_off = pl.c_off + align64(Mb * Nb * oe);
+				need = (uint64_t)pl.bias_off + Nb * 4;
+				if (need > half)
+					continue;
+				for (int o = 0; o < 4; o++) {
+					pl.order = (enum mm_order)(o & 1);
+					pl.rows_over_n = o >= 2;
+					if (pl.rows_over_n && c->rows == 1)
+						continue;
+					estimate(c, p, &pl);
+					if (pass == 0) {
+						if (!found || pl.est_cycles < best.est_cycles) {
+							best = pl;
+							found = true;
+						}
+					} else if (pl.est_cycles <= limit &&
+						   (pl.est_h2d_bytes < best.est_h2d_bytes ||
+						    (pl.est_h2d_bytes == best.est_h2d_bytes && pl.est_cycles < best.est_cycles))) {
+						best = pl;
+					}
+				}
+			}
+		}
+	}
+	}
+	if (!found)
+		return -E2BIG;
+	*out = best;
+	return 0;
+}

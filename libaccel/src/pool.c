@@ -1,0 +1,314 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * pool.c - pooling and element-wise activations, lowered to the matmul engine.
+ *
+ * ISA v1 has MAC and an SFU with ReLU/clamp/requantise but no max reduction, so:
+ *  - average pooling = depthwise convolution with constant weights (1/(R*S) in fp32; 1 with the
+ *    requantisation multiplier of 1/(R*S) in int8), padding counted in the window;
+ *  - activations = x times an identity matrix (exact in int8 and fp32) through the SFU;
+ *  - max pooling runs on the host CPU (after the dependencies) and is reported as a job without
+ *    hardware command buffers (hw_jobs = 0).  See Documentation/libaccel.md.
+ */
+#include <string.h>
+
+#include "epilogue.h"
+
+#define ID_W 64u	/* identity width used by accel_activation */
+
+static int sub_wait(struct accel_dev *dev, const struct accel_submit *sub)
+{
+	if (!sub)
+		return 0;
+	if (sub->flags || (sub->n_deps && !sub->deps))
+		return accel_seterr(dev, -EINVAL, "accel_submit: flags must be 0 and deps non-NULL");
+	for (unsigned i = 0; i < sub->n_deps; i++) {
+		int ret;
+
+		if (!sub->deps[i] || sub->deps[i]->dev != dev)
+			return accel_seterr(dev, -EINVAL, "accel_submit: dependency %u is not a job of this device", i);
+		ret = accel_job_wait(sub->deps[i], -1);
+		if (ret)
+			return accel_seterr(dev, -ECANCELED, "dependency %u failed (%s)", i, accel_strerror(ret));
+	}
+	return 0;
+}
+
+static bool packed_same(const struct accel_tensor *a, const struct accel_tensor *b)
+{
+	if (a->ndim != b->ndim || a->dtype != b->dtype || a->layout != b->layout)
+		return false;
+	for (unsigned i = 0; i < a->ndim; i++)
+		if (a->shape[i] != b->shape[i] || a->strides[i] != b->strides[i])
+			return false;
+	return true;
+}
+
+static bool packed(const struct accel_tensor *t, uint64_t *elems)
+{
+	uint64_t ext, n = 1;
+
+	for (unsigned i = 0; i < t->ndim; i++)
+		n *= t->shape[i];
+	*elems = n;
+	return !accel_tensor_extent(t, &ext) && ext == n * accel_dtype_size(t->dtype);
+}
+
+int accel_activation(struct accel_dev *dev, const struct accel_activation_desc *d, const struct accel_submit *sub,
+		     struct accel_job **job)
+{
+	struct accel_buffer *id = NULL;
+	struct accel_cmdstream cs;
+	struct accel_epilogue ep;
+	struct mm_problem p;
+	struct mm_ctx x;
+	struct accel_job *j;
+	uint64_t L, q, r;
+	uint32_t e;
+	bool f32;
+	int ret;
+
+	if (job)
+		*job = NULL;
+	if (!dev)
+		return -EINVAL;
+	accel_clearerr(dev);
+	if (!d)
+		return accel_seterr(dev, -EINVAL, "accel_activation: descriptor is NULL");
+	if ((ret = arg_tensor(dev, d->input, "input")) || (ret = arg_tensor(dev, d->output, "output")))
+		return ret;
+	if (!packed_same(d->input, d->output))
+		return accel_seterr(dev, -EINVAL, "activation: input and output need the same shape, strides, layout and dtype");
+	if (d->input->dtype != ACCEL_INT8 && d->input->dtype != ACCEL_FP32)
+		return accel_seterr(dev, -EINVAL, "activation: dtype must be INT8 or FP32");
+	if (!packed(d->input, &L))
+		return accel_seterr(dev, -EINVAL, "activation: tensors must be packed (no gaps)");
+	if (d->act != ACCEL_ACT_RELU && d->act != ACCEL_ACT_CLAMP && d->act != ACCEL_ACT_NONE)
+		return accel_seterr(dev, -EINVAL, "activation: unknown function %d", (int)d->act);
+	f32 = d->input->dtype == ACCEL_FP32;
+	e = f32 ? 4 : 1;
+	memset(&ep, 0, sizeof(ep));
+	ep.act = d->act;
+	ep.clamp_lo_i = d->clamp_lo_i;
+	ep.clamp_hi_i = d->clamp_hi_i;
+	ep.clamp_lo_f = d->clamp_lo_f;
+	ep.clamp_hi_f = d->clamp_hi_f;
+	if (!f32) {
+		/* ((x * 2^30 + 2^29) >> 30) == x: the requantisation is the identity. */
+		ep.multiplier = 1 << 30;
+		ep.shift = 30;
+	}
+	memset(&p, 0, sizeof(p));
+	ret = epi_setup(dev, &ep, f32, d->output->dtype, ID_W, &p);
+	if (ret)
+		return ret;
+	ret = accel_buffer_alloc(dev, (uint64_t)ID_W * ID_W * e, &id);
+	if (ret)
+		return ret;
+	for (uint32_t i = 0; i < ID_W; i++) {
+		if (f32)
+			((float *)id->ptr)[i * ID_W + i] = 1.0f;
+		else
+			((int8_t *)id->ptr)[i * ID_W + i] = 1;
+	}
+	q = L / ID_W;
+	r = L % ID_W;
+	p.f32 = f32;
+	p.a.kind = MM_MAT;
+	p.a.buf = d->input->buf;
+	p.b.kind = MM_MAT;
+	p.b.buf = id;
+	p.b.va = id->va;
+	p.b.pitch = ID_W * e;
+	p.c_buf = d->output->buf;
+	cs_init(&cs, dev);
+	cs_use(&cs, d->input->buf);
+	cs_use(&cs, d->output->buf);
+	cs_use(&cs, id);
+	mm_ctx_init(&x, dev, &cs);
+	ret = 0;
+	if (q) {
+		/* View the tensor as q x 64 and multiply by I(64). */
+		p.M = (uint32_t)ACCEL_MIN(q, 0x7fffffffu);
+		p.N = p.K = ID_W;
+		p.a.va = d->input->buf->va + d->input->offset;
+		p.a.pitch = ID_W * e;
+		p.c_va = d->output->buf->va + d->output->offset;
+		p.c_pitch = ID_W * e;
+		ret = q > 0x7fffffffu ? accel_seterr(dev, -E2BIG, "activation: tensor too large") : mm_emit(&x, &p);
+	}
+	if (!ret && r) {
+		/* Tail: 1 x r times the top-left r x r block of I(64). */
+		p.M = 1;
+		p.N = p.K = (uint32_t)r;
+		p.a.va = d->input->buf->va + d->input->offset + q * ID_W * e;
+		p.a.pitch = r * e;
+		p.c_va = d->output->buf->va + d->output->offset + q * ID_W * e;
+		p.c_pitch = r * e;
+		ret = mm_emit(&x, &p);
+	}
+	if (!ret)
+		ret = cs_submit(&cs, sub, &j);
+	cs_fini(&cs);
+	if (ret) {
+		accel_buffer_free(id);
+		return ret;
+	}
+	return accel_op_finish_owned(dev, j, &id, 1, job);
+}
+
+static int pool_check(struct accel_dev *dev, const struct accel_pool2d_desc *d, uint32_t *oh, uint32_t *ow)
+{
+	const struct accel_tensor *in = d->input, *out = d->output;
+	int ret;
+
+	if ((ret = arg_tensor(dev, in, "input")) || (ret = arg_tensor(dev, out, "output")))
+		return ret;
+	if (in->ndim != 4 || out->ndim != 4 || in->dtype != out->dtype || in->layout != out->layout)
+		return accel_seterr(dev, -EINVAL, "pool2d: input and output must be 4-D with the same dtype and layout");
+	if (in->dtype != ACCEL_INT8 && in->dtype != ACCEL_FP32)
+		return accel_seterr(dev, -EINVAL, "pool2d: dtype must be INT8 or FP32");
+	if (!d->win_h || !d->win_w || !d->stride_h || !d->stride_w)
+		return accel_seterr(dev, -EINVAL, "pool2d: window and stride must be >= 1");
+	if (d->pad_top >= d->win_h || d->pad_bottom >= d->win_h || d->pad_left >= d->win_w || d->pad_right >= d->win_w)
+		return accel_seterr(dev, -EINVAL, "pool2d: padding must be smaller than the window");
+	if (in->shape[2] + d->pad_top + d->pad_bottom < d->win_h || in->shape[3] + d->pad_left + d->pad_right < d->win_w)
+		return accel_seterr(dev, -EINVAL, "pool2d: window larger than the padded input");
+	*oh = (in->shape[2] + d->pad_top + d->pad_bottom - d->win_h) / d->stride_h + 1;
+	*ow = (in->shape[3] + d->pad_left + d->pad_right - d->win_w) / d->stride_w + 1;
+	if (out->shape[0] != in->shape[0] || out->shape[1] != in->shape[1] || out->shape[2] != *oh ||
+	    out->shape[3] != *ow)
+		return accel_seterr(dev, -EINVAL, "pool2d: output must be {%u,%u,%u,%u}", in->shape[0], in->shape[1], *oh,
+				    *ow);
+	if (d->kind != ACCEL_POOL_MAX && d->kind != ACCEL_POOL_AVG)
+		return accel_seterr(dev, -EINVAL, "pool2d: unknown kind %d", (int)d->kind);
+	return 0;
+}
+
+static const void *at(const struct accel_tensor *t, uint32_t n, uint32_t c, uint32_t y, uint32_t x)
+{
+	return (const uint8_t *)t->buf->ptr + t->offset + n * t->strides[0] + c * t->strides[1] + y * t->strides[2] +
+	       x * t->strides[3];
+}
+
+/* Max pooling on the host: the ISA has no max reduction (see the file comment). */
+static void max_pool_host(const struct accel_pool2d_desc *d, uint32_t oh, uint32_t ow)
+{
+	const struct accel_tensor *in = d->input, *out = d->output;
+	bool f32 = in->dtype == ACCEL_FP32;
+
+	for (uint32_t n = 0; n < in->shape[0]; n++)
+		for (uint32_t c = 0; c < in->shape[1]; c++)
+			for (uint32_t y = 0; y < oh; y++)
+				for (uint32_t x = 0; x < ow; x++) {
+					float mf = 0;
+					int mi = -128;
+					bool any = false;
+
+					for (uint32_t ry = 0; ry < d->win_h; ry++)
+						for (uint32_t rx = 0; rx < d->win_w; rx++) {
+							int64_t iy = (int64_t)y * d->stride_h - d->pad_top + ry;
+							int64_t ix = (int64_t)x * d->stride_w - d->pad_left + rx;
+
+							if (iy < 0 || ix < 0 || iy >= in->shape[2] || ix >= in->shape[3])
+								continue;
+							if (f32) {
+								float v;
+
+								memcpy(&v, at(in, n, c, (uint32_t)iy, (uint32_t)ix), 4);
+								if (!any || v > mf || v != v)
+									mf = v;
+							} else {
+								int v = *(const int8_t *)at(in, n, c, (uint32_t)iy, (uint32_t)ix);
+
+								mi = v > mi ? v : mi;
+							}
+							any = true;
+						}
+					if (f32)
+						memcpy((void *)at(out, n, c, y, x), &mf, 4);
+					else
+						*(int8_t *)(void *)at(out, n, c, y, x) = (int8_t)mi;
+				}
+}
+
+int accel_pool2d(struct accel_dev *dev, const struct accel_pool2d_desc *d, const struct accel_submit *sub,
+		 struct accel_job **job)
+{
+	struct accel_buffer *w = NULL;
+	struct accel_tensor wt;
+	struct accel_conv2d_desc cd;
+	struct accel_cmdstream cs;
+	struct mm_ctx x;
+	struct accel_job *j;
+	uint32_t oh = 0, ow = 0, C, RS;
+	bool f32;
+	int ret;
+
+	if (job)
+		*job = NULL;
+	if (!dev)
+		return -EINVAL;
+	accel_clearerr(dev);
+	if (!d)
+		return accel_seterr(dev, -EINVAL, "accel_pool2d: descriptor is NULL");
+	ret = pool_check(dev, d, &oh, &ow);
+	if (ret)
+		return ret;
+	f32 = d->input->dtype == ACCEL_FP32;
+	if (d->kind == ACCEL_POOL_MAX) {
+		ret = sub_wait(dev, sub);
+		if (ret)
+			return ret;
+		max_pool_host(d, oh, ow);
+		ret = accel_job_new(dev, 1, &j);
+		if (ret)
+			return ret;
+		j->status = 0;
+		return accel_op_finish(dev, j, job);
+	}
+	C = d->input->shape[1];
+	RS = d->win_h * d->win_w;
+	ret = accel_buffer_alloc(dev, (uint64_t)C * RS * (f32 ? 4 : 1), &w);
+	if (ret)
+		return ret;
+	for (uint64_t i = 0; i < (uint64_t)C * RS; i++) {
+		if (f32)
+			((float *)w->ptr)[i] = 1.0f / (float)RS;
+		else
+			((int8_t *)w->ptr)[i] = 1;
+	}
+	accel_tensor_4d(w, 0, d->input->dtype, d->input->layout, C, 1, d->win_h, d->win_w, &wt);
+	memset(&cd, 0, sizeof(cd));
+	cd.input = d->input;
+	cd.output = d->output;
+	cd.weights = &wt;
+	cd.stride_h = d->stride_h;
+	cd.stride_w = d->stride_w;
+	cd.pad_top = d->pad_top;
+	cd.pad_left = d->pad_left;
+	cd.pad_bottom = d->pad_bottom;
+	cd.pad_right = d->pad_right;
+	cd.dil_h = cd.dil_w = 1;
+	cd.groups = C;
+	if (!f32) {
+		if (d->multiplier) {
+			cd.epi.multiplier = d->multiplier;
+			cd.epi.shift = d->shift;
+		} else {
+			ret = accel_quant_from_scale(1.0 / RS, &cd.epi.multiplier, &cd.epi.shift);
+		}
+	}
+	cs_init(&cs, dev);
+	cs_use(&cs, w);
+	mm_ctx_init(&x, dev, &cs);
+	if (!ret)
+		ret = conv_lower(dev, &x, &cd);
+	if (!ret)
+		ret = cs_submit(&cs, sub, &j);
+	cs_fini(&cs);
+	if (ret) {
+		accel_buffer_free(w);
+		return ret;
+	}
+	return accel_op_finish_owned(dev, j, &w, 1, job);
+}

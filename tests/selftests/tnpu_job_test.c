@@ -1,0 +1,409 @@
+// SPDX-License-Identifier: GPL-2.0-only
+/*
+ * Job execution through tnpu.ko: results, ordering, syncobjs, per-job counters, MMU isolation
+ * between files and processes, MMU faults, device errors, and hang/fault/error injection with
+ * recovery (the next job succeeds).
+ */
+#include <sys/wait.h>
+
+#include "kselftest_harness.h"
+#include "tnpu_test.h"
+
+#define CNT_TOTAL_CYCLES	0
+#define CNT_MMU_FAULTS		12
+#define CNT_COMMANDS		13
+#define ERR_MMU_NOT_PRESENT	10
+#define ERR_MMU_PERMISSION	11
+
+FIXTURE(job) {
+	struct tnpu_ctx c;
+};
+
+FIXTURE_SETUP(job)
+{
+	ASSERT_EQ(0, tnpu_ctx_init(&self->c)) TH_LOG("cannot open %s", TNPU_DEV);
+}
+
+FIXTURE_TEARDOWN(job)
+{
+	tnpu_ctx_fini(&self->c);
+}
+
+static struct drm_tnpu_counters counters(int fd)
+{
+	struct drm_tnpu_counters cnt = { 0 };
+
+	tnpu_query(fd, DRM_TNPU_QUERY_COUNTERS, &cnt, sizeof(cnt));
+	return cnt;
+}
+
+TEST_F(job, fence_job_writes_value)
+{
+	ASSERT_EQ(0, tnpu_run_fence(&self->c, 0, self->c.data.va + 16, 42));
+	EXPECT_EQ(42, ((uint64_t *)self->c.data.map)[2]);
+}
+
+TEST_F(job, jobs_of_one_queue_run_in_order_with_timeline_points)
+{
+	uint64_t *cmd = self->c.cmd.map, *data = self->c.data.map;
+	struct drm_tnpu_bo_ref ref = { self->c.data.handle, DRM_TNPU_BO_REF_WRITE };
+	uint32_t tl, i, n = 200;
+
+	ASSERT_EQ(0, drmSyncobjCreate(self->c.fd, 0, &tl));
+	for (i = 0; i < n; i++) {
+		/* every job overwrites slot 0 and sets its own slot */
+		struct tnpu_job_args j = { .queue = self->c.queue, .cmd = &self->c.cmd,
+					   .cmd_offset = 64 * i, .refs = &ref, .nrefs = 1,
+					   .out_sync = tl, .out_point = i + 1 };
+		uint32_t len = tnpu_cmd_fence(cmd + 8 * i, self->c.data.va, i + 1);
+
+		len += tnpu_cmd_fence(cmd + 8 * i + 3, self->c.data.va + 8 * (i + 1), i + 1);
+		j.cmd_size = len;
+		ASSERT_EQ(0, tnpu_submit(self->c.fd, &j)) TH_LOG("job %u", i);
+	}
+	ASSERT_EQ(0, tnpu_sync_status(self->c.fd, tl, n, 120000));
+	EXPECT_EQ(n, data[0]);
+	for (i = 0; i < n; i++)
+		ASSERT_EQ(i + 1, data[i + 1]) TH_LOG("slot %u", i + 1);
+	drmSyncobjDestroy(self->c.fd, tl);
+}
+
+TEST_F(job, in_syncobj_orders_jobs_across_queues)
+{
+	struct drm_tnpu_sync in = { 0 };
+	uint32_t q2, s1, s2;
+	uint64_t *data = self->c.data.map;
+	int i;
+
+	ASSERT_EQ(0, tnpu_queue_new(self->c.fd, DRM_TNPU_QUEUE_PRIORITY_LOW, &q2));
+	ASSERT_EQ(0, drmSyncobjCreate(self->c.fd, 0, &s1));
+	ASSERT_EQ(0, drmSyncobjCreate(self->c.fd, 0, &s2));
+	for (i = 0; i < 20; i++) {
+		struct tnpu_job_args a = { .queue = self->c.queue, .cmd = &self->c.cmd,
+					   .cmd_offset = 0, .refs = NULL, .nrefs = 0,
+					   .out_sync = s1 };
+		struct tnpu_job_args b = { .queue = q2, .cmd = &self->c.cmd, .cmd_offset = 64,
+					   .nin = 1, .in = &in, .out_sync = s2 };
+
+		/* no BO references: only the syncobj orders B after A */
+		a.cmd_size = tnpu_cmd_fence(self->c.cmd.map, self->c.data.va, 2 * i + 1);
+		b.cmd_size = tnpu_cmd_fence((char *)self->c.cmd.map + 64, self->c.data.va, 2 * i + 2);
+		ASSERT_EQ(0, tnpu_submit(self->c.fd, &a));
+		in.handle = s1;
+		ASSERT_EQ(0, tnpu_submit(self->c.fd, &b));
+		ASSERT_EQ(0, tnpu_sync_status(self->c.fd, s2, 0, 60000));
+		EXPECT_EQ(2 * i + 2, data[0]);
+	}
+}
+
+TEST_F(job, implicit_bo_dependency_orders_jobs_across_queues)
+{
+	struct drm_tnpu_bo_ref ref = { self->c.data.handle, DRM_TNPU_BO_REF_WRITE };
+	uint64_t *data = self->c.data.map;
+	uint32_t q2;
+	int i;
+
+	ASSERT_EQ(0, tnpu_queue_new(self->c.fd, DRM_TNPU_QUEUE_PRIORITY_HIGH, &q2));
+	for (i = 0; i < 20; i++) {
+		struct tnpu_job_args a = { .queue = self->c.queue, .cmd = &self->c.cmd,
+					   .refs = &ref, .nrefs = 1 };
+		struct tnpu_job_args b = { .queue = q2, .cmd = &self->c.cmd, .cmd_offset = 64,
+					   .refs = &ref, .nrefs = 1, .out_sync = self->c.sync };
+
+		a.cmd_size = tnpu_cmd_fence(self->c.cmd.map, self->c.data.va, 2 * i + 1);
+		b.cmd_size = tnpu_cmd_fence((char *)self->c.cmd.map + 64, self->c.data.va, 2 * i + 2);
+		ASSERT_EQ(0, tnpu_submit(self->c.fd, &a));
+		ASSERT_EQ(0, tnpu_submit(self->c.fd, &b));
+		ASSERT_EQ(0, tnpu_sync_status(self->c.fd, self->c.sync, 0, 60000));
+		EXPECT_EQ(2 * i + 2, data[0]);
+	}
+}
+
+TEST_F(job, per_job_counters_are_written)
+{
+	struct drm_tnpu_bo_ref ref = { self->c.data.handle, DRM_TNPU_BO_REF_WRITE };
+	struct tnpu_job_args j = { .queue = self->c.queue, .cmd = &self->c.cmd, .refs = &ref,
+				   .nrefs = 1, .out_sync = self->c.sync,
+				   .counters_bo = self->c.data.handle, .counters_offset = 4096 };
+	struct drm_tnpu_job_counters *jc;
+	uint32_t len;
+
+	jc = (void *)((char *)self->c.data.map + 4096);
+	memset(jc, 0xff, sizeof(*jc));
+	len = tnpu_cmd_nop(self->c.cmd.map);
+	len += tnpu_cmd_fence((char *)self->c.cmd.map + len, self->c.data.va, 5);
+	j.cmd_size = len;
+	ASSERT_EQ(0, tnpu_submit(self->c.fd, &j));
+	ASSERT_EQ(0, tnpu_sync_status(self->c.fd, self->c.sync, 0, 60000));
+	EXPECT_EQ(0, jc->status);
+	EXPECT_EQ(0, jc->hw_error);
+	EXPECT_EQ(2, jc->counter[CNT_COMMANDS]);
+	EXPECT_GT(jc->counter[CNT_TOTAL_CYCLES], 0);
+	EXPECT_EQ(0, jc->counter[CNT_MMU_FAULTS]);
+	EXPECT_EQ(0, jc->counter[31]);
+}
+
+TEST_F(job, bad_command_fails_with_eio_and_file_keeps_working)
+{
+	struct tnpu_job_args j = { .queue = self->c.queue, .cmd = &self->c.cmd, .cmd_size = 8,
+				   .out_sync = self->c.sync, .counters_bo = self->c.data.handle,
+				   .counters_offset = 4096 };
+	struct drm_tnpu_job_counters *jc = (void *)((char *)self->c.data.map + 4096);
+	uint64_t *cmd = self->c.cmd.map;
+
+	cmd[0] = 0xee | (uint64_t)8 << 32;	/* unknown opcode: CMD_OPCODE */
+	ASSERT_EQ(0, tnpu_submit(self->c.fd, &j));
+	EXPECT_EQ(-EIO, tnpu_sync_status(self->c.fd, self->c.sync, 0, 60000));
+	EXPECT_EQ(-EIO, jc->status);
+	EXPECT_EQ(1, jc->hw_error);
+	EXPECT_EQ(0, tnpu_run_fence(&self->c, 64, self->c.data.va, 77));
+	EXPECT_EQ(77, ((uint64_t *)self->c.data.map)[0]);
+}
+
+TEST_F(job, mmu_fault_fails_job_and_marks_file)
+{
+	uint64_t bad = self->c.data.va + self->c.data.size;	/* the guard page */
+	struct drm_tnpu_fault fault = { 0 };
+	struct tnpu_ctx fresh;
+	uint64_t before = counters(self->c.fd).mmu_faults;
+
+	EXPECT_EQ(-EFAULT, tnpu_run_fence(&self->c, 0, bad, 1));
+	EXPECT_EQ(before + 1, counters(self->c.fd).mmu_faults);
+	ASSERT_EQ(0, tnpu_query(self->c.fd, DRM_TNPU_QUERY_FAULT, &fault, sizeof(fault)));
+	EXPECT_EQ(1, fault.faulted);
+	EXPECT_EQ(ERR_MMU_NOT_PRESENT, fault.error_code);
+	EXPECT_EQ(bad, fault.address);
+	EXPECT_EQ(1, fault.error_info & 1);	/* write access */
+	EXPECT_EQ(self->c.queue, fault.queue);
+	/* later submits on the faulted file are refused */
+	EXPECT_EQ(-EBADFD, tnpu_run_fence(&self->c, 64, self->c.data.va, 2));
+	/* other files are unaffected */
+	ASSERT_EQ(0, tnpu_ctx_init(&fresh));
+	EXPECT_EQ(0, tnpu_run_fence(&fresh, 0, fresh.data.va, 3));
+	EXPECT_EQ(3, ((uint64_t *)fresh.data.map)[0]);
+	tnpu_ctx_fini(&fresh);
+}
+
+TEST_F(job, device_read_only_bo_write_is_permission_fault)
+{
+	struct tnpu_bo ro;
+	struct drm_tnpu_fault fault = { 0 };
+
+	ASSERT_EQ(0, tnpu_bo_new(self->c.fd, 4096, DRM_TNPU_BO_DEVICE_READ_ONLY, &ro));
+	EXPECT_EQ(-EFAULT, tnpu_run_fence(&self->c, 0, ro.va, 1));
+	ASSERT_EQ(0, tnpu_query(self->c.fd, DRM_TNPU_QUERY_FAULT, &fault, sizeof(fault)));
+	EXPECT_EQ(ERR_MMU_PERMISSION, fault.error_code);
+	EXPECT_EQ(0, ((uint64_t *)ro.map)[0]);
+	tnpu_bo_free(self->c.fd, &ro);
+}
+
+TEST_F(job, freed_bo_va_is_unmapped)
+{
+	struct tnpu_bo tmp;
+	uint64_t va;
+
+	ASSERT_EQ(0, tnpu_bo_new(self->c.fd, 4096, 0, &tmp));
+	va = tmp.va;
+	tnpu_bo_free(self->c.fd, &tmp);
+	EXPECT_EQ(-EFAULT, tnpu_run_fence(&self->c, 0, va, 1));
+}
+
+/*
+ * Process B crafts jobs that target process A's BO VA. In B's address space that VA is either
+ * unmapped (fault) or one of B's own BOs; A's memory never changes.
+ */
+TEST_F(job, other_process_cannot_reach_bo_by_va)
+{
+	uint64_t *data = self->c.data.map;
+	struct tnpu_bo extra[4];
+	int i, status;
+	pid_t pid;
+
+	/* push A's target BO to a VA that B will not have mapped */
+	for (i = 0; i < 4; i++)
+		ASSERT_EQ(0, tnpu_bo_new(self->c.fd, 65536, 0, &extra[i]));
+	((uint64_t *)extra[3].map)[0] = 0x1111;
+	data[0] = 0x2222;
+	pid = fork();
+	ASSERT_GE(pid, 0);
+	if (pid == 0) {
+		struct tnpu_ctx b;
+		int r1, r2;
+
+		if (tnpu_ctx_init(&b))
+			_exit(10);
+		/* A's data BO VA coincides with B's own data BO: B writes its own memory */
+		r1 = tnpu_run_fence(&b, 0, self->c.data.va, 0xbad);
+		if (r1 == 0 && ((uint64_t *)b.data.map)[0] != 0xbad)
+			_exit(11);
+		/* A's extra[3] VA is not mapped in B */
+		r2 = tnpu_run_fence(&b, 64, extra[3].va, 0xbad);
+		_exit(r1 == 0 && r2 == -EFAULT ? 0 : 12);
+	}
+	ASSERT_EQ(pid, waitpid(pid, &status, 0));
+	EXPECT_TRUE(WIFEXITED(status));
+	EXPECT_EQ(0, WEXITSTATUS(status));
+	EXPECT_EQ(0x2222, data[0]);
+	EXPECT_EQ(0x1111, ((uint64_t *)extra[3].map)[0]);
+	for (i = 0; i < 4; i++)
+		tnpu_bo_free(self->c.fd, &extra[i]);
+}
+
+TEST_F(job, other_process_cannot_reach_bo_by_handle)
+{
+	int status;
+	pid_t pid = fork();
+
+	ASSERT_GE(pid, 0);
+	if (pid == 0) {
+		struct drm_tnpu_bo_info info = { .handle = self->c.data.handle };
+		struct drm_tnpu_bo_wait w = { .handle = self->c.data.handle };
+		int fd = tnpu_open_dev();
+
+		if (fd < 0)
+			_exit(10);
+		if (tnpu_ioctl(fd, DRM_IOCTL_TNPU_BO_INFO, &info) != -ENOENT)
+			_exit(11);
+		if (tnpu_ioctl(fd, DRM_IOCTL_TNPU_BO_WAIT, &w) != -ENOENT)
+			_exit(12);
+		/* the inherited fd is the same open file: it may use its own handles */
+		info.handle = self->c.data.handle;
+		if (tnpu_ioctl(self->c.fd, DRM_IOCTL_TNPU_BO_INFO, &info))
+			_exit(13);
+		_exit(0);
+	}
+	ASSERT_EQ(pid, waitpid(pid, &status, 0));
+	EXPECT_EQ(0, WEXITSTATUS(status));
+}
+
+static int set_timeout_ms(const char *v)
+{
+	return tnpu_write_file(TNPU_PARAM, v);
+}
+
+TEST_F(job, injected_hang_times_out_resets_and_recovers)
+{
+	struct drm_tnpu_counters before = counters(self->c.fd), after;
+	struct drm_tnpu_bo_wait w = { .handle = self->c.data.handle };
+	struct drm_tnpu_bo_ref ref = { self->c.data.handle, DRM_TNPU_BO_REF_WRITE };
+	struct tnpu_job_args j = { .queue = self->c.queue, .cmd = &self->c.cmd,
+				   .refs = &ref, .nrefs = 1, .out_sync = self->c.sync };
+	char old[32] = "10000";
+	int64_t t0;
+	FILE *f = fopen(TNPU_PARAM, "r");
+
+	if (f) {
+		if (!fgets(old, sizeof(old), f))
+			strcpy(old, "10000");
+		fclose(f);
+	}
+	ASSERT_EQ(0, set_timeout_ms("1000"));
+	ASSERT_EQ(0, tnpu_write_file("inject_hang", "1"));
+	j.cmd_size = tnpu_cmd_fence(self->c.cmd.map, self->c.data.va, 1);
+	t0 = tnpu_now_ns();
+	ASSERT_EQ(0, tnpu_submit(self->c.fd, &j));
+	/* busy BO: a deadline that passes first gives -ETIME */
+	w.timeout_ns = tnpu_now_ns() + 100000000ll;
+	EXPECT_EQ(-ETIME, tnpu_ioctl(self->c.fd, DRM_IOCTL_TNPU_BO_WAIT, &w));
+	EXPECT_EQ(-ETIMEDOUT, tnpu_sync_status(self->c.fd, self->c.sync, 0, 30000));
+	EXPECT_GE(tnpu_now_ns() - t0, 900000000ll);
+	EXPECT_EQ(0, ((uint64_t *)self->c.data.map)[0]);
+	after = counters(self->c.fd);
+	EXPECT_EQ(before.resets + 1, after.resets);
+	EXPECT_EQ(before.jobs_timedout + 1, after.jobs_timedout);
+	/* the same file and queue work again */
+	EXPECT_EQ(0, tnpu_run_fence(&self->c, 64, self->c.data.va, 9));
+	EXPECT_EQ(9, ((uint64_t *)self->c.data.map)[0]);
+	set_timeout_ms(old);
+}
+
+TEST_F(job, innocent_jobs_survive_a_reset)
+{
+	struct drm_tnpu_bo_ref ref = { self->c.data.handle, DRM_TNPU_BO_REF_READ };
+	uint32_t qs[3], sy[3], i, other = 0, hung_ring = 0;
+	uint64_t *data = self->c.data.map;
+	struct drm_tnpu_caps caps;
+
+	ASSERT_EQ(0, tnpu_query(self->c.fd, DRM_TNPU_QUERY_CAPS, &caps, sizeof(caps)));
+	if (caps.hw_queues < 2)
+		SKIP(return, "needs two hardware queues");
+	/* queues are spread round-robin over the rings: find one on another ring */
+	for (i = 0; i < 4 && !other; i++) {
+		struct drm_tnpu_queue_create cr = { .priority = DRM_TNPU_QUEUE_PRIORITY_NORMAL };
+
+		ASSERT_EQ(0, tnpu_ioctl(self->c.fd, DRM_IOCTL_TNPU_QUEUE_CREATE, &cr));
+		if (i == 0) {
+			hung_ring = cr.hw_queue;
+			qs[0] = cr.handle;
+		} else if (cr.hw_queue != hung_ring) {
+			other = cr.handle;
+		}
+	}
+	ASSERT_NE(0, other);
+	qs[1] = qs[0];	/* queued behind the hung job on the same ring: resubmitted */
+	qs[2] = other;	/* another ring: unaffected */
+	for (i = 0; i < 3; i++)
+		ASSERT_EQ(0, drmSyncobjCreate(self->c.fd, 0, &sy[i]));
+	ASSERT_EQ(0, set_timeout_ms("1000"));
+	ASSERT_EQ(0, tnpu_write_file("inject_hang", "1"));
+	for (i = 0; i < 3; i++) {
+		struct tnpu_job_args j = { .queue = qs[i], .cmd = &self->c.cmd, .cmd_offset = 64 * i,
+					   .refs = &ref, .nrefs = 1, .out_sync = sy[i] };
+
+		j.cmd_size = tnpu_cmd_fence((char *)self->c.cmd.map + 64 * i,
+					    self->c.data.va + 8 * i, 100 + i);
+		ASSERT_EQ(0, tnpu_submit(self->c.fd, &j));
+		if (i == 0)
+			usleep(200000);	/* the first job takes the injected hang */
+	}
+	EXPECT_EQ(-ETIMEDOUT, tnpu_sync_status(self->c.fd, sy[0], 0, 30000));
+	EXPECT_EQ(0, tnpu_sync_status(self->c.fd, sy[1], 0, 30000));
+	EXPECT_EQ(0, tnpu_sync_status(self->c.fd, sy[2], 0, 30000));
+	EXPECT_EQ(0, data[0]);
+	EXPECT_EQ(101, data[1]);
+	EXPECT_EQ(102, data[2]);
+	set_timeout_ms("10000");
+}
+
+TEST_F(job, injected_mmu_fault_fails_with_efault)
+{
+	struct drm_tnpu_fault fault = { 0 };
+	struct tnpu_ctx fresh;
+
+	ASSERT_EQ(0, tnpu_write_file("inject_mmu_fault", "1"));
+	EXPECT_EQ(-EFAULT, tnpu_run_fence(&self->c, 0, self->c.data.va, 1));
+	ASSERT_EQ(0, tnpu_query(self->c.fd, DRM_TNPU_QUERY_FAULT, &fault, sizeof(fault)));
+	EXPECT_EQ(1, fault.faulted);
+	EXPECT_EQ(0, fault.address);
+	ASSERT_EQ(0, tnpu_ctx_init(&fresh));
+	EXPECT_EQ(0, tnpu_run_fence(&fresh, 0, fresh.data.va, 3));
+	tnpu_ctx_fini(&fresh);
+}
+
+TEST_F(job, injected_error_irq_fails_with_eio_and_next_job_succeeds)
+{
+	uint64_t before = counters(self->c.fd).hw_errors;
+
+	ASSERT_EQ(0, tnpu_write_file("inject_error", "1"));
+	EXPECT_EQ(-EIO, tnpu_run_fence(&self->c, 0, self->c.data.va, 1));
+	EXPECT_EQ(before + 1, counters(self->c.fd).hw_errors);
+	EXPECT_EQ(0, tnpu_run_fence(&self->c, 64, self->c.data.va, 2));
+	EXPECT_EQ(2, ((uint64_t *)self->c.data.map)[0]);
+}
+
+TEST_F(job, close_with_jobs_in_flight_is_safe)
+{
+	struct drm_tnpu_bo_ref ref = { self->c.data.handle, DRM_TNPU_BO_REF_WRITE };
+	int i;
+
+	for (i = 0; i < 100; i++) {
+		struct tnpu_job_args j = { .queue = self->c.queue, .cmd = &self->c.cmd,
+					   .refs = &ref, .nrefs = 1 };
+
+		j.cmd_size = tnpu_cmd_fence(self->c.cmd.map, self->c.data.va, i);
+		ASSERT_EQ(0, tnpu_submit(self->c.fd, &j));
+	}
+	tnpu_ctx_fini(&self->c);	/* teardown sees fd -1 */
+}
+
+TEST_HARNESS_MAIN

@@ -1,0 +1,179 @@
+// SPDX-License-Identifier: GPL-2.0-only
+/*
+ * Module life cycle: repeated rmmod/insmod, rmmod refused while a file is open, unbind with an open
+ * file and jobs in flight, rmmod right after closing a file with jobs in flight. Every test leaves
+ * tnpu.ko loaded and bound.
+ */
+#include <dirent.h>
+#include <limits.h>
+#include <sys/syscall.h>
+
+#include "kselftest_harness.h"
+#include "tnpu_test.h"
+
+#define KO_PATH_FILE	"/etc/tnpu/tnpu.ko.path"
+
+static int ko_path(char *buf, size_t len)
+{
+	FILE *f = fopen(KO_PATH_FILE, "r");
+
+	if (!f)
+		return -ENOENT;
+	if (!fgets(buf, len, f)) {
+		fclose(f);
+		return -EIO;
+	}
+	fclose(f);
+	buf[strcspn(buf, "\n")] = 0;
+	return 0;
+}
+
+static int unload(void)
+{
+	return syscall(SYS_delete_module, "tnpu", O_NONBLOCK) ? -errno : 0;
+}
+
+static int load(void)
+{
+	char path[PATH_MAX];
+	int fd, ret;
+
+	ret = ko_path(path, sizeof(path));
+	if (ret)
+		return ret;
+	fd = open(path, O_RDONLY | O_CLOEXEC);
+	if (fd < 0)
+		return -errno;
+	ret = syscall(SYS_finit_module, fd, "", 0) ? -errno : 0;
+	close(fd);
+	return ret;
+}
+
+/* waits for devtmpfs to show the node after a load or bind */
+static int wait_node(void)
+{
+	int i;
+
+	for (i = 0; i < 500; i++) {
+		if (!access(TNPU_DEV, R_OK | W_OK))
+			return 0;
+		usleep(10000);
+	}
+	return -ENOENT;
+}
+
+static int pci_name(char *buf, size_t len)
+{
+	DIR *d = opendir("/sys/bus/pci/drivers/tnpu");
+	struct dirent *e;
+	int ret = -ENOENT;
+
+	if (!d)
+		return -ENOENT;
+	while ((e = readdir(d))) {
+		if (strchr(e->d_name, ':')) {
+			snprintf(buf, len, "%s", e->d_name);
+			ret = 0;
+			break;
+		}
+	}
+	closedir(d);
+	return ret;
+}
+
+static int one_job(void)
+{
+	struct tnpu_ctx c;
+	int ret = tnpu_ctx_init(&c);
+
+	if (!ret)
+		ret = tnpu_run_fence(&c, 0, c.data.va, 5);
+	if (!ret && ((uint64_t *)c.data.map)[0] != 5)
+		ret = -EIO;
+	tnpu_ctx_fini(&c);
+	return ret;
+}
+
+static void submit_many(struct tnpu_ctx *c, int n)
+{
+	struct drm_tnpu_bo_ref ref = { c->data.handle, DRM_TNPU_BO_REF_WRITE };
+	int i;
+
+	for (i = 0; i < n; i++) {
+		struct tnpu_job_args j = { .queue = c->queue, .cmd = &c->cmd, .refs = &ref,
+					   .nrefs = 1, .out_sync = c->sync };
+
+		j.cmd_size = tnpu_cmd_fence(c->cmd.map, c->data.va, i);
+		if (tnpu_submit(c->fd, &j))
+			break;
+	}
+}
+
+TEST(rmmod_insmod_repeatedly)
+{
+	int i;
+
+	if (access(KO_PATH_FILE, R_OK))
+		SKIP(return, "no %s (not the tnpu VM image)", KO_PATH_FILE);
+	for (i = 0; i < 5; i++) {
+		ASSERT_EQ(0, unload()) TH_LOG("cycle %d", i);
+		ASSERT_EQ(0, load()) TH_LOG("cycle %d", i);
+		ASSERT_EQ(0, wait_node());
+		ASSERT_EQ(0, one_job()) TH_LOG("cycle %d", i);
+	}
+}
+
+TEST(rmmod_is_refused_while_a_file_is_open)
+{
+	int fd;
+
+	if (access(KO_PATH_FILE, R_OK))
+		SKIP(return, "no %s (not the tnpu VM image)", KO_PATH_FILE);
+	fd = tnpu_open_dev();
+	ASSERT_GE(fd, 0);
+	EXPECT_EQ(-EWOULDBLOCK, unload());
+	close(fd);
+	ASSERT_EQ(0, one_job());
+}
+
+TEST(rmmod_right_after_closing_file_with_jobs_in_flight)
+{
+	struct tnpu_ctx c;
+
+	if (access(KO_PATH_FILE, R_OK))
+		SKIP(return, "no %s (not the tnpu VM image)", KO_PATH_FILE);
+	ASSERT_EQ(0, tnpu_ctx_init(&c));
+	submit_many(&c, 200);
+	tnpu_ctx_fini(&c);
+	ASSERT_EQ(0, unload());
+	ASSERT_EQ(0, load());
+	ASSERT_EQ(0, wait_node());
+	ASSERT_EQ(0, one_job());
+}
+
+TEST(unbind_with_open_file_and_jobs_in_flight)
+{
+	struct drm_tnpu_query q = { .type = DRM_TNPU_QUERY_CAPS };
+	char dev[256];
+	struct tnpu_ctx c;
+	int ret;
+
+	ASSERT_EQ(0, pci_name(dev, sizeof(dev)));
+	ASSERT_EQ(0, tnpu_ctx_init(&c));
+	submit_many(&c, 200);
+	ASSERT_EQ(0, tnpu_write_file("/sys/bus/pci/drivers/tnpu/unbind", dev));
+	/* the job fences all signalled (completed or -ENODEV) */
+	ret = tnpu_sync_status(c.fd, c.sync, 0, 10000);
+	EXPECT_TRUE(ret == 0 || ret == -ENODEV) TH_LOG("status %d", ret);
+	EXPECT_EQ(-ENODEV, tnpu_ioctl(c.fd, DRM_IOCTL_TNPU_QUERY, &q));
+	/* the CPU mapping of a BO outlives the device */
+	((uint64_t *)c.data.map)[1] = 1;
+	tnpu_ctx_fini(&c);
+	/* the old device (and its accel0 minor) goes away once its last job is released */
+	usleep(500000);
+	ASSERT_EQ(0, tnpu_write_file("/sys/bus/pci/drivers/tnpu/bind", dev));
+	ASSERT_EQ(0, wait_node());
+	ASSERT_EQ(0, one_job());
+}
+
+TEST_HARNESS_MAIN

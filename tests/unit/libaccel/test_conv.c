@@ -1,0 +1,323 @@
+/* SPDX-License-Identifier: MIT */
+/* accel_conv2d against a direct CPU convolution (no im2col in the reference). */
+#include "common.h"
+
+struct ccase {
+	uint32_t n, c, h, w, k, r, s, sh, sw, pt, pl, pb, pr, dh, dw, g;
+	bool f32, nchw, out_nchw, bias, relu, requant;
+	int zp;
+};
+
+static size_t idx4(bool nchw, uint32_t C, uint32_t H, uint32_t W, uint32_t n, uint32_t c, uint32_t y, uint32_t x)
+{
+	return nchw ? (((size_t)n * C + c) * H + y) * W + x : (((size_t)n * H + y) * W + x) * C + c;
+}
+
+static void norm(struct ccase *t)
+{
+	uint32_t *f[] = { &t->sh, &t->sw, &t->dh, &t->dw, &t->g, &t->n };
+
+	for (unsigned i = 0; i < sizeof(f) / sizeof(f[0]); i++)
+		if (!*f[i])
+			*f[i] = 1;
+}
+
+static void run_conv_norm(struct accel_dev *dev, const struct ccase *t, uint64_t seed)
+{
+	uint32_t e = t->f32 ? 4 : 1, oe = t->f32 ? 4 : (t->requant ? 1 : 4), cg = t->c / t->g, kg = t->k / t->g;
+	uint32_t oh = (t->h + t->pt + t->pb - t->dh * (t->r - 1) - 1) / t->sh + 1;
+	uint32_t ow = (t->w + t->pl + t->pr - t->dw * (t->s - 1) - 1) / t->sw + 1;
+	size_t in_n = (size_t)t->n * t->c * t->h * t->w, w_n = (size_t)t->k * cg * t->r * t->s;
+	size_t out_n = (size_t)t->n * t->k * oh * ow;
+	struct accel_buffer *bi = alloc_buf(dev, in_n * e), *bw = alloc_buf(dev, w_n * e);
+	struct accel_buffer *bo = alloc_buf(dev, out_n * oe), *bb = alloc_buf(dev, (size_t)t->k * 4);
+	enum accel_dtype dt = t->f32 ? ACCEL_FP32 : ACCEL_INT8;
+	enum accel_layout L = t->nchw ? ACCEL_LAYOUT_NCHW : ACCEL_LAYOUT_NHWC;
+	struct accel_tensor I, Wt, O, B;
+	struct accel_conv2d_desc d;
+	uint64_t s = seed;
+	int32_t mult = 0;
+	uint8_t shift = 0;
+	int ret;
+
+	cr_assert_eq(accel_tensor_4d(bi, 0, dt, L, t->n, t->c, t->h, t->w, &I), 0);
+	cr_assert_eq(accel_tensor_4d(bw, 0, dt, L, t->k, cg, t->r, t->s, &Wt), 0);
+	cr_assert_eq(accel_tensor_4d(bo, 0, t->f32 ? ACCEL_FP32 : (t->requant ? ACCEL_INT8 : ACCEL_INT32),
+				     t->out_nchw ? ACCEL_LAYOUT_NCHW : ACCEL_LAYOUT_NHWC, t->n, t->k, oh, ow, &O), 0);
+	cr_assert_eq(accel_tensor_2d(bb, 0, t->f32 ? ACCEL_FP32 : ACCEL_INT32, 1, t->k, &B), 0);
+	if (t->f32) {
+		fill_f32(accel_buffer_ptr(bi), in_n, &s);
+		fill_f32(accel_buffer_ptr(bw), w_n, &s);
+		fill_f32(accel_buffer_ptr(bb), t->k, &s);
+	} else {
+		fill_i8(accel_buffer_ptr(bi), in_n, &s);
+		fill_i8(accel_buffer_ptr(bw), w_n, &s);
+		for (uint32_t j = 0; j < t->k; j++)
+			((int32_t *)accel_buffer_ptr(bb))[j] = (int32_t)(xrng(&s) % 20001) - 10000;
+	}
+	memset(&d, 0, sizeof(d));
+	d.input = &I;
+	d.weights = &Wt;
+	d.output = &O;
+	d.stride_h = t->sh;
+	d.stride_w = t->sw;
+	d.pad_top = t->pt;
+	d.pad_left = t->pl;
+	d.pad_bottom = t->pb;
+	d.pad_right = t->pr;
+	d.dil_h = t->dh;
+	d.dil_w = t->dw;
+	d.groups = t->g;
+	d.input_zero_point = t->zp;
+	d.epi.bias = t->bias ? &B : NULL;
+	d.epi.act = t->relu ? ACCEL_ACT_RELU : ACCEL_ACT_NONE;
+	if (t->requant) {
+		cr_assert_eq(accel_quant_from_scale(1.0 / (64.0 * sqrt((double)cg * t->r * t->s)), &mult, &shift), 0);
+		d.epi.multiplier = mult;
+		d.epi.shift = shift;
+		d.epi.zero_point = -5;
+	}
+	ret = accel_conv2d(dev, &d, NULL, NULL);
+	cr_assert_eq(ret, 0, "seed %llu conv: %s: %s", (unsigned long long)seed, accel_strerror(ret),
+		     accel_last_error(dev));
+	for (uint32_t n = 0; n < t->n; n++)
+		for (uint32_t k = 0; k < t->k; k++)
+			for (uint32_t y = 0; y < oh; y++)
+				for (uint32_t x = 0; x < ow; x++) {
+					uint32_t g = k / kg;
+					int64_t isum = 0;
+					double fsum = 0, mag = 0;
+					size_t oi = idx4(t->out_nchw, t->k, oh, ow, n, k, y, x);
+
+					for (uint32_t c = 0; c < cg; c++)
+						for (uint32_t ry = 0; ry < t->r; ry++)
+							for (uint32_t rx = 0; rx < t->s; rx++) {
+								int64_t iy = (int64_t)y * t->sh - t->pt + (int64_t)ry * t->dh;
+								int64_t ix = (int64_t)x * t->sw - t->pl + (int64_t)rx * t->dw;
+								size_t wi = t->nchw ? (((size_t)k * cg + c) * t->r + ry) * t->s + rx
+										    : (((size_t)k * t->r + ry) * t->s + rx) * cg + c;
+								bool in = iy >= 0 && iy < t->h && ix >= 0 && ix < t->w;
+
+								if (t->f32) {
+									double v = in ? ((const float *)accel_buffer_ptr(bi))[idx4(
+											  t->nchw, t->c, t->h, t->w, n, g * cg + c,
+											  (uint32_t)iy, (uint32_t)ix)]
+										      : 0.0;
+									double p = v * ((const float *)accel_buffer_ptr(bw))[wi];
+
+									fsum += p;
+									mag += fabs(p);
+								} else {
+									int v = in ? ((const int8_t *)accel_buffer_ptr(bi))[idx4(
+											     t->nchw, t->c, t->h, t->w, n, g * cg + c,
+											     (uint32_t)iy, (uint32_t)ix)]
+										   : t->zp;
+
+									isum += (int64_t)v * ((const int8_t *)accel_buffer_ptr(bw))[wi];
+								}
+							}
+					if (t->f32) {
+						double got = ((const float *)accel_buffer_ptr(bo))[oi];
+
+						if (t->bias)
+							fsum += ((const float *)accel_buffer_ptr(bb))[k];
+						if (t->relu && fsum < 0)
+							fsum = 0;
+						cr_assert(fabs(got - fsum) <= F32_RTOL * (1 + mag),
+							  "seed %llu out(n%u,k%u,y%u,x%u) = %g, expected %g",
+							  (unsigned long long)seed, n, k, y, x, got, fsum);
+					} else {
+						int32_t acc = (int32_t)isum;
+
+						if (t->bias)
+							acc += ((const int32_t *)accel_buffer_ptr(bb))[k];
+						if (t->relu && acc < 0)
+							acc = 0;
+						if (t->requant) {
+							int8_t got = ((const int8_t *)accel_buffer_ptr(bo))[oi];
+
+							cr_assert_eq(got, ref_requant(acc, mult, shift, -5),
+								     "seed %llu out(n%u,k%u,y%u,x%u) = %d, expected %d",
+								     (unsigned long long)seed, n, k, y, x, got,
+								     ref_requant(acc, mult, shift, -5));
+						} else {
+							int32_t got = ((const int32_t *)accel_buffer_ptr(bo))[oi];
+
+							cr_assert_eq(got, acc, "seed %llu out(n%u,k%u,y%u,x%u) = %d, expected %d",
+								     (unsigned long long)seed, n, k, y, x, got, acc);
+						}
+					}
+				}
+	accel_buffer_free(bi);
+	accel_buffer_free(bw);
+	accel_buffer_free(bo);
+	accel_buffer_free(bb);
+}
+
+/* Fields left 0 in a case mean 1 (stride, dilation, groups, batch). */
+static void run_conv_case(struct accel_dev *dev, const struct ccase *t0, uint64_t seed)
+{
+	struct ccase t = *t0;
+
+	norm(&t);
+	run_conv_norm(dev, &t, seed);
+}
+
+#define CC(...) ((struct ccase){ __VA_ARGS__ })
+
+Test(conv, int8_3x3_pad1_matches_reference)
+{
+	struct accel_dev *dev = open_dev(NULL);
+
+	run_conv_case(dev, &CC(.c = 16, .h = 12, .w = 10, .k = 24, .r = 3, .s = 3, .pt = 1, .pl = 1, .pb = 1, .pr = 1), 1);
+	accel_close(dev);
+}
+
+Test(conv, fp32_3x3_matches_reference)
+{
+	struct accel_dev *dev = open_dev(NULL);
+
+	run_conv_case(dev, &CC(.c = 8, .h = 9, .w = 11, .k = 20, .r = 3, .s = 3, .pt = 1, .pl = 1, .pb = 1, .pr = 1,
+			       .f32 = true, .bias = true), 2);
+	accel_close(dev);
+}
+
+Test(conv, edge_cases)
+{
+	struct accel_dev *dev = open_dev(NULL);
+	struct ccase cases[] = {
+		CC(.c = 1, .h = 1, .w = 1, .k = 1, .r = 1, .s = 1),					/* 1x1 everything */
+		CC(.c = 64, .h = 7, .w = 7, .k = 33, .r = 1, .s = 1),					/* pointwise */
+		CC(.c = 5, .h = 15, .w = 13, .k = 7, .r = 3, .s = 3, .sh = 2, .sw = 2, .pt = 1, .pl = 1, .pb = 1, .pr = 1),
+		CC(.c = 3, .h = 14, .w = 12, .k = 6, .r = 3, .s = 3, .dh = 2, .dw = 3, .pt = 2, .pl = 3, .pb = 2, .pr = 3),
+		CC(.n = 3, .c = 4, .h = 6, .w = 5, .k = 9, .r = 2, .s = 3, .pt = 1, .pb = 0, .pl = 2, .pr = 1),	/* batch */
+		CC(.c = 12, .h = 8, .w = 8, .k = 12, .r = 3, .s = 3, .g = 12, .pt = 1, .pl = 1, .pb = 1, .pr = 1),	/* depthwise */
+		CC(.c = 8, .h = 8, .w = 6, .k = 16, .r = 3, .s = 3, .g = 4, .pt = 1, .pl = 1, .pb = 1, .pr = 1, .bias = true),
+		CC(.c = 3, .h = 11, .w = 11, .k = 8, .r = 5, .s = 5, .sh = 3, .sw = 2, .zp = -7, .pt = 2, .pl = 2, .pb = 2, .pr = 2),
+		CC(.c = 6, .h = 7, .w = 9, .k = 10, .r = 3, .s = 3, .nchw = true, .pt = 1, .pl = 1, .pb = 1, .pr = 1),
+		CC(.n = 2, .c = 6, .h = 7, .w = 9, .k = 10, .r = 3, .s = 3, .nchw = true, .out_nchw = true, .f32 = true),
+		CC(.n = 2, .c = 16, .h = 10, .w = 10, .k = 32, .r = 3, .s = 3, .pt = 1, .pl = 1, .pb = 1, .pr = 1, .bias = true,
+		   .relu = true, .requant = true),
+		CC(.c = 300, .h = 5, .w = 5, .k = 20, .r = 3, .s = 3, .f32 = true, .relu = true),	/* large K */
+	};
+
+	for (unsigned i = 0; i < sizeof(cases) / sizeof(cases[0]); i++)
+		run_conv_case(dev, &cases[i], 10 + i);
+	accel_close(dev);
+}
+
+Test(conv, edge_cases_through_im2col_lowering)
+{
+	/* The same shapes forced through the IM2COL lowering (the default picks the direct form). */
+	struct accel_dev *dev = open_dev("sim:conv=im2col");
+	struct ccase cases[] = {
+		CC(.c = 5, .h = 15, .w = 13, .k = 7, .r = 3, .s = 3, .sh = 2, .sw = 2, .pt = 1, .pl = 1, .pb = 1, .pr = 1),
+		CC(.c = 3, .h = 14, .w = 12, .k = 6, .r = 3, .s = 3, .dh = 2, .dw = 3, .pt = 2, .pl = 3, .pb = 2, .pr = 3),
+		CC(.n = 3, .c = 4, .h = 6, .w = 5, .k = 9, .r = 2, .s = 3, .pt = 1, .pb = 0, .pl = 2, .pr = 1),
+		CC(.c = 3, .h = 11, .w = 11, .k = 8, .r = 5, .s = 5, .sh = 3, .sw = 2, .zp = -7, .pt = 2, .pl = 2, .pb = 2, .pr = 2),
+		CC(.n = 2, .c = 16, .h = 10, .w = 10, .k = 32, .r = 3, .s = 3, .pt = 1, .pl = 1, .pb = 1, .pr = 1, .bias = true,
+		   .relu = true, .requant = true),
+		CC(.c = 40, .h = 6, .w = 6, .k = 20, .r = 3, .s = 3, .f32 = true, .bias = true),
+	};
+
+	for (unsigned i = 0; i < sizeof(cases) / sizeof(cases[0]); i++)
+		run_conv_case(dev, &cases[i], 40 + i);
+	accel_close(dev);
+}
+
+Test(conv, wide_output_and_many_channels)
+{
+	/* OW larger than one accumulator tile allows (x chunks) and K spread over every PE. */
+	struct accel_dev *dev = open_dev(NULL);
+
+	run_conv_case(dev, &CC(.c = 8, .h = 3, .w = 100, .k = 1024, .r = 3, .s = 3, .pt = 1, .pl = 1, .pb = 1, .pr = 1,
+			       .bias = true), 50);
+	run_conv_case(dev, &CC(.n = 2, .c = 24, .h = 9, .w = 70, .k = 96, .r = 3, .s = 3, .pl = 1, .pr = 1, .f32 = true,
+			       .relu = true), 51);
+	accel_close(dev);
+}
+
+Test(conv, small_geometry_randomized_sweep)
+{
+	uint64_t seed = 0xc0de, s = seed;
+	struct accel_dev *dev = open_dev("sim:rows=2,cols=2,pes=4,sram=65536");
+	struct accel_dev *dev2 = open_dev("sim:rows=2,cols=2,pes=4,sram=65536,conv=im2col");
+
+	for (int it = 0; it < 30; it++) {
+		struct ccase t = CC(.c = 1);
+		uint64_t r = xrng(&s);
+
+		t.n = 1 + (uint32_t)(xrng(&s) % 2);
+		t.g = (r & 3) == 0 ? 2 : 1;
+		t.c = t.g * (1 + (uint32_t)(xrng(&s) % 9));
+		t.k = t.g * (1 + (uint32_t)(xrng(&s) % 11));
+		t.r = 1 + (uint32_t)(xrng(&s) % 3);
+		t.s = 1 + (uint32_t)(xrng(&s) % 3);
+		t.sh = 1 + (uint32_t)(xrng(&s) % 2);
+		t.sw = 1 + (uint32_t)(xrng(&s) % 2);
+		t.dh = 1 + (uint32_t)((r >> 3) & 1);
+		t.pt = (uint32_t)(xrng(&s) % 2);
+		t.pb = (uint32_t)(xrng(&s) % 2);
+		t.pl = (uint32_t)(xrng(&s) % 2);
+		t.pr = (uint32_t)(xrng(&s) % 2);
+		t.h = t.dh * (t.r - 1) + 1 + (uint32_t)(xrng(&s) % 8);
+		t.w = t.s + (uint32_t)(xrng(&s) % 8);
+		t.f32 = r & 16;
+		t.nchw = r & 32;
+		t.out_nchw = (r & 64) && (r & 128);
+		t.bias = r & 256;
+		t.relu = r & 512;
+		t.requant = !t.f32 && (r & 1024);
+		run_conv_case(it & 1 ? dev2 : dev, &t, seed * 1000 + (uint64_t)it);
+	}
+	accel_close(dev);
+	accel_close(dev2);
+}
+
+/* Seed 002: no unrolled operand is ever read from memory.  The direct lowering reads every input and
+ * weight byte exactly once; IM2COL tiles read only their footprint, far less than explicit im2col. */
+static struct accel_counters conv_counters(const char *devname, uint32_t c, uint32_t hw, uint32_t k)
+{
+	struct accel_dev *dev = open_dev(devname);
+	struct accel_buffer *bi = alloc_buf(dev, (uint64_t)c * hw * hw), *bw = alloc_buf(dev, (uint64_t)k * c * 9);
+	struct accel_buffer *bo = alloc_buf(dev, (uint64_t)k * hw * hw * 4);
+	struct accel_tensor I, W, O;
+	struct accel_conv2d_desc d;
+	struct accel_counters cnt;
+	struct accel_job *job;
+
+	accel_tensor_4d(bi, 0, ACCEL_INT8, ACCEL_LAYOUT_NHWC, 1, c, hw, hw, &I);
+	accel_tensor_4d(bw, 0, ACCEL_INT8, ACCEL_LAYOUT_NHWC, k, c, 3, 3, &W);
+	accel_tensor_4d(bo, 0, ACCEL_INT32, ACCEL_LAYOUT_NHWC, 1, k, hw, hw, &O);
+	memset(&d, 0, sizeof(d));
+	d.input = &I;
+	d.weights = &W;
+	d.output = &O;
+	d.stride_h = d.stride_w = d.dil_h = d.dil_w = d.groups = 1;
+	d.pad_top = d.pad_left = d.pad_bottom = d.pad_right = 1;
+	cr_assert_eq(accel_conv2d(dev, &d, NULL, &job), 0, "%s", accel_last_error(dev));
+	cr_assert_eq(accel_job_counters(job, &cnt), 0);
+	accel_job_free(job);
+	accel_buffer_free(bi);
+	accel_buffer_free(bw);
+	accel_buffer_free(bo);
+	accel_close(dev);
+	return cnt;
+}
+
+Test(conv, host_reads_stay_near_the_input_footprint)
+{
+	uint32_t c = 32, hw = 20, k = 64;
+	uint64_t footprint = (uint64_t)c * hw * hw + (uint64_t)k * c * 9, explicit_a = (uint64_t)hw * hw * 9 * c;
+	struct accel_counters direct, im2col;
+
+	if (!test_is_sim())
+		cr_skip_test("compares two sim lowerings");
+	direct = conv_counters("sim", c, hw, k);
+	im2col = conv_counters("sim:conv=im2col", c, hw, k);
+	cr_assert_eq(direct.bytes_h2d, footprint, "direct lowering read %llu bytes, footprint %llu",
+		     (unsigned long long)direct.bytes_h2d, (unsigned long long)footprint);
+	cr_assert_lt(im2col.bytes_h2d, explicit_a, "IM2COL read %llu bytes, explicit im2col would read %llu",
+		     (unsigned long long)im2col.bytes_h2d, (unsigned long long)explicit_a);
+	cr_assert_eq(direct.bytes_d2h, (uint64_t)k * hw * hw * 4);
+}

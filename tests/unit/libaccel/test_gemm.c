@@ -1,0 +1,189 @@
+/* SPDX-License-Identifier: MIT */
+/* accel_gemm against an independent CPU reference. */
+#include "common.h"
+
+struct gcase {
+	uint32_t m, n, k;
+	bool f32, ta, tb, bias, relu, requant;
+};
+
+/* Reference: C = op(A) op(B) (+ bias, relu, requant) in int64 / double. */
+static void run_gemm_case(struct accel_dev *dev, const struct gcase *g, uint64_t seed)
+{
+	uint32_t e = g->f32 ? 4 : 1, oe = g->f32 ? 4 : (g->requant ? 1 : 4);
+	uint32_t ar = g->ta ? g->k : g->m, ac = g->ta ? g->m : g->k;
+	uint32_t br = g->tb ? g->n : g->k, bc = g->tb ? g->k : g->n;
+	struct accel_buffer *ba = alloc_buf(dev, (uint64_t)ar * ac * e), *bb = alloc_buf(dev, (uint64_t)br * bc * e);
+	struct accel_buffer *bcb = alloc_buf(dev, (uint64_t)g->m * g->n * oe), *bbias = alloc_buf(dev, (uint64_t)g->n * 4);
+	struct accel_tensor A, B, C, BIAS;
+	struct accel_gemm_desc d;
+	uint64_t s = seed;
+	int32_t mult = 0;
+	uint8_t shift = 0;
+	int ret;
+
+	cr_assert_eq(accel_tensor_2d(ba, 0, g->f32 ? ACCEL_FP32 : ACCEL_INT8, ar, ac, &A), 0);
+	cr_assert_eq(accel_tensor_2d(bb, 0, g->f32 ? ACCEL_FP32 : ACCEL_INT8, br, bc, &B), 0);
+	cr_assert_eq(accel_tensor_2d(bcb, 0, g->f32 ? ACCEL_FP32 : (g->requant ? ACCEL_INT8 : ACCEL_INT32), g->m, g->n,
+				     &C), 0);
+	cr_assert_eq(accel_tensor_2d(bbias, 0, g->f32 ? ACCEL_FP32 : ACCEL_INT32, 1, g->n, &BIAS), 0);
+	if (g->f32) {
+		fill_f32(accel_buffer_ptr(ba), (size_t)ar * ac, &s);
+		fill_f32(accel_buffer_ptr(bb), (size_t)br * bc, &s);
+		fill_f32(accel_buffer_ptr(bbias), g->n, &s);
+	} else {
+		fill_i8(accel_buffer_ptr(ba), (size_t)ar * ac, &s);
+		fill_i8(accel_buffer_ptr(bb), (size_t)br * bc, &s);
+		for (uint32_t j = 0; j < g->n; j++)
+			((int32_t *)accel_buffer_ptr(bbias))[j] = (int32_t)(xrng(&s) % 20001) - 10000;
+	}
+	memset(&d, 0, sizeof(d));
+	d.a = &A;
+	d.b = &B;
+	d.c = &C;
+	d.trans_a = g->ta;
+	d.trans_b = g->tb;
+	d.epi.bias = g->bias ? &BIAS : NULL;
+	d.epi.act = g->relu ? ACCEL_ACT_RELU : ACCEL_ACT_NONE;
+	if (g->requant) {
+		cr_assert_eq(accel_quant_from_scale(1.0 / (64.0 * sqrt((double)g->k)), &mult, &shift), 0);
+		d.epi.multiplier = mult;
+		d.epi.shift = shift;
+		d.epi.zero_point = 3;
+	}
+	ret = accel_gemm(dev, &d, NULL, NULL);
+	cr_assert_eq(ret, 0, "seed %llu gemm %ux%ux%u: %s: %s", (unsigned long long)seed, g->m, g->n, g->k,
+		     accel_strerror(ret), accel_last_error(dev));
+	for (uint32_t i = 0; i < g->m; i++) {
+		for (uint32_t j = 0; j < g->n; j++) {
+			if (g->f32) {
+				const float *a = accel_buffer_ptr(ba), *b = accel_buffer_ptr(bb);
+				double sum = 0, mag = 0, got = ((const float *)accel_buffer_ptr(bcb))[(size_t)i * g->n + j];
+
+				for (uint32_t p = 0; p < g->k; p++) {
+					double x = a[g->ta ? (size_t)p * g->m + i : (size_t)i * g->k + p];
+					double y = b[g->tb ? (size_t)j * g->k + p : (size_t)p * g->n + j];
+
+					sum += x * y;
+					mag += fabs(x * y);
+				}
+				if (g->bias)
+					sum += ((const float *)accel_buffer_ptr(bbias))[j], mag += fabs(((const float *)accel_buffer_ptr(bbias))[j]);
+				if (g->relu && sum < 0)
+					sum = 0;
+				cr_assert(fabs(got - sum) <= F32_RTOL * (1 + mag),
+					  "seed %llu %ux%ux%u C[%u][%u] = %g, expected %g", (unsigned long long)seed, g->m,
+					  g->n, g->k, i, j, got, sum);
+			} else {
+				const int8_t *a = accel_buffer_ptr(ba), *b = accel_buffer_ptr(bb);
+				int64_t sum = 0;
+				int32_t acc;
+
+				for (uint32_t p = 0; p < g->k; p++)
+					sum += (int64_t)a[g->ta ? (size_t)p * g->m + i : (size_t)i * g->k + p] *
+					       b[g->tb ? (size_t)j * g->k + p : (size_t)p * g->n + j];
+				acc = (int32_t)(uint32_t)sum;
+				if (g->bias)
+					acc = (int32_t)((uint32_t)acc + (uint32_t)((const int32_t *)accel_buffer_ptr(bbias))[j]);
+				if (g->relu && acc < 0)
+					acc = 0;
+				if (g->requant) {
+					int8_t got = ((const int8_t *)accel_buffer_ptr(bcb))[(size_t)i * g->n + j];
+
+					cr_assert_eq(got, ref_requant(acc, mult, shift, 3),
+						     "seed %llu %ux%ux%u C[%u][%u] = %d, expected %d",
+						     (unsigned long long)seed, g->m, g->n, g->k, i, j, got,
+						     ref_requant(acc, mult, shift, 3));
+				} else {
+					int32_t got = ((const int32_t *)accel_buffer_ptr(bcb))[(size_t)i * g->n + j];
+
+					cr_assert_eq(got, acc, "seed %llu %ux%ux%u C[%u][%u] = %d, expected %d",
+						     (unsigned long long)seed, g->m, g->n, g->k, i, j, got, acc);
+				}
+			}
+		}
+	}
+	accel_buffer_free(ba);
+	accel_buffer_free(bb);
+	accel_buffer_free(bcb);
+	accel_buffer_free(bbias);
+}
+
+Test(gemm, int8_matches_reference_on_basic_shape)
+{
+	struct accel_dev *dev = open_dev(NULL);
+	struct gcase g = { .m = 64, .n = 48, .k = 40 };
+
+	run_gemm_case(dev, &g, 1);
+	accel_close(dev);
+}
+
+Test(gemm, fp32_matches_reference_on_basic_shape)
+{
+	struct accel_dev *dev = open_dev(NULL);
+	struct gcase g = { .m = 33, .n = 70, .k = 29, .f32 = true };
+
+	run_gemm_case(dev, &g, 2);
+	accel_close(dev);
+}
+
+Test(gemm, edge_shapes_on_small_geometry)
+{
+	/* 2x2x4 array with 64 KiB storage units: every shape below needs edge tiles in M, N and K. */
+	static const uint32_t shapes[][3] = {
+		{ 1, 1, 1 }, { 1, 17, 1 }, { 9, 1, 3 }, { 7, 9, 1 }, { 5, 13, 300 }, { 17, 33, 70 },
+		{ 40, 3, 5000 }, { 100, 100, 100 },
+	};
+	struct accel_dev *dev = open_dev("sim:rows=2,cols=2,pes=4,sram=65536");
+
+	for (unsigned i = 0; i < sizeof(shapes) / sizeof(shapes[0]); i++) {
+		struct gcase g = { .m = shapes[i][0], .n = shapes[i][1], .k = shapes[i][2] };
+
+		run_gemm_case(dev, &g, 100 + i);
+		g.f32 = true;
+		run_gemm_case(dev, &g, 200 + i);
+	}
+	accel_close(dev);
+}
+
+Test(gemm, transposes_bias_relu_requant)
+{
+	struct accel_dev *dev = open_dev(NULL);
+	struct gcase cases[] = {
+		{ .m = 37, .n = 21, .k = 19, .ta = true },
+		{ .m = 37, .n = 21, .k = 19, .tb = true },
+		{ .m = 37, .n = 21, .k = 19, .ta = true, .tb = true, .f32 = true },
+		{ .m = 50, .n = 70, .k = 90, .bias = true, .relu = true },
+		{ .m = 50, .n = 70, .k = 90, .bias = true, .relu = true, .f32 = true },
+		{ .m = 50, .n = 70, .k = 90, .bias = true, .requant = true },
+		{ .m = 65, .n = 31, .k = 300, .relu = true, .requant = true, .tb = true },
+	};
+
+	for (unsigned i = 0; i < sizeof(cases) / sizeof(cases[0]); i++)
+		run_gemm_case(dev, &cases[i], 300 + i);
+	accel_close(dev);
+}
+
+Test(gemm, randomized_sweep)
+{
+	uint64_t seed = 0x5eed, s = seed;
+	struct accel_dev *dev = open_dev(NULL);
+
+	for (int it = 0; it < 24; it++) {
+		struct gcase g;
+		uint64_t r = xrng(&s);
+
+		memset(&g, 0, sizeof(g));
+		g.m = 1 + (uint32_t)(xrng(&s) % (r & 1 ? 300 : 20));
+		g.n = 1 + (uint32_t)(xrng(&s) % (r & 2 ? 300 : 20));
+		g.k = 1 + (uint32_t)(xrng(&s) % (r & 4 ? 700 : 9));
+		g.f32 = r & 8;
+		g.ta = (r >> 4) % 5 == 0;
+		g.tb = (r >> 7) % 3 == 0;
+		g.bias = r & 1024;
+		g.relu = r & 2048;
+		g.requant = !g.f32 && (r & 4096);
+		run_gemm_case(dev, &g, seed * 1000 + (uint64_t)it);
+	}
+	accel_close(dev);
+}

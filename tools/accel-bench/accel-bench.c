@@ -1,0 +1,323 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * accel-bench - GEMM and convolution through libaccel; prints one JSON object.
+ *
+ *   accel-bench gemm --m M --n N --k K --dtype int8|fp32 [--device PATH|sim] [--json]
+ *   accel-bench conv --n N --h H --w W --c C --k K --r R --s S --stride S --pad P [--groups G]
+ *                    [--dilation D] --dtype int8|fp32 [--device PATH|sim] [--json]
+ *
+ * pe_utilization = useful MACs / (rows*cols*pes * MACs per cycle per PE) / total cycles, where the
+ * useful MACs are the operation's own (M*N*K, or N*OH*OW*K*R*S*C/G); model_pe_utilization uses the
+ * model's MACS_DENSE counter instead (cycle-model.md), which also counts MACs on padding in edge tiles.
+ * explicit_im2col_bytes is what an explicit im2col matrix would have made the device read.
+ */
+#include <errno.h>
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#include "accel.h"
+
+struct opts {
+	const char *op, *device;
+	uint32_t m, n, k, h, w, c, r, s, stride, pad, groups, dil;
+	bool f32, json;
+};
+
+static uint64_t rng(uint64_t *s)
+{
+	*s ^= *s >> 12;
+	*s ^= *s << 25;
+	*s ^= *s >> 27;
+	return *s * 0x2545F4914F6CDD1Dull;
+}
+
+static double now_ms(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (double)ts.tv_sec * 1e3 + ts.tv_nsec * 1e-6;
+}
+
+static int usage(void)
+{
+	fprintf(stderr,
+		"usage: accel-bench gemm --m M --n N --k K --dtype int8|fp32 [--device PATH|sim] [--json]\n"
+		"       accel-bench conv --n N --h H --w W --c C --k K --r R --s S --stride S --pad P [--groups G]\n"
+		"                        [--dilation D] --dtype int8|fp32 [--device PATH|sim] [--json]\n");
+	return 2;
+}
+
+static int parse(int argc, char **argv, struct opts *o)
+{
+	memset(o, 0, sizeof(*o));
+	o->n = o->h = o->w = o->c = o->k = o->r = o->s = o->stride = o->groups = o->dil = 1;
+	o->m = 0;
+	if (argc < 2)
+		return -1;
+	o->op = argv[1];
+	if (strcmp(o->op, "gemm") && strcmp(o->op, "conv"))
+		return -1;
+	for (int i = 2; i < argc; i++) {
+		const char *a = argv[i];
+		struct { const char *name; uint32_t *v; } nums[] = {
+			{ "--m", &o->m }, { "--n", &o->n }, { "--k", &o->k }, { "--h", &o->h }, { "--w", &o->w },
+			{ "--c", &o->c }, { "--r", &o->r }, { "--s", &o->s }, { "--stride", &o->stride },
+			{ "--pad", &o->pad }, { "--groups", &o->groups }, { "--dilation", &o->dil },
+		};
+		bool done = false;
+
+		if (!strcmp(a, "--json")) {
+			o->json = true;
+			continue;
+		}
+		if (i + 1 >= argc)
+			return -1;
+		if (!strcmp(a, "--dtype")) {
+			const char *v = argv[++i];
+
+			if (!strcmp(v, "fp32"))
+				o->f32 = true;
+			else if (strcmp(v, "int8"))
+				return -1;
+			continue;
+		}
+		if (!strcmp(a, "--device")) {
+			o->device = argv[++i];
+			continue;
+		}
+		for (unsigned j = 0; j < sizeof(nums) / sizeof(nums[0]); j++) {
+			if (!strcmp(a, nums[j].name)) {
+				char *end;
+				unsigned long v = strtoul(argv[++i], &end, 10);
+
+				if (*end || v > 1000000)
+					return -1;
+				*nums[j].v = (uint32_t)v;
+				done = true;
+				break;
+			}
+		}
+		if (!done)
+			return -1;
+	}
+	if (!strcmp(o->op, "gemm") && (!o->m || !o->n || !o->k))
+		return -1;
+	return 0;
+}
+
+static void fill(void *p, size_t n, bool f32, uint64_t *s)
+{
+	for (size_t i = 0; i < n; i++) {
+		if (f32)
+			((float *)p)[i] = (float)((int)(rng(s) % 128) - 64) / 32.0f;
+		else
+			((int8_t *)p)[i] = (int8_t)rng(s);
+	}
+}
+
+static void print_common(const struct opts *o, const struct accel_caps *caps, const struct accel_counters *c,
+			 double wall, double useful_macs, bool ok)
+{
+	double peak = (double)caps->rows * caps->cols * caps->pes * (o->f32 ? caps->rate_fp32 : caps->rate_int8);
+	double cyc = (double)c->total_cycles;
+
+	printf("\"device\":\"%s\",\"dtype\":\"%s\",\"wall_ms\":%.3f,\"model_cycles\":%llu,\"model_ms\":%.4f,"
+	       "\"pe_utilization\":%.4f,\"model_pe_utilization\":%.4f,\"macs\":%.0f,\"macs_dense\":%llu,"
+	       "\"dma_in_bytes\":%llu,\"dma_out_bytes\":%llu,\"dispatch_bytes\":%llu,\"config_bytes\":%llu,"
+	       "\"compute_cycles\":%llu,\"stall_cycles\":%llu,\"commands\":%llu,\"bank_swaps\":%llu,\"hw_jobs\":%u,"
+	       "\"verified\":%s",
+	       caps->backend, o->f32 ? "fp32" : "int8", wall, (unsigned long long)c->total_cycles,
+	       cyc / (caps->clock_mhz * 1e3), cyc ? useful_macs / peak / cyc : 0.0,
+	       cyc ? (double)c->macs_dense / peak / cyc : 0.0, useful_macs, (unsigned long long)c->macs_dense,
+	       (unsigned long long)c->bytes_h2d, (unsigned long long)c->bytes_d2h,
+	       (unsigned long long)c->bytes_dispatch, (unsigned long long)c->bytes_config,
+	       (unsigned long long)c->compute_cycles, (unsigned long long)c->stall_cycles,
+	       (unsigned long long)c->commands, (unsigned long long)c->bank_swaps, c->hw_jobs, ok ? "true" : "false");
+}
+
+static int fail(struct accel_dev *dev, const char *what, int ret)
+{
+	fprintf(stderr, "accel-bench: %s: %s: %s\n", what, accel_strerror(ret), accel_last_error(dev));
+	return 1;
+}
+
+static int run_gemm(struct accel_dev *dev, const struct opts *o, const struct accel_caps *caps)
+{
+	uint32_t e = o->f32 ? 4 : 1;
+	struct accel_buffer *ba, *bb, *bc;
+	struct accel_tensor A, B, C;
+	struct accel_gemm_desc d;
+	struct accel_counters cnt;
+	struct accel_job *job;
+	uint64_t s = 42;
+	double t0, wall;
+	bool ok = true;
+	int ret;
+
+	if ((ret = accel_buffer_alloc(dev, (uint64_t)o->m * o->k * e, &ba)) ||
+	    (ret = accel_buffer_alloc(dev, (uint64_t)o->k * o->n * e, &bb)) ||
+	    (ret = accel_buffer_alloc(dev, (uint64_t)o->m * o->n * 4, &bc)))
+		return fail(dev, "buffer", ret);
+	accel_tensor_2d(ba, 0, o->f32 ? ACCEL_FP32 : ACCEL_INT8, o->m, o->k, &A);
+	accel_tensor_2d(bb, 0, o->f32 ? ACCEL_FP32 : ACCEL_INT8, o->k, o->n, &B);
+	accel_tensor_2d(bc, 0, o->f32 ? ACCEL_FP32 : ACCEL_INT32, o->m, o->n, &C);
+	fill(accel_buffer_ptr(ba), (size_t)o->m * o->k, o->f32, &s);
+	fill(accel_buffer_ptr(bb), (size_t)o->k * o->n, o->f32, &s);
+	memset(&d, 0, sizeof(d));
+	d.a = &A;
+	d.b = &B;
+	d.c = &C;
+	t0 = now_ms();
+	ret = accel_gemm(dev, &d, NULL, &job);
+	if (!ret)
+		ret = accel_job_wait(job, -1);
+	wall = now_ms() - t0;
+	if (ret)
+		return fail(dev, "gemm", ret);
+	accel_job_counters(job, &cnt);
+	accel_job_free(job);
+	for (int t = 0; t < 2048 && ok; t++) {
+		uint32_t i = (uint32_t)(rng(&s) % o->m), j = (uint32_t)(rng(&s) % o->n);
+		double ref = 0, mag = 0;
+
+		for (uint32_t p = 0; p < o->k; p++) {
+			double x = o->f32 ? ((float *)accel_buffer_ptr(ba))[(size_t)i * o->k + p]
+					  : ((int8_t *)accel_buffer_ptr(ba))[(size_t)i * o->k + p];
+			double y = o->f32 ? ((float *)accel_buffer_ptr(bb))[(size_t)p * o->n + j]
+					  : ((int8_t *)accel_buffer_ptr(bb))[(size_t)p * o->n + j];
+
+			ref += x * y;
+			mag += fabs(x * y);
+		}
+		if (o->f32)
+			ok = fabs(((float *)accel_buffer_ptr(bc))[(size_t)i * o->n + j] - ref) <= 1e-4 * (1 + mag);
+		else
+			ok = ((int32_t *)accel_buffer_ptr(bc))[(size_t)i * o->n + j] == (int32_t)ref;
+	}
+	printf("{\"op\":\"gemm\",\"m\":%u,\"n\":%u,\"k\":%u,", o->m, o->n, o->k);
+	print_common(o, caps, &cnt, wall, (double)o->m * o->n * o->k, ok);
+	printf(",\"input_bytes\":%llu}\n", (unsigned long long)(((uint64_t)o->m * o->k + (uint64_t)o->k * o->n) * e));
+	accel_buffer_free(ba);
+	accel_buffer_free(bb);
+	accel_buffer_free(bc);
+	return ok ? 0 : 1;
+}
+
+static int run_conv(struct accel_dev *dev, const struct opts *o, const struct accel_caps *caps)
+{
+	uint32_t e = o->f32 ? 4 : 1, cg = o->c / (o->groups ? o->groups : 1);
+	uint32_t oh, ow, eh = o->dil * (o->r - 1) + 1, ew = o->dil * (o->s - 1) + 1;
+	struct accel_buffer *bi, *bw, *bo;
+	struct accel_tensor I, W, O;
+	struct accel_conv2d_desc d;
+	struct accel_counters cnt;
+	struct accel_job *job;
+	enum accel_dtype dt = o->f32 ? ACCEL_FP32 : ACCEL_INT8;
+	uint64_t s = 7, in_b, w_b;
+	double t0, wall;
+	bool ok = true;
+	int ret;
+
+	if (!o->groups || o->h + 2 * o->pad < eh || o->w + 2 * o->pad < ew || !o->stride) {
+		fprintf(stderr, "accel-bench: invalid convolution shape\n");
+		return 2;
+	}
+	oh = (o->h + 2 * o->pad - eh) / o->stride + 1;
+	ow = (o->w + 2 * o->pad - ew) / o->stride + 1;
+	in_b = (uint64_t)o->n * o->h * o->w * o->c * e;
+	w_b = (uint64_t)o->k * cg * o->r * o->s * e;
+	if ((ret = accel_buffer_alloc(dev, in_b, &bi)) || (ret = accel_buffer_alloc(dev, w_b, &bw)) ||
+	    (ret = accel_buffer_alloc(dev, (uint64_t)o->n * o->k * oh * ow * 4, &bo)))
+		return fail(dev, "buffer", ret);
+	accel_tensor_4d(bi, 0, dt, ACCEL_LAYOUT_NHWC, o->n, o->c, o->h, o->w, &I);
+	accel_tensor_4d(bw, 0, dt, ACCEL_LAYOUT_NHWC, o->k, cg, o->r, o->s, &W);
+	accel_tensor_4d(bo, 0, o->f32 ? ACCEL_FP32 : ACCEL_INT32, ACCEL_LAYOUT_NHWC, o->n, o->k, oh, ow, &O);
+	fill(accel_buffer_ptr(bi), in_b / e, o->f32, &s);
+	fill(accel_buffer_ptr(bw), w_b / e, o->f32, &s);
+	memset(&d, 0, sizeof(d));
+	d.input = &I;
+	d.weights = &W;
+	d.output = &O;
+	d.stride_h = d.stride_w = o->stride;
+	d.pad_top = d.pad_left = d.pad_bottom = d.pad_right = o->pad;
+	d.dil_h = d.dil_w = o->dil;
+	d.groups = o->groups;
+	t0 = now_ms();
+	ret = accel_conv2d(dev, &d, NULL, &job);
+	if (!ret)
+		ret = accel_job_wait(job, -1);
+	wall = now_ms() - t0;
+	if (ret)
+		return fail(dev, "conv", ret);
+	accel_job_counters(job, &cnt);
+	accel_job_free(job);
+	for (int t = 0; t < 1024 && ok; t++) {
+		uint32_t b = (uint32_t)(rng(&s) % o->n), k = (uint32_t)(rng(&s) % o->k);
+		uint32_t y = (uint32_t)(rng(&s) % oh), x = (uint32_t)(rng(&s) % ow), g = k / (o->k / o->groups);
+		double ref = 0, mag = 0, got;
+
+		for (uint32_t ry = 0; ry < o->r; ry++)
+			for (uint32_t rx = 0; rx < o->s; rx++) {
+				int64_t iy = (int64_t)y * o->stride - o->pad + (int64_t)ry * o->dil;
+				int64_t ix = (int64_t)x * o->stride - o->pad + (int64_t)rx * o->dil;
+
+				if (iy < 0 || iy >= o->h || ix < 0 || ix >= o->w)
+					continue;
+				for (uint32_t c = 0; c < cg; c++) {
+					size_t ii = (((size_t)b * o->h + iy) * o->w + ix) * o->c + g * cg + c;
+					size_t wi = (((size_t)k * o->r + ry) * o->s + rx) * cg + c;
+					double xv = o->f32 ? ((float *)accel_buffer_ptr(bi))[ii] : ((int8_t *)accel_buffer_ptr(bi))[ii];
+					double wv = o->f32 ? ((float *)accel_buffer_ptr(bw))[wi] : ((int8_t *)accel_buffer_ptr(bw))[wi];
+
+					ref += xv * wv;
+					mag += fabs(xv * wv);
+				}
+			}
+		{
+			size_t oi = (((size_t)b * oh + y) * ow + x) * o->k + k;
+
+			got = o->f32 ? ((float *)accel_buffer_ptr(bo))[oi] : ((int32_t *)accel_buffer_ptr(bo))[oi];
+		}
+		ok = o->f32 ? fabs(got - ref) <= 1e-4 * (1 + mag) : got == ref;
+	}
+	printf("{\"op\":\"conv\",\"n\":%u,\"h\":%u,\"w\":%u,\"c\":%u,\"k\":%u,\"r\":%u,\"s\":%u,\"stride\":%u,"
+	       "\"pad\":%u,\"groups\":%u,\"dilation\":%u,\"oh\":%u,\"ow\":%u,",
+	       o->n, o->h, o->w, o->c, o->k, o->r, o->s, o->stride, o->pad, o->groups, o->dil, oh, ow);
+	print_common(o, caps, &cnt, wall, (double)o->n * oh * ow * o->k * o->r * o->s * cg, ok);
+	printf(",\"input_bytes\":%llu,\"weight_bytes\":%llu,\"input_footprint_bytes\":%llu,"
+	       "\"dma_in_over_footprint\":%.3f,\"explicit_im2col_bytes\":%llu}\n",
+	       (unsigned long long)in_b, (unsigned long long)w_b, (unsigned long long)(in_b + w_b),
+	       (double)cnt.bytes_h2d / (double)(in_b + w_b),
+	       (unsigned long long)((uint64_t)o->n * oh * ow * o->r * o->s * o->c * e + w_b));
+	accel_buffer_free(bi);
+	accel_buffer_free(bw);
+	accel_buffer_free(bo);
+	return ok ? 0 : 1;
+}
+
+int main(int argc, char **argv)
+{
+	struct opts o;
+	struct accel_dev *dev = NULL;
+	struct accel_caps caps;
+	int ret;
+
+	if (parse(argc, argv, &o))
+		return usage();
+	char msg[256];
+
+	ret = accel_open_msg(o.device, msg, sizeof(msg), &dev);
+	if (ret) {
+		fprintf(stderr, "accel-bench: %s: %s\n", accel_strerror(ret), msg);
+		return 1;
+	}
+	accel_query_caps(dev, &caps);
+	ret = !strcmp(o.op, "gemm") ? run_gemm(dev, &o, &caps) : run_conv(dev, &o, &caps);
+	fflush(stdout);
+	accel_close(dev);
+	return ret;
+}

@@ -1,0 +1,444 @@
+/* SPDX-License-Identifier: (GPL-2.0-only WITH Linux-syscall-note) OR MIT */
+/*
+ * tnpu_accel.h — user-space ABI of the tnpu DRM accel driver (tnpu.ko).
+ *
+ * Conventions (shared with drivers/accel/ethosu):
+ * - ioctl ids are an append-only enum; DRM_IOCTL_TNPU() builds every number;
+ * - every struct has explicit padding; pad/reserved fields must be zero (else -EINVAL);
+ * - structs may grow at the end: the DRM core zero-extends shorter user structs and truncates the
+ *   copy-back, so new fields must treat 0 as "absent";
+ * - arrays are passed as struct drm_tnpu_obj_array, whose stride lets the element grow too;
+ * - timeouts are absolute CLOCK_MONOTONIC nanoseconds (timeout_ns);
+ * - errors are negative errnos returned by ioctl(2) (errno in user space), documented per field.
+ *
+ * The complete reference, with every errno, is Documentation/uapi.md.
+ */
+#ifndef _UAPI_TNPU_ACCEL_H_
+#define _UAPI_TNPU_ACCEL_H_
+
+#include <drm/drm.h>
+
+#if defined(__cplusplus)
+extern "C" {
+#endif
+
+/**
+ * enum drm_tnpu_ioctl_id - ioctl numbers (offsets from DRM_COMMAND_BASE). Append only.
+ *
+ * @DRM_TNPU_QUERY: query device or file information (struct drm_tnpu_query).
+ * @DRM_TNPU_BO_CREATE: create a buffer object mapped into the file's device address space.
+ * @DRM_TNPU_BO_INFO: size, device VA, flags and mmap offset of a buffer object.
+ * @DRM_TNPU_BO_WAIT: wait until every job using a buffer object has completed.
+ * @DRM_TNPU_QUEUE_CREATE: create a command queue owned by the file.
+ * @DRM_TNPU_QUEUE_DESTROY: destroy a command queue.
+ * @DRM_TNPU_SUBMIT: submit one job (command buffer) to a queue.
+ */
+enum drm_tnpu_ioctl_id {
+	DRM_TNPU_QUERY = 0,
+	DRM_TNPU_BO_CREATE,
+	DRM_TNPU_BO_INFO,
+	DRM_TNPU_BO_WAIT,
+	DRM_TNPU_QUEUE_CREATE,
+	DRM_TNPU_QUEUE_DESTROY,
+	DRM_TNPU_SUBMIT,
+};
+
+/**
+ * enum drm_tnpu_query_type - what DRM_TNPU_QUERY returns. Append only.
+ *
+ * @DRM_TNPU_QUERY_CAPS: struct drm_tnpu_caps (device geometry and limits).
+ * @DRM_TNPU_QUERY_COUNTERS: struct drm_tnpu_counters (driver statistics + device counter block).
+ * @DRM_TNPU_QUERY_FAULT: struct drm_tnpu_fault (the first MMU fault of the calling file).
+ */
+enum drm_tnpu_query_type {
+	DRM_TNPU_QUERY_CAPS = 0,
+	DRM_TNPU_QUERY_COUNTERS = 1,
+	DRM_TNPU_QUERY_FAULT = 2,
+};
+
+/**
+ * struct drm_tnpu_query - argument of DRM_IOCTL_TNPU_QUERY.
+ *
+ * The answer is copied like copy_struct_to_user(): if @size is smaller than the kernel's struct the
+ * answer is truncated, if larger the tail is zero-filled. In every case @size is set to the
+ * kernel's
+ * struct size on return, so a call with @size = 0 and @pointer = 0 asks for the size.
+ */
+struct drm_tnpu_query {
+	/** @type: in, enum drm_tnpu_query_type; unknown value: -EINVAL. */
+	__u32 type;
+	/** @size: in: bytes at @pointer; out: size of the kernel's answer struct. */
+	__u32 size;
+	/**
+	 * @pointer: in, user pointer to @size bytes; may be 0 only when @size is 0 (else -EFAULT).
+	 */
+	__u64 pointer;
+	/** @flags: in, must be 0 (-EINVAL). */
+	__u32 flags;
+	/** @pad: must be 0 (-EINVAL). */
+	__u32 pad;
+};
+
+/** DRM_TNPU_DTYPE_INT8 - CAP_DTYPES bit: int8 x int8 -> int32 accumulate. */
+#define DRM_TNPU_DTYPE_INT8		0x00000001u
+/** DRM_TNPU_DTYPE_FP32 - CAP_DTYPES bit: fp32. */
+#define DRM_TNPU_DTYPE_FP32		0x00000002u
+/** DRM_TNPU_DTYPE_BF16 - CAP_DTYPES bit: bf16 x bf16 -> fp32. */
+#define DRM_TNPU_DTYPE_BF16		0x00000004u
+
+/**
+ * struct drm_tnpu_caps - DRM_TNPU_QUERY_CAPS answer: the capability registers, decoded.
+ *
+ * All fields are outputs. Raw register values are included so that fields added to the hardware
+ * later are visible before this struct grows.
+ */
+struct drm_tnpu_caps {
+	/** @hw_version: VERSION register: [31:24] major, [23:16] minor, [15:8] ISA, [7:0] patch. */
+	__u32 hw_version;
+	/** @rows: rows of clusters n (one storage unit per row). */
+	__u32 rows;
+	/** @cols: clusters per row m. */
+	__u32 cols;
+	/** @pes: PEs per cluster k. */
+	__u32 pes;
+	/** @accumulators: accumulators per PE. */
+	__u32 accumulators;
+	/** @acc_elems: 32-bit elements per accumulator. */
+	__u32 acc_elems;
+	/** @sram_bytes: bytes per storage unit; each half (ping/pong) is sram_bytes / 2. */
+	__u32 sram_bytes;
+	/** @ibufs: instruction buffers per cluster. */
+	__u32 ibufs;
+	/** @ibuf_len: instructions per buffer. */
+	__u32 ibuf_len;
+	/** @rf_entries: register-file entries per cluster. */
+	__u32 rf_entries;
+	/** @slots: input-buffer / weight-queue slots per PE. */
+	__u32 slots;
+	/** @dtypes: DRM_TNPU_DTYPE_* bits. */
+	__u32 dtypes;
+	/** @hw_queues: hardware queues (rings); QUEUE_CREATE queues are mapped onto them. */
+	__u32 hw_queues;
+	/** @semaphores: semaphores per job. */
+	__u32 semaphores;
+	/** @features: CAP_FEATURES register (hardware spec, registers.md). */
+	__u32 features;
+	/** @clock_mhz: clock of the cycle model in MHz. */
+	__u32 clock_mhz;
+	/**
+	 * @rates: CAP_RATES register (MACs/cycle/PE int8 [7:0], fp32 [15:8], DMA [23:16], dist.
+	 * [31:24]).
+	 */
+	__u32 rates;
+	/** @max_cmdbuf: maximum command-buffer size in bytes (SUBMIT @cmd_size). */
+	__u32 max_cmdbuf;
+	/** @page_size: device MMU page size in bytes; BO sizes are rounded up to it. */
+	__u32 page_size;
+	/** @va_bits: device virtual-address bits. */
+	__u32 va_bits;
+	/** @va_start: first device VA the driver hands out to buffer objects. */
+	__u64 va_start;
+	/** @va_end: one past the last device VA the driver hands out. */
+	__u64 va_end;
+	/** @max_bo_size: largest accepted BO_CREATE @size in bytes. */
+	__u64 max_bo_size;
+	/**
+	 * @counters_size: bytes the driver writes for SUBMIT @counters_bo (struct
+	 * drm_tnpu_job_counters).
+	 */
+	__u32 counters_size;
+	/**
+	 * @num_counters: meaningful entries of drm_tnpu_job_counters.counter[] (enum
+	 * tnpu_counter).
+	 */
+	__u32 num_counters;
+	/** @max_queues: QUEUE_CREATE limit per file. */
+	__u32 max_queues;
+	/** @pad: 0. */
+	__u32 pad;
+};
+
+/** DRM_TNPU_MAX_COUNTERS - counter slots in every counter block (hardware reserves 32). */
+#define DRM_TNPU_MAX_COUNTERS		32
+
+/**
+ * struct drm_tnpu_counters - DRM_TNPU_QUERY_COUNTERS answer. All fields are outputs.
+ *
+ * Driver statistics are since the driver bound the device; @device are the hardware's global
+ * counter
+ * block (sum over every job since the last device reset), indexed like
+ * drm_tnpu_job_counters.counter.
+ */
+struct drm_tnpu_counters {
+	/** @jobs_submitted: jobs accepted by SUBMIT, all files. */
+	__u64 jobs_submitted;
+	/** @jobs_completed: jobs whose fence signalled without error. */
+	__u64 jobs_completed;
+	/** @jobs_failed: jobs whose fence signalled with an error (any cause). */
+	__u64 jobs_failed;
+	/** @jobs_timedout: jobs that hit the job timeout. */
+	__u64 jobs_timedout;
+	/** @resets: device resets performed by the driver. */
+	__u64 resets;
+	/** @mmu_faults: MMU faults reported by the device. */
+	__u64 mmu_faults;
+	/** @hw_errors: job errors reported by the device (MMU faults included). */
+	__u64 hw_errors;
+	/** @device: the global counter block, DRM_TNPU_MAX_COUNTERS 64-bit counters. */
+	__u64 device[DRM_TNPU_MAX_COUNTERS];
+};
+
+/**
+ * struct drm_tnpu_fault - DRM_TNPU_QUERY_FAULT answer: the first MMU fault of the calling file.
+ *
+ * All fields are outputs; all zero when the file never faulted. Once @faulted is 1 the file is
+ * marked: SUBMIT fails with -EBADFD and its queued jobs fail with -ECANCELED
+ * (Documentation/uapi.md).
+ */
+struct drm_tnpu_fault {
+	/** @faulted: 1 if a job of this file took an MMU fault, else 0. */
+	__u32 faulted;
+	/** @error_code: hardware error code (errors.md: 10..14). */
+	__u32 error_code;
+	/** @error_info: ERR_INFO: bit 0 write, [3:1] walk level, [7:4] engine + 1. */
+	__u32 error_info;
+	/** @cmd_offset: byte offset of the failing command in the command buffer. */
+	__u32 cmd_offset;
+	/** @address: the faulting device VA. */
+	__u64 address;
+	/** @queue: handle of the file's queue that ran the faulting job. */
+	__u32 queue;
+	/** @pad: 0. */
+	__u32 pad;
+};
+
+/**
+ * DRM_TNPU_BO_DEVICE_READ_ONLY - BO_CREATE flag: the device may only read the BO (its PTEs lack
+ * WRITE); a device write is an MMU_PERMISSION fault. The CPU mapping stays writable.
+ */
+#define DRM_TNPU_BO_DEVICE_READ_ONLY	0x00000001u
+
+/**
+ * struct drm_tnpu_bo_create - argument of DRM_IOCTL_TNPU_BO_CREATE.
+ *
+ * Creates a GEM shmem buffer object, maps it into the calling file's device address space and
+ * returns its handle, device VA and mmap offset. The BO is zero-filled.
+ */
+struct drm_tnpu_bo_create {
+	/**
+	 * @size: in, bytes; 1..caps.max_bo_size, rounded up to caps.page_size. 0 or larger:
+	 * -EINVAL.
+	 */
+	__u64 size;
+	/** @flags: in, DRM_TNPU_BO_* flags; unknown bits: -EINVAL. */
+	__u32 flags;
+	/** @handle: out, GEM handle (file-local, never 0). */
+	__u32 handle;
+	/** @va: out, device VA of the first byte in the file's address space (page aligned). */
+	__u64 va;
+	/** @mmap_offset: out, offset to pass to mmap(2) on the device file descriptor. */
+	__u64 mmap_offset;
+};
+
+/**
+ * struct drm_tnpu_bo_info - argument of DRM_IOCTL_TNPU_BO_INFO.
+ */
+struct drm_tnpu_bo_info {
+	/** @handle: in, GEM handle of the calling file; unknown: -ENOENT. */
+	__u32 handle;
+	/** @flags: out, the BO_CREATE flags. */
+	__u32 flags;
+	/** @size: out, size in bytes (page multiple). */
+	__u64 size;
+	/** @va: out, device VA. */
+	__u64 va;
+	/** @mmap_offset: out, mmap(2) offset. */
+	__u64 mmap_offset;
+	/** @pad: in, must be 0 (-EINVAL). */
+	__u64 pad;
+};
+
+/**
+ * struct drm_tnpu_bo_wait - argument of DRM_IOCTL_TNPU_BO_WAIT.
+ *
+ * Waits until every job that reads or writes the BO has completed (its fences in the BO's
+ * reservation object signalled). Returns 0, -ETIME when @timeout_ns passed first,
+ * -ERESTARTSYS/-EINTR
+ * on a signal.
+ */
+struct drm_tnpu_bo_wait {
+	/** @handle: in, GEM handle; unknown: -ENOENT. */
+	__u32 handle;
+	/** @pad: in, must be 0 (-EINVAL). */
+	__u32 pad;
+	/** @timeout_ns: in, absolute CLOCK_MONOTONIC deadline in ns; 0 or past = poll once. */
+	__s64 timeout_ns;
+};
+
+/**
+ * enum drm_tnpu_queue_priority - QUEUE_CREATE priorities.
+ *
+ * @DRM_TNPU_QUEUE_PRIORITY_LOW: background work.
+ * @DRM_TNPU_QUEUE_PRIORITY_NORMAL: default.
+ * @DRM_TNPU_QUEUE_PRIORITY_HIGH: latency sensitive; needs CAP_SYS_NICE (else -EPERM).
+ */
+enum drm_tnpu_queue_priority {
+	DRM_TNPU_QUEUE_PRIORITY_LOW = 0,
+	DRM_TNPU_QUEUE_PRIORITY_NORMAL = 1,
+	DRM_TNPU_QUEUE_PRIORITY_HIGH = 2,
+};
+
+/**
+ * struct drm_tnpu_queue_create - argument of DRM_IOCTL_TNPU_QUEUE_CREATE.
+ *
+ * A queue is a FIFO of jobs owned by the file; jobs of one queue run in submission order. Each
+ * queue
+ * is bound at creation to one hardware ring (rings are shared round-robin by all queues of all
+ * files); the priority orders the queue against other queues of the same ring.
+ */
+struct drm_tnpu_queue_create {
+	/** @priority: in, enum drm_tnpu_queue_priority; other values: -EINVAL. */
+	__u32 priority;
+	/** @flags: in, must be 0 (-EINVAL). */
+	__u32 flags;
+	/** @handle: out, queue handle (file-local, never 0). */
+	__u32 handle;
+	/** @hw_queue: out, index of the hardware ring the queue is mapped onto. */
+	__u32 hw_queue;
+};
+
+/**
+ * struct drm_tnpu_queue_destroy - argument of DRM_IOCTL_TNPU_QUEUE_DESTROY.
+ *
+ * The handle is freed at once; jobs already on the hardware complete, jobs still waiting for
+ * dependencies after 1 s are cancelled (Documentation/uapi.md).
+ */
+struct drm_tnpu_queue_destroy {
+	/** @handle: in, queue handle; unknown or already destroyed: -ENOENT. */
+	__u32 handle;
+	/** @pad: in, must be 0 (-EINVAL). */
+	__u32 pad;
+};
+
+/**
+ * struct drm_tnpu_obj_array - an array of structs in user memory.
+ */
+struct drm_tnpu_obj_array {
+	/** @stride: in, bytes per element; must be >= the first published size of the element
+	 * (-EINVAL); larger strides are accepted if the extra bytes are zero (-E2BIG otherwise).
+	 */
+	__u32 stride;
+	/** @count: in, number of elements; 0 means none (then @array is ignored). */
+	__u32 count;
+	/** @array: in, user pointer to @count elements of @stride bytes. */
+	__u64 array;
+};
+
+/** DRM_TNPU_BO_REF_READ - SUBMIT BO-list flag: the job reads the BO (waits for earlier writers). */
+#define DRM_TNPU_BO_REF_READ		0x00000001u
+/**
+ * DRM_TNPU_BO_REF_WRITE - SUBMIT BO-list flag: the job writes the BO (waits for every earlier
+ * job).
+ */
+#define DRM_TNPU_BO_REF_WRITE		0x00000002u
+
+/**
+ * struct drm_tnpu_bo_ref - element of drm_tnpu_submit.bos (first published size: 8 bytes).
+ */
+struct drm_tnpu_bo_ref {
+	/** @handle: in, GEM handle of the calling file; unknown: -ENOENT. */
+	__u32 handle;
+	/** @flags: in, DRM_TNPU_BO_REF_READ and/or _WRITE; 0 or unknown bits: -EINVAL. */
+	__u32 flags;
+};
+
+/**
+ * struct drm_tnpu_sync - element of drm_tnpu_submit.in_syncs (first published size: 16 bytes).
+ */
+struct drm_tnpu_sync {
+	/** @handle: in, syncobj handle; unknown: -ENOENT. */
+	__u32 handle;
+	/** @flags: in, must be 0 (-EINVAL). */
+	__u32 flags;
+	/** @point: in, timeline point; 0 for a binary syncobj. No fence at that point: -EINVAL. */
+	__u64 point;
+};
+
+/**
+ * struct drm_tnpu_job_counters - what the driver writes at SUBMIT @counters_bo + @counters_offset
+ * when the job completes (successfully or not), before its fence signals.
+ */
+struct drm_tnpu_job_counters {
+	/** @status: 0 on success, else the negative errno the job's fence carries. */
+	__s32 status;
+	/** @hw_error: hardware error code (errors.md), 0 if none. */
+	__u32 hw_error;
+	/**
+	 * @counter: the job's counters (enum tnpu_counter of the hardware spec); unused slots 0.
+	 */
+	__u64 counter[DRM_TNPU_MAX_COUNTERS];
+};
+
+/**
+ * struct drm_tnpu_submit - argument of DRM_IOCTL_TNPU_SUBMIT.
+ *
+ * Queues one job: the command buffer is @cmd_size bytes at @cmd_offset in @cmd_bo (device VA
+ * = BO va + @cmd_offset). The job waits for the @in_syncs fences and, implicitly, for earlier jobs
+ * that write (or, for DRM_TNPU_BO_REF_WRITE, use) a BO of @bos or @cmd_bo. On completion the
+ * @out_sync syncobj gets the job's fence.
+ */
+struct drm_tnpu_submit {
+	/** @queue: in, queue handle from QUEUE_CREATE; unknown: -ENOENT. */
+	__u32 queue;
+	/** @flags: in, must be 0 (-EINVAL). */
+	__u32 flags;
+	/**
+	 * @cmd_bo: in, GEM handle of the command buffer (implicitly read by the job); unknown:
+	 * -ENOENT.
+	 */
+	__u32 cmd_bo;
+	/** @cmd_size: in, bytes; multiple of 8, 8..caps.max_cmdbuf (-EINVAL). */
+	__u32 cmd_size;
+	/**
+	 * @cmd_offset: in, byte offset in @cmd_bo; multiple of 8, offset + size <= BO size
+	 * (-EINVAL).
+	 */
+	__u64 cmd_offset;
+	/** @bos: in, array of struct drm_tnpu_bo_ref: every other BO the job touches. */
+	struct drm_tnpu_obj_array bos;
+	/** @in_syncs: in, array of struct drm_tnpu_sync: fences to wait for before the job runs. */
+	struct drm_tnpu_obj_array in_syncs;
+	/**
+	 * @out_sync: in, syncobj handle that receives the job's fence, 0 for none; unknown:
+	 * -ENOENT.
+	 */
+	__u32 out_sync;
+	/** @counters_bo: in, GEM handle that receives struct drm_tnpu_job_counters, 0 for none. */
+	__u32 counters_bo;
+	/** @out_sync_point: in, timeline point for @out_sync, 0 for a binary syncobj. */
+	__u64 out_sync_point;
+	/** @counters_offset: in, byte offset in @counters_bo; multiple of 8 and
+	 * offset + sizeof(struct drm_tnpu_job_counters) <= BO size (-EINVAL).
+	 */
+	__u64 counters_offset;
+	/** @seqno: out, driver-wide job id, increasing (diagnostics: dmesg, debugfs). */
+	__u64 seqno;
+};
+
+/** DRM_IOCTL_TNPU() - build the ioctl number for @id with argument struct @type. */
+#define DRM_IOCTL_TNPU(__access, __id, __type) \
+	DRM_IO ## __access(DRM_COMMAND_BASE + DRM_TNPU_ ## __id, struct drm_tnpu_ ## __type)
+
+#define DRM_IOCTL_TNPU_QUERY		DRM_IOCTL_TNPU(WR, QUERY, query)
+#define DRM_IOCTL_TNPU_BO_CREATE	DRM_IOCTL_TNPU(WR, BO_CREATE, bo_create)
+#define DRM_IOCTL_TNPU_BO_INFO		DRM_IOCTL_TNPU(WR, BO_INFO, bo_info)
+#define DRM_IOCTL_TNPU_BO_WAIT		DRM_IOCTL_TNPU(W, BO_WAIT, bo_wait)
+#define DRM_IOCTL_TNPU_QUEUE_CREATE	DRM_IOCTL_TNPU(WR, QUEUE_CREATE, queue_create)
+#define DRM_IOCTL_TNPU_QUEUE_DESTROY	DRM_IOCTL_TNPU(W, QUEUE_DESTROY, queue_destroy)
+#define DRM_IOCTL_TNPU_SUBMIT		DRM_IOCTL_TNPU(WR, SUBMIT, submit)
+
+#if defined(__cplusplus)
+}
+#endif
+
+#endif /* _UAPI_TNPU_ACCEL_H_ */
