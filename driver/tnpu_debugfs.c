@@ -91,7 +91,8 @@ static int tnpu_rings_show(struct seq_file *m, void *unused)
 				   job->cmd_va, job->cmd_len);
 	}
 	spin_unlock(&tdev->lock);
-	seq_printf(m, "unplugged %d timeout_ms %u\n", tdev->unplugged, tnpu_timeout_ms);
+	seq_printf(m, "unplugged %d timeout_ms %u doorbell_retries %lld\n", tdev->unplugged,
+		   tnpu_timeout_ms, atomic64_read(&tdev->doorbell_retries));
 	return 0;
 }
 DEFINE_SHOW_ATTRIBUTE(tnpu_rings);

@@ -362,6 +362,21 @@ static void tnpu_remove(struct pci_dev *pdev)
 	tnpu_jobs_unplug(tdev);
 }
 
+static void tnpu_reset_prepare(struct pci_dev *pdev)
+{
+	tnpu_pci_reset_prepare(pci_get_drvdata(pdev));
+}
+
+static void tnpu_reset_done(struct pci_dev *pdev)
+{
+	tnpu_pci_reset_done(pci_get_drvdata(pdev));
+}
+
+static const struct pci_error_handlers tnpu_err_handlers = {
+	.reset_prepare = tnpu_reset_prepare,
+	.reset_done = tnpu_reset_done,
+};
+
 static const struct pci_device_id tnpu_pci_ids[] = {
 	{ PCI_DEVICE(TNPU_PCI_VENDOR_ID, TNPU_PCI_DEVICE_ID) },
 	{ }
@@ -374,6 +389,7 @@ static struct pci_driver tnpu_pci_driver = {
 	.probe = tnpu_probe,
 	.remove = tnpu_remove,
 	.dev_groups = tnpu_groups,
+	.err_handler = &tnpu_err_handlers,
 };
 
 static int __init tnpu_init(void)

@@ -134,6 +134,7 @@ struct tnpu_device {
 	spinlock_t lock;		/* ring state, in-flight lists, hardware queue registers */
 	struct mutex reset_lock;	/* serialises recovery and unplug */
 	bool unplugged;
+	bool in_reset;			/* PCI function reset between prepare and done */
 	struct tnpu_ring rings[TNPU_MAX_QUEUES];
 	atomic_t next_ring;
 
@@ -142,7 +143,7 @@ struct tnpu_device {
 
 	/* statistics (QUERY_COUNTERS) */
 	atomic64_t jobs_submitted, jobs_completed, jobs_failed, jobs_timedout, resets, mmu_faults;
-	atomic64_t hw_errors, job_ids;
+	atomic64_t hw_errors, job_ids, doorbell_retries;
 };
 
 static inline struct tnpu_device *to_tnpu(struct drm_device *drm)
@@ -248,6 +249,8 @@ void tnpu_job_module_exit(void);
 int tnpu_rings_init(struct tnpu_device *tdev);
 void tnpu_rings_process(struct tnpu_device *tdev, u32 irq_status);
 void tnpu_jobs_unplug(struct tnpu_device *tdev);
+void tnpu_pci_reset_prepare(struct tnpu_device *tdev);
+void tnpu_pci_reset_done(struct tnpu_device *tdev);
 void tnpu_file_queues_fini(struct tnpu_file *tfile);
 int tnpu_ioctl_queue_create(struct drm_device *drm, void *data, struct drm_file *file);
 int tnpu_ioctl_queue_destroy(struct drm_device *drm, void *data, struct drm_file *file);

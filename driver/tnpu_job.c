@@ -179,7 +179,7 @@ void tnpu_rings_process(struct tnpu_device *tdev, u32 irq_status)
 	u32 q;
 
 	spin_lock(&tdev->lock);
-	if (tdev->unplugged) {
+	if (tdev->unplugged || tdev->in_reset) {
 		spin_unlock(&tdev->lock);
 		return;
 	}
@@ -224,14 +224,36 @@ static struct dma_fence *tnpu_job_run(struct drm_sched_job *sched_job)
 	if (list_empty(&ring->inflight))
 		ring->progress = jiffies;
 	list_add_tail(&job->node, &ring->inflight);
-	tnpu_ring_write_entry(ring, job);
-	/* hang injection: the ring stops fetching, so this job never completes */
-	if (job->inject_hang)
-		tnpu_qwrite(tdev, ring->idx, TNPU_Q_CTRL, 0);
-	tnpu_ring_kick(ring);
+	/* during a PCI function reset the device is not there: tnpu_restart() writes the entry */
+	if (!tdev->in_reset) {
+		tnpu_ring_write_entry(ring, job);
+		/* hang injection: the ring stops fetching, so this job never completes */
+		if (job->inject_hang)
+			tnpu_qwrite(tdev, ring->idx, TNPU_Q_CTRL, 0);
+		tnpu_ring_kick(ring);
+	}
 	spin_unlock(&tdev->lock);
 
 	return dma_fence_get(job->hw_fence);
+}
+
+/*
+ * A ring that is enabled, idle and not halted but has entries between HEAD and TAIL missed a
+ * doorbell: ring it again. The QEMU device of Nov 2026 loses one now and then under load; a lost
+ * doorbell must cost a scheduler tick, not a reset. tdev->lock held.
+ */
+static void tnpu_ring_nudge(struct tnpu_ring *ring)
+{
+	struct tnpu_device *tdev = ring->tdev;
+	u32 st = tnpu_qread(tdev, ring->idx, TNPU_Q_STATUS);
+	u32 head = tnpu_qread(tdev, ring->idx, TNPU_Q_HEAD);
+	u32 tail = tnpu_qread(tdev, ring->idx, TNPU_Q_TAIL);
+
+	if ((st & TNPU_Q_STATUS_ENABLED) && !(st & (TNPU_Q_STATUS_BUSY | TNPU_Q_STATUS_ERROR)) &&
+	    head != tail && !list_empty(&ring->inflight)) {
+		atomic64_inc(&tdev->doorbell_retries);
+		tnpu_qwrite(tdev, ring->idx, TNPU_Q_DOORBELL, 1);
+	}
 }
 
 /* The oldest job on its ring, which has made no progress for timeout_ms. tdev->lock held. */
@@ -242,6 +264,58 @@ static bool tnpu_job_expired(struct tnpu_job *job)
 	return !list_empty(&job->node) &&
 	       list_first_entry(&ring->inflight, struct tnpu_job, node) == job &&
 	       time_after(jiffies, ring->progress + msecs_to_jiffies(tnpu_timeout_ms));
+}
+
+/*
+ * After a device reset (ours or a PCI function reset): program the device again and write every
+ * job that was on the hardware and did not complete back into its emptied ring, in order.
+ * tdev->lock held.
+ */
+static void tnpu_restart(struct tnpu_device *tdev)
+{
+	u32 q;
+
+	tnpu_hw_program(tdev);
+	for (q = 0; q < tdev->num_rings; q++) {
+		struct tnpu_ring *ring = &tdev->rings[q];
+		struct tnpu_job *job;
+
+		ring->progress = jiffies;
+		if (list_empty(&ring->inflight))
+			continue;
+		list_for_each_entry(job, &ring->inflight, node) {
+			job->inject_hang = false;
+			tnpu_ring_write_entry(ring, job);
+		}
+		tnpu_ring_kick(ring);
+	}
+	atomic64_inc(&tdev->resets);
+}
+
+/* PCI function reset (FLR, sysfs "reset"): hold off recovery, then restart like after a timeout. */
+void tnpu_pci_reset_prepare(struct tnpu_device *tdev)
+{
+	mutex_lock(&tdev->reset_lock);
+	spin_lock(&tdev->lock);
+	tdev->in_reset = true;
+	spin_unlock(&tdev->lock);
+}
+
+void tnpu_pci_reset_done(struct tnpu_device *tdev)
+{
+	u32 q;
+
+	spin_lock(&tdev->lock);
+	if (!tdev->unplugged) {
+		/* the fence words are host memory: completions before the reset still count */
+		for (q = 0; q < tdev->num_rings; q++)
+			tnpu_ring_retire(&tdev->rings[q]);
+		dev_info(tdev->drm.dev, "function reset: resubmitting in-flight jobs\n");
+		tnpu_restart(tdev);
+	}
+	tdev->in_reset = false;
+	spin_unlock(&tdev->lock);
+	mutex_unlock(&tdev->reset_lock);
 }
 
 /*
@@ -265,27 +339,12 @@ static void tnpu_recover(struct tnpu_device *tdev, struct tnpu_job *guilty)
 	list_del_init(&guilty->node);
 	q = guilty->ring->idx;
 	dev_err_ratelimited(tdev->drm.dev,
-			    "queue %u: job %llu (seqno %llu) timed out after %u ms (head %u tail %u/%u status 0x%x fence %llu), resetting device\n",
-			    q, guilty->id, guilty->hw_seqno, tnpu_timeout_ms, guilty->ring->tail,
+			    "queue %u: job %llu (seqno %llu) timed out after %u ms (head %u tail %u status 0x%x), resetting device\n",
+			    q, guilty->id, guilty->hw_seqno, tnpu_timeout_ms,
 			    tnpu_qread(tdev, q, TNPU_Q_HEAD), tnpu_qread(tdev, q, TNPU_Q_TAIL),
-			    tnpu_qread(tdev, q, TNPU_Q_STATUS),
-			    le64_to_cpu(READ_ONCE(*(__le64 *)guilty->ring->fence)));
+			    tnpu_qread(tdev, q, TNPU_Q_STATUS));
 	tnpu_hw_reset(tdev);
-	tnpu_hw_program(tdev);
-	for (q = 0; q < tdev->num_rings; q++) {
-		struct tnpu_ring *ring = &tdev->rings[q];
-		struct tnpu_job *job;
-
-		ring->progress = jiffies;
-		if (list_empty(&ring->inflight))
-			continue;
-		list_for_each_entry(job, &ring->inflight, node) {
-			job->inject_hang = false;
-			tnpu_ring_write_entry(ring, job);
-		}
-		tnpu_ring_kick(ring);
-	}
-	atomic64_inc(&tdev->resets);
+	tnpu_restart(tdev);
 	atomic64_inc(&tdev->jobs_timedout);
 	tnpu_job_write_counters(guilty, -ETIMEDOUT, 0, false);
 	list_add(&guilty->node, &guilty->ring->inflight);	/* tnpu_job_signal() removes it */
@@ -305,10 +364,11 @@ static enum drm_gpu_sched_stat tnpu_job_timedout(struct drm_sched_job *sched_job
 
 	/* driver-notes.md: first check whether the device is still making progress */
 	spin_lock(&tdev->lock);
-	if (!tdev->unplugged) {
+	if (!tdev->unplugged && !tdev->in_reset) {
 		if (tnpu_qread(tdev, ring->idx, TNPU_Q_STATUS) & TNPU_Q_STATUS_ERROR)
 			tnpu_ring_error(ring);
 		tnpu_ring_retire(ring);
+		tnpu_ring_nudge(ring);
 		expired = tnpu_job_expired(job);
 	}
 	spin_unlock(&tdev->lock);

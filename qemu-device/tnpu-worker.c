@@ -134,6 +134,8 @@ static void *tnpu_worker_thread(void *opaque)
     struct tnpu_job job;
     struct tnpu_result res;
 
+    /* The DMA callbacks read the memory map under RCU: synchronize_rcu() must know this thread. */
+    rcu_register_thread();
     qemu_mutex_lock(&s->lock);
     for (;;) {
         while (!w->has_job && !s->stopping) {
@@ -164,6 +166,7 @@ static void *tnpu_worker_thread(void *opaque)
         qemu_bh_schedule(s->bh);
     }
     qemu_mutex_unlock(&s->lock);
+    rcu_unregister_thread();
     return NULL;
 }
 

@@ -295,9 +295,15 @@ static int parse_opts(struct accel_dev *dev, struct tnpu_config *cfg, const char
 			return accel_seterr(dev, -EINVAL, "sim option '%s': expected key=value", tok);
 		*eq = 0;
 		if (!strcmp(tok, "conv")) {
-			if (strcmp(eq + 1, "im2col") && strcmp(eq + 1, "auto"))
-				return accel_seterr(dev, -EINVAL, "sim option conv=%s: expected im2col or auto", eq + 1);
-			dev->conv_im2col_only = !strcmp(eq + 1, "im2col");
+			if (!strcmp(eq + 1, "auto"))
+				dev->conv_mode = 0;
+			else if (!strcmp(eq + 1, "im2col"))
+				dev->conv_mode = 1;
+			else if (!strcmp(eq + 1, "direct"))
+				dev->conv_mode = 2;
+			else
+				return accel_seterr(dev, -EINVAL, "sim option conv=%s: expected auto, im2col or direct",
+						    eq + 1);
 			continue;
 		}
 		v = strtoul(eq + 1, &end, 0);

@@ -31,6 +31,7 @@ enum { S_FULL = 0, S_FREE = 2, S_STG_FULL = 4, S_STG_FREE = 6, S_TAP = 8 };
 struct dplan {
 	bool cl_over_n, rows_over_n;
 	uint32_t tn, tm, xchunks, Nr, nblk, wblk;
+	uint32_t boh, nbands;		/* output rows per band of the image held in a half */
 	uint32_t in_off, w_off, c_off[2], bias_off, in_bytes;
 	double est;
 	bool has_sfu;
@@ -65,8 +66,10 @@ static bool dplan_eval(const struct accel_caps *c, const struct dconv *g, const 
 	memset(d, 0, sizeof(*d));
 	d->cl_over_n = cl_n;
 	d->rows_over_n = rows_n;
-	d->tn = (g->K + chan_units - 1) / chan_units;
-	if (!d->tn || d->tn > c->acc_elems || (g->dw && d->tn != 1))
+	/* depthwise: one channel per PE (its input channel is its output channel); more channels than
+	 * PEs are handled as several channel blocks */
+	d->tn = g->dw ? 1 : (g->K + chan_units - 1) / chan_units;
+	if (!d->tn || d->tn > c->acc_elems)
 		return false;
 	d->Nr = P * d->tn * (cl_n ? Cc : 1);
 	d->nblk = (g->K + d->Nr - 1) / d->Nr;
@@ -77,12 +80,29 @@ static bool dplan_eval(const struct accel_caps *c, const struct dconv *g, const 
 		return false;
 	d->xchunks = (uint32_t)((g->OW + tmax - 1) / tmax);
 	d->tm = (g->OW + d->xchunks - 1) / d->xchunks;
-	/* SRAM: image (+ slack for clusters past the last row), weights, two C tiles, bias. */
-	d->in_bytes = g->Hp * g->Wp * g->C * g->e;
+	/* SRAM: a band of the padded image (+ slack for clusters past its last row), weights, two C
+	 * tiles, bias.  The band is the whole image when it fits, else the most output rows that fit. */
 	slack = cl_n ? 0 : (uint64_t)(Cc - 1) * g->sy * g->Wp * g->C * g->e;
+	d->wblk = rows_n ? 1 : d->nblk;
+	{
+		uint64_t rest = al64((uint64_t)d->wblk * d->Nr * rsc * g->e) +
+				2 * (uint64_t)al64((uint64_t)(cl_n ? 1 : Cc) * d->tm * d->Nr * g->oe) +
+				(uint64_t)d->wblk * d->Nr * 4 + 64;
+		uint64_t row_b = (uint64_t)g->Wp * g->C * g->e, hp_max, ystep = cl_n ? 1 : Cc;
+
+		if (rest + slack + row_b * ((uint64_t)(g->R - 1) * g->dy + 1) > half)
+			return false;
+		hp_max = (half - rest - slack) / row_b;
+		d->boh = (uint32_t)ACCEL_MIN((uint64_t)g->OH, (hp_max - (uint64_t)(g->R - 1) * g->dy - 1) / g->sy + 1);
+		if (d->boh < g->OH)
+			d->boh = (uint32_t)(d->boh / ystep * ystep);
+		if (!d->boh)
+			return false;
+		d->nbands = (g->OH + d->boh - 1) / d->boh;
+	}
+	d->in_bytes = ((d->boh - 1) * g->sy + (g->R - 1) * g->dy + 1) * g->Wp * g->C * g->e;
 	d->in_off = 0;
 	d->w_off = al64((uint64_t)d->in_bytes + slack);
-	d->wblk = rows_n ? 1 : d->nblk;
 	d->c_off[0] = al64((uint64_t)d->w_off + (uint64_t)d->wblk * d->Nr * rsc * g->e);
 	d->c_off[1] = al64((uint64_t)d->c_off[0] + (uint64_t)(cl_n ? 1 : Cc) * d->tm * d->Nr * g->oe);
 	d->bias_off = al64((uint64_t)d->c_off[1] + (uint64_t)(cl_n ? 1 : Cc) * d->tm * d->Nr * g->oe);
@@ -93,7 +113,8 @@ static bool dplan_eval(const struct accel_caps *c, const struct dconv *g, const 
 		return false;	/* depthwise: clusters take channel blocks (A differs per PE anyway) */
 	/* rounds per row */
 	{
-		uint64_t ygroups = cl_n ? g->OH : (g->OH + Cc - 1) / Cc;
+		uint64_t ygroups = cl_n ? g->OH : (uint64_t)(d->nbands - 1) * (d->boh / Cc) +
+							 (g->OH - (d->nbands - 1) * d->boh + Cc - 1) / Cc;
 
 		rounds = ygroups * d->xchunks;
 		if (!rows_n)
@@ -108,12 +129,20 @@ static bool dplan_eval(const struct accel_caps *c, const struct dconv *g, const 
 		     (double)(cl_n ? Cc : 1) * P * d->tn * g->cpt * g->e) / c->rate_dispatch);
 	st = ceil((double)d->tm * d->tn * g->oe * P / 128) + ceil((double)d->tm * d->tn / (p->use_sfu ? 16 : 64));
 	exe = TNPU_CYC_EXE + 4.0 * g->R * g->S + fmax(mac, dist) + st + 12;
-	load = ((double)g->H * ceil((double)g->W * g->C * g->e / 128) + (double)d->nblk * d->Nr * ceil((double)rsc * g->e / 128));
 	{
-		double l_in = (double)g->H * ceil((double)g->W * g->C * g->e / 128);
-		double l_w = load - l_in;
+		double row = ceil((double)g->W * g->C * g->e / 128);
+		double band_rows = fmin((double)g->H, (double)(d->boh - 1) * g->sy + (double)(g->R - 1) * g->dy + 1);
+		double l_in = band_rows * row, steps = (double)g->N * d->nbands;
+		double l_w = (double)d->nblk * d->Nr * ceil((double)rsc * g->e / 128);
 
-		d->est = fmax(l_in + l_w, l_in + exe) + (double)(rounds - 1) * exe + st + 64;
+		load = steps * l_in + l_w * (steps > 1 ? 2 : 1);
+		d->est = fmax(l_in + l_w, l_in + 2 * exe) + (double)(rounds > 2 ? rounds - 2 : 0) * exe + st + 64;
+		d->est = fmax(d->est, load + exe);
+		/* Banding costs the model does not capture well (halo rows, pad fills, a second weight
+		 * copy, per-band pipeline fill): be conservative so IM2COL wins unless banding is clearly
+		 * better. */
+		if (d->nbands > 1)
+			d->est *= 1.15;
 	}
 	return true;
 }
@@ -198,38 +227,64 @@ static void emit_config(struct mm_ctx *x, const struct dconv *g, const struct mm
 	pkt[0] = TNPU_PKT_CONFIG_BYTE(2);
 	memcpy(pkt + 1, &h, 16);
 	cs_dispatch(x->cs, AS, TNPU_DISPATCH_ROW_ALL, 0, 0, pkt, 25);
+	/* Buffer 3: a second tile in flight during the tap-major start, with its own register window
+	 * (entries 16..19, a copy of the records) and accumulator 1. */
+	h.n_operands = (uint8_t)nops;
+	h.rf_base = 16;
+	ins[2] = TNPU_INSN_MAC(0, 0, 1, 0, p->use_sfu);
+	ins[3] = TNPU_INSN_ST(1, 2, !p->use_sfu);
+	pkt[0] = TNPU_PKT_CONFIG_BYTE(3);
+	memcpy(pkt + 1, &h, 16);
+	memcpy(pkt + 17, ins, 8);
+	cs_dispatch(x->cs, AS, TNPU_DISPATCH_ROW_ALL, 0, 0, pkt, 25 + 32 * nops);
 }
 
-/* Load image b into half h (and on first use of the half: weights, bias, zero-point fill). */
+static void dma_fill(struct mm_ctx *x, unsigned row, unsigned h, uint32_t off, uint32_t width, uint32_t height,
+		     uint8_t fill)
+{
+	struct tnpu_cmd_dma cmd = {
+		.hdr = { .opcode = TNPU_CMD_DMA_H2D, .flags = AS, .size = sizeof(cmd) },
+		.sram_off = off, .sram_pitch_y = width, .width = width, .height = height, .depth = 1,
+		.row = (uint8_t)row, .half = (uint8_t)h, .dma_flags = TNPU_DMA_F_FILL, .fill = fill,
+	};
+
+	cs_raw(x->cs, &cmd, sizeof(cmd));
+}
+
+/* Load output rows [oy0, oy0 + boh) of image b: the padded input band into half h (and on first use
+ * of the half: weights, bias, zero-point fill).  Pad rows of a band are filled explicitly when the
+ * image takes several bands (the region is reused); pad columns are never written by loads. */
 static void load_image(struct mm_ctx *x, const struct dconv *g, const struct mm_problem *p, const struct dplan *d,
-		       uint32_t b, unsigned h, bool first_use, bool phased)
+		       uint32_t b, uint32_t oy0, uint32_t boh, unsigned h, bool first_use, bool phased)
 {
 	const struct accel_caps *c = x->caps;
-	uint32_t rows_in = ACCEL_MIN(g->H, g->Hp > g->pt ? g->Hp - g->pt : 0);
+	uint32_t bhp = (boh - 1) * g->sy + (g->R - 1) * g->dy + 1, py0 = oy0 * g->sy;
+	int64_t iy0 = (int64_t)py0 - g->pt, iy1 = ACCEL_MIN((int64_t)g->H, iy0 + bhp);
+	uint32_t rows_in = iy1 > ACCEL_MAX(iy0, 0) ? (uint32_t)(iy1 - ACCEL_MAX(iy0, 0)) : 0;
+	uint32_t q0 = (uint32_t)(ACCEL_MAX(iy0, 0) - iy0);	/* first band row with input data */
 	uint32_t cols_in = ACCEL_MIN(g->W, g->Wp > g->pl ? g->Wp - g->pl : 0);
-	uint64_t rsc = (uint64_t)g->R * g->S * g->cpt;
+	uint64_t rsc = (uint64_t)g->R * g->S * g->cpt, row_b = (uint64_t)g->Wp * g->C * g->e;
 	unsigned all = c->rows == 1 ? 0 : TNPU_DMA_ROW_ALL;
+	uint8_t padv = g->f32 ? 0 : (uint8_t)(int8_t)g->zp;
+	uint64_t src = g->in_va + (uint64_t)b * (uint64_t)g->in_sn + (uint64_t)ACCEL_MAX(iy0, 0) * (uint64_t)g->in_sh;
+	uint32_t dst = d->in_off + (uint32_t)(q0 * row_b) + g->pl * g->C * g->e;
 
+	if (d->nbands > 1) {
+		if (q0)
+			dma_fill(x, all, h, d->in_off, (uint32_t)row_b, q0, padv);
+		if (q0 + rows_in < bhp)
+			dma_fill(x, all, h, d->in_off + (uint32_t)((q0 + rows_in) * row_b), (uint32_t)row_b,
+				 bhp - q0 - rows_in, padv);
+	}
 	if (first_use) {
 		if (!g->f32 && g->zp) {
-			/* Padding value: the whole image region, before the interior is copied in. */
-			cs_dma(x->cs, true, AS, 0, 0, 0, all, h, d->in_off, g->Wp * g->C * g->e, 0, g->Wp * g->C * g->e,
-			       g->Hp, 1);
-			{
-				/* cs_dma has no fill argument: patch the flags of the command just appended. */
-				struct tnpu_cmd_dma *cmd = (struct tnpu_cmd_dma *)(void *)(x->cs->buf + x->cs->len - 64);
-
-				if (!x->cs->err) {
-					cmd->dma_flags = TNPU_DMA_F_FILL;
-					cmd->fill = (uint8_t)(int8_t)g->zp;
-				}
-			}
+			/* Padding value: the whole band region, before the interior is copied in. */
+			dma_fill(x, all, h, d->in_off, (uint32_t)row_b, bhp, padv);
 		}
 		if (phased) {
 			/* image, bias, then the weights one tap (C columns of every channel) at a time */
 			if (rows_in && cols_in)
-				cs_dma(x->cs, true, AS, g->in_va + (uint64_t)b * (uint64_t)g->in_sn, (uint64_t)g->in_sh, 0,
-				       all, h, d->in_off + (g->pt * g->Wp + g->pl) * g->C * g->e, g->Wp * g->C * g->e, 0,
+				cs_dma(x->cs, true, AS, src, (uint64_t)g->in_sh, 0, all, h, dst, (uint32_t)row_b, 0,
 				       cols_in * g->C * g->e, rows_in, 1);
 			for (uint32_t r = 0; r < (d->rows_over_n ? d->nblk : 1); r++) {
 				uint32_t n0 = d->rows_over_n ? r * d->Nr : 0;
@@ -271,8 +326,7 @@ static void load_image(struct mm_ctx *x, const struct dconv *g, const struct mm_
 		}
 	}
 	if (rows_in && cols_in)
-		cs_dma(x->cs, true, AS, g->in_va + (uint64_t)b * (uint64_t)g->in_sn, (uint64_t)g->in_sh, 0, all, h,
-		       d->in_off + (g->pt * g->Wp + g->pl) * g->C * g->e, g->Wp * g->C * g->e, 0, cols_in * g->C * g->e,
+		cs_dma(x->cs, true, AS, src, (uint64_t)g->in_sh, 0, all, h, dst, (uint32_t)row_b, 0, cols_in * g->C * g->e,
 		       rows_in, 1);
 }
 
@@ -281,92 +335,111 @@ struct round {
 	bool valid;
 };
 
-static void emit_round(struct mm_ctx *x, const struct dconv *g, const struct dplan *d, unsigned h, uint32_t b,
-		       const struct round *rr, unsigned nrows, uint32_t *stg_round, bool phased)
+/* Run ng (1 or 2) output tiles.  Phased: tap-major (one EXE per tap and tile, each tap waiting for
+ * its weights), tile k in instruction buffer 2 + k / accumulator k; else one EXE of buffer 1 each. */
+static void emit_group(struct mm_ctx *x, const struct dconv *g, const struct dplan *d, unsigned h, uint32_t b,
+		       uint32_t oy0, struct round rrs[2][TNPU_MAX_ROWS], unsigned ng, unsigned nrows, uint32_t *stg_round,
+		       bool phased)
 {
 	uint32_t taps = phased ? g->R * g->S : 1;
 	const struct accel_caps *c = x->caps;
-	unsigned j = *stg_round & 1;
-	bool same = true;
+	uint64_t rsc = (uint64_t)g->R * g->S * g->cpt;
+	unsigned jj[2], lastk[TNPU_MAX_ROWS];
+	bool same[2];
 
-	for (unsigned r = 1; r < nrows; r++)
-		same = same && rr[r].y0 == rr[0].y0 && rr[r].x0 == rr[0].x0 && rr[r].valid == rr[0].valid &&
-		       ((d->wblk == 1 && !g->dw) || rr[r].nb == rr[0].nb);
-	if (*stg_round >= 2)
-		cs_sem(x->cs, false, AS, TNPU_ENGINE_COMPUTE, S_STG_FREE + j, 1);
-	for (uint32_t t = 0; t < taps; t++) {
-	bool first = t == 0, last = t == taps - 1;
-
-	if (phased)
-		cs_sem(x->cs, false, AS, TNPU_ENGINE_COMPUTE, S_TAP, 1);
+	/* SHIFT_OUT empties every accumulator of a row: give it to each row's last EXE of the group
+	 * (a row may have no tile in the second round). */
 	for (unsigned r = 0; r < nrows; r++) {
-		uint8_t pkt[1 + 48];
-		struct tnpu_exe_patch pa = { .rf = 0, .field = TNPU_PATCH_ADDR,
-					     .value = d->in_off + (rr[r].y0 * g->sy * g->Wp + rr[r].x0 * g->sx) * g->C * g->e +
-						      (g->dw ? rr[r].nb * d->Nr * g->e : 0) };
-		struct tnpu_exe_patch pc = { .rf = 2, .field = TNPU_PATCH_ADDR, .value = d->c_off[j] };
-		struct tnpu_exe_patch pra = { .rf = 0, .field = TNPU_PATCH_ROWS, .value = rr[r].xv };
-		struct tnpu_exe_patch prc = { .rf = 2, .field = TNPU_PATCH_ROWS, .value = rr[r].xv };
-		uint64_t rsc = (uint64_t)g->R * g->S * g->cpt;
-		struct tnpu_exe_patch pb = { .rf = 1, .field = TNPU_PATCH_ADDR,
-					     .value = (uint32_t)(d->w_off + (uint64_t)rr[r].nb * d->Nr * rsc * g->e) };
-		struct tnpu_exe_patch ps = { .rf = 3, .field = TNPU_PATCH_ADDR, .value = d->bias_off + rr[r].nb * d->Nr * 4 };
-		uint32_t len = 17;
+		lastk[r] = 0;
+		for (unsigned k = 0; k < ng; k++)
+			if (rrs[k][r].valid)
+				lastk[r] = k;
+	}
 
-		if (!rr[r].valid)
-			continue;
-		pkt[0] = TNPU_PKT_EXE_BYTE(phased ? 2 : 1, last ? (TNPU_PKT_LAST | TNPU_PKT_SHIFT_OUT) : 0);
-		if (!first)
-			len = 1;
-		memcpy(pkt + 1, &pa, 8);
-		memcpy(pkt + 9, &pc, 8);
-		if (first && rr[r].xv != d->tm) {
-			memcpy(pkt + len, &pra, 8);
-			memcpy(pkt + len + 8, &prc, 8);
-			len += 16;
-		}
-		if (first && d->wblk > 1) {
-			memcpy(pkt + len, &pb, 8);
-			len += 8;
-			if (d->has_sfu) {
-				memcpy(pkt + len, &ps, 8);
-				len += 8;
+	for (unsigned k = 0; k < ng; k++) {
+		const struct round *rr = rrs[k];
+
+		jj[k] = (*stg_round + k) & 1;
+		same[k] = true;
+		for (unsigned r = 1; r < nrows; r++)
+			same[k] = same[k] && rr[r].y0 == rr[0].y0 && rr[r].x0 == rr[0].x0 && rr[r].valid == rr[0].valid &&
+				  lastk[r] == lastk[0] && ((d->wblk == 1 && !g->dw) || rr[r].nb == rr[0].nb);
+		if (*stg_round + k >= 2)
+			cs_sem(x->cs, false, AS, TNPU_ENGINE_COMPUTE, S_STG_FREE + jj[k], 1);
+	}
+	for (uint32_t t = 0; t < taps; t++) {
+		bool first = t == 0, last = t == taps - 1;
+
+		if (phased)
+			cs_sem(x->cs, false, AS, TNPU_ENGINE_COMPUTE, S_TAP, 1);
+		for (unsigned k = 0; k < ng; k++) {
+			const struct round *rr = rrs[k];
+			unsigned ibuf = phased ? 2 + k : 1;
+
+			for (unsigned r = 0; r < nrows; r++) {
+				uint8_t pkt[1 + 48];
+				struct tnpu_exe_patch pt[6];
+				uint32_t np = 0, len;
+				uint8_t fl = last ? (uint8_t)(TNPU_PKT_LAST | (k == lastk[r] ? TNPU_PKT_SHIFT_OUT : 0)) : 0;
+
+				if (!rr[r].valid)
+					continue;
+				if (first) {
+					pt[np++] = (struct tnpu_exe_patch){ .rf = 0, .field = TNPU_PATCH_ADDR,
+						.value = d->in_off +
+							 ((rr[r].y0 - oy0) * g->sy * g->Wp + rr[r].x0 * g->sx) * g->C * g->e +
+							 (g->dw ? rr[r].nb * d->Nr * g->e : 0) };
+					pt[np++] = (struct tnpu_exe_patch){ .rf = 2, .field = TNPU_PATCH_ADDR,
+									    .value = d->c_off[jj[k]] };
+					if (rr[r].xv != d->tm) {
+						pt[np++] = (struct tnpu_exe_patch){ .rf = 0, .field = TNPU_PATCH_ROWS,
+										    .value = rr[r].xv };
+						pt[np++] = (struct tnpu_exe_patch){ .rf = 2, .field = TNPU_PATCH_ROWS,
+										    .value = rr[r].xv };
+					}
+					if (d->wblk > 1) {
+						pt[np++] = (struct tnpu_exe_patch){ .rf = 1, .field = TNPU_PATCH_ADDR,
+							.value = (uint32_t)(d->w_off + (uint64_t)rr[r].nb * d->Nr * rsc * g->e) };
+						if (d->has_sfu)
+							pt[np++] = (struct tnpu_exe_patch){ .rf = 3, .field = TNPU_PATCH_ADDR,
+								.value = d->bias_off + rr[r].nb * d->Nr * 4 };
+					}
+				}
+				pkt[0] = TNPU_PKT_EXE_BYTE(ibuf, fl);
+				memcpy(pkt + 1, pt, 8 * np);
+				len = 1 + 8 * np;
+				if (same[k] && nrows == c->rows && c->rows > 1) {
+					cs_dispatch(x->cs, AS, TNPU_DISPATCH_ROW_ALL, h, first ? TNPU_DISPATCH_F_RF_RESTORE : 0,
+						    pkt, len);
+					break;
+				}
+				cs_dispatch(x->cs, AS, r, h, first ? TNPU_DISPATCH_F_RF_RESTORE : 0, pkt, len);
 			}
 		}
-		if (same && nrows == c->rows && c->rows > 1) {
-			cs_dispatch(x->cs, AS, TNPU_DISPATCH_ROW_ALL, h, first ? TNPU_DISPATCH_F_RF_RESTORE : 0, pkt, len);
-			break;
-		}
-		cs_dispatch(x->cs, AS, r, h, first ? TNPU_DISPATCH_F_RF_RESTORE : 0, pkt, len);
 	}
-	}
-	cs_sem(x->cs, true, AS, TNPU_ENGINE_COMPUTE, S_STG_FULL + j, 1);
+	for (unsigned k = 0; k < ng; k++)
+		cs_sem(x->cs, true, AS, TNPU_ENGINE_COMPUTE, S_STG_FULL + jj[k], 1);
 	/* store engine: one 3-D DMA per row (z = output rows of the clusters, y = pixels) */
-	cs_sem(x->cs, false, AS, TNPU_ENGINE_STORE, S_STG_FULL + j, 1);
-	for (unsigned r = 0; r < nrows; r++) {
-		uint32_t ny, n0;
+	for (unsigned k = 0; k < ng; k++) {
+		const struct round *rr = rrs[k];
+		unsigned j = jj[k];
 
-		if (!rr[r].valid)
-			continue;
-		if (d->cl_over_n) {
-			n0 = rr[r].nb * d->Nr;
-			cs_dma(x->cs, false, AS,
-			       g->out_va + (uint64_t)b * (uint64_t)g->out_sn + (uint64_t)rr[r].y0 * (uint64_t)g->out_sh +
-				       (uint64_t)rr[r].x0 * (uint64_t)g->out_sw + (uint64_t)n0 * g->oe,
-			       (uint64_t)g->out_sw, 0, r, h, d->c_off[j], d->Nr * g->oe, 0, ACCEL_MIN(d->Nr, g->K - n0) * g->oe,
-			       rr[r].xv, 1);
-		} else {
-			n0 = rr[r].nb * d->Nr;
-			ny = ACCEL_MIN(c->cols, g->OH - rr[r].y0);
-			cs_dma(x->cs, false, AS,
-			       g->out_va + (uint64_t)b * (uint64_t)g->out_sn + (uint64_t)rr[r].y0 * (uint64_t)g->out_sh +
-				       (uint64_t)rr[r].x0 * (uint64_t)g->out_sw + (uint64_t)n0 * g->oe,
-			       (uint64_t)g->out_sw, (uint64_t)g->out_sh, r, h, d->c_off[j], d->Nr * g->oe,
+		cs_sem(x->cs, false, AS, TNPU_ENGINE_STORE, S_STG_FULL + j, 1);
+		for (unsigned r = 0; r < nrows; r++) {
+			uint32_t ny, n0 = rr[r].nb * d->Nr;
+			uint64_t dst;
+
+			if (!rr[r].valid)
+				continue;
+			dst = g->out_va + (uint64_t)b * (uint64_t)g->out_sn + (uint64_t)rr[r].y0 * (uint64_t)g->out_sh +
+			      (uint64_t)rr[r].x0 * (uint64_t)g->out_sw + (uint64_t)n0 * g->oe;
+			ny = d->cl_over_n ? 1 : ACCEL_MIN(c->cols, g->OH - rr[r].y0);
+			cs_dma(x->cs, false, AS, dst, (uint64_t)g->out_sw, (uint64_t)g->out_sh, r, h, d->c_off[j], d->Nr * g->oe,
 			       d->tm * d->Nr * g->oe, ACCEL_MIN(d->Nr, g->K - n0) * g->oe, rr[r].xv, ny);
 		}
+		cs_sem(x->cs, true, AS, TNPU_ENGINE_STORE, S_STG_FREE + j, 1);
 	}
-	cs_sem(x->cs, true, AS, TNPU_ENGINE_STORE, S_STG_FREE + j, 1);
-	(*stg_round)++;
+	*stg_round += ng;
 }
 
 /* Returns 1 if the convolution is not eligible (caller falls back to IM2COL), 0 or -errno. */
@@ -376,7 +449,7 @@ int conv_direct_lower(struct accel_dev *dev, struct mm_ctx *x, const struct acce
 	const struct accel_tensor *in = cd->input, *wt = cd->weights, *out = cd->output;
 	const struct accel_caps *c = x->caps;
 	struct dconv g;
-	struct dplan d;
+	struct dplan d = { 0 };
 	uint32_t stg_round = 0;
 	bool used[2] = { false, false };
 
@@ -414,11 +487,11 @@ int conv_direct_lower(struct accel_dev *dev, struct mm_ctx *x, const struct acce
 	if (dplan_choose(c, &g, p, &d))
 		return 1;
 	{
-		/* Compare with the IM2COL lowering: the faster estimate wins; the direct form (which reads
-		 * every input byte once) also wins near-ties. */
+		/* Compare with the IM2COL lowering: the faster estimate wins (ties: the direct form, which
+		 * reads every input byte once). */
 		struct mm_plan mp;
 
-		if (!mm_plan_choose(c, p, &mp) && d.est > mp.est_cycles * (g.dw ? g.C : 1) * 1.01)
+		if (!x->force_direct && !mm_plan_choose(c, p, &mp) && d.est > mp.est_cycles * (g.dw ? g.C : 1))
 			return 1;
 	}
 	d.has_sfu = p->use_sfu;
@@ -435,63 +508,57 @@ int conv_direct_lower(struct accel_dev *dev, struct mm_ctx *x, const struct acce
 		cs_cut(x->cs);
 	x->prob_seq++;
 	emit_config(x, &g, p, &d);
-	for (uint32_t b = 0; b < g.N; b++) {
-		unsigned h = b & 1;
-		uint32_t ygroups = d.cl_over_n ? g.OH : (g.OH + c->cols - 1) / c->cols;
+	for (uint32_t st = 0; st < g.N * d.nbands; st++) {
+		uint32_t b = st / d.nbands, oy0 = (st % d.nbands) * d.boh, boh = ACCEL_MIN(d.boh, g.OH - oy0);
+		unsigned h = st & 1;
 		uint32_t ystep = d.cl_over_n ? 1 : c->cols;
+		uint32_t ygroups = (boh + ystep - 1) / ystep;
 		uint32_t units = ygroups * d.xchunks * (d.rows_over_n ? 1 : d.nblk);
 		uint32_t nrows = d.rows_over_n ? d.nblk : ACCEL_MIN(c->rows, units);
 		bool phased, first_round = true;
 
 		/* load engine */
-		if (b >= 2)
+		if (st >= 2)
 			cs_sem(x->cs, false, AS, TNPU_ENGINE_LOAD, S_FREE + h, 1);
-		phased = b == 0 && g.R * g.S > 1 && g.R * g.S <= 32;
-		load_image(x, &g, p, &d, b, h, !used[h], phased);
+		phased = st == 0 && g.R * g.S > 1 && g.R * g.S <= 32;
+		load_image(x, &g, p, &d, b, oy0, boh, h, !used[h], phased);
 		used[h] = true;
 		cs_sem(x->cs, true, AS, TNPU_ENGINE_LOAD, S_FULL + h, 1);
 		/* compute + store: a phased first round waits for its taps, the rest for the whole load */
 		if (!phased)
 			cs_sem(x->cs, false, AS, TNPU_ENGINE_COMPUTE, S_FULL + h, 1);
-		if (d.rows_over_n) {
-			for (uint32_t u = 0; u < ygroups * d.xchunks; u++) {
-				struct round rr[TNPU_MAX_ROWS];
-				uint32_t xc = u % d.xchunks, y0 = (u / d.xchunks) * ystep;
+		/* rows over N: every row takes the same unit on its channel block; else consecutive units.
+		 * A phased step starts with two tiles tap-major, then one EXE per tile. */
+		{
+			struct round rrs[2][TNPU_MAX_ROWS];
+			unsigned ng = 0, want = phased ? 2 : 1;
+			uint32_t ustep = d.rows_over_n ? 1 : nrows;
+
+			for (uint32_t u0 = 0; u0 < units; u0 += ustep) {
+				struct round *rr = rrs[ng];
 
 				for (uint32_t r = 0; r < nrows; r++) {
-					rr[r].y0 = y0;
-					rr[r].x0 = xc * d.tm;
-					rr[r].xv = ACCEL_MIN(d.tm, g.OW - rr[r].x0);
-					rr[r].nb = r;
-					rr[r].valid = true;
-				}
-				emit_round(x, &g, &d, h, b, rr, nrows, &stg_round, phased && first_round);
-				if (phased && first_round)
-					cs_sem(x->cs, false, AS, TNPU_ENGINE_COMPUTE, S_FULL + h, 1);
-				first_round = false;
-			}
-		} else {
-			for (uint32_t u0 = 0; u0 < units; u0 += nrows) {
-				struct round rr[TNPU_MAX_ROWS];
-
-				for (uint32_t r = 0; r < nrows; r++) {
-					uint32_t u = u0 + r, xc, nb, y0;
+					uint32_t u = d.rows_over_n ? u0 : u0 + r, xc, nb;
 
 					rr[r].valid = u < units;
 					if (!rr[r].valid)
 						continue;
 					xc = u % d.xchunks;
-					nb = (u / d.xchunks) % d.nblk;
-					y0 = (u / d.xchunks / d.nblk) * ystep;
-					rr[r].y0 = y0;
+					nb = d.rows_over_n ? r : (u / d.xchunks) % d.nblk;
+					rr[r].y0 = oy0 + (u / d.xchunks / (d.rows_over_n ? 1 : d.nblk)) * ystep;
 					rr[r].x0 = xc * d.tm;
 					rr[r].xv = ACCEL_MIN(d.tm, g.OW - rr[r].x0);
 					rr[r].nb = nb;
 				}
-				emit_round(x, &g, &d, h, b, rr, nrows, &stg_round, phased && first_round);
+				ng++;
+				if (ng < want && u0 + ustep < units)
+					continue;
+				emit_group(x, &g, &d, h, b, oy0, rrs, ng, nrows, &stg_round, phased && first_round);
 				if (phased && first_round)
 					cs_sem(x->cs, false, AS, TNPU_ENGINE_COMPUTE, S_FULL + h, 1);
 				first_round = false;
+				ng = 0;
+				want = 1;
 			}
 		}
 		cs_sem(x->cs, true, AS, TNPU_ENGINE_COMPUTE, S_FREE + h, 1);

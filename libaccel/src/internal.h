@@ -35,7 +35,7 @@ struct accel_dev {
 	const struct accel_backend_ops *ops;
 	void *priv;
 	struct accel_caps caps;
-	bool conv_im2col_only;	/* sim option conv=im2col: never use the direct convolution */
+	uint8_t conv_mode;	/* sim option conv=auto|im2col|direct (0/1/2): convolution lowering */
 	char err[320];
 };
 

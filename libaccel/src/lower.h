@@ -69,6 +69,7 @@ struct mm_ctx {
 	size_t cut_bytes;	/* start a new hardware job when a segment grows past this */
 	struct mm_plan last_plan;
 	bool no_direct;		/* force the IM2COL lowering of convolutions (tests, benchmarks) */
+	bool force_direct;	/* use the direct lowering whenever it is possible */
 };
 
 void mm_ctx_init(struct mm_ctx *x, struct accel_dev *dev, struct accel_cmdstream *cs);

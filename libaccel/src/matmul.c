@@ -27,7 +27,8 @@ void mm_ctx_init(struct mm_ctx *x, struct accel_dev *dev, struct accel_cmdstream
 	x->dev = dev;
 	x->cs = cs;
 	x->caps = &dev->caps;
-	x->no_direct = dev->conv_im2col_only;
+	x->no_direct = dev->conv_mode == 1;
+	x->force_direct = dev->conv_mode == 2;
 	x->cut_bytes = ACCEL_MIN((size_t)dev->caps.max_cmdbuf, (size_t)12 << 20) - 4096;
 	for (int h = 0; h < 2; h++)
 		for (int r = 0; r < TNPU_MAX_ROWS; r++)

@@ -752,6 +752,56 @@ static void test_reset_flr(void)
     tnpu_stop(t);
 }
 
+static void test_reset_system(void)
+{
+    Tnpu *t = tnpu_start(NULL);
+    uint64_t cmd_va, marker;
+    uint32_t cmd_len;
+
+    tnpu_setup(t);
+    cmd_va = long_job(t, &cmd_len, &marker);
+    submit(t, 1, cmd_va, cmd_len, 0x55);
+    wait_marker(t, marker);
+    qtest_qmp_assert_success(t->qts, "{ 'execute': 'system_reset' }");
+    qtest_qmp_eventwait(t->qts, "RESET");
+    /* The firmware would reprogram the BARs: do it like libqos does. */
+    qpci_device_enable(t->dev);
+    t->bar = qpci_iomap(t->dev, TNPU_BAR_REGS, NULL);
+    check_reset_state(t);
+    g_usleep(200 * 1000);
+    check_reset_state(t);
+    g_assert_cmphex(qtest_readq(t->qts, t->fence[1]), ==, 0);
+    tnpu_stop(t);
+}
+
+/*
+ * Queues really run concurrently (one worker per queue): two long jobs on two queues have both
+ * started (their first command wrote its marker) while neither has completed.
+ */
+static void test_queues_concurrent(void)
+{
+    Tnpu *t = tnpu_start(NULL);
+    uint64_t va0, va1, m0, m1;
+    uint32_t len0, len1;
+
+    tnpu_setup(t);
+    va0 = long_job(t, &len0, &m0);
+    va1 = long_job(t, &len1, &m1);
+    submit(t, 0, va0, len0, 1);
+    submit(t, 1, va1, len1, 2);
+    wait_marker(t, m0);
+    wait_marker(t, m1);
+    g_assert_cmphex(qtest_readq(t->qts, t->fence[0]), ==, 0);
+    g_assert_cmphex(qtest_readq(t->qts, t->fence[1]), ==, 0);
+    g_assert(rd(t, TNPU_REG_Q(0, TNPU_Q_STATUS)) & TNPU_Q_STATUS_BUSY);
+    g_assert(rd(t, TNPU_REG_Q(1, TNPU_Q_STATUS)) & TNPU_Q_STATUS_BUSY);
+    /* The vCPU is not stalled meanwhile: registers answer. */
+    wr(t, TNPU_REG_SCRATCH, 0x1234);
+    g_assert_cmphex(rd(t, TNPU_REG_SCRATCH), ==, 0x1234);
+    wr(t, TNPU_REG_CTRL, TNPU_CTRL_RESET);
+    tnpu_stop(t);
+}
+
 static void test_two_queues(void)
 {
     Tnpu *t = tnpu_start(NULL);
@@ -1261,7 +1311,9 @@ int main(int argc, char **argv)
     qtest_add_func("/tnpu/error/bus", test_bus_error);
     qtest_add_func("/tnpu/reset/register", test_reset_register);
     qtest_add_func("/tnpu/reset/flr", test_reset_flr);
+    qtest_add_func("/tnpu/reset/system", test_reset_system);
     qtest_add_func("/tnpu/two-queues", test_two_queues);
+    qtest_add_func("/tnpu/queues-concurrent", test_queues_concurrent);
     qtest_add_func("/tnpu/sync-mode", test_sync_mode);
     qtest_add_func("/tnpu/msi-fallback", test_msi_fallback);
     qtest_add_func("/tnpu/power-management", test_power_management);

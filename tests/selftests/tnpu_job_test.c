@@ -184,6 +184,51 @@ TEST_F(job, mmu_fault_fails_job_and_marks_file)
 	tnpu_ctx_fini(&fresh);
 }
 
+TEST_F(job, faulting_job_reports_status_and_counters)
+{
+	struct tnpu_job_args j = { .queue = self->c.queue, .cmd = &self->c.cmd,
+				   .out_sync = self->c.sync, .counters_bo = self->c.data.handle,
+				   .counters_offset = 4096 };
+	struct drm_tnpu_job_counters *jc = (void *)((char *)self->c.data.map + 4096);
+
+	j.cmd_size = tnpu_cmd_fence(self->c.cmd.map, self->c.data.va + self->c.data.size, 1);
+	ASSERT_EQ(0, tnpu_submit(self->c.fd, &j));
+	EXPECT_EQ(-EFAULT, tnpu_sync_status(self->c.fd, self->c.sync, 0, 60000));
+	EXPECT_EQ(-EFAULT, jc->status);
+	EXPECT_EQ(ERR_MMU_NOT_PRESENT, jc->hw_error);
+	EXPECT_EQ(1, jc->counter[CNT_MMU_FAULTS]);
+	EXPECT_EQ(1, jc->counter[CNT_COMMANDS]);
+}
+
+TEST_F(job, queue_destroy_lets_submitted_jobs_finish)
+{
+	struct drm_tnpu_queue_destroy d = { .handle = self->c.queue };
+	struct drm_tnpu_bo_ref ref = { self->c.data.handle, DRM_TNPU_BO_REF_WRITE };
+	struct tnpu_job_args j = { .queue = self->c.queue, .cmd = &self->c.cmd, .refs = &ref,
+				   .nrefs = 1, .out_sync = self->c.sync };
+
+	j.cmd_size = tnpu_cmd_fence(self->c.cmd.map, self->c.data.va, 31);
+	ASSERT_EQ(0, tnpu_submit(self->c.fd, &j));
+	ASSERT_EQ(0, tnpu_ioctl(self->c.fd, DRM_IOCTL_TNPU_QUEUE_DESTROY, &d));
+	EXPECT_EQ(0, tnpu_sync_status(self->c.fd, self->c.sync, 0, 60000));
+	EXPECT_EQ(31, ((uint64_t *)self->c.data.map)[0]);
+	EXPECT_EQ(-ENOENT, tnpu_submit(self->c.fd, &j));
+}
+
+TEST_F(job, device_counters_grow_with_jobs)
+{
+	struct drm_tnpu_counters before = counters(self->c.fd), after;
+
+	ASSERT_EQ(0, tnpu_run_fence(&self->c, 0, self->c.data.va, 1));
+	after = counters(self->c.fd);
+	EXPECT_GE(after.jobs_submitted, before.jobs_submitted + 1);
+	EXPECT_GE(after.jobs_completed, before.jobs_completed + 1);
+	if (after.resets == before.resets) {
+		EXPECT_GE(after.device[CNT_COMMANDS], before.device[CNT_COMMANDS] + 1);
+		EXPECT_GT(after.device[CNT_TOTAL_CYCLES], before.device[CNT_TOTAL_CYCLES]);
+	}
+}
+
 TEST_F(job, device_read_only_bo_write_is_permission_fault)
 {
 	struct tnpu_bo ro;

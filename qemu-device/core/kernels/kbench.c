@@ -1,16 +1,34 @@
 /* SPDX-License-Identifier: MIT */
 /*
  * Microbenchmark: GFLOP/s (GOPS for int8, 2 ops per MAC) of every kernel on
- * every ISA variant this CPU supports, next to single-threaded OpenBLAS
- * cblas_sgemm.  Best of several repetitions (the machine is shared).
+ * every ISA variant this CPU supports, against single-threaded OpenBLAS
+ * cblas_sgemm (same layout; int8 is compared with sgemm "nn").
+ *
+ * The machine is shared, so each kernel is timed in alternation with its
+ * OpenBLAS reference and the best time of each is kept: load changes hit both
+ * sides and the printed ratio stays meaningful.
  *   usage: kbench [size...]      (default: 512 1024)
  */
 #include <cblas.h>
 #include <stdio.h>
 #include <stdlib.h>
+#include <string.h>
 #include <time.h>
 
 #include "kern_internal.h"
+
+enum op {
+	OP_BLAS_NN, OP_BLAS_NT,
+	OP_F32_NN, OP_F32_NT, OP_I8_NN, OP_I8_NT,
+	OP_F32_NN_TILED, OP_I8_NN_TILED,	/* n^3 issued as tile^3 calls */
+};
+
+struct bench {
+	size_t n, tile;
+	float *af, *bf, *cf;
+	int8_t *ai, *bi;
+	int32_t *ci;
+};
 
 static double now(void)
 {
@@ -19,103 +37,154 @@ static double now(void)
 	return (double)ts.tv_sec + (double)ts.tv_nsec * 1e-9;
 }
 
-/* Repeats for at least ~0.3 s (and 3 runs), returns the best time. */
-#define BEST_OF(stmt)                                                   \
-	({                                                              \
-		double best_ = 1e30, start_ = now();                    \
-		for (int r_ = 0; r_ < 3 || now() - start_ < 0.3; r_++) { \
-			double t_ = now();                              \
-			stmt;                                           \
-			t_ = now() - t_;                                \
-			if (t_ < best_)                                 \
-				best_ = t_;                             \
-		}                                                       \
-		best_;                                                  \
-	})
-
-/* n^3 GEMM as T^3 tile calls, C tiles accumulated over the k tiles. */
-#define TILED(fn, A, B, C)                                                            \
-	for (size_t i0 = 0; i0 < n; i0 += T)                                          \
-		for (size_t j0 = 0; j0 < n; j0 += T)                                  \
-			for (size_t p0 = 0; p0 < n; p0 += T)                          \
-				fn(T, T, T, A + i0 * n + p0, n, B + p0 * n + j0, n,   \
-				   C + i0 * n + j0, n, p0 > 0)
-
-static const char *default_isa;
-
-static void bench(size_t n)
+/* The golden model calls the kernels once per accelerator tile: C tiles are
+ * accumulated over the k tiles, as a model walking the k loop would. */
+static void run_tiled(const struct bench *b, bool i8)
 {
-	float *af = aligned_alloc(64, n * n * sizeof(float));
-	float *bf = aligned_alloc(64, n * n * sizeof(float));
-	float *cf = aligned_alloc(64, n * n * sizeof(float));
-	int8_t *ai = aligned_alloc(64, n * n);
-	int8_t *bi = aligned_alloc(64, n * n);
-	int32_t *ci = aligned_alloc(64, n * n * sizeof(int32_t));
-	double ops = 2.0 * (double)n * (double)n * (double)n * 1e-9;
-	static const char *const isas[] = { "avx512vnni", "avx512", "avxvnni", "avx2", "generic" };
+	size_t n = b->n, t = b->tile;
+	for (size_t i0 = 0; i0 < n; i0 += t)
+		for (size_t j0 = 0; j0 < n; j0 += t)
+			for (size_t p0 = 0; p0 < n; p0 += t) {
+				if (i8)
+					tnpu_kern_gemm_i8_nn(t, t, t, b->ai + i0 * n + p0, n,
+							     b->bi + p0 * n + j0, n,
+							     b->ci + i0 * n + j0, n, p0 > 0);
+				else
+					tnpu_kern_gemm_f32_nn(t, t, t, b->af + i0 * n + p0, n,
+							      b->bf + p0 * n + j0, n,
+							      b->cf + i0 * n + j0, n, p0 > 0);
+			}
+}
 
-	if (!af || !bf || !cf || !ai || !bi || !ci) {
+static void run(enum op op, const struct bench *b)
+{
+	size_t n = b->n;
+	int ni = (int)n;
+
+	switch (op) {
+	case OP_BLAS_NN:
+		cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, ni, ni, ni, 1.0f, b->af, ni,
+			    b->bf, ni, 0.0f, b->cf, ni);
+		break;
+	case OP_BLAS_NT:
+		cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasTrans, ni, ni, ni, 1.0f, b->af, ni,
+			    b->bf, ni, 0.0f, b->cf, ni);
+		break;
+	case OP_F32_NN:
+		tnpu_kern_gemm_f32_nn(n, n, n, b->af, n, b->bf, n, b->cf, n, false);
+		break;
+	case OP_F32_NT:
+		tnpu_kern_gemm_f32_nt(n, n, n, b->af, n, b->bf, n, b->cf, n, false);
+		break;
+	case OP_I8_NN:
+		tnpu_kern_gemm_i8_nn(n, n, n, b->ai, n, b->bi, n, b->ci, n, false);
+		break;
+	case OP_I8_NT:
+		tnpu_kern_gemm_i8_nt(n, n, n, b->ai, n, b->bi, n, b->ci, n, false);
+		break;
+	case OP_F32_NN_TILED:
+		run_tiled(b, false);
+		break;
+	case OP_I8_NN_TILED:
+		run_tiled(b, true);
+		break;
+	}
+}
+
+/* Alternates op and ref for >= 0.4 s and >= 5 rounds; best time of each. */
+static void race(enum op op, enum op ref, const struct bench *b, double *t_op, double *t_ref)
+{
+	double start = now();
+
+	*t_op = *t_ref = 1e30;
+	for (int r = 0; r < 5 || now() - start < 0.4; r++) {
+		double t = now();
+		run(ref, b);
+		t = now() - t;
+		if (t < *t_ref)
+			*t_ref = t;
+		t = now();
+		run(op, b);
+		t = now() - t;
+		if (t < *t_op)
+			*t_op = t;
+	}
+}
+
+static void report(const struct bench *b, const char *isa, const char *what, enum op op,
+		   enum op ref)
+{
+	double gops = 2.0 * (double)b->n * (double)b->n * (double)b->n * 1e-9;
+	double t_op, t_ref;
+
+	race(op, ref, b, &t_op, &t_ref);
+	printf("%5zu^3  %-10s %-22s %7.1f %s   openblas %-2s %6.1f GFLOP/s   ratio %.2f\n", b->n,
+	       isa, what, gops / t_op, op == OP_I8_NN || op == OP_I8_NT || op == OP_I8_NN_TILED
+					     ? "GOPS  " : "GFLOP/s",
+	       ref == OP_BLAS_NN ? "nn" : "nt", gops / t_ref, t_ref / t_op);
+}
+
+static void bench(size_t n, const char *default_isa)
+{
+	static const char *const isas[] = { "avx512vnni", "avx512", "avxvnni", "avx2", "generic" };
+	struct bench b = { .n = n };
+
+	b.af = aligned_alloc(64, n * n * sizeof(float));
+	b.bf = aligned_alloc(64, n * n * sizeof(float));
+	b.cf = aligned_alloc(64, n * n * sizeof(float));
+	b.ai = aligned_alloc(64, n * n);
+	b.bi = aligned_alloc(64, n * n);
+	b.ci = aligned_alloc(64, n * n * sizeof(int32_t));
+	if (!b.af || !b.bf || !b.cf || !b.ai || !b.bi || !b.ci) {
 		fprintf(stderr, "out of memory\n");
 		exit(1);
 	}
 	srand(1);
 	for (size_t i = 0; i < n * n; i++) {
-		af[i] = (float)rand() / (float)RAND_MAX - 0.5f;
-		bf[i] = (float)rand() / (float)RAND_MAX - 0.5f;
-		ai[i] = (int8_t)(rand() & 0xff);
-		bi[i] = (int8_t)(rand() & 0xff);
+		b.af[i] = (float)rand() / (float)RAND_MAX - 0.5f;
+		b.bf[i] = (float)rand() / (float)RAND_MAX - 0.5f;
+		b.ai[i] = (int8_t)(rand() & 0xff);
+		b.bi[i] = (int8_t)(rand() & 0xff);
 	}
-
-	double t = BEST_OF(cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, (int)n, (int)n,
-				       (int)n, 1.0f, af, (int)n, bf, (int)n, 0.0f, cf, (int)n));
-	double blas_nn = ops / t;
-	t = BEST_OF(cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasTrans, (int)n, (int)n, (int)n,
-				1.0f, af, (int)n, bf, (int)n, 0.0f, cf, (int)n));
-	double blas_nt = ops / t;
-	printf("%zu^3  openblas sgemm (1 thread): nn %6.1f  nt %6.1f GFLOP/s\n", n, blas_nn, blas_nt);
 
 	for (size_t v = 0; v < sizeof(isas) / sizeof(isas[0]); v++) {
 		if (!tnpu_kern_force_isa(isas[v]))
 			continue;
-		if (n > 512 && !__builtin_strcmp(isas[v], "generic"))
-			continue;	/* too slow to be interesting at 1024^3 */
-		double f_nn = ops / BEST_OF(tnpu_kern_gemm_f32_nn(n, n, n, af, n, bf, n, cf, n, false));
-		double f_nt = ops / BEST_OF(tnpu_kern_gemm_f32_nt(n, n, n, af, n, bf, n, cf, n, false));
-		double i_nn = ops / BEST_OF(tnpu_kern_gemm_i8_nn(n, n, n, ai, n, bi, n, ci, n, false));
-		double i_nt = ops / BEST_OF(tnpu_kern_gemm_i8_nt(n, n, n, ai, n, bi, n, ci, n, false));
-		printf("%zu^3  %-10s f32 nn %6.1f (%.2fx)  f32 nt %6.1f (%.2fx)  "
-		       "i8 nn %6.1f GOPS (%.2fx)  i8 nt %6.1f GOPS (%.2fx)\n",
-		       n, isas[v], f_nn, f_nn / blas_nn, f_nt, f_nt / blas_nt, i_nn, i_nn / blas_nn,
-		       i_nt, i_nt / blas_nn);
+		if (n > 512 && !strcmp(isas[v], "generic"))
+			continue;	/* too slow to be interesting */
+		report(&b, isas[v], "f32 nn", OP_F32_NN, OP_BLAS_NN);
+		report(&b, isas[v], "f32 nt", OP_F32_NT, OP_BLAS_NT);
+		report(&b, isas[v], "i8 nn", OP_I8_NN, OP_BLAS_NN);
+		report(&b, isas[v], "i8 nt", OP_I8_NT, OP_BLAS_NN);
 	}
 
-	/* The golden model calls the kernels once per accelerator tile: time the
-	 * same n^3 GEMM issued as T x T x T tile calls (accumulating over k). */
 	tnpu_kern_force_isa(default_isa);
 	static const size_t tiles[] = { 32, 64, 128, 256 };
 	for (size_t ti = 0; ti < sizeof(tiles) / sizeof(tiles[0]); ti++) {
-		size_t T = tiles[ti];
-		if (n % T)
+		char what[64];
+		b.tile = tiles[ti];
+		if (n % b.tile)
 			continue;
-		double f = ops / BEST_OF(TILED(tnpu_kern_gemm_f32_nn, af, bf, cf));
-		double i8 = ops / BEST_OF(TILED(tnpu_kern_gemm_i8_nn, ai, bi, ci));
-		printf("%zu^3  %-10s as %zu^3 tile calls: f32 nn %6.1f (%.2fx)  i8 nn %6.1f GOPS (%.2fx)\n",
-		       n, default_isa, T, f, f / blas_nn, i8, i8 / blas_nn);
+		snprintf(what, sizeof(what), "f32 nn as %zu^3 calls", b.tile);
+		report(&b, default_isa, what, OP_F32_NN_TILED, OP_BLAS_NN);
+		snprintf(what, sizeof(what), "i8 nn as %zu^3 calls", b.tile);
+		report(&b, default_isa, what, OP_I8_NN_TILED, OP_BLAS_NN);
 	}
-	free(af), free(bf), free(cf), free(ai), free(bi), free(ci);
+	free(b.af), free(b.bf), free(b.cf), free(b.ai), free(b.bi), free(b.ci);
 }
 
 int main(int argc, char **argv)
 {
+	const char *default_isa = tnpu_kern_isa();
+
 	openblas_set_num_threads(1);
-	default_isa = tnpu_kern_isa();
 	printf("dispatcher default: %s\n", default_isa);
 	if (argc > 1) {
 		for (int i = 1; i < argc; i++)
-			bench((size_t)strtoul(argv[i], NULL, 0));
+			bench((size_t)strtoul(argv[i], NULL, 0), default_isa);
 	} else {
-		bench(512);
-		bench(1024);
+		bench(512, default_isa);
+		bench(1024, default_isa);
 	}
 	return 0;
 }

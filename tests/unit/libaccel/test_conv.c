@@ -225,6 +225,26 @@ Test(conv, edge_cases_through_im2col_lowering)
 	accel_close(dev);
 }
 
+Test(conv, direct_lowering_with_bands_batches_and_zero_point)
+{
+	/* 32 KiB halves: these images do not fit a half, so the direct lowering works in bands of output
+	 * rows (pad rows filled per band), batches alternate halves, the zero point pads int8 inputs. */
+	struct accel_dev *dev = open_dev(getenv("TEST_DIRECT_DEV") ? getenv("TEST_DIRECT_DEV") : "sim:rows=2,cols=2,pes=4,sram=65536,conv=direct");
+	struct ccase cases[] = {
+		CC(.c = 16, .h = 48, .w = 40, .k = 8, .r = 3, .s = 3, .pt = 1, .pl = 1, .pb = 1, .pr = 1, .zp = 5),
+		CC(.n = 2, .c = 12, .h = 45, .w = 37, .k = 6, .r = 3, .s = 3, .sh = 2, .sw = 2, .pt = 1, .pl = 1, .pb = 1,
+		   .pr = 1, .bias = true, .relu = true, .requant = true, .zp = -3),
+		CC(.n = 3, .c = 8, .h = 30, .w = 30, .k = 10, .r = 5, .s = 3, .dh = 2, .pt = 4, .pb = 3, .pl = 1, .pr = 1,
+		   .f32 = true, .bias = true),
+		CC(.c = 24, .h = 20, .w = 20, .k = 24, .r = 3, .s = 3, .g = 24, .pt = 1, .pl = 1, .pb = 1, .pr = 1),	/* depthwise */
+		CC(.n = 2, .c = 40, .h = 9, .w = 9, .k = 40, .r = 3, .s = 3, .g = 40, .sh = 2, .sw = 2, .zp = 9, .requant = true),
+	};
+
+	for (unsigned i = 0; i < sizeof(cases) / sizeof(cases[0]); i++)
+		run_conv_case(dev, &cases[i], 60 + i);
+	accel_close(dev);
+}
+
 Test(conv, wide_output_and_many_channels)
 {
 	/* OW larger than one accumulator tile allows (x chunks) and K spread over every PE. */
@@ -242,8 +262,9 @@ Test(conv, small_geometry_randomized_sweep)
 	uint64_t seed = 0xc0de, s = seed;
 	struct accel_dev *dev = open_dev("sim:rows=2,cols=2,pes=4,sram=65536");
 	struct accel_dev *dev2 = open_dev("sim:rows=2,cols=2,pes=4,sram=65536,conv=im2col");
+	struct accel_dev *dev3 = open_dev("sim:rows=2,cols=2,pes=4,sram=65536,conv=direct");
 
-	for (int it = 0; it < 30; it++) {
+	for (int it = 0; it < 36; it++) {
 		struct ccase t = CC(.c = 1);
 		uint64_t r = xrng(&s);
 
@@ -268,10 +289,11 @@ Test(conv, small_geometry_randomized_sweep)
 		t.bias = r & 256;
 		t.relu = r & 512;
 		t.requant = !t.f32 && (r & 1024);
-		run_conv_case(it & 1 ? dev2 : dev, &t, seed * 1000 + (uint64_t)it);
+		run_conv_case(it % 3 == 0 ? dev : it % 3 == 1 ? dev2 : dev3, &t, seed * 1000 + (uint64_t)it);
 	}
 	accel_close(dev);
 	accel_close(dev2);
+	accel_close(dev3);
 }
 
 /* Seed 002: no unrolled operand is ever read from memory.  The direct lowering reads every input and
