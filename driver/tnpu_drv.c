@@ -19,9 +19,10 @@
 #include "tnpu_drv.h"
 #include "tnpu_accel.h"
 
-unsigned int tnpu_timeout_ms = 10000;
+/* generous: under TCG emulation one large job can run for seconds */
+unsigned int tnpu_timeout_ms = 30000;
 module_param_named(timeout_ms, tnpu_timeout_ms, uint, 0644);
-MODULE_PARM_DESC(timeout_ms, "job timeout in ms before the device is reset (default 10000)");
+MODULE_PARM_DESC(timeout_ms, "ms without progress on a ring before the device is reset (30000)");
 
 static int tnpu_open(struct drm_device *drm, struct drm_file *file)
 {

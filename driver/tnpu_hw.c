@@ -5,6 +5,7 @@
  */
 #include <linux/bitfield.h>
 #include <linux/interrupt.h>
+#include <linux/module.h>
 
 #include <drm/drm_print.h>
 
@@ -163,17 +164,22 @@ static void tnpu_poll_work(struct work_struct *work)
 	schedule_delayed_work(&tdev->poll_work, 1);
 }
 
+static unsigned int tnpu_irq_mode;
+module_param_named(irq_mode, tnpu_irq_mode, uint, 0444);
+MODULE_PARM_DESC(irq_mode, "0 MSI-X, else MSI, else polling (default); 1 MSI; 2 polling (tests)");
+
 int tnpu_irq_init(struct tnpu_device *tdev)
 {
 	struct pci_dev *pdev = tdev->pdev;
-	int i, ret, want = 1 + tdev->num_rings;
+	int i, ret = -ENODEV, want = 1 + tdev->num_rings;
 
 	INIT_DELAYED_WORK(&tdev->poll_work, tnpu_poll_work);
-	ret = pci_alloc_irq_vectors(pdev, want, want, PCI_IRQ_MSIX);
-	if (ret < 0)
+	if (tnpu_irq_mode == 0)
+		ret = pci_alloc_irq_vectors(pdev, want, want, PCI_IRQ_MSIX);
+	if (ret < 0 && tnpu_irq_mode <= 1)
 		ret = pci_alloc_irq_vectors(pdev, 1, 1, PCI_IRQ_MSI);
 	if (ret < 0) {
-		dev_warn(&pdev->dev, "no MSI-X/MSI (%d), polling for completions\n", ret);
+		dev_info(&pdev->dev, "no MSI-X/MSI (%d), polling for completions\n", ret);
 		tdev->polling = true;
 		tdev->num_irqs = 0;
 		schedule_delayed_work(&tdev->poll_work, 1);

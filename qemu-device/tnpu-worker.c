@@ -1,17 +1,25 @@
 /*
  * tnpu — worker threads and the golden model's view of guest memory.
  *
- * A job runs on its queue's worker thread, outside the BQL, so a long job never stalls a vCPU.  The
- * worker touches no register and calls no QEMU API but the DMA accessors below and
- * qemu_bh_schedule(); everything else happens in the device's bottom half under the BQL.
+ * A job runs on its queue's worker thread, outside the BQL, so a long job never
+ * stalls a vCPU.  The worker touches no register and calls no QEMU API but the
+ * DMA accessors below and qemu_bh_schedule(); everything else happens in the
+ * device's bottom half under the BQL.
  *
- * Why job DMA is RAM-only: an address-space access that hits MMIO takes the BQL.  Reset and unrealize
- * run under the BQL and abort / join the workers, so a worker that could block on the BQL could
- * deadlock them.  Job accesses whose target is not RAM (MMIO, unassigned, bus mastering disabled) are
- * therefore bus errors (TNPU_ERR_BUS / CTX_INVALID), which is what peer-to-peer DMA to a BAR gives on
- * a PCIe fabric without ACS redirect anyway.  Ring fetch and fence write run in the BH, under the BQL,
- * through plain pci_dma_read/write (MMIO allowed there; DMA into our own BAR is refused by the BH's
- * re-entrancy guard).
+ * Why device DMA is RAM-only: an address-space access that hits MMIO takes the
+ * BQL.  Reset and unrealize run under the BQL and abort / join the workers, so
+ * a worker that could block on the BQL could deadlock them.  And under the BQL
+ * (ring fetch, fence write, x-sync jobs) an access to MMIO can re-enter the
+ * device — e.g. a fence write into our own config space through MMCONFIG
+ * triggering an FLR in the middle of tnpu_core_complete().  So every access the
+ * model makes must target RAM (ROM for reads); anything else (MMIO of any
+ * device, unassigned space, any address while bus mastering is disabled) is a
+ * bus error, which the model reports as RING_FETCH / FENCE_WRITE / CTX_INVALID
+ * / BUS. Peer-to-peer DMA into a BAR is not a feature of the device.  The RAM
+ * check and the access run in one RCU read-side section (pci_dma_* on RAM is
+ * RCU-safe without the BQL; under the BQL the memory map cannot change between
+ * the two).  MSI-X/MSI messages are sent by the PCI core, not through these
+ * callbacks.
  *
  * SPDX-License-Identifier: GPL-2.0-or-later
  */
@@ -26,33 +34,14 @@
 
 #include "tnpu.h"
 
-/* ---- guest memory ------------------------------------------------------------------------ */
+/* ---- guest memory -------------------------------------------------------- */
 
-static int tnpu_dma_bql(void *opaque, uint64_t pa, void *buf, size_t len, bool is_write)
-{
-    PCIDevice *pdev = PCI_DEVICE(opaque);
-    MemTxResult r;
-
-    r = is_write ? pci_dma_write(pdev, pa, buf, len) : pci_dma_read(pdev, pa, buf, len);
-    if (r != MEMTX_OK) {
-        trace_tnpu_dma_error(pa, len, is_write, r);
-        return -1;
-    }
-    return 0;
-}
-
-static int tnpu_bql_read(void *opaque, uint64_t pa, void *buf, size_t len)
-{
-    return tnpu_dma_bql(opaque, pa, buf, len, false);
-}
-
-static int tnpu_bql_write(void *opaque, uint64_t pa, const void *buf, size_t len)
-{
-    return tnpu_dma_bql(opaque, pa, (void *)buf, len, true);
-}
-
-/* True if [pa, pa + len) is RAM (ROM for reads) in the device's bus-master address space. */
-static bool tnpu_dma_is_ram(AddressSpace *as, uint64_t pa, size_t len, bool is_write)
+/*
+ * True if [pa, pa + len) is RAM (ROM for reads) in the device's bus-master
+ * address space.
+ */
+static bool tnpu_dma_is_ram(AddressSpace *as, uint64_t pa, size_t len,
+                            bool is_write)
 {
     hwaddr addr = pa;
     hwaddr left = len;
@@ -66,10 +55,11 @@ static bool tnpu_dma_is_ram(AddressSpace *as, uint64_t pa, size_t len, bool is_w
     RCU_READ_LOCK_GUARD();
     while (left) {
         hwaddr xlat, l = left;
-        MemoryRegion *mr = address_space_translate(as, addr, &xlat, &l, is_write,
-                                                   MEMTXATTRS_UNSPECIFIED);
+        MemoryRegion *mr = address_space_translate(
+            as, addr, &xlat, &l, is_write, MEMTXATTRS_UNSPECIFIED);
 
-        if (!l || !memory_access_is_direct(mr, is_write, MEMTXATTRS_UNSPECIFIED)) {
+        if (!l ||
+            !memory_access_is_direct(mr, is_write, MEMTXATTRS_UNSPECIFIED)) {
             return false;
         }
         addr += l;
@@ -78,16 +68,19 @@ static bool tnpu_dma_is_ram(AddressSpace *as, uint64_t pa, size_t len, bool is_w
     return true;
 }
 
-static int tnpu_dma_worker(void *opaque, uint64_t pa, void *buf, size_t len, bool is_write)
+static int tnpu_dma(void *opaque, uint64_t pa, void *buf, size_t len,
+                    bool is_write)
 {
     PCIDevice *pdev = PCI_DEVICE(opaque);
     MemTxResult r;
 
+    RCU_READ_LOCK_GUARD();
     if (!tnpu_dma_is_ram(pci_get_address_space(pdev), pa, len, is_write)) {
         trace_tnpu_dma_error(pa, len, is_write, MEMTX_DECODE_ERROR);
         return -1;
     }
-    r = is_write ? pci_dma_write(pdev, pa, buf, len) : pci_dma_read(pdev, pa, buf, len);
+    r = is_write ? pci_dma_write(pdev, pa, buf, len)
+                 : pci_dma_read(pdev, pa, buf, len);
     if (r != MEMTX_OK) {
         trace_tnpu_dma_error(pa, len, is_write, r);
         return -1;
@@ -95,33 +88,35 @@ static int tnpu_dma_worker(void *opaque, uint64_t pa, void *buf, size_t len, boo
     return 0;
 }
 
-static int tnpu_worker_read(void *opaque, uint64_t pa, void *buf, size_t len)
+static int tnpu_dma_read(void *opaque, uint64_t pa, void *buf, size_t len)
 {
-    return tnpu_dma_worker(opaque, pa, buf, len, false);
+    return tnpu_dma(opaque, pa, buf, len, false);
 }
 
-static int tnpu_worker_write(void *opaque, uint64_t pa, const void *buf, size_t len)
+static int tnpu_dma_write(void *opaque, uint64_t pa, const void *buf,
+                          size_t len)
 {
-    return tnpu_dma_worker(opaque, pa, (void *)buf, len, true);
+    return tnpu_dma(opaque, pa, (void *)buf, len, true);
 }
 
 void tnpu_mem_init(TnpuState *s)
 {
-    s->bql_mem = (struct tnpu_mem_ops) {
-        .read = tnpu_bql_read, .write = tnpu_bql_write, .opaque = s,
-    };
-    s->worker_mem = (struct tnpu_mem_ops) {
-        .read = tnpu_worker_read, .write = tnpu_worker_write, .opaque = s,
+    s->mem = (struct tnpu_mem_ops){
+        .read = tnpu_dma_read,
+        .write = tnpu_dma_write,
+        .opaque = s,
     };
 }
 
-/* ---- worker threads ---------------------------------------------------------------------- */
+/* ---- worker threads ------------------------------------------------------ */
 
 static void tnpu_run_job(TnpuWorker *w, const struct tnpu_job *job,
-                         const struct tnpu_mem_ops *mem, struct tnpu_result *res)
+                         const struct tnpu_mem_ops *mem,
+                         struct tnpu_result *res)
 {
-    trace_tnpu_job_start(job->queue, job->head, job->entry.ctx, job->entry.cmd_va,
-                         job->entry.cmd_len, job->entry.seqno);
+    trace_tnpu_job_start(job->queue, job->head, job->entry.ctx,
+                         job->entry.cmd_va, job->entry.cmd_len,
+                         job->entry.seqno);
     tnpu_exec_run(w->ex, job, mem, res);
     trace_tnpu_job_end(job->queue, job->entry.seqno, res->error,
                        res->counters[TNPU_CNT_TOTAL_CYCLES]);
@@ -134,7 +129,10 @@ static void *tnpu_worker_thread(void *opaque)
     struct tnpu_job job;
     struct tnpu_result res;
 
-    /* The DMA callbacks read the memory map under RCU: synchronize_rcu() must know this thread. */
+    /*
+     * The DMA callbacks read the memory map under RCU: synchronize_rcu() must
+     * know this thread.
+     */
     rcu_register_thread();
     qemu_mutex_lock(&s->lock);
     for (;;) {
@@ -149,12 +147,15 @@ static void *tnpu_worker_thread(void *opaque)
         w->running = true;
         qemu_mutex_unlock(&s->lock);
 
-        tnpu_run_job(w, &job, &s->worker_mem, &res);
+        tnpu_run_job(w, &job, &s->mem, &res);
 
         qemu_mutex_lock(&s->lock);
         w->running = false;
         if (w->discard) {
-            /* A reset abandoned this job: no fence, no interrupt, no register update. */
+            /*
+             * A reset abandoned this job: no fence, no interrupt, no register
+             * update.
+             */
             w->discard = false;
             tnpu_exec_clear_abort(w->ex);
             trace_tnpu_job_dropped(job.queue, job.entry.seqno);
@@ -170,7 +171,10 @@ static void *tnpu_worker_thread(void *opaque)
     return NULL;
 }
 
-/* Called from the BH under the BQL after tnpu_core_fetch() marked the queue busy. */
+/*
+ * Called from the BH under the BQL after tnpu_core_fetch() marked the queue
+ * busy.
+ */
 void tnpu_worker_submit(TnpuState *s, const struct tnpu_job *job)
 {
     TnpuWorker *w = &s->workers[job->queue];
@@ -178,8 +182,7 @@ void tnpu_worker_submit(TnpuState *s, const struct tnpu_job *job)
     if (s->sync) {
         struct tnpu_result res;
 
-        /* Under the BQL: the plain DMA path (MMIO targets allowed, re-entrancy guarded). */
-        tnpu_run_job(w, job, &s->bql_mem, &res);
+        tnpu_run_job(w, job, &s->mem, &res);
         tnpu_complete(s, job, &res);
         return;
     }
@@ -210,9 +213,10 @@ bool tnpu_worker_take_result(TnpuState *s, unsigned q, struct tnpu_job *job,
 }
 
 /*
- * Reset: abandon every job.  Pending hand-offs and unapplied results are dropped; a running job is
- * aborted at its next command/instruction boundary and discarded when it returns.  This does not wait
- * for the thread: a job fetched after the reset simply waits in the slot until the aborted one has
+ * Reset: abandon every job.  Pending hand-offs and unapplied results are
+ * dropped; a running job is aborted at its next command/instruction boundary
+ * and discarded when it returns.  This does not wait for the thread: a job
+ * fetched after the reset simply waits in the slot until the aborted one has
  * unwound (the model also drops completions of an older generation).
  */
 void tnpu_workers_drop(TnpuState *s)
@@ -251,13 +255,17 @@ int tnpu_workers_start(TnpuState *s, Error **errp)
         }
         qemu_cond_init(&w->cond);
         snprintf(msg, sizeof(msg), "tnpu-q%u", q);
-        qemu_thread_create(&w->thread, msg, tnpu_worker_thread, w, QEMU_THREAD_JOINABLE);
+        qemu_thread_create(&w->thread, msg, tnpu_worker_thread, w,
+                           QEMU_THREAD_JOINABLE);
         w->thread_started = true;
     }
     return 0;
 }
 
-/* Unrealize: stop and join every thread.  Safe under the BQL: workers never take it. */
+/*
+ * Unrealize: stop and join every thread.  Safe under the BQL: workers never
+ * take it.
+ */
 void tnpu_workers_stop(TnpuState *s)
 {
     qemu_mutex_lock(&s->lock);

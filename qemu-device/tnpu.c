@@ -1,14 +1,16 @@
 /*
  * tnpu — PCIe neural-network accelerator (QEMU glue on the golden model).
  *
- * PCI identity, BAR0 (the model's register block), MSI-X (BAR2, exclusive) with an MSI fallback, the
- * PCIe endpoint capability with FLR, power management, reset, properties and the bottom half that
- * drives the queue pipeline:
+ * PCI identity, BAR0 (the model's register block), MSI-X (BAR2, exclusive) with
+ * an MSI fallback, the PCIe endpoint capability with FLR, power management,
+ * reset, properties and the bottom half that drives the queue pipeline:
  *
- *   doorbell MMIO write -> fx.kick_queues -> BH: tnpu_core_fetch() -> worker thread: tnpu_exec_run()
- *   -> qemu_bh_schedule -> BH: tnpu_core_complete() (fence write) -> msix_notify -> next fetch.
+ *   doorbell MMIO write -> fx.kick_queues -> BH: tnpu_core_fetch()
+ *   -> worker thread: tnpu_exec_run() -> qemu_bh_schedule
+ *   -> BH: tnpu_core_complete() (fence write) -> msix_notify -> next fetch.
  *
- * Everything but tnpu_exec_run() runs under the BQL.  See Documentation/qemu-device.md.
+ * Everything but tnpu_exec_run() runs under the BQL.  See
+ * Documentation/qemu-device.md.
  *
  * SPDX-License-Identifier: GPL-2.0-or-later
  */
@@ -33,7 +35,7 @@ static unsigned tnpu_nr_vectors(const TnpuState *s)
     return TNPU_MSIX_VEC_QUEUE(s->cfg.queues);
 }
 
-/* ---- interrupts ---------------------------------------------------------------------------- */
+/* ---- interrupts ---------------------------------------------------------- */
 
 static void tnpu_notify(TnpuState *s, uint32_t vectors)
 {
@@ -49,11 +51,17 @@ static void tnpu_notify(TnpuState *s, uint32_t vectors)
         } else if (msi_enabled(pdev)) {
             unsigned n = msi_nr_vectors_allocated(pdev);
 
-            /* Fewer vectors granted than asked for: the excess share the last one. */
+            /*
+             * Fewer vectors granted than asked for: the excess share the last
+             * one.
+             */
             trace_tnpu_irq(MIN(v, n - 1), "msi");
             msi_notify(pdev, MIN(v, n - 1));
         } else {
-            /* The spec has no INTx: without MSI-X/MSI the driver polls IRQ_STATUS. */
+            /*
+             * The spec has no INTx: without MSI-X/MSI the driver polls
+             * IRQ_STATUS.
+             */
             trace_tnpu_irq(v, "none");
         }
     }
@@ -70,18 +78,37 @@ static void tnpu_apply(TnpuState *s, const struct tnpu_effects *fx)
     }
 }
 
-/* ---- queue pipeline (BH, BQL held) ------------------------------------------------------------ */
+/* ---- queue pipeline (BH, BQL held) --------------------------------------- */
 
-void tnpu_complete(TnpuState *s, const struct tnpu_job *job, const struct tnpu_result *res)
+void tnpu_complete(TnpuState *s, const struct tnpu_job *job,
+                   const struct tnpu_result *res)
 {
     struct tnpu_effects fx;
 
     if (res->error) {
-        trace_tnpu_job_fault(job->queue, job->entry.seqno, res->error, tnpu_err_name(res->error),
-                             res->err_info, res->err_addr, res->err_cmd_offset);
+        trace_tnpu_job_fault(job->queue, job->entry.seqno, res->error,
+                             tnpu_err_name(res->error), res->err_info,
+                             res->err_addr, res->err_cmd_offset);
     }
     trace_tnpu_job_complete(job->queue, job->entry.seqno, res->error);
-    tnpu_core_complete(s->core, job, res, &s->bql_mem, &fx);
+    tnpu_core_complete(s->core, job, res, &s->mem, &fx);
+    if (!res->error && trace_event_get_state_backends(TRACE_TNPU_JOB_FAULT)) {
+        uint64_t st, addr;
+
+        /*
+         * A successful job can still fail at completion: the fence write
+         * (FENCE_WRITE).
+         */
+        tnpu_core_reg_read(s->core, TNPU_REG_Q(job->queue, TNPU_Q_STATUS), 4,
+                           &st);
+        if (st & TNPU_Q_STATUS_ERROR) {
+            tnpu_core_reg_read(
+                s->core, TNPU_REG_Q(job->queue, TNPU_Q_ERR_ADDR_LO), 8, &addr);
+            trace_tnpu_job_fault(
+                job->queue, job->entry.seqno, TNPU_ERR_FENCE_WRITE,
+                tnpu_err_name(TNPU_ERR_FENCE_WRITE), 0, addr, 0);
+        }
+    }
     tnpu_apply(s, &fx);
 }
 
@@ -92,6 +119,7 @@ static void tnpu_bh(void *opaque)
     struct tnpu_job job;
     struct tnpu_result res;
     uint32_t kicks;
+    unsigned start;
 
     for (unsigned q = 0; q < nq; q++) {
         if (tnpu_worker_take_result(s, q, &job, &res)) {
@@ -99,17 +127,26 @@ static void tnpu_bh(void *opaque)
         }
     }
 
-    /* Round-robin over the ready queues (queues.md "Arbitration and concurrency"). */
+    /*
+     * Round-robin over the ready queues (queues.md "Arbitration and
+     * concurrency").
+     */
     kicks = s->kick_pending;
     s->kick_pending = 0;
+    /*
+     * The scan starts where the last round left off; rr_next moves inside the
+     * loop, so the starting point must be sampled once or a kicked queue can be
+     * skipped and its kick lost.
+     */
+    start = s->rr_next;
     for (unsigned i = 0; i < nq && kicks; i++) {
-        unsigned q = (s->rr_next + i) % nq;
+        unsigned q = (start + i) % nq;
 
         if (!(kicks & (1u << q))) {
             continue;
         }
         kicks &= ~(1u << q);
-        if (tnpu_core_fetch(s->core, q, &s->bql_mem, &job)) {
+        if (tnpu_core_fetch(s->core, q, &s->mem, &job)) {
             s->rr_next = (q + 1) % nq;
             trace_tnpu_job_fetch(q, job.head, job.entry_pa, job.fetch_error);
             tnpu_worker_submit(s, &job);
@@ -117,7 +154,7 @@ static void tnpu_bh(void *opaque)
     }
 }
 
-/* ---- BAR0 -------------------------------------------------------------------------------------- */
+/* ---- BAR0 ---------------------------------------------------------------- */
 
 static const char *tnpu_reg_status_name(enum tnpu_reg_status st)
 {
@@ -145,11 +182,13 @@ static uint64_t tnpu_mmio_read(void *opaque, hwaddr addr, unsigned size)
     st = tnpu_core_reg_read(s->core, addr, size, &val);
     trace_tnpu_mmio_read(addr, size, val, st);
     if (st == TNPU_REG_BAD_ACCESS) {
-        qemu_log_mask(LOG_GUEST_ERROR, "tnpu: read at 0x%" HWADDR_PRIx " size %u: %s\n",
-                      addr, size, tnpu_reg_status_name(st));
+        qemu_log_mask(LOG_GUEST_ERROR,
+                      "tnpu: read at 0x%" HWADDR_PRIx " size %u: %s\n", addr,
+                      size, tnpu_reg_status_name(st));
     } else if (st != TNPU_REG_OK) {
-        qemu_log_mask(LOG_UNIMP, "tnpu: read at 0x%" HWADDR_PRIx " size %u: %s\n",
-                      addr, size, tnpu_reg_status_name(st));
+        qemu_log_mask(LOG_UNIMP,
+                      "tnpu: read at 0x%" HWADDR_PRIx " size %u: %s\n", addr,
+                      size, tnpu_reg_status_name(st));
     }
     return val;
 }
@@ -161,10 +200,12 @@ static bool tnpu_is_doorbell(hwaddr addr, unsigned *q)
         return false;
     }
     *q = (addr - TNPU_REG_QUEUE_BASE) / TNPU_REG_QUEUE_STRIDE;
-    return (addr - TNPU_REG_QUEUE_BASE) % TNPU_REG_QUEUE_STRIDE == TNPU_Q_DOORBELL;
+    return (addr - TNPU_REG_QUEUE_BASE) % TNPU_REG_QUEUE_STRIDE ==
+           TNPU_Q_DOORBELL;
 }
 
-static void tnpu_mmio_write(void *opaque, hwaddr addr, uint64_t val, unsigned size)
+static void tnpu_mmio_write(void *opaque, hwaddr addr, uint64_t val,
+                            unsigned size)
 {
     TnpuState *s = opaque;
     struct tnpu_effects fx;
@@ -174,14 +215,19 @@ static void tnpu_mmio_write(void *opaque, hwaddr addr, uint64_t val, unsigned si
     st = tnpu_core_reg_write(s->core, addr, size, val, &fx);
     trace_tnpu_mmio_write(addr, size, val, st);
     if (st != TNPU_REG_OK) {
-        qemu_log_mask(LOG_GUEST_ERROR, "tnpu: write 0x%" PRIx64 " at 0x%" HWADDR_PRIx
-                      " size %u ignored: %s\n", val, addr, size, tnpu_reg_status_name(st));
+        qemu_log_mask(LOG_GUEST_ERROR,
+                      "tnpu: write 0x%" PRIx64 " at 0x%" HWADDR_PRIx
+                      " size %u ignored: %s\n",
+                      val, addr, size, tnpu_reg_status_name(st));
     }
     if (tnpu_is_doorbell(addr, &q)) {
         trace_tnpu_doorbell(q, !!(fx.kick_queues & (1u << q)));
     }
     if (fx.reset) {
-        /* CTRL.RESET: the model has reset its registers; abandon the jobs in flight. */
+        /*
+         * CTRL.RESET: the model has reset its registers; abandon the jobs in
+         * flight.
+         */
         trace_tnpu_reset("ctrl");
         tnpu_workers_drop(s);
         s->kick_pending = 0;
@@ -190,8 +236,9 @@ static void tnpu_mmio_write(void *opaque, hwaddr addr, uint64_t val, unsigned si
 }
 
 /*
- * All sizes and alignments reach the model, which implements the spec's access rules (4/8-byte,
- * naturally aligned, 8 only on 64-bit registers; anything else reads 0 / is ignored).
+ * All sizes and alignments reach the model, which implements the spec's access
+ * rules (4/8-byte, naturally aligned, 8 only on 64-bit registers; anything else
+ * reads 0 / is ignored).
  */
 static const MemoryRegionOps tnpu_mmio_ops = {
     .read = tnpu_mmio_read,
@@ -201,17 +248,21 @@ static const MemoryRegionOps tnpu_mmio_ops = {
     .impl = { .min_access_size = 1, .max_access_size = 8, .unaligned = true },
 };
 
-/* ---- PCI config space: FLR ------------------------------------------------------------------- */
+/* ---- PCI config space: FLR ----------------------------------------------- */
 
-static void tnpu_write_config(PCIDevice *pdev, uint32_t addr, uint32_t val, int len)
+static void tnpu_write_config(PCIDevice *pdev, uint32_t addr, uint32_t val,
+                              int len)
 {
     pci_default_write_config(pdev, addr, val, len);
     pcie_cap_flr_write_config(pdev, addr, val, len);
 }
 
-/* ---- reset --------------------------------------------------------------------------------- */
+/* ---- reset --------------------------------------------------------------- */
 
-/* System reset, FLR (pci_device_reset -> device_cold_reset) and bus reset all land here. */
+/*
+ * System reset, FLR (pci_device_reset -> device_cold_reset) and bus reset all
+ * land here.
+ */
 static void tnpu_reset_hold(Object *obj, ResetType type)
 {
     TnpuState *s = TNPU(obj);
@@ -225,7 +276,7 @@ static void tnpu_reset_hold(Object *obj, ResetType type)
     tnpu_core_reset(s->core);
 }
 
-/* ---- realize / exit ----------------------------------------------------------------------- */
+/* ---- realize / exit ------------------------------------------------------ */
 
 static void tnpu_exit(PCIDevice *pdev)
 {
@@ -264,13 +315,17 @@ static void tnpu_realize(PCIDevice *pdev, Error **errp)
         return;
     }
     /*
-     * D0/D3hot writable (QEMU then stops BAR decoding outside D0); D3hot -> D0 keeps the device's
-     * state (No_Soft_Reset): jobs and registers are untouched by power-state changes.
+     * D0/D3hot writable (QEMU then stops BAR decoding outside D0); D3hot -> D0
+     * keeps the device's state (No_Soft_Reset): jobs and registers are
+     * untouched by power-state changes.
      */
-    pci_set_word(pdev->wmask + TNPU_CAP_PM_OFFSET + PCI_PM_CTRL, PCI_PM_CTRL_STATE_MASK);
-    pci_set_word(pdev->config + TNPU_CAP_PM_OFFSET + PCI_PM_CTRL, PCI_PM_CTRL_NO_SOFT_RESET);
+    pci_set_word(pdev->wmask + TNPU_CAP_PM_OFFSET + PCI_PM_CTRL,
+                 PCI_PM_CTRL_STATE_MASK);
+    pci_set_word(pdev->config + TNPU_CAP_PM_OFFSET + PCI_PM_CTRL,
+                 PCI_PM_CTRL_NO_SOFT_RESET);
     if (s->msi) {
-        ret = msi_init(pdev, TNPU_CAP_MSI_OFFSET, pow2ceil(nvec), true, false, NULL);
+        ret = msi_init(pdev, TNPU_CAP_MSI_OFFSET, pow2ceil(nvec), true, false,
+                       NULL);
         if (ret < 0 && ret != -ENOTSUP) {
             error_setg(errp, "tnpu: cannot add the MSI capability");
             return;
@@ -283,13 +338,18 @@ static void tnpu_realize(PCIDevice *pdev, Error **errp)
     pcie_cap_deverr_init(pdev);
     pcie_cap_flr_init(pdev);
 
-    memory_region_init_io(&s->mmio, OBJECT(s), &tnpu_mmio_ops, s, "tnpu-mmio", TNPU_BAR0_SIZE);
-    pci_register_bar(pdev, TNPU_BAR_REGS,
-                     PCI_BASE_ADDRESS_SPACE_MEMORY | PCI_BASE_ADDRESS_MEM_TYPE_64, &s->mmio);
+    memory_region_init_io(&s->mmio, OBJECT(s), &tnpu_mmio_ops, s, "tnpu-mmio",
+                          TNPU_BAR0_SIZE);
+    pci_register_bar(
+        pdev, TNPU_BAR_REGS,
+        PCI_BASE_ADDRESS_SPACE_MEMORY | PCI_BASE_ADDRESS_MEM_TYPE_64, &s->mmio);
 
     ret = msix_init_exclusive_bar(pdev, nvec, TNPU_BAR_MSIX, &local_err);
     if (ret == -ENOTSUP) {
-        /* No MSI on this machine: the device still works, a driver polls IRQ_STATUS. */
+        /*
+         * No MSI on this machine: the device still works, a driver polls
+         * IRQ_STATUS.
+         */
         warn_report_err(local_err);
         local_err = NULL;
     } else if (ret < 0) {
@@ -303,7 +363,8 @@ static void tnpu_realize(PCIDevice *pdev, Error **errp)
     }
 
     if (tnpu_core_new(&s->cfg, &s->core, msg, sizeof(msg))) {
-        error_setg(errp, "%s", msg[0] ? msg : "tnpu: cannot allocate the register block");
+        error_setg(errp, "%s",
+                   msg[0] ? msg : "tnpu: cannot allocate the register block");
         goto fail_msix;
     }
     tnpu_mem_init(s);
@@ -329,7 +390,7 @@ fail_msi:
     msi_uninit(pdev);
 }
 
-/* ---- class ----------------------------------------------------------------------------------- */
+/* ---- class --------------------------------------------------------------- */
 
 static const Property tnpu_properties[] = {
     DEFINE_PROP_UINT32("rows", TnpuState, cfg.rows, TNPU_DEF_ROWS),
@@ -337,13 +398,18 @@ static const Property tnpu_properties[] = {
     DEFINE_PROP_UINT32("pes", TnpuState, cfg.pes, TNPU_DEF_PES),
     DEFINE_PROP_UINT32("sram", TnpuState, cfg.sram, TNPU_DEF_SRAM),
     DEFINE_PROP_UINT32("queues", TnpuState, cfg.queues, TNPU_DEF_QUEUES),
-    DEFINE_PROP_UINT32("clock_mhz", TnpuState, cfg.clock_mhz, TNPU_DEF_CLOCK_MHZ),
-    DEFINE_PROP_UINT64("watchdog", TnpuState, cfg.watchdog_cycles, TNPU_DEF_WATCHDOG),
+    DEFINE_PROP_UINT32("clock_mhz", TnpuState, cfg.clock_mhz,
+                       TNPU_DEF_CLOCK_MHZ),
+    DEFINE_PROP_UINT64("watchdog", TnpuState, cfg.watchdog_cycles,
+                       TNPU_DEF_WATCHDOG),
     DEFINE_PROP_BOOL("msi", TnpuState, msi, true),
     DEFINE_PROP_BOOL("x-sync", TnpuState, sync, false),
 };
 
-/* Job state lives in worker threads and the model's executors: not migratable (yet). */
+/*
+ * Job state lives in worker threads and the model's executors: not migratable
+ * (yet).
+ */
 static const VMStateDescription vmstate_tnpu = {
     .name = TYPE_TNPU,
     .unmigratable = 1,
@@ -374,10 +440,7 @@ static const TypeInfo tnpu_info = {
     .parent = TYPE_PCI_DEVICE,
     .instance_size = sizeof(TnpuState),
     .class_init = tnpu_class_init,
-    .interfaces = (InterfaceInfo[]) {
-        { INTERFACE_PCIE_DEVICE },
-        { }
-    },
+    .interfaces = (InterfaceInfo[]){ { INTERFACE_PCIE_DEVICE }, {} },
 };
 
 static void tnpu_register_types(void)

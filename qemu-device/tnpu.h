@@ -1,10 +1,11 @@
 /*
- * tnpu — PCIe neural-network accelerator: state shared by the QEMU glue files.
+ * tnpu — PCIe neural-network accelerator: state shared by the glue files.
  *
- * The glue is thin: every behaviour the hardware spec (Documentation/hardware/) defines lives in the
- * QEMU-free golden model (core/).  The glue maps BAR0 onto the model's register block, moves jobs
- * between the BQL world (registers, ring fetch, completion, MSI-X) and one worker thread per hardware
- * queue (the model's executor), and gives the model its view of guest memory.
+ * The glue is thin: every behaviour the hardware spec (Documentation/hardware/)
+ * defines lives in the QEMU-free golden model (core/).  The glue maps BAR0 onto
+ * the model's register block, moves jobs between the BQL world (registers, ring
+ * fetch, completion, MSI-X) and one worker thread per hardware queue (the
+ * model's executor), and gives the model its view of guest memory.
  *
  * SPDX-License-Identifier: GPL-2.0-or-later
  */
@@ -20,31 +21,35 @@
 #define TYPE_TNPU "tnpu"
 OBJECT_DECLARE_SIMPLE_TYPE(TnpuState, TNPU)
 
-/* PCI config-space layout (capabilities at fixed offsets, MSI-X placed after them). */
-#define TNPU_CAP_PM_OFFSET      0x40
-#define TNPU_CAP_MSI_OFFSET     0x50
-#define TNPU_CAP_PCIE_OFFSET    0x80
+/*
+ * PCI config-space layout (capabilities at fixed offsets, MSI-X placed after
+ * them).
+ */
+#define TNPU_CAP_PM_OFFSET   0x40
+#define TNPU_CAP_MSI_OFFSET  0x50
+#define TNPU_CAP_PCIE_OFFSET 0x80
 
 typedef struct TnpuState TnpuState;
 
 /*
- * One worker thread + one executor per hardware queue: the spec (queues.md, "Arbitration and
- * concurrency") lets jobs of different queues run concurrently, and within a queue jobs run in ring
- * order one at a time, so a queue never needs more than one executor.
+ * One worker thread + one executor per hardware queue: the spec (queues.md,
+ * "Arbitration and concurrency") lets jobs of different queues run
+ * concurrently, and within a queue jobs run in ring order one at a time, so a
+ * queue never needs more than one executor.
  */
 typedef struct TnpuWorker {
     TnpuState *s;
     unsigned q;
     struct tnpu_exec *ex;
     QemuThread thread;
-    QemuCond cond;              /* job handed over, or stopping */
+    QemuCond cond; /* job handed over, or stopping */
     bool thread_started;
 
     /* Protected by TnpuState.lock. */
-    bool has_job;               /* @job is waiting for the thread */
-    bool running;               /* the thread is inside tnpu_exec_run() */
-    bool discard;               /* a reset abandoned the running job */
-    bool has_result;            /* @done_job/@res wait for the completion BH */
+    bool has_job;    /* @job is waiting for the thread */
+    bool running;    /* the thread is inside tnpu_exec_run() */
+    bool discard;    /* a reset abandoned the running job */
+    bool has_result; /* @done_job/@res wait for the completion BH */
     struct tnpu_job job;
     struct tnpu_job done_job;
     struct tnpu_result res;
@@ -56,16 +61,16 @@ struct TnpuState {
 
     /* Properties. */
     struct tnpu_config cfg;
-    bool sync;                  /* x-sync: run jobs inline in the BH (fuzzing, debugging) */
-    bool msi;                   /* offer an MSI capability as fallback for MSI-X */
+    bool sync; /* x-sync: run jobs inline in the BH (fuzzing, debugging) */
+    bool msi;  /* offer an MSI capability as fallback for MSI-X */
 
     /* Under the BQL. */
     struct tnpu_core *core;
-    QEMUBH *bh;                 /* completions, then fetches */
-    uint32_t kick_pending;      /* queues to try to fetch from in the BH */
-    unsigned rr_next;           /* round-robin start for fetches */
-    struct tnpu_mem_ops bql_mem;    /* ring fetch, fence write: BH context */
-    struct tnpu_mem_ops worker_mem; /* job accesses: worker threads, RAM only */
+    QEMUBH *bh;            /* completions, then fetches */
+    uint32_t kick_pending; /* queues to try to fetch from in the BH */
+    unsigned rr_next;      /* round-robin start for fetches */
+    struct tnpu_mem_ops
+        mem; /* the model's view of guest memory: RAM only, any thread */
 
     /* Worker hand-off. */
     QemuMutex lock;
@@ -83,6 +88,7 @@ bool tnpu_worker_take_result(TnpuState *s, unsigned q, struct tnpu_job *job,
                              struct tnpu_result *res);
 
 /* tnpu.c */
-void tnpu_complete(TnpuState *s, const struct tnpu_job *job, const struct tnpu_result *res);
+void tnpu_complete(TnpuState *s, const struct tnpu_job *job,
+                   const struct tnpu_result *res);
 
 #endif

@@ -136,7 +136,8 @@ struct accel_counters {
  * dependency, ...; message in accel_last_error).
  */
 int accel_job_wait(struct accel_job *job, int64_t timeout_ns);
-/* Counters of a completed job (waits for it first). */
+/* Counters of a job (waits for it first).  A job the device stopped with an error (-EIO) still has
+ * its counters up to the failure and returns 0 here; other job errors are returned. */
 int accel_job_counters(struct accel_job *job, struct accel_counters *out);
 /* Release a job (waits for it if still running). NULL is a no-op. */
 void accel_job_free(struct accel_job *job);

@@ -18,6 +18,7 @@
 #include <unistd.h>
 
 #include "internal.h"
+#include "tnpu/tnpu_core.h"
 #include "tnpu_accel.h"
 
 struct drm {
@@ -189,7 +190,9 @@ static int drm_wait(struct accel_dev *dev, struct accel_hwjob *hw, int64_t timeo
 		hw->counters[i] = c.counter[i];
 	if (c.status || c.hw_error) {
 		hw->status = c.hw_error ? -EIO : (c.status < 0 ? c.status : -EIO);
-		accel_seterr(dev, hw->status, "job failed: status %d, hardware error code %u", c.status, c.hw_error);
+		accel_seterr(dev, hw->status, "job failed: status %d (%s), hardware error %s (code %u)", c.status,
+			     strerror(c.status < 0 ? -c.status : EIO), c.hw_error ? tnpu_err_name(c.hw_error) : "none",
+			     c.hw_error);
 	}
 	return 0;
 }

@@ -28,6 +28,8 @@ struct sim {
 	uint8_t *root;
 	uint64_t root_pa;
 	struct accel_buffer *cmd;	/* command-buffer staging, grows */
+	struct { uint64_t pfn, count; } *holes;	/* freed bus-page ranges, reused first-fit */
+	unsigned n_holes, cap_holes;
 };
 
 static int sim_mem_read(void *opaque, uint64_t pa, void *buf, size_t len)
@@ -56,6 +58,20 @@ static int sim_mem_write(void *opaque, uint64_t pa, const void *buf, size_t len)
 static int sim_map_pages(struct sim *s, uint8_t *host, uint64_t count, uint64_t *pfn_out)
 {
 	uint64_t pfn = s->next_pfn;
+
+	for (unsigned i = 0; i < s->n_holes; i++) {
+		if (s->holes[i].count < count)
+			continue;
+		pfn = s->holes[i].pfn;
+		s->holes[i].pfn += count;
+		s->holes[i].count -= count;
+		if (!s->holes[i].count)
+			s->holes[i] = s->holes[--s->n_holes];
+		for (uint64_t j = 0; j < count; j++)
+			s->pages[pfn + j] = host + j * 4096;
+		*pfn_out = pfn;
+		return 0;
+	}
 
 	if (pfn + count > s->cap_pages) {
 		uint64_t cap = s->cap_pages ? s->cap_pages : 1024;
@@ -160,6 +176,20 @@ static void sim_buf_free(struct accel_dev *dev, struct accel_buffer *b)
 	}
 	free(b->ptr);
 	b->ptr = NULL;
+	/* The range (with its guard page) can hold a later buffer; if the list cannot grow the pages
+	 * are simply not reused. */
+	if (s->n_holes == s->cap_holes) {
+		unsigned cap = s->cap_holes ? s->cap_holes * 2 : 16;
+		void *nh = realloc(s->holes, cap * sizeof(*s->holes));
+
+		if (!nh)
+			return;
+		s->holes = nh;
+		s->cap_holes = cap;
+	}
+	s->holes[s->n_holes].pfn = pfn;
+	s->holes[s->n_holes].count = b->alloc / 4096 + 1;
+	s->n_holes++;
 }
 
 static int sim_submit(struct accel_dev *dev, const uint8_t *cmds, size_t len, struct accel_buffer *const *bos,
@@ -267,6 +297,7 @@ static void sim_close(struct accel_dev *dev)
 		free(l4);
 	}
 	free(s->pages);
+	free(s->holes);
 	free(s);
 	dev->priv = NULL;
 }
@@ -280,7 +311,7 @@ static const struct accel_backend_ops sim_ops = {
 	.close = sim_close,
 };
 
-static int parse_opts(struct accel_dev *dev, struct tnpu_config *cfg, const char *opts)
+static int parse_opts(struct accel_dev *dev, struct tnpu_config *cfg, uint32_t *cmdbuf, const char *opts)
 {
 	char buf[256], *save = NULL, *tok;
 
@@ -319,8 +350,10 @@ static int parse_opts(struct accel_dev *dev, struct tnpu_config *cfg, const char
 			cfg->sram = (uint32_t)v;
 		else if (!strcmp(tok, "clock"))
 			cfg->clock_mhz = (uint32_t)v;
+		else if (!strcmp(tok, "cmdbuf") && v >= 8192 && v <= TNPU_CMDBUF_MAX)
+			*cmdbuf = (uint32_t)v;	/* library-side limit (tests of job splitting) */
 		else
-			return accel_seterr(dev, -EINVAL, "unknown sim option '%s' (rows, cols, pes, sram, clock, conv)", tok);
+			return accel_seterr(dev, -EINVAL, "unknown or out-of-range sim option '%s' (rows, cols, pes, sram, clock, conv, cmdbuf >= 8192)", tok);
 	}
 	return 0;
 }
@@ -328,13 +361,14 @@ static int parse_opts(struct accel_dev *dev, struct tnpu_config *cfg, const char
 int accel_sim_open(struct accel_dev *dev, const char *opts)
 {
 	struct sim *s = calloc(1, sizeof(*s));
+	uint32_t cmdbuf = TNPU_CMDBUF_MAX;
 	char msg[160];
 	int ret;
 
 	if (!s)
 		return -ENOMEM;
 	tnpu_config_default(&s->cfg);
-	ret = parse_opts(dev, &s->cfg, opts);
+	ret = parse_opts(dev, &s->cfg, &cmdbuf, opts);
 	if (!ret && tnpu_config_validate(&s->cfg, msg, sizeof(msg)))
 		ret = accel_seterr(dev, -EINVAL, "sim geometry: %s", msg);
 	if (!ret && tnpu_exec_new(&s->cfg, &s->ex, msg, sizeof(msg)))
@@ -377,7 +411,7 @@ int accel_sim_open(struct accel_dev *dev, const char *opts)
 	c->rate_dma = TNPU_RATE_DMA;
 	c->rate_dispatch = TNPU_RATE_DISPATCH;
 	c->clock_mhz = s->cfg.clock_mhz;
-	c->max_cmdbuf = TNPU_CMDBUF_MAX;
+	c->max_cmdbuf = cmdbuf;
 	c->features = TNPU_FEAT_ZSKIP | TNPU_FEAT_SPARSE_W | TNPU_FEAT_LOADBAL | TNPU_FEAT_SFU_CHAIN |
 		      TNPU_FEAT_IM2COL | TNPU_FEAT_SEMAPHORES | TNPU_FEAT_DMA_FILL;
 	return 0;

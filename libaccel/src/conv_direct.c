@@ -508,9 +508,19 @@ int conv_direct_lower(struct accel_dev *dev, struct mm_ctx *x, const struct acce
 		cs_cut(x->cs);
 	x->prob_seq++;
 	emit_config(x, &g, p, &d);
-	for (uint32_t st = 0; st < g.N * d.nbands; st++) {
-		uint32_t b = st / d.nbands, oy0 = (st % d.nbands) * d.boh, boh = ACCEL_MIN(d.boh, g.OH - oy0);
-		unsigned h = st & 1;
+	for (uint32_t gst = 0, st = 0; gst < g.N * d.nbands; gst++, st++) {
+		uint32_t b = gst / d.nbands, oy0 = (gst % d.nbands) * d.boh, boh = ACCEL_MIN(d.boh, g.OH - oy0);
+		unsigned h;
+
+		if (st && cs_segment_len(x->cs) > x->cut_bytes) {
+			/* Next hardware job: clean device state, so CONFIG, weights and pipeline restart. */
+			cs_cut(x->cs);
+			emit_config(x, &g, p, &d);
+			used[0] = used[1] = false;
+			stg_round = 0;
+			st = 0;
+		}
+		h = st & 1;
 		uint32_t ystep = d.cl_over_n ? 1 : c->cols;
 		uint32_t ygroups = (boh + ystep - 1) / ystep;
 		uint32_t units = ygroups * d.xchunks * (d.rows_over_n ? 1 : d.nblk);
@@ -565,6 +575,5 @@ int conv_direct_lower(struct accel_dev *dev, struct mm_ctx *x, const struct acce
 	}
 	if (x->cs->err)
 		return accel_seterr(dev, x->cs->err, "out of memory while building the command stream");
-	(void)dev;
 	return 0;
 }

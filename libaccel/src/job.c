@@ -131,6 +131,7 @@ int accel_op_finish(struct accel_dev *dev, struct accel_job *j, struct accel_job
 	}
 	ret = accel_job_wait(j, -1);
 	accel_job_free(j);
-	(void)dev;
+	if (ret && !dev->err[0])
+		accel_seterr(dev, ret, "job failed: %s", accel_strerror(ret));
 	return ret;
 }

@@ -29,7 +29,8 @@ void mm_ctx_init(struct mm_ctx *x, struct accel_dev *dev, struct accel_cmdstream
 	x->caps = &dev->caps;
 	x->no_direct = dev->conv_mode == 1;
 	x->force_direct = dev->conv_mode == 2;
-	x->cut_bytes = ACCEL_MIN((size_t)dev->caps.max_cmdbuf, (size_t)12 << 20) - 4096;
+	/* Leave room for one output block (its K steps) after the check in mm_emit. */
+	x->cut_bytes = ACCEL_MIN((size_t)dev->caps.max_cmdbuf * 3 / 4, (size_t)12 << 20);
 	for (int h = 0; h < 2; h++)
 		for (int r = 0; r < TNPU_MAX_ROWS; r++)
 			x->tag_a[h][r] = x->tag_b[h][r] = x->tag_bias[h][r] = NO_TAG;

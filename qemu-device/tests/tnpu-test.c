@@ -1,11 +1,13 @@
 /*
  * qtest for the tnpu PCIe accelerator (no guest kernel).
  *
- * Every test boots a q35 machine with the device at 04.0, builds the structures a driver would build
- * (context table, 4-level page tables, a ring per queue, fences, command buffers) in guest memory and
- * drives BAR0 like a driver.  Copied to tests/qtest/tnpu-test.c by tools/qemu-overlay.
+ * Every test boots a q35 machine with the device at 04.0, builds the structures
+ * a driver would build (context table, 4-level page tables, a ring per queue,
+ * fences, command buffers) in guest memory and drives BAR0 like a driver.
+ * Copied to tests/qtest/tnpu-test.c by tools/qemu-overlay.
  *
- * Run:  cd build/qemu-build && QTEST_QEMU_BINARY=./qemu-system-x86_64 ./tests/qtest/tnpu-test --tap -k
+ * Run:  cd build/qemu-build && QTEST_QEMU_BINARY=./qemu-system-x86_64
+ * ./tests/qtest/tnpu-test --tap -k
  *
  * SPDX-License-Identifier: GPL-2.0-or-later
  */
@@ -18,11 +20,11 @@
 
 #include "../../hw/misc/tnpu/core/include/tnpu/tnpu_hw.h"
 
-#define DEVFN           QPCI_DEVFN(4, 0)
-#define TIMEOUT_US      (10 * G_USEC_PER_SEC)
-#define VA_BASE         0x0000004000000000ull   /* device VAs used by the tests */
-#define VA_UNMAPPED     0x0000100000000000ull   /* no level-4 entry there */
-#define RING_SIZE       8
+#define DEVFN       QPCI_DEVFN(4, 0)
+#define TIMEOUT_US  (10 * G_USEC_PER_SEC)
+#define VA_BASE     0x0000004000000000ull /* device VAs used by the tests */
+#define VA_UNMAPPED 0x0000100000000000ull /* no level-4 entry there */
+#define RING_SIZE   8
 
 typedef struct Tnpu {
     QTestState *qts;
@@ -37,7 +39,7 @@ typedef struct Tnpu {
     uint32_t rows, cols, pes, queues;
 } Tnpu;
 
-/* ---- helpers -------------------------------------------------------------------------------- */
+/* ---- helpers ------------------------------------------------------------- */
 
 static uint32_t rd(Tnpu *t, uint64_t off)
 {
@@ -80,12 +82,16 @@ static void wq(Tnpu *t, uint64_t pa, uint64_t v)
     qtest_writeq(t->qts, pa, v);
 }
 
-/* Map [va, va + len) to [pa, pa + len); all test VAs share one level-1 table (2 MiB). */
+/*
+ * Map [va, va + len) to [pa, pa + len); all test VAs share one level-1 table (2
+ * MiB).
+ */
 static void map(Tnpu *t, uint64_t va, uint64_t pa, uint64_t len, uint64_t perms)
 {
     g_assert(va >= VA_BASE && va + len <= VA_BASE + (2u << 20));
     for (uint64_t off = 0; off < len; off += 4096) {
-        wq(t, t->l1 + 8 * TNPU_PT_INDEX(va + off, 1), (pa + off) | TNPU_PTE_VALID | perms);
+        wq(t, t->l1 + 8 * TNPU_PT_INDEX(va + off, 1),
+           (pa + off) | TNPU_PTE_VALID | perms);
     }
 }
 
@@ -110,7 +116,8 @@ static Tnpu *tnpu_start(const char *props)
     uint64_t barsize;
     uint32_t geom;
 
-    t->qts = qtest_initf("-M q35 -device tnpu,addr=04.0%s%s", props ? "," : "", props ? props : "");
+    t->qts = qtest_initf("-M q35 -device tnpu,addr=04.0%s%s", props ? "," : "",
+                         props ? props : "");
     pc_alloc_init(&t->alloc, t->qts, 0);
     t->bus = qpci_new_pc(t->qts, &t->alloc);
     t->dev = qpci_device_find(t->bus, DEVFN);
@@ -137,9 +144,9 @@ static void tnpu_stop(Tnpu *t)
 }
 
 /*
- * Context 0 with page tables, IRQs unmasked, MSI-X on, every queue with a ring + fence, enabled.
- * Called again after a reset: the guest structures are reused (their roots rewritten), so a long
- * random run does not exhaust guest memory.
+ * Context 0 with page tables, IRQs unmasked, MSI-X on, every queue with a ring
+ * + fence, enabled. Called again after a reset: the guest structures are reused
+ * (their roots rewritten), so a long random run does not exhaust guest memory.
  */
 static void tnpu_setup(Tnpu *t)
 {
@@ -194,13 +201,21 @@ static struct tnpu_cmd_hdr hdr(uint8_t op, uint32_t size)
     return h;
 }
 
-static void cmd_dma(Cmds *c, bool h2d, uint64_t va, uint64_t pitch, uint8_t row, uint8_t half,
-                    uint32_t off, uint32_t spitch, uint32_t width, uint32_t height)
+static void cmd_dma(Cmds *c, bool h2d, uint64_t va, uint64_t pitch, uint8_t row,
+                    uint8_t half, uint32_t off, uint32_t spitch, uint32_t width,
+                    uint32_t height)
 {
     struct tnpu_cmd_dma d = {
         .hdr = hdr(h2d ? TNPU_CMD_DMA_H2D : TNPU_CMD_DMA_D2H, sizeof(d)),
-        .host_va = va, .host_pitch_y = pitch, .sram_off = off, .sram_pitch_y = spitch,
-        .width = width, .height = height, .depth = 1, .row = row, .half = half,
+        .host_va = va,
+        .host_pitch_y = pitch,
+        .sram_off = off,
+        .sram_pitch_y = spitch,
+        .width = width,
+        .height = height,
+        .depth = 1,
+        .row = row,
+        .half = half,
     };
     g_byte_array_append(c->b, (const guint8 *)&d, sizeof(d));
 }
@@ -208,18 +223,27 @@ static void cmd_dma(Cmds *c, bool h2d, uint64_t va, uint64_t pitch, uint8_t row,
 static void cmd_fill(Cmds *c, uint32_t width)
 {
     struct tnpu_cmd_dma d = {
-        .hdr = hdr(TNPU_CMD_DMA_H2D, sizeof(d)), .width = width, .height = 1, .depth = 1,
-        .row = TNPU_DMA_ROW_ALL, .dma_flags = TNPU_DMA_F_FILL, .fill = 0x5a,
+        .hdr = hdr(TNPU_CMD_DMA_H2D, sizeof(d)),
+        .width = width,
+        .height = 1,
+        .depth = 1,
+        .row = TNPU_DMA_ROW_ALL,
+        .dma_flags = TNPU_DMA_F_FILL,
+        .fill = 0x5a,
     };
     g_byte_array_append(c->b, (const guint8 *)&d, sizeof(d));
 }
 
-static void cmd_dispatch(Cmds *c, uint8_t row, uint8_t half, const uint8_t *pkt, uint32_t len)
+static void cmd_dispatch(Cmds *c, uint8_t row, uint8_t half, const uint8_t *pkt,
+                         uint32_t len)
 {
     static const uint8_t zero[8];
     uint32_t padded = (len + 7) & ~7u;
     struct tnpu_cmd_dispatch d = {
-        .hdr = hdr(TNPU_CMD_DISPATCH, 16 + padded), .row = row, .half = half, .packet_len = len,
+        .hdr = hdr(TNPU_CMD_DISPATCH, 16 + padded),
+        .row = row,
+        .half = half,
+        .packet_len = len,
     };
     g_byte_array_append(c->b, (const guint8 *)&d, sizeof(d));
     g_byte_array_append(c->b, pkt, len);
@@ -247,10 +271,15 @@ static uint64_t cmds_upload(Tnpu *t, Cmds *c, uint32_t *len)
     return va;
 }
 
-static void submit(Tnpu *t, unsigned q, uint64_t cmd_va, uint32_t cmd_len, uint64_t seqno)
+static void submit(Tnpu *t, unsigned q, uint64_t cmd_va, uint32_t cmd_len,
+                   uint64_t seqno)
 {
     struct tnpu_ring_entry e = {
-        .ctx = 0, .flags = TNPU_RING_F_IRQ, .cmd_len = cmd_len, .cmd_va = cmd_va, .seqno = seqno,
+        .ctx = 0,
+        .flags = TNPU_RING_F_IRQ,
+        .cmd_len = cmd_len,
+        .cmd_va = cmd_va,
+        .seqno = seqno,
     };
 
     qtest_memwrite(t->qts, t->ring[q] + 32 * t->tail[q], &e, sizeof(e));
@@ -287,11 +316,12 @@ static void wait_idle(Tnpu *t, unsigned q)
     }
 }
 
-/* ---- GEMM program (non-pipelined form of the model's tgemm generator) --------------------------- */
+/* ---- GEMM program (non-pipelined form of the model's tgemm generator) ---- */
 
 typedef struct Gemm {
     uint32_t m, n, k, tm, tn, kt;
-    uint64_t a, b, c;   /* VAs: A m x k int8, B k x n int8, C m x n int32, row-major */
+    uint64_t a, b,
+        c; /* VAs: A m x k int8, B k x n int8, C m x n int32, row-major */
 } Gemm;
 
 static void gemm_build(Tnpu *t, const Gemm *g, Cmds *cb)
@@ -305,18 +335,35 @@ static void gemm_build(Tnpu *t, const Gemm *g, Cmds *cb)
 
     g_assert(g->m % Mb == 0 && g->n % Nb == 0 && g->k % g->kt == 0);
     {
-        struct tnpu_cfg_hdr h = { .n_instr = 4, .n_operands = 3, .loop_end = 2, .repeat = 1 };
+        struct tnpu_cfg_hdr h = {
+            .n_instr = 4, .n_operands = 3, .loop_end = 2, .repeat = 1
+        };
         uint16_t ins[4] = {
-            TNPU_INSN_LD(0, 0, 0, 0), TNPU_INSN_LD(1, 0, 1, 0),
-            TNPU_INSN_MAC(0, 0, 0, 0, 0), TNPU_INSN_ST(0, 2, 1),
+            TNPU_INSN_LD(0, 0, 0, 0),
+            TNPU_INSN_LD(1, 0, 1, 0),
+            TNPU_INSN_MAC(0, 0, 0, 0, 0),
+            TNPU_INSN_ST(0, 2, 1),
         };
         struct tnpu_operand ops[3] = {
-            { .addr = a_off, .col_stride = (int32_t)(g->tm * g->kt), .pitch = g->kt,
-              .rows = g->tm, .cols = g->kt, .dtype = TNPU_DTYPE_INT8 },
-            { .addr = b_off, .pe_stride = (int32_t)g->tn, .pitch = Nb,
-              .rows = g->kt, .cols = g->tn, .dtype = TNPU_DTYPE_INT8 },
-            { .addr = c_off, .col_stride = (int32_t)(g->tm * Nb * 4), .pe_stride = (int32_t)(g->tn * 4),
-              .pitch = Nb * 4, .rows = g->tm, .cols = g->tn, .dtype = TNPU_DTYPE_INT32 },
+            { .addr = a_off,
+              .col_stride = (int32_t)(g->tm * g->kt),
+              .pitch = g->kt,
+              .rows = g->tm,
+              .cols = g->kt,
+              .dtype = TNPU_DTYPE_INT8 },
+            { .addr = b_off,
+              .pe_stride = (int32_t)g->tn,
+              .pitch = Nb,
+              .rows = g->kt,
+              .cols = g->tn,
+              .dtype = TNPU_DTYPE_INT8 },
+            { .addr = c_off,
+              .col_stride = (int32_t)(g->tm * Nb * 4),
+              .pe_stride = (int32_t)(g->tn * 4),
+              .pitch = Nb * 4,
+              .rows = g->tm,
+              .cols = g->tn,
+              .dtype = TNPU_DTYPE_INT32 },
         };
         uint32_t len = 17 + sizeof(ins) + sizeof(ops);
 
@@ -336,19 +383,23 @@ static void gemm_build(Tnpu *t, const Gemm *g, Cmds *cb)
                 uint32_t kk = ks * g->kt;
 
                 for (uint32_t r = 0; r < nrows; r++) {
-                    cmd_dma(cb, true, g->a + (uint64_t)(mo + r * Mb) * g->k + kk, g->k, r, h,
-                            a_off, g->kt, g->kt, Mb);
-                    cmd_dma(cb, true, g->b + (uint64_t)kk * g->n + no, g->n, r, h, b_off, Nb, Nb,
-                            g->kt);
+                    cmd_dma(cb, true,
+                            g->a + (uint64_t)(mo + r * Mb) * g->k + kk, g->k, r,
+                            h, a_off, g->kt, g->kt, Mb);
+                    cmd_dma(cb, true, g->b + (uint64_t)kk * g->n + no, g->n, r,
+                            h, b_off, Nb, Nb, g->kt);
                 }
-                pkt[0] = TNPU_PKT_EXE_BYTE(0, last ? (TNPU_PKT_LAST | TNPU_PKT_SHIFT_OUT) : 0);
+                pkt[0] = TNPU_PKT_EXE_BYTE(
+                    0, last ? (TNPU_PKT_LAST | TNPU_PKT_SHIFT_OUT) : 0);
                 for (uint32_t r = 0; r < nrows; r++) {
                     cmd_dispatch(cb, r, h, pkt, 1);
                 }
                 if (last) {
                     for (uint32_t r = 0; r < nrows; r++) {
-                        cmd_dma(cb, false, g->c + ((uint64_t)(mo + r * Mb) * g->n + no) * 4, g->n * 4,
-                                r, h, c_off, Nb * 4, Nb * 4, Mb);
+                        cmd_dma(cb, false,
+                                g->c +
+                                    ((uint64_t)(mo + r * Mb) * g->n + no) * 4,
+                                g->n * 4, r, h, c_off, Nb * 4, Nb * 4, Mb);
                     }
                 }
             }
@@ -356,9 +407,13 @@ static void gemm_build(Tnpu *t, const Gemm *g, Cmds *cb)
     }
 }
 
-/* Builds A, B, the program and C for an m x n x k int8 GEMM; returns C's PA and the reference. */
-static uint64_t gemm_prepare(Tnpu *t, uint32_t m, uint32_t n, uint32_t k, uint32_t seed,
-                             uint64_t *cmd_va, uint32_t *cmd_len, int32_t **ref)
+/*
+ * Builds A, B, the program and C for an m x n x k int8 GEMM; returns C's PA and
+ * the reference.
+ */
+static uint64_t gemm_prepare(Tnpu *t, uint32_t m, uint32_t n, uint32_t k,
+                             uint32_t seed, uint64_t *cmd_va, uint32_t *cmd_len,
+                             int32_t **ref)
 {
     Gemm g = { .m = m, .n = n, .k = k, .tm = 1, .tn = 1, .kt = MIN(k, 16u) };
     g_autofree int8_t *a = g_new(int8_t, m * k);
@@ -394,36 +449,44 @@ static uint64_t gemm_prepare(Tnpu *t, uint32_t m, uint32_t n, uint32_t k, uint32
     return cpa;
 }
 
-static void check_gemm(Tnpu *t, uint64_t cpa, const int32_t *ref, uint32_t m, uint32_t n)
+static void check_gemm(Tnpu *t, uint64_t cpa, const int32_t *ref, uint32_t m,
+                       uint32_t n)
 {
     g_autofree int32_t *c = g_new(int32_t, m * n);
 
     qtest_memread(t->qts, cpa, c, m * n * 4);
     for (uint32_t i = 0; i < m * n; i++) {
         if (c[i] != ref[i]) {
-            g_test_message("C[%u][%u] = %d, expected %d", i / n, i % n, c[i], ref[i]);
+            g_test_message("C[%u][%u] = %d, expected %d", i / n, i % n, c[i],
+                           ref[i]);
         }
         g_assert_cmpint(c[i], ==, ref[i]);
     }
 }
 
-/* ---- tests ------------------------------------------------------------------------------------ */
+/* ---- tests --------------------------------------------------------------- */
 
 static void test_identity(void)
 {
     Tnpu *t = tnpu_start(NULL);
 
-    g_assert_cmphex(qpci_config_readw(t->dev, PCI_VENDOR_ID), ==, TNPU_PCI_VENDOR_ID);
-    g_assert_cmphex(qpci_config_readw(t->dev, PCI_DEVICE_ID), ==, TNPU_PCI_DEVICE_ID);
-    g_assert_cmphex(qpci_config_readw(t->dev, PCI_CLASS_DEVICE), ==, TNPU_PCI_CLASS_CODE >> 8);
-    g_assert_cmphex(qpci_config_readb(t->dev, PCI_REVISION_ID), ==, TNPU_PCI_REVISION);
+    g_assert_cmphex(qpci_config_readw(t->dev, PCI_VENDOR_ID), ==,
+                    TNPU_PCI_VENDOR_ID);
+    g_assert_cmphex(qpci_config_readw(t->dev, PCI_DEVICE_ID), ==,
+                    TNPU_PCI_DEVICE_ID);
+    g_assert_cmphex(qpci_config_readw(t->dev, PCI_CLASS_DEVICE), ==,
+                    TNPU_PCI_CLASS_CODE >> 8);
+    g_assert_cmphex(qpci_config_readb(t->dev, PCI_REVISION_ID), ==,
+                    TNPU_PCI_REVISION);
     g_assert_cmphex(qpci_config_readb(t->dev, PCI_INTERRUPT_PIN), ==, 0);
     g_assert(qpci_find_capability(t->dev, PCI_CAP_ID_EXP, 0));
     g_assert(qpci_find_capability(t->dev, PCI_CAP_ID_MSIX, 0));
     g_assert(qpci_find_capability(t->dev, PCI_CAP_ID_PM, 0));
     g_assert(qpci_find_capability(t->dev, PCI_CAP_ID_MSI, 0));
-    g_assert(qpci_config_readl(t->dev, qpci_find_capability(t->dev, PCI_CAP_ID_EXP, 0) +
-                               PCI_EXP_DEVCAP) & PCI_EXP_DEVCAP_FLR);
+    g_assert(qpci_config_readl(t->dev,
+                               qpci_find_capability(t->dev, PCI_CAP_ID_EXP, 0) +
+                                   PCI_EXP_DEVCAP) &
+             PCI_EXP_DEVCAP_FLR);
 
     g_assert_cmphex(rd(t, TNPU_REG_ID), ==, TNPU_ID_VALUE);
     g_assert_cmphex(rd(t, TNPU_REG_VERSION), ==, 0x01000100);
@@ -431,8 +494,12 @@ static void test_identity(void)
     g_assert_cmphex(rd(t, TNPU_REG_CAP_SRAM), ==, 1024 * 1024);
     g_assert_cmphex(rd(t, TNPU_REG_CAP_CLUSTER), ==, 0x04404020);
     g_assert_cmphex(rd(t, TNPU_REG_CAP_ACC), ==, 1024);
-    /* Fixed by the model (the spec grows): check what the glue and these tests rely on. */
-    g_assert_cmphex(rd(t, TNPU_REG_CAP_DTYPES) & 3, ==, TNPU_CAP_DTYPE_INT8 | TNPU_CAP_DTYPE_FP32);
+    /*
+     * Fixed by the model (the spec grows): check what the glue and these tests
+     * rely on.
+     */
+    g_assert_cmphex(rd(t, TNPU_REG_CAP_DTYPES) & 3, ==,
+                    TNPU_CAP_DTYPE_INT8 | TNPU_CAP_DTYPE_FP32);
     g_assert_cmphex(rd(t, TNPU_REG_CAP_QUEUES), ==, 0x10050c04);
     g_assert_cmphex(rd(t, TNPU_REG_CAP_MMU), ==, 0x0c043430);
     g_assert_cmphex(rd(t, TNPU_REG_CAP_MMU_CTX), ==, 4096);
@@ -442,7 +509,10 @@ static void test_identity(void)
     /* Reset values. */
     g_assert_cmphex(rd(t, TNPU_REG_CTRL), ==, 0);
     g_assert_cmphex(rd(t, TNPU_REG_IRQ_MASK), ==, 0xffffffff);
-    /* Access rules: other sizes read 0, an 8-byte read of a 32-bit register reads 0. */
+    /*
+     * Access rules: other sizes read 0, an 8-byte read of a 32-bit register
+     * reads 0.
+     */
     g_assert_cmphex(qpci_io_readb(t->dev, t->bar, TNPU_REG_ID), ==, 0);
     g_assert_cmphex(qpci_io_readw(t->dev, t->bar, TNPU_REG_ID), ==, 0);
     g_assert_cmphex(rd64(t, TNPU_REG_ID), ==, 0);
@@ -455,7 +525,8 @@ static void test_identity(void)
 
 static void test_properties(void)
 {
-    Tnpu *t = tnpu_start("rows=2,cols=3,pes=8,sram=131072,queues=2,clock_mhz=500");
+    Tnpu *t =
+        tnpu_start("rows=2,cols=3,pes=8,sram=131072,queues=2,clock_mhz=500");
 
     g_assert_cmphex(rd(t, TNPU_REG_CAP_GEOM), ==, 0x04080302);
     g_assert_cmphex(rd(t, TNPU_REG_CAP_SRAM), ==, 131072);
@@ -486,14 +557,16 @@ static void test_bad_properties(void)
     for (unsigned i = 0; i < G_N_ELEMENTS(cases); i++) {
         g_autofree char *dev = g_strdup_printf("tnpu,%s", cases[i].props);
         /* timeout(1): a device that wrongly realizes must not hang the test. */
-        const char *argv[] = { "timeout", "20", qemu, "-M", "q35", "-accel", "qtest", "-display", "none",
-                               "-nodefaults", "-S", "-device", dev, NULL };
+        const char *argv[] = { "timeout", "20",          qemu,    "-M",
+                               "q35",     "-accel",      "qtest", "-display",
+                               "none",    "-nodefaults", "-S",    "-device",
+                               dev,       NULL };
         g_autofree char *out = NULL, *err = NULL;
         g_autoptr(GError) gerr = NULL;
         int status;
 
-        g_assert(g_spawn_sync(NULL, (char **)argv, NULL, G_SPAWN_SEARCH_PATH, NULL, NULL, &out,
-                              &err, &status, &gerr));
+        g_assert(g_spawn_sync(NULL, (char **)argv, NULL, G_SPAWN_SEARCH_PATH,
+                              NULL, NULL, &out, &err, &status, &gerr));
         g_assert_cmpint(status, !=, 0);
         g_assert(strstr(err, cases[i].msg));
     }
@@ -515,11 +588,12 @@ static void test_gemm_int8(void)
     g_assert_cmphex(rd64(t, TNPU_REG_Q(0, TNPU_Q_DONE_SEQNO_LO)), ==, 0x1111);
     g_assert_cmpuint(rd(t, TNPU_REG_Q(0, TNPU_Q_HEAD)), ==, 1);
     g_assert_cmpuint(rd(t, TNPU_REG_Q(0, TNPU_Q_JOBS_DONE)), ==, 1);
-    g_assert_cmphex(rd(t, TNPU_REG_Q(0, TNPU_Q_STATUS)), ==, TNPU_Q_STATUS_ENABLED);
+    g_assert_cmphex(rd(t, TNPU_REG_Q(0, TNPU_Q_STATUS)), ==,
+                    TNPU_Q_STATUS_ENABLED);
     g_assert_cmphex(rd(t, TNPU_REG_IRQ_STATUS), ==, TNPU_IRQ_QUEUE(0));
     g_assert(!qpci_msix_pending(t->dev, TNPU_MSIX_VEC_ERROR));
-    g_assert_cmpuint(rd64(t, TNPU_REG_Q(0, TNPU_Q_PERF(TNPU_CNT_MACS_DENSE))), ==,
-                     (uint64_t)m * n * k);
+    g_assert_cmpuint(rd64(t, TNPU_REG_Q(0, TNPU_Q_PERF(TNPU_CNT_MACS_DENSE))),
+                     ==, (uint64_t)m * n * k);
     g_assert_cmpuint(rd64(t, TNPU_REG_PERF(TNPU_CNT_TOTAL_CYCLES)), >, 0);
     wr(t, TNPU_REG_IRQ_ACK, TNPU_IRQ_QUEUE(0));
     g_assert_cmphex(rd(t, TNPU_REG_IRQ_STATUS), ==, 0);
@@ -545,9 +619,11 @@ static void test_unknown_command(void)
     g_assert_cmphex(rd(t, TNPU_REG_ERR_INFO), ==, 0x7f);
     g_assert_cmpuint(rd(t, TNPU_REG_ERR_CMD_OFFSET), ==, 8);
     g_assert_cmpuint(rd64(t, TNPU_REG_ERR_SEQNO_LO), ==, 7);
-    g_assert_cmpuint(rd(t, TNPU_REG_Q(0, TNPU_Q_ERR_CODE)), ==, TNPU_ERR_CMD_OPCODE);
+    g_assert_cmpuint(rd(t, TNPU_REG_Q(0, TNPU_Q_ERR_CODE)), ==,
+                     TNPU_ERR_CMD_OPCODE);
     g_assert_cmphex(rd(t, TNPU_REG_IRQ_STATUS), ==, TNPU_IRQ_ERROR);
-    g_assert_cmphex(rd(t, TNPU_REG_STATUS), ==, TNPU_STATUS_ENABLED | TNPU_STATUS_ERROR);
+    g_assert_cmphex(rd(t, TNPU_REG_STATUS), ==,
+                    TNPU_STATUS_ENABLED | TNPU_STATUS_ERROR);
     g_assert_cmpuint(rd(t, TNPU_REG_Q(0, TNPU_Q_HEAD)), ==, 0);
     g_assert_cmphex(qtest_readq(t->qts, t->fence[0]), ==, 0);
     g_assert(!qpci_msix_pending(t->dev, TNPU_MSIX_VEC_QUEUE(0)));
@@ -555,7 +631,8 @@ static void test_unknown_command(void)
     /* SKIP drops the failed entry; the queue resumes. */
     wr(t, TNPU_REG_Q(0, TNPU_Q_CTRL), TNPU_Q_CTRL_ENABLE | TNPU_Q_CTRL_SKIP);
     g_assert_cmpuint(rd(t, TNPU_REG_Q(0, TNPU_Q_HEAD)), ==, 1);
-    g_assert_cmphex(rd(t, TNPU_REG_Q(0, TNPU_Q_STATUS)), ==, TNPU_Q_STATUS_ENABLED);
+    g_assert_cmphex(rd(t, TNPU_REG_Q(0, TNPU_Q_STATUS)), ==,
+                    TNPU_Q_STATUS_ENABLED);
     tnpu_stop(t);
 }
 
@@ -573,21 +650,26 @@ static void test_mmu_fault(void)
     g_assert(wait_for(t, TNPU_MSIX_VEC_ERROR));
     g_assert_cmpuint(rd(t, TNPU_REG_ERR_CODE), ==, TNPU_ERR_MMU_NOT_PRESENT);
     g_assert_cmphex(rd64(t, TNPU_REG_ERR_ADDR_LO), ==, VA_UNMAPPED + 0x123);
-    g_assert_cmphex(rd(t, TNPU_REG_ERR_ADDR_HI), ==, (VA_UNMAPPED + 0x123) >> 32);
-    g_assert_cmphex(rd64(t, TNPU_REG_Q(0, TNPU_Q_ERR_ADDR_LO)), ==, VA_UNMAPPED + 0x123);
+    g_assert_cmphex(rd(t, TNPU_REG_ERR_ADDR_HI), ==,
+                    (VA_UNMAPPED + 0x123) >> 32);
+    g_assert_cmphex(rd64(t, TNPU_REG_Q(0, TNPU_Q_ERR_ADDR_LO)), ==,
+                    VA_UNMAPPED + 0x123);
     /* Level 4 walk, load engine, read. */
     g_assert_cmpuint(TNPU_ERRINFO_LEVEL(rd(t, TNPU_REG_ERR_INFO)), ==, 4);
-    g_assert_cmpuint(TNPU_ERRINFO_ENGINE(rd(t, TNPU_REG_ERR_INFO)), ==, TNPU_ENGINE_LOAD + 1);
-    g_assert_cmphex(rd(t, TNPU_REG_IRQ_STATUS), ==, TNPU_IRQ_ERROR | TNPU_IRQ_MMU_FAULT);
+    g_assert_cmpuint(TNPU_ERRINFO_ENGINE(rd(t, TNPU_REG_ERR_INFO)), ==,
+                     TNPU_ENGINE_LOAD + 1);
+    g_assert_cmphex(rd(t, TNPU_REG_IRQ_STATUS), ==,
+                    TNPU_IRQ_ERROR | TNPU_IRQ_MMU_FAULT);
     g_assert_cmpuint(rd(t, TNPU_REG_MMU_FAULTS), ==, 1);
     g_assert_cmphex(qtest_readq(t->qts, t->fence[0]), ==, 0);
     tnpu_stop(t);
 }
 
 /*
- * Bus errors: a fence at an address with nothing behind it (FENCE_WRITE), a job DMA whose page maps
- * to MMIO — our own BAR0 (BUS: jobs only reach RAM), and any access with bus mastering off
- * (RING_FETCH).  Each reports its address and halts only its own queue.
+ * Bus errors: a fence at an address with nothing behind it (FENCE_WRITE), a job
+ * DMA whose page maps to MMIO — our own BAR0 (BUS: jobs only reach RAM), and
+ * any access with bus mastering off (RING_FETCH).  Each reports its address and
+ * halts only its own queue.
  */
 static void test_bus_error(void)
 {
@@ -606,7 +688,8 @@ static void test_bus_error(void)
     cmd_va = cmds_upload(t, &cb, &cmd_len);
     submit(t, 0, cmd_va, cmd_len, 1);
     wait_idle(t, 0);
-    g_assert_cmpuint(rd(t, TNPU_REG_Q(0, TNPU_Q_ERR_CODE)), ==, TNPU_ERR_FENCE_WRITE);
+    g_assert_cmpuint(rd(t, TNPU_REG_Q(0, TNPU_Q_ERR_CODE)), ==,
+                     TNPU_ERR_FENCE_WRITE);
     g_assert_cmphex(rd64(t, TNPU_REG_Q(0, TNPU_Q_ERR_ADDR_LO)), ==, nowhere);
     g_assert(rd(t, TNPU_REG_Q(0, TNPU_Q_STATUS)) & TNPU_Q_STATUS_ERROR);
     g_assert(wait_for(t, TNPU_MSIX_VEC_ERROR));
@@ -627,9 +710,11 @@ static void test_bus_error(void)
     qpci_config_writew(t->dev, PCI_COMMAND, cmd & ~PCI_COMMAND_MASTER);
     submit(t, 2, VA_BASE, 8, 3);
     wait_idle(t, 2);
-    g_assert_cmpuint(rd(t, TNPU_REG_Q(2, TNPU_Q_ERR_CODE)), ==, TNPU_ERR_RING_FETCH);
+    g_assert_cmpuint(rd(t, TNPU_REG_Q(2, TNPU_Q_ERR_CODE)), ==,
+                     TNPU_ERR_RING_FETCH);
     g_assert_cmphex(rd64(t, TNPU_REG_Q(2, TNPU_Q_ERR_ADDR_LO)), ==, t->ring[2]);
-    g_assert_cmphex(rd(t, TNPU_REG_Q(3, TNPU_Q_STATUS)), ==, TNPU_Q_STATUS_ENABLED);
+    g_assert_cmphex(rd(t, TNPU_REG_Q(3, TNPU_Q_STATUS)), ==,
+                    TNPU_Q_STATUS_ENABLED);
     tnpu_stop(t);
 }
 
@@ -665,14 +750,17 @@ static void check_reset_state(Tnpu *t)
 }
 
 /*
- * A long job: a FENCE command that writes a marker (so the test knows the job is running on the
- * worker), then many storage-unit fills (each touches half a storage unit of every row).
+ * A long job: a FENCE command that writes a marker (so the test knows the job
+ * is running on the worker), then many storage-unit fills (each touches half a
+ * storage unit of every row).
  */
 static uint64_t long_job(Tnpu *t, uint32_t *cmd_len, uint64_t *marker_pa)
 {
     Cmds cb = { g_byte_array_new() };
     uint64_t marker_va = buf(t, 8, marker_pa);
-    struct tnpu_cmd_fence f = { .hdr = hdr(TNPU_CMD_FENCE, sizeof(f)), .va = marker_va, .value = 1 };
+    struct tnpu_cmd_fence f = { .hdr = hdr(TNPU_CMD_FENCE, sizeof(f)),
+                                .va = marker_va,
+                                .value = 1 };
 
     g_byte_array_append(cb.b, (const guint8 *)&f, sizeof(f));
     for (unsigned i = 0; i < 4000; i++) {
@@ -708,7 +796,10 @@ static void test_reset_register(void)
     g_assert(wait_for(t, TNPU_MSIX_VEC_ERROR));
     wr(t, TNPU_REG_SCRATCH, 0xabcd);
 
-    /* And a long job in flight on queue 2 when the reset hits: it must leave no trace. */
+    /*
+     * And a long job in flight on queue 2 when the reset hits: it must leave no
+     * trace.
+     */
     cmd_va = long_job(t, &cmd_len, &marker);
     submit(t, 2, cmd_va, cmd_len, 0x77);
     wait_marker(t, marker);
@@ -741,8 +832,12 @@ static void test_reset_flr(void)
     submit(t, 0, cmd_va, cmd_len, 0x99);
     wait_marker(t, marker);
     qpci_config_writew(t->dev, exp + PCI_EXP_DEVCTL,
-                       qpci_config_readw(t->dev, exp + PCI_EXP_DEVCTL) | PCI_EXP_DEVCTL_BCR_FLR);
-    /* FLR clears the command register and the BARs: map BAR0 again to look at it. */
+                       qpci_config_readw(t->dev, exp + PCI_EXP_DEVCTL) |
+                           PCI_EXP_DEVCTL_BCR_FLR);
+    /*
+     * FLR clears the command register and the BARs: map BAR0 again to look at
+     * it.
+     */
     qpci_device_enable(t->dev);
     t->bar = qpci_iomap(t->dev, TNPU_BAR_REGS, NULL);
     check_reset_state(t);
@@ -775,8 +870,9 @@ static void test_reset_system(void)
 }
 
 /*
- * Queues really run concurrently (one worker per queue): two long jobs on two queues have both
- * started (their first command wrote its marker) while neither has completed.
+ * Queues really run concurrently (one worker per queue): two long jobs on two
+ * queues have both started (their first command wrote its marker) while neither
+ * has completed.
  */
 static void test_queues_concurrent(void)
 {
@@ -824,7 +920,8 @@ static void test_two_queues(void)
     g_assert_cmphex(qtest_readq(t->qts, t->fence[1]), ==, 200);
     g_assert_cmpuint(rd(t, TNPU_REG_Q(0, TNPU_Q_JOBS_DONE)), ==, 2);
     g_assert_cmpuint(rd(t, TNPU_REG_Q(1, TNPU_Q_JOBS_DONE)), ==, 1);
-    g_assert_cmphex(rd(t, TNPU_REG_IRQ_STATUS), ==, TNPU_IRQ_QUEUE(0) | TNPU_IRQ_QUEUE(1));
+    g_assert_cmphex(rd(t, TNPU_REG_IRQ_STATUS), ==,
+                    TNPU_IRQ_QUEUE(0) | TNPU_IRQ_QUEUE(1));
     check_gemm(t, c0, ref0, 16, 32);
     check_gemm(t, c1, ref1, 8, 16);
     tnpu_stop(t);
@@ -846,8 +943,10 @@ static void test_sync_mode(void)
     tnpu_stop(t);
 }
 
-
-/* Without MSI-X the device falls back to MSI; a message to a RAM address is visible as a write. */
+/*
+ * Without MSI-X the device falls back to MSI; a message to a RAM address is
+ * visible as a write.
+ */
 static void test_msi_fallback(void)
 {
     Tnpu *t = tnpu_start(NULL);
@@ -867,7 +966,8 @@ static void test_msi_fallback(void)
     qpci_config_writel(t->dev, msi + PCI_MSI_ADDRESS_LO, (uint32_t)msg_pa);
     qpci_config_writel(t->dev, msi + PCI_MSI_ADDRESS_HI, msg_pa >> 32);
     qpci_config_writew(t->dev, msi + PCI_MSI_DATA_64, 0xab00);
-    qpci_config_writew(t->dev, msi + PCI_MSI_FLAGS, flags | PCI_MSI_FLAGS_ENABLE | (3 << 4));
+    qpci_config_writew(t->dev, msi + PCI_MSI_FLAGS,
+                       flags | PCI_MSI_FLAGS_ENABLE | (3 << 4));
 
     /* The driver's setup, MSI-X left disabled; queue 1 only. */
     t->ctx_table = alloc_zeroed(t, 4096);
@@ -908,11 +1008,15 @@ static void test_msi_fallback(void)
         g_assert_cmpint(g_get_monotonic_time(), <, end);
         g_usleep(1000);
     }
-    g_assert_cmpuint(rd(t, TNPU_REG_Q(1, TNPU_Q_ERR_CODE)), ==, TNPU_ERR_MMU_NOT_PRESENT);
+    g_assert_cmpuint(rd(t, TNPU_REG_Q(1, TNPU_Q_ERR_CODE)), ==,
+                     TNPU_ERR_MMU_NOT_PRESENT);
     tnpu_stop(t);
 }
 
-/* D3hot: BAR0 stops decoding (QEMU's PCI PM); D0 restores it with the registers intact. */
+/*
+ * D3hot: BAR0 stops decoding (QEMU's PCI PM); D0 restores it with the registers
+ * intact.
+ */
 static void test_power_management(void)
 {
     Tnpu *t = tnpu_start(NULL);
@@ -921,7 +1025,9 @@ static void test_power_management(void)
     g_assert(pm);
     wr(t, TNPU_REG_SCRATCH, 0x5a5a);
     qpci_config_writew(t->dev, pm + PCI_PM_CTRL, 3 /* D3hot */);
-    g_assert_cmphex(qpci_config_readw(t->dev, pm + PCI_PM_CTRL) & PCI_PM_CTRL_STATE_MASK, ==, 3);
+    g_assert_cmphex(qpci_config_readw(t->dev, pm + PCI_PM_CTRL) &
+                        PCI_PM_CTRL_STATE_MASK,
+                    ==, 3);
     g_assert_cmphex(rd(t, TNPU_REG_ID), !=, TNPU_ID_VALUE);
     qpci_config_writew(t->dev, pm + PCI_PM_CTRL, 0 /* D0 */);
     g_assert_cmphex(rd(t, TNPU_REG_ID), ==, TNPU_ID_VALUE);
@@ -929,26 +1035,30 @@ static void test_power_management(void)
     tnpu_stop(t);
 }
 
-/* ---- random MMIO + DMA stress (bounded "fuzzer" over the whole device) ----------------------- */
+/* ---- random MMIO + DMA stress (bounded "fuzzer" over the whole device) --- */
 
 /*
- * Random register accesses of every size and alignment, random ring entries and command buffers
- * (valid commands with random fields, mutated valid programs, random bytes), random guest-memory
- * mutation of rings, page tables and context entries, random device-physical addresses (RAM, MMIO,
- * unassigned, our own BARs), doorbells, CTRL.RESET, FLR and bus-master toggling — in the threaded
- * mode and in x-sync mode.  QEMU must neither crash nor hang, and the device must keep answering.
- * TNPU_FUZZ_SECONDS (default 2 per mode) and TNPU_FUZZ_SEED (default 1) control a run; the seed is
- * printed so a failure can be replayed.
+ * Random register accesses of every size and alignment, random ring entries and
+ * command buffers (valid commands with random fields, mutated valid programs,
+ * random bytes), random guest-memory mutation of rings, page tables and context
+ * entries, random device-physical addresses (RAM, MMIO, unassigned, our own
+ * BARs), doorbells, CTRL.RESET, FLR and bus-master toggling — in the threaded
+ * mode and in x-sync mode.  QEMU must neither crash nor hang, and the device
+ * must keep answering. TNPU_FUZZ_SECONDS (default 2 per mode) and
+ * TNPU_FUZZ_SEED (default 1) control a run; the seed is printed so a failure
+ * can be replayed.
  */
 static const uint32_t fuzz_regs[] = {
-    TNPU_REG_CTRL, TNPU_REG_SCRATCH, TNPU_REG_IRQ_MASK, TNPU_REG_IRQ_ACK,
-    TNPU_REG_MMU_CTX_BASE_LO, TNPU_REG_MMU_CTX_BASE_HI, TNPU_REG_MMU_CTX_COUNT,
-    TNPU_REG_MMU_INVALIDATE, TNPU_REG_PERF_CTRL, TNPU_REG_STATUS, TNPU_REG_ERR_CODE,
+    TNPU_REG_CTRL,      TNPU_REG_SCRATCH,       TNPU_REG_IRQ_MASK,
+    TNPU_REG_IRQ_ACK,   TNPU_REG_MMU_CTX_COUNT, TNPU_REG_MMU_INVALIDATE,
+    TNPU_REG_PERF_CTRL, TNPU_REG_STATUS,        TNPU_REG_ERR_CODE,
 };
 static const uint32_t fuzz_qregs[] = {
-    TNPU_Q_RING_BASE_LO, TNPU_Q_RING_BASE_HI, TNPU_Q_RING_SIZE, TNPU_Q_HEAD, TNPU_Q_TAIL,
-    TNPU_Q_DOORBELL, TNPU_Q_FENCE_LO, TNPU_Q_FENCE_HI, TNPU_Q_CTRL, TNPU_Q_STATUS,
-    TNPU_Q_DONE_SEQNO_LO, TNPU_Q_JOBS_DONE, TNPU_Q_PERF(0),
+    TNPU_Q_RING_BASE_LO, TNPU_Q_RING_BASE_HI,  TNPU_Q_RING_SIZE,
+    TNPU_Q_HEAD,         TNPU_Q_TAIL,          TNPU_Q_DOORBELL,
+    TNPU_Q_FENCE_LO,     TNPU_Q_FENCE_HI,      TNPU_Q_CTRL,
+    TNPU_Q_STATUS,       TNPU_Q_DONE_SEQNO_LO, TNPU_Q_JOBS_DONE,
+    TNPU_Q_PERF(0),
 };
 
 static uint64_t fuzz_value(GRand *r)
@@ -969,12 +1079,16 @@ static uint64_t fuzz_value(GRand *r)
     }
 }
 
-/* A device-physical address: mostly our RAM, sometimes MMIO, unassigned or anything. */
+/*
+ * A device-physical address: mostly our RAM, sometimes MMIO, unassigned or
+ * anything.
+ */
 static uint64_t fuzz_pa(Tnpu *t, GRand *r, uint64_t ram_pa, uint64_t ram_len)
 {
     switch (g_rand_int_range(r, 0, 10)) {
     case 0:
-        return 0xfe000000ull + (g_rand_int(r) & 0x1ffffff8u);  /* MMIO window, BARs, APIC */
+        return 0xfe000000ull +
+               (g_rand_int(r) & 0x1ffffff8u); /* MMIO window, BARs, APIC */
     case 1:
         return fuzz_value(r) & ~7ull;
     case 2:
@@ -992,12 +1106,18 @@ static void fuzz_command(Cmds *c, GRand *r, uint64_t va, uint32_t va_len)
     switch (g_rand_int_range(r, 0, 8)) {
     case 0: {
         struct tnpu_cmd_dma d = {
-            .hdr = hdr(g_rand_boolean(r) ? TNPU_CMD_DMA_H2D : TNPU_CMD_DMA_D2H, sizeof(d)),
-            .host_va = va + g_rand_int_range(r, 0, va_len), .host_pitch_y = g_rand_int_range(r, 0, 512),
-            .sram_off = g_rand_int_range(r, 0, 1 << 20), .sram_pitch_y = g_rand_int_range(r, 0, 512),
-            .width = g_rand_int_range(r, 0, 4096), .height = g_rand_int_range(r, 0, 16),
-            .depth = g_rand_int_range(r, 0, 3), .row = g_rand_boolean(r) ? 0xff : g_rand_int_range(r, 0, 5),
-            .half = g_rand_int_range(r, 0, 3), .dma_flags = g_rand_int_range(r, 0, 2),
+            .hdr = hdr(g_rand_boolean(r) ? TNPU_CMD_DMA_H2D : TNPU_CMD_DMA_D2H,
+                       sizeof(d)),
+            .host_va = va + g_rand_int_range(r, 0, va_len),
+            .host_pitch_y = g_rand_int_range(r, 0, 512),
+            .sram_off = g_rand_int_range(r, 0, 1 << 20),
+            .sram_pitch_y = g_rand_int_range(r, 0, 512),
+            .width = g_rand_int_range(r, 0, 4096),
+            .height = g_rand_int_range(r, 0, 16),
+            .depth = g_rand_int_range(r, 0, 3),
+            .row = g_rand_boolean(r) ? 0xff : g_rand_int_range(r, 0, 5),
+            .half = g_rand_int_range(r, 0, 3),
+            .dma_flags = g_rand_int_range(r, 0, 2),
             .fill = g_rand_int(r),
         };
         d.hdr.flags = g_rand_int_range(r, 0, 2);
@@ -1006,8 +1126,11 @@ static void fuzz_command(Cmds *c, GRand *r, uint64_t va, uint32_t va_len)
     }
     case 1: {
         struct tnpu_cmd_sem sc = {
-            .hdr = hdr(g_rand_boolean(r) ? TNPU_CMD_SEM_SIGNAL : TNPU_CMD_SEM_WAIT, sizeof(sc)),
-            .engine = g_rand_int_range(r, 0, 4), .sem = g_rand_int_range(r, 0, 18),
+            .hdr =
+                hdr(g_rand_boolean(r) ? TNPU_CMD_SEM_SIGNAL : TNPU_CMD_SEM_WAIT,
+                    sizeof(sc)),
+            .engine = g_rand_int_range(r, 0, 4),
+            .sem = g_rand_int_range(r, 0, 18),
             .count = g_rand_int_range(r, 0, 4),
         };
         sc.hdr.flags = g_rand_int_range(r, 0, 2);
@@ -1017,25 +1140,32 @@ static void fuzz_command(Cmds *c, GRand *r, uint64_t va, uint32_t va_len)
     case 2: {
         struct tnpu_cmd_fence f = {
             .hdr = hdr(TNPU_CMD_FENCE, sizeof(f)),
-            .va = g_rand_boolean(r) ? va + (g_rand_int_range(r, 0, va_len) & ~7) : fuzz_value(r),
+            .va = g_rand_boolean(r) ? va + (g_rand_int_range(r, 0, va_len) & ~7)
+                                    : fuzz_value(r),
             .value = fuzz_value(r),
         };
         g_byte_array_append(c->b, (const guint8 *)&f, sizeof(f));
         return;
     }
     case 3: {
-        /* A CONFIG or EXE packet with random instructions and operand records. */
+        /* A CONFIG or EXE packet with random instructions and operand records.
+         */
         uint8_t pkt[17 + 2 * 8 + 32 * 3];
         struct tnpu_cfg_hdr h = {
-            .n_instr = g_rand_int_range(r, 0, 9), .n_operands = g_rand_int_range(r, 0, 4),
-            .rf_base = g_rand_int_range(r, 0, 2) * 16, .mode = g_rand_int_range(r, 0, 8),
-            .loop_start = 0, .loop_end = g_rand_int_range(r, 0, 8),
-            .repeat = g_rand_int_range(r, 0, 4), .sfu_rf = g_rand_int_range(r, 0, 3),
+            .n_instr = g_rand_int_range(r, 0, 9),
+            .n_operands = g_rand_int_range(r, 0, 4),
+            .rf_base = g_rand_int_range(r, 0, 2) * 16,
+            .mode = g_rand_int_range(r, 0, 8),
+            .loop_start = 0,
+            .loop_end = g_rand_int_range(r, 0, 8),
+            .repeat = g_rand_int_range(r, 0, 4),
+            .sfu_rf = g_rand_int_range(r, 0, 3),
         };
         uint32_t len;
 
         if (g_rand_boolean(r)) {
-            pkt[0] = TNPU_PKT_EXE_BYTE(g_rand_int_range(r, 0, 32), g_rand_int_range(r, 0, 8) & 6);
+            pkt[0] = TNPU_PKT_EXE_BYTE(g_rand_int_range(r, 0, 32),
+                                       g_rand_int_range(r, 0, 8) & 6);
             len = 1;
         } else {
             pkt[0] = TNPU_PKT_CONFIG_BYTE(g_rand_int_range(r, 0, 32));
@@ -1043,13 +1173,20 @@ static void fuzz_command(Cmds *c, GRand *r, uint64_t va, uint32_t va_len)
             for (unsigned i = 17; i < sizeof(pkt); i++) {
                 pkt[i] = g_rand_int(r);
             }
-            /* Operand records mostly plausible: small addresses, sizes and known dtypes. */
+            /*
+             * Operand records mostly plausible: small addresses, sizes and
+             * known dtypes.
+             */
             for (unsigned i = 0; i < h.n_operands; i++) {
                 struct tnpu_operand op = {
-                    .addr = g_rand_int_range(r, 0, 4096), .col_stride = g_rand_int_range(r, -64, 64),
-                    .pe_stride = g_rand_int_range(r, -64, 64), .pitch = g_rand_int_range(r, 0, 256),
-                    .rows = g_rand_int_range(r, 0, 40), .cols = g_rand_int_range(r, 0, 40),
-                    .dtype = g_rand_int_range(r, 0, 4), .flags = g_rand_int_range(r, 0, 4),
+                    .addr = g_rand_int_range(r, 0, 4096),
+                    .col_stride = g_rand_int_range(r, -64, 64),
+                    .pe_stride = g_rand_int_range(r, -64, 64),
+                    .pitch = g_rand_int_range(r, 0, 256),
+                    .rows = g_rand_int_range(r, 0, 40),
+                    .cols = g_rand_int_range(r, 0, 40),
+                    .dtype = g_rand_int_range(r, 0, 4),
+                    .flags = g_rand_int_range(r, 0, 4),
                 };
                 memcpy(pkt + 17 + 2 * h.n_instr + 32 * i, &op, sizeof(op));
             }
@@ -1062,26 +1199,41 @@ static void fuzz_command(Cmds *c, GRand *r, uint64_t va, uint32_t va_len)
                 len = g_rand_int_range(r, 1, sizeof(pkt));
             }
         }
-        cmd_dispatch(c, g_rand_boolean(r) ? 0xff : g_rand_int_range(r, 0, 5), g_rand_int_range(r, 0, 2),
-                     pkt, len);
+        cmd_dispatch(c, g_rand_boolean(r) ? 0xff : g_rand_int_range(r, 0, 5),
+                     g_rand_int_range(r, 0, 2), pkt, len);
         return;
     }
     case 4: {
         struct tnpu_cmd_im2col ic = {
             .hdr = hdr(TNPU_CMD_IM2COL, sizeof(ic)),
-            .src_va = va + g_rand_int_range(r, 0, va_len), .stride_n = g_rand_int_range(r, 0, 4096),
-            .stride_c = g_rand_int_range(r, 0, 5), .stride_h = g_rand_int_range(r, 0, 256),
-            .stride_w = g_rand_int_range(r, 0, 16), .n = g_rand_int_range(r, 0, 3),
-            .h = g_rand_int_range(r, 0, 12), .w = g_rand_int_range(r, 0, 12), .c = g_rand_int_range(r, 0, 8),
-            .r = g_rand_int_range(r, 0, 4), .s = g_rand_int_range(r, 0, 4), .oh = g_rand_int_range(r, 0, 12),
-            .ow = g_rand_int_range(r, 0, 12), .stride_y = g_rand_int_range(r, 0, 3),
-            .stride_x = g_rand_int_range(r, 0, 3), .dil_y = g_rand_int_range(r, 0, 3),
-            .dil_x = g_rand_int_range(r, 0, 3), .pad_top = g_rand_int_range(r, 0, 3),
-            .pad_left = g_rand_int_range(r, 0, 3), .layout = g_rand_int_range(r, 0, 3),
-            .dtype = g_rand_int_range(r, 0, 3), .m0 = g_rand_int_range(r, 0, 64),
-            .mt = g_rand_int_range(r, 0, 64), .k0 = g_rand_int_range(r, 0, 64),
-            .kt = g_rand_int_range(r, 0, 64), .sram_off = g_rand_int_range(r, 0, 1 << 20),
-            .sram_pitch = g_rand_int_range(r, 0, 256), .row = g_rand_boolean(r) ? 0xff : g_rand_int_range(r, 0, 5),
+            .src_va = va + g_rand_int_range(r, 0, va_len),
+            .stride_n = g_rand_int_range(r, 0, 4096),
+            .stride_c = g_rand_int_range(r, 0, 5),
+            .stride_h = g_rand_int_range(r, 0, 256),
+            .stride_w = g_rand_int_range(r, 0, 16),
+            .n = g_rand_int_range(r, 0, 3),
+            .h = g_rand_int_range(r, 0, 12),
+            .w = g_rand_int_range(r, 0, 12),
+            .c = g_rand_int_range(r, 0, 8),
+            .r = g_rand_int_range(r, 0, 4),
+            .s = g_rand_int_range(r, 0, 4),
+            .oh = g_rand_int_range(r, 0, 12),
+            .ow = g_rand_int_range(r, 0, 12),
+            .stride_y = g_rand_int_range(r, 0, 3),
+            .stride_x = g_rand_int_range(r, 0, 3),
+            .dil_y = g_rand_int_range(r, 0, 3),
+            .dil_x = g_rand_int_range(r, 0, 3),
+            .pad_top = g_rand_int_range(r, 0, 3),
+            .pad_left = g_rand_int_range(r, 0, 3),
+            .layout = g_rand_int_range(r, 0, 3),
+            .dtype = g_rand_int_range(r, 0, 3),
+            .m0 = g_rand_int_range(r, 0, 64),
+            .mt = g_rand_int_range(r, 0, 64),
+            .k0 = g_rand_int_range(r, 0, 64),
+            .kt = g_rand_int_range(r, 0, 64),
+            .sram_off = g_rand_int_range(r, 0, 1 << 20),
+            .sram_pitch = g_rand_int_range(r, 0, 256),
+            .row = g_rand_boolean(r) ? 0xff : g_rand_int_range(r, 0, 5),
             .half = g_rand_int_range(r, 0, 3),
         };
         g_byte_array_append(c->b, (const guint8 *)&ic, sizeof(ic));
@@ -1107,7 +1259,8 @@ static void fuzz_command(Cmds *c, GRand *r, uint64_t va, uint32_t va_len)
     }
 }
 
-static unsigned fuzz_run(const char *props, uint32_t seed, double seconds, unsigned *jobs)
+static unsigned fuzz_run(const char *props, uint32_t seed, double seconds,
+                         unsigned *jobs)
 {
     Tnpu *t = tnpu_start(props);
     GRand *r = g_rand_new_with_seed(seed);
@@ -1116,33 +1269,60 @@ static unsigned fuzz_run(const char *props, uint32_t seed, double seconds, unsig
     const uint32_t ram_len = 64 * 1024;
     unsigned execs = 0;
     uint8_t exp = qpci_find_capability(t->dev, PCI_CAP_ID_EXP, 0);
+    Cmds gemm;
 
     tnpu_setup(t);
     ram_va = buf(t, ram_len, &ram_pa);
     for (unsigned i = 0; i < 4; i++) {
         cmd_va[i] = buf(t, 4096, &cmd_pa[i]);
     }
+    {
+        /*
+         * A valid GEMM program over the playground, to mutate (reaches deep
+         * cluster paths).
+         */
+        Gemm g = { .m = 8,
+                   .n = 16,
+                   .k = 32,
+                   .tm = 1,
+                   .tn = 1,
+                   .kt = 16,
+                   .a = ram_va,
+                   .b = ram_va + 4096,
+                   .c = ram_va + 8192 };
+
+        gemm.b = g_byte_array_new();
+        gemm_build(t, &g, &gemm);
+        g_assert_cmpuint(gemm.b->len, <=, 4096);
+    }
     *jobs = 0;
     while (g_get_monotonic_time() < end) {
-        unsigned q = g_rand_int_range(r, 0, t->queues + 1);   /* one absent queue block too */
+        unsigned q = g_rand_int_range(
+            r, 0, t->queues + 1); /* one absent queue block too */
         unsigned action = g_rand_int_range(r, 0, 100);
 
         execs++;
         if (action < 25) {
-            /* Register write: known registers mostly, any offset and size sometimes. */
+            /*
+             * Register write: known registers mostly, any offset and size
+             * sometimes.
+             */
             uint64_t off;
             unsigned size = 4;
 
             if (action < 10) {
-                off = fuzz_regs[g_rand_int_range(r, 0, G_N_ELEMENTS(fuzz_regs))];
+                off =
+                    fuzz_regs[g_rand_int_range(r, 0, G_N_ELEMENTS(fuzz_regs))];
             } else if (action < 20) {
-                off = TNPU_REG_Q(q, fuzz_qregs[g_rand_int_range(r, 0, G_N_ELEMENTS(fuzz_qregs))]);
+                off = TNPU_REG_Q(q, fuzz_qregs[g_rand_int_range(
+                                        r, 0, G_N_ELEMENTS(fuzz_qregs))]);
             } else {
                 off = g_rand_int_range(r, 0, TNPU_BAR0_SIZE + 16);
                 size = 1u << g_rand_int_range(r, 0, 4);
             }
             if (off == TNPU_REG_CTRL && g_rand_int_range(r, 0, 4)) {
-                wr(t, off, TNPU_CTRL_ENABLE);   /* keep resets rarer than enables */
+                wr(t, off,
+                   TNPU_CTRL_ENABLE); /* keep resets rarer than enables */
                 continue;
             }
             if (off + size > TNPU_BAR0_SIZE) {
@@ -1170,23 +1350,38 @@ static unsigned fuzz_run(const char *props, uint32_t seed, double seconds, unsig
                 rd64(t, off & ~7ull);
             }
         } else if (action < 75) {
-            /* A job: random program in one of the command buffers, random-ish ring entry. */
+            /*
+             * A job: random program in one of the command buffers, random-ish
+             * ring entry.
+             */
             Cmds cb = { g_byte_array_new() };
-            unsigned n = g_rand_int_range(r, 1, 12), slot = g_rand_int_range(r, 0, 4);
+            unsigned n = g_rand_int_range(r, 1, 12),
+                     slot = g_rand_int_range(r, 0, 4);
             struct tnpu_ring_entry e = {
                 .ctx = g_rand_int_range(r, 0, 10) ? 0 : fuzz_value(r),
-                .flags = g_rand_int_range(r, 0, 10) ? TNPU_RING_F_IRQ : fuzz_value(r),
+                .flags = g_rand_int_range(r, 0, 10) ? TNPU_RING_F_IRQ
+                                                    : fuzz_value(r),
                 .seqno = fuzz_value(r),
             };
 
-            for (unsigned i = 0; i < n && cb.b->len < 3900; i++) {
-                fuzz_command(&cb, r, ram_va, ram_len);
+            if (g_rand_int_range(r, 0, 4) == 0) {
+                /* The valid program with a few random byte changes. */
+                g_byte_array_append(cb.b, gemm.b->data, gemm.b->len);
+                for (unsigned i = g_rand_int_range(r, 0, 5); i > 0; i--) {
+                    cb.b->data[g_rand_int_range(r, 0, cb.b->len)] =
+                        g_rand_int(r);
+                }
+            } else {
+                for (unsigned i = 0; i < n && cb.b->len < 3900; i++) {
+                    fuzz_command(&cb, r, ram_va, ram_len);
+                }
             }
             if (cb.b->len > 4096) {
                 g_byte_array_set_size(cb.b, 4096);
             }
             qtest_memwrite(t->qts, cmd_pa[slot], cb.b->data, cb.b->len);
-            e.cmd_va = g_rand_int_range(r, 0, 10) ? cmd_va[slot] : fuzz_value(r);
+            e.cmd_va =
+                g_rand_int_range(r, 0, 10) ? cmd_va[slot] : fuzz_value(r);
             e.cmd_len = g_rand_int_range(r, 0, 10) ? cb.b->len : fuzz_value(r);
             e.reserved = g_rand_int_range(r, 0, 20) ? 0 : 1;
             g_byte_array_free(cb.b, true);
@@ -1199,11 +1394,15 @@ static unsigned fuzz_run(const char *props, uint32_t seed, double seconds, unsig
             wr(t, TNPU_REG_Q(q, TNPU_Q_DOORBELL), 1);
             if (g_rand_boolean(r)) {
                 /* Recover a halted queue so jobs keep running. */
-                wr(t, TNPU_REG_Q(q, TNPU_Q_CTRL), TNPU_Q_CTRL_ENABLE | TNPU_Q_CTRL_SKIP);
+                wr(t, TNPU_REG_Q(q, TNPU_Q_CTRL),
+                   TNPU_Q_CTRL_ENABLE | TNPU_Q_CTRL_SKIP);
             }
             (*jobs)++;
         } else if (action < 85) {
-            /* Mutate guest memory the device reads: PTEs, context entry, ring, data. */
+            /*
+             * Mutate guest memory the device reads: PTEs, context entry, ring,
+             * data.
+             */
             uint64_t pa;
 
             switch (g_rand_int_range(r, 0, 5)) {
@@ -1211,13 +1410,17 @@ static unsigned fuzz_run(const char *props, uint32_t seed, double seconds, unsig
                 pa = t->l1 + 8 * g_rand_int_range(r, 0, 512);
                 break;
             case 1:
-                pa = (g_rand_boolean(r) ? t->l2 : t->l4) + 8 * g_rand_int_range(r, 0, 512);
+                pa = (g_rand_boolean(r) ? t->l2 : t->l4) +
+                     8 * g_rand_int_range(r, 0, 512);
                 break;
             case 2:
-                pa = t->ctx_table + 8 * g_rand_int_range(r, 0, 2);
+                pa = g_rand_boolean(r)
+                         ? t->ctx_table + 8 * g_rand_int_range(r, 0, 2)
+                         : t->l1 + 8 * g_rand_int_range(r, 0, 512);
                 break;
             case 3:
-                pa = t->ring[q % t->queues] + 8 * g_rand_int_range(r, 0, RING_SIZE * 4);
+                pa = t->ring[q % t->queues] +
+                     8 * g_rand_int_range(r, 0, RING_SIZE * 4);
                 break;
             default:
                 pa = ram_pa + 8 * g_rand_int_range(r, 0, ram_len / 8);
@@ -1227,12 +1430,37 @@ static unsigned fuzz_run(const char *props, uint32_t seed, double seconds, unsig
             } else {
                 wq(t, pa, fuzz_value(r));
             }
+        } else if (action < 88) {
+            /*
+             * Repair what the driver owns (tables, MMU registers) so jobs get
+             * deep again.
+             */
+            wq(t, t->l4 + 8 * TNPU_PT_INDEX(VA_BASE, 4),
+               t->l3 | TNPU_PTE_VALID);
+            wq(t, t->l3 + 8 * TNPU_PT_INDEX(VA_BASE, 3),
+               t->l2 | TNPU_PTE_VALID);
+            wq(t, t->l2 + 8 * TNPU_PT_INDEX(VA_BASE, 2),
+               t->l1 | TNPU_PTE_VALID);
+            wq(t, t->ctx_table, t->l4 | TNPU_CTX_VALID);
+            wq(t, t->ctx_table + 8, 0);
+            wr64(t, TNPU_REG_MMU_CTX_BASE_LO, t->ctx_table);
+            wr(t, TNPU_REG_MMU_CTX_COUNT, 1);
+            wr(t, TNPU_REG_CTRL, TNPU_CTRL_ENABLE);
+            qpci_device_enable(t->dev);
+            q %= t->queues;
+            wr(t, TNPU_REG_Q(q, TNPU_Q_CTRL), 0);
+            wr64(t, TNPU_REG_Q(q, TNPU_Q_RING_BASE_LO), t->ring[q]);
+            wr(t, TNPU_REG_Q(q, TNPU_Q_RING_SIZE), RING_SIZE);
+            wr(t, TNPU_REG_Q(q, TNPU_Q_CTRL), TNPU_Q_CTRL_ENABLE);
+            t->tail[q] = 0;
         } else if (action < 90) {
             /* Point a queue's fence or the context table somewhere odd. */
             if (g_rand_boolean(r)) {
-                wr64(t, TNPU_REG_Q(q % t->queues, TNPU_Q_FENCE_LO), fuzz_pa(t, r, ram_pa, ram_len));
+                wr64(t, TNPU_REG_Q(q % t->queues, TNPU_Q_FENCE_LO),
+                     fuzz_pa(t, r, ram_pa, ram_len));
             } else {
-                wr64(t, TNPU_REG_MMU_CTX_BASE_LO, fuzz_pa(t, r, ram_pa, ram_len));
+                wr64(t, TNPU_REG_MMU_CTX_BASE_LO,
+                     fuzz_pa(t, r, ram_pa, ram_len));
             }
         } else if (action < 93) {
             g_usleep(g_rand_int_range(r, 0, 2000));
@@ -1245,7 +1473,8 @@ static unsigned fuzz_run(const char *props, uint32_t seed, double seconds, unsig
             if (g_rand_boolean(r)) {
                 wr(t, TNPU_REG_CTRL, TNPU_CTRL_RESET);
             } else {
-                qpci_config_writew(t->dev, exp + PCI_EXP_DEVCTL, PCI_EXP_DEVCTL_BCR_FLR);
+                qpci_config_writew(t->dev, exp + PCI_EXP_DEVCTL,
+                                   PCI_EXP_DEVCTL_BCR_FLR);
                 qpci_device_enable(t->dev);
                 t->bar = qpci_iomap(t->dev, TNPU_BAR_REGS, NULL);
                 t->dev->msix_enabled = false;
@@ -1255,7 +1484,8 @@ static unsigned fuzz_run(const char *props, uint32_t seed, double seconds, unsig
             wr(t, TNPU_REG_CTRL, TNPU_CTRL_ENABLE);
             qpci_device_enable(t->dev);
             for (unsigned i = 0; i < t->queues; i++) {
-                wr(t, TNPU_REG_Q(i, TNPU_Q_CTRL), TNPU_Q_CTRL_ENABLE | TNPU_Q_CTRL_SKIP);
+                wr(t, TNPU_REG_Q(i, TNPU_Q_CTRL),
+                   TNPU_Q_CTRL_ENABLE | TNPU_Q_CTRL_SKIP);
                 wr(t, TNPU_REG_Q(i, TNPU_Q_DOORBELL), 1);
             }
         }
@@ -1279,6 +1509,7 @@ static unsigned fuzz_run(const char *props, uint32_t seed, double seconds, unsig
         g_assert_cmphex(qtest_readq(t->qts, t->fence[0]), ==, 1234);
         check_gemm(t, cpa, ref, 4, 16);
     }
+    g_byte_array_free(gemm.b, true);
     g_rand_free(r);
     tnpu_stop(t);
     return execs;
@@ -1290,12 +1521,15 @@ static void test_fuzz(gconstpointer data)
     const char *env_s = g_getenv("TNPU_FUZZ_SECONDS");
     const char *env_seed = g_getenv("TNPU_FUZZ_SEED");
     double seconds = env_s ? g_ascii_strtod(env_s, NULL) : 2.0;
-    uint32_t seed = env_seed ? (uint32_t)g_ascii_strtoull(env_seed, NULL, 0) : 1;
+    uint32_t seed =
+        env_seed ? (uint32_t)g_ascii_strtoull(env_seed, NULL, 0) : 1;
     unsigned execs, jobs;
 
-    g_test_message("tnpu fuzz: props '%s' seed %u seconds %.1f", props, seed, seconds);
+    g_test_message("tnpu fuzz: props '%s' seed %u seconds %.1f", props, seed,
+                   seconds);
     execs = fuzz_run(props[0] ? props : NULL, seed, seconds, &jobs);
-    g_test_message("tnpu fuzz: props '%s' seed %u: %u actions, %u jobs submitted, no crash",
+    g_test_message("tnpu fuzz: props '%s' seed %u: %u actions, %u jobs "
+                   "submitted, no crash",
                    props, seed, execs, jobs);
 }
 
@@ -1317,7 +1551,12 @@ int main(int argc, char **argv)
     qtest_add_func("/tnpu/sync-mode", test_sync_mode);
     qtest_add_func("/tnpu/msi-fallback", test_msi_fallback);
     qtest_add_func("/tnpu/power-management", test_power_management);
-    qtest_add_data_func("/tnpu/fuzz/threaded", "", test_fuzz);
-    qtest_add_data_func("/tnpu/fuzz/sync", "x-sync=on", test_fuzz);
+    /*
+     * A modeled-cycle watchdog keeps random (e.g. mutated-loop) jobs short in
+     * wall time too.
+     */
+    qtest_add_data_func("/tnpu/fuzz/threaded", "watchdog=10000000", test_fuzz);
+    qtest_add_data_func("/tnpu/fuzz/sync", "x-sync=on,watchdog=10000000",
+                        test_fuzz);
     return g_test_run();
 }

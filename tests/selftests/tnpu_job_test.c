@@ -326,6 +326,19 @@ static int set_timeout_ms(const char *v)
 	return tnpu_write_file(TNPU_PARAM, v);
 }
 
+/* the module parameter's current value, to restore it after a test */
+static void get_timeout_ms(char *buf, size_t len)
+{
+	FILE *f = fopen(TNPU_PARAM, "r");
+
+	snprintf(buf, len, "30000");
+	if (f) {
+		if (!fgets(buf, len, f))
+			snprintf(buf, len, "30000");
+		fclose(f);
+	}
+}
+
 TEST_F(job, injected_hang_times_out_resets_and_recovers)
 {
 	struct drm_tnpu_counters before = counters(self->c.fd), after;
@@ -333,15 +346,10 @@ TEST_F(job, injected_hang_times_out_resets_and_recovers)
 	struct drm_tnpu_bo_ref ref = { self->c.data.handle, DRM_TNPU_BO_REF_WRITE };
 	struct tnpu_job_args j = { .queue = self->c.queue, .cmd = &self->c.cmd,
 				   .refs = &ref, .nrefs = 1, .out_sync = self->c.sync };
-	char old[32] = "10000";
+	char old[32];
 	int64_t t0;
-	FILE *f = fopen(TNPU_PARAM, "r");
 
-	if (f) {
-		if (!fgets(old, sizeof(old), f))
-			strcpy(old, "10000");
-		fclose(f);
-	}
+	get_timeout_ms(old, sizeof(old));
 	ASSERT_EQ(0, set_timeout_ms("1000"));
 	ASSERT_EQ(0, tnpu_write_file("inject_hang", "1"));
 	j.cmd_size = tnpu_cmd_fence(self->c.cmd.map, self->c.data.va, 1);
@@ -368,7 +376,9 @@ TEST_F(job, innocent_jobs_survive_a_reset)
 	uint32_t qs[3], sy[3], i, other = 0, hung_ring = 0;
 	uint64_t *data = self->c.data.map;
 	struct drm_tnpu_caps caps;
+	char old[32];
 
+	get_timeout_ms(old, sizeof(old));
 	ASSERT_EQ(0, tnpu_query(self->c.fd, DRM_TNPU_QUERY_CAPS, &caps, sizeof(caps)));
 	if (caps.hw_queues < 2)
 		SKIP(return, "needs two hardware queues");
@@ -407,7 +417,7 @@ TEST_F(job, innocent_jobs_survive_a_reset)
 	EXPECT_EQ(0, data[0]);
 	EXPECT_EQ(101, data[1]);
 	EXPECT_EQ(102, data[2]);
-	set_timeout_ms("10000");
+	set_timeout_ms(old);
 }
 
 TEST_F(job, injected_mmu_fault_fails_with_efault)

@@ -34,7 +34,7 @@ static int unload(void)
 	return syscall(SYS_delete_module, "tnpu", O_NONBLOCK) ? -errno : 0;
 }
 
-static int load(void)
+static int load_with(const char *params)
 {
 	char path[PATH_MAX];
 	int fd, ret;
@@ -45,9 +45,14 @@ static int load(void)
 	fd = open(path, O_RDONLY | O_CLOEXEC);
 	if (fd < 0)
 		return -errno;
-	ret = syscall(SYS_finit_module, fd, "", 0) ? -errno : 0;
+	ret = syscall(SYS_finit_module, fd, params, 0) ? -errno : 0;
 	close(fd);
 	return ret;
+}
+
+static int load(void)
+{
+	return load_with("");
 }
 
 /* waits for devtmpfs to show the node after a load or bind */
@@ -124,6 +129,44 @@ TEST(rmmod_insmod_repeatedly)
 	}
 }
 
+/* MSI (one vector for every cause) and polling: a job, a device error and the next job */
+static int fallback_jobs(void)
+{
+	struct tnpu_ctx c;
+	int ret = tnpu_ctx_init(&c);
+
+	if (!ret)
+		ret = tnpu_run_fence(&c, 0, c.data.va, 5);
+	if (!ret)
+		ret = tnpu_write_file("inject_error", "1");
+	if (!ret)
+		ret = tnpu_run_fence(&c, 64, c.data.va, 6) == -EIO ? 0 : -EPROTO;
+	if (!ret)
+		ret = tnpu_run_fence(&c, 128, c.data.va, 7);
+	if (!ret && ((uint64_t *)c.data.map)[0] != 7)
+		ret = -EIO;
+	tnpu_ctx_fini(&c);
+	return ret;
+}
+
+TEST(msi_and_polling_fallbacks_complete_jobs)
+{
+	if (access(KO_PATH_FILE, R_OK))
+		SKIP(return, "no %s (not the tnpu VM image)", KO_PATH_FILE);
+	ASSERT_EQ(0, unload());
+	ASSERT_EQ(0, load_with("irq_mode=1"));
+	ASSERT_EQ(0, wait_node());
+	EXPECT_EQ(0, fallback_jobs()) TH_LOG("MSI");
+	ASSERT_EQ(0, unload());
+	ASSERT_EQ(0, load_with("irq_mode=2"));
+	ASSERT_EQ(0, wait_node());
+	EXPECT_EQ(0, fallback_jobs()) TH_LOG("polling");
+	ASSERT_EQ(0, unload());
+	ASSERT_EQ(0, load());
+	ASSERT_EQ(0, wait_node());
+	ASSERT_EQ(0, one_job());
+}
+
 TEST(rmmod_is_refused_while_a_file_is_open)
 {
 	int fd;
@@ -178,6 +221,29 @@ TEST(rmmod_with_hung_jobs_of_a_closed_file)
 	ASSERT_EQ(0, unload());
 	ASSERT_EQ(0, load());
 	ASSERT_EQ(0, wait_node());
+	ASSERT_EQ(0, one_job());
+}
+
+TEST(pci_function_reset_resubmits_jobs_in_flight)
+{
+	struct drm_tnpu_counters before, after;
+	char dev[256], path[300];
+	struct tnpu_ctx c;
+
+	ASSERT_EQ(0, pci_name(dev, sizeof(dev)));
+	snprintf(path, sizeof(path), "/sys/bus/pci/devices/%s/reset", dev);
+	ASSERT_EQ(0, tnpu_ctx_init(&c));
+	ASSERT_EQ(0, tnpu_query(c.fd, DRM_TNPU_QUERY_COUNTERS, &before, sizeof(before)));
+	/* the job sits on a stopped ring until the function reset restarts it */
+	ASSERT_EQ(0, tnpu_write_file("inject_hang", "1"));
+	submit_many(&c, 1);
+	EXPECT_EQ(-ETIME, tnpu_sync_status(c.fd, c.sync, 0, 100));
+	ASSERT_EQ(0, tnpu_write_file(path, "1"));
+	EXPECT_EQ(0, tnpu_sync_status(c.fd, c.sync, 0, 10000));
+	ASSERT_EQ(0, tnpu_query(c.fd, DRM_TNPU_QUERY_COUNTERS, &after, sizeof(after)));
+	EXPECT_EQ(before.resets + 1, after.resets);
+	EXPECT_EQ(before.jobs_failed, after.jobs_failed);
+	tnpu_ctx_fini(&c);
 	ASSERT_EQ(0, one_job());
 }
 

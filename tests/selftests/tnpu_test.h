@@ -201,7 +201,7 @@ static inline int tnpu_sync_status(int fd, uint32_t syncobj, uint64_t point, int
  */
 static inline int tnpu_write_file(const char *path, const char *val)
 {
-	char full[512];
+	char full[600];
 	int fd, ret = 0;
 
 	if (path[0] != '/') {

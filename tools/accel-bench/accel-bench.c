@@ -23,7 +23,7 @@
 struct opts {
 	const char *op, *device;
 	uint32_t m, n, k, h, w, c, r, s, stride, pad, groups, dil;
-	bool f32, json;
+	bool f32, json, requant;
 };
 
 static uint64_t rng(uint64_t *s)
@@ -47,7 +47,8 @@ static int usage(void)
 	fprintf(stderr,
 		"usage: accel-bench gemm --m M --n N --k K --dtype int8|fp32 [--device PATH|sim] [--json]\n"
 		"       accel-bench conv --n N --h H --w W --c C --k K --r R --s S --stride S --pad P [--groups G]\n"
-		"                        [--dilation D] --dtype int8|fp32 [--device PATH|sim] [--json]\n");
+		"                        [--dilation D] --dtype int8|fp32 [--requant] [--device PATH|sim] [--json]\n"
+		"  --requant: int8 conv with requantised int8 output (default: int32 output)\n");
 	return 2;
 }
 
@@ -72,6 +73,10 @@ static int parse(int argc, char **argv, struct opts *o)
 
 		if (!strcmp(a, "--json")) {
 			o->json = true;
+			continue;
+		}
+		if (!strcmp(a, "--requant")) {
+			o->requant = true;
 			continue;
 		}
 		if (i + 1 >= argc)
@@ -235,7 +240,8 @@ static int run_conv(struct accel_dev *dev, const struct opts *o, const struct ac
 		return fail(dev, "buffer", ret);
 	accel_tensor_4d(bi, 0, dt, ACCEL_LAYOUT_NHWC, o->n, o->c, o->h, o->w, &I);
 	accel_tensor_4d(bw, 0, dt, ACCEL_LAYOUT_NHWC, o->k, cg, o->r, o->s, &W);
-	accel_tensor_4d(bo, 0, o->f32 ? ACCEL_FP32 : ACCEL_INT32, ACCEL_LAYOUT_NHWC, o->n, o->k, oh, ow, &O);
+	accel_tensor_4d(bo, 0, o->f32 ? ACCEL_FP32 : (o->requant ? ACCEL_INT8 : ACCEL_INT32), ACCEL_LAYOUT_NHWC, o->n, o->k,
+			oh, ow, &O);
 	fill(accel_buffer_ptr(bi), in_b / e, o->f32, &s);
 	fill(accel_buffer_ptr(bw), w_b / e, o->f32, &s);
 	memset(&d, 0, sizeof(d));
@@ -246,6 +252,8 @@ static int run_conv(struct accel_dev *dev, const struct opts *o, const struct ac
 	d.pad_top = d.pad_left = d.pad_bottom = d.pad_right = o->pad;
 	d.dil_h = d.dil_w = o->dil;
 	d.groups = o->groups;
+	if (o->requant && !o->f32)
+		accel_quant_from_scale(1.0 / 64, &d.epi.multiplier, &d.epi.shift);
 	t0 = now_ms();
 	ret = accel_conv2d(dev, &d, NULL, &job);
 	if (!ret)
@@ -280,7 +288,14 @@ static int run_conv(struct accel_dev *dev, const struct opts *o, const struct ac
 		{
 			size_t oi = (((size_t)b * oh + y) * ow + x) * o->k + k;
 
-			got = o->f32 ? ((float *)accel_buffer_ptr(bo))[oi] : ((int32_t *)accel_buffer_ptr(bo))[oi];
+			got = o->f32 ? ((float *)accel_buffer_ptr(bo))[oi]
+			      : o->requant ? ((int8_t *)accel_buffer_ptr(bo))[oi] : ((int32_t *)accel_buffer_ptr(bo))[oi];
+		}
+		if (o->requant && !o->f32) {
+			/* sat8((acc + 32) >> 6): the requantisation of scale 1/64 */
+			int64_t q = ((int64_t)ref + 32) >> 6;
+
+			ref = (double)(q < -128 ? -128 : q > 127 ? 127 : q);
 		}
 		ok = o->f32 ? fabs(got - ref) <= 1e-4 * (1 + mag) : got == ref;
 	}
@@ -288,6 +303,7 @@ static int run_conv(struct accel_dev *dev, const struct opts *o, const struct ac
 	       "\"pad\":%u,\"groups\":%u,\"dilation\":%u,\"oh\":%u,\"ow\":%u,",
 	       o->n, o->h, o->w, o->c, o->k, o->r, o->s, o->stride, o->pad, o->groups, o->dil, oh, ow);
 	print_common(o, caps, &cnt, wall, (double)o->n * oh * ow * o->k * o->r * o->s * cg, ok);
+	printf(",\"output_dtype\":\"%s\"", o->f32 ? "fp32" : o->requant ? "int8" : "int32");
 	printf(",\"input_bytes\":%llu,\"weight_bytes\":%llu,\"input_footprint_bytes\":%llu,"
 	       "\"dma_in_over_footprint\":%.3f,\"explicit_im2col_bytes\":%llu}\n",
 	       (unsigned long long)in_b, (unsigned long long)w_b, (unsigned long long)(in_b + w_b),

@@ -7,6 +7,7 @@
  * error code outside the documented range is a bug.
  */
 #include <stdint.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -25,9 +26,11 @@ static void init(void)
 	cfg.cols = 2;
 	cfg.pes = 4;
 	cfg.sram = 64 * 1024;
-	/* Bounded work per input: 2^16 cycles is at most ~16M MACs on this geometry, well under
-	 * libFuzzer's -timeout even with the reference GEMM loops and sanitizers. */
-	cfg.watchdog_cycles = 1u << 16;
+	/* Bounded work per input: the cycle model charges at least 1 modeled cycle per
+	 * 16 x 16 MACs per PE (TNPU_ZSKIP_MAX_SPEEDUP), so 2^12 cycles is at most ~17M MAC
+	 * steps on this geometry, well under libFuzzer's -timeout with the reference GEMM
+	 * loops and sanitizers. */
+	cfg.watchdog_cycles = 1u << 12;
 	if (tsim_init(&sim, &cfg, 8u << 20))
 		abort();
 	data_va = tsim_buf(&sim, 65536);
@@ -53,6 +56,9 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 		return 0;
 	memcpy(tsim_ptr(&sim, cmd_va), data, len);
 	tnpu_exec_run_cmdbuf(sim.ex, &sim.ops, sim.ctx_table, 2, 0, cmd_va, len, &res);
+	if (getenv("TNPU_FUZZ_VERBOSE"))
+		fprintf(stderr, "tnpu-fuzz: %s at 0x%x, %llu cycles\n", tnpu_err_name(res.error), res.err_cmd_offset,
+			(unsigned long long)res.counters[TNPU_CNT_TOTAL_CYCLES]);
 	if (res.error >= TNPU_ERR_COUNT || res.error == TNPU_ERR_NOMEM)
 		abort();
 	return 0;

@@ -466,7 +466,7 @@ static uint32_t do_mac(struct rowctx *rc, uint16_t w, struct exe_acct *acct)
 	size_t ld;
 	uint8_t acc_dtype;
 	unsigned rate;
-	uint64_t dense, maxcyc = 0, eff_total = 0;
+	uint64_t dense, min_cyc, maxcyc = 0, eff_total = 0;
 
 	if (!si->valid || !sw->valid)
 		return cfail(rc, TNPU_ERR_SLOT_EMPTY);
@@ -500,8 +500,13 @@ static uint32_t do_mac(struct rowctx *rc, uint16_t w, struct exe_acct *acct)
 		return cfail(rc, TNPU_ERR_DTYPE);
 	rate = f32 ? TNPU_RATE_MAC_FP32 : TNPU_RATE_MAC_INT8;
 	dense = (uint64_t)tm * tn * K;
+	/* Zero-skipping cannot go faster than the index compare unit scans candidates
+	 * (TNPU_ZSKIP_MAX_SPEEDUP pairs per lane per cycle): this also bounds the host
+	 * work per modeled cycle, so the watchdog bounds every job. */
+	min_cyc = div_ceil_u64(sparse ? (uint64_t)tm * tn * B->rows : dense,
+			       (uint64_t)TNPU_ZSKIP_MAX_SPEEDUP * rate);
 	/* Refuse work the watchdog would stop anyway before spending host time. */
-	if (rc->ex->R[rc->row] + acct->mac + div_ceil_u64(dense, rate) > rc->ex->cfg.watchdog_cycles)
+	if (rc->ex->R[rc->row] + acct->mac + min_cyc > rc->ex->cfg.watchdog_cycles)
 		return cfail(rc, TNPU_ERR_WATCHDOG);
 
 	ld = (size_t)pes * tn;
@@ -610,6 +615,7 @@ static uint32_t do_mac(struct rowctx *rc, uint16_t w, struct exe_acct *acct)
 			}
 		}
 	}
+	maxcyc = TNPU_MAX(maxcyc, min_cyc);
 	rc->ex->res->counters[TNPU_CNT_MACS_DENSE] += dense * cols * pes;
 	rc->ex->res->counters[TNPU_CNT_MACS_EFFECTIVE] += eff_total;
 	acct->mac += maxcyc;
@@ -678,7 +684,8 @@ static uint32_t sfu_decode(struct rowctx *rc, const struct tnpu_operand *rec, ui
 TNPU_CLONES
 static void sfu_int_row(const int32_t *x, int32_t *y, unsigned n, const int32_t *bias, const struct sfu_p *p)
 {
-	int64_t rnd = p->shift ? (int64_t)1 << (p->shift - 1) : 0;
+	/* shift is only validated (<= 62) when REQUANT is on; found by libFuzzer/UBSan. */
+	int64_t rnd = (p->ops & TNPU_SFU_OP_REQUANT) && p->shift ? (int64_t)1 << (p->shift - 1) : 0;
 
 	for (unsigned j = 0; j < n; j++) {
 		int32_t v = x[j];

@@ -196,8 +196,12 @@ static uint32_t cap_value(const struct tnpu_core *core, uint64_t off, bool *foun
 /* 64-bit value of a LO/HI pair or counter whose LO offset is `off`, if any. */
 static bool reg64(struct tnpu_core *core, uint64_t off, uint64_t *v)
 {
+	/* A counter is one 64-bit register at an 8-aligned offset; its +4 half is read via LO/HI in read32(). */
 	if (off >= TNPU_REG_PERF_BASE && off < TNPU_REG_PERF_BASE + 8 * TNPU_CNT_SLOTS) {
 		unsigned i = (unsigned)(off - TNPU_REG_PERF_BASE) / 8;
+
+		if ((off - TNPU_REG_PERF_BASE) & 7)
+			return false;
 
 		*v = i < TNPU_CNT_NUM ? core->perf[i] : 0;
 		return true;
@@ -211,6 +215,8 @@ static bool reg64(struct tnpu_core *core, uint64_t off, uint64_t *v)
 		if (r >= TNPU_Q_PERF_BASE && r < TNPU_Q_PERF_BASE + 8 * TNPU_CNT_SLOTS) {
 			unsigned i = (r - TNPU_Q_PERF_BASE) / 8;
 
+			if ((r - TNPU_Q_PERF_BASE) & 7)
+				return false;
 			*v = present && i < TNPU_CNT_NUM ? qr->perf[i] : 0;
 			return true;
 		}

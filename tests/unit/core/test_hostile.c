@@ -194,3 +194,33 @@ Test(hostile, header_only_dispatch_is_a_size_error)
 	tcb_free(&cb);
 	tsim_fini(&s);
 }
+
+Test(hostile, sfu_shift_is_ignored_without_requant)
+{
+	/* Found by libFuzzer + UBSan: shift 200 without REQUANT must not be used. */
+	struct tnpu_config cfg = small_cfg();
+	struct tsim s;
+	struct tcb cb;
+	struct tnpu_result res;
+	struct tpkt p;
+	uint16_t ins[] = { TNPU_INSN_LD(0, 0, 0, 0), TNPU_INSN_LD(1, 0, 1, 0), TNPU_INSN_MAC(0, 0, 0, 0, 0),
+			   TNPU_INSN_SFU(TNPU_SFU_FN_APPLY, 2, 0) };
+	struct tnpu_operand ops[3] = {
+		{ .pitch = 4, .rows = 1, .cols = 4, .dtype = TNPU_DTYPE_INT8 },
+		{ .addr = 64, .pitch = 4, .rows = 1, .cols = 4, .dtype = TNPU_DTYPE_INT8, .flags = TNPU_OPF_TRANS },
+	};
+	struct tnpu_sfu_param sp = { .ops = TNPU_SFU_OP_RELU, .shift = 200, .out_dtype = TNPU_DTYPE_INT32 };
+	struct tnpu_cfg_hdr h = { .n_instr = 4, .n_operands = 3, .loop_end = 2, .repeat = 1 };
+
+	memcpy(&ops[2], &sp, 32);
+	cr_assert_eq(tsim_init(&s, &cfg, 8 << 20), 0);
+	tcb_init(&cb);
+	tpkt_config(&p, 0, &h, ins, ops);
+	tcb_dispatch(&cb, 0, 0, 0, 0, p.buf, p.len);
+	tpkt_exe(&p, 0, TNPU_PKT_LAST, NULL, 0);
+	tcb_dispatch(&cb, 0, 0, 0, 0, p.buf, p.len);
+	tsim_run(&s, &cb, 0, &res);
+	cr_assert_eq(res.error, 0, "%s", tnpu_err_name(res.error));
+	tcb_free(&cb);
+	tsim_fini(&s);
+}

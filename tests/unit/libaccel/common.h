@@ -10,6 +10,7 @@
 
 #include <criterion/criterion.h>
 #include <errno.h>
+#include <stdio.h>
 #include <math.h>
 #include <stdint.h>
 #include <stdlib.h>

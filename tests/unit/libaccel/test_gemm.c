@@ -187,3 +187,42 @@ Test(gemm, randomized_sweep)
 	}
 	accel_close(dev);
 }
+
+Test(gemm, long_streams_are_split_into_several_hardware_jobs)
+{
+	/* A 64 KiB command-buffer limit forces the lowering to cut the stream at block boundaries; every
+	 * segment re-sends CONFIG and restarts the pipeline (jobs start from a clean device state). */
+	struct accel_dev *dev;
+	struct gcase g = { .m = 300, .n = 200, .k = 3000, .bias = true, .relu = true, .requant = true };
+	struct gcase f = { .m = 130, .n = 70, .k = 2000, .f32 = true, .tb = true };
+
+	if (!test_is_sim())
+		cr_skip_test("needs a sim with a small command-buffer limit");
+	cr_assert_eq(accel_open("sim:rows=2,cols=2,pes=4,sram=65536,cmdbuf=65536", &dev), 0);
+	run_gemm_case(dev, &g, 900);
+	run_gemm_case(dev, &f, 901);
+	{
+		struct accel_buffer *ba = alloc_buf(dev, 300 * 3000), *bb = alloc_buf(dev, 3000 * 200);
+		struct accel_buffer *bc = alloc_buf(dev, 300 * 200 * 4);
+		struct accel_tensor A, B, C;
+		struct accel_gemm_desc d;
+		struct accel_counters cnt;
+		struct accel_job *job;
+
+		accel_tensor_2d(ba, 0, ACCEL_INT8, 300, 3000, &A);
+		accel_tensor_2d(bb, 0, ACCEL_INT8, 3000, 200, &B);
+		accel_tensor_2d(bc, 0, ACCEL_INT32, 300, 200, &C);
+		memset(&d, 0, sizeof(d));
+		d.a = &A;
+		d.b = &B;
+		d.c = &C;
+		cr_assert_eq(accel_gemm(dev, &d, NULL, &job), 0, "%s", accel_last_error(dev));
+		cr_assert_eq(accel_job_counters(job, &cnt), 0);
+		cr_assert_gt(cnt.hw_jobs, 1, "expected a split stream, got %u hardware job(s)", cnt.hw_jobs);
+		accel_job_free(job);
+		accel_buffer_free(ba);
+		accel_buffer_free(bb);
+		accel_buffer_free(bc);
+	}
+	accel_close(dev);
+}

@@ -85,6 +85,7 @@ extern "C" {
 #define TNPU_CYC_DISPATCH	8	/* per DISPATCH, before the packet transfer */
 #define TNPU_CYC_EXE		16	/* per EXE and row: pipeline fill/drain */
 #define TNPU_CYC_JOB		64	/* per job: ring fetch + fence write */
+#define TNPU_ZSKIP_MAX_SPEEDUP	16	/* index compare scans <= 16 candidate pairs per MAC lane per cycle */
 
 /* ------------------------------------------------------------------------- */
 /* BAR0 register map (all registers 32-bit; 64-bit values are LO/HI pairs     */
