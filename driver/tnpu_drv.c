@@ -5,8 +5,10 @@
  */
 #include <linux/bitfield.h>
 #include <linux/dma-mapping.h>
+#include <linux/ktime.h>
 #include <linux/module.h>
 #include <linux/pci.h>
+#include <linux/slab.h>
 #include <linux/uaccess.h>
 
 #include <drm/drm_accel.h>
@@ -106,12 +108,46 @@ static void tnpu_fill_caps(struct tnpu_device *tdev, struct drm_tnpu_caps *caps)
 	caps->max_queues = TNPU_MAX_FILE_QUEUES;
 }
 
+static void tnpu_fill_counters(struct tnpu_device *tdev, struct drm_tnpu_counters *cnt)
+{
+	u64 now;
+	u32 q;
+	int i;
+
+	BUILD_BUG_ON(TNPU_MAX_QUEUES > DRM_TNPU_MAX_RINGS);
+	cnt->jobs_submitted = atomic64_read(&tdev->jobs_submitted);
+	cnt->jobs_completed = atomic64_read(&tdev->jobs_completed);
+	cnt->jobs_failed = atomic64_read(&tdev->jobs_failed);
+	cnt->jobs_timedout = atomic64_read(&tdev->jobs_timedout);
+	cnt->resets = atomic64_read(&tdev->resets);
+	cnt->mmu_faults = atomic64_read(&tdev->mmu_faults);
+	cnt->hw_errors = atomic64_read(&tdev->hw_errors);
+	for (i = 0; i < TNPU_NUM_COUNTERS; i++)
+		cnt->device[i] = tnpu_read64(tdev, TNPU_REG_PERF(i));
+
+	cnt->num_rings = tdev->num_rings;
+	spin_lock(&tdev->lock);
+	/* read under the lock: a busy period cannot start after @now */
+	now = ktime_get_ns();
+	for (q = 0; q < tdev->num_rings; q++) {
+		const struct tnpu_ring *ring = &tdev->rings[q];
+		struct drm_tnpu_ring_stats *s = &cnt->rings[q];
+
+		s->jobs_done = ring->jobs_done;
+		s->jobs_failed = ring->jobs_failed;
+		s->jobs_timedout = ring->jobs_timedout;
+		s->busy_ns = ring->busy_ns;
+		if (!list_empty(&ring->inflight))
+			s->busy_ns += now - ring->busy_since;
+	}
+	spin_unlock(&tdev->lock);
+}
+
 static int tnpu_ioctl_query(struct drm_device *drm, void *data, struct drm_file *file)
 {
 	struct tnpu_device *tdev = to_tnpu(drm);
 	struct tnpu_file *tfile = file->driver_priv;
 	struct drm_tnpu_query *args = data;
-	int i;
 
 	if (args->flags || args->pad)
 		return -EINVAL;
@@ -123,18 +159,17 @@ static int tnpu_ioctl_query(struct drm_device *drm, void *data, struct drm_file 
 		return tnpu_copy_answer(args, &caps, sizeof(caps));
 	}
 	case DRM_TNPU_QUERY_COUNTERS: {
-		struct drm_tnpu_counters cnt = {};
+		struct drm_tnpu_counters *cnt;
+		int ret;
 
-		cnt.jobs_submitted = atomic64_read(&tdev->jobs_submitted);
-		cnt.jobs_completed = atomic64_read(&tdev->jobs_completed);
-		cnt.jobs_failed = atomic64_read(&tdev->jobs_failed);
-		cnt.jobs_timedout = atomic64_read(&tdev->jobs_timedout);
-		cnt.resets = atomic64_read(&tdev->resets);
-		cnt.mmu_faults = atomic64_read(&tdev->mmu_faults);
-		cnt.hw_errors = atomic64_read(&tdev->hw_errors);
-		for (i = 0; i < TNPU_NUM_COUNTERS; i++)
-			cnt.device[i] = tnpu_read64(tdev, TNPU_REG_PERF(i));
-		return tnpu_copy_answer(args, &cnt, sizeof(cnt));
+		/* 832 bytes: too large for the ioctl's stack frame */
+		cnt = kzalloc(sizeof(*cnt), GFP_KERNEL);
+		if (!cnt)
+			return -ENOMEM;
+		tnpu_fill_counters(tdev, cnt);
+		ret = tnpu_copy_answer(args, cnt, sizeof(*cnt));
+		kfree(cnt);
+		return ret;
 	}
 	case DRM_TNPU_QUERY_FAULT: {
 		struct tnpu_ctx *ctx = tfile->ctx;

@@ -105,6 +105,10 @@ struct tnpu_ring {
 	struct drm_gpu_scheduler sched;
 	bool sched_ready;
 	char name[16];
+	/* statistics (QUERY_COUNTERS rings[]), under tdev->lock */
+	u64 jobs_done, jobs_failed, jobs_timedout;
+	u64 busy_ns;			/* closed busy periods */
+	u64 busy_since;			/* ktime_get_ns() when @inflight became non-empty */
 };
 
 struct tnpu_caps_raw {

@@ -10,6 +10,7 @@
 #include <linux/delay.h>
 #include <linux/dma-fence-chain.h>
 #include <linux/jiffies.h>
+#include <linux/ktime.h>
 #include <linux/sort.h>
 
 #include <drm/drm_drv.h>
@@ -66,13 +67,18 @@ static void tnpu_job_write_counters(struct tnpu_job *job, int status, u32 hw_err
 static void tnpu_job_signal(struct tnpu_job *job, int err)
 {
 	struct tnpu_device *tdev = job->tdev;
+	struct tnpu_ring *ring = job->ring;
 
 	list_del_init(&job->node);
+	if (list_empty(&ring->inflight))
+		ring->busy_ns += ktime_get_ns() - ring->busy_since;
 	if (err) {
 		dma_fence_set_error(job->hw_fence, err);
 		atomic64_inc(&tdev->jobs_failed);
+		ring->jobs_failed++;
 	} else {
 		atomic64_inc(&tdev->jobs_completed);
+		ring->jobs_done++;
 	}
 	dma_fence_signal(job->hw_fence);
 }
@@ -221,8 +227,10 @@ static struct dma_fence *tnpu_job_run(struct drm_sched_job *sched_job)
 	job->inject_hang = atomic_xchg(&tdev->inject_hang, 0);
 	job->inject_fault = atomic_xchg(&tdev->inject_fault, 0);
 	job->inject_error = atomic_xchg(&tdev->inject_error, 0);
-	if (list_empty(&ring->inflight))
+	if (list_empty(&ring->inflight)) {
 		ring->progress = jiffies;
+		ring->busy_since = ktime_get_ns();
+	}
 	list_add_tail(&job->node, &ring->inflight);
 	/* during a PCI function reset the device is not there: tnpu_restart() writes the entry */
 	if (!tdev->in_reset) {
@@ -346,6 +354,7 @@ static void tnpu_recover(struct tnpu_device *tdev, struct tnpu_job *guilty)
 	tnpu_hw_reset(tdev);
 	tnpu_restart(tdev);
 	atomic64_inc(&tdev->jobs_timedout);
+	guilty->ring->jobs_timedout++;
 	tnpu_job_write_counters(guilty, -ETIMEDOUT, 0, false);
 	list_add(&guilty->node, &guilty->ring->inflight);	/* tnpu_job_signal() removes it */
 	tnpu_job_signal(guilty, -ETIMEDOUT);

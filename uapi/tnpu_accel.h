@@ -161,6 +161,29 @@ struct drm_tnpu_caps {
 /** DRM_TNPU_MAX_COUNTERS - counter slots in every counter block (hardware reserves 32). */
 #define DRM_TNPU_MAX_COUNTERS		32
 
+/** DRM_TNPU_MAX_RINGS - ring slots in struct drm_tnpu_counters (the hardware has at most 16). */
+#define DRM_TNPU_MAX_RINGS		16
+
+/**
+ * struct drm_tnpu_ring_stats - statistics of one hardware ring (queue), in struct
+ * drm_tnpu_counters. All fields are outputs, counted by the driver since it bound the device
+ * (device resets do not clear them). The sum over the rings of @jobs_done, @jobs_failed and
+ * @jobs_timedout equals the device-wide jobs_completed, jobs_failed and jobs_timedout.
+ */
+struct drm_tnpu_ring_stats {
+	/** @jobs_done: jobs of this ring whose fence signalled without error. */
+	__u64 jobs_done;
+	/** @jobs_failed: jobs of this ring whose fence signalled with an error (any cause). */
+	__u64 jobs_failed;
+	/** @jobs_timedout: jobs of this ring that hit the job timeout (also in @jobs_failed). */
+	__u64 jobs_timedout;
+	/**
+	 * @busy_ns: nanoseconds (CLOCK_MONOTONIC) during which the ring held at least one job
+	 * handed to the hardware and not yet completed; includes the current busy period.
+	 */
+	__u64 busy_ns;
+};
+
 /**
  * struct drm_tnpu_counters - DRM_TNPU_QUERY_COUNTERS answer. All fields are outputs.
  *
@@ -186,6 +209,22 @@ struct drm_tnpu_counters {
 	__u64 hw_errors;
 	/** @device: the global counter block, DRM_TNPU_MAX_COUNTERS 64-bit counters. */
 	__u64 device[DRM_TNPU_MAX_COUNTERS];
+	/*
+	 * Appended (the answer was 312 bytes before): drivers without per-ring statistics return
+	 * the 312-byte prefix and the caller's copy of what follows stays zero-filled.
+	 */
+	/**
+	 * @num_rings: meaningful entries of @rings (= drm_tnpu_caps.hw_queues); 0 from a driver
+	 * without per-ring statistics.
+	 */
+	__u32 num_rings;
+	/** @pad_rings: 0. */
+	__u32 pad_rings;
+	/**
+	 * @rings: per hardware ring, indexed like drm_tnpu_queue_create.hw_queue; entries from
+	 * @num_rings on are 0.
+	 */
+	struct drm_tnpu_ring_stats rings[DRM_TNPU_MAX_RINGS];
 };
 
 /**

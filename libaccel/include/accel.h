@@ -142,6 +142,25 @@ int accel_job_counters(struct accel_job *job, struct accel_counters *out);
 /* Release a job (waits for it if still running). NULL is a no-op. */
 void accel_job_free(struct accel_job *job);
 
+/* ---- job timelines (sim backend) --------------------------------------------------------- */
+/*
+ * Record the modeled timeline of every engine (LOAD: DMA in / IM2COL, DISPATCH, each cluster row's
+ * compute + SFU, STORE: DMA out, semaphore stalls) for the jobs run between accel_trace_begin and
+ * accel_trace_end, and write it as Chrome trace-event JSON (Perfetto, chrome://tracing).  One trace
+ * "process" per hardware job, laid out one after another; timestamps in µs at caps.clock_mhz.
+ * Sim backend only: on any other backend accel_trace_begin returns -EOPNOTSUPP (message in
+ * accel_last_error).  Recording does not change results or counters.  A new begin discards the
+ * previous recording; accel_close frees it.
+ */
+int accel_trace_begin(struct accel_dev *dev);
+/* Stop recording (-EINVAL if not recording); the events stay available to write. */
+int accel_trace_end(struct accel_dev *dev);
+/* Events recorded so far (0 if none). */
+int accel_trace_event_count(struct accel_dev *dev, uint64_t *out);
+/* Write the recording (during or after it) to path; -EINVAL if nothing was begun, -E2BIG / -ENOMEM
+ * if the recording was cut short (more than 2^20 events / no memory), -errno of fopen, -EIO. */
+int accel_trace_write_json(struct accel_dev *dev, const char *path);
+
 /* ---- operations -------------------------------------------------------------------------- */
 /*
  * Every operation takes an optional struct accel_submit (dependencies) and an optional out-job:

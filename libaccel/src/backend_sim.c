@@ -226,7 +226,11 @@ static int sim_submit(struct accel_dev *dev, const uint8_t *cmds, size_t len, st
 	}
 	memcpy(s->cmd->ptr, cmds, len);
 	memset(&res, 0, sizeof(res));
+	if (accel_trace_on(dev))
+		accel_trace_job_begin(dev, s->ex);
 	tnpu_exec_run_cmdbuf(s->ex, &s->ops, s->ctx_table_pa, 1, 0, s->cmd->va, (uint32_t)len, &res);
+	if (accel_trace_on(dev))
+		accel_trace_job_end(dev, s->ex, res.counters[TNPU_CNT_TOTAL_CYCLES]);
 	memset(hw, 0, sizeof(*hw));
 	hw->done = true;
 	hw->hw_error = res.error;

@@ -61,6 +61,7 @@ void accel_close(struct accel_dev *dev)
 		return;
 	if (dev->ops && dev->ops->close)
 		dev->ops->close(dev);
+	accel_trace_free(dev);
 	free(dev);
 }
 

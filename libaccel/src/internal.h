@@ -36,6 +36,7 @@ struct accel_dev {
 	void *priv;
 	struct accel_caps caps;
 	uint8_t conv_mode;	/* sim option conv=auto|im2col|direct (0/1/2): convolution lowering */
+	struct accel_trace *trace;	/* job-timeline recording (trace.c), NULL if never begun */
 	char err[320];
 };
 
@@ -123,6 +124,13 @@ int accel_op_finish(struct accel_dev *dev, struct accel_job *j, struct accel_job
 /* accel_op_finish for an op that owns constant buffers (ownership passes to the job). */
 int accel_op_finish_owned(struct accel_dev *dev, struct accel_job *j, struct accel_buffer **owned, unsigned n,
 			  struct accel_job **job);
+
+/* trace.c (the sim backend brackets each hardware job while a recording is on) */
+struct tnpu_exec;
+bool accel_trace_on(const struct accel_dev *dev);
+void accel_trace_job_begin(struct accel_dev *dev, struct tnpu_exec *ex);
+void accel_trace_job_end(struct accel_dev *dev, struct tnpu_exec *ex, uint64_t total_cycles);
+void accel_trace_free(struct accel_dev *dev);
 
 /* tensor.c */
 int accel_tensor_va(const struct accel_tensor *t, uint64_t *va);

@@ -144,6 +144,75 @@ TEST_F(uapi, query_counters_and_clean_fault)
 	EXPECT_EQ(0, fault.address);
 }
 
+/* the answer's size before per-ring statistics were appended */
+#define COUNTERS_V1_SIZE	offsetof(struct drm_tnpu_counters, num_rings)
+
+TEST_F(uapi, query_counters_ring_stats_count_jobs_of_their_ring_only)
+{
+	struct drm_tnpu_queue_create qc = { .priority = DRM_TNPU_QUEUE_PRIORITY_NORMAL };
+	struct drm_tnpu_bo_ref ref = { self->c.data.handle, DRM_TNPU_BO_REF_WRITE };
+	struct drm_tnpu_counters before, after;
+	uint64_t done_sum = 0;
+	uint32_t i, r, n = 25;
+
+	ASSERT_EQ(0, tnpu_ioctl(self->c.fd, DRM_IOCTL_TNPU_QUEUE_CREATE, &qc));
+	ASSERT_LT(qc.hw_queue, self->caps.hw_queues);
+	ASSERT_EQ(0, tnpu_query(self->c.fd, DRM_TNPU_QUERY_COUNTERS, &before, sizeof(before)));
+	ASSERT_EQ(self->caps.hw_queues, before.num_rings);
+	for (i = 0; i < n; i++) {
+		struct tnpu_job_args j = { .queue = qc.handle, .cmd = &self->c.cmd,
+					   .cmd_offset = 64 * i, .refs = &ref, .nrefs = 1,
+					   .out_sync = i == n - 1 ? self->c.sync : 0 };
+
+		j.cmd_size = tnpu_cmd_fence((char *)self->c.cmd.map + 64 * i, self->c.data.va, i);
+		ASSERT_EQ(0, tnpu_submit(self->c.fd, &j)) TH_LOG("job %u", i);
+	}
+	/* one queue's jobs complete in order: the last fence covers all of them */
+	ASSERT_EQ(0, tnpu_sync_status(self->c.fd, self->c.sync, 0, 60000));
+	ASSERT_EQ(0, tnpu_query(self->c.fd, DRM_TNPU_QUERY_COUNTERS, &after, sizeof(after)));
+
+	EXPECT_EQ(before.rings[qc.hw_queue].jobs_done + n, after.rings[qc.hw_queue].jobs_done);
+	EXPECT_EQ(before.rings[qc.hw_queue].jobs_failed, after.rings[qc.hw_queue].jobs_failed);
+	EXPECT_GT(after.rings[qc.hw_queue].busy_ns, before.rings[qc.hw_queue].busy_ns);
+	for (r = 0; r < DRM_TNPU_MAX_RINGS; r++) {
+		done_sum += after.rings[r].jobs_done;
+		if (r == qc.hw_queue)
+			continue;
+		EXPECT_EQ(before.rings[r].jobs_done, after.rings[r].jobs_done) TH_LOG("ring %u", r);
+		EXPECT_EQ(before.rings[r].jobs_failed, after.rings[r].jobs_failed) TH_LOG("ring %u", r);
+		EXPECT_EQ(before.rings[r].jobs_timedout, after.rings[r].jobs_timedout)
+			TH_LOG("ring %u", r);
+		if (r >= after.num_rings) {
+			EXPECT_EQ(0, after.rings[r].jobs_done);
+			EXPECT_EQ(0, after.rings[r].busy_ns);
+		}
+	}
+	/* uapi.md: the rings' jobs_done add up to the device-wide jobs_completed */
+	EXPECT_EQ(after.jobs_completed, done_sum);
+	EXPECT_EQ(0, after.pad_rings);
+}
+
+TEST_F(uapi, query_counters_with_the_old_size_returns_the_old_prefix)
+{
+	struct drm_tnpu_counters old, cur;
+	struct drm_tnpu_query q = { .type = DRM_TNPU_QUERY_COUNTERS, .size = COUNTERS_V1_SIZE,
+				    .pointer = (uintptr_t)&old };
+	const unsigned char *tail = (const unsigned char *)&old + COUNTERS_V1_SIZE;
+	size_t i;
+
+	ASSERT_EQ(312, COUNTERS_V1_SIZE);
+	memset(&old, 0xa5, sizeof(old));
+	ASSERT_EQ(0, tnpu_ioctl(self->c.fd, DRM_IOCTL_TNPU_QUERY, &q));
+	EXPECT_EQ(sizeof(struct drm_tnpu_counters), q.size);
+	/* nothing written past the caller's size */
+	for (i = 0; i < sizeof(old) - COUNTERS_V1_SIZE; i++)
+		ASSERT_EQ(0xa5, tail[i]) TH_LOG("byte %zu", COUNTERS_V1_SIZE + i);
+	/* the device is idle here: the prefix equals a full answer's */
+	ASSERT_EQ(0, tnpu_query(self->c.fd, DRM_TNPU_QUERY_COUNTERS, &cur, sizeof(cur)));
+	EXPECT_EQ(0, memcmp(&old, &cur, COUNTERS_V1_SIZE));
+	EXPECT_GE(old.jobs_submitted, old.jobs_completed);
+}
+
 TEST_F(uapi, query_rejects_bad_args)
 {
 	struct drm_tnpu_caps caps;

@@ -2,9 +2,13 @@
 /*
  * accel-bench - GEMM and convolution through libaccel; prints one JSON object.
  *
- *   accel-bench gemm --m M --n N --k K --dtype int8|fp32 [--device PATH|sim] [--json]
+ *   accel-bench gemm --m M --n N --k K --dtype int8|fp32 [--device PATH|sim] [--json] [--trace FILE]
  *   accel-bench conv --n N --h H --w W --c C --k K --r R --s S --stride S --pad P [--groups G]
- *                    [--dilation D] --dtype int8|fp32 [--device PATH|sim] [--json]
+ *                    [--dilation D] --dtype int8|fp32 [--device PATH|sim] [--json] [--trace FILE]
+ *
+ * --trace FILE writes the job's engine timeline as Chrome trace-event JSON (accel_trace_*).  Only
+ * the sim backend can record it; on a drm device the measured run is followed by the same job on an
+ * in-process sim of the device's geometry and clock, and that run's timeline is written.
  *
  * pe_utilization = useful MACs / (rows*cols*pes * MACs per cycle per PE) / total cycles, where the
  * useful MACs are the operation's own (M*N*K, or N*OH*OW*K*R*S*C/G); model_pe_utilization uses the
@@ -21,9 +25,10 @@
 #include "accel.h"
 
 struct opts {
-	const char *op, *device;
+	const char *op, *device, *trace;
 	uint32_t m, n, k, h, w, c, r, s, stride, pad, groups, dil;
 	bool f32, json, requant;
+	bool quiet;		/* the trace re-run: no JSON line */
 };
 
 static uint64_t rng(uint64_t *s)
@@ -46,9 +51,13 @@ static int usage(void)
 {
 	fprintf(stderr,
 		"usage: accel-bench gemm --m M --n N --k K --dtype int8|fp32 [--device PATH|sim] [--json]\n"
+		"                        [--trace FILE]\n"
 		"       accel-bench conv --n N --h H --w W --c C --k K --r R --s S --stride S --pad P [--groups G]\n"
 		"                        [--dilation D] --dtype int8|fp32 [--requant] [--device PATH|sim] [--json]\n"
-		"  --requant: int8 conv with requantised int8 output (default: int32 output)\n");
+		"                        [--trace FILE]\n"
+		"  --requant: int8 conv with requantised int8 output (default: int32 output)\n"
+		"  --trace FILE: write the job's engine timeline (Chrome trace-event JSON, Perfetto); on a drm\n"
+		"                device it is recorded by re-running the job on a sim of the same geometry\n");
 	return 2;
 }
 
@@ -92,6 +101,10 @@ static int parse(int argc, char **argv, struct opts *o)
 		}
 		if (!strcmp(a, "--device")) {
 			o->device = argv[++i];
+			continue;
+		}
+		if (!strcmp(a, "--trace")) {
+			o->trace = argv[++i];
 			continue;
 		}
 		for (unsigned j = 0; j < sizeof(nums) / sizeof(nums[0]); j++) {
@@ -150,6 +163,26 @@ static int fail(struct accel_dev *dev, const char *what, int ret)
 	return 1;
 }
 
+/* Start recording if this run is the one that writes the trace (sim backend only). */
+static int trace_begin(struct accel_dev *dev, const struct opts *o, const struct accel_caps *caps)
+{
+	if (!o->trace || strcmp(caps->backend, "sim"))
+		return 0;
+	return accel_trace_begin(dev);
+}
+
+static int trace_finish(struct accel_dev *dev, const struct opts *o, const struct accel_caps *caps)
+{
+	int ret;
+
+	if (!o->trace || strcmp(caps->backend, "sim"))
+		return 0;
+	ret = accel_trace_end(dev);
+	if (!ret)
+		ret = accel_trace_write_json(dev, o->trace);
+	return ret;
+}
+
 static int run_gemm(struct accel_dev *dev, const struct opts *o, const struct accel_caps *caps)
 {
 	uint32_t e = o->f32 ? 4 : 1;
@@ -176,6 +209,8 @@ static int run_gemm(struct accel_dev *dev, const struct opts *o, const struct ac
 	d.a = &A;
 	d.b = &B;
 	d.c = &C;
+	if ((ret = trace_begin(dev, o, caps)))
+		return fail(dev, "trace", ret);
 	t0 = now_ms();
 	ret = accel_gemm(dev, &d, NULL, &job);
 	if (!ret)
@@ -183,6 +218,8 @@ static int run_gemm(struct accel_dev *dev, const struct opts *o, const struct ac
 	wall = now_ms() - t0;
 	if (ret)
 		return fail(dev, "gemm", ret);
+	if ((ret = trace_finish(dev, o, caps)))
+		return fail(dev, "trace", ret);
 	accel_job_counters(job, &cnt);
 	accel_job_free(job);
 	for (int t = 0; t < 2048 && ok; t++) {
@@ -203,9 +240,12 @@ static int run_gemm(struct accel_dev *dev, const struct opts *o, const struct ac
 		else
 			ok = ((int32_t *)accel_buffer_ptr(bc))[(size_t)i * o->n + j] == (int32_t)ref;
 	}
+	if (o->quiet)
+		goto out;
 	printf("{\"op\":\"gemm\",\"m\":%u,\"n\":%u,\"k\":%u,", o->m, o->n, o->k);
 	print_common(o, caps, &cnt, wall, (double)o->m * o->n * o->k, ok);
 	printf(",\"input_bytes\":%llu}\n", (unsigned long long)(((uint64_t)o->m * o->k + (uint64_t)o->k * o->n) * e));
+out:
 	accel_buffer_free(ba);
 	accel_buffer_free(bb);
 	accel_buffer_free(bc);
@@ -254,6 +294,8 @@ static int run_conv(struct accel_dev *dev, const struct opts *o, const struct ac
 	d.groups = o->groups;
 	if (o->requant && !o->f32)
 		accel_quant_from_scale(1.0 / 64, &d.epi.multiplier, &d.epi.shift);
+	if ((ret = trace_begin(dev, o, caps)))
+		return fail(dev, "trace", ret);
 	t0 = now_ms();
 	ret = accel_conv2d(dev, &d, NULL, &job);
 	if (!ret)
@@ -261,6 +303,8 @@ static int run_conv(struct accel_dev *dev, const struct opts *o, const struct ac
 	wall = now_ms() - t0;
 	if (ret)
 		return fail(dev, "conv", ret);
+	if ((ret = trace_finish(dev, o, caps)))
+		return fail(dev, "trace", ret);
 	accel_job_counters(job, &cnt);
 	accel_job_free(job);
 	for (int t = 0; t < 1024 && ok; t++) {
@@ -299,6 +343,8 @@ static int run_conv(struct accel_dev *dev, const struct opts *o, const struct ac
 		}
 		ok = o->f32 ? fabs(got - ref) <= 1e-4 * (1 + mag) : got == ref;
 	}
+	if (o->quiet)
+		goto out;
 	printf("{\"op\":\"conv\",\"n\":%u,\"h\":%u,\"w\":%u,\"c\":%u,\"k\":%u,\"r\":%u,\"s\":%u,\"stride\":%u,"
 	       "\"pad\":%u,\"groups\":%u,\"dilation\":%u,\"oh\":%u,\"ow\":%u,",
 	       o->n, o->h, o->w, o->c, o->k, o->r, o->s, o->stride, o->pad, o->groups, o->dil, oh, ow);
@@ -309,10 +355,45 @@ static int run_conv(struct accel_dev *dev, const struct opts *o, const struct ac
 	       (unsigned long long)in_b, (unsigned long long)w_b, (unsigned long long)(in_b + w_b),
 	       (double)cnt.bytes_h2d / (double)(in_b + w_b),
 	       (unsigned long long)((uint64_t)o->n * oh * ow * o->r * o->s * o->c * e + w_b));
+out:
 	accel_buffer_free(bi);
 	accel_buffer_free(bw);
 	accel_buffer_free(bo);
 	return ok ? 0 : 1;
+}
+
+static int run_op(struct accel_dev *dev, const struct opts *o, const struct accel_caps *caps)
+{
+	return !strcmp(o->op, "gemm") ? run_gemm(dev, o, caps) : run_conv(dev, o, caps);
+}
+
+/*
+ * A drm device cannot show its engines (accel_trace_begin: -EOPNOTSUPP), so record the same job on
+ * an in-process sim with the device's geometry and clock.  The model is the one the device runs,
+ * so the timeline is the device's modeled timeline.
+ */
+static int trace_on_sim(const struct opts *o, const struct accel_caps *caps)
+{
+	struct accel_dev *sim;
+	struct accel_caps sc;
+	struct opts q = *o;
+	char path[128], msg[256];
+	int ret;
+
+	snprintf(path, sizeof(path), "sim:rows=%u,cols=%u,pes=%u,sram=%u,clock=%u", caps->rows, caps->cols,
+		 caps->pes, caps->sram_bytes, caps->clock_mhz);
+	fprintf(stderr, "accel-bench: the %s backend cannot record engine timelines; recording %s on %s\n",
+		caps->backend, o->trace, path);
+	ret = accel_open_msg(path, msg, sizeof(msg), &sim);
+	if (ret) {
+		fprintf(stderr, "accel-bench: %s: %s: %s\n", path, accel_strerror(ret), msg);
+		return 1;
+	}
+	accel_query_caps(sim, &sc);
+	q.quiet = true;
+	ret = run_op(sim, &q, &sc);
+	accel_close(sim);
+	return ret;
 }
 
 int main(int argc, char **argv)
@@ -332,8 +413,10 @@ int main(int argc, char **argv)
 		return 1;
 	}
 	accel_query_caps(dev, &caps);
-	ret = !strcmp(o.op, "gemm") ? run_gemm(dev, &o, &caps) : run_conv(dev, &o, &caps);
+	ret = run_op(dev, &o, &caps);
 	fflush(stdout);
 	accel_close(dev);
+	if (!ret && o.trace && strcmp(caps.backend, "sim"))
+		ret = trace_on_sim(&o, &caps);
 	return ret;
 }

@@ -5,8 +5,9 @@
  * One line per sample like vmstat, so it is readable in a terminal and parseable in a pipe;
  * --json prints one JSON document per line. Documentation/tools.md lists the columns and fields.
  *
- * The uAPI's COUNTERS answer is device-wide (driver statistics + the global counter block), so rates are
- * per device; per-queue rows need per-ring counters in the uAPI (Documentation/tools.md, "Limits").
+ * Each sample is one device-wide line; when the driver's answer includes per-ring statistics
+ * (struct drm_tnpu_ring_stats) one row per hardware ring follows it. Older drivers return a shorter
+ * answer and get the device line only.
  * Exit status: 0 done, 1 usage/system/ioctl error, 2 no tnpu device (or none with an accel node).
  */
 #include "accel_tools.h"
@@ -39,7 +40,8 @@ static void usage(FILE *out)
 {
 	fprintf(out,
 		"Usage: accel-top [--interval MS] [--count N] [--json] [--device PATH|BDF]\n"
-		"Live jobs/s, utilisation and errors of a tnpu device, one line per interval.\n\n"
+		"Live jobs/s, utilisation and errors of a tnpu device, one line per interval,\n"
+		"followed by one row per hardware queue (q0, q1, ...).\n\n"
 		"  -i, --interval MS    sampling interval in milliseconds (default 1000, minimum 10)\n"
 		"  -n, --count N        print N samples and exit (default: until interrupted)\n"
 		"  -j, --json           one JSON object per line (Documentation/tools.md)\n"
@@ -161,6 +163,24 @@ static void rate_str(double v, char *out, size_t len)
 		ai_format_si(v, "", out, len);
 }
 
+/*
+ * One row per hardware ring under the device line: the columns the ring has (jobs/s, failed, tmout,
+ * busy); the label replaces the time so `grep '^ *[0-9]'` still finds exactly the device lines.
+ */
+static void print_rings(const struct ai_rates *r)
+{
+	for (unsigned int i = 0; i < r->num_rings; i++) {
+		const struct ai_ring_rates *q = &r->ring[i];
+		char label[16], jobs[16], busy[16];
+
+		snprintf(label, sizeof(label), "q%u", i);
+		rate_str(q->jobs_per_s, jobs, sizeof(jobs));
+		pct(q->busy, busy, sizeof(busy));
+		printf("%8s %8s %8s %6llu %5llu %6s %5s %6s\n", label, jobs, "-",
+		       (unsigned long long)q->failed, (unsigned long long)q->timedout, "-", "-", busy);
+	}
+}
+
 static void print_line(double t, const struct ai_rates *r)
 {
 	char jobs[16], subm[16], busy[16], comp[16], load[16], store[16], macs[16], h2d[16], d2h[16];
@@ -183,6 +203,37 @@ static void print_line(double t, const struct ai_rates *r)
 static void json_ratio(struct json_writer *w, const char *key, double v)
 {
 	json_double(w, key, v, 4);
+}
+
+/* "rings": one object per hardware ring, null when the driver has no per-ring statistics */
+static void print_json_rings(struct json_writer *w, const struct ai_sample *s,
+			     const struct ai_rates *r)
+{
+	if (!s->num_rings) {
+		json_null(w, "rings");
+		return;
+	}
+	json_begin_array(w, "rings");
+	for (unsigned int i = 0; i < r->num_rings; i++) {
+		const struct ai_ring_rates *q = &r->ring[i];
+		const struct drm_tnpu_ring_stats *t = &s->c.rings[i];
+
+		json_begin_object(w, NULL);
+		json_u64(w, "ring", i);
+		json_double(w, "jobs_per_s", q->jobs_per_s, 2);
+		json_double(w, "failed_per_s", q->failed_per_s, 2);
+		json_u64(w, "failed", q->failed);
+		json_u64(w, "timedout", q->timedout);
+		json_ratio(w, "busy", q->busy);
+		json_begin_object(w, "totals");
+		json_u64(w, "jobs_done", t->jobs_done);
+		json_u64(w, "jobs_failed", t->jobs_failed);
+		json_u64(w, "jobs_timedout", t->jobs_timedout);
+		json_u64(w, "busy_ns", t->busy_ns);
+		json_end_object(w);
+		json_end_object(w);
+	}
+	json_end_array(w);
 }
 
 static void print_json(double t, const char *path, const struct ai_sample *s, const struct ai_rates *r,
@@ -231,15 +282,18 @@ static void print_json(double t, const char *path, const struct ai_sample *s, co
 	}
 	json_end_object(&w);
 	json_end_object(&w);
+	print_json_rings(&w, s, r);
 	json_end_object(&w);
 	fputc('\n', stdout);
 }
 
 static int sample(int fd, struct ai_sample *s, const char *path)
 {
-	int ret = ai_query_counters(fd, &s->c);
+	uint32_t size = 0;
+	int ret = ai_query_counters(fd, &s->c, &size);
 
 	s->t = now_s();
+	s->num_rings = ret < 0 ? 0 : ai_counters_rings(&s->c, size);
 	if (ret < 0)
 		fprintf(stderr, "accel-top: %s: QUERY_COUNTERS failed: %s\n", path, strerror(-ret));
 	return ret;
@@ -273,6 +327,7 @@ static int run(const struct top_opts *o, int fd, const char *path, const char *b
 			if ((k - 1) % HEADER_EVERY == 0)
 				print_header(path, bdf, &caps, o->interval_ms);
 			print_line(cur.t - t0, &r);
+			print_rings(&r);
 		}
 		if (fflush(stdout))
 			return 1;	/* e.g. the reader of a pipe went away */

@@ -129,8 +129,11 @@ int ai_select_device(const char *sysfs_root, const char *spec, const struct ai_p
 int ai_open_accel(const char *path);
 /* DRM_TNPU_QUERY_CAPS into caps (zero-filled first). Returns 0 or a negative errno. */
 int ai_query_caps(int fd, struct drm_tnpu_caps *caps);
-/* DRM_TNPU_QUERY_COUNTERS into c (zero-filled first). Returns 0 or a negative errno. */
-int ai_query_counters(int fd, struct drm_tnpu_counters *c);
+/*
+ * DRM_TNPU_QUERY_COUNTERS into c (zero-filled first). Returns 0 or a negative errno; *answer_size
+ * (may be NULL) gets the size of the kernel's answer struct (shorter from older drivers).
+ */
+int ai_query_counters(int fd, struct drm_tnpu_counters *c, uint32_t *answer_size);
 /* Driver name and version from DRM_IOCTL_VERSION ("tnpu", "1.0.0 20261121"); 0 or -errno. */
 int ai_drm_version(int fd, char *name, size_t name_len, char *version, size_t version_len);
 
@@ -160,6 +163,23 @@ const char *ai_class_name(uint32_t class_code);
 struct ai_sample {
 	double t;			/* seconds, CLOCK_MONOTONIC */
 	struct drm_tnpu_counters c;
+	unsigned int num_rings;		/* valid c.rings[] entries: ai_counters_rings() */
+};
+
+/*
+ * Entries of c->rings the kernel filled in, given the size of its answer: 0 for a driver older than
+ * per-ring statistics (short answer), else c->num_rings capped by the answer and DRM_TNPU_MAX_RINGS.
+ */
+unsigned int ai_counters_rings(const struct drm_tnpu_counters *c, uint32_t answer_size);
+
+/* Per-ring rates over an interval (struct drm_tnpu_ring_stats deltas). */
+struct ai_ring_rates {
+	double jobs_per_s;		/* completed (ok) jobs of the ring per second */
+	double failed_per_s;
+	uint64_t done;			/* deltas over the interval */
+	uint64_t failed;
+	uint64_t timedout;
+	double busy;			/* delta busy_ns / interval: 0..1, share of wall time the ring had work */
 };
 
 /* Rates over the interval between two samples; fields are NAN when not computable. */
@@ -181,12 +201,15 @@ struct ai_rates {
 	double h2d_bytes_per_s;
 	double d2h_bytes_per_s;
 	bool reset_seen;		/* a device counter went backwards (device reset): deltas restarted */
+	unsigned int num_rings;		/* rows in ring[]: rings in both samples, 0 on older drivers */
+	struct ai_ring_rates ring[DRM_TNPU_MAX_RINGS];
 };
 
 /*
  * Computes rates from prev to cur. clock_mhz may be 0 (busy is then NAN). A driver counter that went
  * backwards (the driver was reloaded) or a device counter that went backwards (device reset / PERF_CTRL
- * clear) is treated as restarted from 0, and reset_seen is set.
+ * clear) is treated as restarted from 0, and reset_seen is set. Per-ring rates cover the rings both
+ * samples have (prev->num_rings, cur->num_rings).
  */
 void ai_compute_rates(const struct ai_sample *prev, const struct ai_sample *cur, uint32_t clock_mhz,
 		      struct ai_rates *r);

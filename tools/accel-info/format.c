@@ -3,6 +3,7 @@
 #include "accel_tools.h"
 
 #include <math.h>
+#include <stddef.h>
 #include <stdio.h>
 #include <string.h>
 
@@ -150,6 +151,43 @@ static double ratio(uint64_t num, uint64_t den)
 	return den ? (double)num / (double)den : NAN;
 }
 
+unsigned int ai_counters_rings(const struct drm_tnpu_counters *c, uint32_t answer_size)
+{
+	size_t base = offsetof(struct drm_tnpu_counters, rings);
+	size_t fit;
+
+	if (answer_size <= base)
+		return 0;
+	fit = (answer_size - base) / sizeof(c->rings[0]);
+	if (fit > DRM_TNPU_MAX_RINGS)
+		fit = DRM_TNPU_MAX_RINGS;
+	return c->num_rings < fit ? c->num_rings : (unsigned int)fit;
+}
+
+/* Rates of ring i; a ring counter that went backwards sets *wrapped like the device counters. */
+static void ring_rates(const struct drm_tnpu_ring_stats *a, const struct drm_tnpu_ring_stats *b,
+		       double dt, bool *wrapped, struct ai_ring_rates *rr)
+{
+	uint64_t busy = delta(a->busy_ns, b->busy_ns, wrapped);
+
+	rr->done = delta(a->jobs_done, b->jobs_done, wrapped);
+	rr->failed = delta(a->jobs_failed, b->jobs_failed, wrapped);
+	rr->timedout = delta(a->jobs_timedout, b->jobs_timedout, wrapped);
+	if (!(dt > 0)) {
+		rr->jobs_per_s = rr->failed_per_s = rr->busy = NAN;
+		return;
+	}
+	rr->jobs_per_s = (double)rr->done / dt;
+	rr->failed_per_s = (double)rr->failed / dt;
+	/*
+	 * The kernel reads its clock inside the ioctl and we read ours after it returns, so a ring
+	 * busy for the whole interval can measure a hair over it: cap at 1.
+	 */
+	rr->busy = (double)busy / (dt * 1e9);
+	if (rr->busy > 1.0)
+		rr->busy = 1.0;
+}
+
 void ai_compute_rates(const struct ai_sample *prev, const struct ai_sample *cur, uint32_t clock_mhz,
 		      struct ai_rates *r)
 {
@@ -169,6 +207,11 @@ void ai_compute_rates(const struct ai_sample *prev, const struct ai_sample *cur,
 	r->hw_errors = delta(a->hw_errors, b->hw_errors, &wrapped);
 	r->mmu_faults = delta(a->mmu_faults, b->mmu_faults, &wrapped);
 	r->resets = delta(a->resets, b->resets, &wrapped);
+	r->num_rings = prev->num_rings < cur->num_rings ? prev->num_rings : cur->num_rings;
+	if (r->num_rings > DRM_TNPU_MAX_RINGS)
+		r->num_rings = DRM_TNPU_MAX_RINGS;
+	for (unsigned int i = 0; i < r->num_rings; i++)
+		ring_rates(&a->rings[i], &b->rings[i], r->dt, &wrapped, &r->ring[i]);
 	r->reset_seen = wrapped || r->resets > 0;
 
 	/* Counter indices: enum tnpu_counter (Documentation/hardware/cycle-model.md#counters). */

@@ -20,7 +20,7 @@ int ai_open_accel(const char *path)
 	return fd < 0 ? -errno : fd;
 }
 
-static int query(int fd, uint32_t type, void *out, size_t size)
+static int query(int fd, uint32_t type, void *out, size_t size, uint32_t *answer_size)
 {
 	struct drm_tnpu_query q = {
 		.type = type,
@@ -31,17 +31,19 @@ static int query(int fd, uint32_t type, void *out, size_t size)
 	memset(out, 0, size);
 	if (drmIoctl(fd, DRM_IOCTL_TNPU_QUERY, &q))
 		return -errno;
+	if (answer_size)
+		*answer_size = q.size;
 	return 0;
 }
 
 int ai_query_caps(int fd, struct drm_tnpu_caps *caps)
 {
-	return query(fd, DRM_TNPU_QUERY_CAPS, caps, sizeof(*caps));
+	return query(fd, DRM_TNPU_QUERY_CAPS, caps, sizeof(*caps), NULL);
 }
 
-int ai_query_counters(int fd, struct drm_tnpu_counters *c)
+int ai_query_counters(int fd, struct drm_tnpu_counters *c, uint32_t *answer_size)
 {
-	return query(fd, DRM_TNPU_QUERY_COUNTERS, c, sizeof(*c));
+	return query(fd, DRM_TNPU_QUERY_COUNTERS, c, sizeof(*c), answer_size);
 }
 
 int ai_drm_version(int fd, char *name, size_t name_len, char *version, size_t version_len)

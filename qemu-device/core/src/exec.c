@@ -127,6 +127,29 @@ void tnpu_exec_clear_abort(struct tnpu_exec *ex)
 	atomic_store(&ex->abort, false);
 }
 
+void tnpu_exec_set_trace(struct tnpu_exec *ex, tnpu_trace_fn fn, void *opaque)
+{
+	ex->trace = fn;
+	ex->trace_opaque = fn ? opaque : NULL;
+}
+
+/* Report one interval; the only cost with tracing off is the branch. */
+static inline void trace(struct tnpu_exec *ex, unsigned engine, unsigned row, unsigned kind, uint64_t start,
+			 uint64_t end)
+{
+	struct tnpu_trace_event ev;
+
+	if (!ex->trace)
+		return;
+	ev.engine = (uint8_t)engine;
+	ev.row = (uint8_t)row;
+	ev.kind = (uint16_t)kind;
+	ev.cmd_offset = ex->cmd_off;
+	ev.start = start;
+	ev.end = end;
+	ex->trace(ex->trace_opaque, &ev);
+}
+
 /* ---- job start: clean device state ---------------------------------------- */
 
 static void job_reset(struct tnpu_exec *ex)
@@ -170,11 +193,12 @@ static uint64_t job_time(const struct tnpu_exec *ex)
 }
 
 /* A load/store engine command of `dur` cycles. */
-static void engine_run(struct tnpu_exec *ex, unsigned e, bool async, uint64_t dur)
+static void engine_run(struct tnpu_exec *ex, unsigned e, unsigned kind, bool async, uint64_t dur)
 {
 	uint64_t s = TNPU_MAX(ex->F[e], async ? 0 : ex->P);
 
 	ex->F[e] = s + dur;
+	trace(ex, e, TNPU_TRACE_ROW_NONE, kind, s, s + dur);
 	ex->P = ex->F[e];
 	if (e == TNPU_ENGINE_LOAD)
 		CNT(ex, LOAD_CYCLES) += dur;
@@ -251,7 +275,8 @@ static uint32_t cmd_dma(struct tnpu_exec *ex, const uint8_t *c, bool h2d, bool a
 	} else {
 		CNT(ex, BYTES_D2H) += (uint64_t)width * height * depth;
 	}
-	engine_run(ex, h2d ? TNPU_ENGINE_LOAD : TNPU_ENGINE_STORE, async, dur);
+	engine_run(ex, h2d ? TNPU_ENGINE_LOAD : TNPU_ENGINE_STORE, h2d ? TNPU_TRACE_DMA_H2D : TNPU_TRACE_DMA_D2H,
+		   async, dur);
 	return 0;
 }
 
@@ -511,7 +536,7 @@ static uint32_t cmd_im2col(struct tnpu_exec *ex, const uint8_t *c, bool async)
 		}
 	}
 	CNT(ex, BYTES_H2D) += box_bytes;
-	engine_run(ex, TNPU_ENGINE_LOAD, async,
+	engine_run(ex, TNPU_ENGINE_LOAD, TNPU_TRACE_IM2COL, async,
 		   TNPU_CYC_CMD + TNPU_CYC_DMA_SETUP +
 			   TNPU_MAX(runs_cyc, div_ceil_u64((uint64_t)cv.mt * cv.kt * cv.e, TNPU_RATE_IM2COL)));
 	return 0;
@@ -541,6 +566,7 @@ static uint32_t cmd_dispatch(struct tnpu_exec *ex, const uint8_t *c, uint32_t si
 	s = TNPU_MAX(ex->F[TNPU_ENGINE_COMPUTE], async ? 0 : ex->P);
 	issue = TNPU_CYC_CMD + TNPU_CYC_DISPATCH + div_ceil_u64(len, TNPU_RATE_DISPATCH);
 	ex->F[TNPU_ENGINE_COMPUTE] = s + issue;
+	trace(ex, TNPU_ENGINE_COMPUTE, TNPU_TRACE_ROW_NONE, TNPU_TRACE_DISPATCH, s, s + issue);
 	r0 = all ? 0 : row;
 	r1 = all ? ex->cfg.rows - 1 : row;
 	for (unsigned r = r0; r <= r1; r++) {
@@ -555,6 +581,7 @@ static uint32_t cmd_dispatch(struct tnpu_exec *ex, const uint8_t *c, uint32_t si
 		start = TNPU_MAX(ex->R[r], s + issue);
 		end = start + busy;
 		ex->R[r] = end;
+		trace(ex, TNPU_ENGINE_COMPUTE, r, (c[16] & TNPU_PKT_EXE) ? TNPU_TRACE_EXE : TNPU_TRACE_CONFIG, start, end);
 		if (end > ex->compute_end) {
 			ex->res->counters[TNPU_CNT_COMPUTE_CYCLES] += end - TNPU_MAX(start, ex->compute_end);
 			ex->compute_end = end;
@@ -610,6 +637,8 @@ static uint32_t cmd_sem(struct tnpu_exec *ex, const uint8_t *c, bool signal, boo
 		}
 		sm->avail -= count;
 		ex->res->counters[TNPU_CNT_STALL_CYCLES] += t - s;
+		if (t > s)
+			trace(ex, e, TNPU_TRACE_ROW_NONE, TNPU_TRACE_SEM_WAIT, s, t);
 		ex->F[e] = t + TNPU_CYC_CMD;
 		ex->P = ex->F[e];
 	}
@@ -620,12 +649,13 @@ static uint32_t cmd_sem(struct tnpu_exec *ex, const uint8_t *c, bool signal, boo
 
 static uint32_t cmd_fence(struct tnpu_exec *ex, const uint8_t *c)
 {
-	uint64_t va = ld64(c + 8), t;
+	uint64_t va = ld64(c + 8), t, t0;
 	uint8_t val[8];
 
 	if (va & 7)
 		return tnpu_fail(ex, TNPU_ERR_ALIGN, 0, va);
-	t = job_time(ex) + TNPU_CYC_CMD;
+	t0 = job_time(ex);
+	t = t0 + TNPU_CYC_CMD;
 	if (va) {
 		memcpy(val, c + 16, 8);
 		if (tnpu_va_write(ex, va, val, 8, TNPU_EC_FETCH))
@@ -637,6 +667,7 @@ static uint32_t cmd_fence(struct tnpu_exec *ex, const uint8_t *c)
 	for (unsigned r = 0; r < ex->cfg.rows; r++)
 		ex->R[r] = TNPU_MAX(ex->R[r], t);
 	ex->P = t;
+	trace(ex, TNPU_ENGINE_NUM, TNPU_TRACE_ROW_NONE, TNPU_TRACE_FENCE, t0, t);
 	return 0;
 }
 

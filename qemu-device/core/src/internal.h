@@ -115,6 +115,8 @@ struct tnpu_exec {
 	uint64_t P;			/* completion of the previous command */
 	uint64_t compute_end;		/* union accounting for COMPUTE_CYCLES */
 	uint64_t watchdog;
+	tnpu_trace_fn trace;		/* NULL: tracing off (cycle-model.md "Trace") */
+	void *trace_opaque;
 	/* scratch */
 	uint8_t *scratch;
 	size_t scratch_cap;

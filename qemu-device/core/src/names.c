@@ -30,3 +30,14 @@ const char *tnpu_counter_name(unsigned idx)
 {
 	return idx < TNPU_CNT_NUM ? cnt_names[idx] : "unknown";
 }
+
+static const char *const trace_names[] = {
+	[TNPU_TRACE_DMA_H2D] = "DMA_H2D", [TNPU_TRACE_IM2COL] = "IM2COL", [TNPU_TRACE_DMA_D2H] = "DMA_D2H",
+	[TNPU_TRACE_DISPATCH] = "DISPATCH", [TNPU_TRACE_CONFIG] = "CONFIG", [TNPU_TRACE_EXE] = "EXE",
+	[TNPU_TRACE_SEM_WAIT] = "SEM_WAIT", [TNPU_TRACE_FENCE] = "FENCE",
+};
+
+const char *tnpu_trace_kind_name(unsigned kind)
+{
+	return kind < sizeof(trace_names) / sizeof(trace_names[0]) && trace_names[kind] ? trace_names[kind] : "?";
+}

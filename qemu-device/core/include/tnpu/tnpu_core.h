@@ -157,6 +157,38 @@ uint32_t tnpu_exec_run_cmdbuf(struct tnpu_exec *ex, const struct tnpu_mem_ops *m
 void tnpu_exec_abort(struct tnpu_exec *ex);
 void tnpu_exec_clear_abort(struct tnpu_exec *ex);
 
+/* ---- engine timeline trace (model/debug feature, cycle-model.md "Trace") -- */
+/* What a trace event covers.  Append only. */
+enum tnpu_trace_kind {
+	TNPU_TRACE_DMA_H2D = 1,		/* LOAD engine: DMA_H2D (including FILL) */
+	TNPU_TRACE_IM2COL = 2,		/* LOAD engine: IM2COL */
+	TNPU_TRACE_DMA_D2H = 3,		/* STORE engine: DMA_D2H */
+	TNPU_TRACE_DISPATCH = 4,	/* COMPUTE engine: packet issue (command + transfer to the rows) */
+	TNPU_TRACE_CONFIG = 5,		/* one cluster row busy with a CONFIG packet */
+	TNPU_TRACE_EXE = 6,		/* one cluster row busy with an EXE packet (MACs, SFU, stores) */
+	TNPU_TRACE_SEM_WAIT = 7,	/* an engine stalled in SEM_WAIT (only emitted when it stalls) */
+	TNPU_TRACE_FENCE = 8,		/* FENCE: all engines drained, optional fence write */
+};
+#define TNPU_TRACE_ROW_NONE	0xFFu
+
+/* One busy (or stalled) interval of an engine or cluster row, in modeled cycles from the start
+ * of the job.  engine: enum tnpu_engine; row: cluster row for CONFIG/EXE, else TNPU_TRACE_ROW_NONE;
+ * cmd_offset: byte offset of the command in the command buffer.  start <= end <= TOTAL_CYCLES. */
+struct tnpu_trace_event {
+	uint8_t engine;
+	uint8_t row;
+	uint16_t kind;			/* enum tnpu_trace_kind */
+	uint32_t cmd_offset;
+	uint64_t start, end;
+};
+typedef void (*tnpu_trace_fn)(void *opaque, const struct tnpu_trace_event *ev);
+
+/* Call fn for every interval of the following jobs, in command order, from the thread running the
+ * job; fn == NULL turns tracing off.  Tracing never changes results or counters. */
+void tnpu_exec_set_trace(struct tnpu_exec *ex, tnpu_trace_fn fn, void *opaque);
+/* Name of a trace kind ("DMA_H2D", ...), "?" if unknown. */
+const char *tnpu_trace_kind_name(unsigned kind);
+
 /* Call on a worker thread that ran tnpu_exec_run() before the thread exits:
  * frees the GEMM kernels' per-thread packing scratch (else it leaks). */
 void tnpu_thread_cleanup(void);
