@@ -898,6 +898,39 @@ static void test_queues_concurrent(void)
     tnpu_stop(t);
 }
 
+/*
+ * Interrupt rules: a masked cause sends no message; unmasking a pending cause
+ * sends it. The device fetches nothing while CTRL.ENABLE is clear.
+ */
+static void test_irq_mask_and_enable(void)
+{
+    Tnpu *t = tnpu_start(NULL);
+    Cmds cb = { g_byte_array_new() };
+    uint64_t cmd_va;
+    uint32_t cmd_len;
+
+    tnpu_setup(t);
+    cmd_raw(&cb, TNPU_CMD_NOP, 8);
+    cmd_va = cmds_upload(t, &cb, &cmd_len);
+
+    wr(t, TNPU_REG_CTRL, 0);
+    submit(t, 0, cmd_va, cmd_len, 5);
+    g_usleep(100 * 1000);
+    g_assert_cmpuint(rd(t, TNPU_REG_Q(0, TNPU_Q_HEAD)), ==, 0);
+    g_assert_cmphex(qtest_readq(t->qts, t->fence[0]), ==, 0);
+
+    wr(t, TNPU_REG_IRQ_MASK, 0xffffffff);
+    wr(t, TNPU_REG_CTRL, TNPU_CTRL_ENABLE);
+    wait_idle(t, 0);
+    g_assert_cmphex(qtest_readq(t->qts, t->fence[0]), ==, 5);
+    g_assert_cmphex(rd(t, TNPU_REG_IRQ_STATUS), ==, TNPU_IRQ_QUEUE(0));
+    g_assert(!qpci_msix_pending(t->dev, TNPU_MSIX_VEC_QUEUE(0)));
+    wr(t, TNPU_REG_IRQ_MASK, ~TNPU_IRQ_QUEUE(0));
+    g_assert(qpci_msix_pending(t->dev, TNPU_MSIX_VEC_QUEUE(0)));
+    g_assert(!qpci_msix_pending(t->dev, TNPU_MSIX_VEC_ERROR));
+    tnpu_stop(t);
+}
+
 static void test_two_queues(void)
 {
     Tnpu *t = tnpu_start(NULL);
@@ -1548,6 +1581,7 @@ int main(int argc, char **argv)
     qtest_add_func("/tnpu/reset/system", test_reset_system);
     qtest_add_func("/tnpu/two-queues", test_two_queues);
     qtest_add_func("/tnpu/queues-concurrent", test_queues_concurrent);
+    qtest_add_func("/tnpu/irq-mask-and-enable", test_irq_mask_and_enable);
     qtest_add_func("/tnpu/sync-mode", test_sync_mode);
     qtest_add_func("/tnpu/msi-fallback", test_msi_fallback);
     qtest_add_func("/tnpu/power-management", test_power_management);

@@ -15,6 +15,7 @@ struct queue_regs {
 	uint32_t head, tail;
 	uint64_t fence;
 	bool enabled, busy, error;
+	uint32_t session;	/* bumped by every Q_CTRL.ENABLE 0->1: a new ring session */
 	uint64_t done_seqno;
 	uint32_t err_code, err_info, err_cmd_offset, err_ctx;
 	uint64_t err_addr, err_seqno;
@@ -445,6 +446,7 @@ static enum tnpu_reg_status write_queue(struct tnpu_core *core, unsigned q, unsi
 			if (!valid_ring_size(qr->ring_size))
 				return TNPU_REG_IGNORED;
 			qr->enabled = true;
+			qr->session++;
 			qr->head = qr->tail = 0;
 			qr->error = false;
 			qr->err_code = qr->err_info = qr->err_cmd_offset = qr->err_ctx = 0;
@@ -582,6 +584,7 @@ bool tnpu_core_fetch(struct tnpu_core *core, unsigned q, const struct tnpu_mem_o
 		job->entry.seqno = ld64(raw + 16);
 		job->entry.reserved = ld64(raw + 24);
 	}
+	job->session = qr->session;
 	qr->busy = true;
 	return true;
 }
@@ -604,6 +607,14 @@ void tnpu_core_complete(struct tnpu_core *core, const struct tnpu_job *job, cons
 	if (!qr->busy)
 		return;
 	qr->busy = false;
+	if (job->session != qr->session) {
+		/*
+		 * The queue was re-enabled while this job ran: its ring, HEAD and fence belong to the new
+		 * session, so the old job's result is dropped like one abandoned by reset (queues.md).
+		 */
+		kick(core, job->queue, fx);
+		return;
+	}
 	if (!err && qr->fence) {
 		uint8_t v[8];
 

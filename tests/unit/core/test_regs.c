@@ -227,6 +227,42 @@ Test(regs, counter_hi_half_reads_the_high_word)
 	tsim_fini(&d.s);
 }
 
+/* queues.md "Reset while jobs run": re-enable while a job runs starts a new session. */
+Test(regs, completion_from_before_a_queue_reenable_is_dropped)
+{
+	struct dev d;
+	struct tnpu_job job;
+	struct tnpu_result res;
+	struct tnpu_effects fx;
+	uint64_t va, *fence;
+
+	dev_init(&d);
+	fence = (uint64_t *)(void *)(d.s.mem + d.fence_pa);
+	va = nop_buffer(&d, 2);
+	dev_submit(&d, 0, 0, va, 16, 77, TNPU_RING_F_IRQ);
+	cr_assert(tnpu_core_fetch(d.c, 1, &d.s.ops, &job));
+	tnpu_exec_run(d.s.ex, &job, &d.s.ops, &res);
+	cr_assert_eq(res.error, 0);
+	wr(d.c, TNPU_REG_Q(1, TNPU_Q_CTRL), 0);
+	wr(d.c, TNPU_REG_Q(1, TNPU_Q_CTRL), TNPU_Q_CTRL_ENABLE);
+	cr_assert_eq(rd(d.c, TNPU_REG_Q(1, TNPU_Q_STATUS)), TNPU_Q_STATUS_ENABLED | TNPU_Q_STATUS_BUSY);
+
+	tnpu_core_complete(d.c, &job, &res, &d.s.ops, &fx);
+	cr_assert_eq(*fence, 0, "stale job wrote the new session's fence");
+	cr_assert_eq(rd(d.c, TNPU_REG_Q(1, TNPU_Q_HEAD)), 0);
+	cr_assert_eq(rd(d.c, TNPU_REG_Q(1, TNPU_Q_DONE_SEQNO_LO)), 0);
+	cr_assert_eq(rd(d.c, TNPU_REG_Q(1, TNPU_Q_STATUS)), TNPU_Q_STATUS_ENABLED);
+	cr_assert_eq(fx.msix_vectors, 0);
+
+	/* The new session runs normally. */
+	dev_submit(&d, 0, 0, va, 16, 5, 0);
+	cr_assert_eq(dev_pump(&d), 1);
+	cr_assert_eq(*fence, 5);
+	cr_assert_eq(rd(d.c, TNPU_REG_Q(1, TNPU_Q_HEAD)), 1);
+	tnpu_core_free(d.c);
+	tsim_fini(&d.s);
+}
+
 Test(regs, masked_cause_fires_when_unmasked)
 {
 	struct dev d;

@@ -112,7 +112,7 @@ struct tnpu_job {
 	struct tnpu_ring_entry entry;
 	uint64_t ctx_table;	/* MMU_CTX_BASE sampled at fetch */
 	uint32_t ctx_count;	/* MMU_CTX_COUNT sampled at fetch */
-	uint32_t pad;
+	uint32_t session;	/* queue enable session at fetch; a completion from an older one is dropped */
 };
 
 struct tnpu_result {
