@@ -173,14 +173,44 @@ static void check_exact(const struct demo *d, struct row *r, const char *what, c
 		snprintf(r->result, sizeof(r->result), "ok (exact)");
 }
 
+/* Operands of C[MxN] = A[MxK] B[KxN] in three new buffers; the step names say which GEMM failed. */
+struct gemm_io {
+	struct accel_buffer *ba, *bb, *bc;
+	struct accel_tensor A, B, C;
+	struct accel_gemm_desc g;
+};
+
+static int gemm_setup(struct demo *d, struct bufs *bs, const char *what, enum accel_dtype in, enum accel_dtype out,
+		      uint32_t M, uint32_t N, uint32_t K, struct gemm_io *io)
+{
+	char step[64];
+	size_t ei = accel_dtype_size(in), eo = accel_dtype_size(out);
+
+	snprintf(step, sizeof(step), "%s: alloc A", what);
+	if (alloc(d, bs, (uint64_t)M * K * ei, step, &io->ba))
+		return -1;
+	snprintf(step, sizeof(step), "%s: alloc B", what);
+	if (alloc(d, bs, (uint64_t)K * N * ei, step, &io->bb))
+		return -1;
+	snprintf(step, sizeof(step), "%s: alloc C", what);
+	if (alloc(d, bs, (uint64_t)M * N * eo, step, &io->bc))
+		return -1;
+	accel_tensor_2d(io->ba, 0, in, M, K, &io->A);
+	accel_tensor_2d(io->bb, 0, in, K, N, &io->B);
+	accel_tensor_2d(io->bc, 0, out, M, N, &io->C);
+	memset(&io->g, 0, sizeof(io->g));
+	io->g.a = &io->A;
+	io->g.b = &io->B;
+	io->g.c = &io->C;
+	return 0;
+}
+
 /* (1) int8 GEMM, raw int32 accumulators: the exact check sees every bit of every sum. */
 static int demo_gemm_i8(struct demo *d, struct row *r)
 {
 	enum { M = 256, N = 256, K = 256 };
 	const char *what = "gemm int8";
-	struct accel_buffer *ba, *bb, *bc;
-	struct accel_tensor A, B, C;
-	struct accel_gemm_desc g;
+	struct gemm_io io;
 	struct ref_epi epi = { 0 };
 	struct bufs bs = { 0 };
 	struct accel_job *job = NULL;
@@ -191,22 +221,13 @@ static int demo_gemm_i8(struct demo *d, struct row *r)
 	snprintf(r->op, sizeof(r->op), "gemm %ux%ux%u", M, N, K);
 	r->dtype = "int8->int32";
 	r->macs = (double)M * N * K;
-	if (alloc(d, &bs, (uint64_t)M * K, "gemm int8: alloc A", &ba) ||
-	    alloc(d, &bs, (uint64_t)K * N, "gemm int8: alloc B", &bb) ||
-	    alloc(d, &bs, (uint64_t)M * N * 4, "gemm int8: alloc C", &bc))
+	if (gemm_setup(d, &bs, what, ACCEL_INT8, ACCEL_INT32, M, N, K, &io))
 		goto out;
-	accel_tensor_2d(ba, 0, ACCEL_INT8, M, K, &A);
-	accel_tensor_2d(bb, 0, ACCEL_INT8, K, N, &B);
-	accel_tensor_2d(bc, 0, ACCEL_INT32, M, N, &C);
-	fill_i8(&d->rng, accel_buffer_ptr(ba), (size_t)M * K);
-	fill_i8(&d->rng, accel_buffer_ptr(bb), (size_t)K * N);
+	fill_i8(&d->rng, accel_buffer_ptr(io.ba), (size_t)M * K);
+	fill_i8(&d->rng, accel_buffer_ptr(io.bb), (size_t)K * N);
 
-	memset(&g, 0, sizeof(g));
-	g.a = &A;
-	g.b = &B;
-	g.c = &C;
 	t0 = now_ms();
-	ret = accel_gemm(d->dev, &g, NULL, &job);
+	ret = accel_gemm(d->dev, &io.g, NULL, &job);
 	if ((ret = finish_job(d, what, ret, job, t0, r)))
 		goto out;
 
@@ -216,8 +237,8 @@ static int demo_gemm_i8(struct demo *d, struct row *r)
 		ret = -1;
 		goto out;
 	}
-	ref_gemm_i8(accel_buffer_ptr(ba), accel_buffer_ptr(bb), M, N, K, &epi, ref);
-	check_exact(d, r, what, ref, accel_buffer_ptr(bc), false, (size_t)M * N, N, "row", "col");
+	ref_gemm_i8(accel_buffer_ptr(io.ba), accel_buffer_ptr(io.bb), M, N, K, &epi, ref);
+	check_exact(d, r, what, ref, accel_buffer_ptr(io.bc), false, (size_t)M * N, N, "row", "col");
 out:
 	free(ref);
 	free_bufs(&bs);
@@ -229,9 +250,7 @@ static int demo_gemm_f32(struct demo *d, struct row *r)
 {
 	enum { M = 192, N = 160, K = 224 };
 	const char *what = "gemm fp32";
-	struct accel_buffer *ba, *bb, *bc;
-	struct accel_tensor A, B, C;
-	struct accel_gemm_desc g;
+	struct gemm_io io;
 	struct bufs bs = { 0 };
 	struct accel_job *job = NULL;
 	const float *a, *b, *c;
@@ -243,28 +262,19 @@ static int demo_gemm_f32(struct demo *d, struct row *r)
 	r->dtype = "fp32";
 	r->f32 = true;
 	r->macs = (double)M * N * K;
-	if (alloc(d, &bs, (uint64_t)M * K * 4, "gemm fp32: alloc A", &ba) ||
-	    alloc(d, &bs, (uint64_t)K * N * 4, "gemm fp32: alloc B", &bb) ||
-	    alloc(d, &bs, (uint64_t)M * N * 4, "gemm fp32: alloc C", &bc))
+	if (gemm_setup(d, &bs, what, ACCEL_FP32, ACCEL_FP32, M, N, K, &io))
 		goto out;
-	accel_tensor_2d(ba, 0, ACCEL_FP32, M, K, &A);
-	accel_tensor_2d(bb, 0, ACCEL_FP32, K, N, &B);
-	accel_tensor_2d(bc, 0, ACCEL_FP32, M, N, &C);
-	fill_f32(&d->rng, accel_buffer_ptr(ba), (size_t)M * K);
-	fill_f32(&d->rng, accel_buffer_ptr(bb), (size_t)K * N);
+	fill_f32(&d->rng, accel_buffer_ptr(io.ba), (size_t)M * K);
+	fill_f32(&d->rng, accel_buffer_ptr(io.bb), (size_t)K * N);
 
-	memset(&g, 0, sizeof(g));
-	g.a = &A;
-	g.b = &B;
-	g.c = &C;
 	t0 = now_ms();
-	ret = accel_gemm(d->dev, &g, NULL, &job);
+	ret = accel_gemm(d->dev, &io.g, NULL, &job);
 	if ((ret = finish_job(d, what, ret, job, t0, r)))
 		goto out;
 
-	a = accel_buffer_ptr(ba);
-	b = accel_buffer_ptr(bb);
-	c = accel_buffer_ptr(bc);
+	a = accel_buffer_ptr(io.ba);
+	b = accel_buffer_ptr(io.bb);
+	c = accel_buffer_ptr(io.bc);
 	for (uint32_t i = 0; i < M; i++)
 		for (uint32_t j = 0; j < N; j++) {
 			double sum, mag, got = c[(size_t)i * N + j], err;
