@@ -33,7 +33,10 @@ struct dplan {
 	uint32_t tn, tm, xchunks, Nr, nblk, wblk;
 	uint32_t boh, nbands;		/* output rows per band of the image held in a half */
 	uint32_t in_off, w_off, c_off[2], bias_off, in_bytes;
-	double est;
+	bool one_half;			/* every band in half 0, weights loaded once, loads do not overlap */
+	uint32_t kc, nkc;		/* output channels per K chunk (weights of one chunk per half), chunks */
+	double est, h2d;		/* estimated cycles and host bytes read */
+	double exe, rounds, l_in, l_w;	/* cycles per round, rounds, image and weight load cycles */
 	bool has_sfu;
 };
 
@@ -55,7 +58,7 @@ static uint32_t al64(uint64_t v)
 
 /* Rounds (EXE per row) and their cost, for one mapping. */
 static bool dplan_eval(const struct accel_caps *c, const struct dconv *g, const struct mm_problem *p, bool cl_n,
-		       bool rows_n, struct dplan *d)
+		       bool rows_n, bool one, struct dplan *d)
 {
 	uint32_t R = c->rows, P = c->pes, Cc = c->cols, half = c->sram_bytes / 2;
 	uint32_t chan_units = P * (cl_n ? Cc : 1) * (rows_n ? R : 1);
@@ -66,6 +69,7 @@ static bool dplan_eval(const struct accel_caps *c, const struct dconv *g, const 
 	memset(d, 0, sizeof(*d));
 	d->cl_over_n = cl_n;
 	d->rows_over_n = rows_n;
+	d->one_half = one;
 	/* depthwise: one channel per PE (its input channel is its output channel); more channels than
 	 * PEs are handled as several channel blocks */
 	d->tn = g->dw ? 1 : (g->K + chan_units - 1) / chan_units;
@@ -111,17 +115,15 @@ static bool dplan_eval(const struct accel_caps *c, const struct dconv *g, const 
 		return false;
 	if (g->dw && !cl_n && Cc > 1)
 		return false;	/* depthwise: clusters take channel blocks (A differs per PE anyway) */
-	/* rounds per row */
-	{
-		uint64_t ygroups = cl_n ? g->OH : (uint64_t)(d->nbands - 1) * (d->boh / Cc) +
-							 (g->OH - (d->nbands - 1) * d->boh + Cc - 1) / Cc;
+	/* rounds per band, as the emitter forms them (a band's last round may be partial) */
+	rounds = 0;
+	for (uint32_t k = 0; k < d->nbands; k++) {
+		uint64_t bo = ACCEL_MIN(d->boh, g->OH - k * d->boh), ys = cl_n ? 1 : Cc;
+		uint64_t units = (bo + ys - 1) / ys * d->xchunks * (rows_n ? 1 : d->nblk);
 
-		rounds = ygroups * d->xchunks;
-		if (!rows_n)
-			rounds = (rounds + R - 1) / R;
-		rounds *= rows_n ? 1 : d->nblk;
-		rounds *= g->N;
+		rounds += rows_n ? units : (units + R - 1) / R;
 	}
+	rounds *= g->N;
 	mac = (double)g->R * g->S * ceil((double)d->tm * d->tn * g->cpt / rate);
 	/* The first round runs tap by tap while the weights stream in (phased), later rounds need them all. */
 	dist = (double)g->R * g->S *
@@ -135,31 +137,89 @@ static bool dplan_eval(const struct accel_caps *c, const struct dconv *g, const 
 		double l_in = band_rows * row, steps = (double)g->N * d->nbands;
 		double l_w = (double)d->nblk * d->Nr * ceil((double)rsc * g->e / 128);
 
-		load = steps * l_in + l_w * (steps > 1 ? 2 : 1);
-		d->est = fmax(l_in + l_w, l_in + 2 * exe) + (double)(rounds > 2 ? rounds - 2 : 0) * exe + st + 64;
-		d->est = fmax(d->est, load + exe);
+		double rows_read = 0, wb = (double)g->K * rsc * g->e;
+
+		for (uint32_t k = 0; k < d->nbands; k++) {
+			int64_t a = (int64_t)k * d->boh * g->sy - g->pt;
+			int64_t bb = a + (int64_t)(ACCEL_MIN(d->boh, g->OH - k * d->boh) - 1) * g->sy +
+				     (int64_t)(g->R - 1) * g->dy + 1;
+
+			a = ACCEL_MAX(a, 0);
+			bb = ACCEL_MIN(bb, (int64_t)g->H);
+			if (bb > a)
+				rows_read += (double)(bb - a);
+		}
+		rows_read *= g->N;
+		if (one && steps < 2)
+			return false;
+		load = steps * l_in + l_w * (steps > 1 && !one ? 2 : 1);
+		d->h2d = rows_read * (double)g->W * g->C * g->e + wb * (steps > 1 && !one ? 2 : 1);
+		if (one) {
+			/* one half: each band's load waits for the previous band's compute */
+			d->est = fmax(l_in + l_w, l_in + 2 * exe) + (double)(rounds > 2 ? rounds - 2 : 0) * exe + st + 64 +
+				 (steps - 1) * l_in;
+		} else {
+			d->est = fmax(l_in + l_w, l_in + 2 * exe) + (double)(rounds > 2 ? rounds - 2 : 0) * exe + st + 64;
+			d->est = fmax(d->est, load + exe);
+		}
 		/* Banding costs the model does not capture well (halo rows, pad fills, a second weight
 		 * copy, per-band pipeline fill): be conservative so IM2COL wins unless banding is clearly
 		 * better. */
-		if (d->nbands > 1)
+		if (d->nbands > 1 && !one)
 			d->est *= 1.15;
+		d->exe = exe;
+		d->rounds = (double)rounds;
+		d->l_in = l_in;
+		d->l_w = l_w;
 	}
 	return true;
 }
 
 static int dplan_choose(const struct accel_caps *c, const struct dconv *g, const struct mm_problem *p, struct dplan *out)
 {
-	bool found = false;
+	bool found = false, found_b = false;
+	struct dplan best_b;
+	double budget = 1.1 * ((double)g->N * g->H * g->W * g->C * g->e + (double)g->K * g->R * g->S * g->cpt * g->e);
 
-	for (int m = 0; m < 4; m++) {
+	memset(&best_b, 0, sizeof(best_b));
+	for (int m = 0; m < 8 * 6; m++) {
 		struct dplan d;
+		struct dconv gk = *g;
+		uint32_t nkc = 1u << (m >> 3);
 
-		if (!dplan_eval(c, g, p, m & 1, m >> 1, &d))
+		/* K chunks: the image stays in both halves while the weights of one chunk of output
+		 * channels per step alternate halves (input read twice, weights once).  One image and
+		 * band only, chunks of equal size. */
+		if (nkc > 1 && (g->dw || g->K % nkc || g->N > 1 || (m >> 2) & 1))
 			continue;
-		if (!found || d.est < out->est) {
+		gk.K = g->K / nkc;
+		if (!dplan_eval(c, &gk, p, m & 1, (m >> 1) & 1, (m >> 2) & 1, &d))
+			continue;
+		d.kc = gk.K;
+		d.nkc = nkc;
+		if (nkc > 1) {
+			if (d.nbands > 1)
+				continue;
+			d.h2d = (double)g->H * g->W * g->C * g->e * 2 + (double)g->K * g->R * g->S * g->cpt * g->e;
+			/* the next chunk's weights load while this chunk computes */
+			d.est = d.l_in + d.l_w + d.rounds * nkc * d.exe + 64;
+			d.est = fmax(d.est, 2 * d.l_in + d.l_w * nkc + d.exe);
+		}
+		/* K chunks only to meet the host-read budget, never for speed alone */
+		if (nkc == 1 && (!found || d.est < out->est)) {
 			*out = d;
 			found = true;
 		}
+		if (d.h2d <= budget && (!found_b || d.est < best_b.est)) {
+			best_b = d;
+			found_b = true;
+		}
+	}
+	/* Host reads matter too (issue #6: at most 1.1x the footprint): a plan within the budget wins
+	 * when it is at most 10 % slower than the fastest. */
+	if (found_b && (!found || (out->h2d > budget && best_b.est <= out->est * 1.10))) {
+		*out = best_b;
+		found = true;
 	}
 	return found ? 0 : -E2BIG;
 }
@@ -255,7 +315,8 @@ static void dma_fill(struct mm_ctx *x, unsigned row, unsigned h, uint32_t off, u
  * of the half: weights, bias, zero-point fill).  Pad rows of a band are filled explicitly when the
  * image takes several bands (the region is reused); pad columns are never written by loads. */
 static void load_image(struct mm_ctx *x, const struct dconv *g, const struct mm_problem *p, const struct dplan *d,
-		       uint32_t b, uint32_t oy0, uint32_t boh, unsigned h, bool first_use, bool phased)
+		       uint32_t b, uint32_t oy0, uint32_t boh, unsigned h, bool first_use, bool load_in, bool load_w,
+		       bool phased)
 {
 	const struct accel_caps *c = x->caps;
 	uint32_t bhp = (boh - 1) * g->sy + (g->R - 1) * g->dy + 1, py0 = oy0 * g->sy;
@@ -269,18 +330,18 @@ static void load_image(struct mm_ctx *x, const struct dconv *g, const struct mm_
 	uint64_t src = g->in_va + (uint64_t)b * (uint64_t)g->in_sn + (uint64_t)ACCEL_MAX(iy0, 0) * (uint64_t)g->in_sh;
 	uint32_t dst = d->in_off + (uint32_t)(q0 * row_b) + g->pl * g->C * g->e;
 
-	if (d->nbands > 1) {
+	if (d->nbands > 1 && load_in) {
 		if (q0)
 			dma_fill(x, all, h, d->in_off, (uint32_t)row_b, q0, padv);
 		if (q0 + rows_in < bhp)
 			dma_fill(x, all, h, d->in_off + (uint32_t)((q0 + rows_in) * row_b), (uint32_t)row_b,
 				 bhp - q0 - rows_in, padv);
 	}
-	if (first_use) {
-		if (!g->f32 && g->zp) {
-			/* Padding value: the whole band region, before the interior is copied in. */
-			dma_fill(x, all, h, d->in_off, (uint32_t)row_b, bhp, padv);
-		}
+	if (first_use && !g->f32 && g->zp) {
+		/* Padding value: the whole band region, before the interior is copied in. */
+		dma_fill(x, all, h, d->in_off, (uint32_t)row_b, bhp, padv);
+	}
+	if (load_w) {
 		if (phased) {
 			/* image, bias, then the weights one tap (C columns of every channel) at a time */
 			if (rows_in && cols_in)
@@ -325,7 +386,7 @@ static void load_image(struct mm_ctx *x, const struct dconv *g, const struct mm_
 				cs_dma(x->cs, true, AS, p->bias_va, 0, 0, all, h, d->bias_off, 0, 0, g->K * 4, 1, 1);
 		}
 	}
-	if (rows_in && cols_in)
+	if (load_in && rows_in && cols_in)
 		cs_dma(x->cs, true, AS, src, (uint64_t)g->in_sh, 0, all, h, dst, (uint32_t)row_b, 0, cols_in * g->C * g->e,
 		       rows_in, 1);
 }
@@ -452,6 +513,7 @@ int conv_direct_lower(struct accel_dev *dev, struct mm_ctx *x, const struct acce
 	struct dplan d = { 0 };
 	uint32_t stg_round = 0;
 	bool used[2] = { false, false };
+	int64_t in_tag[2] = { -1, -1 }, w_tag[2] = { -1, -1 };	/* image band / K chunk held by each half */
 
 	if (in->layout != ACCEL_LAYOUT_NHWC || out->layout != ACCEL_LAYOUT_NHWC)
 		return 1;
@@ -491,8 +553,19 @@ int conv_direct_lower(struct accel_dev *dev, struct mm_ctx *x, const struct acce
 		 * reads every input byte once). */
 		struct mm_plan mp;
 
-		if (!x->force_direct && !mm_plan_choose(c, p, &mp) && d.est > mp.est_cycles * (g.dw ? g.C : 1))
-			return 1;
+		double budget = 1.1 * ((double)g.N * g.H * g.W * g.C * g.e + (double)g.K * g.R * g.S * g.cpt * g.e);
+		double groups = g.dw ? g.C : 1;
+
+		if (!x->force_direct && !mm_plan_choose(c, p, &mp)) {
+			/* faster (K chunks never win on speed alone), or within the host-read budget where
+			 * IM2COL is not and at most 12 % slower */
+			bool faster = d.est <= mp.est_cycles * groups && d.nkc == 1;
+			bool fewer_reads = d.h2d <= budget && (double)mp.est_h2d_bytes * groups > budget &&
+					   d.est <= 1.12 * mp.est_cycles * groups;
+
+			if (!faster && !fewer_reads)
+				return 1;
+		}
 	}
 	d.has_sfu = p->use_sfu;
 	g.in_va = in->buf->va + in->offset;
@@ -508,19 +581,30 @@ int conv_direct_lower(struct accel_dev *dev, struct mm_ctx *x, const struct acce
 		cs_cut(x->cs);
 	x->prob_seq++;
 	emit_config(x, &g, p, &d);
-	for (uint32_t gst = 0, st = 0; gst < g.N * d.nbands; gst++, st++) {
-		uint32_t b = gst / d.nbands, oy0 = (gst % d.nbands) * d.boh, boh = ACCEL_MIN(d.boh, g.OH - oy0);
+	for (uint32_t gst = 0, st = 0; gst < g.N * d.nbands * d.nkc; gst++, st++) {
+		uint32_t kci = gst % d.nkc, bi = gst / d.nkc;
+		uint32_t b = bi / d.nbands, oy0 = (bi % d.nbands) * d.boh, boh = ACCEL_MIN(d.boh, g.OH - oy0);
+		struct dconv gk = g;
+		struct mm_problem pk = *p;
+		bool load_in, load_w;
 		unsigned h;
+
+		/* K chunk kci: its output channels, weights, bias and output columns */
+		gk.K = d.kc;
+		gk.w_va += (uint64_t)kci * d.kc * g.w_pitch;
+		gk.out_va += (uint64_t)kci * d.kc * g.oe;
+		pk.bias_va += (uint64_t)kci * d.kc * 4;
 
 		if (st && cs_segment_len(x->cs) > x->cut_bytes) {
 			/* Next hardware job: clean device state, so CONFIG, weights and pipeline restart. */
 			cs_cut(x->cs);
 			emit_config(x, &g, p, &d);
 			used[0] = used[1] = false;
+			in_tag[0] = in_tag[1] = w_tag[0] = w_tag[1] = -1;
 			stg_round = 0;
 			st = 0;
 		}
-		h = st & 1;
+		h = d.one_half ? 0 : st & 1;
 		uint32_t ystep = d.cl_over_n ? 1 : c->cols;
 		uint32_t ygroups = (boh + ystep - 1) / ystep;
 		uint32_t units = ygroups * d.xchunks * (d.rows_over_n ? 1 : d.nblk);
@@ -528,11 +612,16 @@ int conv_direct_lower(struct accel_dev *dev, struct mm_ctx *x, const struct acce
 		bool phased, first_round = true;
 
 		/* load engine */
-		if (st >= 2)
+		if (st >= (d.one_half ? 1u : 2u))
 			cs_sem(x->cs, false, AS, TNPU_ENGINE_LOAD, S_FREE + h, 1);
 		phased = st == 0 && g.R * g.S > 1 && g.R * g.S <= 32;
-		load_image(x, &g, p, &d, b, oy0, boh, h, !used[h], phased);
+		load_in = in_tag[h] != (int64_t)bi;
+		load_w = w_tag[h] != (int64_t)kci;
+		phased = phased && load_in && load_w;
+		load_image(x, &gk, &pk, &d, b, oy0, boh, h, !used[h], load_in, load_w, phased);
 		used[h] = true;
+		in_tag[h] = bi;
+		w_tag[h] = kci;
 		cs_sem(x->cs, true, AS, TNPU_ENGINE_LOAD, S_FULL + h, 1);
 		/* compute + store: a phased first round waits for its taps, the rest for the whole load */
 		if (!phased)
@@ -563,7 +652,7 @@ int conv_direct_lower(struct accel_dev *dev, struct mm_ctx *x, const struct acce
 				ng++;
 				if (ng < want && u0 + ustep < units)
 					continue;
-				emit_group(x, &g, &d, h, b, oy0, rrs, ng, nrows, &stg_round, phased && first_round);
+				emit_group(x, &gk, &d, h, b, oy0, rrs, ng, nrows, &stg_round, phased && first_round);
 				if (phased && first_round)
 					cs_sem(x->cs, false, AS, TNPU_ENGINE_COMPUTE, S_FULL + h, 1);
 				first_round = false;

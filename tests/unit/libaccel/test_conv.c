@@ -22,6 +22,9 @@ static void norm(struct ccase *t)
 			*f[i] = 1;
 }
 
+/* When set, run_conv_norm submits the convolution as a job and stores its counters here. */
+static struct accel_counters *conv_cnt_out;
+
 static void run_conv_norm(struct accel_dev *dev, const struct ccase *t, uint64_t seed)
 {
 	uint32_t e = t->f32 ? 4 : 1, oe = t->f32 ? 4 : (t->requant ? 1 : 4), cg = t->c / t->g, kg = t->k / t->g;
@@ -77,9 +80,17 @@ static void run_conv_norm(struct accel_dev *dev, const struct ccase *t, uint64_t
 		d.epi.shift = shift;
 		d.epi.zero_point = -5;
 	}
-	ret = accel_conv2d(dev, &d, NULL, NULL);
-	cr_assert_eq(ret, 0, "seed %llu conv: %s: %s", (unsigned long long)seed, accel_strerror(ret),
-		     accel_last_error(dev));
+	{
+		struct accel_job *job = NULL;
+
+		ret = accel_conv2d(dev, &d, NULL, conv_cnt_out ? &job : NULL);
+		cr_assert_eq(ret, 0, "seed %llu conv: %s: %s", (unsigned long long)seed, accel_strerror(ret),
+			     accel_last_error(dev));
+		if (job) {
+			cr_assert_eq(accel_job_counters(job, conv_cnt_out), 0);
+			accel_job_free(job);
+		}
+	}
 	for (uint32_t n = 0; n < t->n; n++)
 		for (uint32_t k = 0; k < t->k; k++)
 			for (uint32_t y = 0; y < oh; y++)
@@ -361,4 +372,40 @@ Test(conv, host_reads_stay_near_the_input_footprint)
 	cr_assert_lt(im2col.bytes_h2d, explicit_a, "IM2COL read %llu bytes, explicit im2col would read %llu",
 		     (unsigned long long)im2col.bytes_h2d, (unsigned long long)explicit_a);
 	cr_assert_eq(direct.bytes_d2h, (uint64_t)k * hw * hw * 4);
+}
+
+/* Issue #6: fp32 ResNet-50 3x3 layers whose padded image (and weights) do not fit a 512 KiB half
+ * still read at most 1.1x their footprint (input + weights): bands in one half with the weights
+ * resident (56x56x64, 28x28x128), or the image in both halves with the weights streamed in K chunks
+ * (14x14x256).  Results against the CPU reference. */
+Test(conv, fp32_input_larger_than_a_half_reads_near_its_footprint)
+{
+	struct accel_dev *dev;
+	struct ccase cases[] = {
+		CC(.c = 64, .h = 56, .w = 56, .k = 64, .r = 3, .s = 3, .pt = 1, .pl = 1, .pb = 1, .pr = 1, .f32 = true,
+		   .bias = true),
+		CC(.c = 128, .h = 28, .w = 28, .k = 128, .r = 3, .s = 3, .pt = 1, .pl = 1, .pb = 1, .pr = 1, .f32 = true),
+		CC(.c = 256, .h = 14, .w = 14, .k = 256, .r = 3, .s = 3, .pt = 1, .pl = 1, .pb = 1, .pr = 1, .f32 = true,
+		   .bias = true, .relu = true),
+	};
+
+	if (!test_is_sim())
+		cr_skip_test("needs the default sim geometry (1 MiB storage units)");
+	dev = open_dev("sim");
+	for (unsigned i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
+		const struct ccase *t = &cases[i];
+		uint64_t in_b = (uint64_t)t->c * t->h * t->w * 4, w_b = (uint64_t)t->k * t->c * 9 * 4;
+		struct accel_counters cnt;
+
+		cr_assert_gt((uint64_t)(t->h + 2) * (t->w + 2) * t->c * 4 + w_b, 512 * 1024,
+			     "case %u: the padded image and weights should not fit a half", i);
+		memset(&cnt, 0, sizeof(cnt));
+		conv_cnt_out = &cnt;
+		run_conv_case(dev, t, 90 + i);
+		conv_cnt_out = NULL;
+		cr_assert_leq(cnt.bytes_h2d, (in_b + w_b) * 11 / 10 + (t->bias ? (uint64_t)t->k * 4 * 2 : 0),
+			      "case %u: read %llu bytes, footprint %llu", i, (unsigned long long)cnt.bytes_h2d,
+			      (unsigned long long)(in_b + w_b));
+	}
+	accel_close(dev);
 }
