@@ -235,23 +235,13 @@ int accel_conv2d(struct accel_dev *dev, const struct accel_conv2d_desc *d, const
 {
 	struct accel_cmdstream cs;
 	struct mm_ctx x;
-	struct accel_job *j;
 	int ret;
 
-	if (job)
-		*job = NULL;
-	if (!dev)
-		return -EINVAL;
-	accel_clearerr(dev);
-	if (!d)
-		return accel_seterr(dev, -EINVAL, "accel_conv2d: descriptor is NULL");
+	ret = accel_op_begin(dev, d, "accel_conv2d", job);
+	if (ret)
+		return ret;
 	cs_init(&cs, dev);
 	mm_ctx_init(&x, dev, &cs);
 	ret = conv_lower(dev, &x, d);
-	if (!ret)
-		ret = cs_submit(&cs, sub, &j);
-	cs_fini(&cs);
-	if (ret)
-		return ret;
-	return accel_op_finish(dev, j, job);
+	return accel_op_submit(dev, &cs, ret, sub, NULL, 0, job);
 }

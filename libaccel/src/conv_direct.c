@@ -268,17 +268,7 @@ static void emit_config(struct mm_ctx *x, const struct dconv *g, const struct mm
 	h.loop_end = 2;
 	h.repeat = (uint16_t)(g->R * g->S);
 	h.sfu_rf = 3;
-	ins[0] = TNPU_INSN_LD(0, 0, 0, 0);
-	ins[1] = TNPU_INSN_LD(1, 0, 1, 0);
-	ins[2] = TNPU_INSN_MAC(0, 0, 0, 0, p->use_sfu);
-	ins[3] = TNPU_INSN_ST(0, 2, !p->use_sfu);
-	pkt[0] = TNPU_PKT_CONFIG_BYTE(1);
-	memcpy(pkt + 1, &h, 16);
-	memcpy(pkt + 17, ins, 8);
-	memcpy(pkt + 25, ops, 3 * 32);
-	if (p->use_sfu)
-		memcpy(pkt + 25 + 96, &sfu, 32);
-	cs_dispatch(x->cs, AS, TNPU_DISPATCH_ROW_ALL, 0, 0, pkt, 25 + 32 * nops);
+	mm_dispatch_mac_config(x, 1, &h, ins, ops, &sfu, p->use_sfu, pkt);
 	/* Buffer 2: the same body, one pass per EXE, no records of its own (it shares buffer 1's
 	 * register-file entries, whose scalar-unit state persists across EXEs): the first round runs
 	 * tap by tap while the weights of later taps are still arriving. */

@@ -45,18 +45,13 @@ int accel_gemm(struct accel_dev *dev, const struct accel_gemm_desc *d, const str
 	struct accel_cmdstream cs;
 	struct mm_problem p;
 	struct mm_ctx x;
-	struct accel_job *j;
 	uint32_t M, N, K, kb;
 	bool f32;
 	int ret;
 
-	if (job)
-		*job = NULL;
-	if (!dev)
-		return -EINVAL;
-	accel_clearerr(dev);
-	if (!d)
-		return accel_seterr(dev, -EINVAL, "accel_gemm: descriptor is NULL");
+	ret = accel_op_begin(dev, d, "accel_gemm", job);
+	if (ret)
+		return ret;
 	if ((ret = mat_arg(dev, d->a, "A")) || (ret = mat_arg(dev, d->b, "B")) || (ret = mat_arg(dev, d->c, "C")))
 		return ret;
 	if (d->a->dtype != d->b->dtype || (d->a->dtype != ACCEL_INT8 && d->a->dtype != ACCEL_FP32))
@@ -98,10 +93,5 @@ int accel_gemm(struct accel_dev *dev, const struct accel_gemm_desc *d, const str
 	cs_use(&cs, p.bias_buf);
 	mm_ctx_init(&x, dev, &cs);
 	ret = mm_emit(&x, &p);
-	if (!ret)
-		ret = cs_submit(&cs, sub, &j);
-	cs_fini(&cs);
-	if (ret)
-		return ret;
-	return accel_op_finish(dev, j, job);
+	return accel_op_submit(dev, &cs, ret, sub, NULL, 0, job);
 }

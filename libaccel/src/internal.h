@@ -120,7 +120,15 @@ int accel_program_packet(const struct accel_program *p, unsigned ibuf, uint8_t *
 
 /* job.c */
 int accel_job_new(struct accel_dev *dev, unsigned n_hw, struct accel_job **out);
+/* Common op entry: clears *job, rejects a NULL dev (-EINVAL, no message), clears the error
+ * text and rejects a NULL descriptor ("<fn>: descriptor is NULL"). Returns 0 to proceed. */
+int accel_op_begin(struct accel_dev *dev, const void *desc, const char *fn, struct accel_job **job);
 int accel_op_finish(struct accel_dev *dev, struct accel_job *j, struct accel_job **job);
+/* Common tail of an op that lowered into cs with result ret: submit cs unless ret is already an
+ * error, release cs, then accel_op_finish_owned (owned[0..n) pass to the job) on success, or free
+ * the owned buffers and return the error. */
+int accel_op_submit(struct accel_dev *dev, struct accel_cmdstream *cs, int ret, const struct accel_submit *sub,
+		    struct accel_buffer **owned, unsigned n, struct accel_job **job);
 /* accel_op_finish for an op that owns constant buffers (ownership passes to the job). */
 int accel_op_finish_owned(struct accel_dev *dev, struct accel_job *j, struct accel_buffer **owned, unsigned n,
 			  struct accel_job **job);

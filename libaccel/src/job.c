@@ -120,7 +120,35 @@ int accel_op_finish_owned(struct accel_dev *dev, struct accel_job *j, struct acc
 	return accel_op_finish(dev, j, job);
 }
 
+int accel_op_submit(struct accel_dev *dev, struct accel_cmdstream *cs, int ret, const struct accel_submit *sub,
+		    struct accel_buffer **owned, unsigned n, struct accel_job **job)
+{
+	struct accel_job *j;
+
+	if (!ret)
+		ret = cs_submit(cs, sub, &j);
+	cs_fini(cs);
+	if (ret) {
+		for (unsigned i = 0; i < n; i++)
+			accel_buffer_free(owned[i]);
+		return ret;
+	}
+	return accel_op_finish_owned(dev, j, owned, n, job);
+}
+
 /* Common tail of every operation: hand the job out or wait for it (synchronous call). */
+int accel_op_begin(struct accel_dev *dev, const void *desc, const char *fn, struct accel_job **job)
+{
+	if (job)
+		*job = NULL;
+	if (!dev)
+		return -EINVAL;
+	accel_clearerr(dev);
+	if (!desc)
+		return accel_seterr(dev, -EINVAL, "%s: descriptor is NULL", fn);
+	return 0;
+}
+
 int accel_op_finish(struct accel_dev *dev, struct accel_job *j, struct accel_job **job)
 {
 	int ret;

@@ -74,5 +74,12 @@ struct mm_ctx {
 
 void mm_ctx_init(struct mm_ctx *x, struct accel_dev *dev, struct accel_cmdstream *cs);
 int mm_emit(struct mm_ctx *x, const struct mm_problem *p);
+/* Dispatch (to all rows) the CONFIG packet for instruction buffer ibuf with header h and the
+ * common body LD A, LD B, MAC into accumulator 0, ST accumulator 0 (written to ins), the three
+ * operand records and, when use_sfu, the scalar-unit record. pkt (1 + 16 + 8 + 4 * 32 bytes) and
+ * ins are the caller's, so it may patch and resend them. */
+void mm_dispatch_mac_config(struct mm_ctx *x, unsigned ibuf, const struct tnpu_cfg_hdr *h, uint16_t ins[4],
+			    const struct tnpu_operand ops[3], const struct tnpu_sfu_param *sfu, bool use_sfu,
+			    uint8_t *pkt);
 
 #endif

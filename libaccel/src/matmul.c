@@ -48,6 +48,25 @@ static void mm_restart(struct mm_ctx *x)
 			x->tag_a[h][r] = x->tag_b[h][r] = x->tag_bias[h][r] = NO_TAG;
 }
 
+void mm_dispatch_mac_config(struct mm_ctx *x, unsigned ibuf, const struct tnpu_cfg_hdr *h, uint16_t ins[4],
+			    const struct tnpu_operand ops[3], const struct tnpu_sfu_param *sfu, bool use_sfu,
+			    uint8_t *pkt)
+{
+	unsigned nops = use_sfu ? 4 : 3;
+
+	ins[0] = TNPU_INSN_LD(0, 0, 0, 0);
+	ins[1] = TNPU_INSN_LD(1, 0, 1, 0);
+	ins[2] = TNPU_INSN_MAC(0, 0, 0, 0, use_sfu);
+	ins[3] = TNPU_INSN_ST(0, 2, !use_sfu);
+	pkt[0] = TNPU_PKT_CONFIG_BYTE(ibuf);
+	memcpy(pkt + 1, h, 16);
+	memcpy(pkt + 17, ins, 8);
+	memcpy(pkt + 25, ops, 3 * 32);
+	if (use_sfu)
+		memcpy(pkt + 25 + 96, sfu, 32);
+	cs_dispatch(x->cs, AS, TNPU_DISPATCH_ROW_ALL, 0, 0, pkt, 25 + 32 * nops);
+}
+
 static void emit_config(struct mm_ctx *x, const struct mm_problem *p, const struct mm_plan *pl)
 {
 	const struct accel_caps *c = x->caps;
@@ -85,17 +104,7 @@ static void emit_config(struct mm_ctx *x, const struct mm_problem *p, const stru
 	h.loop_end = 3;
 	h.repeat = 1;
 	h.sfu_rf = 3;
-	ins[0] = TNPU_INSN_LD(0, 0, 0, 0);
-	ins[1] = TNPU_INSN_LD(1, 0, 1, 0);
-	ins[2] = TNPU_INSN_MAC(0, 0, 0, 0, p->use_sfu);
-	ins[3] = TNPU_INSN_ST(0, 2, !p->use_sfu);
-	pkt[0] = TNPU_PKT_CONFIG_BYTE(0);
-	memcpy(pkt + 1, &h, 16);
-	memcpy(pkt + 17, ins, 8);
-	memcpy(pkt + 25, ops, 3 * 32);
-	if (p->use_sfu)
-		memcpy(pkt + 25 + 96, &sfu, 32);
-	cs_dispatch(x->cs, AS, TNPU_DISPATCH_ROW_ALL, 0, 0, pkt, 25 + 32 * nops);
+	mm_dispatch_mac_config(x, 0, &h, ins, ops, &sfu, p->use_sfu, pkt);
 }
 
 static void load_a(struct mm_ctx *x, const struct mm_problem *p, const struct mm_plan *pl, unsigned r,

@@ -61,19 +61,14 @@ int accel_activation(struct accel_dev *dev, const struct accel_activation_desc *
 	struct accel_epilogue ep;
 	struct mm_problem p;
 	struct mm_ctx x;
-	struct accel_job *j;
 	uint64_t L, q, r;
 	uint32_t e;
 	bool f32;
 	int ret;
 
-	if (job)
-		*job = NULL;
-	if (!dev)
-		return -EINVAL;
-	accel_clearerr(dev);
-	if (!d)
-		return accel_seterr(dev, -EINVAL, "accel_activation: descriptor is NULL");
+	ret = accel_op_begin(dev, d, "accel_activation", job);
+	if (ret)
+		return ret;
 	if ((ret = arg_tensor(dev, d->input, "input")) || (ret = arg_tensor(dev, d->output, "output")))
 		return ret;
 	if (!packed_same(d->input, d->output))
@@ -146,14 +141,7 @@ int accel_activation(struct accel_dev *dev, const struct accel_activation_desc *
 		p.c_pitch = r * e;
 		ret = mm_emit(&x, &p);
 	}
-	if (!ret)
-		ret = cs_submit(&cs, sub, &j);
-	cs_fini(&cs);
-	if (ret) {
-		accel_buffer_free(id);
-		return ret;
-	}
-	return accel_op_finish_owned(dev, j, &id, 1, job);
+	return accel_op_submit(dev, &cs, ret, sub, &id, 1, job);
 }
 
 static int pool_check(struct accel_dev *dev, const struct accel_pool2d_desc *d, uint32_t *oh, uint32_t *ow)
@@ -244,13 +232,9 @@ int accel_pool2d(struct accel_dev *dev, const struct accel_pool2d_desc *d, const
 	bool f32;
 	int ret;
 
-	if (job)
-		*job = NULL;
-	if (!dev)
-		return -EINVAL;
-	accel_clearerr(dev);
-	if (!d)
-		return accel_seterr(dev, -EINVAL, "accel_pool2d: descriptor is NULL");
+	ret = accel_op_begin(dev, d, "accel_pool2d", job);
+	if (ret)
+		return ret;
 	ret = pool_check(dev, d, &oh, &ow);
 	if (ret)
 		return ret;
@@ -303,12 +287,5 @@ int accel_pool2d(struct accel_dev *dev, const struct accel_pool2d_desc *d, const
 	mm_ctx_init(&x, dev, &cs);
 	if (!ret)
 		ret = conv_lower(dev, &x, &cd);
-	if (!ret)
-		ret = cs_submit(&cs, sub, &j);
-	cs_fini(&cs);
-	if (ret) {
-		accel_buffer_free(w);
-		return ret;
-	}
-	return accel_op_finish_owned(dev, j, &w, 1, job);
+	return accel_op_submit(dev, &cs, ret, sub, &w, 1, job);
 }

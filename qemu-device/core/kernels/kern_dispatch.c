@@ -3,8 +3,8 @@
  * Runtime ISA dispatch.  The variant is chosen once (first call, or
  * tnpu_kern_isa()) from __builtin_cpu_supports(), which also checks that the
  * OS saves the AVX/AVX-512 register state.  Only the per-ISA micro-kernels
- * are compiled for their ISA (target pragmas), so the library itself runs on
- * any x86-64 and never needs -march.
+ * are compiled for their ISA (TNPU_TARGET function attributes), so the
+ * library itself runs on any x86-64 and never needs -march.
  */
 #include <cpuid.h>
 #include <stdatomic.h>

@@ -7,12 +7,12 @@
 
 #include "kern_internal.h"
 
-#pragma GCC push_options
-#pragma GCC target("avx2,fma")
+#define KERN_ISA "avx2,fma"
 
 #define MR 6
 #define NR 16
 
+TNPU_TARGET(KERN_ISA)
 static void uk_f32_avx2(size_t kc, const float *restrict ap, const float *restrict bp,
 			float *restrict c, size_t ldc, bool load_c, size_t mre, size_t nre)
 {
@@ -48,8 +48,6 @@ static void uk_f32_avx2(size_t kc, const float *restrict ap, const float *restri
 		_mm256_storeu_ps(c + i * ldc + 8, c1[i]);
 	}
 }
-
-#pragma GCC pop_options
 
 const struct kern_f32_impl kern_f32_avx2 = {
 	.name = "avx2",

@@ -5,24 +5,25 @@
  * on both FMA ports; 8 rows keep power-of-two tiles (the model's usual
  * shapes) free of padded rows.  Partial tiles use masked C loads/stores, so
  * no edge copies are needed.  Only this file's functions are compiled for
- * AVX-512 (target pragma); the dispatcher calls them only on capable CPUs.
+ * AVX-512 (TNPU_TARGET); the dispatcher calls them only on capable CPUs.
  */
 #include <immintrin.h>
 
 #include "kern_internal.h"
 
-#pragma GCC push_options
-#pragma GCC target("avx512f,avx512vl,avx512bw,avx512dq,fma")
+#define KERN_ISA "avx512f,avx512vl,avx512bw,avx512dq,fma"
 
 #define MR 8
 #define NR 32
 
+TNPU_TARGET(KERN_ISA)
 static inline __mmask16 cols_mask(size_t nre, size_t j0)
 {
 	size_t left = nre > j0 ? nre - j0 : 0;
 	return left >= 16 ? (__mmask16)0xffff : (__mmask16)((1u << left) - 1);
 }
 
+TNPU_TARGET(KERN_ISA)
 static void uk_f32_avx512(size_t kc, const float *restrict ap, const float *restrict bp,
 			  float *restrict c, size_t ldc, bool load_c, size_t mre, size_t nre)
 {
@@ -57,8 +58,6 @@ static void uk_f32_avx512(size_t kc, const float *restrict ap, const float *rest
 		}
 	}
 }
-
-#pragma GCC pop_options
 
 const struct kern_f32_impl kern_f32_avx512 = {
 	.name = "avx512",

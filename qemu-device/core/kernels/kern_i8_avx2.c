@@ -10,12 +10,12 @@
 
 #include "kern_internal.h"
 
-#pragma GCC push_options
-#pragma GCC target("avx2")
+#define KERN_ISA "avx2"
 
 #define MR 6
 #define NR 16
 
+TNPU_TARGET(KERN_ISA)
 static void uk_i8_avx2(size_t ng, const void *apv, const void *bpv, int32_t *restrict c,
 		       size_t ldc, bool load_c, size_t mre, size_t nre)
 {
@@ -54,8 +54,6 @@ static void uk_i8_avx2(size_t ng, const void *apv, const void *bpv, int32_t *res
 		_mm256_storeu_si256((__m256i *)(c + i * ldc + 8), c1[i]);
 	}
 }
-
-#pragma GCC pop_options
 
 const struct kern_i8_impl kern_i8_avx2 = {
 	.name = "avx2",

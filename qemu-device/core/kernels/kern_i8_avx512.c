@@ -11,18 +11,19 @@
 
 #include "kern_internal.h"
 
-#pragma GCC push_options
-#pragma GCC target("avx512f,avx512vl,avx512bw,avx512dq")
+#define KERN_ISA "avx512f,avx512vl,avx512bw,avx512dq"
 
 #define MR 8
 #define NR 32
 
+TNPU_TARGET(KERN_ISA)
 static inline __mmask16 cols_mask(size_t nre, size_t j0)
 {
 	size_t left = nre > j0 ? nre - j0 : 0;
 	return left >= 16 ? (__mmask16)0xffff : (__mmask16)((1u << left) - 1);
 }
 
+TNPU_TARGET(KERN_ISA)
 static void uk_i8_avx512(size_t ng, const void *apv, const void *bpv, int32_t *restrict c,
 			 size_t ldc, bool load_c, size_t mre, size_t nre)
 {
@@ -60,8 +61,6 @@ static void uk_i8_avx512(size_t ng, const void *apv, const void *bpv, int32_t *r
 		}
 	}
 }
-
-#pragma GCC pop_options
 
 const struct kern_i8_impl kern_i8_avx512 = {
 	.name = "avx512",

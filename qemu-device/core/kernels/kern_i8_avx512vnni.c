@@ -22,12 +22,12 @@
 
 #include "kern_internal.h"
 
-#pragma GCC push_options
-#pragma GCC target("avx512f,avx512vl,avx512bw,avx512dq,avx512vnni")
+#define KERN_ISA "avx512f,avx512vl,avx512bw,avx512dq,avx512vnni"
 
 #define MR 8
 #define NR 32
 
+TNPU_TARGET(KERN_ISA)
 static void pack_a_u8q(size_t r, size_t rows, size_t kc, const int8_t *src, size_t ld, void *dst)
 {
 	kern_pack_rows_q8_avx512(r, rows, kc, src, ld, dst, 0x80808080u);
@@ -35,6 +35,7 @@ static void pack_a_u8q(size_t r, size_t rows, size_t kc, const int8_t *src, size
 
 /* corr[j] = -128 * sum_p B(p, j): vpdpbusd with 128 in every unsigned byte
  * sums each packed quad times 128 into its column's lane. */
+TNPU_TARGET(KERN_ISA)
 static void panel_corr(size_t r, size_t ng, uint8_t *d)
 {
 	const __m512i k128 = _mm512_set1_epi8((char)0x80);
@@ -46,6 +47,7 @@ static void panel_corr(size_t r, size_t ng, uint8_t *d)
 	}
 }
 
+TNPU_TARGET(KERN_ISA)
 static void pack_b_nt_s8q(size_t r, size_t cols, size_t kc, const int8_t *src, size_t ld, void *dst)
 {
 	uint8_t *d = dst;
@@ -56,6 +58,7 @@ static void pack_b_nt_s8q(size_t r, size_t cols, size_t kc, const int8_t *src, s
 	}
 }
 
+TNPU_TARGET(KERN_ISA)
 static void pack_b_nn_s8q(size_t r, size_t cols, size_t kc, const int8_t *src, size_t ld, void *dst)
 {
 	uint8_t *d = dst;
@@ -67,12 +70,14 @@ static void pack_b_nn_s8q(size_t r, size_t cols, size_t kc, const int8_t *src, s
 		panel_corr(r, ng, d);
 }
 
+TNPU_TARGET(KERN_ISA)
 static inline __mmask16 cols_mask(size_t nre, size_t j0)
 {
 	size_t left = nre > j0 ? nre - j0 : 0;
 	return left >= 16 ? (__mmask16)0xffff : (__mmask16)((1u << left) - 1);
 }
 
+TNPU_TARGET(KERN_ISA)
 static void uk_i8_avx512vnni(size_t ng, const void *apv, const void *bpv, int32_t *restrict c,
 			     size_t ldc, bool load_c, size_t mre, size_t nre)
 {
@@ -112,8 +117,6 @@ static void uk_i8_avx512vnni(size_t ng, const void *apv, const void *bpv, int32_
 		}
 	}
 }
-
-#pragma GCC pop_options
 
 const struct kern_i8_impl kern_i8_avx512vnni = {
 	.name = "avx512vnni",

@@ -12,18 +12,19 @@
 
 #include "kern_internal.h"
 
-#pragma GCC push_options
-#pragma GCC target("avx2,fma,avxvnni")
+#define KERN_ISA "avx2,fma,avxvnni"
 
 #define MR 6
 #define NR 16
 
+TNPU_TARGET(KERN_ISA)
 static void pack_a_u8q(size_t r, size_t rows, size_t kc, const int8_t *src, size_t ld, void *dst)
 {
 	kern_pack_rows_q8(r, rows, kc, src, ld, dst, 0x80808080u);
 }
 
 /* corr = -(128 * column sums): vpdpbusd with 128 in every unsigned byte. */
+TNPU_TARGET(KERN_ISA)
 static void panel_corr(size_t ng, uint8_t *d)
 {
 	const __m256i k128 = _mm256_set1_epi8((char)0x80);
@@ -37,6 +38,7 @@ static void panel_corr(size_t ng, uint8_t *d)
 	}
 }
 
+TNPU_TARGET(KERN_ISA)
 static void pack_b_nt_s8q(size_t r, size_t cols, size_t kc, const int8_t *src, size_t ld, void *dst)
 {
 	uint8_t *d = dst;
@@ -47,6 +49,7 @@ static void pack_b_nt_s8q(size_t r, size_t cols, size_t kc, const int8_t *src, s
 	}
 }
 
+TNPU_TARGET(KERN_ISA)
 static void pack_b_nn_s8q(size_t r, size_t cols, size_t kc, const int8_t *src, size_t ld, void *dst)
 {
 	uint8_t *d = dst;
@@ -58,6 +61,7 @@ static void pack_b_nn_s8q(size_t r, size_t cols, size_t kc, const int8_t *src, s
 		panel_corr(ng, d);
 }
 
+TNPU_TARGET(KERN_ISA)
 static void uk_i8_avxvnni(size_t ng, const void *apv, const void *bpv, int32_t *restrict c,
 			  size_t ldc, bool load_c, size_t mre, size_t nre)
 {
@@ -96,8 +100,6 @@ static void uk_i8_avxvnni(size_t ng, const void *apv, const void *bpv, int32_t *
 		_mm256_storeu_si256((__m256i *)(c + i * ldc + 8), c1[i]);
 	}
 }
-
-#pragma GCC pop_options
 
 const struct kern_i8_impl kern_i8_avxvnni = {
 	.name = "avxvnni",

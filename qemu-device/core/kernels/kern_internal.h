@@ -12,6 +12,16 @@
 
 #include "tnpu_kernels.h"
 
+/* Compiles one function for an instruction set, e.g. TNPU_TARGET("avx2,fma").
+ * Every function of the per-ISA files that uses intrinsics (static inline
+ * helpers included) carries it: unlike '#pragma GCC target', which clang
+ * ignores, the attribute works with both gcc and clang, so neither needs
+ * -m<isa>/-march flags.  Such functions may only run after the dispatcher's
+ * CPUID check (kern_dispatch.c).  Each per-ISA file names its ISA once, as a
+ * line '#define KERN_ISA "..."' (tools/qemu-overlay reads it), and marks its
+ * functions TNPU_TARGET(KERN_ISA). */
+#define TNPU_TARGET(isa) __attribute__((target(isa)))
+
 /* Largest micro-tile of any variant; edge tiles go through a stack buffer this big. */
 #define KERN_MAX_MR 16
 #define KERN_MAX_NR 32

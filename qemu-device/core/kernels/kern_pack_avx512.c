@@ -12,14 +12,14 @@
 
 #include "kern_internal.h"
 
-#pragma GCC push_options
-#pragma GCC target("avx512f,avx512vl,avx512bw,avx512dq")
+#define KERN_ISA "avx512f,avx512vl,avx512bw,avx512dq"
 
 /*
  * Transposes 8 rows x 16 words (r0..r7) to 16 columns of 8 words; column c
  * goes to dst + c * stride.  unpack/shuffle build 4-row groups in each
  * 128-bit lane, vpermt2ps joins the two 4-row halves of two columns.
  */
+TNPU_TARGET(KERN_ISA)
 static inline __attribute__((always_inline)) void tr8x16_store(__m512 r0, __m512 r1, __m512 r2, __m512 r3, __m512 r4, __m512 r5,
 				__m512 r6, __m512 r7, float *dst, size_t stride)
 {
@@ -59,12 +59,14 @@ static inline __attribute__((always_inline)) void tr8x16_store(__m512 r0, __m512
  * contiguously. */
 #define PACK_PREFETCH_ROWS 6
 
+TNPU_TARGET(KERN_ISA)
 static inline void prefetch_row(const void *p, size_t bytes)
 {
 	for (size_t o = 0; o < bytes; o += 64)
 		_mm_prefetch((const char *)p + o, _MM_HINT_T0);
 }
 
+TNPU_TARGET(KERN_ISA)
 void kern_pack_rows_f32_avx512(size_t r, size_t rows, size_t kc, const float *src, size_t ld,
 			       float *dst)
 {
@@ -95,6 +97,7 @@ void kern_pack_rows_f32_avx512(size_t r, size_t rows, size_t kc, const float *sr
 	}
 }
 
+TNPU_TARGET(KERN_ISA)
 void kern_pack_cols_f32_avx512(size_t r, size_t cols, size_t kc, const float *src, size_t ld,
 			       float *dst)
 {
@@ -117,6 +120,7 @@ void kern_pack_cols_f32_avx512(size_t r, size_t cols, size_t kc, const float *sr
 
 /* 16 k groups of one row as 16 32-bit words, zero past `avail` bytes:
  * quads (kg 4: 64 bytes as is) or pairs (kg 2: 32 bytes widened to int16). */
+TNPU_TARGET(KERN_ISA)
 static inline __m512 load_groups(const int8_t *row, size_t g, size_t avail, bool pairs)
 {
 	size_t q = pairs ? 2 * g : 4 * g, bytes = pairs ? 32 : 64;
@@ -132,6 +136,7 @@ static inline __m512 load_groups(const int8_t *row, size_t g, size_t avail, bool
 }
 
 /* Shared by the quad and pair layouts: both are 32-bit word transposes. */
+TNPU_TARGET(KERN_ISA)
 static void pack_rows_w32(size_t r, size_t rows, size_t kc, const int8_t *src, size_t ld,
 			  uint8_t *dst, uint32_t xor_mask, bool pairs)
 {
@@ -170,18 +175,21 @@ static void pack_rows_w32(size_t r, size_t rows, size_t kc, const int8_t *src, s
 	}
 }
 
+TNPU_TARGET(KERN_ISA)
 void kern_pack_rows_q8_avx512(size_t r, size_t rows, size_t kc, const int8_t *src, size_t ld,
 			      uint8_t *dst, uint32_t xor_mask)
 {
 	pack_rows_w32(r, rows, kc, src, ld, dst, xor_mask, false);
 }
 
+TNPU_TARGET(KERN_ISA)
 void kern_pack_rows_i16p_avx512(size_t r, size_t rows, size_t kc, const int8_t *src, size_t ld,
 				void *dst)
 {
 	pack_rows_w32(r, rows, kc, src, ld, dst, 0, true);
 }
 
+TNPU_TARGET(KERN_ISA)
 void kern_pack_cols_i16p_avx512(size_t r, size_t cols, size_t kc, const int8_t *src, size_t ld,
 				void *dst)
 {
@@ -212,6 +220,7 @@ void kern_pack_cols_i16p_avx512(size_t r, size_t cols, size_t kc, const int8_t *
 	}
 }
 
+TNPU_TARGET(KERN_ISA)
 void kern_pack_cols_q8_avx512(size_t r, size_t cols, size_t kc, const int8_t *src, size_t ld,
 			      uint8_t *dst, size_t panel)
 {
@@ -244,5 +253,3 @@ void kern_pack_cols_q8_avx512(size_t r, size_t cols, size_t kc, const int8_t *sr
 		}
 	}
 }
-
-#pragma GCC pop_options
