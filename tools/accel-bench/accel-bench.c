@@ -23,6 +23,7 @@
 #include <time.h>
 
 #include "accel.h"
+#include "subcommands.h"
 
 struct opts {
 	const char *op, *device, *trace;
@@ -58,6 +59,8 @@ static int usage(void)
 		"  --requant: int8 conv with requantised int8 output (default: int32 output)\n"
 		"  --trace FILE: write the job's engine timeline (Chrome trace-event JSON, Perfetto); on a drm\n"
 		"                device it is recorded by re-running the job on a sim of the same geometry\n");
+	for (const struct bench_subcommand *sc = bench_subcommands; sc->name; sc++)
+		fprintf(stderr, "       accel-bench %s %s\n", sc->name, sc->usage);
 	return 2;
 }
 
@@ -403,6 +406,9 @@ int main(int argc, char **argv)
 	struct accel_caps caps;
 	int ret;
 
+	for (const struct bench_subcommand *sc = bench_subcommands; argc >= 2 && sc->name; sc++)
+		if (!strcmp(argv[1], sc->name))
+			return sc->main(argc - 1, argv + 1);
 	if (parse(argc, argv, &o))
 		return usage();
 	char msg[256];
