@@ -108,6 +108,35 @@ static void tnpu_fill_caps(struct tnpu_device *tdev, struct drm_tnpu_caps *caps)
 	caps->max_queues = TNPU_MAX_FILE_QUEUES;
 }
 
+static void tnpu_fill_islands(struct tnpu_device *tdev, struct drm_tnpu_islands *isl)
+{
+	const struct tnpu_caps_raw *c = &tdev->caps;
+	u32 i, n;
+
+	if (!(c->features & TNPU_FEAT_ISLANDS)) {
+		isl->count = 1;
+		isl->island[0].rows = FIELD_GET(TNPU_CAP_GEOM_ROWS, c->geom);
+		isl->island[0].clkdiv = 1;
+		isl->island[0].dtypes = c->dtypes;
+		isl->island[0].sram_bytes = isl->island[0].rows * c->sram;
+		return;
+	}
+	n = FIELD_GET(TNPU_ISLANDS_COUNT, tnpu_read(tdev, TNPU_REG_ISLANDS));
+	isl->count = min_t(u32, n, DRM_TNPU_MAX_ISLANDS);
+	isl->rings = FIELD_GET(TNPU_ISLANDS_RINGS, tnpu_read(tdev, TNPU_REG_ISLANDS));
+	isl->ring_mem_bytes = tnpu_read(tdev, TNPU_REG_RING_MEM);
+	for (i = 0; i < isl->count; i++) {
+		u32 rows = tnpu_read(tdev, TNPU_REG_ISL(i, TNPU_ISL_ROWS));
+
+		isl->island[i].first_row = FIELD_GET(TNPU_ISL_FIRST, rows);
+		isl->island[i].rows = FIELD_GET(TNPU_ISL_NROWS, rows);
+		isl->island[i].clkdiv = FIELD_GET(TNPU_ISL_CLKDIV, rows);
+		isl->island[i].dtypes = tnpu_read(tdev, TNPU_REG_ISL(i, TNPU_ISL_DTYPES));
+		isl->island[i].sram_base = tnpu_read(tdev, TNPU_REG_ISL(i, TNPU_ISL_SRAM_BASE));
+		isl->island[i].sram_bytes = tnpu_read(tdev, TNPU_REG_ISL(i, TNPU_ISL_SRAM_SIZE));
+	}
+}
+
 static void tnpu_fill_counters(struct tnpu_device *tdev, struct drm_tnpu_counters *cnt)
 {
 	u64 now;
@@ -186,6 +215,12 @@ static int tnpu_ioctl_query(struct drm_device *drm, void *data, struct drm_file 
 			fault.queue = ctx->fault_queue;
 		}
 		return tnpu_copy_answer(args, &fault, sizeof(fault));
+	}
+	case DRM_TNPU_QUERY_ISLANDS: {
+		struct drm_tnpu_islands isl = {};
+
+		tnpu_fill_islands(tdev, &isl);
+		return tnpu_copy_answer(args, &isl, sizeof(isl));
 	}
 	default:
 		return -EINVAL;

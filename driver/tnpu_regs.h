@@ -87,9 +87,24 @@
 #define TNPU_REG_PERF_CTRL		0x0094
 #define   TNPU_PERF_CTRL_CLEAR		BIT(0)
 
+/* Islands (chain #9), present when CAP_FEATURES has TNPU_FEAT_ISLANDS */
+#define TNPU_FEAT_ISLANDS		BIT(10)
+#define TNPU_REG_ISLANDS		0x0200
+#define   TNPU_ISLANDS_COUNT		GENMASK(7, 0)
+#define   TNPU_ISLANDS_RINGS		GENMASK(15, 8)
+#define TNPU_REG_RING_MEM		0x0204
+#define TNPU_REG_ISL(i, r)		(0x0210 + 0x10 * (i) + (r))
+#define TNPU_ISL_ROWS			0x0
+#define   TNPU_ISL_FIRST		GENMASK(7, 0)
+#define   TNPU_ISL_NROWS		GENMASK(15, 8)
+#define   TNPU_ISL_CLKDIV		GENMASK(23, 16)
+#define TNPU_ISL_DTYPES			0x4
+#define TNPU_ISL_SRAM_BASE		0x8
+#define TNPU_ISL_SRAM_SIZE		0xc
+
 /* Global counter block: 32 64-bit counters */
 #define TNPU_REG_PERF(i)		(0x0400 + 8 * (i))
-#define TNPU_NUM_COUNTERS		18
+#define TNPU_NUM_COUNTERS		26	/* chain #9: ring counters 22..25 */
 #define TNPU_COUNTER_SLOTS		32
 
 /* Queue blocks */

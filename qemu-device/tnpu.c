@@ -300,10 +300,14 @@ static void tnpu_realize(PCIDevice *pdev, Error **errp)
     TnpuState *s = TNPU(pdev);
     Error *local_err = NULL;
     unsigned nvec;
-    char msg[128];
+    char msg[192];
     int ret;
 
     /* Properties first: a clear error before anything is allocated. */
+    if (tnpu_islands_parse(s->islands, &s->cfg, msg, sizeof(msg))) {
+        error_setg(errp, "%s", msg);
+        return;
+    }
     if (tnpu_config_validate(&s->cfg, msg, sizeof(msg))) {
         error_setg(errp, "%s", msg);
         return;
@@ -403,6 +407,8 @@ static const Property tnpu_properties[] = {
     DEFINE_PROP_UINT64("watchdog", TnpuState, cfg.watchdog_cycles,
                        TNPU_DEF_WATCHDOG),
     DEFINE_PROP_BOOL("msi", TnpuState, msi, true),
+    /* chain #9: e.g. islands=2:i8/2:all:2 (islands-and-chaining.md) */
+    DEFINE_PROP_STRING("islands", TnpuState, islands),
     DEFINE_PROP_BOOL("x-sync", TnpuState, sync, false),
 };
 

@@ -63,6 +63,7 @@ struct TnpuState {
     struct tnpu_config cfg;
     bool sync; /* x-sync: run jobs inline in the BH (fuzzing, debugging) */
     bool msi;  /* offer an MSI capability as fallback for MSI-X */
+    char *islands; /* islands=ROWS[:DTYPES[:CLKDIV]]/... (chain #9), NULL = one */
 
     /* Under the BQL. */
     struct tnpu_core *core;

@@ -49,11 +49,13 @@ enum drm_tnpu_ioctl_id {
  * @DRM_TNPU_QUERY_CAPS: struct drm_tnpu_caps (device geometry and limits).
  * @DRM_TNPU_QUERY_COUNTERS: struct drm_tnpu_counters (driver statistics + device counter block).
  * @DRM_TNPU_QUERY_FAULT: struct drm_tnpu_fault (the first MMU fault of the calling file).
+ * @DRM_TNPU_QUERY_ISLANDS: struct drm_tnpu_islands (island capability registers, chain #9).
  */
 enum drm_tnpu_query_type {
 	DRM_TNPU_QUERY_CAPS = 0,
 	DRM_TNPU_QUERY_COUNTERS = 1,
 	DRM_TNPU_QUERY_FAULT = 2,
+	DRM_TNPU_QUERY_ISLANDS = 3,
 };
 
 /**
@@ -249,6 +251,46 @@ struct drm_tnpu_fault {
 	__u32 queue;
 	/** @pad: 0. */
 	__u32 pad;
+};
+
+/** DRM_TNPU_MAX_ISLANDS - island slots in struct drm_tnpu_islands (the hardware has at most 8). */
+#define DRM_TNPU_MAX_ISLANDS		8
+
+/**
+ * struct drm_tnpu_island - one island: a group of consecutive cluster rows with its own data
+ * types, clock and SRAM window (Documentation/hardware/islands-and-chaining.md). All outputs.
+ */
+struct drm_tnpu_island {
+	/** @first_row: first cluster row of the island. */
+	__u32 first_row;
+	/** @rows: cluster rows of the island (>= 1). */
+	__u32 rows;
+	/** @clkdiv: the island's rows run at CAP_CLOCK / @clkdiv (1..8). */
+	__u32 clkdiv;
+	/** @dtypes: DRM_TNPU_DTYPE_* bits the island's MACs accept. */
+	__u32 dtypes;
+	/** @sram_base: first byte of the island's SRAM window (@first_row * sram_bytes). */
+	__u32 sram_base;
+	/** @sram_bytes: bytes of the island's SRAM window (@rows * sram_bytes). */
+	__u32 sram_bytes;
+};
+
+/**
+ * struct drm_tnpu_islands - DRM_TNPU_QUERY_ISLANDS answer: the island registers (BAR0 0x0200..),
+ * decoded. A device without the ISLANDS feature (CAP_FEATURES bit 10) reports one island of every
+ * row and data type. All fields are outputs.
+ */
+struct drm_tnpu_islands {
+	/** @count: islands (1..DRM_TNPU_MAX_ISLANDS); entries past it are 0. */
+	__u32 count;
+	/** @rings: producer-consumer ring descriptors per job (0 without the RINGS feature). */
+	__u32 rings;
+	/** @ring_mem_bytes: bytes of on-chip ring memory (0 without the RING_DMA feature). */
+	__u32 ring_mem_bytes;
+	/** @pad: 0. */
+	__u32 pad;
+	/** @island: one entry per island. */
+	struct drm_tnpu_island island[DRM_TNPU_MAX_ISLANDS];
 };
 
 /**

@@ -128,6 +128,11 @@ struct accel_counters {
 	uint64_t oq_accesses, sfu_ops, load_cycles, store_cycles;
 	uint32_t hw_jobs;		/* hardware command buffers the job was split into */
 	uint32_t pad;
+	/* chain (#9): producer-consumer rings */
+	uint64_t ring_rows;		/* ring rows published */
+	uint64_t ring_wait_cycles;	/* consumer stalls waiting for published rows */
+	uint64_t ring_full_cycles;	/* producer stalls on a full ring (back-pressure) */
+	uint64_t ring_bytes;		/* bytes moved through on-chip ring memory */
 };
 
 /*
@@ -367,6 +372,69 @@ int accel_cs_sem_wait(struct accel_cmdstream *cs, unsigned flags, enum accel_eng
 int accel_cs_fence(struct accel_cmdstream *cs, struct accel_buffer *buf, uint64_t offset, uint64_t value);
 /* Submit the stream as one job (the stream can be reused or freed afterwards). */
 int accel_cs_submit(struct accel_cmdstream *cs, const struct accel_submit *sub, struct accel_job **job);
+
+/*
+ * ---- chain (#9): islands, producer-consumer chaining, graph scheduler (Documentation/chaining.md) ----
+ *
+ * An island is a group of consecutive cluster rows with its own capabilities (data types, clock)
+ * and SRAM window.  A graph of operations is placed op by op on the island with the lowest
+ * estimated finish time; independent ops run on different islands at the same time, and a GEMM
+ * that consumes another op's output as its A operand is chained to it: the producer publishes row
+ * bands into a ring in on-chip memory and the consumer starts on the first band while the
+ * producer still computes the next ones, all inside one job.
+ */
+#define ACCEL_ISLAND_INT8	0x1u	/* island dtypes: int8 MACs */
+#define ACCEL_ISLAND_FP32	0x2u	/* fp32 MACs */
+#define ACCEL_ISLAND_BF16	0x4u	/* bf16 MACs */
+#define ACCEL_MAX_ISLANDS	8
+
+struct accel_island {
+	uint32_t first_row, rows;	/* cluster rows [first_row, first_row + rows) */
+	uint32_t dtypes;		/* ACCEL_ISLAND_* */
+	uint32_t clkdiv;		/* the island's rows run at clock / clkdiv */
+	uint64_t sram_base, sram_bytes;	/* the island's SRAM window */
+};
+/* Islands of the device (sim: the islands= option; drm: the driver's island query).  Fills up to
+ * max entries, *n = number of islands.  0 or -errno. */
+int accel_query_islands(struct accel_dev *dev, struct accel_island *out, unsigned max, unsigned *n);
+
+struct accel_graph;
+/* A graph records operations (no work is done until accel_graph_run); tensors are copied by
+ * value, their buffers must stay alive until the graph's job completed. */
+int accel_graph_new(struct accel_dev *dev, struct accel_graph **out);
+void accel_graph_free(struct accel_graph *g);
+/* Add C = op(A) x op(B) (+ epilogue) (transposes not supported in graphs: -EINVAL).  A node
+ * depends on every earlier node whose output buffer range it reads.  *node = node index. */
+int accel_graph_gemm(struct accel_graph *g, const struct accel_gemm_desc *d, unsigned *node);
+/* Add an element-wise activation (2-D packed tensors; see accel_activation). */
+int accel_graph_activation(struct accel_graph *g, const struct accel_activation_desc *d, unsigned *node);
+
+#define ACCEL_GRAPH_NO_CHAIN	0x1u	/* dependent ops wait for their producer's whole output */
+struct accel_graph_opts {
+	uint32_t flags;			/* ACCEL_GRAPH_* */
+	int32_t island;			/* -1: the scheduler places every op; else every op on this island */
+	uint32_t band_rows;		/* rows per chained band, 0 = automatic */
+	uint32_t ring_slots;		/* bands a ring holds, 0 = automatic (3) */
+};
+/* Lower the whole graph into one job (one command buffer: -E2BIG if it does not fit). opts may
+ * be NULL (scheduler, chaining, automatic bands). */
+int accel_graph_run(struct accel_graph *g, const struct accel_graph_opts *opts, const struct accel_submit *sub,
+		    struct accel_job **job);
+
+struct accel_graph_node_info {
+	int32_t island;			/* where the last accel_graph_run placed the node */
+	int32_t chained_from;		/* producer node it is chained to, or -1 */
+	uint32_t bands;			/* row bands the node ran in (1 = not chained) */
+	uint32_t pad;
+	double est_cycles;		/* the cost model's estimate on that island */
+	double est_start;		/* the scheduler's estimated start (cycles) */
+};
+int accel_graph_node_info(const struct accel_graph *g, unsigned node, struct accel_graph_node_info *out);
+
+/* Sim backend, while a trace is recorded (accel_trace_begin): busy cycles of each cluster row
+ * (CONFIG + EXE intervals) summed over the recording; fills busy[0..min(max, rows)).  -EOPNOTSUPP
+ * without a recording. */
+int accel_trace_row_busy(struct accel_dev *dev, uint64_t *busy, unsigned max);
 
 #ifdef __cplusplus
 }

@@ -223,6 +223,42 @@ static const struct accel_backend_ops drm_ops = {
 	.close = drm_close,
 };
 
+/* chain #9: the island table (DRM_TNPU_QUERY_ISLANDS); a driver without it means one island. */
+static int drm_query_islands(struct accel_dev *dev, int fd)
+{
+	struct drm_tnpu_islands isl;
+	struct drm_tnpu_query q;
+	uint32_t total_rows;
+
+	memset(&isl, 0, sizeof(isl));
+	memset(&q, 0, sizeof(q));
+	q.type = DRM_TNPU_QUERY_ISLANDS;
+	q.size = sizeof(isl);
+	q.pointer = (uint64_t)(uintptr_t)&isl;
+	if (drmIoctl(fd, DRM_IOCTL_TNPU_QUERY, &q) || !isl.count) {
+		dev->n_islands = 1;
+		dev->islands[0] = (struct accel_island){ .rows = dev->caps.rows, .dtypes = 0x7, .clkdiv = 1,
+							 .sram_bytes = (uint64_t)dev->caps.rows * dev->caps.sram_bytes };
+		return 0;
+	}
+	total_rows = dev->caps.rows;
+	dev->n_islands = ACCEL_MIN(isl.count, ACCEL_MAX_ISLANDS);
+	dev->rings = isl.rings;
+	dev->ring_mem = isl.ring_mem_bytes;
+	for (unsigned i = 0; i < dev->n_islands; i++) {
+		const struct drm_tnpu_island *s = &isl.island[i];
+
+		if (!s->rows || s->first_row + s->rows > total_rows || !s->clkdiv)
+			return accel_seterr(dev, -ENODEV, "the driver reports an unusable island %u", i);
+		dev->islands[i] = (struct accel_island){ .first_row = s->first_row, .rows = s->rows,
+							 .dtypes = s->dtypes, .clkdiv = s->clkdiv,
+							 .sram_base = s->sram_base, .sram_bytes = s->sram_bytes };
+	}
+	/* Classic ops run in island 0, the sub-stream every job starts in (chaining.md). */
+	dev->caps.rows = dev->islands[0].rows;
+	return 0;
+}
+
 int accel_drm_open(struct accel_dev *dev, const char *path)
 {
 	struct drm_tnpu_caps caps;
@@ -298,5 +334,8 @@ int accel_drm_open(struct accel_dev *dev, const char *path)
 		drm_close(dev);
 		return accel_seterr(dev, -ENODEV, "%s reports an unusable geometry", path);
 	}
-	return 0;
+	ret = drm_query_islands(dev, fd);
+	if (ret)
+		drm_close(dev);
+	return ret;
 }

@@ -341,6 +341,14 @@ static int parse_opts(struct accel_dev *dev, struct tnpu_config *cfg, uint32_t *
 						    eq + 1);
 			continue;
 		}
+		if (!strcmp(tok, "islands")) {
+			/* chain #9: e.g. islands=2:i8/2:all:2 (islands-and-chaining.md) */
+			char msg[160];
+
+			if (tnpu_islands_parse(eq + 1, cfg, msg, sizeof(msg)))
+				return accel_seterr(dev, -EINVAL, "sim option %s", msg + (strncmp(msg, "tnpu: ", 6) ? 0 : 6));
+			continue;
+		}
 		v = strtoul(eq + 1, &end, 0);
 		if (*end || end == eq + 1)
 			return accel_seterr(dev, -EINVAL, "sim option '%s': bad number", tok);
@@ -357,7 +365,7 @@ static int parse_opts(struct accel_dev *dev, struct tnpu_config *cfg, uint32_t *
 		else if (!strcmp(tok, "cmdbuf") && v >= 8192 && v <= TNPU_CMDBUF_MAX)
 			*cmdbuf = (uint32_t)v;	/* library-side limit (tests of job splitting) */
 		else
-			return accel_seterr(dev, -EINVAL, "unknown or out-of-range sim option '%s' (rows, cols, pes, sram, clock, conv, cmdbuf >= 8192)", tok);
+			return accel_seterr(dev, -EINVAL, "unknown or out-of-range sim option '%s' (rows, cols, pes, sram, clock, conv, cmdbuf >= 8192, islands)", tok);
 	}
 	return 0;
 }
@@ -417,6 +425,23 @@ int accel_sim_open(struct accel_dev *dev, const char *opts)
 	c->clock_mhz = s->cfg.clock_mhz;
 	c->max_cmdbuf = cmdbuf;
 	c->features = TNPU_FEAT_ZSKIP | TNPU_FEAT_SPARSE_W | TNPU_FEAT_LOADBAL | TNPU_FEAT_SFU_CHAIN |
-		      TNPU_FEAT_IM2COL | TNPU_FEAT_SEMAPHORES | TNPU_FEAT_DMA_FILL;
+		      TNPU_FEAT_IM2COL | TNPU_FEAT_SEMAPHORES | TNPU_FEAT_DMA_FILL | TNPU_FEAT_ISLANDS | TNPU_FEAT_RINGS |
+		      TNPU_FEAT_RING_DMA;
+	{
+		/* chain #9: the islands the executor was built with (same table as the registers). */
+		struct tnpu_island_cfg isl[TNPU_MAX_ISLANDS];
+		uint8_t first[TNPU_MAX_ISLANDS];
+
+		dev->n_islands = tnpu_config_islands(&s->cfg, isl, first);
+		dev->ring_mem = TNPU_RING_MEM_BYTES;
+		dev->rings = TNPU_NUM_RINGS;
+		for (unsigned i = 0; i < dev->n_islands; i++)
+			dev->islands[i] = (struct accel_island){ .first_row = first[i], .rows = isl[i].rows,
+								 .dtypes = isl[i].dtypes, .clkdiv = isl[i].clkdiv,
+								 .sram_base = (uint64_t)first[i] * s->cfg.sram,
+								 .sram_bytes = (uint64_t)isl[i].rows * s->cfg.sram };
+		/* Classic ops run in island 0, the sub-stream every job starts in (chaining.md). */
+		c->rows = dev->islands[0].rows;
+	}
 	return 0;
 }

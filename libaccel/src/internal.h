@@ -38,6 +38,11 @@ struct accel_dev {
 	uint8_t conv_mode;	/* sim option conv=auto|im2col|direct (0/1/2): convolution lowering */
 	struct accel_trace *trace;	/* job-timeline recording (trace.c), NULL if never begun */
 	char err[320];
+	/* chain #9: islands (filled by the backend) */
+	unsigned n_islands;
+	struct accel_island islands[ACCEL_MAX_ISLANDS];
+	uint32_t ring_mem;	/* on-chip ring-memory bytes, 0 = no ring DMA */
+	uint32_t rings;		/* ring descriptors per job, 0 = no rings */
 };
 
 struct accel_buffer {

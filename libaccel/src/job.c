@@ -49,6 +49,10 @@ static void sum_counters(struct accel_job *j)
 		s->sfu_ops += c[15];
 		s->load_cycles += c[16];
 		s->store_cycles += c[17];
+		s->ring_rows += c[22];
+		s->ring_wait_cycles += c[23];
+		s->ring_full_cycles += c[24];
+		s->ring_bytes += c[25];
 	}
 	s->hw_jobs = j->n_hw;
 }

@@ -23,6 +23,7 @@ struct mm_src {
 	uint64_t pitch;		/* bytes between stored rows */
 	struct tnpu_cmd_im2col ic;
 	uint32_t m_base;
+	uint8_t dma_flags;	/* chain #9: TNPU_DMA_F_RING: va is a ring-memory offset (MM_MAT only) */
 };
 
 struct mm_problem {
@@ -37,6 +38,7 @@ struct mm_problem {
 	struct tnpu_sfu_param sfu;	/* bias_addr etc. filled by the engine */
 	struct accel_buffer *bias_buf;
 	uint64_t bias_va;	/* when sfu.ops & BIAS: N 32-bit values */
+	uint8_t c_dma_flags;	/* chain #9: TNPU_DMA_F_RING: c_va is a ring-memory offset (not c_trans) */
 };
 
 enum mm_order {

@@ -13,6 +13,7 @@
  * Tiles already present in a half (same tag) are not loaded again: that is what makes the input-
  * and weight-stationary loop orders of plan_tiling.c save host traffic.
  */
+#include <stddef.h>
 #include <string.h>
 
 #include "lower.h"
@@ -107,6 +108,13 @@ static void emit_config(struct mm_ctx *x, const struct mm_problem *p, const stru
 	mm_dispatch_mac_config(x, 0, &h, ins, ops, &sfu, p->use_sfu, pkt);
 }
 
+/* chain #9: turn the DMA just appended into a ring-memory transfer (chaining.md). */
+static void last_dma_flags(struct accel_cmdstream *cs, uint8_t f)
+{
+	if (f && !cs->err && cs->len >= sizeof(struct tnpu_cmd_dma))
+		cs->buf[cs->len - sizeof(struct tnpu_cmd_dma) + offsetof(struct tnpu_cmd_dma, dma_flags)] = f;
+}
+
 static void load_a(struct mm_ctx *x, const struct mm_problem *p, const struct mm_plan *pl, unsigned r,
 		   unsigned h, uint32_t m0, uint32_t mv, uint32_t k0, uint32_t kv)
 {
@@ -117,6 +125,7 @@ static void load_a(struct mm_ctx *x, const struct mm_problem *p, const struct mm
 	case MM_MAT:
 		cs_dma(x->cs, true, AS, a->va + (uint64_t)m0 * a->pitch + (uint64_t)k0 * e, a->pitch, 0, r, h,
 		       pl->a_off, pl->kt * e, 0, kv * e, mv, 1);
+		last_dma_flags(x->cs, a->dma_flags);
 		break;
 	case MM_MAT_T:
 		/* A stored K x M: element-wise transposing copy (z over tile rows, y over k). */
@@ -159,10 +168,11 @@ static void store_c(struct mm_ctx *x, const struct mm_problem *p, const struct m
 {
 	uint32_t oe = p->out_dtype == TNPU_DTYPE_INT8 ? 1 : 4, Nb = x->caps->pes * pl->tn;
 
-	if (!p->c_trans)
+	if (!p->c_trans) {
 		cs_dma(x->cs, false, AS, p->c_va + (uint64_t)m0 * p->c_pitch + (uint64_t)n0 * oe, p->c_pitch, 0, r, h,
 		       pl->c_off, Nb * oe, 0, nv * oe, mv, 1);
-	else
+		last_dma_flags(x->cs, p->c_dma_flags);
+	} else
 		cs_dma(x->cs, false, AS, p->c_va + (uint64_t)n0 * p->c_pitch + (uint64_t)m0 * oe, oe, p->c_pitch, r, h,
 		       pl->c_off, Nb * oe, oe, oe, mv, nv);
 }

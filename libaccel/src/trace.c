@@ -55,6 +55,9 @@ int accel_trace_begin(struct accel_dev *dev)
 	tr->jobs = 0;
 	tr->base = 0;
 	tr->rows = dev->caps.rows;
+	/* chain #9: a multi-island device has rows beyond island 0's (caps.rows). */
+	if (dev->n_islands > 1)
+		tr->rows = dev->islands[dev->n_islands - 1].first_row + dev->islands[dev->n_islands - 1].rows;
 	tr->recording = true;
 	return 0;
 }
@@ -232,4 +235,24 @@ int accel_trace_write_json(struct accel_dev *dev, const char *path)
 	if (fclose(f) && !ret)
 		ret = accel_seterr(dev, -EIO, "write error on %s: %s", path, strerror(errno));
 	return ret;
+}
+
+/* chain #9: per-row busy cycles of the recording (graph scheduler occupancy, chaining.md). */
+int accel_trace_row_busy(struct accel_dev *dev, uint64_t *busy, unsigned max)
+{
+	const struct accel_trace *tr;
+
+	if (!dev || (!busy && max))
+		return -EINVAL;
+	tr = dev->trace;
+	if (!tr)
+		return accel_seterr(dev, -EOPNOTSUPP, "no trace recorded (accel_trace_begin, sim backend)");
+	memset(busy, 0, sizeof(*busy) * max);
+	for (size_t i = 0; i < tr->n; i++) {
+		const struct tnpu_trace_event *ev = &tr->ev[i].ev;
+
+		if ((ev->kind == TNPU_TRACE_CONFIG || ev->kind == TNPU_TRACE_EXE) && ev->row < max)
+			busy[ev->row] += ev->end - ev->start;
+	}
+	return 0;
 }

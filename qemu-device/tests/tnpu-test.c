@@ -539,6 +539,32 @@ static void test_properties(void)
     tnpu_stop(t);
 }
 
+/* chain #9: the islands= property reaches the island capability registers. */
+static void test_islands_property(void)
+{
+    Tnpu *t = tnpu_start("rows=4,sram=131072,islands=1:i8/3:i8+f32:2");
+
+    g_assert_cmphex(rd(t, TNPU_REG_ISLANDS) & 0xff, ==, 2);
+    g_assert_cmphex(rd(t, TNPU_REG_RING_MEM), ==, TNPU_RING_MEM_BYTES);
+    g_assert_cmphex(rd(t, TNPU_REG_ISL(0, TNPU_ISL_ROWS)), ==, 0x010100);
+    g_assert_cmphex(rd(t, TNPU_REG_ISL(1, TNPU_ISL_ROWS)), ==, 0x020301);
+    g_assert_cmphex(rd(t, TNPU_REG_ISL(0, TNPU_ISL_DTYPES)), ==, 0x1);
+    g_assert_cmphex(rd(t, TNPU_REG_ISL(1, TNPU_ISL_DTYPES)), ==, 0x3);
+    g_assert_cmphex(rd(t, TNPU_REG_ISL(1, TNPU_ISL_SRAM_BASE)), ==, 131072);
+    g_assert_cmphex(rd(t, TNPU_REG_ISL(1, TNPU_ISL_SRAM_SIZE)), ==,
+                    3 * 131072);
+    g_assert_cmphex(rd(t, TNPU_REG_ISL(2, TNPU_ISL_ROWS)), ==, 0);
+    g_assert_cmphex(rd(t, TNPU_REG_CAP_FEATURES) & 0x1c00, ==, 0x1c00);
+    tnpu_stop(t);
+
+    /* Without the property: one island of every row. */
+    t = tnpu_start(NULL);
+    g_assert_cmphex(rd(t, TNPU_REG_ISLANDS) & 0xff, ==, 1);
+    g_assert_cmphex(rd(t, TNPU_REG_ISL(0, TNPU_ISL_ROWS)), ==,
+                    (TNPU_DEF_ROWS << 8) | (1 << 16));
+    tnpu_stop(t);
+}
+
 static void test_bad_properties(void)
 {
     static const struct {
@@ -550,6 +576,10 @@ static void test_bad_properties(void)
         { "sram=100000", "sram must be a power of two" },
         { "queues=17", "queues must be 1..16" },
         { "clock_mhz=0", "clock_mhz must be 1..10000" },
+        /* chain #9 */
+        { "islands=3:i8", "rows must add up to rows" },
+        { "islands=2:x/2", "DTYPES is i8, f32, bf16" },
+        { "islands=2:i8:9/2", "CLKDIV must be 1..8" },
     };
     const char *qemu = g_getenv("QTEST_QEMU_BINARY");
 
@@ -1572,6 +1602,7 @@ int main(int argc, char **argv)
     qtest_add_func("/tnpu/identity", test_identity);
     qtest_add_func("/tnpu/properties", test_properties);
     qtest_add_func("/tnpu/bad-properties", test_bad_properties);
+    qtest_add_func("/tnpu/islands-property", test_islands_property);
     qtest_add_func("/tnpu/gemm-int8", test_gemm_int8);
     qtest_add_func("/tnpu/error/unknown-command", test_unknown_command);
     qtest_add_func("/tnpu/error/mmu-fault", test_mmu_fault);

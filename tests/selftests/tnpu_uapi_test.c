@@ -69,7 +69,7 @@ TEST_F(uapi, query_caps_reports_sane_geometry)
 	EXPECT_GE(c->hw_queues, 1);
 	EXPECT_EQ(4096, c->page_size);
 	EXPECT_EQ(sizeof(struct drm_tnpu_job_counters), c->counters_size);
-	EXPECT_EQ(18, c->num_counters);
+	EXPECT_EQ(26, c->num_counters);	/* 0..17 + chain #9 ring counters 22..25 */
 	EXPECT_LT(c->va_start, c->va_end);
 	EXPECT_NE(0, c->va_start);
 	EXPECT_GE(c->max_cmdbuf, 8);
@@ -216,7 +216,8 @@ TEST_F(uapi, query_counters_with_the_old_size_returns_the_old_prefix)
 TEST_F(uapi, query_rejects_bad_args)
 {
 	struct drm_tnpu_caps caps;
-	struct drm_tnpu_query q = { .type = 3, .size = sizeof(caps), .pointer = (uintptr_t)&caps };
+	/* 3 became DRM_TNPU_QUERY_ISLANDS (chain #9); 0x100 is far past every allocated type. */
+	struct drm_tnpu_query q = { .type = 0x100, .size = sizeof(caps), .pointer = (uintptr_t)&caps };
 
 	EXPECT_EQ(-EINVAL, tnpu_ioctl(self->c.fd, DRM_IOCTL_TNPU_QUERY, &q));
 	q.type = UINT32_MAX;
@@ -233,6 +234,38 @@ TEST_F(uapi, query_rejects_bad_args)
 	q.pointer = BAD_PTR;
 	EXPECT_EQ(-EFAULT, tnpu_ioctl(self->c.fd, DRM_IOCTL_TNPU_QUERY, &q));
 	EXPECT_EQ(-EFAULT, ioctl(self->c.fd, DRM_IOCTL_TNPU_QUERY, NULL) ? -errno : 0);
+}
+
+/* chain #9: the island query describes every row exactly once. */
+TEST_F(uapi, query_islands_cover_every_row)
+{
+	struct drm_tnpu_islands isl;
+	struct drm_tnpu_caps caps;
+	struct drm_tnpu_query q = { .type = DRM_TNPU_QUERY_CAPS, .size = sizeof(caps),
+				    .pointer = (uintptr_t)&caps };
+	__u32 row = 0;
+
+	ASSERT_EQ(0, tnpu_ioctl(self->c.fd, DRM_IOCTL_TNPU_QUERY, &q));
+	memset(&isl, 0xff, sizeof(isl));
+	q.type = DRM_TNPU_QUERY_ISLANDS;
+	q.size = sizeof(isl);
+	q.pointer = (uintptr_t)&isl;
+	ASSERT_EQ(0, tnpu_ioctl(self->c.fd, DRM_IOCTL_TNPU_QUERY, &q));
+	EXPECT_EQ(sizeof(isl), q.size);
+	ASSERT_GE(isl.count, 1);
+	ASSERT_LE(isl.count, DRM_TNPU_MAX_ISLANDS);
+	for (__u32 i = 0; i < isl.count; i++) {
+		EXPECT_EQ(row, isl.island[i].first_row);
+		EXPECT_GE(isl.island[i].rows, 1);
+		EXPECT_GE(isl.island[i].clkdiv, 1);
+		EXPECT_NE(0, isl.island[i].dtypes);
+		EXPECT_EQ(isl.island[i].rows * caps.sram_bytes, isl.island[i].sram_bytes);
+		row += isl.island[i].rows;
+	}
+	EXPECT_EQ(caps.rows, row);
+	EXPECT_EQ(0, isl.pad);
+	if (isl.count < DRM_TNPU_MAX_ISLANDS)
+		EXPECT_EQ(0, isl.island[isl.count].rows);
 }
 
 /* ---- BO_CREATE / BO_INFO / mmap ---- */

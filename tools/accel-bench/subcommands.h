@@ -13,6 +13,9 @@ struct bench_subcommand {
 	int (*main)(int argc, char **argv);
 };
 
+int bench_chain_main(int argc, char **argv);	/* bench_chain.c (chain #9) */
+int bench_islands_main(int argc, char **argv);	/* bench_islands.c (chain #9) */
+
 /* NULL-name terminated. */
 extern const struct bench_subcommand bench_subcommands[];
 

@@ -475,6 +475,10 @@ static uint32_t do_mac(struct rowctx *rc, uint16_t w, struct exe_acct *acct)
 	if (A->dtype != B->dtype)
 		return cfail(rc, TNPU_ERR_DTYPE);
 	dt = A->dtype;
+	/* chain #9: an island's MACs accept only its data types (islands-and-chaining.md). */
+	if (dt != TNPU_DTYPE_INT32 && !(rs->dtypes & (dt == TNPU_DTYPE_INT8 ? TNPU_CAP_DTYPE_INT8 : dt == TNPU_DTYPE_BF16 ? TNPU_CAP_DTYPE_BF16 :
+			   TNPU_CAP_DTYPE_FP32)))
+		return cfail(rc, TNPU_ERR_ISLAND_CAP);
 	f32 = dt != TNPU_DTYPE_INT8;	/* fp32 and bf16 accumulate in fp32 */
 	trans = B->flags & TNPU_OPF_TRANS;
 	sparse = B->flags & TNPU_OPF_SPARSE;

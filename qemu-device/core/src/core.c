@@ -68,6 +68,8 @@ int tnpu_config_validate(const struct tnpu_config *cfg, char *msg, size_t msglen
 		what = "queues must be 1..16";
 	else if (cfg->clock_mhz < 1 || cfg->clock_mhz > TNPU_MAX_CLOCK_MHZ)
 		what = "clock_mhz must be 1..10000";
+	else
+		what = tnpu_islands_check(cfg);
 	if (what) {
 		if (msg && msglen)
 			snprintf(msg, msglen, "tnpu: invalid configuration: %s", what);
@@ -157,6 +159,8 @@ static uint32_t cap_value(const struct tnpu_core *core, uint64_t off, bool *foun
 	const struct tnpu_config *c = &core->cfg;
 
 	*found = true;
+	if (off >= TNPU_REG_ISLANDS && off < TNPU_REG_ISLANDS + 0x100)
+		return tnpu_island_reg(c, off, found);
 	switch (off) {
 	case TNPU_REG_ID:
 		return TNPU_ID_VALUE;
@@ -186,7 +190,8 @@ static uint32_t cap_value(const struct tnpu_core *core, uint64_t off, bool *foun
 		       ((uint32_t)TNPU_RATE_DISPATCH << 24);
 	case TNPU_REG_CAP_FEATURES:
 		return TNPU_FEAT_ZSKIP | TNPU_FEAT_SPARSE_W | TNPU_FEAT_LOADBAL | TNPU_FEAT_SFU_CHAIN |
-		       TNPU_FEAT_IM2COL | TNPU_FEAT_SEMAPHORES | TNPU_FEAT_DMA_FILL;
+		       TNPU_FEAT_IM2COL | TNPU_FEAT_SEMAPHORES | TNPU_FEAT_DMA_FILL |
+		       TNPU_FEAT_ISLANDS | TNPU_FEAT_RINGS | TNPU_FEAT_RING_DMA;
 	case TNPU_REG_CAP_CMDBUF:
 		return TNPU_CMDBUF_MAX;
 	}

@@ -74,6 +74,15 @@ int tnpu_exec_new(const struct tnpu_config *cfg, struct tnpu_exec **out, char *m
 	ex->rows = calloc(cfg->rows, sizeof(*ex->rows));
 	if (!ex->rows)
 		goto nomem;
+	ex->n_isl = tnpu_config_islands(cfg, ex->isl, ex->isl_first);
+	ex->isl_rt = calloc(ex->n_isl, sizeof(*ex->isl_rt));
+	if (!ex->isl_rt || tnpu_rings_alloc(ex))
+		goto nomem;
+	ex->F = ex->isl_rt[0].F;
+	ex->sem = ex->isl_rt[0].sem;
+	for (unsigned i = 0; i < ex->n_isl; i++)
+		for (unsigned r = 0; r < ex->isl[i].rows; r++)
+			ex->rows[ex->isl_first[i] + r].dtypes = ex->isl[i].dtypes;
 	acc_bytes = (size_t)cfg->cols * cfg->pes * TNPU_ACC_ELEMS * 4;
 	for (unsigned r = 0; r < cfg->rows; r++) {
 		struct row_state *rs = &ex->rows[r];
@@ -114,6 +123,8 @@ void tnpu_exec_free(struct tnpu_exec *ex)
 	}
 	free(ex->scratch);
 	free(ex->cvt);
+	free(ex->isl_rt);
+	tnpu_rings_free(ex);
 	free(ex);
 }
 
@@ -150,6 +161,12 @@ static inline void trace(struct tnpu_exec *ex, unsigned engine, unsigned row, un
 	ex->trace(ex->trace_opaque, &ev);
 }
 
+void tnpu_trace_emit(struct tnpu_exec *ex, unsigned engine, unsigned row, unsigned kind, uint64_t start,
+		     uint64_t end)
+{
+	trace(ex, engine, row, kind, start, end);
+}
+
 /* ---- job start: clean device state ---------------------------------------- */
 
 static void job_reset(struct tnpu_exec *ex)
@@ -164,8 +181,11 @@ static void job_reset(struct tnpu_exec *ex)
 	}
 	tnpu_cluster_reset(ex);
 	tnpu_tlb_flush(ex);
-	memset(ex->sem, 0, sizeof(ex->sem));
-	memset(ex->F, 0, sizeof(ex->F));
+	memset(ex->isl_rt, 0, ex->n_isl * sizeof(*ex->isl_rt));
+	ex->cur = 0;
+	ex->F = ex->isl_rt[0].F;
+	ex->sem = ex->isl_rt[0].sem;
+	tnpu_rings_reset(ex);
 	memset(ex->R, 0, sizeof(ex->R));
 	ex->P = 0;
 	ex->compute_end = 0;
@@ -183,13 +203,54 @@ static uint64_t all_rows_free(const struct tnpu_exec *ex)
 	return t;
 }
 
+/* Rows of the current island (chain #9; with one island: every row). */
+uint64_t tnpu_island_rows_free(const struct tnpu_exec *ex)
+{
+	uint64_t t = 0;
+
+	for (unsigned r = 0; r < ex->isl[ex->cur].rows; r++)
+		t = TNPU_MAX(t, ex->R[ex->isl_first[ex->cur] + r]);
+	return t;
+}
+
+/* The job's makespan so far: every island's engines and last command, every row. */
 static uint64_t job_time(const struct tnpu_exec *ex)
 {
 	uint64_t t = TNPU_MAX(all_rows_free(ex), ex->P);
 
-	for (unsigned e = 0; e < TNPU_ENGINE_NUM; e++)
-		t = TNPU_MAX(t, ex->F[e]);
+	for (unsigned i = 0; i < ex->n_isl; i++) {
+		if (i != ex->cur)
+			t = TNPU_MAX(t, ex->isl_rt[i].P);
+		for (unsigned e = 0; e < TNPU_ENGINE_NUM; e++)
+			t = TNPU_MAX(t, ex->isl_rt[i].F[e]);
+	}
 	return t;
+}
+
+void tnpu_island_select(struct tnpu_exec *ex, unsigned island)
+{
+	ex->isl_rt[ex->cur].P = ex->P;
+	ex->cur = island;
+	ex->F = ex->isl_rt[island].F;
+	ex->sem = ex->isl_rt[island].sem;
+	ex->P = ex->isl_rt[island].P;
+}
+
+/* Map a command's island-relative row (or `all`) to absolute rows [*r0, *r1]; rows that exist but
+ * belong to another island are that island's SRAM window: ISLAND_ACCESS (chain #9). */
+static uint32_t island_rows(struct tnpu_exec *ex, unsigned row, bool all, unsigned *r0, unsigned *r1)
+{
+	unsigned first = ex->isl_first[ex->cur], n = ex->isl[ex->cur].rows;
+
+	if (all) {
+		*r0 = first;
+		*r1 = first + n - 1;
+		return 0;
+	}
+	if (row >= n)
+		return tnpu_fail(ex, TNPU_ERR_ISLAND_ACCESS, row | (ex->cur << 8), 0);
+	*r0 = *r1 = first + row;
+	return 0;
 }
 
 /* A load/store engine command of `dur` cycles. */
@@ -215,14 +276,16 @@ static uint32_t cmd_dma(struct tnpu_exec *ex, const uint8_t *c, bool h2d, bool a
 	uint32_t off = ld32(c + 32), spy = ld32(c + 36), spz = ld32(c + 40);
 	uint32_t width = ld32(c + 44), height = ld32(c + 48), depth = ld32(c + 52);
 	uint8_t row = c[56], half = c[57], flags = c[58], fill = c[59];
-	bool all = row == TNPU_DMA_ROW_ALL;
+	bool all = row == TNPU_DMA_ROW_ALL, ring = flags & TNPU_DMA_F_RING;
 	uint64_t last, dur;
-	unsigned r0, r1;
+	unsigned r0 = 0, r1 = 0;
 
 	if (!width || !height || !depth || half > 1 || (flags & ~TNPU_DMA_F_MASK) || ld32(c + 60) ||
 	    (!(flags & TNPU_DMA_F_FILL) && fill) || (!h2d && (flags & TNPU_DMA_F_FILL)) ||
-	    (!all && row >= ex->cfg.rows) || (all && !h2d))
+	    (!all && row >= ex->cfg.rows) || (all && !h2d) || (ring && (flags & TNPU_DMA_F_FILL)))
 		return tnpu_fail(ex, TNPU_ERR_DMA_DESC, 0, 0);
+	if (island_rows(ex, row, all, &r0, &r1))
+		return ex->res->error;
 	/* Each term is < 2^64 on its own; checking them one by one keeps the sum from wrapping. */
 	if ((uint64_t)(depth - 1) * spz > ex->half || (uint64_t)(height - 1) * spy > ex->half)
 		return tnpu_fail(ex, TNPU_ERR_SRAM_RANGE, 0, off);
@@ -235,8 +298,8 @@ static uint32_t cmd_dma(struct tnpu_exec *ex, const uint8_t *c, bool h2d, bool a
 	/* Refuse a transfer the watchdog would stop anyway before spending host time on it. */
 	if (TNPU_MAX(ex->F[h2d ? TNPU_ENGINE_LOAD : TNPU_ENGINE_STORE], ex->P) + dur > ex->cfg.watchdog_cycles)
 		return tnpu_fail(ex, TNPU_ERR_WATCHDOG, 0, 0);
-	r0 = all ? 0 : row;
-	r1 = all ? ex->cfg.rows - 1 : row;
+	if (ring && tnpu_ring_dma_check(ex, h2d, host_va, hpy, hpz, width, height, depth))
+		return ex->res->error;
 	for (uint32_t z = 0; z < depth; z++) {
 		for (uint32_t y = 0; y < height; y++) {
 			uint64_t so = (uint64_t)half * ex->half + off + (uint64_t)z * spz + (uint64_t)y * spy;
@@ -246,6 +309,16 @@ static uint32_t cmd_dma(struct tnpu_exec *ex, const uint8_t *c, bool h2d, bool a
 
 			if (h2d && (flags & TNPU_DMA_F_FILL)) {
 				memset(dst, fill, width);
+			} else if (ring) {
+				/* Checked above: on-chip ring memory, no MMU (chain #9). */
+				uint64_t ro = host_va + (uint64_t)z * hpz + (uint64_t)y * hpy;
+
+				if (h2d) {
+					memcpy(dst, ex->ring_mem + ro, width);
+				} else {
+					memcpy(ex->ring_mem + ro, dst, width);
+					ex->ring_dirty = (uint32_t)TNPU_MAX(ex->ring_dirty, ro + width);
+				}
 			} else {
 				if (__builtin_mul_overflow((uint64_t)z, hpz, &t) ||
 				    __builtin_add_overflow(host_va, t, &va) ||
@@ -269,7 +342,9 @@ static uint32_t cmd_dma(struct tnpu_exec *ex, const uint8_t *c, bool h2d, bool a
 			}
 		}
 	}
-	if (h2d) {
+	if (ring) {
+		CNT(ex, RING_BYTES) += (uint64_t)width * height * depth;
+	} else if (h2d) {
 		if (!(flags & TNPU_DMA_F_FILL))
 			CNT(ex, BYTES_H2D) += (uint64_t)width * height * depth;
 	} else {
@@ -314,6 +389,7 @@ static uint32_t cmd_im2col(struct tnpu_exec *ex, const uint8_t *c, bool async)
 	uint32_t b_lo, b_hi, ch_lo, ch_hi, ry_lo, ry_hi, rx_lo, rx_hi;
 	uint32_t err = 0;
 	uint8_t *box, *tile;
+	unsigned r0i = 0, r1i = 0;
 
 	cv.src = ld64(c + 8);
 	cv.sn = ld64(c + 16);
@@ -359,6 +435,8 @@ static uint32_t cmd_im2col(struct tnpu_exec *ex, const uint8_t *c, bool async)
 	last = (uint64_t)cv.off + (uint64_t)(cv.mt - 1) * cv.pitch + (uint64_t)cv.kt * cv.e;
 	if (last > ex->half)
 		return tnpu_fail(ex, TNPU_ERR_SRAM_RANGE, 0, cv.off);
+	if (island_rows(ex, row, all, &r0i, &r1i))
+		return ex->res->error;
 	if ((cv.off | cv.pitch) & (cv.e - 1))
 		return tnpu_fail(ex, TNPU_ERR_ALIGN, 0, cv.off);
 
@@ -487,7 +565,7 @@ static uint32_t cmd_im2col(struct tnpu_exec *ex, const uint8_t *c, bool async)
 		}
 		/* Generate the tile into row r0 (then copy to the others). */
 		{
-			unsigned r0 = all ? 0 : row, r1 = all ? ex->cfg.rows - 1 : row;
+			unsigned r0 = r0i, r1 = r1i;
 			struct row_state *rs = &ex->rows[r0];
 			uint64_t base = (uint64_t)half * ex->half + cv.off;
 			int32_t *kry = (int32_t *)(void *)(box + ((box_bytes + 15) & ~15ull));
@@ -550,7 +628,7 @@ static uint32_t cmd_dispatch(struct tnpu_exec *ex, const uint8_t *c, uint32_t si
 	uint32_t len = ld32(c + 12);
 	uint64_t s, issue, busy, done = 0;
 	bool all = row == TNPU_DISPATCH_ROW_ALL;
-	unsigned r0, r1;
+	unsigned r0 = 0, r1 = 0;
 
 	if ((uint64_t)16 + (((uint64_t)len + 7) & ~7ull) != size || !len)
 		return tnpu_fail(ex, TNPU_ERR_CMD_SIZE, size, 0);
@@ -560,6 +638,8 @@ static uint32_t cmd_dispatch(struct tnpu_exec *ex, const uint8_t *c, uint32_t si
 	if ((!all && row >= ex->cfg.rows) || half > 1 || (dflags & ~TNPU_DISPATCH_F_MASK) || c[11] ||
 	    ((dflags & TNPU_DISPATCH_F_RF_RESTORE) && !(c[16] & TNPU_PKT_EXE)))
 		return tnpu_fail(ex, TNPU_ERR_DISPATCH, 0, 0);
+	if (island_rows(ex, row, all, &r0, &r1))
+		return ex->res->error;
 	CNT(ex, BYTES_DISPATCH) += len;
 	if (!(c[16] & TNPU_PKT_EXE))
 		CNT(ex, BYTES_CONFIG) += len;
@@ -567,8 +647,6 @@ static uint32_t cmd_dispatch(struct tnpu_exec *ex, const uint8_t *c, uint32_t si
 	issue = TNPU_CYC_CMD + TNPU_CYC_DISPATCH + div_ceil_u64(len, TNPU_RATE_DISPATCH);
 	ex->F[TNPU_ENGINE_COMPUTE] = s + issue;
 	trace(ex, TNPU_ENGINE_COMPUTE, TNPU_TRACE_ROW_NONE, TNPU_TRACE_DISPATCH, s, s + issue);
-	r0 = all ? 0 : row;
-	r1 = all ? ex->cfg.rows - 1 : row;
 	for (unsigned r = r0; r <= r1; r++) {
 		uint64_t start, end;
 		uint32_t err;
@@ -579,7 +657,8 @@ static uint32_t cmd_dispatch(struct tnpu_exec *ex, const uint8_t *c, uint32_t si
 		if (err)
 			return err;
 		start = TNPU_MAX(ex->R[r], s + issue);
-		end = start + busy;
+		/* A slower island clock stretches the row's busy time (chain #9). */
+		end = start + busy * ex->isl[ex->cur].clkdiv;
 		ex->R[r] = end;
 		trace(ex, TNPU_ENGINE_COMPUTE, r, (c[16] & TNPU_PKT_EXE) ? TNPU_TRACE_EXE : TNPU_TRACE_CONFIG, start, end);
 		if (end > ex->compute_end) {
@@ -609,7 +688,7 @@ static uint32_t cmd_sem(struct tnpu_exec *ex, const uint8_t *c, bool signal, boo
 		uint64_t t = s;
 
 		if (e == TNPU_ENGINE_COMPUTE)
-			t = TNPU_MAX(t, all_rows_free(ex));
+			t = TNPU_MAX(t, tnpu_island_rows_free(ex));
 		if (sm->n == TNPU_SEM_MAX_TOKENS)
 			return tnpu_fail(ex, TNPU_ERR_SEM_OVERFLOW, id, 0);
 		sm->time[(sm->head + sm->n) % TNPU_SEM_MAX_TOKENS] = t;
@@ -662,8 +741,12 @@ static uint32_t cmd_fence(struct tnpu_exec *ex, const uint8_t *c)
 			return ex->res->error;
 		t += TNPU_CYC_DMA_SETUP;
 	}
-	for (unsigned e = 0; e < TNPU_ENGINE_NUM; e++)
-		ex->F[e] = t;
+	/* A barrier over every island (chain #9). */
+	for (unsigned i = 0; i < ex->n_isl; i++) {
+		for (unsigned e = 0; e < TNPU_ENGINE_NUM; e++)
+			ex->isl_rt[i].F[e] = t;
+		ex->isl_rt[i].P = t;
+	}
 	for (unsigned r = 0; r < ex->cfg.rows; r++)
 		ex->R[r] = TNPU_MAX(ex->R[r], t);
 	ex->P = t;
@@ -682,6 +765,10 @@ static const uint32_t cmd_sizes[] = {
 	[TNPU_CMD_SEM_SIGNAL] = sizeof(struct tnpu_cmd_sem),
 	[TNPU_CMD_SEM_WAIT] = sizeof(struct tnpu_cmd_sem),
 	[TNPU_CMD_FENCE] = sizeof(struct tnpu_cmd_fence),
+	[TNPU_CMD_ISLAND] = sizeof(struct tnpu_cmd_island),
+	[TNPU_CMD_RING_INIT] = sizeof(struct tnpu_cmd_ring_init),
+	[TNPU_CMD_RING_SIGNAL] = sizeof(struct tnpu_cmd_ring_op),
+	[TNPU_CMD_RING_WAIT] = sizeof(struct tnpu_cmd_ring_op),
 };
 
 static uint32_t run_commands(struct tnpu_exec *ex, uint64_t cmd_va, uint32_t cmd_len)
@@ -710,7 +797,7 @@ static uint32_t run_commands(struct tnpu_exec *ex, uint64_t cmd_va, uint32_t cmd
 			err = tnpu_fail(ex, TNPU_ERR_CMD_SIZE, size, 0);
 			break;
 		}
-		if (op > TNPU_CMD_FENCE) {
+		if (op > TNPU_CMD_RING_WAIT) {
 			err = tnpu_fail(ex, TNPU_ERR_CMD_OPCODE, op, 0);
 			break;
 		}
@@ -742,6 +829,16 @@ static uint32_t run_commands(struct tnpu_exec *ex, uint64_t cmd_va, uint32_t cmd
 			break;
 		case TNPU_CMD_FENCE:
 			err = cmd_fence(ex, c);
+			break;
+		case TNPU_CMD_ISLAND:
+			err = tnpu_cmd_island(ex, c);
+			break;
+		case TNPU_CMD_RING_INIT:
+			err = tnpu_cmd_ring_init(ex, c);
+			break;
+		case TNPU_CMD_RING_SIGNAL:
+		case TNPU_CMD_RING_WAIT:
+			err = tnpu_cmd_ring_op(ex, c, op == TNPU_CMD_RING_SIGNAL, async);
 			break;
 		}
 		if (!err && job_time(ex) > ex->cfg.watchdog_cycles)

@@ -82,6 +82,7 @@ struct row_state {
 	struct tile_meta oqm;
 	void *oq;
 	int last_half;		/* -1 = no EXE yet */
+	uint8_t dtypes;		/* chain #9: TNPU_CAP_DTYPE_* the row's island accepts */
 };
 
 struct tlb_entry {
@@ -98,6 +99,24 @@ struct sem_state {
 	uint64_t avail;		/* tokens signalled and not consumed */
 };
 
+/* chain #9: one island's sub-stream timeline (islands-and-chaining.md). */
+struct island_rt {
+	uint64_t F[TNPU_ENGINE_NUM];	/* engine free times */
+	uint64_t P;			/* completion of the island's previous command */
+	struct sem_state sem[TNPU_NUM_SEMS];
+};
+
+/* chain #9: a producer-consumer ring.  Row sequence numbers only grow within a job:
+ * released <= acquired <= published <= reserved <= released + slots. */
+struct ring_state {
+	bool valid;
+	uint8_t producer, consumer;
+	uint32_t slots, base, pitch;
+	uint64_t released, acquired, published, reserved;
+	uint64_t *pub_time;	/* per slot: when its current row was published */
+	uint64_t *rel_time;	/* per slot: when its previous row was released */
+};
+
 struct tnpu_exec {
 	struct tnpu_config cfg;
 	uint32_t half;		/* bytes per half */
@@ -109,10 +128,18 @@ struct tnpu_exec {
 	uint64_t root;		/* page-table root of the job's context */
 	uint32_t cmd_off;
 	struct tlb_entry tlb[TLB_SIZE];
-	struct sem_state sem[TNPU_NUM_SEMS];
-	uint64_t F[TNPU_ENGINE_NUM];	/* engine free times */
+	struct sem_state *sem;		/* the current island's semaphores (chain #9) */
+	uint64_t *F;			/* the current island's engine free times */
 	uint64_t R[TNPU_MAX_ROWS];	/* row free times */
-	uint64_t P;			/* completion of the previous command */
+	uint64_t P;			/* completion of the previous command of the current island */
+	/* chain #9: islands and rings */
+	unsigned n_isl, cur;		/* islands, current island */
+	struct tnpu_island_cfg isl[TNPU_MAX_ISLANDS];
+	uint8_t isl_first[TNPU_MAX_ISLANDS];
+	struct island_rt *isl_rt;	/* n_isl entries */
+	struct ring_state ring[TNPU_NUM_RINGS];
+	uint8_t *ring_mem;		/* TNPU_RING_MEM_BYTES */
+	uint32_t ring_dirty;		/* ring memory written below this offset since the last clear */
 	uint64_t compute_end;		/* union accounting for COMPUTE_CYCLES */
 	uint64_t watchdog;
 	tnpu_trace_fn trace;		/* NULL: tracing off (cycle-model.md "Trace") */
@@ -126,6 +153,23 @@ struct tnpu_exec {
 
 /* Job-failure helper: records the first error; returns the code. */
 uint32_t tnpu_fail(struct tnpu_exec *ex, uint32_t err, uint32_t info, uint64_t addr);
+
+/* islands.c / ring.c (chain #9) */
+const char *tnpu_islands_check(const struct tnpu_config *cfg);
+uint32_t tnpu_island_reg(const struct tnpu_config *cfg, uint64_t off, bool *found);
+void tnpu_trace_emit(struct tnpu_exec *ex, unsigned engine, unsigned row, unsigned kind, uint64_t start,
+		     uint64_t end);
+uint64_t tnpu_island_rows_free(const struct tnpu_exec *ex);
+void tnpu_island_select(struct tnpu_exec *ex, unsigned island);
+uint32_t tnpu_cmd_island(struct tnpu_exec *ex, const uint8_t *c);
+uint32_t tnpu_cmd_ring_init(struct tnpu_exec *ex, const uint8_t *c);
+uint32_t tnpu_cmd_ring_op(struct tnpu_exec *ex, const uint8_t *c, bool signal, bool async);
+/* Check a ring-memory DMA (TNPU_DMA_F_RING) row by row; 0 or the error (already recorded). */
+uint32_t tnpu_ring_dma_check(struct tnpu_exec *ex, bool h2d, uint64_t off, uint64_t py, uint64_t pz, uint32_t width,
+			     uint32_t height, uint32_t depth);
+int tnpu_rings_alloc(struct tnpu_exec *ex);
+void tnpu_rings_free(struct tnpu_exec *ex);
+void tnpu_rings_reset(struct tnpu_exec *ex);
 
 /* mmu.c */
 void tnpu_tlb_flush(struct tnpu_exec *ex);

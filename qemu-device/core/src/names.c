@@ -13,28 +13,36 @@ static const char *const err_names[TNPU_ERR_COUNT] = {
 	"MMU_VA_RANGE", "BUS", "DMA_DESC", "SRAM_RANGE", "CONV_DESC", "DISPATCH", "PACKET", "CONFIG",
 	"INSTR", "IBUF_EMPTY", "OPERAND", "ACC_SHAPE", "SLOT_EMPTY", "SPARSE_INDEX", "SFU_PARAM", "DTYPE",
 	"SEM", "SEM_DEADLOCK", "SEM_OVERFLOW", "TOO_LARGE", "ALIGN", "WATCHDOG", "ABORTED", "NOMEM",
+	/* chain (#9) */
+	[TNPU_ERR_RING_DESC] = "RING_DESC", [TNPU_ERR_RING_DEADLOCK] = "RING_DEADLOCK",
+	[TNPU_ERR_RING_ACCESS] = "RING_ACCESS", [TNPU_ERR_ISLAND_ACCESS] = "ISLAND_ACCESS",
+	[TNPU_ERR_ISLAND_CAP] = "ISLAND_CAP",
 };
 
 static const char *const cnt_names[TNPU_CNT_NUM] = {
 	"total_cycles", "compute_cycles", "dma_cycles", "stall_cycles", "macs_dense", "macs_effective",
 	"bytes_h2d", "bytes_d2h", "bytes_dispatch", "bytes_config", "instructions", "bank_swaps",
 	"mmu_faults", "commands", "oq_accesses", "sfu_ops", "load_cycles", "store_cycles",
+	/* chain (#9) */
+	[TNPU_CNT_RING_ROWS] = "ring_rows", [TNPU_CNT_RING_WAIT_CYCLES] = "ring_wait_cycles",
+	[TNPU_CNT_RING_FULL_CYCLES] = "ring_full_cycles", [TNPU_CNT_RING_BYTES] = "ring_bytes",
 };
 
 const char *tnpu_err_name(uint32_t err)
 {
-	return err < TNPU_ERR_COUNT ? err_names[err] : "UNKNOWN";
+	/* The names tables have gaps (number ranges allocated per feature). */
+	return err < TNPU_ERR_COUNT && err_names[err] ? err_names[err] : "UNKNOWN";
 }
 
 const char *tnpu_counter_name(unsigned idx)
 {
-	return idx < TNPU_CNT_NUM ? cnt_names[idx] : "unknown";
+	return idx < TNPU_CNT_NUM && cnt_names[idx] ? cnt_names[idx] : "unknown";
 }
 
 static const char *const trace_names[] = {
 	[TNPU_TRACE_DMA_H2D] = "DMA_H2D", [TNPU_TRACE_IM2COL] = "IM2COL", [TNPU_TRACE_DMA_D2H] = "DMA_D2H",
 	[TNPU_TRACE_DISPATCH] = "DISPATCH", [TNPU_TRACE_CONFIG] = "CONFIG", [TNPU_TRACE_EXE] = "EXE",
-	[TNPU_TRACE_SEM_WAIT] = "SEM_WAIT", [TNPU_TRACE_FENCE] = "FENCE",
+	[TNPU_TRACE_SEM_WAIT] = "SEM_WAIT", [TNPU_TRACE_FENCE] = "FENCE", [TNPU_TRACE_RING_WAIT] = "RING_WAIT",
 };
 
 const char *tnpu_trace_kind_name(unsigned kind)

@@ -62,12 +62,31 @@ struct tnpu_config {
 	uint32_t queues;	/* 1..16 */
 	uint32_t clock_mhz;	/* 1..10000 */
 	uint64_t watchdog_cycles; /* modeled cycles per job before TNPU_ERR_WATCHDOG; 0 = default */
+	/* chain (#9): islands (groups of consecutive rows, islands-and-chaining.md).  n_islands 0 =
+	 * one island of every row with every data type at full clock (the classic device). */
+	uint32_t n_islands;
+	struct tnpu_island_cfg {
+		uint8_t rows;		/* >= 1; the islands' rows add up to `rows` */
+		uint8_t dtypes;		/* TNPU_CAP_DTYPE_* bits, non-zero */
+		uint8_t clkdiv;		/* 1..TNPU_ISLAND_MAX_CLKDIV: rows run at clock / clkdiv */
+		uint8_t reserved;
+	} islands[TNPU_MAX_ISLANDS];
 };
 #define TNPU_DEF_WATCHDOG	(1ull << 40)
 
 void tnpu_config_default(struct tnpu_config *cfg);
 /* 0 if valid, else -EINVAL with a message in msg (if msg != NULL). */
 int tnpu_config_validate(const struct tnpu_config *cfg, char *msg, size_t msglen);
+
+/* chain (#9): parse an island spec "ROWS[:DTYPES[:CLKDIV]][/...]" (islands separated by '/' or
+ * ','; DTYPES: i8, f32, bf16 joined by '+', or "all"; e.g. "2:i8/2:i8+f32:2") into cfg->n_islands / cfg->islands.  An empty
+ * string selects the default single island.  0 or -EINVAL with a message.  The row total is
+ * checked by tnpu_config_validate(). */
+int tnpu_islands_parse(const char *spec, struct tnpu_config *cfg, char *msg, size_t msglen);
+/* Effective island table of a valid configuration (the default one filled in): returns the
+ * number of islands; first[i] = first row of island i. */
+unsigned tnpu_config_islands(const struct tnpu_config *cfg, struct tnpu_island_cfg out[TNPU_MAX_ISLANDS],
+			     uint8_t first[TNPU_MAX_ISLANDS]);
 
 /* Side effects of a register access or a completion, for the glue to apply. */
 struct tnpu_effects {
@@ -168,6 +187,7 @@ enum tnpu_trace_kind {
 	TNPU_TRACE_EXE = 6,		/* one cluster row busy with an EXE packet (MACs, SFU, stores) */
 	TNPU_TRACE_SEM_WAIT = 7,	/* an engine stalled in SEM_WAIT (only emitted when it stalls) */
 	TNPU_TRACE_FENCE = 8,		/* FENCE: all engines drained, optional fence write */
+	TNPU_TRACE_RING_WAIT = 9,	/* an engine stalled in RING_WAIT (chain #9; only when it stalls) */
 };
 #define TNPU_TRACE_ROW_NONE	0xFFu
 

@@ -144,6 +144,9 @@ extern "C" {
 #define   TNPU_FEAT_IM2COL	TNPU_BIT(4)	/* implicit-im2col load */
 #define   TNPU_FEAT_SEMAPHORES	TNPU_BIT(5)	/* SEM_SIGNAL / SEM_WAIT, async commands */
 #define   TNPU_FEAT_DMA_FILL	TNPU_BIT(6)	/* DMA_H2D fill mode */
+#define   TNPU_FEAT_ISLANDS	TNPU_BIT(10)	/* ISLAND command, island registers (chain #9) */
+#define   TNPU_FEAT_RINGS	TNPU_BIT(11)	/* RING_INIT / RING_SIGNAL / RING_WAIT */
+#define   TNPU_FEAT_RING_DMA	TNPU_BIT(12)	/* DMA to/from on-chip ring memory (TNPU_DMA_F_RING) */
 #define TNPU_REG_CAP_CMDBUF	0x0034	/* RO max command-buffer bytes */
 
 #define TNPU_REG_CTRL		0x0040	/* RW */
@@ -240,7 +243,12 @@ enum tnpu_counter {
 	TNPU_CNT_SFU_OPS = 15,		/* elements processed by the SFU */
 	TNPU_CNT_LOAD_CYCLES = 16,	/* load-engine busy cycles */
 	TNPU_CNT_STORE_CYCLES = 17,	/* store-engine busy cycles */
-	TNPU_CNT_NUM = 18,
+	/* chain (#9): producer-consumer rings, islands-and-chaining.md */
+	TNPU_CNT_RING_ROWS = 22,	/* ring rows published (RING_SIGNAL PUBLISH counts) */
+	TNPU_CNT_RING_WAIT_CYCLES = 23,	/* cycles consumers stalled in RING_WAIT ROWS */
+	TNPU_CNT_RING_FULL_CYCLES = 24,	/* cycles producers stalled in RING_WAIT SPACE (ring full) */
+	TNPU_CNT_RING_BYTES = 25,	/* bytes moved between storage units and ring memory */
+	TNPU_CNT_NUM = 26,
 };
 #define TNPU_CNT_SLOTS		32	/* slots reserved in each counter block */
 
@@ -285,6 +293,12 @@ enum tnpu_err {
 	TNPU_ERR_WATCHDOG = 34,		/* job exceeded the modeled-cycle watchdog */
 	TNPU_ERR_ABORTED = 35,		/* job aborted by reset / queue disable */
 	TNPU_ERR_NOMEM = 36,		/* model could not allocate host memory */
+	/* chain (#9): islands-and-chaining.md */
+	TNPU_ERR_RING_DESC = 40,	/* bad ring descriptor, ring id, op, count or island role */
+	TNPU_ERR_RING_DEADLOCK = 41,	/* RING_WAIT that earlier commands can never satisfy */
+	TNPU_ERR_RING_ACCESS = 42,	/* ring-memory access to rows not owned (unpublished, unreserved) */
+	TNPU_ERR_ISLAND_ACCESS = 43,	/* command touches a row / SRAM window of another island */
+	TNPU_ERR_ISLAND_CAP = 44,	/* operation the executing island does not support */
 	TNPU_ERR_COUNT
 };
 
@@ -358,6 +372,11 @@ enum tnpu_cmd_opcode {
 	TNPU_CMD_SEM_SIGNAL = 0x05,
 	TNPU_CMD_SEM_WAIT = 0x06,
 	TNPU_CMD_FENCE = 0x07,
+	/* chain (#9): islands-and-chaining.md */
+	TNPU_CMD_ISLAND = 0x08,		/* select the island whose sub-stream the next commands join */
+	TNPU_CMD_RING_INIT = 0x09,	/* define a producer-consumer ring */
+	TNPU_CMD_RING_SIGNAL = 0x0A,	/* PUBLISH rows / RELEASE slots (boundary pointers) */
+	TNPU_CMD_RING_WAIT = 0x0B,	/* wait for published ROWS / free SPACE */
 };
 
 /* Every command starts with this 8-byte header; size includes the header. */
@@ -401,7 +420,8 @@ struct tnpu_cmd_dma {
 };
 #define TNPU_DMA_ROW_ALL	0xFF
 #define TNPU_DMA_F_FILL		TNPU_BIT(0)	/* H2D only: write `fill`, read no host memory */
-#define TNPU_DMA_F_MASK		0x01u
+#define TNPU_DMA_F_RING		TNPU_BIT(1)	/* host_va is a ring-memory byte offset (chain #9) */
+#define TNPU_DMA_F_MASK		0x03u
 _Static_assert(sizeof(struct tnpu_cmd_dma) == 64, "dma cmd");
 _Static_assert(offsetof(struct tnpu_cmd_dma, sram_off) == 32, "dma cmd");
 _Static_assert(offsetof(struct tnpu_cmd_dma, row) == 56, "dma cmd");
@@ -465,6 +485,70 @@ struct tnpu_cmd_sem {
 	uint32_t count;			/* 1..65535 */
 };
 _Static_assert(sizeof(struct tnpu_cmd_sem) == 16, "sem cmd");
+
+/* ---- chain (#9): islands and producer-consumer rings (islands-and-chaining.md) ---- */
+#define TNPU_MAX_ISLANDS	8
+#define TNPU_NUM_RINGS		8	/* ring descriptors per job */
+#define TNPU_RING_MAX_SLOTS	4096
+#define TNPU_RING_MEM_BYTES	(1024u * 1024)	/* on-chip ring memory */
+#define TNPU_ISLAND_MAX_CLKDIV	8
+
+/* ISLAND: the following commands join island `island`'s sub-stream (own engines, semaphores). */
+struct tnpu_cmd_island {
+	struct tnpu_cmd_hdr hdr;	/* size 16 */
+	uint8_t island;			/* 0..islands-1 */
+	uint8_t reserved[7];		/* must be 0 */
+};
+_Static_assert(sizeof(struct tnpu_cmd_island) == 16, "island cmd");
+
+/* RING_INIT: ring `ring` has `slots` rows of `pitch` bytes at `base` in ring memory (pitch 0: no
+ * ring memory, the ring only orders accesses elsewhere).  Only `producer` publishes / reserves,
+ * only `consumer` waits for rows / releases. */
+struct tnpu_cmd_ring_init {
+	struct tnpu_cmd_hdr hdr;	/* size 32 */
+	uint8_t ring;			/* 0..TNPU_NUM_RINGS-1 */
+	uint8_t producer;		/* island */
+	uint8_t consumer;		/* island */
+	uint8_t reserved0;		/* must be 0 */
+	uint32_t slots;			/* 1..TNPU_RING_MAX_SLOTS */
+	uint32_t base;			/* ring-memory byte offset (0 when pitch is 0) */
+	uint32_t pitch;			/* bytes per slot, 0 = pointer-only ring */
+	uint64_t reserved1;		/* must be 0 */
+};
+_Static_assert(sizeof(struct tnpu_cmd_ring_init) == 32, "ring init cmd");
+
+/* RING_SIGNAL / RING_WAIT: one boundary-pointer operation on `engine`'s timeline. */
+struct tnpu_cmd_ring_op {
+	struct tnpu_cmd_hdr hdr;	/* size 16 */
+	uint8_t engine;			/* enum tnpu_engine of the current island */
+	uint8_t ring;
+	uint8_t op;			/* enum tnpu_ring_op (signal) / enum tnpu_ring_wait (wait) */
+	uint8_t reserved;		/* must be 0 */
+	uint32_t count;			/* rows, 1..slots */
+};
+_Static_assert(sizeof(struct tnpu_cmd_ring_op) == 16, "ring op cmd");
+enum tnpu_ring_op {
+	TNPU_RING_PUBLISH = 0,	/* producer: `count` reserved rows become visible to the consumer */
+	TNPU_RING_RELEASE = 1,	/* consumer: `count` acquired rows are free again */
+};
+enum tnpu_ring_wait {
+	TNPU_RING_WAIT_ROWS = 0,	/* consumer: wait until `count` more rows are published, acquire them */
+	TNPU_RING_WAIT_SPACE = 1,	/* producer: wait until `count` slots are free, reserve them (back-pressure) */
+};
+
+/* Island / ring capability registers (BAR0 window 0x0200-0x02FF, RO). */
+#define TNPU_REG_ISLANDS	0x0200	/* [7:0] islands, [15:8] rings per job, [23:16] max slots log2 */
+#define TNPU_REG_RING_MEM	0x0204	/* ring-memory bytes */
+#define TNPU_REG_ISL_BASE	0x0210
+#define TNPU_REG_ISL_STRIDE	0x10
+#define TNPU_REG_ISL(i, r)	(TNPU_REG_ISL_BASE + TNPU_REG_ISL_STRIDE * (i) + (r))
+#define TNPU_ISL_ROWS		0x0	/* [7:0] first row, [15:8] rows, [23:16] clock divisor */
+#define   TNPU_ISL_FIRST(v)	TNPU_GET(v, 7, 0)
+#define   TNPU_ISL_NROWS(v)	TNPU_GET(v, 15, 8)
+#define   TNPU_ISL_CLKDIV(v)	TNPU_GET(v, 23, 16)
+#define TNPU_ISL_DTYPES		0x4	/* TNPU_CAP_DTYPE_* bits the island's MACs accept */
+#define TNPU_ISL_SRAM_BASE	0x8	/* first byte of the island's SRAM window (first row * CAP_SRAM) */
+#define TNPU_ISL_SRAM_SIZE	0xC	/* bytes of the window (rows * CAP_SRAM) */
 
 /* ------------------------------------------------------------------------- */
 /* Cluster packets: the 8-bit command (seed 001 para 117)                    */
