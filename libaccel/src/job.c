@@ -49,6 +49,10 @@ static void sum_counters(struct accel_job *j)
 		s->sfu_ops += c[15];
 		s->load_cycles += c[16];
 		s->store_cycles += c[17];
+		s->row_busy_max += c[18];
+		s->row_busy_sum += c[19];
+		s->busy_rows = ACCEL_MAX(s->busy_rows, c[20]);
+		s->lb_macs_moved += c[21];
 	}
 	s->hw_jobs = j->n_hw;
 }

@@ -4,6 +4,11 @@
 
 #include "subcommands.h"
 
+int bench_sparse_main(int argc, char **argv);
+int bench_partition_main(int argc, char **argv);
+
 const struct bench_subcommand bench_subcommands[] = {
+	{ "sparse", "[--json] [--device PATH|sim] [--m M --n N --k K] [--zeros F,...]", bench_sparse_main },
+	{ "partition", "[--json] [--device PATH|sim]", bench_partition_main },
 	{ NULL, NULL, NULL },
 };

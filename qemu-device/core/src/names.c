@@ -19,6 +19,8 @@ static const char *const cnt_names[TNPU_CNT_NUM] = {
 	"total_cycles", "compute_cycles", "dma_cycles", "stall_cycles", "macs_dense", "macs_effective",
 	"bytes_h2d", "bytes_d2h", "bytes_dispatch", "bytes_config", "instructions", "bank_swaps",
 	"mmu_faults", "commands", "oq_accesses", "sfu_ops", "load_cycles", "store_cycles",
+	[TNPU_CNT_ROW_BUSY_MAX] = "row_busy_max", [TNPU_CNT_ROW_BUSY_SUM] = "row_busy_sum",
+	[TNPU_CNT_BUSY_ROWS] = "busy_rows", [TNPU_CNT_LB_MACS_MOVED] = "lb_macs_moved",
 };
 
 const char *tnpu_err_name(uint32_t err)
@@ -28,7 +30,7 @@ const char *tnpu_err_name(uint32_t err)
 
 const char *tnpu_counter_name(unsigned idx)
 {
-	return idx < TNPU_CNT_NUM ? cnt_names[idx] : "unknown";
+	return idx < TNPU_CNT_NUM && cnt_names[idx] ? cnt_names[idx] : "unknown";
 }
 
 static const char *const trace_names[] = {

@@ -144,6 +144,8 @@ extern "C" {
 #define   TNPU_FEAT_IM2COL	TNPU_BIT(4)	/* implicit-im2col load */
 #define   TNPU_FEAT_SEMAPHORES	TNPU_BIT(5)	/* SEM_SIGNAL / SEM_WAIT, async commands */
 #define   TNPU_FEAT_DMA_FILL	TNPU_BIT(6)	/* DMA_H2D fill mode */
+#define   TNPU_FEAT_ROW_BUSY	TNPU_BIT(8)	/* sparse (#8): ROW_BUSY(r) registers */
+#define   TNPU_FEAT_SPARSE_CNT	TNPU_BIT(9)	/* sparse (#8): counters 18..21 (row busy, LB) */
 #define TNPU_REG_CAP_CMDBUF	0x0034	/* RO max command-buffer bytes */
 
 #define TNPU_REG_CTRL		0x0040	/* RW */
@@ -180,6 +182,10 @@ extern "C" {
 #define TNPU_REG_MMU_FAULTS	0x0090	/* RO: MMU faults since reset */
 #define TNPU_REG_PERF_CTRL	0x0094	/* WO */
 #define   TNPU_PERF_CTRL_CLEAR	TNPU_BIT(0)	/* zero the global counter block */
+
+/* Sparse (#8): busy cycles of cluster row r (0..15) in the last completed job, 64-bit RO. */
+#define TNPU_REG_ROW_BUSY_BASE	0x0300
+#define TNPU_REG_ROW_BUSY(r)	(TNPU_REG_ROW_BUSY_BASE + 8u * (r))
 
 /* Global counter block: TNPU_CNT_SLOTS 64-bit counters summed over all jobs. */
 #define TNPU_REG_PERF_BASE	0x0400
@@ -240,7 +246,12 @@ enum tnpu_counter {
 	TNPU_CNT_SFU_OPS = 15,		/* elements processed by the SFU */
 	TNPU_CNT_LOAD_CYCLES = 16,	/* load-engine busy cycles */
 	TNPU_CNT_STORE_CYCLES = 17,	/* store-engine busy cycles */
-	TNPU_CNT_NUM = 18,
+	/* sparse (#8): load balance across rows and PEs */
+	TNPU_CNT_ROW_BUSY_MAX = 18,	/* busy cycles of the busiest row */
+	TNPU_CNT_ROW_BUSY_SUM = 19,	/* busy cycles summed over rows */
+	TNPU_CNT_BUSY_ROWS = 20,	/* rows that executed at least one packet */
+	TNPU_CNT_LB_MACS_MOVED = 21,	/* effective MACs the MAC LB flag moved to a neighbour PE */
+	TNPU_CNT_NUM = 22,
 };
 #define TNPU_CNT_SLOTS		32	/* slots reserved in each counter block */
 
