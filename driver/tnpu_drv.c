@@ -222,6 +222,15 @@ static int tnpu_ioctl_query(struct drm_device *drm, void *data, struct drm_file 
 		tnpu_fill_islands(tdev, &isl);
 		return tnpu_copy_answer(args, &isl, sizeof(isl));
 	}
+	case DRM_TNPU_QUERY_ROW_BUSY: {
+		struct drm_tnpu_row_busy rb = {};
+		u32 r;
+
+		rb.rows = FIELD_GET(TNPU_CAP_GEOM_ROWS, tdev->caps.geom);
+		for (r = 0; r < rb.rows && r < DRM_TNPU_MAX_ROW_BUSY; r++)
+			rb.busy[r] = tnpu_read64(tdev, TNPU_REG_ROW_BUSY(r));
+		return tnpu_copy_answer(args, &rb, sizeof(rb));
+	}
 	default:
 		return -EINVAL;
 	}

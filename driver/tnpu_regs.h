@@ -104,7 +104,10 @@
 
 /* Global counter block: 32 64-bit counters */
 #define TNPU_REG_PERF(i)		(0x0400 + 8 * (i))
-#define TNPU_NUM_COUNTERS		26	/* chain #9: ring counters 22..25 */
+#define TNPU_NUM_COUNTERS		26	/* sparse #8: 18..21, chain #9: 22..25 */
+
+/* sparse (#8): busy cycles of row r in the last completed job (64-bit) */
+#define TNPU_REG_ROW_BUSY(r)		(0x0300 + 8 * (r))
 #define TNPU_COUNTER_SLOTS		32
 
 /* Queue blocks */

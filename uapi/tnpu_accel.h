@@ -50,12 +50,14 @@ enum drm_tnpu_ioctl_id {
  * @DRM_TNPU_QUERY_COUNTERS: struct drm_tnpu_counters (driver statistics + device counter block).
  * @DRM_TNPU_QUERY_FAULT: struct drm_tnpu_fault (the first MMU fault of the calling file).
  * @DRM_TNPU_QUERY_ISLANDS: struct drm_tnpu_islands (island capability registers, chain #9).
+ * @DRM_TNPU_QUERY_ROW_BUSY: struct drm_tnpu_row_busy (sparse #8: per-row busy cycles).
  */
 enum drm_tnpu_query_type {
 	DRM_TNPU_QUERY_CAPS = 0,
 	DRM_TNPU_QUERY_COUNTERS = 1,
 	DRM_TNPU_QUERY_FAULT = 2,
 	DRM_TNPU_QUERY_ISLANDS = 3,
+	DRM_TNPU_QUERY_ROW_BUSY = 5,
 };
 
 /**
@@ -227,6 +229,25 @@ struct drm_tnpu_counters {
 	 * @num_rings on are 0.
 	 */
 	struct drm_tnpu_ring_stats rings[DRM_TNPU_MAX_RINGS];
+};
+
+/** DRM_TNPU_MAX_ROW_BUSY - entries of drm_tnpu_row_busy.busy (the hardware's maximum rows). */
+#define DRM_TNPU_MAX_ROW_BUSY		16
+
+/**
+ * struct drm_tnpu_row_busy - DRM_TNPU_QUERY_ROW_BUSY answer (sparse #8). All fields are outputs.
+ *
+ * The ROW_BUSY registers: modeled busy cycles of every PE-array row in the job that completed last
+ * on the device (any queue, any file), for load-balance measurements on an otherwise idle device.
+ * Per-job aggregates (busiest row, sum, rows used) are counters 18..20 of drm_tnpu_job_counters.
+ */
+struct drm_tnpu_row_busy {
+	/** @rows: meaningful entries of @busy (CAP_GEOM rows). */
+	__u32 rows;
+	/** @pad: 0. */
+	__u32 pad;
+	/** @busy: busy cycles per row; entries from @rows on are 0. */
+	__u64 busy[DRM_TNPU_MAX_ROW_BUSY];
 };
 
 /**

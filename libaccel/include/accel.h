@@ -133,6 +133,9 @@ struct accel_counters {
 	uint64_t ring_wait_cycles;	/* consumer stalls waiting for published rows */
 	uint64_t ring_full_cycles;	/* producer stalls on a full ring (back-pressure) */
 	uint64_t ring_bytes;		/* bytes moved through on-chip ring memory */
+	/* sparse (#8), counters 18..21: busiest row's busy cycles (summed over hardware jobs), all rows'
+	 * busy cycles, rows used (max over hardware jobs), MACs moved by PE load balancing. */
+	uint64_t row_busy_max, row_busy_sum, busy_rows, lb_macs_moved;
 };
 
 /*
@@ -435,6 +438,130 @@ int accel_graph_node_info(const struct accel_graph *g, unsigned node, struct acc
  * (CONFIG + EXE intervals) summed over the recording; fills busy[0..min(max, rows)).  -EOPNOTSUPP
  * without a recording. */
 int accel_trace_row_busy(struct accel_dev *dev, uint64_t *busy, unsigned max);
+/* ---- sparse (#8): packed weights, zero-skipping dispatch, sparsity-balanced partitioning ---------
+ * Reference: Documentation/sparse.md.  Seeds 001 (zero skipping, (value, index) weights, LB) and 003. */
+
+/* Weights packed once per model as (value, index) slots with zero weights dropped (opaque). */
+struct accel_sparse_weights;
+
+/*
+ * Pack the weights W of C = A x W: w is K x N (trans == false) or N x K (trans == true, e.g. conv
+ * weights viewed as {K_out, C*R*S}), INT8 or FP32, 2-D with a contiguous column dimension.
+ * k_block: K rows per block (the K step of every sparse layer that uses these weights); 0 = 512
+ * (capped at K, at most 65535).  The packed copy lives in a device buffer owned by the object.
+ */
+int accel_sparse_pack(struct accel_dev *dev, const struct accel_tensor *w, bool trans, uint32_t k_block,
+		      struct accel_sparse_weights **out);
+/* Convolution weights {K_out, C, R, S} (OHWI or OIHW, as accel_conv2d takes them; groups = 1). */
+int accel_sparse_pack_conv(struct accel_dev *dev, const struct accel_tensor *weights, uint32_t k_block,
+			   struct accel_sparse_weights **out);
+void accel_sparse_free(struct accel_sparse_weights *sw);
+
+struct accel_sparse_info {
+	uint32_t k, n, k_block, n_kblocks;
+	enum accel_dtype dtype;
+	uint32_t max_slots;	/* slots per column of the fullest K block */
+	uint64_t nnz;		/* non-zero weights */
+	uint64_t slots;		/* packed slots including padding */
+	uint64_t packed_bytes, dense_bytes;
+	double density;		/* nnz / (k * n) */
+};
+int accel_sparse_info(const struct accel_sparse_weights *sw, struct accel_sparse_info *out);
+/* Expand the packed weights back to a dense K x N row-major array (elements of the packed dtype). */
+int accel_sparse_unpack(const struct accel_sparse_weights *sw, void *dense, size_t bytes);
+
+#define ACCEL_SPARSE_ZSKIP_A	0x01u	/* activation bitmask path: LD A with ZSKIP */
+#define ACCEL_SPARSE_LB		0x02u	/* MAC LB: neighbouring PEs share their effective work */
+
+/* C = op(A) x W (+ epilogue) with packed weights; bit-identical to accel_gemm on the dense W. */
+struct accel_sparse_gemm_desc {
+	const struct accel_tensor *a, *c;
+	bool trans_a;
+	const struct accel_sparse_weights *w;
+	struct accel_epilogue epi;
+	uint32_t flags;		/* ACCEL_SPARSE_* */
+};
+int accel_sparse_gemm(struct accel_dev *dev, const struct accel_sparse_gemm_desc *d, const struct accel_submit *sub,
+		      struct accel_job **job);
+/* accel_conv2d with packed weights (w from accel_sparse_pack_conv; conv->weights gives the shape). */
+int accel_sparse_conv2d(struct accel_dev *dev, const struct accel_conv2d_desc *conv,
+			const struct accel_sparse_weights *w, uint32_t flags, const struct accel_submit *sub,
+			struct accel_job **job);
+
+/* Dispatcher: measured densities route a layer (Documentation/sparse.md, "Dispatcher"). */
+#define ACCEL_SPARSE_W_THRESHOLD	0.75	/* packed weights when weight density <= this */
+#define ACCEL_SPARSE_A_THRESHOLD	0.90	/* activation bitmask when activation density <= this */
+enum accel_route {
+	ACCEL_ROUTE_DENSE = 0,		/* accel_gemm / accel_conv2d */
+	ACCEL_ROUTE_ZSKIP = 1,		/* dense weights, activation bitmask */
+	ACCEL_ROUTE_SPARSE = 2,		/* packed weights (+ activation bitmask when sparse enough) */
+};
+struct accel_route_info {
+	double weight_density, act_density;
+	enum accel_route route;
+	uint32_t flags;			/* ACCEL_SPARSE_* used */
+	/* accel_auto_gemm: the tiling planner's cycle estimates of both paths (0 = not estimated);
+	 * packed weights below the threshold still go dense when their estimate is not lower. */
+	double est_dense_cycles, est_sparse_cycles;
+};
+/* Density of non-zero elements of a host-visible INT8/FP32 tensor (2-D or 4-D). */
+int accel_tensor_density(const struct accel_tensor *t, double *out);
+/* Route one layer by its densities: w_thr / a_thr <= 0 take the defaults above; have_packed = the
+ * layer has packed weights (else SPARSE is never chosen). */
+int accel_sparse_route(double weight_density, double act_density, bool have_packed, double w_thr, double a_thr,
+		       struct accel_route_info *out);
+/* accel_gemm that routes by the measured densities of A and W (sw = packing of d->b or NULL). */
+int accel_auto_gemm(struct accel_dev *dev, const struct accel_gemm_desc *d, const struct accel_sparse_weights *sw,
+		    const struct accel_submit *sub, struct accel_job **job, struct accel_route_info *info);
+/* accel_conv2d that routes by the measured densities of the input and the weights (sw = packing of
+ * d->weights from accel_sparse_pack_conv, or NULL). */
+int accel_auto_conv2d(struct accel_dev *dev, const struct accel_conv2d_desc *d, const struct accel_sparse_weights *sw,
+		      const struct accel_submit *sub, struct accel_job **job, struct accel_route_info *info);
+/* Busy cycles per array row of a job (ROW_BUSY registers; drm: QUERY type 5 right after the job,
+ * -EOPNOTSUPP if another job completed first).  Returns the number of rows written (min(n, rows)). */
+int accel_job_row_busy(struct accel_job *job, uint64_t *rows, unsigned n);
+
+/* Partitioner (seed 003): split an NHWC map into m horizontal sub-maps of whole rows. */
+enum accel_part_metric { ACCEL_PART_NNZ = 0, ACCEL_PART_DENSITY = 1 };
+enum accel_part_mode { ACCEL_PART_OVERLAP = 0, ACCEL_PART_NONOVERLAP = 1 };
+#define ACCEL_PART_MAX 64
+#define ACCEL_PART_MAX_CELLS 256
+struct accel_part_opts {
+	uint32_t m;			/* sub-maps, 1..ACCEL_PART_MAX */
+	enum accel_part_metric metric;
+	double threshold;		/* max (metric max - min) / mean; 0 = 0.03 (seed 003) */
+	bool even;			/* even grid only (no balancing), the baseline */
+	uint64_t fold_bytes;		/* time folding: max input bytes of a fold; 0 = no folding */
+	uint32_t rows;			/* array rows to assign sub-maps to; 0 = the device's */
+	uint32_t halo;			/* input rows of overlap each side (k - 1 split as needed) */
+};
+struct accel_part_cell {
+	uint32_t y0, y1;		/* map rows [y0, y1) owned by the cell (disjoint, covering) */
+	uint32_t in_y0, in_y1;		/* rows read in overlap mode (with halo, clipped to the map) */
+	uint64_t nnz, elems;
+	double metric;
+	uint32_t row;			/* array row the cell runs on */
+	uint32_t fold;			/* time-fold index inside its sub-map (0 = first) */
+	uint32_t sub;			/* sub-map index (folds of one sub-map share it) */
+};
+struct accel_partition {
+	uint32_t n_cells, m, iterations;
+	double spread;			/* (max - min) / mean of the sub-maps' metric */
+	bool within_threshold;
+	struct accel_part_cell cell[ACCEL_PART_MAX_CELLS];
+};
+/* Partition the map t (host-visible NHWC {1, C, H, W}, INT8/INT32/FP32).  Re-partitioning a layer's
+ * output for the next layer = calling this on the output (its measured density). */
+int accel_partition_map(struct accel_dev *dev, const struct accel_tensor *t, const struct accel_part_opts *o,
+			struct accel_partition *out);
+/* Convolution through a partition: every cell is a sub-convolution pinned to its array row.
+ * OVERLAP: cells read their halo and write their own output rows.  NONOVERLAP (stride 1, dilation 1,
+ * input_zero_point 0, INT32 output, no epilogue): cells read only their rows, partial sums of the
+ * boundary rows are combined on the host.  Synchronous; counters (if non-NULL) of the whole run,
+ * row_busy (if non-NULL, rows entries) the per-row busy cycles. */
+int accel_partition_conv2d(struct accel_dev *dev, const struct accel_conv2d_desc *conv,
+			   const struct accel_sparse_weights *w, uint32_t flags, const struct accel_partition *part,
+			   enum accel_part_mode mode, struct accel_counters *counters, uint64_t *row_busy);
 
 #ifdef __cplusplus
 }

@@ -27,6 +27,33 @@ struct drm {
 	uint32_t counters_size;
 };
 
+/*
+ * sparse (#8): the ROW_BUSY registers hold the job that completed last on the whole device.  They
+ * are taken as this job's only if they agree with its own busiest-row and row-sum counters.
+ */
+static void drm_row_busy(struct drm *d, struct accel_hwjob *hw)
+{
+	struct drm_tnpu_row_busy rb;
+	struct drm_tnpu_query q;
+	uint64_t mx = 0, sum = 0;
+
+	memset(&rb, 0, sizeof(rb));
+	memset(&q, 0, sizeof(q));
+	q.type = DRM_TNPU_QUERY_ROW_BUSY;
+	q.size = sizeof(rb);
+	q.pointer = (uint64_t)(uintptr_t)&rb;
+	if (drmIoctl(d->fd, DRM_IOCTL_TNPU_QUERY, &q))
+		return;
+	for (unsigned r = 0; r < rb.rows && r < DRM_TNPU_MAX_ROW_BUSY; r++) {
+		mx = rb.busy[r] > mx ? rb.busy[r] : mx;
+		sum += rb.busy[r];
+	}
+	if (mx != hw->counters[TNPU_CNT_ROW_BUSY_MAX] || sum != hw->counters[TNPU_CNT_ROW_BUSY_SUM])
+		return;
+	memcpy(hw->row_busy, rb.busy, sizeof(hw->row_busy));
+	hw->has_row_busy = true;
+}
+
 static int drm_err(struct accel_dev *dev, const char *what)
 {
 	int err = errno ? -errno : -EIO;
@@ -188,6 +215,8 @@ static int drm_wait(struct accel_dev *dev, struct accel_hwjob *hw, int64_t timeo
 	hw->hw_error = c.hw_error;
 	for (unsigned i = 0; i < ACCEL_MAX_COUNTERS; i++)
 		hw->counters[i] = c.counter[i];
+	if (dev->caps.features & TNPU_FEAT_ROW_BUSY)
+		drm_row_busy(d, hw);
 	if (c.status || c.hw_error) {
 		hw->status = c.hw_error ? -EIO : (c.status < 0 ? c.status : -EIO);
 		accel_seterr(dev, hw->status, "job failed: status %d (%s), hardware error %s (code %u)", c.status,

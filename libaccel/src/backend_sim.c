@@ -239,6 +239,8 @@ static int sim_submit(struct accel_dev *dev, const uint8_t *cmds, size_t len, st
 	hw->err_addr = res.err_addr;
 	for (unsigned i = 0; i < TNPU_CNT_NUM && i < ACCEL_MAX_COUNTERS; i++)
 		hw->counters[i] = res.counters[i];
+	hw->has_row_busy = true;
+	memcpy(hw->row_busy, res.row_busy, sizeof(hw->row_busy));
 	if (res.error) {
 		hw->status = -EIO;
 		accel_seterr(dev, -EIO, "device error %s (code %u) at command offset %u, info 0x%x, addr 0x%llx",
@@ -424,9 +426,7 @@ int accel_sim_open(struct accel_dev *dev, const char *opts)
 	c->rate_dispatch = TNPU_RATE_DISPATCH;
 	c->clock_mhz = s->cfg.clock_mhz;
 	c->max_cmdbuf = cmdbuf;
-	c->features = TNPU_FEAT_ZSKIP | TNPU_FEAT_SPARSE_W | TNPU_FEAT_LOADBAL | TNPU_FEAT_SFU_CHAIN |
-		      TNPU_FEAT_IM2COL | TNPU_FEAT_SEMAPHORES | TNPU_FEAT_DMA_FILL | TNPU_FEAT_ISLANDS | TNPU_FEAT_RINGS |
-		      TNPU_FEAT_RING_DMA;
+	c->features = TNPU_FEATURES;
 	{
 		/* chain #9: the islands the executor was built with (same table as the registers). */
 		struct tnpu_island_cfg isl[TNPU_MAX_ISLANDS];

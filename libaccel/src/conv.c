@@ -185,11 +185,19 @@ int conv_lower(struct accel_dev *dev, struct mm_ctx *x, const struct accel_conv2
 	p.b.buf = wt->buf;
 	p.b.pitch = (uint64_t)wt->strides[0];
 	p.c_buf = out->buf;
+	/* sparse (#8): packed weights / activation bitmask / LB (sparse_dispatch.c sets these). */
+	if (x->conv_sp) {
+		p.b.kind = MM_SPARSE;
+		p.b.sp = x->conv_sp;
+	}
+	p.zskip_a = x->conv_zskip_lb & ACCEL_SPARSE_ZSKIP_A;
+	p.mac_lb = x->conv_zskip_lb & ACCEL_SPARSE_LB;
 	cs_use(x->cs, in->buf);
 	cs_use(x->cs, wt->buf);
 	cs_use(x->cs, out->buf);
 	cs_use(x->cs, p.bias_buf);
-	if ((cg.g == 1 || (cg.cg == 1 && cg.kg == 1)) && !x->no_direct) {
+	if ((cg.g == 1 || (cg.cg == 1 && cg.kg == 1)) && !x->no_direct && !x->conv_sp && !x->conv_zskip_lb &&
+	    x->pin_row == 0xFF) {
 		struct mm_problem q = p;
 
 		q.M = cg.n * cg.oh * cg.ow;

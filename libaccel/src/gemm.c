@@ -3,6 +3,7 @@
 #include <string.h>
 
 #include "epilogue.h"
+#include "sparse.h"
 
 int arg_tensor(struct accel_dev *dev, const struct accel_tensor *t, const char *what)
 {
@@ -39,8 +40,24 @@ static int mat_arg(struct accel_dev *dev, const struct accel_tensor *t, const ch
 	return 0;
 }
 
+static int gemm_run(struct accel_dev *dev, const struct accel_gemm_desc *d, const struct accel_submit *sub,
+		    struct accel_job **job, bool zskip_a);
+
 int accel_gemm(struct accel_dev *dev, const struct accel_gemm_desc *d, const struct accel_submit *sub,
 	       struct accel_job **job)
+{
+	return gemm_run(dev, d, sub, job, false);
+}
+
+/* sparse (#8): dense weights with the activation bitmask (LD A with ZSKIP). */
+int sparse_gemm_zskip(struct accel_dev *dev, const struct accel_gemm_desc *d, const struct accel_submit *sub,
+		      struct accel_job **job)
+{
+	return gemm_run(dev, d, sub, job, true);
+}
+
+static int gemm_run(struct accel_dev *dev, const struct accel_gemm_desc *d, const struct accel_submit *sub,
+		    struct accel_job **job, bool zskip_a)
 {
 	struct accel_cmdstream cs;
 	struct mm_problem p;
@@ -84,6 +101,7 @@ int accel_gemm(struct accel_dev *dev, const struct accel_gemm_desc *d, const str
 	p.c_buf = d->c->buf;
 	p.c_va = d->c->buf->va + d->c->offset;
 	p.c_pitch = (uint64_t)d->c->strides[0];
+	p.zskip_a = zskip_a;
 	if (p.out_dtype != TNPU_DTYPE_INT8 && (p.c_va % 4 || p.c_pitch % 4))
 		return accel_seterr(dev, -EINVAL, "C: 32-bit output must be 4-byte aligned");
 	cs_init(&cs, dev);

@@ -64,6 +64,8 @@ struct accel_hwjob {
 	uint64_t counters[ACCEL_MAX_COUNTERS];
 	uint32_t syncobj;	/* drm */
 	struct accel_buffer *cmd_bo, *cnt_bo;	/* drm */
+	bool has_row_busy;	/* sparse (#8): row_busy valid (sim backend: ROW_BUSY of the job) */
+	uint64_t row_busy[16];
 };
 
 struct accel_job {

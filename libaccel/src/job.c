@@ -53,6 +53,10 @@ static void sum_counters(struct accel_job *j)
 		s->ring_wait_cycles += c[23];
 		s->ring_full_cycles += c[24];
 		s->ring_bytes += c[25];
+		s->row_busy_max += c[18];
+		s->row_busy_sum += c[19];
+		s->busy_rows = ACCEL_MAX(s->busy_rows, c[20]);
+		s->lb_macs_moved += c[21];
 	}
 	s->hw_jobs = j->n_hw;
 }

@@ -14,6 +14,7 @@ enum mm_src_kind {
 	MM_MAT = 0,	/* A: M x K row-major; B: K x N row-major */
 	MM_MAT_T = 1,	/* A stored K x M; B stored N x K */
 	MM_IM2COL = 2,	/* A only: implicit im2col tile loads (template ic, rows offset m_base) */
+	MM_SPARSE = 3,	/* B only: packed (value, index) weights, struct accel_sparse_weights (sparse.h) */
 };
 
 struct mm_src {
@@ -24,6 +25,7 @@ struct mm_src {
 	struct tnpu_cmd_im2col ic;
 	uint32_t m_base;
 	uint8_t dma_flags;	/* chain #9: TNPU_DMA_F_RING: va is a ring-memory offset (MM_MAT only) */
+	const struct accel_sparse_weights *sp;	/* MM_SPARSE */
 };
 
 struct mm_problem {
@@ -39,6 +41,8 @@ struct mm_problem {
 	struct accel_buffer *bias_buf;
 	uint64_t bias_va;	/* when sfu.ops & BIAS: N 32-bit values */
 	uint8_t c_dma_flags;	/* chain #9: TNPU_DMA_F_RING: c_va is a ring-memory offset (not c_trans) */
+	bool zskip_a;		/* sparse (#8): LD A with ZSKIP (activation bitmask) */
+	bool mac_lb;		/* sparse (#8): MAC with LB (neighbour load balancing) */
 };
 
 enum mm_order {
@@ -72,6 +76,10 @@ struct mm_ctx {
 	struct mm_plan last_plan;
 	bool no_direct;		/* force the IM2COL lowering of convolutions (tests, benchmarks) */
 	bool force_direct;	/* use the direct lowering whenever it is possible */
+	bool zskip_a, mac_lb;	/* sparse (#8): flags of the next mm_dispatch_mac_config */
+	const struct accel_sparse_weights *conv_sp;	/* sparse (#8): conv_lower uses these packed weights */
+	uint32_t conv_zskip_lb;	/* sparse (#8): ACCEL_SPARSE_* flags for conv_lower's problems */
+	uint8_t pin_row;	/* sparse (#8): run every block on this array row (0xFF = all rows) */
 };
 
 void mm_ctx_init(struct mm_ctx *x, struct accel_dev *dev, struct accel_cmdstream *cs);

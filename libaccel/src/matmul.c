@@ -16,7 +16,7 @@
 #include <stddef.h>
 #include <string.h>
 
-#include "lower.h"
+#include "sparse.h"
 
 enum { S_FULL = 0, S_FREE = 2, S_STG_FULL = 4, S_STG_FREE = 6 };
 #define AS TNPU_CMD_F_ASYNC
@@ -30,6 +30,7 @@ void mm_ctx_init(struct mm_ctx *x, struct accel_dev *dev, struct accel_cmdstream
 	x->caps = &dev->caps;
 	x->no_direct = dev->conv_mode == 1;
 	x->force_direct = dev->conv_mode == 2;
+	x->pin_row = 0xFF;
 	/* Leave room for one output block (its K steps) after the check in mm_emit. */
 	x->cut_bytes = ACCEL_MIN((size_t)dev->caps.max_cmdbuf * 3 / 4, (size_t)12 << 20);
 	for (int h = 0; h < 2; h++)
@@ -55,9 +56,9 @@ void mm_dispatch_mac_config(struct mm_ctx *x, unsigned ibuf, const struct tnpu_c
 {
 	unsigned nops = use_sfu ? 4 : 3;
 
-	ins[0] = TNPU_INSN_LD(0, 0, 0, 0);
+	ins[0] = TNPU_INSN_LD(0, 0, 0, x->zskip_a);
 	ins[1] = TNPU_INSN_LD(1, 0, 1, 0);
-	ins[2] = TNPU_INSN_MAC(0, 0, 0, 0, use_sfu);
+	ins[2] = TNPU_INSN_MAC(0, 0, 0, x->mac_lb, use_sfu);
 	ins[3] = TNPU_INSN_ST(0, 2, !use_sfu);
 	pkt[0] = TNPU_PKT_CONFIG_BYTE(ibuf);
 	memcpy(pkt + 1, h, 16);
@@ -65,7 +66,7 @@ void mm_dispatch_mac_config(struct mm_ctx *x, unsigned ibuf, const struct tnpu_c
 	memcpy(pkt + 25, ops, 3 * 32);
 	if (use_sfu)
 		memcpy(pkt + 25 + 96, sfu, 32);
-	cs_dispatch(x->cs, AS, TNPU_DISPATCH_ROW_ALL, 0, 0, pkt, 25 + 32 * nops);
+	cs_dispatch(x->cs, AS, x->pin_row != 0xFF ? x->pin_row : TNPU_DISPATCH_ROW_ALL, 0, 0, pkt, 25 + 32 * nops);
 }
 
 static void emit_config(struct mm_ctx *x, const struct mm_problem *p, const struct mm_plan *pl)
@@ -89,6 +90,12 @@ static void emit_config(struct mm_ctx *x, const struct mm_problem *p, const stru
 		ops[1] = (struct tnpu_operand){ .addr = pl->b_off, .pe_stride = (int32_t)(pl->tn * e),
 						.pitch = Nb * e, .rows = (uint16_t)pl->kt, .cols = (uint16_t)pl->tn,
 						.dtype = dt };
+	else if (p->b.kind == MM_SPARSE)
+		/* Column pitch and slot count are patched per K block by every EXE (emit_block). */
+		ops[1] = (struct tnpu_operand){ .addr = pl->b_off,
+						.pe_stride = (int32_t)(pl->tn * p->b.sp->s_max * p->b.sp->ss),
+						.pitch = p->b.sp->s_max * p->b.sp->ss, .rows = (uint16_t)p->b.sp->s_max,
+						.cols = (uint16_t)pl->tn, .dtype = dt, .flags = TNPU_OPF_SPARSE };
 	else
 		ops[1] = (struct tnpu_operand){ .addr = pl->b_off, .pe_stride = (int32_t)(pl->tn * pl->kt * e),
 						.pitch = pl->kt * e, .rows = (uint16_t)pl->tn, .cols = (uint16_t)pl->kt,
@@ -105,6 +112,8 @@ static void emit_config(struct mm_ctx *x, const struct mm_problem *p, const stru
 	h.loop_end = 3;
 	h.repeat = 1;
 	h.sfu_rf = 3;
+	x->zskip_a = p->zskip_a;
+	x->mac_lb = p->mac_lb;
 	mm_dispatch_mac_config(x, 0, &h, ins, ops, &sfu, p->use_sfu, pkt);
 }
 
@@ -155,7 +164,9 @@ static void load_b(struct mm_ctx *x, const struct mm_problem *p, const struct mm
 	uint32_t e = p->f32 ? 4 : 1, Nb = x->caps->pes * pl->tn;
 	const struct mm_src *b = &p->b;
 
-	if (b->kind == MM_MAT)
+	if (b->kind == MM_SPARSE)
+		sparse_load_b(x->cs, p, x->caps->pes, pl->tn, pl->b_off, row, h, n0, nv, k0 / pl->kt);
+	else if (b->kind == MM_MAT)
 		cs_dma(x->cs, true, AS, b->va + (uint64_t)k0 * b->pitch + (uint64_t)n0 * e, b->pitch, 0, row, h,
 		       pl->b_off, Nb * e, 0, nv * e, kv, 1);
 	else
@@ -182,7 +193,10 @@ static void emit_block(struct mm_ctx *x, const struct mm_problem *p, const struc
 		       uint32_t ng)
 {
 	const struct accel_caps *c = x->caps;
-	uint32_t R = c->rows, Mb = c->cols * pl->tm, Nb = c->pes * pl->tn;
+	/* A pinned problem (sparse partitioner) runs on one array row as if the array had one row. */
+	bool pin = x->pin_row != 0xFF;
+	uint32_t R = pin ? 1 : c->rows, Mb = c->cols * pl->tm, Nb = c->pes * pl->tn;
+	uint32_t r0 = pin ? x->pin_row : 0;
 	uint32_t n_mb = ACCEL_DIV_UP(p->M, Mb), n_nb = ACCEL_DIV_UP(p->N, Nb), n_k = ACCEL_DIV_UP(p->K, pl->kt);
 	uint32_t nrows, mblk[TNPU_MAX_ROWS], nblk[TNPU_MAX_ROWS];
 	bool all, same_a, same_b;
@@ -209,10 +223,10 @@ static void emit_block(struct mm_ctx *x, const struct mm_problem *p, const struc
 		unsigned h = x->step & 1;
 		bool last = ks == n_k - 1;
 		uint32_t k0 = ks * pl->kt, kv = ACCEL_MIN(pl->kt, p->K - k0);
-		uint8_t pkt[1 + 16];
+		uint8_t pkt[1 + 32];
 		uint32_t plen = 1;
 		unsigned dfl = x->restore ? TNPU_DISPATCH_F_RF_RESTORE : 0;
-		unsigned bcast = R == 1 ? 0 : TNPU_DMA_ROW_ALL;
+		unsigned bcast = R == 1 ? r0 : TNPU_DMA_ROW_ALL;
 
 		/* load engine */
 		if (x->step >= 2)
@@ -229,7 +243,7 @@ static void emit_block(struct mm_ctx *x, const struct mm_problem *p, const struc
 					x->tag_a[h][q] = ta;
 				break;
 			}
-			load_a(x, p, pl, r, h, m0, mv, k0, kv);
+			load_a(x, p, pl, r0 + r, h, m0, mv, k0, kv);
 			x->tag_a[h][r] = ta;
 		}
 		for (uint32_t r = 0; r < nrows; r++) {
@@ -252,11 +266,11 @@ static void emit_block(struct mm_ctx *x, const struct mm_problem *p, const struc
 				break;
 			}
 			if (x->tag_b[h][r] != tb) {
-				load_b(x, p, pl, r, h, n0, nv, k0, kv);
+				load_b(x, p, pl, r0 + r, h, n0, nv, k0, kv);
 				x->tag_b[h][r] = tb;
 			}
 			if (want_bias && x->tag_bias[h][r] != tb) {
-				cs_dma(x->cs, true, AS, p->bias_va + (uint64_t)n0 * 4, 0, 0, r, h, pl->bias_off, 0, 0,
+				cs_dma(x->cs, true, AS, p->bias_va + (uint64_t)n0 * 4, 0, 0, r0 + r, h, pl->bias_off, 0, 0,
 				       nv * 4, 1, 1);
 				x->tag_bias[h][r] = tb;
 			}
@@ -280,11 +294,24 @@ static void emit_block(struct mm_ctx *x, const struct mm_problem *p, const struc
 			plen = 17;
 			x->restore = true;
 		}
+		if (p->b.kind == MM_SPARSE) {
+			/* Packed weights: this K block's slots per column and column pitch. */
+			uint32_t S = p->b.sp->S[ks];
+			struct tnpu_exe_patch pr = { .rf = 1, .field = TNPU_PATCH_ROWS, .value = S };
+			struct tnpu_exe_patch pp = { .rf = 1, .field = TNPU_PATCH_PITCH, .value = S * p->b.sp->ss };
+
+			if (plen > 1)
+				plen = 9;	/* keep the A patch, replace the B one */
+			memcpy(pkt + plen, &pr, 8);
+			memcpy(pkt + plen + 8, &pp, 8);
+			plen += 16;
+			x->restore = true;
+		}
 		if (all)
-			cs_dispatch(x->cs, AS, R == 1 ? 0 : TNPU_DISPATCH_ROW_ALL, h, dfl, pkt, plen);
+			cs_dispatch(x->cs, AS, R == 1 ? r0 : TNPU_DISPATCH_ROW_ALL, h, dfl, pkt, plen);
 		else
 			for (uint32_t r = 0; r < nrows; r++)
-				cs_dispatch(x->cs, AS, r, h, dfl, pkt, plen);
+				cs_dispatch(x->cs, AS, r0 + r, h, dfl, pkt, plen);
 		cs_sem(x->cs, true, AS, TNPU_ENGINE_COMPUTE, S_FREE + h, 1);
 		if (last)
 			cs_sem(x->cs, true, AS, TNPU_ENGINE_COMPUTE, S_STG_FULL + h, 1);
@@ -296,7 +323,7 @@ static void emit_block(struct mm_ctx *x, const struct mm_problem *p, const struc
 				uint32_t m0 = mblk[r] * Mb, mv = ACCEL_MIN(Mb, p->M - m0);
 				uint32_t n0 = nblk[r] * Nb, nv = ACCEL_MIN(Nb, p->N - n0);
 
-				store_c(x, p, pl, r, h, m0, mv, n0, nv);
+				store_c(x, p, pl, r0 + r, h, m0, mv, n0, nv);
 			}
 			cs_sem(x->cs, true, AS, TNPU_ENGINE_STORE, S_STG_FREE + h, 1);
 			x->stg_used[h] = true;
@@ -307,11 +334,14 @@ static void emit_block(struct mm_ctx *x, const struct mm_problem *p, const struc
 
 int mm_emit(struct mm_ctx *x, const struct mm_problem *p)
 {
-	const struct accel_caps *c = x->caps;
+	struct accel_caps pc = *x->caps;
+	const struct accel_caps *c = &pc;
 	struct mm_plan pl;
 	uint32_t n_mb, n_mg, n_nb;
 	int ret;
 
+	if (x->pin_row != 0xFF)
+		pc.rows = 1;
 	ret = mm_plan_choose(c, p, &pl);
 	if (ret)
 		return accel_seterr(x->dev, ret, "no tiling of %ux%ux%u fits a %u-byte storage-unit half", p->M, p->N,

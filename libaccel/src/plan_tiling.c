@@ -17,7 +17,7 @@
 #include <math.h>
 #include <string.h>
 
-#include "lower.h"
+#include "sparse.h"
 
 static uint64_t up(uint64_t a, uint64_t b)
 {
@@ -69,9 +69,21 @@ static void estimate(const struct accel_caps *c, const struct mm_problem *p, str
 	}
 	}
 	cost_b = 36.0 + (p->b.kind == MM_MAT ? (double)(kt * up(Nb * e, 128)) : (double)(Nb * up(kt * e, 128)));
+	if (p->b.kind == MM_SPARSE) {
+		/* Packed weights: slot bytes instead of dense bytes, MACs only on non-zero weights. */
+		const struct accel_sparse_weights *sw = p->b.sp;
+		double sb = (double)kt * sparse_slot_density(sw) * sw->ss;
+
+		cost_b = 36.0 + (double)c->pes * ceil((double)pl->tn * sb / 128.0);
+		mac = fmax(ceil((double)pl->tm * pl->tn * kt * sparse_nnz_density(sw) / (double)rate),
+			   ceil((double)pl->tm * pl->tn * kt * sparse_slot_density(sw) / (16.0 * rate)));
+		dist = ceil(((double)Mb * kt * e + (double)Nb * sb + 8) / c->rate_dispatch);
+		exe = TNPU_CYC_EXE + 4 + fmax(mac, dist) + TNPU_CYC_CMD + TNPU_CYC_DISPATCH + 16;
+	}
 	cost_st = 36.0 + (p->c_trans ? (double)(Mb * Nb) : (double)(Mb * up(Nb * oe, 128)));
 	bytes_a = p->a.kind == MM_IM2COL ? im2col_box : (double)(Mb * kt * e);
-	bytes_b = (double)(Nb * kt * e);
+	bytes_b = p->b.kind == MM_SPARSE ? (double)Nb * kt * sparse_slot_density(p->b.sp) * p->b.sp->ss
+					 : (double)(Nb * kt * e);
 	if (n_k == 1 && pl->order == MM_ORDER_M_OUTER) {
 		a_loads = (double)(n_mg * ACCEL_MIN(n_ng, 2));
 		b_loads = (double)(n_mg * n_ng);
@@ -155,6 +167,9 @@ int mm_plan_choose(const struct accel_caps *c, const struct mm_problem *p, struc
 
 				if (kt > p->K || kt > 65535 || (ki && kt == p->K))
 					continue;
+				/* Packed weights fix the K step to their block size. */
+				if (p->b.kind == MM_SPARSE && (ki || (kt = p->b.sp->k_block) > p->K))
+					continue;
 				if (ki && p->K % kt && kt < 64 && p->K > 64)
 					continue;
 				memset(&pl, 0, sizeof(pl));
@@ -163,7 +178,10 @@ int mm_plan_choose(const struct accel_caps *c, const struct mm_problem *p, struc
 				pl.kt = kt;
 				pl.a_off = 0;
 				pl.b_off = align64(Mb * kt * e);
-				pl.c_off = pl.b_off + align64(Nb * kt * e);
+				if (p->b.kind == MM_SPARSE && (uint64_t)Nb * p->b.sp->s_max * p->b.sp->ss > half)
+					continue;
+				pl.c_off = pl.b_off + align64(p->b.kind == MM_SPARSE ? Nb * p->b.sp->s_max * p->b.sp->ss
+										     : Nb * kt * e);
 				pl.bias_off = pl.c_off + align64(Mb * Nb * oe);
 				need = (uint64_t)pl.bias_off + Nb * 4;
 				if (need > half)

@@ -4,8 +4,13 @@
 
 #include "subcommands.h"
 
+int bench_sparse_main(int argc, char **argv);
+int bench_partition_main(int argc, char **argv);
+
 const struct bench_subcommand bench_subcommands[] = {
 	{ "chain", "[--m M --k K --n N --p P] [--band ROWS] [--slots S] [--device PATH|sim:...] [--json]", bench_chain_main },
 	{ "islands", "[--m M --k K --n N] [--device sim:islands=...] [--json]", bench_islands_main },
+	{ "sparse", "[--json] [--device PATH|sim] [--m M --n N --k K] [--zeros F,...]", bench_sparse_main },
+	{ "partition", "[--json] [--device PATH|sim]", bench_partition_main },
 	{ NULL, NULL, NULL },
 };

@@ -110,7 +110,7 @@ void ai_format_features(uint32_t features, char *out, size_t len)
 	/* CAP_FEATURES bits, Documentation/hardware/registers.md. */
 	static const char *const names[] = {
 		"zero-skip", "sparse-weights", "load-balance", "chained-sfu", "im2col", "semaphores",
-		"dma-fill",
+		"dma-fill", [8] = "row-busy", [9] = "sparse-counters",
 	};
 
 	format_bits(features, names, sizeof(names) / sizeof(names[0]), out, len);
@@ -132,6 +132,7 @@ const char *ai_counter_name(unsigned int i)
 		"macs_effective", "bytes_h2d", "bytes_d2h", "bytes_dispatch", "bytes_config",
 		"instructions", "bank_swaps", "mmu_faults", "commands", "oq_accesses", "sfu_ops",
 		"load_cycles", "store_cycles",
+		[18] = "row_busy_max", [19] = "row_busy_sum", [20] = "busy_rows", [21] = "lb_macs_moved",
 	};
 
 	return i < sizeof(names) / sizeof(names[0]) ? names[i] : NULL;

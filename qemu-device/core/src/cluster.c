@@ -466,7 +466,7 @@ static uint32_t do_mac(struct rowctx *rc, uint16_t w, struct exe_acct *acct)
 	size_t ld;
 	uint8_t acc_dtype;
 	unsigned rate;
-	uint64_t dense, min_cyc, maxcyc = 0, eff_total = 0;
+	uint64_t dense, min_cyc, maxcyc = 0, eff_total = 0, lb_moved = 0;
 
 	if (!si->valid || !sw->valid)
 		return cfail(rc, TNPU_ERR_SLOT_EMPTY);
@@ -606,6 +606,8 @@ static uint32_t do_mac(struct rowctx *rc, uint16_t w, struct exe_acct *acct)
 					/* PEs 2i, 2i+1 share their work (seed 001 paras 98-102). */
 					if (p & 1) {
 						cyc = div_ceil_u64(prev + e, 2ull * rate);
+						/* The busier PE of the pair hands half the difference over. */
+						lb_moved += (prev > e ? prev - e : e - prev) / 2;
 					} else if (p == pes - 1) {
 						cyc = div_ceil_u64(e, rate);
 					} else {
@@ -622,6 +624,7 @@ static uint32_t do_mac(struct rowctx *rc, uint16_t w, struct exe_acct *acct)
 	maxcyc = TNPU_MAX(maxcyc, min_cyc);
 	rc->ex->res->counters[TNPU_CNT_MACS_DENSE] += dense * cols * pes;
 	rc->ex->res->counters[TNPU_CNT_MACS_EFFECTIVE] += eff_total;
+	rc->ex->res->counters[TNPU_CNT_LB_MACS_MOVED] += lb_moved;
 	acct->mac += maxcyc;
 	am->valid = true;
 	am->tm = (uint16_t)tm;

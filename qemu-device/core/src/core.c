@@ -33,6 +33,7 @@ struct tnpu_core {
 	uint64_t mmu_ctx_base;
 	uint32_t mmu_ctx_count, mmu_faults;
 	uint64_t perf[TNPU_CNT_NUM];
+	uint64_t row_busy[TNPU_MAX_ROWS];	/* ROW_BUSY(r): last completed job */
 	struct queue_regs q[TNPU_MAX_QUEUES];
 };
 
@@ -189,9 +190,7 @@ static uint32_t cap_value(const struct tnpu_core *core, uint64_t off, bool *foun
 		return TNPU_RATE_MAC_INT8 | (TNPU_RATE_MAC_FP32 << 8) | (TNPU_RATE_DMA << 16) |
 		       ((uint32_t)TNPU_RATE_DISPATCH << 24);
 	case TNPU_REG_CAP_FEATURES:
-		return TNPU_FEAT_ZSKIP | TNPU_FEAT_SPARSE_W | TNPU_FEAT_LOADBAL | TNPU_FEAT_SFU_CHAIN |
-		       TNPU_FEAT_IM2COL | TNPU_FEAT_SEMAPHORES | TNPU_FEAT_DMA_FILL |
-		       TNPU_FEAT_ISLANDS | TNPU_FEAT_RINGS | TNPU_FEAT_RING_DMA;
+		return TNPU_FEATURES;
 	case TNPU_REG_CAP_CMDBUF:
 		return TNPU_CMDBUF_MAX;
 	}
@@ -210,6 +209,14 @@ static bool reg64(struct tnpu_core *core, uint64_t off, uint64_t *v)
 			return false;
 
 		*v = i < TNPU_CNT_NUM ? core->perf[i] : 0;
+		return true;
+	}
+	if (off >= TNPU_REG_ROW_BUSY_BASE && off < TNPU_REG_ROW_BUSY(TNPU_MAX_ROWS)) {
+		unsigned r = (unsigned)(off - TNPU_REG_ROW_BUSY_BASE) / 8;
+
+		if (off & 7)
+			return false;
+		*v = r < core->cfg.rows ? core->row_busy[r] : 0;
 		return true;
 	}
 	if (off >= TNPU_REG_QUEUE_BASE && off < TNPU_REG_QUEUE_BASE + TNPU_MAX_QUEUES * TNPU_REG_QUEUE_STRIDE) {
@@ -632,6 +639,7 @@ void tnpu_core_complete(struct tnpu_core *core, const struct tnpu_job *job, cons
 		}
 	}
 	memcpy(qr->perf, res->counters, sizeof(qr->perf));
+	memcpy(core->row_busy, res->row_busy, sizeof(core->row_busy));
 	for (unsigned i = 0; i < TNPU_CNT_NUM; i++)
 		core->perf[i] += res->counters[i];
 	qr->jobs_done++;

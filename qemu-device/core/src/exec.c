@@ -660,6 +660,7 @@ static uint32_t cmd_dispatch(struct tnpu_exec *ex, const uint8_t *c, uint32_t si
 		/* A slower island clock stretches the row's busy time (chain #9). */
 		end = start + busy * ex->isl[ex->cur].clkdiv;
 		ex->R[r] = end;
+		ex->res->row_busy[r] += busy;
 		trace(ex, TNPU_ENGINE_COMPUTE, r, (c[16] & TNPU_PKT_EXE) ? TNPU_TRACE_EXE : TNPU_TRACE_CONFIG, start, end);
 		if (end > ex->compute_end) {
 			ex->res->counters[TNPU_CNT_COMPUTE_CYCLES] += end - TNPU_MAX(start, ex->compute_end);
@@ -884,6 +885,11 @@ static uint32_t job_end(struct tnpu_exec *ex)
 	struct tnpu_result *res = ex->res;
 
 	res->counters[TNPU_CNT_TOTAL_CYCLES] = job_time(ex) + TNPU_CYC_JOB;
+	for (unsigned r = 0; r < ex->cfg.rows; r++) {
+		res->counters[TNPU_CNT_ROW_BUSY_MAX] = TNPU_MAX(res->counters[TNPU_CNT_ROW_BUSY_MAX], res->row_busy[r]);
+		res->counters[TNPU_CNT_ROW_BUSY_SUM] += res->row_busy[r];
+		res->counters[TNPU_CNT_BUSY_ROWS] += res->row_busy[r] != 0;
+	}
 	ex->mem = NULL;
 	ex->res = NULL;
 	return res->error;

@@ -26,6 +26,8 @@ static const char *const cnt_names[TNPU_CNT_NUM] = {
 	/* chain (#9) */
 	[TNPU_CNT_RING_ROWS] = "ring_rows", [TNPU_CNT_RING_WAIT_CYCLES] = "ring_wait_cycles",
 	[TNPU_CNT_RING_FULL_CYCLES] = "ring_full_cycles", [TNPU_CNT_RING_BYTES] = "ring_bytes",
+	[TNPU_CNT_ROW_BUSY_MAX] = "row_busy_max", [TNPU_CNT_ROW_BUSY_SUM] = "row_busy_sum",
+	[TNPU_CNT_BUSY_ROWS] = "busy_rows", [TNPU_CNT_LB_MACS_MOVED] = "lb_macs_moved",
 };
 
 const char *tnpu_err_name(uint32_t err)

@@ -93,6 +93,8 @@ Test(format, features_of_the_v1_device)
 	cr_assert_str_eq(buf, "zero-skip sparse-weights load-balance chained-sfu im2col semaphores dma-fill");
 	ai_format_features(0, buf, sizeof(buf));
 	cr_assert_str_eq(buf, "none");
+	ai_format_features(0x300, buf, sizeof(buf));	/* sparse (#8) bits 8, 9 */
+	cr_assert_str_eq(buf, "row-busy sparse-counters");
 }
 
 Test(format, class_names)
@@ -133,6 +135,8 @@ Test(format, counter_names_follow_enum_tnpu_counter)
 	cr_assert_str_eq(ai_counter_name(5), "macs_effective");
 	cr_assert_str_eq(ai_counter_name(12), "mmu_faults");
 	cr_assert_str_eq(ai_counter_name(17), "store_cycles");
-	cr_assert_null(ai_counter_name(18));
+	cr_assert_str_eq(ai_counter_name(18), "row_busy_max");	/* sparse (#8) */
+	cr_assert_str_eq(ai_counter_name(21), "lb_macs_moved");
+	cr_assert_null(ai_counter_name(22));
 	cr_assert_null(ai_counter_name(31));
 }

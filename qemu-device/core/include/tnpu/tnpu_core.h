@@ -141,6 +141,7 @@ struct tnpu_result {
 	uint32_t ctx;
 	uint64_t err_addr;
 	uint64_t counters[TNPU_CNT_NUM];
+	uint64_t row_busy[TNPU_MAX_ROWS];	/* sparse (#8): busy cycles per cluster row (ROW_BUSY) */
 };
 
 /* If queue q can run (device and queue enabled, not halted, not busy, entry

@@ -144,9 +144,16 @@ extern "C" {
 #define   TNPU_FEAT_IM2COL	TNPU_BIT(4)	/* implicit-im2col load */
 #define   TNPU_FEAT_SEMAPHORES	TNPU_BIT(5)	/* SEM_SIGNAL / SEM_WAIT, async commands */
 #define   TNPU_FEAT_DMA_FILL	TNPU_BIT(6)	/* DMA_H2D fill mode */
+#define   TNPU_FEAT_ROW_BUSY	TNPU_BIT(8)	/* sparse (#8): ROW_BUSY(r) registers */
+#define   TNPU_FEAT_SPARSE_CNT	TNPU_BIT(9)	/* sparse (#8): counters 18..21 (row busy, LB) */
 #define   TNPU_FEAT_ISLANDS	TNPU_BIT(10)	/* ISLAND command, island registers (chain #9) */
 #define   TNPU_FEAT_RINGS	TNPU_BIT(11)	/* RING_INIT / RING_SIGNAL / RING_WAIT */
 #define   TNPU_FEAT_RING_DMA	TNPU_BIT(12)	/* DMA to/from on-chip ring memory (TNPU_DMA_F_RING) */
+/* Every feature this model implements: the CAP_FEATURES value. */
+#define TNPU_FEATURES	(TNPU_FEAT_ZSKIP | TNPU_FEAT_SPARSE_W | TNPU_FEAT_LOADBAL | TNPU_FEAT_SFU_CHAIN | \
+			 TNPU_FEAT_IM2COL | TNPU_FEAT_SEMAPHORES | TNPU_FEAT_DMA_FILL | \
+			 TNPU_FEAT_ROW_BUSY | TNPU_FEAT_SPARSE_CNT | \
+			 TNPU_FEAT_ISLANDS | TNPU_FEAT_RINGS | TNPU_FEAT_RING_DMA)
 #define TNPU_REG_CAP_CMDBUF	0x0034	/* RO max command-buffer bytes */
 
 #define TNPU_REG_CTRL		0x0040	/* RW */
@@ -183,6 +190,10 @@ extern "C" {
 #define TNPU_REG_MMU_FAULTS	0x0090	/* RO: MMU faults since reset */
 #define TNPU_REG_PERF_CTRL	0x0094	/* WO */
 #define   TNPU_PERF_CTRL_CLEAR	TNPU_BIT(0)	/* zero the global counter block */
+
+/* Sparse (#8): busy cycles of cluster row r (0..15) in the last completed job, 64-bit RO. */
+#define TNPU_REG_ROW_BUSY_BASE	0x0300
+#define TNPU_REG_ROW_BUSY(r)	(TNPU_REG_ROW_BUSY_BASE + 8u * (r))
 
 /* Global counter block: TNPU_CNT_SLOTS 64-bit counters summed over all jobs. */
 #define TNPU_REG_PERF_BASE	0x0400
@@ -243,6 +254,11 @@ enum tnpu_counter {
 	TNPU_CNT_SFU_OPS = 15,		/* elements processed by the SFU */
 	TNPU_CNT_LOAD_CYCLES = 16,	/* load-engine busy cycles */
 	TNPU_CNT_STORE_CYCLES = 17,	/* store-engine busy cycles */
+	/* sparse (#8): load balance across rows and PEs */
+	TNPU_CNT_ROW_BUSY_MAX = 18,	/* busy cycles of the busiest row */
+	TNPU_CNT_ROW_BUSY_SUM = 19,	/* busy cycles summed over rows */
+	TNPU_CNT_BUSY_ROWS = 20,	/* rows that executed at least one packet */
+	TNPU_CNT_LB_MACS_MOVED = 21,	/* effective MACs the MAC LB flag moved to a neighbour PE */
 	/* chain (#9): producer-consumer rings, islands-and-chaining.md */
 	TNPU_CNT_RING_ROWS = 22,	/* ring rows published (RING_SIGNAL PUBLISH counts) */
 	TNPU_CNT_RING_WAIT_CYCLES = 23,	/* cycles consumers stalled in RING_WAIT ROWS */
