@@ -341,6 +341,12 @@ static int parse_opts(struct accel_dev *dev, struct tnpu_config *cfg, uint32_t *
 						    eq + 1);
 			continue;
 		}
+		if (!strcmp(tok, "dw")) {
+			if (strcmp(eq + 1, "on") && strcmp(eq + 1, "off"))
+				return accel_seterr(dev, -EINVAL, "sim option dw=%s: expected on or off", eq + 1);
+			dev->dw_off = !strcmp(eq + 1, "off");
+			continue;
+		}
 		v = strtoul(eq + 1, &end, 0);
 		if (*end || end == eq + 1)
 			return accel_seterr(dev, -EINVAL, "sim option '%s': bad number", tok);
@@ -417,6 +423,6 @@ int accel_sim_open(struct accel_dev *dev, const char *opts)
 	c->clock_mhz = s->cfg.clock_mhz;
 	c->max_cmdbuf = cmdbuf;
 	c->features = TNPU_FEAT_ZSKIP | TNPU_FEAT_SPARSE_W | TNPU_FEAT_LOADBAL | TNPU_FEAT_SFU_CHAIN |
-		      TNPU_FEAT_IM2COL | TNPU_FEAT_SEMAPHORES | TNPU_FEAT_DMA_FILL;
+		      TNPU_FEAT_IM2COL | TNPU_FEAT_SEMAPHORES | TNPU_FEAT_DMA_FILL | TNPU_FEAT_DEPTHWISE;
 	return 0;
 }

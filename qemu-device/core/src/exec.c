@@ -193,7 +193,7 @@ static uint64_t job_time(const struct tnpu_exec *ex)
 }
 
 /* A load/store engine command of `dur` cycles. */
-static void engine_run(struct tnpu_exec *ex, unsigned e, unsigned kind, bool async, uint64_t dur)
+void tnpu_engine_run(struct tnpu_exec *ex, unsigned e, unsigned kind, bool async, uint64_t dur)
 {
 	uint64_t s = TNPU_MAX(ex->F[e], async ? 0 : ex->P);
 
@@ -275,7 +275,7 @@ static uint32_t cmd_dma(struct tnpu_exec *ex, const uint8_t *c, bool h2d, bool a
 	} else {
 		CNT(ex, BYTES_D2H) += (uint64_t)width * height * depth;
 	}
-	engine_run(ex, h2d ? TNPU_ENGINE_LOAD : TNPU_ENGINE_STORE, h2d ? TNPU_TRACE_DMA_H2D : TNPU_TRACE_DMA_D2H,
+	tnpu_engine_run(ex, h2d ? TNPU_ENGINE_LOAD : TNPU_ENGINE_STORE, h2d ? TNPU_TRACE_DMA_H2D : TNPU_TRACE_DMA_D2H,
 		   async, dur);
 	return 0;
 }
@@ -536,7 +536,7 @@ static uint32_t cmd_im2col(struct tnpu_exec *ex, const uint8_t *c, bool async)
 		}
 	}
 	CNT(ex, BYTES_H2D) += box_bytes;
-	engine_run(ex, TNPU_ENGINE_LOAD, TNPU_TRACE_IM2COL, async,
+	tnpu_engine_run(ex, TNPU_ENGINE_LOAD, TNPU_TRACE_IM2COL, async,
 		   TNPU_CYC_CMD + TNPU_CYC_DMA_SETUP +
 			   TNPU_MAX(runs_cyc, div_ceil_u64((uint64_t)cv.mt * cv.kt * cv.e, TNPU_RATE_IM2COL)));
 	return 0;
@@ -710,11 +710,12 @@ static uint32_t run_commands(struct tnpu_exec *ex, uint64_t cmd_va, uint32_t cmd
 			err = tnpu_fail(ex, TNPU_ERR_CMD_SIZE, size, 0);
 			break;
 		}
-		if (op > TNPU_CMD_FENCE) {
+		if (op > TNPU_CMD_FENCE && !tnpu_dw_cmd_size(op)) {
 			err = tnpu_fail(ex, TNPU_ERR_CMD_OPCODE, op, 0);
 			break;
 		}
-		if (cmd_sizes[op] ? size != cmd_sizes[op] : size < sizeof(struct tnpu_cmd_dispatch)) {
+		if (op > TNPU_CMD_FENCE ? size != tnpu_dw_cmd_size(op) :
+		    cmd_sizes[op] ? size != cmd_sizes[op] : size < sizeof(struct tnpu_cmd_dispatch)) {
 			err = tnpu_fail(ex, TNPU_ERR_CMD_SIZE, size, 0);
 			break;
 		}
@@ -742,6 +743,10 @@ static uint32_t run_commands(struct tnpu_exec *ex, uint64_t cmd_va, uint32_t cmd
 			break;
 		case TNPU_CMD_FENCE:
 			err = cmd_fence(ex, c);
+			break;
+		case TNPU_CMD_DMA_BANDS_H2D:
+		case TNPU_CMD_DMA_BANDS_D2H:
+			err = tnpu_cmd_dma_bands(ex, c, op == TNPU_CMD_DMA_BANDS_H2D, async);
 			break;
 		}
 		if (!err && job_time(ex) > ex->cfg.watchdog_cycles)
