@@ -351,6 +351,12 @@ static int parse_opts(struct accel_dev *dev, struct tnpu_config *cfg, uint32_t *
 				return accel_seterr(dev, -EINVAL, "sim option %s", msg + (strncmp(msg, "tnpu: ", 6) ? 0 : 6));
 			continue;
 		}
+		if (!strcmp(tok, "dw")) {
+			if (strcmp(eq + 1, "on") && strcmp(eq + 1, "off"))
+				return accel_seterr(dev, -EINVAL, "sim option dw=%s: expected on or off", eq + 1);
+			dev->dw_off = !strcmp(eq + 1, "off");
+			continue;
+		}
 		v = strtoul(eq + 1, &end, 0);
 		if (*end || end == eq + 1)
 			return accel_seterr(dev, -EINVAL, "sim option '%s': bad number", tok);

@@ -196,6 +196,13 @@ int conv_lower(struct accel_dev *dev, struct mm_ctx *x, const struct accel_conv2
 	cs_use(x->cs, wt->buf);
 	cs_use(x->cs, out->buf);
 	cs_use(x->cs, p.bias_buf);
+	if (cg.g > 1 && cg.cg == 1 && cg.kg == 1 && !x->conv_sp && !x->conv_zskip_lb && x->pin_row == 0xFF) {
+		struct mm_problem q = p;
+
+		ret = conv_dw_lower(dev, x, d, &q);
+		if (ret <= 0)
+			return ret;
+	}
 	if ((cg.g == 1 || (cg.cg == 1 && cg.kg == 1)) && !x->no_direct && !x->conv_sp && !x->conv_zskip_lb &&
 	    x->pin_row == 0xFF) {
 		struct mm_problem q = p;

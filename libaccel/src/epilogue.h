@@ -8,5 +8,8 @@ int epi_setup(struct accel_dev *dev, const struct accel_epilogue *ep, bool f32, 
 int conv_lower(struct accel_dev *dev, struct mm_ctx *x, const struct accel_conv2d_desc *d);
 int conv_direct_lower(struct accel_dev *dev, struct mm_ctx *x, const struct accel_conv2d_desc *cd,
 		      const struct mm_problem *p);
+/* conv_dw.c: depthwise on the depthwise block; 1 = not eligible */
+int conv_dw_lower(struct accel_dev *dev, struct mm_ctx *x, const struct accel_conv2d_desc *cd,
+		  const struct mm_problem *p);
 int arg_tensor(struct accel_dev *dev, const struct accel_tensor *t, const char *what);
 #endif

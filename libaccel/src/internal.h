@@ -36,6 +36,7 @@ struct accel_dev {
 	void *priv;
 	struct accel_caps caps;
 	uint8_t conv_mode;	/* sim option conv=auto|im2col|direct (0/1/2): convolution lowering */
+	uint8_t dw_off;		/* sim option dw=off: no depthwise block lowering (conv_dw.c) */
 	struct accel_trace *trace;	/* job-timeline recording (trace.c), NULL if never begun */
 	char err[320];
 	/* chain #9: islands (filled by the backend) */

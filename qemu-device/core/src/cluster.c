@@ -17,6 +17,7 @@
 /* Per-EXE cycle accounting of one row. */
 struct exe_acct {
 	uint64_t issued, dist_bytes, mac, sfu, st;
+	uint64_t dw_macs, other_macs;	/* MACs of the run: DW MACs overlap SFU/ST (cycle-model.md) */
 };
 
 struct rowctx {
@@ -158,7 +159,9 @@ static uint32_t do_config(struct rowctx *rc, unsigned buf, const uint8_t *d, uin
 	le = d[5];
 	repeat = ld16(d + 6);
 	sfu_rf = d[8];
-	for (unsigned i = 9; i < 16; i++)
+	if (d[9] >= TNPU_RF_WINDOW)	/* dw_rf */
+		return cfail(rc, TNPU_ERR_CONFIG);
+	for (unsigned i = 10; i < 16; i++)
 		if (d[i])
 			return cfail(rc, TNPU_ERR_CONFIG);
 	if (!n_instr || n_instr > TNPU_IBUF_DEPTH || n_ops > TNPU_RF_WINDOW ||
@@ -190,6 +193,7 @@ static uint32_t do_config(struct rowctx *rc, unsigned buf, const uint8_t *d, uin
 	ib->loop_end = le;
 	ib->repeat = repeat;
 	ib->sfu_rf = sfu_rf;
+	ib->dw_rf = d[9];
 	return 0;
 }
 
@@ -230,7 +234,7 @@ static uint32_t do_ld(struct rowctx *rc, uint16_t w)
 	if ((o->dtype != TNPU_DTYPE_INT8 && o->dtype != TNPU_DTYPE_FP32 && o->dtype != TNPU_DTYPE_BF16) ||
 	    !o->rows || !o->cols ||
 	    (o->flags & ~TNPU_OPF_MASK) || (!to_wq && o->flags) ||
-	    (o->flags == (TNPU_OPF_SPARSE | TNPU_OPF_TRANS)))
+	    (o->flags == (TNPU_OPF_SPARSE | TNPU_OPF_TRANS)) || ((w & TNPU_LD_MCAST) && sparse))
 		return cfail(rc, TNPU_ERR_OPERAND);
 	if (sparse)
 		extent = (uint64_t)(o->cols - 1) * o->pitch + (uint64_t)o->rows * slot_size(o->dtype);
@@ -259,8 +263,13 @@ static uint32_t do_ld(struct rowctx *rc, uint16_t w)
 			}
 		}
 	}
-	rc->a.dist_bytes += u * bytes;
+	if (w & TNPU_LD_MCAST)
+		rc->a.dist_bytes += tnpu_dw_mcast_bytes(rc->cols, rc->pes, o, s->valid && s->mcast ? &s->op : NULL,
+							 u * tile_bytes(o));
+	else
+		rc->a.dist_bytes += u * bytes;
 	s->valid = true;
+	s->mcast = w & TNPU_LD_MCAST;
 	s->zskip = w & TNPU_LD_ZSKIP;
 	s->op = *o;
 	scalar_update(rc, e);
@@ -453,6 +462,44 @@ static uint32_t sparse_mac(struct rowctx *rc, const uint8_t *at, uint32_t apitch
 static uint32_t do_mac(struct rowctx *rc, uint16_t w, struct exe_acct *acct);
 static uint32_t sfu_apply(struct rowctx *rc, unsigned acc, const struct tnpu_operand *prec, bool chained);
 
+/* DW MAC (isa.md "DW MAC"): the arithmetic lives in dw_mac.c; this binds it to the row. */
+static uint32_t dw_mac(struct rowctx *rc, uint16_t w, struct exe_acct *acct)
+{
+	struct row_state *rs = rc->rs;
+	unsigned a = TNPU_MAC_ACC(w);
+	struct tile_meta *am = &rs->accm[a];
+	struct tnpu_dw_job j = {
+		.base = rc->base, .cols = rc->cols, .pes = rc->pes,
+		.A = &rs->in[TNPU_MAC_IN(w)].op, .B = &rs->wq[TNPU_MAC_WQ(w)].op,
+		.rec = &rs->rf[rc->ib->rf_base + rc->ib->dw_rf],
+		.acc = rs->acc[a],
+	};
+	uint32_t err = tnpu_dw_check(&j);
+	uint64_t cyc;
+
+	if (err)
+		return cfail(rc, err);
+	cyc = div_ceil_u64(j.macs_pe, j.rate);
+	if (rc->ex->R[rc->row] + acct->mac + cyc > rc->ex->cfg.watchdog_cycles)
+		return cfail(rc, TNPU_ERR_WATCHDOG);
+	err = tnpu_dw_run(&j);
+	if (err)
+		return cfail(rc, err);
+	rc->ex->res->counters[TNPU_CNT_MACS_DENSE] += j.macs_pe * rc->cols * rc->pes;
+	rc->ex->res->counters[TNPU_CNT_MACS_EFFECTIVE] += j.macs_pe * rc->cols * rc->pes;
+	acct->mac += cyc;
+	acct->dw_macs++;
+	am->valid = true;
+	am->tm = (uint16_t)j.tm;
+	am->tn = (uint16_t)j.tn;
+	am->dtype = j.out_dtype;
+	if (TNPU_CFG_MODE_WQ(rc->ib->mode) == TNPU_WQ_SQ)
+		rs->wq[TNPU_MAC_WQ(w)].valid = false;
+	if ((w & TNPU_MAC_CHAIN) && rc->last)
+		return sfu_apply(rc, a, &rs->rf[rc->ib->rf_base + rc->ib->sfu_rf], true);
+	return 0;
+}
+
 static uint32_t do_mac(struct rowctx *rc, uint16_t w, struct exe_acct *acct)
 {
 	struct row_state *rs = rc->rs;
@@ -474,6 +521,9 @@ static uint32_t do_mac(struct rowctx *rc, uint16_t w, struct exe_acct *acct)
 	B = &sw->op;
 	if (A->dtype != B->dtype)
 		return cfail(rc, TNPU_ERR_DTYPE);
+	if (w & TNPU_MAC_DW)
+		return dw_mac(rc, w, acct);
+	acct->other_macs++;
 	dt = A->dtype;
 	/* chain #9: an island's MACs accept only its data types (islands-and-chaining.md). */
 	if (dt != TNPU_DTYPE_INT32 && !(rs->dtypes & (dt == TNPU_DTYPE_INT8 ? TNPU_CAP_DTYPE_INT8 : dt == TNPU_DTYPE_BF16 ? TNPU_CAP_DTYPE_BF16 :
@@ -1002,7 +1052,15 @@ uint32_t tnpu_cluster_dispatch(struct tnpu_exec *ex, unsigned row, unsigned half
 	err = do_exe(&rc, buf, cmd, dflags, pkt + 1, len - 1, half);
 	ex->res->counters[TNPU_CNT_INSTRUCTIONS] += rc.a.issued;
 	ex->res->counters[TNPU_CNT_BYTES_DISPATCH] += rc.a.dist_bytes - len;
-	*busy = TNPU_CYC_EXE + rc.a.issued +
-		TNPU_MAX(div_ceil_u64(rc.a.dist_bytes, TNPU_RATE_DISPATCH), rc.a.mac) + rc.a.sfu + rc.a.st;
+	if (rc.a.dw_macs && !rc.a.other_macs)
+		/* DW runs: the output of tile i drains (SFU, ST) while tile i+1 multiplies; the last tile's
+		 * drain is exposed. */
+		*busy = TNPU_CYC_EXE + rc.a.issued +
+			TNPU_MAX(TNPU_MAX(div_ceil_u64(rc.a.dist_bytes, TNPU_RATE_DISPATCH), rc.a.mac),
+				 rc.a.sfu + rc.a.st) +
+			div_ceil_u64(rc.a.sfu + rc.a.st, rc.a.dw_macs);
+	else
+		*busy = TNPU_CYC_EXE + rc.a.issued +
+			TNPU_MAX(div_ceil_u64(rc.a.dist_bytes, TNPU_RATE_DISPATCH), rc.a.mac) + rc.a.sfu + rc.a.st;
 	return err;
 }

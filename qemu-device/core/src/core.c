@@ -193,6 +193,8 @@ static uint32_t cap_value(const struct tnpu_core *core, uint64_t off, bool *foun
 		return TNPU_FEATURES;
 	case TNPU_REG_CAP_CMDBUF:
 		return TNPU_CMDBUF_MAX;
+	case TNPU_REG_CAP_PORTS:
+		return TNPU_RATE_DMA_PORT | (c->rows << 16);
 	}
 	*found = false;
 	return 0;

@@ -254,7 +254,7 @@ static uint32_t island_rows(struct tnpu_exec *ex, unsigned row, bool all, unsign
 }
 
 /* A load/store engine command of `dur` cycles. */
-static void engine_run(struct tnpu_exec *ex, unsigned e, unsigned kind, bool async, uint64_t dur)
+void tnpu_engine_run(struct tnpu_exec *ex, unsigned e, unsigned kind, bool async, uint64_t dur)
 {
 	uint64_t s = TNPU_MAX(ex->F[e], async ? 0 : ex->P);
 
@@ -350,7 +350,7 @@ static uint32_t cmd_dma(struct tnpu_exec *ex, const uint8_t *c, bool h2d, bool a
 	} else {
 		CNT(ex, BYTES_D2H) += (uint64_t)width * height * depth;
 	}
-	engine_run(ex, h2d ? TNPU_ENGINE_LOAD : TNPU_ENGINE_STORE, h2d ? TNPU_TRACE_DMA_H2D : TNPU_TRACE_DMA_D2H,
+	tnpu_engine_run(ex, h2d ? TNPU_ENGINE_LOAD : TNPU_ENGINE_STORE, h2d ? TNPU_TRACE_DMA_H2D : TNPU_TRACE_DMA_D2H,
 		   async, dur);
 	return 0;
 }
@@ -614,7 +614,7 @@ static uint32_t cmd_im2col(struct tnpu_exec *ex, const uint8_t *c, bool async)
 		}
 	}
 	CNT(ex, BYTES_H2D) += box_bytes;
-	engine_run(ex, TNPU_ENGINE_LOAD, TNPU_TRACE_IM2COL, async,
+	tnpu_engine_run(ex, TNPU_ENGINE_LOAD, TNPU_TRACE_IM2COL, async,
 		   TNPU_CYC_CMD + TNPU_CYC_DMA_SETUP +
 			   TNPU_MAX(runs_cyc, div_ceil_u64((uint64_t)cv.mt * cv.kt * cv.e, TNPU_RATE_IM2COL)));
 	return 0;
@@ -772,6 +772,14 @@ static const uint32_t cmd_sizes[] = {
 	[TNPU_CMD_RING_WAIT] = sizeof(struct tnpu_cmd_ring_op),
 };
 
+/* Size of command `op`: 0 = variable (DISPATCH), UINT32_MAX = unknown opcode. */
+static uint32_t cmd_size(uint8_t op)
+{
+	if (op < sizeof(cmd_sizes) / sizeof(cmd_sizes[0]) && (cmd_sizes[op] || op == TNPU_CMD_DISPATCH))
+		return cmd_sizes[op];
+	return tnpu_dw_cmd_size(op) ? tnpu_dw_cmd_size(op) : UINT32_MAX;
+}
+
 static uint32_t run_commands(struct tnpu_exec *ex, uint64_t cmd_va, uint32_t cmd_len)
 {
 	uint8_t *buf = malloc(cmd_len);
@@ -785,7 +793,7 @@ static uint32_t run_commands(struct tnpu_exec *ex, uint64_t cmd_va, uint32_t cmd
 	while (!err && off < cmd_len) {
 		const uint8_t *c = buf + off;
 		uint8_t op = c[0], flags = c[1];
-		uint32_t size = ld32(c + 4);
+		uint32_t size = ld32(c + 4), want;
 		bool async = flags & TNPU_CMD_F_ASYNC;
 
 		ex->cmd_off = off;
@@ -798,11 +806,12 @@ static uint32_t run_commands(struct tnpu_exec *ex, uint64_t cmd_va, uint32_t cmd
 			err = tnpu_fail(ex, TNPU_ERR_CMD_SIZE, size, 0);
 			break;
 		}
-		if (op > TNPU_CMD_RING_WAIT) {
+		want = cmd_size(op);
+		if (want == UINT32_MAX) {
 			err = tnpu_fail(ex, TNPU_ERR_CMD_OPCODE, op, 0);
 			break;
 		}
-		if (cmd_sizes[op] ? size != cmd_sizes[op] : size < sizeof(struct tnpu_cmd_dispatch)) {
+		if (want ? size != want : size < sizeof(struct tnpu_cmd_dispatch)) {
 			err = tnpu_fail(ex, TNPU_ERR_CMD_SIZE, size, 0);
 			break;
 		}
@@ -840,6 +849,10 @@ static uint32_t run_commands(struct tnpu_exec *ex, uint64_t cmd_va, uint32_t cmd
 		case TNPU_CMD_RING_SIGNAL:
 		case TNPU_CMD_RING_WAIT:
 			err = tnpu_cmd_ring_op(ex, c, op == TNPU_CMD_RING_SIGNAL, async);
+			break;
+		case TNPU_CMD_DMA_BANDS_H2D:
+		case TNPU_CMD_DMA_BANDS_D2H:
+			err = tnpu_cmd_dma_bands(ex, c, op == TNPU_CMD_DMA_BANDS_H2D, async);
 			break;
 		}
 		if (!err && job_time(ex) > ex->cfg.watchdog_cycles)

@@ -48,12 +48,13 @@ static inline uint64_t ld64(const uint8_t *p)
 struct slot {
 	bool valid;
 	bool zskip;
+	bool mcast;		/* loaded with TNPU_LD_MCAST (sliding multicast block) */
 	struct tnpu_operand op;	/* record as it was at LD time */
 };
 
 struct ibuf {
 	bool valid;
-	uint8_t n_instr, rf_base, mode, loop_start, loop_end, sfu_rf;
+	uint8_t n_instr, rf_base, mode, loop_start, loop_end, sfu_rf, dw_rf;
 	uint16_t repeat;
 	uint16_t instr[TNPU_IBUF_DEPTH];
 };
@@ -178,6 +179,34 @@ uint32_t tnpu_va_write(struct tnpu_exec *ex, uint64_t va, const void *buf, size_
 /* engine code for ERR_INFO: 0 command fetch/FENCE, 1 + enum tnpu_engine */
 #define TNPU_EC_FETCH 0
 #define TNPU_EC(e) ((e) + 1u)
+
+/* exec.c: a load/store engine command of `dur` cycles (timeline, counters, trace) */
+void tnpu_engine_run(struct tnpu_exec *ex, unsigned e, unsigned kind, bool async, uint64_t dur);
+
+/* dma_bands.c (depthwise block) */
+uint32_t tnpu_cmd_dma_bands(struct tnpu_exec *ex, const uint8_t *c, bool h2d, bool async);
+static inline uint32_t tnpu_dw_cmd_size(unsigned op)
+{
+	return op == TNPU_CMD_DMA_BANDS_H2D || op == TNPU_CMD_DMA_BANDS_D2H ? sizeof(struct tnpu_cmd_dma_bands) : 0;
+}
+
+/* dw_mac.c (depthwise block): DW MAC arithmetic and the multicast LD's distribution bytes */
+struct tnpu_dw_job {
+	uint8_t *base;				/* start of the half */
+	unsigned cols, pes;
+	const struct tnpu_operand *A, *B;	/* input slot, weight slot (as loaded) */
+	const struct tnpu_operand *rec;		/* register-file entry holding the tnpu_dw_param */
+	void *acc;				/* the row's accumulator (overwritten) */
+	/* filled by tnpu_dw_check */
+	struct tnpu_dw_param p;
+	unsigned tm, tn, rate;
+	uint8_t out_dtype;
+	uint64_t macs_pe;			/* MACs of one PE */
+};
+uint32_t tnpu_dw_check(struct tnpu_dw_job *j);
+uint32_t tnpu_dw_run(struct tnpu_dw_job *j);
+uint64_t tnpu_dw_mcast_bytes(unsigned cols, unsigned pes, const struct tnpu_operand *o,
+			     const struct tnpu_operand *prev, uint64_t unicast_bytes);
 
 /* cluster.c */
 uint32_t tnpu_cluster_dispatch(struct tnpu_exec *ex, unsigned row, unsigned half, unsigned dflags,

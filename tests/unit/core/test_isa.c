@@ -524,7 +524,7 @@ Test(isa, malformed_programs_stop_with_documented_errors)
 	cr_assert_eq(res.err_info, 0 | 5 << 8 | 0xFF << 16);
 
 	memcpy(ins, good, sizeof(ins));
-	ins[2] |= 0x0400;	/* MAC reserved bit */
+	ins[2] |= 0x0800;	/* MAC reserved bit (bit 10 is DW since the depthwise block) */
 	config(0, h, ins, ops);
 	cr_assert_eq(run(), TNPU_ERR_INSTR);
 	cr_assert_eq(res.err_info >> 16, 2);

@@ -151,7 +151,7 @@ extern "C" {
 #define   TNPU_FEAT_RING_DMA	TNPU_BIT(12)	/* DMA to/from on-chip ring memory (TNPU_DMA_F_RING) */
 /* Every feature this model implements: the CAP_FEATURES value. */
 #define TNPU_FEATURES	(TNPU_FEAT_ZSKIP | TNPU_FEAT_SPARSE_W | TNPU_FEAT_LOADBAL | TNPU_FEAT_SFU_CHAIN | \
-			 TNPU_FEAT_IM2COL | TNPU_FEAT_SEMAPHORES | TNPU_FEAT_DMA_FILL | \
+			 TNPU_FEAT_IM2COL | TNPU_FEAT_SEMAPHORES | TNPU_FEAT_DMA_FILL | TNPU_FEAT_DEPTHWISE | \
 			 TNPU_FEAT_ROW_BUSY | TNPU_FEAT_SPARSE_CNT | \
 			 TNPU_FEAT_ISLANDS | TNPU_FEAT_RINGS | TNPU_FEAT_RING_DMA)
 #define TNPU_REG_CAP_CMDBUF	0x0034	/* RO max command-buffer bytes */
@@ -315,6 +315,8 @@ enum tnpu_err {
 	TNPU_ERR_RING_ACCESS = 42,	/* ring-memory access to rows not owned (unpublished, unreserved) */
 	TNPU_ERR_ISLAND_ACCESS = 43,	/* command touches a row / SRAM window of another island */
 	TNPU_ERR_ISLAND_CAP = 44,	/* operation the executing island does not support */
+	TNPU_ERR_DW_PARAM = 50,		/* invalid depthwise parameter record (DW MAC) */
+	TNPU_ERR_DW_SHAPE = 51,		/* DW MAC operands do not match its parameter record */
 	TNPU_ERR_COUNT
 };
 
@@ -586,7 +588,8 @@ struct tnpu_cfg_hdr {
 	uint8_t loop_end;	/* last instruction of the loop body (inclusive) */
 	uint16_t repeat;	/* loop-body passes per EXE, >= 1 */
 	uint8_t sfu_rf;		/* window index of the SFU record used by chained MACs */
-	uint8_t reserved[7];	/* must be 0 */
+	uint8_t dw_rf;		/* window index of the depthwise record used by DW MACs (0..15) */
+	uint8_t reserved[6];	/* must be 0 */
 };
 _Static_assert(sizeof(struct tnpu_cfg_hdr) == 16, "cfg hdr");
 #define TNPU_CFG_MODE_PIPE4	TNPU_BIT(0)	/* 4-stage ID-FO-SU-WB: scalar updates on */
@@ -686,7 +689,7 @@ enum tnpu_insn_op {
 #define TNPU_LD_ZSKIP		TNPU_BIT(3)
 #define TNPU_LD_RF(i)		TNPU_GET(i, 7, 4)
 #define TNPU_LD_SLOT(i)		TNPU_GET(i, 9, 8)
-#define TNPU_LD_RSVD		0x0C00u
+#define TNPU_LD_RSVD		0x0800u	/* bit 10 = TNPU_LD_MCAST (depthwise block) */
 /* ST: [3:2] accumulator, [7:4] rf window index of the destination,
  *     [8] RAW (store the accumulator itself instead of the output queue), [11:9] reserved. */
 #define TNPU_ST_ACC(i)		TNPU_GET(i, 3, 2)
@@ -700,7 +703,7 @@ enum tnpu_insn_op {
 #define TNPU_MAC_IN(i)		TNPU_GET(i, 5, 4)
 #define TNPU_MAC_WQ(i)		TNPU_GET(i, 7, 6)
 #define TNPU_MAC_ACC(i)		TNPU_GET(i, 9, 8)
-#define TNPU_MAC_RSVD		0x0C00u
+#define TNPU_MAC_RSVD		0x0800u	/* bit 10 = TNPU_MAC_DW (depthwise block) */
 /* SFU: [3:2] function class, [7:4] rf window index of the parameter record,
  *      [9:8] accumulator, [11:10] reserved. */
 #define TNPU_SFU_FN(i)		TNPU_GET(i, 3, 2)
@@ -736,6 +739,59 @@ enum tnpu_patch_field {
 	TNPU_PATCH_COLS = 2,
 	TNPU_PATCH_PITCH = 3,
 };
+
+/* ------------------------------------------------------------------------- */
+/* Depthwise convolution (issue #6): banded DMA over the storage-unit ports,  */
+/* channel-wise DW MAC, multicast LD (commands.md, isa.md, cycle-model.md)    */
+/* ------------------------------------------------------------------------- */
+#define TNPU_CMD_DMA_BANDS_H2D	0x14	/* load engine: host planes -> every storage unit's band */
+#define TNPU_CMD_DMA_BANDS_D2H	0x15	/* store engine: every storage unit's band -> host planes */
+#define TNPU_RATE_DMA_PORT	256	/* bytes per cycle per storage-unit port and direction (banded DMA) */
+#define TNPU_REG_CAP_PORTS	0x03C0	/* RO: banded-DMA ports */
+#define   TNPU_CAP_PORTS_RATE(v)	TNPU_GET(v, 15, 0)	/* bytes/cycle per port and direction */
+#define   TNPU_CAP_PORTS_NUM(v)		TNPU_GET(v, 23, 16)	/* ports (= rows) */
+#define TNPU_FEAT_DEPTHWISE	TNPU_BIT(7)	/* DMA_BANDS_*, DW MAC, MCAST LD */
+
+/* DMA_BANDS_H2D / DMA_BANDS_D2H: one 3-D transfer split into one band per storage unit.
+ * AXIS_Z: unit u takes planes z in [first + u*step, first + u*step + len) clipped to [0, depth),
+ * at SRAM plane index z - (first + u*step).  AXIS_X: unit u takes bytes x of every row in the same
+ * interval clipped to [0, width), at SRAM byte x - (first + u*step) of the row. */
+struct tnpu_cmd_dma_bands {
+	struct tnpu_cmd_hdr hdr;	/* size 72 */
+	uint64_t host_va;
+	uint64_t host_pitch_y;
+	uint64_t host_pitch_z;
+	uint32_t sram_off;
+	uint32_t sram_pitch_y;
+	uint32_t sram_pitch_z;
+	uint32_t width;			/* bytes per row, >= 1 */
+	uint32_t height;		/* rows per plane, >= 1 */
+	uint32_t depth;			/* host planes, >= 1 */
+	int32_t band_first;		/* first plane of unit 0's band (may be negative) */
+	uint32_t band_step;		/* planes between consecutive units' bands */
+	uint32_t band_len;		/* planes per band, >= 1 */
+	uint8_t half;			/* 0 / 1 */
+	uint8_t axis;			/* TNPU_BANDS_AXIS_*: what the bands split */
+	uint8_t reserved[2];		/* must be 0 */
+};
+_Static_assert(sizeof(struct tnpu_cmd_dma_bands) == 72, "dma bands cmd");
+#define TNPU_BANDS_AXIS_Z	0	/* bands of planes: first/step/len count planes */
+#define TNPU_BANDS_AXIS_X	1	/* bands of every row's bytes: first/step/len count bytes */
+_Static_assert(offsetof(struct tnpu_cmd_dma_bands, band_first) == 56, "dma bands cmd");
+
+#define TNPU_LD_MCAST		TNPU_BIT(10)	/* LD: the row's tiles travel as one multicast block */
+#define TNPU_MAC_DW		TNPU_BIT(10)	/* MAC: channel-wise (depthwise) window MAC */
+
+/* Depthwise parameter record (register-file entry named by the CONFIG header's dw_rf). */
+struct tnpu_dw_param {
+	uint16_t oh, ow;	/* output block of the PE: oh x ow pixels (tm = oh*ow), >= 1 */
+	uint16_t pix;		/* input elements between horizontally adjacent pixels, >= 1 */
+	uint8_t r, s;		/* filter height, width, >= 1 */
+	uint8_t stride_y, stride_x;	/* >= 1 */
+	uint8_t dil_y, dil_x;	/* >= 1 */
+	uint8_t reserved[20];	/* must be 0 */
+};
+_Static_assert(sizeof(struct tnpu_dw_param) == 32, "dw param");
 
 #ifdef __cplusplus
 }

@@ -1,0 +1,421 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * conv_dw.c - depthwise convolution (groups == C == K, NHWC) on the depthwise block
+ * (Documentation/libaccel.md "Depthwise convolution: the depthwise block"; hardware: DMA_BANDS_*,
+ * DW MAC, MCAST LD).
+ *
+ * Storage unit (array row) u owns output columns [u*OWu, u*OWu + OWu) of every output row:
+ * DMA_BANDS_H2D (axis X) writes its input columns with the (S-1)*dx halo into a zero-padded NHWC
+ * image in the unit's half (host bytes read once), through every unit's own port.  All rows run the
+ * same broadcast program: an iteration covers E = cols*th output rows, cluster c takes th of them, PE p
+ * the channels [p*tn, p*tn + tn) of tw pixels; the multicast input window slides E rows per iteration,
+ * so each input byte crosses the distribution unit about once.  The DW MAC chains the SFU epilogue, ST
+ * writes the output tile, DMA_BANDS_D2H returns each unit's columns.  A segment (the output rows that
+ * fit a half) is split into chunks so loading, computing and storing overlap; segments alternate halves.
+ */
+#include <string.h>
+
+#include "epilogue.h"
+
+#define AS TNPU_CMD_F_ASYNC
+enum { DS_FULL = 0, DS_DONE = 1, DS_CFREE = 2, DS_SFREE = 4 };
+#define DW_MAX_CHUNKS 12	/* first + up to 10 middle + last */
+
+struct dwg {
+	uint32_t N, C, H, W, R, S, sy, sx, dy, dx, pt, pl, OH, OW, e, oe;
+	uint64_t in_va, in_sn, in_sh, w_va, out_va, out_sn, out_sh;
+	uint8_t dt, out_dt;
+};
+
+struct dwp {
+	uint32_t OWu;		/* output columns per storage unit (unit u: [u*OWu, u*OWu + OWu)) */
+	uint32_t Wpu;		/* padded input columns of a unit band */
+	uint32_t tn, tw, nx, th, E;	/* channels per PE, pixels per PE row, x chunks, rows per cluster */
+	uint32_t ob, nseg, in_rows, P_in, out_rp;
+	uint32_t in_off, out_off, w_off, b_off;
+	uint32_t cf, cl, cm;	/* chunks: first and last chunk iterations, middle chunks */
+	double est;
+};
+
+static unsigned dw_chunks(const struct dwp *d, uint32_t n, uint32_t k0[DW_MAX_CHUNKS + 1]);
+static double dw_sim(const struct accel_caps *c, const struct dwg *g, const struct dwp *d, bool sfu);
+
+static uint32_t al64(uint64_t v)
+{
+	return (uint32_t)((v + 63) & ~63ull);
+}
+
+static uint64_t cdiv(uint64_t a, uint64_t b)
+{
+	return (a + b - 1) / b;
+}
+
+static bool dw_plan(const struct accel_caps *c, const struct dwg *g, bool sfu, struct dwp *best)
+{
+	uint32_t half = c->sram_bytes / 2;
+	struct dwp d0 = { 0 };
+	bool found = false;
+
+	if (g->C % c->pes)
+		return false;
+	d0.tn = g->C / c->pes;
+	if (!d0.tn || d0.tn > c->acc_elems)
+		return false;
+	d0.OWu = (uint32_t)cdiv(g->OW, c->rows);
+	d0.Wpu = (d0.OWu - 1) * g->sx + (g->S - 1) * g->dx + 1;
+	d0.tw = ACCEL_MIN(d0.OWu, c->acc_elems / d0.tn);
+	d0.nx = (uint32_t)cdiv(d0.OWu, d0.tw);
+	d0.P_in = d0.Wpu * g->C * g->e;
+	d0.out_rp = d0.OWu * g->C * g->oe;
+	if (((uint64_t)(d0.tw - 1) * g->sx + (uint64_t)(g->S - 1) * g->dx) * g->C + d0.tn > 65535)
+		return false;
+	for (uint32_t th = 1; th <= 8; th++) {
+		struct dwp d = d0;
+		uint64_t need;
+
+		if (th > 1 && (d.nx > 1 || (uint64_t)th * d.tw * d.tn > c->acc_elems))
+			break;
+		if ((uint64_t)(th - 1) * g->sy + (uint64_t)(g->R - 1) * g->dy + 1 > 65535)
+			break;
+		d.th = th;
+		d.E = c->cols * th;
+		d.ob = (uint32_t)(cdiv(g->OH, d.E) * d.E);
+		for (; d.ob >= d.E; d.ob -= d.E) {
+			d.in_rows = (d.ob - 1) * g->sy + (g->R - 1) * g->dy + 1;
+			d.in_off = 0;
+			d.out_off = al64((uint64_t)d.in_rows * d.P_in);
+			d.w_off = d.out_off + al64((uint64_t)d.ob * d.out_rp);
+			d.b_off = d.w_off + al64((uint64_t)g->C * g->R * g->S * g->e);
+			need = (uint64_t)d.b_off + (uint64_t)g->C * 4;
+			if (need <= half)
+				break;
+		}
+		if (d.ob < d.E)
+			continue;
+		d.nseg = (uint32_t)cdiv(g->OH, d.ob);
+		for (d.cf = 1; d.cf <= 2; d.cf++)
+			for (d.cl = 1; d.cl <= 2; d.cl++)
+				for (d.cm = 1; d.cm <= DW_MAX_CHUNKS - 2; d.cm++) {
+					d.est = dw_sim(c, g, &d, sfu);
+					if (!found || d.est < best->est) {
+						*best = d;
+						found = true;
+					}
+				}
+	}
+	return found;
+}
+
+static void dw_bands(struct accel_cmdstream *cs, bool h2d, uint64_t va, uint64_t pz, unsigned half, uint32_t off,
+		     uint32_t spz, uint32_t width, uint32_t depth, int64_t first, uint32_t step, uint32_t len)
+{
+	struct tnpu_cmd_dma_bands b = {
+		.hdr = { .opcode = h2d ? TNPU_CMD_DMA_BANDS_H2D : TNPU_CMD_DMA_BANDS_D2H, .flags = AS,
+			 .size = sizeof(b) },
+		.host_va = va, .host_pitch_z = pz, .sram_off = off, .sram_pitch_z = spz, .width = width,
+		.height = 1, .depth = depth, .band_first = (int32_t)first, .band_step = step, .band_len = len,
+		.half = (uint8_t)half, .axis = TNPU_BANDS_AXIS_X,
+	};
+
+	cs_raw(cs, &b, sizeof(b));
+}
+
+/* Zero rows of every unit's half (padding rows that an earlier segment on this half overwrote). */
+static void dw_zero(struct accel_cmdstream *cs, unsigned half, uint32_t off, uint32_t pitch, uint32_t rows)
+{
+	struct tnpu_cmd_dma f = {
+		.hdr = { .opcode = TNPU_CMD_DMA_H2D, .flags = AS, .size = sizeof(f) },
+		.sram_off = off, .sram_pitch_y = pitch, .width = pitch, .height = rows, .depth = 1,
+		.row = TNPU_DMA_ROW_ALL, .half = (uint8_t)half, .dma_flags = TNPU_DMA_F_FILL,
+	};
+
+	cs_raw(cs, &f, sizeof(f));
+}
+
+static struct tnpu_operand opnd(uint32_t addr, int32_t cs, int32_t ps, uint32_t pitch, uint32_t rows, uint32_t cols,
+				uint8_t dt, uint8_t flags, int32_t su)
+{
+	struct tnpu_operand o = {
+		.addr = addr, .col_stride = cs, .pe_stride = ps, .pitch = pitch, .rows = (uint16_t)rows,
+		.cols = (uint16_t)cols, .dtype = dt, .flags = flags, .su_delta = su,
+	};
+
+	return o;
+}
+
+/* CONFIG of instruction buffer `buf` broadcast to every row. */
+static void dw_config(struct accel_cmdstream *cs, unsigned buf, unsigned half, const struct tnpu_cfg_hdr *h,
+		      const uint16_t *ins, const void *recs)
+{
+	uint8_t pkt[1 + 16 + 2 * 4 + 32 * 5];
+	size_t n = 0;
+
+	pkt[n++] = TNPU_PKT_CONFIG_BYTE(buf);
+	memcpy(pkt + n, h, 16);
+	n += 16;
+	memcpy(pkt + n, ins, 2u * h->n_instr);
+	n += 2u * h->n_instr;
+	memcpy(pkt + n, recs, 32u * h->n_operands);
+	n += 32u * h->n_operands;
+	cs_dispatch(cs, AS, TNPU_DISPATCH_ROW_ALL, half, 0, pkt, (uint32_t)n);
+}
+
+/* Buffer 1 = `iters` passes of {LD window (multicast, sliding), DW MAC (+ chained SFU), ST} from
+ * iteration k0 of x chunk xc; the scalar unit moves both windows E rows down per pass. */
+static void dw_config_run(struct accel_cmdstream *cs, const struct dwg *g, const struct dwp *d,
+			  const struct mm_problem *p, unsigned h, uint32_t k0, uint32_t iters, uint32_t xc)
+{
+	uint32_t twx = ACCEL_MIN(d->tw, d->OWu - xc * d->tw);
+	uint8_t recs[4][32];
+	struct tnpu_operand a, o;
+	struct tnpu_dw_param dp = {
+		.oh = (uint16_t)d->th, .ow = (uint16_t)twx, .pix = (uint16_t)g->C, .r = (uint8_t)g->R,
+		.s = (uint8_t)g->S, .stride_y = (uint8_t)g->sy, .stride_x = (uint8_t)g->sx,
+		.dil_y = (uint8_t)g->dy, .dil_x = (uint8_t)g->dx,
+	};
+	struct tnpu_sfu_param sp = p->sfu;
+	struct tnpu_cfg_hdr hd = {
+		.n_instr = 3, .n_operands = p->use_sfu ? 4 : 3, .rf_base = 16,
+		.mode = TNPU_CFG_MODE_PIPE4 | TNPU_CFG_MODE_WQ_PUT(TNPU_WQ_RQ), .loop_start = 0, .loop_end = 2,
+		.repeat = (uint16_t)iters, .sfu_rf = 3, .dw_rf = 2,
+	};
+	uint16_t ins[3] = {
+		(uint16_t)(TNPU_INSN_LD(0, 0, false, false) | TNPU_LD_MCAST),
+		(uint16_t)(TNPU_INSN_MAC(0, 0, 0, false, p->use_sfu) | TNPU_MAC_DW),
+		TNPU_INSN_ST(0, 1, !p->use_sfu),
+	};
+
+	a = opnd(d->in_off + k0 * d->E * g->sy * d->P_in + xc * d->tw * g->sx * g->C * g->e,
+		 (int32_t)(d->th * g->sy * d->P_in), (int32_t)(d->tn * g->e), d->P_in,
+		 (d->th - 1) * g->sy + (g->R - 1) * g->dy + 1, ((twx - 1) * g->sx + (g->S - 1) * g->dx) * g->C + d->tn,
+		 g->dt, 0, (int32_t)(d->E * g->sy * d->P_in));
+	o = opnd(d->out_off + k0 * d->E * d->out_rp + xc * d->tw * g->C * g->oe, (int32_t)(d->th * d->out_rp),
+		 (int32_t)(d->tn * g->oe), g->C * g->oe, d->th * twx, d->tn, g->out_dt, 0, (int32_t)(d->E * d->out_rp));
+	sp.bias_addr = d->b_off;
+	sp.bias_col_stride = 0;
+	sp.bias_pe_stride = (int32_t)(d->tn * 4);
+	memcpy(recs[0], &a, 32);
+	memcpy(recs[1], &o, 32);
+	memcpy(recs[2], &dp, 32);
+	memcpy(recs[3], &sp, 32);
+	dw_config(cs, 1, h, &hd, ins, recs);
+}
+
+/* Job prologue: weights (C x R*S, one row per channel = OHWI with I = 1) and bias in the halves,
+ * buffer 0 = LD of the weights into weight slot 0 (RQ: it stays valid for every DW MAC). */
+static void dw_prologue(struct accel_cmdstream *cs, const struct dwg *g, const struct dwp *d,
+			const struct mm_problem *p, unsigned halves)
+{
+	struct tnpu_operand b = opnd(d->w_off, 0, (int32_t)(d->tn * g->R * g->S * g->e), g->R * g->S * g->e, d->tn,
+				     g->R * g->S, g->dt, TNPU_OPF_TRANS, 0);
+	struct tnpu_cfg_hdr hd = { .n_instr = 1, .n_operands = 1, .rf_base = 0,
+				   .mode = TNPU_CFG_MODE_WQ_PUT(TNPU_WQ_RQ), .repeat = 1 };
+	uint16_t ins = TNPU_INSN_LD(0, 0, true, false);
+	uint8_t exe = TNPU_PKT_EXE_BYTE(0, 0);
+
+	/* every unit the same band (step 0) through its own port */
+	for (unsigned h = 0; h < halves; h++) {
+		dw_bands(cs, true, g->w_va, 0, h, d->w_off, 0, g->C * g->R * g->S * g->e, 1, 0, 0,
+			 g->C * g->R * g->S * g->e);
+		if (p->sfu.ops & TNPU_SFU_OP_BIAS)
+			dw_bands(cs, true, p->bias_va, 0, h, d->b_off, 0, g->C * 4, 1, 0, 0, g->C * 4);
+	}
+	dw_config(cs, 0, 0, &hd, &ins, &b);
+	cs_dispatch(cs, AS, TNPU_DISPATCH_ROW_ALL, 0, 0, &exe, 1);
+}
+
+/* Chunks of a segment's n iterations: first chunk cf iterations (its load is not hidden), last
+ * chunk cl (its store is not hidden), the rest in cm equal chunks; k0[0..m] are the boundaries. */
+static unsigned dw_chunks(const struct dwp *d, uint32_t n, uint32_t k0[DW_MAX_CHUNKS + 1])
+{
+	unsigned m = 0;
+	uint32_t f = ACCEL_MIN(d->cf, n), l = n > f ? ACCEL_MIN(d->cl, n - f) : 0, mid = n - f - l, per, k;
+
+	k0[m++] = 0;
+	k0[m++] = k = f;
+	if (mid) {
+		per = (uint32_t)cdiv(mid, ACCEL_MIN(d->cm, mid));
+		while (k < f + mid) {
+			k = ACCEL_MIN(f + mid, k + per);
+			k0[m++] = k;
+		}
+	}
+	if (l)
+		k0[m++] = n;
+	return m - 1;
+}
+
+/* Modeled job cycles of a plan (cycle-model.md applied to the stream dw_segment emits): the load,
+ * compute (every row alike) and store engines with the FULL/DONE/FREE token dependencies. */
+static double dw_sim(const struct accel_caps *c, const struct dwg *g, const struct dwp *d, bool sfu)
+{
+	uint32_t rate = g->dt == TNPU_DTYPE_INT8 ? c->rate_int8 : c->rate_fp32, total = g->N * d->nseg;
+	uint64_t tw = d->tw, th = d->th, box_w, mac, sfu_c, st, lrow, srow, L = 0, C = 0, S = 0;
+	uint64_t cend[2] = { 0, 0 }, send[2] = { 0, 0 };
+
+	box_w = (((tw - 1) * g->sx + (uint64_t)(g->S - 1) * g->dx) * g->C + g->C) * g->e;
+	mac = cdiv(th * tw * d->tn * g->R * g->S, rate);
+	sfu_c = sfu ? cdiv(th * tw * d->tn, 16) : cdiv(th * tw * d->tn, 64);
+	st = cdiv(th * tw * d->tn * g->oe * c->pes, 128);
+	lrow = cdiv((uint64_t)d->Wpu * g->C * g->e, TNPU_RATE_DMA_PORT);
+	srow = cdiv(d->out_rp, TNPU_RATE_DMA_PORT);
+	/* prologue: weights (and bias) per used half, every unit through its port */
+	L = (total > 1 ? 2 : 1) *
+	    (TNPU_CYC_CMD + TNPU_CYC_DMA_SETUP + cdiv((uint64_t)g->C * g->R * g->S * g->e, TNPU_RATE_DMA_PORT) +
+	     (sfu ? TNPU_CYC_CMD + TNPU_CYC_DMA_SETUP + cdiv((uint64_t)g->C * 4, TNPU_RATE_DMA_PORT) : 0));
+	for (uint32_t s = 0; s < total; s++) {
+		uint32_t y0 = (s % d->nseg) * d->ob, rows = ACCEL_MIN(d->ob, g->OH - y0), lo = 0;
+		uint32_t n = (uint32_t)cdiv(rows, d->E), k0[DW_MAX_CHUNKS + 1];
+		unsigned nch = dw_chunks(d, n, k0), h = s & 1;
+		uint64_t lend[DW_MAX_CHUNKS], ce[DW_MAX_CHUNKS];
+
+		if (s >= 2)
+			L = ACCEL_MAX(L, cend[h]);
+		for (unsigned j = 0; j < nch; j++) {
+			uint32_t hi = ACCEL_MIN(d->in_rows, (k0[j + 1] * d->E - 1) * g->sy + (g->R - 1) * g->dy + 1);
+
+			L += TNPU_CYC_CMD + TNPU_CYC_DMA_SETUP + (uint64_t)(hi - lo) * lrow;
+			lo = hi;
+			lend[j] = L;
+		}
+		if (s >= 2)
+			C = ACCEL_MAX(C, send[h]);
+		for (unsigned j = 0; j < nch; j++) {
+			uint64_t k = k0[j + 1] - k0[j], rows_in = j ? k * d->E * g->sy :
+				(k * d->E - 1) * g->sy + (g->R - 1) * g->dy + 1;
+			uint64_t dist = cdiv(rows_in * box_w, c->rate_dispatch);
+
+			C = ACCEL_MAX(C, lend[j]) + d->nx * (2 + TNPU_CYC_EXE + 3 * k +
+							    ACCEL_MAX(ACCEL_MAX(dist, k * mac), k * (sfu_c + st)) + sfu_c + st);
+			ce[j] = C;
+		}
+		cend[h] = C;
+		for (unsigned j = 0; j < nch; j++) {
+			uint32_t r1 = ACCEL_MIN(k0[j + 1] * d->E, rows), r0 = k0[j] * d->E;
+
+			S = ACCEL_MAX(S, ce[j]) + TNPU_CYC_CMD + TNPU_CYC_DMA_SETUP + (uint64_t)(r1 - r0) * srow;
+		}
+		send[h] = S;
+	}
+	return (double)(ACCEL_MAX(ACCEL_MAX(L, C), S) + TNPU_CYC_JOB);
+}
+
+static void dw_segment(struct accel_cmdstream *cs, const struct dwg *g, const struct dwp *d,
+		       const struct mm_problem *p, uint32_t s, uint32_t total)
+{
+	unsigned h = s & 1, nch;
+	uint32_t b = s / d->nseg, y0 = (s % d->nseg) * d->ob, rows = ACCEL_MIN(d->ob, g->OH - y0);
+	uint32_t n = (uint32_t)cdiv(rows, d->E), k0[DW_MAX_CHUNKS + 1], lo = 0;
+	int64_t iy0 = (int64_t)y0 * g->sy - g->pt;	/* image row of SRAM row 0 */
+	uint8_t exe = TNPU_PKT_EXE_BYTE(1, TNPU_PKT_LAST | TNPU_PKT_SHIFT_OUT);
+
+	nch = dw_chunks(d, n, k0);
+	/* load engine: each chunk's new input rows, every unit its column band (one DMA_BANDS_H2D) */
+	if (s >= 2)
+		cs_sem(cs, false, AS, TNPU_ENGINE_LOAD, DS_CFREE + h, 1);
+	for (unsigned j = 0; j < nch; j++) {
+		uint32_t hi = ACCEL_MIN(d->in_rows, (k0[j + 1] * d->E - 1) * g->sy + (g->R - 1) * g->dy + 1);
+		int64_t r0 = ACCEL_MAX(iy0 + lo, 0), r1 = ACCEL_MIN(iy0 + hi, (int64_t)g->H);
+
+		/* SRAM rows outside the image must read as zero: clear those an earlier segment wrote */
+		if (s >= 2 && iy0 + lo < 0)
+			dw_zero(cs, h, d->in_off + lo * d->P_in, d->P_in, (uint32_t)ACCEL_MIN(-(iy0 + lo), hi - lo));
+		if (s >= 2 && iy0 + hi > (int64_t)g->H) {
+			uint32_t z0 = (uint32_t)ACCEL_MAX((int64_t)lo, (int64_t)g->H - iy0);
+
+			dw_zero(cs, h, d->in_off + z0 * d->P_in, d->P_in, hi - z0);
+		}
+		if (r1 > r0)
+			dw_bands(cs, true, g->in_va + (uint64_t)b * g->in_sn + (uint64_t)r0 * g->in_sh, g->in_sh, h,
+				 d->in_off + (uint32_t)(r0 - iy0) * d->P_in, d->P_in, g->W * g->C * g->e, (uint32_t)(r1 - r0),
+				 -(int64_t)g->pl * g->C * g->e, d->OWu * g->sx * g->C * g->e, d->Wpu * g->C * g->e);
+		lo = ACCEL_MAX(lo, hi);
+		cs_sem(cs, true, AS, TNPU_ENGINE_LOAD, DS_FULL, 1);
+	}
+	/* compute engine: one EXE per chunk and x chunk runs the chunk's iterations */
+	if (s >= 2)
+		cs_sem(cs, false, AS, TNPU_ENGINE_COMPUTE, DS_SFREE + h, 1);
+	for (unsigned j = 0; j < nch; j++) {
+		cs_sem(cs, false, AS, TNPU_ENGINE_COMPUTE, DS_FULL, 1);
+		for (uint32_t xc = 0; xc < d->nx; xc++) {
+			dw_config_run(cs, g, d, p, h, k0[j], k0[j + 1] - k0[j], xc);
+			cs_dispatch(cs, AS, TNPU_DISPATCH_ROW_ALL, h, 0, &exe, 1);
+		}
+		cs_sem(cs, true, AS, TNPU_ENGINE_COMPUTE, DS_DONE, 1);
+	}
+	if (s + 2 < total)
+		cs_sem(cs, true, AS, TNPU_ENGINE_COMPUTE, DS_CFREE + h, 1);
+	/* store engine: each chunk's output rows, every unit its column band */
+	for (unsigned j = 0; j < nch; j++) {
+		uint32_t r0 = k0[j] * d->E, r1 = ACCEL_MIN(k0[j + 1] * d->E, rows);
+
+		cs_sem(cs, false, AS, TNPU_ENGINE_STORE, DS_DONE, 1);
+		dw_bands(cs, false, g->out_va + (uint64_t)b * g->out_sn + (uint64_t)(y0 + r0) * g->out_sh, g->out_sh, h,
+			 d->out_off + r0 * d->out_rp, d->out_rp, g->OW * g->C * g->oe, r1 - r0, 0, d->out_rp, d->out_rp);
+	}
+	if (s + 2 < total)
+		cs_sem(cs, true, AS, TNPU_ENGINE_STORE, DS_SFREE + h, 1);
+}
+
+/* Returns 1 if the convolution is not eligible (caller takes another lowering), 0 or -errno. */
+int conv_dw_lower(struct accel_dev *dev, struct mm_ctx *x, const struct accel_conv2d_desc *cd,
+		  const struct mm_problem *p)
+{
+	const struct accel_tensor *in = cd->input, *wt = cd->weights, *out = cd->output;
+	const struct accel_caps *c = x->caps;
+	struct dwg g;
+	struct dwp d = { 0 };
+	uint32_t total;
+	uint64_t est_bytes;
+
+	if (dev->dw_off || !(c->features & TNPU_FEAT_DEPTHWISE) || x->no_direct)
+		return 1;
+	if (in->layout != ACCEL_LAYOUT_NHWC || out->layout != ACCEL_LAYOUT_NHWC || cd->groups != in->shape[1] ||
+	    wt->shape[0] != in->shape[1] || wt->shape[1] != 1 || cd->input_zero_point)
+		return 1;
+	memset(&g, 0, sizeof(g));
+	g.dt = p->f32 ? TNPU_DTYPE_FP32 : TNPU_DTYPE_INT8;
+	g.out_dt = p->out_dtype;
+	g.e = p->f32 ? 4 : 1;
+	g.oe = p->out_dtype == TNPU_DTYPE_INT8 ? 1 : 4;
+	g.N = in->shape[0];
+	g.C = in->shape[1];
+	g.H = in->shape[2];
+	g.W = in->shape[3];
+	g.R = wt->shape[2];
+	g.S = wt->shape[3];
+	g.sy = cd->stride_h;
+	g.sx = cd->stride_w;
+	g.dy = cd->dil_h;
+	g.dx = cd->dil_w;
+	g.pt = cd->pad_top;
+	g.pl = cd->pad_left;
+	g.OH = out->shape[2];
+	g.OW = out->shape[3];
+	if (g.R > 255 || g.S > 255 || g.C > 65535 || in->strides[3] != (int64_t)g.C * g.e ||
+	    wt->strides[0] != (int64_t)g.R * g.S * g.e ||
+	    out->strides[3] != (int64_t)g.C * g.oe || out->strides[1] != (int64_t)g.oe)
+		return 1;
+	if (!dw_plan(c, &g, p->use_sfu, &d))
+		return 1;
+	total = g.N * d.nseg;
+	est_bytes = 4096 + (uint64_t)total * DW_MAX_CHUNKS * (4 * 96 + d.nx * 256);
+	if (est_bytes > x->cut_bytes)
+		return 1;
+	g.in_va = in->buf->va + in->offset;
+	g.in_sn = (uint64_t)in->strides[0];
+	g.in_sh = (uint64_t)in->strides[2];
+	g.w_va = wt->buf->va + wt->offset;
+	g.out_va = out->buf->va + out->offset;
+	g.out_sn = (uint64_t)out->strides[0];
+	g.out_sh = (uint64_t)out->strides[2];
+	if (cs_segment_len(x->cs))
+		cs_cut(x->cs);
+	x->prob_seq++;
+	dw_prologue(x->cs, &g, &d, p, total > 1 ? 2 : 1);
+	for (uint32_t s = 0; s < total; s++)
+		dw_segment(x->cs, &g, &d, p, s, total);
+	if (x->cs->err)
+		return accel_seterr(dev, x->cs->err, "out of memory while building the command stream");
+	return 0;
+}

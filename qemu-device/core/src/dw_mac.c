@@ -1,0 +1,185 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * dw_mac.c - channel-wise (depthwise) MAC and the multicast LD's distribution cost
+ * (Documentation/hardware/isa.md "DW MAC", "MCAST"; cycle-model.md).
+ *
+ * A DW MAC computes, for every PE, an oh x ow block of output pixels of tn channels and replaces
+ * the accumulator with it (it takes the shape tm x tn; a DW MAC never accumulates onto old contents):
+ *   acc[oy*ow + ox][ch] = sum over ry < r, rx < s (in order) of
+ *                          A[oy*sy + ry*dy][(ox*sx + rx*dx)*pix + ch] * W[ry*s + rx][ch]
+ * with A the input slot's tile (rows = input rows, cols = elements of an input row span) and W the
+ * weight slot's tile (r*s taps x tn channels, or tn x r*s with TRANS).
+ */
+#include <math.h>
+
+#include "internal.h"
+
+static unsigned dw_esize(unsigned dt)
+{
+	return dt == TNPU_DTYPE_INT8 ? 1 : dt == TNPU_DTYPE_BF16 ? 2 : 4;
+}
+
+static int64_t dw_pe_addr(const struct tnpu_operand *o, unsigned c, unsigned p)
+{
+	return (int64_t)o->addr + (int64_t)c * o->col_stride + (int64_t)p * o->pe_stride;
+}
+
+/* The register file keeps decoded operand fields; re-encode the 32 raw bytes to reinterpret. */
+static void dw_raw(const struct tnpu_operand *rec, uint8_t raw[32])
+{
+	memcpy(raw, &rec->addr, 4);
+	memcpy(raw + 4, &rec->col_stride, 4);
+	memcpy(raw + 8, &rec->pe_stride, 4);
+	memcpy(raw + 12, &rec->pitch, 4);
+	memcpy(raw + 16, &rec->rows, 2);
+	memcpy(raw + 18, &rec->cols, 2);
+	raw[20] = rec->dtype;
+	raw[21] = rec->flags;
+	memcpy(raw + 22, &rec->su_wrap, 2);
+	memcpy(raw + 24, &rec->su_delta, 4);
+	memcpy(raw + 28, &rec->su_wrap_delta, 4);
+}
+
+uint32_t tnpu_dw_check(struct tnpu_dw_job *j)
+{
+	const struct tnpu_operand *A = j->A, *B = j->B;
+	struct tnpu_dw_param *p = &j->p;
+	uint8_t raw[32];
+	unsigned taps;
+	uint64_t need_rows, need_cols;
+
+	dw_raw(j->rec, raw);
+	p->oh = ld16(raw);
+	p->ow = ld16(raw + 2);
+	p->pix = ld16(raw + 4);
+	p->r = raw[6];
+	p->s = raw[7];
+	p->stride_y = raw[8];
+	p->stride_x = raw[9];
+	p->dil_y = raw[10];
+	p->dil_x = raw[11];
+	for (unsigned i = 12; i < 32; i++)
+		if (raw[i])
+			return TNPU_ERR_DW_PARAM;
+	if (!p->oh || !p->ow || !p->pix || !p->r || !p->s || !p->stride_y || !p->stride_x || !p->dil_y ||
+	    !p->dil_x)
+		return TNPU_ERR_DW_PARAM;
+	if (B->flags & TNPU_OPF_SPARSE)
+		return TNPU_ERR_DW_SHAPE;
+	if (B->flags & TNPU_OPF_TRANS) {
+		j->tn = B->rows;
+		taps = B->cols;
+	} else {
+		j->tn = B->cols;
+		taps = B->rows;
+	}
+	j->tm = (unsigned)p->oh * p->ow;
+	need_rows = (uint64_t)(p->oh - 1) * p->stride_y + (uint64_t)(p->r - 1) * p->dil_y + 1;
+	need_cols = ((uint64_t)(p->ow - 1) * p->stride_x + (uint64_t)(p->s - 1) * p->dil_x) * p->pix + j->tn;
+	if (taps != (unsigned)p->r * p->s || (uint64_t)j->tm * j->tn > TNPU_ACC_ELEMS || need_rows > A->rows ||
+	    need_cols > A->cols)
+		return TNPU_ERR_DW_SHAPE;
+	j->out_dtype = A->dtype == TNPU_DTYPE_INT8 ? TNPU_DTYPE_INT32 : TNPU_DTYPE_FP32;
+	j->rate = A->dtype == TNPU_DTYPE_INT8 ? TNPU_RATE_MAC_INT8 : TNPU_RATE_MAC_FP32;
+	j->macs_pe = (uint64_t)j->tm * j->tn * taps;
+	return 0;
+}
+
+static float dw_f(const uint8_t *q, unsigned dt)
+{
+	float f;
+
+	if (dt == TNPU_DTYPE_BF16) {
+		uint32_t v = (uint32_t)ld16(q) << 16;
+
+		memcpy(&f, &v, 4);
+	} else {
+		memcpy(&f, q, 4);
+	}
+	return f;
+}
+
+uint32_t tnpu_dw_run(struct tnpu_dw_job *j)
+{
+	const struct tnpu_operand *A = j->A, *B = j->B;
+	const struct tnpu_dw_param *p = &j->p;
+	unsigned dt = A->dtype, e = dw_esize(dt), tn = j->tn, tm = j->tm;
+	size_t ld = (size_t)j->pes * tn;
+	bool trans = B->flags & TNPU_OPF_TRANS;
+	uint64_t wt_tap = trans ? e : B->pitch, wt_ch = trans ? B->pitch : e;
+
+	for (unsigned c = 0; c < j->cols; c++) {
+		for (unsigned pe = 0; pe < j->pes; pe++) {
+			const uint8_t *at = j->base + dw_pe_addr(A, c, pe);
+			const uint8_t *bt = j->base + dw_pe_addr(B, c, pe);
+			uint8_t *cp = (uint8_t *)j->acc + ((size_t)c * tm * ld + (size_t)pe * tn) * 4;
+
+			for (unsigned oy = 0; oy < p->oh; oy++) {
+				for (unsigned ox = 0; ox < p->ow; ox++) {
+					uint8_t *out = cp + ((size_t)(oy * p->ow + ox) * ld) * 4;
+
+					for (unsigned ch = 0; ch < tn; ch++) {
+						uint32_t si = 0;
+						float sf = 0.0f;
+
+						for (unsigned ry = 0; ry < p->r; ry++) {
+							const uint8_t *arow = at + (uint64_t)(oy * p->stride_y + ry * p->dil_y) * A->pitch;
+
+							for (unsigned rx = 0; rx < p->s; rx++) {
+								uint64_t ai = ((uint64_t)(ox * p->stride_x + rx * p->dil_x) * p->pix + ch) * e;
+								const uint8_t *wq = bt + (uint64_t)(ry * p->s + rx) * wt_tap + (uint64_t)ch * wt_ch;
+
+								if (dt == TNPU_DTYPE_INT8)
+									si += (uint32_t)((int32_t)(int8_t)arow[ai] * (int8_t)*wq);
+								else
+									sf = fmaf(dw_f(arow + ai, dt), dw_f(wq, dt), sf);
+							}
+						}
+						if (dt == TNPU_DTYPE_INT8)
+							memcpy(out + 4 * ch, &si, 4);
+						else
+							memcpy(out + 4 * ch, &sf, 4);
+					}
+				}
+			}
+		}
+	}
+	return 0;
+}
+
+uint64_t tnpu_dw_mcast_bytes(unsigned cols, unsigned pes, const struct tnpu_operand *o,
+			     const struct tnpu_operand *prev, uint64_t unicast_bytes)
+{
+	uint64_t e = dw_esize(o->dtype), box_w = 0, box_rows = 0, bytes;
+	int64_t amin = INT64_MAX;
+
+	if (!o->pitch)
+		return unicast_bytes;
+	for (unsigned c = 0; c < cols; c++)
+		for (unsigned p = 0; p < pes; p++)
+			amin = TNPU_MIN(amin, dw_pe_addr(o, c, p));
+	for (unsigned c = 0; c < cols; c++) {
+		for (unsigned p = 0; p < pes; p++) {
+			uint64_t d = (uint64_t)(dw_pe_addr(o, c, p) - amin);
+
+			box_rows = TNPU_MAX(box_rows, d / o->pitch + o->rows);
+			box_w = TNPU_MAX(box_w, d % o->pitch + o->cols * e);
+		}
+	}
+	if (box_w > o->pitch)
+		return unicast_bytes;	/* the tiles do not form a block of rows: no multicast saving */
+	bytes = box_rows * box_w;
+	if (prev && prev->pitch == o->pitch && prev->rows == o->rows && prev->cols == o->cols &&
+	    prev->dtype == o->dtype && prev->flags == o->flags && prev->col_stride == o->col_stride &&
+	    prev->pe_stride == o->pe_stride) {
+		int64_t delta = (int64_t)o->addr - (int64_t)prev->addr;
+
+		if (delta % (int64_t)o->pitch == 0) {
+			uint64_t d = (uint64_t)(delta < 0 ? -delta : delta) / o->pitch;
+
+			if (d < box_rows)
+				bytes = d * box_w;	/* sliding block: only the new rows travel */
+		}
+	}
+	return TNPU_MIN(bytes, unicast_bytes);
+}

@@ -1,0 +1,441 @@
+/* SPDX-License-Identifier: MIT */
+/* Depthwise block: DW MAC against a CPU reference, multicast LD distribution bytes, DW EXE timing,
+ * DMA_BANDS_H2D/D2H (planes and row bytes), and bad encodings -> documented error codes. */
+#include "common.h"
+
+static struct tsim s;
+static uint64_t host;	/* 256 KiB host buffer */
+static struct tcb cb;
+static struct tnpu_result res;
+static struct tnpu_config cfg;
+
+static void setup(void)
+{
+	cfg = small_cfg();	/* 2 rows x 2 clusters x 4 PEs, 64 KiB storage units */
+	cr_assert_eq(tsim_init(&s, &cfg, 32 << 20), 0);
+	host = tsim_buf(&s, 256 * 1024);
+	tcb_init(&cb);
+}
+
+static void teardown(void)
+{
+	tcb_free(&cb);
+	tsim_fini(&s);
+}
+
+TestSuite(dw, .init = setup, .fini = teardown);
+
+static uint8_t *H(uint32_t off)
+{
+	return (uint8_t *)tsim_ptr(&s, host) + off;
+}
+
+static uint32_t run(void)
+{
+	tsim_run(&s, &cb, 0, &res);
+	cb.len = 0;
+	return res.error;
+}
+
+#define LAST (TNPU_PKT_LAST | TNPU_PKT_SHIFT_OUT)
+#define MAX(a, b) ((a) > (b) ? (a) : (b))
+
+static struct tnpu_operand opnd(uint32_t addr, int32_t cs, int32_t ps, uint32_t pitch, uint32_t rows, uint32_t cols,
+				uint8_t dtype, uint8_t flags)
+{
+	struct tnpu_operand o = { .addr = addr, .col_stride = cs, .pe_stride = ps, .pitch = pitch,
+				  .rows = (uint16_t)rows, .cols = (uint16_t)cols, .dtype = dtype, .flags = flags };
+
+	return o;
+}
+
+static struct tnpu_operand dwrec(const struct tnpu_dw_param *p)
+{
+	struct tnpu_operand o;
+
+	memcpy(&o, p, sizeof(o));
+	return o;
+}
+
+static void dispatch(unsigned ib, struct tnpu_cfg_hdr h, const uint16_t *ins, const struct tnpu_operand *ops,
+		     uint8_t exe_flags, unsigned n_exe)
+{
+	struct tpkt p;
+
+	tpkt_config(&p, ib, &h, ins, ops);
+	tcb_dispatch(&cb, 0, 0, 0, 0, p.buf, p.len);
+	for (unsigned i = 0; i < n_exe; i++) {
+		tpkt_exe(&p, ib, exe_flags, NULL, 0);
+		tcb_dispatch(&cb, 0, 0, 0, 0, p.buf, p.len);
+	}
+}
+
+static int32_t rnd8(uint64_t *st)
+{
+	return (int32_t)(trng(st) % 255) - 127;
+}
+
+/* One randomized DW MAC on row 0: image (IH x IW pixels x C channels) at SRAM 0, weights after it,
+ * output tile of every PE after that; compared with a CPU reference computed from the host data. */
+static void dw_case(uint64_t seed, bool f32, bool trans, unsigned repeat)
+{
+	uint64_t st = seed;
+	unsigned cols = cfg.cols, pes = cfg.pes;
+	unsigned tn = 1 + trng(&st) % 3, oh = 1 + trng(&st) % 3, ow = 1 + trng(&st) % 5;
+	unsigned r = 1 + trng(&st) % 3, sx = 1 + trng(&st) % 2, sy = 1 + trng(&st) % 2;
+	unsigned dy = 1 + trng(&st) % 2, dx = 1 + trng(&st) % 2, s_ = 1 + trng(&st) % 3;
+	unsigned C = pes * tn, e = f32 ? 4 : 1, tm = oh * ow, taps = r * s_;
+	unsigned arows = (oh - 1) * sy + (r - 1) * dy + 1, apix = (ow - 1) * sx + (s_ - 1) * dx + 1;
+	unsigned IH = (cols - 1) * oh * sy + arows, IW = apix + 1, pitch = IW * C * e;
+	uint32_t img = 0, wof = (IH * pitch + 63) & ~63u, oof = (wof + taps * C * e + 63) & ~63u;
+	uint16_t ins[] = { TNPU_INSN_LD(0, 0, 0, 0) | TNPU_LD_MCAST, TNPU_INSN_LD(1, 0, 1, 0),
+			   TNPU_INSN_MAC(0, 0, 0, 0, 0) | TNPU_MAC_DW, TNPU_INSN_ST(0, 2, 1) };
+	struct tnpu_dw_param dp = { .oh = (uint16_t)oh, .ow = (uint16_t)ow, .pix = (uint16_t)C, .r = (uint8_t)r,
+				    .s = (uint8_t)s_, .stride_y = (uint8_t)sy, .stride_x = (uint8_t)sx,
+				    .dil_y = (uint8_t)dy, .dil_x = (uint8_t)dx };
+	struct tnpu_operand ops[4] = {
+		opnd(img, (int32_t)(oh * sy * pitch), (int32_t)(tn * e), pitch, arows, ((ow - 1) * sx + (s_ - 1) * dx) * C + tn,
+		     f32 ? TNPU_DTYPE_FP32 : TNPU_DTYPE_INT8, 0),
+		/* weights: [tap][C] (rows = taps) or, TRANS, [C][tap] (rows = tn of the PE) */
+		trans ? opnd(wof, 0, (int32_t)(tn * taps * e), taps * e, tn, taps, f32 ? TNPU_DTYPE_FP32 : TNPU_DTYPE_INT8,
+			     TNPU_OPF_TRANS)
+		      : opnd(wof, 0, (int32_t)(tn * e), C * e, taps, tn, f32 ? TNPU_DTYPE_FP32 : TNPU_DTYPE_INT8, 0),
+		opnd(oof, (int32_t)(tm * C * 4), (int32_t)(tn * 4), C * 4, tm, tn, f32 ? TNPU_DTYPE_FP32 : TNPU_DTYPE_INT32, 0),
+		dwrec(&dp),
+	};
+	uint32_t hin = 0, hw = 64 * 1024, hout = 128 * 1024;
+	struct tnpu_cfg_hdr h = { .n_instr = 4, .n_operands = 4, .loop_end = 3, .repeat = (uint16_t)repeat,
+				  .mode = TNPU_CFG_MODE_WQ_PUT(TNPU_WQ_RQ), .dw_rf = 3 };
+
+	cr_assert_leq(oof + cols * tm * C * 4, cfg.sram / 2, "seed %llu: test case too large", (unsigned long long)seed);
+	for (unsigned i = 0; i < IH * IW * C; i++) {
+		if (f32) {
+			float v = (float)rnd8(&st) / 16.0f;
+
+			memcpy(H(hin + 4 * i), &v, 4);
+		} else {
+			*(int8_t *)H(hin + i) = (int8_t)rnd8(&st);
+		}
+	}
+	for (unsigned i = 0; i < taps * C; i++) {
+		if (f32) {
+			float v = (float)rnd8(&st) / 32.0f;
+
+			memcpy(H(hw + 4 * i), &v, 4);
+		} else {
+			*(int8_t *)H(hw + i) = (int8_t)rnd8(&st);
+		}
+	}
+	tcb_dma(&cb, true, 0, host + hin, 0, 0, 0, 0, img, 0, 0, IH * pitch, 1, 1);
+	tcb_dma(&cb, true, 0, host + hw, 0, 0, 0, 0, wof, 0, 0, taps * C * e, 1, 1);
+	dispatch(0, h, ins, ops, LAST, 1);
+	tcb_dma(&cb, false, 0, host + hout, 0, 0, 0, 0, oof, 0, 0, cols * tm * C * 4, 1, 1);
+	cr_assert_eq(run(), 0, "seed %llu: %s", (unsigned long long)seed, tnpu_err_name(res.error));
+	for (unsigned c = 0; c < cols; c++)
+		for (unsigned p = 0; p < pes; p++)
+			for (unsigned oy = 0; oy < oh; oy++)
+				for (unsigned ox = 0; ox < ow; ox++)
+					for (unsigned k = 0; k < tn; k++) {
+						unsigned ch = p * tn + k, o = ((c * tm + oy * ow + ox) * C + ch) * 4;
+						int64_t si = 0;
+						double sf = 0;
+
+						for (unsigned ry = 0; ry < r; ry++)
+							for (unsigned rx = 0; rx < s_; rx++) {
+								unsigned iy = c * oh * sy + oy * sy + ry * dy, ix = ox * sx + rx * dx;
+								unsigned ai = (iy * IW + ix) * C + ch;
+								/* host weights: [tap][C] for plain, [C][tap] for TRANS */
+								unsigned wi = trans ? ch * taps + ry * s_ + rx : (ry * s_ + rx) * C + ch;
+
+								if (f32) {
+									float a, w;
+
+									memcpy(&a, H(hin + 4 * ai), 4);
+									memcpy(&w, trans ? H(hw + 4 * wi) : H(hw + 4 * wi), 4);
+									sf += (double)a * w;
+								} else {
+									si += (int64_t)*(int8_t *)H(hin + ai) * *(int8_t *)H(hw + wi);
+								}
+							}
+						if (f32) {
+							float got;
+
+							memcpy(&got, H(hout + o), 4);
+							cr_assert_float_eq(got, (float)sf, 1e-4 + 1e-5 * fabs(sf),
+									   "seed %llu PE (%u,%u) px (%u,%u) ch %u", (unsigned long long)seed,
+									   c, p, oy, ox, k);
+						} else {
+							int32_t got;
+
+							memcpy(&got, H(hout + o), 4);
+							cr_assert_eq(got, (int32_t)si, "seed %llu PE (%u,%u) px (%u,%u) ch %u",
+								     (unsigned long long)seed, c, p, oy, ox, k);
+						}
+					}
+	/* every DW MAC: tm * tn * taps MACs per PE; a repeated DW MAC overwrites (results above) */
+	cr_assert_eq(res.counters[TNPU_CNT_MACS_DENSE], (uint64_t)repeat * tm * tn * taps * cols * pes);
+}
+
+/* Weights in the TRANS layout are stored [C][tap] on the host; in plain layout [tap][C]. The
+ * plain case reuses hw as [tap][C] directly. */
+Test(dw, dw_mac_int8_matches_cpu_reference)
+{
+	for (uint64_t seed = 1; seed <= 40; seed++)
+		dw_case(seed * 0x9E3779B97F4A7C15ull, false, seed & 1, 1);
+}
+
+Test(dw, dw_mac_fp32_matches_cpu_reference)
+{
+	for (uint64_t seed = 1; seed <= 20; seed++)
+		dw_case(seed * 0xD1B54A32D192ED03ull, true, seed & 1, 1);
+}
+
+Test(dw, dw_mac_overwrites_the_accumulator)
+{
+	/* the loop body runs 3 times on the same data: results equal one run, MACs count 3 runs */
+	dw_case(77, false, true, 3);
+	dw_case(78, true, false, 2);
+}
+
+/* Multicast LD: the row's tiles as one block of rows; a slide by d rows moves only d rows. */
+Test(dw, mcast_ld_moves_the_block_once_and_slides)
+{
+	unsigned cols = cfg.cols, pes = cfg.pes;
+	uint32_t pitch = 64;
+	/* PE (c, p): 3 rows x 8 bytes at c*2 rows + p*4 bytes: block = (2*(cols-1) + 3) rows x (4*(pes-1)+8) B */
+	struct tnpu_operand ops[1] = { opnd(0, (int32_t)(2 * pitch), 4, pitch, 3, 8, TNPU_DTYPE_INT8, 0) };
+	uint16_t ld = TNPU_INSN_LD(0, 0, 0, 0) | TNPU_LD_MCAST, ld_plain = TNPU_INSN_LD(0, 0, 0, 0);
+	uint64_t box_rows = 2 * (cols - 1) + 3, box_w = 4 * (pes - 1) + 8, base;
+	struct tnpu_cfg_hdr h = { .n_instr = 1, .n_operands = 1, .repeat = 1 };
+	struct tnpu_exe_patch pt = { .rf = 0, .field = TNPU_PATCH_ADDR, .value = 2 * pitch };
+	struct tpkt p;
+
+	dispatch(0, h, &ld_plain, ops, 0, 1);
+	cr_assert_eq(run(), 0);
+	base = res.counters[TNPU_CNT_BYTES_DISPATCH] - res.counters[TNPU_CNT_BYTES_CONFIG];
+	/* unicast: every PE's 24-byte tile (cols * pes distinct tiles), plus the 1-byte EXE packet */
+	cr_assert_eq(base, 1 + (uint64_t)cols * pes * 24);
+
+	dispatch(0, h, &ld, ops, 0, 1);
+	tpkt_exe(&p, 0, 0, &pt, 1);	/* same record two rows lower: a slide by 2 */
+	tcb_dispatch(&cb, 0, 0, 0, 0, p.buf, p.len);
+	cr_assert_eq(run(), 0);
+	cr_assert_eq(res.counters[TNPU_CNT_BYTES_DISPATCH] - res.counters[TNPU_CNT_BYTES_CONFIG],
+		     1 + box_rows * box_w + 9 + 2 * box_w);
+}
+
+/* A DW run overlaps SFU/ST with the MACs; the last tile's drain is exposed. */
+Test(dw, dw_exe_busy_follows_the_cycle_model)
+{
+	unsigned cols = cfg.cols, pes = cfg.pes, tn = 4, C = pes * tn, ow = 8, reps = 4;
+	uint32_t pitch = (ow + 2) * C;
+	struct tnpu_dw_param dp = { .oh = 1, .ow = (uint16_t)ow, .pix = (uint16_t)C, .r = 3, .s = 3, .stride_y = 1,
+				    .stride_x = 1, .dil_y = 1, .dil_x = 1 };
+	struct tnpu_operand ops[4] = {
+		opnd(0, (int32_t)pitch, (int32_t)tn, pitch, 3, (ow + 1) * C + tn, TNPU_DTYPE_INT8, 0),
+		opnd(16384, 0, (int32_t)(tn * 9), 9, tn, 9, TNPU_DTYPE_INT8, TNPU_OPF_TRANS),
+		opnd(20480, (int32_t)(ow * C * 4), (int32_t)(tn * 4), C * 4, ow, tn, TNPU_DTYPE_INT32, 0),
+		dwrec(&dp),
+	};
+	uint16_t ins[] = { TNPU_INSN_LD(1, 0, 1, 0), TNPU_INSN_LD(0, 0, 0, 0) | TNPU_LD_MCAST,
+			   TNPU_INSN_MAC(0, 0, 0, 0, 0) | TNPU_MAC_DW, TNPU_INSN_ST(0, 2, 1) };
+	struct tnpu_cfg_hdr h = { .n_instr = 4, .n_operands = 4, .loop_start = 1, .loop_end = 3,
+				  .repeat = (uint16_t)reps, .mode = TNPU_CFG_MODE_WQ_PUT(TNPU_WQ_RQ), .dw_rf = 3 };
+	uint64_t issued = 1 + 3 * reps, mac = (ow * tn * 9 + 15) / 16, sfu = (ow * tn + 63) / 64,
+		 st = (ow * tn * 4 * pes + 127) / 128, dist, box_w = (uint64_t)(ow + 2) * C, config_busy, busy;
+
+	/* weights unicast (pes distinct tiles of tn*9 B), then one full block, then slides of 0 rows */
+	dist = 1 + (uint64_t)pes * tn * 9 + (cols + 2) * box_w;
+	dispatch(0, h, ins, ops, LAST, 1);
+	cr_assert_eq(run(), 0, "%s", tnpu_err_name(res.error));
+	config_busy = (1 + 16 + 8 + 128 + 127) / 128;
+	busy = TNPU_CYC_EXE + issued + MAX(MAX((dist + 127) / 128, reps * mac), reps * (sfu + st)) +
+	       (reps * (sfu + st) + reps - 1) / reps;
+	cr_assert_eq(res.counters[TNPU_CNT_COMPUTE_CYCLES], config_busy + busy);
+}
+
+static void bands(bool h2d, uint8_t axis, uint64_t va, uint64_t pz, uint32_t off, uint32_t spz, uint32_t width,
+		  uint32_t depth, int32_t first, uint32_t step, uint32_t len)
+{
+	struct tnpu_cmd_dma_bands b = {
+		.hdr = { .opcode = h2d ? TNPU_CMD_DMA_BANDS_H2D : TNPU_CMD_DMA_BANDS_D2H, .size = sizeof(b) },
+		.host_va = va, .host_pitch_z = pz, .sram_off = off, .sram_pitch_z = spz, .width = width, .height = 1,
+		.depth = depth, .band_first = first, .band_step = step, .band_len = len, .axis = axis,
+	};
+
+	tcb_raw(&cb, &b, sizeof(b));
+}
+
+Test(dw, dma_bands_planes_overlap_read_once)
+{
+	uint32_t W = 40, D = 10;
+	uint8_t *in = H(0);
+
+	for (uint32_t i = 0; i < W * D; i++)
+		in[i] = (uint8_t)(i * 7 + 3);
+	/* unit u: planes [-1 + 4u, -1 + 4u + 6) of 10 (overlap 2), at SRAM plane z - (-1 + 4u) */
+	bands(true, TNPU_BANDS_AXIS_Z, host, W, 100, 64, W, D, -1, 4, 6);
+	for (unsigned u = 0; u < cfg.rows; u++)
+		tcb_dma(&cb, false, 0, host + 8192 + u * 1024, 0, 0, (uint8_t)u, 0, 100, 0, 0, 6 * 64, 1, 1);
+	cr_assert_eq(run(), 0, "%s", tnpu_err_name(res.error));
+	for (unsigned u = 0; u < cfg.rows; u++)
+		for (int j = 0; j < 6; j++) {
+			int z = -1 + 4 * (int)u + j;
+
+			for (uint32_t x = 0; x < W; x++) {
+				uint8_t want = z >= 0 && z < (int)D ? in[z * W + x] : 0;
+
+				cr_assert_eq(*H(8192 + u * 1024 + j * 64 + x), want, "unit %u plane %d x %u", u, z, x);
+			}
+		}
+	/* host planes read once: union of [-1,5) and [3,9) clipped = 9 planes */
+	cr_assert_eq(res.counters[TNPU_CNT_BYTES_H2D], 9ull * W);
+	/* ports in parallel: the longest band (6 planes, unit 1) at 1 cycle per 40-byte row */
+	cr_assert_eq(res.counters[TNPU_CNT_LOAD_CYCLES], TNPU_CYC_CMD + TNPU_CYC_DMA_SETUP + 6);
+}
+
+Test(dw, dma_bands_row_bytes_and_store_back)
+{
+	uint32_t W = 600, D = 3;
+	uint8_t *in = H(0);
+
+	for (uint32_t i = 0; i < W * D; i++)
+		in[i] = (uint8_t)(i * 13 + 1);
+	/* unit u: bytes [-8 + 300u, -8 + 300u + 316) of every row */
+	bands(true, TNPU_BANDS_AXIS_X, host, W, 0, 1024, W, D, -8, 300, 316);
+	/* back: unit u's own 300 bytes from SRAM byte 8 to host bytes [300u, 300u + 300) */
+	bands(false, TNPU_BANDS_AXIS_X, host + 16384, W, 8, 1024, W, D, 0, 300, 300);
+	cr_assert_eq(run(), 0, "%s", tnpu_err_name(res.error));
+	cr_assert_eq(memcmp(H(16384), in, W * D), 0);
+	cr_assert_eq(res.counters[TNPU_CNT_BYTES_H2D], (uint64_t)W * D);
+	cr_assert_eq(res.counters[TNPU_CNT_BYTES_D2H], (uint64_t)W * D);
+	/* unit 0 takes 308 bytes per row (2 port cycles), unit 1 308 (clipped): 3 rows x 2 */
+	cr_assert_eq(res.counters[TNPU_CNT_LOAD_CYCLES], TNPU_CYC_CMD + TNPU_CYC_DMA_SETUP + 3 * 2);
+	cr_assert_eq(res.counters[TNPU_CNT_STORE_CYCLES], TNPU_CYC_CMD + TNPU_CYC_DMA_SETUP + 3 * 2);
+}
+
+/* A good job after every bad one: errors stop the job, the device keeps working. */
+static void good_job(void)
+{
+	tcb_nop(&cb, 0);
+	cr_assert_eq(run(), 0);
+}
+
+Test(dw, bad_encodings_stop_with_documented_errors)
+{
+	struct tnpu_dw_param ok = { .oh = 1, .ow = 2, .pix = 4, .r = 3, .s = 3, .stride_y = 1, .stride_x = 1,
+				    .dil_y = 1, .dil_x = 1 };
+	struct tnpu_operand a = opnd(0, 0, 1, 64, 3, 4 * 4 + 1, TNPU_DTYPE_INT8, 0);
+	struct tnpu_operand w = opnd(1024, 0, 1, 4, 9, 1, TNPU_DTYPE_INT8, 0);
+	struct tnpu_operand o = opnd(2048, 64, 8, 4, 2, 1, TNPU_DTYPE_INT32, 0);
+	uint16_t ins[] = { TNPU_INSN_LD(0, 0, 0, 0), TNPU_INSN_LD(1, 0, 1, 0),
+			   TNPU_INSN_MAC(0, 0, 0, 0, 0) | TNPU_MAC_DW, TNPU_INSN_ST(0, 2, 1) };
+	struct tnpu_cfg_hdr h = { .n_instr = 4, .n_operands = 4, .loop_end = 3, .repeat = 1, .dw_rf = 3 };
+	struct {
+		struct tnpu_dw_param p;
+		struct tnpu_operand a, w;
+		uint32_t err;
+	} cases[] = {
+		{ ok, a, w, 0 },
+		{ { .oh = 0, .ow = 2, .pix = 4, .r = 3, .s = 3, .stride_y = 1, .stride_x = 1, .dil_y = 1, .dil_x = 1 },
+		  a, w, TNPU_ERR_DW_PARAM },
+		{ { .oh = 1, .ow = 2, .pix = 4, .r = 3, .s = 3, .stride_y = 1, .stride_x = 0, .dil_y = 1, .dil_x = 1 },
+		  a, w, TNPU_ERR_DW_PARAM },
+		{ { .oh = 1, .ow = 2, .pix = 4, .r = 3, .s = 3, .stride_y = 1, .stride_x = 1, .dil_y = 1, .dil_x = 1,
+		    .reserved[5] = 1 }, a, w, TNPU_ERR_DW_PARAM },
+		/* weights must have r*s rows */
+		{ ok, a, opnd(1024, 0, 1, 4, 8, 1, TNPU_DTYPE_INT8, 0), TNPU_ERR_DW_SHAPE },
+		/* window needs 3 input rows and (1 + 2) * 4 + 1 elements */
+		{ ok, opnd(0, 0, 1, 64, 2, 17, TNPU_DTYPE_INT8, 0), w, TNPU_ERR_DW_SHAPE },
+		{ ok, opnd(0, 0, 1, 64, 3, 12, TNPU_DTYPE_INT8, 0), w, TNPU_ERR_DW_SHAPE },
+		/* tm * tn above the accumulator */
+		{ { .oh = 33, .ow = 32, .pix = 1, .r = 1, .s = 1, .stride_y = 1, .stride_x = 1, .dil_y = 1, .dil_x = 1 },
+		  opnd(0, 0, 0, 32, 33, 32, TNPU_DTYPE_INT8, 0), opnd(1024, 0, 0, 1, 1, 1, TNPU_DTYPE_INT8, 0),
+		  TNPU_ERR_DW_SHAPE },
+		/* sparse weights are not a DW operand */
+		{ ok, a, opnd(1024, 0, 4, 4, 9, 1, TNPU_DTYPE_INT8, TNPU_OPF_SPARSE), TNPU_ERR_DW_SHAPE },
+		/* dtype mismatch */
+		{ ok, a, opnd(1024, 0, 4, 4, 9, 1, TNPU_DTYPE_FP32, 0), TNPU_ERR_DTYPE },
+	};
+
+	for (unsigned i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
+		struct tnpu_operand ops[4] = { cases[i].a, cases[i].w, o, dwrec(&cases[i].p) };
+
+		dispatch(0, h, ins, ops, LAST, 1);
+		cr_assert_eq(run(), cases[i].err, "case %u: %s", i, tnpu_err_name(res.error));
+		if (cases[i].err) {
+			cr_assert_eq(res.err_info, 0 | 0 << 8 | 2u << 16, "case %u: info 0x%x", i, res.err_info);
+			good_job();
+		}
+	}
+	/* CONFIG: dw_rf must name a window entry */
+	{
+		struct tnpu_operand ops[4] = { a, w, o, dwrec(&ok) };
+
+		h.dw_rf = 16;
+		dispatch(0, h, ins, ops, LAST, 1);
+		cr_assert_eq(run(), TNPU_ERR_CONFIG);
+		good_job();
+		h.dw_rf = 3;
+		/* MAC bit 11 and LD bit 11 stay reserved; MCAST needs a dense tile */
+		ins[2] |= 0x0800;
+		dispatch(0, h, ins, ops, LAST, 1);
+		cr_assert_eq(run(), TNPU_ERR_INSTR);
+		ins[2] &= (uint16_t)~0x0800u;
+		ins[0] |= 0x0800;
+		dispatch(0, h, ins, ops, LAST, 1);
+		cr_assert_eq(run(), TNPU_ERR_INSTR);
+		ins[0] = TNPU_INSN_LD(1, 0, 1, 0) | TNPU_LD_MCAST;
+		ops[1] = opnd(1024, 0, 4, 4, 9, 1, TNPU_DTYPE_INT8, TNPU_OPF_SPARSE);
+		dispatch(0, h, ins, ops, LAST, 1);
+		cr_assert_eq(run(), TNPU_ERR_OPERAND);
+		good_job();
+	}
+	/* DMA_BANDS: field rules, SRAM range, size */
+	bands(true, 2, host, 64, 0, 64, 64, 1, 0, 1, 1);
+	cr_assert_eq(run(), TNPU_ERR_DMA_DESC);
+	bands(true, TNPU_BANDS_AXIS_Z, host, 64, 0, 64, 64, 1, 0, 1, 0);
+	cr_assert_eq(run(), TNPU_ERR_DMA_DESC);
+	bands(false, TNPU_BANDS_AXIS_Z, host, 64, 0, 64, 0, 1, 0, 1, 1);
+	cr_assert_eq(run(), TNPU_ERR_DMA_DESC);
+	bands(true, TNPU_BANDS_AXIS_Z, host, 64, 0, cfg.sram / 4, 64, 4, 0, 2, 3);
+	cr_assert_eq(run(), TNPU_ERR_SRAM_RANGE);
+	bands(true, TNPU_BANDS_AXIS_X, host, 64, cfg.sram / 2 - 32, 64, 64, 1, 0, 8, 33);
+	cr_assert_eq(run(), TNPU_ERR_SRAM_RANGE);
+	{
+		struct tnpu_cmd_dma_bands b = {
+			.hdr = { .opcode = TNPU_CMD_DMA_BANDS_H2D, .size = sizeof(b) }, .host_va = host,
+			.width = 8, .height = 1, .depth = 1, .band_len = 1, .reserved = { 1 },
+		};
+
+		tcb_raw(&cb, &b, sizeof(b));
+		cr_assert_eq(run(), TNPU_ERR_DMA_DESC);
+		b.reserved[0] = 0;
+		b.hdr.size = 64;
+		tcb_raw(&cb, &b, 64);
+		cr_assert_eq(run(), TNPU_ERR_CMD_SIZE);
+		b.hdr.opcode = 0x16;	/* still unallocated */
+		b.hdr.size = sizeof(b);
+		tcb_raw(&cb, &b, sizeof(b));
+		cr_assert_eq(run(), TNPU_ERR_CMD_OPCODE);
+	}
+	good_job();
+}
+
+/* CAP_FEATURES bit 7 and CAP_PORTS describe the depthwise block (registers.md). */
+Test(dw, capability_registers_advertise_the_block)
+{
+	struct tnpu_config c;
+	struct tnpu_core *core;
+	uint64_t v;
+
+	tnpu_config_default(&c);
+	c.rows = 3;
+	cr_assert_eq(tnpu_core_new(&c, &core, NULL, 0), 0);
+	cr_assert_eq(tnpu_core_reg_read(core, TNPU_REG_CAP_FEATURES, 4, &v), TNPU_REG_OK);
+	cr_assert_eq(v & TNPU_FEAT_DEPTHWISE, TNPU_FEAT_DEPTHWISE);
+	cr_assert_eq(tnpu_core_reg_read(core, TNPU_REG_CAP_PORTS, 4, &v), TNPU_REG_OK);
+	cr_assert_eq(TNPU_CAP_PORTS_RATE(v), 256);
+	cr_assert_eq(TNPU_CAP_PORTS_NUM(v), 3);
+	tnpu_core_free(core);
+}

@@ -1,0 +1,246 @@
+/* SPDX-License-Identifier: MIT */
+/* Depthwise accel_conv2d (groups == C == K, NHWC) against a direct CPU depthwise convolution:
+ * a randomized sweep over edge sizes, strides, padding, dilation, batches and output types, on the
+ * default geometry, a small one (segments, x chunks) and with the depthwise block switched off. */
+#include "common.h"
+
+struct dwcase {
+	uint32_t n, c, h, w, r, s, sh, sw, pt, pl, pb, pr, dh, dw;
+	int out;	/* 0 int8 requantised, 1 int32, 2 fp32 */
+	bool bias, relu;
+};
+
+static void dw_run(struct accel_dev *dev, const struct dwcase *t, uint64_t seed)
+{
+	bool f32 = t->out == 2;
+	uint32_t e = f32 ? 4 : 1, oe = t->out == 0 ? 1 : 4, C = t->c;
+	uint32_t oh = (t->h + t->pt + t->pb - t->dh * (t->r - 1) - 1) / t->sh + 1;
+	uint32_t ow = (t->w + t->pl + t->pr - t->dw * (t->s - 1) - 1) / t->sw + 1;
+	size_t in_n = (size_t)t->n * C * t->h * t->w, w_n = (size_t)C * t->r * t->s, out_n = (size_t)t->n * C * oh * ow;
+	struct accel_buffer *bi = alloc_buf(dev, in_n * e), *bw = alloc_buf(dev, w_n * e);
+	struct accel_buffer *bo = alloc_buf(dev, out_n * oe), *bb = alloc_buf(dev, (size_t)C * 4);
+	enum accel_dtype dt = f32 ? ACCEL_FP32 : ACCEL_INT8;
+	struct accel_tensor I, Wt, O, B;
+	struct accel_conv2d_desc d;
+	uint64_t s = seed;
+	int32_t mult = 0;
+	uint8_t shift = 0;
+	int ret;
+
+	cr_assert_eq(accel_tensor_4d(bi, 0, dt, ACCEL_LAYOUT_NHWC, t->n, C, t->h, t->w, &I), 0);
+	cr_assert_eq(accel_tensor_4d(bw, 0, dt, ACCEL_LAYOUT_NHWC, C, 1, t->r, t->s, &Wt), 0);
+	cr_assert_eq(accel_tensor_4d(bo, 0, f32 ? ACCEL_FP32 : (t->out == 0 ? ACCEL_INT8 : ACCEL_INT32),
+				     ACCEL_LAYOUT_NHWC, t->n, C, oh, ow, &O), 0);
+	cr_assert_eq(accel_tensor_2d(bb, 0, f32 ? ACCEL_FP32 : ACCEL_INT32, 1, C, &B), 0);
+	if (f32) {
+		fill_f32(accel_buffer_ptr(bi), in_n, &s);
+		fill_f32(accel_buffer_ptr(bw), w_n, &s);
+		fill_f32(accel_buffer_ptr(bb), C, &s);
+	} else {
+		fill_i8(accel_buffer_ptr(bi), in_n, &s);
+		fill_i8(accel_buffer_ptr(bw), w_n, &s);
+		for (uint32_t j = 0; j < C; j++)
+			((int32_t *)accel_buffer_ptr(bb))[j] = (int32_t)(xrng(&s) % 20001) - 10000;
+	}
+	memset(accel_buffer_ptr(bo), 0x5A, out_n * oe);	/* every output element must be written */
+	memset(&d, 0, sizeof(d));
+	d.input = &I;
+	d.weights = &Wt;
+	d.output = &O;
+	d.stride_h = t->sh;
+	d.stride_w = t->sw;
+	d.pad_top = t->pt;
+	d.pad_left = t->pl;
+	d.pad_bottom = t->pb;
+	d.pad_right = t->pr;
+	d.dil_h = t->dh;
+	d.dil_w = t->dw;
+	d.groups = C;
+	d.epi.bias = t->bias ? &B : NULL;
+	d.epi.act = t->relu ? ACCEL_ACT_RELU : ACCEL_ACT_NONE;
+	if (t->out == 0) {
+		cr_assert_eq(accel_quant_from_scale(1.0 / (8.0 * t->r * t->s), &mult, &shift), 0);
+		d.epi.multiplier = mult;
+		d.epi.shift = shift;
+		d.epi.zero_point = 3;
+	}
+	ret = accel_conv2d(dev, &d, NULL, NULL);
+	cr_assert_eq(ret, 0, "seed %llu: %s: %s", (unsigned long long)seed, accel_strerror(ret), accel_last_error(dev));
+	for (uint32_t n = 0; n < t->n; n++)
+		for (uint32_t y = 0; y < oh; y++)
+			for (uint32_t x = 0; x < ow; x++)
+				for (uint32_t k = 0; k < C; k++) {
+					size_t oi = (((size_t)n * oh + y) * ow + x) * C + k;
+					int64_t isum = 0;
+					double fsum = 0, mag = 0;
+
+					for (uint32_t ry = 0; ry < t->r; ry++)
+						for (uint32_t rx = 0; rx < t->s; rx++) {
+							int64_t iy = (int64_t)y * t->sh - t->pt + (int64_t)ry * t->dh;
+							int64_t ix = (int64_t)x * t->sw - t->pl + (int64_t)rx * t->dw;
+							size_t wi = ((size_t)k * t->r + ry) * t->s + rx;
+							size_t ii = (((size_t)n * t->h + (size_t)iy) * t->w + (size_t)ix) * C + k;
+
+							if (iy < 0 || iy >= t->h || ix < 0 || ix >= t->w)
+								continue;
+							if (f32) {
+								double p = (double)((const float *)accel_buffer_ptr(bi))[ii] *
+									   ((const float *)accel_buffer_ptr(bw))[wi];
+
+								fsum += p;
+								mag += fabs(p);
+							} else {
+								isum += (int64_t)((const int8_t *)accel_buffer_ptr(bi))[ii] *
+									((const int8_t *)accel_buffer_ptr(bw))[wi];
+							}
+						}
+					if (f32) {
+						double got = ((const float *)accel_buffer_ptr(bo))[oi];
+
+						if (t->bias)
+							fsum += ((const float *)accel_buffer_ptr(bb))[k];
+						if (t->relu && fsum < 0)
+							fsum = 0;
+						cr_assert(fabs(got - fsum) <= F32_RTOL * (1 + mag),
+							  "seed %llu out(n%u,y%u,x%u,c%u) = %g, expected %g", (unsigned long long)seed,
+							  n, y, x, k, got, fsum);
+					} else {
+						int32_t acc = (int32_t)isum;
+
+						if (t->bias)
+							acc += ((const int32_t *)accel_buffer_ptr(bb))[k];
+						if (t->relu && acc < 0)
+							acc = 0;
+						if (t->out == 0) {
+							int8_t got = ((const int8_t *)accel_buffer_ptr(bo))[oi];
+
+							cr_assert_eq(got, ref_requant(acc, mult, shift, 3),
+								     "seed %llu out(n%u,y%u,x%u,c%u) = %d, expected %d",
+								     (unsigned long long)seed, n, y, x, k, got,
+								     ref_requant(acc, mult, shift, 3));
+						} else {
+							int32_t got = ((const int32_t *)accel_buffer_ptr(bo))[oi];
+
+							cr_assert_eq(got, acc, "seed %llu out(n%u,y%u,x%u,c%u) = %d, expected %d",
+								     (unsigned long long)seed, n, y, x, k, got, acc);
+						}
+					}
+				}
+	accel_buffer_free(bi);
+	accel_buffer_free(bw);
+	accel_buffer_free(bo);
+	accel_buffer_free(bb);
+}
+
+/* Random case with C a multiple of `cmul` (the PEs per cluster: the depthwise block's channel split)
+ * or, one case in eight, any C (other lowerings). */
+static struct dwcase dw_random(uint64_t *s, uint32_t cmul, uint32_t maxhw)
+{
+	struct dwcase t = { 0 };
+
+	t.n = 1 + (uint32_t)(xrng(s) % 3 == 0) * (1 + (uint32_t)(xrng(s) % 2));
+	t.c = cmul * (1 + (uint32_t)(xrng(s) % 4));
+	if (xrng(s) % 8 == 0)
+		t.c = 1 + (uint32_t)(xrng(s) % 40);
+	t.r = 1 + (uint32_t)(xrng(s) % 5);
+	t.s = 1 + (uint32_t)(xrng(s) % 5);
+	t.sh = 1 + (uint32_t)(xrng(s) % 3 == 0);
+	t.sw = 1 + (uint32_t)(xrng(s) % 3 == 0);
+	t.dh = 1 + (uint32_t)(xrng(s) % 4 == 0);
+	t.dw = 1 + (uint32_t)(xrng(s) % 4 == 0);
+	t.pt = (uint32_t)(xrng(s) % 3);
+	t.pl = (uint32_t)(xrng(s) % 3);
+	t.pb = (uint32_t)(xrng(s) % 3);
+	t.pr = (uint32_t)(xrng(s) % 3);
+	t.h = 1 + (uint32_t)(xrng(s) % maxhw);
+	t.w = 1 + (uint32_t)(xrng(s) % maxhw);
+	/* the dilated filter must fit the padded input */
+	while (t.h + t.pt + t.pb < t.dh * (t.r - 1) + 1)
+		t.h++;
+	while (t.w + t.pl + t.pr < t.dw * (t.s - 1) + 1)
+		t.w++;
+	t.out = (int)(xrng(s) % 3);
+	t.bias = xrng(s) & 1;
+	t.relu = xrng(s) % 3 == 0;
+	return t;
+}
+
+Test(conv_dw, mobilenet_3x3_layers_match_reference)
+{
+	struct accel_dev *dev = open_dev(NULL);
+	struct dwcase cases[] = {
+		{ .n = 1, .c = 32, .h = 112, .w = 112, .r = 3, .s = 3, .sh = 1, .sw = 1, .pt = 1, .pl = 1, .pb = 1, .pr = 1,
+		  .dh = 1, .dw = 1, .out = 0, .bias = true, .relu = true },
+		{ .n = 1, .c = 128, .h = 56, .w = 56, .r = 3, .s = 3, .sh = 1, .sw = 1, .pt = 1, .pl = 1, .pb = 1, .pr = 1,
+		  .dh = 1, .dw = 1, .out = 0, .bias = true },
+		{ .n = 1, .c = 256, .h = 28, .w = 28, .r = 3, .s = 3, .sh = 1, .sw = 1, .pt = 1, .pl = 1, .pb = 1, .pr = 1,
+		  .dh = 1, .dw = 1, .out = 1 },
+		{ .n = 1, .c = 512, .h = 14, .w = 14, .r = 3, .s = 3, .sh = 1, .sw = 1, .pt = 1, .pl = 1, .pb = 1, .pr = 1,
+		  .dh = 1, .dw = 1, .out = 2, .bias = true },
+		/* stride 2 (MobileNet's downsampling depthwise layers) */
+		{ .n = 2, .c = 64, .h = 56, .w = 56, .r = 3, .s = 3, .sh = 2, .sw = 2, .pt = 0, .pl = 0, .pb = 1, .pr = 1,
+		  .dh = 1, .dw = 1, .out = 0, .relu = true },
+		/* 33 output columns per unit x 32 channels per PE > 1024: two x chunks per unit */
+		{ .n = 1, .c = 512, .h = 5, .w = 132, .r = 3, .s = 3, .sh = 1, .sw = 1, .pt = 1, .pl = 1, .pb = 1, .pr = 1,
+		  .dh = 1, .dw = 1, .out = 0, .bias = true },
+		/* fp32 112 x 112 x 32: several segments (the image does not fit a half) */
+		{ .n = 1, .c = 32, .h = 112, .w = 112, .r = 3, .s = 3, .sh = 1, .sw = 1, .pt = 1, .pl = 1, .pb = 1, .pr = 1,
+		  .dh = 1, .dw = 1, .out = 2 },
+	};
+
+	for (unsigned i = 0; i < sizeof(cases) / sizeof(cases[0]); i++)
+		dw_run(dev, &cases[i], 1000 + i);
+	accel_close(dev);
+}
+
+Test(conv_dw, randomized_sweep_default_geometry)
+{
+	struct accel_dev *dev = open_dev(NULL);
+	struct accel_caps caps;
+	uint64_t s = 0x5EED0D3Full;
+
+	cr_assert_eq(accel_query_caps(dev, &caps), 0);
+	for (unsigned i = 0; i < 60; i++) {
+		uint64_t seed = xrng(&s);
+		uint64_t st = seed;
+		struct dwcase t = dw_random(&st, caps.pes, 40);
+
+		dw_run(dev, &t, seed);
+	}
+	accel_close(dev);
+}
+
+/* 2 x 2 x 4 PEs, 64 KiB storage units: many segments, x chunks, pad rows re-zeroed per half. */
+Test(conv_dw, randomized_sweep_small_geometry)
+{
+	struct accel_dev *dev = open_dev("sim:rows=2,cols=2,pes=4,sram=65536");
+	uint64_t s = 0xD3A7F00Dull;
+
+	for (unsigned i = 0; i < 60; i++) {
+		uint64_t seed = xrng(&s);
+		uint64_t st = seed;
+		struct dwcase t = dw_random(&st, 4, 70);
+
+		dw_run(dev, &t, seed);
+	}
+	accel_close(dev);
+}
+
+/* The same cases through the other lowerings (depthwise block off): identical results. */
+Test(conv_dw, block_off_gives_the_same_results)
+{
+	struct accel_dev *dev;
+	uint64_t s = 0xB10C0FFull;
+
+	if (!test_is_sim())
+		cr_skip_test("sim option dw=off");
+	dev = open_dev("sim:dw=off");
+	for (unsigned i = 0; i < 12; i++) {
+		uint64_t seed = xrng(&s);
+		uint64_t st = seed;
+		struct dwcase t = dw_random(&st, 16, 24);
+
+		dw_run(dev, &t, seed);
+	}
+	accel_close(dev);
+}
