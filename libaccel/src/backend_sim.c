@@ -418,5 +418,6 @@ int accel_sim_open(struct accel_dev *dev, const char *opts)
 	c->max_cmdbuf = cmdbuf;
 	c->features = TNPU_FEAT_ZSKIP | TNPU_FEAT_SPARSE_W | TNPU_FEAT_LOADBAL | TNPU_FEAT_SFU_CHAIN |
 		      TNPU_FEAT_IM2COL | TNPU_FEAT_SEMAPHORES | TNPU_FEAT_DMA_FILL;
+	c->features |= TNPU_FEAT_PLAN;
 	return 0;
 }

@@ -14,6 +14,7 @@ enum mm_src_kind {
 	MM_MAT = 0,	/* A: M x K row-major; B: K x N row-major */
 	MM_MAT_T = 1,	/* A stored K x M; B stored N x K */
 	MM_IM2COL = 2,	/* A only: implicit im2col tile loads (template ic, rows offset m_base) */
+	MM_GATHER = 3,	/* A only: plan-driven GATHER tile loads (plan_conv.c; rows offset m_base) */
 };
 
 struct mm_src {
@@ -23,6 +24,12 @@ struct mm_src {
 	uint64_t pitch;		/* bytes between stored rows */
 	struct tnpu_cmd_im2col ic;
 	uint32_t m_base;
+	/* MM_GATHER: the plan (static address plans, plan_conv.c); ic still describes the geometry
+	 * for the cost estimate. */
+	struct tnpu_cmd_gather gather;	/* template: src_va, handle, pad_value */
+	struct accel_buffer *plan_buf;
+	uint64_t plan_va, plan_tag;
+	uint32_t plan_bytes;
 };
 
 struct mm_problem {
@@ -70,10 +77,15 @@ struct mm_ctx {
 	struct mm_plan last_plan;
 	bool no_direct;		/* force the IM2COL lowering of convolutions (tests, benchmarks) */
 	bool force_direct;	/* use the direct lowering whenever it is possible */
+	unsigned plan_seg;	/* plan_conv.c: 1 + segment that made plan_handle resident, 0 = none */
+	uint32_t plan_handle;
 };
 
 void mm_ctx_init(struct mm_ctx *x, struct accel_dev *dev, struct accel_cmdstream *cs);
 int mm_emit(struct mm_ctx *x, const struct mm_problem *p);
+/* plan_conv.c: GATHER of one A tile (PLAN_LOAD first in every hardware job that uses the plan). */
+void plan_emit_gather(struct mm_ctx *x, const struct mm_src *a, unsigned row, unsigned half, uint32_t m0,
+		      uint32_t mt, uint32_t k0, uint32_t kt, uint32_t sram_off, uint32_t pitch);
 /* Dispatch (to all rows) the CONFIG packet for instruction buffer ibuf with header h and the
  * common body LD A, LD B, MAC into accumulator 0, ST accumulator 0 (written to ins), the three
  * operand records and, when use_sfu, the scalar-unit record. pkt (1 + 16 + 8 + 4 * 32 bytes) and

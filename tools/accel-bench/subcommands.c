@@ -4,6 +4,9 @@
 
 #include "subcommands.h"
 
+int bench_plan_main(int argc, char **argv);	/* bench_plan.c */
+
 const struct bench_subcommand bench_subcommands[] = {
+	{ "plan", "[--n N --c C --h H --w W --k K --r R --s S --stride S --pad P --dilation D --c-block CB --dtype int8|fp32] [--device PATH|sim] [--json]", bench_plan_main },
 	{ NULL, NULL, NULL },
 };

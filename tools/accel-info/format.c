@@ -111,6 +111,7 @@ void ai_format_features(uint32_t features, char *out, size_t len)
 	static const char *const names[] = {
 		"zero-skip", "sparse-weights", "load-balance", "chained-sfu", "im2col", "semaphores",
 		"dma-fill",
+		[13] = "static-plans",
 	};
 
 	format_bits(features, names, sizeof(names) / sizeof(names[0]), out, len);
@@ -132,6 +133,7 @@ const char *ai_counter_name(unsigned int i)
 		"macs_effective", "bytes_h2d", "bytes_d2h", "bytes_dispatch", "bytes_config",
 		"instructions", "bank_swaps", "mmu_faults", "commands", "oq_accesses", "sfu_ops",
 		"load_cycles", "store_cycles",
+		[26] = "plan_hits", "plan_misses",
 	};
 
 	return i < sizeof(names) / sizeof(names[0]) ? names[i] : NULL;

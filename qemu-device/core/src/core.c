@@ -186,9 +186,13 @@ static uint32_t cap_value(const struct tnpu_core *core, uint64_t off, bool *foun
 		       ((uint32_t)TNPU_RATE_DISPATCH << 24);
 	case TNPU_REG_CAP_FEATURES:
 		return TNPU_FEAT_ZSKIP | TNPU_FEAT_SPARSE_W | TNPU_FEAT_LOADBAL | TNPU_FEAT_SFU_CHAIN |
-		       TNPU_FEAT_IM2COL | TNPU_FEAT_SEMAPHORES | TNPU_FEAT_DMA_FILL;
+		       TNPU_FEAT_IM2COL | TNPU_FEAT_SEMAPHORES | TNPU_FEAT_DMA_FILL | TNPU_FEAT_PLAN;
 	case TNPU_REG_CAP_CMDBUF:
 		return TNPU_CMDBUF_MAX;
+	case TNPU_REG_PLAN_CACHE_BYTES:
+		return TNPU_PLAN_CACHE_BYTES;
+	case TNPU_REG_PLAN_CACHE_ENTRIES:
+		return TNPU_PLAN_CACHE_ENTRIES;
 	}
 	*found = false;
 	return 0;

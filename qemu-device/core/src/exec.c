@@ -114,6 +114,7 @@ void tnpu_exec_free(struct tnpu_exec *ex)
 	}
 	free(ex->scratch);
 	free(ex->cvt);
+	tnpu_plan_cache_free(ex);
 	free(ex);
 }
 
@@ -205,6 +206,11 @@ static void engine_run(struct tnpu_exec *ex, unsigned e, unsigned kind, bool asy
 	else
 		CNT(ex, STORE_CYCLES) += dur;
 	CNT(ex, DMA_CYCLES) += dur;
+}
+
+void tnpu_plan_engine_run(struct tnpu_exec *ex, unsigned kind, bool async, uint64_t dur)
+{
+	engine_run(ex, TNPU_ENGINE_LOAD, kind, async, dur);
 }
 
 /* ---- DMA ------------------------------------------------------------------ */
@@ -697,7 +703,7 @@ static uint32_t run_commands(struct tnpu_exec *ex, uint64_t cmd_va, uint32_t cmd
 	while (!err && off < cmd_len) {
 		const uint8_t *c = buf + off;
 		uint8_t op = c[0], flags = c[1];
-		uint32_t size = ld32(c + 4);
+		uint32_t size = ld32(c + 4), psize = tnpu_plan_cmd_size(op);
 		bool async = flags & TNPU_CMD_F_ASYNC;
 
 		ex->cmd_off = off;
@@ -710,11 +716,12 @@ static uint32_t run_commands(struct tnpu_exec *ex, uint64_t cmd_va, uint32_t cmd
 			err = tnpu_fail(ex, TNPU_ERR_CMD_SIZE, size, 0);
 			break;
 		}
-		if (op > TNPU_CMD_FENCE) {
+		if (op > TNPU_CMD_FENCE && !psize) {
 			err = tnpu_fail(ex, TNPU_ERR_CMD_OPCODE, op, 0);
 			break;
 		}
-		if (cmd_sizes[op] ? size != cmd_sizes[op] : size < sizeof(struct tnpu_cmd_dispatch)) {
+		if (psize ? size != psize
+			  : cmd_sizes[op] ? size != cmd_sizes[op] : size < sizeof(struct tnpu_cmd_dispatch)) {
 			err = tnpu_fail(ex, TNPU_ERR_CMD_SIZE, size, 0);
 			break;
 		}
@@ -742,6 +749,11 @@ static uint32_t run_commands(struct tnpu_exec *ex, uint64_t cmd_va, uint32_t cmd
 			break;
 		case TNPU_CMD_FENCE:
 			err = cmd_fence(ex, c);
+			break;
+		case TNPU_CMD_PLAN_LOAD:
+		case TNPU_CMD_GATHER:
+		case TNPU_CMD_PLAN_FREE:
+			err = tnpu_plan_cmd(ex, c, async);
 			break;
 		}
 		if (!err && job_time(ex) > ex->cfg.watchdog_cycles)
@@ -807,6 +819,7 @@ uint32_t tnpu_exec_run(struct tnpu_exec *ex, const struct tnpu_job *job, const s
 	const struct tnpu_ring_entry *e = &job->entry;
 
 	job_begin(ex, mem, res, e->ctx);
+	tnpu_plan_job_start(ex, job->generation, job->session);
 	if (job->fetch_error)
 		tnpu_fail(ex, job->fetch_error, 0, job->entry_pa);
 	else if ((e->flags & ~TNPU_RING_F_MASK) || e->reserved)

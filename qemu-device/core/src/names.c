@@ -13,22 +13,25 @@ static const char *const err_names[TNPU_ERR_COUNT] = {
 	"MMU_VA_RANGE", "BUS", "DMA_DESC", "SRAM_RANGE", "CONV_DESC", "DISPATCH", "PACKET", "CONFIG",
 	"INSTR", "IBUF_EMPTY", "OPERAND", "ACC_SHAPE", "SLOT_EMPTY", "SPARSE_INDEX", "SFU_PARAM", "DTYPE",
 	"SEM", "SEM_DEADLOCK", "SEM_OVERFLOW", "TOO_LARGE", "ALIGN", "WATCHDOG", "ABORTED", "NOMEM",
+	[TNPU_ERR_PLAN_DESC] = "PLAN_DESC", [TNPU_ERR_PLAN_UNKNOWN] = "PLAN_UNKNOWN",
+	[TNPU_ERR_PLAN_BAD] = "PLAN_BAD", [TNPU_ERR_PLAN_TOO_LARGE] = "PLAN_TOO_LARGE",
 };
 
 static const char *const cnt_names[TNPU_CNT_NUM] = {
 	"total_cycles", "compute_cycles", "dma_cycles", "stall_cycles", "macs_dense", "macs_effective",
 	"bytes_h2d", "bytes_d2h", "bytes_dispatch", "bytes_config", "instructions", "bank_swaps",
 	"mmu_faults", "commands", "oq_accesses", "sfu_ops", "load_cycles", "store_cycles",
+	[TNPU_CNT_PLAN_HITS] = "plan_hits", [TNPU_CNT_PLAN_MISSES] = "plan_misses",
 };
 
 const char *tnpu_err_name(uint32_t err)
 {
-	return err < TNPU_ERR_COUNT ? err_names[err] : "UNKNOWN";
+	return err < TNPU_ERR_COUNT && err_names[err] ? err_names[err] : "UNKNOWN";
 }
 
 const char *tnpu_counter_name(unsigned idx)
 {
-	return idx < TNPU_CNT_NUM ? cnt_names[idx] : "unknown";
+	return idx < TNPU_CNT_NUM && cnt_names[idx] ? cnt_names[idx] : "unknown";
 }
 
 static const char *const trace_names[] = {
