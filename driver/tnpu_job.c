@@ -59,7 +59,8 @@ static void tnpu_job_write_counters(struct tnpu_job *job, int status, u32 hw_err
 	c->status = status;
 	c->hw_error = hw_error;
 	for (i = 0; i < DRM_TNPU_MAX_COUNTERS; i++)
-		c->counter[i] = perf && i < TNPU_NUM_COUNTERS ?
+		/* Every slot: counters added to the model reach userspace unchanged. */
+		c->counter[i] = perf ?
 			tnpu_read64(job->tdev, TNPU_Q_BASE(job->ring->idx) + TNPU_Q_PERF(i)) : 0;
 }
 

@@ -136,6 +136,7 @@ struct accel_counters {
 	/* sparse (#8), counters 18..21: busiest row's busy cycles (summed over hardware jobs), all rows'
 	 * busy cycles, rows used (max over hardware jobs), MACs moved by PE load balancing. */
 	uint64_t row_busy_max, row_busy_sum, busy_rows, lb_macs_moved;
+	uint64_t plan_hits, plan_misses;	/* PLAN_LOADs served from / uploaded into the plan cache */
 };
 
 /*
@@ -562,6 +563,68 @@ int accel_partition_map(struct accel_dev *dev, const struct accel_tensor *t, con
 int accel_partition_conv2d(struct accel_dev *dev, const struct accel_conv2d_desc *conv,
 			   const struct accel_sparse_weights *w, uint32_t flags, const struct accel_partition *part,
 			   enum accel_part_mode mode, struct accel_counters *counters, uint64_t *row_busy);
+/* ---- static address plans (issue #9, seed 004; Documentation/plans.md) ------------------- */
+/*
+ * A plan compiles one convolution layer ahead of time into per-output-pixel base addresses and one
+ * offset list shared by all of them (borders as per-pixel validity masks).  The device gathers the
+ * conv operand through it (GATHER) and keeps it in its plan cache, so a reused plan is not uploaded
+ * again.  The layout lives only in the plan: one kernel runs NCHW, NHWC and NCHWc.
+ * Plans are immutable after compile/load and may be shared between threads; a plan must outlive
+ * the jobs that use it.
+ */
+struct accel_plan;
+
+enum accel_plan_layout {
+	ACCEL_PLAN_NCHW = 0,
+	ACCEL_PLAN_NHWC = 1,
+	ACCEL_PLAN_NCHWC = 2,		/* N, C/cb, H, W, cb (c_block = cb) */
+};
+
+struct accel_plan_conv_desc {
+	enum accel_plan_layout layout;	/* of the (packed) input tensor */
+	uint32_t c_block;		/* NCHWc: channels per block, divides c; else 0 */
+	enum accel_dtype dtype;		/* ACCEL_INT8 or ACCEL_FP32 */
+	uint32_t n, c, h, w;		/* input */
+	uint32_t k, r, s;		/* output channels, filter height, width (r * s <= 64) */
+	uint32_t stride_h, stride_w, dil_h, dil_w;	/* >= 1 */
+	uint32_t pad_top, pad_left, pad_bottom, pad_right;
+};
+
+struct accel_plan_info {
+	struct accel_plan_conv_desc desc;
+	uint32_t oh, ow;		/* output height, width */
+	uint32_t n_bases;		/* N * OH * OW */
+	uint32_t n_offsets;		/* R * S * C = the K of the conv GEMM, in the plan's K order */
+	uint32_t image_bytes;		/* device image uploaded on a plan-cache miss */
+	uint64_t tag;			/* FNV-1a 64 of the image */
+};
+
+/* Compile: 0, or -EINVAL / -E2BIG / -ENOMEM with accel_plan_last_error() set. No device needed. */
+int accel_plan_compile(const struct accel_plan_conv_desc *d, struct accel_plan **out);
+void accel_plan_free(struct accel_plan *plan);
+int accel_plan_info(const struct accel_plan *plan, struct accel_plan_info *out);
+/* Versioned, checksummed file (plans.md "File format"); load rejects corrupt or truncated files with
+ * -EINVAL (-EIO / -ENOENT ... for I/O) and a message. */
+int accel_plan_save(const struct accel_plan *plan, const char *path);
+int accel_plan_load(const char *path, struct accel_plan **out);
+/* Message of the calling thread's last failed accel_plan_compile/save/load/pack ("" if none). */
+const char *accel_plan_last_error(void);
+/* Pack logical OIHW weights (k x c x r x s, int8 or float as the plan's dtype) into the plan's K
+ * order: dst holds k rows of n_offsets elements (a 2-D k x n_offsets tensor for the conv). */
+int accel_plan_pack_weights(const struct accel_plan *plan, const void *oihw, void *dst);
+
+struct accel_plan_conv_args {
+	struct accel_buffer *input;	/* packed in the plan's layout */
+	uint64_t input_offset;		/* bytes; 4-byte aligned for FP32 */
+	const struct accel_tensor *weights;	/* 2-D k x n_offsets, rows packed by accel_plan_pack_weights */
+	const struct accel_tensor *output;	/* 4-D {N, K, OH, OW}, NHWC or NCHW */
+	int32_t input_zero_point;	/* int8: value of padding (-128..127) */
+	struct accel_epilogue epi;
+};
+/* Convolution through the plan (PLAN_LOAD + GATHER tile loads); -EOPNOTSUPP without the device
+ * feature, -E2BIG if the plan exceeds the device plan cache. */
+int accel_plan_conv2d(struct accel_dev *dev, const struct accel_plan *plan, const struct accel_plan_conv_args *a,
+		      const struct accel_submit *sub, struct accel_job **job);
 
 #ifdef __cplusplus
 }

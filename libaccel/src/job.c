@@ -48,6 +48,8 @@ static void sum_counters(struct accel_job *j)
 		s->oq_accesses += c[14];
 		s->sfu_ops += c[15];
 		s->load_cycles += c[16];
+		s->plan_hits += c[26];	/* TNPU_CNT_PLAN_HITS */
+		s->plan_misses += c[27];	/* TNPU_CNT_PLAN_MISSES */
 		s->store_cycles += c[17];
 		s->ring_rows += c[22];
 		s->ring_wait_cycles += c[23];

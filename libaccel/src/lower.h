@@ -15,6 +15,7 @@ enum mm_src_kind {
 	MM_MAT_T = 1,	/* A stored K x M; B stored N x K */
 	MM_IM2COL = 2,	/* A only: implicit im2col tile loads (template ic, rows offset m_base) */
 	MM_SPARSE = 3,	/* B only: packed (value, index) weights, struct accel_sparse_weights (sparse.h) */
+	MM_GATHER = 4,	/* A only: plan-driven GATHER tile loads (plan_conv.c; rows offset m_base) */
 };
 
 struct mm_src {
@@ -26,6 +27,12 @@ struct mm_src {
 	uint32_t m_base;
 	uint8_t dma_flags;	/* chain #9: TNPU_DMA_F_RING: va is a ring-memory offset (MM_MAT only) */
 	const struct accel_sparse_weights *sp;	/* MM_SPARSE */
+	/* MM_GATHER: the plan (static address plans, plan_conv.c); ic still describes the geometry
+	 * for the cost estimate. */
+	struct tnpu_cmd_gather gather;	/* template: src_va, handle, pad_value */
+	struct accel_buffer *plan_buf;
+	uint64_t plan_va, plan_tag;
+	uint32_t plan_bytes;
 };
 
 struct mm_problem {
@@ -80,10 +87,15 @@ struct mm_ctx {
 	const struct accel_sparse_weights *conv_sp;	/* sparse (#8): conv_lower uses these packed weights */
 	uint32_t conv_zskip_lb;	/* sparse (#8): ACCEL_SPARSE_* flags for conv_lower's problems */
 	uint8_t pin_row;	/* sparse (#8): run every block on this array row (0xFF = all rows) */
+	unsigned plan_seg;	/* plan_conv.c: 1 + segment that made plan_handle resident, 0 = none */
+	uint32_t plan_handle;
 };
 
 void mm_ctx_init(struct mm_ctx *x, struct accel_dev *dev, struct accel_cmdstream *cs);
 int mm_emit(struct mm_ctx *x, const struct mm_problem *p);
+/* plan_conv.c: GATHER of one A tile (PLAN_LOAD first in every hardware job that uses the plan). */
+void plan_emit_gather(struct mm_ctx *x, const struct mm_src *a, unsigned row, unsigned half, uint32_t m0,
+		      uint32_t mt, uint32_t k0, uint32_t kt, uint32_t sram_off, uint32_t pitch);
 /* Dispatch (to all rows) the CONFIG packet for instruction buffer ibuf with header h and the
  * common body LD A, LD B, MAC into accumulator 0, ST accumulator 0 (written to ins), the three
  * operand records and, when use_sfu, the scalar-unit record. pkt (1 + 16 + 8 + 4 * 32 bytes) and

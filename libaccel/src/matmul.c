@@ -141,6 +141,9 @@ static void load_a(struct mm_ctx *x, const struct mm_problem *p, const struct mm
 		cs_dma(x->cs, true, AS, a->va + (uint64_t)k0 * a->pitch + (uint64_t)m0 * e, a->pitch, e, r, h,
 		       pl->a_off, e, pl->kt * e, e, kv, mv);
 		break;
+	case MM_GATHER:
+		plan_emit_gather(x, a, r, h, a->m_base + m0, mv, k0, kv, pl->a_off, pl->kt * e);
+		break;
 	default: {
 		struct tnpu_cmd_im2col ic = a->ic;
 

@@ -69,7 +69,7 @@ TEST_F(uapi, query_caps_reports_sane_geometry)
 	EXPECT_GE(c->hw_queues, 1);
 	EXPECT_EQ(4096, c->page_size);
 	EXPECT_EQ(sizeof(struct drm_tnpu_job_counters), c->counters_size);
-	EXPECT_EQ(26, c->num_counters);	/* 0..17 + sparse #8 18..21 + chain #9 ring counters 22..25 */
+	EXPECT_EQ(28, c->num_counters);	/* 0..17, sparse #8 18..21, chain #9 22..25, plans #9 26..27 */
 	EXPECT_LT(c->va_start, c->va_end);
 	EXPECT_NE(0, c->va_start);
 	EXPECT_GE(c->max_cmdbuf, 8);

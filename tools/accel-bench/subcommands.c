@@ -6,11 +6,13 @@
 
 int bench_sparse_main(int argc, char **argv);
 int bench_partition_main(int argc, char **argv);
+int bench_plan_main(int argc, char **argv);	/* bench_plan.c */
 
 const struct bench_subcommand bench_subcommands[] = {
 	{ "chain", "[--m M --k K --n N --p P] [--band ROWS] [--slots S] [--device PATH|sim:...] [--json]", bench_chain_main },
 	{ "islands", "[--m M --k K --n N] [--device sim:islands=...] [--json]", bench_islands_main },
 	{ "sparse", "[--json] [--device PATH|sim] [--m M --n N --k K] [--zeros F,...]", bench_sparse_main },
 	{ "partition", "[--json] [--device PATH|sim]", bench_partition_main },
+	{ "plan", "[--n N --c C --h H --w W --k K --r R --s S --stride S --pad P --dilation D --c-block CB --dtype int8|fp32] [--device PATH|sim] [--json]", bench_plan_main },
 	{ NULL, NULL, NULL },
 };

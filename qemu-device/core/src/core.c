@@ -195,6 +195,10 @@ static uint32_t cap_value(const struct tnpu_core *core, uint64_t off, bool *foun
 		return TNPU_CMDBUF_MAX;
 	case TNPU_REG_CAP_PORTS:
 		return TNPU_RATE_DMA_PORT | (c->rows << 16);
+	case TNPU_REG_PLAN_CACHE_BYTES:
+		return TNPU_PLAN_CACHE_BYTES;
+	case TNPU_REG_PLAN_CACHE_ENTRIES:
+		return TNPU_PLAN_CACHE_ENTRIES;
 	}
 	*found = false;
 	return 0;

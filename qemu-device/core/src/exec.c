@@ -125,6 +125,7 @@ void tnpu_exec_free(struct tnpu_exec *ex)
 	free(ex->cvt);
 	free(ex->isl_rt);
 	tnpu_rings_free(ex);
+	tnpu_plan_cache_free(ex);
 	free(ex);
 }
 
@@ -777,6 +778,8 @@ static uint32_t cmd_size(uint8_t op)
 {
 	if (op < sizeof(cmd_sizes) / sizeof(cmd_sizes[0]) && (cmd_sizes[op] || op == TNPU_CMD_DISPATCH))
 		return cmd_sizes[op];
+	if (tnpu_plan_cmd_size(op))
+		return tnpu_plan_cmd_size(op);
 	return tnpu_dw_cmd_size(op) ? tnpu_dw_cmd_size(op) : UINT32_MAX;
 }
 
@@ -854,6 +857,11 @@ static uint32_t run_commands(struct tnpu_exec *ex, uint64_t cmd_va, uint32_t cmd
 		case TNPU_CMD_DMA_BANDS_D2H:
 			err = tnpu_cmd_dma_bands(ex, c, op == TNPU_CMD_DMA_BANDS_H2D, async);
 			break;
+		case TNPU_CMD_PLAN_LOAD:
+		case TNPU_CMD_GATHER:
+		case TNPU_CMD_PLAN_FREE:
+			err = tnpu_plan_cmd(ex, c, async);
+			break;
 		}
 		if (!err && job_time(ex) > ex->cfg.watchdog_cycles)
 			err = tnpu_fail(ex, TNPU_ERR_WATCHDOG, 0, 0);
@@ -923,6 +931,7 @@ uint32_t tnpu_exec_run(struct tnpu_exec *ex, const struct tnpu_job *job, const s
 	const struct tnpu_ring_entry *e = &job->entry;
 
 	job_begin(ex, mem, res, e->ctx);
+	tnpu_plan_job_start(ex, job->generation, job->session);
 	if (job->fetch_error)
 		tnpu_fail(ex, job->fetch_error, 0, job->entry_pa);
 	else if ((e->flags & ~TNPU_RING_F_MASK) || e->reserved)

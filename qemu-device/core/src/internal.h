@@ -150,6 +150,7 @@ struct tnpu_exec {
 	size_t scratch_cap;
 	float *cvt;		/* bf16 -> fp32 widening */
 	size_t cvt_cap;
+	struct tnpu_plan_cache *plans;	/* plan.c: survives jobs, NULL until the first PLAN_LOAD */
 };
 
 /* Job-failure helper: records the first error; returns the code. */
@@ -214,6 +215,13 @@ uint32_t tnpu_cluster_dispatch(struct tnpu_exec *ex, unsigned row, unsigned half
 void tnpu_cluster_reset(struct tnpu_exec *ex);
 uint8_t *tnpu_scratch(struct tnpu_exec *ex, size_t bytes);
 float *tnpu_cvt_scratch(struct tnpu_exec *ex, size_t bytes);
+
+/* plan.c: static address plans (PLAN_LOAD / GATHER / PLAN_FREE) */
+uint32_t tnpu_plan_cmd_size(uint8_t op);	/* 0 = not a plan opcode */
+uint32_t tnpu_plan_cmd(struct tnpu_exec *ex, const uint8_t *c, bool async);
+void tnpu_plan_job_start(struct tnpu_exec *ex, uint32_t generation, uint32_t session);
+void tnpu_plan_cache_free(struct tnpu_exec *ex);
+uint64_t tnpu_plan_tag(const void *image, size_t bytes);
 
 static inline void sram_mark(struct row_state *rs, uint64_t lo, uint64_t hi)
 {

@@ -28,6 +28,8 @@ static const char *const err_names[TNPU_ERR_COUNT] = {
 	[TNPU_ERR_RING_DESC] = "RING_DESC", [TNPU_ERR_RING_DEADLOCK] = "RING_DEADLOCK",
 	[TNPU_ERR_RING_ACCESS] = "RING_ACCESS", [TNPU_ERR_ISLAND_ACCESS] = "ISLAND_ACCESS",
 	[TNPU_ERR_ISLAND_CAP] = "ISLAND_CAP",
+	[TNPU_ERR_PLAN_DESC] = "PLAN_DESC", [TNPU_ERR_PLAN_UNKNOWN] = "PLAN_UNKNOWN",
+	[TNPU_ERR_PLAN_BAD] = "PLAN_BAD", [TNPU_ERR_PLAN_TOO_LARGE] = "PLAN_TOO_LARGE",
 	[TNPU_ERR_DW_PARAM] = "DW_PARAM", [TNPU_ERR_DW_SHAPE] = "DW_SHAPE",
 };
 
@@ -40,6 +42,7 @@ static const char *const cnt_names[TNPU_CNT_NUM] = {
 	[TNPU_CNT_RING_FULL_CYCLES] = "ring_full_cycles", [TNPU_CNT_RING_BYTES] = "ring_bytes",
 	[TNPU_CNT_ROW_BUSY_MAX] = "row_busy_max", [TNPU_CNT_ROW_BUSY_SUM] = "row_busy_sum",
 	[TNPU_CNT_BUSY_ROWS] = "busy_rows", [TNPU_CNT_LB_MACS_MOVED] = "lb_macs_moved",
+	[TNPU_CNT_PLAN_HITS] = "plan_hits", [TNPU_CNT_PLAN_MISSES] = "plan_misses",
 };
 
 const char *tnpu_err_name(uint32_t err)

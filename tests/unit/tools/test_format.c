@@ -137,6 +137,10 @@ Test(format, counter_names_follow_enum_tnpu_counter)
 	cr_assert_str_eq(ai_counter_name(17), "store_cycles");
 	cr_assert_str_eq(ai_counter_name(18), "row_busy_max");	/* sparse (#8) */
 	cr_assert_str_eq(ai_counter_name(21), "lb_macs_moved");
-	cr_assert_null(ai_counter_name(22));
+	cr_assert_str_eq(ai_counter_name(22), "ring_rows");	/* chain (#9) */
+	cr_assert_str_eq(ai_counter_name(25), "ring_bytes");
+	cr_assert_str_eq(ai_counter_name(26), "plan_hits");	/* static plans (#9) */
+	cr_assert_str_eq(ai_counter_name(27), "plan_misses");
+	cr_assert_null(ai_counter_name(28));
 	cr_assert_null(ai_counter_name(31));
 }

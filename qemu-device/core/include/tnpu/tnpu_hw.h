@@ -149,11 +149,12 @@ extern "C" {
 #define   TNPU_FEAT_ISLANDS	TNPU_BIT(10)	/* ISLAND command, island registers (chain #9) */
 #define   TNPU_FEAT_RINGS	TNPU_BIT(11)	/* RING_INIT / RING_SIGNAL / RING_WAIT */
 #define   TNPU_FEAT_RING_DMA	TNPU_BIT(12)	/* DMA to/from on-chip ring memory (TNPU_DMA_F_RING) */
+#define   TNPU_FEAT_PLAN	TNPU_BIT(13)	/* static address plans: PLAN_LOAD / GATHER / PLAN_FREE */
 /* Every feature this model implements: the CAP_FEATURES value. */
 #define TNPU_FEATURES	(TNPU_FEAT_ZSKIP | TNPU_FEAT_SPARSE_W | TNPU_FEAT_LOADBAL | TNPU_FEAT_SFU_CHAIN | \
 			 TNPU_FEAT_IM2COL | TNPU_FEAT_SEMAPHORES | TNPU_FEAT_DMA_FILL | TNPU_FEAT_DEPTHWISE | \
 			 TNPU_FEAT_ROW_BUSY | TNPU_FEAT_SPARSE_CNT | \
-			 TNPU_FEAT_ISLANDS | TNPU_FEAT_RINGS | TNPU_FEAT_RING_DMA)
+			 TNPU_FEAT_ISLANDS | TNPU_FEAT_RINGS | TNPU_FEAT_RING_DMA | TNPU_FEAT_PLAN)
 #define TNPU_REG_CAP_CMDBUF	0x0034	/* RO max command-buffer bytes */
 
 #define TNPU_REG_CTRL		0x0040	/* RW */
@@ -189,6 +190,9 @@ extern "C" {
 #define TNPU_REG_MMU_INVALIDATE	0x008C	/* WO: any value, drops cached translations */
 #define TNPU_REG_MMU_FAULTS	0x0090	/* RO: MMU faults since reset */
 #define TNPU_REG_PERF_CTRL	0x0094	/* WO */
+/* Static address plans (0x0380..0x03BF). */
+#define TNPU_REG_PLAN_CACHE_BYTES	0x0380	/* RO plan-cache capacity per queue, bytes */
+#define TNPU_REG_PLAN_CACHE_ENTRIES	0x0384	/* RO plans resident at once per queue */
 #define   TNPU_PERF_CTRL_CLEAR	TNPU_BIT(0)	/* zero the global counter block */
 
 /* Sparse (#8): busy cycles of cluster row r (0..15) in the last completed job, 64-bit RO. */
@@ -264,7 +268,9 @@ enum tnpu_counter {
 	TNPU_CNT_RING_WAIT_CYCLES = 23,	/* cycles consumers stalled in RING_WAIT ROWS */
 	TNPU_CNT_RING_FULL_CYCLES = 24,	/* cycles producers stalled in RING_WAIT SPACE (ring full) */
 	TNPU_CNT_RING_BYTES = 25,	/* bytes moved between storage units and ring memory */
-	TNPU_CNT_NUM = 26,
+	TNPU_CNT_PLAN_HITS = 26,	/* PLAN_LOADs served from the plan cache */
+	TNPU_CNT_PLAN_MISSES = 27,	/* PLAN_LOADs that uploaded the plan */
+	TNPU_CNT_NUM = 28,
 };
 #define TNPU_CNT_SLOTS		32	/* slots reserved in each counter block */
 
@@ -304,7 +310,7 @@ enum tnpu_err {
 	TNPU_ERR_SEM = 29,		/* invalid semaphore id or engine */
 	TNPU_ERR_SEM_DEADLOCK = 30,	/* SEM_WAIT not covered by earlier SEM_SIGNALs */
 	TNPU_ERR_SEM_OVERFLOW = 31,	/* more than 64 outstanding signal records */
-	TNPU_ERR_TOO_LARGE = 32,	/* IM2COL footprint above 16 MiB */
+	TNPU_ERR_TOO_LARGE = 32,	/* IM2COL footprint / GATHER line span above 16 MiB */
 	TNPU_ERR_ALIGN = 33,		/* fp32/int32 operand or pitch not 4-byte aligned */
 	TNPU_ERR_WATCHDOG = 34,		/* job exceeded the modeled-cycle watchdog */
 	TNPU_ERR_ABORTED = 35,		/* job aborted by reset / queue disable */
@@ -315,6 +321,10 @@ enum tnpu_err {
 	TNPU_ERR_RING_ACCESS = 42,	/* ring-memory access to rows not owned (unpublished, unreserved) */
 	TNPU_ERR_ISLAND_ACCESS = 43,	/* command touches a row / SRAM window of another island */
 	TNPU_ERR_ISLAND_CAP = 44,	/* operation the executing island does not support */
+	TNPU_ERR_PLAN_DESC = 45,	/* invalid PLAN_LOAD / GATHER / PLAN_FREE fields */
+	TNPU_ERR_PLAN_UNKNOWN = 46,	/* GATHER names a handle not resident for this context */
+	TNPU_ERR_PLAN_BAD = 47,		/* plan contents invalid (header, sizes, entries, checksum) */
+	TNPU_ERR_PLAN_TOO_LARGE = 48,	/* plan larger than the plan cache */
 	TNPU_ERR_DW_PARAM = 50,		/* invalid depthwise parameter record (DW MAC) */
 	TNPU_ERR_DW_SHAPE = 51,		/* DW MAC operands do not match its parameter record */
 	TNPU_ERR_COUNT
@@ -395,6 +405,9 @@ enum tnpu_cmd_opcode {
 	TNPU_CMD_RING_INIT = 0x09,	/* define a producer-consumer ring */
 	TNPU_CMD_RING_SIGNAL = 0x0A,	/* PUBLISH rows / RELEASE slots (boundary pointers) */
 	TNPU_CMD_RING_WAIT = 0x0B,	/* wait for published ROWS / free SPACE */
+	TNPU_CMD_PLAN_LOAD = 0x0C,	/* make a static address plan resident (plans.md) */
+	TNPU_CMD_GATHER = 0x0D,		/* plan-driven gather load of one tile */
+	TNPU_CMD_PLAN_FREE = 0x0E,	/* drop plans of the job's context from the cache */
 };
 
 /* Every command starts with this 8-byte header; size includes the header. */
@@ -792,6 +805,75 @@ struct tnpu_dw_param {
 	uint8_t reserved[20];	/* must be 0 */
 };
 _Static_assert(sizeof(struct tnpu_dw_param) == 32, "dw param");
+/* Static address plans (seed 004; Documentation/plans.md, commands.md)       */
+/* ------------------------------------------------------------------------- */
+#define TNPU_PLAN_CACHE_BYTES	(1024u * 1024)	/* per queue; sum of resident plan sizes */
+#define TNPU_PLAN_CACHE_ENTRIES	16		/* resident plans per queue; LRU replacement */
+#define TNPU_PLAN_MAGIC		0x4E4C5054u	/* "TPLN" */
+#define TNPU_PLAN_VERSION	1
+#define TNPU_PLAN_MAX_GROUPS	64		/* validity groups (one mask bit each) */
+#define TNPU_PLAN_HANDLE_ALL	0xFFFFFFFFu	/* PLAN_FREE: every plan of the context */
+#define TNPU_GATHER_LINE	64		/* host bytes per gather burst (cycle model, BYTES_H2D) */
+
+/* Plan image in host memory: header, n_bases base records, n_offsets offset records. */
+struct tnpu_plan_hdr {
+	uint32_t magic;		/* TNPU_PLAN_MAGIC */
+	uint16_t version;	/* TNPU_PLAN_VERSION */
+	uint8_t elem_size;	/* 1, 2 or 4 bytes per gathered element */
+	uint8_t n_groups;	/* 1..64 validity groups */
+	uint32_t n_bases;	/* tile rows (per-PE base addresses), >= 1 */
+	uint32_t n_offsets;	/* tile columns (shared offsets), >= 1 */
+	uint32_t bytes;		/* 32 + 16 * n_bases + 8 * n_offsets */
+	uint32_t reserved[3];	/* must be 0 */
+};
+_Static_assert(sizeof(struct tnpu_plan_hdr) == 32, "plan hdr");
+struct tnpu_plan_base {
+	int64_t base;		/* byte offset from GATHER src_va */
+	uint64_t mask;		/* bit g: offsets of group g are valid for this row; bits >= n_groups 0 */
+};
+_Static_assert(sizeof(struct tnpu_plan_base) == 16, "plan base");
+struct tnpu_plan_offset {
+	int32_t offset;		/* byte offset added to the row's base */
+	uint8_t group;		/* < n_groups */
+	uint8_t reserved[3];	/* must be 0 */
+};
+_Static_assert(sizeof(struct tnpu_plan_offset) == 8, "plan offset");
+
+/* PLAN_LOAD: make plan `handle` of the job's context resident (upload only on a miss). */
+struct tnpu_cmd_plan_load {
+	struct tnpu_cmd_hdr hdr;	/* size 32 */
+	uint64_t plan_va;		/* device VA of the plan image */
+	uint32_t handle;		/* software-chosen id, != TNPU_PLAN_HANDLE_ALL */
+	uint32_t bytes;			/* image size, 32..TNPU_PLAN_CACHE_BYTES */
+	uint64_t tag;			/* FNV-1a 64 of the image: identity and checksum */
+};
+_Static_assert(sizeof(struct tnpu_cmd_plan_load) == 32, "plan load cmd");
+
+/* GATHER: tile element (i, j) = src_va + base[m0+i] + offset[k0+j], or pad_value if masked. */
+struct tnpu_cmd_gather {
+	struct tnpu_cmd_hdr hdr;	/* size 56 */
+	uint64_t src_va;
+	uint32_t handle;
+	uint32_t pad_value;		/* raw element bits for masked elements */
+	uint32_t m0, mt;		/* first base record and count */
+	uint32_t k0, kt;		/* first offset record and count */
+	uint32_t sram_off;		/* tile origin in the half */
+	uint32_t sram_pitch;		/* bytes between tile rows, >= kt * elem_size */
+	uint8_t row;			/* storage unit; 0xFF = all rows */
+	uint8_t half;
+	uint16_t reserved0;		/* must be 0 */
+	uint32_t reserved1;		/* must be 0 */
+};
+_Static_assert(sizeof(struct tnpu_cmd_gather) == 56, "gather cmd");
+_Static_assert(offsetof(struct tnpu_cmd_gather, row) == 48, "gather cmd");
+
+/* PLAN_FREE: drop plan `handle` (or all) of the job's context; absent plans are no error. */
+struct tnpu_cmd_plan_free {
+	struct tnpu_cmd_hdr hdr;	/* size 16 */
+	uint32_t handle;		/* or TNPU_PLAN_HANDLE_ALL */
+	uint32_t reserved;		/* must be 0 */
+};
+_Static_assert(sizeof(struct tnpu_cmd_plan_free) == 16, "plan free cmd");
 
 #ifdef __cplusplus
 }
