@@ -104,7 +104,8 @@
 
 /* Global counter block: 32 64-bit counters */
 #define TNPU_REG_PERF(i)		(0x0400 + 8 * (i))
-#define TNPU_NUM_COUNTERS		28	/* sparse #8: 18..21, chain #9: 22..25, plans #9: 26..27 */
+/* counters 0..17, sparse #8 18..21, chain #9 22..25, plans #9 26..27 */
+#define TNPU_NUM_COUNTERS		28
 
 /* sparse (#8): busy cycles of row r in the last completed job (64-bit) */
 #define TNPU_REG_ROW_BUSY(r)		(0x0300 + 8 * (r))
