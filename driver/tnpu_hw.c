@@ -18,11 +18,15 @@ static const char * const tnpu_err_names[TNPU_ERR_MAX + 1] = {
 	"PACKET", "CONFIG", "INSTR", "IBUF_EMPTY", "OPERAND", "ACC_SHAPE", "SLOT_EMPTY",
 	"SPARSE_INDEX", "SFU_PARAM", "DTYPE", "SEM", "SEM_DEADLOCK", "SEM_OVERFLOW", "TOO_LARGE",
 	"ALIGN", "WATCHDOG", "ABORTED", "NOMEM",
+	/* feature blocks have their own number ranges, so the table has gaps */
+	[40] = "RING_DESC", "RING_DEADLOCK", "RING_ACCESS", "ISLAND_ACCESS", "ISLAND_CAP",
+	[45] = "PLAN_DESC", "PLAN_UNKNOWN", "PLAN_BAD", "PLAN_TOO_LARGE",
+	[50] = "DW_PARAM", "DW_SHAPE",
 };
 
 const char *tnpu_err_name(u32 code)
 {
-	return code <= TNPU_ERR_MAX ? tnpu_err_names[code] : "UNKNOWN";
+	return code <= TNPU_ERR_MAX && tnpu_err_names[code] ? tnpu_err_names[code] : "UNKNOWN";
 }
 
 static void tnpu_read_caps(struct tnpu_device *tdev)
