@@ -12,4 +12,6 @@ int conv_direct_lower(struct accel_dev *dev, struct mm_ctx *x, const struct acce
 int conv_dw_lower(struct accel_dev *dev, struct mm_ctx *x, const struct accel_conv2d_desc *cd,
 		  const struct mm_problem *p);
 int arg_tensor(struct accel_dev *dev, const struct accel_tensor *t, const char *what);
+/* arg_tensor + a 2-D matrix with contiguous, non-overlapping rows (fp32: 4-byte aligned). */
+int mat_arg(struct accel_dev *dev, const struct accel_tensor *t, const char *what);
 #endif

@@ -23,7 +23,7 @@ int arg_tensor(struct accel_dev *dev, const struct accel_tensor *t, const char *
 	return 0;
 }
 
-static int mat_arg(struct accel_dev *dev, const struct accel_tensor *t, const char *what)
+int mat_arg(struct accel_dev *dev, const struct accel_tensor *t, const char *what)
 {
 	int ret = arg_tensor(dev, t, what);
 

@@ -9,21 +9,6 @@
 #include "epilogue.h"
 #include "sparse.h"
 
-static int check_a(struct accel_dev *dev, const struct accel_tensor *t, const char *what)
-{
-	int ret = arg_tensor(dev, t, what);
-
-	if (ret)
-		return ret;
-	if (t->ndim != 2)
-		return accel_seterr(dev, -EINVAL, "%s must be a 2-D tensor", what);
-	if ((size_t)t->strides[1] != accel_dtype_size(t->dtype))
-		return accel_seterr(dev, -EINVAL, "%s: the column dimension must be contiguous", what);
-	if (t->dtype == ACCEL_FP32 && ((t->buf->va + t->offset) % 4 || t->strides[0] % 4))
-		return accel_seterr(dev, -EINVAL, "%s: fp32 data must be 4-byte aligned", what);
-	return 0;
-}
-
 int accel_sparse_gemm(struct accel_dev *dev, const struct accel_sparse_gemm_desc *d, const struct accel_submit *sub,
 		      struct accel_job **job)
 {
@@ -42,7 +27,7 @@ int accel_sparse_gemm(struct accel_dev *dev, const struct accel_sparse_gemm_desc
 		return accel_seterr(dev, -EINVAL, "accel_sparse_gemm: packed weights missing or of another device");
 	if (d->flags & ~(ACCEL_SPARSE_ZSKIP_A | ACCEL_SPARSE_LB))
 		return accel_seterr(dev, -EINVAL, "accel_sparse_gemm: unknown flags 0x%x", d->flags);
-	if ((ret = check_a(dev, d->a, "A")) || (ret = check_a(dev, d->c, "C")))
+	if ((ret = mat_arg(dev, d->a, "A")) || (ret = mat_arg(dev, d->c, "C")))
 		return ret;
 	if (d->a->dtype != (sw->f32 ? ACCEL_FP32 : ACCEL_INT8))
 		return accel_seterr(dev, -EINVAL, "A must have the packed weights' dtype (%s)", sw->f32 ? "FP32" : "INT8");
