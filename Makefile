@@ -7,6 +7,8 @@
 #   make vm         the VM kernel + initramfs;   make vm-test / vm-shell
 #   make bench-core golden-model GEMM benchmark vs OpenBLAS (JSON lines)
 #   make module     tnpu.ko against the installed Debian 6.12 headers
+#   make onnx-conformance  ONNX backend tests of the supported ops, on sim and in the VM
+#   make train-model  retrain models/fashion-mnist (installs python3-torch; not needed by CI)
 # Variables: VM_ACCEL=kvm (opt-in; TCG by default), TNPU_CACHE=dir, BUILD=dir, V=1.
 
 SHELL := /bin/bash
@@ -19,12 +21,12 @@ KVER = $(shell $(TOP)/tools/kver)
 KDIR = /lib/modules/$(KVER)/build
 
 .PHONY: all deps build unit module qemu qtest vm vm-test vm-shell check demo bench-core fuzz-core \
-	checkpatch clean distclean help
+	checkpatch clean distclean help onnx-conformance train-model
 
 all: build module
 
 help:
-	@sed -n '2,12p' $(TOP)/Makefile | sed 's/^# \{0,1\}//'
+	@sed -n '2,14p' $(TOP)/Makefile | sed 's/^# \{0,1\}//'
 
 deps:
 	@$(TOP)/tools/setup-deps
@@ -69,6 +71,13 @@ check: deps build module qemu vm
 
 demo: qemu vm
 	@$(TOP)/tools/demo
+
+onnx-conformance: build qemu vm
+	@$(TOP)/tools/onnx-conformance/run
+
+train-model:
+	@$(TOP)/tools/setup-deps --train
+	@nice /usr/bin/python3 $(TOP)/models/fashion-mnist/train.py
 
 bench-core: build
 	@$(MESON_BUILD)/qemu-device/core/bench/bench-core

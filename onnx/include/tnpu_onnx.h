@@ -1,0 +1,105 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * tnpu_onnx.h - ONNX import for tnpu (issue #10): load a model (protobuf-c code generated from Debian's
+ * onnx.proto), run it on a libaccel device or on the plain-C CPU reference executor.
+ * Reference: Documentation/onnx.md.  Conventions as libaccel: 0 or a negative errno, a message in
+ * onnx_model_error() (or the caller's buffer for loads); never aborts, exits or prints.
+ */
+#ifndef TNPU_ONNX_H
+#define TNPU_ONNX_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "accel.h"
+
+#define ONNX_MAX_DIMS 8
+
+/* Element types: the values of onnx.proto's TensorProto.DataType. */
+enum onnx_dtype {
+	ONNX_FLOAT = 1,
+	ONNX_UINT8 = 2,
+	ONNX_INT8 = 3,
+	ONNX_INT32 = 6,
+	ONNX_INT64 = 7,
+};
+
+/* A dense host tensor (row-major, as ONNX).  data holds count elements of dtype. */
+struct onnx_tensor {
+	enum onnx_dtype dtype;
+	unsigned ndim;
+	int64_t dims[ONNX_MAX_DIMS];
+	size_t count;
+	void *data;
+};
+
+struct onnx_model;
+
+/* Load flags. */
+#define ONNX_LOAD_NO_FOLD 0x1u	/* run the graph as written: no BatchNormalization folding, no Relu fusion */
+
+/*
+ * Parse an ONNX model and build its graph.  -ENOENT/-errno (file), -EBADMSG (not a ModelProto),
+ * -EINVAL (malformed graph: message names the node/value), -EOPNOTSUPP (an operator or attribute
+ * outside the supported set: the message names the operator).  err gets the message (may be NULL).
+ */
+int onnx_model_load(const char *path, unsigned flags, struct onnx_model **out, char *err, size_t errlen);
+int onnx_model_load_mem(const void *buf, size_t len, unsigned flags, struct onnx_model **out, char *err,
+			size_t errlen);
+void onnx_model_free(struct onnx_model *m);
+const char *onnx_model_error(const struct onnx_model *m);
+
+/* Graph inputs that are not initializers, and graph outputs, in model order. */
+unsigned onnx_model_n_inputs(const struct onnx_model *m);
+unsigned onnx_model_n_outputs(const struct onnx_model *m);
+const char *onnx_model_input_name(const struct onnx_model *m, unsigned i);
+const char *onnx_model_output_name(const struct onnx_model *m, unsigned i);
+/* Number of graph nodes after folding, and BatchNormalization nodes folded into a Conv. */
+unsigned onnx_model_n_nodes(const struct onnx_model *m);
+unsigned onnx_model_n_folded(const struct onnx_model *m);
+
+/* Per-run statistics. */
+struct onnx_run_stats {
+	unsigned accel_nodes;	/* nodes lowered onto libaccel */
+	unsigned host_nodes;	/* nodes run on the host (fallbacks and host-only ops) */
+	struct accel_counters counters;	/* summed device counters of the accel nodes */
+};
+
+/*
+ * Run the graph.  dev != NULL: supported ops are lowered onto libaccel (accel_conv2d, accel_gemm,
+ * accel_pool2d, accel_activation), the others run on the host; dev == NULL: everything runs on the
+ * plain-C CPU reference.  inputs[i] feeds onnx_model_input_name(m, i); outputs are allocated here
+ * (release with onnx_tensor_release).  stats may be NULL.
+ */
+int onnx_run(struct onnx_model *m, struct accel_dev *dev, const struct onnx_tensor *inputs, unsigned n_inputs,
+	     struct onnx_tensor *outputs, unsigned n_outputs, struct onnx_run_stats *stats);
+
+/* Tensors. */
+size_t onnx_dtype_size(enum onnx_dtype dt);
+const char *onnx_dtype_name(int dt);
+int onnx_tensor_alloc(struct onnx_tensor *t, enum onnx_dtype dt, unsigned ndim, const int64_t *dims);
+void onnx_tensor_release(struct onnx_tensor *t);
+/* Read a serialized TensorProto (.pb file of the ONNX test data); name may be NULL. */
+int onnx_tensor_load_pb(const char *path, struct onnx_tensor *out, char *name, size_t namelen, char *err,
+			size_t errlen);
+/* Write a TensorProto (.pb). */
+int onnx_tensor_save_pb(const char *path, const struct onnx_tensor *t, const char *name, char *err, size_t errlen);
+
+/*
+ * Compare an output with its expectation.  Float: |got - exp| <= atol + rtol * |exp| (NaN matches
+ * NaN); integer types: |got - exp| <= itol.  Returns 0 (match), 1 (mismatch: msg says where) or
+ * -EINVAL (different dtype/shape: msg says how).  max_err gets the largest |got - exp|.
+ */
+struct onnx_tolerance {
+	double atol, rtol;
+	int64_t itol;
+};
+#define ONNX_TOL_ATOL 1e-4	/* the documented defaults (Documentation/onnx.md, "Tolerances") */
+#define ONNX_TOL_RTOL 1e-3
+#define ONNX_TOL_ITOL 0
+int onnx_compare(const struct onnx_tensor *got, const struct onnx_tensor *exp, const struct onnx_tolerance *tol,
+		 double *max_err, char *msg, size_t len);
+/* "FLOAT [1,3,224,224]" */
+void onnx_tensor_describe(const struct onnx_tensor *t, char *buf, size_t len);
+
+#endif /* TNPU_ONNX_H */

@@ -1,0 +1,28 @@
+/* SPDX-License-Identifier: MIT */
+/* accel_util.h - device buffers and job bookkeeping shared by the accel kernels. */
+#ifndef TNPU_ONNX_ACCEL_UTIL_H
+#define TNPU_ONNX_ACCEL_UTIL_H
+
+#include "geom.h"
+
+/* Up to 6 device buffers of one node, freed together. */
+struct abufs {
+	struct accel_buffer *b[6];
+	unsigned n;
+};
+
+/* Allocate a buffer of bytes (>= 1) and copy src (may be NULL) into it. */
+int abuf_new(struct onnx_ctx *c, struct abufs *bs, const void *src, size_t bytes, struct accel_buffer **out);
+void abufs_free(struct abufs *bs);
+/* Wait for a job started by a libaccel call that returned ret; add its counters to the stats. */
+int ajob_finish(struct onnx_ctx *c, int ret, struct accel_job *job, const char *what);
+
+/* int8 conv / matmul on the device with int32 results (ops_accel.c), used by the int8 family:
+ * x8 (int8, NCHW), w8 (int8, OIHW), bias (int32 K, may be NULL), pad value x_zp. */
+int accel_conv_i8(struct onnx_ctx *c, const struct conv_geom *g, const int8_t *x8, const int8_t *w8,
+		  const int32_t *bias, int32_t x_zp, int32_t *acc);
+/* acc[M x N] = a8[M x K] * b8[K x N] + bias[N] (bias may be NULL). */
+int accel_gemm_i8(struct onnx_ctx *c, int64_t M, int64_t K, int64_t N, const int8_t *a8, const int8_t *b8,
+		  const int32_t *bias, int32_t *acc);
+
+#endif /* TNPU_ONNX_ACCEL_UTIL_H */

@@ -1,0 +1,150 @@
+/* SPDX-License-Identifier: MIT */
+/* attr.c - node attributes and the Conv/pooling window geometry (pads, strides, dilations, auto_pad). */
+#include <stdarg.h>
+#include <stdio.h>
+#include <string.h>
+
+#include "internal.h"
+
+const Onnx__AttributeProto *attr_find(const Onnx__NodeProto *n, const char *name)
+{
+	for (size_t i = 0; i < n->n_attribute; i++)
+		if (n->attribute[i]->name && !strcmp(n->attribute[i]->name, name))
+			return n->attribute[i];
+	return NULL;
+}
+
+int64_t attr_int(const Onnx__NodeProto *n, const char *name, int64_t def)
+{
+	const Onnx__AttributeProto *a = attr_find(n, name);
+
+	return a && a->has_i ? a->i : def;
+}
+
+float attr_float(const Onnx__NodeProto *n, const char *name, float def)
+{
+	const Onnx__AttributeProto *a = attr_find(n, name);
+
+	return a && a->has_f ? a->f : def;
+}
+
+const char *attr_string(const Onnx__NodeProto *n, const char *name, char *buf, size_t len, const char *def)
+{
+	const Onnx__AttributeProto *a = attr_find(n, name);
+
+	if (!a || !a->has_s)
+		return def;
+	snprintf(buf, len, "%.*s", (int)a->s.len, (const char *)a->s.data);
+	return buf;
+}
+
+int attr_ints(const Onnx__NodeProto *n, const char *name, int64_t *out, int max)
+{
+	const Onnx__AttributeProto *a = attr_find(n, name);
+
+	if (!a)
+		return -1;
+	for (size_t i = 0; i < a->n_ints && (int)i < max; i++)
+		out[i] = a->ints[i];
+	return (int)a->n_ints;
+}
+
+int node_err(const struct onnx_ctx *c, int err, const char *fmt, ...)
+{
+	const Onnx__NodeProto *p = c->n->pb;
+	char msg[384];
+	va_list ap;
+
+	va_start(ap, fmt);
+	vsnprintf(msg, sizeof(msg), fmt, ap);
+	va_end(ap);
+	return onnx_seterr(c->m, err, "node '%s' (%s): %s", p->name && p->name[0] ? p->name : p->output[0],
+			   p->op_type, msg);
+}
+
+static int64_t out_size(int64_t in, int64_t span, int64_t s, bool ceil_mode)
+{
+	int64_t num = in - span;
+
+	if (num < 0)
+		return 0;
+	return (ceil_mode ? (num + s - 1) / s : num / s) + 1;
+}
+
+int win_resolve(const struct onnx_ctx *c, unsigned spatial, int64_t h, int64_t w, int64_t kh, int64_t kw,
+		bool ceil_mode, struct win2d *o)
+{
+	const Onnx__NodeProto *n = c->n->pb;
+	int64_t st[2] = { 1, 1 }, dl[2] = { 1, 1 }, pd[4] = { 0, 0, 0, 0 };
+	int64_t in[2] = { h, w }, k[2] = { kh, kw }, out[2], pb[2], pe[2];
+	unsigned off = spatial == 1 ? 1 : 0;	/* 1-D: the attributes describe W; H is 1 */
+	char buf[32];
+	const char *ap = attr_string(n, "auto_pad", buf, sizeof(buf), "NOTSET");
+	int cnt;
+
+	if ((cnt = attr_ints(n, "strides", st + off, 2)) >= 0 && cnt != (int)spatial)
+		return node_err(c, -EINVAL, "strides has %d values, expected %u", cnt, spatial);
+	if ((cnt = attr_ints(n, "dilations", dl + off, 2)) >= 0 && cnt != (int)spatial)
+		return node_err(c, -EINVAL, "dilations has %d values, expected %u", cnt, spatial);
+	if ((cnt = attr_ints(n, "pads", pd, 4)) >= 0) {
+		if (cnt != 2 * (int)spatial)
+			return node_err(c, -EINVAL, "pads has %d values, expected %u", cnt, 2 * spatial);
+		if (spatial == 1) {
+			pd[3] = pd[1];
+			pd[1] = pd[0];
+			pd[0] = pd[2] = 0;
+		}
+	}
+	memset(o, 0, sizeof(*o));
+	for (int i = 0; i < 2; i++) {
+		int64_t span = (k[i] - 1) * dl[i] + 1;
+
+		if (st[i] < 1 || dl[i] < 1 || k[i] < 1)
+			return node_err(c, -EINVAL, "strides, dilations and kernel must be >= 1");
+		if (!strcmp(ap, "NOTSET")) {
+			pb[i] = pd[i];
+			pe[i] = pd[i + 2];
+			if (pb[i] < 0 || pe[i] < 0)
+				return node_err(c, -EINVAL, "negative pads");
+			out[i] = out_size(in[i] + pb[i] + pe[i], span, st[i], ceil_mode);
+			/* ceil_mode: the last window must start inside the input or its leading padding */
+			if (ceil_mode && out[i] > 1 && (out[i] - 1) * st[i] >= in[i] + pb[i])
+				out[i]--;
+		} else if (!strcmp(ap, "VALID")) {
+			pb[i] = pe[i] = 0;
+			out[i] = out_size(in[i], span, st[i], false);
+		} else if (!strcmp(ap, "SAME_UPPER") || !strcmp(ap, "SAME_LOWER")) {
+			int64_t total;
+
+			out[i] = (in[i] + st[i] - 1) / st[i];
+			total = (out[i] - 1) * st[i] + span - in[i];
+			if (total < 0)
+				total = 0;
+			pb[i] = !strcmp(ap, "SAME_UPPER") ? total / 2 : total - total / 2;
+			pe[i] = total - pb[i];
+		} else {
+			return node_err(c, -EINVAL, "unknown auto_pad '%s'", ap);
+		}
+		if (out[i] < 1)
+			return node_err(c, -EINVAL, "window larger than the padded input");
+	}
+	o->kh = k[0];
+	o->kw = k[1];
+	o->sh = st[0];
+	o->sw = st[1];
+	o->dh = dl[0];
+	o->dw = dl[1];
+	o->pt = pb[0];
+	o->pl = pb[1];
+	o->pb = pe[0];
+	o->pr = pe[1];
+	o->oh = out[0];
+	o->ow = out[1];
+	for (int i = 0; i < 2; i++) {
+		int64_t extra = (out[i] - 1) * st[i] + (k[i] - 1) * dl[i] + 1 - (in[i] + pb[i] + pe[i]);
+
+		if (extra > 0)
+			*(i ? &o->ceil_extra_w : &o->ceil_extra_h) = extra;
+	}
+	return 0;
+}

@@ -1,0 +1,57 @@
+/* SPDX-License-Identifier: MIT */
+/* compare.c - outputs against expectations with the documented tolerances (accel-run, conformance). */
+#include <math.h>
+#include <stdio.h>
+#include <string.h>
+
+#include "internal.h"
+
+void onnx_tensor_describe(const struct onnx_tensor *t, char *buf, size_t len)
+{
+	size_t o = (size_t)snprintf(buf, len, "%s [", onnx_dtype_name(t->dtype));
+
+	for (unsigned i = 0; i < t->ndim && o < len; i++)
+		o += (size_t)snprintf(buf + o, len - o, "%s%lld", i ? "," : "", (long long)t->dims[i]);
+	if (o < len)
+		snprintf(buf + o, len - o, "]");
+}
+
+int onnx_compare(const struct onnx_tensor *got, const struct onnx_tensor *exp, const struct onnx_tolerance *tol,
+		 double *max_err, char *msg, size_t len)
+{
+	char a[96], b[96];
+	size_t bad = 0, first = 0;
+	double worst = 0;
+
+	*max_err = 0;
+	onnx_tensor_describe(got, a, sizeof(a));
+	onnx_tensor_describe(exp, b, sizeof(b));
+	if (got->dtype != exp->dtype || got->ndim != exp->ndim || memcmp(got->dims, exp->dims, got->ndim * sizeof(int64_t))) {
+		snprintf(msg, len, "got %s, expected %s", a, b);
+		return -EINVAL;
+	}
+	for (size_t i = 0; i < got->count; i++) {
+		double g = tensor_get(got, i), e = tensor_get(exp, i), d = fabs(g - e);
+		bool ok;
+
+		if (got->dtype == ONNX_FLOAT) {
+			ok = (isnan(g) && isnan(e)) || g == e || d <= tol->atol + tol->rtol * fabs(e);
+			if (isnan(d))
+				d = 0;
+		} else {
+			ok = d <= (double)tol->itol;
+		}
+		if (d > worst)
+			worst = d;
+		if (!ok && !bad++)
+			first = i;
+	}
+	*max_err = worst;
+	if (!bad) {
+		snprintf(msg, len, "%zu values match (max |err| %.3g)", got->count, worst);
+		return 0;
+	}
+	snprintf(msg, len, "%zu of %zu values differ; first at %zu: got %.9g, expected %.9g (max |err| %.3g)", bad,
+		 got->count, first, tensor_get(got, first), tensor_get(exp, first), worst);
+	return 1;
+}

@@ -1,0 +1,101 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * exec.c - run a loaded graph node by node in model order (ONNX graphs are topologically sorted).
+ * With a device, a node runs its accel kernel when it has one (the kernel may hand a case it cannot
+ * lower back to the host kernel: ONNX_FALLBACK); without, every node runs the plain-C CPU reference.
+ * Output shapes are inferred per node from its actual input shapes.
+ */
+#include <stdio.h>
+#include <string.h>
+
+#include "internal.h"
+
+static void release_runtime(struct onnx_model *m)
+{
+	for (unsigned i = 0; i < m->n_vals; i++)
+		if (!m->vals[i].is_const)
+			onnx_tensor_release(&m->vals[i].t);
+}
+
+static int bind_inputs(struct onnx_model *m, const struct onnx_tensor *in, unsigned n)
+{
+	if (n != m->n_inputs)
+		return onnx_seterr(m, -EINVAL, "the model has %u inputs, %u given", m->n_inputs, n);
+	for (unsigned i = 0; i < n; i++) {
+		struct onnx_value *v = &m->vals[m->inputs[i]];
+		int ret;
+
+		if (!in[i].data || !onnx_dtype_size(in[i].dtype) || in[i].ndim > ONNX_MAX_DIMS ||
+		    tensor_count(in[i].ndim, in[i].dims) != in[i].count)
+			return onnx_seterr(m, -EINVAL, "input '%s': malformed tensor", v->name);
+		ret = tensor_copy(&v->t, &in[i]);
+		if (ret)
+			return onnx_seterr(m, ret, "input '%s': out of memory", v->name);
+	}
+	return 0;
+}
+
+static int run_node(struct onnx_ctx *c)
+{
+	onnx_kernel ak = c->dev ? onnx_accel_kernels[c->n->op] : NULL;
+	onnx_kernel hk = onnx_host_kernels[c->n->op];
+	int ret = ONNX_FALLBACK;
+
+	for (unsigned i = 0; i < c->n->n_in; i++)
+		if (c->n->in[i] >= 0 && !c->m->vals[c->n->in[i]].t.data)
+			return node_err(c, -EINVAL, "input '%s' has no value", c->m->vals[c->n->in[i]].name);
+	c->on_accel = false;
+	if (ak)
+		ret = ak(c);
+	if (ret == ONNX_FALLBACK) {
+		/* a partly written output of a declined accel attempt is replaced */
+		for (unsigned i = 0; i < c->n->n_out; i++)
+			if (c->n->out[i] >= 0)
+				onnx_tensor_release(node_out(c, i));
+		c->on_accel = false;
+		ret = hk ? hk(c) : node_err(c, -EOPNOTSUPP, "no kernel");
+	}
+	if (ret)
+		return ret;
+	if (c->stats) {
+		if (c->on_accel)
+			c->stats->accel_nodes++;
+		else
+			c->stats->host_nodes++;
+	}
+	return 0;
+}
+
+int onnx_run(struct onnx_model *m, struct accel_dev *dev, const struct onnx_tensor *inputs, unsigned n_inputs,
+	     struct onnx_tensor *outputs, unsigned n_outputs, struct onnx_run_stats *stats)
+{
+	struct onnx_ctx c = { .m = m, .dev = dev, .stats = stats };
+	int ret;
+
+	if (stats)
+		memset(stats, 0, sizeof(*stats));
+	if (n_outputs != m->n_outputs)
+		return onnx_seterr(m, -EINVAL, "the model has %u outputs, %u requested", m->n_outputs, n_outputs);
+	for (unsigned i = 0; i < n_outputs; i++)
+		memset(&outputs[i], 0, sizeof(outputs[i]));
+	ret = bind_inputs(m, inputs, n_inputs);
+	for (unsigned i = 0; !ret && i < m->n_nodes; i++) {
+		if (m->nodes[i].folded)
+			continue;
+		c.n = &m->nodes[i];
+		ret = run_node(&c);
+	}
+	for (unsigned i = 0; !ret && i < n_outputs; i++) {
+		const struct onnx_value *v = &m->vals[m->outputs[i]];
+
+		if (!v->t.data)
+			ret = onnx_seterr(m, -EINVAL, "output '%s' was not computed", v->name);
+		else
+			ret = tensor_copy(&outputs[i], &v->t);
+	}
+	if (ret)
+		for (unsigned i = 0; i < n_outputs; i++)
+			onnx_tensor_release(&outputs[i]);
+	release_runtime(m);
+	return ret;
+}

@@ -1,0 +1,391 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * load.c - ONNX ModelProto (protobuf-c, generated from Debian's onnx.proto) -> graph of values and
+ * nodes.  Every name a node reads must exist before it (ONNX requires topological order), every
+ * operator must be in the supported set (Documentation/onnx.md); anything else is a clear error.
+ */
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "internal.h"
+
+
+static const char *const op_names[OP_COUNT] = {
+	[OP_CONV] = "Conv",
+	[OP_GEMM] = "Gemm",
+	[OP_MATMUL] = "MatMul",
+	[OP_RELU] = "Relu",
+	[OP_MAXPOOL] = "MaxPool",
+	[OP_AVGPOOL] = "AveragePool",
+	[OP_GLOBALAVGPOOL] = "GlobalAveragePool",
+	[OP_ADD] = "Add",
+	[OP_FLATTEN] = "Flatten",
+	[OP_RESHAPE] = "Reshape",
+	[OP_BATCHNORM] = "BatchNormalization",
+	[OP_SOFTMAX] = "Softmax",
+	[OP_QLINEARCONV] = "QLinearConv",
+	[OP_QLINEARMATMUL] = "QLinearMatMul",
+	[OP_CONVINTEGER] = "ConvInteger",
+	[OP_MATMULINTEGER] = "MatMulInteger",
+	[OP_CONSTANT] = "Constant",
+	[OP_IDENTITY] = "Identity",
+};
+
+const char *onnx_op_name(enum onnx_op op)
+{
+	return op < OP_COUNT && op_names[op] ? op_names[op] : "?";
+}
+
+int onnx_op_lookup(const char *name)
+{
+	for (int i = 0; i < OP_COUNT; i++)
+		if (op_names[i] && !strcmp(op_names[i], name))
+			return i;
+	return -1;
+}
+
+int onnx_seterr(struct onnx_model *m, int err, const char *fmt, ...)
+{
+	va_list ap;
+
+	va_start(ap, fmt);
+	vsnprintf(m->err, sizeof(m->err), fmt, ap);
+	va_end(ap);
+	return err;
+}
+
+const char *onnx_model_error(const struct onnx_model *m)
+{
+	return m ? m->err : "";
+}
+
+static int find_value(const struct onnx_model *m, const char *name)
+{
+	for (unsigned i = 0; i < m->n_vals; i++)
+		if (!strcmp(m->vals[i].name, name))
+			return (int)i;
+	return -1;
+}
+
+int onnx_value_add(struct onnx_model *m, const char *name)
+{
+	if (m->n_vals == m->cap_vals) {
+		unsigned cap = m->cap_vals ? 2 * m->cap_vals : 64;
+		struct onnx_value *v = realloc(m->vals, cap * sizeof(*v));
+
+		if (!v)
+			return onnx_seterr(m, -ENOMEM, "out of memory");
+		m->vals = v;
+		m->cap_vals = cap;
+	}
+	memset(&m->vals[m->n_vals], 0, sizeof(m->vals[0]));
+	m->vals[m->n_vals].name = name;
+	return (int)m->n_vals++;
+}
+
+static const char *node_label(const Onnx__NodeProto *n)
+{
+	return n->name && n->name[0] ? n->name : (n->n_output ? n->output[0] : "?");
+}
+
+static int load_initializers(struct onnx_model *m, const Onnx__GraphProto *g)
+{
+	char msg[256];
+
+	if (g->n_sparse_initializer)
+		return onnx_seterr(m, -EOPNOTSUPP, "sparse initializers are not supported");
+	for (size_t i = 0; i < g->n_initializer; i++) {
+		const Onnx__TensorProto *p = g->initializer[i];
+		int v, ret;
+
+		if (!p->name || !p->name[0])
+			return onnx_seterr(m, -EINVAL, "initializer %zu has no name", i);
+		if (find_value(m, p->name) >= 0)
+			return onnx_seterr(m, -EINVAL, "initializer '%s' defined twice", p->name);
+		v = onnx_value_add(m, p->name);
+		if (v < 0)
+			return v;
+		ret = tensor_from_proto(p, &m->vals[v].t, msg, sizeof(msg));
+		if (ret)
+			return onnx_seterr(m, ret, "initializer '%s': %s", p->name, msg);
+		m->vals[v].is_const = true;
+	}
+	return 0;
+}
+
+static int load_constant(struct onnx_model *m, struct onnx_node *nd)
+{
+	const Onnx__AttributeProto *a = attr_find(nd->pb, "value");
+	struct onnx_value *v = &m->vals[nd->out[0]];
+	char msg[256];
+	int ret;
+
+	if (a && a->t) {
+		ret = tensor_from_proto(a->t, &v->t, msg, sizeof(msg));
+		if (ret)
+			return onnx_seterr(m, ret, "Constant '%s': %s", node_label(nd->pb), msg);
+	} else if ((a = attr_find(nd->pb, "value_float")) && a->has_f) {
+		ret = onnx_tensor_alloc(&v->t, ONNX_FLOAT, 0, NULL);
+		if (ret)
+			return onnx_seterr(m, ret, "out of memory");
+		*(float *)v->t.data = a->f;
+	} else if ((a = attr_find(nd->pb, "value_int")) && a->has_i) {
+		ret = onnx_tensor_alloc(&v->t, ONNX_INT64, 0, NULL);
+		if (ret)
+			return onnx_seterr(m, ret, "out of memory");
+		*(int64_t *)v->t.data = a->i;
+	} else if ((a = attr_find(nd->pb, "value_ints"))) {
+		int64_t d = (int64_t)a->n_ints;
+
+		ret = onnx_tensor_alloc(&v->t, ONNX_INT64, 1, &d);
+		if (ret)
+			return onnx_seterr(m, ret, "out of memory");
+		memcpy(v->t.data, a->ints, a->n_ints * sizeof(int64_t));
+	} else if ((a = attr_find(nd->pb, "value_floats"))) {
+		int64_t d = (int64_t)a->n_floats;
+
+		ret = onnx_tensor_alloc(&v->t, ONNX_FLOAT, 1, &d);
+		if (ret)
+			return onnx_seterr(m, ret, "out of memory");
+		memcpy(v->t.data, a->floats, a->n_floats * sizeof(float));
+	} else {
+		return onnx_seterr(m, -EOPNOTSUPP, "Constant '%s': only value, value_float(s) and value_int(s) are supported",
+				   node_label(nd->pb));
+	}
+	v->is_const = true;
+	nd->folded = true;	/* nothing left to run */
+	return 0;
+}
+
+static int load_nodes(struct onnx_model *m, const Onnx__GraphProto *g)
+{
+	m->nodes = calloc(g->n_node ? g->n_node : 1, sizeof(*m->nodes));
+	if (!m->nodes)
+		return onnx_seterr(m, -ENOMEM, "out of memory");
+	for (size_t i = 0; i < g->n_node; i++) {
+		const Onnx__NodeProto *p = g->node[i];
+		struct onnx_node *nd = &m->nodes[m->n_nodes];
+		int op;
+
+		if (!p->op_type)
+			return onnx_seterr(m, -EINVAL, "node %zu has no op_type", i);
+		if (p->domain && p->domain[0] && strcmp(p->domain, "ai.onnx"))
+			return onnx_seterr(m, -EOPNOTSUPP, "unsupported operator '%s' of domain '%s' (node '%s')",
+					   p->op_type, p->domain, node_label(p));
+		op = onnx_op_lookup(p->op_type);
+		if (op < 0)
+			return onnx_seterr(m, -EOPNOTSUPP, "unsupported operator '%s' (node '%s')", p->op_type,
+					   node_label(p));
+		if (p->n_input > 9 || p->n_output > 3 || !p->n_output)
+			return onnx_seterr(m, -EINVAL, "node '%s' (%s): %zu inputs, %zu outputs", node_label(p),
+					   p->op_type, p->n_input, p->n_output);
+		nd->pb = p;
+		nd->op = (enum onnx_op)op;
+		nd->n_in = (unsigned)p->n_input;
+		nd->n_out = (unsigned)p->n_output;
+		for (unsigned k = 0; k < nd->n_in; k++) {
+			if (!p->input[k][0]) {
+				nd->in[k] = -1;
+				continue;
+			}
+			nd->in[k] = find_value(m, p->input[k]);
+			if (nd->in[k] < 0)
+				return onnx_seterr(m, -EINVAL,
+						   "node '%s' (%s): input '%s' is not a graph input, initializer or earlier node's output",
+						   node_label(p), p->op_type, p->input[k]);
+		}
+		for (unsigned k = 0; k < nd->n_out; k++) {
+			if (!p->output[k][0]) {
+				nd->out[k] = -1;
+				continue;
+			}
+			if (find_value(m, p->output[k]) >= 0)
+				return onnx_seterr(m, -EINVAL, "node '%s' (%s): output '%s' is produced twice",
+						   node_label(p), p->op_type, p->output[k]);
+			nd->out[k] = onnx_value_add(m, p->output[k]);
+			if (nd->out[k] < 0)
+				return nd->out[k];
+		}
+		if (nd->out[0] < 0)
+			return onnx_seterr(m, -EINVAL, "node '%s' (%s): no first output", node_label(p), p->op_type);
+		m->n_nodes++;
+		if (nd->op == OP_CONSTANT) {
+			int ret = load_constant(m, nd);
+
+			if (ret)
+				return ret;
+		}
+	}
+	return 0;
+}
+
+static int load_graph(struct onnx_model *m)
+{
+	const Onnx__GraphProto *g = m->pb->graph;
+	int ret;
+
+	if (!g)
+		return onnx_seterr(m, -EBADMSG, "not an ONNX model: no graph");
+	m->opset = 1;
+	for (size_t i = 0; i < m->pb->n_opset_import; i++) {
+		const Onnx__OperatorSetIdProto *o = m->pb->opset_import[i];
+
+		if ((!o->domain || !o->domain[0] || !strcmp(o->domain, "ai.onnx")) && o->has_version)
+			m->opset = o->version;
+	}
+	ret = load_initializers(m, g);
+	if (ret)
+		return ret;
+	m->inputs = calloc(g->n_input + 1, sizeof(int));
+	m->outputs = calloc(g->n_output + 1, sizeof(int));
+	if (!m->inputs || !m->outputs)
+		return onnx_seterr(m, -ENOMEM, "out of memory");
+	for (size_t i = 0; i < g->n_input; i++) {
+		const char *name = g->input[i]->name;
+		int v;
+
+		if (!name || !name[0])
+			return onnx_seterr(m, -EINVAL, "graph input %zu has no name", i);
+		if (find_value(m, name) >= 0)
+			continue;	/* an initializer listed as input (IR < 4): a constant */
+		v = onnx_value_add(m, name);
+		if (v < 0)
+			return v;
+		m->vals[v].is_input = true;
+		m->inputs[m->n_inputs++] = v;
+	}
+	ret = load_nodes(m, g);
+	if (ret)
+		return ret;
+	for (size_t i = 0; i < g->n_output; i++) {
+		const char *name = g->output[i]->name;
+		int v = name ? find_value(m, name) : -1;
+
+		if (v < 0)
+			return onnx_seterr(m, -EINVAL, "graph output '%s' is produced by no node", name ? name : "");
+		m->outputs[m->n_outputs++] = v;
+	}
+	if (!m->n_outputs)
+		return onnx_seterr(m, -EINVAL, "graph has no outputs");
+	return 0;
+}
+
+int onnx_model_load_mem(const void *buf, size_t len, unsigned flags, struct onnx_model **out, char *err,
+			size_t errlen)
+{
+	struct onnx_model *m = calloc(1, sizeof(*m));
+	int ret;
+
+	*out = NULL;
+	if (!m) {
+		if (err)
+			snprintf(err, errlen, "out of memory");
+		return -ENOMEM;
+	}
+	m->pb = onnx__model_proto__unpack(NULL, len, buf);
+	if (!m->pb)
+		ret = onnx_seterr(m, -EBADMSG, "not an ONNX model: protobuf parse of ModelProto failed (%zu bytes)", len);
+	else
+		ret = load_graph(m);
+	if (!ret && !(flags & ONNX_LOAD_NO_FOLD)) {
+		ret = onnx_fold_batchnorm(m);
+		onnx_fuse_relu(m);
+	}
+	if (ret) {
+		if (err)
+			snprintf(err, errlen, "%s", m->err);
+		onnx_model_free(m);
+		return ret;
+	}
+	*out = m;
+	return 0;
+}
+
+int onnx_model_load(const char *path, unsigned flags, struct onnx_model **out, char *err, size_t errlen)
+{
+	FILE *f = fopen(path, "rb");
+	char msg[512];
+	uint8_t *buf;
+	long len;
+	int ret;
+
+	*out = NULL;
+	if (!f) {
+		ret = -errno;
+		if (err)
+			snprintf(err, errlen, "%s: %s", path, strerror(-ret));
+		return ret;
+	}
+	if (fseek(f, 0, SEEK_END) || (len = ftell(f)) < 0 || fseek(f, 0, SEEK_SET)) {
+		fclose(f);
+		if (err)
+			snprintf(err, errlen, "%s: cannot size the file", path);
+		return -EIO;
+	}
+	buf = malloc(len ? (size_t)len : 1);
+	if (!buf || fread(buf, 1, (size_t)len, f) != (size_t)len) {
+		ret = buf ? -EIO : -ENOMEM;
+		free(buf);
+		fclose(f);
+		if (err)
+			snprintf(err, errlen, "%s: %s", path, buf ? "read error" : "out of memory");
+		return ret;
+	}
+	fclose(f);
+	ret = onnx_model_load_mem(buf, (size_t)len, flags, out, msg, sizeof(msg));
+	free(buf);
+	if (ret && err)
+		snprintf(err, errlen, "%s: %s", path, msg);
+	return ret;
+}
+
+void onnx_model_free(struct onnx_model *m)
+{
+	if (!m)
+		return;
+	for (unsigned i = 0; i < m->n_vals; i++)
+		onnx_tensor_release(&m->vals[i].t);
+	free(m->vals);
+	free(m->nodes);
+	free(m->inputs);
+	free(m->outputs);
+	if (m->pb)
+		onnx__model_proto__free_unpacked(m->pb, NULL);
+	free(m);
+}
+
+unsigned onnx_model_n_inputs(const struct onnx_model *m)
+{
+	return m->n_inputs;
+}
+
+unsigned onnx_model_n_outputs(const struct onnx_model *m)
+{
+	return m->n_outputs;
+}
+
+const char *onnx_model_input_name(const struct onnx_model *m, unsigned i)
+{
+	return i < m->n_inputs ? m->vals[m->inputs[i]].name : NULL;
+}
+
+const char *onnx_model_output_name(const struct onnx_model *m, unsigned i)
+{
+	return i < m->n_outputs ? m->vals[m->outputs[i]].name : NULL;
+}
+
+unsigned onnx_model_n_nodes(const struct onnx_model *m)
+{
+	unsigned n = 0;
+
+	for (unsigned i = 0; i < m->n_nodes; i++)
+		n += !m->nodes[i].folded;
+	return n;
+}
+
+unsigned onnx_model_n_folded(const struct onnx_model *m)
+{
+	return m->n_folded;
+}

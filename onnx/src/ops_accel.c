@@ -1,0 +1,434 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * ops_accel.c - lowering of the compute operators onto libaccel: Conv -> accel_conv2d (NCHW input,
+ * OIHW weights, bias in the SFU epilogue; 1-D as H = 1), Gemm/MatMul -> accel_gemm (alpha as the
+ * epilogue scale, a row-vector C as the epilogue bias), Relu -> accel_activation, MaxPool /
+ * AveragePool / GlobalAveragePool -> accel_pool2d.  Cases outside what the device lowering expresses
+ * return ONNX_FALLBACK and run on the host kernel (Documentation/onnx.md lists them).
+ */
+#include <string.h>
+
+#include "accel_util.h"
+
+int abuf_new(struct onnx_ctx *c, struct abufs *bs, const void *src, size_t bytes, struct accel_buffer **out)
+{
+	int ret;
+
+	if (bs->n == sizeof(bs->b) / sizeof(bs->b[0]))
+		return node_err(c, -ENOMEM, "too many device buffers");
+	ret = accel_buffer_alloc(c->dev, bytes ? bytes : 1, out);
+	if (ret)
+		return node_err(c, ret, "device buffer of %zu bytes: %s", bytes, accel_last_error(c->dev));
+	bs->b[bs->n++] = *out;
+	if (src)
+		memcpy(accel_buffer_ptr(*out), src, bytes);
+	return 0;
+}
+
+void abufs_free(struct abufs *bs)
+{
+	for (unsigned i = 0; i < bs->n; i++)
+		accel_buffer_free(bs->b[i]);
+	bs->n = 0;
+}
+
+int ajob_finish(struct onnx_ctx *c, int ret, struct accel_job *job, const char *what)
+{
+	struct accel_counters k;
+
+	if (ret)
+		return node_err(c, ret, "%s: %s", what, accel_last_error(c->dev));
+	ret = accel_job_wait(job, -1);
+	if (ret) {
+		node_err(c, ret, "%s job: %s", what, accel_last_error(c->dev));
+		accel_job_free(job);
+		return ret;
+	}
+	if (c->stats && !accel_job_counters(job, &k)) {
+		uint64_t *dst = (uint64_t *)&c->stats->counters;
+		const uint64_t *src = (const uint64_t *)&k;
+
+		for (size_t i = 0; i < offsetof(struct accel_counters, hw_jobs) / sizeof(uint64_t); i++)
+			dst[i] += src[i];
+		c->stats->counters.hw_jobs += k.hw_jobs;
+	}
+	accel_job_free(job);
+	c->on_accel = true;
+	return 0;
+}
+
+static int conv_run(struct onnx_ctx *c, const struct conv_geom *g, enum accel_dtype dt, struct accel_buffer *xb,
+		    struct accel_buffer *wb, struct accel_buffer *bb, struct accel_buffer *yb, int32_t zp)
+{
+	struct accel_tensor xt, wt, yt, bt;
+	struct accel_conv2d_desc d;
+	struct accel_job *job = NULL;
+	int ret;
+
+	memset(&d, 0, sizeof(d));
+	accel_tensor_4d(xb, 0, dt, ACCEL_LAYOUT_NCHW, (uint32_t)g->n, (uint32_t)g->c, (uint32_t)g->h, (uint32_t)g->w,
+			&xt);
+	accel_tensor_4d(wb, 0, dt, ACCEL_LAYOUT_NCHW, (uint32_t)g->k, (uint32_t)g->cg, (uint32_t)g->kh,
+			(uint32_t)g->kw, &wt);
+	accel_tensor_4d(yb, 0, dt == ACCEL_INT8 ? ACCEL_INT32 : ACCEL_FP32, ACCEL_LAYOUT_NCHW, (uint32_t)g->n,
+			(uint32_t)g->k, (uint32_t)g->win.oh, (uint32_t)g->win.ow, &yt);
+	d.input = &xt;
+	d.weights = &wt;
+	d.output = &yt;
+	d.stride_h = (uint32_t)g->win.sh;
+	d.stride_w = (uint32_t)g->win.sw;
+	d.dil_h = (uint32_t)g->win.dh;
+	d.dil_w = (uint32_t)g->win.dw;
+	d.pad_top = (uint32_t)g->win.pt;
+	d.pad_left = (uint32_t)g->win.pl;
+	d.pad_bottom = (uint32_t)g->win.pb;
+	d.pad_right = (uint32_t)g->win.pr;
+	d.groups = (uint32_t)g->groups;
+	d.input_zero_point = zp;
+	if (bb) {
+		accel_tensor_2d(bb, 0, dt == ACCEL_INT8 ? ACCEL_INT32 : ACCEL_FP32, 1, (uint32_t)g->k, &bt);
+		d.epi.bias = &bt;
+	}
+	if (c->n->fused_relu)
+		d.epi.act = ACCEL_ACT_RELU;	/* int8 family nodes are never fused (fold.c) */
+	ret = accel_conv2d(c->dev, &d, NULL, &job);
+	return ajob_finish(c, ret, job, "accel_conv2d");
+}
+
+static int accel_conv(struct onnx_ctx *c)
+{
+	const struct onnx_tensor *x = node_in(c, 0), *w = node_in(c, 1), *b = node_in(c, 2);
+	struct accel_buffer *xb, *wb, *bb = NULL, *yb;
+	struct abufs bs = { .n = 0 };
+	struct onnx_tensor *y;
+	struct conv_geom g;
+	int64_t od[4];
+	unsigned ond;
+	int ret;
+
+	if ((ret = conv_geom(c, x, w, &g)))
+		return ret;
+	if (x->dtype != ONNX_FLOAT || w->dtype != ONNX_FLOAT || (b && (b->dtype != ONNX_FLOAT || b->count != (size_t)g.k)))
+		return ONNX_FALLBACK;	/* the host kernel reports the type error */
+	conv_out_dims(&g, od, &ond);
+	ret = onnx_tensor_alloc(node_out(c, 0), ONNX_FLOAT, ond, od);
+	if (ret)
+		return node_err(c, ret, "cannot allocate the output");
+	y = node_out(c, 0);
+	if ((ret = abuf_new(c, &bs, x->data, x->count * 4, &xb)) || (ret = abuf_new(c, &bs, w->data, w->count * 4, &wb)) ||
+	    (b && (ret = abuf_new(c, &bs, b->data, b->count * 4, &bb))) ||
+	    (ret = abuf_new(c, &bs, NULL, y->count * 4, &yb)))
+		goto out;
+	ret = conv_run(c, &g, ACCEL_FP32, xb, wb, bb, yb, 0);
+	if (!ret)
+		memcpy(y->data, accel_buffer_ptr(yb), y->count * 4);
+out:
+	abufs_free(&bs);
+	return ret;
+}
+
+int accel_conv_i8(struct onnx_ctx *c, const struct conv_geom *g, const int8_t *x8, const int8_t *w8,
+		  const int32_t *bias, int32_t x_zp, int32_t *acc)
+{
+	size_t nx = (size_t)(g->n * g->c * g->h * g->w), nw = (size_t)(g->k * g->cg * g->kh * g->kw);
+	size_t ny = (size_t)(g->n * g->k * g->win.oh * g->win.ow);
+	struct accel_buffer *xb, *wb, *bb = NULL, *yb;
+	struct abufs bs = { .n = 0 };
+	int ret;
+
+	if ((ret = abuf_new(c, &bs, x8, nx, &xb)) || (ret = abuf_new(c, &bs, w8, nw, &wb)) ||
+	    (bias && (ret = abuf_new(c, &bs, bias, (size_t)g->k * 4, &bb))) ||
+	    (ret = abuf_new(c, &bs, NULL, ny * 4, &yb)))
+		goto out;
+	ret = conv_run(c, g, ACCEL_INT8, xb, wb, bb, yb, x_zp);
+	if (!ret)
+		memcpy(acc, accel_buffer_ptr(yb), ny * 4);
+out:
+	abufs_free(&bs);
+	return ret;
+}
+
+/* One GEMM on device buffers: C[M x N] = op(A) op(B) with the given epilogue. */
+static int gemm_run(struct onnx_ctx *c, enum accel_dtype dt, struct accel_buffer *ab, uint64_t aoff,
+		    struct accel_buffer *bb, uint64_t boff, struct accel_buffer *cb, uint64_t coff, int64_t M, int64_t K,
+		    int64_t N, bool ta, bool tb, const struct accel_epilogue *epi)
+{
+	struct accel_tensor at, bt, ct;
+	struct accel_gemm_desc d;
+	struct accel_job *job = NULL;
+	int ret;
+
+	memset(&d, 0, sizeof(d));
+	accel_tensor_2d(ab, aoff, dt, (uint32_t)(ta ? K : M), (uint32_t)(ta ? M : K), &at);
+	accel_tensor_2d(bb, boff, dt, (uint32_t)(tb ? N : K), (uint32_t)(tb ? K : N), &bt);
+	accel_tensor_2d(cb, coff, dt == ACCEL_INT8 ? ACCEL_INT32 : ACCEL_FP32, (uint32_t)M, (uint32_t)N, &ct);
+	d.a = &at;
+	d.b = &bt;
+	d.c = &ct;
+	d.trans_a = ta;
+	d.trans_b = tb;
+	if (epi)
+		d.epi = *epi;
+	ret = accel_gemm(c->dev, &d, NULL, &job);
+	return ajob_finish(c, ret, job, "accel_gemm");
+}
+
+int accel_gemm_i8(struct onnx_ctx *c, int64_t M, int64_t K, int64_t N, const int8_t *a8, const int8_t *b8,
+		  const int32_t *bias, int32_t *acc)
+{
+	struct accel_buffer *ab, *bb, *cb, *zb = NULL;
+	struct abufs bs = { .n = 0 };
+	struct accel_epilogue epi;
+	struct accel_tensor zt;
+	int ret;
+
+	memset(&epi, 0, sizeof(epi));
+	if ((ret = abuf_new(c, &bs, a8, (size_t)(M * K), &ab)) || (ret = abuf_new(c, &bs, b8, (size_t)(K * N), &bb)) ||
+	    (bias && (ret = abuf_new(c, &bs, bias, (size_t)N * 4, &zb))) ||
+	    (ret = abuf_new(c, &bs, NULL, (size_t)(M * N) * 4, &cb)))
+		goto out;
+	if (zb) {
+		accel_tensor_2d(zb, 0, ACCEL_INT32, 1, (uint32_t)N, &zt);
+		epi.bias = &zt;
+	}
+	ret = gemm_run(c, ACCEL_INT8, ab, 0, bb, 0, cb, 0, M, K, N, false, false, &epi);
+	if (!ret)
+		memcpy(acc, accel_buffer_ptr(cb), (size_t)(M * N) * 4);
+out:
+	abufs_free(&bs);
+	return ret;
+}
+
+static int accel_gemm_op(struct onnx_ctx *c)
+{
+	const struct onnx_tensor *a = node_in(c, 0), *b = node_in(c, 1), *cm = node_in(c, 2);
+	bool ta = attr_int(c->n->pb, "transA", 0), tb = attr_int(c->n->pb, "transB", 0);
+	float alpha = attr_float(c->n->pb, "alpha", 1.0f), beta = attr_float(c->n->pb, "beta", 1.0f);
+	struct accel_buffer *ab, *bb, *cb, *zb = NULL;
+	struct abufs bs = { .n = 0 };
+	struct accel_epilogue epi;
+	struct accel_tensor zt;
+	bool row_bias;
+	int64_t M, K, N, dims[2];
+	struct onnx_tensor *y;
+	int ret;
+
+	if (a->dtype != ONNX_FLOAT || b->dtype != ONNX_FLOAT || a->ndim != 2 || b->ndim != 2 || alpha == 0.0f)
+		return ONNX_FALLBACK;
+	M = ta ? a->dims[1] : a->dims[0];
+	K = ta ? a->dims[0] : a->dims[1];
+	N = tb ? b->dims[0] : b->dims[1];
+	if ((tb ? b->dims[1] : b->dims[0]) != K || !M || !N || !K)
+		return ONNX_FALLBACK;
+	/* C as a 1 x N row: the SFU adds it before the scale, so it is pre-divided by alpha */
+	row_bias = cm && cm->dtype == ONNX_FLOAT && beta != 0.0f &&
+		   ((cm->ndim == 1 && cm->dims[0] == N) || (cm->ndim == 2 && cm->dims[0] == 1 && cm->dims[1] == N));
+	dims[0] = M;
+	dims[1] = N;
+	ret = onnx_tensor_alloc(node_out(c, 0), ONNX_FLOAT, 2, dims);
+	if (ret)
+		return node_err(c, ret, "cannot allocate the output");
+	y = node_out(c, 0);
+	memset(&epi, 0, sizeof(epi));
+	if ((ret = abuf_new(c, &bs, a->data, a->count * 4, &ab)) || (ret = abuf_new(c, &bs, b->data, b->count * 4, &bb)) ||
+	    (ret = abuf_new(c, &bs, NULL, y->count * 4, &cb)))
+		goto out;
+	if (row_bias) {
+		if ((ret = abuf_new(c, &bs, NULL, (size_t)N * 4, &zb)))
+			goto out;
+		for (int64_t j = 0; j < N; j++)
+			((float *)accel_buffer_ptr(zb))[j] = beta * ((const float *)cm->data)[j] / alpha;
+		accel_tensor_2d(zb, 0, ACCEL_FP32, 1, (uint32_t)N, &zt);
+		epi.bias = &zt;
+	}
+	if (alpha != 1.0f)
+		epi.scale_f = alpha;
+	/* the SFU applies ReLU before the scale: same sign for alpha > 0; else and after a host C add, host */
+	if (c->n->fused_relu && alpha > 0.0f && !(cm && !row_bias && beta != 0.0f))
+		epi.act = ACCEL_ACT_RELU;
+	ret = gemm_run(c, ACCEL_FP32, ab, 0, bb, 0, cb, 0, M, K, N, ta, tb, &epi);
+	if (ret)
+		goto out;
+	memcpy(y->data, accel_buffer_ptr(cb), y->count * 4);
+	if (cm && !row_bias && beta != 0.0f)
+		ret = gemm_bias_add(c, cm, beta, y);	/* other broadcasts of C: host */
+	if (!ret && c->n->fused_relu && epi.act != ACCEL_ACT_RELU)
+		relu_f32(y);
+out:
+	abufs_free(&bs);
+	return ret;
+}
+
+static int accel_matmul(struct onnx_ctx *c)
+{
+	const struct onnx_tensor *a = node_in(c, 0), *b = node_in(c, 1);
+	struct accel_buffer *ab, *bb, *cb;
+	struct abufs bs = { .n = 0 };
+	struct matmul_geom g;
+	struct onnx_tensor *y;
+	bool b_shared;
+	int ret;
+
+	if (a->dtype != ONNX_FLOAT || b->dtype != ONNX_FLOAT)
+		return ONNX_FALLBACK;
+	if ((ret = matmul_geom(c, a, b, &g)))
+		return ret;
+	if (!g.m || !g.k || !g.nn || !g.batch)
+		return ONNX_FALLBACK;
+	ret = onnx_tensor_alloc(node_out(c, 0), ONNX_FLOAT, g.out_ndim, g.out_dims);
+	if (ret)
+		return node_err(c, ret, "cannot allocate the output");
+	y = node_out(c, 0);
+	if ((ret = abuf_new(c, &bs, a->data, a->count * 4, &ab)) || (ret = abuf_new(c, &bs, b->data, b->count * 4, &bb)) ||
+	    (ret = abuf_new(c, &bs, NULL, y->count * 4, &cb)))
+		goto out;
+	/* one B for every batch and A not broadcast: a single (batch*M) x K GEMM */
+	b_shared = b->ndim <= 2 && (size_t)(g.batch * g.m * g.k) == a->count;
+	if (b_shared) {
+		ret = gemm_run(c, ACCEL_FP32, ab, 0, bb, 0, cb, 0, g.batch * g.m, g.k, g.nn, false, false, NULL);
+	} else {
+		for (int64_t bi = 0; !ret && bi < g.batch; bi++) {
+			int64_t ao, bo;
+
+			matmul_batch_offsets(&g, bi, &ao, &bo);
+			ret = gemm_run(c, ACCEL_FP32, ab, (uint64_t)ao * 4, bb, (uint64_t)bo * 4, cb,
+				       (uint64_t)(bi * g.m * g.nn) * 4, g.m, g.k, g.nn, false, false, NULL);
+		}
+	}
+	if (!ret)
+		memcpy(y->data, accel_buffer_ptr(cb), y->count * 4);
+out:
+	abufs_free(&bs);
+	return ret;
+}
+
+static int accel_relu(struct onnx_ctx *c)
+{
+	const struct onnx_tensor *x = node_in(c, 0);
+	struct accel_activation_desc d;
+	struct accel_buffer *xb, *yb;
+	struct abufs bs = { .n = 0 };
+	struct accel_tensor xt, yt;
+	struct accel_job *job = NULL;
+	enum accel_dtype dt;
+	size_t es;
+	int ret;
+
+	if (x->dtype != ONNX_FLOAT && x->dtype != ONNX_INT8)
+		return ONNX_FALLBACK;
+	if (!x->count)
+		return ONNX_FALLBACK;
+	dt = x->dtype == ONNX_FLOAT ? ACCEL_FP32 : ACCEL_INT8;
+	es = onnx_dtype_size(x->dtype);
+	ret = onnx_tensor_alloc(node_out(c, 0), x->dtype, x->ndim, x->dims);
+	if (ret)
+		return node_err(c, ret, "cannot allocate the output");
+	if ((ret = abuf_new(c, &bs, x->data, x->count * es, &xb)) || (ret = abuf_new(c, &bs, NULL, x->count * es, &yb)))
+		goto out;
+	accel_tensor_2d(xb, 0, dt, 1, (uint32_t)x->count, &xt);
+	accel_tensor_2d(yb, 0, dt, 1, (uint32_t)x->count, &yt);
+	memset(&d, 0, sizeof(d));
+	d.input = &xt;
+	d.output = &yt;
+	d.act = ACCEL_ACT_RELU;
+	ret = accel_activation(c->dev, &d, NULL, &job);
+	ret = ajob_finish(c, ret, job, "accel_activation");
+	if (!ret)
+		memcpy(node_out(c, 0)->data, accel_buffer_ptr(yb), x->count * es);
+out:
+	abufs_free(&bs);
+	return ret;
+}
+
+static int accel_pool(struct onnx_ctx *c, enum accel_pool_kind kind, bool global)
+{
+	const struct onnx_tensor *x = node_in(c, 0);
+	struct accel_buffer *xb, *yb;
+	struct abufs bs = { .n = 0 };
+	struct accel_pool2d_desc d;
+	struct accel_tensor xt, yt;
+	struct accel_job *job = NULL;
+	struct pool_geom g;
+	struct onnx_tensor *y;
+	int64_t od[4];
+	unsigned ond;
+	int ret;
+
+	if (x->dtype != ONNX_FLOAT)
+		return ONNX_FALLBACK;
+	if ((ret = pool_geom(c, x, global, &g)))
+		return ret;
+	memset(&d, 0, sizeof(d));
+	d.kind = kind;
+	d.win_h = (uint32_t)g.win.kh;
+	d.win_w = (uint32_t)g.win.kw;
+	d.stride_h = (uint32_t)g.win.sh;
+	d.stride_w = (uint32_t)g.win.sw;
+	d.pad_top = (uint32_t)g.win.pt;
+	d.pad_left = (uint32_t)g.win.pl;
+	d.pad_bottom = (uint32_t)(g.win.pb + g.win.ceil_extra_h);
+	d.pad_right = (uint32_t)(g.win.pr + g.win.ceil_extra_w);
+	/* the device pool has no dilation; its average counts padding (count_include_pad = 1) and
+	 * would count the ceil_mode overhang too; padding must stay smaller than the window */
+	if (g.win.dh != 1 || g.win.dw != 1 || d.pad_top >= d.win_h || d.pad_bottom >= d.win_h ||
+	    d.pad_left >= d.win_w || d.pad_right >= d.win_w)
+		return ONNX_FALLBACK;
+	if (kind == ACCEL_POOL_AVG && (g.win.ceil_extra_h || g.win.ceil_extra_w ||
+				       ((g.win.pt || g.win.pl || g.win.pb || g.win.pr) &&
+					!attr_int(c->n->pb, "count_include_pad", 0))))
+		return ONNX_FALLBACK;
+	pool_out_dims(&g, od, &ond);
+	ret = onnx_tensor_alloc(node_out(c, 0), ONNX_FLOAT, ond, od);
+	if (ret)
+		return node_err(c, ret, "cannot allocate the output");
+	y = node_out(c, 0);
+	if ((ret = abuf_new(c, &bs, x->data, x->count * 4, &xb)) || (ret = abuf_new(c, &bs, NULL, y->count * 4, &yb)))
+		goto out;
+	accel_tensor_4d(xb, 0, ACCEL_FP32, ACCEL_LAYOUT_NCHW, (uint32_t)g.n, (uint32_t)g.c, (uint32_t)g.h,
+			(uint32_t)g.w, &xt);
+	accel_tensor_4d(yb, 0, ACCEL_FP32, ACCEL_LAYOUT_NCHW, (uint32_t)g.n, (uint32_t)g.c, (uint32_t)g.win.oh,
+			(uint32_t)g.win.ow, &yt);
+	d.input = &xt;
+	d.output = &yt;
+	ret = accel_pool2d(c->dev, &d, NULL, &job);
+	ret = ajob_finish(c, ret, job, "accel_pool2d");
+	if (!ret)
+		memcpy(y->data, accel_buffer_ptr(yb), y->count * 4);
+out:
+	abufs_free(&bs);
+	return ret;
+}
+
+static int accel_maxpool(struct onnx_ctx *c)
+{
+	return accel_pool(c, ACCEL_POOL_MAX, false);
+}
+
+static int accel_avgpool(struct onnx_ctx *c)
+{
+	return accel_pool(c, ACCEL_POOL_AVG, false);
+}
+
+static int accel_gap(struct onnx_ctx *c)
+{
+	return accel_pool(c, ACCEL_POOL_AVG, true);
+}
+
+int accel_qlinearconv(struct onnx_ctx *c);
+int accel_qlinearmatmul(struct onnx_ctx *c);
+int accel_convinteger(struct onnx_ctx *c);
+int accel_matmulinteger(struct onnx_ctx *c);
+
+const onnx_kernel onnx_accel_kernels[OP_COUNT] = {
+	[OP_CONV] = accel_conv,
+	[OP_GEMM] = accel_gemm_op,
+	[OP_MATMUL] = accel_matmul,
+	[OP_RELU] = accel_relu,
+	[OP_MAXPOOL] = accel_maxpool,
+	[OP_AVGPOOL] = accel_avgpool,
+	[OP_GLOBALAVGPOOL] = accel_gap,
+	[OP_QLINEARCONV] = accel_qlinearconv,
+	[OP_QLINEARMATMUL] = accel_qlinearmatmul,
+	[OP_CONVINTEGER] = accel_convinteger,
+	[OP_MATMULINTEGER] = accel_matmulinteger,
+};

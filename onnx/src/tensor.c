@@ -1,0 +1,289 @@
+/* SPDX-License-Identifier: MIT */
+/* tensor.c - host tensors and their TensorProto form (initializers, Constant, test-data .pb files). */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "internal.h"
+
+size_t onnx_dtype_size(enum onnx_dtype dt)
+{
+	switch (dt) {
+	case ONNX_FLOAT:
+	case ONNX_INT32:
+		return 4;
+	case ONNX_UINT8:
+	case ONNX_INT8:
+		return 1;
+	case ONNX_INT64:
+		return 8;
+	}
+	return 0;
+}
+
+const char *onnx_dtype_name(int dt)
+{
+	static const char *const names[] = {
+		[0] = "UNDEFINED", [1] = "FLOAT", [2] = "UINT8", [3] = "INT8", [4] = "UINT16", [5] = "INT16",
+		[6] = "INT32", [7] = "INT64", [8] = "STRING", [9] = "BOOL", [10] = "FLOAT16", [11] = "DOUBLE",
+		[12] = "UINT32", [13] = "UINT64", [14] = "COMPLEX64", [15] = "COMPLEX128", [16] = "BFLOAT16",
+	};
+
+	return dt >= 0 && dt <= 16 ? names[dt] : "unknown";
+}
+
+size_t tensor_count(unsigned ndim, const int64_t *dims)
+{
+	size_t n = 1;
+
+	for (unsigned i = 0; i < ndim; i++)
+		n *= (size_t)dims[i];
+	return n;
+}
+
+int onnx_tensor_alloc(struct onnx_tensor *t, enum onnx_dtype dt, unsigned ndim, const int64_t *dims)
+{
+	size_t es = onnx_dtype_size(dt);
+
+	memset(t, 0, sizeof(*t));
+	if (!es || ndim > ONNX_MAX_DIMS)
+		return -EINVAL;
+	for (unsigned i = 0; i < ndim; i++) {
+		if (dims[i] < 0 || dims[i] > (1LL << 31))
+			return -EINVAL;
+		t->dims[i] = dims[i];
+	}
+	t->dtype = dt;
+	t->ndim = ndim;
+	t->count = tensor_count(ndim, dims);
+	if (t->count > ((size_t)1 << 32))
+		return -E2BIG;
+	t->data = calloc(t->count ? t->count : 1, es);
+	return t->data ? 0 : -ENOMEM;
+}
+
+void onnx_tensor_release(struct onnx_tensor *t)
+{
+	if (!t)
+		return;
+	free(t->data);
+	t->data = NULL;
+	t->count = 0;
+}
+
+int tensor_copy(struct onnx_tensor *dst, const struct onnx_tensor *src)
+{
+	int ret = onnx_tensor_alloc(dst, src->dtype, src->ndim, src->dims);
+
+	if (!ret)
+		memcpy(dst->data, src->data, src->count * onnx_dtype_size(src->dtype));
+	return ret;
+}
+
+double tensor_get(const struct onnx_tensor *t, size_t i)
+{
+	switch (t->dtype) {
+	case ONNX_FLOAT:
+		return ((const float *)t->data)[i];
+	case ONNX_UINT8:
+		return ((const uint8_t *)t->data)[i];
+	case ONNX_INT8:
+		return ((const int8_t *)t->data)[i];
+	case ONNX_INT32:
+		return ((const int32_t *)t->data)[i];
+	case ONNX_INT64:
+		return (double)((const int64_t *)t->data)[i];
+	}
+	return 0;
+}
+
+int64_t tensor_get_i(const struct onnx_tensor *t, size_t i)
+{
+	switch (t->dtype) {
+	case ONNX_FLOAT:
+		return (int64_t)((const float *)t->data)[i];
+	case ONNX_UINT8:
+		return ((const uint8_t *)t->data)[i];
+	case ONNX_INT8:
+		return ((const int8_t *)t->data)[i];
+	case ONNX_INT32:
+		return ((const int32_t *)t->data)[i];
+	case ONNX_INT64:
+		return ((const int64_t *)t->data)[i];
+	}
+	return 0;
+}
+
+int tensor_from_proto(const Onnx__TensorProto *p, struct onnx_tensor *t, char *err, size_t errlen)
+{
+	int dt = p->has_data_type ? p->data_type : 0;
+	size_t es, n;
+	int ret;
+
+	memset(t, 0, sizeof(*t));
+	if (p->has_data_location && p->data_location == ONNX__TENSOR_PROTO__DATA_LOCATION__EXTERNAL) {
+		snprintf(err, errlen, "external data is not supported");
+		return -EOPNOTSUPP;
+	}
+	if (p->segment) {
+		snprintf(err, errlen, "segmented tensors are not supported");
+		return -EOPNOTSUPP;
+	}
+	if (dt != ONNX_FLOAT && dt != ONNX_UINT8 && dt != ONNX_INT8 && dt != ONNX_INT32 && dt != ONNX_INT64) {
+		snprintf(err, errlen, "element type %s is not supported (FLOAT, UINT8, INT8, INT32, INT64)",
+			 onnx_dtype_name(dt));
+		return -EOPNOTSUPP;
+	}
+	if (p->n_dims > ONNX_MAX_DIMS) {
+		snprintf(err, errlen, "%zu dimensions (at most %d)", p->n_dims, ONNX_MAX_DIMS);
+		return -EOPNOTSUPP;
+	}
+	for (size_t i = 0; i < p->n_dims; i++)
+		if (p->dims[i] < 0 || p->dims[i] > (1LL << 31)) {
+			snprintf(err, errlen, "dimension %zu is %lld", i, (long long)p->dims[i]);
+			return -EINVAL;
+		}
+	ret = onnx_tensor_alloc(t, (enum onnx_dtype)dt, (unsigned)p->n_dims, p->dims);
+	if (ret) {
+		snprintf(err, errlen, "cannot allocate the tensor (%d)", ret);
+		return ret;
+	}
+	es = onnx_dtype_size(t->dtype);
+	n = t->count;
+	if (!n)
+		return 0;	/* an empty tensor: nothing to copy (and the protobuf arrays are NULL) */
+	if (p->has_raw_data) {
+		if (p->raw_data.len != n * es) {
+			snprintf(err, errlen, "raw_data has %zu bytes, the shape needs %zu", p->raw_data.len, n * es);
+			goto bad;
+		}
+		memcpy(t->data, p->raw_data.data, n * es);	/* little-endian, as the host */
+		return 0;
+	}
+	switch (t->dtype) {
+	case ONNX_FLOAT:
+		if (p->n_float_data != n)
+			goto count;
+		memcpy(t->data, p->float_data, n * 4);
+		return 0;
+	case ONNX_INT64:
+		if (p->n_int64_data != n)
+			goto count;
+		memcpy(t->data, p->int64_data, n * 8);
+		return 0;
+	case ONNX_INT32:
+		if (p->n_int32_data != n)
+			goto count;
+		memcpy(t->data, p->int32_data, n * 4);
+		return 0;
+	case ONNX_UINT8:
+	case ONNX_INT8:
+		if (p->n_int32_data != n)
+			goto count;
+		for (size_t i = 0; i < n; i++)
+			((uint8_t *)t->data)[i] = (uint8_t)p->int32_data[i];
+		return 0;
+	}
+count:
+	snprintf(err, errlen, "holds a different number of elements than its shape (%zu)", n);
+bad:
+	onnx_tensor_release(t);
+	return -EINVAL;
+}
+
+static int read_file(const char *path, uint8_t **buf, size_t *len)
+{
+	FILE *f = fopen(path, "rb");
+	long l;
+	int ret = 0;
+
+	if (!f)
+		return -errno;
+	if (fseek(f, 0, SEEK_END) || (l = ftell(f)) < 0 || fseek(f, 0, SEEK_SET)) {
+		fclose(f);
+		return -EIO;
+	}
+	*buf = malloc(l ? (size_t)l : 1);
+	if (!*buf)
+		ret = -ENOMEM;
+	else if (fread(*buf, 1, (size_t)l, f) != (size_t)l)
+		ret = -EIO;
+	fclose(f);
+	if (ret) {
+		free(*buf);
+		*buf = NULL;
+	}
+	*len = (size_t)l;
+	return ret;
+}
+
+int onnx_tensor_load_pb(const char *path, struct onnx_tensor *out, char *name, size_t namelen, char *err,
+			size_t errlen)
+{
+	Onnx__TensorProto *p;
+	char msg[256];
+	uint8_t *buf = NULL;
+	size_t len = 0;
+	int ret = read_file(path, &buf, &len);
+
+	memset(out, 0, sizeof(*out));
+	if (ret) {
+		snprintf(err, errlen, "%s: %s", path, strerror(-ret));
+		return ret;
+	}
+	p = onnx__tensor_proto__unpack(NULL, len, buf);
+	free(buf);
+	if (!p) {
+		snprintf(err, errlen, "%s: not a TensorProto (protobuf parse failed)", path);
+		return -EBADMSG;
+	}
+	ret = tensor_from_proto(p, out, msg, sizeof(msg));
+	if (ret)
+		snprintf(err, errlen, "%s: %s", path, msg);
+	if (name && namelen)
+		snprintf(name, namelen, "%s", p->name ? p->name : "");
+	onnx__tensor_proto__free_unpacked(p, NULL);
+	return ret;
+}
+
+int onnx_tensor_save_pb(const char *path, const struct onnx_tensor *t, const char *name, char *err, size_t errlen)
+{
+	Onnx__TensorProto p = ONNX__TENSOR_PROTO__INIT;
+	int64_t dims[ONNX_MAX_DIMS];
+	uint8_t *buf;
+	size_t len;
+	FILE *f;
+	int ret = 0;
+
+	for (unsigned i = 0; i < t->ndim; i++)
+		dims[i] = t->dims[i];
+	p.n_dims = t->ndim;
+	p.dims = dims;
+	p.has_data_type = 1;
+	p.data_type = (int32_t)t->dtype;
+	p.name = (char *)(name ? name : "");
+	p.has_raw_data = 1;
+	p.raw_data.len = t->count * onnx_dtype_size(t->dtype);
+	p.raw_data.data = t->data;
+	len = onnx__tensor_proto__get_packed_size(&p);
+	buf = malloc(len ? len : 1);
+	if (!buf) {
+		snprintf(err, errlen, "out of memory");
+		return -ENOMEM;
+	}
+	onnx__tensor_proto__pack(&p, buf);
+	f = fopen(path, "wb");
+	if (!f) {
+		ret = -errno;
+		snprintf(err, errlen, "%s: %s", path, strerror(-ret));
+	} else {
+		if (fwrite(buf, 1, len, f) != len)
+			ret = -EIO;
+		if (fclose(f) && !ret)
+			ret = -EIO;
+		if (ret)
+			snprintf(err, errlen, "%s: write error", path);
+	}
+	free(buf);
+	return ret;
+}

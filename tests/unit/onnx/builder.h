@@ -1,0 +1,30 @@
+/* SPDX-License-Identifier: MIT */
+/* builder.h - build small ONNX models in memory with the protobuf-c structs (tests only). */
+#ifndef TEST_ONNX_BUILDER_H
+#define TEST_ONNX_BUILDER_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "onnx.pb-c.h"
+#include "tnpu_onnx.h"
+
+struct mb;	/* a model under construction; everything it allocates is freed by mb_free */
+
+struct mb *mb_new(int64_t opset);
+void mb_free(struct mb *b);
+/* Node with inputs/outputs given as a comma-separated list ("x,w,b"; "" for an absent optional). */
+Onnx__NodeProto *mb_node(struct mb *b, const char *op, const char *inputs, const char *outputs);
+void mb_attr_i(struct mb *b, Onnx__NodeProto *n, const char *name, int64_t v);
+void mb_attr_f(struct mb *b, Onnx__NodeProto *n, const char *name, float v);
+void mb_attr_s(struct mb *b, Onnx__NodeProto *n, const char *name, const char *v);
+void mb_attr_ints(struct mb *b, Onnx__NodeProto *n, const char *name, const int64_t *v, size_t cnt);
+/* Initializer (data copied, raw_data). */
+void mb_init(struct mb *b, const char *name, enum onnx_dtype dt, unsigned ndim, const int64_t *dims,
+	     const void *data);
+void mb_input(struct mb *b, const char *name);
+void mb_output(struct mb *b, const char *name);
+/* Serialize; the buffer belongs to b. */
+const uint8_t *mb_pack(struct mb *b, size_t *len);
+
+#endif

@@ -1,0 +1,217 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * accel-run - run an ONNX model on a tnpu (issue #10, Documentation/onnx.md).
+ *
+ *   accel-run MODEL.onnx [--input in.pb ...] [--expect out.pb ...] [--device PATH|sim]
+ *             [--cpu] [--atol A] [--rtol R] [--itol N] [--save-outputs PREFIX]
+ *   accel-run MODEL.onnx --mnist IMAGES LABELS [--batch N] [--device PATH|sim] [--cpu]
+ *             [--save-predictions FILE] [--reference-predictions FILE]
+ *
+ * Prints each output (name, type, shape, leading values) or, with --expect, PASS/FAIL per output
+ * against the expectation with the tolerance used.  --mnist classifies an idx image file (e.g.
+ * Fashion-MNIST's t10k set) on the device and on the CPU reference and prints both accuracies.
+ */
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "classify.h"
+#include "tnpu_onnx.h"
+
+#define MAX_IO 16
+
+static void usage(FILE *f)
+{
+	fprintf(f, "usage: accel-run MODEL.onnx [--input in.pb ...] [--expect out.pb ...] [--device PATH|sim]\n"
+		   "                 [--cpu] [--atol A] [--rtol R] [--itol N] [--save-outputs PREFIX]\n"
+		   "       accel-run MODEL.onnx --mnist IMAGES LABELS [--batch N] [--device PATH|sim] [--cpu]\n"
+		   "                 [--save-predictions FILE] [--reference-predictions FILE]\n");
+}
+
+static void print_values(const struct onnx_tensor *t)
+{
+	size_t n = t->count < 16 ? t->count : 16;
+
+	printf("  [");
+	for (size_t i = 0; i < n; i++) {
+		switch (t->dtype) {
+		case ONNX_FLOAT:
+			printf("%s%.6g", i ? ", " : "", ((const float *)t->data)[i]);
+			break;
+		case ONNX_UINT8:
+			printf("%s%u", i ? ", " : "", ((const uint8_t *)t->data)[i]);
+			break;
+		case ONNX_INT8:
+			printf("%s%d", i ? ", " : "", ((const int8_t *)t->data)[i]);
+			break;
+		case ONNX_INT32:
+			printf("%s%d", i ? ", " : "", ((const int32_t *)t->data)[i]);
+			break;
+		case ONNX_INT64:
+			printf("%s%lld", i ? ", " : "", (long long)((const int64_t *)t->data)[i]);
+			break;
+		}
+	}
+	printf("%s]\n", t->count > n ? ", ..." : "");
+}
+
+int main(int argc, char **argv)
+{
+	const char *model_path = NULL, *device = NULL, *in_paths[MAX_IO], *exp_paths[MAX_IO], *save = NULL;
+	const char *mnist_img = NULL, *mnist_lbl = NULL, *ref_preds = NULL, *save_preds = NULL;
+	struct onnx_tolerance tol = { ONNX_TOL_ATOL, ONNX_TOL_RTOL, ONNX_TOL_ITOL };
+	struct onnx_tensor in[MAX_IO], out[MAX_IO], exp;
+	unsigned n_in = 0, n_exp = 0, n_out, batch = 1000;
+	struct accel_dev *dev = NULL;
+	struct onnx_model *m = NULL;
+	struct onnx_run_stats st;
+	bool cpu = false;
+	char err[768];
+	int ret, fails = 0;
+
+	for (int i = 1; i < argc; i++) {
+		const char *a = argv[i];
+		bool more = i + 1 < argc;
+
+		if (!strcmp(a, "--input") && more && n_in < MAX_IO)
+			in_paths[n_in++] = argv[++i];
+		else if (!strcmp(a, "--expect") && more && n_exp < MAX_IO)
+			exp_paths[n_exp++] = argv[++i];
+		else if (!strcmp(a, "--device") && more)
+			device = argv[++i];
+		else if (!strcmp(a, "--cpu"))
+			cpu = true;
+		else if (!strcmp(a, "--atol") && more)
+			tol.atol = strtod(argv[++i], NULL);
+		else if (!strcmp(a, "--rtol") && more)
+			tol.rtol = strtod(argv[++i], NULL);
+		else if (!strcmp(a, "--itol") && more)
+			tol.itol = strtoll(argv[++i], NULL, 0);
+		else if (!strcmp(a, "--save-outputs") && more)
+			save = argv[++i];
+		else if (!strcmp(a, "--mnist") && i + 2 < argc) {
+			mnist_img = argv[++i];
+			mnist_lbl = argv[++i];
+		} else if (!strcmp(a, "--reference-predictions") && more)
+			ref_preds = argv[++i];
+		else if (!strcmp(a, "--save-predictions") && more)
+			save_preds = argv[++i];
+		else if (!strcmp(a, "--batch") && more)
+			batch = (unsigned)strtoul(argv[++i], NULL, 0);
+		else if (!strcmp(a, "-h") || !strcmp(a, "--help")) {
+			usage(stdout);
+			return 0;
+		} else if (a[0] != '-' && !model_path)
+			model_path = a;
+		else {
+			fprintf(stderr, "accel-run: bad argument '%s'\n", a);
+			usage(stderr);
+			return 2;
+		}
+	}
+	if (!model_path) {
+		usage(stderr);
+		return 2;
+	}
+	ret = onnx_model_load(model_path, 0, &m, err, sizeof(err));
+	if (ret) {
+		fprintf(stderr, "accel-run: %s\n", err);
+		return 1;
+	}
+	if (!cpu) {
+		ret = accel_open_msg(device, err, sizeof(err), &dev);
+		if (ret) {
+			fprintf(stderr, "accel-run: cannot open device '%s': %s (%s)\n", device ? device : "(default)",
+				err, accel_strerror(ret));
+			onnx_model_free(m);
+			return 1;
+		}
+	}
+	if (mnist_img) {
+		ret = classify_mnist(m, model_path, dev, mnist_img, mnist_lbl, batch ? batch : 1000, ref_preds, save_preds);
+		accel_close(dev);
+		onnx_model_free(m);
+		return ret ? 1 : 0;
+	}
+	if (n_in != onnx_model_n_inputs(m)) {
+		fprintf(stderr, "accel-run: the model has %u inputs, %u --input given\n", onnx_model_n_inputs(m), n_in);
+		ret = 2;
+		goto out;
+	}
+	n_out = onnx_model_n_outputs(m);
+	if (n_exp && n_exp != n_out) {
+		fprintf(stderr, "accel-run: the model has %u outputs, %u --expect given\n", n_out, n_exp);
+		ret = 2;
+		goto out;
+	}
+	if (n_out > MAX_IO) {
+		fprintf(stderr, "accel-run: more than %d outputs\n", MAX_IO);
+		ret = 1;
+		goto out;
+	}
+	for (unsigned i = 0; i < n_in; i++) {
+		ret = onnx_tensor_load_pb(in_paths[i], &in[i], NULL, 0, err, sizeof(err));
+		if (ret) {
+			fprintf(stderr, "accel-run: input %u: %s\n", i, err);
+			while (i--)
+				onnx_tensor_release(&in[i]);
+			ret = 1;
+			goto out;
+		}
+	}
+	ret = onnx_run(m, dev, in, n_in, out, n_out, &st);
+	for (unsigned i = 0; i < n_in; i++)
+		onnx_tensor_release(&in[i]);
+	if (ret) {
+		fprintf(stderr, "accel-run: %s\n", onnx_model_error(m));
+		ret = 1;
+		goto out;
+	}
+	if (cpu)
+		printf("model %s: %u nodes (%u BatchNormalization folded), all on the CPU reference executor\n",
+		       model_path, onnx_model_n_nodes(m), onnx_model_n_folded(m));
+	else
+		printf("model %s: %u nodes (%u BatchNormalization folded), %u on the accelerator, %u on the host; "
+		       "device cycles %llu\n", model_path, onnx_model_n_nodes(m), onnx_model_n_folded(m), st.accel_nodes,
+		       st.host_nodes, (unsigned long long)st.counters.total_cycles);
+	for (unsigned i = 0; i < n_out; i++) {
+		char desc[96], msg[256];
+		double maxe;
+
+		onnx_tensor_describe(&out[i], desc, sizeof(desc));
+		if (save) {
+			char path[512];
+
+			snprintf(path, sizeof(path), "%s%u.pb", save, i);
+			if (onnx_tensor_save_pb(path, &out[i], onnx_model_output_name(m, i), err, sizeof(err)))
+				fprintf(stderr, "accel-run: %s\n", err);
+		}
+		if (i >= n_exp) {
+			printf("output '%s': %s\n", onnx_model_output_name(m, i), desc);
+			print_values(&out[i]);
+			continue;
+		}
+		ret = onnx_tensor_load_pb(exp_paths[i], &exp, NULL, 0, err, sizeof(err));
+		if (ret) {
+			fprintf(stderr, "accel-run: expectation %u: %s\n", i, err);
+			fails++;
+			continue;
+		}
+		ret = onnx_compare(&out[i], &exp, &tol, &maxe, msg, sizeof(msg));
+		printf("output '%s': %s: %s: %s (tolerance: float |got-exp| <= %g + %g*|exp|, integer <= %lld)\n",
+		       onnx_model_output_name(m, i), desc, ret ? "FAIL" : "PASS", msg, tol.atol, tol.rtol,
+		       (long long)tol.itol);
+		fails += ret != 0;
+		onnx_tensor_release(&exp);
+	}
+	for (unsigned i = 0; i < n_out; i++)
+		onnx_tensor_release(&out[i]);
+	if (n_exp)
+		printf("%s\n", fails ? "FAIL" : "PASS");
+	ret = fails ? 1 : 0;
+out:
+	accel_close(dev);
+	onnx_model_free(m);
+	return ret;
+}
