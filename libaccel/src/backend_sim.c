@@ -352,8 +352,15 @@ static int parse_opts(struct accel_dev *dev, struct tnpu_config *cfg, uint32_t *
 			continue;
 		}
 		if (!strcmp(tok, "dw")) {
-			if (strcmp(eq + 1, "on") && strcmp(eq + 1, "off"))
-				return accel_seterr(dev, -EINVAL, "sim option dw=%s: expected on or off", eq + 1);
+			static const char *const maps[] = { "col", "col-kc", "ch", "ch-kc" };
+
+			dev->dw_map = 0;
+			for (unsigned m = 0; m < 4; m++)
+				if (!strcmp(eq + 1, maps[m]))
+					dev->dw_map = (uint8_t)(m + 1);
+			if (strcmp(eq + 1, "on") && strcmp(eq + 1, "off") && !dev->dw_map)
+				return accel_seterr(dev, -EINVAL,
+						    "sim option dw=%s: expected on, off, col, col-kc, ch or ch-kc", eq + 1);
 			dev->dw_off = !strcmp(eq + 1, "off");
 			continue;
 		}

@@ -12,22 +12,30 @@
  * so each input byte crosses the distribution unit about once.  The DW MAC chains the SFU epilogue, ST
  * writes the output tile, DMA_BANDS_D2H returns each unit's columns.  A segment (the output rows that
  * fit a half) is split into chunks so loading, computing and storing overlap; segments alternate halves.
+ * Other mappings (dw_plan picks by dw_sim): units split the channels instead (DMA_BANDS axis G: unit u
+ * gets the channels [u*Cu, u*Cu + Cu) of every pixel, no duplicated halo) and/or the clusters split
+ * the unit's channels instead of the rows (E = th).  Weights and bias use the ports' AUX queue.
  */
 #include <string.h>
 
 #include "epilogue.h"
 
 #define AS TNPU_CMD_F_ASYNC
-enum { DS_FULL = 0, DS_DONE = 1, DS_CFREE = 2, DS_SFREE = 4 };
+enum { DS_FULL = 0, DS_DONE = 1, DS_CFREE = 2, DS_SFREE = 4, DS_W = 6 };
 #define DW_MAX_CHUNKS 12	/* first + up to 10 middle + last */
 
 struct dwg {
 	uint32_t N, C, H, W, R, S, sy, sx, dy, dx, pt, pl, OH, OW, e, oe;
 	uint64_t in_va, in_sn, in_sh, w_va, out_va, out_sn, out_sh;
 	uint8_t dt, out_dt;
+	bool bias;		/* the epilogue adds a bias vector (loaded in the prologue) */
 };
 
 struct dwp {
+	bool csplit;		/* channel split: unit u takes channels [u*Cu, u*Cu + Cu) of every pixel */
+	bool ccs;		/* clusters split the unit's channels (all take the same rows) */
+	uint32_t kcl;		/* ccs: channels between consecutive clusters (tn * pes), else 0 */
+	uint32_t Cu;		/* channels per storage unit (C for the column split) */
 	uint32_t OWu;		/* output columns per storage unit (unit u: [u*OWu, u*OWu + OWu)) */
 	uint32_t Wpu;		/* padded input columns of a unit band */
 	uint32_t tn, tw, nx, th, E;	/* channels per PE, pixels per PE row, x chunks, rows per cluster */
@@ -50,26 +58,36 @@ static uint64_t cdiv(uint64_t a, uint64_t b)
 	return (a + b - 1) / b;
 }
 
-static bool dw_plan(const struct accel_caps *c, const struct dwg *g, bool sfu, struct dwp *best)
+/* Plans of one split (units: column or channel split; clusters: rows or channels); keeps the
+ * fastest in *best. */
+static bool dw_plan_split(const struct accel_caps *c, const struct dwg *g, bool sfu, bool csplit, bool ccs,
+			  struct dwp *best, bool found)
 {
-	uint32_t half = c->sram_bytes / 2;
+	uint32_t half = c->sram_bytes / 2, kc = ccs ? c->cols : 1;
 	struct dwp d0 = { 0 };
-	bool found = false;
 
-	if (g->C % c->pes)
-		return false;
-	d0.tn = g->C / c->pes;
+	d0.csplit = csplit;
+	d0.ccs = ccs;
+	d0.Cu = csplit ? g->C / c->rows : g->C;
+	if (csplit && (g->C % c->rows || (uint64_t)g->C * ACCEL_MAX(g->e, g->oe) > 65535))
+		return found;	/* the band group (one pixel's channels) is a 16-bit field */
+	if (d0.Cu % (c->pes * kc))
+		return found;
+	d0.tn = d0.Cu / (c->pes * kc);
+	d0.kcl = ccs ? d0.tn * c->pes : 0;
 	if (!d0.tn || d0.tn > c->acc_elems)
-		return false;
-	d0.OWu = (uint32_t)cdiv(g->OW, c->rows);
+		return found;
+	d0.OWu = csplit ? g->OW : (uint32_t)cdiv(g->OW, c->rows);
 	d0.Wpu = (d0.OWu - 1) * g->sx + (g->S - 1) * g->dx + 1;
+	if (csplit && g->pl + g->W > d0.Wpu)
+		return found;	/* the image row must fit the padded SRAM row */
 	d0.tw = ACCEL_MIN(d0.OWu, c->acc_elems / d0.tn);
 	d0.nx = (uint32_t)cdiv(d0.OWu, d0.tw);
-	d0.P_in = d0.Wpu * g->C * g->e;
-	d0.out_rp = d0.OWu * g->C * g->oe;
-	if (((uint64_t)(d0.tw - 1) * g->sx + (uint64_t)(g->S - 1) * g->dx) * g->C + d0.tn > 65535)
-		return false;
-	for (uint32_t th = 1; th <= 8; th++) {
+	d0.P_in = d0.Wpu * d0.Cu * g->e;
+	d0.out_rp = d0.OWu * d0.Cu * g->oe;
+	if (((uint64_t)(d0.tw - 1) * g->sx + (uint64_t)(g->S - 1) * g->dx) * d0.Cu + d0.tn > 65535)
+		return found;
+	for (uint32_t th = 1; th <= (ccs ? 32u : 8u); th++) {
 		struct dwp d = d0;
 		uint64_t need;
 
@@ -78,23 +96,23 @@ static bool dw_plan(const struct accel_caps *c, const struct dwg *g, bool sfu, s
 		if ((uint64_t)(th - 1) * g->sy + (uint64_t)(g->R - 1) * g->dy + 1 > 65535)
 			break;
 		d.th = th;
-		d.E = c->cols * th;
+		d.E = ccs ? th : c->cols * th;
 		d.ob = (uint32_t)(cdiv(g->OH, d.E) * d.E);
 		for (; d.ob >= d.E; d.ob -= d.E) {
 			d.in_rows = (d.ob - 1) * g->sy + (g->R - 1) * g->dy + 1;
 			d.in_off = 0;
 			d.out_off = al64((uint64_t)d.in_rows * d.P_in);
 			d.w_off = d.out_off + al64((uint64_t)d.ob * d.out_rp);
-			d.b_off = d.w_off + al64((uint64_t)g->C * g->R * g->S * g->e);
-			need = (uint64_t)d.b_off + (uint64_t)g->C * 4;
+			d.b_off = d.w_off + al64((uint64_t)d.Cu * g->R * g->S * g->e);
+			need = (uint64_t)d.b_off + (uint64_t)d.Cu * 4;
 			if (need <= half)
 				break;
 		}
 		if (d.ob < d.E)
 			continue;
 		d.nseg = (uint32_t)cdiv(g->OH, d.ob);
-		for (d.cf = 1; d.cf <= 2; d.cf++)
-			for (d.cl = 1; d.cl <= 2; d.cl++)
+		for (d.cf = 1; d.cf <= 4; d.cf++)
+			for (d.cl = 1; d.cl <= 4; d.cl++)
 				for (d.cm = 1; d.cm <= DW_MAX_CHUNKS - 2; d.cm++) {
 					d.est = dw_sim(c, g, &d, sfu);
 					if (!found || d.est < best->est) {
@@ -106,15 +124,30 @@ static bool dw_plan(const struct accel_caps *c, const struct dwg *g, bool sfu, s
 	return found;
 }
 
+/* Every mapping (bit 1: units split channels, bit 0: clusters split channels) is a candidate; the
+ * replayed cycle model picks (ties: the earlier one).  map = 1 + m forces mapping m (sim option). */
+static bool dw_plan(const struct accel_caps *c, const struct dwg *g, bool sfu, unsigned map, struct dwp *best)
+{
+	bool found = false;
+
+	for (unsigned m = 0; m < 4; m++)
+		if (!map || map == m + 1)
+			found = dw_plan_split(c, g, sfu, m & 2, m & 1, best, found);
+	return found;
+}
+
+/* group 0: AXIS_X bands of every row's bytes; else AXIS_G bands of every group of `group` bytes. */
 static void dw_bands(struct accel_cmdstream *cs, bool h2d, uint64_t va, uint64_t pz, unsigned half, uint32_t off,
-		     uint32_t spz, uint32_t width, uint32_t depth, int64_t first, uint32_t step, uint32_t len)
+		     uint32_t spz, uint32_t width, uint32_t depth, int64_t first, uint32_t step, uint32_t len,
+		     uint32_t group, uint8_t aux)
 {
 	struct tnpu_cmd_dma_bands b = {
 		.hdr = { .opcode = h2d ? TNPU_CMD_DMA_BANDS_H2D : TNPU_CMD_DMA_BANDS_D2H, .flags = AS,
 			 .size = sizeof(b) },
 		.host_va = va, .host_pitch_z = pz, .sram_off = off, .sram_pitch_z = spz, .width = width,
 		.height = 1, .depth = depth, .band_first = (int32_t)first, .band_step = step, .band_len = len,
-		.half = (uint8_t)half, .axis = TNPU_BANDS_AXIS_X,
+		.half = (uint8_t)half, .axis = (uint8_t)((group ? TNPU_BANDS_AXIS_G : TNPU_BANDS_AXIS_X) | aux),
+		.group = (uint16_t)group,
 	};
 
 	cs_raw(cs, &b, sizeof(b));
@@ -169,7 +202,7 @@ static void dw_config_run(struct accel_cmdstream *cs, const struct dwg *g, const
 	uint8_t recs[4][32];
 	struct tnpu_operand a, o;
 	struct tnpu_dw_param dp = {
-		.oh = (uint16_t)d->th, .ow = (uint16_t)twx, .pix = (uint16_t)g->C, .r = (uint8_t)g->R,
+		.oh = (uint16_t)d->th, .ow = (uint16_t)twx, .pix = (uint16_t)d->Cu, .r = (uint8_t)g->R,
 		.s = (uint8_t)g->S, .stride_y = (uint8_t)g->sy, .stride_x = (uint8_t)g->sx,
 		.dil_y = (uint8_t)g->dy, .dil_x = (uint8_t)g->dx,
 	};
@@ -185,14 +218,15 @@ static void dw_config_run(struct accel_cmdstream *cs, const struct dwg *g, const
 		TNPU_INSN_ST(0, 1, !p->use_sfu),
 	};
 
-	a = opnd(d->in_off + k0 * d->E * g->sy * d->P_in + xc * d->tw * g->sx * g->C * g->e,
-		 (int32_t)(d->th * g->sy * d->P_in), (int32_t)(d->tn * g->e), d->P_in,
-		 (d->th - 1) * g->sy + (g->R - 1) * g->dy + 1, ((twx - 1) * g->sx + (g->S - 1) * g->dx) * g->C + d->tn,
+	a = opnd(d->in_off + k0 * d->E * g->sy * d->P_in + xc * d->tw * g->sx * d->Cu * g->e,
+		 (int32_t)(d->ccs ? d->kcl * g->e : d->th * g->sy * d->P_in), (int32_t)(d->tn * g->e), d->P_in,
+		 (d->th - 1) * g->sy + (g->R - 1) * g->dy + 1, ((twx - 1) * g->sx + (g->S - 1) * g->dx) * d->Cu + d->tn,
 		 g->dt, 0, (int32_t)(d->E * g->sy * d->P_in));
-	o = opnd(d->out_off + k0 * d->E * d->out_rp + xc * d->tw * g->C * g->oe, (int32_t)(d->th * d->out_rp),
-		 (int32_t)(d->tn * g->oe), g->C * g->oe, d->th * twx, d->tn, g->out_dt, 0, (int32_t)(d->E * d->out_rp));
+	o = opnd(d->out_off + k0 * d->E * d->out_rp + xc * d->tw * d->Cu * g->oe,
+		 (int32_t)(d->ccs ? d->kcl * g->oe : d->th * d->out_rp),
+		 (int32_t)(d->tn * g->oe), d->Cu * g->oe, d->th * twx, d->tn, g->out_dt, 0, (int32_t)(d->E * d->out_rp));
 	sp.bias_addr = d->b_off;
-	sp.bias_col_stride = 0;
+	sp.bias_col_stride = (int32_t)(d->kcl * 4);
 	sp.bias_pe_stride = (int32_t)(d->tn * 4);
 	memcpy(recs[0], &a, 32);
 	memcpy(recs[1], &o, 32);
@@ -201,26 +235,35 @@ static void dw_config_run(struct accel_cmdstream *cs, const struct dwg *g, const
 	dw_config(cs, 1, h, &hd, ins, recs);
 }
 
-/* Job prologue: weights (C x R*S, one row per channel = OHWI with I = 1) and bias in the halves,
- * buffer 0 = LD of the weights into weight slot 0 (RQ: it stays valid for every DW MAC). */
+/* Job prologue: weights (C x R*S, one row per channel = OHWI with I = 1) and bias in the halves (the
+ * channel split: each unit its Cu channels' rows), buffer 0 = LD of the weights into weight slot 0
+ * (RQ: it stays valid for every DW MAC). */
 static void dw_prologue(struct accel_cmdstream *cs, const struct dwg *g, const struct dwp *d,
 			const struct mm_problem *p, unsigned halves)
 {
-	struct tnpu_operand b = opnd(d->w_off, 0, (int32_t)(d->tn * g->R * g->S * g->e), g->R * g->S * g->e, d->tn,
+	struct tnpu_operand b = opnd(d->w_off, (int32_t)(d->kcl * g->R * g->S * g->e),
+				     (int32_t)(d->tn * g->R * g->S * g->e), g->R * g->S * g->e, d->tn,
 				     g->R * g->S, g->dt, TNPU_OPF_TRANS, 0);
 	struct tnpu_cfg_hdr hd = { .n_instr = 1, .n_operands = 1, .rf_base = 0,
 				   .mode = TNPU_CFG_MODE_WQ_PUT(TNPU_WQ_RQ), .repeat = 1 };
 	uint16_t ins = TNPU_INSN_LD(0, 0, true, false);
 	uint8_t exe = TNPU_PKT_EXE_BYTE(0, 0);
 
-	/* every unit the same band (step 0) through its own port */
+	uint32_t wl = d->Cu * g->R * g->S * g->e, ws = d->csplit ? wl : 0;
+
+	/* column split: every unit the same band (step 0); channel split: unit u its channels' rows.
+	 * On the ports' AUX queue: their setup overlaps the first input band (commands.md). */
 	for (unsigned h = 0; h < halves; h++) {
-		dw_bands(cs, true, g->w_va, 0, h, d->w_off, 0, g->C * g->R * g->S * g->e, 1, 0, 0,
-			 g->C * g->R * g->S * g->e);
-		if (p->sfu.ops & TNPU_SFU_OP_BIAS)
-			dw_bands(cs, true, p->bias_va, 0, h, d->b_off, 0, g->C * 4, 1, 0, 0, g->C * 4);
+		dw_bands(cs, true, g->w_va, 0, h, d->w_off, 0, g->C * g->R * g->S * g->e, 1, 0, ws, wl, 0,
+			 TNPU_BANDS_F_AUX);
+		if (g->bias)
+			dw_bands(cs, true, p->bias_va, 0, h, d->b_off, 0, g->C * 4, 1, 0, d->csplit ? d->Cu * 4 : 0,
+				 d->Cu * 4, 0, TNPU_BANDS_F_AUX);
+		if (!h)	/* half 0's weights are in: the weight-slot LD may read them */
+			cs_sem(cs, true, AS, TNPU_ENGINE_LOAD, DS_W, 1);
 	}
 	dw_config(cs, 0, 0, &hd, &ins, &b);
+	cs_sem(cs, false, AS, TNPU_ENGINE_COMPUTE, DS_W, 1);
 	cs_dispatch(cs, AS, TNPU_DISPATCH_ROW_ALL, 0, 0, &exe, 1);
 }
 
@@ -250,19 +293,28 @@ static unsigned dw_chunks(const struct dwp *d, uint32_t n, uint32_t k0[DW_MAX_CH
 static double dw_sim(const struct accel_caps *c, const struct dwg *g, const struct dwp *d, bool sfu)
 {
 	uint32_t rate = g->dt == TNPU_DTYPE_INT8 ? c->rate_int8 : c->rate_fp32, total = g->N * d->nseg;
-	uint64_t tw = d->tw, th = d->th, box_w, mac, sfu_c, st, lrow, srow, L = 0, C = 0, S = 0;
+	uint64_t tw = d->tw, th = d->th, box_w, mac, sfu_c, st, lrow, srow, L = 0, C = 0, S = 0, A, wx, bx;
 	uint64_t cend[2] = { 0, 0 }, send[2] = { 0, 0 };
 
-	box_w = (((tw - 1) * g->sx + (uint64_t)(g->S - 1) * g->dx) * g->C + g->C) * g->e;
+	box_w = (((tw - 1) * g->sx + (uint64_t)(g->S - 1) * g->dx) * d->Cu + d->Cu) * g->e;
 	mac = cdiv(th * tw * d->tn * g->R * g->S, rate);
 	sfu_c = sfu ? cdiv(th * tw * d->tn, 16) : cdiv(th * tw * d->tn, 64);
 	st = cdiv(th * tw * d->tn * g->oe * c->pes, 128);
-	lrow = cdiv((uint64_t)d->Wpu * g->C * g->e, TNPU_RATE_DMA_PORT);
+	lrow = cdiv((uint64_t)(d->csplit ? g->W : d->Wpu) * d->Cu * g->e, TNPU_RATE_DMA_PORT);
 	srow = cdiv(d->out_rp, TNPU_RATE_DMA_PORT);
-	/* prologue: weights (and bias) per used half, every unit through its port */
-	L = (total > 1 ? 2 : 1) *
-	    (TNPU_CYC_CMD + TNPU_CYC_DMA_SETUP + cdiv((uint64_t)g->C * g->R * g->S * g->e, TNPU_RATE_DMA_PORT) +
-	     (sfu ? TNPU_CYC_CMD + TNPU_CYC_DMA_SETUP + cdiv((uint64_t)g->C * 4, TNPU_RATE_DMA_PORT) : 0));
+	/* prologue: weights (and bias) per used half on the AUX queue: the load engine pays the issue and
+	 * the port cycles, the AUX queue the whole transfer; every FULL token waits for the AUX queue */
+	wx = cdiv((uint64_t)d->Cu * g->R * g->S * g->e, TNPU_RATE_DMA_PORT);
+	bx = g->bias ? cdiv((uint64_t)d->Cu * 4, TNPU_RATE_DMA_PORT) : 0;
+	A = TNPU_CYC_CMD + TNPU_CYC_DMA_SETUP + wx + (g->bias ? TNPU_CYC_CMD + TNPU_CYC_DMA_SETUP + bx : 0);
+	L = TNPU_CYC_CMD + wx + (g->bias ? TNPU_CYC_CMD + bx : 0) + TNPU_CYC_CMD;
+	/* the weight-slot LD (buffer 0) after its SEM_WAIT + DISPATCH */
+	C = A + 2 * TNPU_CYC_CMD + TNPU_CYC_DISPATCH + 1 + TNPU_CYC_EXE + 1 +
+	    cdiv((uint64_t)d->Cu * g->R * g->S * g->e, c->rate_dispatch);
+	if (total > 1) {
+		A *= 2;
+		L += L - TNPU_CYC_CMD;
+	}
 	for (uint32_t s = 0; s < total; s++) {
 		uint32_t y0 = (s % d->nseg) * d->ob, rows = ACCEL_MIN(d->ob, g->OH - y0), lo = 0;
 		uint32_t n = (uint32_t)cdiv(rows, d->E), k0[DW_MAX_CHUNKS + 1];
@@ -271,12 +323,17 @@ static double dw_sim(const struct accel_caps *c, const struct dwg *g, const stru
 
 		if (s >= 2)
 			L = ACCEL_MAX(L, cend[h]);
+		int64_t iy0 = (int64_t)y0 * g->sy - g->pt;
+
 		for (unsigned j = 0; j < nch; j++) {
 			uint32_t hi = ACCEL_MIN(d->in_rows, (k0[j + 1] * d->E - 1) * g->sy + (g->R - 1) * g->dy + 1);
+			int64_t r0 = ACCEL_MAX(iy0 + lo, 0), r1 = ACCEL_MIN(iy0 + hi, (int64_t)g->H);
 
-			L += TNPU_CYC_CMD + TNPU_CYC_DMA_SETUP + (uint64_t)(hi - lo) * lrow;
+			/* the rows inside the image, then the FULL signal (CYC_CMD on the load engine) */
+			L += TNPU_CYC_CMD + TNPU_CYC_DMA_SETUP + (uint64_t)ACCEL_MAX(r1 - r0, 0) * lrow;
 			lo = hi;
-			lend[j] = L;
+			lend[j] = ACCEL_MAX(L, A);
+			L += TNPU_CYC_CMD;
 		}
 		if (s >= 2)
 			C = ACCEL_MAX(C, send[h]);
@@ -285,15 +342,19 @@ static double dw_sim(const struct accel_caps *c, const struct dwg *g, const stru
 				(k * d->E - 1) * g->sy + (g->R - 1) * g->dy + 1;
 			uint64_t dist = cdiv(rows_in * box_w, c->rate_dispatch);
 
-			C = ACCEL_MAX(C, lend[j]) + d->nx * (2 + TNPU_CYC_EXE + 3 * k +
-							    ACCEL_MAX(ACCEL_MAX(dist, k * mac), k * (sfu_c + st)) + sfu_c + st);
+			uint64_t busy = TNPU_CYC_EXE + 3 * k + ACCEL_MAX(ACCEL_MAX(dist, k * mac), k * (sfu_c + st)) +
+					sfu_c + st;
+
+			/* CONFIG parsed ahead; the EXE leaves the compute engine a SEM_WAIT + DISPATCH after FULL */
+			C = ACCEL_MAX(C + 2, lend[j] + 2 * TNPU_CYC_CMD + TNPU_CYC_DISPATCH + 1) + busy +
+			    (d->nx - 1) * (2 + busy);
 			ce[j] = C;
 		}
 		cend[h] = C;
 		for (unsigned j = 0; j < nch; j++) {
 			uint32_t r1 = ACCEL_MIN(k0[j + 1] * d->E, rows), r0 = k0[j] * d->E;
 
-			S = ACCEL_MAX(S, ce[j]) + TNPU_CYC_CMD + TNPU_CYC_DMA_SETUP + (uint64_t)(r1 - r0) * srow;
+			S = ACCEL_MAX(S, ce[j]) + 2 * TNPU_CYC_CMD + TNPU_CYC_DMA_SETUP + (uint64_t)(r1 - r0) * srow;
 		}
 		send[h] = S;
 	}
@@ -325,10 +386,14 @@ static void dw_segment(struct accel_cmdstream *cs, const struct dwg *g, const st
 
 			dw_zero(cs, h, d->in_off + z0 * d->P_in, d->P_in, hi - z0);
 		}
-		if (r1 > r0)
+		if (r1 > r0 && d->csplit)	/* each pixel's Cu channels, packed after pl zero pixels */
+			dw_bands(cs, true, g->in_va + (uint64_t)b * g->in_sn + (uint64_t)r0 * g->in_sh, g->in_sh, h,
+				 d->in_off + (uint32_t)(r0 - iy0) * d->P_in + g->pl * d->Cu * g->e, d->P_in,
+				 g->W * g->C * g->e, (uint32_t)(r1 - r0), 0, d->Cu * g->e, d->Cu * g->e, g->C * g->e, 0);
+		else if (r1 > r0)
 			dw_bands(cs, true, g->in_va + (uint64_t)b * g->in_sn + (uint64_t)r0 * g->in_sh, g->in_sh, h,
 				 d->in_off + (uint32_t)(r0 - iy0) * d->P_in, d->P_in, g->W * g->C * g->e, (uint32_t)(r1 - r0),
-				 -(int64_t)g->pl * g->C * g->e, d->OWu * g->sx * g->C * g->e, d->Wpu * g->C * g->e);
+				 -(int64_t)g->pl * g->C * g->e, d->OWu * g->sx * g->C * g->e, d->Wpu * g->C * g->e, 0, 0);
 		lo = ACCEL_MAX(lo, hi);
 		cs_sem(cs, true, AS, TNPU_ENGINE_LOAD, DS_FULL, 1);
 	}
@@ -336,9 +401,12 @@ static void dw_segment(struct accel_cmdstream *cs, const struct dwg *g, const st
 	if (s >= 2)
 		cs_sem(cs, false, AS, TNPU_ENGINE_COMPUTE, DS_SFREE + h, 1);
 	for (unsigned j = 0; j < nch; j++) {
+		/* the first CONFIG does not touch the chunk's rows: it is issued before the wait */
+		dw_config_run(cs, g, d, p, h, k0[j], k0[j + 1] - k0[j], 0);
 		cs_sem(cs, false, AS, TNPU_ENGINE_COMPUTE, DS_FULL, 1);
 		for (uint32_t xc = 0; xc < d->nx; xc++) {
-			dw_config_run(cs, g, d, p, h, k0[j], k0[j + 1] - k0[j], xc);
+			if (xc)
+				dw_config_run(cs, g, d, p, h, k0[j], k0[j + 1] - k0[j], xc);
 			cs_dispatch(cs, AS, TNPU_DISPATCH_ROW_ALL, h, 0, &exe, 1);
 		}
 		cs_sem(cs, true, AS, TNPU_ENGINE_COMPUTE, DS_DONE, 1);
@@ -350,8 +418,14 @@ static void dw_segment(struct accel_cmdstream *cs, const struct dwg *g, const st
 		uint32_t r0 = k0[j] * d->E, r1 = ACCEL_MIN(k0[j + 1] * d->E, rows);
 
 		cs_sem(cs, false, AS, TNPU_ENGINE_STORE, DS_DONE, 1);
-		dw_bands(cs, false, g->out_va + (uint64_t)b * g->out_sn + (uint64_t)(y0 + r0) * g->out_sh, g->out_sh, h,
-			 d->out_off + r0 * d->out_rp, d->out_rp, g->OW * g->C * g->oe, r1 - r0, 0, d->out_rp, d->out_rp);
+		if (d->csplit)
+			dw_bands(cs, false, g->out_va + (uint64_t)b * g->out_sn + (uint64_t)(y0 + r0) * g->out_sh,
+				 g->out_sh, h, d->out_off + r0 * d->out_rp, d->out_rp, g->OW * g->C * g->oe, r1 - r0, 0,
+				 d->Cu * g->oe, d->Cu * g->oe, g->C * g->oe, 0);
+		else
+			dw_bands(cs, false, g->out_va + (uint64_t)b * g->out_sn + (uint64_t)(y0 + r0) * g->out_sh,
+				 g->out_sh, h, d->out_off + r0 * d->out_rp, d->out_rp, g->OW * g->C * g->oe, r1 - r0, 0,
+				 d->out_rp, d->out_rp, 0, 0);
 	}
 	if (s + 2 < total)
 		cs_sem(cs, true, AS, TNPU_ENGINE_STORE, DS_SFREE + h, 1);
@@ -392,11 +466,12 @@ int conv_dw_lower(struct accel_dev *dev, struct mm_ctx *x, const struct accel_co
 	g.pl = cd->pad_left;
 	g.OH = out->shape[2];
 	g.OW = out->shape[3];
+	g.bias = (p->sfu.ops & TNPU_SFU_OP_BIAS) != 0;
 	if (g.R > 255 || g.S > 255 || g.C > 65535 || in->strides[3] != (int64_t)g.C * g.e ||
 	    wt->strides[0] != (int64_t)g.R * g.S * g.e ||
 	    out->strides[3] != (int64_t)g.C * g.oe || out->strides[1] != (int64_t)g.oe)
 		return 1;
-	if (!dw_plan(c, &g, p->use_sfu, &d))
+	if (!dw_plan(c, &g, p->use_sfu, dev->dw_map, &d))
 		return 1;
 	total = g.N * d.nseg;
 	est_bytes = 4096 + (uint64_t)total * DW_MAX_CHUNKS * (4 * 96 + d.nx * 256);

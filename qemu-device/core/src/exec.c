@@ -224,6 +224,7 @@ static uint64_t job_time(const struct tnpu_exec *ex)
 			t = TNPU_MAX(t, ex->isl_rt[i].P);
 		for (unsigned e = 0; e < TNPU_ENGINE_NUM; e++)
 			t = TNPU_MAX(t, ex->isl_rt[i].F[e]);
+		t = TNPU_MAX(t, ex->isl_rt[i].aux);
 	}
 	return t;
 }
@@ -691,6 +692,8 @@ static uint32_t cmd_sem(struct tnpu_exec *ex, const uint8_t *c, bool signal, boo
 
 		if (e == TNPU_ENGINE_COMPUTE)
 			t = TNPU_MAX(t, tnpu_island_rows_free(ex));
+		if (e == TNPU_ENGINE_LOAD)	/* covers the ports' AUX queue too (commands.md DMA_BANDS) */
+			t = TNPU_MAX(t, ex->isl_rt[ex->cur].aux);
 		if (sm->n == TNPU_SEM_MAX_TOKENS)
 			return tnpu_fail(ex, TNPU_ERR_SEM_OVERFLOW, id, 0);
 		sm->time[(sm->head + sm->n) % TNPU_SEM_MAX_TOKENS] = t;
@@ -747,6 +750,7 @@ static uint32_t cmd_fence(struct tnpu_exec *ex, const uint8_t *c)
 	for (unsigned i = 0; i < ex->n_isl; i++) {
 		for (unsigned e = 0; e < TNPU_ENGINE_NUM; e++)
 			ex->isl_rt[i].F[e] = t;
+		ex->isl_rt[i].aux = t;
 		ex->isl_rt[i].P = t;
 	}
 	for (unsigned r = 0; r < ex->cfg.rows; r++)

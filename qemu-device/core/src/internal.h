@@ -105,6 +105,7 @@ struct island_rt {
 	uint64_t F[TNPU_ENGINE_NUM];	/* engine free times */
 	uint64_t P;			/* completion of the island's previous command */
 	struct sem_state sem[TNPU_NUM_SEMS];
+	uint64_t aux;			/* ports' auxiliary queue free time (DMA_BANDS AUX, dw #6) */
 };
 
 /* chain #9: a producer-consumer ring.  Row sequence numbers only grow within a job:

@@ -314,6 +314,120 @@ Test(dw, dma_bands_row_bytes_and_store_back)
 	cr_assert_eq(res.counters[TNPU_CNT_STORE_CYCLES], TNPU_CYC_CMD + TNPU_CYC_DMA_SETUP + 3 * 2);
 }
 
+static void gbands(bool h2d, uint8_t axis, uint64_t va, uint64_t pz, uint32_t off, uint32_t spz, uint32_t width,
+		   uint32_t depth, int32_t first, uint32_t step, uint32_t len, uint16_t group)
+{
+	struct tnpu_cmd_dma_bands b = {
+		.hdr = { .opcode = h2d ? TNPU_CMD_DMA_BANDS_H2D : TNPU_CMD_DMA_BANDS_D2H, .size = sizeof(b),
+			 .flags = TNPU_CMD_F_ASYNC },
+		.host_va = va, .host_pitch_z = pz, .sram_off = off, .sram_pitch_z = spz, .width = width, .height = 1,
+		.depth = depth, .band_first = first, .band_step = step, .band_len = len, .axis = axis,
+		.group = group,
+	};
+
+	tcb_raw(&cb, &b, sizeof(b));
+}
+
+/* AXIS_G: unit u takes bytes [first + u*step, + len) of every group (a pixel's channels), packed. */
+Test(dw, dma_bands_groups_split_every_pixel_and_store_back)
+{
+	uint32_t G = 6, NG = 50, W = G * NG, D = 3;
+	uint8_t *in = H(0);
+
+	for (uint32_t i = 0; i < W * D; i++)
+		in[i] = (uint8_t)(i * 11 + 5);
+	/* unit 0: bytes [0, 3) of each 6-byte group, unit 1: [3, 6); SRAM rows of 50 * 3 bytes at pitch 1024 */
+	gbands(true, TNPU_BANDS_AXIS_G, host, W, 16, 1024, W, D, 0, 3, 3, (uint16_t)G);
+	for (unsigned u = 0; u < cfg.rows; u++)
+		tcb_dma(&cb, false, 0, host + 8192 + u * 4096, 0, 0, (uint8_t)u, 0, 16, 0, 0, 3 * 1024, 1, 1);
+	/* back: the same bands into a second host image */
+	gbands(false, TNPU_BANDS_AXIS_G, host + 32768, W, 16, 1024, W, D, 0, 3, 3, (uint16_t)G);
+	cr_assert_eq(run(), 0, "%s", tnpu_err_name(res.error));
+	for (unsigned u = 0; u < cfg.rows; u++)
+		for (uint32_t z = 0; z < D; z++)
+			for (uint32_t g = 0; g < NG; g++)
+				for (uint32_t x = 0; x < 3; x++)
+					cr_assert_eq(*H(8192 + u * 4096 + z * 1024 + g * 3 + x), in[z * W + g * G + u * 3 + x],
+						     "unit %u row %u group %u byte %u", u, z, g, x);
+	cr_assert_eq(memcmp(H(32768), in, W * D), 0);
+	cr_assert_eq(res.counters[TNPU_CNT_BYTES_H2D], (uint64_t)W * D);
+	/* the bands back + the two plain per-unit copies */
+	cr_assert_eq(res.counters[TNPU_CNT_BYTES_D2H], (uint64_t)W * D + cfg.rows * 3 * 1024ull);
+	/* each unit moves 150 packed bytes per row: 1 port cycle per row (+ the plain 3 KiB copies) */
+	cr_assert_eq(res.counters[TNPU_CNT_STORE_CYCLES], TNPU_CYC_CMD + TNPU_CYC_DMA_SETUP + D +
+		     cfg.rows * (TNPU_CYC_CMD + TNPU_CYC_DMA_SETUP + 3 * 1024 / TNPU_RATE_DMA));
+
+	/* overlapping bands (halo of one byte each side): host bytes still read once, packed at g * len */
+	gbands(true, TNPU_BANDS_AXIS_G, host, W, 0, 1024, W, 1, -1, 3, 5, (uint16_t)G);
+	for (unsigned u = 0; u < cfg.rows; u++)
+		tcb_dma(&cb, false, 0, host + 8192 + u * 4096, 0, 0, (uint8_t)u, 0, 0, 0, 0, 1024, 1, 1);
+	cr_assert_eq(run(), 0, "%s", tnpu_err_name(res.error));
+	for (unsigned u = 0; u < cfg.rows; u++)
+		for (uint32_t g = 0; g < NG; g++)
+			for (int j = 0; j < 5; j++) {
+				int x = -1 + 3 * (int)u + j;
+				uint8_t want = x >= 0 && x < (int)G ? in[g * G + (uint32_t)x] : 0;
+
+				cr_assert_eq(*H(8192 + u * 4096 + g * 5 + (uint32_t)j), want, "unit %u group %u x %d", u, g, x);
+			}
+	cr_assert_eq(res.counters[TNPU_CNT_BYTES_H2D], (uint64_t)W);
+	/* unit 0: [0, 4) = 4 bytes x 50 groups = 200 -> 1 cycle; unit 1: [2, 6) the same */
+	cr_assert_eq(res.counters[TNPU_CNT_LOAD_CYCLES], TNPU_CYC_CMD + TNPU_CYC_DMA_SETUP + 1);
+}
+
+/* AUX: the load engine only issues it (CYC_CMD + its port cycles); its setup overlaps the next band
+ * transfer, and a SEM_SIGNAL on the load engine waits for it (cycle-model.md). */
+Test(dw, dma_bands_aux_overlaps_the_band_queue)
+{
+	uint32_t W = 512, D = 20, A = 32;	/* AUX: 32 rows of 512 bytes = 2 port cycles each */
+	uint64_t aux_end = TNPU_CYC_CMD + TNPU_CYC_DMA_SETUP + 2ull * A;
+	uint64_t load_free = TNPU_CYC_CMD + 2ull * A;
+	uint64_t band_end = load_free + TNPU_CYC_CMD + TNPU_CYC_DMA_SETUP + 2ull * D;
+	uint8_t *in = H(0);
+
+	for (uint32_t i = 0; i < W * A; i++)
+		in[i] = (uint8_t)(i * 3 + 7);
+	gbands(true, TNPU_BANDS_AXIS_Z | TNPU_BANDS_F_AUX, host, 0, 0, 0, W, 1, 0, 0, 1, 0);
+	{
+		/* the AUX transfer: A rows of W bytes (height A) into every unit */
+		struct tnpu_cmd_dma_bands *b = (struct tnpu_cmd_dma_bands *)(cb.buf + cb.len - sizeof(*b));
+
+		b->height = A;
+		b->host_pitch_y = W;
+		b->sram_pitch_y = W;
+	}
+	/* a band transfer behind it on the load engine: starts after the issue, not after the AUX setup */
+	gbands(true, TNPU_BANDS_AXIS_Z, host, W, 20000, W, W, D, 0, 0, D, 0);
+	cr_assert_eq(run(), 0, "%s", tnpu_err_name(res.error));
+	cr_assert_eq(res.counters[TNPU_CNT_TOTAL_CYCLES], MAX(aux_end, band_end) + TNPU_CYC_JOB);
+	cr_assert_eq(res.counters[TNPU_CNT_LOAD_CYCLES], aux_end + (band_end - load_free));
+	cr_assert_lt(band_end, aux_end + TNPU_CYC_CMD + TNPU_CYC_DMA_SETUP + 2ull * D, "the setups overlap");
+
+	/* SEM_SIGNAL on the load engine covers the AUX queue: the store waits for the AUX data */
+	gbands(true, TNPU_BANDS_AXIS_Z | TNPU_BANDS_F_AUX, host, 0, 0, 0, W, 1, 0, 0, 1, 0);
+	{
+		struct tnpu_cmd_dma_bands *b = (struct tnpu_cmd_dma_bands *)(cb.buf + cb.len - sizeof(*b));
+
+		b->height = A;
+		b->host_pitch_y = W;
+		b->sram_pitch_y = W;
+	}
+	tcb_sem(&cb, true, TNPU_CMD_F_ASYNC, TNPU_ENGINE_LOAD, 0, 1);
+	tcb_sem(&cb, false, TNPU_CMD_F_ASYNC, TNPU_ENGINE_STORE, 0, 1);
+	gbands(false, TNPU_BANDS_AXIS_Z, host + 65536, 0, 0, 0, W, 1, 0, 0, 1, 0);
+	{
+		struct tnpu_cmd_dma_bands *b = (struct tnpu_cmd_dma_bands *)(cb.buf + cb.len - sizeof(*b));
+
+		b->height = A;
+		b->host_pitch_y = W;
+		b->sram_pitch_y = W;
+	}
+	cr_assert_eq(run(), 0, "%s", tnpu_err_name(res.error));
+	cr_assert_eq(memcmp(H(65536), in, (size_t)W * A), 0);
+	cr_assert_eq(res.counters[TNPU_CNT_TOTAL_CYCLES],
+		     aux_end + TNPU_CYC_CMD + TNPU_CYC_CMD + TNPU_CYC_DMA_SETUP + 2ull * A + TNPU_CYC_JOB);
+}
+
 /* A good job after every bad one: errors stop the job, the device keeps working. */
 static void good_job(void)
 {
@@ -392,7 +506,11 @@ Test(dw, bad_encodings_stop_with_documented_errors)
 		good_job();
 	}
 	/* DMA_BANDS: field rules, SRAM range, size */
-	bands(true, 2, host, 64, 0, 64, 64, 1, 0, 1, 1);
+	bands(true, 3, host, 64, 0, 64, 64, 1, 0, 1, 1);
+	cr_assert_eq(run(), TNPU_ERR_DMA_DESC);
+	bands(true, TNPU_BANDS_AXIS_Z | 0x40, host, 64, 0, 64, 64, 1, 0, 1, 1);	/* reserved axis bit */
+	cr_assert_eq(run(), TNPU_ERR_DMA_DESC);
+	bands(false, TNPU_BANDS_AXIS_Z | TNPU_BANDS_F_AUX, host, 64, 0, 64, 64, 1, 0, 1, 1);	/* AUX is H2D only */
 	cr_assert_eq(run(), TNPU_ERR_DMA_DESC);
 	bands(true, TNPU_BANDS_AXIS_Z, host, 64, 0, 64, 64, 1, 0, 1, 0);
 	cr_assert_eq(run(), TNPU_ERR_DMA_DESC);
@@ -405,12 +523,21 @@ Test(dw, bad_encodings_stop_with_documented_errors)
 	{
 		struct tnpu_cmd_dma_bands b = {
 			.hdr = { .opcode = TNPU_CMD_DMA_BANDS_H2D, .size = sizeof(b) }, .host_va = host,
-			.width = 8, .height = 1, .depth = 1, .band_len = 1, .reserved = { 1 },
+			.width = 8, .height = 1, .depth = 1, .band_len = 1, .group = 1,
 		};
 
 		tcb_raw(&cb, &b, sizeof(b));
 		cr_assert_eq(run(), TNPU_ERR_DMA_DESC);
-		b.reserved[0] = 0;
+		b.axis = TNPU_BANDS_AXIS_G;	/* group 1 divides width 8: valid with axis G */
+		tcb_raw(&cb, &b, sizeof(b));
+		cr_assert_eq(run(), 0);
+		b.group = 3;	/* not a divisor of width */
+		tcb_raw(&cb, &b, sizeof(b));
+		cr_assert_eq(run(), TNPU_ERR_DMA_DESC);
+		b.group = 0;	/* axis G needs a group */
+		tcb_raw(&cb, &b, sizeof(b));
+		cr_assert_eq(run(), TNPU_ERR_DMA_DESC);
+		b.axis = TNPU_BANDS_AXIS_Z;
 		b.hdr.size = 64;
 		tcb_raw(&cb, &b, 64);
 		cr_assert_eq(run(), TNPU_ERR_CMD_SIZE);

@@ -244,3 +244,40 @@ Test(conv_dw, block_off_gives_the_same_results)
 	}
 	accel_close(dev);
 }
+
+/* Each of the block's four mappings forced (units split columns or channels, clusters split rows or
+ * channels; sim option dw=col|col-kc|ch|ch-kc): the same reference results, including the AXIS_G
+ * channel bands, batches (both halves), several segments and stride/dilation/padding variants. */
+Test(conv_dw, every_mapping_matches_reference)
+{
+	static const char *const maps[] = { "col", "col-kc", "ch", "ch-kc" };
+	struct dwcase fixed[] = {
+		{ .n = 2, .c = 32, .h = 9, .w = 11, .r = 3, .s = 3, .sh = 1, .sw = 1, .pt = 1, .pl = 1, .pb = 1, .pr = 1,
+		  .dh = 1, .dw = 1, .out = 0, .bias = true, .relu = true },
+		{ .n = 1, .c = 16, .h = 40, .w = 7, .r = 3, .s = 3, .sh = 2, .sw = 1, .pt = 1, .pl = 2, .pb = 0, .pr = 2,
+		  .dh = 1, .dw = 2, .out = 1, .bias = true },
+		{ .n = 1, .c = 48, .h = 13, .w = 5, .r = 5, .s = 3, .sh = 1, .sw = 2, .pt = 2, .pl = 1, .pb = 2, .pr = 1,
+		  .dh = 1, .dw = 1, .out = 2 },
+	};
+
+	if (!test_is_sim())
+		cr_skip_test("sim option dw=<mapping>");
+	for (unsigned m = 0; m < 4; m++) {
+		char spec[96];
+		struct accel_dev *dev;
+		uint64_t s = 0xC0FFEE00ull + m;
+
+		snprintf(spec, sizeof(spec), "sim:rows=2,cols=2,pes=4,sram=65536,dw=%s", maps[m]);
+		dev = open_dev(spec);
+		for (unsigned i = 0; i < sizeof(fixed) / sizeof(fixed[0]); i++)
+			dw_run(dev, &fixed[i], 2000 + 10 * m + i);
+		for (unsigned i = 0; i < 16; i++) {
+			uint64_t seed = xrng(&s);
+			uint64_t st = seed;
+			struct dwcase t = dw_random(&st, 16, 30);
+
+			dw_run(dev, &t, seed);
+		}
+		accel_close(dev);
+	}
+}

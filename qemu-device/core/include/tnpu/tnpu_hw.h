@@ -768,7 +768,9 @@ enum tnpu_patch_field {
 /* DMA_BANDS_H2D / DMA_BANDS_D2H: one 3-D transfer split into one band per storage unit.
  * AXIS_Z: unit u takes planes z in [first + u*step, first + u*step + len) clipped to [0, depth),
  * at SRAM plane index z - (first + u*step).  AXIS_X: unit u takes bytes x of every row in the same
- * interval clipped to [0, width), at SRAM byte x - (first + u*step) of the row. */
+ * interval clipped to [0, width), at SRAM byte x - (first + u*step) of the row.  AXIS_G: every row is
+ * width/group groups of `group` bytes; unit u takes bytes x of every group g in the interval clipped
+ * to [0, group), at SRAM byte g*len + x - (first + u*step) of the row. */
 struct tnpu_cmd_dma_bands {
 	struct tnpu_cmd_hdr hdr;	/* size 72 */
 	uint64_t host_va;
@@ -785,11 +787,14 @@ struct tnpu_cmd_dma_bands {
 	uint32_t band_len;		/* planes per band, >= 1 */
 	uint8_t half;			/* 0 / 1 */
 	uint8_t axis;			/* TNPU_BANDS_AXIS_*: what the bands split */
-	uint8_t reserved[2];		/* must be 0 */
+	uint16_t group;			/* AXIS_G: bytes per group (width a multiple); else 0 */
 };
 _Static_assert(sizeof(struct tnpu_cmd_dma_bands) == 72, "dma bands cmd");
 #define TNPU_BANDS_AXIS_Z	0	/* bands of planes: first/step/len count planes */
 #define TNPU_BANDS_AXIS_X	1	/* bands of every row's bytes: first/step/len count bytes */
+#define TNPU_BANDS_AXIS_G	2	/* bands of every group's bytes (channel slices of each pixel) */
+#define TNPU_BANDS_AXIS_MASK	0x03u	/* axis byte: [1:0] axis, bit 7 AUX, others reserved */
+#define TNPU_BANDS_F_AUX	TNPU_BIT(7)	/* H2D on the ports' auxiliary queue (weights) */
 _Static_assert(offsetof(struct tnpu_cmd_dma_bands, band_first) == 56, "dma bands cmd");
 
 #define TNPU_LD_MCAST		TNPU_BIT(10)	/* LD: the row's tiles travel as one multicast block */
