@@ -1,6 +1,7 @@
 // SPDX-License-Identifier: GPL-2.0-only
 /*
- * tnpu debugfs (/sys/kernel/debug/accel/N/): register and ring dumps, fault injection.
+ * tnpu debugfs (/sys/kernel/debug/accel/N/): register and ring dumps (with the per-ring
+ * statistics of QUERY_COUNTERS), fault injection.
  *
  * inject_hang, inject_mmu_fault, inject_error: write 1 to arm; the next job handed to the hardware
  * (any ring) then hangs (its ring stops fetching), faults (its command buffer VA becomes 0, never
@@ -74,9 +75,12 @@ DEFINE_SHOW_ATTRIBUTE(tnpu_regs);
 static int tnpu_rings_show(struct seq_file *m, void *unused)
 {
 	struct tnpu_device *tdev = m->private;
+	u64 now, busy;
 	u32 q;
 
 	spin_lock(&tdev->lock);
+	/* read under the lock, as QUERY_COUNTERS does: a busy period cannot start after @now */
+	now = ktime_get_ns();
 	for (q = 0; q < tdev->num_rings; q++) {
 		struct tnpu_ring *ring = &tdev->rings[q];
 		struct tnpu_job *job;
@@ -85,6 +89,12 @@ static int tnpu_rings_show(struct seq_file *m, void *unused)
 			   ring->tail,
 			   ring->seqno, le64_to_cpu(READ_ONCE(*(__le64 *)ring->fence)),
 			   atomic_read(&ring->sched.credit_count), ring->sched.credit_limit);
+		/* the per-ring statistics of QUERY_COUNTERS rings[], same names and values */
+		busy = ring->busy_ns;
+		if (!list_empty(&ring->inflight))
+			busy += now - ring->busy_since;
+		seq_printf(m, "ring %u stats: jobs_done %llu jobs_failed %llu jobs_timedout %llu busy_ns %llu\n",
+			   q, ring->jobs_done, ring->jobs_failed, ring->jobs_timedout, busy);
 		list_for_each_entry(job, &ring->inflight, node)
 			seq_printf(m, "  job %llu seqno %llu ctx %u queue %u cmd_va 0x%llx len %u\n",
 				   job->id, job->hw_seqno, job->ctx->id, job->queue_handle,

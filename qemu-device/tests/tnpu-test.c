@@ -16,6 +16,8 @@
 #include "libqos/pci.h"
 #include "libqos/pci-pc.h"
 #include "libqos/malloc-pc.h"
+#include "qobject/qdict.h"
+#include "qobject/qlist.h"
 #include "standard-headers/linux/pci_regs.h"
 
 #include "../../hw/misc/tnpu/core/include/tnpu/tnpu_hw.h"
@@ -899,6 +901,168 @@ static void test_reset_system(void)
     tnpu_stop(t);
 }
 
+/* ---- hot-unplug from a PCIe slot --------------------------------------- */
+
+#define RP_DEVFN   QPCI_DEVFN(5, 0)
+#define SLOT_DEVFN ((1 << 8) | QPCI_DEVFN(0, 0)) /* bus 1, behind the port */
+
+/*
+ * The root port as firmware would leave it: secondary bus 1, the window libqos
+ * allocates BARs from (0xe0000000..0xefffffff) forwarded, no
+ * I/O or prefetchable window, memory decoding and bus mastering on (DMA and
+ * MSI-X messages of the device go upstream through the port).
+ */
+static void root_port_setup(QPCIDevice *rp)
+{
+    qpci_config_writeb(rp, PCI_PRIMARY_BUS, 0);
+    qpci_config_writeb(rp, PCI_SECONDARY_BUS, 1);
+    qpci_config_writeb(rp, PCI_SUBORDINATE_BUS, 1);
+    qpci_config_writew(rp, PCI_MEMORY_BASE, 0xe000);
+    qpci_config_writew(rp, PCI_MEMORY_LIMIT, 0xeff0);
+    qpci_config_writew(rp, PCI_PREF_MEMORY_BASE, 0xfff0);
+    qpci_config_writew(rp, PCI_PREF_MEMORY_LIMIT, 0);
+    qpci_config_writeb(rp, PCI_IO_BASE, 0xf0);
+    qpci_config_writeb(rp, PCI_IO_LIMIT, 0);
+    qpci_config_writew(rp, PCI_COMMAND,
+                       PCI_COMMAND_MEMORY | PCI_COMMAND_MASTER);
+}
+
+/*
+ * What the guest's pciehp does after the attention button: power indicator
+ * off, slot power off.  QEMU then detaches the device
+ * (pcie_cap_slot_do_unplug).
+ */
+static void slot_power(QPCIDevice *rp, bool on)
+{
+    uint8_t exp = qpci_find_capability(rp, PCI_CAP_ID_EXP, 0);
+    uint16_t ctl = qpci_config_readw(rp, exp + PCI_EXP_SLTCTL);
+
+    ctl &= ~(PCI_EXP_SLTCTL_PIC | PCI_EXP_SLTCTL_PCC);
+    ctl |= on ? PCI_EXP_SLTCTL_PWR_IND_ON | PCI_EXP_SLTCTL_PWR_ON
+              : PCI_EXP_SLTCTL_PWR_IND_OFF | PCI_EXP_SLTCTL_PWR_OFF;
+    qpci_config_writew(rp, exp + PCI_EXP_SLTCTL, ctl);
+}
+
+static void wait_device_deleted(QTestState *qts, const char *id)
+{
+    for (;;) {
+        QDict *resp = qtest_qmp_eventwait_ref(qts, "DEVICE_DELETED");
+        QDict *data = qdict_get_qdict(resp, "data");
+        const char *dev = data ? qdict_get_try_str(data, "device") : NULL;
+        bool match = dev && !strcmp(dev, id);
+
+        qobject_unref(resp);
+        if (match) {
+            return;
+        }
+    }
+}
+
+/* True if /machine/peripheral has a child named id (a device with that id). */
+static bool peripheral_exists(QTestState *qts, const char *id)
+{
+    QDict *resp = qtest_qmp(qts, "{ 'execute': 'qom-list', 'arguments': "
+                                 "{ 'path': '/machine/peripheral' } }");
+    QList *list = qdict_get_qlist(resp, "return");
+    QListEntry *e;
+    bool found = false;
+
+    g_assert(list);
+    QLIST_FOREACH_ENTRY(list, e) {
+        QDict *prop = qobject_to(QDict, qlist_entry_obj(e));
+
+        if (prop && !strcmp(qdict_get_str(prop, "name"), id)) {
+            found = true;
+        }
+    }
+    qobject_unref(resp);
+    return found;
+}
+
+/*
+ * device_del of a busy device behind a PCIe root port (native hotplug, as a
+ * guest with pciehp sees it): the long job in flight is abandoned, unrealize
+ * stops and joins the worker threads, QEMU keeps running, the device is gone
+ * from QOM and from config space, the abandoned job never writes guest memory
+ * afterwards, and a new tnpu can be plugged into the same slot.
+ */
+static void test_hot_unplug(void)
+{
+    Tnpu *t = g_new0(Tnpu, 1);
+    QPCIDevice *rp, *dev2;
+    uint64_t cmd_va, marker, cmd2_va, marker2;
+    uint32_t cmd_len, cmd2_len;
+    QDict *resp;
+
+    t->qts = qtest_init("-M q35 "
+                        "-global ICH9-LPC."
+                        "acpi-pci-hotplug-with-bridge-support=off "
+                        "-device pcie-root-port,id=rp0,bus=pcie.0,addr=05.0,"
+                        "chassis=1,slot=1 "
+                        "-device tnpu,id=npu0,bus=rp0,addr=00.0");
+    pc_alloc_init(&t->alloc, t->qts, 0);
+    t->bus = qpci_new_pc(t->qts, &t->alloc);
+    rp = qpci_device_find(t->bus, RP_DEVFN);
+    g_assert(rp);
+    root_port_setup(rp);
+    t->dev = qpci_device_find(t->bus, SLOT_DEVFN);
+    g_assert(t->dev);
+    g_assert_cmphex(qpci_config_readw(t->dev, PCI_DEVICE_ID), ==,
+                    TNPU_PCI_DEVICE_ID);
+    qpci_device_enable(t->dev);
+    t->bar = qpci_iomap(t->dev, TNPU_BAR_REGS, NULL);
+    t->queues = TNPU_CAP_QUEUES_NUM(rd(t, TNPU_REG_CAP_QUEUES));
+    g_assert_cmpuint(t->queues, >=, 2);
+    tnpu_setup(t);
+
+    /* Work through the port: a short job completes (DMA + MSI-X work). */
+    submit(t, 1, VA_UNMAPPED, 8, 1);
+    g_assert(wait_for(t, TNPU_MSIX_VEC_ERROR));
+
+    /* A long job running on queue 0, and one waiting behind it. */
+    cmd_va = long_job(t, &cmd_len, &marker);
+    cmd2_va = long_job(t, &cmd2_len, &marker2);
+    submit(t, 0, cmd_va, cmd_len, 0x11);
+    submit(t, 0, cmd2_va, cmd2_len, 0x12);
+    wait_marker(t, marker);
+    g_assert(rd(t, TNPU_REG_Q(0, TNPU_Q_STATUS)) & TNPU_Q_STATUS_BUSY);
+
+    qtest_qmp_device_del_send(t->qts, "npu0");
+    slot_power(rp, false);
+    wait_device_deleted(t->qts, "npu0");
+
+    /* QEMU survives, the port stays, the device is gone. */
+    resp = qtest_qmp(t->qts, "{ 'execute': 'query-status' }");
+    g_assert(qdict_haskey(resp, "return"));
+    qobject_unref(resp);
+    g_assert(!peripheral_exists(t->qts, "npu0"));
+    g_assert(peripheral_exists(t->qts, "rp0"));
+    g_assert_cmphex(qpci_config_readw(t->dev, PCI_VENDOR_ID), ==, 0xffff);
+    g_assert_cmphex(qpci_config_readw(rp, PCI_VENDOR_ID), ==, 0x1b36);
+
+    /* The abandoned jobs never complete into guest memory. */
+    g_usleep(200 * 1000);
+    g_assert_cmphex(qtest_readq(t->qts, t->fence[0]), ==, 0);
+    g_assert_cmphex(qtest_readq(t->qts, marker2), ==, 0);
+
+    /* The slot takes a new device, which answers. */
+    qtest_qmp_assert_success(t->qts, "{ 'execute': 'device_add', 'arguments': "
+                             "{ 'driver': 'tnpu', 'id': 'npu1', "
+                             "'bus': 'rp0', 'addr': '00.0' } }");
+    slot_power(rp, true);
+    dev2 = qpci_device_find(t->bus, SLOT_DEVFN);
+    g_assert(dev2);
+    g_assert_cmphex(qpci_config_readw(dev2, PCI_VENDOR_ID), ==,
+                    TNPU_PCI_VENDOR_ID);
+    g_assert_cmphex(qpci_config_readw(dev2, PCI_DEVICE_ID), ==,
+                    TNPU_PCI_DEVICE_ID);
+    g_assert(peripheral_exists(t->qts, "npu1"));
+
+    g_free(dev2);
+    g_free(rp);
+    tnpu_stop(t);
+}
+
 /*
  * Queues really run concurrently (one worker per queue): two long jobs on two
  * queues have both started (their first command wrote its marker) while neither
@@ -1610,6 +1774,7 @@ int main(int argc, char **argv)
     qtest_add_func("/tnpu/reset/register", test_reset_register);
     qtest_add_func("/tnpu/reset/flr", test_reset_flr);
     qtest_add_func("/tnpu/reset/system", test_reset_system);
+    qtest_add_func("/tnpu/hot-unplug", test_hot_unplug);
     qtest_add_func("/tnpu/two-queues", test_two_queues);
     qtest_add_func("/tnpu/queues-concurrent", test_queues_concurrent);
     qtest_add_func("/tnpu/irq-mask-and-enable", test_irq_mask_and_enable);

@@ -37,6 +37,49 @@ static struct drm_tnpu_counters counters(int fd)
 	return cnt;
 }
 
+/*
+ * The "ring N stats:" lines of debugfs rings (Documentation/driver.md) into st[]; returns the rings
+ * read, or -errno when the file cannot be opened.
+ */
+static int debugfs_ring_stats(struct drm_tnpu_ring_stats *st, unsigned int max)
+{
+	char path[600] = "", line[256];
+	struct dirent *e;
+	DIR *d = opendir("/sys/kernel/debug/accel");
+	unsigned int q, n = 0;
+	FILE *f;
+
+	if (!d)
+		return -errno;
+	while ((e = readdir(d))) {
+		if (e->d_name[0] == '.')
+			continue;
+		snprintf(path, sizeof(path), "/sys/kernel/debug/accel/%s/rings", e->d_name);
+		if (!access(path, R_OK))
+			break;
+		path[0] = 0;
+	}
+	closedir(d);
+	f = path[0] ? fopen(path, "r") : NULL;
+	if (!f)
+		return -ENOENT;
+	memset(st, 0, max * sizeof(*st));
+	while (fgets(line, sizeof(line), f)) {
+		struct drm_tnpu_ring_stats s;
+
+		if (sscanf(line, "ring %u stats: jobs_done %llu jobs_failed %llu "
+				 "jobs_timedout %llu busy_ns %llu",
+			   &q, (unsigned long long *)&s.jobs_done, (unsigned long long *)&s.jobs_failed,
+			   (unsigned long long *)&s.jobs_timedout, (unsigned long long *)&s.busy_ns) != 5 ||
+		    q >= max)
+			continue;
+		st[q] = s;
+		n++;
+	}
+	fclose(f);
+	return (int)n;
+}
+
 TEST_F(job, fence_job_writes_value)
 {
 	ASSERT_EQ(0, tnpu_run_fence(&self->c, 0, self->c.data.va + 16, 42));
@@ -227,6 +270,53 @@ TEST_F(job, device_counters_grow_with_jobs)
 		EXPECT_GE(after.device[CNT_COMMANDS], before.device[CNT_COMMANDS] + 1);
 		EXPECT_GT(after.device[CNT_TOTAL_CYCLES], before.device[CNT_TOTAL_CYCLES]);
 	}
+}
+
+/*
+ * debugfs rings shows the per-ring statistics of QUERY_COUNTERS: each value lies between two
+ * QUERY answers taken around the read, and the numbers move with one good and one failing job.
+ */
+TEST_F(job, debugfs_rings_shows_per_ring_stats_that_move_with_jobs)
+{
+	struct drm_tnpu_ring_stats before[DRM_TNPU_MAX_RINGS], after[DRM_TNPU_MAX_RINGS];
+	struct tnpu_job_args j = { .queue = self->c.queue, .cmd = &self->c.cmd, .cmd_size = 8,
+				   .out_sync = self->c.sync };
+	struct drm_tnpu_counters q0, q1;
+	uint64_t sum0[4] = { 0 }, sum1[4] = { 0 };
+	int n, i;
+
+	ASSERT_LT(0, debugfs_ring_stats(before, DRM_TNPU_MAX_RINGS));
+	ASSERT_EQ(0, tnpu_run_fence(&self->c, 0, self->c.data.va, 5));
+	((uint64_t *)self->c.cmd.map)[0] = 0xee | (uint64_t)8 << 32;	/* unknown opcode */
+	ASSERT_EQ(0, tnpu_submit(self->c.fd, &j));
+	ASSERT_EQ(-EIO, tnpu_sync_status(self->c.fd, self->c.sync, 0, 60000));
+
+	q0 = counters(self->c.fd);
+	n = debugfs_ring_stats(after, DRM_TNPU_MAX_RINGS);
+	q1 = counters(self->c.fd);
+	ASSERT_EQ((int)q1.num_rings, n) TH_LOG("one stats line per hardware ring");
+	for (i = 0; i < n; i++) {
+		EXPECT_LE(q0.rings[i].jobs_done, after[i].jobs_done);
+		EXPECT_LE(after[i].jobs_done, q1.rings[i].jobs_done);
+		EXPECT_LE(q0.rings[i].jobs_failed, after[i].jobs_failed);
+		EXPECT_LE(after[i].jobs_failed, q1.rings[i].jobs_failed);
+		EXPECT_LE(q0.rings[i].jobs_timedout, after[i].jobs_timedout);
+		EXPECT_LE(after[i].jobs_timedout, q1.rings[i].jobs_timedout);
+		EXPECT_LE(q0.rings[i].busy_ns, after[i].busy_ns);
+		EXPECT_LE(after[i].busy_ns, q1.rings[i].busy_ns);
+		sum0[0] += before[i].jobs_done;
+		sum1[0] += after[i].jobs_done;
+		sum0[1] += before[i].jobs_failed;
+		sum1[1] += after[i].jobs_failed;
+		sum0[2] += before[i].jobs_timedout;
+		sum1[2] += after[i].jobs_timedout;
+		sum0[3] += before[i].busy_ns;
+		sum1[3] += after[i].busy_ns;
+	}
+	EXPECT_GE(sum1[0], sum0[0] + 1);
+	EXPECT_GE(sum1[1], sum0[1] + 1);
+	EXPECT_LE(sum0[2], sum1[2]);
+	EXPECT_GT(sum1[3], sum0[3]);
 }
 
 TEST_F(job, device_read_only_bo_write_is_permission_fault)

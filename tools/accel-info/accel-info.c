@@ -56,6 +56,9 @@ static void probe_driver(struct dev_report *r)
 	if (ai_drm_version(fd, r->drm_name, sizeof(r->drm_name), r->drm_version, sizeof(r->drm_version)))
 		r->drm_name[0] = r->drm_version[0] = '\0';
 	ret = ai_query_caps(fd, &r->caps);
+	/* Optional: a driver older than the island query still gets the capability lines. */
+	if (!ret)
+		r->have_islands = ai_query_islands(fd, &r->islands) == 0;
 	close(fd);
 	if (ret < 0) {
 		r->state = ST_QUERY_FAILED;

@@ -26,6 +26,8 @@ struct dev_report {
 	char drm_version[64];
 	struct drm_tnpu_caps caps;	/* valid in ST_READY */
 	struct ai_sysfs_caps sysfs;	/* the driver's sysfs geometry, readable without opening the node */
+	bool have_islands;		/* islands holds a DRM_TNPU_QUERY_ISLANDS answer */
+	struct drm_tnpu_islands islands;
 };
 
 void info_print_human(const struct dev_report *r);

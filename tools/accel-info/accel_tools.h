@@ -5,6 +5,7 @@
  *   pci_enum.c    libpci enumeration of tnpu functions (ids, class, BARs, MSI-X, PCIe link)
  *   accel_node.c  sysfs join PCI function <-> /dev/accel/accelN, bound driver and module state
  *   query.c       DRM_IOCTL_TNPU_QUERY (CAPS, COUNTERS) through libdrm's drmIoctl
+ *   islands.c     DRM_TNPU_QUERY_ISLANDS and the island table (text, JSON)
  *   format.c      pure helpers: sizes, link speeds, data types, counter deltas -> rates
  *   json.c        the JSON writer (json.h)
  *
@@ -216,5 +217,26 @@ void ai_compute_rates(const struct ai_sample *prev, const struct ai_sample *cur,
 
 /* Copies src into dst (size len), always NUL-terminated; stops at the first newline. */
 void ai_strlcpy_line(char *dst, const char *src, size_t len);
+
+/* ---- islands.c ----------------------------------------------------------------------------- */
+
+struct json_writer;
+
+/*
+ * DRM_TNPU_QUERY_ISLANDS into isl (zero-filled first). Returns 0, a negative errno from the ioctl
+ * (-EINVAL from a driver without islands support), or -EPROTO for an answer with no island.
+ */
+int ai_query_islands(int fd, struct drm_tnpu_islands *isl);
+/* isl->count capped at DRM_TNPU_MAX_ISLANDS (the entries the struct can hold). */
+unsigned int ai_islands_count(const struct drm_tnpu_islands *isl);
+/* "2 islands, 4 rings per job, ring memory 64 KiB" */
+void ai_format_islands_summary(const struct drm_tnpu_islands *isl, char *out, size_t len);
+/* "rows 0-1 (2), int8 fp32, clock /2 (250 MHz), SRAM 0x00000000 + 512 KiB"; clock_mhz 0 omits the MHz. */
+void ai_format_island(const struct drm_tnpu_island *is, uint32_t clock_mhz, char *out, size_t len);
+/*
+ * Writes the members "islands" (array of {first_row, rows, dtypes, clkdiv, sram_base, sram_bytes}),
+ * "rings" and "ring_mem_bytes" into the current JSON object; all three null when isl is NULL.
+ */
+void ai_json_islands(struct json_writer *w, const struct drm_tnpu_islands *isl);
 
 #endif

@@ -99,6 +99,20 @@ static void print_sysfs_caps(const struct ai_sysfs_caps *s)
 	printf(LABEL "%u MHz (cycle model)\n", "clock", s->clock_mhz);
 }
 
+/* After the capability lines: the island table (DRM_TNPU_QUERY_ISLANDS), one line per island. */
+static void print_islands(const struct drm_tnpu_islands *isl, uint32_t clock_mhz)
+{
+	char buf[192], label[24];
+
+	ai_format_islands_summary(isl, buf, sizeof(buf));
+	printf(LABEL "%s\n", "islands", buf);
+	for (unsigned int i = 0; i < ai_islands_count(isl); i++) {
+		snprintf(label, sizeof(label), "island %u", i);
+		ai_format_island(&isl->island[i], clock_mhz, buf, sizeof(buf));
+		printf(LABEL "%s\n", label, buf);
+	}
+}
+
 void info_print_human(const struct dev_report *r)
 {
 	const struct ai_pci_dev *p = &r->pci;
@@ -119,6 +133,8 @@ void info_print_human(const struct dev_report *r)
 	print_driver(r);
 	if (r->state == ST_READY) {
 		print_caps(&r->caps);
+		if (r->have_islands)
+			print_islands(&r->islands, r->caps.clock_mhz);
 	} else if (r->state != ST_NOT_BOUND) {
 		printf(LABEL "%s\n", "capabilities", r->error);
 		if (r->sysfs.present)

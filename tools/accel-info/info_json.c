@@ -196,6 +196,7 @@ static void json_device(struct json_writer *w, const struct dev_report *r)
 	else
 		json_null(w, "caps");
 	json_sysfs_caps(w, &r->sysfs);
+	ai_json_islands(w, r->state == ST_READY && r->have_islands ? &r->islands : NULL);
 	json_end_object(w);
 }
 
