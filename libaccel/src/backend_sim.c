@@ -364,6 +364,12 @@ static int parse_opts(struct accel_dev *dev, struct tnpu_config *cfg, uint32_t *
 			dev->dw_off = !strcmp(eq + 1, "off");
 			continue;
 		}
+		if (!strcmp(tok, "stream")) {
+			if (strcmp(eq + 1, "on") && strcmp(eq + 1, "off") && strcmp(eq + 1, "only"))
+				return accel_seterr(dev, -EINVAL, "sim option stream=%s: expected on, off or only", eq + 1);
+			dev->stream_off = !strcmp(eq + 1, "off") ? 1 : !strcmp(eq + 1, "only") ? 2 : 0;
+			continue;
+		}
 		v = strtoul(eq + 1, &end, 0);
 		if (*end || end == eq + 1)
 			return accel_seterr(dev, -EINVAL, "sim option '%s': bad number", tok);

@@ -32,6 +32,7 @@ struct dwg {
 };
 
 struct dwp {
+	bool stream;		/* line-tracked bands: no FULL/DONE semaphores, one EXE per segment */
 	bool csplit;		/* channel split: unit u takes channels [u*Cu, u*Cu + Cu) of every pixel */
 	bool ccs;		/* clusters split the unit's channels (all take the same rows) */
 	uint32_t kcl;		/* ccs: channels between consecutive clusters (tn * pes), else 0 */
@@ -47,6 +48,7 @@ struct dwp {
 
 static unsigned dw_chunks(const struct dwp *d, uint32_t n, uint32_t k0[DW_MAX_CHUNKS + 1]);
 static double dw_sim(const struct accel_caps *c, const struct dwg *g, const struct dwp *d, bool sfu);
+static double dw_sim_stream(const struct accel_caps *c, const struct dwg *g, const struct dwp *d, bool sfu);
 
 static uint32_t al64(uint64_t v)
 {
@@ -61,11 +63,12 @@ static uint64_t cdiv(uint64_t a, uint64_t b)
 /* Plans of one split (units: column or channel split; clusters: rows or channels); keeps the
  * fastest in *best. */
 static bool dw_plan_split(const struct accel_caps *c, const struct dwg *g, bool sfu, bool csplit, bool ccs,
-			  struct dwp *best, bool found)
+			  bool stream, struct dwp *best, bool found)
 {
 	uint32_t half = c->sram_bytes / 2, kc = ccs ? c->cols : 1;
 	struct dwp d0 = { 0 };
 
+	d0.stream = stream;
 	d0.csplit = csplit;
 	d0.ccs = ccs;
 	d0.Cu = csplit ? g->C / c->rows : g->C;
@@ -111,6 +114,17 @@ static bool dw_plan_split(const struct accel_caps *c, const struct dwg *g, bool 
 		if (d.ob < d.E)
 			continue;
 		d.nseg = (uint32_t)cdiv(g->OH, d.ob);
+		if (stream) {	/* the lines pace the run: one chunk per segment */
+			if (d.nx > 1)
+				continue;
+			d.cf = d.cl = d.cm = 1;
+			d.est = dw_sim_stream(c, g, &d, sfu);
+			if (!found || d.est < best->est) {
+				*best = d;
+				found = true;
+			}
+			continue;
+		}
 		for (d.cf = 1; d.cf <= 4; d.cf++)
 			for (d.cl = 1; d.cl <= 4; d.cl++)
 				for (d.cm = 1; d.cm <= DW_MAX_CHUNKS - 2; d.cm++) {
@@ -126,27 +140,29 @@ static bool dw_plan_split(const struct accel_caps *c, const struct dwg *g, bool 
 
 /* Every mapping (bit 1: units split channels, bit 0: clusters split channels) is a candidate; the
  * replayed cycle model picks (ties: the earlier one).  map = 1 + m forces mapping m (sim option). */
-static bool dw_plan(const struct accel_caps *c, const struct dwg *g, bool sfu, unsigned map, struct dwp *best)
+static bool dw_plan(const struct accel_caps *c, const struct dwg *g, bool sfu, unsigned map, bool stream,
+		    bool only_stream, struct dwp *best)
 {
 	bool found = false;
 
-	for (unsigned m = 0; m < 4; m++)
-		if (!map || map == m + 1)
-			found = dw_plan_split(c, g, sfu, m & 2, m & 1, best, found);
+	for (unsigned st = only_stream && stream; st <= (unsigned)stream; st++)
+		for (unsigned m = 0; m < 4; m++)
+			if (!map || map == m + 1)
+				found = dw_plan_split(c, g, sfu, m & 2, m & 1, st, best, found);
 	return found;
 }
 
 /* group 0: AXIS_X bands of every row's bytes; else AXIS_G bands of every group of `group` bytes. */
 static void dw_bands(struct accel_cmdstream *cs, bool h2d, uint64_t va, uint64_t pz, unsigned half, uint32_t off,
 		     uint32_t spz, uint32_t width, uint32_t depth, int64_t first, uint32_t step, uint32_t len,
-		     uint32_t group, uint8_t aux)
+		     uint32_t group, uint8_t flags)
 {
 	struct tnpu_cmd_dma_bands b = {
 		.hdr = { .opcode = h2d ? TNPU_CMD_DMA_BANDS_H2D : TNPU_CMD_DMA_BANDS_D2H, .flags = AS,
 			 .size = sizeof(b) },
 		.host_va = va, .host_pitch_z = pz, .sram_off = off, .sram_pitch_z = spz, .width = width,
 		.height = 1, .depth = depth, .band_first = (int32_t)first, .band_step = step, .band_len = len,
-		.half = (uint8_t)half, .axis = (uint8_t)((group ? TNPU_BANDS_AXIS_G : TNPU_BANDS_AXIS_X) | aux),
+		.half = (uint8_t)half, .axis = (uint8_t)((group ? TNPU_BANDS_AXIS_G : TNPU_BANDS_AXIS_X) | flags),
 		.group = (uint16_t)group,
 	};
 
@@ -250,20 +266,22 @@ static void dw_prologue(struct accel_cmdstream *cs, const struct dwg *g, const s
 	uint8_t exe = TNPU_PKT_EXE_BYTE(0, 0);
 
 	uint32_t wl = d->Cu * g->R * g->S * g->e, ws = d->csplit ? wl : 0;
+	uint8_t fl = (uint8_t)(TNPU_BANDS_F_AUX | (d->stream ? TNPU_BANDS_F_STREAM : 0));
 
 	/* column split: every unit the same band (step 0); channel split: unit u its channels' rows.
-	 * On the ports' AUX queue: their setup overlaps the first input band (commands.md). */
+	 * On the ports' AUX queue: their setup overlaps the first input band (commands.md).  STREAM:
+	 * the weight-slot LD waits for the weight lines themselves, no semaphore. */
 	for (unsigned h = 0; h < halves; h++) {
-		dw_bands(cs, true, g->w_va, 0, h, d->w_off, 0, g->C * g->R * g->S * g->e, 1, 0, ws, wl, 0,
-			 TNPU_BANDS_F_AUX);
+		dw_bands(cs, true, g->w_va, 0, h, d->w_off, 0, g->C * g->R * g->S * g->e, 1, 0, ws, wl, 0, fl);
 		if (g->bias)
 			dw_bands(cs, true, p->bias_va, 0, h, d->b_off, 0, g->C * 4, 1, 0, d->csplit ? d->Cu * 4 : 0,
-				 d->Cu * 4, 0, TNPU_BANDS_F_AUX);
-		if (!h)	/* half 0's weights are in: the weight-slot LD may read them */
+				 d->Cu * 4, 0, fl);
+		if (!h && !d->stream)	/* half 0's weights are in: the weight-slot LD may read them */
 			cs_sem(cs, true, AS, TNPU_ENGINE_LOAD, DS_W, 1);
 	}
 	dw_config(cs, 0, 0, &hd, &ins, &b);
-	cs_sem(cs, false, AS, TNPU_ENGINE_COMPUTE, DS_W, 1);
+	if (!d->stream)
+		cs_sem(cs, false, AS, TNPU_ENGINE_COMPUTE, DS_W, 1);
 	cs_dispatch(cs, AS, TNPU_DISPATCH_ROW_ALL, 0, 0, &exe, 1);
 }
 
@@ -272,7 +290,8 @@ static void dw_prologue(struct accel_cmdstream *cs, const struct dwg *g, const s
 static unsigned dw_chunks(const struct dwp *d, uint32_t n, uint32_t k0[DW_MAX_CHUNKS + 1])
 {
 	unsigned m = 0;
-	uint32_t f = ACCEL_MIN(d->cf, n), l = n > f ? ACCEL_MIN(d->cl, n - f) : 0, mid = n - f - l, per, k;
+	uint32_t f = d->stream ? n : ACCEL_MIN(d->cf, n), l = n > f ? ACCEL_MIN(d->cl, n - f) : 0, mid = n - f - l,
+		 per, k;
 
 	k0[m++] = 0;
 	k0[m++] = k = f;
@@ -361,6 +380,95 @@ static double dw_sim(const struct accel_caps *c, const struct dwg *g, const stru
 	return (double)(ACCEL_MAX(ACCEL_MAX(L, C), S) + TNPU_CYC_JOB);
 }
 
+/* Work of a run's prefix or suffix after the fill (cycle-model.md, DW runs): issued instructions,
+ * the slowest of distribution, MACs and drain, and one tile's exposed drain. */
+struct dw_work {
+	uint64_t issued, dist, mac, drain;
+};
+
+static uint64_t dw_work_cycles(const struct dw_work *a, const struct dw_work *b, uint64_t tile_drain)
+{
+	return (a->issued - b->issued) +
+	       ACCEL_MAX(ACCEL_MAX(cdiv(a->dist - b->dist, TNPU_RATE_DISPATCH), a->mac - b->mac), a->drain - b->drain) +
+	       tile_drain;
+}
+
+/* dw_sim for STREAM plans (cycle-model.md "Line-tracked reads"): input rows land one after the other,
+ * each iteration's LD waits for its last row, outputs are written when the run's work so far is done
+ * and the store port drains each output row once written.  Clean (padding) lines are not delivered. */
+static double dw_sim_stream(const struct accel_caps *c, const struct dwg *g, const struct dwp *d, bool sfu)
+{
+	uint32_t rate = g->dt == TNPU_DTYPE_INT8 ? c->rate_int8 : c->rate_fp32, total = g->N * d->nseg;
+	uint64_t tw = d->tw, th = d->th, mac, sfu_c, st, lrow, srow, wrow, wb, wx, bx, A, L, C, S = 0;
+	uint64_t cend[2] = { 0, 0 }, send[2] = { 0, 0 }, issue1 = TNPU_CYC_CMD + TNPU_CYC_DISPATCH + 1;
+
+	mac = cdiv(th * tw * d->tn * g->R * g->S, rate);
+	sfu_c = sfu ? cdiv(th * tw * d->tn, 16) : cdiv(th * tw * d->tn, 64);
+	st = cdiv(th * tw * d->tn * g->oe * c->pes, 128);
+	lrow = cdiv((uint64_t)(d->csplit ? g->W : d->Wpu) * d->Cu * g->e, TNPU_RATE_DMA_PORT);
+	srow = cdiv(d->out_rp, TNPU_RATE_DMA_PORT);
+	/* written bytes of one input row in the multicast block (padding columns stay clean) */
+	wrow = (uint64_t)ACCEL_MIN(d->Wpu, g->W) * d->Cu * g->e;
+	wb = (uint64_t)d->Cu * g->R * g->S * g->e;
+	wx = cdiv(wb, TNPU_RATE_DMA_PORT);
+	bx = g->bias ? cdiv((uint64_t)d->Cu * 4, TNPU_RATE_DMA_PORT) : 0;
+	A = TNPU_CYC_CMD + TNPU_CYC_DMA_SETUP + wx + (g->bias ? TNPU_CYC_CMD + TNPU_CYC_DMA_SETUP + bx : 0);
+	L = TNPU_CYC_CMD + wx + (g->bias ? TNPU_CYC_CMD + bx : 0);
+	if (total > 1) {
+		A *= 2;
+		L *= 2;
+	}
+	/* the weight-slot LD: CONFIG + EXE dispatches and the fill, then the weight lines */
+	C = ACCEL_MAX(2 * issue1 + 2 + TNPU_CYC_EXE, A) + 1 + cdiv(wb, c->rate_dispatch);
+	for (uint32_t s = 0; s < total; s++) {
+		uint32_t y0 = (s % d->nseg) * d->ob, rows = ACCEL_MIN(d->ob, g->OH - y0);
+		uint32_t n = (uint32_t)cdiv(rows, d->E), lo = 0;
+		unsigned h = s & 1;
+		int64_t iy0 = (int64_t)y0 * g->sy - g->pt;
+		int64_t r0 = ACCEL_MAX(iy0, 0), r1 = ACCEL_MIN(iy0 + (int64_t)d->in_rows, (int64_t)g->H);
+		uint64_t land0, t0, out_prev = 0;
+		struct dw_work w = { 0 }, pre[256];
+		uint64_t ready[256];
+		unsigned nw = 0;
+
+		if (s >= 2)
+			L = ACCEL_MAX(L, cend[h]);
+		land0 = L + TNPU_CYC_CMD + TNPU_CYC_DMA_SETUP;	/* image row r lands at land0 + (r - r0 + 1) * lrow */
+		L = land0 + (uint64_t)ACCEL_MAX(r1 - r0, 0) * lrow;
+		if (s >= 2)
+			C = ACCEL_MAX(C, send[h]);
+		t0 = C + 2 * issue1 + 2;	/* CONFIG of the run (parsed ahead) and the EXE */
+		S = ACCEL_MAX(S, s >= 2 ? send[h] : 0);
+		S += TNPU_CYC_CMD + TNPU_CYC_DMA_SETUP;
+		for (uint32_t k = 0; k < n; k++) {
+			uint32_t hi = ACCEL_MIN(d->in_rows, ((k + 1) * d->E - 1) * g->sy + (g->R - 1) * g->dy + 1);
+			int64_t last = ACCEL_MIN(iy0 + (int64_t)hi, (int64_t)g->H) - 1, img = 0, out_t;
+			uint32_t o0 = k * d->E, o1 = ACCEL_MIN((k + 1) * d->E, rows);
+
+			for (uint32_t j = lo; j < hi; j++)
+				img += iy0 + j >= 0 && iy0 + j < (int64_t)g->H;
+			if (last >= r0 && nw < 256) {
+				ready[nw] = land0 + (uint64_t)(last - r0 + 1) * lrow;
+				pre[nw++] = w;
+			}
+			w.issued += 3;
+			w.dist += (uint64_t)img * wrow;
+			w.mac += mac;
+			w.drain += sfu_c + st;
+			lo = hi;
+			out_t = (int64_t)(t0 + TNPU_CYC_EXE + dw_work_cycles(&w, &(struct dw_work){ 0 }, sfu_c + st));
+			for (unsigned i = 0; i < nw; i++)
+				out_t = ACCEL_MAX(out_t, (int64_t)(ready[i] + dw_work_cycles(&w, &pre[i], sfu_c + st)));
+			out_prev = (uint64_t)out_t;
+			S = ACCEL_MAX(S, out_prev) + (uint64_t)(o1 - o0) * srow;
+		}
+		C = out_prev;
+		cend[h] = C;
+		send[h] = S;
+	}
+	return (double)(ACCEL_MAX(ACCEL_MAX(L, C), S) + TNPU_CYC_JOB);
+}
+
 static void dw_segment(struct accel_cmdstream *cs, const struct dwg *g, const struct dwp *d,
 		       const struct mm_problem *p, uint32_t s, uint32_t total)
 {
@@ -369,6 +477,7 @@ static void dw_segment(struct accel_cmdstream *cs, const struct dwg *g, const st
 	uint32_t n = (uint32_t)cdiv(rows, d->E), k0[DW_MAX_CHUNKS + 1], lo = 0;
 	int64_t iy0 = (int64_t)y0 * g->sy - g->pt;	/* image row of SRAM row 0 */
 	uint8_t exe = TNPU_PKT_EXE_BYTE(1, TNPU_PKT_LAST | TNPU_PKT_SHIFT_OUT);
+	uint8_t sf = d->stream ? TNPU_BANDS_F_STREAM : 0;	/* STREAM: the lines replace FULL/DONE */
 
 	nch = dw_chunks(d, n, k0);
 	/* load engine: each chunk's new input rows, every unit its column band (one DMA_BANDS_H2D) */
@@ -389,13 +498,14 @@ static void dw_segment(struct accel_cmdstream *cs, const struct dwg *g, const st
 		if (r1 > r0 && d->csplit)	/* each pixel's Cu channels, packed after pl zero pixels */
 			dw_bands(cs, true, g->in_va + (uint64_t)b * g->in_sn + (uint64_t)r0 * g->in_sh, g->in_sh, h,
 				 d->in_off + (uint32_t)(r0 - iy0) * d->P_in + g->pl * d->Cu * g->e, d->P_in,
-				 g->W * g->C * g->e, (uint32_t)(r1 - r0), 0, d->Cu * g->e, d->Cu * g->e, g->C * g->e, 0);
+				 g->W * g->C * g->e, (uint32_t)(r1 - r0), 0, d->Cu * g->e, d->Cu * g->e, g->C * g->e, sf);
 		else if (r1 > r0)
 			dw_bands(cs, true, g->in_va + (uint64_t)b * g->in_sn + (uint64_t)r0 * g->in_sh, g->in_sh, h,
 				 d->in_off + (uint32_t)(r0 - iy0) * d->P_in, d->P_in, g->W * g->C * g->e, (uint32_t)(r1 - r0),
-				 -(int64_t)g->pl * g->C * g->e, d->OWu * g->sx * g->C * g->e, d->Wpu * g->C * g->e, 0, 0);
+				 -(int64_t)g->pl * g->C * g->e, d->OWu * g->sx * g->C * g->e, d->Wpu * g->C * g->e, 0, sf);
 		lo = ACCEL_MAX(lo, hi);
-		cs_sem(cs, true, AS, TNPU_ENGINE_LOAD, DS_FULL, 1);
+		if (!d->stream)
+			cs_sem(cs, true, AS, TNPU_ENGINE_LOAD, DS_FULL, 1);
 	}
 	/* compute engine: one EXE per chunk and x chunk runs the chunk's iterations */
 	if (s >= 2)
@@ -403,13 +513,15 @@ static void dw_segment(struct accel_cmdstream *cs, const struct dwg *g, const st
 	for (unsigned j = 0; j < nch; j++) {
 		/* the first CONFIG does not touch the chunk's rows: it is issued before the wait */
 		dw_config_run(cs, g, d, p, h, k0[j], k0[j + 1] - k0[j], 0);
-		cs_sem(cs, false, AS, TNPU_ENGINE_COMPUTE, DS_FULL, 1);
+		if (!d->stream)
+			cs_sem(cs, false, AS, TNPU_ENGINE_COMPUTE, DS_FULL, 1);
 		for (uint32_t xc = 0; xc < d->nx; xc++) {
 			if (xc)
 				dw_config_run(cs, g, d, p, h, k0[j], k0[j + 1] - k0[j], xc);
 			cs_dispatch(cs, AS, TNPU_DISPATCH_ROW_ALL, h, 0, &exe, 1);
 		}
-		cs_sem(cs, true, AS, TNPU_ENGINE_COMPUTE, DS_DONE, 1);
+		if (!d->stream)
+			cs_sem(cs, true, AS, TNPU_ENGINE_COMPUTE, DS_DONE, 1);
 	}
 	if (s + 2 < total)
 		cs_sem(cs, true, AS, TNPU_ENGINE_COMPUTE, DS_CFREE + h, 1);
@@ -417,15 +529,16 @@ static void dw_segment(struct accel_cmdstream *cs, const struct dwg *g, const st
 	for (unsigned j = 0; j < nch; j++) {
 		uint32_t r0 = k0[j] * d->E, r1 = ACCEL_MIN(k0[j + 1] * d->E, rows);
 
-		cs_sem(cs, false, AS, TNPU_ENGINE_STORE, DS_DONE, 1);
+		if (!d->stream)
+			cs_sem(cs, false, AS, TNPU_ENGINE_STORE, DS_DONE, 1);
 		if (d->csplit)
 			dw_bands(cs, false, g->out_va + (uint64_t)b * g->out_sn + (uint64_t)(y0 + r0) * g->out_sh,
 				 g->out_sh, h, d->out_off + r0 * d->out_rp, d->out_rp, g->OW * g->C * g->oe, r1 - r0, 0,
-				 d->Cu * g->oe, d->Cu * g->oe, g->C * g->oe, 0);
+				 d->Cu * g->oe, d->Cu * g->oe, g->C * g->oe, sf);
 		else
 			dw_bands(cs, false, g->out_va + (uint64_t)b * g->out_sn + (uint64_t)(y0 + r0) * g->out_sh,
 				 g->out_sh, h, d->out_off + r0 * d->out_rp, d->out_rp, g->OW * g->C * g->oe, r1 - r0, 0,
-				 d->out_rp, d->out_rp, 0, 0);
+				 d->out_rp, d->out_rp, 0, sf);
 	}
 	if (s + 2 < total)
 		cs_sem(cs, true, AS, TNPU_ENGINE_STORE, DS_SFREE + h, 1);
@@ -471,7 +584,8 @@ int conv_dw_lower(struct accel_dev *dev, struct mm_ctx *x, const struct accel_co
 	    wt->strides[0] != (int64_t)g.R * g.S * g.e ||
 	    out->strides[3] != (int64_t)g.C * g.oe || out->strides[1] != (int64_t)g.oe)
 		return 1;
-	if (!dw_plan(c, &g, p->use_sfu, dev->dw_map, &d))
+	if (!dw_plan(c, &g, p->use_sfu, dev->dw_map, (c->features & TNPU_FEAT_STREAM) && dev->stream_off != 1,
+		     dev->stream_off == 2, &d))
 		return 1;
 	total = g.N * d.nseg;
 	est_bytes = 4096 + (uint64_t)total * DW_MAX_CHUNKS * (4 * 96 + d.nx * 256);

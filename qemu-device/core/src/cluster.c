@@ -20,8 +20,20 @@ struct exe_acct {
 	uint64_t dw_macs, other_macs;	/* MACs of the run: DW MACs overlap SFU/ST (cycle-model.md) */
 };
 
+/* An LD that waited for line-tracked writes: it can start no earlier than `ready`, and the run's
+ * work from it on (the totals minus `pre`) follows (cycle-model.md "Line-tracked reads"). */
+struct exe_wait {
+	uint64_t ready;
+	struct exe_acct pre;
+};
+#define EXE_WAITS 32
+
 struct rowctx {
 	struct tnpu_exec *ex;
+	uint64_t t0;		/* the row's start (job cycles) */
+	unsigned clkdiv;	/* the island's clock divisor */
+	struct exe_wait wait[EXE_WAITS];
+	unsigned n_wait;
 	struct row_state *rs;
 	unsigned row;
 	uint8_t *base;		/* start of the addressed half */
@@ -58,6 +70,60 @@ static uint32_t cfail(struct rowctx *rc, uint32_t err)
 static uint32_t cfail_addr(struct rowctx *rc, uint32_t err, uint64_t addr)
 {
 	return tnpu_fail(rc->ex, err, rc->info, addr);
+}
+
+/* Row cycles of the work in `a` after the pipeline fill (cycle-model.md "Command durations"); a DW
+ * run overlaps the SFU/ST drain of each tile with the next tile's MACs. */
+static uint64_t exe_work(const struct exe_acct *a, bool dw_run)
+{
+	uint64_t dist = div_ceil_u64(a->dist_bytes, TNPU_RATE_DISPATCH);
+
+	if (dw_run)
+		return a->issued + TNPU_MAX(TNPU_MAX(dist, a->mac), a->sfu + a->st) +
+		       (a->dw_macs ? div_ceil_u64(a->sfu + a->st, a->dw_macs) : 0);
+	return a->issued + TNPU_MAX(dist, a->mac) + a->sfu + a->st;
+}
+
+static struct exe_acct acct_sub(const struct exe_acct *a, const struct exe_acct *b)
+{
+	return (struct exe_acct){
+		.issued = a->issued - b->issued, .dist_bytes = a->dist_bytes - b->dist_bytes,
+		.mac = a->mac - b->mac, .sfu = a->sfu - b->sfu, .st = a->st - b->st,
+		.dw_macs = a->dw_macs - b->dw_macs, .other_macs = a->other_macs - b->other_macs,
+	};
+}
+
+/* Job cycle at which the run's work so far is done: its own pace from the start, and no earlier
+ * than each line-tracked wait plus the work that followed it. */
+static uint64_t exe_time(const struct rowctx *rc)
+{
+	bool dw_run = rc->a.dw_macs && !rc->a.other_macs;
+	uint64_t t = rc->t0 + (TNPU_CYC_EXE + exe_work(&rc->a, dw_run)) * rc->clkdiv;
+
+	for (unsigned i = 0; i < rc->n_wait; i++) {
+		struct exe_acct rest = acct_sub(&rc->a, &rc->wait[i].pre);
+
+		t = TNPU_MAX(t, rc->wait[i].ready + exe_work(&rest, dw_run) * rc->clkdiv);
+	}
+	return t;
+}
+
+/* An LD reading [lo, hi) of the row's SRAM waits for STREAM band writes still in flight. */
+static void exe_wait_lines(struct rowctx *rc, uint64_t lo, uint64_t hi)
+{
+	uint64_t ready;
+
+	if (!rc->rs->sb_in.n || hi <= lo)
+		return;
+	ready = tnpu_sb_ready(&rc->rs->sb_in, lo, hi);
+	if (ready <= rc->t0 + TNPU_CYC_EXE * rc->clkdiv)
+		return;
+	if (rc->n_wait == EXE_WAITS) {
+		/* merge into the latest record: its earlier start with the later time (only delays) */
+		rc->wait[EXE_WAITS - 1].ready = TNPU_MAX(rc->wait[EXE_WAITS - 1].ready, ready);
+		return;
+	}
+	rc->wait[rc->n_wait++] = (struct exe_wait){ .ready = ready, .pre = rc->a };
 }
 
 static void rec_load(struct tnpu_operand *o, const uint8_t *p)
@@ -221,6 +287,18 @@ static uint64_t tile_bytes(const struct tnpu_operand *o)
 	return (uint64_t)o->rows * o->cols * esize(o->dtype);
 }
 
+/* SRAM bytes [*lo, *hi) (row offsets) an operand's per-PE tiles span. */
+static void ld_span(const struct rowctx *rc, const struct tnpu_operand *o, uint64_t extent, uint64_t *lo,
+		    uint64_t *hi)
+{
+	int64_t a0 = pe_addr(o, 0, 0), a1 = pe_addr(o, rc->cols - 1, 0), a2 = pe_addr(o, 0, rc->pes - 1),
+		a3 = pe_addr(o, rc->cols - 1, rc->pes - 1);
+	uint64_t base = (uint64_t)(rc->base - rc->rs->sram);
+
+	*lo = base + (uint64_t)TNPU_MIN(TNPU_MIN(a0, a1), TNPU_MIN(a2, a3));
+	*hi = base + (uint64_t)TNPU_MAX(TNPU_MAX(a0, a1), TNPU_MAX(a2, a3)) + extent;
+}
+
 static uint32_t do_ld(struct rowctx *rc, uint16_t w)
 {
 	unsigned e = rc->ib->rf_base + TNPU_LD_RF(w);
@@ -263,11 +341,22 @@ static uint32_t do_ld(struct rowctx *rc, uint16_t w)
 			}
 		}
 	}
-	if (w & TNPU_LD_MCAST)
-		rc->a.dist_bytes += tnpu_dw_mcast_bytes(rc->cols, rc->pes, o, s->valid && s->mcast ? &s->op : NULL,
-							 u * tile_bytes(o));
-	else
+	if (w & TNPU_LD_MCAST) {
+		uint64_t base = (uint64_t)(rc->base - rc->rs->sram), lo, hi;
+		uint64_t d = tnpu_dw_mcast_bytes(rc->rs, base, rc->cols, rc->pes, o,
+						 s->valid && s->mcast ? &s->op : NULL, u * tile_bytes(o), &lo, &hi);
+
+		if (hi <= lo)
+			ld_span(rc, o, extent, &lo, &hi);
+		exe_wait_lines(rc, lo, hi);
+		rc->a.dist_bytes += d;
+	} else {
+		uint64_t lo, hi;
+
+		ld_span(rc, o, extent, &lo, &hi);
+		exe_wait_lines(rc, lo, hi);
 		rc->a.dist_bytes += u * bytes;
+	}
 	s->valid = true;
 	s->mcast = w & TNPU_LD_MCAST;
 	s->zskip = w & TNPU_LD_ZSKIP;
@@ -912,11 +1001,6 @@ static uint32_t do_st(struct rowctx *rc, uint16_t w)
 			hi = TNPU_MAX(hi, pa + (uint64_t)(tm - 1) * o->pitch + (uint64_t)tn * es);
 		}
 	}
-	{
-		uint64_t off = (uint64_t)(rc->base - rs->sram);
-
-		sram_mark(rs, off + lo, off + hi);
-	}
 	if (raw)
 		rc->ex->res->counters[TNPU_CNT_OQ_ACCESSES] += (uint64_t)tm * tn * cols * pes;
 	else
@@ -924,6 +1008,13 @@ static uint32_t do_st(struct rowctx *rc, uint16_t w)
 	if (raw)
 		rc->a.sfu += div_ceil_u64((uint64_t)tm * tn, TNPU_RATE_OQ);
 	rc->a.st += div_ceil_u64((uint64_t)tm * tn * es * pes, TNPU_RATE_ST);
+	{
+		uint64_t off = (uint64_t)(rc->base - rs->sram);
+
+		sram_mark(rs, off + lo, off + hi);
+		/* the tile's lines are written when the run's work so far is done (STREAM D2H waits) */
+		tnpu_sb_add(&rs->sb_out, off + lo, off + hi, exe_time(rc));
+	}
 	scalar_update(rc, e);
 	return 0;
 }
@@ -1024,10 +1115,12 @@ static uint32_t do_exe(struct rowctx *rc, unsigned buf, uint8_t cmd, unsigned df
 }
 
 uint32_t tnpu_cluster_dispatch(struct tnpu_exec *ex, unsigned row, unsigned half, unsigned dflags,
-			       const uint8_t *pkt, uint32_t len, uint64_t *busy)
+			       const uint8_t *pkt, uint32_t len, uint64_t t0, uint64_t *busy)
 {
 	struct rowctx rc = {
 		.ex = ex,
+		.t0 = t0,
+		.clkdiv = ex->isl[ex->cur].clkdiv,
 		.rs = &ex->rows[row],
 		.row = row,
 		.base = ex->rows[row].sram + (size_t)half * ex->half,
@@ -1052,15 +1145,8 @@ uint32_t tnpu_cluster_dispatch(struct tnpu_exec *ex, unsigned row, unsigned half
 	err = do_exe(&rc, buf, cmd, dflags, pkt + 1, len - 1, half);
 	ex->res->counters[TNPU_CNT_INSTRUCTIONS] += rc.a.issued;
 	ex->res->counters[TNPU_CNT_BYTES_DISPATCH] += rc.a.dist_bytes - len;
-	if (rc.a.dw_macs && !rc.a.other_macs)
-		/* DW runs: the output of tile i drains (SFU, ST) while tile i+1 multiplies; the last tile's
-		 * drain is exposed. */
-		*busy = TNPU_CYC_EXE + rc.a.issued +
-			TNPU_MAX(TNPU_MAX(div_ceil_u64(rc.a.dist_bytes, TNPU_RATE_DISPATCH), rc.a.mac),
-				 rc.a.sfu + rc.a.st) +
-			div_ceil_u64(rc.a.sfu + rc.a.st, rc.a.dw_macs);
-	else
-		*busy = TNPU_CYC_EXE + rc.a.issued +
-			TNPU_MAX(div_ceil_u64(rc.a.dist_bytes, TNPU_RATE_DISPATCH), rc.a.mac) + rc.a.sfu + rc.a.st;
+	/* DW runs: the output of tile i drains (SFU, ST) while tile i+1 multiplies; the last tile's
+	 * drain is exposed.  LDs of lines a STREAM band is still writing wait for them. */
+	*busy = div_ceil_u64(exe_time(&rc) - t0, rc.clkdiv);
 	return err;
 }

@@ -46,8 +46,8 @@ uint32_t tnpu_cmd_dma_bands(struct tnpu_exec *ex, const uint8_t *c, bool h2d, bo
 	uint32_t width = ld32(c + 44), height = ld32(c + 48), depth = ld32(c + 52);
 	int32_t first = (int32_t)ld32(c + 56);
 	uint32_t step = ld32(c + 60), len = ld32(c + 64);
-	uint8_t half = c[68], axis = c[69] & (uint8_t)~TNPU_BANDS_F_AUX;
-	bool aux = c[69] & TNPU_BANDS_F_AUX;
+	uint8_t half = c[68], axis = c[69] & (uint8_t)~(TNPU_BANDS_F_AUX | TNPU_BANDS_F_STREAM);
+	bool aux = c[69] & TNPU_BANDS_F_AUX, stream = c[69] & TNPU_BANDS_F_STREAM;
 	uint32_t group = ld16(c + 70), ng = 1, gw;
 	unsigned rows = ex->cfg.rows, engine = h2d ? TNPU_ENGINE_LOAD : TNPU_ENGINE_STORE;
 	bool grp = axis == TNPU_BANDS_AXIS_G, ax = axis == TNPU_BANDS_AXIS_X || grp;
@@ -117,6 +117,47 @@ uint32_t tnpu_cmd_dma_bands(struct tnpu_exec *ex, const uint8_t *c, bool h2d, bo
 						return err;
 				}
 			}
+		}
+	}
+	if (stream) {
+		/* line-tracked (commands.md "Line state"): data moves from S + CMD + SETUP, one unit row
+		 * after the other; H2D publishes each row's landing, D2H waits for each row's writer */
+		uint64_t s = TNPU_MAX(ex->F[engine], async ? 0 : ex->P), end = s + dur;
+
+		if (aux)
+			s = TNPU_MAX(s, ex->isl_rt[ex->cur].aux);
+		for (unsigned u = 0; u < rows; u++) {
+			struct row_state *rs = &ex->rows[u];
+			uint64_t n = b[u].hi > b[u].lo ? (uint64_t)(b[u].hi - b[u].lo) * ng : 0;
+			uint64_t rc = ax ? div_ceil_u64(n, TNPU_RATE_DMA_PORT)
+					 : TNPU_MAX(1, div_ceil_u64(width, TNPU_RATE_DMA_PORT));
+			uint64_t t = s + TNPU_CYC_CMD + TNPU_CYC_DMA_SETUP;
+			int64_t z0 = ax ? 0 : b[u].lo, z1 = ax ? depth : b[u].hi;
+
+			if (!n)
+				continue;
+			for (int64_t z = z0; z < z1; z++) {
+				for (uint32_t y = 0; y < height; y++) {
+					uint64_t so = (uint64_t)half * ex->half + off + (uint64_t)y * spy +
+						      (ax ? (uint64_t)z * spz + (uint64_t)(b[u].lo - b[u].first)
+							  : (uint64_t)(z - b[u].first) * spz);
+					uint64_t se = so + (ax ? (uint64_t)(ng - 1) * len + (uint64_t)(b[u].hi - b[u].lo) : width);
+
+					if (h2d) {
+						t += rc;
+						tnpu_sb_add(&rs->sb_in, so, se, t);
+					} else {
+						t = TNPU_MAX(t, TNPU_MAX(tnpu_sb_ready(&rs->sb_out, so, se),
+									 tnpu_sb_ready(&rs->sb_in, so, se))) + rc;
+					}
+				}
+			}
+			end = TNPU_MAX(end, t);
+		}
+		if (!h2d) {
+			dur = end - s;
+			if (end > ex->cfg.watchdog_cycles)
+				return tnpu_fail(ex, TNPU_ERR_WATCHDOG, 0, 0);
 		}
 	}
 	bytes = union_len(b, rows) * ng * height * (ax ? depth : (uint64_t)width);

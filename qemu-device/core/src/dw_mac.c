@@ -147,12 +147,14 @@ uint32_t tnpu_dw_run(struct tnpu_dw_job *j)
 	return 0;
 }
 
-uint64_t tnpu_dw_mcast_bytes(unsigned cols, unsigned pes, const struct tnpu_operand *o,
-			     const struct tnpu_operand *prev, uint64_t unicast_bytes)
+uint64_t tnpu_dw_mcast_bytes(const struct row_state *rs, uint64_t base, unsigned cols, unsigned pes,
+			     const struct tnpu_operand *o, const struct tnpu_operand *prev, uint64_t unicast_bytes,
+			     uint64_t *lo, uint64_t *hi)
 {
-	uint64_t e = dw_esize(o->dtype), box_w = 0, box_rows = 0, bytes;
+	uint64_t e = dw_esize(o->dtype), box_w = 0, box_rows = 0, r0 = 0, r1, bytes = 0;
 	int64_t amin = INT64_MAX;
 
+	*lo = *hi = 0;
 	if (!o->pitch)
 		return unicast_bytes;
 	for (unsigned c = 0; c < cols; c++)
@@ -168,7 +170,9 @@ uint64_t tnpu_dw_mcast_bytes(unsigned cols, unsigned pes, const struct tnpu_oper
 	}
 	if (box_w > o->pitch)
 		return unicast_bytes;	/* the tiles do not form a block of rows: no multicast saving */
-	bytes = box_rows * box_w;
+	r1 = box_rows;
+	*lo = base + (uint64_t)amin;
+	*hi = *lo + (box_rows - 1) * o->pitch + box_w;
 	if (prev && prev->pitch == o->pitch && prev->rows == o->rows && prev->cols == o->cols &&
 	    prev->dtype == o->dtype && prev->flags == o->flags && prev->col_stride == o->col_stride &&
 	    prev->pe_stride == o->pe_stride) {
@@ -177,9 +181,14 @@ uint64_t tnpu_dw_mcast_bytes(unsigned cols, unsigned pes, const struct tnpu_oper
 		if (delta % (int64_t)o->pitch == 0) {
 			uint64_t d = (uint64_t)(delta < 0 ? -delta : delta) / o->pitch;
 
-			if (d < box_rows)
-				bytes = d * box_w;	/* sliding block: only the new rows travel */
+			if (d < box_rows) {	/* sliding block: only the new rows travel */
+				r0 = delta < 0 ? 0 : box_rows - d;
+				r1 = delta < 0 ? d : box_rows;
+			}
 		}
 	}
+	/* clean lines (never written this job) read as zero and are not delivered (line state) */
+	for (uint64_t r = r0; r < r1; r++)
+		bytes += tnpu_lines_written_bytes(rs, *lo + r * o->pitch, *lo + r * o->pitch + box_w);
 	return TNPU_MIN(bytes, unicast_bytes);
 }

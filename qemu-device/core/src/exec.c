@@ -89,7 +89,7 @@ int tnpu_exec_new(const struct tnpu_config *cfg, struct tnpu_exec **out, char *m
 
 		rs->sram = calloc(1, cfg->sram);
 		rs->oq = malloc(acc_bytes);
-		if (!rs->sram || !rs->oq)
+		if (!rs->sram || !rs->oq || tnpu_lines_alloc(rs, cfg->sram))
 			goto nomem;
 		for (unsigned a = 0; a < TNPU_NUM_ACCS; a++) {
 			rs->acc[a] = malloc(acc_bytes);
@@ -116,6 +116,7 @@ void tnpu_exec_free(struct tnpu_exec *ex)
 		for (unsigned r = 0; r < ex->cfg.rows; r++) {
 			free(ex->rows[r].sram);
 			free(ex->rows[r].oq);
+			tnpu_lines_free(&ex->rows[r]);
 			for (unsigned a = 0; a < TNPU_NUM_ACCS; a++)
 				free(ex->rows[r].acc[a]);
 		}
@@ -177,6 +178,7 @@ static void job_reset(struct tnpu_exec *ex)
 
 		if (rs->dirty_hi > rs->dirty_lo)
 			memset(rs->sram + rs->dirty_lo, 0, rs->dirty_hi - rs->dirty_lo);
+		tnpu_lines_reset(rs);
 		rs->dirty_lo = ex->cfg.sram;
 		rs->dirty_hi = 0;
 	}
@@ -336,10 +338,12 @@ static uint32_t cmd_dma(struct tnpu_exec *ex, const uint8_t *c, bool h2d, bool a
 					return err;
 			}
 			if (h2d) {
-				sram_mark(&ex->rows[r0], so, so + width);
-				for (unsigned r = r0 + 1; r <= r1; r++) {
-					memcpy(ex->rows[r].sram + so, dst, width);
+				for (unsigned r = r0; r <= r1; r++) {
+					if (r > r0)
+						memcpy(ex->rows[r].sram + so, dst, width);
 					sram_mark(&ex->rows[r], so, so + width);
+					if ((flags & TNPU_DMA_F_FILL) && !fill)	/* zero fill: clean lines */
+						tnpu_lines_clean(&ex->rows[r], so, so + width);
 				}
 			}
 		}
@@ -655,10 +659,10 @@ static uint32_t cmd_dispatch(struct tnpu_exec *ex, const uint8_t *c, uint32_t si
 
 		if (atomic_load_explicit(&ex->abort, memory_order_relaxed))
 			return tnpu_fail(ex, TNPU_ERR_ABORTED, 0, 0);
-		err = tnpu_cluster_dispatch(ex, r, half, dflags, c + 16, len, &busy);
+		start = TNPU_MAX(ex->R[r], s + issue);
+		err = tnpu_cluster_dispatch(ex, r, half, dflags, c + 16, len, start, &busy);
 		if (err)
 			return err;
-		start = TNPU_MAX(ex->R[r], s + issue);
 		/* A slower island clock stretches the row's busy time (chain #9). */
 		end = start + busy * ex->isl[ex->cur].clkdiv;
 		ex->R[r] = end;

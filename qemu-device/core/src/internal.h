@@ -70,9 +70,22 @@ struct tile_meta {
 	uint16_t tm, tn;
 };
 
+/* Line state (linestate.c): times at which SRAM ranges become readable for line-tracked readers. */
+struct sb_ent {
+	uint32_t lo, hi;	/* byte range of the row's SRAM (both halves) */
+	uint64_t t;		/* cycle the range is written */
+};
+struct scoreboard {
+	struct sb_ent *e;
+	unsigned head, n, cap;	/* ring of n entries from head (oldest first) */
+};
+
 struct row_state {
 	uint8_t *sram;		/* cfg.sram bytes */
 	uint32_t dirty_lo, dirty_hi;	/* written range, zeroed at job start */
+	uint64_t *lines;	/* one bit per TNPU_SRAM_LINE: written since the job start (else zero) */
+	struct scoreboard sb_in;	/* STREAM band writes (LDs wait for them) */
+	struct scoreboard sb_out;	/* ST writes (STREAM D2H waits for them) */
 	struct ibuf ibuf[TNPU_NUM_IBUFS];
 	struct tnpu_operand rf[TNPU_RF_ENTRIES];
 	struct tnpu_operand rf_cfg[TNPU_RF_ENTRIES];
@@ -207,12 +220,14 @@ struct tnpu_dw_job {
 };
 uint32_t tnpu_dw_check(struct tnpu_dw_job *j);
 uint32_t tnpu_dw_run(struct tnpu_dw_job *j);
-uint64_t tnpu_dw_mcast_bytes(unsigned cols, unsigned pes, const struct tnpu_operand *o,
-			     const struct tnpu_operand *prev, uint64_t unicast_bytes);
+/* Bytes an MCAST LD delivers (written lines only); [*lo, *hi) = the block it reads (0, 0: none). */
+uint64_t tnpu_dw_mcast_bytes(const struct row_state *rs, uint64_t base, unsigned cols, unsigned pes,
+			     const struct tnpu_operand *o, const struct tnpu_operand *prev, uint64_t unicast_bytes,
+			     uint64_t *lo, uint64_t *hi);
 
 /* cluster.c */
 uint32_t tnpu_cluster_dispatch(struct tnpu_exec *ex, unsigned row, unsigned half, unsigned dflags,
-			       const uint8_t *pkt, uint32_t len, uint64_t *busy);
+			       const uint8_t *pkt, uint32_t len, uint64_t t0, uint64_t *busy);
 void tnpu_cluster_reset(struct tnpu_exec *ex);
 uint8_t *tnpu_scratch(struct tnpu_exec *ex, size_t bytes);
 float *tnpu_cvt_scratch(struct tnpu_exec *ex, size_t bytes);
@@ -224,8 +239,20 @@ void tnpu_plan_job_start(struct tnpu_exec *ex, uint32_t generation, uint32_t ses
 void tnpu_plan_cache_free(struct tnpu_exec *ex);
 uint64_t tnpu_plan_tag(const void *image, size_t bytes);
 
+/* linestate.c: written-line bitmap and the STREAM scoreboards (commands.md "Line state") */
+int tnpu_lines_alloc(struct row_state *rs, uint32_t sram);
+void tnpu_lines_free(struct row_state *rs);
+void tnpu_lines_reset(struct row_state *rs);
+void tnpu_lines_set(struct row_state *rs, uint64_t lo, uint64_t hi);
+void tnpu_lines_clean(struct row_state *rs, uint64_t lo, uint64_t hi);
+uint64_t tnpu_lines_written_bytes(const struct row_state *rs, uint64_t lo, uint64_t hi);
+void tnpu_sb_add(struct scoreboard *sb, uint64_t lo, uint64_t hi, uint64_t t);
+uint64_t tnpu_sb_ready(const struct scoreboard *sb, uint64_t lo, uint64_t hi);
+
 static inline void sram_mark(struct row_state *rs, uint64_t lo, uint64_t hi)
 {
+	if (hi > lo)
+		tnpu_lines_set(rs, lo, hi);
 	if (lo < rs->dirty_lo)
 		rs->dirty_lo = (uint32_t)lo;
 	if (hi > rs->dirty_hi)

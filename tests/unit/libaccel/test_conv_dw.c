@@ -246,7 +246,8 @@ Test(conv_dw, block_off_gives_the_same_results)
 }
 
 /* Each of the block's four mappings forced (units split columns or channels, clusters split rows or
- * channels; sim option dw=col|col-kc|ch|ch-kc): the same reference results, including the AXIS_G
+ * channels; sim option dw=col|col-kc|ch|ch-kc), with STREAM bands (stream=only) and without
+ * (stream=off): the same reference results, including the AXIS_G
  * channel bands, batches (both halves), several segments and stride/dilation/padding variants. */
 Test(conv_dw, every_mapping_matches_reference)
 {
@@ -262,12 +263,14 @@ Test(conv_dw, every_mapping_matches_reference)
 
 	if (!test_is_sim())
 		cr_skip_test("sim option dw=<mapping>");
-	for (unsigned m = 0; m < 4; m++) {
+	/* every mapping with and without line-tracked (STREAM) bands */
+	for (unsigned m = 0; m < 8; m++) {
 		char spec[96];
 		struct accel_dev *dev;
 		uint64_t s = 0xC0FFEE00ull + m;
 
-		snprintf(spec, sizeof(spec), "sim:rows=2,cols=2,pes=4,sram=65536,dw=%s", maps[m]);
+		snprintf(spec, sizeof(spec), "sim:rows=2,cols=2,pes=4,sram=65536,dw=%s,stream=%s", maps[m % 4],
+			 m < 4 ? "only" : "off");
 		dev = open_dev(spec);
 		for (unsigned i = 0; i < sizeof(fixed) / sizeof(fixed[0]); i++)
 			dw_run(dev, &fixed[i], 2000 + 10 * m + i);

@@ -95,6 +95,8 @@ Test(format, features_of_the_v1_device)
 	cr_assert_str_eq(buf, "none");
 	ai_format_features(0x300, buf, sizeof(buf));	/* sparse (#8) bits 8, 9 */
 	cr_assert_str_eq(buf, "row-busy sparse-counters");
+	ai_format_features(0x6000, buf, sizeof(buf));	/* plans (#9) bit 13, line state (#6) bit 14 */
+	cr_assert_str_eq(buf, "static-plans line-stream");
 }
 
 Test(format, class_names)

@@ -150,11 +150,13 @@ extern "C" {
 #define   TNPU_FEAT_RINGS	TNPU_BIT(11)	/* RING_INIT / RING_SIGNAL / RING_WAIT */
 #define   TNPU_FEAT_RING_DMA	TNPU_BIT(12)	/* DMA to/from on-chip ring memory (TNPU_DMA_F_RING) */
 #define   TNPU_FEAT_PLAN	TNPU_BIT(13)	/* static address plans: PLAN_LOAD / GATHER / PLAN_FREE */
+#define   TNPU_FEAT_STREAM	TNPU_BIT(14)	/* line state: STREAM bands, clean-line skipping (#6) */
 /* Every feature this model implements: the CAP_FEATURES value. */
 #define TNPU_FEATURES	(TNPU_FEAT_ZSKIP | TNPU_FEAT_SPARSE_W | TNPU_FEAT_LOADBAL | TNPU_FEAT_SFU_CHAIN | \
 			 TNPU_FEAT_IM2COL | TNPU_FEAT_SEMAPHORES | TNPU_FEAT_DMA_FILL | TNPU_FEAT_DEPTHWISE | \
 			 TNPU_FEAT_ROW_BUSY | TNPU_FEAT_SPARSE_CNT | \
-			 TNPU_FEAT_ISLANDS | TNPU_FEAT_RINGS | TNPU_FEAT_RING_DMA | TNPU_FEAT_PLAN)
+			 TNPU_FEAT_ISLANDS | TNPU_FEAT_RINGS | TNPU_FEAT_RING_DMA | TNPU_FEAT_PLAN | \
+			 TNPU_FEAT_STREAM)
 #define TNPU_REG_CAP_CMDBUF	0x0034	/* RO max command-buffer bytes */
 
 #define TNPU_REG_CTRL		0x0040	/* RW */
@@ -793,8 +795,10 @@ _Static_assert(sizeof(struct tnpu_cmd_dma_bands) == 72, "dma bands cmd");
 #define TNPU_BANDS_AXIS_Z	0	/* bands of planes: first/step/len count planes */
 #define TNPU_BANDS_AXIS_X	1	/* bands of every row's bytes: first/step/len count bytes */
 #define TNPU_BANDS_AXIS_G	2	/* bands of every group's bytes (channel slices of each pixel) */
-#define TNPU_BANDS_AXIS_MASK	0x03u	/* axis byte: [1:0] axis, bit 7 AUX, others reserved */
+#define TNPU_BANDS_AXIS_MASK	0x03u	/* axis byte: [1:0] axis, bit 6 STREAM, bit 7 AUX, others reserved */
+#define TNPU_BANDS_F_STREAM	TNPU_BIT(6)	/* line-tracked: readers wait per SRAM line (commands.md) */
 #define TNPU_BANDS_F_AUX	TNPU_BIT(7)	/* H2D on the ports' auxiliary queue (weights) */
+#define TNPU_SRAM_LINE		64		/* bytes per SRAM line (line state: written bit, STREAM) */
 _Static_assert(offsetof(struct tnpu_cmd_dma_bands, band_first) == 56, "dma bands cmd");
 
 #define TNPU_LD_MCAST		TNPU_BIT(10)	/* LD: the row's tiles travel as one multicast block */

@@ -1,0 +1,124 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * linestate.c - per-line state of a storage unit's SRAM (Documentation/hardware/commands.md
+ * "Line state"): a written bit per TNPU_SRAM_LINE bytes (a clean line reads as zero and the
+ * multicast LD does not deliver it) and two scoreboards of the cycles at which ranges are written
+ * (STREAM bands and ST), which line-tracked readers wait for.  Timing state only: the data path
+ * never reads it.
+ */
+#include <stdlib.h>
+
+#include "internal.h"
+
+/* A scoreboard keeps its newest entries; when full, the two oldest merge into one covering both
+ * ranges at the later time, which can only delay a reader (never let it run early). */
+#define SB_CAP 1024
+
+int tnpu_lines_alloc(struct row_state *rs, uint32_t sram)
+{
+	size_t words = ((size_t)sram / TNPU_SRAM_LINE + 63) / 64;
+
+	rs->lines = calloc(words ? words : 1, sizeof(uint64_t));
+	rs->sb_in.e = malloc(SB_CAP * sizeof(struct sb_ent));
+	rs->sb_out.e = malloc(SB_CAP * sizeof(struct sb_ent));
+	rs->sb_in.cap = rs->sb_out.cap = SB_CAP;
+	return rs->lines && rs->sb_in.e && rs->sb_out.e ? 0 : -1;
+}
+
+void tnpu_lines_free(struct row_state *rs)
+{
+	free(rs->lines);
+	free(rs->sb_in.e);
+	free(rs->sb_out.e);
+}
+
+/* Job start (SRAM zeroed over the dirty range): every line clean, no writes in flight. */
+void tnpu_lines_reset(struct row_state *rs)
+{
+	if (rs->dirty_hi > rs->dirty_lo) {
+		size_t w0 = rs->dirty_lo / TNPU_SRAM_LINE / 64, w1 = (rs->dirty_hi - 1u) / TNPU_SRAM_LINE / 64;
+
+		memset(rs->lines + w0, 0, (w1 - w0 + 1) * sizeof(uint64_t));
+	}
+	rs->sb_in.n = rs->sb_out.n = 0;
+	rs->sb_in.head = rs->sb_out.head = 0;
+}
+
+void tnpu_lines_set(struct row_state *rs, uint64_t lo, uint64_t hi)
+{
+	for (uint64_t l = lo / TNPU_SRAM_LINE; l <= (hi - 1) / TNPU_SRAM_LINE; l++)
+		rs->lines[l / 64] |= 1ull << (l % 64);
+}
+
+/* A zero fill makes the lines it covers entirely clean again (partly covered lines stay written). */
+void tnpu_lines_clean(struct row_state *rs, uint64_t lo, uint64_t hi)
+{
+	for (uint64_t l = (lo + TNPU_SRAM_LINE - 1) / TNPU_SRAM_LINE; (l + 1) * TNPU_SRAM_LINE <= hi; l++)
+		rs->lines[l / 64] &= ~(1ull << (l % 64));
+}
+
+static bool line_written(const struct row_state *rs, uint64_t l)
+{
+	return rs->lines[l / 64] & (1ull << (l % 64));
+}
+
+/* Written lines among lines [l0, l1), a word at a time (an LD's block can span a whole half). */
+static uint64_t lines_written(const struct row_state *rs, uint64_t l0, uint64_t l1)
+{
+	uint64_t n = 0;
+
+	while (l0 < l1 && l0 % 64)
+		n += line_written(rs, l0++);
+	for (; l0 + 64 <= l1; l0 += 64)
+		n += (uint64_t)__builtin_popcountll(rs->lines[l0 / 64]);
+	while (l0 < l1)
+		n += line_written(rs, l0++);
+	return n;
+}
+
+/* Bytes of [lo, hi) that lie in written lines. */
+uint64_t tnpu_lines_written_bytes(const struct row_state *rs, uint64_t lo, uint64_t hi)
+{
+	uint64_t l0 = lo / TNPU_SRAM_LINE, l1 = (hi - 1) / TNPU_SRAM_LINE, n;
+
+	if (hi <= lo)
+		return 0;
+	n = lines_written(rs, l0, l1 + 1) * TNPU_SRAM_LINE;
+	/* the first and last lines count only their bytes inside [lo, hi) */
+	if (line_written(rs, l0))
+		n -= lo - l0 * TNPU_SRAM_LINE;
+	if (line_written(rs, l1))
+		n -= (l1 + 1) * TNPU_SRAM_LINE - hi;
+	return n;
+}
+
+/* Entries live in a ring (head = oldest); a full ring merges its two oldest entries. */
+void tnpu_sb_add(struct scoreboard *sb, uint64_t lo, uint64_t hi, uint64_t t)
+{
+	if (hi <= lo)
+		return;
+	if (sb->n == sb->cap) {
+		struct sb_ent *a = &sb->e[sb->head], *b = &sb->e[(sb->head + 1) % sb->cap];
+
+		b->lo = TNPU_MIN(a->lo, b->lo);
+		b->hi = TNPU_MAX(a->hi, b->hi);
+		b->t = TNPU_MAX(a->t, b->t);
+		sb->head = (sb->head + 1) % sb->cap;
+		sb->n--;
+	}
+	sb->e[(sb->head + sb->n++) % sb->cap] = (struct sb_ent){ .lo = (uint32_t)lo, .hi = (uint32_t)hi, .t = t };
+}
+
+/* The cycle by which every tracked write overlapping [lo, hi) is done (0: none). */
+uint64_t tnpu_sb_ready(const struct scoreboard *sb, uint64_t lo, uint64_t hi)
+{
+	uint64_t t = 0;
+
+	for (unsigned i = 0; i < sb->n; i++) {
+		const struct sb_ent *e = &sb->e[(sb->head + i) % sb->cap];
+
+		if (e->lo < hi && lo < e->hi)
+			t = TNPU_MAX(t, e->t);
+	}
+	return t;
+}
