@@ -1,5 +1,6 @@
 /* SPDX-License-Identifier: MIT */
-/* Writes valid command streams (GEMM int8/fp32, DMA, semaphores) as fuzzing seeds into argv[1]. */
+/* Writes valid command streams (GEMM int8/fp32, DMA, semaphores, IM2COL, the depthwise block with
+ * STREAM bands) as fuzzing seeds into argv[1]. */
 #include <stdio.h>
 #include <string.h>
 
@@ -81,6 +82,62 @@ int main(int argc, char **argv)
 		tpkt_exe(&p, 7, TNPU_PKT_LAST | TNPU_PKT_SHIFT_OUT, NULL, 0);
 		tcb_dispatch(&cb, 1, 1, 0, 1, p.buf, p.len);
 		save(argv[1], "im2col-isa", &cb);
+		tcb_free(&cb);
+	}
+	{
+		/* depthwise block: STREAM AUX weights, STREAM input band, MCAST LD + DW MAC + ST, STREAM D2H */
+		unsigned tn = 4, C = cfg.pes * tn, ow = 8;
+		uint32_t pitch = (ow + 2) * C;
+		struct tnpu_dw_param dp = { .oh = 1, .ow = (uint16_t)ow, .pix = (uint16_t)C, .r = 3, .s = 3,
+					    .stride_y = 1, .stride_x = 1, .dil_y = 1, .dil_x = 1 };
+		struct tnpu_operand ops[4] = {
+			{ .addr = 0, .col_stride = (int32_t)pitch, .pe_stride = (int32_t)tn, .pitch = pitch, .rows = 3,
+			  .cols = (uint16_t)((ow + 1) * C + tn), .su_delta = (int32_t)pitch },
+			{ .addr = 16384, .pe_stride = (int32_t)(tn * 9), .pitch = 9, .rows = (uint16_t)tn, .cols = 9,
+			  .flags = TNPU_OPF_TRANS },
+			{ .addr = 20480, .col_stride = (int32_t)(ow * C * 4), .pe_stride = (int32_t)(tn * 4), .pitch = C * 4,
+			  .rows = (uint16_t)ow, .cols = (uint16_t)tn, .dtype = TNPU_DTYPE_INT32 },
+		};
+		uint16_t ins[] = { TNPU_INSN_LD(1, 0, 1, 0), TNPU_INSN_LD(0, 0, 0, 0) | TNPU_LD_MCAST,
+				   TNPU_INSN_MAC(0, 0, 0, 0, 0) | TNPU_MAC_DW, TNPU_INSN_ST(0, 2, 1) };
+		struct tnpu_cfg_hdr h = { .n_instr = 4, .n_operands = 4, .loop_start = 1, .loop_end = 3, .repeat = 2,
+					  .mode = TNPU_CFG_MODE_WQ_PUT(TNPU_WQ_RQ), .dw_rf = 3 };
+		struct tnpu_cmd_dma_bands b = {
+			.hdr = { .opcode = TNPU_CMD_DMA_BANDS_H2D, .flags = TNPU_CMD_F_ASYNC, .size = sizeof(b) },
+			.host_va = va + 4096, .host_pitch_z = 9 * C, .sram_off = 16384, .width = 9 * C, .height = 1,
+			.depth = 1, .band_len = 1, .axis = TNPU_BANDS_AXIS_Z | TNPU_BANDS_F_AUX | TNPU_BANDS_F_STREAM,
+		};
+		struct tpkt p;
+
+		memcpy(&ops[3], &dp, 32);
+		tcb_init(&cb);
+		tcb_raw(&cb, &b, sizeof(b));
+		b.host_va = va;
+		b.host_pitch_z = pitch;
+		b.sram_off = pitch;	/* row 0 stays clean: the padding row */
+		b.sram_pitch_z = pitch;
+		b.width = pitch - 2 * C;
+		b.depth = 4;
+		b.band_len = 4;
+		b.band_step = 0;
+		b.axis = TNPU_BANDS_AXIS_Z | TNPU_BANDS_F_STREAM;
+		tcb_raw(&cb, &b, sizeof(b));
+		tpkt_config(&p, 0, &h, ins, ops);
+		tcb_dispatch(&cb, TNPU_CMD_F_ASYNC, 0xFF, 0, 0, p.buf, p.len);
+		tpkt_exe(&p, 0, TNPU_PKT_LAST | TNPU_PKT_SHIFT_OUT, NULL, 0);
+		tcb_dispatch(&cb, TNPU_CMD_F_ASYNC, 0xFF, 0, 0, p.buf, p.len);
+		b.hdr.opcode = TNPU_CMD_DMA_BANDS_D2H;
+		b.host_va = va + 32768;
+		b.host_pitch_z = 2048;
+		b.sram_off = 20480;
+		b.sram_pitch_z = 2048;
+		b.width = 2048;
+		b.depth = 1;
+		b.band_len = 1;
+		b.band_step = 1;
+		tcb_raw(&cb, &b, sizeof(b));
+		tcb_fence(&cb, va + 60000, 9);
+		save(argv[1], "dw-stream", &cb);
 		tcb_free(&cb);
 	}
 	return 0;
