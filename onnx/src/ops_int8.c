@@ -73,6 +73,22 @@ int qlinear_requant(struct onnx_ctx *c, const int32_t *acc, size_t count, const 
 	return 0;
 }
 
+/* The two operands' inputs in ONNX order, shared by QLinearConv / QLinearMatMul (x, x_scale, x_zp,
+ * w, w_scale, w_zp, y_scale, y_zp) and ConvInteger / MatMulInteger (x, w, x_zp, w_zp); v[] points at
+ * the caller's fields in the QLinear order. */
+static void q_inputs(struct onnx_ctx *c, bool qlinear, const struct onnx_tensor **v[8])
+{
+	static const unsigned integer_slot[4] = { 0, 3, 2, 5 };	/* x, w, x_zp, w_zp */
+
+	if (qlinear) {
+		for (unsigned i = 0; i < 8; i++)
+			*v[i] = node_in(c, i);
+	} else {
+		for (unsigned i = 0; i < 4; i++)
+			*v[integer_slot[i]] = node_in(c, i);
+	}
+}
+
 /* ---- convolution --------------------------------------------------------------------------- */
 
 struct qconv {
@@ -86,22 +102,10 @@ static int qconv_parse(struct onnx_ctx *c, bool qlinear, struct qconv *q)
 	int ret;
 
 	memset(q, 0, sizeof(*q));
-	if (qlinear) {
-		q->x = node_in(c, 0);
-		q->xs = node_in(c, 1);
-		q->xzp = node_in(c, 2);
-		q->w = node_in(c, 3);
-		q->ws = node_in(c, 4);
-		q->wzp = node_in(c, 5);
-		q->ys = node_in(c, 6);
-		q->yzp = node_in(c, 7);
+	q_inputs(c, qlinear, (const struct onnx_tensor **[8]){ &q->x, &q->xs, &q->xzp, &q->w, &q->ws, &q->wzp, &q->ys,
+							      &q->yzp });
+	if (qlinear)
 		q->bias = node_in(c, 8);
-	} else {
-		q->x = node_in(c, 0);
-		q->w = node_in(c, 1);
-		q->xzp = node_in(c, 2);
-		q->wzp = node_in(c, 3);
-	}
 	if (!is_q(q->x) || !is_q(q->w))
 		return node_err(c, -EINVAL, "x and w must be UINT8 or INT8");
 	if ((ret = conv_geom(c, q->x, q->w, &q->g)))
@@ -294,21 +298,8 @@ static int qmm_parse(struct onnx_ctx *c, bool qlinear, struct qmm *q)
 	int ret;
 
 	memset(q, 0, sizeof(*q));
-	if (qlinear) {
-		q->a = node_in(c, 0);
-		q->as = node_in(c, 1);
-		q->azp = node_in(c, 2);
-		q->b = node_in(c, 3);
-		q->bs = node_in(c, 4);
-		q->bzp = node_in(c, 5);
-		q->ys = node_in(c, 6);
-		q->yzp = node_in(c, 7);
-	} else {
-		q->a = node_in(c, 0);
-		q->b = node_in(c, 1);
-		q->azp = node_in(c, 2);
-		q->bzp = node_in(c, 3);
-	}
+	q_inputs(c, qlinear, (const struct onnx_tensor **[8]){ &q->a, &q->as, &q->azp, &q->b, &q->bs, &q->bzp, &q->ys,
+							      &q->yzp });
 	if (!is_q(q->a) || !is_q(q->b))
 		return node_err(c, -EINVAL, "A and B must be UINT8 or INT8");
 	if ((ret = matmul_geom(c, q->a, q->b, &q->g)))
