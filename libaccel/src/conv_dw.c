@@ -25,7 +25,7 @@ enum { DS_FULL = 0, DS_DONE = 1, DS_CFREE = 2, DS_SFREE = 4, DS_W = 6 };
 #define DW_MAX_CHUNKS 12	/* first + up to 10 middle + last */
 
 struct dwg {
-	uint32_t N, C, H, W, R, S, sy, sx, dy, dx, pt, pl, OH, OW, e, oe;
+	uint32_t N, C, H, W, K, R, S, sy, sx, dy, dx, pt, pl, OH, OW, e, oe;	/* K == C */
 	uint64_t in_va, in_sn, in_sh, w_va, out_va, out_sn, out_sh;
 	uint8_t dt, out_dt;
 	bool bias;		/* the epilogue adds a bias vector (loaded in the prologue) */
@@ -565,20 +565,7 @@ int conv_dw_lower(struct accel_dev *dev, struct mm_ctx *x, const struct accel_co
 	g.out_dt = p->out_dtype;
 	g.e = p->f32 ? 4 : 1;
 	g.oe = p->out_dtype == TNPU_DTYPE_INT8 ? 1 : 4;
-	g.N = in->shape[0];
-	g.C = in->shape[1];
-	g.H = in->shape[2];
-	g.W = in->shape[3];
-	g.R = wt->shape[2];
-	g.S = wt->shape[3];
-	g.sy = cd->stride_h;
-	g.sx = cd->stride_w;
-	g.dy = cd->dil_h;
-	g.dx = cd->dil_w;
-	g.pt = cd->pad_top;
-	g.pl = cd->pad_left;
-	g.OH = out->shape[2];
-	g.OW = out->shape[3];
+	CONV_SHAPE_FILL(g, cd);
 	g.bias = (p->sfu.ops & TNPU_SFU_OP_BIAS) != 0;
 	if (g.R > 255 || g.S > 255 || g.C > 65535 || in->strides[3] != (int64_t)g.C * g.e ||
 	    wt->strides[0] != (int64_t)g.R * g.S * g.e ||

@@ -8,6 +8,27 @@ int epi_setup(struct accel_dev *dev, const struct accel_epilogue *ep, bool f32, 
 int conv_lower(struct accel_dev *dev, struct mm_ctx *x, const struct accel_conv2d_desc *d);
 int conv_direct_lower(struct accel_dev *dev, struct mm_ctx *x, const struct accel_conv2d_desc *cd,
 		      const struct mm_problem *p);
+/* The NCHW-described shape of a convolution (batch, channels, image, filter, strides, dilations,
+ * top/left padding, output) copied into the same-named uint32_t fields of a lowering's geometry `g`
+ * (struct dconv in conv_direct.c, struct dwg in conv_dw.c). */
+#define CONV_SHAPE_FILL(g, cd)                                                                        \
+	do {                                                                                          \
+		(g).N = (cd)->input->shape[0];                                                        \
+		(g).C = (cd)->input->shape[1];                                                        \
+		(g).H = (cd)->input->shape[2];                                                        \
+		(g).W = (cd)->input->shape[3];                                                        \
+		(g).K = (cd)->weights->shape[0];                                                      \
+		(g).R = (cd)->weights->shape[2];                                                      \
+		(g).S = (cd)->weights->shape[3];                                                      \
+		(g).sy = (cd)->stride_h;                                                              \
+		(g).sx = (cd)->stride_w;                                                              \
+		(g).dy = (cd)->dil_h;                                                                 \
+		(g).dx = (cd)->dil_w;                                                                 \
+		(g).pt = (cd)->pad_top;                                                               \
+		(g).pl = (cd)->pad_left;                                                              \
+		(g).OH = (cd)->output->shape[2];                                                      \
+		(g).OW = (cd)->output->shape[3];                                                      \
+	} while (0)
 /* conv_dw.c: depthwise on the depthwise block; 1 = not eligible */
 int conv_dw_lower(struct accel_dev *dev, struct mm_ctx *x, const struct accel_conv2d_desc *cd,
 		  const struct mm_problem *p);
