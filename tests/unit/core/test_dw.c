@@ -3,51 +3,11 @@
  * DMA_BANDS_H2D/D2H (planes and row bytes), and bad encodings -> documented error codes. */
 #include "common.h"
 
-static struct tsim s;
-static uint64_t host;	/* 256 KiB host buffer */
-static struct tcb cb;
-static struct tnpu_result res;
-static struct tnpu_config cfg;
-
-static void setup(void)
-{
-	cfg = small_cfg();	/* 2 rows x 2 clusters x 4 PEs, 64 KiB storage units */
-	cr_assert_eq(tsim_init(&s, &cfg, 32 << 20), 0);
-	host = tsim_buf(&s, 256 * 1024);
-	tcb_init(&cb);
-}
-
-static void teardown(void)
-{
-	tcb_free(&cb);
-	tsim_fini(&s);
-}
-
-TestSuite(dw, .init = setup, .fini = teardown);
-
-static uint8_t *H(uint32_t off)
-{
-	return (uint8_t *)tsim_ptr(&s, host) + off;
-}
-
-static uint32_t run(void)
-{
-	tsim_run(&s, &cb, 0, &res);
-	cb.len = 0;
-	return res.error;
-}
+SMALL_SIM_SUITE(dw, 32 << 20, 256 * 1024);
 
 #define LAST (TNPU_PKT_LAST | TNPU_PKT_SHIFT_OUT)
 #define MAX(a, b) ((a) > (b) ? (a) : (b))
 
-static struct tnpu_operand opnd(uint32_t addr, int32_t cs, int32_t ps, uint32_t pitch, uint32_t rows, uint32_t cols,
-				uint8_t dtype, uint8_t flags)
-{
-	struct tnpu_operand o = { .addr = addr, .col_stride = cs, .pe_stride = ps, .pitch = pitch,
-				  .rows = (uint16_t)rows, .cols = (uint16_t)cols, .dtype = dtype, .flags = flags };
-
-	return o;
-}
 
 static struct tnpu_operand dwrec(const struct tnpu_dw_param *p)
 {
@@ -94,13 +54,13 @@ static void dw_case(uint64_t seed, bool f32, bool trans, unsigned repeat)
 				    .s = (uint8_t)s_, .stride_y = (uint8_t)sy, .stride_x = (uint8_t)sx,
 				    .dil_y = (uint8_t)dy, .dil_x = (uint8_t)dx };
 	struct tnpu_operand ops[4] = {
-		opnd(img, (int32_t)(oh * sy * pitch), (int32_t)(tn * e), pitch, arows, ((ow - 1) * sx + (s_ - 1) * dx) * C + tn,
+		t_opnd(img, (int32_t)(oh * sy * pitch), (int32_t)(tn * e), pitch, arows, ((ow - 1) * sx + (s_ - 1) * dx) * C + tn,
 		     f32 ? TNPU_DTYPE_FP32 : TNPU_DTYPE_INT8, 0),
 		/* weights: [tap][C] (rows = taps) or, TRANS, [C][tap] (rows = tn of the PE) */
-		trans ? opnd(wof, 0, (int32_t)(tn * taps * e), taps * e, tn, taps, f32 ? TNPU_DTYPE_FP32 : TNPU_DTYPE_INT8,
+		trans ? t_opnd(wof, 0, (int32_t)(tn * taps * e), taps * e, tn, taps, f32 ? TNPU_DTYPE_FP32 : TNPU_DTYPE_INT8,
 			     TNPU_OPF_TRANS)
-		      : opnd(wof, 0, (int32_t)(tn * e), C * e, taps, tn, f32 ? TNPU_DTYPE_FP32 : TNPU_DTYPE_INT8, 0),
-		opnd(oof, (int32_t)(tm * C * 4), (int32_t)(tn * 4), C * 4, tm, tn, f32 ? TNPU_DTYPE_FP32 : TNPU_DTYPE_INT32, 0),
+		      : t_opnd(wof, 0, (int32_t)(tn * e), C * e, taps, tn, f32 ? TNPU_DTYPE_FP32 : TNPU_DTYPE_INT8, 0),
+		t_opnd(oof, (int32_t)(tm * C * 4), (int32_t)(tn * 4), C * 4, tm, tn, f32 ? TNPU_DTYPE_FP32 : TNPU_DTYPE_INT32, 0),
 		dwrec(&dp),
 	};
 	uint32_t hin = 0, hw = 64 * 1024, hout = 128 * 1024;
@@ -203,7 +163,7 @@ Test(dw, mcast_ld_moves_the_block_once_and_slides)
 	unsigned cols = cfg.cols, pes = cfg.pes;
 	uint32_t pitch = 64;
 	/* PE (c, p): 3 rows x 8 bytes at c*2 rows + p*4 bytes: block = (2*(cols-1) + 3) rows x (4*(pes-1)+8) B */
-	struct tnpu_operand ops[1] = { opnd(0, (int32_t)(2 * pitch), 4, pitch, 3, 8, TNPU_DTYPE_INT8, 0) };
+	struct tnpu_operand ops[1] = { t_opnd(0, (int32_t)(2 * pitch), 4, pitch, 3, 8, TNPU_DTYPE_INT8, 0) };
 	uint16_t ld = TNPU_INSN_LD(0, 0, 0, 0) | TNPU_LD_MCAST, ld_plain = TNPU_INSN_LD(0, 0, 0, 0);
 	uint64_t box_rows = 2 * (cols - 1) + 3, box_w = 4 * (pes - 1) + 8, base;
 	struct tnpu_cfg_hdr h = { .n_instr = 1, .n_operands = 1, .repeat = 1 };
@@ -234,9 +194,9 @@ Test(dw, dw_exe_busy_follows_the_cycle_model)
 	struct tnpu_dw_param dp = { .oh = 1, .ow = (uint16_t)ow, .pix = (uint16_t)C, .r = 3, .s = 3, .stride_y = 1,
 				    .stride_x = 1, .dil_y = 1, .dil_x = 1 };
 	struct tnpu_operand ops[4] = {
-		opnd(0, (int32_t)pitch, (int32_t)tn, pitch, 3, (ow + 1) * C + tn, TNPU_DTYPE_INT8, 0),
-		opnd(16384, 0, (int32_t)(tn * 9), 9, tn, 9, TNPU_DTYPE_INT8, TNPU_OPF_TRANS),
-		opnd(20480, (int32_t)(ow * C * 4), (int32_t)(tn * 4), C * 4, ow, tn, TNPU_DTYPE_INT32, 0),
+		t_opnd(0, (int32_t)pitch, (int32_t)tn, pitch, 3, (ow + 1) * C + tn, TNPU_DTYPE_INT8, 0),
+		t_opnd(16384, 0, (int32_t)(tn * 9), 9, tn, 9, TNPU_DTYPE_INT8, TNPU_OPF_TRANS),
+		t_opnd(20480, (int32_t)(ow * C * 4), (int32_t)(tn * 4), C * 4, ow, tn, TNPU_DTYPE_INT32, 0),
 		dwrec(&dp),
 	};
 	uint16_t ins[] = { TNPU_INSN_LD(1, 0, 1, 0), TNPU_INSN_LD(0, 0, 0, 0) | TNPU_LD_MCAST,
@@ -441,9 +401,9 @@ Test(dw, bad_encodings_stop_with_documented_errors)
 {
 	struct tnpu_dw_param ok = { .oh = 1, .ow = 2, .pix = 4, .r = 3, .s = 3, .stride_y = 1, .stride_x = 1,
 				    .dil_y = 1, .dil_x = 1 };
-	struct tnpu_operand a = opnd(0, 0, 1, 64, 3, 4 * 4 + 1, TNPU_DTYPE_INT8, 0);
-	struct tnpu_operand w = opnd(1024, 0, 1, 4, 9, 1, TNPU_DTYPE_INT8, 0);
-	struct tnpu_operand o = opnd(2048, 64, 8, 4, 2, 1, TNPU_DTYPE_INT32, 0);
+	struct tnpu_operand a = t_opnd(0, 0, 1, 64, 3, 4 * 4 + 1, TNPU_DTYPE_INT8, 0);
+	struct tnpu_operand w = t_opnd(1024, 0, 1, 4, 9, 1, TNPU_DTYPE_INT8, 0);
+	struct tnpu_operand o = t_opnd(2048, 64, 8, 4, 2, 1, TNPU_DTYPE_INT32, 0);
 	uint16_t ins[] = { TNPU_INSN_LD(0, 0, 0, 0), TNPU_INSN_LD(1, 0, 1, 0),
 			   TNPU_INSN_MAC(0, 0, 0, 0, 0) | TNPU_MAC_DW, TNPU_INSN_ST(0, 2, 1) };
 	struct tnpu_cfg_hdr h = { .n_instr = 4, .n_operands = 4, .loop_end = 3, .repeat = 1, .dw_rf = 3 };
@@ -460,18 +420,18 @@ Test(dw, bad_encodings_stop_with_documented_errors)
 		{ { .oh = 1, .ow = 2, .pix = 4, .r = 3, .s = 3, .stride_y = 1, .stride_x = 1, .dil_y = 1, .dil_x = 1,
 		    .reserved[5] = 1 }, a, w, TNPU_ERR_DW_PARAM },
 		/* weights must have r*s rows */
-		{ ok, a, opnd(1024, 0, 1, 4, 8, 1, TNPU_DTYPE_INT8, 0), TNPU_ERR_DW_SHAPE },
+		{ ok, a, t_opnd(1024, 0, 1, 4, 8, 1, TNPU_DTYPE_INT8, 0), TNPU_ERR_DW_SHAPE },
 		/* window needs 3 input rows and (1 + 2) * 4 + 1 elements */
-		{ ok, opnd(0, 0, 1, 64, 2, 17, TNPU_DTYPE_INT8, 0), w, TNPU_ERR_DW_SHAPE },
-		{ ok, opnd(0, 0, 1, 64, 3, 12, TNPU_DTYPE_INT8, 0), w, TNPU_ERR_DW_SHAPE },
+		{ ok, t_opnd(0, 0, 1, 64, 2, 17, TNPU_DTYPE_INT8, 0), w, TNPU_ERR_DW_SHAPE },
+		{ ok, t_opnd(0, 0, 1, 64, 3, 12, TNPU_DTYPE_INT8, 0), w, TNPU_ERR_DW_SHAPE },
 		/* tm * tn above the accumulator */
 		{ { .oh = 33, .ow = 32, .pix = 1, .r = 1, .s = 1, .stride_y = 1, .stride_x = 1, .dil_y = 1, .dil_x = 1 },
-		  opnd(0, 0, 0, 32, 33, 32, TNPU_DTYPE_INT8, 0), opnd(1024, 0, 0, 1, 1, 1, TNPU_DTYPE_INT8, 0),
+		  t_opnd(0, 0, 0, 32, 33, 32, TNPU_DTYPE_INT8, 0), t_opnd(1024, 0, 0, 1, 1, 1, TNPU_DTYPE_INT8, 0),
 		  TNPU_ERR_DW_SHAPE },
 		/* sparse weights are not a DW operand */
-		{ ok, a, opnd(1024, 0, 4, 4, 9, 1, TNPU_DTYPE_INT8, TNPU_OPF_SPARSE), TNPU_ERR_DW_SHAPE },
+		{ ok, a, t_opnd(1024, 0, 4, 4, 9, 1, TNPU_DTYPE_INT8, TNPU_OPF_SPARSE), TNPU_ERR_DW_SHAPE },
 		/* dtype mismatch */
-		{ ok, a, opnd(1024, 0, 4, 4, 9, 1, TNPU_DTYPE_FP32, 0), TNPU_ERR_DTYPE },
+		{ ok, a, t_opnd(1024, 0, 4, 4, 9, 1, TNPU_DTYPE_FP32, 0), TNPU_ERR_DTYPE },
 	};
 
 	for (unsigned i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
@@ -502,7 +462,7 @@ Test(dw, bad_encodings_stop_with_documented_errors)
 		dispatch(0, h, ins, ops, LAST, 1);
 		cr_assert_eq(run(), TNPU_ERR_INSTR);
 		ins[0] = TNPU_INSN_LD(1, 0, 1, 0) | TNPU_LD_MCAST;
-		ops[1] = opnd(1024, 0, 4, 4, 9, 1, TNPU_DTYPE_INT8, TNPU_OPF_SPARSE);
+		ops[1] = t_opnd(1024, 0, 4, 4, 9, 1, TNPU_DTYPE_INT8, TNPU_OPF_SPARSE);
 		dispatch(0, h, ins, ops, LAST, 1);
 		cr_assert_eq(run(), TNPU_ERR_OPERAND);
 		good_job();

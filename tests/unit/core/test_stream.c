@@ -4,51 +4,10 @@
  * it reads, a STREAM D2H waits for the ST that writes its rows, and the capability bit. */
 #include "common.h"
 
-static struct tsim s;
-static uint64_t host;	/* 256 KiB host buffer */
-static struct tcb cb;
-static struct tnpu_result res;
-static struct tnpu_config cfg;
+SMALL_SIM_SUITE(stream, 32 << 20, 256 * 1024);
 
-static void setup(void)
-{
-	cfg = small_cfg();	/* 2 rows x 2 clusters x 4 PEs, 64 KiB storage units */
-	cr_assert_eq(tsim_init(&s, &cfg, 32 << 20), 0);
-	host = tsim_buf(&s, 256 * 1024);
-	tcb_init(&cb);
-}
-
-static void teardown(void)
-{
-	tcb_free(&cb);
-	tsim_fini(&s);
-}
-
-TestSuite(stream, .init = setup, .fini = teardown);
-
-#define MAX(a, b) ((a) > (b) ? (a) : (b))
 #define AS TNPU_CMD_F_ASYNC
 
-static uint8_t *H(uint32_t off)
-{
-	return (uint8_t *)tsim_ptr(&s, host) + off;
-}
-
-static uint32_t run(void)
-{
-	tsim_run(&s, &cb, 0, &res);
-	cb.len = 0;
-	return res.error;
-}
-
-static struct tnpu_operand opnd(uint32_t addr, int32_t cs, int32_t ps, uint32_t pitch, uint32_t rows, uint32_t cols,
-				uint8_t dtype, uint8_t flags)
-{
-	struct tnpu_operand o = { .addr = addr, .col_stride = cs, .pe_stride = ps, .pitch = pitch,
-				  .rows = (uint16_t)rows, .cols = (uint16_t)cols, .dtype = dtype, .flags = flags };
-
-	return o;
-}
 
 /* AXIS_Z band of `depth` planes (one row of `width` bytes each) for unit 0 (the others' bands are
  * past the last plane: empty). */
@@ -86,7 +45,7 @@ Test(stream, mcast_ld_skips_clean_lines_and_a_zero_fill_cleans)
 {
 	unsigned cols = cfg.cols, pes = cfg.pes;
 	uint32_t pitch = 64;	/* one SRAM line per block row */
-	struct tnpu_operand ops[1] = { opnd(0, (int32_t)(2 * pitch), 4, pitch, 3, 8, TNPU_DTYPE_INT8, 0) };
+	struct tnpu_operand ops[1] = { t_opnd(0, (int32_t)(2 * pitch), 4, pitch, 3, 8, TNPU_DTYPE_INT8, 0) };
 	uint16_t ld = TNPU_INSN_LD(0, 0, 0, 0) | TNPU_LD_MCAST;
 	uint64_t box_rows = 2 * (cols - 1) + 3, box_w = 4 * (pes - 1) + 8, base;
 	struct tnpu_cfg_hdr h = { .n_instr = 1, .n_operands = 1, .repeat = 1 };
@@ -120,7 +79,7 @@ Test(stream, mcast_ld_skips_clean_lines_and_a_zero_fill_cleans)
 /* Row busy of one EXE whose single LD reads SRAM row `k` (W bytes) of a STREAM band of D rows. */
 static uint64_t busy_reading_row(uint32_t k, uint8_t band_flags, uint32_t D, uint32_t W)
 {
-	struct tnpu_operand ops[1] = { opnd(k * W, 0, 0, W, 1, W, TNPU_DTYPE_INT8, 0) };
+	struct tnpu_operand ops[1] = { t_opnd(k * W, 0, 0, W, 1, W, TNPU_DTYPE_INT8, 0) };
 	uint16_t ld = TNPU_INSN_LD(0, 0, 0, 0);
 	struct tnpu_cfg_hdr h = { .n_instr = 1, .n_operands = 1, .repeat = 1 };
 
@@ -160,9 +119,9 @@ static void dw_program(uint32_t *out_bytes)
 	struct tnpu_dw_param dp = { .oh = 1, .ow = (uint16_t)ow, .pix = (uint16_t)C, .r = 3, .s = 3, .stride_y = 1,
 				    .stride_x = 1, .dil_y = 1, .dil_x = 1 };
 	struct tnpu_operand ops[4] = {
-		opnd(0, (int32_t)pitch, (int32_t)tn, pitch, 3, (ow + 1) * C + tn, TNPU_DTYPE_INT8, 0),
-		opnd(16384, 0, (int32_t)(tn * 9), 9, tn, 9, TNPU_DTYPE_INT8, TNPU_OPF_TRANS),
-		opnd(20480, (int32_t)(ow * C * 4), (int32_t)(tn * 4), C * 4, ow, tn, TNPU_DTYPE_INT32, 0),
+		t_opnd(0, (int32_t)pitch, (int32_t)tn, pitch, 3, (ow + 1) * C + tn, TNPU_DTYPE_INT8, 0),
+		t_opnd(16384, 0, (int32_t)(tn * 9), 9, tn, 9, TNPU_DTYPE_INT8, TNPU_OPF_TRANS),
+		t_opnd(20480, (int32_t)(ow * C * 4), (int32_t)(tn * 4), C * 4, ow, tn, TNPU_DTYPE_INT32, 0),
 		{ 0 },
 	};
 	uint16_t ins[] = { TNPU_INSN_LD(1, 0, 1, 0), TNPU_INSN_LD(0, 0, 0, 0) | TNPU_LD_MCAST,
