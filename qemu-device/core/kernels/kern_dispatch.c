@@ -6,7 +6,9 @@
  * are compiled for their ISA (TNPU_TARGET function attributes), so the
  * library itself runs on any x86-64 and never needs -march.
  */
+#if defined(__x86_64__)
 #include <cpuid.h>
+#endif
 #include <stdatomic.h>
 #include <stdlib.h>
 #include <string.h>
@@ -19,16 +21,19 @@ struct kern_variant {
 	const struct kern_i8_impl *i8;
 };
 
-/* Best first. */
+/* Best first.  Hosts other than x86-64 have the portable variant only. */
 static const struct kern_variant variants[] = {
+#if defined(__x86_64__)
 	{ "avx512vnni", &kern_f32_avx512, &kern_i8_avx512vnni },
 	{ "avx512", &kern_f32_avx512, &kern_i8_avx512 },
 	{ "avxvnni", &kern_f32_avx2, &kern_i8_avxvnni },
 	{ "avx2", &kern_f32_avx2, &kern_i8_avx2 },
+#endif
 	{ "generic", &kern_f32_generic, &kern_i8_generic },
 };
 #define N_VARIANTS (sizeof(variants) / sizeof(variants[0]))
 
+#if defined(__x86_64__)
 /* AVX-VNNI is CPUID.(EAX=7,ECX=1):EAX bit 4.  Read directly: GCC 12's
  * __builtin_cpu_supports("avxvnni") does not report it.  Its register state
  * is the AVX state, which __builtin_cpu_supports("avx2") already checks. */
@@ -60,6 +65,12 @@ static bool variant_supported(const struct kern_variant *v)
 		return avx512 && __builtin_cpu_supports("avx512vnni");
 	return false;
 }
+#else
+static bool variant_supported(const struct kern_variant *v)
+{
+	return !strcmp(v->name, "generic");
+}
+#endif
 
 static const struct kern_variant *find_variant(const char *name)
 {

@@ -3,6 +3,7 @@
  * AVX2+FMA fp32 variant: 6 x 16 micro-tile (12 ymm accumulators, 2 for the
  * B row, 1 broadcast of A = 15 of the 16 ymm registers).
  */
+#if defined(__x86_64__)	/* x86-64 only: other hosts build the generic variant alone */
 #include <immintrin.h>
 
 #include "kern_internal.h"
@@ -58,3 +59,4 @@ const struct kern_f32_impl kern_f32_avx2 = {
 	.pack_cols = kern_pack_cols_f32,
 	.ukernel = uk_f32_avx2,
 };
+#endif /* __x86_64__ */

@@ -7,6 +7,7 @@
  * no edge copies are needed.  Only this file's functions are compiled for
  * AVX-512 (TNPU_TARGET); the dispatcher calls them only on capable CPUs.
  */
+#if defined(__x86_64__)	/* x86-64 only: other hosts build the generic variant alone */
 #include <immintrin.h>
 
 #include "kern_internal.h"
@@ -69,3 +70,4 @@ const struct kern_f32_impl kern_f32_avx512 = {
 	.ukernel = uk_f32_avx512,
 	.edges = true,
 };
+#endif /* __x86_64__ */

@@ -1,9 +1,13 @@
 /* SPDX-License-Identifier: MIT */
 /*
- * Portable fp32 variant: plain C micro-kernel for CPUs without AVX2/FMA.
- * Built for baseline x86-64 (SSE2) with -ffp-contract=off: every step is a
- * rounded multiply then a rounded add, in k order.
+ * Portable fp32 variant: plain C micro-kernel for CPUs without AVX2/FMA and
+ * for hosts that are not x86-64.  Every step is one fused multiply-add
+ * (fmaf: a single rounding), in k order: the same chain as the SIMD variants,
+ * so every variant gives the same bits (tnpu_kernels.h "Numerics").  Slower
+ * where fmaf is not one instruction, but never different.
  */
+#include <math.h>
+
 #include "kern_internal.h"
 
 #define MR 4
@@ -21,7 +25,7 @@ static void uk_f32_generic(size_t kc, const float *ap, const float *bp, float *c
 	for (size_t p = 0; p < kc; p++, ap += MR, bp += NR)
 		for (size_t i = 0; i < MR; i++)
 			for (size_t j = 0; j < NR; j++)
-				acc[i][j] = acc[i][j] + ap[i] * bp[j];
+				acc[i][j] = fmaf(ap[i], bp[j], acc[i][j]);
 	for (size_t i = 0; i < MR; i++)
 		for (size_t j = 0; j < NR; j++)
 			c[i * ldc + j] = acc[i][j];

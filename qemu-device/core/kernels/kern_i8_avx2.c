@@ -5,6 +5,7 @@
  * never saturate (|sum| <= 2^15), and vpaddd wraps, so the result is exact
  * modulo 2^32.  6 x 16 micro-tile: 12 ymm accumulators + 2 B + A + product.
  */
+#if defined(__x86_64__)	/* x86-64 only: other hosts build the generic variant alone */
 #include <immintrin.h>
 #include <string.h>
 
@@ -65,3 +66,4 @@ const struct kern_i8_impl kern_i8_avx2 = {
 	.pack_b_nn = kern_pack_cols_i16p,
 	.ukernel = uk_i8_avx2,
 };
+#endif /* __x86_64__ */

@@ -6,6 +6,7 @@
  * the result is exact modulo 2^32.  8 x 32 micro-tile (16 accumulators),
  * masked C access on partial tiles.
  */
+#if defined(__x86_64__)	/* x86-64 only: other hosts build the generic variant alone */
 #include <immintrin.h>
 #include <string.h>
 
@@ -74,3 +75,4 @@ const struct kern_i8_impl kern_i8_avx512 = {
 	.ukernel = uk_i8_avx512,
 	.edges = true,
 };
+#endif /* __x86_64__ */

@@ -17,6 +17,7 @@
  *   A: a[(g * r + i) * 4 + e] = src[i][4g + e] ^ 0x80          (uint8)
  *   B: b[(g * r + j) * 4 + e] = B(4g + e, j), then int32 corr[r] (int8)
  */
+#if defined(__x86_64__)	/* x86-64 only: other hosts build the generic variant alone */
 #include <immintrin.h>
 #include <string.h>
 
@@ -130,3 +131,4 @@ const struct kern_i8_impl kern_i8_avx512vnni = {
 	.ukernel = uk_i8_avx512vnni,
 	.edges = true,
 };
+#endif /* __x86_64__ */

@@ -7,6 +7,7 @@
  * corr[j] = -128 * sum_p B(p, j), which seeds the accumulators; everything is
  * exact modulo 2^32.  6 x 16 micro-tile: 12 ymm accumulators, 2 B, 1 A.
  */
+#if defined(__x86_64__)	/* x86-64 only: other hosts build the generic variant alone */
 #include <immintrin.h>
 #include <string.h>
 
@@ -113,3 +114,4 @@ const struct kern_i8_impl kern_i8_avxvnni = {
 	.ukernel = uk_i8_avxvnni,
 	.edges = false,
 };
+#endif /* __x86_64__ */

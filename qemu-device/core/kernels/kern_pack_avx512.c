@@ -7,6 +7,7 @@
  * and the column packs are straight vector copies / byte interleaves.
  * Partial panels and k tails go through the portable code or scalar loops.
  */
+#if defined(__x86_64__)	/* x86-64 only: other hosts build the generic variant alone */
 #include <immintrin.h>
 #include <string.h>
 
@@ -253,3 +254,4 @@ void kern_pack_cols_q8_avx512(size_t r, size_t cols, size_t kc, const int8_t *sr
 		}
 	}
 }
+#endif /* __x86_64__ */

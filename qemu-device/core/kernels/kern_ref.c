@@ -1,10 +1,13 @@
 /* SPDX-License-Identifier: MIT */
 /*
- * Reference GEMMs: the obvious loops, used as the oracle by the tests.
- * fp32 sums each element in k order with a separate multiply and add (this
- * library is built with -ffp-contract=off so the compiler cannot fuse them).
+ * Reference GEMMs: the obvious loops, also the fallback when the packing
+ * scratch cannot be allocated.  fp32 sums each element in k order with one
+ * fused multiply-add per step (fmaf), the rounding contract every variant
+ * follows (tnpu_kernels.h "Numerics").
  * int8 accumulates in uint32_t so wrap-around is defined (int32 modulo 2^32).
  */
+#include <math.h>
+
 #include "kern_internal.h"
 
 static void ref_f32(bool nt, size_t m, size_t n, size_t k, const float *a, size_t lda,
@@ -15,7 +18,7 @@ static void ref_f32(bool nt, size_t m, size_t n, size_t k, const float *a, size_
 			float acc = accumulate ? c[i * ldc + j] : 0.0f;
 			for (size_t p = 0; p < k; p++) {
 				float bv = nt ? b[j * ldb + p] : b[p * ldb + j];
-				acc = acc + a[i * lda + p] * bv;
+				acc = fmaf(a[i * lda + p], bv, acc);
 			}
 			c[i * ldc + j] = acc;
 		}

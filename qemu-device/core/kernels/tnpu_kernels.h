@@ -16,23 +16,22 @@
  *    on every ISA variant.
  *  - fp32: each C element is computed as a single sequential chain over
  *    p = 0 .. k-1, starting from C (accumulate) or +0.0f:
- *        acc = fma(a[i][p], b[p][j], acc)     (all SIMD variants)
- *        acc = acc + a[i][p] * b[p][j]        (generic variant, two roundings)
- *    No reassociation, so the result of an element depends only on its A
- *    row, its B column and its old C value: it does not depend on m, n,
- *    the position of the element in a tile, alignment, or on how the caller
- *    splits a big GEMM into tiles along m and n (or along k, when the later
- *    parts are issued with accumulate = true, in k order).  Results are
- *    identical run to run, and bit-identical between all SIMD variants
- *    (same FMA chain); "generic" and the _ref functions
- *    (no FMA) can differ from them in the last bits.
+ *        acc = fma(a[i][p], b[p][j], acc)     (one rounding per step)
+ *    in every variant, the generic one (fmaf) and the _ref functions
+ *    included: this is the golden model's rounding contract
+ *    (Documentation/qemu-device.md "Rounding contract").  No reassociation,
+ *    so the result of an element depends only on its A row, its B column and
+ *    its old C value: it does not depend on m, n, the position of the
+ *    element in a tile, alignment, the variant (TNPU_KERN_ISA), the host, or
+ *    on how the caller splits a big GEMM into tiles along m and n (or along
+ *    k, when the later parts are issued with accumulate = true, in k order).
  *
  * Variants (chosen at run time, see tnpu_kern_isa()):
  *   avx512vnni  fp32 8x32 FMA micro-kernel; int8 via vpdpbusd (a + 128 trick)
  *   avx512      fp32 as above; int8 via vpmaddwd on int16 pairs (no VNNI)
  *   avxvnni     fp32 as avx2; int8 via 256-bit vpdpbusd (AVX-VNNI, no AVX-512)
  *   avx2        fp32 6x16 FMA micro-kernel; int8 via vpmaddwd (AVX2 + FMA)
- *   generic     portable C, any x86-64
+ *   generic     portable C (fmaf), any host; the only variant off x86-64
  *
  * Performance: every call packs its A and B operands (O(mk + kn) work, and
  * the first touch of their cache lines), so few large calls beat many small
@@ -46,7 +45,7 @@
  * A thread may call tnpu_kern_release_scratch() before it exits to free its
  * scratch (otherwise it is leaked at thread exit, at most a few MiB).
  * If the scratch cannot be allocated the call falls back to the _ref loops
- * (still correct; fp32 then rounds like _ref, i.e. without FMA).
+ * (same bits, slower).
  */
 #ifndef TNPU_KERNELS_H
 #define TNPU_KERNELS_H
@@ -68,7 +67,7 @@ void tnpu_kern_gemm_i8_nn(size_t m, size_t n, size_t k, const int8_t *a, size_t 
 void tnpu_kern_gemm_i8_nt(size_t m, size_t n, size_t k, const int8_t *a, size_t lda,
 			  const int8_t *b, size_t ldb, int32_t *c, size_t ldc, bool accumulate);
 
-/* Reference versions: plain triple loops (fp32 sums in order, float mul+add, no FMA). */
+/* Reference versions: plain triple loops (fp32: fmaf chain in k order, as above). */
 void tnpu_kern_gemm_f32_nn_ref(size_t m, size_t n, size_t k, const float *a, size_t lda,
 			       const float *b, size_t ldb, float *c, size_t ldc, bool accumulate);
 void tnpu_kern_gemm_f32_nt_ref(size_t m, size_t n, size_t k, const float *a, size_t lda,
