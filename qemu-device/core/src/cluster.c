@@ -447,40 +447,69 @@ static float *widen(float *dst, const uint8_t *src, size_t pitch, size_t rows, s
 	return dst;
 }
 
-static uint32_t gemm(struct rowctx *rc, unsigned dt, bool trans, size_t m, size_t n, size_t k, const uint8_t *a,
-		     size_t lda, const uint8_t *b, size_t ldb, void *c, size_t ldc, bool acc)
+/* One panel [k0, k0 + kc) of a GEMM; a bf16 panel is widened to fp32 in the capped scratch. */
+static void gemm_panel(float *wa, unsigned dt, bool trans, size_t m, size_t n, size_t kc, const uint8_t *a,
+		       size_t lda, const uint8_t *b, size_t ldb, void *c, size_t ldc, bool acc)
 {
-	bool f32 = dt != TNPU_DTYPE_INT8;
-
 	if (dt == TNPU_DTYPE_BF16) {
-		float *wa = tnpu_cvt_scratch(rc->ex, (m * k + n * k) * sizeof(float)), *wb;
+		float *wb = wa + m * kc;
 
-		if (!wa)
-			return cfail(rc, TNPU_ERR_NOMEM);
-		wb = wa + m * k;
-		widen(wa, a, lda, m, k);
+		widen(wa, a, lda, m, kc);
 		if (trans)
-			widen(wb, b, ldb, n, k);
+			widen(wb, b, ldb, n, kc);
 		else
-			widen(wb, b, ldb, k, n);
+			widen(wb, b, ldb, kc, n);
 		if (trans)
-			tnpu_kern_gemm_f32_nt(m, n, k, wa, k, wb, k, c, ldc, acc);
+			tnpu_kern_gemm_f32_nt(m, n, kc, wa, kc, wb, kc, c, ldc, acc);
 		else
-			tnpu_kern_gemm_f32_nn(m, n, k, wa, k, wb, n, c, ldc, acc);
-		return 0;
-	}
-	if (f32) {
+			tnpu_kern_gemm_f32_nn(m, n, kc, wa, kc, wb, n, c, ldc, acc);
+	} else if (dt != TNPU_DTYPE_INT8) {
 		if (trans)
-			tnpu_kern_gemm_f32_nt(m, n, k, (const float *)(const void *)a, lda / 4,
+			tnpu_kern_gemm_f32_nt(m, n, kc, (const float *)(const void *)a, lda / 4,
 					      (const float *)(const void *)b, ldb / 4, c, ldc, acc);
 		else
-			tnpu_kern_gemm_f32_nn(m, n, k, (const float *)(const void *)a, lda / 4,
+			tnpu_kern_gemm_f32_nn(m, n, kc, (const float *)(const void *)a, lda / 4,
 					      (const float *)(const void *)b, ldb / 4, c, ldc, acc);
 	} else {
 		if (trans)
-			tnpu_kern_gemm_i8_nt(m, n, k, (const int8_t *)a, lda, (const int8_t *)b, ldb, c, ldc, acc);
+			tnpu_kern_gemm_i8_nt(m, n, kc, (const int8_t *)a, lda, (const int8_t *)b, ldb, c, ldc, acc);
 		else
-			tnpu_kern_gemm_i8_nn(m, n, k, (const int8_t *)a, lda, (const int8_t *)b, ldb, c, ldc, acc);
+			tnpu_kern_gemm_i8_nn(m, n, kc, (const int8_t *)a, lda, (const int8_t *)b, ldb, c, ldc, acc);
+	}
+}
+
+/*
+ * C (+)= A * B in K panels, in k order, later panels accumulating: bit-identical to one call
+ * (tnpu_kernels.h: every element is one sequential chain over k, exact for int8).  Panels bound
+ * the host memory of the bf16 widening (TNPU_CVT_SCRATCH_MAX whatever K and the pitches) and
+ * the host time between two abort checks (~TNPU_PANEL_MACS multiply-adds).
+ */
+static uint32_t gemm(struct rowctx *rc, unsigned dt, bool trans, size_t m, size_t n, size_t k, const uint8_t *a,
+		     size_t lda, const uint8_t *b, size_t ldb, void *c, size_t ldc, bool acc)
+{
+	size_t esz = dt == TNPU_DTYPE_BF16 ? 2 : dt == TNPU_DTYPE_INT8 ? 1 : 4;
+	size_t kp = TNPU_MAX((size_t)TNPU_PANEL_MACS / TNPU_MAX(m * n, (size_t)1), (size_t)TNPU_PANEL_MIN_K);
+	float *wa = NULL;
+
+	if (dt == TNPU_DTYPE_BF16) {
+		/* (m + n) <= 16 * 1024 + 64 * 1024, so kp >= 12 */
+		kp = TNPU_MIN(kp, TNPU_MAX((size_t)TNPU_CVT_SCRATCH_MAX / ((m + n) * sizeof(float)), (size_t)1));
+		wa = tnpu_cvt_scratch(rc->ex, (m + n) * TNPU_MIN(kp, TNPU_MAX(k, (size_t)1)) * sizeof(float));
+		if (!wa)
+			return cfail(rc, TNPU_ERR_NOMEM);
+	}
+	if (!k) {
+		gemm_panel(wa, dt, trans, m, n, 0, a, lda, b, ldb, c, ldc, acc);
+		return 0;
+	}
+	for (size_t k0 = 0; k0 < k; k0 += kp) {
+		size_t kc = TNPU_MIN(kp, k - k0);
+
+		if (tnpu_aborted(rc->ex))
+			return tnpu_fail(rc->ex, TNPU_ERR_ABORTED, 0, 0);
+		/* A: columns k0..; B: rows k0.. ("nn") or columns k0.. ("nt") */
+		gemm_panel(wa, dt, trans, m, n, kc, a + k0 * esz, lda, trans ? b + k0 * esz : b + k0 * ldb, ldb, c,
+			   ldc, acc || k0);
 	}
 	return 0;
 }
@@ -569,7 +598,7 @@ static uint32_t dw_mac(struct rowctx *rc, uint16_t w, struct exe_acct *acct)
 	if (err)
 		return cfail(rc, err);
 	cyc = div_ceil_u64(j.macs_pe, j.rate);
-	if (rc->ex->R[rc->row] + acct->mac + cyc > rc->ex->cfg.watchdog_cycles)
+	if (tnpu_past_watchdog(rc->ex, rc->ex->R[rc->row] + acct->mac, cyc))
 		return cfail(rc, TNPU_ERR_WATCHDOG);
 	err = tnpu_dw_run(&j);
 	if (err)
@@ -610,14 +639,15 @@ static uint32_t do_mac(struct rowctx *rc, uint16_t w, struct exe_acct *acct)
 	B = &sw->op;
 	if (A->dtype != B->dtype)
 		return cfail(rc, TNPU_ERR_DTYPE);
-	if (w & TNPU_MAC_DW)
-		return dw_mac(rc, w, acct);
-	acct->other_macs++;
 	dt = A->dtype;
-	/* chain #9: an island's MACs accept only its data types (islands-and-chaining.md). */
+	/* chain #9: an island's MACs accept only its data types (islands-and-chaining.md), DW MACs
+	 * included. */
 	if (dt != TNPU_DTYPE_INT32 && !(rs->dtypes & (dt == TNPU_DTYPE_INT8 ? TNPU_CAP_DTYPE_INT8 : dt == TNPU_DTYPE_BF16 ? TNPU_CAP_DTYPE_BF16 :
 			   TNPU_CAP_DTYPE_FP32)))
 		return cfail(rc, TNPU_ERR_ISLAND_CAP);
+	if (w & TNPU_MAC_DW)
+		return dw_mac(rc, w, acct);
+	acct->other_macs++;
 	f32 = dt != TNPU_DTYPE_INT8;	/* fp32 and bf16 accumulate in fp32 */
 	trans = B->flags & TNPU_OPF_TRANS;
 	sparse = B->flags & TNPU_OPF_SPARSE;
@@ -649,7 +679,7 @@ static uint32_t do_mac(struct rowctx *rc, uint16_t w, struct exe_acct *acct)
 	min_cyc = div_ceil_u64(sparse ? (uint64_t)tm * tn * B->rows : dense,
 			       (uint64_t)TNPU_ZSKIP_MAX_SPEEDUP * rate);
 	/* Refuse work the watchdog would stop anyway before spending host time. */
-	if (rc->ex->R[rc->row] + acct->mac + min_cyc > rc->ex->cfg.watchdog_cycles)
+	if (tnpu_past_watchdog(rc->ex, rc->ex->R[rc->row] + acct->mac, min_cyc))
 		return cfail(rc, TNPU_ERR_WATCHDOG);
 
 	ld = (size_t)pes * tn;

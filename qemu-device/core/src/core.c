@@ -32,6 +32,7 @@ struct tnpu_core {
 	uint64_t err_addr, err_seqno;
 	uint64_t mmu_ctx_base;
 	uint32_t mmu_ctx_count, mmu_faults;
+	uint32_t pending;	/* STATUS.RESET_PENDING / MMU_INV_PENDING, from the glue */
 	uint64_t perf[TNPU_CNT_NUM];
 	uint64_t row_busy[TNPU_MAX_ROWS];	/* ROW_BUSY(r): last completed job */
 	struct queue_regs q[TNPU_MAX_QUEUES];
@@ -49,6 +50,14 @@ void tnpu_config_default(struct tnpu_config *cfg)
 	cfg->queues = TNPU_DEF_QUEUES;
 	cfg->clock_mhz = TNPU_DEF_CLOCK_MHZ;
 	cfg->watchdog_cycles = TNPU_DEF_WATCHDOG;
+}
+
+uint64_t tnpu_config_onchip_bytes(const struct tnpu_config *cfg)
+{
+	/* per row: its storage unit, TNPU_NUM_ACCS accumulators and the output queue */
+	uint64_t acc = (uint64_t)cfg->cols * cfg->pes * TNPU_ACC_ELEMS * 4 * (TNPU_NUM_ACCS + 1);
+
+	return (uint64_t)cfg->rows * (cfg->sram + acc) + TNPU_RING_MEM_BYTES;
 }
 
 int tnpu_config_validate(const struct tnpu_config *cfg, char *msg, size_t msglen)
@@ -69,6 +78,8 @@ int tnpu_config_validate(const struct tnpu_config *cfg, char *msg, size_t msglen
 		what = "queues must be 1..16";
 	else if (cfg->clock_mhz < 1 || cfg->clock_mhz > TNPU_MAX_CLOCK_MHZ)
 		what = "clock_mhz must be 1..10000";
+	else if (tnpu_config_onchip_bytes(cfg) * cfg->queues > TNPU_MAX_ONCHIP_TOTAL)
+		what = "rows x (sram + accumulators) x queues exceeds 4 GiB of host memory";
 	else
 		what = tnpu_islands_check(cfg);
 	if (what) {
@@ -99,6 +110,11 @@ int tnpu_core_new(const struct tnpu_config *cfg, struct tnpu_core **out, char *m
 	return 0;
 }
 
+void tnpu_core_set_pending(struct tnpu_core *core, uint32_t bits)
+{
+	core->pending = bits & (TNPU_STATUS_RESET_PENDING | TNPU_STATUS_MMU_INV_PENDING);
+}
+
 void tnpu_core_free(struct tnpu_core *core)
 {
 	free(core);
@@ -112,11 +128,12 @@ const struct tnpu_config *tnpu_core_config(const struct tnpu_core *core)
 void tnpu_core_reset(struct tnpu_core *core)
 {
 	struct tnpu_config cfg = core->cfg;
-	uint32_t gen = core->generation + 1;
+	uint32_t gen = core->generation + 1, pending = core->pending;
 
 	memset(core, 0, sizeof(*core));
 	core->cfg = cfg;
 	core->generation = gen;
+	core->pending = pending;
 	core->irq_mask = 0xFFFFFFFFu;
 }
 
@@ -337,7 +354,7 @@ static enum tnpu_reg_status read32(struct tnpu_core *core, uint64_t off, uint32_
 		*v = core->ctrl;
 		return TNPU_REG_OK;
 	case TNPU_REG_STATUS: {
-		uint32_t s = (core->ctrl & TNPU_CTRL_ENABLE) ? TNPU_STATUS_ENABLED : 0;
+		uint32_t s = ((core->ctrl & TNPU_CTRL_ENABLE) ? TNPU_STATUS_ENABLED : 0) | core->pending;
 
 		for (unsigned q = 0; q < core->cfg.queues; q++) {
 			if (core->q[q].busy)
@@ -551,7 +568,10 @@ enum tnpu_reg_status tnpu_core_reg_write(struct tnpu_core *core, uint64_t offset
 		core->mmu_ctx_count = v > TNPU_MAX_CTX ? TNPU_MAX_CTX : v;
 		return TNPU_REG_OK;
 	case TNPU_REG_MMU_INVALIDATE:
-		return TNPU_REG_OK;	/* the model caches nothing across jobs */
+		/* the model caches nothing across jobs; a running job's TLB is dropped by the glue
+		 * (STATUS.MMU_INV_PENDING until it is) */
+		fx->mmu_invalidate = true;
+		return TNPU_REG_OK;
 	case TNPU_REG_PERF_CTRL:
 		if (v & TNPU_PERF_CTRL_CLEAR)
 			memset(core->perf, 0, sizeof(core->perf));

@@ -82,8 +82,9 @@ uint32_t tnpu_cmd_dma_bands(struct tnpu_exec *ex, const uint8_t *c, bool h2d, bo
 		dur = TNPU_MAX(dur, cyc);
 	}
 	xfer = dur;
-	dur += TNPU_CYC_CMD + TNPU_CYC_DMA_SETUP;
-	if (TNPU_MAX(TNPU_MAX(ex->F[engine], ex->P), aux ? ex->isl_rt[ex->cur].aux : 0) + dur > ex->cfg.watchdog_cycles)
+	if (__builtin_add_overflow(dur, (uint64_t)(TNPU_CYC_CMD + TNPU_CYC_DMA_SETUP), &dur))
+		return tnpu_fail(ex, TNPU_ERR_WATCHDOG, 0, 0);
+	if (tnpu_past_watchdog(ex, TNPU_MAX(TNPU_MAX(ex->F[engine], ex->P), aux ? ex->isl_rt[ex->cur].aux : 0), dur))
 		return tnpu_fail(ex, TNPU_ERR_WATCHDOG, 0, 0);
 	for (unsigned u = 0; u < rows; u++) {
 		struct row_state *rs = &ex->rows[u];
@@ -101,6 +102,8 @@ uint32_t tnpu_cmd_dma_bands(struct tnpu_exec *ex, const uint8_t *c, bool h2d, bo
 					uint64_t va, t;
 					uint32_t err;
 
+					if (tnpu_aborted(ex))
+						return tnpu_fail(ex, TNPU_ERR_ABORTED, 0, 0);
 					if (__builtin_mul_overflow((uint64_t)z, hpz, &t) ||
 					    __builtin_add_overflow(host_va, t, &va) ||
 					    __builtin_mul_overflow((uint64_t)y, hpy, &t) || __builtin_add_overflow(va, t, &va) ||
@@ -108,8 +111,8 @@ uint32_t tnpu_cmd_dma_bands(struct tnpu_exec *ex, const uint8_t *c, bool h2d, bo
 						return tnpu_fail(ex, TNPU_ERR_MMU_VA_RANGE,
 								 (h2d ? 0u : 1u) | (TNPU_EC(engine) << 4), host_va);
 					if (h2d) {
+						sram_mark(rs, so, so + w);	/* before the copy, as DMA_H2D */
 						err = tnpu_va_read(ex, va, rs->sram + so, w, TNPU_EC(engine));
-						sram_mark(rs, so, so + w);
 					} else {
 						err = tnpu_va_write(ex, va, rs->sram + so, w, TNPU_EC(engine));
 					}
@@ -143,6 +146,8 @@ uint32_t tnpu_cmd_dma_bands(struct tnpu_exec *ex, const uint8_t *c, bool h2d, bo
 							  : (uint64_t)(z - b[u].first) * spz);
 					uint64_t se = so + (ax ? (uint64_t)(ng - 1) * len + (uint64_t)(b[u].hi - b[u].lo) : width);
 
+					if (tnpu_aborted(ex))
+						return tnpu_fail(ex, TNPU_ERR_ABORTED, 0, 0);
 					if (h2d) {
 						t += rc;
 						tnpu_sb_add(&rs->sb_in, so, se, t);

@@ -29,6 +29,8 @@ uint32_t tnpu_fail(struct tnpu_exec *ex, uint32_t err, uint32_t info, uint64_t a
 
 uint8_t *tnpu_scratch(struct tnpu_exec *ex, size_t bytes)
 {
+	if (bytes > TNPU_SCRATCH_MAX)
+		return NULL;
 	if (bytes > ex->scratch_cap) {
 		uint8_t *p = realloc(ex->scratch, bytes);
 
@@ -42,6 +44,8 @@ uint8_t *tnpu_scratch(struct tnpu_exec *ex, size_t bytes)
 
 float *tnpu_cvt_scratch(struct tnpu_exec *ex, size_t bytes)
 {
+	if (bytes > TNPU_CVT_SCRATCH_MAX)
+		return NULL;
 	if (bytes > ex->cvt_cap) {
 		float *p = realloc(ex->cvt, bytes);
 
@@ -51,6 +55,21 @@ float *tnpu_cvt_scratch(struct tnpu_exec *ex, size_t bytes)
 		ex->cvt_cap = bytes;
 	}
 	return ex->cvt;
+}
+
+size_t tnpu_exec_scratch_bytes(const struct tnpu_exec *ex)
+{
+	return ex->scratch_cap + ex->cvt_cap;
+}
+
+/* Job end: a big scratch (a large IM2COL box) is not kept across jobs. */
+static void scratch_trim(struct tnpu_exec *ex)
+{
+	if (ex->scratch_cap > TNPU_SCRATCH_KEEP) {
+		free(ex->scratch);
+		ex->scratch = NULL;
+		ex->scratch_cap = 0;
+	}
 }
 
 /* ---- creation ------------------------------------------------------------ */
@@ -71,6 +90,9 @@ int tnpu_exec_new(const struct tnpu_config *cfg, struct tnpu_exec **out, char *m
 		ex->cfg.watchdog_cycles = TNPU_DEF_WATCHDOG;
 	ex->half = cfg->sram / 2;
 	atomic_init(&ex->abort, false);
+	atomic_init(&ex->tlb_req, 0);
+	atomic_init(&ex->tlb_seq, 0);
+	atomic_init(&ex->in_access, false);
 	ex->rows = calloc(cfg->rows, sizeof(*ex->rows));
 	if (!ex->rows)
 		goto nomem;
@@ -138,6 +160,17 @@ void tnpu_exec_abort(struct tnpu_exec *ex)
 void tnpu_exec_clear_abort(struct tnpu_exec *ex)
 {
 	atomic_store(&ex->abort, false);
+}
+
+void tnpu_exec_tlb_invalidate(struct tnpu_exec *ex)
+{
+	atomic_fetch_add(&ex->tlb_req, 1);
+}
+
+bool tnpu_exec_tlb_pending(struct tnpu_exec *ex)
+{
+	/* seq_cst: an access that had not set in_access yet loads tlb_req after our bump */
+	return atomic_load(&ex->in_access) && atomic_load(&ex->tlb_seq) != atomic_load(&ex->tlb_req);
 }
 
 void tnpu_exec_set_trace(struct tnpu_exec *ex, tnpu_trace_fn fn, void *opaque)
@@ -300,7 +333,7 @@ static uint32_t cmd_dma(struct tnpu_exec *ex, const uint8_t *c, bool h2d, bool a
 	    __builtin_add_overflow(dur, (uint64_t)(TNPU_CYC_CMD + TNPU_CYC_DMA_SETUP), &dur))
 		return tnpu_fail(ex, TNPU_ERR_WATCHDOG, 0, 0);
 	/* Refuse a transfer the watchdog would stop anyway before spending host time on it. */
-	if (TNPU_MAX(ex->F[h2d ? TNPU_ENGINE_LOAD : TNPU_ENGINE_STORE], ex->P) + dur > ex->cfg.watchdog_cycles)
+	if (tnpu_past_watchdog(ex, TNPU_MAX(ex->F[h2d ? TNPU_ENGINE_LOAD : TNPU_ENGINE_STORE], ex->P), dur))
 		return tnpu_fail(ex, TNPU_ERR_WATCHDOG, 0, 0);
 	if (ring && tnpu_ring_dma_check(ex, h2d, host_va, hpy, hpz, width, height, depth))
 		return ex->res->error;
@@ -311,6 +344,12 @@ static uint32_t cmd_dma(struct tnpu_exec *ex, const uint8_t *c, bool h2d, bool a
 			uint8_t *dst = ex->rows[r0].sram + so;
 			uint32_t err;
 
+			if (tnpu_aborted(ex))
+				return tnpu_fail(ex, TNPU_ERR_ABORTED, 0, 0);
+			/* Marked before the copy: a transfer that fails half way has still written the
+			 * line, and the next job start must clear it (queues.md: clean device state). */
+			if (h2d)
+				sram_mark(&ex->rows[r0], so, so + width);
 			if (h2d && (flags & TNPU_DMA_F_FILL)) {
 				memset(dst, fill, width);
 			} else if (ring) {
@@ -339,9 +378,10 @@ static uint32_t cmd_dma(struct tnpu_exec *ex, const uint8_t *c, bool h2d, bool a
 			}
 			if (h2d) {
 				for (unsigned r = r0; r <= r1; r++) {
-					if (r > r0)
+					if (r > r0) {
+						sram_mark(&ex->rows[r], so, so + width);
 						memcpy(ex->rows[r].sram + so, dst, width);
-					sram_mark(&ex->rows[r], so, so + width);
+					}
 					if ((flags & TNPU_DMA_F_FILL) && !fill)	/* zero fill: clean lines */
 						tnpu_lines_clean(&ex->rows[r], so, so + width);
 				}
@@ -527,7 +567,7 @@ static uint32_t cmd_im2col(struct tnpu_exec *ex, const uint8_t *c, bool async)
 		box_bytes *= ny * nx;
 		if (box_bytes > TNPU_IM2COL_MAX_FOOTPRINT)
 			return tnpu_fail(ex, TNPU_ERR_TOO_LARGE, 0, 0);
-		box = tnpu_scratch(ex, box_bytes + (uint64_t)cv.kt * 12 + 16);
+		box = tnpu_scratch(ex, box_bytes + (uint64_t)TNPU_MIN(cv.kt, TNPU_IM2COL_K_CHUNK) * 12 + 16);
 		if (!box)
 			return tnpu_fail(ex, TNPU_ERR_NOMEM, 0, 0);
 		/* Read the box as runs along the contiguous axis.  Box layout:
@@ -560,6 +600,8 @@ static uint32_t cmd_im2col(struct tnpu_exec *ex, const uint8_t *c, bool async)
 						ovf |= __builtin_mul_overflow(ix, cv.sw, &t) || __builtin_add_overflow(va, t, &va);
 						if (ovf)
 							return tnpu_fail(ex, TNPU_ERR_MMU_VA_RANGE, TNPU_EC(0) << 4, cv.src);
+						if (tnpu_aborted(ex))
+							return tnpu_fail(ex, TNPU_ERR_ABORTED, 0, 0);
 						err = tnpu_va_read(ex, va, dst, run_elems * cv.e, TNPU_EC(TNPU_ENGINE_LOAD));
 						dst += run_elems * cv.e;
 						runs_cyc += TNPU_MAX(1, div_ceil_u64(run_elems * cv.e, TNPU_RATE_DMA));
@@ -575,26 +617,31 @@ static uint32_t cmd_im2col(struct tnpu_exec *ex, const uint8_t *c, bool async)
 			struct row_state *rs = &ex->rows[r0];
 			uint64_t base = (uint64_t)half * ex->half + cv.off;
 			int32_t *kry = (int32_t *)(void *)(box + ((box_bytes + 15) & ~15ull));
-			int32_t *krx = kry + cv.kt, *kch = krx + cv.kt;
+			uint32_t kchunk = TNPU_MIN(cv.kt, TNPU_IM2COL_K_CHUNK);
+			int32_t *krx = kry + kchunk, *kch = krx + kchunk;
 			uint8_t padb[4];
 
 			memcpy(padb, &cv.pad, 4);
-			for (uint32_t j = 0; j < cv.kt; j++) {
+			tile = rs->sram + base;
+			/* K decoded in chunks: the decode tables stay small whatever kt is. */
+			for (uint32_t j0 = 0; j0 < cv.kt; j0 += kchunk) {
+			uint32_t jn = TNPU_MIN(kchunk, cv.kt - j0);
+
+			for (uint32_t j = 0; j < jn; j++) {
 				uint32_t ry, rx, ch;
 
-				k_split(&cv, (uint64_t)cv.k0 + j, &ry, &rx, &ch);
+				k_split(&cv, (uint64_t)cv.k0 + j0 + j, &ry, &rx, &ch);
 				kry[j] = (int32_t)(ry * cv.dy);
 				krx[j] = (int32_t)(rx * cv.dx);
 				kch[j] = (int32_t)(ch - ch_lo);
 			}
-			tile = rs->sram + base;
 			for (uint32_t i = 0; i < cv.mt; i++) {
 				uint64_t m = (uint64_t)cv.m0 + i;
 				uint64_t x = m % cv.ow, y = (m / cv.ow) % cv.oh, b = m / ((uint64_t)cv.ow * cv.oh) - b_lo;
 				int64_t iy0 = (int64_t)y * cv.sy - cv.pt, ix0 = (int64_t)x * cv.sx - cv.pl;
-				uint8_t *out = tile + (uint64_t)i * cv.pitch;
+				uint8_t *out = tile + (uint64_t)i * cv.pitch + (uint64_t)j0 * cv.e;
 
-				for (uint32_t j = 0; j < cv.kt; j++) {
+				for (uint32_t j = 0; j < jn; j++) {
 					int64_t iy = iy0 + kry[j], ix = ix0 + krx[j];
 					const uint8_t *src = padb;
 
@@ -609,6 +656,7 @@ static uint32_t cmd_im2col(struct tnpu_exec *ex, const uint8_t *c, bool async)
 					}
 					memcpy(out + (uint64_t)j * cv.e, src, cv.e);
 				}
+			}
 			}
 			sram_mark(rs, base, base + last - cv.off);
 			for (unsigned r = r0 + 1; r <= r1; r++) {
@@ -921,6 +969,7 @@ static uint32_t job_end(struct tnpu_exec *ex)
 	}
 	ex->mem = NULL;
 	ex->res = NULL;
+	scratch_trim(ex);
 	return res->error;
 }
 

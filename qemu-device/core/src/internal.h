@@ -137,6 +137,10 @@ struct tnpu_exec {
 	uint32_t half;		/* bytes per half */
 	struct row_state *rows;
 	atomic_bool abort;
+	/* MMU_INVALIDATE handshake (mmu.c va_access): tlb_req is bumped by any thread; a memory
+	 * access sets in_access, then drops the TLB if tlb_req moved and records it in tlb_seq */
+	atomic_uint tlb_req, tlb_seq;
+	atomic_bool in_access;
 	/* per-job state */
 	const struct tnpu_mem_ops *mem;
 	struct tnpu_result *res;
@@ -169,6 +173,40 @@ struct tnpu_exec {
 
 /* Job-failure helper: records the first error; returns the code. */
 uint32_t tnpu_fail(struct tnpu_exec *ex, uint32_t err, uint32_t info, uint64_t addr);
+
+/* Host memory and time per command (qemu-device.md "Host resources"): GEMMs run in K panels of
+ * about TNPU_PANEL_MACS multiply-adds (at least TNPU_PANEL_MIN_K deep) with an abort check between
+ * them; the bf16 widening scratch holds one panel (<= TNPU_CVT_SCRATCH_MAX); every other scratch
+ * (IM2COL / GATHER boxes, plan images, sparse counts) is <= TNPU_SCRATCH_MAX, and a job leaves at
+ * most TNPU_SCRATCH_KEEP of it allocated. */
+#define TNPU_PANEL_MACS		(1u << 24)
+#define TNPU_PANEL_MIN_K	256u
+#define TNPU_CVT_SCRATCH_MAX	(4u << 20)
+#define TNPU_SCRATCH_MAX	(TNPU_IM2COL_MAX_FOOTPRINT + (1u << 20))
+#define TNPU_SCRATCH_KEEP	(1u << 20)
+#define TNPU_IM2COL_K_CHUNK	65536u	/* K indices decoded at a time (12 bytes each) */
+
+/* tnpu_exec_abort() was called: every loop whose trip count the guest chooses (per row, per page,
+ * per K panel) checks this, so an abort stops a job within one such step whatever it asked for. */
+static inline bool tnpu_aborted(struct tnpu_exec *ex)
+{
+	return atomic_load_explicit(&ex->abort, memory_order_relaxed);
+}
+
+/* 0, or ABORTED (recorded) once an abort was requested. */
+static inline uint32_t tnpu_check_abort(struct tnpu_exec *ex)
+{
+	return tnpu_aborted(ex) ? tnpu_fail(ex, TNPU_ERR_ABORTED, 0, 0) : 0;
+}
+
+/* True if a command starting at `start` and lasting `dur` cycles ends past the watchdog (a sum that
+ * wraps is past it too). */
+static inline bool tnpu_past_watchdog(const struct tnpu_exec *ex, uint64_t start, uint64_t dur)
+{
+	uint64_t end;
+
+	return __builtin_add_overflow(start, dur, &end) || end > ex->cfg.watchdog_cycles;
+}
 
 /* islands.c / ring.c (chain #9) */
 const char *tnpu_islands_check(const struct tnpu_config *cfg);

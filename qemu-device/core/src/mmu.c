@@ -75,8 +75,35 @@ static uint32_t translate(struct tnpu_exec *ex, uint64_t va, bool write, unsigne
 	return 0;
 }
 
+/*
+ * MMU_INVALIDATE handshake (registers.md STATUS.MMU_INV_PENDING): an access announces itself
+ * (in_access), then drops the TLB if an invalidate was requested since the last access and
+ * records which request it has seen.  With sequentially consistent atomics an invalidate that
+ * finds no access in progress is seen by the next one, so tnpu_exec_tlb_pending() is true only
+ * while an access may still use a translation older than the request.
+ */
+static uint32_t va_access_pages(struct tnpu_exec *ex, uint64_t va, void *buf, size_t len, unsigned engine,
+				bool write);
+
 static uint32_t va_access(struct tnpu_exec *ex, uint64_t va, void *buf, size_t len, unsigned engine,
 			  bool write)
+{
+	unsigned req;
+	uint32_t err;
+
+	atomic_store(&ex->in_access, true);
+	req = atomic_load(&ex->tlb_req);
+	if (req != atomic_load_explicit(&ex->tlb_seq, memory_order_relaxed)) {
+		tnpu_tlb_flush(ex);
+		atomic_store(&ex->tlb_seq, req);
+	}
+	err = va_access_pages(ex, va, buf, len, engine, write);
+	atomic_store(&ex->in_access, false);
+	return err;
+}
+
+static uint32_t va_access_pages(struct tnpu_exec *ex, uint64_t va, void *buf, size_t len, unsigned engine,
+				bool write)
 {
 	uint8_t *p = buf;
 
@@ -92,6 +119,9 @@ static uint32_t va_access(struct tnpu_exec *ex, uint64_t va, void *buf, size_t l
 
 		if (chunk > len)
 			chunk = len;
+		/* per page: an aborted job stops touching guest memory within one page */
+		if (tnpu_aborted(ex))
+			return tnpu_fail(ex, TNPU_ERR_ABORTED, 0, 0);
 		err = translate(ex, va, write, engine, &pa);
 		if (err)
 			return err;

@@ -289,10 +289,12 @@ static uint32_t cmd_gather(struct tnpu_exec *ex, const uint8_t *c, bool async)
 	/* Pass 1: byte range of the valid elements (bases and offsets are bounded by 2^63 and 2^31,
 	 * src by 2^62, so the sums below cannot wrap). */
 	for (uint32_t i = 0; i < mt; i++) {
-		int64_t b = (int64_t)src + pe->base[m0 + i].base;
+		int64_t b;
 
+		/* range first: the sum below must not be evaluated for a base that could overflow it */
 		if (pe->base[m0 + i].base > (INT64_MAX >> 1) || pe->base[m0 + i].base < -(INT64_MAX >> 1))
 			return tnpu_fail(ex, TNPU_ERR_MMU_VA_RANGE, TNPU_EC(TNPU_ENGINE_LOAD) << 4, src);
+		b = (int64_t)src + pe->base[m0 + i].base;
 		for (uint32_t j = 0; j < kt; j++) {
 			if (!elem_valid(pe, m0 + i, k0 + j))
 				continue;

@@ -72,9 +72,15 @@ struct tnpu_config {
 		uint8_t reserved;
 	} islands[TNPU_MAX_ISLANDS];
 };
-#define TNPU_DEF_WATCHDOG	(1ull << 40)
+/* 2^32 cycles: 4.3 s of modelled time at the default 1 GHz (cycle-model.md "Watchdog"). */
+#define TNPU_DEF_WATCHDOG	(1ull << 32)
 
 void tnpu_config_default(struct tnpu_config *cfg);
+/* Host bytes of one executor's on-chip memories (storage units, accumulators, output queues,
+ * ring memory); every queue has one executor.  tnpu_config_validate() refuses a configuration
+ * whose queues together need more than TNPU_MAX_ONCHIP_TOTAL. */
+uint64_t tnpu_config_onchip_bytes(const struct tnpu_config *cfg);
+#define TNPU_MAX_ONCHIP_TOTAL	(4ull << 30)
 /* 0 if valid, else -EINVAL with a message in msg (if msg != NULL). */
 int tnpu_config_validate(const struct tnpu_config *cfg, char *msg, size_t msglen);
 
@@ -93,6 +99,7 @@ struct tnpu_effects {
 	uint32_t kick_queues;	/* bit q: queue q may have work: call tnpu_core_fetch(q) */
 	uint32_t msix_vectors;	/* bit v: notify MSI-X vector v */
 	bool reset;		/* device reset happened: stop workers, drop in-flight jobs */
+	bool mmu_invalidate;	/* MMU_INVALIDATE: tnpu_exec_tlb_invalidate() every executor */
 };
 
 /* Result of a register access. */
@@ -114,6 +121,10 @@ const struct tnpu_config *tnpu_core_config(const struct tnpu_core *core);
 /* Hardware reset (power-on, FLR, CTRL.RESET): registers to reset values,
  * in-flight jobs are abandoned (their tnpu_core_complete() is ignored). */
 void tnpu_core_reset(struct tnpu_core *core);
+/* STATUS bits the glue computes (it owns the workers): TNPU_STATUS_RESET_PENDING
+ * and TNPU_STATUS_MMU_INV_PENDING; other bits of `bits` are ignored.  Call before
+ * reading STATUS; a reset leaves them as set (the glue recomputes them). */
+void tnpu_core_set_pending(struct tnpu_core *core, uint32_t bits);
 /* size is 4 or 8; offset relative to BAR0.  *val always written (0 on error). */
 enum tnpu_reg_status tnpu_core_reg_read(struct tnpu_core *core, uint64_t offset, unsigned size,
 					uint64_t *val);
@@ -172,10 +183,21 @@ uint32_t tnpu_exec_run_cmdbuf(struct tnpu_exec *ex, const struct tnpu_mem_ops *m
 			      uint64_t ctx_table, uint32_t ctx_count, uint16_t ctx,
 			      uint64_t cmd_va, uint32_t cmd_len, struct tnpu_result *res);
 /* Thread-safe: make the running job (and any later one, until
- * tnpu_exec_clear_abort()) stop with TNPU_ERR_ABORTED at the next command or
- * instruction boundary.  Used by reset/unrealize to stop a worker quickly. */
+ * tnpu_exec_clear_abort()) stop with TNPU_ERR_ABORTED at the next command,
+ * instruction, transferred row or page, or K panel of a MAC, whatever the job
+ * asked for (well under 100 ms; qemu-device.md "Host resources").  Used by
+ * reset/unrealize to stop a worker quickly. */
 void tnpu_exec_abort(struct tnpu_exec *ex);
 void tnpu_exec_clear_abort(struct tnpu_exec *ex);
+/* Thread-safe: MMU_INVALIDATE for this executor.  A running job drops its
+ * cached translations before its next memory access. */
+void tnpu_exec_tlb_invalidate(struct tnpu_exec *ex);
+/* Thread-safe: true while a running job may still use a translation cached
+ * before the last tnpu_exec_tlb_invalidate() (false once it dropped them,
+ * and whenever no job runs). */
+bool tnpu_exec_tlb_pending(struct tnpu_exec *ex);
+/* Host bytes held by the executor's scratch buffers (tests: they stay capped). */
+size_t tnpu_exec_scratch_bytes(const struct tnpu_exec *ex);
 
 /* ---- engine timeline trace (model/debug feature, cycle-model.md "Trace") -- */
 /* What a trace event covers.  Append only. */

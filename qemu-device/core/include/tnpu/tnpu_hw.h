@@ -166,6 +166,8 @@ extern "C" {
 #define   TNPU_STATUS_ENABLED	TNPU_BIT(0)
 #define   TNPU_STATUS_BUSY	TNPU_BIT(1)	/* some queue has a job in flight */
 #define   TNPU_STATUS_ERROR	TNPU_BIT(2)	/* some queue is halted on an error */
+#define   TNPU_STATUS_RESET_PENDING	TNPU_BIT(3)	/* a reset's abandoned jobs may still access memory */
+#define   TNPU_STATUS_MMU_INV_PENDING	TNPU_BIT(4)	/* an MMU_INVALIDATE is not yet complete */
 #define TNPU_REG_SCRATCH	0x0048	/* RW, no effect */
 
 #define TNPU_REG_IRQ_STATUS	0x0050	/* RO: pending interrupt causes */

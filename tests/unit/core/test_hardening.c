@@ -1,0 +1,350 @@
+/* SPDX-License-Identifier: MIT */
+/* Hostile single commands (issue 17, "Device"): the host time and memory one command can take are
+ * bounded, an abort stops any command promptly, a failing job leaves no data for the next one,
+ * and fields and properties that could wrap or overflow are refused. */
+#include <errno.h>
+#include <pthread.h>
+#include <unistd.h>
+#include <time.h>
+
+#include "common.h"
+
+static double now_s(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (double)ts.tv_sec + ts.tv_nsec * 1e-9;
+}
+
+/* A DMA_H2D/D2H command with every field under the test's control (tcb_dma fixes the flags). */
+static void raw_dma(struct tcb *cb, bool h2d, uint64_t va, uint64_t hpy, uint64_t hpz, uint8_t row, uint32_t off,
+		    uint32_t spy, uint32_t spz, uint32_t width, uint32_t height, uint32_t depth, uint8_t dflags,
+		    uint8_t fill)
+{
+	struct tnpu_cmd_dma c;
+
+	memset(&c, 0, sizeof(c));
+	c.hdr.opcode = h2d ? TNPU_CMD_DMA_H2D : TNPU_CMD_DMA_D2H;
+	c.hdr.size = sizeof(c);
+	c.host_va = va;
+	c.host_pitch_y = hpy;
+	c.host_pitch_z = hpz;
+	c.sram_off = off;
+	c.sram_pitch_y = spy;
+	c.sram_pitch_z = spz;
+	c.width = width;
+	c.height = height;
+	c.depth = depth;
+	c.row = row;
+	c.dma_flags = dflags;
+	c.fill = fill;
+	tcb_raw(cb, &c, sizeof(c));
+}
+
+static void raw_bands(struct tcb *cb, bool h2d, uint64_t va, uint32_t width, uint32_t height, uint8_t axis)
+{
+	struct tnpu_cmd_dma_bands c;
+
+	memset(&c, 0, sizeof(c));
+	c.hdr.opcode = h2d ? TNPU_CMD_DMA_BANDS_H2D : TNPU_CMD_DMA_BANDS_D2H;
+	c.hdr.size = sizeof(c);
+	c.host_va = va;
+	c.width = width;
+	c.height = height;
+	c.depth = 1;
+	c.band_len = 1;
+	c.axis = axis;
+	tcb_raw(cb, &c, sizeof(c));
+}
+
+/* ---- abort latency ------------------------------------------------------------------------- */
+
+struct runner {
+	struct tsim *s;
+	const struct tcb *cb;
+	struct tnpu_result res;
+	double done;
+};
+
+static void *run_thread(void *arg)
+{
+	struct runner *r = arg;
+
+	tsim_run(r->s, r->cb, 0, &r->res);
+	r->done = now_s();
+	return NULL;
+}
+
+/* Runs cb on another thread, aborts it after 50 ms and returns the abort latency in seconds; then
+ * checks that the executor runs the next job normally. */
+static double abort_latency(struct tsim *s, const struct tcb *cb, uint64_t host)
+{
+	struct runner r = { .s = s, .cb = cb };
+	pthread_t th;
+	struct tcb next;
+	struct tnpu_result res;
+	double t0;
+
+	cr_assert_eq(pthread_create(&th, NULL, run_thread, &r), 0);
+	usleep(50 * 1000);
+	t0 = now_s();
+	tnpu_exec_abort(s->ex);
+	pthread_join(th, NULL);
+	cr_assert_eq(r.res.error, TNPU_ERR_ABORTED, "%s", tnpu_err_name(r.res.error));
+	tnpu_exec_clear_abort(s->ex);
+	tcb_init(&next);
+	memset(tsim_ptr(s, host), 0x5A, 64);
+	tcb_dma(&next, true, 0, host, 0, 0, 0, 0, 0, 0, 0, 64, 1, 1);
+	tcb_dma(&next, false, 0, host + 64, 0, 0, 0, 0, 0, 0, 0, 64, 1, 1);
+	cr_assert_eq(tsim_run(s, &next, 0, &res), 0, "%s", tnpu_err_name(res.error));
+	cr_assert_eq(memcmp((uint8_t *)tsim_ptr(s, host) + 64, tsim_ptr(s, host), 64), 0);
+	tcb_free(&next);
+	return r.done - t0;
+}
+
+/* The old default watchdog (2^40 cycles) lets these commands pass the pre-checks: they would run
+ * for hours of host time.  An abort must stop each of them within one row. */
+static struct tsim s;
+static struct tcb cb;
+static uint64_t host;
+
+static void big_setup(void)
+{
+	struct tnpu_config cfg = small_cfg();
+
+	cfg.watchdog_cycles = 1ull << 40;
+	cr_assert_eq(tsim_init(&s, &cfg, 16 << 20), 0);
+	host = tsim_buf(&s, 65536);
+	tcb_init(&cb);
+}
+
+static void big_teardown(void)
+{
+	tcb_free(&cb);
+	tsim_fini(&s);
+}
+
+TestSuite(abort_latency, .init = big_setup, .fini = big_teardown, .timeout = 60);
+
+Test(abort_latency, zero_pitch_dma_h2d_of_2_32_rows)
+{
+	double lat;
+
+	/* the reported command: width 1, height 0xFFFFFFFF, depth 1, every pitch 0 */
+	raw_dma(&cb, true, host, 0, 0, 0, 0, 0, 0, 1, 0xFFFFFFFFu, 1, 0, 0);
+	lat = abort_latency(&s, &cb, host);
+	cr_log_info("DMA_H2D abort latency %.3f ms", lat * 1e3);
+	cr_assert_lt(lat, 1.0, "abort took %.3f s", lat);
+}
+
+Test(abort_latency, zero_pitch_dma_d2h_fill_and_all_rows)
+{
+	double lat;
+
+	raw_dma(&cb, false, host, 0, 0, 0, 0, 0, 0, 1, 0xFFFFFFFFu, 1, 0, 0);
+	lat = abort_latency(&s, &cb, host);
+	cr_assert_lt(lat, 1.0, "D2H abort took %.3f s", lat);
+	cb.len = 0;
+	raw_dma(&cb, true, 0, 0, 0, 0, 0, 0, 0, 1, 0xFFFFFFFFu, 1, TNPU_DMA_F_FILL, 7);
+	lat = abort_latency(&s, &cb, host);
+	cr_assert_lt(lat, 1.0, "FILL abort took %.3f s", lat);
+	cb.len = 0;
+	raw_dma(&cb, true, host, 0, 0, TNPU_DMA_ROW_ALL, 0, 0, 0, 1, 0xFFFFFFFFu, 1, 0, 0);
+	lat = abort_latency(&s, &cb, host);
+	cr_assert_lt(lat, 1.0, "row-ALL abort took %.3f s", lat);
+}
+
+Test(abort_latency, zero_pitch_dma_bands)
+{
+	double lat;
+
+	raw_bands(&cb, true, host, 1, 0xFFFFFFFFu, TNPU_BANDS_AXIS_Z);
+	lat = abort_latency(&s, &cb, host);
+	cr_assert_lt(lat, 1.0, "DMA_BANDS_H2D abort took %.3f s", lat);
+	cb.len = 0;
+	raw_bands(&cb, false, host, 1, 0xFFFFFFFFu, TNPU_BANDS_AXIS_Z);
+	lat = abort_latency(&s, &cb, host);
+	cr_assert_lt(lat, 1.0, "DMA_BANDS_D2H abort took %.3f s", lat);
+}
+
+/* ---- default watchdog ---------------------------------------------------------------------- */
+
+Test(hardening, default_watchdog_refuses_the_reported_dma_at_once)
+{
+	struct tnpu_config cfg = small_cfg();
+	struct tsim t;
+	struct tcb c;
+	struct tnpu_result r;
+	double t0;
+
+	cr_assert_eq(cfg.watchdog_cycles, TNPU_DEF_WATCHDOG);
+	/* seconds of modelled time at the default clock, not hours */
+	cr_assert_leq((double)TNPU_DEF_WATCHDOG / (cfg.clock_mhz * 1e6), 10.0);
+	cr_assert_eq(tsim_init(&t, &cfg, 16 << 20), 0);
+	tcb_init(&c);
+	raw_dma(&c, true, tsim_buf(&t, 4096), 0, 0, 0, 0, 0, 0, 1, 0xFFFFFFFFu, 1, 0, 0);
+	t0 = now_s();
+	tsim_run(&t, &c, 0, &r);
+	cr_assert_eq(r.error, TNPU_ERR_WATCHDOG, "%s", tnpu_err_name(r.error));
+	cr_assert_lt(now_s() - t0, 1.0);
+	tcb_free(&c);
+	tsim_fini(&t);
+}
+
+/* A duration close to 2^64 plus the engine's free time wrapped past the watchdog check. */
+Test(hardening, dma_watchdog_sum_does_not_wrap, .timeout = 60)
+{
+	struct tnpu_config cfg = small_cfg();
+	struct tsim t;
+	struct tcb c;
+	struct tnpu_result r;
+	uint64_t va;
+
+	cfg.sram = 16u << 20;	/* half = 8 MiB: rows of 2^23 bytes, 2^16 cycles each */
+	cr_assert_eq(tsim_init(&t, &cfg, 64 << 20), 0);
+	va = tsim_buf(&t, 1u << 20);
+	tcb_init(&c);
+	/* load engine busy for 512 x 16 KiB / 128 = 65536 cycles */
+	raw_dma(&c, true, va, 0, 0, 0, 0, 0, 0, 16384, 512, 1, 0, 0);
+	/* (2^24 - 1)(2^24 + 1) rows x 2^16 cycles = 2^64 - 2^16: with the 65536 above, past 2^64 */
+	raw_dma(&c, true, 0, 0, 0, 0, 0, 0, 0, 1u << 23, (1u << 24) - 1, (1u << 24) + 1, TNPU_DMA_F_FILL, 1);
+	tsim_run(&t, &c, 0, &r);
+	cr_assert_eq(r.error, TNPU_ERR_WATCHDOG, "%s", tnpu_err_name(r.error));
+	cr_assert_eq(r.err_cmd_offset, sizeof(struct tnpu_cmd_dma));
+	tcb_free(&c);
+	tsim_fini(&t);
+}
+
+/* ---- stale data across jobs ------------------------------------------------------------------ */
+
+/* A DMA_H2D whose second page faults has already copied its first page into SRAM: the next job
+ * (another context) must not be able to store it out. */
+Test(hardening, failed_h2d_leaves_nothing_for_the_next_context)
+{
+	struct tnpu_config cfg = small_cfg();
+	struct tsim t;
+	struct tcb c;
+	struct tnpu_result r;
+	const uint64_t src_va = 0x40000000ull, dst_va = 0x50000000ull;
+	uint64_t src_pa, dst_pa;
+	uint8_t *out;
+
+	cr_assert_eq(tsim_init(&t, &cfg, 16 << 20), 0);
+	src_pa = tsim_alloc_pa(&t, 4096);
+	memset(t.mem + src_pa, 0xAB, 4096);
+	tsim_map(&t, 0, src_va, src_pa, 4096, TNPU_PTE_READ | TNPU_PTE_WRITE);	/* next page unmapped */
+	dst_pa = tsim_alloc_pa(&t, 8192);
+	memset(t.mem + dst_pa, 0xEE, 8192);
+	tsim_map(&t, 1, dst_va, dst_pa, 8192, TNPU_PTE_READ | TNPU_PTE_WRITE);
+	tcb_init(&c);
+	tcb_dma(&c, true, 0, src_va, 0, 0, 0, 0, 0, 0, 0, 8192, 1, 1);
+	tsim_run(&t, &c, 0, &r);
+	cr_assert_eq(r.error, TNPU_ERR_MMU_NOT_PRESENT, "%s", tnpu_err_name(r.error));
+	c.len = 0;
+	tcb_dma(&c, false, 0, dst_va, 0, 0, 0, 0, 0, 0, 0, 8192, 1, 1);
+	{
+		/* context 1's command buffer (tsim_run maps into context 0 only) */
+		const uint64_t cmd_va = 0x60000000ull;
+		uint64_t cmd_pa = tsim_alloc_pa(&t, 4096);
+
+		memcpy(t.mem + cmd_pa, c.buf, c.len);
+		tsim_map(&t, 1, cmd_va, cmd_pa, 4096, TNPU_PTE_READ);
+		tnpu_exec_run_cmdbuf(t.ex, &t.ops, t.ctx_table, 2, 1, cmd_va, (uint32_t)c.len, &r);
+	}
+	cr_assert_eq(r.error, 0, "%s", tnpu_err_name(r.error));
+	out = t.mem + dst_pa;
+	for (unsigned i = 0; i < 8192; i++)
+		cr_assert_eq(out[i], 0, "byte %u of the previous job's SRAM: 0x%02x", i, out[i]);
+	tcb_free(&c);
+	tsim_fini(&t);
+}
+
+/* ---- bf16 MAC scratch ----------------------------------------------------------------------- */
+
+static uint16_t bf16(float f)
+{
+	uint32_t u;
+
+	memcpy(&u, &f, 4);
+	return (uint16_t)(u >> 16);	/* small integers: exact */
+}
+
+/* K = 65535 with pitch-0 operands: one MAC asked the old model for (m + n) x K x 4 bytes of
+ * widening scratch (42 MiB here, gigabytes at full geometry); K panels keep it under the cap and
+ * the result is exact (small integers). */
+Test(hardening, bf16_mac_k65535_pitch0_scratch_is_capped, .timeout = 120)
+{
+	struct tnpu_config cfg = small_cfg();
+	struct tsim t;
+	struct tcb c;
+	struct tnpu_result r;
+	const unsigned K = 65535, tm = 32, tn = 32, pes = 4;
+	const uint32_t a_off = 0, b_off = 131072, o_off = 135168;
+	uint16_t ins[] = { TNPU_INSN_LD(0, 0, 0, 1), TNPU_INSN_LD(1, 0, 1, 0), TNPU_INSN_MAC(0, 0, 0, 0, 0),
+			   TNPU_INSN_ST(0, 2, 1) };
+	struct tnpu_operand ops[] = {
+		t_opnd(a_off, 0, 0, 0, tm, K, TNPU_DTYPE_BF16, 0),		/* every row the same */
+		t_opnd(b_off, 0, (int32_t)(tn * 2), 0, K, tn, TNPU_DTYPE_BF16, 0),	/* every k the same */
+		t_opnd(o_off, 0, (int32_t)(tn * 4), pes * tn * 4, tm, tn, TNPU_DTYPE_FP32, 0),
+	};
+	struct tpkt p;
+	uint64_t va;
+	uint16_t *a, *b;
+	float *out;
+	double suma = 0;
+
+	cfg.rows = 1;
+	cfg.cols = 1;
+	cfg.pes = pes;
+	cfg.sram = 512u << 10;
+	cr_assert_eq(tsim_init(&t, &cfg, 64 << 20), 0);
+	va = tsim_buf(&t, o_off + tm * pes * tn * 4);
+	a = (uint16_t *)tsim_ptr(&t, va + a_off);
+	b = (uint16_t *)tsim_ptr(&t, va + b_off);
+	for (unsigned k = 0; k < K; k++) {
+		a[k] = bf16(k % 3 ? 1.0f : 2.0f);
+		suma += k % 3 ? 1.0 : 2.0;
+	}
+	for (unsigned j = 0; j < pes * tn; j++)
+		b[j] = bf16((float)(j % 3));
+	tcb_init(&c);
+	tcb_dma(&c, true, 0, va, 0, 0, 0, 0, 0, 0, 0, b_off + pes * tn * 2, 1, 1);
+	tpkt_config(&p, 0, &(struct tnpu_cfg_hdr){ .n_instr = 4, .n_operands = 3, .loop_end = 2, .repeat = 1 },
+		    ins, ops);
+	tcb_dispatch(&c, 0, 0, 0, 0, p.buf, p.len);
+	tpkt_exe(&p, 0, TNPU_PKT_LAST | TNPU_PKT_SHIFT_OUT, NULL, 0);
+	tcb_dispatch(&c, 0, 0, 0, 0, p.buf, p.len);
+	tcb_dma(&c, false, 0, va + o_off, 0, 0, 0, 0, o_off, 0, 0, tm * pes * tn * 4, 1, 1);
+	tsim_run(&t, &c, 0, &r);
+	cr_assert_eq(r.error, 0, "%s", tnpu_err_name(r.error));
+	cr_log_info("executor scratch after the MAC: %zu bytes", tnpu_exec_scratch_bytes(t.ex));
+	cr_assert_leq(tnpu_exec_scratch_bytes(t.ex), (size_t)8 << 20, "scratch %zu bytes",
+		      tnpu_exec_scratch_bytes(t.ex));
+	out = (float *)tsim_ptr(&t, va + o_off);
+	for (unsigned i = 0; i < tm; i++)
+		for (unsigned j = 0; j < pes * tn; j++)
+			cr_assert_eq(out[i * pes * tn + j], (float)(suma * (j % 3)), "C[%u][%u] = %g, want %g", i, j,
+				     out[i * pes * tn + j], suma * (j % 3));
+	tcb_free(&c);
+	tsim_fini(&t);
+}
+
+/* ---- configuration totals ------------------------------------------------------------------- */
+
+Test(hardening, config_refuses_more_on_chip_memory_than_the_host_cap)
+{
+	struct tnpu_config cfg;
+	char msg[160] = "";
+
+	tnpu_config_default(&cfg);
+	cfg.rows = 16;
+	cfg.sram = 64u << 20;
+	cfg.queues = 16;	/* 16 executors x 16 x 64 MiB = 16 GiB */
+	cr_assert_eq(tnpu_config_validate(&cfg, msg, sizeof(msg)), -EINVAL);
+	cr_assert(strstr(msg, "exceeds 4 GiB"), "%s", msg);
+	cfg.queues = 3;
+	cr_assert_eq(tnpu_config_validate(&cfg, msg, sizeof(msg)), 0, "%s", msg);
+	tnpu_config_default(&cfg);
+	cr_assert_eq(tnpu_config_validate(&cfg, msg, sizeof(msg)), 0, "%s", msg);
+}
