@@ -37,7 +37,15 @@ static int32_t rnd8(uint64_t *st)
 
 /* One randomized DW MAC on row 0: image (IH x IW pixels x C channels) at SRAM 0, weights after it,
  * output tile of every PE after that; compared with a CPU reference computed from the host data. */
+static void dw_case_expect(uint64_t seed, bool f32, bool trans, unsigned repeat, uint32_t want);
+
 static void dw_case(uint64_t seed, bool f32, bool trans, unsigned repeat)
+{
+	dw_case_expect(seed, f32, trans, repeat, 0);
+}
+
+/* dw_case that expects error `want` (0: success, checked against the CPU reference). */
+static void dw_case_expect(uint64_t seed, bool f32, bool trans, unsigned repeat, uint32_t want)
 {
 	uint64_t st = seed;
 	unsigned cols = cfg.cols, pes = cfg.pes;
@@ -90,7 +98,9 @@ static void dw_case(uint64_t seed, bool f32, bool trans, unsigned repeat)
 	tcb_dma(&cb, true, 0, host + hw, 0, 0, 0, 0, wof, 0, 0, taps * C * e, 1, 1);
 	dispatch(0, h, ins, ops, LAST, 1);
 	tcb_dma(&cb, false, 0, host + hout, 0, 0, 0, 0, oof, 0, 0, cols * tm * C * 4, 1, 1);
-	cr_assert_eq(run(), 0, "seed %llu: %s", (unsigned long long)seed, tnpu_err_name(res.error));
+	cr_assert_eq(run(), want, "seed %llu: %s", (unsigned long long)seed, tnpu_err_name(res.error));
+	if (want)
+		return;
 	for (unsigned c = 0; c < cols; c++)
 		for (unsigned p = 0; p < pes; p++)
 			for (unsigned oy = 0; oy < oh; oy++)
@@ -148,6 +158,19 @@ Test(dw, dw_mac_fp32_matches_cpu_reference)
 {
 	for (uint64_t seed = 1; seed <= 20; seed++)
 		dw_case(seed * 0xD1B54A32D192ED03ull, true, seed & 1, 1);
+}
+
+/* chain #9: a DW MAC obeys its island's data types like any MAC (it skipped the check). */
+Test(dw, dw_mac_on_an_int8_island_refuses_fp32)
+{
+	char msg[160];
+
+	tsim_fini(&s);
+	cr_assert_eq(tnpu_islands_parse("1:i8,1", &cfg, msg, sizeof(msg)), 0, "%s", msg);
+	cr_assert_eq(tsim_init(&s, &cfg, 32 << 20), 0);
+	host = tsim_buf(&s, 256 * 1024);
+	dw_case_expect(11, true, false, 1, TNPU_ERR_ISLAND_CAP);
+	dw_case_expect(12, false, false, 1, 0);	/* int8 runs */
 }
 
 Test(dw, dw_mac_overwrites_the_accumulator)

@@ -644,3 +644,26 @@ Test(plan, device_reset_and_queue_reenable_drop_cached_plans)
 	tcb_free(&use);
 	free(img);
 }
+
+/* A plan base near INT64_MAX: GATHER must range-check it before adding the source address (the sum
+ * was a signed overflow, caught by the UBSan build in check stage asan). */
+Test(plan, huge_base_is_refused_before_it_is_added)
+{
+	uint32_t bytes;
+	uint8_t *img = tiny_plan(&bytes);
+	int64_t huge = INT64_MAX;
+	uint64_t src = tsim_buf(&s, 64), pva;
+	struct tnpu_result res;
+	struct tcb cb;
+
+	memcpy(img + 32, &huge, 8);	/* base 0 */
+	pva = put(img, bytes);
+	tcb_init(&cb);
+	plan_load(&cb, 0, pva, 9, bytes, fnv(img, bytes));
+	gather(&cb, src, 9, 0, 0, 1, 0, 3, 0, 3, 0, 0);
+	tsim_run(&s, &cb, 0, &res);
+	cr_assert_eq(res.error, TNPU_ERR_MMU_VA_RANGE, "%s", tnpu_err_name(res.error));
+	cr_assert_eq(res.err_cmd_offset, 32);
+	tcb_free(&cb);
+	free(img);
+}
