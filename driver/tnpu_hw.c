@@ -5,6 +5,7 @@
  */
 #include <linux/bitfield.h>
 #include <linux/interrupt.h>
+#include <linux/iopoll.h>
 #include <linux/module.h>
 
 #include <drm/drm_print.h>
@@ -119,13 +120,22 @@ void tnpu_hw_program(struct tnpu_device *tdev)
 	tnpu_write(tdev, TNPU_REG_CTRL, TNPU_CTRL_ENABLE);
 }
 
-/* registers.md: CTRL.RESET abandons every job in flight and returns registers to reset values. */
+/*
+ * registers.md: CTRL.RESET abandons every job in flight and returns registers to reset values;
+ * it is complete once STATUS.RESET_PENDING reads 0 (no abandoned job can touch memory any more,
+ * at most 100 ms).  May run under a spinlock (recovery): busy-polls.  All-ones: device gone.
+ */
 void tnpu_hw_reset(struct tnpu_device *tdev)
 {
+	u32 st;
+
 	tnpu_write(tdev, TNPU_REG_CTRL, TNPU_CTRL_RESET);
-	/* read back: the reset is complete once the write is posted and CTRL reads 0 */
 	if (tnpu_read(tdev, TNPU_REG_CTRL) & TNPU_CTRL_ENABLE)
 		dev_warn(&tdev->pdev->dev, "device still enabled after reset\n");
+	if (readl_poll_timeout_atomic(tdev->regs + TNPU_REG_STATUS, st,
+				      st == U32_MAX || !(st & TNPU_STATUS_RESET_PENDING),
+				      10, 200000))
+		dev_warn(&tdev->pdev->dev, "reset not complete after 200 ms (status 0x%x)\n", st);
 }
 
 /* Stops the device for remove: no more fetches, no interrupts, jobs abandoned. */

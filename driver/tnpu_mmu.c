@@ -5,6 +5,7 @@
  * creator's tables, which is what keeps one file's jobs out of another file's memory.
  */
 #include <linux/dma-mapping.h>
+#include <linux/iopoll.h>
 #include <linux/scatterlist.h>
 #include <linux/slab.h>
 
@@ -82,12 +83,22 @@ static struct tnpu_pt *tnpu_pt_walk(struct tnpu_ctx *ctx, u64 va, bool alloc)
 	return pt;
 }
 
+/*
+ * registers.md MMU_INVALIDATE: complete once STATUS.MMU_INV_PENDING reads 0; only then may the
+ * caller free the unmapped pages (a running job may still use an older translation until then).
+ */
 void tnpu_mmu_invalidate(struct tnpu_device *tdev)
 {
+	u32 st;
 	int idx;
 
 	if (drm_dev_enter(&tdev->drm, &idx)) {
 		tnpu_write(tdev, TNPU_REG_MMU_INVALIDATE, 1);
+		if (readl_poll_timeout_atomic(tdev->regs + TNPU_REG_STATUS, st,
+					      st == U32_MAX || !(st & TNPU_STATUS_MMU_INV_PENDING),
+					      10, 200000))
+			dev_warn_ratelimited(tdev->drm.dev,
+					     "MMU invalidate not complete (status 0x%x)\n", st);
 		drm_dev_exit(idx);
 	}
 }

@@ -60,6 +60,8 @@
 #define   TNPU_STATUS_ENABLED		BIT(0)
 #define   TNPU_STATUS_BUSY		BIT(1)
 #define   TNPU_STATUS_ERROR		BIT(2)
+#define   TNPU_STATUS_RESET_PENDING	BIT(3)	/* abandoned jobs may still access memory */
+#define   TNPU_STATUS_MMU_INV_PENDING	BIT(4)	/* MMU_INVALIDATE not complete yet */
 #define TNPU_REG_SCRATCH		0x0048
 
 /* Interrupts: vector 0 = ERROR/MMU_FAULT, vector 1 + q = QUEUE(q) */

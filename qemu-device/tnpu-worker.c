@@ -16,10 +16,9 @@
  * device, unassigned space, any address while bus mastering is disabled) is a
  * bus error, which the model reports as RING_FETCH / FENCE_WRITE / CTX_INVALID
  * / BUS. Peer-to-peer DMA into a BAR is not a feature of the device.  The RAM
- * check and the access run in one RCU read-side section (pci_dma_* on RAM is
- * RCU-safe without the BQL; under the BQL the memory map cannot change between
- * the two).  MSI-X/MSI messages are sent by the PCI core, not through these
- * callbacks.
+ * check and the access use one translation (a MemoryRegionCache, inside one
+ * RCU read-side section), so the memory map cannot change between them.
+ * MSI-X/MSI messages are sent by the PCI core, not through these callbacks.
  *
  * SPDX-License-Identifier: GPL-2.0-or-later
  */
@@ -27,6 +26,7 @@
 #include "qapi/error.h"
 #include "qemu/main-loop.h"
 #include "qemu/rcu.h"
+#include "qemu/timer.h"
 #include "exec/memory.h"
 #include "hw/pci/pci_device.h"
 #include "system/dma.h"
@@ -37,53 +37,47 @@
 /* ---- guest memory -------------------------------------------------------- */
 
 /*
- * True if [pa, pa + len) is RAM (ROM for reads) in the device's bus-master
- * address space.
+ * One access to [pa, pa + len) of the device's bus-master address space, RAM
+ * only (ROM for reads).  Each piece is translated exactly once: the
+ * MemoryRegionCache holds the FlatView and the region it found, so the RAM
+ * check and the copy see the same translation even if the memory map changes
+ * in between (no time-of-check/time-of-use window).  A piece that is not
+ * directly accessible RAM (MMIO, unassigned space, bus mastering disabled, an
+ * IOMMU region) is a bus error before any byte of it is touched.
  */
-static bool tnpu_dma_is_ram(AddressSpace *as, uint64_t pa, size_t len,
-                            bool is_write)
-{
-    hwaddr addr = pa;
-    hwaddr left = len;
-
-    if (!len) {
-        return true;
-    }
-    if (addr + left < addr) {
-        return false;
-    }
-    RCU_READ_LOCK_GUARD();
-    while (left) {
-        hwaddr xlat, l = left;
-        MemoryRegion *mr = address_space_translate(
-            as, addr, &xlat, &l, is_write, MEMTXATTRS_UNSPECIFIED);
-
-        if (!l ||
-            !memory_access_is_direct(mr, is_write, MEMTXATTRS_UNSPECIFIED)) {
-            return false;
-        }
-        addr += l;
-        left -= l;
-    }
-    return true;
-}
-
 static int tnpu_dma(void *opaque, uint64_t pa, void *buf, size_t len,
                     bool is_write)
 {
     PCIDevice *pdev = PCI_DEVICE(opaque);
-    MemTxResult r;
+    AddressSpace *as = pci_get_address_space(pdev);
+    hwaddr addr = pa;
+    uint8_t *p = buf;
 
-    RCU_READ_LOCK_GUARD();
-    if (!tnpu_dma_is_ram(pci_get_address_space(pdev), pa, len, is_write)) {
+    if (addr + len < addr) {
         trace_tnpu_dma_error(pa, len, is_write, MEMTX_DECODE_ERROR);
         return -1;
     }
-    r = is_write ? pci_dma_write(pdev, pa, buf, len)
-                 : pci_dma_read(pdev, pa, buf, len);
-    if (r != MEMTX_OK) {
-        trace_tnpu_dma_error(pa, len, is_write, r);
-        return -1;
+    RCU_READ_LOCK_GUARD();
+    while (len) {
+        MemoryRegionCache cache;
+        int64_t l = address_space_cache_init(&cache, as, addr, len, is_write);
+
+        if (l <= 0 || !cache.ptr) {
+            address_space_cache_destroy(&cache);
+            trace_tnpu_dma_error(pa, len, is_write, MEMTX_DECODE_ERROR);
+            return -1;
+        }
+        /* direct RAM: a copy (plus dirty tracking for writes), never MMIO */
+        if (is_write) {
+            address_space_write_cached(&cache, 0, p, l);
+            address_space_cache_invalidate(&cache, 0, l);
+        } else {
+            address_space_read_cached(&cache, 0, p, l);
+        }
+        address_space_cache_destroy(&cache);
+        addr += l;
+        p += l;
+        len -= l;
     }
     return 0;
 }
@@ -151,6 +145,7 @@ static void *tnpu_worker_thread(void *opaque)
 
         qemu_mutex_lock(&s->lock);
         w->running = false;
+        qemu_cond_broadcast(&s->idle_cond);
         if (w->discard) {
             /*
              * A reset abandoned this job: no fence, no interrupt, no register
@@ -167,6 +162,8 @@ static void *tnpu_worker_thread(void *opaque)
         qemu_bh_schedule(s->bh);
     }
     qemu_mutex_unlock(&s->lock);
+    /* the GEMM kernels' per-thread packing scratch (a few MiB) */
+    tnpu_thread_cleanup();
     rcu_unregister_thread();
     return NULL;
 }
@@ -235,8 +232,72 @@ void tnpu_workers_drop(TnpuState *s)
     qemu_mutex_unlock(&s->lock);
 }
 
+/*
+ * STATUS bits only the glue knows (registers.md): RESET_PENDING while a job a
+ * reset abandoned is still unwinding (it may touch guest memory until then),
+ * MMU_INV_PENDING while a running job may still use a translation cached
+ * before the last MMU_INVALIDATE.  Computed when STATUS is read.
+ */
+uint32_t tnpu_workers_pending(TnpuState *s)
+{
+    uint32_t bits = 0;
+
+    qemu_mutex_lock(&s->lock);
+    for (unsigned q = 0; q < s->cfg.queues; q++) {
+        TnpuWorker *w = &s->workers[q];
+
+        if (w->running && w->discard) {
+            bits |= TNPU_STATUS_RESET_PENDING;
+        }
+        if (w->ex && tnpu_exec_tlb_pending(w->ex)) {
+            bits |= TNPU_STATUS_MMU_INV_PENDING;
+        }
+    }
+    qemu_mutex_unlock(&s->lock);
+    return bits;
+}
+
+/*
+ * Waits (at most timeout_ms) until no job abandoned by a reset is still
+ * running.  Returns false on timeout.
+ */
+bool tnpu_workers_wait_dropped(TnpuState *s, unsigned timeout_ms)
+{
+    int64_t deadline = qemu_clock_get_ms(QEMU_CLOCK_REALTIME) + timeout_ms;
+    bool busy;
+
+    qemu_mutex_lock(&s->lock);
+    for (;;) {
+        int64_t left;
+
+        busy = false;
+        for (unsigned q = 0; q < s->cfg.queues; q++) {
+            busy |= s->workers[q].running && s->workers[q].discard;
+        }
+        left = deadline - qemu_clock_get_ms(QEMU_CLOCK_REALTIME);
+        if (!busy || left <= 0) {
+            break;
+        }
+        qemu_cond_timedwait(&s->idle_cond, &s->lock, left);
+    }
+    qemu_mutex_unlock(&s->lock);
+    return !busy;
+}
+
+/* MMU_INVALIDATE: every executor drops its translations before its next access. */
+void tnpu_workers_tlb_invalidate(TnpuState *s)
+{
+    for (unsigned q = 0; q < s->cfg.queues; q++) {
+        if (s->workers[q].ex) {
+            tnpu_exec_tlb_invalidate(s->workers[q].ex);
+        }
+    }
+}
+
 int tnpu_workers_start(TnpuState *s, Error **errp)
 {
+    static unsigned instances; /* under the BQL: realize */
+    unsigned inst = instances++;
     char msg[128];
 
     s->stopping = false;
@@ -254,7 +315,8 @@ int tnpu_workers_start(TnpuState *s, Error **errp)
             continue;
         }
         qemu_cond_init(&w->cond);
-        snprintf(msg, sizeof(msg), "tnpu-q%u", q);
+        /* unique per device: "tnpu<instance>-q<queue>" (15 characters max) */
+        snprintf(msg, sizeof(msg), "tnpu%u-q%u", inst % 1000, q);
         qemu_thread_create(&w->thread, msg, tnpu_worker_thread, w,
                            QEMU_THREAD_JOINABLE);
         w->thread_started = true;

@@ -89,6 +89,13 @@ void tnpu_complete(TnpuState *s, const struct tnpu_job *job,
         trace_tnpu_job_fault(job->queue, job->entry.seqno, res->error,
                              tnpu_err_name(res->error), res->err_info,
                              res->err_addr, res->err_cmd_offset);
+        /* A job fault is a guest programming error (or a hostile job). */
+        qemu_log_mask(LOG_GUEST_ERROR,
+                      "tnpu: queue %u seqno %" PRIu64 " ctx %u: job fault %s "
+                      "(%u) info 0x%x addr 0x%" PRIx64 " cmd offset 0x%x\n",
+                      job->queue, job->entry.seqno, job->entry.ctx,
+                      tnpu_err_name(res->error), res->error, res->err_info,
+                      res->err_addr, res->err_cmd_offset);
     }
     trace_tnpu_job_complete(job->queue, job->entry.seqno, res->error);
     tnpu_core_complete(s->core, job, res, &s->mem, &fx);
@@ -179,6 +186,10 @@ static uint64_t tnpu_mmio_read(void *opaque, hwaddr addr, unsigned size)
     enum tnpu_reg_status st;
     uint64_t val;
 
+    if (addr >= TNPU_REG_STATUS && addr < TNPU_REG_STATUS + 4) {
+        /* STATUS.RESET_PENDING / MMU_INV_PENDING come from the workers */
+        tnpu_core_set_pending(s->core, tnpu_workers_pending(s));
+    }
     st = tnpu_core_reg_read(s->core, addr, size, &val);
     trace_tnpu_mmio_read(addr, size, val, st);
     if (st == TNPU_REG_BAD_ACCESS) {
@@ -232,6 +243,9 @@ static void tnpu_mmio_write(void *opaque, hwaddr addr, uint64_t val,
         tnpu_workers_drop(s);
         s->kick_pending = 0;
     }
+    if (fx.mmu_invalidate) {
+        tnpu_workers_tlb_invalidate(s);
+    }
     tnpu_apply(s, &fx);
 }
 
@@ -274,6 +288,13 @@ static void tnpu_reset_hold(Object *obj, ResetType type)
     tnpu_workers_drop(s);
     s->kick_pending = 0;
     tnpu_core_reset(s->core);
+    /*
+     * FLR and system reset have no status the guest could poll: wait here
+     * (under the BQL, which workers never take) until abandoned jobs stopped
+     * touching guest memory.  An abort takes effect within one row, page or
+     * K panel, so this is short; the wait is bounded all the same.
+     */
+    tnpu_workers_wait_dropped(s, 1000);
 }
 
 /* ---- realize / exit ------------------------------------------------------ */
@@ -289,6 +310,7 @@ static void tnpu_exit(PCIDevice *pdev)
     }
     tnpu_core_free(s->core);
     s->core = NULL;
+    qemu_cond_destroy(&s->idle_cond);
     qemu_mutex_destroy(&s->lock);
     msix_uninit_exclusive_bar(pdev);
     msi_uninit(pdev);
@@ -373,12 +395,14 @@ static void tnpu_realize(PCIDevice *pdev, Error **errp)
     }
     tnpu_mem_init(s);
     qemu_mutex_init(&s->lock);
+    qemu_cond_init(&s->idle_cond);
     s->bh = qemu_bh_new_guarded(tnpu_bh, s, &DEVICE(s)->mem_reentrancy_guard);
     s->kick_pending = 0;
     s->rr_next = 0;
     if (tnpu_workers_start(s, errp) < 0) {
         qemu_bh_delete(s->bh);
         s->bh = NULL;
+        qemu_cond_destroy(&s->idle_cond);
         qemu_mutex_destroy(&s->lock);
         tnpu_core_free(s->core);
         s->core = NULL;

@@ -75,6 +75,7 @@ struct TnpuState {
 
     /* Worker hand-off. */
     QemuMutex lock;
+    QemuCond idle_cond; /* a worker left tnpu_exec_run() */
     bool stopping;
     TnpuWorker workers[TNPU_MAX_QUEUES];
 };
@@ -84,6 +85,9 @@ void tnpu_mem_init(TnpuState *s);
 int tnpu_workers_start(TnpuState *s, Error **errp);
 void tnpu_workers_stop(TnpuState *s);
 void tnpu_workers_drop(TnpuState *s);
+uint32_t tnpu_workers_pending(TnpuState *s);
+bool tnpu_workers_wait_dropped(TnpuState *s, unsigned timeout_ms);
+void tnpu_workers_tlb_invalidate(TnpuState *s);
 void tnpu_worker_submit(TnpuState *s, const struct tnpu_job *job);
 bool tnpu_worker_take_result(TnpuState *s, unsigned q, struct tnpu_job *job,
                              struct tnpu_result *res);

@@ -578,6 +578,8 @@ static void test_bad_properties(void)
         { "sram=100000", "sram must be a power of two" },
         { "queues=17", "queues must be 1..16" },
         { "clock_mhz=0", "clock_mhz must be 1..10000" },
+        /* 4 queues x 16 rows x 64 MiB: refused before anything is allocated */
+        { "rows=16,sram=67108864", "exceeds 4 GiB of host memory" },
         /* chain #9 */
         { "islands=3:i8", "rows must add up to rows" },
         { "islands=2:x/2", "DTYPES is i8, f32, bf16" },
@@ -811,6 +813,62 @@ static void wait_marker(Tnpu *t, uint64_t pa)
     }
 }
 
+/*
+ * A hostile job (issue 17): after its marker, a 1-byte fill of SRAM byte 0
+ * (0x5a) and a DMA_D2H of width 1, 2^32 - 2^16 rows, every pitch 0, that
+ * stores that byte to *page_pa over and over: it passes the watchdog
+ * pre-check and would keep a host core busy for many minutes.
+ */
+static uint64_t hostile_job(Tnpu *t, uint32_t *cmd_len, uint64_t *marker_pa,
+                            uint64_t *page_va, uint64_t *page_pa)
+{
+    Cmds cb = { g_byte_array_new() };
+    uint64_t marker_va = buf(t, 8, marker_pa);
+    struct tnpu_cmd_fence f = { .hdr = hdr(TNPU_CMD_FENCE, sizeof(f)),
+                                .va = marker_va,
+                                .value = 1 };
+
+    *page_va = buf(t, 4096, page_pa);
+    g_byte_array_append(cb.b, (const guint8 *)&f, sizeof(f));
+    cmd_fill(&cb, 1);
+    cmd_dma(&cb, false, *page_va, 0, 0, 0, 0, 0, 1, 0xffff0000u);
+    return cmds_upload(t, &cb, cmd_len);
+}
+
+/* Waits until the hostile job's store reached the page. */
+static void wait_page_written(Tnpu *t, uint64_t page_pa)
+{
+    gint64 end = g_get_monotonic_time() + TIMEOUT_US;
+
+    while (qtest_readb(t->qts, page_pa) != 0x5a) {
+        g_assert_cmpint(g_get_monotonic_time(), <, end);
+        g_usleep(100);
+    }
+}
+
+/*
+ * Polls STATUS until the bits in @mask are clear (registers.md: reset done,
+ * MMU invalidate complete); returns the wait in microseconds.
+ */
+static gint64 wait_status_clear(Tnpu *t, uint32_t mask)
+{
+    gint64 start = g_get_monotonic_time();
+
+    while (rd(t, TNPU_REG_STATUS) & mask) {
+        g_assert_cmpint(g_get_monotonic_time() - start, <, G_USEC_PER_SEC);
+        g_usleep(50);
+    }
+    return g_get_monotonic_time() - start;
+}
+
+/* The page is zeroed and must stay zero: nothing of the job writes any more. */
+static void check_page_quiet(Tnpu *t, uint64_t page_pa)
+{
+    qtest_memset(t->qts, page_pa, 0, 4096);
+    g_usleep(200 * 1000);
+    g_assert_cmphex(qtest_readb(t->qts, page_pa), ==, 0);
+}
+
 static void test_reset_register(void)
 {
     Tnpu *t = tnpu_start(NULL);
@@ -837,6 +895,7 @@ static void test_reset_register(void)
     wait_marker(t, marker);
     g_assert(rd(t, TNPU_REG_Q(2, TNPU_Q_STATUS)) & TNPU_Q_STATUS_BUSY);
     wr(t, TNPU_REG_CTRL, TNPU_CTRL_RESET);
+    wait_status_clear(t, TNPU_STATUS_RESET_PENDING);
     check_reset_state(t);
     g_usleep(200 * 1000);
     check_reset_state(t);
@@ -849,6 +908,68 @@ static void test_reset_register(void)
     wait_idle(t, 3);
     g_assert_cmphex(qtest_readq(t->qts, t->fence[3]), ==, 5);
     check_gemm(t, cpa, ref, 4, 16);
+    tnpu_stop(t);
+}
+
+/*
+ * CTRL.RESET during the hostile job: STATUS.RESET_PENDING clears promptly, and
+ * from then on the abandoned job writes nothing; the queue runs the next job.
+ */
+static void test_reset_hostile(void)
+{
+    Tnpu *t = tnpu_start(NULL);
+    g_autofree int32_t *ref = NULL;
+    uint64_t cmd_va, marker, page_va, page_pa, cpa;
+    uint32_t cmd_len;
+    gint64 us;
+
+    tnpu_setup(t);
+    cmd_va = hostile_job(t, &cmd_len, &marker, &page_va, &page_pa);
+    submit(t, 0, cmd_va, cmd_len, 0x42);
+    wait_marker(t, marker);
+    wait_page_written(t, page_pa);
+    wr(t, TNPU_REG_CTRL, TNPU_CTRL_RESET);
+    us = wait_status_clear(t, TNPU_STATUS_RESET_PENDING);
+    g_test_message("reset done after %" PRId64 " us", us);
+    check_page_quiet(t, page_pa);
+    check_reset_state(t);
+
+    tnpu_setup(t);
+    cpa = gemm_prepare(t, 4, 16, 16, 2, &cmd_va, &cmd_len, &ref);
+    submit(t, 0, cmd_va, cmd_len, 7);
+    wait_idle(t, 0);
+    g_assert_cmphex(qtest_readq(t->qts, t->fence[0]), ==, 7);
+    check_gemm(t, cpa, ref, 4, 16);
+    tnpu_stop(t);
+}
+
+/*
+ * MMU_INVALIDATE while the hostile job stores through a translation it has
+ * cached: once STATUS.MMU_INV_PENDING reads 0 the unmapped page is never
+ * written again (the job faults on its next access).
+ */
+static void test_mmu_invalidate_handshake(void)
+{
+    Tnpu *t = tnpu_start(NULL);
+    uint64_t cmd_va, marker, page_va, page_pa;
+    uint32_t cmd_len;
+    gint64 us;
+
+    tnpu_setup(t);
+    cmd_va = hostile_job(t, &cmd_len, &marker, &page_va, &page_pa);
+    submit(t, 1, cmd_va, cmd_len, 0x43);
+    wait_marker(t, marker);
+    wait_page_written(t, page_pa);
+    wq(t, t->l1 + 8 * TNPU_PT_INDEX(page_va, 1), 0);
+    wr(t, TNPU_REG_MMU_INVALIDATE, 1);
+    us = wait_status_clear(t, TNPU_STATUS_MMU_INV_PENDING);
+    g_test_message("invalidate complete after %" PRId64 " us", us);
+    check_page_quiet(t, page_pa);
+    g_assert(wait_for(t, TNPU_MSIX_VEC_ERROR));
+    g_assert_cmpuint(rd(t, TNPU_REG_Q(1, TNPU_Q_ERR_CODE)), ==,
+                     TNPU_ERR_MMU_NOT_PRESENT);
+    g_assert_cmphex(rd(t, TNPU_REG_STATUS) & TNPU_STATUS_MMU_INV_PENDING, ==,
+                    0);
     tnpu_stop(t);
 }
 
@@ -986,13 +1107,15 @@ static bool peripheral_exists(QTestState *qts, const char *id)
  * from QOM and from config space, the abandoned job never writes guest memory
  * afterwards, and a new tnpu can be plugged into the same slot.
  */
-static void test_hot_unplug(void)
+static void test_hot_unplug(gconstpointer data)
 {
+    bool hostile = data != NULL;
     Tnpu *t = g_new0(Tnpu, 1);
     QPCIDevice *rp, *dev2;
-    uint64_t cmd_va, marker, cmd2_va, marker2;
+    uint64_t cmd_va, marker, cmd2_va, marker2, page_va, page_pa = 0;
     uint32_t cmd_len, cmd2_len;
     QDict *resp;
+    gint64 t0;
 
     t->qts = qtest_init("-M q35 "
                         "-global ICH9-LPC."
@@ -1019,17 +1142,33 @@ static void test_hot_unplug(void)
     submit(t, 1, VA_UNMAPPED, 8, 1);
     g_assert(wait_for(t, TNPU_MSIX_VEC_ERROR));
 
-    /* A long job running on queue 0, and one waiting behind it. */
-    cmd_va = long_job(t, &cmd_len, &marker);
+    /*
+     * A long job (or the hostile one) running on queue 0, and one waiting
+     * behind it.
+     */
+    if (hostile) {
+        cmd_va = hostile_job(t, &cmd_len, &marker, &page_va, &page_pa);
+    } else {
+        cmd_va = long_job(t, &cmd_len, &marker);
+    }
     cmd2_va = long_job(t, &cmd2_len, &marker2);
     submit(t, 0, cmd_va, cmd_len, 0x11);
     submit(t, 0, cmd2_va, cmd2_len, 0x12);
     wait_marker(t, marker);
+    if (hostile) {
+        wait_page_written(t, page_pa);
+    }
     g_assert(rd(t, TNPU_REG_Q(0, TNPU_Q_STATUS)) & TNPU_Q_STATUS_BUSY);
 
+    t0 = g_get_monotonic_time();
     qtest_qmp_device_del_send(t->qts, "npu0");
     slot_power(rp, false);
     wait_device_deleted(t->qts, "npu0");
+    g_test_message("unplugged after %" PRId64 " us",
+                   g_get_monotonic_time() - t0);
+    if (hostile) {
+        check_page_quiet(t, page_pa);
+    }
 
     /* QEMU survives, the port stays, the device is gone. */
     resp = qtest_qmp(t->qts, "{ 'execute': 'query-status' }");
@@ -1774,7 +1913,12 @@ int main(int argc, char **argv)
     qtest_add_func("/tnpu/reset/register", test_reset_register);
     qtest_add_func("/tnpu/reset/flr", test_reset_flr);
     qtest_add_func("/tnpu/reset/system", test_reset_system);
-    qtest_add_func("/tnpu/hot-unplug", test_hot_unplug);
+    qtest_add_func("/tnpu/reset/hostile-dma", test_reset_hostile);
+    qtest_add_func("/tnpu/mmu-invalidate-handshake",
+                   test_mmu_invalidate_handshake);
+    qtest_add_data_func("/tnpu/hot-unplug", NULL, test_hot_unplug);
+    qtest_add_data_func("/tnpu/hot-unplug/hostile-dma", (void *)1,
+                        test_hot_unplug);
     qtest_add_func("/tnpu/two-queues", test_two_queues);
     qtest_add_func("/tnpu/queues-concurrent", test_queues_concurrent);
     qtest_add_func("/tnpu/irq-mask-and-enable", test_irq_mask_and_enable);
