@@ -140,5 +140,35 @@ int main(int argc, char **argv)
 		save(argv[1], "dw-stream", &cb);
 		tcb_free(&cb);
 	}
+	{
+		/* issue 17: guest-sized loops.  Zero-pitch transfers of 2^32 - 1 rows (DMA_H2D, FILL,
+		 * D2H, DMA_BANDS; refused by the watchdog, mutations land next to the limit), and an
+		 * H2D that faults half way followed by a D2H of the same SRAM (stale-line handling). */
+		struct tnpu_cmd_dma d = { .hdr = { .opcode = TNPU_CMD_DMA_H2D, .size = sizeof(d) },
+					  .host_va = va, .width = 1, .height = 0xFFFFFFFFu, .depth = 1 };
+		struct tnpu_cmd_dma_bands b = { .hdr = { .opcode = TNPU_CMD_DMA_BANDS_H2D, .size = sizeof(b) },
+						.host_va = va, .width = 1, .height = 0xFFFFFFFFu, .depth = 1,
+						.band_len = 1 };
+
+		tcb_init(&cb);
+		tcb_raw(&cb, &d, sizeof(d));
+		d.dma_flags = TNPU_DMA_F_FILL;
+		d.fill = 0x5A;
+		d.host_va = 0;
+		tcb_raw(&cb, &d, sizeof(d));
+		d.hdr.opcode = TNPU_CMD_DMA_D2H;
+		d.dma_flags = 0;
+		d.fill = 0;
+		d.host_va = va;
+		tcb_raw(&cb, &d, sizeof(d));
+		tcb_raw(&cb, &b, sizeof(b));
+		save(argv[1], "zero-pitch-huge", &cb);
+		tcb_free(&cb);
+		tcb_init(&cb);
+		tcb_dma(&cb, true, 0, va + 65536 - 4096, 0, 0, 0, 0, 0, 0, 0, 8192, 1, 1);	/* 2nd page unmapped */
+		tcb_dma(&cb, false, 0, va, 0, 0, 0, 0, 0, 0, 0, 8192, 1, 1);
+		save(argv[1], "h2d-fault-then-d2h", &cb);
+		tcb_free(&cb);
+	}
 	return 0;
 }
