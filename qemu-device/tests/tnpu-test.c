@@ -973,6 +973,41 @@ static void test_mmu_invalidate_handshake(void)
     tnpu_stop(t);
 }
 
+/*
+ * Doorbells never get lost (issue 17: the driver re-rang every 200 ms because
+ * the device once lost them): bursts of short jobs on every queue, each rung
+ * once while the queue is still busy with the previous ones, all complete
+ * without a second doorbell.
+ */
+static void test_doorbell_bursts(void)
+{
+    Tnpu *t = tnpu_start(NULL);
+    Cmds cb = { g_byte_array_new() };
+    uint64_t seq = 0, cmd_va;
+    uint32_t cmd_len;
+
+    tnpu_setup(t);
+    cmd_raw(&cb, TNPU_CMD_NOP, 8);
+    cmd_va = cmds_upload(t, &cb, &cmd_len);
+    for (unsigned round = 0; round < 40; round++) {
+        for (unsigned i = 0; i < RING_SIZE - 1; i++) {
+            for (unsigned q = 0; q < t->queues; q++) {
+                submit(t, q, cmd_va, cmd_len, ++seq);
+            }
+        }
+        for (unsigned q = 0; q < t->queues; q++) {
+            wait_idle(t, q);
+            g_assert_cmphex(rd(t, TNPU_REG_Q(q, TNPU_Q_STATUS)) &
+                                TNPU_Q_STATUS_ERROR, ==, 0);
+            g_assert_cmpuint(rd(t, TNPU_REG_Q(q, TNPU_Q_HEAD)), ==,
+                             t->tail[q]);
+            g_assert_cmphex(qtest_readq(t->qts, t->fence[q]), ==,
+                            seq - t->queues + 1 + q);
+        }
+    }
+    tnpu_stop(t);
+}
+
 static void test_reset_flr(void)
 {
     Tnpu *t = tnpu_start(NULL);
@@ -1920,6 +1955,7 @@ int main(int argc, char **argv)
     qtest_add_data_func("/tnpu/hot-unplug/hostile-dma", (void *)1,
                         test_hot_unplug);
     qtest_add_func("/tnpu/two-queues", test_two_queues);
+    qtest_add_func("/tnpu/doorbell-bursts", test_doorbell_bursts);
     qtest_add_func("/tnpu/queues-concurrent", test_queues_concurrent);
     qtest_add_func("/tnpu/irq-mask-and-enable", test_irq_mask_and_enable);
     qtest_add_func("/tnpu/sync-mode", test_sync_mode);
