@@ -535,6 +535,9 @@ static uint32_t sparse_mac(struct rowctx *rc, const uint8_t *at, uint32_t apitch
 	for (unsigned i = 0; i < tm; i++) {
 		const uint8_t *arow = at + (uint64_t)i * apitch;
 
+		/* tn x 65535 slots per row: abort per row */
+		if (tnpu_aborted(rc->ex))
+			return tnpu_fail(rc->ex, TNPU_ERR_ABORTED, 0, 0);
 		for (unsigned n = 0; n < tn; n++) {
 			const uint8_t *col = wt + (uint64_t)n * wo->pitch;
 
@@ -591,6 +594,7 @@ static uint32_t dw_mac(struct rowctx *rc, uint16_t w, struct exe_acct *acct)
 		.A = &rs->in[TNPU_MAC_IN(w)].op, .B = &rs->wq[TNPU_MAC_WQ(w)].op,
 		.rec = &rs->rf[rc->ib->rf_base + rc->ib->dw_rf],
 		.acc = rs->acc[a],
+		.abort = &rc->ex->abort,
 	};
 	uint32_t err = tnpu_dw_check(&j);
 	uint64_t cyc;

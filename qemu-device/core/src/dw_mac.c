@@ -115,6 +115,9 @@ uint32_t tnpu_dw_run(struct tnpu_dw_job *j)
 			uint8_t *cp = (uint8_t *)j->acc + ((size_t)c * tm * ld + (size_t)pe * tn) * 4;
 
 			for (unsigned oy = 0; oy < p->oh; oy++) {
+				/* up to tm x tn x 255^2 taps per PE: abort per output row */
+				if (j->abort && atomic_load_explicit(j->abort, memory_order_relaxed))
+					return TNPU_ERR_ABORTED;
 				for (unsigned ox = 0; ox < p->ow; ox++) {
 					uint8_t *out = cp + ((size_t)(oy * p->ow + ox) * ld) * 4;
 

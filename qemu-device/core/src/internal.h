@@ -250,6 +250,7 @@ struct tnpu_dw_job {
 	const struct tnpu_operand *A, *B;	/* input slot, weight slot (as loaded) */
 	const struct tnpu_operand *rec;		/* register-file entry holding the tnpu_dw_param */
 	void *acc;				/* the row's accumulator (overwritten) */
+	atomic_bool *abort;			/* the executor's abort flag (NULL: none) */
 	/* filled by tnpu_dw_check */
 	struct tnpu_dw_param p;
 	unsigned tm, tn, rate;
