@@ -637,6 +637,9 @@ static uint32_t cmd_im2col(struct tnpu_exec *ex, const uint8_t *c, bool async)
 			}
 			for (uint32_t i = 0; i < cv.mt; i++) {
 				uint64_t m = (uint64_t)cv.m0 + i;
+
+				if (tnpu_aborted(ex))
+					return tnpu_fail(ex, TNPU_ERR_ABORTED, 0, 0);
 				uint64_t x = m % cv.ow, y = (m / cv.ow) % cv.oh, b = m / ((uint64_t)cv.ow * cv.oh) - b_lo;
 				int64_t iy0 = (int64_t)y * cv.sy - cv.pt, ix0 = (int64_t)x * cv.sx - cv.pl;
 				uint8_t *out = tile + (uint64_t)i * cv.pitch + (uint64_t)j0 * cv.e;
