@@ -179,8 +179,8 @@ uint32_t tnpu_fail(struct tnpu_exec *ex, uint32_t err, uint32_t info, uint64_t a
  * them; the bf16 widening scratch holds one panel (<= TNPU_CVT_SCRATCH_MAX); every other scratch
  * (IM2COL / GATHER boxes, plan images, sparse counts) is <= TNPU_SCRATCH_MAX, and a job leaves at
  * most TNPU_SCRATCH_KEEP of it allocated. */
-#define TNPU_PANEL_MACS		(1u << 24)
-#define TNPU_PANEL_MIN_K	256u
+#define TNPU_PANEL_MACS		(1u << 22)
+#define TNPU_PANEL_MIN_K	64u
 #define TNPU_CVT_SCRATCH_MAX	(4u << 20)
 #define TNPU_SCRATCH_MAX	(TNPU_IM2COL_MAX_FOOTPRINT + (1u << 20))
 #define TNPU_SCRATCH_KEEP	(1u << 20)
