@@ -284,7 +284,7 @@ bool tnpu_workers_wait_dropped(TnpuState *s, unsigned timeout_ms)
     return !busy;
 }
 
-/* MMU_INVALIDATE: every executor drops its translations before its next access. */
+/* MMU_INVALIDATE: every executor drops its TLB before its next access. */
 void tnpu_workers_tlb_invalidate(TnpuState *s)
 {
     for (unsigned q = 0; q < s->cfg.queues; q++) {
