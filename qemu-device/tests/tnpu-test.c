@@ -670,6 +670,62 @@ static void test_unknown_command(void)
     tnpu_stop(t);
 }
 
+/*
+ * Job faults are logged as guest errors (-d guest_errors), and the worker
+ * threads of two devices have distinct names (tnpu<N>-q<q>).
+ */
+static void test_guest_errors_and_thread_names(void)
+{
+    g_autofree char *dir = g_dir_make_tmp("tnpu-log-XXXXXX", NULL);
+    g_autofree char *log = g_build_filename(dir, "qemu.log", NULL);
+    g_autofree char *props = g_strdup_printf(
+        "msi=on -d guest_errors -D %s -name debug-threads=on "
+        "-device tnpu,addr=05.0", log);
+    g_autofree char *task_dir = NULL, *text = NULL;
+    g_autoptr(GHashTable) names = g_hash_table_new_full(g_str_hash,
+                                                        g_str_equal, g_free,
+                                                        NULL);
+    Tnpu *t = tnpu_start(props);
+    Cmds cb = { g_byte_array_new() };
+    uint64_t cmd_va;
+    uint32_t cmd_len, queues = t->queues;
+    unsigned threads = 0;
+    const char *ent;
+    GDir *d;
+
+    tnpu_setup(t);
+    cmd_raw(&cb, 0x7f, 16);
+    cmd_va = cmds_upload(t, &cb, &cmd_len);
+    submit(t, 0, cmd_va, cmd_len, 9);
+    g_assert(wait_for(t, TNPU_MSIX_VEC_ERROR));
+
+    task_dir = g_strdup_printf("/proc/%d/task", (int)qtest_pid(t->qts));
+    d = g_dir_open(task_dir, 0, NULL);
+    g_assert(d);
+    while ((ent = g_dir_read_name(d))) {
+        g_autofree char *comm = g_build_filename(task_dir, ent, "comm", NULL);
+        char *name = NULL;
+
+        if (g_file_get_contents(comm, &name, NULL, NULL) &&
+            g_str_has_prefix(name, "tnpu")) {
+            g_strchomp(name);
+            threads++;
+            g_hash_table_add(names, name);
+        } else {
+            g_free(name);
+        }
+    }
+    g_dir_close(d);
+    g_assert_cmpuint(threads, ==, 2 * queues);
+    g_assert_cmpuint(g_hash_table_size(names), ==, 2 * queues);
+    tnpu_stop(t);
+
+    g_assert(g_file_get_contents(log, &text, NULL, NULL));
+    g_assert(strstr(text, "seqno 9 ctx 0: job fault CMD_OPCODE"));
+    unlink(log);
+    rmdir(dir);
+}
+
 static void test_mmu_fault(void)
 {
     Tnpu *t = tnpu_start(NULL);
@@ -1944,6 +2000,8 @@ int main(int argc, char **argv)
     qtest_add_func("/tnpu/gemm-int8", test_gemm_int8);
     qtest_add_func("/tnpu/error/unknown-command", test_unknown_command);
     qtest_add_func("/tnpu/error/mmu-fault", test_mmu_fault);
+    qtest_add_func("/tnpu/error/guest-log-and-thread-names",
+                   test_guest_errors_and_thread_names);
     qtest_add_func("/tnpu/error/bus", test_bus_error);
     qtest_add_func("/tnpu/reset/register", test_reset_register);
     qtest_add_func("/tnpu/reset/flr", test_reset_flr);
