@@ -623,45 +623,46 @@ static uint32_t cmd_im2col(struct tnpu_exec *ex, const uint8_t *c, bool async)
 
 			memcpy(padb, &cv.pad, 4);
 			tile = rs->sram + base;
+			/* marked before it is written: an abort half way leaves nothing the next job sees */
+			sram_mark(rs, base, base + last - cv.off);
 			/* K decoded in chunks: the decode tables stay small whatever kt is. */
 			for (uint32_t j0 = 0; j0 < cv.kt; j0 += kchunk) {
-			uint32_t jn = TNPU_MIN(kchunk, cv.kt - j0);
-
-			for (uint32_t j = 0; j < jn; j++) {
-				uint32_t ry, rx, ch;
-
-				k_split(&cv, (uint64_t)cv.k0 + j0 + j, &ry, &rx, &ch);
-				kry[j] = (int32_t)(ry * cv.dy);
-				krx[j] = (int32_t)(rx * cv.dx);
-				kch[j] = (int32_t)(ch - ch_lo);
-			}
-			for (uint32_t i = 0; i < cv.mt; i++) {
-				uint64_t m = (uint64_t)cv.m0 + i;
-
-				if (tnpu_aborted(ex))
-					return tnpu_fail(ex, TNPU_ERR_ABORTED, 0, 0);
-				uint64_t x = m % cv.ow, y = (m / cv.ow) % cv.oh, b = m / ((uint64_t)cv.ow * cv.oh) - b_lo;
-				int64_t iy0 = (int64_t)y * cv.sy - cv.pt, ix0 = (int64_t)x * cv.sx - cv.pl;
-				uint8_t *out = tile + (uint64_t)i * cv.pitch + (uint64_t)j0 * cv.e;
+				uint32_t jn = TNPU_MIN(kchunk, cv.kt - j0);
 
 				for (uint32_t j = 0; j < jn; j++) {
-					int64_t iy = iy0 + kry[j], ix = ix0 + krx[j];
-					const uint8_t *src = padb;
+					uint32_t ry, rx, ch;
 
-					if (iy >= 0 && iy < cv.h && ix >= 0 && ix < cv.w) {
-						uint64_t by = iy - iy_lo, bx = ix - ix_lo, idx;
+					k_split(&cv, (uint64_t)cv.k0 + j0 + j, &ry, &rx, &ch);
+					kry[j] = (int32_t)(ry * cv.dy);
+					krx[j] = (int32_t)(rx * cv.dx);
+					kch[j] = (int32_t)(ch - ch_lo);
+				}
+				for (uint32_t i = 0; i < cv.mt; i++) {
+					uint64_t m = (uint64_t)cv.m0 + i;
+					uint64_t x = m % cv.ow, y = (m / cv.ow) % cv.oh, b = m / ((uint64_t)cv.ow * cv.oh) - b_lo;
+					int64_t iy0 = (int64_t)y * cv.sy - cv.pt, ix0 = (int64_t)x * cv.sx - cv.pl;
+					uint8_t *out = tile + (uint64_t)i * cv.pitch + (uint64_t)j0 * cv.e;
 
-						if (cv.layout == TNPU_LAYOUT_NHWC)
-							idx = ((b * ny + by) * nx + bx) * nc + kch[j];
-						else
-							idx = ((b * nc + kch[j]) * ny + by) * nx + bx;
-						src = box + idx * cv.e;
+					if (tnpu_aborted(ex))
+						return tnpu_fail(ex, TNPU_ERR_ABORTED, 0, 0);
+
+					for (uint32_t j = 0; j < jn; j++) {
+						int64_t iy = iy0 + kry[j], ix = ix0 + krx[j];
+						const uint8_t *src = padb;
+
+						if (iy >= 0 && iy < cv.h && ix >= 0 && ix < cv.w) {
+							uint64_t by = iy - iy_lo, bx = ix - ix_lo, idx;
+
+							if (cv.layout == TNPU_LAYOUT_NHWC)
+								idx = ((b * ny + by) * nx + bx) * nc + kch[j];
+							else
+								idx = ((b * nc + kch[j]) * ny + by) * nx + bx;
+							src = box + idx * cv.e;
+						}
+						memcpy(out + (uint64_t)j * cv.e, src, cv.e);
 					}
-					memcpy(out + (uint64_t)j * cv.e, src, cv.e);
 				}
 			}
-			}
-			sram_mark(rs, base, base + last - cv.off);
 			for (unsigned r = r0 + 1; r <= r1; r++) {
 				for (uint32_t i = 0; i < cv.mt; i++)
 					memcpy(ex->rows[r].sram + base + (uint64_t)i * cv.pitch,

@@ -359,6 +359,8 @@ static uint32_t cmd_gather(struct tnpu_exec *ex, const uint8_t *c, bool async)
 	r1 = all ? ex->cfg.rows - 1 : row;
 	base = (uint64_t)half * ex->half + off;
 	memcpy(padb, &pad, 4);
+	/* marked before it is written: an abort half way leaves nothing the next job sees */
+	sram_mark(&ex->rows[r0], base, base + last - off);
 	for (uint32_t i = 0; i < mt; i++) {
 		uint8_t *out = ex->rows[r0].sram + base + (uint64_t)i * pitch;
 		int64_t b = (int64_t)src + pe->base[m0 + i].base - lo_line;
@@ -373,7 +375,6 @@ static uint32_t cmd_gather(struct tnpu_exec *ex, const uint8_t *c, bool async)
 			memcpy(out + (uint64_t)j * e, from, e);
 		}
 	}
-	sram_mark(&ex->rows[r0], base, base + last - off);
 	for (unsigned r = r0 + 1; r <= r1; r++) {
 		for (uint32_t i = 0; i < mt; i++)
 			memcpy(ex->rows[r].sram + base + (uint64_t)i * pitch, ex->rows[r0].sram + base + (uint64_t)i * pitch,
