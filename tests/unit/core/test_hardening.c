@@ -358,3 +358,55 @@ Test(hardening, config_refuses_more_on_chip_memory_than_the_host_cap)
 	tnpu_config_default(&cfg);
 	cr_assert_eq(tnpu_config_validate(&cfg, msg, sizeof(msg)), 0, "%s", msg);
 }
+
+/* ---- register block: the glue's STATUS bits, MMU_INVALIDATE effect ---------------------------- */
+
+Test(hardening, status_pending_bits_and_invalidate_effect)
+{
+	struct tnpu_config cfg = small_cfg();
+	struct tnpu_core *core;
+	struct tnpu_effects fx;
+	uint64_t v;
+
+	cr_assert_eq(tnpu_core_new(&cfg, &core, NULL, 0), 0);
+	tnpu_core_reg_read(core, TNPU_REG_STATUS, 4, &v);
+	cr_assert_eq(v, 0);
+	tnpu_core_set_pending(core, 0xFFFFFFFFu);	/* only the two glue bits exist */
+	tnpu_core_reg_read(core, TNPU_REG_STATUS, 4, &v);
+	cr_assert_eq(v, TNPU_STATUS_RESET_PENDING | TNPU_STATUS_MMU_INV_PENDING);
+	cr_assert_eq(tnpu_core_reg_write(core, TNPU_REG_CTRL, 4, TNPU_CTRL_RESET, &fx), TNPU_REG_OK);
+	cr_assert(fx.reset);
+	tnpu_core_reg_read(core, TNPU_REG_STATUS, 4, &v);	/* the glue clears them, not a reset */
+	cr_assert_eq(v, TNPU_STATUS_RESET_PENDING | TNPU_STATUS_MMU_INV_PENDING);
+	tnpu_core_set_pending(core, 0);
+	tnpu_core_reg_read(core, TNPU_REG_STATUS, 4, &v);
+	cr_assert_eq(v, 0);
+	cr_assert_eq(tnpu_core_reg_write(core, TNPU_REG_MMU_INVALIDATE, 4, 1, &fx), TNPU_REG_OK);
+	cr_assert(fx.mmu_invalidate);
+	tnpu_core_free(core);
+}
+
+/* An invalidate is pending only while a memory access may use an older translation: never on an
+ * idle executor, and a job started after it uses fresh translations. */
+Test(hardening, tlb_invalidate_is_not_pending_on_an_idle_executor)
+{
+	struct tnpu_config cfg = small_cfg();
+	struct tsim t;
+	struct tcb c;
+	struct tnpu_result r;
+	uint64_t va;
+
+	cr_assert_eq(tsim_init(&t, &cfg, 16 << 20), 0);
+	va = tsim_buf(&t, 4096);
+	cr_assert(!tnpu_exec_tlb_pending(t.ex));
+	tnpu_exec_tlb_invalidate(t.ex);
+	cr_assert(!tnpu_exec_tlb_pending(t.ex));
+	tcb_init(&c);
+	tcb_dma(&c, true, 0, va, 0, 0, 0, 0, 0, 0, 0, 64, 1, 1);
+	*tsim_pte(&t, 0, va) = 0;	/* unmapped before the job: it must fault, not use a stale entry */
+	tsim_run(&t, &c, 0, &r);
+	cr_assert_eq(r.error, TNPU_ERR_MMU_NOT_PRESENT, "%s", tnpu_err_name(r.error));
+	cr_assert(!tnpu_exec_tlb_pending(t.ex));
+	tcb_free(&c);
+	tsim_fini(&t);
+}
