@@ -4,11 +4,40 @@
  *
  * Reference: Documentation/libaccel.md.  Conventions:
  *  - every function returns 0 or a negative errno; a human-readable message for the last error of a
- *    device is in accel_last_error(dev); accel_strerror() names an errno;
+ *    device is in accel_last_error(dev); accel_strerror() names an errno.  Every failing call that has
+ *    a device (directly, or through a buffer, job, graph, command stream or packed weights) leaves a
+ *    message there; calls with no device to hold one (NULL handle, accel_program_*, accel_open: use
+ *    accel_open_msg, accel_plan_*: accel_plan_last_error) return the errno only;
  *  - handles are opaque; out-parameters come last;
- *  - the library never aborts, exits or writes to stdout/stderr, and has no global mutable state;
- *  - threading: one struct accel_dev (and everything created from it) must be used by one thread at a
- *    time; different devices are independent.
+ *  - the library never aborts, exits or writes to stdout/stderr, and has no global mutable state
+ *    (accel_strerror's text for an errno outside its table lives in a per-thread buffer).
+ *
+ * Ownership and lifetime (per object):
+ *  - struct accel_dev: owns everything created from it.  accel_close(dev) first waits for every job
+ *    still running, then frees every job, buffer, graph, packed weights and command stream of the
+ *    device that the application did not free (and a plan's device copy; the plan itself lives on).
+ *    After accel_close every such handle is invalid: passing it to any function, accel_buffer_free
+ *    and accel_job_free included, is undefined behaviour (a use after free).
+ *  - struct accel_buffer: owned by the caller until accel_buffer_free or accel_close.  The host
+ *    pointer (accel_buffer_ptr) is valid as long as the buffer.  A buffer must outlive every job that
+ *    reads or writes it.
+ *  - struct accel_tensor and the descriptors (accel_*_desc, accel_submit): plain values owned by the
+ *    caller, read only during the call that takes them (graphs copy them); they do not own the buffer.
+ *  - struct accel_job: owned by the caller until accel_job_free (which waits) or accel_close.
+ *  - struct accel_graph, accel_sparse_weights, accel_cmdstream: owned by the caller until their
+ *    _free or accel_close; packed weights own their device buffer.
+ *  - struct accel_program, accel_plan: not tied to a device; freed only by their _free.
+ *
+ * Aliasing: an operation's output must not overlap any of its inputs (operand, weights or bias) in the
+ * same buffer: the device stores output tiles while it still reads later input tiles.  Overlapping byte
+ * ranges (first to one past the last element) are refused with -EINVAL and a message naming both.
+ * Inputs may alias each other (A == B is fine).
+ *
+ * Thread safety: a struct accel_dev and every object created from it must be used by one thread at a
+ * time (the caller serialises); different devices are independent and may be used from different
+ * threads concurrently.  accel_program objects are likewise single-threaded; accel_plan objects are
+ * immutable after compile/load and may be shared (accel_plan_last_error is per thread).
+ * accel_version, accel_strerror and accel_dtype_size are thread-safe.
  */
 #ifndef ACCEL_H
 #define ACCEL_H
@@ -59,6 +88,8 @@ ACCEL_API const char *accel_version(unsigned *num);
 ACCEL_API int accel_open(const char *path, struct accel_dev **out);
 /* accel_open that also reports why opening failed (no device exists yet to hold the message). */
 ACCEL_API int accel_open_msg(const char *path, char *msg, size_t msglen, struct accel_dev **out);
+/* Wait for the device's running jobs, free every object created from it, close it.  NULL is a no-op.
+ * Every handle of the device is invalid afterwards (see "Ownership and lifetime"). */
 ACCEL_API void accel_close(struct accel_dev *dev);
 
 struct accel_caps {
@@ -75,14 +106,17 @@ struct accel_caps {
 };
 ACCEL_API int accel_query_caps(struct accel_dev *dev, struct accel_caps *out);
 
-/* Message describing the last failure on dev (never NULL; "" if none). Valid until the next call. */
+/* Message describing the last failure on dev (never NULL; "" if none; "no device" for NULL). Valid until
+ * the next call on dev. */
 ACCEL_API const char *accel_last_error(const struct accel_dev *dev);
-/* Short name of a negative errno returned by libaccel ("-EINVAL: invalid argument"). */
+/* Name of a negative errno returned by libaccel ("-EINVAL: invalid argument"); any other errno is named
+ * by the C library ("-EISDIR: Is a directory", valid until the next such call in the same thread). */
 ACCEL_API const char *accel_strerror(int err);
 
 /* ---- buffers ----------------------------------------------------------------------------- */
 
-/* Device-visible memory, zero-filled, mapped into the host.  size >= 1. */
+/* Device-visible memory, zero-filled, mapped into the host.  size >= 1.  Freed by accel_buffer_free or
+ * accel_close (see "Ownership and lifetime" above).  NULL is a no-op for accel_buffer_free. */
 ACCEL_API int accel_buffer_alloc(struct accel_dev *dev, uint64_t size, struct accel_buffer **out);
 ACCEL_API void accel_buffer_free(struct accel_buffer *buf);
 /* Host pointer of the buffer (valid until accel_buffer_free). */
@@ -118,7 +152,7 @@ struct accel_tensor {
 };
 
 ACCEL_API size_t accel_dtype_size(enum accel_dtype dt);
-/* Packed row-major matrix rows x cols (row pitch = cols * elem). */
+/* Packed row-major matrix rows x cols (row pitch = cols * elem).  buf == NULL: -EINVAL. */
 ACCEL_API int accel_tensor_2d(struct accel_buffer *buf, uint64_t offset, enum accel_dtype dt, uint32_t rows,
 			      uint32_t cols, struct accel_tensor *out);
 /* Packed 4-D tensor in the given layout (NHWC or NCHW), logical shape {n, c, h, w}. */
@@ -194,6 +228,7 @@ ACCEL_API int accel_trace_write_json(struct accel_dev *dev, const char *path);
  * Every operation takes an optional struct accel_submit (dependencies) and an optional out-job:
  * with job == NULL the call is synchronous (returns when the result is in memory); otherwise it
  * returns at once with a job to wait on.  The operation's buffers must stay alive until then.
+ * Outputs must not overlap inputs (see "Aliasing" at the top): -EINVAL.
  */
 
 enum accel_act {
