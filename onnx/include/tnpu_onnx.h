@@ -61,6 +61,8 @@ ONNX_API unsigned onnx_model_n_inputs(const struct onnx_model *m);
 ONNX_API unsigned onnx_model_n_outputs(const struct onnx_model *m);
 ONNX_API const char *onnx_model_input_name(const struct onnx_model *m, unsigned i);
 ONNX_API const char *onnx_model_output_name(const struct onnx_model *m, unsigned i);
+/* Input i's element type and shape as the model declares them: "FLOAT [1,1,28,28]" (symbolic dims by name). */
+ONNX_API void onnx_model_input_describe(const struct onnx_model *m, unsigned i, char *buf, size_t len);
 /* Number of graph nodes after folding, and BatchNormalization nodes folded into a Conv. */
 ONNX_API unsigned onnx_model_n_nodes(const struct onnx_model *m);
 ONNX_API unsigned onnx_model_n_folded(const struct onnx_model *m);
