@@ -116,7 +116,7 @@ install: build module
 
 clean:
 	-@$(MAKE) --no-print-directory -C $(KDIR) M=$(TOP) clean >/dev/null 2>&1
-	rm -rf $(MESON_BUILD) $(BUILD)/vm
+	rm -rf $(MESON_BUILD) $(BUILD)/vm $(BUILD)/meson-prefix-*
 
 distclean: clean
 	rm -rf $(BUILD)
