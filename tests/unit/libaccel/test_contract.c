@@ -271,3 +271,49 @@ Test(contract, every_error_path_leaves_a_message)
 	accel_buffer_free(b);
 	accel_close(dev);
 }
+
+/* A plan outlives the device it ran on: accel_close frees the plan's device copy and the plan forgets it
+ * (it held a pointer into the closed device before), so the plan runs on a new device and frees cleanly. */
+static int run_plan_once(struct accel_plan *plan)
+{
+	struct accel_dev *dev = open_dev(NULL);
+	struct accel_plan_info info;
+	struct accel_buffer *bi, *bw, *bo;
+	struct accel_tensor wt, out;
+	struct accel_plan_conv_args a;
+	int ret;
+
+	cr_assert_eq(accel_plan_info(plan, &info), 0);
+	bi = alloc_buf(dev, 4 * 6 * 6);
+	bw = alloc_buf(dev, 8 * info.n_offsets);
+	bo = alloc_buf(dev, 4 * 8 * info.oh * info.ow);
+	cr_assert_eq(accel_tensor_2d(bw, 0, ACCEL_INT8, 8, info.n_offsets, &wt), 0);
+	cr_assert_eq(accel_tensor_4d(bo, 0, ACCEL_INT32, ACCEL_LAYOUT_NCHW, 1, 8, info.oh, info.ow, &out), 0);
+	memset(&a, 0, sizeof(a));
+	a.input = bi;
+	a.weights = &wt;
+	a.output = &out;
+	ret = accel_plan_conv2d(dev, plan, &a, NULL, NULL);
+	if (ret == -EOPNOTSUPP) {
+		accel_close(dev);
+		return ret;
+	}
+	cr_assert_eq(ret, 0, "%s", accel_last_error(dev));
+	accel_close(dev);	/* frees bi, bw, bo and the plan's device copy */
+	return 0;
+}
+
+Test(contract, a_plan_outlives_the_device_it_ran_on)
+{
+	struct accel_plan_conv_desc d = { .layout = ACCEL_PLAN_NCHW, .dtype = ACCEL_INT8, .n = 1, .c = 4, .h = 6, .w = 6,
+					  .k = 8, .r = 3, .s = 3, .stride_h = 1, .stride_w = 1, .dil_h = 1, .dil_w = 1 };
+	struct accel_plan *plan = NULL;
+
+	cr_assert_eq(accel_plan_compile(&d, &plan), 0, "%s", accel_plan_last_error());
+	if (run_plan_once(plan) == -EOPNOTSUPP) {
+		accel_plan_free(plan);
+		cr_skip_test("the device has no plan feature");
+	}
+	cr_assert_eq(run_plan_once(plan), 0);	/* a second device: the plan uploads itself again */
+	accel_plan_free(plan);			/* no use of the closed devices */
+}
