@@ -5,14 +5,16 @@
  *   cc onnx_model.c $(pkg-config --cflags --libs tnpu-onnx) -o onnx_model
  *   ./onnx_model MODEL.onnx [DEVICE]
  *
- * Feeds every graph input a deterministic tensor of the model's declared shape (symbolic dimensions = 1),
- * runs the graph on the device and on the CPU reference executor, and compares the outputs with the
- * documented tolerances. Works for models with FLOAT inputs, e.g. models/fashion-mnist/fashion-mnist-cnn.onnx.
+ * Reads the model into memory and loads it from there, feeds every graph input a deterministic tensor of
+ * the model's declared shape (symbolic dimensions = 1), runs the graph on the device and on the CPU
+ * reference executor, compares the outputs with the documented tolerances, and round-trips the first
+ * output through a TensorProto file (the format of ONNX's test data). Works for models with FLOAT inputs, e.g. models/fashion-mnist/fashion-mnist-cnn.onnx.
  */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <tnpu_onnx.h>
+#include <unistd.h>
 
 /* "FLOAT [batch,1,28,28]" -> dims {1,1,28,28}; 0 on success. */
 static int parse_shape(const char *desc, int64_t *dims, unsigned *ndim)
@@ -51,11 +53,22 @@ int main(int argc, char **argv)
 		fprintf(stderr, "usage: onnx_model MODEL.onnx [DEVICE]\n");
 		return 2;
 	}
-	ret = onnx_model_load(argv[1], 0, &m, err, sizeof(err));
+	/* onnx_model_load(path, ...) does the same from a file; here the bytes come from memory. */
+	FILE *f = fopen(argv[1], "rb");
+	long size = f && !fseek(f, 0, SEEK_END) ? ftell(f) : -1;
+	unsigned char *bytes = size > 0 ? malloc((size_t)size) : NULL;
+	size_t len = bytes && !fseek(f, 0, SEEK_SET) ? fread(bytes, 1, (size_t)size, f) : 0;
+
+	if (f)
+		fclose(f);
+	ret = onnx_model_load_mem(bytes, len, 0, &m, err, sizeof(err));	/* the model keeps no pointer to bytes */
+	free(bytes);
 	if (ret) {
 		fprintf(stderr, "onnx_model: %s\n", err);
 		return 1;
 	}
+	printf("onnx_model: %u nodes after folding %u BatchNormalization node(s) into convolutions\n",
+	       onnx_model_n_nodes(m), onnx_model_n_folded(m));
 	n_in = onnx_model_n_inputs(m);
 	n_out = onnx_model_n_outputs(m);
 	if (n_in > 8 || n_out > 8 || accel_open_msg(argc > 2 ? argv[2] : NULL, err, sizeof(err), &dev)) {
@@ -95,6 +108,26 @@ int main(int argc, char **argv)
 		onnx_tensor_describe(&dev_out[i], desc, sizeof(desc));
 		printf("onnx_model: output '%s' %s vs the CPU reference: %s\n", onnx_model_output_name(m, i), desc, msg);
 		bad += r != 0;
+		if (i == 0) {	/* save as a TensorProto and read it back */
+			struct onnx_tensor back;
+			char path[] = "/tmp/onnx_model-out-XXXXXX", name[64];
+			int fd = mkstemp(path);
+
+			if (fd >= 0)
+				close(fd);
+			if (fd < 0 || onnx_tensor_save_pb(path, &dev_out[0], onnx_model_output_name(m, 0), err, sizeof(err)) ||
+			    onnx_tensor_load_pb(path, &back, name, sizeof(name), err, sizeof(err))) {
+				fprintf(stderr, "onnx_model: TensorProto round trip: %s\n", err);
+				bad++;
+			} else {
+				bad += back.count != dev_out[0].count ||
+				       memcmp(back.data, dev_out[0].data, back.count * onnx_dtype_size(back.dtype)) != 0;
+				printf("onnx_model: '%s' saved and reloaded as %s, %zu elements of %zu bytes\n", name,
+				       onnx_dtype_name(back.dtype), back.count, onnx_dtype_size(back.dtype));
+				onnx_tensor_release(&back);
+			}
+			unlink(path);
+		}
 		onnx_tensor_release(&dev_out[i]);
 		onnx_tensor_release(&cpu_out[i]);
 	}
