@@ -9,7 +9,10 @@
 #   make module     tnpu.ko against the installed Debian 6.12 headers
 #   make onnx-conformance  ONNX backend tests of the supported ops, on sim and in the VM
 #   make train-model  retrain models/fashion-mnist (installs python3-torch; not needed by CI)
-# Variables: VM_ACCEL=kvm (opt-in; TCG by default), TNPU_CACHE=dir, BUILD=dir, V=1.
+#   make install    libraries, headers, pkg-config files, tools, udev rule and tnpu.ko (PREFIX, DESTDIR)
+# Variables: VM_ACCEL=kvm (opt-in; TCG by default), TNPU_CACHE=dir, BUILD=dir, V=1,
+#   PREFIX=/usr/local, DESTDIR= (staging root), UDEVRULESDIR (default /etc/udev/rules.d; /usr/lib/udev/rules.d
+#   for PREFIX=/usr).
 
 SHELL := /bin/bash
 TOP := $(abspath $(dir $(lastword $(MAKEFILE_LIST))))
@@ -19,14 +22,20 @@ export TNPU_CACHE ?= $(HOME)/.cache/tnpu
 export VM_ACCEL ?= tcg
 KVER = $(shell $(TOP)/tools/kver)
 KDIR = /lib/modules/$(KVER)/build
+PREFIX ?= /usr/local
+DESTDIR ?=
+UDEVRULESDIR ?= $(if $(filter /usr,$(PREFIX)),/usr/lib/udev/rules.d,/etc/udev/rules.d)
+# make install uses the main build for the default prefix, else a build directory of its own (the prefix is
+# compiled into the pkg-config files).
+INSTALL_BUILD = $(if $(filter /usr/local,$(PREFIX)),$(MESON_BUILD),$(BUILD)/meson-prefix$(subst /,-,$(PREFIX)))
 
 .PHONY: all deps build unit module qemu qtest vm vm-test vm-shell check demo bench-core fuzz-core \
-	checkpatch clean distclean help onnx-conformance train-model
+	checkpatch clean distclean help onnx-conformance train-model install
 
 all: build module
 
 help:
-	@sed -n '2,14p' $(TOP)/Makefile | sed 's/^# \{0,1\}//'
+	@sed -n '2,18p' $(TOP)/Makefile | sed 's/^# \{0,1\}//'
 
 deps:
 	@$(TOP)/tools/setup-deps
@@ -88,9 +97,26 @@ fuzz-core: deps
 checkpatch: deps
 	@$(TOP)/tools/checkpatch
 
+# Documentation/install.md. Test programs are tagged 'tests' in meson and are not installed here (only into
+# the VM image); the module goes to /lib/modules/$(KVER)/updates/ under DESTDIR.
+install: build module
+	@if [ "$(INSTALL_BUILD)" != "$(MESON_BUILD)" ]; then \
+		if [ -f $(INSTALL_BUILD)/build.ninja ]; then meson configure $(INSTALL_BUILD) --prefix=$(PREFIX) >/dev/null; \
+		else meson setup $(INSTALL_BUILD) $(TOP) --prefix=$(PREFIX) >/dev/null; fi; \
+		ninja -C $(INSTALL_BUILD) $(if $(V),,--quiet); fi
+	@echo "[install] userspace into $(DESTDIR)$(PREFIX) (meson install --tags runtime,devel,man)"
+	@meson install -C $(INSTALL_BUILD) --no-rebuild --tags runtime,devel,man $(if $(DESTDIR),--destdir $(DESTDIR)) \
+		$(if $(V),,--quiet)
+	@echo "[install] udev rule $(DESTDIR)$(UDEVRULESDIR)/70-tnpu.rules"
+	@install -D -m 644 $(TOP)/tools/udev/70-tnpu.rules $(DESTDIR)$(UDEVRULESDIR)/70-tnpu.rules
+	@echo "[install] tnpu.ko into $(DESTDIR)/lib/modules/$(KVER)/updates/"
+	@$(MAKE) --no-print-directory -C $(KDIR) M=$(TOP) modules_install INSTALL_MOD_PATH=$(DESTDIR) \
+		INSTALL_MOD_DIR=updates CONFIG_MODULE_SIG_ALL= $(if $(V),,>/dev/null 2>&1)
+	@$(if $(DESTDIR),true,depmod -a $(KVER))
+
 clean:
 	-@$(MAKE) --no-print-directory -C $(KDIR) M=$(TOP) clean >/dev/null 2>&1
-	rm -rf $(MESON_BUILD) $(BUILD)/vm
+	rm -rf $(MESON_BUILD) $(BUILD)/vm $(BUILD)/meson-prefix-*
 
 distclean: clean
 	rm -rf $(BUILD)

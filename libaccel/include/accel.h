@@ -4,11 +4,40 @@
  *
  * Reference: Documentation/libaccel.md.  Conventions:
  *  - every function returns 0 or a negative errno; a human-readable message for the last error of a
- *    device is in accel_last_error(dev); accel_strerror() names an errno;
+ *    device is in accel_last_error(dev); accel_strerror() names an errno.  Every failing call that has
+ *    a device (directly, or through a buffer, job, graph, command stream or packed weights) leaves a
+ *    message there; calls with no device to hold one (NULL handle, accel_program_*, accel_open: use
+ *    accel_open_msg, accel_plan_*: accel_plan_last_error) return the errno only;
  *  - handles are opaque; out-parameters come last;
- *  - the library never aborts, exits or writes to stdout/stderr, and has no global mutable state;
- *  - threading: one struct accel_dev (and everything created from it) must be used by one thread at a
- *    time; different devices are independent.
+ *  - the library never aborts, exits or writes to stdout/stderr, and has no global mutable state
+ *    (accel_strerror's text for an errno outside its table lives in a per-thread buffer).
+ *
+ * Ownership and lifetime (per object):
+ *  - struct accel_dev: owns everything created from it.  accel_close(dev) first waits for every job
+ *    still running, then frees every job, buffer, graph, packed weights and command stream of the
+ *    device that the application did not free (and a plan's device copy; the plan itself lives on).
+ *    After accel_close every such handle is invalid: passing it to any function, accel_buffer_free
+ *    and accel_job_free included, is undefined behaviour (a use after free).
+ *  - struct accel_buffer: owned by the caller until accel_buffer_free or accel_close.  The host
+ *    pointer (accel_buffer_ptr) is valid as long as the buffer.  A buffer must outlive every job that
+ *    reads or writes it.
+ *  - struct accel_tensor and the descriptors (accel_*_desc, accel_submit): plain values owned by the
+ *    caller, read only during the call that takes them (graphs copy them); they do not own the buffer.
+ *  - struct accel_job: owned by the caller until accel_job_free (which waits) or accel_close.
+ *  - struct accel_graph, accel_sparse_weights, accel_cmdstream: owned by the caller until their
+ *    _free or accel_close; packed weights own their device buffer.
+ *  - struct accel_program, accel_plan: not tied to a device; freed only by their _free.
+ *
+ * Aliasing: an operation's output must not overlap any of its inputs (operand, weights or bias) in the
+ * same buffer: the device stores output tiles while it still reads later input tiles.  Overlapping byte
+ * ranges (first to one past the last element) are refused with -EINVAL and a message naming both.
+ * Inputs may alias each other (A == B is fine).
+ *
+ * Thread safety: a struct accel_dev and every object created from it must be used by one thread at a
+ * time (the caller serialises); different devices are independent and may be used from different
+ * threads concurrently.  accel_program objects are likewise single-threaded; accel_plan objects are
+ * immutable after compile/load and may be shared (accel_plan_last_error is per thread).
+ * accel_version, accel_strerror and accel_dtype_size are thread-safe.
  */
 #ifndef ACCEL_H
 #define ACCEL_H
@@ -21,14 +50,33 @@
 extern "C" {
 #endif
 
+/* Version of this header (the library's run-time version: accel_version()). Kept equal to the meson
+ * project version; the build fails if they differ. */
 #define ACCEL_VERSION_MAJOR 0
 #define ACCEL_VERSION_MINOR 1
+#define ACCEL_VERSION_PATCH 0
+#define ACCEL_VERSION_STRING "0.1.0"
+/* One number for compile-time comparisons: ACCEL_VERSION >= ACCEL_MKVERSION(0, 2, 0). */
+#define ACCEL_MKVERSION(major, minor, patch) (((major) << 16) | ((minor) << 8) | (patch))
+#define ACCEL_VERSION ACCEL_MKVERSION(ACCEL_VERSION_MAJOR, ACCEL_VERSION_MINOR, ACCEL_VERSION_PATCH)
+
+/* Marks the exported functions: libaccel is built with -fvisibility=hidden and a version script, so only
+ * the accel_* functions declared here are visible to applications. */
+#if defined(__GNUC__) || defined(__clang__)
+#define ACCEL_API __attribute__((visibility("default")))
+#else
+#define ACCEL_API
+#endif
 
 struct accel_dev;
 struct accel_buffer;
 struct accel_job;
 struct accel_program;
 struct accel_cmdstream;
+
+/* Run-time version of the loaded library: "MAJOR.MINOR.PATCH" (static string), and as ACCEL_MKVERSION
+ * in *num when num != NULL.  An application built against a header may compare the two. */
+ACCEL_API const char *accel_version(unsigned *num);
 
 /* ---- device ------------------------------------------------------------------------------ */
 
@@ -37,10 +85,12 @@ struct accel_cmdstream;
  * (in-process golden model), or NULL: $ACCEL_DEVICE if set, else /dev/accel/accel0 if it exists,
  * else sim.  An explicit path that cannot be opened is an error (no silent fallback).
  */
-int accel_open(const char *path, struct accel_dev **out);
+ACCEL_API int accel_open(const char *path, struct accel_dev **out);
 /* accel_open that also reports why opening failed (no device exists yet to hold the message). */
-int accel_open_msg(const char *path, char *msg, size_t msglen, struct accel_dev **out);
-void accel_close(struct accel_dev *dev);
+ACCEL_API int accel_open_msg(const char *path, char *msg, size_t msglen, struct accel_dev **out);
+/* Wait for the device's running jobs, free every object created from it, close it.  NULL is a no-op.
+ * Every handle of the device is invalid afterwards (see "Ownership and lifetime"). */
+ACCEL_API void accel_close(struct accel_dev *dev);
 
 struct accel_caps {
 	char backend[8];		/* "sim" or "drm" */
@@ -54,23 +104,26 @@ struct accel_caps {
 	uint32_t max_cmdbuf;		/* bytes per hardware command buffer */
 	uint32_t features;		/* hardware CAP_FEATURES bits */
 };
-int accel_query_caps(struct accel_dev *dev, struct accel_caps *out);
+ACCEL_API int accel_query_caps(struct accel_dev *dev, struct accel_caps *out);
 
-/* Message describing the last failure on dev (never NULL; "" if none). Valid until the next call. */
-const char *accel_last_error(const struct accel_dev *dev);
-/* Short name of a negative errno returned by libaccel ("-EINVAL: invalid argument"). */
-const char *accel_strerror(int err);
+/* Message describing the last failure on dev (never NULL; "" if none; "no device" for NULL). Valid until
+ * the next call on dev. */
+ACCEL_API const char *accel_last_error(const struct accel_dev *dev);
+/* Name of a negative errno returned by libaccel ("-EINVAL: invalid argument"); any other errno is named
+ * by the C library ("-EISDIR: Is a directory", valid until the next such call in the same thread). */
+ACCEL_API const char *accel_strerror(int err);
 
 /* ---- buffers ----------------------------------------------------------------------------- */
 
-/* Device-visible memory, zero-filled, mapped into the host.  size >= 1. */
-int accel_buffer_alloc(struct accel_dev *dev, uint64_t size, struct accel_buffer **out);
-void accel_buffer_free(struct accel_buffer *buf);
+/* Device-visible memory, zero-filled, mapped into the host.  size >= 1.  Freed by accel_buffer_free or
+ * accel_close (see "Ownership and lifetime" above).  NULL is a no-op for accel_buffer_free. */
+ACCEL_API int accel_buffer_alloc(struct accel_dev *dev, uint64_t size, struct accel_buffer **out);
+ACCEL_API void accel_buffer_free(struct accel_buffer *buf);
 /* Host pointer of the buffer (valid until accel_buffer_free). */
-void *accel_buffer_ptr(const struct accel_buffer *buf);
-uint64_t accel_buffer_size(const struct accel_buffer *buf);
+ACCEL_API void *accel_buffer_ptr(const struct accel_buffer *buf);
+ACCEL_API uint64_t accel_buffer_size(const struct accel_buffer *buf);
 /* Device virtual address (for hand-built command streams). */
-uint64_t accel_buffer_va(const struct accel_buffer *buf);
+ACCEL_API uint64_t accel_buffer_va(const struct accel_buffer *buf);
 
 /* ---- tensors ----------------------------------------------------------------------------- */
 
@@ -98,17 +151,17 @@ struct accel_tensor {
 	int64_t strides[4];
 };
 
-size_t accel_dtype_size(enum accel_dtype dt);
-/* Packed row-major matrix rows x cols (row pitch = cols * elem). */
-int accel_tensor_2d(struct accel_buffer *buf, uint64_t offset, enum accel_dtype dt, uint32_t rows,
-		    uint32_t cols, struct accel_tensor *out);
+ACCEL_API size_t accel_dtype_size(enum accel_dtype dt);
+/* Packed row-major matrix rows x cols (row pitch = cols * elem).  buf == NULL: -EINVAL. */
+ACCEL_API int accel_tensor_2d(struct accel_buffer *buf, uint64_t offset, enum accel_dtype dt, uint32_t rows,
+			      uint32_t cols, struct accel_tensor *out);
 /* Packed 4-D tensor in the given layout (NHWC or NCHW), logical shape {n, c, h, w}. */
-int accel_tensor_4d(struct accel_buffer *buf, uint64_t offset, enum accel_dtype dt, enum accel_layout layout,
-		    uint32_t n, uint32_t c, uint32_t h, uint32_t w, struct accel_tensor *out);
+ACCEL_API int accel_tensor_4d(struct accel_buffer *buf, uint64_t offset, enum accel_dtype dt, enum accel_layout layout,
+			      uint32_t n, uint32_t c, uint32_t h, uint32_t w, struct accel_tensor *out);
 /* Bytes from the first to one past the last element; -EINVAL on a malformed tensor. */
-int accel_tensor_extent(const struct accel_tensor *t, uint64_t *bytes);
+ACCEL_API int accel_tensor_extent(const struct accel_tensor *t, uint64_t *bytes);
 /* 0 if t is well formed and lies inside its buffer, else -EINVAL / -ERANGE. */
-int accel_tensor_check(const struct accel_tensor *t);
+ACCEL_API int accel_tensor_check(const struct accel_tensor *t);
 
 /* ---- jobs -------------------------------------------------------------------------------- */
 
@@ -144,12 +197,12 @@ struct accel_counters {
  * -ETIME if it is still running, or the job's error (-EIO device error, -ECANCELED failed
  * dependency, ...; message in accel_last_error).
  */
-int accel_job_wait(struct accel_job *job, int64_t timeout_ns);
+ACCEL_API int accel_job_wait(struct accel_job *job, int64_t timeout_ns);
 /* Counters of a job (waits for it first).  A job the device stopped with an error (-EIO) still has
  * its counters up to the failure and returns 0 here; other job errors are returned. */
-int accel_job_counters(struct accel_job *job, struct accel_counters *out);
+ACCEL_API int accel_job_counters(struct accel_job *job, struct accel_counters *out);
 /* Release a job (waits for it if still running). NULL is a no-op. */
-void accel_job_free(struct accel_job *job);
+ACCEL_API void accel_job_free(struct accel_job *job);
 
 /* ---- job timelines (sim backend) --------------------------------------------------------- */
 /*
@@ -161,20 +214,21 @@ void accel_job_free(struct accel_job *job);
  * accel_last_error).  Recording does not change results or counters.  A new begin discards the
  * previous recording; accel_close frees it.
  */
-int accel_trace_begin(struct accel_dev *dev);
+ACCEL_API int accel_trace_begin(struct accel_dev *dev);
 /* Stop recording (-EINVAL if not recording); the events stay available to write. */
-int accel_trace_end(struct accel_dev *dev);
+ACCEL_API int accel_trace_end(struct accel_dev *dev);
 /* Events recorded so far (0 if none). */
-int accel_trace_event_count(struct accel_dev *dev, uint64_t *out);
+ACCEL_API int accel_trace_event_count(struct accel_dev *dev, uint64_t *out);
 /* Write the recording (during or after it) to path; -EINVAL if nothing was begun, -E2BIG / -ENOMEM
  * if the recording was cut short (more than 2^20 events / no memory), -errno of fopen, -EIO. */
-int accel_trace_write_json(struct accel_dev *dev, const char *path);
+ACCEL_API int accel_trace_write_json(struct accel_dev *dev, const char *path);
 
 /* ---- operations -------------------------------------------------------------------------- */
 /*
  * Every operation takes an optional struct accel_submit (dependencies) and an optional out-job:
  * with job == NULL the call is synchronous (returns when the result is in memory); otherwise it
  * returns at once with a job to wait on.  The operation's buffers must stay alive until then.
+ * Outputs must not overlap inputs (see "Aliasing" at the top): -EINVAL.
  */
 
 enum accel_act {
@@ -198,7 +252,7 @@ struct accel_epilogue {
 };
 
 /* Turn a real scale (0 < scale < 2^31) into multiplier/shift for accel_epilogue. */
-int accel_quant_from_scale(double scale, int32_t *multiplier, uint8_t *shift);
+ACCEL_API int accel_quant_from_scale(double scale, int32_t *multiplier, uint8_t *shift);
 
 /*
  * C = op(A) x op(B) (+ epilogue).  A: M x K (or K x M with trans_a), B: K x N (or N x K with
@@ -210,8 +264,8 @@ struct accel_gemm_desc {
 	bool trans_a, trans_b;
 	struct accel_epilogue epi;
 };
-int accel_gemm(struct accel_dev *dev, const struct accel_gemm_desc *d, const struct accel_submit *sub,
-	       struct accel_job **job);
+ACCEL_API int accel_gemm(struct accel_dev *dev, const struct accel_gemm_desc *d, const struct accel_submit *sub,
+			 struct accel_job **job);
 
 /*
  * 2-D convolution through the implicit-im2col load (no im2col buffer anywhere).
@@ -228,8 +282,8 @@ struct accel_conv2d_desc {
 	int32_t input_zero_point;		/* int8: value used for padding (-128..127) */
 	struct accel_epilogue epi;
 };
-int accel_conv2d(struct accel_dev *dev, const struct accel_conv2d_desc *d, const struct accel_submit *sub,
-		 struct accel_job **job);
+ACCEL_API int accel_conv2d(struct accel_dev *dev, const struct accel_conv2d_desc *d, const struct accel_submit *sub,
+			   struct accel_job **job);
 
 enum accel_pool_kind {
 	ACCEL_POOL_MAX = 0,
@@ -245,8 +299,8 @@ struct accel_pool2d_desc {
 	int32_t multiplier;
 	uint8_t shift;
 };
-int accel_pool2d(struct accel_dev *dev, const struct accel_pool2d_desc *d, const struct accel_submit *sub,
-		 struct accel_job **job);
+ACCEL_API int accel_pool2d(struct accel_dev *dev, const struct accel_pool2d_desc *d, const struct accel_submit *sub,
+			   struct accel_job **job);
 
 /* Element-wise activation out = act(in) on tensors of identical shape and dtype (INT8/FP32). */
 struct accel_activation_desc {
@@ -255,8 +309,8 @@ struct accel_activation_desc {
 	int32_t clamp_lo_i, clamp_hi_i;
 	float clamp_lo_f, clamp_hi_f;
 };
-int accel_activation(struct accel_dev *dev, const struct accel_activation_desc *d,
-		     const struct accel_submit *sub, struct accel_job **job);
+ACCEL_API int accel_activation(struct accel_dev *dev, const struct accel_activation_desc *d,
+			       const struct accel_submit *sub, struct accel_job **job);
 
 /* ---- cluster programs (CONFIG packets) ----------------------------------------------------- */
 
@@ -298,22 +352,23 @@ enum accel_wq_mode { ACCEL_WQ_SQ = 0, ACCEL_WQ_RQ = 1, ACCEL_WQ_SW = 2 };
 #define ACCEL_MAC_CHAIN		0x02u	/* chained SFU (record set with accel_program_set_chain_sfu) */
 enum accel_sfu_fn { ACCEL_SFU_FN_PASS = 0, ACCEL_SFU_FN_APPLY = 1 };
 
-int accel_program_new(struct accel_program **out);
-void accel_program_free(struct accel_program *p);
+ACCEL_API int accel_program_new(struct accel_program **out);
+ACCEL_API void accel_program_free(struct accel_program *p);
 /* pipe4: 4-stage pipeline with scalar-unit operand updates; wq: weight-queue mode. */
-int accel_program_set_mode(struct accel_program *p, bool pipe4, enum accel_wq_mode wq);
-int accel_program_set_loop(struct accel_program *p, unsigned start, unsigned end, unsigned repeat);
+ACCEL_API int accel_program_set_mode(struct accel_program *p, bool pipe4, enum accel_wq_mode wq);
+ACCEL_API int accel_program_set_loop(struct accel_program *p, unsigned start, unsigned end, unsigned repeat);
 /* Register-window base (0..48) of the program's records. */
-int accel_program_set_rf_base(struct accel_program *p, unsigned rf_base);
-int accel_program_set_chain_sfu(struct accel_program *p, unsigned rf);
+ACCEL_API int accel_program_set_rf_base(struct accel_program *p, unsigned rf_base);
+ACCEL_API int accel_program_set_chain_sfu(struct accel_program *p, unsigned rf);
 /* Append a register-file record; *rf = its window index (0..15). */
-int accel_program_add_operand(struct accel_program *p, const struct accel_operand *op, unsigned *rf);
-int accel_program_add_sfu_param(struct accel_program *p, const struct accel_sfu_param *sp, unsigned *rf);
+ACCEL_API int accel_program_add_operand(struct accel_program *p, const struct accel_operand *op, unsigned *rf);
+ACCEL_API int accel_program_add_sfu_param(struct accel_program *p, const struct accel_sfu_param *sp, unsigned *rf);
 /* Append instructions (at most 64). */
-int accel_program_ld(struct accel_program *p, unsigned rf, unsigned slot, bool weight_queue, bool zskip);
-int accel_program_mac(struct accel_program *p, unsigned in_slot, unsigned wq_slot, unsigned acc, unsigned flags);
-int accel_program_sfu(struct accel_program *p, enum accel_sfu_fn fn, unsigned rf, unsigned acc);
-int accel_program_st(struct accel_program *p, unsigned acc, unsigned rf, bool raw);
+ACCEL_API int accel_program_ld(struct accel_program *p, unsigned rf, unsigned slot, bool weight_queue, bool zskip);
+ACCEL_API int accel_program_mac(struct accel_program *p, unsigned in_slot, unsigned wq_slot, unsigned acc,
+				unsigned flags);
+ACCEL_API int accel_program_sfu(struct accel_program *p, enum accel_sfu_fn fn, unsigned rf, unsigned acc);
+ACCEL_API int accel_program_st(struct accel_program *p, unsigned acc, unsigned rf, bool raw);
 
 /* ---- command streams ------------------------------------------------------------------------ */
 
@@ -355,27 +410,27 @@ struct accel_patch {
 	uint32_t value;
 };
 
-int accel_cs_new(struct accel_dev *dev, struct accel_cmdstream **out);
-void accel_cs_free(struct accel_cmdstream *cs);
+ACCEL_API int accel_cs_new(struct accel_dev *dev, struct accel_cmdstream **out);
+ACCEL_API void accel_cs_free(struct accel_cmdstream *cs);
 /* Bytes of commands so far. */
-size_t accel_cs_size(const struct accel_cmdstream *cs);
-int accel_cs_dma_h2d(struct accel_cmdstream *cs, unsigned flags, const struct accel_dma *d);
-int accel_cs_dma_d2h(struct accel_cmdstream *cs, unsigned flags, const struct accel_dma *d);
-int accel_cs_im2col(struct accel_cmdstream *cs, unsigned flags, const struct accel_im2col *d);
+ACCEL_API size_t accel_cs_size(const struct accel_cmdstream *cs);
+ACCEL_API int accel_cs_dma_h2d(struct accel_cmdstream *cs, unsigned flags, const struct accel_dma *d);
+ACCEL_API int accel_cs_dma_d2h(struct accel_cmdstream *cs, unsigned flags, const struct accel_dma *d);
+ACCEL_API int accel_cs_im2col(struct accel_cmdstream *cs, unsigned flags, const struct accel_im2col *d);
 /* CONFIG packet of program p into instruction buffer ibuf of row (or ACCEL_ROW_ALL). */
-int accel_cs_config(struct accel_cmdstream *cs, unsigned flags, unsigned row, unsigned ibuf,
-		    const struct accel_program *p);
+ACCEL_API int accel_cs_config(struct accel_cmdstream *cs, unsigned flags, unsigned row, unsigned ibuf,
+			      const struct accel_program *p);
 /* EXE of ibuf; exe_flags ACCEL_EXE_*; half = storage-unit half the operands address. */
-int accel_cs_exe(struct accel_cmdstream *cs, unsigned flags, unsigned row, unsigned half, unsigned ibuf,
-		 unsigned exe_flags, const struct accel_patch *patches, unsigned n_patches);
-int accel_cs_sem_signal(struct accel_cmdstream *cs, unsigned flags, enum accel_engine e, unsigned sem,
-			unsigned count);
-int accel_cs_sem_wait(struct accel_cmdstream *cs, unsigned flags, enum accel_engine e, unsigned sem,
-		      unsigned count);
+ACCEL_API int accel_cs_exe(struct accel_cmdstream *cs, unsigned flags, unsigned row, unsigned half, unsigned ibuf,
+			   unsigned exe_flags, const struct accel_patch *patches, unsigned n_patches);
+ACCEL_API int accel_cs_sem_signal(struct accel_cmdstream *cs, unsigned flags, enum accel_engine e, unsigned sem,
+				  unsigned count);
+ACCEL_API int accel_cs_sem_wait(struct accel_cmdstream *cs, unsigned flags, enum accel_engine e, unsigned sem,
+				unsigned count);
 /* Barrier; with buf != NULL also writes value at buf + offset (8-byte aligned). */
-int accel_cs_fence(struct accel_cmdstream *cs, struct accel_buffer *buf, uint64_t offset, uint64_t value);
+ACCEL_API int accel_cs_fence(struct accel_cmdstream *cs, struct accel_buffer *buf, uint64_t offset, uint64_t value);
 /* Submit the stream as one job (the stream can be reused or freed afterwards). */
-int accel_cs_submit(struct accel_cmdstream *cs, const struct accel_submit *sub, struct accel_job **job);
+ACCEL_API int accel_cs_submit(struct accel_cmdstream *cs, const struct accel_submit *sub, struct accel_job **job);
 
 /*
  * ---- chain (#9): islands, producer-consumer chaining, graph scheduler (Documentation/chaining.md) ----
@@ -400,18 +455,18 @@ struct accel_island {
 };
 /* Islands of the device (sim: the islands= option; drm: the driver's island query).  Fills up to
  * max entries, *n = number of islands.  0 or -errno. */
-int accel_query_islands(struct accel_dev *dev, struct accel_island *out, unsigned max, unsigned *n);
+ACCEL_API int accel_query_islands(struct accel_dev *dev, struct accel_island *out, unsigned max, unsigned *n);
 
 struct accel_graph;
 /* A graph records operations (no work is done until accel_graph_run); tensors are copied by
  * value, their buffers must stay alive until the graph's job completed. */
-int accel_graph_new(struct accel_dev *dev, struct accel_graph **out);
-void accel_graph_free(struct accel_graph *g);
+ACCEL_API int accel_graph_new(struct accel_dev *dev, struct accel_graph **out);
+ACCEL_API void accel_graph_free(struct accel_graph *g);
 /* Add C = op(A) x op(B) (+ epilogue) (transposes not supported in graphs: -EINVAL).  A node
  * depends on every earlier node whose output buffer range it reads.  *node = node index. */
-int accel_graph_gemm(struct accel_graph *g, const struct accel_gemm_desc *d, unsigned *node);
+ACCEL_API int accel_graph_gemm(struct accel_graph *g, const struct accel_gemm_desc *d, unsigned *node);
 /* Add an element-wise activation (2-D packed tensors; see accel_activation). */
-int accel_graph_activation(struct accel_graph *g, const struct accel_activation_desc *d, unsigned *node);
+ACCEL_API int accel_graph_activation(struct accel_graph *g, const struct accel_activation_desc *d, unsigned *node);
 
 #define ACCEL_GRAPH_NO_CHAIN	0x1u	/* dependent ops wait for their producer's whole output */
 struct accel_graph_opts {
@@ -422,8 +477,8 @@ struct accel_graph_opts {
 };
 /* Lower the whole graph into one job (one command buffer: -E2BIG if it does not fit). opts may
  * be NULL (scheduler, chaining, automatic bands). */
-int accel_graph_run(struct accel_graph *g, const struct accel_graph_opts *opts, const struct accel_submit *sub,
-		    struct accel_job **job);
+ACCEL_API int accel_graph_run(struct accel_graph *g, const struct accel_graph_opts *opts,
+			      const struct accel_submit *sub, struct accel_job **job);
 
 struct accel_graph_node_info {
 	int32_t island;			/* where the last accel_graph_run placed the node */
@@ -433,12 +488,12 @@ struct accel_graph_node_info {
 	double est_cycles;		/* the cost model's estimate on that island */
 	double est_start;		/* the scheduler's estimated start (cycles) */
 };
-int accel_graph_node_info(const struct accel_graph *g, unsigned node, struct accel_graph_node_info *out);
+ACCEL_API int accel_graph_node_info(const struct accel_graph *g, unsigned node, struct accel_graph_node_info *out);
 
 /* Sim backend, while a trace is recorded (accel_trace_begin): busy cycles of each cluster row
  * (CONFIG + EXE intervals) summed over the recording; fills busy[0..min(max, rows)).  -EOPNOTSUPP
  * without a recording. */
-int accel_trace_row_busy(struct accel_dev *dev, uint64_t *busy, unsigned max);
+ACCEL_API int accel_trace_row_busy(struct accel_dev *dev, uint64_t *busy, unsigned max);
 /* ---- sparse (#8): packed weights, zero-skipping dispatch, sparsity-balanced partitioning ---------
  * Reference: Documentation/sparse.md.  Seeds 001 (zero skipping, (value, index) weights, LB) and 003. */
 
@@ -451,12 +506,12 @@ struct accel_sparse_weights;
  * k_block: K rows per block (the K step of every sparse layer that uses these weights); 0 = 512
  * (capped at K, at most 65535).  The packed copy lives in a device buffer owned by the object.
  */
-int accel_sparse_pack(struct accel_dev *dev, const struct accel_tensor *w, bool trans, uint32_t k_block,
-		      struct accel_sparse_weights **out);
+ACCEL_API int accel_sparse_pack(struct accel_dev *dev, const struct accel_tensor *w, bool trans, uint32_t k_block,
+				struct accel_sparse_weights **out);
 /* Convolution weights {K_out, C, R, S} (OHWI or OIHW, as accel_conv2d takes them; groups = 1). */
-int accel_sparse_pack_conv(struct accel_dev *dev, const struct accel_tensor *weights, uint32_t k_block,
-			   struct accel_sparse_weights **out);
-void accel_sparse_free(struct accel_sparse_weights *sw);
+ACCEL_API int accel_sparse_pack_conv(struct accel_dev *dev, const struct accel_tensor *weights, uint32_t k_block,
+				     struct accel_sparse_weights **out);
+ACCEL_API void accel_sparse_free(struct accel_sparse_weights *sw);
 
 struct accel_sparse_info {
 	uint32_t k, n, k_block, n_kblocks;
@@ -467,9 +522,9 @@ struct accel_sparse_info {
 	uint64_t packed_bytes, dense_bytes;
 	double density;		/* nnz / (k * n) */
 };
-int accel_sparse_info(const struct accel_sparse_weights *sw, struct accel_sparse_info *out);
+ACCEL_API int accel_sparse_info(const struct accel_sparse_weights *sw, struct accel_sparse_info *out);
 /* Expand the packed weights back to a dense K x N row-major array (elements of the packed dtype). */
-int accel_sparse_unpack(const struct accel_sparse_weights *sw, void *dense, size_t bytes);
+ACCEL_API int accel_sparse_unpack(const struct accel_sparse_weights *sw, void *dense, size_t bytes);
 
 #define ACCEL_SPARSE_ZSKIP_A	0x01u	/* activation bitmask path: LD A with ZSKIP */
 #define ACCEL_SPARSE_LB		0x02u	/* MAC LB: neighbouring PEs share their effective work */
@@ -482,12 +537,12 @@ struct accel_sparse_gemm_desc {
 	struct accel_epilogue epi;
 	uint32_t flags;		/* ACCEL_SPARSE_* */
 };
-int accel_sparse_gemm(struct accel_dev *dev, const struct accel_sparse_gemm_desc *d, const struct accel_submit *sub,
-		      struct accel_job **job);
+ACCEL_API int accel_sparse_gemm(struct accel_dev *dev, const struct accel_sparse_gemm_desc *d,
+				const struct accel_submit *sub, struct accel_job **job);
 /* accel_conv2d with packed weights (w from accel_sparse_pack_conv; conv->weights gives the shape). */
-int accel_sparse_conv2d(struct accel_dev *dev, const struct accel_conv2d_desc *conv,
-			const struct accel_sparse_weights *w, uint32_t flags, const struct accel_submit *sub,
-			struct accel_job **job);
+ACCEL_API int accel_sparse_conv2d(struct accel_dev *dev, const struct accel_conv2d_desc *conv,
+				  const struct accel_sparse_weights *w, uint32_t flags, const struct accel_submit *sub,
+				  struct accel_job **job);
 
 /* Dispatcher: measured densities route a layer (Documentation/sparse.md, "Dispatcher"). */
 #define ACCEL_SPARSE_W_THRESHOLD	0.75	/* packed weights when weight density <= this */
@@ -506,21 +561,23 @@ struct accel_route_info {
 	double est_dense_cycles, est_sparse_cycles;
 };
 /* Density of non-zero elements of a host-visible INT8/FP32 tensor (2-D or 4-D). */
-int accel_tensor_density(const struct accel_tensor *t, double *out);
+ACCEL_API int accel_tensor_density(const struct accel_tensor *t, double *out);
 /* Route one layer by its densities: w_thr / a_thr <= 0 take the defaults above; have_packed = the
  * layer has packed weights (else SPARSE is never chosen). */
-int accel_sparse_route(double weight_density, double act_density, bool have_packed, double w_thr, double a_thr,
-		       struct accel_route_info *out);
+ACCEL_API int accel_sparse_route(double weight_density, double act_density, bool have_packed, double w_thr,
+				 double a_thr, struct accel_route_info *out);
 /* accel_gemm that routes by the measured densities of A and W (sw = packing of d->b or NULL). */
-int accel_auto_gemm(struct accel_dev *dev, const struct accel_gemm_desc *d, const struct accel_sparse_weights *sw,
-		    const struct accel_submit *sub, struct accel_job **job, struct accel_route_info *info);
+ACCEL_API int accel_auto_gemm(struct accel_dev *dev, const struct accel_gemm_desc *d,
+			      const struct accel_sparse_weights *sw, const struct accel_submit *sub,
+			      struct accel_job **job, struct accel_route_info *info);
 /* accel_conv2d that routes by the measured densities of the input and the weights (sw = packing of
  * d->weights from accel_sparse_pack_conv, or NULL). */
-int accel_auto_conv2d(struct accel_dev *dev, const struct accel_conv2d_desc *d, const struct accel_sparse_weights *sw,
-		      const struct accel_submit *sub, struct accel_job **job, struct accel_route_info *info);
+ACCEL_API int accel_auto_conv2d(struct accel_dev *dev, const struct accel_conv2d_desc *d,
+				const struct accel_sparse_weights *sw, const struct accel_submit *sub,
+				struct accel_job **job, struct accel_route_info *info);
 /* Busy cycles per array row of a job (ROW_BUSY registers; drm: QUERY type 5 right after the job,
  * -EOPNOTSUPP if another job completed first).  Returns the number of rows written (min(n, rows)). */
-int accel_job_row_busy(struct accel_job *job, uint64_t *rows, unsigned n);
+ACCEL_API int accel_job_row_busy(struct accel_job *job, uint64_t *rows, unsigned n);
 
 /* Partitioner (seed 003): split an NHWC map into m horizontal sub-maps of whole rows. */
 enum accel_part_metric { ACCEL_PART_NNZ = 0, ACCEL_PART_DENSITY = 1 };
@@ -553,16 +610,17 @@ struct accel_partition {
 };
 /* Partition the map t (host-visible NHWC {1, C, H, W}, INT8/INT32/FP32).  Re-partitioning a layer's
  * output for the next layer = calling this on the output (its measured density). */
-int accel_partition_map(struct accel_dev *dev, const struct accel_tensor *t, const struct accel_part_opts *o,
-			struct accel_partition *out);
+ACCEL_API int accel_partition_map(struct accel_dev *dev, const struct accel_tensor *t, const struct accel_part_opts *o,
+				  struct accel_partition *out);
 /* Convolution through a partition: every cell is a sub-convolution pinned to its array row.
  * OVERLAP: cells read their halo and write their own output rows.  NONOVERLAP (stride 1, dilation 1,
  * input_zero_point 0, INT32 output, no epilogue): cells read only their rows, partial sums of the
  * boundary rows are combined on the host.  Synchronous; counters (if non-NULL) of the whole run,
  * row_busy (if non-NULL, rows entries) the per-row busy cycles. */
-int accel_partition_conv2d(struct accel_dev *dev, const struct accel_conv2d_desc *conv,
-			   const struct accel_sparse_weights *w, uint32_t flags, const struct accel_partition *part,
-			   enum accel_part_mode mode, struct accel_counters *counters, uint64_t *row_busy);
+ACCEL_API int accel_partition_conv2d(struct accel_dev *dev, const struct accel_conv2d_desc *conv,
+				     const struct accel_sparse_weights *w, uint32_t flags,
+				     const struct accel_partition *part, enum accel_part_mode mode,
+				     struct accel_counters *counters, uint64_t *row_busy);
 /* ---- static address plans (issue #9, seed 004; Documentation/plans.md) ------------------- */
 /*
  * A plan compiles one convolution layer ahead of time into per-output-pixel base addresses and one
@@ -600,18 +658,18 @@ struct accel_plan_info {
 };
 
 /* Compile: 0, or -EINVAL / -E2BIG / -ENOMEM with accel_plan_last_error() set. No device needed. */
-int accel_plan_compile(const struct accel_plan_conv_desc *d, struct accel_plan **out);
-void accel_plan_free(struct accel_plan *plan);
-int accel_plan_info(const struct accel_plan *plan, struct accel_plan_info *out);
+ACCEL_API int accel_plan_compile(const struct accel_plan_conv_desc *d, struct accel_plan **out);
+ACCEL_API void accel_plan_free(struct accel_plan *plan);
+ACCEL_API int accel_plan_info(const struct accel_plan *plan, struct accel_plan_info *out);
 /* Versioned, checksummed file (plans.md "File format"); load rejects corrupt or truncated files with
  * -EINVAL (-EIO / -ENOENT ... for I/O) and a message. */
-int accel_plan_save(const struct accel_plan *plan, const char *path);
-int accel_plan_load(const char *path, struct accel_plan **out);
+ACCEL_API int accel_plan_save(const struct accel_plan *plan, const char *path);
+ACCEL_API int accel_plan_load(const char *path, struct accel_plan **out);
 /* Message of the calling thread's last failed accel_plan_compile/save/load/pack ("" if none). */
-const char *accel_plan_last_error(void);
+ACCEL_API const char *accel_plan_last_error(void);
 /* Pack logical OIHW weights (k x c x r x s, int8 or float as the plan's dtype) into the plan's K
  * order: dst holds k rows of n_offsets elements (a 2-D k x n_offsets tensor for the conv). */
-int accel_plan_pack_weights(const struct accel_plan *plan, const void *oihw, void *dst);
+ACCEL_API int accel_plan_pack_weights(const struct accel_plan *plan, const void *oihw, void *dst);
 
 struct accel_plan_conv_args {
 	struct accel_buffer *input;	/* packed in the plan's layout */
@@ -623,8 +681,9 @@ struct accel_plan_conv_args {
 };
 /* Convolution through the plan (PLAN_LOAD + GATHER tile loads); -EOPNOTSUPP without the device
  * feature, -E2BIG if the plan exceeds the device plan cache. */
-int accel_plan_conv2d(struct accel_dev *dev, const struct accel_plan *plan, const struct accel_plan_conv_args *a,
-		      const struct accel_submit *sub, struct accel_job **job);
+ACCEL_API int accel_plan_conv2d(struct accel_dev *dev, const struct accel_plan *plan,
+				const struct accel_plan_conv_args *a, const struct accel_submit *sub,
+				struct accel_job **job);
 
 #ifdef __cplusplus
 }

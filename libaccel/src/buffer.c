@@ -10,7 +10,7 @@ int accel_buffer_alloc(struct accel_dev *dev, uint64_t size, struct accel_buffer
 	int ret;
 
 	if (!out)
-		return -EINVAL;
+		return accel_seterr(dev, -EINVAL, "accel_buffer_alloc: out (the buffer pointer to fill) is NULL");
 	*out = NULL;
 	if (!dev)
 		return -EINVAL;
@@ -30,6 +30,7 @@ int accel_buffer_alloc(struct accel_dev *dev, uint64_t size, struct accel_buffer
 		free(b);
 		return ret;
 	}
+	accel_obj_add(&dev->objs, &b->link, ACCEL_OBJ_BUFFER);
 	*out = b;
 	return 0;
 }
@@ -38,6 +39,9 @@ void accel_buffer_free(struct accel_buffer *buf)
 {
 	if (!buf)
 		return;
+	accel_obj_del(&buf->link);
+	if (buf->owner_ref && *buf->owner_ref == buf)
+		*buf->owner_ref = NULL;
 	buf->dev->ops->buf_free(buf->dev, buf);
 	free(buf);
 }

@@ -231,7 +231,7 @@ int accel_cs_new(struct accel_dev *dev, struct accel_cmdstream **out)
 	struct accel_cmdstream *cs;
 
 	if (!out)
-		return -EINVAL;
+		return accel_seterr(dev, -EINVAL, "accel_cs_new: out is NULL");
 	*out = NULL;
 	if (!dev)
 		return -EINVAL;
@@ -239,6 +239,7 @@ int accel_cs_new(struct accel_dev *dev, struct accel_cmdstream **out)
 	if (!cs)
 		return accel_seterr(dev, -ENOMEM, "out of memory");
 	cs_init(cs, dev);
+	accel_obj_add(&dev->objs, &cs->link, ACCEL_OBJ_CS);
 	*out = cs;
 	return 0;
 }
@@ -247,6 +248,7 @@ void accel_cs_free(struct accel_cmdstream *cs)
 {
 	if (!cs)
 		return;
+	accel_obj_del(&cs->link);
 	cs_fini(cs);
 	free(cs);
 }
@@ -268,8 +270,10 @@ static int cs_dma_pub(struct accel_cmdstream *cs, bool h2d, unsigned flags, cons
 	struct accel_dev *dev;
 	int ret;
 
-	if (!cs || !d)
+	if (!cs)
 		return -EINVAL;
+	if (!d)
+		return accel_seterr(cs->dev, -EINVAL, "command stream: descriptor is NULL");
 	dev = cs->dev;
 	ret = check_flags(cs, flags);
 	if (ret)
@@ -327,8 +331,10 @@ int accel_cs_im2col(struct accel_cmdstream *cs, unsigned flags, const struct acc
 	struct tnpu_cmd_im2col x;
 	int ret;
 
-	if (!cs || !d)
+	if (!cs)
 		return -EINVAL;
+	if (!d)
+		return accel_seterr(cs->dev, -EINVAL, "command stream: descriptor is NULL");
 	ret = check_flags(cs, flags);
 	if (ret)
 		return ret;
@@ -361,8 +367,10 @@ int accel_cs_config(struct accel_cmdstream *cs, unsigned flags, unsigned row, un
 	uint8_t pkt[1 + 16 + 128 + 512];
 	int len, ret;
 
-	if (!cs || !p)
+	if (!cs)
 		return -EINVAL;
+	if (!p)
+		return accel_seterr(cs->dev, -EINVAL, "accel_cs_config: program is NULL");
 	ret = check_flags(cs, flags);
 	if (ret)
 		return ret;
@@ -449,7 +457,9 @@ int accel_cs_fence(struct accel_cmdstream *cs, struct accel_buffer *buf, uint64_
 
 int accel_cs_submit(struct accel_cmdstream *cs, const struct accel_submit *sub, struct accel_job **job)
 {
-	if (!cs || !job)
+	if (!cs)
 		return -EINVAL;
+	if (!job)
+		return accel_seterr(cs->dev, -EINVAL, "accel_cs_submit: job is NULL (command streams are always asynchronous)");
 	return cs_submit(cs, sub, job);
 }

@@ -29,6 +29,10 @@ static int conv_check(struct accel_dev *dev, const struct accel_conv2d_desc *d, 
 	if ((ret = arg_tensor(dev, in, "input")) || (ret = arg_tensor(dev, wt, "weights")) ||
 	    (ret = arg_tensor(dev, out, "output")))
 		return ret;
+	if ((ret = arg_no_overlap(dev, out, "output", in, "input")) ||
+	    (ret = arg_no_overlap(dev, out, "output", wt, "weights")) ||
+	    (ret = arg_no_overlap(dev, out, "output", d->epi.bias, "the bias")))
+		return ret;
 	if (in->ndim != 4 || wt->ndim != 4 || out->ndim != 4)
 		return accel_seterr(dev, -EINVAL, "conv2d: input, weights and output must be 4-D tensors");
 	if (in->dtype != wt->dtype || (in->dtype != ACCEL_INT8 && in->dtype != ACCEL_FP32))

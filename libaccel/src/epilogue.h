@@ -33,6 +33,11 @@ int conv_direct_lower(struct accel_dev *dev, struct mm_ctx *x, const struct acce
 int conv_dw_lower(struct accel_dev *dev, struct mm_ctx *x, const struct accel_conv2d_desc *cd,
 		  const struct mm_problem *p);
 int arg_tensor(struct accel_dev *dev, const struct accel_tensor *t, const char *what);
+/* -EINVAL with a message if the byte ranges (first to one past the last element) of the output out and the
+ * input in overlap in one buffer: the device stores output tiles while later input tiles are still read,
+ * so no operation works in place. NULL tensors never overlap. */
+int arg_no_overlap(struct accel_dev *dev, const struct accel_tensor *out, const char *oname,
+		   const struct accel_tensor *in, const char *iname);
 /* arg_tensor + a 2-D matrix with contiguous, non-overlapping rows (fp32: 4-byte aligned). */
 int mat_arg(struct accel_dev *dev, const struct accel_tensor *t, const char *what);
 #endif

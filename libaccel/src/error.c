@@ -1,5 +1,6 @@
 /* SPDX-License-Identifier: MIT */
 /* error.c - per-device error messages and errno names. */
+#define _GNU_SOURCE
 #include <stdio.h>
 #include <string.h>
 
@@ -47,6 +48,18 @@ const char *accel_strerror(int err)
 	case -EFAULT: return "-EFAULT: bad address";
 	case -EOVERFLOW: return "-EOVERFLOW: size overflow";
 	case -EBADFD: return "-EBADFD: device file marked faulty";
-	default: return err < 0 ? "negative errno (see strerror(-err))" : "not an error code";
+	default: break;
 	}
+	if (err >= 0)
+		return "not an error code";
+	/* Any other errno (the drm backend passes the kernel's and the C library's through): its
+	 * symbolic name and strerror text, in a per-thread buffer. */
+	static _Thread_local char other[96];
+	const char *name = strerrorname_np(-err);
+
+	if (name)
+		snprintf(other, sizeof(other), "-%s: %s", name, strerror(-err));
+	else
+		snprintf(other, sizeof(other), "%d: unknown error", err);
+	return other;
 }

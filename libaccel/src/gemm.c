@@ -16,23 +16,48 @@ int arg_tensor(struct accel_dev *dev, const struct accel_tensor *t, const char *
 	if (t->buf->dev != dev)
 		return accel_seterr(dev, -EINVAL, "%s buffer belongs to another device", what);
 	ret = accel_tensor_check(t);
-	if (ret == -ERANGE)
-		return accel_seterr(dev, ret, "%s tensor extends past the end of its buffer", what);
+	if (ret == -ERANGE) {
+		uint64_t ext = 0;
+
+		accel_tensor_extent(t, &ext);
+		return accel_seterr(dev, ret, "%s tensor extends past the end of its buffer (offset %llu + %llu bytes "
+				    "> buffer size %llu)", what, (unsigned long long)t->offset,
+				    (unsigned long long)ext, (unsigned long long)t->buf->size);
+	}
 	if (ret)
 		return accel_seterr(dev, ret, "%s tensor is malformed (ndim, shape, strides or dtype)", what);
 	return 0;
 }
 
+int arg_no_overlap(struct accel_dev *dev, const struct accel_tensor *out, const char *oname,
+		   const struct accel_tensor *in, const char *iname)
+{
+	uint64_t eo, ei;
+
+	if (!in || !out || in->buf != out->buf || accel_tensor_extent(out, &eo) || accel_tensor_extent(in, &ei))
+		return 0;
+	if (out->offset < in->offset + ei && in->offset < out->offset + eo)
+		return accel_seterr(dev, -EINVAL, "%s overlaps %s in the same buffer (bytes %llu..%llu and %llu..%llu): "
+				    "outputs must not alias inputs", oname, iname, (unsigned long long)out->offset,
+				    (unsigned long long)(out->offset + eo), (unsigned long long)in->offset,
+				    (unsigned long long)(in->offset + ei));
+	return 0;
+}
+
 int mat_arg(struct accel_dev *dev, const struct accel_tensor *t, const char *what)
 {
-	int ret = arg_tensor(dev, t, what);
+	int ret;
 
+	/* Say what is wrong with the inner stride before the range check blames the buffer size. */
+	if (t && t->buf && t->ndim == 2 && accel_dtype_size(t->dtype) &&
+	    (size_t)t->strides[1] != accel_dtype_size(t->dtype))
+		return accel_seterr(dev, -EINVAL, "%s: the column dimension must be contiguous (inner stride %lld bytes, "
+				    "element size %zu)", what, (long long)t->strides[1], accel_dtype_size(t->dtype));
+	ret = arg_tensor(dev, t, what);
 	if (ret)
 		return ret;
 	if (t->ndim != 2)
 		return accel_seterr(dev, -EINVAL, "%s must be a 2-D tensor", what);
-	if ((size_t)t->strides[1] != accel_dtype_size(t->dtype))
-		return accel_seterr(dev, -EINVAL, "%s: the column dimension must be contiguous", what);
 	if (t->strides[0] < t->strides[1] * (int64_t)t->shape[1] && t->shape[0] > 1)
 		return accel_seterr(dev, -EINVAL, "%s: rows overlap (row stride too small)", what);
 	if (t->dtype == ACCEL_FP32 && ((t->buf->va + t->offset) % 4 || t->strides[0] % 4))
@@ -70,6 +95,9 @@ static int gemm_run(struct accel_dev *dev, const struct accel_gemm_desc *d, cons
 	if (ret)
 		return ret;
 	if ((ret = mat_arg(dev, d->a, "A")) || (ret = mat_arg(dev, d->b, "B")) || (ret = mat_arg(dev, d->c, "C")))
+		return ret;
+	if ((ret = arg_no_overlap(dev, d->c, "C", d->a, "A")) || (ret = arg_no_overlap(dev, d->c, "C", d->b, "B")) ||
+	    (ret = arg_no_overlap(dev, d->c, "C", d->epi.bias, "the bias")))
 		return ret;
 	if (d->a->dtype != d->b->dtype || (d->a->dtype != ACCEL_INT8 && d->a->dtype != ACCEL_FP32))
 		return accel_seterr(dev, -EINVAL, "A and B must both be INT8 or both FP32");

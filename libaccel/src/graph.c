@@ -14,8 +14,10 @@
 
 int accel_query_islands(struct accel_dev *dev, struct accel_island *out, unsigned max, unsigned *n)
 {
-	if (!dev || !n || (max && !out))
+	if (!dev)
 		return -EINVAL;
+	if (!n || (max && !out))
+		return accel_seterr(dev, -EINVAL, "accel_query_islands: n is NULL, or out is NULL with max > 0");
 	for (unsigned i = 0; i < dev->n_islands && i < max; i++)
 		out[i] = dev->islands[i];
 	*n = dev->n_islands;
@@ -32,8 +34,10 @@ int accel_graph_new(struct accel_dev *dev, struct accel_graph **out)
 {
 	struct accel_graph *g;
 
-	if (!dev || !out)
+	if (!dev)
 		return -EINVAL;
+	if (!out)
+		return accel_seterr(dev, -EINVAL, "accel_graph_new: out is NULL");
 	*out = NULL;
 	if (!dev->n_islands)
 		return accel_seterr(dev, -ENODEV, "the device reports no islands");
@@ -41,6 +45,7 @@ int accel_graph_new(struct accel_dev *dev, struct accel_graph **out)
 	if (!g)
 		return accel_seterr(dev, -ENOMEM, "out of memory");
 	g->dev = dev;
+	accel_obj_add(&dev->objs, &g->link, ACCEL_OBJ_GRAPH);
 	*out = g;
 	return 0;
 }
@@ -49,6 +54,7 @@ void accel_graph_free(struct accel_graph *g)
 {
 	if (!g)
 		return;
+	accel_obj_del(&g->link);
 	free(g->n);
 	free(g);
 }
@@ -103,6 +109,9 @@ int accel_graph_gemm(struct accel_graph *g, const struct accel_gemm_desc *d, uns
 		return accel_seterr(dev, -EINVAL, "accel_graph_gemm: transposed operands are not supported in graphs");
 	if ((ret = mat_ok(dev, d->a, "A", false)) || (ret = mat_ok(dev, d->b, "B", false)) ||
 	    (ret = mat_ok(dev, d->c, "C", false)))
+		return ret;
+	if ((ret = arg_no_overlap(dev, d->c, "C", d->a, "A")) || (ret = arg_no_overlap(dev, d->c, "C", d->b, "B")) ||
+	    (ret = arg_no_overlap(dev, d->c, "C", d->epi.bias, "the bias")))
 		return ret;
 	if (d->a->dtype != d->b->dtype || (d->a->dtype != ACCEL_INT8 && d->a->dtype != ACCEL_FP32))
 		return accel_seterr(dev, -EINVAL, "accel_graph_gemm: A and B must both be INT8 or both FP32");
@@ -179,8 +188,10 @@ int accel_graph_node_info(const struct accel_graph *g, unsigned node, struct acc
 {
 	const struct gnode *n;
 
-	if (!g || !out || node >= g->count)
+	if (!g)
 		return -EINVAL;
+	if (!out || node >= g->count)
+		return accel_seterr(g->dev, -EINVAL, "accel_graph_node_info: %s", !out ? "out is NULL" : "no such node");
 	n = &g->n[node];
 	memset(out, 0, sizeof(*out));
 	out->island = n->island;

@@ -31,6 +31,7 @@ struct gnode {
 };
 
 struct accel_graph {
+	struct accel_link link;	/* in dev->objs */
 	struct accel_dev *dev;
 	struct gnode *n;
 	unsigned count, cap;

@@ -5,6 +5,7 @@
 
 #include <errno.h>
 #include <stdarg.h>
+#include <stddef.h>
 #include <stdint.h>
 
 #include "accel.h"
@@ -16,6 +17,18 @@
 #define ACCEL_PAGE 4096u
 
 struct accel_hwjob;
+
+/* Objects created from a device (buffers, jobs, graphs, packed weights, command streams) are linked
+ * into one of its lists, so accel_close can wait for the jobs and release what the application did
+ * not (device.c). An unlinked node has prev == next == NULL. */
+struct accel_link {
+	struct accel_link *prev, *next;
+	uint8_t kind;		/* enum accel_obj_kind */
+};
+enum accel_obj_kind { ACCEL_OBJ_BUFFER, ACCEL_OBJ_JOB, ACCEL_OBJ_GRAPH, ACCEL_OBJ_SPARSE, ACCEL_OBJ_CS };
+#define accel_container_of(p, type, member) ((type *)((char *)(p) - offsetof(type, member)))
+void accel_obj_add(struct accel_link *head, struct accel_link *l, enum accel_obj_kind kind);
+void accel_obj_del(struct accel_link *l);
 
 /* One backend: drm (tnpu.ko through libdrm) or sim (golden model in process). */
 struct accel_backend_ops {
@@ -46,9 +59,12 @@ struct accel_dev {
 	struct accel_island islands[ACCEL_MAX_ISLANDS];
 	uint32_t ring_mem;	/* on-chip ring-memory bytes, 0 = no ring DMA */
 	uint32_t rings;		/* ring descriptors per job, 0 = no rings */
+	struct accel_link jobs;	/* live jobs (waited for and freed first by accel_close) */
+	struct accel_link objs;	/* live buffers, graphs, packed weights, command streams (newest at next) */
 };
 
 struct accel_buffer {
+	struct accel_link link;	/* in dev->objs (NULL links: a backend-internal buffer) */
 	struct accel_dev *dev;
 	void *ptr;
 	uint64_t size;		/* requested */
@@ -57,6 +73,9 @@ struct accel_buffer {
 	uint32_t handle;	/* drm GEM handle */
 	uint32_t pad;
 	void *priv;
+	/* A library object's pointer to this buffer (a plan's device copy): cleared when the buffer is
+	 * freed, so accel_close can free it while the object lives on. */
+	struct accel_buffer **owner_ref;
 };
 
 struct accel_hwjob {
@@ -72,6 +91,7 @@ struct accel_hwjob {
 };
 
 struct accel_job {
+	struct accel_link link;	/* in dev->jobs */
 	struct accel_dev *dev;
 	unsigned n_hw;
 	struct accel_hwjob *hw;
@@ -83,6 +103,7 @@ struct accel_job {
 
 /* Command stream: bytes + the buffers it references + cut points (independent hw jobs). */
 struct accel_cmdstream {
+	struct accel_link link;	/* in dev->objs when made by accel_cs_new (not for the library's own) */
 	struct accel_dev *dev;
 	uint8_t *buf;
 	size_t len, cap;

@@ -17,6 +17,7 @@ int accel_job_new(struct accel_dev *dev, unsigned n_hw, struct accel_job **out)
 		return accel_seterr(dev, -ENOMEM, "out of memory");
 	}
 	j->dev = dev;
+	accel_obj_add(&dev->jobs, &j->link, ACCEL_OBJ_JOB);
 	j->n_hw = 0;
 	j->status = 1;
 	*out = j;
@@ -100,8 +101,10 @@ int accel_job_counters(struct accel_job *job, struct accel_counters *out)
 {
 	int ret;
 
-	if (!job || !out)
+	if (!job)
 		return -EINVAL;
+	if (!out)
+		return accel_seterr(job->dev, -EINVAL, "accel_job_counters: out is NULL");
 	ret = accel_job_wait(job, -1);
 	*out = job->sum;
 	return ret == -EIO ? 0 : ret;
@@ -118,6 +121,7 @@ void accel_job_free(struct accel_job *job)
 			job->dev->ops->hw_release(job->dev, &job->hw[i]);
 	for (unsigned i = 0; i < job->n_owned; i++)
 		accel_buffer_free(job->owned[i]);
+	accel_obj_del(&job->link);
 	free(job->hw);
 	free(job);
 }

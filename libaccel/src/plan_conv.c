@@ -55,6 +55,7 @@ static int plan_device_copy(struct accel_dev *dev, struct accel_plan *p)
 	if (ret)
 		return ret;
 	memcpy(accel_buffer_ptr(p->buf), p->image, p->image_bytes);
+	p->buf->owner_ref = &p->buf;	/* accel_close(dev) frees the copy and clears p->buf */
 	p->dev = dev;
 	return 0;
 }

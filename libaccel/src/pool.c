@@ -151,6 +151,8 @@ static int pool_check(struct accel_dev *dev, const struct accel_pool2d_desc *d, 
 
 	if ((ret = arg_tensor(dev, in, "input")) || (ret = arg_tensor(dev, out, "output")))
 		return ret;
+	if ((ret = arg_no_overlap(dev, out, "output", in, "input")))
+		return ret;
 	if (in->ndim != 4 || out->ndim != 4 || in->dtype != out->dtype || in->layout != out->layout)
 		return accel_seterr(dev, -EINVAL, "pool2d: input and output must be 4-D with the same dtype and layout");
 	if (in->dtype != ACCEL_INT8 && in->dtype != ACCEL_FP32)

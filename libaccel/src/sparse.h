@@ -11,6 +11,7 @@
 /* Weights W (K x N) packed per K block kb of k_block rows: n_cols columns of S[kb] slots each,
  * column n at off[kb] + n * S[kb] * ss in buf, slots in ascending index order, padding slots 0. */
 struct accel_sparse_weights {
+	struct accel_link link;	/* in dev->objs */
 	struct accel_dev *dev;
 	struct accel_buffer *buf;
 	bool f32;

@@ -29,6 +29,9 @@ int accel_sparse_gemm(struct accel_dev *dev, const struct accel_sparse_gemm_desc
 		return accel_seterr(dev, -EINVAL, "accel_sparse_gemm: unknown flags 0x%x", d->flags);
 	if ((ret = mat_arg(dev, d->a, "A")) || (ret = mat_arg(dev, d->c, "C")))
 		return ret;
+	if ((ret = arg_no_overlap(dev, d->c, "C", d->a, "A")) ||
+	    (ret = arg_no_overlap(dev, d->c, "C", d->epi.bias, "the bias")))
+		return ret;
 	if (d->a->dtype != (sw->f32 ? ACCEL_FP32 : ACCEL_INT8))
 		return accel_seterr(dev, -EINVAL, "A must have the packed weights' dtype (%s)", sw->f32 ? "FP32" : "INT8");
 	M = d->trans_a ? d->a->shape[1] : d->a->shape[0];
@@ -120,8 +123,11 @@ int accel_tensor_density(const struct accel_tensor *t, double *out)
 	uint64_t nz = 0, n = 0;
 	uint32_t d0, d1, d2, d3;
 
-	if (!t || !out || !t->buf || accel_tensor_check(t) || (t->dtype != ACCEL_INT8 && t->dtype != ACCEL_FP32))
+	if (!t || !t->buf)
 		return -EINVAL;
+	if (!out || accel_tensor_check(t) || (t->dtype != ACCEL_INT8 && t->dtype != ACCEL_FP32))
+		return accel_seterr(t->buf->dev, -EINVAL, "accel_tensor_density: %s",
+				    !out ? "out is NULL" : "the tensor is malformed, outside its buffer, or not INT8/FP32");
 	base = (const uint8_t *)accel_buffer_ptr(t->buf) + t->offset;
 	d0 = t->shape[0];
 	d1 = t->shape[1];
@@ -291,8 +297,10 @@ int accel_job_row_busy(struct accel_job *job, uint64_t *rows, unsigned n)
 {
 	unsigned nr;
 
-	if (!job || (!rows && n))
+	if (!job)
 		return -EINVAL;
+	if (!rows && n)
+		return accel_seterr(job->dev, -EINVAL, "accel_job_row_busy: rows is NULL with n > 0");
 	(void)accel_job_wait(job, -1);
 	for (unsigned i = 0; i < job->n_hw; i++)
 		if (!job->hw[i].has_row_busy)

@@ -45,6 +45,7 @@ static int pack(struct accel_dev *dev, const uint8_t *base, int64_t pitch, bool 
 	if (!sw)
 		return accel_seterr(dev, -ENOMEM, "out of memory");
 	sw->dev = dev;
+	accel_obj_add(&dev->objs, &sw->link, ACCEL_OBJ_SPARSE);
 	sw->f32 = f32;
 	sw->K = K;
 	sw->N = N;
@@ -120,7 +121,7 @@ int accel_sparse_pack(struct accel_dev *dev, const struct accel_tensor *w, bool 
 	int ret;
 
 	if (!out)
-		return -EINVAL;
+		return accel_seterr(dev, -EINVAL, "sparse pack: out is NULL");
 	*out = NULL;
 	if (!dev)
 		return -EINVAL;
@@ -146,7 +147,7 @@ int accel_sparse_pack_conv(struct accel_dev *dev, const struct accel_tensor *wt,
 	int ret;
 
 	if (!out)
-		return -EINVAL;
+		return accel_seterr(dev, -EINVAL, "sparse pack: out is NULL");
 	*out = NULL;
 	if (!dev)
 		return -EINVAL;
@@ -173,6 +174,7 @@ void accel_sparse_free(struct accel_sparse_weights *sw)
 {
 	if (!sw)
 		return;
+	accel_obj_del(&sw->link);
 	accel_buffer_free(sw->buf);
 	free(sw->S);
 	free(sw->off);
@@ -181,8 +183,10 @@ void accel_sparse_free(struct accel_sparse_weights *sw)
 
 int accel_sparse_info(const struct accel_sparse_weights *sw, struct accel_sparse_info *out)
 {
-	if (!sw || !out)
+	if (!sw)
 		return -EINVAL;
+	if (!out)
+		return accel_seterr(sw->dev, -EINVAL, "accel_sparse_info: out is NULL");
 	memset(out, 0, sizeof(*out));
 	out->k = sw->K;
 	out->n = sw->N;
@@ -203,8 +207,10 @@ int accel_sparse_unpack(const struct accel_sparse_weights *sw, void *dense, size
 	uint32_t e;
 	const uint8_t *src;
 
-	if (!sw || !dense)
+	if (!sw)
 		return -EINVAL;
+	if (!dense)
+		return accel_seterr(sw->dev, -EINVAL, "accel_sparse_unpack: dense is NULL");
 	e = sw->f32 ? 4 : 1;
 	if (bytes < (size_t)sw->K * sw->N * e)
 		return accel_seterr(sw->dev, -ERANGE, "sparse unpack: %zu bytes, need %llu", bytes,

@@ -19,8 +19,11 @@ int accel_tensor_2d(struct accel_buffer *buf, uint64_t offset, enum accel_dtype 
 {
 	size_t e = accel_dtype_size(dt);
 
-	if (!out || !e || !rows || !cols)
+	if (!buf)
 		return -EINVAL;
+	if (!out || !e || !rows || !cols)
+		return accel_seterr(buf->dev, -EINVAL, "accel_tensor_2d: %s", !out ? "out is NULL"
+				    : !e ? "unknown dtype" : "rows and cols must be >= 1");
 	memset(out, 0, sizeof(*out));
 	out->buf = buf;
 	out->offset = offset;
@@ -39,10 +42,13 @@ int accel_tensor_4d(struct accel_buffer *buf, uint64_t offset, enum accel_dtype 
 {
 	int64_t e = (int64_t)accel_dtype_size(dt);
 
+	if (!buf)
+		return -EINVAL;
 	if (!out || !e || !n || !c || !h || !w)
-		return -EINVAL;
+		return accel_seterr(buf->dev, -EINVAL, "accel_tensor_4d: %s", !out ? "out is NULL"
+				    : !e ? "unknown dtype" : "n, c, h and w must be >= 1");
 	if (layout != ACCEL_LAYOUT_NHWC && layout != ACCEL_LAYOUT_NCHW)
-		return -EINVAL;
+		return accel_seterr(buf->dev, -EINVAL, "accel_tensor_4d: layout must be ACCEL_LAYOUT_NHWC or _NCHW");
 	memset(out, 0, sizeof(*out));
 	out->buf = buf;
 	out->offset = offset;

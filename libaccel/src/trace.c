@@ -74,8 +74,10 @@ int accel_trace_end(struct accel_dev *dev)
 
 int accel_trace_event_count(struct accel_dev *dev, uint64_t *out)
 {
-	if (!dev || !out)
+	if (!dev)
 		return -EINVAL;
+	if (!out)
+		return accel_seterr(dev, -EINVAL, "accel_trace_event_count: out is NULL");
 	*out = dev->trace ? dev->trace->n : 0;
 	return 0;
 }
@@ -190,8 +192,10 @@ int accel_trace_write_json(struct accel_dev *dev, const char *path)
 	FILE *f;
 	int ret = 0;
 
-	if (!dev || !path)
+	if (!dev)
 		return -EINVAL;
+	if (!path)
+		return accel_seterr(dev, -EINVAL, "accel_trace_write_json: path is NULL");
 	tr = dev->trace;
 	if (!tr)
 		return accel_seterr(dev, -EINVAL, "no trace recorded (call accel_trace_begin first)");
@@ -242,8 +246,10 @@ int accel_trace_row_busy(struct accel_dev *dev, uint64_t *busy, unsigned max)
 {
 	const struct accel_trace *tr;
 
-	if (!dev || (!busy && max))
+	if (!dev)
 		return -EINVAL;
+	if (!busy && max)
+		return accel_seterr(dev, -EINVAL, "accel_trace_row_busy: busy is NULL with max > 0");
 	tr = dev->trace;
 	if (!tr)
 		return accel_seterr(dev, -EOPNOTSUPP, "no trace recorded (accel_trace_begin, sim backend)");

@@ -13,6 +13,13 @@
 
 #include "accel.h"
 
+/* Marks the exported functions (libtnpu-onnx is built with -fvisibility=hidden and a version script). */
+#if defined(__GNUC__) || defined(__clang__)
+#define ONNX_API __attribute__((visibility("default")))
+#else
+#define ONNX_API
+#endif
+
 #define ONNX_MAX_DIMS 8
 
 /* Element types: the values of onnx.proto's TensorProto.DataType. */
@@ -43,20 +50,22 @@ struct onnx_model;
  * -EINVAL (malformed graph: message names the node/value), -EOPNOTSUPP (an operator or attribute
  * outside the supported set: the message names the operator).  err gets the message (may be NULL).
  */
-int onnx_model_load(const char *path, unsigned flags, struct onnx_model **out, char *err, size_t errlen);
-int onnx_model_load_mem(const void *buf, size_t len, unsigned flags, struct onnx_model **out, char *err,
-			size_t errlen);
-void onnx_model_free(struct onnx_model *m);
-const char *onnx_model_error(const struct onnx_model *m);
+ONNX_API int onnx_model_load(const char *path, unsigned flags, struct onnx_model **out, char *err, size_t errlen);
+ONNX_API int onnx_model_load_mem(const void *buf, size_t len, unsigned flags, struct onnx_model **out, char *err,
+				 size_t errlen);
+ONNX_API void onnx_model_free(struct onnx_model *m);
+ONNX_API const char *onnx_model_error(const struct onnx_model *m);
 
 /* Graph inputs that are not initializers, and graph outputs, in model order. */
-unsigned onnx_model_n_inputs(const struct onnx_model *m);
-unsigned onnx_model_n_outputs(const struct onnx_model *m);
-const char *onnx_model_input_name(const struct onnx_model *m, unsigned i);
-const char *onnx_model_output_name(const struct onnx_model *m, unsigned i);
+ONNX_API unsigned onnx_model_n_inputs(const struct onnx_model *m);
+ONNX_API unsigned onnx_model_n_outputs(const struct onnx_model *m);
+ONNX_API const char *onnx_model_input_name(const struct onnx_model *m, unsigned i);
+ONNX_API const char *onnx_model_output_name(const struct onnx_model *m, unsigned i);
+/* Input i's element type and shape as the model declares them: "FLOAT [1,1,28,28]" (symbolic dims by name). */
+ONNX_API void onnx_model_input_describe(const struct onnx_model *m, unsigned i, char *buf, size_t len);
 /* Number of graph nodes after folding, and BatchNormalization nodes folded into a Conv. */
-unsigned onnx_model_n_nodes(const struct onnx_model *m);
-unsigned onnx_model_n_folded(const struct onnx_model *m);
+ONNX_API unsigned onnx_model_n_nodes(const struct onnx_model *m);
+ONNX_API unsigned onnx_model_n_folded(const struct onnx_model *m);
 
 /* Per-run statistics. */
 struct onnx_run_stats {
@@ -71,19 +80,20 @@ struct onnx_run_stats {
  * plain-C CPU reference.  inputs[i] feeds onnx_model_input_name(m, i); outputs are allocated here
  * (release with onnx_tensor_release).  stats may be NULL.
  */
-int onnx_run(struct onnx_model *m, struct accel_dev *dev, const struct onnx_tensor *inputs, unsigned n_inputs,
-	     struct onnx_tensor *outputs, unsigned n_outputs, struct onnx_run_stats *stats);
+ONNX_API int onnx_run(struct onnx_model *m, struct accel_dev *dev, const struct onnx_tensor *inputs, unsigned n_inputs,
+		      struct onnx_tensor *outputs, unsigned n_outputs, struct onnx_run_stats *stats);
 
 /* Tensors. */
-size_t onnx_dtype_size(enum onnx_dtype dt);
-const char *onnx_dtype_name(int dt);
-int onnx_tensor_alloc(struct onnx_tensor *t, enum onnx_dtype dt, unsigned ndim, const int64_t *dims);
-void onnx_tensor_release(struct onnx_tensor *t);
+ONNX_API size_t onnx_dtype_size(enum onnx_dtype dt);
+ONNX_API const char *onnx_dtype_name(int dt);
+ONNX_API int onnx_tensor_alloc(struct onnx_tensor *t, enum onnx_dtype dt, unsigned ndim, const int64_t *dims);
+ONNX_API void onnx_tensor_release(struct onnx_tensor *t);
 /* Read a serialized TensorProto (.pb file of the ONNX test data); name may be NULL. */
-int onnx_tensor_load_pb(const char *path, struct onnx_tensor *out, char *name, size_t namelen, char *err,
-			size_t errlen);
+ONNX_API int onnx_tensor_load_pb(const char *path, struct onnx_tensor *out, char *name, size_t namelen, char *err,
+				 size_t errlen);
 /* Write a TensorProto (.pb). */
-int onnx_tensor_save_pb(const char *path, const struct onnx_tensor *t, const char *name, char *err, size_t errlen);
+ONNX_API int onnx_tensor_save_pb(const char *path, const struct onnx_tensor *t, const char *name, char *err,
+				 size_t errlen);
 
 /*
  * Compare an output with its expectation.  Float: |got - exp| <= atol + rtol * |exp| (NaN matches
@@ -97,9 +107,9 @@ struct onnx_tolerance {
 #define ONNX_TOL_ATOL 1e-4	/* the documented defaults (Documentation/onnx.md, "Tolerances") */
 #define ONNX_TOL_RTOL 1e-3
 #define ONNX_TOL_ITOL 0
-int onnx_compare(const struct onnx_tensor *got, const struct onnx_tensor *exp, const struct onnx_tolerance *tol,
-		 double *max_err, char *msg, size_t len);
+ONNX_API int onnx_compare(const struct onnx_tensor *got, const struct onnx_tensor *exp,
+			  const struct onnx_tolerance *tol, double *max_err, char *msg, size_t len);
 /* "FLOAT [1,3,224,224]" */
-void onnx_tensor_describe(const struct onnx_tensor *t, char *buf, size_t len);
+ONNX_API void onnx_tensor_describe(const struct onnx_tensor *t, char *buf, size_t len);
 
 #endif /* TNPU_ONNX_H */

@@ -23,6 +23,7 @@
 #include <time.h>
 
 #include "accel.h"
+#include "cli.h"
 #include "subcommands.h"
 
 struct opts {
@@ -48,9 +49,9 @@ static double now_ms(void)
 	return (double)ts.tv_sec * 1e3 + ts.tv_nsec * 1e-6;
 }
 
-static int usage(void)
+static void usage(FILE *out)
 {
-	fprintf(stderr,
+	fprintf(out,
 		"usage: accel-bench gemm --m M --n N --k K --dtype int8|fp32 [--device PATH|sim] [--json]\n"
 		"                        [--trace FILE]\n"
 		"       accel-bench conv --n N --h H --w W --c C --k K --r R --s S --stride S --pad P [--groups G]\n"
@@ -60,28 +61,45 @@ static int usage(void)
 		"  --trace FILE: write the job's engine timeline (Chrome trace-event JSON, Perfetto); on a drm\n"
 		"                device it is recorded by re-running the job on a sim of the same geometry\n");
 	for (const struct bench_subcommand *sc = bench_subcommands; sc->name; sc++)
-		fprintf(stderr, "       accel-bench %s %s\n", sc->name, sc->usage);
-	return 2;
+		fprintf(out, "       accel-bench %s %s\n", sc->name, sc->usage);
+	fprintf(out, "       accel-bench --help | --version\n"
+		"Exit status: 0 ok and verified, 1 a result did not verify or libaccel failed, 2 usage error.\n"
+		"Reference: Documentation/tools.md.\n");
 }
 
+#define PROG "accel-bench"
+
+/* 0, or the usage error's exit status (2) after naming the option and the reason. */
 static int parse(int argc, char **argv, struct opts *o)
 {
+	/* Required per operation; every one must be given (no silent defaults). */
+	static const char *const gemm_req[] = { "--m", "--n", "--k", "--dtype", NULL };
+	static const char *const conv_req[] = { "--n", "--h", "--w", "--c", "--k", "--r", "--s", "--stride", "--pad",
+						"--dtype", NULL };
+	const char *const *req;
+	bool seen[16] = { false };
+	bool dtype_seen = false;
+
 	memset(o, 0, sizeof(*o));
 	o->n = o->h = o->w = o->c = o->k = o->r = o->s = o->stride = o->groups = o->dil = 1;
 	o->m = 0;
 	if (argc < 2)
-		return -1;
+		return cli_usage_error(PROG, "missing the operation (gemm, conv, %s, ...)", bench_subcommands[0].name);
 	o->op = argv[1];
 	if (strcmp(o->op, "gemm") && strcmp(o->op, "conv"))
-		return -1;
+		return cli_usage_error(PROG, "unknown operation '%s'", o->op);
+	req = !strcmp(o->op, "gemm") ? gemm_req : conv_req;
+	struct { const char *name; uint32_t *v; uint32_t min, max; } nums[] = {
+		{ "--m", &o->m, 1, 1000000 }, { "--n", &o->n, 1, 1000000 }, { "--k", &o->k, 1, 1000000 },
+		{ "--h", &o->h, 1, 1000000 }, { "--w", &o->w, 1, 1000000 }, { "--c", &o->c, 1, 1000000 },
+		{ "--r", &o->r, 1, 1000000 }, { "--s", &o->s, 1, 1000000 }, { "--stride", &o->stride, 1, 1000000 },
+		{ "--pad", &o->pad, 0, 1000000 }, { "--groups", &o->groups, 1, 1000000 },
+		{ "--dilation", &o->dil, 1, 1000000 },
+	};
 	for (int i = 2; i < argc; i++) {
 		const char *a = argv[i];
-		struct { const char *name; uint32_t *v; } nums[] = {
-			{ "--m", &o->m }, { "--n", &o->n }, { "--k", &o->k }, { "--h", &o->h }, { "--w", &o->w },
-			{ "--c", &o->c }, { "--r", &o->r }, { "--s", &o->s }, { "--stride", &o->stride },
-			{ "--pad", &o->pad }, { "--groups", &o->groups }, { "--dilation", &o->dil },
-		};
 		bool done = false;
+		int ret;
 
 		if (!strcmp(a, "--json")) {
 			o->json = true;
@@ -91,42 +109,47 @@ static int parse(int argc, char **argv, struct opts *o)
 			o->requant = true;
 			continue;
 		}
-		if (i + 1 >= argc)
-			return -1;
-		if (!strcmp(a, "--dtype")) {
+		if (!strcmp(a, "--dtype") || !strcmp(a, "--device") || !strcmp(a, "--trace")) {
+			if (i + 1 >= argc)
+				return cli_usage_error(PROG, "%s: needs a value", a);
 			const char *v = argv[++i];
 
-			if (!strcmp(v, "fp32"))
-				o->f32 = true;
-			else if (strcmp(v, "int8"))
-				return -1;
-			continue;
-		}
-		if (!strcmp(a, "--device")) {
-			o->device = argv[++i];
-			continue;
-		}
-		if (!strcmp(a, "--trace")) {
-			o->trace = argv[++i];
+			if (!strcmp(a, "--device")) {
+				o->device = v;
+			} else if (!strcmp(a, "--trace")) {
+				o->trace = v;
+			} else if (!strcmp(v, "fp32") || !strcmp(v, "int8")) {
+				o->f32 = !strcmp(v, "fp32");
+				dtype_seen = true;
+			} else {
+				return cli_usage_error(PROG, "--dtype: '%s' is not supported (int8 or fp32)", v);
+			}
 			continue;
 		}
 		for (unsigned j = 0; j < sizeof(nums) / sizeof(nums[0]); j++) {
 			if (!strcmp(a, nums[j].name)) {
-				char *end;
-				unsigned long v = strtoul(argv[++i], &end, 10);
-
-				if (*end || v > 1000000)
-					return -1;
-				*nums[j].v = (uint32_t)v;
+				ret = cli_u32(PROG, a, i + 1 < argc ? argv[++i] : NULL, nums[j].min, nums[j].max, nums[j].v);
+				if (ret)
+					return ret;
+				seen[j] = true;
 				done = true;
 				break;
 			}
 		}
 		if (!done)
-			return -1;
+			return cli_usage_error(PROG, "%s: unknown option for %s", a, o->op);
 	}
-	if (!strcmp(o->op, "gemm") && (!o->m || !o->n || !o->k))
-		return -1;
+	for (unsigned r = 0; req[r]; r++) {
+		bool have = !strcmp(req[r], "--dtype") ? dtype_seen : false;
+
+		for (unsigned j = 0; j < sizeof(nums) / sizeof(nums[0]); j++)
+			if (!strcmp(req[r], nums[j].name))
+				have = seen[j];
+		if (!have)
+			return cli_usage_error(PROG, "%s %s: missing %s (required)", PROG, o->op, req[r]);
+	}
+	if (o->requant && (o->f32 || strcmp(o->op, "conv")))
+		return cli_usage_error(PROG, "--requant: only for an int8 conv");
 	return 0;
 }
 
@@ -406,11 +429,30 @@ int main(int argc, char **argv)
 	struct accel_caps caps;
 	int ret;
 
-	for (const struct bench_subcommand *sc = bench_subcommands; argc >= 2 && sc->name; sc++)
-		if (!strcmp(argv[1], sc->name))
-			return sc->main(argc - 1, argv + 1);
-	if (parse(argc, argv, &o))
-		return usage();
+	if (argc >= 2 && (!strcmp(argv[1], "--help") || !strcmp(argv[1], "-h"))) {
+		usage(stdout);
+		return 0;
+	}
+	if (argc >= 2 && (!strcmp(argv[1], "--version") || !strcmp(argv[1], "-V")))
+		return cli_version(PROG);
+	for (const struct bench_subcommand *sc = bench_subcommands; argc >= 2 && sc->name; sc++) {
+		if (strcmp(argv[1], sc->name))
+			continue;
+		for (int i = 2; i < argc; i++)
+			if (!strcmp(argv[i], "--help") || !strcmp(argv[i], "-h")) {
+				printf("usage: accel-bench %s %s\n", sc->name, sc->usage);
+				return 0;
+			}
+		return sc->main(argc - 1, argv + 1);
+	}
+	for (int i = 2; i < argc; i++)
+		if (!strcmp(argv[i], "--help") || !strcmp(argv[i], "-h")) {
+			usage(stdout);
+			return 0;
+		}
+	ret = parse(argc, argv, &o);
+	if (ret)
+		return ret;
 	char msg[256];
 
 	ret = accel_open_msg(o.device, msg, sizeof(msg), &dev);

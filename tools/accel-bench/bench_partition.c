@@ -55,6 +55,7 @@ int bench_partition_main(int argc, char **argv)
 		else if (!strcmp(argv[i], "--device") && i + 1 < argc)
 			path = argv[++i];
 		else {
+			fprintf(stderr, "accel-bench partition: %s: unknown option or missing value\n", argv[i]);
 			fprintf(stderr, "usage: accel-bench partition [--json] [--device PATH|sim]\n");
 			return 2;
 		}

@@ -44,8 +44,10 @@ static uint64_t prng(uint64_t *s)
 	return *s * 0x2545F4914F6CDD1Dull;
 }
 
-static int plan_usage(void)
+/* A usage error: the option and what is wrong with it, then the usage (exit status 2). */
+static int plan_usage(const char *opt, const char *why)
 {
+	fprintf(stderr, "accel-bench plan: %s: %s\n", opt, why);
 	fprintf(stderr, "usage: accel-bench plan [--n N] [--c C] [--h H] [--w W] [--k K] [--r R] [--s S] [--stride S]\n"
 			"                        [--pad P] [--dilation D] [--c-block CB] [--dtype int8|fp32]\n"
 			"                        [--device PATH|sim] [--json]\n");
@@ -77,12 +79,12 @@ static int plan_parse(int argc, char **argv, struct popts *o)
 			continue;
 		}
 		if (i + 1 >= argc)
-			return plan_usage();
+			return plan_usage(a, "unknown option or missing value");
 		if (!strcmp(a, "--dtype")) {
 			const char *v = argv[++i];
 
 			if (strcmp(v, "int8") && strcmp(v, "fp32"))
-				return plan_usage();
+				return plan_usage(v, "unsupported --dtype (int8 or fp32)");
 			o->f32 = !strcmp(v, "fp32");
 			continue;
 		}
@@ -96,14 +98,14 @@ static int plan_parse(int argc, char **argv, struct popts *o)
 				unsigned long v = strtoul(argv[++i], &end, 0);
 
 				if (*end || v > 65535)
-					return plan_usage();
+					return plan_usage(a, "expects a number 0..65535");
 				*(uint32_t *)(void *)((char *)o + nums[j].off) = (uint32_t)v;
 				done = true;
 				break;
 			}
 		}
 		if (!done)
-			return plan_usage();
+			return plan_usage(a, "unknown option");
 	}
 	if (!o->n || !o->c || !o->h || !o->w || !o->k || !o->r || !o->s || !o->stride || !o->dil || !o->cb ||
 	    o->c % o->cb) {

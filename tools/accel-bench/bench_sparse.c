@@ -163,6 +163,7 @@ int bench_sparse_main(int argc, char **argv)
 			}
 		}
 		else {
+			fprintf(stderr, "accel-bench sparse: %s: unknown option or missing value\n", argv[i]);
 			fprintf(stderr, "usage: accel-bench sparse [--json] [--device PATH|sim] [--m M --n N --k K] "
 					"[--zeros F,F,...]\n");
 			return 2;

@@ -19,6 +19,7 @@
 #include <unistd.h>
 
 #include "accel.h"
+#include "cli.h"
 #include "ref.h"
 
 #define DEFAULT_NODE "/dev/accel/accel0"
@@ -443,7 +444,8 @@ static void usage(FILE *f)
 		"  -d, --device SPEC   device for accel_open(): /dev/accel/accelN or sim (default: $ACCEL_DEVICE,\n"
 		"                      else " DEFAULT_NODE " if it exists, else sim)\n"
 		"  -s, --seed N        seed of the random inputs (default %d)\n"
-		"  -h, --help\n"
+		"  -h, --help          this help\n"
+		"  -V, --version       print the version\n"
 		"Runs an int8 GEMM, an fp32 GEMM and an int8 conv layer on the device, checks each against a CPU\n"
 		"reference and prints wall time, modeled cycles, PE utilisation and DMA bytes. Exit status 0 when\n"
 		"every result verified, 1 otherwise, 2 on a usage error.\n", DEFAULT_SEED);
@@ -455,13 +457,14 @@ static int parse_opts(int argc, char **argv, struct opts *o)
 		{ "device", required_argument, NULL, 'd' },
 		{ "seed", required_argument, NULL, 's' },
 		{ "help", no_argument, NULL, 'h' },
+		{ "version", no_argument, NULL, 'V' },
 		{ NULL, 0, NULL, 0 },
 	};
 	int c;
 
 	o->device = NULL;
 	o->seed = DEFAULT_SEED;
-	while ((c = getopt_long(argc, argv, "d:s:h", longopts, NULL)) != -1) {
+	while ((c = getopt_long(argc, argv, "d:s:hV", longopts, NULL)) != -1) {
 		switch (c) {
 		case 'd':
 			o->device = optarg;
@@ -471,25 +474,21 @@ static int parse_opts(int argc, char **argv, struct opts *o)
 
 			errno = 0;
 			o->seed = strtoull(optarg, &end, 0);
-			if (errno || end == optarg || *end || *optarg == '-') {
-				fprintf(stderr, "accel-demo: --seed: '%s' is not a number\n", optarg);
-				return 2;
-			}
+			if (errno || end == optarg || *end || *optarg == '-')
+				return cli_usage_error("accel-demo", "--seed: '%s' is not a number", optarg);
 			break;
 		}
 		case 'h':
 			usage(stdout);
 			return 0;
+		case 'V':
+			return cli_version("accel-demo");
 		default:
-			usage(stderr);
-			return 2;
+			return cli_usage_error("accel-demo", "bad option (see the line above)");
 		}
 	}
-	if (optind < argc) {
-		fprintf(stderr, "accel-demo: unexpected argument '%s'\n", argv[optind]);
-		usage(stderr);
-		return 2;
-	}
+	if (optind < argc)
+		return cli_usage_error("accel-demo", "unexpected argument '%s'", argv[optind]);
 	return -1;
 }
 

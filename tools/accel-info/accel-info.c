@@ -4,10 +4,12 @@
  * device capabilities (DRM_TNPU_QUERY_CAPS). Documentation/tools.md describes the output and the
  * --json fields; those names are an interface: add fields, never rename them.
  *
- * Exit status: 0 devices listed (even if a driver is not bound), 1 usage or system error,
- * 2 no tnpu device found (or none matches --device).
+ * Exit status: 0 devices listed (even if a driver is not bound), 1 system error, 2 usage error,
+ * 3 no tnpu device found (or none matches --device); --json then still prints the document with an
+ * empty "devices" list.
  */
 #include "accel_info.h"
+#include "cli.h"
 
 #include <errno.h>
 #include <getopt.h>
@@ -25,7 +27,7 @@ static void usage(FILE *out)
 		"  -d, --device SPEC    only this device: /dev/accel/accelN, accelN or a PCI address\n"
 		"  -h, --help           this help\n"
 		"  -V, --version        print the version\n\n"
-		"Exit status: 0 ok, 1 usage or system error, 2 no tnpu device found.\n");
+		"Exit status: 0 ok, 1 system error, 2 usage error, 3 no tnpu device found.\n");
 }
 
 static void probe_driver(struct dev_report *r)
@@ -90,15 +92,12 @@ int main(int argc, char **argv)
 		case 'j': json = true; break;
 		case 'd': device = optarg; break;
 		case 'h': usage(stdout); return 0;
-		case 'V': printf("accel-info %s\n", ACCEL_TOOLS_VERSION); return 0;
-		default: usage(stderr); return 1;
+		case 'V': return cli_version("accel-info");
+		default: return cli_usage_error("accel-info", "bad option (see the line above)");
 		}
 	}
-	if (optind < argc) {
-		fprintf(stderr, "accel-info: unexpected argument '%s'\n", argv[optind]);
-		usage(stderr);
-		return 1;
-	}
+	if (optind < argc)
+		return cli_usage_error("accel-info", "unexpected argument '%s'", argv[optind]);
 	ret = ai_pci_enumerate(&devs, &n, err, sizeof(err));
 	if (ret < 0) {
 		fprintf(stderr, "accel-info: cannot enumerate PCI devices: %s\n", err);
@@ -107,15 +106,19 @@ int main(int argc, char **argv)
 	if (!n) {
 		fprintf(stderr, "accel-info: no tnpu device found (is the VM running with -device tnpu? "
 				"is tnpu.ko loaded?)\n");
+		if (json)	/* still one valid document: an empty list */
+			info_print_json(NULL, 0);
 		free(devs);
-		return 2;
+		return 3;
 	}
 	if (device) {
 		ret = ai_select_device(ACCEL_TOOLS_SYSFS, device, devs, n, err, sizeof(err));
 		if (ret < 0) {
 			fprintf(stderr, "accel-info: %s\n", err);
+			if (json)
+				info_print_json(NULL, 0);
 			free(devs);
-			return 2;
+			return 3;
 		}
 		first = (size_t)ret;
 		n = first + 1;

@@ -8,9 +8,10 @@
  * Each sample is one device-wide line; when the driver's answer includes per-ring statistics
  * (struct drm_tnpu_ring_stats) one row per hardware ring follows it. Older drivers return a shorter
  * answer and get the device line only.
- * Exit status: 0 done, 1 usage/system/ioctl error, 2 no tnpu device (or none with an accel node).
+ * Exit status: 0 done, 1 system/ioctl error, 2 usage error, 3 no tnpu device (or none with an accel node).
  */
 #include "accel_tools.h"
+#include "cli.h"
 #include "json.h"
 
 #include <errno.h>
@@ -48,7 +49,7 @@ static void usage(FILE *out)
 		"  -d, --device SPEC    /dev/accel/accelN, accelN or a PCI address (default: first tnpu)\n"
 		"  -h, --help           this help\n"
 		"  -V, --version        print the version\n\n"
-		"Exit status: 0 ok, 1 usage or system error, 2 no tnpu device found.\n");
+		"Exit status: 0 ok, 1 system error, 2 usage error, 3 no tnpu device found.\n");
 }
 
 static bool parse_long(const char *s, long min, long max, long *out)
@@ -102,14 +103,14 @@ static int resolve(const char *spec, char *path, size_t len, char *bdf, size_t b
 		fprintf(stderr, "accel-top: no tnpu device found (is the VM running with -device tnpu? "
 				"is tnpu.ko loaded?)\n");
 		free(devs);
-		return 2;
+		return 3;
 	}
 	if (spec) {
 		ret = ai_select_device(ACCEL_TOOLS_SYSFS, spec, devs, n, err, sizeof(err));
 		if (ret < 0) {
 			fprintf(stderr, "accel-top: %s\n", err);
 			free(devs);
-			return 2;
+			return 3;
 		}
 		first = (size_t)ret;
 		n = first + 1;
@@ -129,7 +130,7 @@ static int resolve(const char *spec, char *path, size_t len, char *bdf, size_t b
 	else
 		fprintf(stderr, "accel-top: no tnpu device has an accel node (is tnpu.ko loaded?)\n");
 	free(devs);
-	return 2;
+	return 3;
 }
 
 static void print_header(const char *path, const char *bdf, const struct drm_tnpu_caps *caps,
@@ -355,30 +356,25 @@ int main(int argc, char **argv)
 		switch (c) {
 		case 'i':
 			if (!parse_long(optarg, 10, 3600L * 1000, &o.interval_ms)) {
-				fprintf(stderr, "accel-top: --interval: expected 10..3600000 ms, got '%s'\n",
-					optarg);
-				return 1;
+				return cli_usage_error("accel-top", "--interval: expected 10..3600000 ms, got '%s'",
+						       optarg);
 			}
 			break;
 		case 'n':
 			if (!parse_long(optarg, 1, LONG_MAX, &o.count)) {
-				fprintf(stderr, "accel-top: --count: expected a positive number, got '%s'\n",
-					optarg);
-				return 1;
+				return cli_usage_error("accel-top", "--count: expected a positive number, got '%s'",
+						       optarg);
 			}
 			break;
 		case 'j': o.json = true; break;
 		case 'd': o.device = optarg; break;
 		case 'h': usage(stdout); return 0;
-		case 'V': printf("accel-top %s\n", ACCEL_TOOLS_VERSION); return 0;
-		default: usage(stderr); return 1;
+		case 'V': return cli_version("accel-top");
+		default: return cli_usage_error("accel-top", "bad option (see the line above)");
 		}
 	}
-	if (optind < argc) {
-		fprintf(stderr, "accel-top: unexpected argument '%s'\n", argv[optind]);
-		usage(stderr);
-		return 1;
-	}
+	if (optind < argc)
+		return cli_usage_error("accel-top", "unexpected argument '%s'", argv[optind]);
 	ret = resolve(o.device, path, sizeof(path), bdf, sizeof(bdf));
 	if (ret)
 		return ret;

@@ -17,6 +17,7 @@
 #include <string.h>
 
 #include "classify.h"
+#include "cli.h"
 #include "tnpu_onnx.h"
 
 #define MAX_IO 16
@@ -26,7 +27,25 @@ static void usage(FILE *f)
 	fprintf(f, "usage: accel-run MODEL.onnx [--input in.pb ...] [--expect out.pb ...] [--device PATH|sim]\n"
 		   "                 [--cpu] [--atol A] [--rtol R] [--itol N] [--save-outputs PREFIX]\n"
 		   "       accel-run MODEL.onnx --mnist IMAGES LABELS [--batch N] [--device PATH|sim] [--cpu]\n"
-		   "                 [--save-predictions FILE] [--reference-predictions FILE]\n");
+		   "                 [--save-predictions FILE] [--reference-predictions FILE]\n"
+		   "       accel-run --help | --version\n"
+		   "Without --input, prints the model's inputs (name, type, shape) and exits 2.\n"
+		   "Exit status: 0 ran (and every --expect matched), 1 a mismatch or an error, 2 usage error.\n"
+		   "Reference: Documentation/tools.md.\n");
+}
+
+#define PROG "accel-run"
+
+/* --atol/--rtol: a finite, non-negative number. */
+static int parse_tol(const char *opt, const char *v, double *out)
+{
+	char *end;
+	double d = strtod(v, &end);
+
+	if (!*v || *end || !(d >= 0) || d > 1e30)
+		return cli_usage_error(PROG, "%s: '%s' is not a non-negative number", opt, v);
+	*out = d;
+	return 0;
 }
 
 static void print_values(const struct onnx_tensor *t)
@@ -62,7 +81,8 @@ int main(int argc, char **argv)
 	const char *mnist_img = NULL, *mnist_lbl = NULL, *ref_preds = NULL, *save_preds = NULL;
 	struct onnx_tolerance tol = { ONNX_TOL_ATOL, ONNX_TOL_RTOL, ONNX_TOL_ITOL };
 	struct onnx_tensor in[MAX_IO], out[MAX_IO], exp;
-	unsigned n_in = 0, n_exp = 0, n_out, batch = 1000;
+	unsigned n_in = 0, n_exp = 0, n_out, batch = 1000;	/* --batch: images per run (documented default) */
+	bool batch_set = false;
 	struct accel_dev *dev = NULL;
 	struct onnx_model *m = NULL;
 	struct onnx_run_stats st;
@@ -73,47 +93,78 @@ int main(int argc, char **argv)
 	for (int i = 1; i < argc; i++) {
 		const char *a = argv[i];
 		bool more = i + 1 < argc;
+		uint32_t u;
 
-		if (!strcmp(a, "--input") && more && n_in < MAX_IO)
-			in_paths[n_in++] = argv[++i];
-		else if (!strcmp(a, "--expect") && more && n_exp < MAX_IO)
-			exp_paths[n_exp++] = argv[++i];
-		else if (!strcmp(a, "--device") && more)
-			device = argv[++i];
-		else if (!strcmp(a, "--cpu"))
-			cpu = true;
-		else if (!strcmp(a, "--atol") && more)
-			tol.atol = strtod(argv[++i], NULL);
-		else if (!strcmp(a, "--rtol") && more)
-			tol.rtol = strtod(argv[++i], NULL);
-		else if (!strcmp(a, "--itol") && more)
-			tol.itol = strtoll(argv[++i], NULL, 0);
-		else if (!strcmp(a, "--save-outputs") && more)
-			save = argv[++i];
-		else if (!strcmp(a, "--mnist") && i + 2 < argc) {
-			mnist_img = argv[++i];
-			mnist_lbl = argv[++i];
-		} else if (!strcmp(a, "--reference-predictions") && more)
-			ref_preds = argv[++i];
-		else if (!strcmp(a, "--save-predictions") && more)
-			save_preds = argv[++i];
-		else if (!strcmp(a, "--batch") && more)
-			batch = (unsigned)strtoul(argv[++i], NULL, 0);
-		else if (!strcmp(a, "-h") || !strcmp(a, "--help")) {
+		if (!strcmp(a, "-h") || !strcmp(a, "--help")) {
 			usage(stdout);
 			return 0;
-		} else if (a[0] != '-' && !model_path)
+		}
+		if (!strcmp(a, "-V") || !strcmp(a, "--version"))
+			return cli_version(PROG);
+		if (!strcmp(a, "--cpu")) {
+			cpu = true;
+			continue;
+		}
+		if (a[0] != '-') {
+			if (model_path)
+				return cli_usage_error(PROG, "'%s': only one model (already '%s')", a, model_path);
 			model_path = a;
-		else {
-			fprintf(stderr, "accel-run: bad argument '%s'\n", a);
-			usage(stderr);
-			return 2;
+			continue;
+		}
+		if (!strcmp(a, "--mnist")) {
+			if (i + 2 >= argc)
+				return cli_usage_error(PROG, "--mnist: needs two values, IMAGES and LABELS");
+			mnist_img = argv[++i];
+			mnist_lbl = argv[++i];
+			continue;
+		}
+		if (strcmp(a, "--input") && strcmp(a, "--expect") && strcmp(a, "--device") && strcmp(a, "--atol") &&
+		    strcmp(a, "--rtol") && strcmp(a, "--itol") && strcmp(a, "--save-outputs") &&
+		    strcmp(a, "--reference-predictions") && strcmp(a, "--save-predictions") && strcmp(a, "--batch"))
+			return cli_usage_error(PROG, "%s: unknown option", a);
+		if (!more)
+			return cli_usage_error(PROG, "%s: needs a value", a);
+		const char *v = argv[++i];
+
+		if (!strcmp(a, "--input")) {
+			if (n_in == MAX_IO)
+				return cli_usage_error(PROG, "--input: at most %d", MAX_IO);
+			in_paths[n_in++] = v;
+		} else if (!strcmp(a, "--expect")) {
+			if (n_exp == MAX_IO)
+				return cli_usage_error(PROG, "--expect: at most %d", MAX_IO);
+			exp_paths[n_exp++] = v;
+		} else if (!strcmp(a, "--device")) {
+			device = v;
+		} else if (!strcmp(a, "--atol")) {
+			if ((ret = parse_tol(a, v, &tol.atol)))
+				return ret;
+		} else if (!strcmp(a, "--rtol")) {
+			if ((ret = parse_tol(a, v, &tol.rtol)))
+				return ret;
+		} else if (!strcmp(a, "--itol")) {
+			if ((ret = cli_u32(PROG, a, v, 0, 1u << 31, &u)))
+				return ret;
+			tol.itol = u;
+		} else if (!strcmp(a, "--save-outputs")) {
+			save = v;
+		} else if (!strcmp(a, "--reference-predictions")) {
+			ref_preds = v;
+		} else if (!strcmp(a, "--save-predictions")) {
+			save_preds = v;
+		} else {	/* --batch */
+			if ((ret = cli_u32(PROG, a, v, 1, 1000000, &u)))
+				return ret;
+			batch = u;
+			batch_set = true;
 		}
 	}
-	if (!model_path) {
-		usage(stderr);
-		return 2;
-	}
+	if (!model_path)
+		return cli_usage_error(PROG, "missing MODEL.onnx");
+	if (batch_set && !mnist_img)
+		return cli_usage_error(PROG, "--batch: only with --mnist");
+	if (mnist_img && (n_in || n_exp))
+		return cli_usage_error(PROG, "--mnist: not together with --input/--expect");
 	ret = onnx_model_load(model_path, 0, &m, err, sizeof(err));
 	if (ret) {
 		fprintf(stderr, "accel-run: %s\n", err);
@@ -129,13 +180,22 @@ int main(int argc, char **argv)
 		}
 	}
 	if (mnist_img) {
-		ret = classify_mnist(m, model_path, dev, mnist_img, mnist_lbl, batch ? batch : 1000, ref_preds, save_preds);
+		ret = classify_mnist(m, model_path, dev, mnist_img, mnist_lbl, batch, ref_preds, save_preds);
 		accel_close(dev);
 		onnx_model_free(m);
 		return ret ? 1 : 0;
 	}
 	if (n_in != onnx_model_n_inputs(m)) {
-		fprintf(stderr, "accel-run: the model has %u inputs, %u --input given\n", onnx_model_n_inputs(m), n_in);
+		/* Name what is needed: one --input per graph input, in this order. */
+		fprintf(stderr, "accel-run: the model has %u input%s, %u --input given; give one --input FILE.pb "
+			"(a serialized TensorProto) for each, in this order:\n", onnx_model_n_inputs(m),
+			onnx_model_n_inputs(m) == 1 ? "" : "s", n_in);
+		for (unsigned i = 0; i < onnx_model_n_inputs(m); i++) {
+			char desc[160];
+
+			onnx_model_input_describe(m, i, desc, sizeof(desc));
+			fprintf(stderr, "  --input for '%s': %s\n", onnx_model_input_name(m, i), desc);
+		}
 		ret = 2;
 		goto out;
 	}

@@ -17,6 +17,7 @@
 #include <string.h>
 #include <sys/stat.h>
 
+#include "cli.h"
 #include "tnpu_onnx.h"
 
 #define MAX_IO 16
@@ -192,15 +193,27 @@ int main(int argc, char **argv)
 	int ret;
 
 	for (int i = 1; i < argc; i++) {
-		if (!strcmp(argv[i], "--data") && i + 1 < argc)
-			data = argv[++i];
-		else if (!strcmp(argv[i], "--device") && i + 1 < argc)
-			device = argv[++i];
-		else if (!strcmp(argv[i], "--list"))
+		const char *a = argv[i];
+
+		if (!strcmp(a, "-h") || !strcmp(a, "--help")) {
+			printf("usage: onnx-conformance [--data DIR] [--device PATH|sim] [--list]\n"
+			       "       onnx-conformance --help | --version\n"
+			       "Runs ONNX's backend tests of the supported operators (default data: %s) on the device\n"
+			       "(default sim) and prints TAP; --list only lists them.\n"
+			       "Exit status: 0 every test passed or was out of scope, 1 a test failed, 2 usage error.\n"
+			       "Reference: Documentation/tools.md.\n", data);
+			return 0;
+		}
+		if (!strcmp(a, "-V") || !strcmp(a, "--version"))
+			return cli_version("onnx-conformance");
+		if (!strcmp(a, "--list")) {
 			list = true;
-		else {
-			fprintf(stderr, "usage: onnx-conformance [--data DIR] [--device PATH|sim] [--list]\n");
-			return 2;
+		} else if (!strcmp(a, "--data") || !strcmp(a, "--device")) {
+			if (i + 1 >= argc)
+				return cli_usage_error("onnx-conformance", "%s: needs a value", a);
+			*(!strcmp(a, "--data") ? &data : &device) = argv[++i];
+		} else {
+			return cli_usage_error("onnx-conformance", "%s: unknown %s", a, a[0] == '-' ? "option" : "argument");
 		}
 	}
 	if (!list) {
