@@ -150,8 +150,8 @@ PyObject *tnpu_device_gemm(PyObject *self, PyObject *args, PyObject *kw)
 		return NULL;
 	a = tnpu_array(ao, "gemm", "a");
 	b = a ? tnpu_array(bo, "gemm", "b") : NULL;
-	if (!b || check_ndim(a, 2, "gemm", "a") < 0 || check_ndim(b, 2, "gemm", "b") < 0 ||
-	    check_same_dtype(a, b, "gemm", "a", "b", &dt) < 0)
+	if (!b || check_same_dtype(a, b, "gemm", "a", "b", &dt) < 0 || check_ndim(a, 2, "gemm", "a") < 0 ||
+	    check_ndim(b, 2, "gemm", "b") < 0)
 		goto out;
 	if (tnpu_dim32(a, trans_a ? 1 : 0, "gemm", "a", &m) < 0 || tnpu_dim32(a, trans_a ? 0 : 1, "gemm", "a", &k) < 0 ||
 	    tnpu_dim32(b, trans_b ? 1 : 0, "gemm", "b", &kb) < 0 || tnpu_dim32(b, trans_b ? 0 : 1, "gemm", "b", &n) < 0)
@@ -304,8 +304,8 @@ PyObject *tnpu_device_conv2d(PyObject *self, PyObject *args, PyObject *kw)
 		return NULL;
 	x = tnpu_array(xo, "conv2d", "x");
 	w = x ? tnpu_array(wo, "conv2d", "w") : NULL;
-	if (!w || check_ndim(x, 4, "conv2d", "x") < 0 || check_ndim(w, 4, "conv2d", "w") < 0 ||
-	    check_same_dtype(x, w, "conv2d", "x", "w", &dt) < 0)
+	if (!w || check_same_dtype(x, w, "conv2d", "x", "w", &dt) < 0 || check_ndim(x, 4, "conv2d", "x") < 0 ||
+	    check_ndim(w, 4, "conv2d", "w") < 0)
 		goto out;
 	for (int i = 0; i < 4; i++)
 		if (tnpu_dim32(x, i, "conv2d", "x", &xs[i]) < 0 || tnpu_dim32(w, i, "conv2d", "w", &ws[i]) < 0)
