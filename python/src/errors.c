@@ -3,6 +3,8 @@
  * errors.c - library failures as Python exceptions.  tnpu.Error subclasses OSError so that
  * `e.errno` is the library's errno (positive, as everywhere in Python) and `e.strerror` its message.
  */
+#include <string.h>
+
 #include "tnpu_py.h"
 
 PyObject *tnpu_Error;
@@ -26,6 +28,11 @@ PyObject *tnpu_raise_dev(int err, struct accel_dev *dev, const char *what)
 	const char *last = dev ? accel_last_error(dev) : "";
 	char msg[1024];
 
-	snprintf(msg, sizeof(msg), "%s: %s", what, *last ? last : accel_strerror(err));
+	size_t wl = strlen(what);
+
+	if (*last && !strncmp(last, what, wl) && last[wl] == ':')
+		snprintf(msg, sizeof(msg), "%s", last);	/* the library named the operation already */
+	else
+		snprintf(msg, sizeof(msg), "%s: %s", what, *last ? last : accel_strerror(err));
 	return tnpu_raise(err, msg);
 }

@@ -219,11 +219,11 @@ static int parse_pair(PyObject *obj, const char *op, const char *name, uint32_t 
 
 	if (PyLong_Check(obj)) {
 		v[0] = v[1] = PyLong_AsLong(obj);
-	} else if (PyTuple_Check(obj) && PyTuple_GET_SIZE(obj) == 2) {
-		v[0] = PyLong_AsLong(PyTuple_GET_ITEM(obj, 0));
-		v[1] = v[0] == -1 && PyErr_Occurred() ? -1 : PyLong_AsLong(PyTuple_GET_ITEM(obj, 1));
+	} else if ((PyTuple_Check(obj) || PyList_Check(obj)) && PySequence_Fast_GET_SIZE(obj) == 2) {
+		v[0] = PyLong_AsLong(PySequence_Fast_GET_ITEM(obj, 0));
+		v[1] = v[0] == -1 && PyErr_Occurred() ? -1 : PyLong_AsLong(PySequence_Fast_GET_ITEM(obj, 1));
 	} else {
-		PyErr_Format(PyExc_TypeError, "%s: %s must be an int or a tuple (h, w)", op, name);
+		PyErr_Format(PyExc_TypeError, "%s: %s must be an int or a pair (h, w)", op, name);
 		return -1;
 	}
 	if (PyErr_Occurred())
@@ -245,9 +245,9 @@ static int parse_padding(PyObject *obj, const char *op, uint32_t pad[4])
 
 	if (PyLong_Check(obj)) {
 		v[0] = v[1] = v[2] = v[3] = PyLong_AsLong(obj);
-	} else if (PyTuple_Check(obj) && ((n = PyTuple_GET_SIZE(obj)) == 2 || n == 4)) {
+	} else if ((PyTuple_Check(obj) || PyList_Check(obj)) && ((n = PySequence_Fast_GET_SIZE(obj)) == 2 || n == 4)) {
 		for (Py_ssize_t i = 0; i < 4 && !PyErr_Occurred(); i++)
-			v[i] = PyLong_AsLong(PyTuple_GET_ITEM(obj, n == 2 ? i % 2 : i));
+			v[i] = PyLong_AsLong(PySequence_Fast_GET_ITEM(obj, n == 2 ? i % 2 : i));
 	} else {
 		PyErr_Format(PyExc_TypeError, "%s: padding must be an int, (h, w) or (top, left, bottom, right)", op);
 		return -1;
@@ -287,7 +287,7 @@ PyObject *tnpu_device_conv2d(PyObject *self, PyObject *args, PyObject *kw)
 	DeviceObject *d = (DeviceObject *)self;
 	PyObject *xo, *wo, *biaso = Py_None, *stride_o = NULL, *pad_o = NULL, *dil_o = NULL, *ret = NULL;
 	PyArrayObject *x = NULL, *w = NULL, *bias = NULL, *res = NULL;
-	unsigned int groups = 1;
+	int groups = 1;
 	int relu = 0, zp = 0, rc;
 	uint32_t xs[4], ws[4], os[4], sh = 1, sw = 1, dh = 1, dw = 1, pad[4] = { 0 };
 	enum accel_dtype dt;
@@ -295,7 +295,7 @@ PyObject *tnpu_device_conv2d(PyObject *self, PyObject *args, PyObject *kw)
 	struct accel_buffer *xbuf, *wbuf, *obuf, *biasbuf;
 	struct accel_tensor tx, tw, to, tbias;
 
-	if (!PyArg_ParseTupleAndKeywords(args, kw, "OO|O$OOOIpi:conv2d", kwlist, &xo, &wo, &biaso, &stride_o, &pad_o,
+	if (!PyArg_ParseTupleAndKeywords(args, kw, "OO|O$OOOipi:conv2d", kwlist, &xo, &wo, &biaso, &stride_o, &pad_o,
 					 &dil_o, &groups, &relu, &zp))
 		return NULL;
 	if ((stride_o && parse_pair(stride_o, "conv2d", "stride", &sh, &sw) < 0) ||
@@ -310,10 +310,14 @@ PyObject *tnpu_device_conv2d(PyObject *self, PyObject *args, PyObject *kw)
 	for (int i = 0; i < 4; i++)
 		if (tnpu_dim32(x, i, "conv2d", "x", &xs[i]) < 0 || tnpu_dim32(w, i, "conv2d", "w", &ws[i]) < 0)
 			goto out;
-	if (groups < 1 || xs[1] % groups || ws[0] % groups || ws[1] != xs[1] / groups) {
+	if (groups < 1) {
+		PyErr_Format(PyExc_ValueError, "conv2d: groups must be >= 1, got %d", groups);
+		goto out;
+	}
+	if (xs[1] % (uint32_t)groups || ws[0] % (uint32_t)groups || ws[1] != xs[1] / (uint32_t)groups) {
 		PyErr_Format(PyExc_ValueError,
 			     "conv2d: x has %u channels and w is (%u, %u, %u, %u): w must be (K, C/groups, R, S) with "
-			     "groups (%u) dividing C and K", xs[1], ws[0], ws[1], ws[2], ws[3], groups);
+			     "groups (%d) dividing C and K", xs[1], ws[0], ws[1], ws[2], ws[3], groups);
 		goto out;
 	}
 	if (zp && dt != ACCEL_INT8) {

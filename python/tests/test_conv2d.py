@@ -89,7 +89,26 @@ def test_int8_bias_and_input_zero_point_pads_with_it(dev, rng):
     (np.ones((1, 1, 4, 4), np.float32), np.ones((1, 1, 3, 3), np.float32), {"bias": np.ones(2, np.float32)},
      ValueError, "bias"),
     (np.ones((1, 1, 4, 4), np.float32), np.ones((1, 1, 3, 3), np.float32), {"groups": 0}, ValueError, "groups"),
+    (np.ones((1, 1, 4, 4), np.float32), np.ones((1, 1, 3, 3), np.float32), {"groups": -1}, ValueError, "groups"),
+    (np.ones((1, 1, 4, 4), np.float32), np.ones((1, 1, 3, 3), np.float32), {"stride": (1.5, 1)}, TypeError, ""),
 ])
 def test_bad_arguments_raise_python_errors(dev, x, w, kw, exc, match):
     with pytest.raises(exc, match=match):
         dev.conv2d(x, w, **kw)
+
+
+def test_padding_and_stride_as_lists(dev, rng):
+    x, w = make(rng, np.float32, (1, 2, 7, 7), (3, 3, 3), 1)
+    y = dev.conv2d(x, w, stride=[2, 1], padding=[1, 0, 2, 1])
+    np.testing.assert_allclose(y, conv_ref(x, w, stride=(2, 1), pad=(1, 0, 2, 1)), rtol=1e-4, atol=1e-4)
+
+
+def test_library_limits_raise_error_with_library_message(dev):
+    """Values the Python side accepts but the device cannot do come back as tnpu.Error with libaccel's message."""
+    import errno
+
+    import tnpu
+    with pytest.raises(tnpu.Error, match="255") as ei:
+        dev.conv2d(np.ones((1, 1, 3, 3), np.float32), np.ones((1, 1, 3, 3), np.float32), stride=300, padding=300)
+    assert ei.value.errno == errno.EINVAL
+    assert dev.conv2d(np.ones((1, 1, 3, 3), np.float32), np.ones((1, 1, 3, 3), np.float32))[0, 0, 0, 0] == 9

@@ -68,6 +68,25 @@ def test_model_runs_many_times_and_at_any_batch(dev):
     np.testing.assert_allclose(m.run(x[:3])["logits"], first[:3], rtol=1e-5, atol=1e-5)
 
 
+def test_fashion_mnist_bad_inputs(dev):
+    on_dev = tnpu.Model(FASHION, dev)
+    on_cpu = tnpu.Model(FASHION)
+    # a batch of 0: the CPU reference runs it; on the device it is refused (libaccel takes no empty tensors)
+    assert on_cpu.run(np.zeros((0, 1, 28, 28), np.float32))["logits"].shape == (0, 10)
+    with pytest.raises(ValueError, match="empty"):
+        on_dev.run(np.zeros((0, 1, 28, 28), np.float32))
+    for m in (on_dev, on_cpu):
+        with pytest.raises(tnpu.Error, match="Conv") as ei:
+            m.run(np.zeros((1, 2, 28, 28), np.float32))
+        assert ei.value.errno == errno.EINVAL
+        with pytest.raises(tnpu.Error, match="INT8") as ei:
+            m.run(np.zeros((1, 1, 28, 28), np.int8))
+        assert ei.value.errno == errno.EOPNOTSUPP
+        with pytest.raises(tnpu.Error):
+            m.run(np.float32(1))
+        assert m.run(np.zeros((1, 1, 28, 28), np.float32))["logits"].shape == (1, 10)
+
+
 # ---- tiny models built with the onnx package (python3-onnx) ----
 
 def save(tmp_path, graph, name="m.onnx", opset=13):
