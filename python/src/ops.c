@@ -153,12 +153,14 @@ PyObject *tnpu_device_gemm(PyObject *self, PyObject *args, PyObject *kw)
 	if (!b || check_same_dtype(a, b, "gemm", "a", "b", &dt) < 0 || check_ndim(a, 2, "gemm", "a") < 0 ||
 	    check_ndim(b, 2, "gemm", "b") < 0)
 		goto out;
-	if (tnpu_dim32(a, trans_a ? 1 : 0, "gemm", "a", &m) < 0 || tnpu_dim32(a, trans_a ? 0 : 1, "gemm", "a", &k) < 0 ||
-	    tnpu_dim32(b, trans_b ? 1 : 0, "gemm", "b", &kb) < 0 || tnpu_dim32(b, trans_b ? 0 : 1, "gemm", "b", &n) < 0)
+	if (tnpu_dim32(a, trans_a ? 1 : 0, "gemm", "a", &m) < 0 ||
+	    tnpu_dim32(a, trans_a ? 0 : 1, "gemm", "a", &k) < 0 ||
+	    tnpu_dim32(b, trans_b ? 1 : 0, "gemm", "b", &kb) < 0 ||
+	    tnpu_dim32(b, trans_b ? 0 : 1, "gemm", "b", &n) < 0)
 		goto out;
 	if (k != kb) {
-		PyErr_Format(PyExc_ValueError, "gemm: inner dimensions differ: op(a) is %u x %u, op(b) is %u x %u", m, k,
-			     kb, n);
+		PyErr_Format(PyExc_ValueError, "gemm: inner dimensions differ: op(a) is %u x %u, op(b) is %u x %u",
+			     m, k, kb, n);
 		goto out;
 	}
 	if (check_bias(biaso, "gemm", dt, n, &bias) < 0)
