@@ -185,15 +185,49 @@ static PyObject *feature_list(uint32_t features)
 	return list;
 }
 
+/* Islands (accel_query_islands) with the field names of `accel-info --json`. */
+static PyObject *island_list(const struct accel_island *isl, unsigned n)
+{
+	static const char *const dtype_names[] = { "int8", "fp32", "bf16" };
+	PyObject *list = PyList_New(0);
+
+	for (unsigned i = 0; list && i < n && i < ACCEL_MAX_ISLANDS; i++) {
+		PyObject *dts = PyList_New(0), *item = NULL;
+
+		for (unsigned b = 0; dts && b < 3; b++) {
+			if (!(isl[i].dtypes & (1u << b)))
+				continue;
+			PyObject *s = PyUnicode_FromString(dtype_names[b]);
+
+			if (!s || PyList_Append(dts, s) < 0)
+				Py_CLEAR(dts);
+			Py_XDECREF(s);
+		}
+		if (dts)
+			item = Py_BuildValue("{s:I,s:I,s:N,s:I,s:K,s:K}", "first_row", isl[i].first_row, "rows",
+					     isl[i].rows, "dtypes", dts, "clkdiv", isl[i].clkdiv, "sram_base",
+					     (unsigned long long)isl[i].sram_base, "sram_bytes",
+					     (unsigned long long)isl[i].sram_bytes);
+		if (!item || PyList_Append(list, item) < 0)
+			Py_CLEAR(list);
+		Py_XDECREF(item);
+	}
+	return list;
+}
+
 static PyObject *device_get_caps(PyObject *self, void *closure)
 {
 	DeviceObject *d = (DeviceObject *)self;
+	struct accel_island isl[ACCEL_MAX_ISLANDS];
+	unsigned n_isl = 0;
 	struct accel_caps c;
 	int ret;
 
 	if (tnpu_device_acquire(d) < 0)
 		return NULL;
 	ret = accel_query_caps(d->dev, &c);
+	if (!ret)
+		ret = accel_query_islands(d->dev, isl, ACCEL_MAX_ISLANDS, &n_isl);
 	if (ret) {
 		tnpu_raise_dev(ret, d->dev, "capability query");
 		tnpu_device_release(d);
@@ -202,17 +236,20 @@ static PyObject *device_get_caps(PyObject *self, void *closure)
 	tnpu_device_release(d);
 	c.backend[sizeof(c.backend) - 1] = '\0';
 	PyObject *names = feature_list(c.features);
+	PyObject *islands = names ? island_list(isl, n_isl) : NULL;
 
-	if (!names)
+	if (!islands) {
+		Py_XDECREF(names);
 		return NULL;
+	}
 	return Py_BuildValue(
-		"{s:s,s:I,s:I,s:I,s:I,s:I,s:I,s:I,s:I,s:I,s:I,s:I,s:I,s:I,s:I,s:I,s:I,s:I,s:I,s:N}",
+		"{s:s,s:I,s:I,s:I,s:I,s:I,s:I,s:I,s:I,s:I,s:I,s:I,s:I,s:I,s:I,s:I,s:I,s:I,s:I,s:N,s:N}",
 		"backend", c.backend, "rows", c.rows, "cols", c.cols, "pes", c.pes,
 		"sram_bytes", c.sram_bytes, "acc_elems", c.acc_elems, "accumulators", c.accumulators,
 		"slots", c.slots, "ibufs", c.ibufs, "ibuf_depth", c.ibuf_depth, "rf_entries", c.rf_entries,
 		"semaphores", c.semaphores, "rate_int8", c.rate_int8, "rate_fp32", c.rate_fp32,
 		"rate_dma", c.rate_dma, "rate_dispatch", c.rate_dispatch, "clock_mhz", c.clock_mhz,
-		"max_cmdbuf", c.max_cmdbuf, "features", c.features, "feature_names", names);
+		"max_cmdbuf", c.max_cmdbuf, "features", c.features, "feature_names", names, "islands", islands);
 }
 
 static PyObject *device_get_backend(PyObject *self, void *closure)

@@ -26,6 +26,17 @@ def test_sim_geometry_option_reaches_caps():
         assert (d.caps["rows"], d.caps["cols"]) == (2, 3)
 
 
+def test_islands_in_caps():
+    with tnpu.Device("sim") as d:
+        isl = d.caps["islands"]
+        assert sum(i["rows"] for i in isl) == d.caps["rows"]
+    with tnpu.Device("sim:islands=2:i8/2:all:2") as d:
+        a, b = d.caps["islands"]
+        assert (a["first_row"], a["rows"], a["dtypes"], a["clkdiv"]) == (0, 2, ["int8"], 1)
+        assert (b["first_row"], b["rows"], b["clkdiv"]) == (2, 2, 2) and "fp32" in b["dtypes"]
+        assert b["sram_base"] == a["sram_base"] + a["sram_bytes"]
+
+
 def test_default_device_follows_accel_device(monkeypatch):
     monkeypatch.setenv("ACCEL_DEVICE", "sim")
     with tnpu.Device() as d:
