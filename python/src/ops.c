@@ -94,7 +94,7 @@ static int check_out(PyObject *obj, const char *op, PyArrayObject *res)
 	}
 	if (PyArray_TYPE(c) != PyArray_TYPE(res)) {
 		PyErr_Format(PyExc_TypeError, "%s: c must be %s", op,
-			     PyArray_TYPE(res) == NPY_FLOAT32 ? "float32" : "int32");
+			     PyArray_TYPE(res) == NPY_FLOAT32 ? "float32" : PyArray_TYPE(res) == NPY_INT8 ? "int8" : "int32");
 		return -1;
 	}
 	if (PyArray_NDIM(c) != 2 || PyArray_DIM(c, 0) != PyArray_DIM(res, 0) ||
@@ -132,21 +132,72 @@ static int check_same_dtype(PyArrayObject *a, PyArrayObject *b, const char *op, 
 	return 0;
 }
 
+/*
+ * out_scale= / out_zero_point=: int8 operands give an int8 result requantised by the epilogue
+ * (y = sat8(round(acc * out_scale) + out_zero_point), multiplier/shift from accel_quant_from_scale);
+ * float32 operands scale the result (epilogue scale_f).  Fills the epilogue and the result dtypes.
+ */
+static int parse_requant(PyObject *scale_o, int zp, enum accel_dtype dt, const char *op, struct accel_epilogue *epi,
+			 enum accel_dtype *odt, int *npy_out)
+{
+	double scale;
+
+	*odt = dt == ACCEL_FP32 ? ACCEL_FP32 : ACCEL_INT32;
+	*npy_out = dt == ACCEL_FP32 ? NPY_FLOAT32 : NPY_INT32;
+	if (scale_o == Py_None) {
+		if (zp) {
+			PyErr_Format(PyExc_ValueError, "%s: out_zero_point needs out_scale", op);
+			return -1;
+		}
+		return 0;
+	}
+	scale = PyFloat_AsDouble(scale_o);
+	if (scale == -1.0 && PyErr_Occurred())
+		return -1;
+	if (!(scale > 0) || scale >= 2147483648.0) {
+		PyErr_Format(PyExc_ValueError, "%s: out_scale must be > 0 and < 2**31", op);
+		return -1;
+	}
+	if (dt == ACCEL_FP32) {
+		if (zp) {
+			PyErr_Format(PyExc_ValueError, "%s: out_zero_point applies to int8 operands only", op);
+			return -1;
+		}
+		epi->scale_f = (float)scale;
+		return 0;
+	}
+	if (zp < -128 || zp > 127) {
+		PyErr_Format(PyExc_ValueError, "%s: out_zero_point must be -128..127", op);
+		return -1;
+	}
+	if (accel_quant_from_scale(scale, &epi->multiplier, &epi->shift)) {
+		PyErr_Format(PyExc_ValueError, "%s: out_scale %g cannot be represented as multiplier/shift", op, scale);
+		return -1;
+	}
+	epi->zero_point = (int16_t)zp;
+	*odt = ACCEL_INT8;
+	*npy_out = NPY_INT8;
+	return 0;
+}
+
 PyObject *tnpu_device_gemm(PyObject *self, PyObject *args, PyObject *kw)
 {
-	static char *kwlist[] = { "a", "b", "c", "trans_a", "trans_b", "bias", "relu", NULL };
+	static char *kwlist[] = { "a", "b", "c", "trans_a", "trans_b", "bias", "relu", "out_scale", "out_zero_point",
+				  NULL };
 	DeviceObject *d = (DeviceObject *)self;
-	PyObject *ao, *bo, *co = Py_None, *biaso = Py_None, *ret = NULL;
+	PyObject *ao, *bo, *co = Py_None, *biaso = Py_None, *scale_o = Py_None, *ret = NULL;
 	PyArrayObject *a = NULL, *b = NULL, *bias = NULL, *res = NULL;
-	int trans_a = 0, trans_b = 0, relu = 0, rc;
+	int trans_a = 0, trans_b = 0, relu = 0, out_zp = 0, npy_out, rc;
+	struct accel_epilogue epi = { .act = ACCEL_ACT_NONE };
+	enum accel_dtype odt;
 	uint32_t m, k, kb, n;
 	enum accel_dtype dt;
 	struct staging s = { .n = 0 };
 	struct accel_buffer *abuf, *bbuf, *cbuf, *biasbuf;
 	struct accel_tensor ta, tb, tc, tbias;
 
-	if (!PyArg_ParseTupleAndKeywords(args, kw, "OO|O$ppOp:gemm", kwlist, &ao, &bo, &co, &trans_a, &trans_b,
-					 &biaso, &relu))
+	if (!PyArg_ParseTupleAndKeywords(args, kw, "OO|O$ppOpOi:gemm", kwlist, &ao, &bo, &co, &trans_a, &trans_b,
+					 &biaso, &relu, &scale_o, &out_zp))
 		return NULL;
 	a = tnpu_array(ao, "gemm", "a");
 	b = a ? tnpu_array(bo, "gemm", "b") : NULL;
@@ -163,9 +214,10 @@ PyObject *tnpu_device_gemm(PyObject *self, PyObject *args, PyObject *kw)
 			     m, k, kb, n);
 		goto out;
 	}
-	if (check_bias(biaso, "gemm", dt, n, &bias) < 0)
+	if (check_bias(biaso, "gemm", dt, n, &bias) < 0 || parse_requant(scale_o, out_zp, dt, "gemm", &epi, &odt,
+									  &npy_out) < 0)
 		goto out;
-	res = new_result(2, (uint32_t[]){ m, n }, dt == ACCEL_FP32 ? NPY_FLOAT32 : NPY_INT32);
+	res = new_result(2, (uint32_t[]){ m, n }, npy_out);
 	if (!res || (co != Py_None && check_out(co, "gemm", res) < 0))
 		goto out;
 
@@ -175,14 +227,15 @@ PyObject *tnpu_device_gemm(PyObject *self, PyObject *args, PyObject *kw)
 	    stage_empty(d, &s, (uint64_t)PyArray_NBYTES(res), &cbuf) < 0 ||
 	    (bias && stage(d, &s, bias, &biasbuf) < 0))
 		goto unlock;
-	struct accel_gemm_desc desc = { .a = &ta, .b = &tb, .c = &tc, .trans_a = trans_a, .trans_b = trans_b };
+	struct accel_gemm_desc desc = { .a = &ta, .b = &tb, .c = &tc, .trans_a = trans_a, .trans_b = trans_b,
+					.epi = epi };
 
 	desc.epi.act = relu ? ACCEL_ACT_RELU : ACCEL_ACT_NONE;
 	rc = accel_tensor_2d(abuf, 0, dt, (uint32_t)PyArray_DIM(a, 0), (uint32_t)PyArray_DIM(a, 1), &ta);
 	if (!rc)
 		rc = accel_tensor_2d(bbuf, 0, dt, (uint32_t)PyArray_DIM(b, 0), (uint32_t)PyArray_DIM(b, 1), &tb);
 	if (!rc)
-		rc = accel_tensor_2d(cbuf, 0, dt == ACCEL_FP32 ? ACCEL_FP32 : ACCEL_INT32, m, n, &tc);
+		rc = accel_tensor_2d(cbuf, 0, odt, m, n, &tc);
 	if (!rc && bias) {
 		rc = accel_tensor_2d(biasbuf, 0, dt == ACCEL_FP32 ? ACCEL_FP32 : ACCEL_INT32, 1, n, &tbias);
 		desc.epi.bias = &tbias;
@@ -285,9 +338,13 @@ static int out_dim(uint32_t in, uint32_t pad_lo, uint32_t pad_hi, uint32_t kern,
 PyObject *tnpu_device_conv2d(PyObject *self, PyObject *args, PyObject *kw)
 {
 	static char *kwlist[] = { "x", "w", "bias", "stride", "padding", "dilation", "groups", "relu",
-				  "input_zero_point", NULL };
+				  "input_zero_point", "out_scale", "out_zero_point", NULL };
 	DeviceObject *d = (DeviceObject *)self;
-	PyObject *xo, *wo, *biaso = Py_None, *stride_o = NULL, *pad_o = NULL, *dil_o = NULL, *ret = NULL;
+	PyObject *xo, *wo, *biaso = Py_None, *stride_o = NULL, *pad_o = NULL, *dil_o = NULL, *scale_o = Py_None;
+	PyObject *ret = NULL;
+	struct accel_epilogue epi = { .act = ACCEL_ACT_NONE };
+	enum accel_dtype odt;
+	int out_zp = 0, npy_out;
 	PyArrayObject *x = NULL, *w = NULL, *bias = NULL, *res = NULL;
 	int groups = 1;
 	int relu = 0, zp = 0, rc;
@@ -297,8 +354,8 @@ PyObject *tnpu_device_conv2d(PyObject *self, PyObject *args, PyObject *kw)
 	struct accel_buffer *xbuf, *wbuf, *obuf, *biasbuf;
 	struct accel_tensor tx, tw, to, tbias;
 
-	if (!PyArg_ParseTupleAndKeywords(args, kw, "OO|O$OOOipi:conv2d", kwlist, &xo, &wo, &biaso, &stride_o, &pad_o,
-					 &dil_o, &groups, &relu, &zp))
+	if (!PyArg_ParseTupleAndKeywords(args, kw, "OO|O$OOOipiOi:conv2d", kwlist, &xo, &wo, &biaso, &stride_o, &pad_o,
+					 &dil_o, &groups, &relu, &zp, &scale_o, &out_zp))
 		return NULL;
 	if ((stride_o && parse_pair(stride_o, "conv2d", "stride", &sh, &sw) < 0) ||
 	    (dil_o && parse_pair(dil_o, "conv2d", "dilation", &dh, &dw) < 0) ||
@@ -334,9 +391,10 @@ PyObject *tnpu_device_conv2d(PyObject *self, PyObject *args, PyObject *kw)
 	os[1] = ws[0];
 	if (out_dim(xs[2], pad[0], pad[2], ws[2], dh, sh, "height", &os[2]) < 0 ||
 	    out_dim(xs[3], pad[1], pad[3], ws[3], dw, sw, "width", &os[3]) < 0 ||
-	    check_bias(biaso, "conv2d", dt, ws[0], &bias) < 0)
+	    check_bias(biaso, "conv2d", dt, ws[0], &bias) < 0 ||
+	    parse_requant(scale_o, out_zp, dt, "conv2d", &epi, &odt, &npy_out) < 0)
 		goto out;
-	res = new_result(4, os, dt == ACCEL_FP32 ? NPY_FLOAT32 : NPY_INT32);
+	res = new_result(4, os, npy_out);
 	if (!res)
 		goto out;
 
@@ -349,9 +407,9 @@ PyObject *tnpu_device_conv2d(PyObject *self, PyObject *args, PyObject *kw)
 		.input = &tx, .weights = &tw, .output = &to,
 		.stride_h = sh, .stride_w = sw, .dil_h = dh, .dil_w = dw, .groups = groups,
 		.pad_top = pad[0], .pad_left = pad[1], .pad_bottom = pad[2], .pad_right = pad[3],
-		.input_zero_point = zp,
+		.input_zero_point = zp, .epi = epi,
 	};
-	enum accel_dtype odt = dt == ACCEL_FP32 ? ACCEL_FP32 : ACCEL_INT32;
+	enum accel_dtype bias_dt = dt == ACCEL_FP32 ? ACCEL_FP32 : ACCEL_INT32;
 
 	desc.epi.act = relu ? ACCEL_ACT_RELU : ACCEL_ACT_NONE;
 	rc = accel_tensor_4d(xbuf, 0, dt, ACCEL_LAYOUT_NCHW, xs[0], xs[1], xs[2], xs[3], &tx);
@@ -360,7 +418,7 @@ PyObject *tnpu_device_conv2d(PyObject *self, PyObject *args, PyObject *kw)
 	if (!rc)
 		rc = accel_tensor_4d(obuf, 0, odt, ACCEL_LAYOUT_NCHW, os[0], os[1], os[2], os[3], &to);
 	if (!rc && bias) {
-		rc = accel_tensor_2d(biasbuf, 0, odt, 1, ws[0], &tbias);
+		rc = accel_tensor_2d(biasbuf, 0, bias_dt, 1, ws[0], &tbias);
 		desc.epi.bias = &tbias;
 	}
 	if (!rc) {

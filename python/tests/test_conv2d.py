@@ -112,3 +112,14 @@ def test_library_limits_raise_error_with_library_message(dev):
         dev.conv2d(np.ones((1, 1, 3, 3), np.float32), np.ones((1, 1, 3, 3), np.float32), stride=300, padding=300)
     assert ei.value.errno == errno.EINVAL
     assert dev.conv2d(np.ones((1, 1, 3, 3), np.float32), np.ones((1, 1, 3, 3), np.float32))[0, 0, 0, 0] == 9
+
+
+def test_int8_conv_requantised_output(dev, rng):
+    x, w = make(rng, np.int8, (2, 3, 7, 7), (4, 3, 3), 1)
+    b = rng.integers(-2000, 2000, 4, dtype=np.int32)
+    y = dev.conv2d(x, w, b, padding=1, relu=True, out_scale=0.004, out_zero_point=-20)
+    assert y.dtype == np.int8 and y.shape == (2, 4, 7, 7)
+    acc = np.maximum(conv_ref(x, w, b, pad=(1, 1, 1, 1)), 0)
+    want = np.clip(np.round(acc * 0.004) - 20, -128, 127)
+    assert np.abs(y.astype(np.int64) - want).max() <= 1
+    assert np.mean(y == want) > 0.95

@@ -143,3 +143,49 @@ def test_device_still_works_after_errors(dev, rng):
         dev.gemm(np.ones((2, 3), np.float32), np.ones((4, 2), np.float32))
     a = rng.standard_normal((5, 5)).astype(np.float32)
     np.testing.assert_allclose(dev.gemm(a, a), ref(a, a), rtol=1e-4, atol=1e-4)
+
+
+def requant_ref(acc, scale, zp):
+    return np.clip(np.round(acc * scale) + zp, -128, 127)
+
+
+@pytest.mark.parametrize("scale,zp", [(1 / 300, 3), (0.001, -5), (0.02, 0), (1.5, 0)])
+def test_int8_requantised_output(dev, rng, scale, zp):
+    a = rng.integers(-128, 128, (20, 30), dtype=np.int8)
+    b = rng.integers(-128, 128, (30, 10), dtype=np.int8)
+    bias = rng.integers(-3000, 3000, 10, dtype=np.int32)
+    y = dev.gemm(a, b, bias=bias, relu=True, out_scale=scale, out_zero_point=zp)
+    assert y.dtype == np.int8 and y.shape == (20, 10)
+    want = requant_ref(np.maximum(a.astype(np.int64) @ b + bias, 0), scale, zp)
+    # fixed-point multiplier/shift vs real scale: at most one step apart (on ties)
+    assert np.abs(y.astype(np.int64) - want).max() <= 1
+    assert np.mean(y == want) > 0.95
+
+
+def test_fp32_out_scale(dev, rng):
+    a = rng.standard_normal((9, 6)).astype(np.float32)
+    b = rng.standard_normal((6, 4)).astype(np.float32)
+    bias = rng.standard_normal(4).astype(np.float32)
+    y = dev.gemm(a, b, bias=bias, relu=True, out_scale=0.25)
+    np.testing.assert_allclose(y, np.maximum(ref(a, b) + bias, 0) * 0.25, rtol=1e-4, atol=1e-5)
+
+
+def test_bad_requantisation_arguments(dev):
+    a8 = np.ones((2, 2), np.int8)
+    af = np.ones((2, 2), np.float32)
+    with pytest.raises(ValueError, match="out_scale"):
+        dev.gemm(a8, a8, out_scale=0)
+    with pytest.raises(ValueError, match="out_scale"):
+        dev.gemm(a8, a8, out_scale=-1.0)
+    with pytest.raises(ValueError, match="out_scale"):
+        dev.gemm(a8, a8, out_scale=float("nan"))
+    with pytest.raises(ValueError, match="needs out_scale"):
+        dev.gemm(a8, a8, out_zero_point=3)
+    with pytest.raises(ValueError, match="-128"):
+        dev.gemm(a8, a8, out_scale=0.5, out_zero_point=200)
+    with pytest.raises(ValueError, match="int8"):
+        dev.gemm(af, af, out_scale=0.5, out_zero_point=1)
+    with pytest.raises(TypeError):
+        dev.gemm(a8, a8, out_scale="x")
+    with pytest.raises(TypeError, match="int8"):
+        dev.gemm(a8, a8, np.zeros((2, 2), np.int32), out_scale=0.5)
