@@ -279,13 +279,15 @@ static PyObject *device_repr(PyObject *self)
 
 static PyMethodDef device_methods[] = {
 	{ "gemm", (PyCFunction)(void (*)(void))tnpu_device_gemm, METH_VARARGS | METH_KEYWORDS,
-	  "gemm(a, b, c=None, *, trans_a=False, trans_b=False, bias=None, relu=False) -> numpy array\n\n"
-	  "op(a) @ op(b) on the device: float32 x float32 -> float32, int8 x int8 -> int32.\n"
+	  "gemm(a, b, c=None, *, trans_a=False, trans_b=False, bias=None, relu=False, out_scale=None,\n"
+	  "     out_zero_point=0) -> numpy array\n\n"
+	  "op(a) @ op(b) on the device: float32 x float32 -> float32, int8 x int8 -> int32 (int8 with out_scale).\n"
 	  "c, if given, receives the result (shape (M, N), the result's dtype) and is returned." },
 	{ "conv2d", (PyCFunction)(void (*)(void))tnpu_device_conv2d, METH_VARARGS | METH_KEYWORDS,
 	  "conv2d(x, w, bias=None, *, stride=1, padding=0, dilation=1, groups=1, relu=False,\n"
-	  "       input_zero_point=0) -> numpy array\n\n"
-	  "NCHW convolution: x (N, C, H, W), w (K, C/groups, R, S); float32 -> float32, int8 -> int32." },
+	  "       input_zero_point=0, out_scale=None, out_zero_point=0) -> numpy array\n\n"
+	  "NCHW convolution: x (N, C, H, W), w (K, C/groups, R, S); float32 -> float32, int8 -> int32\n"
+	  "(int8 with out_scale)." },
 	{ "close", device_close, METH_NOARGS, "Close the device (idempotent)." },
 	{ "__enter__", device_enter, METH_NOARGS, NULL },
 	{ "__exit__", device_exit, METH_VARARGS, NULL },
