@@ -134,3 +134,16 @@ def test_close_while_other_thread_computes(rng):
     d.close()
     t.join()
     assert outcome and outcome[0] in ("done", "closed")
+
+
+def test_module_exports_only_its_init_function():
+    """libaccel and the ONNX runtime are linked in statically: none of their symbols may be exported
+    (an application's own cs_init or plan_alloc must not be bound to ours, nor ours to theirs)."""
+    import shutil
+    import subprocess
+    nm = shutil.which("nm")
+    if not nm:
+        pytest.skip("nm (binutils) not installed")
+    out = subprocess.run([nm, "-D", "--defined-only", tnpu.__file__], capture_output=True, text=True, check=True)
+    names = [line.split()[-1] for line in out.stdout.splitlines() if line.strip()]
+    assert names == ["PyInit_tnpu"]
