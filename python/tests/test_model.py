@@ -59,6 +59,14 @@ def test_fashion_mnist_matches_numpy_forward(dev):
     assert (got.argmax(1) == want.argmax(1)).all()
 
 
+def test_fold_false_runs_the_graph_as_written(dev):
+    x, _ = fashion_images()
+    folded = tnpu.Model(FASHION, dev)
+    unfolded = tnpu.Model(FASHION, dev, fold=False)
+    assert "6 nodes" in repr(folded) and "10 nodes" in repr(unfolded)
+    np.testing.assert_allclose(unfolded.run(x)["logits"], folded.run(x)["logits"], rtol=1e-3, atol=1e-4)
+
+
 def test_model_runs_many_times_and_at_any_batch(dev):
     m = tnpu.Model(FASHION, dev)
     x, _ = fashion_images()
