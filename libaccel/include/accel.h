@@ -208,6 +208,12 @@ struct accel_epilogue {
 	uint8_t shift;			/* 0..62 */
 	int16_t zero_point;		/* -128..127 */
 	float scale_f;			/* fp32 output scale; 0 = none (1.0) */
+	/* ISA 2 (CAP_FEATURES bit 16): optional residual of the output's shape in the accumulator type
+	 * (FP32 for fp32 ops, INT32 for int8 ops) added after the bias, before the activation, in the SFU
+	 * (out = act(A x B + bias + residual)); needs a 32-bit output (no requantisation).  accel_gemm: an
+	 * M x N matrix with contiguous rows; accel_conv2d: NHWC output and residual of the output's
+	 * shape and strides (the convolution then takes the implicit-im2col lowering). */
+	const struct accel_tensor *residual;
 };
 
 /* Turn a real scale (0 < scale < 2^31) into multiplier/shift for accel_epilogue. */
