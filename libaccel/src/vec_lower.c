@@ -199,56 +199,104 @@ uint64_t vx_place_box(const struct vx_opnd *o, const uint32_t *sz, uint32_t off,
 	return s;
 }
 
+/* One 3-D copy between host memory and one storage unit.  With per-unit host ports it is a
+ * DMA_BANDS (axis Z) whose only non-empty band is the row's (256 B/cycle instead of the shared
+ * 128 B/cycle DMA stream; same bytes, same SRAM layout). */
+static void vx_dma(struct accel_cmdstream *cs, bool h2d, unsigned flags, uint64_t va, uint64_t hpy, uint64_t hpz,
+		   unsigned row, unsigned half, uint32_t off, uint32_t spy, uint32_t spz, uint32_t width, uint32_t height,
+		   uint32_t depth)
+{
+	struct tnpu_cmd_dma_bands b;
+
+	/* per-unit host ports: the depthwise block (CAP_FEATURES bit 7) */
+	if (!(cs->dev->caps.features & TNPU_FEAT_DEPTHWISE) || depth > (1u << 26)) {
+		cs_dma(cs, h2d, flags, va, hpy, hpz, row, half, off, spy, spz, width, height, depth);
+		return;
+	}
+	memset(&b, 0, sizeof(b));
+	b.hdr.opcode = h2d ? TNPU_CMD_DMA_BANDS_H2D : TNPU_CMD_DMA_BANDS_D2H;
+	b.hdr.flags = (uint8_t)flags;
+	b.hdr.size = sizeof(b);
+	b.host_va = va;
+	b.host_pitch_y = hpy;
+	b.host_pitch_z = hpz;
+	b.sram_off = off;
+	b.sram_pitch_y = spy;
+	b.sram_pitch_z = spz;
+	b.width = width;
+	b.height = height;
+	b.depth = depth;
+	b.band_first = -(int32_t)(row * depth);	/* unit u's band [(u - row) * depth, + depth) */
+	b.band_step = depth;
+	b.band_len = depth;
+	b.half = (uint8_t)half;
+	b.axis = TNPU_BANDS_AXIS_Z;
+	cs_raw(cs, &b, sizeof(b));
+}
+
 /* Box DMA between host (o, from lo) and SRAM placement p: the innermost SRAM dim with host stride e is
  * the DMA width, the next two dims height and depth, any other dim a loop of commands. */
 void vx_dma_box(struct accel_cmdstream *cs, bool h2d, unsigned flags, const struct vx_opnd *o, const uint32_t *lo,
 		const uint32_t *sz, const struct vx_place *p, unsigned row, unsigned half)
 {
-	unsigned dims[4], nd = 0;
-	uint64_t va = o->va;
-	uint32_t width = o->e, w_units = 1;
-	unsigned first = 0;
+	uint64_t n[4], hs[4], ss[4], va = o->va;
+	uint32_t width = o->e;
+	unsigned nd = 0, first = 0;
 
 	for (unsigned d = 0; d < 4; d++)
 		va += (uint64_t)lo[d] * o->st[d];
-	/* non-trivial dims in ascending SRAM stride */
+	/* non-trivial dims in ascending SRAM stride, merged where host and SRAM are both contiguous */
 	for (unsigned d = 0; d < 4; d++)
-		if (p->st[d])
-			dims[nd++] = d;
-	for (unsigned a = 0; a < nd; a++)
-		for (unsigned b = a + 1; b < nd; b++)
-			if (p->st[dims[b]] < p->st[dims[a]]) {
-				unsigned t = dims[a];
+		if (p->st[d]) {
+			unsigned a = nd++;
 
-				dims[a] = dims[b];
-				dims[b] = t;
+			while (a > 0 && ss[a - 1] > (uint64_t)p->st[d]) {
+				n[a] = n[a - 1];
+				hs[a] = hs[a - 1];
+				ss[a] = ss[a - 1];
+				a--;
 			}
-	if (nd && o->st[dims[0]] == o->e) {
-		w_units = sz[dims[0]];
-		width = o->e * w_units;
+			n[a] = sz[d];
+			hs[a] = o->st[d];
+			ss[a] = (uint64_t)p->st[d];
+		}
+	for (unsigned a = 0; a + 1 < nd;) {
+		if (hs[a + 1] == hs[a] * n[a] && ss[a + 1] == ss[a] * n[a]) {
+			n[a] *= n[a + 1];
+			for (unsigned b = a + 1; b + 1 < nd; b++) {
+				n[b] = n[b + 1];
+				hs[b] = hs[b + 1];
+				ss[b] = ss[b + 1];
+			}
+			nd--;
+		} else {
+			a++;
+		}
+	}
+	if (nd && hs[0] == o->e && n[0] * o->e <= UINT32_MAX) {
+		width = (uint32_t)(o->e * n[0]);
 		first = 1;
 	}
 	{
 		unsigned rest = nd - first;
-		uint32_t h = rest > 0 ? sz[dims[first]] : 1, dd = rest > 1 ? sz[dims[first + 1]] : 1;
-		uint64_t hpy = rest > 0 ? o->st[dims[first]] : 0, hpz = rest > 1 ? o->st[dims[first + 1]] : 0;
-		uint32_t spy = rest > 0 ? (uint32_t)p->st[dims[first]] : 0;
-		uint32_t spz = rest > 1 ? (uint32_t)p->st[dims[first + 1]] : 0;
-		uint32_t l0 = rest > 2 ? sz[dims[first + 2]] : 1, l1 = rest > 3 ? sz[dims[first + 3]] : 1;
+		uint32_t h = rest > 0 ? (uint32_t)n[first] : 1, dd = rest > 1 ? (uint32_t)n[first + 1] : 1;
+		uint64_t hpy = rest > 0 ? hs[first] : 0, hpz = rest > 1 ? hs[first + 1] : 0;
+		uint32_t spy = rest > 0 ? (uint32_t)ss[first] : 0, spz = rest > 1 ? (uint32_t)ss[first + 1] : 0;
+		uint64_t l0 = rest > 2 ? n[first + 2] : 1, l1 = rest > 3 ? n[first + 3] : 1;
 
-		for (uint32_t i1 = 0; i1 < l1; i1++)
-			for (uint32_t i0 = 0; i0 < l0; i0++) {
+		for (uint64_t i1 = 0; i1 < l1; i1++)
+			for (uint64_t i0 = 0; i0 < l0; i0++) {
 				uint64_t hv = va, so = p->off;
 
 				if (rest > 2) {
-					hv += (uint64_t)i0 * o->st[dims[first + 2]];
-					so += (uint64_t)i0 * (uint32_t)p->st[dims[first + 2]];
+					hv += i0 * hs[first + 2];
+					so += i0 * ss[first + 2];
 				}
 				if (rest > 3) {
-					hv += (uint64_t)i1 * o->st[dims[first + 3]];
-					so += (uint64_t)i1 * (uint32_t)p->st[dims[first + 3]];
+					hv += i1 * hs[first + 3];
+					so += i1 * ss[first + 3];
 				}
-				cs_dma(cs, h2d, flags, hv, hpy, hpz, row, half, (uint32_t)so, spy, spz, width, h, dd);
+				vx_dma(cs, h2d, flags, hv, hpy, hpz, row, half, (uint32_t)so, spy, spz, width, h, dd);
 			}
 	}
 }

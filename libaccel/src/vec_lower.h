@@ -57,7 +57,8 @@ struct vx_job {
 int vx_lower(struct accel_dev *dev, struct accel_cmdstream *cs, struct vx_job *j);
 /* Pack a box of o (sizes sz) at SRAM offset off in the order of o's host strides; returns its bytes. */
 uint64_t vx_place_box(const struct vx_opnd *o, const uint32_t *sz, uint32_t off, struct vx_place *p);
-/* DMA a box (origin lo, sizes sz) between host operand o and its SRAM placement p. */
+/* DMA a box (origin lo, sizes sz) between host operand o and its SRAM placement p (DMA_BANDS through
+ * the row's own host port when the device has per-unit ports, else DMA_H2D/D2H). */
 void vx_dma_box(struct accel_cmdstream *cs, bool h2d, unsigned flags, const struct vx_opnd *o, const uint32_t *lo,
 		const uint32_t *sz, const struct vx_place *p, unsigned row, unsigned half);
 /* The template of a VEC command (header filled, every dim 1). */
