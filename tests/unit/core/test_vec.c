@@ -803,3 +803,128 @@ Test(vec, sfu_residual_adds_a_second_operand_before_the_activation)
 	cr_assert_eq(run(), TNPU_ERR_ACC_SHAPE);
 	(void)sfu_plain;
 }
+
+/* Random VEC commands (mostly well-formed for their op, with edge and huge sizes, strides and offsets,
+ * and one random byte mutated in a tenth of them): every one either completes or stops with an error
+ * code; never a crash, a hang or an out-of-range access (the sanitizer builds run this too). */
+static uint32_t pick(uint64_t *seed, uint32_t small)
+{
+	static const uint32_t dims[] = { 1, 2, 3, 7, 64, 1000, 65536, 0, 0xFFFFFFFFu };
+
+	return trng(seed) % 4 ? (uint32_t)(1 + trng(seed) % small) : dims[trng(seed) % 9];
+}
+
+static int32_t pick_st(uint64_t *seed, unsigned e)
+{
+	static const int32_t strides[] = { 0, 1, 4, -4, 64, 4096, -32768, 0x7FFFFFFF, (int32_t)0x80000000 };
+
+	return trng(seed) % 4 ? (int32_t)(e * (trng(seed) % 12)) : strides[trng(seed) % 9];
+}
+
+Test(vec, random_commands_complete_or_fail_cleanly)
+{
+	static const uint8_t map_fn[] = { 0, 1, 2, 3, 4, 5, 16, 17, 18, 19, 20, 21, 22, 23, 24, 25 };
+	uint64_t seed = 0x5eed;
+	unsigned count[64] = { 0 };
+
+	for (int it = 0; it < 3000; it++) {
+		struct tnpu_cmd_vec v;
+		uint8_t *raw = (uint8_t *)&v;
+		uint8_t dt = (uint8_t)(trng(&seed) % 3);
+		unsigned e;
+
+		memset(&v, 0, sizeof(v));
+		v.hdr.opcode = TNPU_CMD_VEC;
+		v.hdr.size = sizeof(v);
+		v.op = (uint8_t)(trng(&seed) % 4);
+		v.in_dtype = v.out_dtype = dt;
+		switch (v.op) {
+		case TNPU_VEC_MAP:
+			v.func = map_fn[trng(&seed) % sizeof(map_fn)];
+			if (v.func >= 16 || v.func == TNPU_VEC_QUANT)
+				v.in_dtype = TNPU_DTYPE_FP32;
+			if (v.func == TNPU_VEC_LUT || v.func == TNPU_VEC_DEQUANT)
+				v.in_dtype = TNPU_DTYPE_INT8;
+			if (v.func == TNPU_VEC_REQUANT && v.in_dtype == TNPU_DTYPE_FP32)
+				v.in_dtype = TNPU_DTYPE_INT32;
+			v.out_dtype = v.func >= 16 || v.func == TNPU_VEC_DEQUANT ? TNPU_DTYPE_FP32
+				      : (v.func >= TNPU_VEC_REQUANT || v.func == TNPU_VEC_LUT) ? TNPU_DTYPE_INT8
+											 : v.in_dtype;
+			if (v.func >= 16 || v.func == TNPU_VEC_QUANT || v.func == TNPU_VEC_DEQUANT)
+				v.scale = 0x3F800000u;
+			if (v.func == TNPU_VEC_REQUANT) {
+				v.scale = (uint32_t)trng(&seed);
+				v.shift = (uint8_t)(trng(&seed) % 63);
+				if (trng(&seed) % 2) {
+					v.vflags = TNPU_VEC_F_PER_CHANNEL;
+					v.scale = v.shift = 0;
+					v.chan_dim = (uint8_t)(trng(&seed) % 4);
+					v.b_off = (uint32_t)(8 * (trng(&seed) % 100));
+				}
+			}
+			if (v.func == TNPU_VEC_LUT)
+				v.lut = (uint8_t)(trng(&seed) % 4);
+			if (v.func == TNPU_VEC_CLAMP && v.in_dtype == TNPU_DTYPE_INT8) {
+				v.lo = (uint32_t)-5;
+				v.hi = 9;
+			}
+			break;
+		case TNPU_VEC_BINARY:
+			v.func = (uint8_t)(trng(&seed) % 5);
+			if (dt == TNPU_DTYPE_INT8 && trng(&seed) % 2) {
+				v.out_dtype = TNPU_DTYPE_INT32;
+			} else if (dt == TNPU_DTYPE_INT8) {
+				v.scale = (uint32_t)trng(&seed);
+				v.shift = (uint8_t)(trng(&seed) % 63);
+			}
+			v.vflags = (uint8_t)(trng(&seed) % 2);
+			break;
+		case TNPU_VEC_POOL:
+			v.func = (uint8_t)(trng(&seed) % 2);
+			v.in_dtype = v.out_dtype = dt == TNPU_DTYPE_INT32 ? TNPU_DTYPE_INT8 : dt;
+			if (v.func == TNPU_VEC_POOL_AVG && v.in_dtype == TNPU_DTYPE_INT8) {
+				v.vflags = TNPU_VEC_F_COUNT_PAD;
+				v.scale = (uint32_t)trng(&seed);
+				v.shift = (uint8_t)(trng(&seed) % 63);
+			}
+			v.win.pool = (struct tnpu_vec_pool_win){ (uint16_t)pick(&seed, 4), (uint16_t)pick(&seed, 4),
+								 (uint8_t)(1 + trng(&seed) % 3), (uint8_t)(1 + trng(&seed) % 3),
+								 (uint8_t)(trng(&seed) % 3), (uint8_t)(trng(&seed) % 3),
+								 (uint16_t)pick(&seed, 20), (uint16_t)pick(&seed, 20) };
+			break;
+		default:
+			v.func = (uint8_t)(trng(&seed) % 3);
+			v.out_dtype = v.func == TNPU_VEC_RED_MAX ? dt : (dt == TNPU_DTYPE_FP32 ? dt : TNPU_DTYPE_INT32);
+			if (dt == TNPU_DTYPE_FP32 && v.func != TNPU_VEC_RED_MAX)
+				v.scale = 0x3F800000u;
+			v.win.red.red_len = pick(&seed, 30);
+			v.win.red.red_st = pick_st(&seed, 4);
+			break;
+		}
+		e = v.in_dtype == TNPU_DTYPE_INT8 ? 1 : 4;
+		v.row = trng(&seed) % 4 ? (uint8_t)(trng(&seed) % 2) : 0xFF;
+		for (int k = 0; k < 4; k++) {
+			v.n[k] = pick(&seed, k == 3 ? 40 : 6);
+			v.d_st[k] = pick_st(&seed, v.out_dtype == TNPU_DTYPE_INT8 ? 1 : 4);
+			v.a_st[k] = pick_st(&seed, e);
+			if (v.op == TNPU_VEC_BINARY)
+				v.b_st[k] = pick_st(&seed, e);
+		}
+		v.d_off = (uint32_t)(4 * (trng(&seed) % 6000));
+		v.a_off = (uint32_t)(4 * (trng(&seed) % 6000));
+		if (v.op == TNPU_VEC_BINARY)
+			v.b_off = (uint32_t)(4 * (trng(&seed) % 6000));
+		if (trng(&seed) % 10 == 0)
+			raw[8 + trng(&seed) % 120] = (uint8_t)trng(&seed);
+		emit(&v);
+		run();
+		cr_assert(res.error == 0 || res.error == TNPU_ERR_VEC_DESC || res.error == TNPU_ERR_VEC_SHAPE ||
+				  res.error == TNPU_ERR_SRAM_RANGE || res.error == TNPU_ERR_ALIGN ||
+				  res.error == TNPU_ERR_ISLAND_ACCESS,
+			  "iteration %d: %s", it, tnpu_err_name(res.error));
+		count[res.error < 64 ? res.error : 63]++;
+	}
+	printf("# vec random commands: %u completed, %u VEC_DESC, %u VEC_SHAPE, %u SRAM_RANGE, %u ALIGN\n", count[0],
+	       count[TNPU_ERR_VEC_DESC], count[TNPU_ERR_VEC_SHAPE], count[TNPU_ERR_SRAM_RANGE], count[TNPU_ERR_ALIGN]);
+	cr_assert_gt(count[0], 300, "the generator reaches the data paths");
+}
