@@ -601,3 +601,58 @@ Test(vec, conv2d_epilogue_residual_nhwc)
 	accel_buffer_free(bs);
 	accel_close(dev);
 }
+
+/* The vector-unit operations give bit-identical results and counters on the device (in the VM: the
+ * drm backend) and on an in-process sim of the device's geometry (on the host: two sims). */
+static void vec_pair_job(struct accel_dev *dev, float *out, struct accel_counters *c)
+{
+	const uint32_t R = 96, L = 80;
+	struct accel_buffer *bi = buf_of(dev, R * L * 4), *bo = buf_of(dev, R * L * 4);
+	struct accel_tensor in, o;
+	struct accel_softmax_desc sm = { .input = &in, .output = &o };
+	struct accel_activation_desc ac = { .input = &o, .output = &o, .act = ACCEL_ACT_GELU };
+	struct accel_job *j1 = NULL, *j2 = NULL;
+	struct accel_submit sub = { .deps = &j1, .n_deps = 1 };
+	struct accel_counters c2;
+	uint64_t s = 31;
+
+	accel_tensor_2d(bi, 0, ACCEL_FP32, R, L, &in);
+	accel_tensor_2d(bo, 0, ACCEL_FP32, R, L, &o);
+	fill_f32(F(bi), R * L, &s);
+	cr_assert_eq(accel_softmax(dev, &sm, NULL, &j1), 0, "%s", accel_last_error(dev));
+	cr_assert_eq(accel_activation(dev, &ac, &sub, &j2), 0, "%s", accel_last_error(dev));
+	counters(j1, c);
+	counters(j2, &c2);
+	c->total_cycles += c2.total_cycles;
+	c->vec_cycles += c2.vec_cycles;
+	c->vec_ops += c2.vec_ops;
+	c->bytes_h2d += c2.bytes_h2d;
+	memcpy(out, F(bo), R * L * 4);
+	accel_job_free(j1);
+	accel_job_free(j2);
+	accel_buffer_free(bi);
+	accel_buffer_free(bo);
+}
+
+Test(vec, device_and_sim_are_bit_identical)
+{
+	struct accel_dev *dev = open_dev(NULL), *sim = NULL;
+	struct accel_caps caps;
+	struct accel_counters c1, c2;
+	static float o1[96 * 80], o2[96 * 80];
+	char path[128];
+
+	accel_query_caps(dev, &caps);
+	snprintf(path, sizeof(path), "sim:rows=%u,cols=%u,pes=%u,sram=%u,clock=%u", caps.rows, caps.cols, caps.pes,
+		 caps.sram_bytes, caps.clock_mhz);
+	cr_assert_eq(accel_open(path, &sim), 0, "%s", path);
+	vec_pair_job(dev, o1, &c1);
+	vec_pair_job(sim, o2, &c2);
+	cr_assert_eq(memcmp(o1, o2, sizeof(o1)), 0, "results differ between %s and %s", caps.backend, path);
+	cr_assert_eq(c1.total_cycles, c2.total_cycles);
+	cr_assert_eq(c1.vec_cycles, c2.vec_cycles);
+	cr_assert_eq(c1.vec_ops, c2.vec_ops);
+	cr_assert_eq(c1.bytes_h2d, c2.bytes_h2d);
+	accel_close(sim);
+	accel_close(dev);
+}
