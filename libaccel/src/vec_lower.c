@@ -14,6 +14,10 @@
  *   compute: SEM_WAIT FULL, VEC..., SEM_SIGNAL DONE
  *   store:   SEM_WAIT DONE, D2H box, SEM_SIGNAL FREE
  * all ASYNC, so chunk i+1 loads while chunk i computes and chunk i-1 stores.
+ * Waves: when every operand's chunk is a run of planes along the split dim (packed tensors), the R
+ * chunks of a wave (one per row, same half) move in one DMA_BANDS per operand through all rows'
+ * host ports at once (axis X for one contiguous run, Z for planes), with the same semaphores per
+ * wave; the pooling lowering and strided shapes use the per-chunk path.
  */
 #include <string.h>
 
@@ -343,6 +347,169 @@ static uint64_t chunk_elems(const struct vx_job *j, unsigned k, uint32_t cnt)
 	return e;
 }
 
+/* ---- waves: one DMA_BANDS per operand loads (stores) the chunks of every row at once ---------- */
+
+/* The box dims above level k of operand o (non-broadcast, size > 1) in ascending SRAM stride, merged
+ * where contiguous; returns their count. */
+static unsigned inner_dims(const struct vx_opnd *o, const uint32_t *sz, const struct vx_place *p, unsigned k,
+			   uint64_t *n, uint64_t *hs, uint64_t *ss)
+{
+	unsigned nd = 0;
+
+	for (unsigned d = k + 1; d < 4; d++)
+		if (p->st[d]) {
+			unsigned a = nd++;
+
+			while (a > 0 && ss[a - 1] > (uint64_t)p->st[d]) {
+				n[a] = n[a - 1];
+				hs[a] = hs[a - 1];
+				ss[a] = ss[a - 1];
+				a--;
+			}
+			n[a] = sz[d];
+			hs[a] = o->st[d];
+			ss[a] = (uint64_t)p->st[d];
+		}
+	for (unsigned a = 0; a + 1 < nd;) {
+		if (hs[a + 1] == hs[a] * n[a] && ss[a + 1] == ss[a] * n[a]) {
+			n[a] *= n[a + 1];
+			for (unsigned b = a + 1; b + 1 < nd; b++) {
+				n[b] = n[b + 1];
+				hs[b] = hs[b + 1];
+				ss[b] = ss[b + 1];
+			}
+			nd--;
+		} else {
+			a++;
+		}
+	}
+	return nd;
+}
+
+/* Can o's chunk boxes of one wave move as the planes (dim k) of one DMA_BANDS axis Z? */
+static bool wave_opnd_ok(const struct vx_opnd *o, const uint32_t *sz, const struct vx_place *p, unsigned k)
+{
+	uint64_t n[4], hs[4], ss[4];
+	unsigned nd = inner_dims(o, sz, p, k, n, hs, ss);
+
+	for (unsigned d = k + 1; d < 4; d++)
+		if (o->st[k] && p->st[d] && o->st[d] >= o->st[k])
+			return false;
+	if (nd > 2 || (nd == 2 && hs[0] != o->e))
+		return false;
+	for (unsigned a = 0; a < nd; a++)
+		if (n[a] * o->e > UINT32_MAX || hs[a] > (1ull << 40))
+			return false;
+	return true;
+}
+
+static void wave_dma(struct accel_cmdstream *cs, bool h2d, unsigned flags, const struct vx_opnd *o, const uint32_t *lo,
+		     const uint32_t *sz, const struct vx_place *p, unsigned k, uint32_t cnt, uint32_t planes, unsigned half)
+{
+	uint64_t n[4], hs[4], ss[4], va = o->va;
+	unsigned nd = inner_dims(o, sz, p, k, n, hs, ss), first = 0;
+	struct tnpu_cmd_dma_bands b;
+
+	for (unsigned d = 0; d < 4; d++)
+		va += (uint64_t)lo[d] * o->st[d];
+	memset(&b, 0, sizeof(b));
+	b.hdr.opcode = h2d ? TNPU_CMD_DMA_BANDS_H2D : TNPU_CMD_DMA_BANDS_D2H;
+	b.hdr.flags = (uint8_t)flags;
+	b.hdr.size = sizeof(b);
+	b.host_va = va;
+	b.width = o->e;
+	b.height = 1;
+	b.axis = TNPU_BANDS_AXIS_Z;
+	if (nd && hs[0] == o->e) {
+		b.width = (uint32_t)(n[0] * o->e);
+		first = 1;
+	}
+	if (nd > first) {
+		b.height = (uint32_t)n[first];
+		b.host_pitch_y = hs[first];
+		b.sram_pitch_y = (uint32_t)ss[first];
+	}
+	b.sram_off = p->off;
+	if (!nd && o->st[k] == o->e) {	/* one contiguous run: unit u gets bytes [u * cnt, + cnt) (axis X) */
+		b.width = planes * o->e;
+		b.depth = 1;
+		b.band_step = cnt * o->e;
+		b.band_len = cnt * o->e;
+		b.axis = TNPU_BANDS_AXIS_X;
+	} else if (o->st[k] || !h2d) {	/* unit u: planes [u * cnt, + cnt) of the wave */
+		b.depth = planes;
+		b.host_pitch_z = o->st[k];
+		b.sram_pitch_z = (uint32_t)p->st[k];
+		b.band_step = cnt;
+		b.band_len = cnt;
+	} else {	/* an input broadcast along k: the same box in every unit */
+		b.depth = 1;
+		b.band_len = 1;
+	}
+	b.half = (uint8_t)half;
+	cs_raw(cs, &b, sizeof(b));
+}
+
+static int wave_walk(struct accel_dev *dev, struct accel_cmdstream *cs, const struct vx_job *j, unsigned k, uint32_t cnt,
+		     const struct vx_chunk *proto)
+{
+	uint32_t rows = dev->caps.rows, idx[4] = { 0, 0, 0, 0 };
+	uint64_t w = 0;
+	unsigned A = TNPU_CMD_F_ASYNC;
+
+	for (;;) {
+		uint32_t planes = ACCEL_MIN((uint64_t)rows * cnt, (uint64_t)j->n[k] - idx[k]);
+		uint32_t nrow = (uint32_t)ACCEL_DIV_UP(planes, cnt), lo[4];
+		unsigned half = (unsigned)(w % 2);
+
+		for (unsigned d = 0; d < 4; d++)
+			lo[d] = d <= k ? idx[d] : 0;
+		if (!w && j->prologue)
+			cs_raw(cs, j->prologue, j->prologue_len);
+		if (w >= 2)
+			cs_sem(cs, false, A, TNPU_ENGINE_LOAD, SEM_FREE, 1);
+		for (unsigned n = 0; n < j->n_in; n++)
+			wave_dma(cs, true, A, &j->in[n], lo, proto->sz, &proto->in[n], k, cnt, planes, half);
+		cs_sem(cs, true, A, TNPU_ENGINE_LOAD, SEM_FULL, 1);
+		cs_sem(cs, false, A, TNPU_ENGINE_COMPUTE, SEM_FULL, 1);
+		for (uint32_t r = 0; r < nrow; r++) {
+			struct vx_chunk c = *proto;
+
+			c.lo[k] = idx[k] + r * cnt;
+			for (unsigned d = 0; d < k; d++)
+				c.lo[d] = idx[d];
+			c.sz[k] = ACCEL_MIN(cnt, j->n[k] - c.lo[k]);
+			c.row = r;
+			c.half = half;
+			(j->emit ? j->emit : default_emit)(cs, j, &c, A);
+		}
+		cs_sem(cs, true, A, TNPU_ENGINE_COMPUTE, SEM_DONE, 1);
+		cs_sem(cs, false, A, TNPU_ENGINE_STORE, SEM_DONE, 1);
+		wave_dma(cs, false, A, &j->out, lo, proto->sz, &proto->out, k, cnt, planes, half);
+		cs_sem(cs, true, A, TNPU_ENGINE_STORE, SEM_FREE, 1);
+		w++;
+		idx[k] += planes;
+		if (idx[k] >= j->n[k]) {
+			int d = (int)k - 1;
+
+			idx[k] = 0;
+			while (d >= 0 && ++idx[d] >= j->n[d])
+				idx[d--] = 0;
+			if (d < 0)
+				break;
+		}
+		if (cs_segment_len(cs) > dev->caps.max_cmdbuf / 2) {
+			cs_cut(cs);
+			w = 0;
+		}
+		if (cs->err)
+			break;
+	}
+	if (cs->err)
+		return accel_seterr(dev, cs->err, "command stream: out of memory");
+	return 0;
+}
+
 int vx_lower(struct accel_dev *dev, struct accel_cmdstream *cs, struct vx_job *j)
 {
 	uint32_t half = dev->caps.sram_bytes / 2, rows = dev->caps.rows;
@@ -357,8 +524,11 @@ int vx_lower(struct accel_dev *dev, struct accel_cmdstream *cs, struct vx_job *j
 	normalise(j);
 	if (j->tmpl.op == TNPU_VEC_REDUCE)
 		taps = j->tmpl.win.red.red_len;
-	/* outermost level whose unit fits; keep_last: never split dim 3 */
-	for (k = 0; k < 4; k++) {
+	/* outermost level whose unit fits, from the first dim with more than one index (so the work can
+	 * be spread over the rows); keep_last: never split dim 3 */
+	for (k = 0; k < (j->keep_last ? 2u : 3u) && j->n[k] == 1; k++)
+		;
+	for (; k < 4; k++) {
 		if (j->keep_last && k == 3)
 			break;
 		if (chunk_bytes(j, k, 1) <= half && chunk_elems(j, k, 1) * taps <= TNPU_VEC_MAX_WORK)
@@ -391,6 +561,25 @@ int vx_lower(struct accel_dev *dev, struct accel_cmdstream *cs, struct vx_job *j
 			outer *= j->n[d];
 		if (outer * ACCEL_DIV_UP(j->n[k], cnt) < 2ull * rows)
 			cnt = ACCEL_MAX(1u, (uint32_t)ACCEL_MIN((uint64_t)cnt, ACCEL_DIV_UP(j->n[k] * outer, 2ull * rows)));
+	}
+	/* all rows' chunks of a wave in one DMA_BANDS per operand when every operand allows it */
+	if ((dev->caps.features & TNPU_FEAT_DEPTHWISE) && rows > 1) {
+		struct vx_chunk proto;
+		uint32_t off = 0;
+		bool ok;
+
+		memset(&proto, 0, sizeof(proto));
+		for (unsigned d = 0; d < 4; d++)
+			proto.sz[d] = d < k ? 1 : (d == k ? cnt : j->n[d]);
+		off = al64(vx_place_box(&j->out, proto.sz, 0, &proto.out));
+		for (unsigned n = 0; n < j->n_in; n++)
+			off += al64(vx_place_box(&j->in[n], proto.sz, off, &proto.in[n]));
+		proto.scratch = off;
+		ok = wave_opnd_ok(&j->out, proto.sz, &proto.out, k);
+		for (unsigned n = 0; n < j->n_in && ok; n++)
+			ok = wave_opnd_ok(&j->in[n], proto.sz, &proto.in[n], k);
+		if (ok)
+			return wave_walk(dev, cs, j, k, cnt, &proto);
 	}
 	/* walk the chunks: idx[0..k-1] fixed, idx[k] steps by cnt */
 	for (;;) {

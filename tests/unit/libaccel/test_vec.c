@@ -83,7 +83,7 @@ Test(vec, eltwise_fp32_broadcast_relu_and_layout_change)
 Test(vec, eltwise_int8_requantised_over_many_chunks)
 {
 	struct accel_dev *dev = open_dev(SMALL);
-	const uint32_t M = 300, N = 517;
+	const uint32_t M = 900, N = 517;
 	struct accel_buffer *ba = buf_of(dev, M * N), *bb = buf_of(dev, M * N), *bo = buf_of(dev, M * N);
 	struct accel_buffer *b32 = buf_of(dev, M * N * 4);
 	struct accel_tensor a, b, o, o32;
