@@ -18,7 +18,8 @@
 
 #include "sparse.h"
 
-enum { S_FULL = 0, S_FREE = 2, S_STG_FULL = 4, S_STG_FREE = 6, S_RES_FREE = 8 };
+/* S_RES_FREE (ISA 2 residual staging) stays clear of conv_direct.c's S_TAP (8, 9) */
+enum { S_FULL = 0, S_FREE = 2, S_STG_FULL = 4, S_STG_FREE = 6, S_RES_FREE = 12 };
 #define AS TNPU_CMD_F_ASYNC
 #define NO_TAG (~0ull)
 
