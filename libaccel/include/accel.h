@@ -327,6 +327,17 @@ struct accel_layernorm_desc {
 int accel_layernorm(struct accel_dev *dev, const struct accel_layernorm_desc *d, const struct accel_submit *sub,
 		    struct accel_job **job);
 
+/* Reduction over the last axis of a 2-D FP32 matrix: out (rows x 1) = SUM, MEAN, MAX or SUMSQ (sum of
+ * squares) of every row (ONNX ReduceSum/ReduceMean/ReduceMax/ReduceSumSquare over the last axis, a
+ * global average pool of an NCHW image viewed as (N*C) x (H*W)). */
+enum accel_reduce_op { ACCEL_REDUCE_SUM = 0, ACCEL_REDUCE_MEAN = 1, ACCEL_REDUCE_MAX = 2, ACCEL_REDUCE_SUMSQ = 3 };
+struct accel_reduce_desc {
+	const struct accel_tensor *input, *output;
+	enum accel_reduce_op op;
+};
+int accel_reduce(struct accel_dev *dev, const struct accel_reduce_desc *d, const struct accel_submit *sub,
+		 struct accel_job **job);
+
 /* out = input with its axes permuted: out.shape[i] = in.shape[perm[i]] (same ndim 2 or 4, same dtype,
  * any layouts/strides).  Layout changes (NCHW <-> NHWC) are perm {0,1,2,3} with different layouts;
  * Concat/Split are views (offset tensors) of one buffer copied with the identity perm. */

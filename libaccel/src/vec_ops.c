@@ -430,6 +430,51 @@ int accel_softmax(struct accel_dev *dev, const struct accel_softmax_desc *d, con
 	return run(dev, &j, ts, 2, NULL, 0, sub, job);
 }
 
+static void reduce_emit(struct accel_cmdstream *cs, const struct vx_job *j, const struct vx_chunk *c, unsigned f)
+{
+	const struct accel_reduce_desc *d = j->ctx;
+	static const uint8_t fn[] = { TNPU_VEC_RED_SUM, TNPU_VEC_RED_SUM, TNPU_VEC_RED_MAX, TNPU_VEC_RED_SUMSQ };
+
+	reduce_rows(cs, c, &c->in[0], fn[d->op], d->op == ACCEL_REDUCE_MEAN ? 1.0f / (float)c->sz[3] : 1.0f,
+		    c->out.off, f);
+}
+
+int accel_reduce(struct accel_dev *dev, const struct accel_reduce_desc *d, const struct accel_submit *sub,
+		 struct accel_job **job)
+{
+	const struct accel_tensor *ts[2];
+	const struct accel_tensor *in, *out;
+	struct vx_job j;
+	int ret;
+
+	ret = accel_op_begin(dev, d, "accel_reduce", job);
+	if (ret)
+		return ret;
+	in = d->input;
+	out = d->output;
+	if ((ret = arg_tensor(dev, in, "input")) || (ret = arg_tensor(dev, out, "output")))
+		return ret;
+	if ((ret = vx_need(dev, "accel_reduce")))
+		return ret;
+	if (in->ndim != 2 || out->ndim != 2 || in->dtype != ACCEL_FP32 || out->dtype != ACCEL_FP32 ||
+	    out->shape[0] != in->shape[0] || out->shape[1] != 1)
+		return accel_seterr(dev, -EINVAL, "reduce: a 2-D FP32 input (rows x cols) and a rows x 1 FP32 output");
+	if ((unsigned)d->op > ACCEL_REDUCE_SUMSQ)
+		return accel_seterr(dev, -EINVAL, "reduce: unknown op %d", (int)d->op);
+	job_init(&j, in);
+	vx_opnd_of(out, &j.out);	/* broadcast along the reduced axis: one element per row */
+	j.n_in = 1;
+	vx_opnd_of(in, &j.in[0]);
+	j.in[0].st[3] = (uint64_t)in->strides[1];
+	j.keep_last = true;
+	j.emit = reduce_emit;
+	j.ctx = d;
+	j.tmpl = vx_cmd(TNPU_VEC_MAP, TNPU_VEC_COPY, TNPU_DTYPE_FP32, TNPU_DTYPE_FP32);
+	ts[0] = in;
+	ts[1] = out;
+	return run(dev, &j, ts, 2, NULL, 0, sub, job);
+}
+
 static void layernorm_emit(struct accel_cmdstream *cs, const struct vx_job *j, const struct vx_chunk *c, unsigned f)
 {
 	const struct accel_layernorm_desc *d = j->ctx;

@@ -656,3 +656,36 @@ Test(vec, device_and_sim_are_bit_identical)
 	accel_close(sim);
 	accel_close(dev);
 }
+
+Test(vec, reduce_rows_sum_mean_max_sumsq)
+{
+	struct accel_dev *dev = open_dev(SMALL);
+	const uint32_t R = 300, L = 45;
+	struct accel_buffer *bi = buf_of(dev, R * L * 4), *bo = buf_of(dev, R * 4);
+	struct accel_tensor in, out;
+	uint64_t s = 17;
+
+	accel_tensor_2d(bi, 0, ACCEL_FP32, R, L, &in);
+	accel_tensor_2d(bo, 0, ACCEL_FP32, R, 1, &out);
+	fill_f32(F(bi), R * L, &s);
+	for (int op = ACCEL_REDUCE_SUM; op <= ACCEL_REDUCE_SUMSQ; op++) {
+		struct accel_reduce_desc d = { .input = &in, .output = &out, .op = (enum accel_reduce_op)op };
+
+		cr_assert_eq(accel_reduce(dev, &d, NULL, NULL), 0, "%s", accel_last_error(dev));
+		for (uint32_t r = 0; r < R; r++) {
+			double acc = op == ACCEL_REDUCE_MAX ? -INFINITY : 0;
+
+			for (uint32_t k = 0; k < L; k++) {
+				double x = F(bi)[r * L + k];
+
+				acc = op == ACCEL_REDUCE_MAX ? fmax(acc, x) : acc + (op == ACCEL_REDUCE_SUMSQ ? x * x : x);
+			}
+			if (op == ACCEL_REDUCE_MEAN)
+				acc /= L;
+			cr_assert(fabs(F(bo)[r] - acc) <= 1e-5 * (1 + fabs(acc)), "op %d row %u: %g vs %g", op, r, F(bo)[r], acc);
+		}
+	}
+	accel_buffer_free(bi);
+	accel_buffer_free(bo);
+	accel_close(dev);
+}
