@@ -253,12 +253,30 @@ static int tnpu_ioctl_##name##_guarded(struct drm_device *drm, void *data,	\
 	return ret;								\
 }
 
+/*
+ * Ioctls that may block for a user-chosen or dependency-bound time and touch no device register
+ * (BO_WAIT, QUEUE_DESTROY) only check that the device is there: held across their wait, the unplug
+ * SRCU would make an unbind wait for them too. What they use (GEM objects, schedulers) lives until
+ * the DRM device is released, which the open file prevents.
+ */
+#define TNPU_IOCTL_WRAP_UNHELD(name)						\
+static int tnpu_ioctl_##name##_guarded(struct drm_device *drm, void *data,	\
+				       struct drm_file *file)			\
+{										\
+	int idx;								\
+										\
+	if (!drm_dev_enter(drm, &idx))						\
+		return -ENODEV;							\
+	drm_dev_exit(idx);							\
+	return tnpu_ioctl_##name(drm, data, file);				\
+}
+
 TNPU_IOCTL_WRAP(query)
 TNPU_IOCTL_WRAP(bo_create)
 TNPU_IOCTL_WRAP(bo_info)
-TNPU_IOCTL_WRAP(bo_wait)
+TNPU_IOCTL_WRAP_UNHELD(bo_wait)
 TNPU_IOCTL_WRAP(queue_create)
-TNPU_IOCTL_WRAP(queue_destroy)
+TNPU_IOCTL_WRAP_UNHELD(queue_destroy)
 TNPU_IOCTL_WRAP(submit)
 
 #define TNPU_IOCTL(id, name)							\
@@ -273,8 +291,6 @@ static const struct drm_ioctl_desc tnpu_ioctls[] = {
 	TNPU_IOCTL(QUEUE_DESTROY, queue_destroy),
 	TNPU_IOCTL(SUBMIT, submit),
 };
-
-DEFINE_DRM_ACCEL_FOPS(tnpu_fops);
 
 static const struct drm_driver tnpu_drm_driver = {
 	.driver_features = DRIVER_COMPUTE_ACCEL | DRIVER_GEM | DRIVER_SYNCOBJ |

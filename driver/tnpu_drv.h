@@ -22,6 +22,7 @@
 #include "tnpu_regs.h"
 
 #define TNPU_RING_ENTRIES	256
+#define TNPU_CREDITS		(TNPU_RING_ENTRIES - 2)	/* drm_sched credit limit per ring */
 #define TNPU_MAX_CTX		512	/* context-table entries the driver programs */
 #define TNPU_MAX_FILE_QUEUES	64
 #define TNPU_VA_START		0x100000ULL		/* keep VA 0 and the first MiB unmapped */
@@ -247,7 +248,7 @@ int tnpu_ioctl_bo_create(struct drm_device *drm, void *data, struct drm_file *fi
 int tnpu_ioctl_bo_info(struct drm_device *drm, void *data, struct drm_file *file);
 int tnpu_ioctl_bo_wait(struct drm_device *drm, void *data, struct drm_file *file);
 
-/* tnpu_job.c */
+/* tnpu_sched.c */
 int tnpu_job_module_init(void);
 void tnpu_job_module_exit(void);
 int tnpu_rings_init(struct tnpu_device *tdev);
@@ -255,10 +256,18 @@ void tnpu_rings_process(struct tnpu_device *tdev, u32 irq_status);
 void tnpu_jobs_unplug(struct tnpu_device *tdev);
 void tnpu_pci_reset_prepare(struct tnpu_device *tdev);
 void tnpu_pci_reset_done(struct tnpu_device *tdev);
+
+/* tnpu_queue.c */
 void tnpu_file_queues_fini(struct tnpu_file *tfile);
 int tnpu_ioctl_queue_create(struct drm_device *drm, void *data, struct drm_file *file);
 int tnpu_ioctl_queue_destroy(struct drm_device *drm, void *data, struct drm_file *file);
+
+/* tnpu_submit.c */
 int tnpu_ioctl_submit(struct drm_device *drm, void *data, struct drm_file *file);
+void tnpu_job_release(struct tnpu_job *job);
+
+/* tnpu_fops.c */
+extern const struct file_operations tnpu_fops;
 
 /* tnpu_debugfs.c */
 void tnpu_debugfs_init(struct tnpu_device *tdev);
