@@ -4,11 +4,10 @@
  *
  * An accel file has no DRM master, yet 6.12's core serves its legacy and master ioctls: GET_MAGIC
  * dereferences the missing master under dev->master_mutex (an oops that leaves the mutex held, so
- * every later GET_UNIQUE/SET_MASTER/DROP_MASTER blocks for ever), and GET_UNIQUE does the same;
- * the core ignores the ioctl type, so any ioctl numbered 0x01 is GET_UNIQUE (isatty()'s TCGETS).
+ * every later GET_UNIQUE/SET_MASTER/DROP_MASTER blocks for ever), and GET_UNIQUE does the same.
  * So only the core ioctls an accel client needs pass (uapi.md lists them); the rest fail with
  * -EACCES (what libdrm's drmIsMaster() expects of a non-master), ioctls of another type with
- * -ENOTTY. The core copies user-sized syncobj arrays with kmalloc and no limit: their count is
+ * -ENOTTY as in drm_ioctl(). The core copies user-sized syncobj arrays with kmalloc and no limit: their count is
  * bounded here too.
  */
 #include <linux/compat.h>

@@ -97,7 +97,7 @@ TEST_F(hostile, every_core_ioctl_number_returns_the_documented_errno)
 	EXPECT_EQ(5, ((uint64_t *)self->c.data.map)[0]);
 }
 
-/* The core ignores the ioctl type: TCGETS (isatty) used to reach GET_UNIQUE's NULL master. */
+/* The filter keeps the core's answer to foreign ioctl types (TCGETS from isatty() shares nr 0x01). */
 TEST_F(hostile, ioctls_of_another_type_fail_with_enotty)
 {
 	struct termios t;
