@@ -23,8 +23,25 @@
 
 /* generous: under TCG emulation one large job can run for seconds */
 unsigned int tnpu_timeout_ms = 30000;
-module_param_named(timeout_ms, tnpu_timeout_ms, uint, 0644);
-MODULE_PARM_DESC(timeout_ms, "ms without progress on a ring before the device is reset (30000)");
+
+/* 0 would reset the device on every scheduler tick, a huge value never recovers a hang */
+static int tnpu_timeout_ms_set(const char *val, const struct kernel_param *kp)
+{
+	return param_set_uint_minmax(val, kp, TNPU_TIMEOUT_MS_MIN, TNPU_TIMEOUT_MS_MAX);
+}
+
+static const struct kernel_param_ops tnpu_timeout_ms_ops = {
+	.set = tnpu_timeout_ms_set,
+	.get = param_get_uint,
+};
+
+module_param_cb(timeout_ms, &tnpu_timeout_ms_ops, &tnpu_timeout_ms, 0644);
+MODULE_PARM_DESC(timeout_ms,
+		 "ms without progress on a ring before the device is reset (100..3600000, 30000)");
+
+bool tnpu_fault_inject;
+module_param_named(fault_inject, tnpu_fault_inject, bool, 0444);
+MODULE_PARM_DESC(fault_inject, "create the debugfs fault-injection knobs (load time only; off)");
 
 static int tnpu_open(struct drm_device *drm, struct drm_file *file)
 {
@@ -406,9 +423,10 @@ static int tnpu_probe(struct pci_dev *pdev, const struct pci_device_id *id)
 		dev_err(&pdev->dev, "BAR0 too small\n");
 		return -ENODEV;
 	}
-	tdev->regs = pcim_iomap(pdev, 0, 0);
-	if (!tdev->regs)
-		return -ENOMEM;
+	/* requested, so no other driver (or /dev/mem user on strict kernels) maps BAR0 meanwhile */
+	tdev->regs = pcim_iomap_region(pdev, 0, KBUILD_MODNAME);
+	if (IS_ERR(tdev->regs))
+		return PTR_ERR(tdev->regs);
 	pci_set_master(pdev);
 	ret = dma_set_mask_and_coherent(&pdev->dev, DMA_BIT_MASK(52));
 	if (ret)

@@ -31,7 +31,11 @@
 #define TNPU_MAX_SUBMIT_BOS	4096
 #define TNPU_MAX_IN_SYNCS	256
 
+#define TNPU_TIMEOUT_MS_MIN	100
+#define TNPU_TIMEOUT_MS_MAX	3600000
+
 extern unsigned int tnpu_timeout_ms;
+extern bool tnpu_fault_inject;
 
 struct tnpu_device;
 
@@ -207,6 +211,15 @@ static inline u64 tnpu_read64(struct tnpu_device *tdev, u32 reg)
 static inline void tnpu_write64(struct tnpu_device *tdev, u32 reg, u64 val)
 {
 	writeq(val, tdev->regs + reg);
+}
+
+/*
+ * A function in FLR or surprise removal reads all ones; ID reads "TNPU" whenever the device
+ * answers, even during CTRL.RESET. Status registers read then are not acted upon.
+ */
+static inline bool tnpu_hw_absent(struct tnpu_device *tdev)
+{
+	return tnpu_read(tdev, TNPU_REG_ID) == 0xffffffffu;
 }
 
 static inline u32 tnpu_qread(struct tnpu_device *tdev, u32 q, u32 reg)

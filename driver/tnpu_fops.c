@@ -6,9 +6,9 @@
  * dereferences the missing master under dev->master_mutex (an oops that leaves the mutex held, so
  * every later GET_UNIQUE/SET_MASTER/DROP_MASTER blocks for ever), and GET_UNIQUE does the same.
  * So only the core ioctls an accel client needs pass (uapi.md lists them); the rest fail with
- * -EACCES (what libdrm's drmIsMaster() expects of a non-master), ioctls of another type with
- * -ENOTTY as in drm_ioctl(). The core copies user-sized syncobj arrays with kmalloc and no limit: their count is
- * bounded here too.
+ * -EACCES (what libdrm's drmIsMaster() expects of a non-master), ioctls of another type
+ * with -ENOTTY as in drm_ioctl(). The core copies user-sized syncobj arrays with kmalloc and no
+ * limit: their count is bounded here too.
  */
 #include <linux/compat.h>
 #include <linux/fs.h>

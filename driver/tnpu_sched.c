@@ -183,7 +183,7 @@ void tnpu_rings_process(struct tnpu_device *tdev, u32 irq_status)
 	u32 q;
 
 	spin_lock(&tdev->lock);
-	if (tdev->unplugged || tdev->in_reset) {
+	if (tdev->unplugged || tdev->in_reset || tnpu_hw_absent(tdev)) {
 		spin_unlock(&tdev->lock);
 		return;
 	}
@@ -371,7 +371,7 @@ static enum drm_gpu_sched_stat tnpu_job_timedout(struct drm_sched_job *sched_job
 
 	/* driver-notes.md: first check whether the device is still making progress */
 	spin_lock(&tdev->lock);
-	if (!tdev->unplugged && !tdev->in_reset) {
+	if (!tdev->unplugged && !tdev->in_reset && !tnpu_hw_absent(tdev)) {
 		if (tnpu_qread(tdev, ring->idx, TNPU_Q_STATUS) & TNPU_Q_STATUS_ERROR)
 			tnpu_ring_error(ring);
 		tnpu_ring_retire(ring);

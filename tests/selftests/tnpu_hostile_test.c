@@ -209,6 +209,23 @@ static void get_timeout_ms(char *buf, size_t len)
 	}
 }
 
+/* timeout_ms 0 reset the device on every scheduler tick: driver.md documents 100..3600000 */
+TEST_F(hostile, timeout_ms_out_of_range_is_rejected)
+{
+	char old[32], now[32];
+
+	get_timeout_ms(old, sizeof(old));
+	EXPECT_EQ(-EINVAL, set_timeout_ms("0"));
+	EXPECT_EQ(-EINVAL, set_timeout_ms("99"));
+	EXPECT_EQ(-EINVAL, set_timeout_ms("3600001"));
+	EXPECT_EQ(-EINVAL, set_timeout_ms("-1"));
+	get_timeout_ms(now, sizeof(now));
+	EXPECT_STREQ(old, now);
+	EXPECT_EQ(0, set_timeout_ms("100"));
+	EXPECT_EQ(0, set_timeout_ms("3600000"));
+	EXPECT_EQ(0, set_timeout_ms(old));
+}
+
 /* 0 when @sync has a fence that has signalled, -ETIME when it has none yet or it is pending */
 static int sync_signalled(int fd, uint32_t sync)
 {

@@ -34,7 +34,7 @@ static int unload(void)
 	return syscall(SYS_delete_module, "tnpu", O_NONBLOCK) ? -errno : 0;
 }
 
-static int load_with(const char *params)
+static int load_params(const char *params)
 {
 	char path[PATH_MAX];
 	int fd, ret;
@@ -50,9 +50,24 @@ static int load_with(const char *params)
 	return ret;
 }
 
+/* as tools/vm/init loads it: the suites after this one use the fault-injection knobs */
+static int load_with(const char *params)
+{
+	char all[256];
+
+	snprintf(all, sizeof(all), "%s fault_inject=1", params);
+	return load_params(all);
+}
+
 static int load(void)
 {
 	return load_with("");
+}
+
+static bool debugfs_has(const char *name)
+{
+	/* tnpu_write_file() finds the device's debugfs directory; an empty write is a no-op */
+	return tnpu_write_file(name, "") != -ENOENT;
 }
 
 /* waits for devtmpfs to show the node after a load or bind */
@@ -165,6 +180,25 @@ TEST(msi_and_polling_fallbacks_complete_jobs)
 	ASSERT_EQ(0, load());
 	ASSERT_EQ(0, wait_node());
 	ASSERT_EQ(0, one_job());
+}
+
+/* driver.md: the debugfs injection knobs exist only with fault_inject=1 at load time */
+TEST(fault_injection_knobs_need_the_load_time_parameter)
+{
+	if (access(KO_PATH_FILE, R_OK))
+		SKIP(return, "no %s (not the tnpu VM image)", KO_PATH_FILE);
+	ASSERT_EQ(0, unload());
+	ASSERT_EQ(0, load_params(""));
+	ASSERT_EQ(0, wait_node());
+	EXPECT_FALSE(debugfs_has("inject_hang"));
+	EXPECT_FALSE(debugfs_has("inject_mmu_fault"));
+	EXPECT_FALSE(debugfs_has("inject_error"));
+	EXPECT_TRUE(debugfs_has("rings"));
+	EXPECT_EQ(0, one_job());
+	ASSERT_EQ(0, unload());
+	ASSERT_EQ(0, load());
+	ASSERT_EQ(0, wait_node());
+	EXPECT_TRUE(debugfs_has("inject_hang"));
 }
 
 TEST(rmmod_is_refused_while_a_file_is_open)
