@@ -24,10 +24,23 @@
 /* generous: under TCG emulation one large job can run for seconds */
 unsigned int tnpu_timeout_ms = 30000;
 
-/* 0 would reset the device on every scheduler tick, a huge value never recovers a hang */
+/* bound devices, so that a new timeout_ms reaches their schedulers */
+static LIST_HEAD(tnpu_devices);
+static DEFINE_MUTEX(tnpu_devices_lock);
+
+/* 0 would reset the device at once, a huge value never recovers a hang */
 static int tnpu_timeout_ms_set(const char *val, const struct kernel_param *kp)
 {
-	return param_set_uint_minmax(val, kp, TNPU_TIMEOUT_MS_MIN, TNPU_TIMEOUT_MS_MAX);
+	struct tnpu_device *tdev;
+	int ret = param_set_uint_minmax(val, kp, TNPU_TIMEOUT_MS_MIN, TNPU_TIMEOUT_MS_MAX);
+
+	if (ret)
+		return ret;
+	mutex_lock(&tnpu_devices_lock);
+	list_for_each_entry(tdev, &tnpu_devices, node)
+		tnpu_rings_set_timeout(tdev, READ_ONCE(tnpu_timeout_ms));
+	mutex_unlock(&tnpu_devices_lock);
+	return 0;
 }
 
 static const struct kernel_param_ops tnpu_timeout_ms_ops = {
@@ -440,7 +453,12 @@ static int tnpu_probe(struct pci_dev *pdev, const struct pci_device_id *id)
 	ret = tnpu_alloc_tables(tdev);
 	if (ret)
 		return ret;
+	/* under the lock: a timeout_ms write either precedes drm_sched_init or reaches it */
+	mutex_lock(&tnpu_devices_lock);
 	ret = tnpu_rings_init(tdev);
+	if (!ret)
+		list_add(&tdev->node, &tnpu_devices);
+	mutex_unlock(&tnpu_devices_lock);
 	if (ret)
 		return ret;
 
@@ -461,6 +479,9 @@ err_irq:
 	tnpu_irq_fini(tdev);
 err_disable:
 	tnpu_hw_disable(tdev);
+	mutex_lock(&tnpu_devices_lock);
+	list_del(&tdev->node);
+	mutex_unlock(&tnpu_devices_lock);
 	return ret;
 }
 
@@ -468,6 +489,9 @@ static void tnpu_remove(struct pci_dev *pdev)
 {
 	struct tnpu_device *tdev = pci_get_drvdata(pdev);
 
+	mutex_lock(&tnpu_devices_lock);
+	list_del(&tdev->node);
+	mutex_unlock(&tnpu_devices_lock);
 	/* no new ioctls; wait for running ones */
 	drm_dev_unplug(&tdev->drm);
 	tnpu_write(tdev, TNPU_REG_IRQ_MASK, 0xffffffff);

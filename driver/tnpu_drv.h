@@ -125,6 +125,7 @@ struct tnpu_caps_raw {
 struct tnpu_device {
 	struct drm_device drm;
 	struct pci_dev *pdev;
+	struct list_head node;		/* tnpu_devices, for timeout_ms changes */
 	void __iomem *regs;
 	struct tnpu_caps_raw caps;
 	u32 num_rings;
@@ -269,6 +270,9 @@ void tnpu_rings_process(struct tnpu_device *tdev, u32 irq_status);
 void tnpu_jobs_unplug(struct tnpu_device *tdev);
 void tnpu_pci_reset_prepare(struct tnpu_device *tdev);
 void tnpu_pci_reset_done(struct tnpu_device *tdev);
+void tnpu_rings_set_timeout(struct tnpu_device *tdev, unsigned int ms);
+void tnpu_job_created(void);
+void tnpu_job_destroyed(void);
 
 /* tnpu_queue.c */
 void tnpu_file_queues_fini(struct tnpu_file *tfile);

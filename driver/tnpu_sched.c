@@ -8,7 +8,6 @@
  * registers; it is taken by run_job, the IRQ thread, recovery and unplug. Nothing under it
  * sleeps or allocates. tdev->reset_lock serialises recovery against unplug.
  */
-#include <linux/delay.h>
 #include <linux/jiffies.h>
 #include <linux/ktime.h>
 
@@ -18,9 +17,6 @@
 
 #include "tnpu_drv.h"
 #include "tnpu_accel.h"
-
-/* The scheduler's timer only samples progress; the job timeout itself is tnpu_timeout_ms. */
-#define TNPU_TDR_TICK_MS	200
 
 static struct workqueue_struct *tnpu_cleanup_wq;
 
@@ -207,6 +203,12 @@ static struct dma_fence *tnpu_job_run(struct drm_sched_job *sched_job)
 	struct tnpu_ring *ring = job->ring;
 	struct tnpu_device *tdev = job->tdev;
 
+	/*
+	 * drm_sched_resubmit_jobs() after drm_sched_stop() in the timeout handler: the job keeps
+	 * its hardware fence (and its ring entry, which recovery rewrites after a reset).
+	 */
+	if (job->hw_fence_init)
+		return dma_fence_get(job->hw_fence);
 	if (unlikely(sched_job->s_fence->finished.error))
 		return NULL;
 	/* uapi.md: jobs of a faulted context that have not started are cancelled */
@@ -248,7 +250,7 @@ static struct dma_fence *tnpu_job_run(struct drm_sched_job *sched_job)
  * doorbell: ring it again. The QEMU device of Nov 2026 loses one now and then under load; a lost
  * doorbell must cost a scheduler tick, not a reset. tdev->lock held.
  */
-static void tnpu_ring_nudge(struct tnpu_ring *ring)
+static bool tnpu_ring_nudge(struct tnpu_ring *ring)
 {
 	struct tnpu_device *tdev = ring->tdev;
 	u32 st = tnpu_qread(tdev, ring->idx, TNPU_Q_STATUS);
@@ -259,7 +261,9 @@ static void tnpu_ring_nudge(struct tnpu_ring *ring)
 	    head != tail && !list_empty(&ring->inflight)) {
 		atomic64_inc(&tdev->doorbell_retries);
 		tnpu_qwrite(tdev, ring->idx, TNPU_Q_DOORBELL, 1);
+		return true;
 	}
+	return false;
 }
 
 /* The oldest job on its ring, which has made no progress for timeout_ms. tdev->lock held. */
@@ -350,6 +354,12 @@ static void tnpu_recover(struct tnpu_device *tdev, struct tnpu_job *guilty)
 			    tnpu_qread(tdev, q, TNPU_Q_HEAD), tnpu_qread(tdev, q, TNPU_Q_TAIL),
 			    tnpu_qread(tdev, q, TNPU_Q_STATUS));
 	tnpu_hw_reset(tdev);
+	/*
+	 * The fence words again, now that the device has stopped: a job that completed between the
+	 * first retire and the reset is done, not rewritten into its ring to run twice.
+	 */
+	for (q = 0; q < tdev->num_rings; q++)
+		tnpu_ring_retire(&tdev->rings[q]);
 	tnpu_restart(tdev);
 	atomic64_inc(&tdev->jobs_timedout);
 	guilty->ring->jobs_timedout++;
@@ -361,6 +371,12 @@ out:
 	mutex_unlock(&tdev->reset_lock);
 }
 
+/*
+ * The scheduler's timer fires after timeout_ms without a completion on this ring (sched->timeout
+ * follows the module parameter). Stop the scheduler (which puts @sched_job back on its pending
+ * list), check whether the device still made progress, reset it if not, then hand the pending jobs
+ * their hardware fences again and start the scheduler: jobs keep their fences across a reset.
+ */
 static enum drm_gpu_sched_stat tnpu_job_timedout(struct drm_sched_job *sched_job)
 {
 	struct tnpu_job *job = to_tnpu_job(sched_job);
@@ -369,26 +385,26 @@ static enum drm_gpu_sched_stat tnpu_job_timedout(struct drm_sched_job *sched_job
 	struct tnpu_device *tdev = job->tdev;
 	bool expired = false;
 
+	drm_sched_stop(sched, sched_job);
+
 	/* driver-notes.md: first check whether the device is still making progress */
 	spin_lock(&tdev->lock);
 	if (!tdev->unplugged && !tdev->in_reset && !tnpu_hw_absent(tdev)) {
 		if (tnpu_qread(tdev, ring->idx, TNPU_Q_STATUS) & TNPU_Q_STATUS_ERROR)
 			tnpu_ring_error(ring);
 		tnpu_ring_retire(ring);
-		tnpu_ring_nudge(ring);
+		/* a lost doorbell is not a hang: ring it again and give the job its time */
+		if (tnpu_ring_nudge(ring))
+			ring->progress = jiffies;
 		expired = tnpu_job_expired(job);
 	}
 	spin_unlock(&tdev->lock);
 
-	/* drm_sched took the job off the pending list; put it back so it is freed normally */
-	spin_lock(&sched->job_list_lock);
-	list_add(&sched_job->list, &sched->pending_list);
-	spin_unlock(&sched->job_list_lock);
-
 	if (expired)
 		tnpu_recover(tdev, job);
-	/* the job may have completed while off the list: kick the scheduler's free work */
-	drm_sched_wqueue_start(sched);
+	/* the guilty job's fence carries -ETIMEDOUT: drm_sched_start() passes it on */
+	drm_sched_resubmit_jobs(sched);
+	drm_sched_start(sched);
 	return DRM_GPU_SCHED_STAT_NOMINAL;
 }
 
@@ -460,7 +476,7 @@ int tnpu_rings_init(struct tnpu_device *tdev)
 		struct tnpu_ring *ring = &tdev->rings[q];
 
 		ret = drm_sched_init(&ring->sched, &tnpu_sched_ops, NULL, DRM_SCHED_PRIORITY_COUNT,
-				     TNPU_CREDITS, 0, msecs_to_jiffies(TNPU_TDR_TICK_MS),
+				     TNPU_CREDITS, 0, msecs_to_jiffies(READ_ONCE(tnpu_timeout_ms)),
 				     NULL, NULL,
 				     ring->name, tdev->drm.dev);
 		if (ret)
@@ -473,7 +489,6 @@ int tnpu_rings_init(struct tnpu_device *tdev)
 /* Unbind: stop the device and fail every job it held; later jobs fail in run_job. */
 void tnpu_jobs_unplug(struct tnpu_device *tdev)
 {
-	unsigned long deadline;
 	u32 q;
 
 	mutex_lock(&tdev->reset_lock);
@@ -491,23 +506,45 @@ void tnpu_jobs_unplug(struct tnpu_device *tdev)
 	}
 	spin_unlock(&tdev->lock);
 	mutex_unlock(&tdev->reset_lock);
+	/*
+	 * The schedulers free these jobs (and fail the ones they have not run) in their own time;
+	 * module exit waits for the last job's release (tnpu_job_module_exit()).
+	 */
+}
 
-	/* let the schedulers free what just completed while the module is surely still loaded */
-	deadline = jiffies + msecs_to_jiffies(5000);
+/* timeout_ms changed: the schedulers' timers use the new value from now on. */
+void tnpu_rings_set_timeout(struct tnpu_device *tdev, unsigned int ms)
+{
+	long t = msecs_to_jiffies(ms);
+	u32 q;
+
 	for (q = 0; q < tdev->num_rings; q++) {
 		struct drm_gpu_scheduler *sched = &tdev->rings[q].sched;
 
-		for (;;) {
-			bool empty;
-
-			spin_lock(&sched->job_list_lock);
-			empty = list_empty(&sched->pending_list);
-			spin_unlock(&sched->job_list_lock);
-			if (empty || time_after(jiffies, deadline))
-				break;
-			usleep_range(10000, 20000);
-		}
+		if (!tdev->rings[q].sched_ready)
+			continue;
+		WRITE_ONCE(sched->timeout, t);
+		drm_sched_resume_timeout(sched, t);
 	}
+}
+
+/*
+ * Jobs alive in any device: module exit waits for none to be left, since their release (and the
+ * scheduler callbacks before it) run module code, however late the last dependency signals.
+ */
+static atomic_t tnpu_live_jobs = ATOMIC_INIT(0);
+static DECLARE_WAIT_QUEUE_HEAD(tnpu_jobs_gone);
+
+void tnpu_job_created(void)
+{
+	atomic_inc(&tnpu_live_jobs);
+}
+
+/* the last call of a job's release, which runs on tnpu_cleanup_wq or in the submitting ioctl */
+void tnpu_job_destroyed(void)
+{
+	if (atomic_dec_and_test(&tnpu_live_jobs))
+		wake_up_all(&tnpu_jobs_gone);
 }
 
 int tnpu_job_module_init(void)
@@ -518,5 +555,7 @@ int tnpu_job_module_init(void)
 
 void tnpu_job_module_exit(void)
 {
+	wait_event(tnpu_jobs_gone, !atomic_read(&tnpu_live_jobs));
+	/* waits for the release that woke us to return */
 	destroy_workqueue(tnpu_cleanup_wq);
 }

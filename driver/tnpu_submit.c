@@ -35,6 +35,7 @@ void tnpu_job_release(struct tnpu_job *job)
 	}
 	tnpu_ctx_put(job->ctx);
 	kfree(job);
+	tnpu_job_destroyed();
 }
 
 struct tnpu_bo_use {
@@ -240,6 +241,7 @@ int tnpu_ioctl_submit(struct drm_device *drm, void *data, struct drm_file *file)
 	job = kzalloc(sizeof(*job), GFP_KERNEL);
 	if (!job)
 		return -ENOMEM;
+	tnpu_job_created();
 	job->tdev = tdev;
 	job->ctx = tnpu_ctx_get(tfile->ctx);
 	INIT_LIST_HEAD(&job->node);

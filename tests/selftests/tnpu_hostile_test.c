@@ -252,6 +252,26 @@ static int submit_hung_job(struct tnpu_ctx *c, uint32_t queue, uint32_t out_sync
 }
 
 /*
+ * The job timeout is the scheduler's own timer (no polling tick): lowering timeout_ms must reach a
+ * job that already hangs under the old value.
+ */
+TEST_F(hostile, lowering_timeout_ms_reaches_a_hung_job)
+{
+	char old[32];
+
+	get_timeout_ms(old, sizeof(old));
+	ASSERT_EQ(0, set_timeout_ms("3600000"));
+	ASSERT_EQ(0, submit_hung_job(&self->c, self->c.queue, self->c.sync));
+	EXPECT_EQ(-ETIME, sync_signalled(self->c.fd, self->c.sync));
+	ASSERT_EQ(0, set_timeout_ms("1000"));
+	EXPECT_EQ(-ETIMEDOUT, tnpu_sync_status(self->c.fd, self->c.sync, 0, 15000));
+	set_timeout_ms(old);
+	/* the device works again */
+	EXPECT_EQ(0, tnpu_run_fence(&self->c, 0, self->c.data.va, 11));
+	EXPECT_EQ(11, ((uint64_t *)self->c.data.map)[0]);
+}
+
+/*
  * A job waiting for point 2^32 + 3 while point 3 has signalled and 2^32 + 3 has not must not run:
  * the truncated point let it run before the job that signals it.
  */
