@@ -510,6 +510,21 @@ static void tnpu_reset_done(struct pci_dev *pdev)
 	tnpu_pci_reset_done(pci_get_drvdata(pdev));
 }
 
+static int tnpu_pm_suspend(struct device *dev)
+{
+	tnpu_jobs_suspend(pci_get_drvdata(to_pci_dev(dev)));
+	return 0;
+}
+
+static int tnpu_pm_resume(struct device *dev)
+{
+	tnpu_jobs_resume(pci_get_drvdata(to_pci_dev(dev)));
+	return 0;
+}
+
+/* the PCI core saves and restores config space (MSI-X included) around these */
+static DEFINE_SIMPLE_DEV_PM_OPS(tnpu_pm_ops, tnpu_pm_suspend, tnpu_pm_resume);
+
 static const struct pci_error_handlers tnpu_err_handlers = {
 	.reset_prepare = tnpu_reset_prepare,
 	.reset_done = tnpu_reset_done,
@@ -528,6 +543,7 @@ static struct pci_driver tnpu_pci_driver = {
 	.remove = tnpu_remove,
 	.dev_groups = tnpu_groups,
 	.err_handler = &tnpu_err_handlers,
+	.driver.pm = pm_sleep_ptr(&tnpu_pm_ops),
 };
 
 static int __init tnpu_init(void)

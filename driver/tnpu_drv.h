@@ -107,6 +107,7 @@ struct tnpu_ring {
 	spinlock_t fence_lock;		/* of the hardware fences */
 	unsigned long progress;		/* jiffies of the last start or completion */
 	struct list_head inflight;	/* jobs handed to the hardware, ring order */
+	struct tnpu_job *counters_job;	/* in flight with a counters BO: last on the ring */
 	struct drm_gpu_scheduler sched;
 	bool sched_ready;
 	char name[16];
@@ -270,6 +271,8 @@ void tnpu_rings_process(struct tnpu_device *tdev, u32 irq_status);
 void tnpu_jobs_unplug(struct tnpu_device *tdev);
 void tnpu_pci_reset_prepare(struct tnpu_device *tdev);
 void tnpu_pci_reset_done(struct tnpu_device *tdev);
+void tnpu_jobs_suspend(struct tnpu_device *tdev);
+void tnpu_jobs_resume(struct tnpu_device *tdev);
 void tnpu_rings_set_timeout(struct tnpu_device *tdev, unsigned int ms);
 void tnpu_job_created(void);
 void tnpu_job_destroyed(void);

@@ -64,6 +64,8 @@ static void tnpu_job_signal(struct tnpu_job *job, int err)
 	struct tnpu_ring *ring = job->ring;
 
 	list_del_init(&job->node);
+	if (ring->counters_job == job)
+		ring->counters_job = NULL;
 	if (list_empty(&ring->inflight))
 		ring->busy_ns += ktime_get_ns() - ring->busy_since;
 	if (err) {
@@ -111,9 +113,9 @@ static void tnpu_ring_retire(struct tnpu_ring *ring)
 		if (job->hw_seqno > done)
 			break;
 		/*
-		 * queues.md: the fence is written before Q_PERF and BUSY = 0; a job that wants its
-		 * counters runs alone on the ring, so Q_PERF is its own once BUSY drops (its
-		 * interrupt follows).
+		 * queues.md: the fence is written before Q_PERF and BUSY = 0; no job is handed to
+		 * the ring behind a job that wants its counters (tnpu_job_prepare()), so Q_PERF is
+		 * its own once BUSY drops (its interrupt follows).
 		 */
 		if (job->counters_bo) {
 			if (tnpu_qread(tdev, ring->idx, TNPU_Q_STATUS) & TNPU_Q_STATUS_BUSY)
@@ -194,6 +196,26 @@ void tnpu_rings_process(struct tnpu_device *tdev, u32 irq_status)
 }
 
 /*
+ * drm_sched prepare_job: a job that wants its counters reads the ring's Q_PERF block, which holds
+ * the counters of the last job the ring completed; so no job is handed to the ring behind it until
+ * it has completed. Jobs ahead of it are not waited for, and it takes one credit like any job.
+ */
+static struct dma_fence *tnpu_job_prepare(struct drm_sched_job *sched_job,
+					  struct drm_sched_entity *entity)
+{
+	struct tnpu_job *job = to_tnpu_job(sched_job);
+	struct tnpu_ring *ring = job->ring;
+	struct dma_fence *fence = NULL;
+
+	spin_lock(&job->tdev->lock);
+	/* cleared under the lock before its fence signals: set means not yet signalled */
+	if (ring->counters_job && ring->counters_job != job)
+		fence = dma_fence_get(ring->counters_job->hw_fence);
+	spin_unlock(&job->tdev->lock);
+	return fence;
+}
+
+/*
  * drm_sched run_job: hand the job to its ring. No allocation and no runtime-PM here (fence
  * signalling path): the hardware fence was allocated at submit.
  */
@@ -232,6 +254,8 @@ static struct dma_fence *tnpu_job_run(struct drm_sched_job *sched_job)
 		ring->busy_since = ktime_get_ns();
 	}
 	list_add_tail(&job->node, &ring->inflight);
+	if (job->counters_bo)
+		ring->counters_job = job;
 	/* during a PCI function reset the device is not there: tnpu_restart() writes the entry */
 	if (!tdev->in_reset) {
 		tnpu_ring_write_entry(ring, job);
@@ -299,11 +323,10 @@ static void tnpu_restart(struct tnpu_device *tdev)
 		}
 		tnpu_ring_kick(ring);
 	}
-	atomic64_inc(&tdev->resets);
 }
 
 /* PCI function reset (FLR, sysfs "reset"): hold off recovery, then restart like after a timeout. */
-void tnpu_pci_reset_prepare(struct tnpu_device *tdev)
+static void tnpu_hold(struct tnpu_device *tdev)
 {
 	mutex_lock(&tdev->reset_lock);
 	spin_lock(&tdev->lock);
@@ -311,7 +334,8 @@ void tnpu_pci_reset_prepare(struct tnpu_device *tdev)
 	spin_unlock(&tdev->lock);
 }
 
-void tnpu_pci_reset_done(struct tnpu_device *tdev)
+/* The device is back at reset defaults: program it, rewrite what was in flight. */
+static void tnpu_unhold(struct tnpu_device *tdev, const char *why, bool count_reset)
 {
 	u32 q;
 
@@ -320,12 +344,42 @@ void tnpu_pci_reset_done(struct tnpu_device *tdev)
 		/* the fence words are host memory: completions before the reset still count */
 		for (q = 0; q < tdev->num_rings; q++)
 			tnpu_ring_retire(&tdev->rings[q]);
-		dev_info(tdev->drm.dev, "function reset: resubmitting in-flight jobs\n");
+		dev_dbg(tdev->drm.dev, "%s: resubmitting in-flight jobs\n", why);
 		tnpu_restart(tdev);
+		if (count_reset)
+			atomic64_inc(&tdev->resets);
 	}
 	tdev->in_reset = false;
 	spin_unlock(&tdev->lock);
 	mutex_unlock(&tdev->reset_lock);
+}
+
+void tnpu_pci_reset_prepare(struct tnpu_device *tdev)
+{
+	tnpu_hold(tdev);
+}
+
+void tnpu_pci_reset_done(struct tnpu_device *tdev)
+{
+	dev_info(tdev->drm.dev, "function reset: resubmitting in-flight jobs\n");
+	tnpu_unhold(tdev, "function reset", true);
+}
+
+/*
+ * System sleep: the device loses its state (QEMU resets it on S3 resume). Like a function reset:
+ * no hardware access in between (jobs that run_job takes meanwhile are only queued in the
+ * driver), and on resume the device is programmed again and every job that was on the hardware
+ * and not complete is written to its ring again, from its start.
+ */
+void tnpu_jobs_suspend(struct tnpu_device *tdev)
+{
+	tnpu_hold(tdev);
+	tnpu_write(tdev, TNPU_REG_IRQ_MASK, 0xffffffff);
+}
+
+void tnpu_jobs_resume(struct tnpu_device *tdev)
+{
+	tnpu_unhold(tdev, "resume", false);
 }
 
 /*
@@ -361,6 +415,7 @@ static void tnpu_recover(struct tnpu_device *tdev, struct tnpu_job *guilty)
 	for (q = 0; q < tdev->num_rings; q++)
 		tnpu_ring_retire(&tdev->rings[q]);
 	tnpu_restart(tdev);
+	atomic64_inc(&tdev->resets);
 	atomic64_inc(&tdev->jobs_timedout);
 	guilty->ring->jobs_timedout++;
 	tnpu_job_write_counters(guilty, -ETIMEDOUT, 0, false);
@@ -429,6 +484,7 @@ static void tnpu_job_free(struct drm_sched_job *sched_job)
 }
 
 static const struct drm_sched_backend_ops tnpu_sched_ops = {
+	.prepare_job = tnpu_job_prepare,
 	.run_job = tnpu_job_run,
 	.timedout_job = tnpu_job_timedout,
 	.free_job = tnpu_job_free,

@@ -217,7 +217,7 @@ int tnpu_ioctl_submit(struct drm_device *drm, void *data, struct drm_file *file)
 	struct dma_fence *fence;
 	struct tnpu_queue *queue;
 	struct tnpu_job *job;
-	u32 i, credits = 1;
+	u32 i;
 	int ret;
 
 	if (args->flags)
@@ -260,8 +260,6 @@ int tnpu_ioctl_submit(struct drm_device *drm, void *data, struct drm_file *file)
 			job->counters_map.vaddr = NULL;
 			goto err_release;
 		}
-		/* the per-ring Q_PERF registers only belong to this job if it runs alone */
-		credits = TNPU_CREDITS;
 	}
 	if (args->in_syncs.count) {
 		in_fences = kcalloc(args->in_syncs.count, sizeof(*in_fences), GFP_KERNEL);
@@ -296,7 +294,7 @@ int tnpu_ioctl_submit(struct drm_device *drm, void *data, struct drm_file *file)
 	}
 	job->ring = &tdev->rings[queue->ring];
 	job->queue_handle = queue->handle;
-	ret = drm_sched_job_init(&job->base, &queue->entity, credits, tfile);
+	ret = drm_sched_job_init(&job->base, &queue->entity, 1, tfile);
 	if (ret)
 		goto err_unlock;
 
