@@ -8,6 +8,7 @@
 #include <limits.h>
 #include <poll.h>
 #include <sys/syscall.h>
+#include <sys/wait.h>
 
 #include "kselftest_harness.h"
 #include "tnpu_test.h"
@@ -306,6 +307,55 @@ TEST(unbind_with_open_file_and_jobs_in_flight)
 	usleep(500000);
 	ASSERT_EQ(0, tnpu_write_file("/sys/bus/pci/drivers/tnpu/bind", dev));
 	ASSERT_EQ(0, wait_node());
+	ASSERT_EQ(0, one_job());
+}
+
+/*
+ * BO_WAIT and QUEUE_DESTROY used to hold the unplug SRCU (drm_dev_enter) while they waited, so an
+ * unbind waited for them: here for a BO_WAIT on a hung job, up to its 20 s timeout. Now the unbind
+ * goes through, fails the job, and the waiter returns.
+ */
+TEST(unbind_is_not_held_up_by_a_blocked_bo_wait)
+{
+	struct drm_tnpu_bo_wait w = { 0 };
+	char dev[256], old[32] = "30000";
+	struct tnpu_ctx c;
+	int64_t t0, took;
+	pid_t pid;
+	int status;
+	FILE *f;
+
+	ASSERT_EQ(0, pci_name(dev, sizeof(dev)));
+	f = fopen(TNPU_PARAM, "r");
+	if (f) {
+		if (!fgets(old, sizeof(old), f))
+			snprintf(old, sizeof(old), "30000");
+		fclose(f);
+	}
+	ASSERT_EQ(0, tnpu_write_file(TNPU_PARAM, "20000"));
+	ASSERT_EQ(0, tnpu_ctx_init(&c));
+	ASSERT_EQ(0, tnpu_write_file("inject_hang", "1"));
+	submit_many(&c, 1);
+	w.handle = c.data.handle;
+	w.timeout_ns = tnpu_now_ns() + 60000000000ll;
+	pid = fork();
+	ASSERT_GE(pid, 0);
+	if (pid == 0)	/* blocks in BO_WAIT until the hung job's fence signals */
+		_exit(tnpu_ioctl(c.fd, DRM_IOCTL_TNPU_BO_WAIT, &w) ? 1 : 0);
+	usleep(300000);
+	t0 = tnpu_now_ns();
+	ASSERT_EQ(0, tnpu_write_file("/sys/bus/pci/drivers/tnpu/unbind", dev));
+	took = (tnpu_now_ns() - t0) / 1000000;
+	TH_LOG("unbind took %lld ms", (long long)took);
+	/* well inside the hung job's 20 s: the unbind did not wait for the waiter */
+	EXPECT_LT(took, 10000);
+	ASSERT_EQ(pid, waitpid(pid, &status, 0));
+	EXPECT_EQ(0, WEXITSTATUS(status));
+	tnpu_ctx_fini(&c);
+	usleep(500000);
+	ASSERT_EQ(0, tnpu_write_file("/sys/bus/pci/drivers/tnpu/bind", dev));
+	ASSERT_EQ(0, wait_node());
+	tnpu_write_file(TNPU_PARAM, old);
 	ASSERT_EQ(0, one_job());
 }
 
