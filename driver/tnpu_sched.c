@@ -1,12 +1,13 @@
 // SPDX-License-Identifier: GPL-2.0-only
 /*
- * tnpu scheduler side: the per-ring drm_sched callbacks (run_job, timedout_job, free_job), ring
- * entries and doorbells, interrupt to fence, job errors and MMU faults, timeout recovery, PCI
- * function reset and unplug.
+ * tnpu scheduler side: the per-ring drm_sched callbacks (prepare_job, run_job, timedout_job,
+ * free_job), ring entries and doorbells, interrupt to fence, job errors and MMU faults, timeout
+ * recovery, PCI function reset, system sleep, unplug and the module-wide job count.
  *
  * Locking: tdev->lock (spinlock) protects every ring's tail/seqno/in-flight list and the queue
- * registers; it is taken by run_job, the IRQ thread, recovery and unplug. Nothing under it
- * sleeps or allocates. tdev->reset_lock serialises recovery against unplug.
+ * registers; it is taken by prepare_job, run_job, the IRQ thread, recovery and unplug. Nothing
+ * under it sleeps or allocates. tdev->reset_lock serialises recovery, function reset, system sleep
+ * and unplug.
  */
 #include <linux/jiffies.h>
 #include <linux/ktime.h>
@@ -271,8 +272,8 @@ static struct dma_fence *tnpu_job_run(struct drm_sched_job *sched_job)
 
 /*
  * A ring that is enabled, idle and not halted but has entries between HEAD and TAIL missed a
- * doorbell: ring it again. The QEMU device of Nov 2026 loses one now and then under load; a lost
- * doorbell must cost a scheduler tick, not a reset. tdev->lock held.
+ * doorbell: ring it again. A lost doorbell (a device fault) must cost one timeout period, not a
+ * reset and a failed job. tdev->lock held.
  */
 static bool tnpu_ring_nudge(struct tnpu_ring *ring)
 {
