@@ -3,7 +3,8 @@
  * tnpu debugfs (/sys/kernel/debug/accel/N/): register and ring dumps (with the per-ring
  * statistics of QUERY_COUNTERS), fault injection.
  *
- * inject_hang, inject_mmu_fault, inject_error: write 1 to arm; the next job handed to the hardware
+ * inject_hang, inject_mmu_fault, inject_error (only with the fault_inject module parameter): write
+ * 1 to arm; the next job handed to the hardware
  * (any ring) then hangs (its ring stops fetching), faults (its command buffer VA becomes 0, never
  * mapped) or gets a RING_ENTRY error (a reserved ring-entry field is set).
  */
@@ -115,6 +116,9 @@ void tnpu_debugfs_init(struct tnpu_device *tdev)
 		return;
 	debugfs_create_file("regs", 0400, root, tdev, &tnpu_regs_fops);
 	debugfs_create_file("rings", 0400, root, tdev, &tnpu_rings_fops);
+	/* the injection knobs make jobs hang or fail on purpose: only when asked for at load */
+	if (!tnpu_fault_inject)
+		return;
 	debugfs_create_atomic_t("inject_hang", 0600, root, &tdev->inject_hang);
 	debugfs_create_atomic_t("inject_mmu_fault", 0600, root, &tdev->inject_fault);
 	debugfs_create_atomic_t("inject_error", 0600, root, &tdev->inject_error);

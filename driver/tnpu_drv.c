@@ -23,8 +23,38 @@
 
 /* generous: under TCG emulation one large job can run for seconds */
 unsigned int tnpu_timeout_ms = 30000;
-module_param_named(timeout_ms, tnpu_timeout_ms, uint, 0644);
-MODULE_PARM_DESC(timeout_ms, "ms without progress on a ring before the device is reset (30000)");
+
+/* bound devices, so that a new timeout_ms reaches their schedulers */
+static LIST_HEAD(tnpu_devices);
+static DEFINE_MUTEX(tnpu_devices_lock);
+
+/* 0 would reset the device at once, a huge value never recovers a hang */
+static int tnpu_timeout_ms_set(const char *val, const struct kernel_param *kp)
+{
+	struct tnpu_device *tdev;
+	int ret = param_set_uint_minmax(val, kp, TNPU_TIMEOUT_MS_MIN, TNPU_TIMEOUT_MS_MAX);
+
+	if (ret)
+		return ret;
+	mutex_lock(&tnpu_devices_lock);
+	list_for_each_entry(tdev, &tnpu_devices, node)
+		tnpu_rings_set_timeout(tdev, READ_ONCE(tnpu_timeout_ms));
+	mutex_unlock(&tnpu_devices_lock);
+	return 0;
+}
+
+static const struct kernel_param_ops tnpu_timeout_ms_ops = {
+	.set = tnpu_timeout_ms_set,
+	.get = param_get_uint,
+};
+
+module_param_cb(timeout_ms, &tnpu_timeout_ms_ops, &tnpu_timeout_ms, 0644);
+MODULE_PARM_DESC(timeout_ms,
+		 "ms without progress on a ring before the device is reset (100..3600000, 30000)");
+
+bool tnpu_fault_inject;
+module_param_named(fault_inject, tnpu_fault_inject, bool, 0444);
+MODULE_PARM_DESC(fault_inject, "create the debugfs fault-injection knobs (load time only; off)");
 
 static int tnpu_open(struct drm_device *drm, struct drm_file *file)
 {
@@ -253,12 +283,30 @@ static int tnpu_ioctl_##name##_guarded(struct drm_device *drm, void *data,	\
 	return ret;								\
 }
 
+/*
+ * Ioctls that may block for a user-chosen or dependency-bound time and touch no device register
+ * (BO_WAIT, QUEUE_DESTROY) only check that the device is there: held across their wait, the unplug
+ * SRCU would make an unbind wait for them too. What they use (GEM objects, schedulers) lives until
+ * the DRM device is released, which the open file prevents.
+ */
+#define TNPU_IOCTL_WRAP_UNHELD(name)						\
+static int tnpu_ioctl_##name##_guarded(struct drm_device *drm, void *data,	\
+				       struct drm_file *file)			\
+{										\
+	int idx;								\
+										\
+	if (!drm_dev_enter(drm, &idx))						\
+		return -ENODEV;							\
+	drm_dev_exit(idx);							\
+	return tnpu_ioctl_##name(drm, data, file);				\
+}
+
 TNPU_IOCTL_WRAP(query)
 TNPU_IOCTL_WRAP(bo_create)
 TNPU_IOCTL_WRAP(bo_info)
-TNPU_IOCTL_WRAP(bo_wait)
+TNPU_IOCTL_WRAP_UNHELD(bo_wait)
 TNPU_IOCTL_WRAP(queue_create)
-TNPU_IOCTL_WRAP(queue_destroy)
+TNPU_IOCTL_WRAP_UNHELD(queue_destroy)
 TNPU_IOCTL_WRAP(submit)
 
 #define TNPU_IOCTL(id, name)							\
@@ -273,8 +321,6 @@ static const struct drm_ioctl_desc tnpu_ioctls[] = {
 	TNPU_IOCTL(QUEUE_DESTROY, queue_destroy),
 	TNPU_IOCTL(SUBMIT, submit),
 };
-
-DEFINE_DRM_ACCEL_FOPS(tnpu_fops);
 
 static const struct drm_driver tnpu_drm_driver = {
 	.driver_features = DRIVER_COMPUTE_ACCEL | DRIVER_GEM | DRIVER_SYNCOBJ |
@@ -390,9 +436,10 @@ static int tnpu_probe(struct pci_dev *pdev, const struct pci_device_id *id)
 		dev_err(&pdev->dev, "BAR0 too small\n");
 		return -ENODEV;
 	}
-	tdev->regs = pcim_iomap(pdev, 0, 0);
-	if (!tdev->regs)
-		return -ENOMEM;
+	/* requested, so no other driver (or /dev/mem user on strict kernels) maps BAR0 meanwhile */
+	tdev->regs = pcim_iomap_region(pdev, 0, KBUILD_MODNAME);
+	if (IS_ERR(tdev->regs))
+		return PTR_ERR(tdev->regs);
 	pci_set_master(pdev);
 	ret = dma_set_mask_and_coherent(&pdev->dev, DMA_BIT_MASK(52));
 	if (ret)
@@ -406,7 +453,12 @@ static int tnpu_probe(struct pci_dev *pdev, const struct pci_device_id *id)
 	ret = tnpu_alloc_tables(tdev);
 	if (ret)
 		return ret;
+	/* under the lock: a timeout_ms write either precedes drm_sched_init or reaches it */
+	mutex_lock(&tnpu_devices_lock);
 	ret = tnpu_rings_init(tdev);
+	if (!ret)
+		list_add(&tdev->node, &tnpu_devices);
+	mutex_unlock(&tnpu_devices_lock);
 	if (ret)
 		return ret;
 
@@ -427,6 +479,9 @@ err_irq:
 	tnpu_irq_fini(tdev);
 err_disable:
 	tnpu_hw_disable(tdev);
+	mutex_lock(&tnpu_devices_lock);
+	list_del(&tdev->node);
+	mutex_unlock(&tnpu_devices_lock);
 	return ret;
 }
 
@@ -434,6 +489,9 @@ static void tnpu_remove(struct pci_dev *pdev)
 {
 	struct tnpu_device *tdev = pci_get_drvdata(pdev);
 
+	mutex_lock(&tnpu_devices_lock);
+	list_del(&tdev->node);
+	mutex_unlock(&tnpu_devices_lock);
 	/* no new ioctls; wait for running ones */
 	drm_dev_unplug(&tdev->drm);
 	tnpu_write(tdev, TNPU_REG_IRQ_MASK, 0xffffffff);
@@ -451,6 +509,21 @@ static void tnpu_reset_done(struct pci_dev *pdev)
 {
 	tnpu_pci_reset_done(pci_get_drvdata(pdev));
 }
+
+static int tnpu_pm_suspend(struct device *dev)
+{
+	tnpu_jobs_suspend(pci_get_drvdata(to_pci_dev(dev)));
+	return 0;
+}
+
+static int tnpu_pm_resume(struct device *dev)
+{
+	tnpu_jobs_resume(pci_get_drvdata(to_pci_dev(dev)));
+	return 0;
+}
+
+/* the PCI core saves and restores config space (MSI-X included) around these */
+static DEFINE_SIMPLE_DEV_PM_OPS(tnpu_pm_ops, tnpu_pm_suspend, tnpu_pm_resume);
 
 static const struct pci_error_handlers tnpu_err_handlers = {
 	.reset_prepare = tnpu_reset_prepare,
@@ -470,6 +543,7 @@ static struct pci_driver tnpu_pci_driver = {
 	.remove = tnpu_remove,
 	.dev_groups = tnpu_groups,
 	.err_handler = &tnpu_err_handlers,
+	.driver.pm = pm_sleep_ptr(&tnpu_pm_ops),
 };
 
 static int __init tnpu_init(void)

@@ -22,6 +22,7 @@
 #include "tnpu_regs.h"
 
 #define TNPU_RING_ENTRIES	256
+#define TNPU_CREDITS		(TNPU_RING_ENTRIES - 2)	/* drm_sched credit limit per ring */
 #define TNPU_MAX_CTX		512	/* context-table entries the driver programs */
 #define TNPU_MAX_FILE_QUEUES	64
 #define TNPU_VA_START		0x100000ULL		/* keep VA 0 and the first MiB unmapped */
@@ -30,7 +31,11 @@
 #define TNPU_MAX_SUBMIT_BOS	4096
 #define TNPU_MAX_IN_SYNCS	256
 
+#define TNPU_TIMEOUT_MS_MIN	100
+#define TNPU_TIMEOUT_MS_MAX	3600000
+
 extern unsigned int tnpu_timeout_ms;
+extern bool tnpu_fault_inject;
 
 struct tnpu_device;
 
@@ -102,6 +107,7 @@ struct tnpu_ring {
 	spinlock_t fence_lock;		/* of the hardware fences */
 	unsigned long progress;		/* jiffies of the last start or completion */
 	struct list_head inflight;	/* jobs handed to the hardware, ring order */
+	struct tnpu_job *counters_job;	/* in flight with a counters BO: last on the ring */
 	struct drm_gpu_scheduler sched;
 	bool sched_ready;
 	char name[16];
@@ -120,6 +126,7 @@ struct tnpu_caps_raw {
 struct tnpu_device {
 	struct drm_device drm;
 	struct pci_dev *pdev;
+	struct list_head node;		/* tnpu_devices, for timeout_ms changes */
 	void __iomem *regs;
 	struct tnpu_caps_raw caps;
 	u32 num_rings;
@@ -208,6 +215,15 @@ static inline void tnpu_write64(struct tnpu_device *tdev, u32 reg, u64 val)
 	writeq(val, tdev->regs + reg);
 }
 
+/*
+ * A function in FLR or surprise removal reads all ones; ID reads "TNPU" whenever the device
+ * answers, even during CTRL.RESET. Status registers read then are not acted upon.
+ */
+static inline bool tnpu_hw_absent(struct tnpu_device *tdev)
+{
+	return tnpu_read(tdev, TNPU_REG_ID) == 0xffffffffu;
+}
+
 static inline u32 tnpu_qread(struct tnpu_device *tdev, u32 q, u32 reg)
 {
 	return tnpu_read(tdev, TNPU_Q_BASE(q) + reg);
@@ -247,7 +263,7 @@ int tnpu_ioctl_bo_create(struct drm_device *drm, void *data, struct drm_file *fi
 int tnpu_ioctl_bo_info(struct drm_device *drm, void *data, struct drm_file *file);
 int tnpu_ioctl_bo_wait(struct drm_device *drm, void *data, struct drm_file *file);
 
-/* tnpu_job.c */
+/* tnpu_sched.c */
 int tnpu_job_module_init(void);
 void tnpu_job_module_exit(void);
 int tnpu_rings_init(struct tnpu_device *tdev);
@@ -255,10 +271,23 @@ void tnpu_rings_process(struct tnpu_device *tdev, u32 irq_status);
 void tnpu_jobs_unplug(struct tnpu_device *tdev);
 void tnpu_pci_reset_prepare(struct tnpu_device *tdev);
 void tnpu_pci_reset_done(struct tnpu_device *tdev);
+void tnpu_jobs_suspend(struct tnpu_device *tdev);
+void tnpu_jobs_resume(struct tnpu_device *tdev);
+void tnpu_rings_set_timeout(struct tnpu_device *tdev, unsigned int ms);
+void tnpu_job_created(void);
+void tnpu_job_destroyed(void);
+
+/* tnpu_queue.c */
 void tnpu_file_queues_fini(struct tnpu_file *tfile);
 int tnpu_ioctl_queue_create(struct drm_device *drm, void *data, struct drm_file *file);
 int tnpu_ioctl_queue_destroy(struct drm_device *drm, void *data, struct drm_file *file);
+
+/* tnpu_submit.c */
 int tnpu_ioctl_submit(struct drm_device *drm, void *data, struct drm_file *file);
+void tnpu_job_release(struct tnpu_job *job);
+
+/* tnpu_fops.c */
+extern const struct file_operations tnpu_fops;
 
 /* tnpu_debugfs.c */
 void tnpu_debugfs_init(struct tnpu_device *tdev);

@@ -49,14 +49,16 @@ enum drm_tnpu_ioctl_id {
  * @DRM_TNPU_QUERY_CAPS: struct drm_tnpu_caps (device geometry and limits).
  * @DRM_TNPU_QUERY_COUNTERS: struct drm_tnpu_counters (driver statistics + device counter block).
  * @DRM_TNPU_QUERY_FAULT: struct drm_tnpu_fault (the first MMU fault of the calling file).
- * @DRM_TNPU_QUERY_ISLANDS: struct drm_tnpu_islands (island capability registers, chain #9).
- * @DRM_TNPU_QUERY_ROW_BUSY: struct drm_tnpu_row_busy (sparse #8: per-row busy cycles).
+ * @DRM_TNPU_QUERY_ISLANDS: struct drm_tnpu_islands (island capability registers).
+ * @DRM_TNPU_QUERY_RESERVED_4: never assigned, so that the values stay contiguous; -EINVAL.
+ * @DRM_TNPU_QUERY_ROW_BUSY: struct drm_tnpu_row_busy (per-row busy cycles).
  */
 enum drm_tnpu_query_type {
 	DRM_TNPU_QUERY_CAPS = 0,
 	DRM_TNPU_QUERY_COUNTERS = 1,
 	DRM_TNPU_QUERY_FAULT = 2,
 	DRM_TNPU_QUERY_ISLANDS = 3,
+	DRM_TNPU_QUERY_RESERVED_4 = 4,
 	DRM_TNPU_QUERY_ROW_BUSY = 5,
 };
 
@@ -214,8 +216,8 @@ struct drm_tnpu_counters {
 	/** @device: the global counter block, DRM_TNPU_MAX_COUNTERS 64-bit counters. */
 	__u64 device[DRM_TNPU_MAX_COUNTERS];
 	/*
-	 * Appended (the answer was 312 bytes before): drivers without per-ring statistics return
-	 * the 312-byte prefix and the caller's copy of what follows stays zero-filled.
+	 * The fields below follow the 312-byte first published size: a driver without per-ring
+	 * statistics returns that prefix and the caller's copy of what follows stays zero-filled.
 	 */
 	/**
 	 * @num_rings: meaningful entries of @rings (= drm_tnpu_caps.hw_queues); 0 from a driver
@@ -235,7 +237,7 @@ struct drm_tnpu_counters {
 #define DRM_TNPU_MAX_ROW_BUSY		16
 
 /**
- * struct drm_tnpu_row_busy - DRM_TNPU_QUERY_ROW_BUSY answer (sparse #8). All fields are outputs.
+ * struct drm_tnpu_row_busy - DRM_TNPU_QUERY_ROW_BUSY answer. All fields are outputs.
  *
  * The ROW_BUSY registers: modeled busy cycles of every PE-array row in the job that completed last
  * on the device (any queue, any file), for load-balance measurements on an otherwise idle device.
@@ -423,11 +425,25 @@ struct drm_tnpu_queue_destroy {
 };
 
 /**
+ * DRM_TNPU_MAX_ARRAY_STRIDE - largest drm_tnpu_obj_array.stride: room for elements to grow 32-fold
+ * while bounding the bytes SUBMIT reads (4096 BO references x 256 bytes = 1 MiB).
+ */
+#define DRM_TNPU_MAX_ARRAY_STRIDE	256
+
+/**
+ * DRM_TNPU_MAX_SYNCOBJ_HANDLES - largest count_handles the accel node accepts in the DRM core's
+ * SYNCOBJ_WAIT, _TIMELINE_WAIT, _RESET, _SIGNAL, _TIMELINE_SIGNAL and _QUERY (else -EINVAL).
+ */
+#define DRM_TNPU_MAX_SYNCOBJ_HANDLES	4096
+
+/**
  * struct drm_tnpu_obj_array - an array of structs in user memory.
  */
 struct drm_tnpu_obj_array {
-	/** @stride: in, bytes per element; must be >= the first published size of the element
-	 * (-EINVAL); larger strides are accepted if the extra bytes are zero (-E2BIG otherwise).
+	/**
+	 * @stride: in, bytes per element, from the first published size of the element up to
+	 * DRM_TNPU_MAX_ARRAY_STRIDE (else -EINVAL); bytes beyond the size the kernel knows must
+	 * be zero (-E2BIG otherwise).
 	 */
 	__u32 stride;
 	/** @count: in, number of elements; 0 means none (then @array is ignored). */

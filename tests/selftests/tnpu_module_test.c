@@ -8,6 +8,7 @@
 #include <limits.h>
 #include <poll.h>
 #include <sys/syscall.h>
+#include <sys/wait.h>
 
 #include "kselftest_harness.h"
 #include "tnpu_test.h"
@@ -34,7 +35,7 @@ static int unload(void)
 	return syscall(SYS_delete_module, "tnpu", O_NONBLOCK) ? -errno : 0;
 }
 
-static int load_with(const char *params)
+static int load_params(const char *params)
 {
 	char path[PATH_MAX];
 	int fd, ret;
@@ -50,9 +51,24 @@ static int load_with(const char *params)
 	return ret;
 }
 
+/* as tools/vm/init loads it: the suites after this one use the fault-injection knobs */
+static int load_with(const char *params)
+{
+	char all[256];
+
+	snprintf(all, sizeof(all), "%s fault_inject=1", params);
+	return load_params(all);
+}
+
 static int load(void)
 {
 	return load_with("");
+}
+
+static bool debugfs_has(const char *name)
+{
+	/* tnpu_write_file() finds the device's debugfs directory; an empty write is a no-op */
+	return tnpu_write_file(name, "") != -ENOENT;
 }
 
 /* waits for devtmpfs to show the node after a load or bind */
@@ -167,6 +183,25 @@ TEST(msi_and_polling_fallbacks_complete_jobs)
 	ASSERT_EQ(0, one_job());
 }
 
+/* driver.md: the debugfs injection knobs exist only with fault_inject=1 at load time */
+TEST(fault_injection_knobs_need_the_load_time_parameter)
+{
+	if (access(KO_PATH_FILE, R_OK))
+		SKIP(return, "no %s (not the tnpu VM image)", KO_PATH_FILE);
+	ASSERT_EQ(0, unload());
+	ASSERT_EQ(0, load_params(""));
+	ASSERT_EQ(0, wait_node());
+	EXPECT_FALSE(debugfs_has("inject_hang"));
+	EXPECT_FALSE(debugfs_has("inject_mmu_fault"));
+	EXPECT_FALSE(debugfs_has("inject_error"));
+	EXPECT_TRUE(debugfs_has("rings"));
+	EXPECT_EQ(0, one_job());
+	ASSERT_EQ(0, unload());
+	ASSERT_EQ(0, load());
+	ASSERT_EQ(0, wait_node());
+	EXPECT_TRUE(debugfs_has("inject_hang"));
+}
+
 TEST(rmmod_is_refused_while_a_file_is_open)
 {
 	int fd;
@@ -272,6 +307,55 @@ TEST(unbind_with_open_file_and_jobs_in_flight)
 	usleep(500000);
 	ASSERT_EQ(0, tnpu_write_file("/sys/bus/pci/drivers/tnpu/bind", dev));
 	ASSERT_EQ(0, wait_node());
+	ASSERT_EQ(0, one_job());
+}
+
+/*
+ * BO_WAIT and QUEUE_DESTROY used to hold the unplug SRCU (drm_dev_enter) while they waited, so an
+ * unbind waited for them: here for a BO_WAIT on a hung job, up to its 20 s timeout. Now the unbind
+ * goes through, fails the job, and the waiter returns.
+ */
+TEST(unbind_is_not_held_up_by_a_blocked_bo_wait)
+{
+	struct drm_tnpu_bo_wait w = { 0 };
+	char dev[256], old[32] = "30000";
+	struct tnpu_ctx c;
+	int64_t t0, took;
+	pid_t pid;
+	int status;
+	FILE *f;
+
+	ASSERT_EQ(0, pci_name(dev, sizeof(dev)));
+	f = fopen(TNPU_PARAM, "r");
+	if (f) {
+		if (!fgets(old, sizeof(old), f))
+			snprintf(old, sizeof(old), "30000");
+		fclose(f);
+	}
+	ASSERT_EQ(0, tnpu_write_file(TNPU_PARAM, "20000"));
+	ASSERT_EQ(0, tnpu_ctx_init(&c));
+	ASSERT_EQ(0, tnpu_write_file("inject_hang", "1"));
+	submit_many(&c, 1);
+	w.handle = c.data.handle;
+	w.timeout_ns = tnpu_now_ns() + 60000000000ll;
+	pid = fork();
+	ASSERT_GE(pid, 0);
+	if (pid == 0)	/* blocks in BO_WAIT until the hung job's fence signals */
+		_exit(tnpu_ioctl(c.fd, DRM_IOCTL_TNPU_BO_WAIT, &w) ? 1 : 0);
+	usleep(300000);
+	t0 = tnpu_now_ns();
+	ASSERT_EQ(0, tnpu_write_file("/sys/bus/pci/drivers/tnpu/unbind", dev));
+	took = (tnpu_now_ns() - t0) / 1000000;
+	TH_LOG("unbind took %lld ms", (long long)took);
+	/* well inside the hung job's 20 s: the unbind did not wait for the waiter */
+	EXPECT_LT(took, 10000);
+	ASSERT_EQ(pid, waitpid(pid, &status, 0));
+	EXPECT_EQ(0, WEXITSTATUS(status));
+	tnpu_ctx_fini(&c);
+	usleep(500000);
+	ASSERT_EQ(0, tnpu_write_file("/sys/bus/pci/drivers/tnpu/bind", dev));
+	ASSERT_EQ(0, wait_node());
+	tnpu_write_file(TNPU_PARAM, old);
 	ASSERT_EQ(0, one_job());
 }
 

@@ -1,29 +1,23 @@
 // SPDX-License-Identifier: GPL-2.0-only
 /*
- * tnpu jobs: command queues (drm_sched entities), SUBMIT, the per-ring scheduler callbacks,
- * interrupt to fence, MMU-fault and error handling, timeout recovery and unplug.
+ * tnpu scheduler side: the per-ring drm_sched callbacks (prepare_job, run_job, timedout_job,
+ * free_job), ring entries and doorbells, interrupt to fence, job errors and MMU faults, timeout
+ * recovery, PCI function reset, system sleep, unplug and the module-wide job count.
  *
  * Locking: tdev->lock (spinlock) protects every ring's tail/seqno/in-flight list and the queue
- * registers; it is taken by run_job, the IRQ thread, recovery and unplug. Nothing under it
- * sleeps or allocates. tdev->reset_lock serialises recovery against unplug.
+ * registers; it is taken by prepare_job, run_job, the IRQ thread, recovery and unplug. Nothing
+ * under it sleeps or allocates. tdev->reset_lock serialises recovery, function reset, system sleep
+ * and unplug.
  */
-#include <linux/delay.h>
-#include <linux/dma-fence-chain.h>
 #include <linux/jiffies.h>
 #include <linux/ktime.h>
-#include <linux/sort.h>
 
 #include <drm/drm_drv.h>
 #include <drm/drm_managed.h>
 #include <drm/drm_print.h>
-#include <drm/drm_syncobj.h>
 
 #include "tnpu_drv.h"
 #include "tnpu_accel.h"
-
-/* The scheduler's timer only samples progress; the job timeout itself is tnpu_timeout_ms. */
-#define TNPU_TDR_TICK_MS	200
-#define TNPU_CREDITS		(TNPU_RING_ENTRIES - 2)
 
 static struct workqueue_struct *tnpu_cleanup_wq;
 
@@ -71,6 +65,8 @@ static void tnpu_job_signal(struct tnpu_job *job, int err)
 	struct tnpu_ring *ring = job->ring;
 
 	list_del_init(&job->node);
+	if (ring->counters_job == job)
+		ring->counters_job = NULL;
 	if (list_empty(&ring->inflight))
 		ring->busy_ns += ktime_get_ns() - ring->busy_since;
 	if (err) {
@@ -118,9 +114,9 @@ static void tnpu_ring_retire(struct tnpu_ring *ring)
 		if (job->hw_seqno > done)
 			break;
 		/*
-		 * queues.md: the fence is written before Q_PERF and BUSY = 0; a job that wants its
-		 * counters runs alone on the ring, so Q_PERF is its own once BUSY drops (its
-		 * interrupt follows).
+		 * queues.md: the fence is written before Q_PERF and BUSY = 0; no job is handed to
+		 * the ring behind a job that wants its counters (tnpu_job_prepare()), so Q_PERF is
+		 * its own once BUSY drops (its interrupt follows).
 		 */
 		if (job->counters_bo) {
 			if (tnpu_qread(tdev, ring->idx, TNPU_Q_STATUS) & TNPU_Q_STATUS_BUSY)
@@ -186,7 +182,7 @@ void tnpu_rings_process(struct tnpu_device *tdev, u32 irq_status)
 	u32 q;
 
 	spin_lock(&tdev->lock);
-	if (tdev->unplugged || tdev->in_reset) {
+	if (tdev->unplugged || tdev->in_reset || tnpu_hw_absent(tdev)) {
 		spin_unlock(&tdev->lock);
 		return;
 	}
@@ -201,6 +197,26 @@ void tnpu_rings_process(struct tnpu_device *tdev, u32 irq_status)
 }
 
 /*
+ * drm_sched prepare_job: a job that wants its counters reads the ring's Q_PERF block, which holds
+ * the counters of the last job the ring completed; so no job is handed to the ring behind it until
+ * it has completed. Jobs ahead of it are not waited for, and it takes one credit like any job.
+ */
+static struct dma_fence *tnpu_job_prepare(struct drm_sched_job *sched_job,
+					  struct drm_sched_entity *entity)
+{
+	struct tnpu_job *job = to_tnpu_job(sched_job);
+	struct tnpu_ring *ring = job->ring;
+	struct dma_fence *fence = NULL;
+
+	spin_lock(&job->tdev->lock);
+	/* cleared under the lock before its fence signals: set means not yet signalled */
+	if (ring->counters_job && ring->counters_job != job)
+		fence = dma_fence_get(ring->counters_job->hw_fence);
+	spin_unlock(&job->tdev->lock);
+	return fence;
+}
+
+/*
  * drm_sched run_job: hand the job to its ring. No allocation and no runtime-PM here (fence
  * signalling path): the hardware fence was allocated at submit.
  */
@@ -210,6 +226,12 @@ static struct dma_fence *tnpu_job_run(struct drm_sched_job *sched_job)
 	struct tnpu_ring *ring = job->ring;
 	struct tnpu_device *tdev = job->tdev;
 
+	/*
+	 * drm_sched_resubmit_jobs() after drm_sched_stop() in the timeout handler: the job keeps
+	 * its hardware fence (and its ring entry, which recovery rewrites after a reset).
+	 */
+	if (job->hw_fence_init)
+		return dma_fence_get(job->hw_fence);
 	if (unlikely(sched_job->s_fence->finished.error))
 		return NULL;
 	/* uapi.md: jobs of a faulted context that have not started are cancelled */
@@ -233,6 +255,8 @@ static struct dma_fence *tnpu_job_run(struct drm_sched_job *sched_job)
 		ring->busy_since = ktime_get_ns();
 	}
 	list_add_tail(&job->node, &ring->inflight);
+	if (job->counters_bo)
+		ring->counters_job = job;
 	/* during a PCI function reset the device is not there: tnpu_restart() writes the entry */
 	if (!tdev->in_reset) {
 		tnpu_ring_write_entry(ring, job);
@@ -248,10 +272,10 @@ static struct dma_fence *tnpu_job_run(struct drm_sched_job *sched_job)
 
 /*
  * A ring that is enabled, idle and not halted but has entries between HEAD and TAIL missed a
- * doorbell: ring it again. The QEMU device of Nov 2026 loses one now and then under load; a lost
- * doorbell must cost a scheduler tick, not a reset. tdev->lock held.
+ * doorbell: ring it again. A lost doorbell (a device fault) must cost one timeout period, not a
+ * reset and a failed job. tdev->lock held.
  */
-static void tnpu_ring_nudge(struct tnpu_ring *ring)
+static bool tnpu_ring_nudge(struct tnpu_ring *ring)
 {
 	struct tnpu_device *tdev = ring->tdev;
 	u32 st = tnpu_qread(tdev, ring->idx, TNPU_Q_STATUS);
@@ -262,7 +286,9 @@ static void tnpu_ring_nudge(struct tnpu_ring *ring)
 	    head != tail && !list_empty(&ring->inflight)) {
 		atomic64_inc(&tdev->doorbell_retries);
 		tnpu_qwrite(tdev, ring->idx, TNPU_Q_DOORBELL, 1);
+		return true;
 	}
+	return false;
 }
 
 /* The oldest job on its ring, which has made no progress for timeout_ms. tdev->lock held. */
@@ -298,11 +324,10 @@ static void tnpu_restart(struct tnpu_device *tdev)
 		}
 		tnpu_ring_kick(ring);
 	}
-	atomic64_inc(&tdev->resets);
 }
 
 /* PCI function reset (FLR, sysfs "reset"): hold off recovery, then restart like after a timeout. */
-void tnpu_pci_reset_prepare(struct tnpu_device *tdev)
+static void tnpu_hold(struct tnpu_device *tdev)
 {
 	mutex_lock(&tdev->reset_lock);
 	spin_lock(&tdev->lock);
@@ -310,7 +335,8 @@ void tnpu_pci_reset_prepare(struct tnpu_device *tdev)
 	spin_unlock(&tdev->lock);
 }
 
-void tnpu_pci_reset_done(struct tnpu_device *tdev)
+/* The device is back at reset defaults: program it, rewrite what was in flight. */
+static void tnpu_unhold(struct tnpu_device *tdev, const char *why, bool count_reset)
 {
 	u32 q;
 
@@ -319,12 +345,42 @@ void tnpu_pci_reset_done(struct tnpu_device *tdev)
 		/* the fence words are host memory: completions before the reset still count */
 		for (q = 0; q < tdev->num_rings; q++)
 			tnpu_ring_retire(&tdev->rings[q]);
-		dev_info(tdev->drm.dev, "function reset: resubmitting in-flight jobs\n");
+		dev_dbg(tdev->drm.dev, "%s: resubmitting in-flight jobs\n", why);
 		tnpu_restart(tdev);
+		if (count_reset)
+			atomic64_inc(&tdev->resets);
 	}
 	tdev->in_reset = false;
 	spin_unlock(&tdev->lock);
 	mutex_unlock(&tdev->reset_lock);
+}
+
+void tnpu_pci_reset_prepare(struct tnpu_device *tdev)
+{
+	tnpu_hold(tdev);
+}
+
+void tnpu_pci_reset_done(struct tnpu_device *tdev)
+{
+	dev_info(tdev->drm.dev, "function reset: resubmitting in-flight jobs\n");
+	tnpu_unhold(tdev, "function reset", true);
+}
+
+/*
+ * System sleep: the device loses its state (QEMU resets it on S3 resume). Like a function reset:
+ * no hardware access in between (jobs that run_job takes meanwhile are only queued in the
+ * driver), and on resume the device is programmed again and every job that was on the hardware
+ * and not complete is written to its ring again, from its start.
+ */
+void tnpu_jobs_suspend(struct tnpu_device *tdev)
+{
+	tnpu_hold(tdev);
+	tnpu_write(tdev, TNPU_REG_IRQ_MASK, 0xffffffff);
+}
+
+void tnpu_jobs_resume(struct tnpu_device *tdev)
+{
+	tnpu_unhold(tdev, "resume", false);
 }
 
 /*
@@ -353,7 +409,14 @@ static void tnpu_recover(struct tnpu_device *tdev, struct tnpu_job *guilty)
 			    tnpu_qread(tdev, q, TNPU_Q_HEAD), tnpu_qread(tdev, q, TNPU_Q_TAIL),
 			    tnpu_qread(tdev, q, TNPU_Q_STATUS));
 	tnpu_hw_reset(tdev);
+	/*
+	 * The fence words again, now that the device has stopped: a job that completed between the
+	 * first retire and the reset is done, not rewritten into its ring to run twice.
+	 */
+	for (q = 0; q < tdev->num_rings; q++)
+		tnpu_ring_retire(&tdev->rings[q]);
 	tnpu_restart(tdev);
+	atomic64_inc(&tdev->resets);
 	atomic64_inc(&tdev->jobs_timedout);
 	guilty->ring->jobs_timedout++;
 	tnpu_job_write_counters(guilty, -ETIMEDOUT, 0, false);
@@ -364,6 +427,12 @@ out:
 	mutex_unlock(&tdev->reset_lock);
 }
 
+/*
+ * The scheduler's timer fires after timeout_ms without a completion on this ring (sched->timeout
+ * follows the module parameter). Stop the scheduler (which puts @sched_job back on its pending
+ * list), check whether the device still made progress, reset it if not, then hand the pending jobs
+ * their hardware fences again and start the scheduler: jobs keep their fences across a reset.
+ */
 static enum drm_gpu_sched_stat tnpu_job_timedout(struct drm_sched_job *sched_job)
 {
 	struct tnpu_job *job = to_tnpu_job(sched_job);
@@ -372,52 +441,27 @@ static enum drm_gpu_sched_stat tnpu_job_timedout(struct drm_sched_job *sched_job
 	struct tnpu_device *tdev = job->tdev;
 	bool expired = false;
 
+	drm_sched_stop(sched, sched_job);
+
 	/* driver-notes.md: first check whether the device is still making progress */
 	spin_lock(&tdev->lock);
-	if (!tdev->unplugged && !tdev->in_reset) {
+	if (!tdev->unplugged && !tdev->in_reset && !tnpu_hw_absent(tdev)) {
 		if (tnpu_qread(tdev, ring->idx, TNPU_Q_STATUS) & TNPU_Q_STATUS_ERROR)
 			tnpu_ring_error(ring);
 		tnpu_ring_retire(ring);
-		tnpu_ring_nudge(ring);
+		/* a lost doorbell is not a hang: ring it again and give the job its time */
+		if (tnpu_ring_nudge(ring))
+			ring->progress = jiffies;
 		expired = tnpu_job_expired(job);
 	}
 	spin_unlock(&tdev->lock);
 
-	/* drm_sched took the job off the pending list; put it back so it is freed normally */
-	spin_lock(&sched->job_list_lock);
-	list_add(&sched_job->list, &sched->pending_list);
-	spin_unlock(&sched->job_list_lock);
-
 	if (expired)
 		tnpu_recover(tdev, job);
-	/* the job may have completed while off the list: kick the scheduler's free work */
-	drm_sched_wqueue_start(sched);
+	/* the guilty job's fence carries -ETIMEDOUT: drm_sched_start() passes it on */
+	drm_sched_resubmit_jobs(sched);
+	drm_sched_start(sched);
 	return DRM_GPU_SCHED_STAT_NOMINAL;
-}
-
-static void tnpu_job_cleanup_work(struct work_struct *work);
-
-static void tnpu_job_release(struct tnpu_job *job)
-{
-	u32 i;
-
-	if (job->counters_bo) {
-		if (job->counters_map.vaddr)
-			drm_gem_vunmap_unlocked(job->counters_bo, &job->counters_map);
-		drm_gem_object_put(job->counters_bo);
-	}
-	for (i = 0; i < job->bo_count; i++)
-		drm_gem_object_put(job->bos[i]);
-	kvfree(job->bos);
-	kvfree(job->bo_flags);
-	if (job->hw_fence) {
-		if (job->hw_fence_init)
-			dma_fence_put(job->hw_fence);
-		else
-			kfree(job->hw_fence);
-	}
-	tnpu_ctx_put(job->ctx);
-	kfree(job);
 }
 
 static void tnpu_job_cleanup_work(struct work_struct *work)
@@ -441,6 +485,7 @@ static void tnpu_job_free(struct drm_sched_job *sched_job)
 }
 
 static const struct drm_sched_backend_ops tnpu_sched_ops = {
+	.prepare_job = tnpu_job_prepare,
 	.run_job = tnpu_job_run,
 	.timedout_job = tnpu_job_timedout,
 	.free_job = tnpu_job_free,
@@ -488,7 +533,7 @@ int tnpu_rings_init(struct tnpu_device *tdev)
 		struct tnpu_ring *ring = &tdev->rings[q];
 
 		ret = drm_sched_init(&ring->sched, &tnpu_sched_ops, NULL, DRM_SCHED_PRIORITY_COUNT,
-				     TNPU_CREDITS, 0, msecs_to_jiffies(TNPU_TDR_TICK_MS),
+				     TNPU_CREDITS, 0, msecs_to_jiffies(READ_ONCE(tnpu_timeout_ms)),
 				     NULL, NULL,
 				     ring->name, tdev->drm.dev);
 		if (ret)
@@ -501,7 +546,6 @@ int tnpu_rings_init(struct tnpu_device *tdev)
 /* Unbind: stop the device and fail every job it held; later jobs fail in run_job. */
 void tnpu_jobs_unplug(struct tnpu_device *tdev)
 {
-	unsigned long deadline;
 	u32 q;
 
 	mutex_lock(&tdev->reset_lock);
@@ -519,23 +563,45 @@ void tnpu_jobs_unplug(struct tnpu_device *tdev)
 	}
 	spin_unlock(&tdev->lock);
 	mutex_unlock(&tdev->reset_lock);
+	/*
+	 * The schedulers free these jobs (and fail the ones they have not run) in their own time;
+	 * module exit waits for the last job's release (tnpu_job_module_exit()).
+	 */
+}
 
-	/* let the schedulers free what just completed while the module is surely still loaded */
-	deadline = jiffies + msecs_to_jiffies(5000);
+/* timeout_ms changed: the schedulers' timers use the new value from now on. */
+void tnpu_rings_set_timeout(struct tnpu_device *tdev, unsigned int ms)
+{
+	long t = msecs_to_jiffies(ms);
+	u32 q;
+
 	for (q = 0; q < tdev->num_rings; q++) {
 		struct drm_gpu_scheduler *sched = &tdev->rings[q].sched;
 
-		for (;;) {
-			bool empty;
-
-			spin_lock(&sched->job_list_lock);
-			empty = list_empty(&sched->pending_list);
-			spin_unlock(&sched->job_list_lock);
-			if (empty || time_after(jiffies, deadline))
-				break;
-			usleep_range(10000, 20000);
-		}
+		if (!tdev->rings[q].sched_ready)
+			continue;
+		WRITE_ONCE(sched->timeout, t);
+		drm_sched_resume_timeout(sched, t);
 	}
+}
+
+/*
+ * Jobs alive in any device: module exit waits for none to be left, since their release (and the
+ * scheduler callbacks before it) run module code, however late the last dependency signals.
+ */
+static atomic_t tnpu_live_jobs = ATOMIC_INIT(0);
+static DECLARE_WAIT_QUEUE_HEAD(tnpu_jobs_gone);
+
+void tnpu_job_created(void)
+{
+	atomic_inc(&tnpu_live_jobs);
+}
+
+/* the last call of a job's release, which runs on tnpu_cleanup_wq or in the submitting ioctl */
+void tnpu_job_destroyed(void)
+{
+	if (atomic_dec_and_test(&tnpu_live_jobs))
+		wake_up_all(&tnpu_jobs_gone);
 }
 
 int tnpu_job_module_init(void)
@@ -546,358 +612,7 @@ int tnpu_job_module_init(void)
 
 void tnpu_job_module_exit(void)
 {
+	wait_event(tnpu_jobs_gone, !atomic_read(&tnpu_live_jobs));
+	/* waits for the release that woke us to return */
 	destroy_workqueue(tnpu_cleanup_wq);
-}
-
-/* ---- queues ---- */
-
-static const enum drm_sched_priority tnpu_prio_map[] = {
-	[DRM_TNPU_QUEUE_PRIORITY_LOW] = DRM_SCHED_PRIORITY_LOW,
-	[DRM_TNPU_QUEUE_PRIORITY_NORMAL] = DRM_SCHED_PRIORITY_NORMAL,
-	[DRM_TNPU_QUEUE_PRIORITY_HIGH] = DRM_SCHED_PRIORITY_HIGH,
-};
-
-int tnpu_ioctl_queue_create(struct drm_device *drm, void *data, struct drm_file *file)
-{
-	struct tnpu_device *tdev = to_tnpu(drm);
-	struct tnpu_file *tfile = file->driver_priv;
-	struct drm_tnpu_queue_create *args = data;
-	struct drm_gpu_scheduler *sched;
-	struct tnpu_queue *queue;
-	u32 id;
-	int ret;
-
-	if (args->flags || args->priority > DRM_TNPU_QUEUE_PRIORITY_HIGH)
-		return -EINVAL;
-	if (args->priority == DRM_TNPU_QUEUE_PRIORITY_HIGH && !capable(CAP_SYS_NICE))
-		return -EPERM;
-	queue = kzalloc(sizeof(*queue), GFP_KERNEL);
-	if (!queue)
-		return -ENOMEM;
-	queue->ring = (u32)atomic_inc_return(&tdev->next_ring) % tdev->num_rings;
-	sched = &tdev->rings[queue->ring].sched;
-	ret = drm_sched_entity_init(&queue->entity, tnpu_prio_map[args->priority], &sched, 1, NULL);
-	if (ret)
-		goto err_free;
-
-	mutex_lock(&tfile->queue_lock);
-	ret = xa_alloc(&tfile->queues, &id, queue, XA_LIMIT(1, TNPU_MAX_FILE_QUEUES), GFP_KERNEL);
-	mutex_unlock(&tfile->queue_lock);
-	if (ret) {
-		ret = ret == -EBUSY ? -ENOSPC : ret;
-		goto err_entity;
-	}
-	queue->handle = id;
-	args->handle = id;
-	args->hw_queue = queue->ring;
-	return 0;
-
-err_entity:
-	drm_sched_entity_destroy(&queue->entity);
-err_free:
-	kfree(queue);
-	return ret;
-}
-
-int tnpu_ioctl_queue_destroy(struct drm_device *drm, void *data, struct drm_file *file)
-{
-	struct tnpu_file *tfile = file->driver_priv;
-	struct drm_tnpu_queue_destroy *args = data;
-	struct tnpu_queue *queue;
-
-	if (args->pad)
-		return -EINVAL;
-	mutex_lock(&tfile->queue_lock);
-	queue = args->handle ? xa_erase(&tfile->queues, args->handle) : NULL;
-	mutex_unlock(&tfile->queue_lock);
-	if (!queue)
-		return -ENOENT;
-	drm_sched_entity_destroy(&queue->entity);
-	kfree(queue);
-	return 0;
-}
-
-void tnpu_file_queues_fini(struct tnpu_file *tfile)
-{
-	struct tnpu_queue *queue;
-	unsigned long id;
-
-	xa_for_each(&tfile->queues, id, queue) {
-		xa_erase(&tfile->queues, id);
-		drm_sched_entity_destroy(&queue->entity);
-		kfree(queue);
-	}
-	xa_destroy(&tfile->queues);
-}
-
-/* ---- submit ---- */
-
-struct tnpu_bo_use {
-	struct drm_gem_object *obj;
-	u32 flags;
-};
-
-static int tnpu_bo_use_cmp(const void *a, const void *b)
-{
-	const struct tnpu_bo_use *x = a, *y = b;
-
-	if (x->obj == y->obj)
-		return 0;
-	return (uintptr_t)x->obj < (uintptr_t)y->obj ? -1 : 1;
-}
-
-static int tnpu_check_array(const struct drm_tnpu_obj_array *a, u32 min_stride, u32 max_count)
-{
-	if (!a->count)
-		return 0;
-	if (a->stride < min_stride || a->count > max_count)
-		return -EINVAL;
-	if (!a->array)
-		return -EFAULT;
-	return 0;
-}
-
-/* Copies element @i of @a into @dst (@ksize bytes); -E2BIG for non-zero unknown tail bytes. */
-static int tnpu_copy_elem(void *dst, size_t ksize, const struct drm_tnpu_obj_array *a, u32 i)
-{
-	void __user *src = u64_to_user_ptr(a->array + (u64)i * a->stride);
-
-	return copy_struct_from_user(dst, ksize, src, a->stride);
-}
-
-/* Looks up the BO list, the command buffer and the counters BO; dedupes into job->bos. */
-static int tnpu_submit_lookup_bos(struct tnpu_job *job, struct drm_file *file,
-				  struct drm_tnpu_submit *args)
-{
-	u32 n = args->bos.count, total = n + 2, i, count = 0;
-	struct drm_gem_object *obj;
-	struct tnpu_bo_use *use;
-	u64 end;
-	int ret = 0;
-
-	use = kvcalloc(total, sizeof(*use), GFP_KERNEL);
-	if (!use)
-		return -ENOMEM;
-	for (i = 0; i < n; i++) {
-		struct drm_tnpu_bo_ref ref;
-
-		ret = tnpu_copy_elem(&ref, sizeof(ref), &args->bos, i);
-		if (ret)
-			goto out;
-		if (!ref.flags || ref.flags & ~(DRM_TNPU_BO_REF_READ | DRM_TNPU_BO_REF_WRITE)) {
-			ret = -EINVAL;
-			goto out;
-		}
-		use[count].obj = tnpu_bo_lookup(file, ref.handle);
-		if (!use[count].obj) {
-			ret = -ENOENT;
-			goto out;
-		}
-		use[count++].flags = ref.flags;
-	}
-
-	obj = tnpu_bo_lookup(file, args->cmd_bo);
-	if (!obj) {
-		ret = -ENOENT;
-		goto out;
-	}
-	use[count].obj = obj;
-	use[count++].flags = DRM_TNPU_BO_REF_READ;
-	if (check_add_overflow(args->cmd_offset, (u64)args->cmd_size, &end) || end > obj->size) {
-		ret = -EINVAL;
-		goto out;
-	}
-	job->cmd_va = to_tnpu_bo(obj)->node.start + args->cmd_offset;
-	job->cmd_len = args->cmd_size;
-
-	if (args->counters_bo) {
-		obj = tnpu_bo_lookup(file, args->counters_bo);
-		if (!obj) {
-			ret = -ENOENT;
-			goto out;
-		}
-		use[count].obj = obj;
-		use[count++].flags = DRM_TNPU_BO_REF_WRITE;
-		if (check_add_overflow(args->counters_offset,
-				       (u64)sizeof(struct drm_tnpu_job_counters), &end) ||
-		    end > obj->size) {
-			ret = -EINVAL;
-			goto out;
-		}
-		drm_gem_object_get(obj);
-		job->counters_bo = obj;
-		job->counters_offset = args->counters_offset;
-	}
-
-	/* drm_gem_lock_reservations() cannot lock one object twice: merge duplicates */
-	sort(use, count, sizeof(*use), tnpu_bo_use_cmp, NULL);
-	job->bos = kvcalloc(count, sizeof(*job->bos), GFP_KERNEL);
-	job->bo_flags = kvcalloc(count, sizeof(*job->bo_flags), GFP_KERNEL);
-	if (!job->bos || !job->bo_flags) {
-		ret = -ENOMEM;
-		goto out;
-	}
-	for (i = 0; i < count; i++) {
-		if (job->bo_count && job->bos[job->bo_count - 1] == use[i].obj) {
-			job->bo_flags[job->bo_count - 1] |= use[i].flags;
-			drm_gem_object_put(use[i].obj);
-		} else {
-			job->bos[job->bo_count] = use[i].obj;
-			job->bo_flags[job->bo_count++] = use[i].flags;
-		}
-		use[i].obj = NULL;
-	}
-	count = 0;
-out:
-	for (i = 0; i < count; i++)
-		if (use[i].obj)
-			drm_gem_object_put(use[i].obj);
-	kvfree(use);
-	return ret;
-}
-
-int tnpu_ioctl_submit(struct drm_device *drm, void *data, struct drm_file *file)
-{
-	struct tnpu_device *tdev = to_tnpu(drm);
-	struct tnpu_file *tfile = file->driver_priv;
-	struct drm_tnpu_submit *args = data;
-	struct dma_fence_chain *chain = NULL;
-	struct drm_syncobj *out_sync = NULL;
-	struct ww_acquire_ctx acquire;
-	struct dma_fence *fence;
-	struct tnpu_queue *queue;
-	struct tnpu_job *job;
-	u32 i, credits = 1;
-	int ret;
-
-	if (args->flags)
-		return -EINVAL;
-	if (args->cmd_size < 8 || args->cmd_size % 8 || args->cmd_size > tdev->caps.cmdbuf ||
-	    args->cmd_offset % 8)
-		return -EINVAL;
-	if (args->counters_offset % 8 || (!args->counters_bo && args->counters_offset))
-		return -EINVAL;
-	if (!args->out_sync && args->out_sync_point)
-		return -EINVAL;
-	ret = tnpu_check_array(&args->bos, sizeof(struct drm_tnpu_bo_ref), TNPU_MAX_SUBMIT_BOS);
-	if (ret)
-		return ret;
-	ret = tnpu_check_array(&args->in_syncs, sizeof(struct drm_tnpu_sync), TNPU_MAX_IN_SYNCS);
-	if (ret)
-		return ret;
-	if (READ_ONCE(tfile->ctx->faulted))
-		return -EBADFD;
-
-	job = kzalloc(sizeof(*job), GFP_KERNEL);
-	if (!job)
-		return -ENOMEM;
-	job->tdev = tdev;
-	job->ctx = tnpu_ctx_get(tfile->ctx);
-	INIT_LIST_HEAD(&job->node);
-	/* the hardware fence is allocated here because run_job must not allocate */
-	job->hw_fence = kzalloc(sizeof(*job->hw_fence), GFP_KERNEL);
-	if (!job->hw_fence) {
-		ret = -ENOMEM;
-		goto err_release;
-	}
-	ret = tnpu_submit_lookup_bos(job, file, args);
-	if (ret)
-		goto err_release;
-	if (job->counters_bo) {
-		ret = drm_gem_vmap_unlocked(job->counters_bo, &job->counters_map);
-		if (ret) {
-			job->counters_map.vaddr = NULL;
-			goto err_release;
-		}
-		/* the per-ring Q_PERF registers only belong to this job if it runs alone */
-		credits = TNPU_CREDITS;
-	}
-	if (args->out_sync) {
-		out_sync = drm_syncobj_find(file, args->out_sync);
-		if (!out_sync) {
-			ret = -ENOENT;
-			goto err_release;
-		}
-		if (args->out_sync_point) {
-			chain = dma_fence_chain_alloc();
-			if (!chain) {
-				ret = -ENOMEM;
-				goto err_release;
-			}
-		}
-	}
-
-	mutex_lock(&tfile->queue_lock);
-	queue = args->queue ? xa_load(&tfile->queues, args->queue) : NULL;
-	if (!queue) {
-		ret = -ENOENT;
-		goto err_unlock;
-	}
-	job->ring = &tdev->rings[queue->ring];
-	job->queue_handle = queue->handle;
-	ret = drm_sched_job_init(&job->base, &queue->entity, credits, tfile);
-	if (ret)
-		goto err_unlock;
-
-	for (i = 0; i < args->in_syncs.count; i++) {
-		struct drm_tnpu_sync sync;
-
-		ret = tnpu_copy_elem(&sync, sizeof(sync), &args->in_syncs, i);
-		if (!ret && sync.flags)
-			ret = -EINVAL;
-		if (!ret)
-			ret = drm_sched_job_add_syncobj_dependency(&job->base, file, sync.handle,
-								   sync.point);
-		if (ret)
-			goto err_cleanup;
-	}
-
-	ret = drm_gem_lock_reservations(job->bos, job->bo_count, &acquire);
-	if (ret)
-		goto err_cleanup;
-	for (i = 0; i < job->bo_count; i++) {
-		bool write = job->bo_flags[i] & DRM_TNPU_BO_REF_WRITE;
-
-		ret = dma_resv_reserve_fences(job->bos[i]->resv, 1);
-		if (!ret)
-			ret = drm_sched_job_add_implicit_dependencies(&job->base, job->bos[i],
-								      write);
-		if (ret) {
-			drm_gem_unlock_reservations(job->bos, job->bo_count, &acquire);
-			goto err_cleanup;
-		}
-	}
-
-	/* point of no return */
-	drm_sched_job_arm(&job->base);
-	job->id = atomic64_inc_return(&tdev->job_ids);
-	args->seqno = job->id;
-	fence = &job->base.s_fence->finished;
-	for (i = 0; i < job->bo_count; i++)
-		dma_resv_add_fence(job->bos[i]->resv, fence,
-				   job->bo_flags[i] & DRM_TNPU_BO_REF_WRITE ?
-				   DMA_RESV_USAGE_WRITE : DMA_RESV_USAGE_READ);
-	drm_gem_unlock_reservations(job->bos, job->bo_count, &acquire);
-	if (out_sync) {
-		if (chain)
-			drm_syncobj_add_point(out_sync, chain, fence, args->out_sync_point);
-		else
-			drm_syncobj_replace_fence(out_sync, fence);
-		drm_syncobj_put(out_sync);
-	}
-	atomic64_inc(&tdev->jobs_submitted);
-	drm_sched_entity_push_job(&job->base);
-	mutex_unlock(&tfile->queue_lock);
-	return 0;
-
-err_cleanup:
-	drm_sched_job_cleanup(&job->base);
-err_unlock:
-	mutex_unlock(&tfile->queue_lock);
-err_release:
-	dma_fence_chain_free(chain);
-	if (out_sync)
-		drm_syncobj_put(out_sync);
-	tnpu_job_release(job);
-	return ret;
 }

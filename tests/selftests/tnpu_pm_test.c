@@ -1,0 +1,93 @@
+// SPDX-License-Identifier: GPL-2.0-only
+/*
+ * System sleep with tnpu.ko: a real S3 cycle (woken by the RTC alarm). The device comes back at its
+ * reset defaults (QEMU resets it on resume), so jobs only run afterwards if the driver's resume
+ * programs it again; jobs on the hardware when the system slept run again from their start.
+ */
+#include "kselftest_harness.h"
+#include "tnpu_test.h"
+
+#define WAKEALARM "/sys/class/rtc/rtc0/wakealarm"
+
+static bool can_sleep(void)
+{
+	char buf[128] = "";
+	FILE *f = fopen("/sys/power/state", "r");
+
+	if (!f)
+		return false;
+	if (!fgets(buf, sizeof(buf), f))
+		buf[0] = 0;
+	fclose(f);
+	return strstr(buf, "mem") && !access(WAKEALARM, W_OK);
+}
+
+/* S3 for about @secs seconds: returns once the system has resumed */
+static int system_sleep(int secs)
+{
+	char when[16];
+	int ret;
+
+	snprintf(when, sizeof(when), "+%d", secs);
+	ret = tnpu_write_file(WAKEALARM, "0");
+	if (!ret)
+		ret = tnpu_write_file(WAKEALARM, when);
+	if (!ret)
+		ret = tnpu_write_file("/sys/power/mem_sleep", "deep");
+	if (!ret)
+		ret = tnpu_write_file("/sys/power/state", "mem");
+	return ret;
+}
+
+FIXTURE(pm) {
+	struct tnpu_ctx c;
+};
+
+FIXTURE_SETUP(pm)
+{
+	ASSERT_EQ(0, tnpu_ctx_init(&self->c)) TH_LOG("cannot open %s", TNPU_DEV);
+}
+
+FIXTURE_TEARDOWN(pm)
+{
+	tnpu_ctx_fini(&self->c);
+}
+
+/*
+ * One S3 cycle (each one is slow and needs the RTC alarm to fire after the system is asleep: the
+ * alarm is 10 s out, so a loaded host still gets there first). Jobs queued and in flight when the
+ * system goes to sleep all complete, in order, after resume; a job submitted after resume runs at
+ * once. Without .pm the rings were unprogrammed after resume: jobs hung until timeout_ms and a reset.
+ */
+TEST_F(pm, jobs_across_and_after_system_sleep_complete_without_a_reset)
+{
+	struct drm_tnpu_bo_ref ref = { self->c.data.handle, DRM_TNPU_BO_REF_WRITE };
+	struct drm_tnpu_counters before = { 0 }, after = { 0 };
+	uint64_t *data = self->c.data.map;
+	int i;
+
+	if (!can_sleep())
+		SKIP(return, "no S3 or no RTC wake alarm");
+	ASSERT_EQ(0, tnpu_run_fence(&self->c, 0, self->c.data.va, 1));
+	ASSERT_EQ(0, tnpu_query(self->c.fd, DRM_TNPU_QUERY_COUNTERS, &before, sizeof(before)));
+	for (i = 0; i < 64; i++) {
+		struct tnpu_job_args j = { .queue = self->c.queue, .cmd = &self->c.cmd,
+					   .cmd_offset = 64 * i, .refs = &ref, .nrefs = 1,
+					   .out_sync = self->c.sync };
+
+		j.cmd_size = tnpu_cmd_fence((char *)self->c.cmd.map + 64 * i, self->c.data.va + 8 * i,
+					    100 + i);
+		ASSERT_EQ(0, tnpu_submit(self->c.fd, &j));
+	}
+	ASSERT_EQ(0, system_sleep(10));
+	EXPECT_EQ(0, tnpu_sync_status(self->c.fd, self->c.sync, 0, 20000));
+	for (i = 0; i < 64; i++)
+		EXPECT_EQ(100 + i, data[i]) TH_LOG("job %d", i);
+	EXPECT_EQ(0, tnpu_run_fence(&self->c, 8192, self->c.data.va + 8 * 100, 2));
+	EXPECT_EQ(2, data[100]);
+	ASSERT_EQ(0, tnpu_query(self->c.fd, DRM_TNPU_QUERY_COUNTERS, &after, sizeof(after)));
+	EXPECT_EQ(before.resets, after.resets);
+	EXPECT_EQ(before.jobs_timedout, after.jobs_timedout);
+}
+
+TEST_HARNESS_MAIN
