@@ -55,6 +55,7 @@
 #define N_MAPS		16
 #define TIMELINE_BASE	(1ull << 32)	/* timeline points start above 2^32 */
 #define OP_FENCE	0x07
+#define NO_FENCE	(~0ull)
 
 /* ---- operations ------------------------------------------------------------------------------ */
 
@@ -178,7 +179,8 @@ struct proc {
 	struct bo bos[N_BOS];
 	uint32_t queues[N_QUEUES];
 	uint32_t syncs[N_SYNCS];
-	uint64_t points[N_SYNCS];	/* next timeline point of each syncobj */
+	uint64_t points[N_SYNCS];	/* last timeline point handed out per syncobj */
+	uint64_t good[N_SYNCS];		/* a point an accepted job signals (0: binary), or NO_FENCE */
 	struct map maps[N_MAPS];
 	bool nobody;
 };
@@ -232,6 +234,16 @@ static struct bo pick_bo(struct rng *r)
 }
 
 static __thread uint32_t bo_handles[N_BOS];
+
+/* This thread's snapshot of the BO table's handles. */
+static const uint32_t *bo_handles_of_table(void)
+{
+	pthread_mutex_lock(&P.lock);
+	for (unsigned i = 0; i < N_BOS; i++)
+		bo_handles[i] = P.bos[i].handle;
+	pthread_mutex_unlock(&P.lock);
+	return bo_handles;
+}
 
 static uint32_t pick_bo_handle(struct rng *r)
 {
@@ -538,7 +550,46 @@ static uint32_t pick_sync(struct rng *r, __u64 *point, bool for_signal)
 	return h;
 }
 
-static int submit(struct rng *r, const struct tcb *cb, bool wild_fields)
+/* A live entry of a table (a valid submit mostly uses those). */
+static uint32_t pick_live(struct rng *r, const uint32_t *table, unsigned n)
+{
+	uint32_t h = 0;
+
+	pthread_mutex_lock(&P.lock);
+	for (unsigned i = 0, at = (unsigned)below(r, n); i < n && !h; i++)
+		h = table[(at + i) % n];
+	pthread_mutex_unlock(&P.lock);
+	return h;
+}
+
+/* An in-sync that has a fence: a point (or binary fence) an accepted job signals. */
+static bool pick_good_sync(struct rng *r, struct drm_tnpu_sync *in)
+{
+	bool found = false;
+
+	pthread_mutex_lock(&P.lock);
+	for (unsigned i = 0, at = (unsigned)below(r, N_SYNCS); i < N_SYNCS && !found; i++) {
+		unsigned k = (at + i) % N_SYNCS;
+
+		if (P.syncs[k] && P.good[k] != NO_FENCE) {
+			*in = (struct drm_tnpu_sync){ .handle = P.syncs[k], .point = P.good[k] };
+			found = true;
+		}
+	}
+	pthread_mutex_unlock(&P.lock);
+	return found;
+}
+
+static void note_signal(uint32_t handle, uint64_t point)
+{
+	pthread_mutex_lock(&P.lock);
+	for (unsigned i = 0; i < N_SYNCS; i++)
+		if (P.syncs[i] == handle)
+			P.good[i] = point;
+	pthread_mutex_unlock(&P.lock);
+}
+
+static int submit(struct rng *r, const struct tcb *cb, bool wild_fields, bool clean)
 {
 	struct bo cmd = create_bo(r, 16384, 0, false);
 	struct drm_tnpu_bo_ref refs[4];
@@ -559,22 +610,36 @@ static int submit(struct rng *r, const struct tcb *cb, bool wild_fields)
 	memcpy(map, cb->buf, len);
 	munmap(map, cmd.size);
 	for (unsigned i = 0; i < nrefs; i++)
-		refs[i] = (struct drm_tnpu_bo_ref){ pick_bo_handle(r),
-			chance(r, 90) ? 1 + (uint32_t)below(r, 3) : (uint32_t)rnd(r) };
+		refs[i] = clean ? (struct drm_tnpu_bo_ref){ pick_live(r, bo_handles_of_table(), N_BOS),
+							    1 + (uint32_t)below(r, 3) }
+				: (struct drm_tnpu_bo_ref){ pick_bo_handle(r),
+							    chance(r, 90) ? 1 + (uint32_t)below(r, 3) : (uint32_t)rnd(r) };
 	for (unsigned i = 0; i < nin; i++) {
 		in[i] = (struct drm_tnpu_sync){ 0 };
+		if (clean) {
+			if (!pick_good_sync(r, &in[i]))
+				nin = i;
+			continue;
+		}
 		in[i].handle = pick_sync(r, &in[i].point, false);
 		if (chance(r, 3))
 			in[i].flags = (uint32_t)rnd(r);
 	}
-	s.queue = pick(r, P.queues, N_QUEUES);
+	s.queue = clean ? pick_live(r, P.queues, N_QUEUES) : pick(r, P.queues, N_QUEUES);
 	s.cmd_bo = cmd.handle;
 	s.cmd_size = (uint32_t)(len ? len : 8);
 	s.bos = (struct drm_tnpu_obj_array){ sizeof(refs[0]), nrefs, (uintptr_t)refs };
 	s.in_syncs = (struct drm_tnpu_obj_array){ sizeof(in[0]), nin, (uintptr_t)in };
 	if (chance(r, 70))
-		s.out_sync = pick_sync(r, &s.out_sync_point, true);
-	if (chance(r, 15)) {
+		s.out_sync = clean ? pick_live(r, P.syncs, N_SYNCS) : pick_sync(r, &s.out_sync_point, true);
+	if (clean && s.out_sync && chance(r, 60)) {	/* a timeline point above 2^32 */
+		pthread_mutex_lock(&P.lock);
+		for (unsigned i = 0; i < N_SYNCS; i++)
+			if (P.syncs[i] == s.out_sync)
+				s.out_sync_point = P.points[i] += 1 + below(r, 3);
+		pthread_mutex_unlock(&P.lock);
+	}
+	if (chance(r, clean ? 3 : 15)) {
 		struct bo c = pick_bo(r);
 
 		s.counters_bo = c.handle;
@@ -619,8 +684,11 @@ static int submit(struct rng *r, const struct tcb *cb, bool wild_fields)
 		}
 	}
 	ret = xioctl(P.fd, DRM_IOCTL_TNPU_SUBMIT, &s);
-	if (!ret)
+	if (!ret) {
 		atomic_fetch_add(&st->jobs, 1);
+		if (s.out_sync)
+			note_signal(s.out_sync, s.out_sync_point);
+	}
 	if (chance(r, 10)) {	/* keep it for later use as a data BO */
 		remember_bo(r, cmd);
 	} else {		/* drop our handle: a queued job keeps its own reference */
@@ -659,7 +727,9 @@ static int do_submit(struct rng *r, enum op which)
 		if (which == OP_SUBMIT_MUTATED)
 			mutate(r, &cb);
 	}
-	ret = submit(r, &cb, which == OP_SUBMIT_FIELDS);
+	/* valid and mutated streams mostly come with valid arguments, so they reach the device */
+	ret = submit(r, &cb, which == OP_SUBMIT_FIELDS,
+		     (which == OP_SUBMIT_VALID || which == OP_SUBMIT_MUTATED) && chance(r, 85));
 	tcb_free(&cb);
 	return ret;
 }
@@ -703,6 +773,7 @@ static int do_syncobj(struct rng *r)
 			pthread_mutex_lock(&P.lock);
 			P.syncs[i] = c.handle;
 			P.points[i] = TIMELINE_BASE + below(r, 16);
+			P.good[i] = c.flags == DRM_SYNCOBJ_CREATE_SIGNALED ? 0 : NO_FENCE;
 			pthread_mutex_unlock(&P.lock);
 		}
 		return ret;
@@ -859,6 +930,8 @@ static int do_reopen(struct rng *r)
 		memset(P.bos, 0, sizeof(P.bos));
 		memset(P.queues, 0, sizeof(P.queues));
 		memset(P.syncs, 0, sizeof(P.syncs));
+		for (unsigned i = 0; i < N_SYNCS; i++)
+			P.good[i] = NO_FENCE;
 		pthread_mutex_unlock(&P.lock);
 		do_queue_create(r);
 	}
@@ -951,6 +1024,8 @@ static void worker(unsigned index, uint64_t seed)
 	prctl(PR_SET_PDEATHSIG, SIGKILL);
 	memset(&P, 0, sizeof(P));
 	pthread_mutex_init(&P.lock, NULL);
+	for (unsigned i = 0; i < N_SYNCS; i++)
+		P.good[i] = NO_FENCE;
 	P.fd = open(opt.dev, O_RDWR | O_CLOEXEC);
 	if (P.fd < 0) {
 		fprintf(stderr, "# worker %u: open %s: %s\n", index, opt.dev, strerror(errno));
@@ -971,6 +1046,7 @@ static void worker(unsigned index, uint64_t seed)
 		if (!xioctl(P.fd, DRM_IOCTL_SYNCOBJ_CREATE, &c)) {
 			P.syncs[i] = c.handle;
 			P.points[i] = TIMELINE_BASE;
+			P.good[i] = c.flags ? 0 : NO_FENCE;
 		}
 	}
 	for (unsigned i = 1; i < opt.threads; i++)
