@@ -1280,7 +1280,9 @@ int main(int argc, char **argv)
 			continue;
 		if (!reap(pids[i], 10000)) {
 			kill(pids[i], SIGKILL);
-			if (!reap(pids[i], 60000)) {
+			/* once one worker is stuck the others likely wait on the same lock: do not
+			 * spend a minute on each */
+			if (!reap(pids[i], stuck ? 5000 : 60000)) {
 				printf("# worker %d did not exit 60 s after SIGKILL; its kernel stack:\n", (int)pids[i]);
 				dump_stuck(pids[i]);
 				stuck = true;
