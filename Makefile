@@ -5,6 +5,8 @@
 #   make check      unit tests, module build, QEMU qtests, in-VM tests; ends with "N passed, N failed"
 #   make qemu       QEMU 10.0 with -device tnpu (cached under $(TNPU_CACHE))
 #   make vm         the VM kernel + initramfs;   make vm-test / vm-shell
+#   make debug-kernel  the debug test kernel (lockdep, KASAN, kmemleak, ...; cached under $(TNPU_CACHE))
+#   make vm-debug   the in-VM suites on the debug kernel;   make fuzz-uapi  the uAPI fuzzer on it
 #   make bench-core golden-model GEMM benchmark vs OpenBLAS (JSON lines)
 #   make module     tnpu.ko against the installed Debian 6.12 headers
 #   make onnx-conformance  ONNX backend tests of the supported ops, on sim and in the VM
@@ -30,12 +32,12 @@ UDEVRULESDIR ?= $(if $(filter /usr,$(PREFIX)),/usr/lib/udev/rules.d,/etc/udev/ru
 INSTALL_BUILD = $(if $(filter /usr/local,$(PREFIX)),$(MESON_BUILD),$(BUILD)/meson-prefix$(subst /,-,$(PREFIX)))
 
 .PHONY: all deps build unit module qemu qtest vm vm-test vm-shell check demo bench-core fuzz-core \
-	checkpatch clean distclean help onnx-conformance train-model install
+	checkpatch clean distclean help onnx-conformance train-model debug-kernel vm-debug fuzz-uapi install
 
 all: build module
 
 help:
-	@sed -n '2,18p' $(TOP)/Makefile | sed 's/^# \{0,1\}//'
+	@awk 'NR > 1 && /^#/ { sub(/^# ?/, ""); print; next } NR > 1 { exit }' $(TOP)/Makefile
 
 deps:
 	@$(TOP)/tools/setup-deps
@@ -74,6 +76,16 @@ vm-test: qemu vm
 
 vm-shell: qemu vm
 	@$(TOP)/tools/accel-vm shell
+
+# The debug kernel is off the demo's path: only these targets and `make check` build it.
+debug-kernel: deps
+	@$(TOP)/tools/build-debug-kernel
+
+vm-debug: qemu build
+	@$(TOP)/tests/check-all vm-debug
+
+fuzz-uapi: qemu build
+	@$(TOP)/tests/check-all fuzz-uapi
 
 check: deps build module qemu vm
 	@$(TOP)/tests/check-all
