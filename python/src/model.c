@@ -1,0 +1,468 @@
+// SPDX-License-Identifier: MIT
+/*
+ * model.c - tnpu.Model: an ONNX model loaded by the ONNX runtime (tnpu_onnx.h), run on a Device
+ * (supported operators lowered onto libaccel) or, with dev=None, on the runtime's plain-C CPU
+ * reference executor.
+ *
+ * The runtime's header (at the time this was written) names a model's inputs and outputs but does
+ * not describe their declared types and shapes: .inputs report dtype/shape None, .outputs report the
+ * dtype/shape of the last run (None before one).  A model holds a per-model lock (onnx_run keeps its
+ * intermediate values in the model) and takes the device's lock for a run.
+ */
+#include <string.h>
+
+#include "tnpu_onnx.h"
+#include "tnpu_py.h"
+
+typedef struct {
+	PyObject_HEAD
+	struct onnx_model *m;
+	PyObject *dev;			/* a tnpu.Device, or None: CPU reference */
+	PyThread_type_lock lock;
+	PyObject *out_dtype, *out_shape;	/* lists from the last run (None entries before one) */
+	PyObject *last_stats;		/* dict or None */
+} ModelObject;
+
+static int npy_of_onnx(int dt)
+{
+	switch (dt) {
+	case ONNX_FLOAT: return NPY_FLOAT32;
+	case ONNX_UINT8: return NPY_UINT8;
+	case ONNX_INT8: return NPY_INT8;
+	case ONNX_INT32: return NPY_INT32;
+	case ONNX_INT64: return NPY_INT64;
+	default: return -1;
+	}
+}
+
+static int onnx_of_npy(int t)
+{
+	switch (t) {
+	case NPY_FLOAT32: return ONNX_FLOAT;
+	case NPY_UINT8: return ONNX_UINT8;
+	case NPY_INT8: return ONNX_INT8;
+	case NPY_INT32: return ONNX_INT32;
+	case NPY_INT64: return ONNX_INT64;
+	default: return -1;
+	}
+}
+
+static PyObject *model_new(PyTypeObject *type, PyObject *args, PyObject *kw)
+{
+	ModelObject *mo = (ModelObject *)type->tp_alloc(type, 0);
+
+	if (!mo)
+		return NULL;
+	mo->dev = Py_NewRef(Py_None);
+	mo->last_stats = Py_NewRef(Py_None);
+	mo->lock = PyThread_allocate_lock();
+	if (!mo->lock) {
+		Py_DECREF(mo);
+		return PyErr_NoMemory();
+	}
+	return (PyObject *)mo;
+}
+
+static int model_init(PyObject *self, PyObject *args, PyObject *kw)
+{
+	static char *kwlist[] = { "path", "dev", "fold", NULL };
+	ModelObject *mo = (ModelObject *)self;
+	PyObject *path_bytes = NULL, *dev = Py_None;
+	struct onnx_model *m = NULL;
+	int fold = 1, ret;
+	char err[512] = "";
+
+	if (!PyArg_ParseTupleAndKeywords(args, kw, "O&|O$p:Model", kwlist, PyUnicode_FSConverter, &path_bytes, &dev,
+					 &fold))
+		return -1;
+	if (mo->m) {
+		Py_DECREF(path_bytes);
+		PyErr_SetString(PyExc_ValueError, "Model is already loaded");
+		return -1;
+	}
+	if (dev != Py_None && !PyObject_TypeCheck(dev, &tnpu_DeviceType)) {
+		Py_DECREF(path_bytes);
+		PyErr_SetString(PyExc_TypeError, "Model: dev must be a tnpu.Device or None (CPU reference)");
+		return -1;
+	}
+	const char *path = PyBytes_AS_STRING(path_bytes);
+
+	Py_BEGIN_ALLOW_THREADS
+	ret = onnx_model_load(path, fold ? 0 : ONNX_LOAD_NO_FOLD, &m, err, sizeof(err));
+	Py_END_ALLOW_THREADS
+	if (ret) {
+		char msg[1100];
+
+		snprintf(msg, sizeof(msg), "%s: %s", path, *err ? err : accel_strerror(ret));
+		Py_DECREF(path_bytes);
+		tnpu_raise(ret, msg);
+		return -1;
+	}
+	Py_DECREF(path_bytes);
+	unsigned n_out = onnx_model_n_outputs(m);
+
+	mo->out_dtype = PyList_New(n_out);
+	mo->out_shape = PyList_New(n_out);
+	if (!mo->out_dtype || !mo->out_shape) {
+		onnx_model_free(m);
+		return -1;
+	}
+	for (unsigned i = 0; i < n_out; i++) {
+		PyList_SET_ITEM(mo->out_dtype, i, Py_NewRef(Py_None));
+		PyList_SET_ITEM(mo->out_shape, i, Py_NewRef(Py_None));
+	}
+	mo->m = m;
+	Py_SETREF(mo->dev, Py_NewRef(dev));
+	return 0;
+}
+
+static void model_dealloc(PyObject *self)
+{
+	ModelObject *mo = (ModelObject *)self;
+
+	if (mo->m)
+		onnx_model_free(mo->m);
+	if (mo->lock)
+		PyThread_free_lock(mo->lock);
+	Py_XDECREF(mo->dev);
+	Py_XDECREF(mo->out_dtype);
+	Py_XDECREF(mo->out_shape);
+	Py_XDECREF(mo->last_stats);
+	Py_TYPE(self)->tp_free(self);
+}
+
+static int model_ready(ModelObject *mo)
+{
+	if (mo->m)
+		return 0;
+	PyErr_SetString(PyExc_ValueError, "tnpu.Model was not loaded");
+	return -1;
+}
+
+static PyObject *value_info(const char *name, PyObject *dtype, PyObject *shape)
+{
+	return Py_BuildValue("{s:s,s:O,s:O}", "name", name, "dtype", dtype, "shape", shape);
+}
+
+static PyObject *model_get_inputs(PyObject *self, void *closure)
+{
+	ModelObject *mo = (ModelObject *)self;
+
+	if (model_ready(mo) < 0)
+		return NULL;
+	unsigned n = onnx_model_n_inputs(mo->m);
+	PyObject *list = PyList_New(n);
+
+	for (unsigned i = 0; list && i < n; i++) {
+		PyObject *v = value_info(onnx_model_input_name(mo->m, i), Py_None, Py_None);
+
+		if (!v)
+			Py_CLEAR(list);
+		else
+			PyList_SET_ITEM(list, i, v);
+	}
+	return list;
+}
+
+static PyObject *model_get_outputs(PyObject *self, void *closure)
+{
+	ModelObject *mo = (ModelObject *)self;
+
+	if (model_ready(mo) < 0)
+		return NULL;
+	unsigned n = onnx_model_n_outputs(mo->m);
+	PyObject *list = PyList_New(n);
+
+	for (unsigned i = 0; list && i < n; i++) {
+		PyObject *v = value_info(onnx_model_output_name(mo->m, i), PyList_GET_ITEM(mo->out_dtype, i),
+					 PyList_GET_ITEM(mo->out_shape, i));
+
+		if (!v)
+			Py_CLEAR(list);
+		else
+			PyList_SET_ITEM(list, i, v);
+	}
+	return list;
+}
+
+static PyObject *model_get_device(PyObject *self, void *closure)
+{
+	return Py_NewRef(((ModelObject *)self)->dev);
+}
+
+static PyObject *model_get_last_stats(PyObject *self, void *closure)
+{
+	return Py_NewRef(((ModelObject *)self)->last_stats);
+}
+
+/* The i-th input object of run(): a dict by name, a list/tuple by position, or one array. */
+static PyObject *pick_input(ModelObject *mo, PyObject *inputs, unsigned i, unsigned n)
+{
+	const char *name = onnx_model_input_name(mo->m, i);
+	PyObject *v;
+
+	if (PyDict_Check(inputs)) {
+		v = PyDict_GetItemString(inputs, name);
+		if (!v)
+			PyErr_Format(PyExc_KeyError, "Model.run: missing input '%s'", name);
+		return v;
+	}
+	if (PyList_Check(inputs) || PyTuple_Check(inputs)) {
+		if (PySequence_Fast_GET_SIZE(inputs) != (Py_ssize_t)n) {
+			PyErr_Format(PyExc_ValueError, "Model.run: the model has %u inputs, %zd given", n,
+				     PySequence_Fast_GET_SIZE(inputs));
+			return NULL;
+		}
+		return PySequence_Fast_GET_ITEM(inputs, i);
+	}
+	if (n != 1) {
+		PyErr_Format(PyExc_ValueError, "Model.run: the model has %u inputs: pass a dict or a list", n);
+		return NULL;
+	}
+	return inputs;
+}
+
+/* Every key of an input dict must name an input (a typo must not be ignored). */
+static int check_dict_keys(ModelObject *mo, PyObject *inputs, unsigned n)
+{
+	PyObject *key, *val;
+	Py_ssize_t pos = 0;
+
+	while (PyDict_Next(inputs, &pos, &key, &val)) {
+		const char *k = PyUnicode_Check(key) ? PyUnicode_AsUTF8(key) : NULL;
+		unsigned i;
+
+		if (!k) {
+			PyErr_Clear();
+			PyErr_SetString(PyExc_TypeError, "Model.run: input names must be str");
+			return -1;
+		}
+		for (i = 0; i < n && strcmp(k, onnx_model_input_name(mo->m, i)); i++)
+			;
+		if (i == n) {
+			PyErr_Format(PyExc_KeyError, "Model.run: the model has no input '%s'", k);
+			return -1;
+		}
+	}
+	return 0;
+}
+
+static int to_onnx_tensor(PyObject *obj, const char *name, PyArrayObject **arr, struct onnx_tensor *t)
+{
+	PyArrayObject *a = tnpu_array(obj, "Model.run", name);
+	int dt;
+
+	*arr = a;
+	if (!a)
+		return -1;
+	dt = onnx_of_npy(PyArray_TYPE(a));
+	if (dt < 0) {
+		PyObject *s = PyObject_Str((PyObject *)PyArray_DESCR(a));
+
+		PyErr_Format(PyExc_TypeError, "Model.run: input '%s' has dtype %s (float32, uint8, int8, int32 or "
+			     "int64 expected)", name, s ? PyUnicode_AsUTF8(s) : "?");
+		Py_XDECREF(s);
+		return -1;
+	}
+	if (PyArray_NDIM(a) > ONNX_MAX_DIMS) {
+		PyErr_Format(PyExc_ValueError, "Model.run: input '%s' has %d dimensions (at most %d)", name,
+			     PyArray_NDIM(a), ONNX_MAX_DIMS);
+		return -1;
+	}
+	memset(t, 0, sizeof(*t));
+	t->dtype = dt;
+	t->ndim = (unsigned)PyArray_NDIM(a);
+	for (unsigned d = 0; d < t->ndim; d++)
+		t->dims[d] = PyArray_DIM(a, (int)d);
+	t->count = (size_t)PyArray_SIZE(a);
+	t->data = PyArray_DATA(a);
+	return 0;
+}
+
+static PyObject *from_onnx_tensor(const struct onnx_tensor *t)
+{
+	npy_intp dims[ONNX_MAX_DIMS];
+	int type = npy_of_onnx(t->dtype);
+	PyArrayObject *a;
+
+	if (type < 0 || t->ndim > ONNX_MAX_DIMS)
+		return tnpu_raise(-EPROTO, "the ONNX runtime returned an output of an unsupported dtype");
+	for (unsigned d = 0; d < t->ndim; d++)
+		dims[d] = (npy_intp)t->dims[d];
+	a = (PyArrayObject *)PyArray_SimpleNew((int)t->ndim, dims, type);
+	if (a && PyArray_NBYTES(a) > 0)
+		memcpy(PyArray_DATA(a), t->data, (size_t)PyArray_NBYTES(a));
+	return (PyObject *)a;
+}
+
+static void lock_wait(PyThread_type_lock lock)
+{
+	if (!PyThread_acquire_lock(lock, NOWAIT_LOCK)) {
+		Py_BEGIN_ALLOW_THREADS
+		PyThread_acquire_lock(lock, WAIT_LOCK);
+		Py_END_ALLOW_THREADS
+	}
+}
+
+static PyObject *stats_dict(const struct onnx_run_stats *st)
+{
+	const struct accel_counters *c = &st->counters;
+
+	return Py_BuildValue("{s:I,s:I,s:K,s:K,s:K,s:K}", "accel_nodes", st->accel_nodes, "host_nodes",
+			     st->host_nodes, "total_cycles", (unsigned long long)c->total_cycles, "macs",
+			     (unsigned long long)c->macs_dense, "bytes_h2d", (unsigned long long)c->bytes_h2d,
+			     "bytes_d2h", (unsigned long long)c->bytes_d2h);
+}
+
+static PyObject *model_run(PyObject *self, PyObject *args, PyObject *kw)
+{
+	static char *kwlist[] = { "inputs", NULL };
+	ModelObject *mo = (ModelObject *)self;
+	PyObject *inputs, *result = NULL, *seq = NULL;
+	PyArrayObject **arrs = NULL;
+	struct onnx_tensor *tin = NULL, *tout = NULL;
+	struct onnx_run_stats st;
+	DeviceObject *d = NULL;
+	unsigned n_in, n_out, i;
+	int ret;
+
+	if (!PyArg_ParseTupleAndKeywords(args, kw, "O:run", kwlist, &inputs) || model_ready(mo) < 0)
+		return NULL;
+	n_in = onnx_model_n_inputs(mo->m);
+	n_out = onnx_model_n_outputs(mo->m);
+	if (PyDict_Check(inputs) && check_dict_keys(mo, inputs, n_in) < 0)
+		return NULL;
+	if (PyList_Check(inputs) || PyTuple_Check(inputs))
+		seq = Py_NewRef(inputs);
+	arrs = PyMem_Calloc(n_in + 1, sizeof(*arrs));
+	tin = PyMem_Calloc(n_in + 1, sizeof(*tin));
+	tout = PyMem_Calloc(n_out + 1, sizeof(*tout));
+	if (!arrs || !tin || !tout) {
+		PyErr_NoMemory();
+		goto out;
+	}
+	for (i = 0; i < n_in; i++) {
+		PyObject *obj = pick_input(mo, inputs, i, n_in);
+
+		if (!obj || to_onnx_tensor(obj, onnx_model_input_name(mo->m, i), &arrs[i], &tin[i]) < 0)
+			goto out;
+		/* The device lowering does not take empty tensors (libaccel dereferences the NULL buffer of a
+		 * 0-byte tensor): refuse them here; the CPU reference runs them. */
+		if (mo->dev != Py_None && PyArray_SIZE(arrs[i]) == 0) {
+			PyErr_Format(PyExc_ValueError, "Model.run: input '%s' is empty; a model on a device runs "
+				     "non-empty inputs only (the CPU reference, dev=None, takes empty ones)",
+				     onnx_model_input_name(mo->m, i));
+			goto out;
+		}
+	}
+
+	lock_wait(mo->lock);
+	if (mo->dev != Py_None) {
+		d = (DeviceObject *)mo->dev;
+		if (tnpu_device_acquire(d) < 0) {
+			PyThread_release_lock(mo->lock);
+			goto out;
+		}
+	}
+	Py_BEGIN_ALLOW_THREADS
+	ret = onnx_run(mo->m, d ? d->dev : NULL, tin, n_in, tout, n_out, &st);
+	Py_END_ALLOW_THREADS
+	if (ret) {
+		char msg[1024];
+
+		snprintf(msg, sizeof(msg), "Model.run: %s", onnx_model_error(mo->m));
+		tnpu_raise(ret, msg);
+	}
+	if (d)
+		tnpu_device_release(d);
+	PyThread_release_lock(mo->lock);
+	if (ret)
+		goto out;
+
+	result = PyDict_New();
+	for (i = 0; result && i < n_out; i++) {
+		PyObject *a = from_onnx_tensor(&tout[i]);
+		PyObject *shape = a ? PyObject_GetAttrString(a, "shape") : NULL;
+		PyObject *dtype = a ? PyObject_GetAttrString(a, "dtype") : NULL;
+
+		if (!shape || !dtype || PyDict_SetItemString(result, onnx_model_output_name(mo->m, i), a) < 0) {
+			Py_CLEAR(result);
+		} else {
+			PyList_SetItem(mo->out_dtype, i, Py_NewRef(dtype));
+			PyList_SetItem(mo->out_shape, i, Py_NewRef(shape));
+		}
+		Py_XDECREF(a);
+		Py_XDECREF(shape);
+		Py_XDECREF(dtype);
+	}
+	if (result) {
+		PyObject *sd = stats_dict(&st);
+
+		if (sd)
+			Py_SETREF(mo->last_stats, sd);
+		else
+			Py_CLEAR(result);
+	}
+	for (i = 0; i < n_out; i++)
+		onnx_tensor_release(&tout[i]);
+out:
+	if (arrs)
+		for (i = 0; i < n_in; i++)
+			Py_XDECREF(arrs[i]);
+	PyMem_Free(arrs);
+	PyMem_Free(tin);
+	PyMem_Free(tout);
+	Py_XDECREF(seq);
+	return result;
+}
+
+static PyObject *model_repr(PyObject *self)
+{
+	ModelObject *mo = (ModelObject *)self;
+
+	if (!mo->m)
+		return PyUnicode_FromString("<tnpu.Model not loaded>");
+	return PyUnicode_FromFormat("<tnpu.Model %u inputs, %u outputs, %u nodes, on %s>", onnx_model_n_inputs(mo->m),
+				    onnx_model_n_outputs(mo->m), onnx_model_n_nodes(mo->m),
+				    mo->dev == Py_None ? "the CPU reference" : "a device");
+}
+
+static PyMethodDef model_methods[] = {
+	{ "run", (PyCFunction)(void (*)(void))model_run, METH_VARARGS | METH_KEYWORDS,
+	  "run(inputs) -> dict of numpy arrays by output name\n\n"
+	  "inputs: a dict {name: array}, a list of arrays in .inputs order, or one array for a one-input model." },
+	{ NULL }
+};
+
+static PyGetSetDef model_getset[] = {
+	{ "inputs", model_get_inputs, NULL, "Graph inputs: list of {'name', 'dtype', 'shape'} (dtype/shape None: "
+	  "not reported by the runtime).", NULL },
+	{ "outputs", model_get_outputs, NULL, "Graph outputs: list of {'name', 'dtype', 'shape'} (of the last run; "
+	  "None before one).", NULL },
+	{ "device", model_get_device, NULL, "The Device the model runs on, or None (CPU reference).", NULL },
+	{ "last_stats", model_get_last_stats, NULL, "Statistics of the last run (dict) or None.", NULL },
+	{ NULL }
+};
+
+PyTypeObject tnpu_ModelType = {
+	PyVarObject_HEAD_INIT(NULL, 0)
+	.tp_name = "tnpu.Model",
+	.tp_basicsize = sizeof(ModelObject),
+	.tp_flags = Py_TPFLAGS_DEFAULT,
+	.tp_doc = "Model(path, dev=None, *, fold=True): load an ONNX model.\n\n"
+		  "dev: a tnpu.Device (supported operators run on it, the rest on the host) or None (everything on\n"
+		  "the runtime's CPU reference executor).  fold=False runs the graph as written (ONNX_LOAD_NO_FOLD).",
+	.tp_new = model_new,
+	.tp_init = model_init,
+	.tp_dealloc = model_dealloc,
+	.tp_repr = model_repr,
+	.tp_methods = model_methods,
+	.tp_getset = model_getset,
+};
+
+int tnpu_model_type_init(PyObject *module)
+{
+	if (PyType_Ready(&tnpu_ModelType) < 0)
+		return -1;
+	return PyModule_AddObjectRef(module, "Model", (PyObject *)&tnpu_ModelType);
+}
