@@ -12,6 +12,7 @@
 #   make onnx-conformance  ONNX backend tests of the supported ops, on sim and in the VM
 #   make train-model  retrain models/fashion-mnist (installs python3-torch; not needed by CI)
 #   make install    libraries, headers, pkg-config files, tools, udev rule and tnpu.ko (PREFIX, DESTDIR)
+#   make deb        Debian packages (tnpu-dkms, libaccel0, libaccel-dev, ..., python3-tnpu) in build/deb, lintian
 # Variables: VM_ACCEL=kvm (opt-in; TCG by default), TNPU_CACHE=dir, BUILD=dir, V=1,
 #   PREFIX=/usr/local, DESTDIR= (staging root), UDEVRULESDIR (default /etc/udev/rules.d; /usr/lib/udev/rules.d
 #   for PREFIX=/usr).
@@ -32,7 +33,7 @@ UDEVRULESDIR ?= $(if $(filter /usr,$(PREFIX)),/usr/lib/udev/rules.d,/etc/udev/ru
 INSTALL_BUILD = $(if $(filter /usr/local,$(PREFIX)),$(MESON_BUILD),$(BUILD)/meson-prefix$(subst /,-,$(PREFIX)))
 
 .PHONY: all deps build unit module qemu qtest vm vm-test vm-shell check demo bench-core fuzz-core \
-	checkpatch clean distclean help onnx-conformance train-model debug-kernel vm-debug fuzz-uapi install
+	checkpatch clean distclean help onnx-conformance train-model debug-kernel vm-debug fuzz-uapi install deb deb-deps
 
 all: build module
 
@@ -87,7 +88,7 @@ vm-debug: qemu build
 fuzz-uapi: qemu build
 	@$(TOP)/tests/check-all fuzz-uapi
 
-check: deps build module qemu vm
+check: deps deb-deps build module qemu vm
 	@$(TOP)/tests/check-all
 
 demo: qemu vm
@@ -125,6 +126,13 @@ install: build module
 	@$(MAKE) --no-print-directory -C $(KDIR) M=$(TOP) modules_install INSTALL_MOD_PATH=$(DESTDIR) \
 		INSTALL_MOD_DIR=updates CONFIG_MODULE_SIG_ALL= $(if $(V),,>/dev/null 2>&1)
 	@$(if $(DESTDIR),true,depmod -a $(KVER))
+
+deb-deps:
+	@$(TOP)/tools/setup-deps --deb
+
+# Documentation/packaging.md: dpkg-buildpackage on a copy of the tree (build/deb/src), then lintian.
+deb: deps deb-deps
+	@$(TOP)/tools/deb/build
 
 clean:
 	-@$(MAKE) --no-print-directory -C $(KDIR) M=$(TOP) clean >/dev/null 2>&1
