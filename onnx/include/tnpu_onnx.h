@@ -22,6 +22,7 @@ enum onnx_dtype {
 	ONNX_INT8 = 3,
 	ONNX_INT32 = 6,
 	ONNX_INT64 = 7,
+	ONNX_BOOL = 9,	/* one byte, 0 or 1 */
 };
 
 /* A dense host tensor (row-major, as ONNX).  data holds count elements of dtype. */

@@ -15,8 +15,9 @@ static unsigned uses(const struct onnx_model *m, int v)
 	unsigned n = 0;
 
 	for (unsigned i = 0; i < m->n_nodes; i++)
-		for (unsigned k = 0; k < m->nodes[i].n_in; k++)
-			n += m->nodes[i].in[k] == v;
+		if (!m->nodes[i].const_folded)	/* evaluated at load time: reads nothing at run time */
+			for (unsigned k = 0; k < m->nodes[i].n_in; k++)
+				n += m->nodes[i].in[k] == v;
 	for (unsigned i = 0; i < m->n_outputs; i++)
 		n += m->outputs[i] == v;
 	return n;
@@ -123,9 +124,38 @@ void onnx_fuse_relu(struct onnx_model *m)
 		if (pi < 0 || uses(m, r->in[0]) != 1)
 			continue;
 		p = &m->nodes[pi];
-		if ((p->op != OP_CONV && p->op != OP_GEMM) || p->folded || p->fused_relu || p->n_out != 1)
+		if ((p->op != OP_CONV && p->op != OP_GEMM) || p->folded || p->fused_relu || p->fused_clamp || p->n_out != 1)
 			continue;
 		p->fused_relu = true;
+		p->out[0] = r->out[0];
+		r->folded = true;
+	}
+}
+
+/*
+ * A Clip with constant bounds lo <= hi (ReLU6: 0, 6) after a Conv or Gemm that feeds nothing else
+ * becomes that node's activation: the SFU's CLAMP in the epilogue on the device (fp32 bounds), the same
+ * clamp at the end of the host kernels.
+ */
+void onnx_fuse_clip(struct onnx_model *m)
+{
+	for (unsigned i = 0; i < m->n_nodes; i++) {
+		struct onnx_node *r = &m->nodes[i], *p;
+		float lo, hi;
+		int pi;
+
+		if (r->op != OP_CLIP || r->folded || r->n_in < 1 || r->in[0] < 0 || r->n_out != 1 ||
+		    clip_const_bounds(m, r, &lo, &hi) || !(lo <= hi))
+			continue;
+		pi = producer(m, r->in[0]);
+		if (pi < 0 || uses(m, r->in[0]) != 1)
+			continue;
+		p = &m->nodes[pi];
+		if ((p->op != OP_CONV && p->op != OP_GEMM) || p->folded || p->fused_relu || p->fused_clamp || p->n_out != 1)
+			continue;
+		p->fused_clamp = true;
+		p->clamp_lo = lo;
+		p->clamp_hi = hi;
 		p->out[0] = r->out[0];
 		r->folded = true;
 	}

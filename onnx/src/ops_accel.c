@@ -91,6 +91,11 @@ static int conv_run(struct onnx_ctx *c, const struct conv_geom *g, enum accel_dt
 	}
 	if (c->n->fused_relu)
 		d.epi.act = ACCEL_ACT_RELU;	/* int8 family nodes are never fused (fold.c) */
+	if (c->n->fused_clamp) {	/* Clip (ReLU6 and any other constant bounds): the SFU's CLAMP */
+		d.epi.act = ACCEL_ACT_CLAMP;
+		d.epi.clamp_lo_f = c->n->clamp_lo;
+		d.epi.clamp_hi_f = c->n->clamp_hi;
+	}
 	ret = accel_conv2d(c->dev, &d, NULL, &job);
 	return ajob_finish(c, ret, job, "accel_conv2d");
 }
@@ -246,14 +251,20 @@ static int accel_gemm_op(struct onnx_ctx *c)
 	/* the SFU applies ReLU before the scale: same sign for alpha > 0; else and after a host C add, host */
 	if (c->n->fused_relu && alpha > 0.0f && !(cm && !row_bias && beta != 0.0f))
 		epi.act = ACCEL_ACT_RELU;
+	/* CLAMP bounds apply before the scale: only without one */
+	if (c->n->fused_clamp && alpha == 1.0f && !(cm && !row_bias && beta != 0.0f)) {
+		epi.act = ACCEL_ACT_CLAMP;
+		epi.clamp_lo_f = c->n->clamp_lo;
+		epi.clamp_hi_f = c->n->clamp_hi;
+	}
 	ret = gemm_run(c, ACCEL_FP32, ab, 0, bb, 0, cb, 0, M, K, N, ta, tb, &epi);
 	if (ret)
 		goto out;
 	memcpy(y->data, accel_buffer_ptr(cb), y->count * 4);
 	if (cm && !row_bias && beta != 0.0f)
 		ret = gemm_bias_add(c, cm, beta, y);	/* other broadcasts of C: host */
-	if (!ret && c->n->fused_relu && epi.act != ACCEL_ACT_RELU)
-		relu_f32(y);
+	if (!ret && epi.act == ACCEL_ACT_NONE)
+		fused_act_host(c, y);
 out:
 	abufs_free(&bs);
 	return ret;
