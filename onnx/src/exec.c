@@ -75,7 +75,10 @@ static int run_node(struct onnx_ctx *c)
 	for (unsigned i = 0; i < c->n->n_out; i++)
 		if (c->n->out[i] >= 0 && (ret = onnx_check_static_shape(c->m, &c->m->vals[c->n->out[i]])))
 			return ret;
-	((struct onnx_node *)c->n)->ran_on_accel = c->on_accel;
+	if (c->dev) {
+		((struct onnx_node *)c->n)->ran = true;
+		((struct onnx_node *)c->n)->ran_on_accel = c->on_accel;
+	}
 	if (c->stats) {
 		if (c->on_accel)
 			c->stats->accel_nodes++;

@@ -68,7 +68,7 @@ struct onnx_node {
 	bool fused_relu;	/* Conv/Gemm: a following Relu applied to this node's output */
 	bool fused_clamp;	/* Conv/Gemm: a following Clip to [clamp_lo, clamp_hi] */
 	float clamp_lo, clamp_hi;
-	bool ran_on_accel;	/* where the last onnx_run ran it */
+	bool ran, ran_on_accel;	/* the last onnx_run with a device ran it, on the device */
 };
 
 struct onnx_model {
@@ -100,8 +100,7 @@ void onnx_fuse_relu(struct onnx_model *m);
 void onnx_fuse_clip(struct onnx_model *m);
 int onnx_const_fold(struct onnx_model *m);
 int onnx_static_shapes(struct onnx_model *m);
-/* Where a node runs when a device is given: NULL = device (may fall back at run time), else why host. */
-const char *onnx_node_host_reason(const struct onnx_node *n);
+
 int onnx_op_lookup(const char *name);
 
 /* Attributes of a node (absent: default). */
@@ -158,6 +157,7 @@ onnx_kernel onnx_host_kernel(enum onnx_op op);
 int onnx_check_static_shape(struct onnx_model *m, const struct onnx_value *v);
 /* Clip's bounds when min/max are constants (fusion); Shape's start/end clamped to rank. */
 int clip_const_bounds(const struct onnx_model *m, const struct onnx_node *n, float *lo, float *hi);
+int clip_runtime_bounds(const struct onnx_ctx *c, float *lo, float *hi);
 int shape_range(const struct onnx_ctx *c, unsigned rank, int64_t *s, int64_t *e);
 
 /* Shared int8 helpers (ops_int8.c). */

@@ -313,7 +313,7 @@ out:
 	return ret;
 }
 
-static int accel_relu(struct onnx_ctx *c)
+static int accel_act(struct onnx_ctx *c, enum accel_act act, float lo, float hi)
 {
 	const struct onnx_tensor *x = node_in(c, 0);
 	struct accel_activation_desc d;
@@ -341,7 +341,9 @@ static int accel_relu(struct onnx_ctx *c)
 	memset(&d, 0, sizeof(d));
 	d.input = &xt;
 	d.output = &yt;
-	d.act = ACCEL_ACT_RELU;
+	d.act = act;
+	d.clamp_lo_f = lo;
+	d.clamp_hi_f = hi;
 	ret = accel_activation(c->dev, &d, NULL, &job);
 	ret = ajob_finish(c, ret, job, "accel_activation");
 	if (!ret)
@@ -349,6 +351,22 @@ static int accel_relu(struct onnx_ctx *c)
 out:
 	abufs_free(&bs);
 	return ret;
+}
+
+static int accel_relu(struct onnx_ctx *c)
+{
+	return accel_act(c, ACCEL_ACT_RELU, 0, 0);
+}
+
+/* A standalone FLOAT Clip with bounds lo <= hi: the SFU's CLAMP (the int8 path would need the bounds
+ * in the int8 domain: host). */
+static int accel_clip(struct onnx_ctx *c)
+{
+	float lo, hi;
+
+	if (node_in(c, 0)->dtype != ONNX_FLOAT || clip_runtime_bounds(c, &lo, &hi) || !(lo <= hi))
+		return ONNX_FALLBACK;
+	return accel_act(c, ACCEL_ACT_CLAMP, lo, hi);
 }
 
 static int accel_pool(struct onnx_ctx *c, enum accel_pool_kind kind, bool global)
@@ -435,6 +453,7 @@ const onnx_kernel onnx_accel_kernels[OP_COUNT] = {
 	[OP_GEMM] = accel_gemm_op,
 	[OP_MATMUL] = accel_matmul,
 	[OP_RELU] = accel_relu,
+	[OP_CLIP] = accel_clip,
 	[OP_MAXPOOL] = accel_maxpool,
 	[OP_AVGPOOL] = accel_avgpool,
 	[OP_GLOBALAVGPOOL] = accel_gap,

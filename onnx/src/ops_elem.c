@@ -250,6 +250,19 @@ int clip_const_bounds(const struct onnx_model *m, const struct onnx_node *n, flo
 	return 0;
 }
 
+/* The bounds of a FLOAT Clip at run time (its device lowering). */
+int clip_runtime_bounds(const struct onnx_ctx *c, float *lo, float *hi)
+{
+	double l, h;
+	int ret = clip_bounds(c, node_in(c, 0), &l, &h);
+
+	if (ret)
+		return ret;
+	*lo = (float)l;
+	*hi = (float)h;
+	return 0;
+}
+
 static int host_clip(struct onnx_ctx *c)
 {
 	const struct onnx_tensor *x;
