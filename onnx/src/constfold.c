@@ -14,7 +14,7 @@
 #include <stdio.h>
 #include <string.h>
 
-#include "internal.h"
+#include "geom.h"
 
 static int find_value(const struct onnx_model *m, const char *name)
 {
@@ -98,6 +98,14 @@ static bool shape_preserving(enum onnx_op op)
 	}
 }
 
+/* A folded Shape relied on a shape derived from several declarations: check all of them at run time. */
+static void mark_all_declared(struct onnx_model *m)
+{
+	for (unsigned i = 0; i < m->n_vals; i++)
+		if (m->vals[i].shape_known && m->vals[i].shape_origin == (int)i)
+			m->vals[i].shape_used = true;
+}
+
 static int fold_shape(struct onnx_model *m, struct onnx_node *n)
 {
 	struct onnx_ctx c = { .m = m, .n = n };
@@ -111,7 +119,178 @@ static int fold_shape(struct onnx_model *m, struct onnx_node *n)
 	memcpy(dst->t.data, src->sdims + s, (size_t)len * sizeof(int64_t));
 	if (src->shape_origin >= 0)
 		m->vals[src->shape_origin].shape_used = true;
+	else if (src->shape_origin == -2)
+		mark_all_declared(m);
 	return 0;
+}
+
+/* Inputs whose values (not only shapes) decide the output shape: they must be constants. */
+static bool value_sensitive(enum onnx_op op, unsigned k)
+{
+	switch (op) {
+	case OP_RESHAPE: case OP_EXPAND: case OP_TILE: case OP_SLICE: case OP_RESIZE: case OP_UPSAMPLE:
+		return k >= 1;
+	case OP_PAD:
+		return k == 1 || k == 3;
+	case OP_SQUEEZE: case OP_UNSQUEEZE: case OP_SPLIT: case OP_REDUCEMEAN: case OP_REDUCESUM: case OP_REDUCEMAX:
+	case OP_REDUCEMIN: case OP_REDUCEPROD: case OP_REDUCESUMSQUARE: case OP_REDUCEL1: case OP_REDUCEL2:
+	case OP_REDUCELOGSUM: case OP_REDUCELOGSUMEXP:
+		return k == 1;
+	case OP_DROPOUT:
+		return k == 2;
+	case OP_CONSTANTOFSHAPE: case OP_RANGE:
+		return true;
+	default:
+		return false;
+	}
+}
+
+/* Output shape of the compute operators from their geometry alone (no data touched). */
+static int geom_shape(struct onnx_model *m, struct onnx_node *n, struct onnx_tensor *in, unsigned *nd, int64_t *dims)
+{
+	struct onnx_ctx c = { .m = m, .n = n };
+
+	switch (n->op) {
+	case OP_CONV: {
+		struct conv_geom g;
+
+		if (n->n_in < 2 || conv_geom(&c, &in[0], &in[1], &g))
+			return -EINVAL;
+		conv_out_dims(&g, dims, nd);
+		return 0;
+	}
+	case OP_MAXPOOL: case OP_AVGPOOL: case OP_GLOBALAVGPOOL: {
+		struct pool_geom g;
+
+		if (n->n_out != 1 || pool_geom(&c, &in[0], n->op == OP_GLOBALAVGPOOL, &g))
+			return -EINVAL;
+		pool_out_dims(&g, dims, nd);
+		return 0;
+	}
+	case OP_MATMUL: {
+		struct matmul_geom g;
+
+		if (n->n_in < 2 || matmul_geom(&c, &in[0], &in[1], &g))
+			return -EINVAL;
+		*nd = g.out_ndim;
+		memcpy(dims, g.out_dims, sizeof(g.out_dims));
+		return 0;
+	}
+	case OP_GEMM: {
+		bool ta = attr_int(n->pb, "transA", 0), tb = attr_int(n->pb, "transB", 0);
+
+		if (n->n_in < 2 || in[0].ndim != 2 || in[1].ndim != 2)
+			return -EINVAL;
+		*nd = 2;
+		dims[0] = ta ? in[0].dims[1] : in[0].dims[0];
+		dims[1] = tb ? in[1].dims[0] : in[1].dims[1];
+		return 0;
+	}
+	default:
+		return 1;	/* not a geometry operator */
+	}
+}
+
+#define DRY_RUN_MAX_ELEMS ((size_t)1 << 22)	/* bounds the load-time cost of shape inference */
+
+/*
+ * Static shape of a node's outputs when every input's shape is known and the inputs whose values decide
+ * the shape are constants: geometry for Conv/pooling/MatMul/Gemm, else the host kernel run once on
+ * zero-filled inputs of those shapes (only data movement, element-wise, reductions and normalisations
+ * reach here, linear in the tensor size; bounded).  Any failure just leaves the shape unknown.
+ */
+static void infer_shapes(struct onnx_model *m, struct onnx_node *n)
+{
+	struct onnx_tensor in[16];
+	int origin = -1;
+	unsigned nd = 0;
+	int64_t dims[ONNX_MAX_DIMS];
+	int ret;
+
+	if (n->n_in > 16 || n->op == OP_CONSTANT || n->op == OP_QLINEARCONV || n->op == OP_QLINEARMATMUL ||
+	    n->op == OP_CONVINTEGER || n->op == OP_MATMULINTEGER || n->op == OP_CONVTRANSPOSE)
+		return;
+	for (unsigned k = 0; k < n->n_out; k++)
+		if (n->out[k] >= 0 && m->vals[n->out[k]].shape_known)
+			return;	/* declared */
+	for (unsigned k = 0; k < n->n_in; k++) {
+		const struct onnx_value *v = n->in[k] >= 0 ? &m->vals[n->in[k]] : NULL;
+
+		memset(&in[k], 0, sizeof(in[k]));
+		if (!v)
+			continue;
+		if (!v->shape_known || (value_sensitive(n->op, k) && !v->is_const) ||
+		    tensor_count(v->sndim, v->sdims) > DRY_RUN_MAX_ELEMS)
+			return;
+		in[k].ndim = v->sndim;
+		memcpy(in[k].dims, v->sdims, sizeof(in[k].dims));
+		in[k].dtype = v->is_const ? v->t.dtype : ONNX_FLOAT;
+		if (!v->is_const && v->shape_origin != -1)
+			origin = origin == -1 || origin == v->shape_origin ? v->shape_origin : -2;
+	}
+	ret = geom_shape(m, n, in, &nd, dims);
+	if (ret < 0)
+		return;
+	if (ret == 0) {
+		struct onnx_value *o = &m->vals[n->out[0]];
+
+		o->shape_known = true;
+		o->sndim = nd;
+		memcpy(o->sdims, dims, sizeof(o->sdims));
+		o->shape_origin = origin;
+		return;
+	}
+	{	/* dry run of the host kernel */
+		struct onnx_ctx c = { .m = m, .n = n };
+		onnx_kernel k = onnx_host_kernel(n->op);
+		bool filled[16] = { false };
+		char saved[sizeof(m->err)];
+		bool ok = true;
+
+		if (!k)
+			return;
+		memcpy(saved, m->err, sizeof(saved));
+		for (unsigned i = 0; i < n->n_in && ok; i++) {
+			struct onnx_value *v = n->in[i] >= 0 ? &m->vals[n->in[i]] : NULL;
+			enum onnx_dtype dt = ONNX_FLOAT;
+
+			if (!v || v->is_const || v->t.data)
+				continue;
+			/* the element type matters to some kernels: infer it from a sibling or the operator */
+			if (n->op == OP_WHERE && i == 0)
+				dt = ONNX_BOOL;
+			else if ((n->op == OP_GATHER && i == 1) || n->op == OP_SHAPE)
+				dt = ONNX_INT64;
+			else if ((n->op == OP_DEQUANTIZELINEAR && i == 0) || n->op == OP_NOT || n->op == OP_AND ||
+				 n->op == OP_OR || n->op == OP_XOR)
+				dt = n->op == OP_DEQUANTIZELINEAR ? ONNX_UINT8 : ONNX_BOOL;
+			else
+				for (unsigned j = 0; j < n->n_in; j++)
+					if (j != i && n->in[j] >= 0 && m->vals[n->in[j]].is_const &&
+					    !value_sensitive(n->op, j) && !(n->op == OP_WHERE && j == 0))
+						dt = m->vals[n->in[j]].t.dtype;
+			ok = !onnx_tensor_alloc(&v->t, dt, v->sndim, v->sdims);
+			filled[i] = ok;
+		}
+		if (ok && !k(&c))
+			for (unsigned i = 0; i < n->n_out; i++) {
+				struct onnx_value *o = n->out[i] >= 0 ? &m->vals[n->out[i]] : NULL;
+
+				if (!o || !o->t.data)
+					continue;
+				o->shape_known = true;
+				o->sndim = o->t.ndim;
+				memcpy(o->sdims, o->t.dims, sizeof(o->sdims));
+				o->shape_origin = origin;
+			}
+		for (unsigned i = 0; i < n->n_out; i++)
+			if (n->out[i] >= 0)
+				onnx_tensor_release(&m->vals[n->out[i]].t);
+		for (unsigned i = 0; i < n->n_in; i++)
+			if (filled[i])
+				onnx_tensor_release(&m->vals[n->in[i]].t);
+		memcpy(m->err, saved, sizeof(saved));
+	}
 }
 
 int onnx_const_fold(struct onnx_model *m)
@@ -146,6 +325,8 @@ int onnx_const_fold(struct onnx_model *m)
 				dst->sndim = src->sndim;
 				memcpy(dst->sdims, src->sdims, sizeof(dst->sdims));
 				dst->shape_origin = src->shape_origin;
+			} else {
+				infer_shapes(m, n);
 			}
 			continue;
 		}

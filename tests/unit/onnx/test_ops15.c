@@ -1053,3 +1053,58 @@ Test(onnx_ops15, dropout_in_inference_is_the_identity_with_an_all_true_mask)
 	onnx_tensor_release(&in);
 	mb_free(b);
 }
+
+Test(onnx_ops15, a_shape_of_a_computed_value_folds_through_shape_inference)
+{
+	/* y = Reshape(MatMul(Transpose(x), w), Shape(Transpose(x))[0:2] ++ [-1]): Shape reads a value whose
+	 * shape only the Transpose defines; the chain folds and only Transpose, MatMul, Reshape run */
+	int64_t xd[3] = { 2, 3, 4 }, wd[2] = { 2, 5 }, od[3] = { 4, 2, 5 }, st[1] = { 0 }, en[1] = { 2 }, m1[1] = { -1 };
+	int64_t perm[3] = { 2, 0, 1 };
+	float w[10];
+	double x[24], want[40];
+	struct mb *b = mb_new(13);
+	struct onnx_tensor in;
+	Onnx__NodeProto *n;
+	char err[256];
+	int ret;
+	struct onnx_model *m;
+
+	for (int i = 0; i < 24; i++)
+		x[i] = i * 0.25 - 2;
+	for (int i = 0; i < 10; i++)
+		w[i] = (float)(i % 3) - 1;
+	for (int a = 0; a < 4; a++)	/* t[a][i][j] = x[i][j][a]; y[a][i][k] = sum_j t[a][i][j] w[j][k] */
+		for (int i = 0; i < 2; i++)
+			for (int k = 0; k < 5; k++) {
+				double s = 0;
+
+				for (int j = 0; j < 3; j++)
+					s += x[(i * 3 + j) * 4 + a] * (j < 2 ? w[j * 5 + k] : 0);
+				want[(a * 2 + i) * 5 + k] = s;
+			}
+	/* w is 2 x 5 but Transpose(x) is 4 x 2 x 3: slice the first 2 of the last axis first */
+	mb_init(b, "w", ONNX_FLOAT, 2, wd, w);
+	i64_init(b, "st", 1, st);
+	i64_init(b, "en", 1, en);
+	i64_init(b, "m1", 1, m1);
+	i64_init(b, "ax2", 1, (int64_t[]){ 2 });
+	mb_input_typed(b, "x", ONNX_FLOAT, 3, xd);
+	n = mb_node(b, "Transpose", "x", "t");
+	mb_attr_ints(b, n, "perm", perm, 3);
+	mb_node(b, "Slice", "t,st,en,ax2", "ts");
+	mb_node(b, "MatMul", "ts,w", "p");
+	mb_node(b, "Shape", "t", "s");
+	mb_node(b, "Slice", "s,st,en", "s2");
+	n = mb_node(b, "Concat", "s2,m1", "shape");
+	mb_attr_i(b, n, "axis", 0);
+	mb_node(b, "Reshape", "p,shape", "y");
+	mb_output(b, "y");
+	tin(&in, ONNX_FLOAT, 3, xd, x);
+	expect_out(b, &in, 1, 1, 0, ONNX_FLOAT, 3, od, want);
+	m = load(b, 0, &ret, err, sizeof(err));
+	cr_assert_eq(ret, 0, "%s", err);
+	cr_expect_eq(onnx_model_n_nodes(m), 4, "Transpose, Slice, MatMul, Reshape are left (%u)", onnx_model_n_nodes(m));
+	onnx_model_free(m);
+	onnx_tensor_release(&in);
+	mb_free(b);
+}
