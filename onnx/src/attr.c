@@ -101,6 +101,10 @@ int win_resolve(const struct onnx_ctx *c, unsigned spatial, int64_t h, int64_t w
 
 		if (st[i] < 1 || dl[i] < 1 || k[i] < 1)
 			return node_err(c, -EINVAL, "strides, dilations and kernel must be >= 1");
+		/* bounds that keep every sum below in int64 (real models are far inside them) */
+		if (st[i] > (1LL << 31) || dl[i] > (1LL << 16) || k[i] > (1LL << 31) || pd[i] > (1LL << 31) ||
+		    pd[i + 2] > (1LL << 31))
+			return node_err(c, -EINVAL, "strides, dilations, kernel or pads out of range");
 		if (!strcmp(ap, "NOTSET")) {
 			pb[i] = pd[i];
 			pe[i] = pd[i + 2];

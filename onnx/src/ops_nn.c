@@ -72,6 +72,11 @@ static unsigned rs_taps(int64_t x, int64_t n, double s, int64_t out_n, enum rs_c
 	default:
 		xo = ((double)x + 0.5) / s - 0.5;
 	}
+	/* far outside the input every tap lands on the edge: clamp (also keeps the int conversion defined) */
+	if (!(xo > -4))
+		xo = -4;
+	if (!(xo < (double)n + 4))
+		xo = (double)n + 4;
 	/* the reference takes the neighbour left of xo with ratio in (0, 1] */
 	base = (int64_t)floor(xo);
 	ratio = xo - (double)base;

@@ -147,7 +147,7 @@ static int host_split(struct onnx_ctx *c)
 			split[i] = x->dims[axis] / n;
 	}
 	for (unsigned i = 0; !ret && i < n; i++) {
-		if (split[i] < 0)
+		if (split[i] < 0 || split[i] > x->dims[axis])
 			ret = node_err(c, -EINVAL, "split[%u] = %lld", i, (long long)split[i]);
 		total += split[i];
 	}
@@ -265,6 +265,8 @@ static int host_slice(struct onnx_ctx *c)
 
 		if (!st)
 			return node_err(c, -EINVAL, "steps[%u] is 0", i);
+		/* beyond +-2^62 every step takes one element: clamp so that no arithmetic below overflows */
+		st = st > (1LL << 62) ? (1LL << 62) : st < -(1LL << 62) ? -(1LL << 62) : st;
 		if (s < 0)
 			s += d;
 		if (e < 0)
@@ -272,11 +274,11 @@ static int host_slice(struct onnx_ctx *c)
 		if (st > 0) {
 			s = s < 0 ? 0 : s > d ? d : s;
 			e = e < 0 ? 0 : e > d ? d : e;
-			dims[a] = e > s ? (e - s + st - 1) / st : 0;
+			dims[a] = e > s ? (e - s - 1) / st + 1 : 0;
 		} else {
 			s = s < 0 ? 0 : s > d - 1 ? d - 1 : s;
 			e = e < -1 ? -1 : e > d - 1 ? d - 1 : e;
-			dims[a] = s > e ? (s - e + (-st) - 1) / (-st) : 0;
+			dims[a] = s > e ? (s - e - 1) / (-st) + 1 : 0;
 		}
 		start[a] = s;
 		step[a] = st;
@@ -708,7 +710,8 @@ static int host_range(struct onnx_ctx *c)
 		if (ts->dtype == ONNX_FLOAT)	/* start + i * delta, as the specification's loop accumulates in float */
 			tensor_set(node_out(c, 0), (size_t)i, (float)(s + (double)i * d));
 		else
-			tensor_set_i(node_out(c, 0), (size_t)i, tensor_get_i(ts, 0) + i * tensor_get_i(td, 0));
+			tensor_set_i(node_out(c, 0), (size_t)i,
+				     (int64_t)((uint64_t)tensor_get_i(ts, 0) + (uint64_t)i * (uint64_t)tensor_get_i(td, 0)));
 	}
 	return 0;
 }

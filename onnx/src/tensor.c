@@ -33,13 +33,22 @@ const char *onnx_dtype_name(int dt)
 	return dt >= 0 && dt <= 16 ? names[dt] : "unknown";
 }
 
+/* Element count; SIZE_MAX when a dimension is negative or the product overflows (never wraps to a
+ * small count that a later allocation would believe). */
 size_t tensor_count(unsigned ndim, const int64_t *dims)
 {
 	size_t n = 1;
+	bool zero = false;
 
-	for (unsigned i = 0; i < ndim; i++)
-		n *= (size_t)dims[i];
-	return n;
+	for (unsigned i = 0; i < ndim; i++) {
+		if (dims[i] < 0)
+			return SIZE_MAX;
+		if (!dims[i])
+			zero = true;
+		else if (__builtin_mul_overflow(n, (size_t)dims[i], &n))
+			n = SIZE_MAX;
+	}
+	return zero ? 0 : n;
 }
 
 int onnx_tensor_alloc(struct onnx_tensor *t, enum onnx_dtype dt, unsigned ndim, const int64_t *dims)
@@ -57,8 +66,10 @@ int onnx_tensor_alloc(struct onnx_tensor *t, enum onnx_dtype dt, unsigned ndim, 
 	t->dtype = dt;
 	t->ndim = ndim;
 	t->count = tensor_count(ndim, dims);
-	if (t->count > ((size_t)1 << 32) || t->count * es > ONNX_MAX_TENSOR_BYTES)
+	if (t->count > ((size_t)1 << 32) || t->count * es > ONNX_MAX_TENSOR_BYTES) {
+		t->count = 0;
 		return -E2BIG;	/* a declared or computed shape of terabytes: refused, never attempted */
+	}
 	t->data = calloc(t->count ? t->count : 1, es);
 	return t->data ? 0 : -ENOMEM;
 }

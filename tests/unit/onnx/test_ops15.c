@@ -1108,3 +1108,53 @@ Test(onnx_ops15, a_shape_of_a_computed_value_folds_through_shape_inference)
 	onnx_tensor_release(&in);
 	mb_free(b);
 }
+
+/* Adversarial values found by mutating the backend tests' models (each overflowed int64 before). */
+Test(onnx_ops15, extreme_attribute_and_shape_values_are_errors_not_overflows)
+{
+	int64_t xd[2] = { 2, 3 }, big[2] = { INT64_MAX, 3 }, sp[2] = { INT64_MAX, 2 }, st[1] = { 0 }, en[1] = { 3 };
+	int64_t ax[1] = { 1 }, step[1] = { INT64_MAX }, od[2] = { 2, 1 }, kern[2] = { 1, 1 }, strides[2] = { INT64_MAX, 1 };
+	double x[6] = { 1, 2, 3, 4, 5, 6 }, first[2] = { 1, 4 };
+	struct onnx_tensor in;
+	struct mb *b;
+	Onnx__NodeProto *n;
+
+	tin(&in, ONNX_FLOAT, 2, xd, x);
+	b = mb_new(13);
+	i64_init(b, "s", 2, big);
+	mb_input(b, "x");
+	mb_node(b, "Reshape", "x,s", "y");
+	mb_output(b, "y");
+	expect_run_error(b, &in, 1, -EINVAL, "(Reshape): shape[0]");
+	mb_free(b);
+	b = mb_new(13);
+	i64_init(b, "s", 2, sp);
+	mb_input(b, "x");
+	n = mb_node(b, "Split", "x,s", "a,b");
+	mb_attr_i(b, n, "axis", 1);
+	mb_output(b, "a");
+	mb_output(b, "b");
+	expect_run_error(b, &in, 1, -EINVAL, "(Split): split[0]");
+	mb_free(b);
+	b = mb_new(13);	/* a step of INT64_MAX takes the first element */
+	i64_init(b, "st", 1, st);
+	i64_init(b, "en", 1, en);
+	i64_init(b, "ax", 1, ax);
+	i64_init(b, "step", 1, step);
+	mb_input(b, "x");
+	mb_node(b, "Slice", "x,st,en,ax,step", "y");
+	mb_output(b, "y");
+	expect_out(b, &in, 1, 1, 0, ONNX_FLOAT, 2, od, first);
+	mb_free(b);
+	onnx_tensor_release(&in);
+	b = mb_new(13);
+	cr_assert_eq(onnx_tensor_alloc(&in, ONNX_FLOAT, 4, (int64_t[]){ 1, 1, 2, 3 }), 0);
+	mb_input(b, "x");
+	n = mb_node(b, "AveragePool", "x", "y");
+	mb_attr_ints(b, n, "kernel_shape", kern, 2);
+	mb_attr_ints(b, n, "strides", strides, 2);
+	mb_output(b, "y");
+	expect_run_error(b, &in, 1, -EINVAL, "out of range");
+	mb_free(b);
+	onnx_tensor_release(&in);
+}
