@@ -95,6 +95,8 @@ int win_resolve(const struct onnx_ctx *c, unsigned spatial, int64_t h, int64_t w
 			pd[0] = pd[2] = 0;
 		}
 	}
+	for (int i = 0; i < 4; i++)	/* a zero Pad folded into this node at load time (fold.c) */
+		pd[i] += c->n->extra_pads[i];
 	memset(o, 0, sizeof(*o));
 	for (int i = 0; i < 2; i++) {
 		int64_t span = (k[i] - 1) * dl[i] + 1;

@@ -160,3 +160,78 @@ void onnx_fuse_clip(struct onnx_model *m)
 		r->folded = true;
 	}
 }
+
+/* The pads of a constant-mode Pad with value 0 over the two spatial axes of a 4-D tensor; -1 if not. */
+static int zero_pad_4d(const struct onnx_model *m, const struct onnx_node *p, int64_t out[4])
+{
+	int64_t pads[8];
+	char buf[16];
+	const char *mode = attr_string(p->pb, "mode", buf, sizeof(buf), "constant");
+	int n;
+
+	if (strcmp(mode, "constant"))
+		return -1;
+	if (m->opset >= 11) {
+		const struct onnx_value *pv = p->n_in > 1 && p->in[1] >= 0 ? &m->vals[p->in[1]] : NULL;
+		const struct onnx_value *cv = p->n_in > 2 && p->in[2] >= 0 ? &m->vals[p->in[2]] : NULL;
+
+		if (!pv || !pv->is_const || pv->t.dtype != ONNX_INT64 || pv->t.count != 8 || (p->n_in > 3 && p->in[3] >= 0))
+			return -1;
+		if (cv && (!cv->is_const || (cv->t.count && tensor_get(&cv->t, 0) != 0)))
+			return -1;
+		memcpy(pads, pv->t.data, sizeof(pads));
+	} else {
+		n = attr_ints(p->pb, m->opset < 2 ? "paddings" : "pads", pads, 8);
+		if (n != 8 || attr_float(p->pb, "value", 0.0f) != 0.0f)
+			return -1;
+	}
+	if (pads[0] || pads[1] || pads[4] || pads[5])
+		return -1;
+	for (int i = 0; i < 8; i++)
+		if (pads[i] < 0 || pads[i] > (1LL << 20))
+			return -1;
+	out[0] = pads[2];
+	out[1] = pads[3];
+	out[2] = pads[6];
+	out[3] = pads[7];
+	return 0;
+}
+
+/*
+ * A zero Pad over H and W feeding only a Conv, or an AveragePool, becomes part of that node's padding:
+ * torch exports avg_pool2d(padding=p) (count_include_pad) as Pad + AveragePool, which then runs as one
+ * device pooling whose average counts the padding, as the Pad's zeros did.  MaxPool is left alone (its
+ * padding is -inf, not 0).
+ */
+int onnx_fuse_pad(struct onnx_model *m)
+{
+	for (unsigned i = 0; i < m->n_nodes; i++) {
+		struct onnx_node *p = &m->nodes[i], *q = NULL;
+		char buf[16];
+		int64_t pads[4];
+
+		if (p->op != OP_PAD || p->folded || p->n_out != 1 || p->in[0] < 0 || zero_pad_4d(m, p, pads))
+			continue;
+		if (uses(m, p->out[0]) != 1)
+			continue;
+		for (unsigned k = i + 1; k < m->n_nodes && !q; k++)
+			if (!m->nodes[k].folded && m->nodes[k].n_in && m->nodes[k].in[0] == p->out[0])
+				q = &m->nodes[k];
+		if (!q || (q->op != OP_CONV && q->op != OP_AVGPOOL) ||
+		    strcmp(attr_string(q->pb, "auto_pad", buf, sizeof(buf), "NOTSET"), "NOTSET"))
+			continue;
+		if (q->op == OP_AVGPOOL) {
+			int64_t own[4] = { 0, 0, 0, 0 };
+			int n = attr_ints(q->pb, "pads", own, 4);
+
+			if (n > 4 || (!attr_int(q->pb, "count_include_pad", 0) && (own[0] || own[1] || own[2] || own[3])))
+				continue;	/* its own padding must not count while the Pad's does */
+			q->pad_counts = true;
+		}
+		for (int k = 0; k < 4; k++)
+			q->extra_pads[k] += pads[k];
+		q->in[0] = p->in[0];
+		p->folded = true;
+	}
+	return 0;
+}

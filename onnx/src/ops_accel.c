@@ -9,6 +9,7 @@
 #include <string.h>
 
 #include "accel_util.h"
+#include "ops_common.h"
 
 int abuf_new(struct onnx_ctx *c, struct abufs *bs, const void *src, size_t bytes, struct accel_buffer **out)
 {
@@ -404,7 +405,7 @@ static int accel_pool(struct onnx_ctx *c, enum accel_pool_kind kind, bool global
 		return ONNX_FALLBACK;
 	if (kind == ACCEL_POOL_AVG && (g.win.ceil_extra_h || g.win.ceil_extra_w ||
 				       ((g.win.pt || g.win.pl || g.win.pb || g.win.pr) &&
-					!attr_int(c->n->pb, "count_include_pad", 0))))
+					!attr_int(c->n->pb, "count_include_pad", 0) && !c->n->pad_counts)))
 		return ONNX_FALLBACK;
 	pool_out_dims(&g, od, &ond);
 	ret = onnx_tensor_alloc(node_out(c, 0), ONNX_FLOAT, ond, od);
@@ -443,6 +444,25 @@ static int accel_gap(struct onnx_ctx *c)
 	return accel_pool(c, ACCEL_POOL_AVG, true);
 }
 
+/* ReduceMean over H and W of a FLOAT NCHW tensor (MnasNet, SE blocks) is global average pooling. */
+static int accel_reducemean(struct onnx_ctx *c)
+{
+	const struct onnx_tensor *x = node_in(c, 0);
+	int64_t axes[ONNX_MAX_DIMS];
+	unsigned n, mask;
+	bool given;
+	int ret;
+
+	if (!x || x->dtype != ONNX_FLOAT || x->ndim != 4 || !x->dims[2] || !x->dims[3])
+		return ONNX_FALLBACK;
+	if (axes_of(c, 18, 1, axes, &n, &given) || !given || axes_mask(c, axes, n, 4, &mask) || mask != 0xcu)
+		return ONNX_FALLBACK;	/* the host kernel reports any error */
+	ret = accel_pool(c, ACCEL_POOL_AVG, true);
+	if (!ret && !attr_int(c->n->pb, "keepdims", 1))
+		node_out(c, 0)->ndim = 2;	/* {N, C, 1, 1} -> {N, C} */
+	return ret;
+}
+
 int accel_qlinearconv(struct onnx_ctx *c);
 int accel_qlinearmatmul(struct onnx_ctx *c);
 int accel_convinteger(struct onnx_ctx *c);
@@ -457,6 +477,7 @@ const onnx_kernel onnx_accel_kernels[OP_COUNT] = {
 	[OP_MAXPOOL] = accel_maxpool,
 	[OP_AVGPOOL] = accel_avgpool,
 	[OP_GLOBALAVGPOOL] = accel_gap,
+	[OP_REDUCEMEAN] = accel_reducemean,
 	[OP_QLINEARCONV] = accel_qlinearconv,
 	[OP_QLINEARMATMUL] = accel_qlinearmatmul,
 	[OP_CONVINTEGER] = accel_convinteger,

@@ -240,7 +240,7 @@ static int host_relu(struct onnx_ctx *c)
 static int host_pool(struct onnx_ctx *c, bool max, bool global)
 {
 	const struct onnx_tensor *x = node_in(c, 0);
-	bool incl = attr_int(c->n->pb, "count_include_pad", 0) != 0;
+	bool incl = attr_int(c->n->pb, "count_include_pad", 0) != 0 || c->n->pad_counts;
 	struct pool_geom g;
 	struct onnx_tensor *y;
 	int64_t od[4];

@@ -61,7 +61,11 @@ int onnx_model_node_info(const struct onnx_model *m, unsigned i, struct onnx_nod
 	} else if (n->folded) {
 		o->place = ONNX_PLACE_FOLDED;
 		o->reason = n->op == OP_BATCHNORM ? "folded into the Conv before it" :
-			    "fused into the Conv/Gemm before it (SFU epilogue)";
+			    n->op == OP_PAD	  ? "folded into the padding of the Conv/AveragePool after it" :
+						    "fused into the Conv/Gemm before it (SFU epilogue)";
+	} else if (n->op == OP_REDUCEMEAN) {	/* device only over H, W of a FLOAT NCHW tensor */
+		o->place = ONNX_PLACE_DEVICE;
+		o->reason = "over H and W: global average pooling on the device; other axes: host (no reduction unit)";
 	} else if (onnx_accel_kernels[n->op]) {
 		o->place = ONNX_PLACE_DEVICE;
 		o->reason = "lowered onto libaccel (unsupported attributes or types fall back to the host)";

@@ -1158,3 +1158,55 @@ Test(onnx_ops15, extreme_attribute_and_shape_values_are_errors_not_overflows)
 	mb_free(b);
 	onnx_tensor_release(&in);
 }
+
+Test(onnx_ops15, a_zero_pad_before_averagepool_becomes_device_padding_that_counts)
+{
+	/* torch's avg_pool2d(3, stride 1, padding 1): Pad(1) + AveragePool(3x3); every window / 9 */
+	int64_t xd[4] = { 1, 1, 3, 3 }, pads[8] = { 0, 0, 1, 1, 0, 0, 1, 1 }, k[2] = { 3, 3 };
+	double x[9] = { 1, 2, 3, 4, 5, 6, 7, 8, 9 }, want[9] = { 12, 21, 16, 27, 45, 33, 24, 39, 28 };
+	struct mb *b = mb_new(13);
+	struct onnx_tensor in;
+	struct onnx_node_info info;
+	Onnx__NodeProto *n;
+	char err[256];
+	int ret;
+	struct onnx_model *m;
+
+	for (int i = 0; i < 9; i++)
+		want[i] /= 9;
+	i64_init(b, "p", 8, pads);
+	mb_input(b, "x");
+	mb_node(b, "Pad", "x,p", "xp");
+	n = mb_node(b, "AveragePool", "xp", "y");
+	mb_attr_ints(b, n, "kernel_shape", k, 2);
+	mb_output(b, "y");
+	tin(&in, ONNX_FLOAT, 4, xd, x);
+	cr_expect_eq(expect_out(b, &in, 1, 1, 0, ONNX_FLOAT, 4, xd, want), 1, "the pooling ran on the device");
+	m = load(b, 0, &ret, err, sizeof(err));
+	cr_assert_eq(ret, 0, "%s", err);
+	cr_expect_eq(onnx_model_n_nodes(m), 1);
+	cr_assert_eq(onnx_model_node_info(m, 0, &info), 0);
+	cr_expect_eq(info.place, ONNX_PLACE_FOLDED);
+	onnx_model_free(m);
+	onnx_tensor_release(&in);
+	mb_free(b);
+}
+
+Test(onnx_ops15, reducemean_over_h_and_w_runs_as_device_global_average_pooling)
+{
+	int64_t xd[4] = { 1, 2, 2, 2 }, ax[2] = { 2, 3 }, od[2] = { 1, 2 };
+	double x[8] = { 1, 2, 3, 4, -1, -3, 5, 7 }, want[2] = { 2.5, 2 };
+	struct mb *b = mb_new(13);
+	struct onnx_tensor in;
+	Onnx__NodeProto *n;
+
+	mb_input(b, "x");
+	n = mb_node(b, "ReduceMean", "x", "y");
+	mb_attr_ints(b, n, "axes", ax, 2);
+	mb_attr_i(b, n, "keepdims", 0);
+	mb_output(b, "y");
+	tin(&in, ONNX_FLOAT, 4, xd, x);
+	cr_expect_eq(expect_out(b, &in, 1, 1, 0, ONNX_FLOAT, 2, od, want), 1, "on the device");
+	onnx_tensor_release(&in);
+	mb_free(b);
+}
