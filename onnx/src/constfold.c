@@ -295,6 +295,10 @@ static void infer_shapes(struct onnx_model *m, struct onnx_node *n)
 
 int onnx_const_fold(struct onnx_model *m)
 {
+	bool want_shapes = false;	/* inferring shapes only pays when a Shape reads them */
+
+	for (unsigned i = 0; i < m->n_nodes; i++)
+		want_shapes |= m->nodes[i].op == OP_SHAPE;
 	for (unsigned i = 0; i < m->n_nodes; i++) {
 		struct onnx_node *n = &m->nodes[i];
 		bool all_const = n->n_in > 0;
@@ -325,7 +329,7 @@ int onnx_const_fold(struct onnx_model *m)
 				dst->sndim = src->sndim;
 				memcpy(dst->sdims, src->sdims, sizeof(dst->sdims));
 				dst->shape_origin = src->shape_origin;
-			} else {
+			} else if (want_shapes) {
 				infer_shapes(m, n);
 			}
 			continue;

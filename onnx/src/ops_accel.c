@@ -10,6 +10,7 @@
 
 #include "accel_util.h"
 #include "ops_common.h"
+#include "ops_nn.h"
 
 int abuf_new(struct onnx_ctx *c, struct abufs *bs, const void *src, size_t bytes, struct accel_buffer **out)
 {
@@ -444,6 +445,95 @@ static int accel_gap(struct onnx_ctx *c)
 	return accel_pool(c, ACCEL_POOL_AVG, true);
 }
 
+/*
+ * 2-D ConvTranspose as a device convolution: the input with (stride - 1) zeros inserted between pixels,
+ * the kernel flipped and its in/out channels swapped per group, stride 1, the same dilation, padding
+ * (k - 1)·d - pad at the start and (k - 1)·d - pad + output_padding at the end.  A pad larger than
+ * (k - 1)·d (a negative equivalent padding) or an input that would grow past the tensor limit: host.
+ */
+static int accel_convtranspose(struct onnx_ctx *c)
+{
+	const struct onnx_tensor *x = node_in(c, 0), *w = node_in(c, 1), *b = node_in(c, 2);
+	struct accel_buffer *xb, *wb, *bb = NULL, *yb;
+	struct abufs bs = { .n = 0 };
+	struct conv_geom cg;
+	struct ct_geom g;
+	int64_t zh, zw, pb[2], pe[2], od[4];
+	size_t zcount;
+	float *z, *wf;
+	int ret;
+
+	if (!x || !w || x->ndim != 4 || ct_geom(c, x, w, b, &g) || !g.N || !g.C || !g.M || !g.in[0] || !g.in[1])
+		return ONNX_FALLBACK;	/* the host kernel reports any error */
+	for (int d = 0; d < 2; d++) {
+		pb[d] = (g.k[d] - 1) * g.dl[d] - g.pads[d];
+		pe[d] = (g.k[d] - 1) * g.dl[d] - g.pads[d + 2] + g.opad[d];
+		if (pb[d] < 0 || pe[d] < 0 || pb[d] > (1LL << 20) || pe[d] > (1LL << 20))
+			return ONNX_FALLBACK;
+	}
+	zh = (g.in[0] - 1) * g.st[0] + 1;
+	zw = (g.in[1] - 1) * g.st[1] + 1;
+	zcount = tensor_count(4, (int64_t[]){ g.N, g.C, zh, zw });
+	if (zcount > ONNX_MAX_TENSOR_BYTES / 4 || !g.od[0] || !g.od[1])
+		return ONNX_FALLBACK;
+	memset(&cg, 0, sizeof(cg));
+	cg.spatial = 2;
+	cg.n = g.N;
+	cg.c = g.C;
+	cg.h = zh;
+	cg.w = zw;
+	cg.k = g.M;
+	cg.cg = g.Cg;
+	cg.kh = g.k[0];
+	cg.kw = g.k[1];
+	cg.groups = g.group;
+	cg.win.kh = g.k[0];
+	cg.win.kw = g.k[1];
+	cg.win.sh = cg.win.sw = 1;
+	cg.win.dh = g.dl[0];
+	cg.win.dw = g.dl[1];
+	cg.win.pt = pb[0];
+	cg.win.pl = pb[1];
+	cg.win.pb = pe[0];
+	cg.win.pr = pe[1];
+	cg.win.oh = g.od[0];
+	cg.win.ow = g.od[1];
+	od[0] = g.N;
+	od[1] = g.M;
+	od[2] = g.od[0];
+	od[3] = g.od[1];
+	ret = onnx_tensor_alloc(node_out(c, 0), ONNX_FLOAT, 4, od);
+	if (ret)
+		return node_err(c, ret, "cannot allocate the output");
+	if ((ret = abuf_new(c, &bs, NULL, zcount * 4, &xb)) || (ret = abuf_new(c, &bs, NULL, w->count * 4, &wb)) ||
+	    (b && (ret = abuf_new(c, &bs, b->data, b->count * 4, &bb))) ||
+	    (ret = abuf_new(c, &bs, NULL, node_out(c, 0)->count * 4, &yb)))
+		goto out;
+	z = accel_buffer_ptr(xb);
+	memset(z, 0, zcount * 4);
+	for (int64_t nc = 0; nc < g.N * g.C; nc++)
+		for (int64_t i = 0; i < g.in[0]; i++)
+			for (int64_t j = 0; j < g.in[1]; j++)
+				z[(nc * zh + i * g.st[0]) * zw + j * g.st[1]] =
+					((const float *)x->data)[(nc * g.in[0] + i) * g.in[1] + j];
+	wf = accel_buffer_ptr(wb);	/* W[c][m][r][s] (c in group gi) -> Wc[gi*Mg + m][c][R-1-r][S-1-s] */
+	for (int64_t ci = 0; ci < g.C; ci++)
+		for (int64_t m = 0; m < g.Mg; m++)
+			for (int64_t r = 0; r < g.k[0]; r++)
+				for (int64_t q = 0; q < g.k[1]; q++) {
+					int64_t gi = ci / g.Cg, cl = ci % g.Cg;
+
+					wf[(((gi * g.Mg + m) * g.Cg + cl) * g.k[0] + (g.k[0] - 1 - r)) * g.k[1] + (g.k[1] - 1 - q)] =
+						((const float *)w->data)[((ci * g.Mg + m) * g.k[0] + r) * g.k[1] + q];
+				}
+	ret = conv_run(c, &cg, ACCEL_FP32, xb, wb, bb, yb, 0);
+	if (!ret)
+		memcpy(node_out(c, 0)->data, accel_buffer_ptr(yb), node_out(c, 0)->count * 4);
+out:
+	abufs_free(&bs);
+	return ret;
+}
+
 /* ReduceMean over H and W of a FLOAT NCHW tensor (MnasNet, SE blocks) is global average pooling. */
 static int accel_reducemean(struct onnx_ctx *c)
 {
@@ -478,6 +568,7 @@ const onnx_kernel onnx_accel_kernels[OP_COUNT] = {
 	[OP_AVGPOOL] = accel_avgpool,
 	[OP_GLOBALAVGPOOL] = accel_gap,
 	[OP_REDUCEMEAN] = accel_reducemean,
+	[OP_CONVTRANSPOSE] = accel_convtranspose,
 	[OP_QLINEARCONV] = accel_qlinearconv,
 	[OP_QLINEARMATMUL] = accel_qlinearmatmul,
 	[OP_CONVINTEGER] = accel_convinteger,

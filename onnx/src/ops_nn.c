@@ -10,6 +10,7 @@
 #include <stdio.h>
 
 #include "ops_common.h"
+#include "ops_nn.h"
 
 /* ---- Resize / Upsample ---- */
 
@@ -281,35 +282,36 @@ static int host_resize(struct onnx_ctx *c)
 
 /* ---- ConvTranspose ---- */
 
-static int host_convtranspose(struct onnx_ctx *c)
+/* Parse and check ConvTranspose's attributes against X and W (ops_nn.h). */
+int ct_geom(const struct onnx_ctx *c, const struct onnx_tensor *x, const struct onnx_tensor *w,
+	    const struct onnx_tensor *b, struct ct_geom *g)
 {
 	const Onnx__NodeProto *p = c->n->pb;
-	const struct onnx_tensor *x, *w, *b = node_in(c, 2);
-	int64_t st[3] = { 1, 1, 1 }, dl[3] = { 1, 1, 1 }, pads[6] = { 0 }, opad[3] = { 0 }, oshape[3], ks[3];
-	int64_t dims[5], in[3] = { 1, 1, 1 }, k[3] = { 1, 1, 1 }, od[3] = { 1, 1, 1 };
-	int64_t group = attr_int(p, "group", 1), N, C, M, Cg, Mg;
+	int64_t oshape[3], ks[3], *st = g->st, *dl = g->dl, *pads = g->pads, *opad = g->opad;
 	char buf[16];
 	const char *ap = attr_string(p, "auto_pad", buf, sizeof(buf), "NOTSET");
 	unsigned sp;
-	int n, ret;
+	int n;
 
-	if ((ret = in_req(c, 0, "X", &x)) || (ret = in_req(c, 1, "W", &w)))
-		return ret;
+	memset(g, 0, sizeof(*g));
+	for (int d = 0; d < 3; d++)
+		g->st[d] = g->dl[d] = g->in[d] = g->k[d] = g->od[d] = 1;
+	g->group = attr_int(p, "group", 1);
 	if (x->dtype != ONNX_FLOAT || w->dtype != ONNX_FLOAT || (b && b->dtype != ONNX_FLOAT))
 		return node_err(c, -EOPNOTSUPP, "X, W and B must be FLOAT");
 	if (x->ndim < 3 || x->ndim > 5 || w->ndim != x->ndim)
 		return node_err(c, -EINVAL, "X and W must be 3-D to 5-D of one rank (got %u, %u)", x->ndim, w->ndim);
-	sp = x->ndim - 2;
-	N = x->dims[0];
-	C = x->dims[1];
-	if (group < 1 || C % group || w->dims[0] != C)
+	sp = g->sp = x->ndim - 2;
+	g->N = x->dims[0];
+	g->C = x->dims[1];
+	if (g->group < 1 || g->C % g->group || w->dims[0] != g->C)
 		return node_err(c, -EINVAL, "group %lld does not divide C = %lld, or W has %lld input channels",
-				(long long)group, (long long)C, (long long)w->dims[0]);
-	Cg = C / group;
-	Mg = w->dims[1];
-	M = Mg * group;
-	if (b && (int64_t)b->count != M)
-		return node_err(c, -EINVAL, "B must have %lld values", (long long)M);
+				(long long)g->group, (long long)g->C, (long long)w->dims[0]);
+	g->Cg = g->C / g->group;
+	g->Mg = w->dims[1];
+	g->M = g->Mg * g->group;
+	if (b && (int64_t)b->count != g->M)
+		return node_err(c, -EINVAL, "B must have %lld values", (long long)g->M);
 	if (((n = attr_ints(p, "strides", st, 3)) >= 0 && n != (int)sp) ||
 	    ((n = attr_ints(p, "dilations", dl, 3)) >= 0 && n != (int)sp) ||
 	    ((n = attr_ints(p, "pads", pads, 6)) >= 0 && n != 2 * (int)sp) ||
@@ -323,21 +325,23 @@ static int host_convtranspose(struct onnx_ctx *c)
 	for (unsigned d = 0; d < sp; d++) {
 		int64_t span, total;
 
-		in[d] = x->dims[2 + d];
-		k[d] = w->dims[2 + d];
+		g->in[d] = x->dims[2 + d];
+		g->k[d] = w->dims[2 + d];
 		if (st[d] < 1 || dl[d] < 1 || opad[d] < 0 || pads[d] < 0 || pads[d + sp] < 0 || st[d] > (1 << 16) ||
 		    dl[d] > (1 << 16) || pads[d] > (1LL << 31) || pads[d + sp] > (1LL << 31) || opad[d] > (1LL << 31))
 			return node_err(c, -EINVAL, "strides/dilations must be >= 1, pads and output_padding >= 0");
-		span = (k[d] - 1) * dl[d] + 1;
+		span = (g->k[d] - 1) * dl[d] + 1;
 		if (n >= 0 || strcmp(ap, "NOTSET")) {
-			int64_t want = n >= 0 ? oshape[d] : in[d] * st[d];
+			int64_t want = n >= 0 ? oshape[d] : g->in[d] * st[d];
 
 			if (strcmp(ap, "NOTSET") && strcmp(ap, "SAME_UPPER") && strcmp(ap, "SAME_LOWER") && strcmp(ap, "VALID"))
 				return node_err(c, -EINVAL, "unknown auto_pad '%s'", ap);
+			if (want < 0 || want > (1LL << 31))
+				return node_err(c, -EINVAL, "output_shape[%u] = %lld", d, (long long)want);
 			if (!strcmp(ap, "VALID") && n < 0) {
 				pads[d] = pads[d + sp] = 0;
 			} else {
-				total = st[d] * (in[d] - 1) + opad[d] + span - want;
+				total = st[d] * (g->in[d] - 1) + opad[d] + span - want;
 				if (total < 0)
 					total = 0;	/* the specification's reference pads the end with zeros then */
 				if (!strcmp(ap, "SAME_UPPER")) {
@@ -347,14 +351,31 @@ static int host_convtranspose(struct onnx_ctx *c)
 					pads[d] = total - total / 2;
 					pads[d + sp] = total / 2;
 				}
-				if (n >= 0 && want > st[d] * (in[d] - 1) + opad[d] + span - pads[d] - pads[d + sp])
-					pads[d + sp] -= want - (st[d] * (in[d] - 1) + opad[d] + span - pads[d] - pads[d + sp]);
+				if (n >= 0 && want > st[d] * (g->in[d] - 1) + opad[d] + span - pads[d] - pads[d + sp])
+					pads[d + sp] -= want - (st[d] * (g->in[d] - 1) + opad[d] + span - pads[d] - pads[d + sp]);
 			}
 		}
-		od[d] = st[d] * (in[d] - 1) + opad[d] + span - pads[d] - pads[d + sp];
-		if (od[d] < 0 || od[d] > (1LL << 31))
-			return node_err(c, -EINVAL, "output dimension %u would be %lld", d, (long long)od[d]);
+		g->od[d] = st[d] * (g->in[d] - 1) + opad[d] + span - pads[d] - pads[d + sp];
+		if (g->od[d] < 0 || g->od[d] > (1LL << 31))
+			return node_err(c, -EINVAL, "output dimension %u would be %lld", d, (long long)g->od[d]);
 	}
+	return 0;
+}
+
+static int host_convtranspose(struct onnx_ctx *c)
+{
+	const struct onnx_tensor *x, *w, *b = node_in(c, 2);
+	struct ct_geom g;
+	int64_t dims[5];
+	int ret;
+
+	if ((ret = in_req(c, 0, "X", &x)) || (ret = in_req(c, 1, "W", &w)) || (ret = ct_geom(c, x, w, b, &g)))
+		return ret;
+	{
+	const int64_t N = g.N, C = g.C, M = g.M, Cg = g.Cg, Mg = g.Mg, *in = g.in, *k = g.k, *od = g.od;
+	const int64_t *st = g.st, *dl = g.dl, *pads = g.pads;
+	unsigned sp = g.sp;
+
 	dims[0] = N;
 	dims[1] = M;
 	for (unsigned d = 0; d < sp; d++)
@@ -371,13 +392,13 @@ static int host_convtranspose(struct onnx_ctx *c)
 			return node_err(c, -ENOMEM, "out of memory");
 		for (int64_t nn = 0; nn < N; nn++)
 			for (int64_t m = 0; m < M; m++) {
-				int64_t g = m / Mg, mm = m % Mg;
+				int64_t gi = m / Mg, mm = m % Mg;
 
 				for (size_t i = 0; i < plane; i++)
 					acc[i] = b ? ((const float *)b->data)[m] : 0;
 				for (int64_t ci = 0; ci < Cg; ci++) {
-					const float *xc = xp + ((size_t)(nn * C + g * Cg + ci)) * iplane;
-					const float *wc = wp + ((size_t)((g * Cg + ci) * Mg + mm)) * kvol;
+					const float *xc = xp + ((size_t)(nn * C + gi * Cg + ci)) * iplane;
+					const float *wc = wp + ((size_t)((gi * Cg + ci) * Mg + mm)) * kvol;
 
 					for (int64_t i0 = 0; i0 < in[0]; i0++)
 						for (int64_t i1 = 0; i1 < in[1]; i1++)
@@ -410,6 +431,7 @@ static int host_convtranspose(struct onnx_ctx *c)
 					((float *)node_out(c, 0)->data)[(size_t)(nn * M + m) * plane + i] = (float)acc[i];
 			}
 		free(acc);
+	}
 	}
 	return 0;
 }

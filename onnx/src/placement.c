@@ -29,8 +29,6 @@ static const char *host_reason(enum onnx_op op)
 		return "type conversion: ONNX defines it in float, outside the SFU's fixed-point requantiser";
 	case OP_RESIZE: case OP_UPSAMPLE:
 		return "interpolation: ISA v1 has no gather/interpolation unit";
-	case OP_CONVTRANSPOSE:
-		return "no device lowering yet (scatter form of a convolution)";
 	default:
 		return "data movement or shape arithmetic (no MACs)";
 	}

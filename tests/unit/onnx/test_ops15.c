@@ -1210,3 +1210,56 @@ Test(onnx_ops15, reducemean_over_h_and_w_runs_as_device_global_average_pooling)
 	onnx_tensor_release(&in);
 	mb_free(b);
 }
+
+Test(onnx_ops15, convtranspose_with_groups_strides_pads_output_padding_runs_on_the_device)
+{
+	/* y[n][g*Mg+m][oy][ox] += x[n][g*Cg+c][iy][ix] * w[g*Cg+c][m][r][q], oy = iy*s - p + r*d (spec) */
+	enum { N = 1, C = 4, H = 3, W = 2, G = 2, MG = 3, R = 3, Q = 2, S0 = 2, S1 = 3, D0 = 1, D1 = 2 };
+	int64_t xd[4] = { N, C, H, W }, wd[4] = { C, MG, R, Q }, bd[1] = { G * MG };
+	int64_t st[2] = { S0, S1 }, dl[2] = { D0, D1 }, pads[4] = { 1, 0, 0, 1 }, op[2] = { 1, 0 }, grp = G;
+	int64_t OH = S0 * (H - 1) + 1 + (R - 1) * D0 + 1 - 1 - 0, OW = S1 * (W - 1) + 0 + (Q - 1) * D1 + 1 - 0 - 1;
+	int64_t od[4] = { N, G * MG, OH, OW };
+	double x[N * C * H * W], *want = calloc((size_t)(N * G * MG * OH * OW), sizeof(double));
+	float w[C * MG * R * Q], bias[G * MG];
+	struct mb *b = mb_new(13);
+	struct onnx_tensor in;
+	Onnx__NodeProto *n;
+
+	for (int i = 0; i < N * C * H * W; i++)
+		x[i] = (i % 7) - 3;
+	for (int i = 0; i < C * MG * R * Q; i++)
+		w[i] = (float)((i % 5) - 2) * 0.5f;
+	for (int i = 0; i < G * MG; i++)
+		bias[i] = (float)i;
+	for (int m = 0; m < G * MG; m++)
+		for (int i = 0; i < OH * OW; i++)
+			want[m * OH * OW + i] = bias[m];
+	for (int c = 0; c < C; c++)
+		for (int iy = 0; iy < H; iy++)
+			for (int ix = 0; ix < W; ix++)
+				for (int m = 0; m < MG; m++)
+					for (int r = 0; r < R; r++)
+						for (int q = 0; q < Q; q++) {
+							int64_t oy = iy * S0 - pads[0] + r * D0, ox = ix * S1 - pads[1] + q * D1;
+							int g = c / (C / G);
+
+							if (oy >= 0 && oy < OH && ox >= 0 && ox < OW)
+								want[((g * MG + m) * OH + oy) * OW + ox] +=
+									x[(c * H + iy) * W + ix] * w[((c * MG + m) * R + r) * Q + q];
+						}
+	mb_init(b, "w", ONNX_FLOAT, 4, wd, w);
+	mb_init(b, "b", ONNX_FLOAT, 1, bd, bias);
+	mb_input(b, "x");
+	n = mb_node(b, "ConvTranspose", "x,w,b", "y");
+	mb_attr_ints(b, n, "strides", st, 2);
+	mb_attr_ints(b, n, "dilations", dl, 2);
+	mb_attr_ints(b, n, "pads", pads, 4);
+	mb_attr_ints(b, n, "output_padding", op, 2);
+	mb_attr_i(b, n, "group", grp);
+	mb_output(b, "y");
+	tin(&in, ONNX_FLOAT, 4, xd, x);
+	cr_expect_eq(expect_out(b, &in, 1, 1, 0, ONNX_FLOAT, 4, od, want), 1, "on the device");
+	onnx_tensor_release(&in);
+	mb_free(b);
+	free(want);
+}
