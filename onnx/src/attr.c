@@ -59,7 +59,7 @@ int node_err(const struct onnx_ctx *c, int err, const char *fmt, ...)
 	vsnprintf(msg, sizeof(msg), fmt, ap);
 	va_end(ap);
 	return onnx_seterr(c->m, err, "node '%s' (%s): %s", p->name && p->name[0] ? p->name : p->output[0],
-			   p->op_type, msg);
+			   c->n->op_name ? c->n->op_name : p->op_type, msg);
 }
 
 static int64_t out_size(int64_t in, int64_t span, int64_t s, bool ceil_mode)

@@ -235,3 +235,78 @@ int onnx_fuse_pad(struct onnx_model *m)
 	}
 	return 0;
 }
+
+/* The one unfolded node that reads value v (and nothing else does), or NULL. */
+static struct onnx_node *sole_consumer(struct onnx_model *m, int v)
+{
+	struct onnx_node *found = NULL;
+
+	if (v < 0 || uses(m, v) != 1)
+		return NULL;
+	for (unsigned i = 0; i < m->n_nodes; i++)
+		for (unsigned k = 0; k < m->nodes[i].n_in; k++)
+			if (m->nodes[i].in[k] == v && !m->nodes[i].folded)
+				found = &m->nodes[i];
+	return found;
+}
+
+static bool const_scalar(const struct onnx_model *m, int v, double want, double tol)
+{
+	const struct onnx_value *x = v >= 0 ? &m->vals[v] : NULL;
+
+	return x && x->is_const && x->t.dtype == ONNX_FLOAT && x->t.count == 1 &&
+	       fabs(((const float *)x->t.data)[0] - want) <= tol;
+}
+
+/* The operand of binary node n that is not v (or -1 when both or neither are). */
+static int other_input(const struct onnx_node *n, int v)
+{
+	if (n->n_in != 2)
+		return -1;
+	if (n->in[0] == v && n->in[1] != v)
+		return n->in[1];
+	if (n->in[1] == v && n->in[0] != v)
+		return n->in[0];
+	return -1;
+}
+
+/*
+ * GELU as torch exports it before opset 20, y = x * 0.5 * (1 + erf(x / sqrt(2))):
+ * Div(x, 1.4142135) -> Erf -> Add(., 1) -> Mul(x, .) -> Mul(., 0.5), each intermediate read only by the
+ * next, becomes one Gelu host node (the specification's formula, ops_elem.c): 5 host passes over the
+ * tensor become 1.
+ */
+void onnx_fuse_gelu(struct onnx_model *m)
+{
+	for (unsigned i = 0; i < m->n_nodes; i++) {
+		struct onnx_node *e = &m->nodes[i], *d, *a, *m1, *m2;
+		int pi, x;
+
+		if (e->op != OP_ERF || e->folded || e->n_in != 1 || e->n_out != 1 || e->in[0] < 0)
+			continue;
+		pi = producer(m, e->in[0]);
+		if (pi < 0 || uses(m, e->in[0]) != 1)
+			continue;
+		d = &m->nodes[pi];
+		if (d->op != OP_DIV || d->folded || d->n_in != 2 || d->n_out != 1 || d->in[0] < 0 ||
+		    !const_scalar(m, d->in[1], 1.41421356237, 1e-6))
+			continue;
+		x = d->in[0];
+		a = sole_consumer(m, e->out[0]);
+		if (!a || a->op != OP_ADD || a->n_out != 1 || !const_scalar(m, other_input(a, e->out[0]), 1.0, 0))
+			continue;
+		m1 = sole_consumer(m, a->out[0]);
+		if (!m1 || m1->op != OP_MUL || m1->n_out != 1 || other_input(m1, a->out[0]) != x)
+			continue;
+		m2 = sole_consumer(m, m1->out[0]);
+		if (!m2 || m2->op != OP_MUL || m2->n_out != 1 || !const_scalar(m, other_input(m2, m1->out[0]), 0.5, 0))
+			continue;
+		/* the Div node becomes the Gelu; the other four disappear */
+		d->op = OP_GELU;
+		d->op_name = "Gelu";
+		d->n_in = 1;
+		d->out[0] = m2->out[0];
+		e->folded = a->folded = m1->folded = m2->folded = true;
+		e->fused_into_gelu = a->fused_into_gelu = m1->fused_into_gelu = m2->fused_into_gelu = true;
+	}
+}

@@ -387,6 +387,7 @@ int onnx_model_load_mem(const void *buf, size_t len, unsigned flags, struct onnx
 		ret = onnx_fold_batchnorm(m);
 		onnx_fuse_relu(m);
 		onnx_fuse_clip(m);
+		onnx_fuse_gelu(m);
 		if (!ret)
 			ret = onnx_fuse_pad(m);
 	}

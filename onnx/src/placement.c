@@ -48,7 +48,7 @@ int onnx_model_node_info(const struct onnx_model *m, unsigned i, struct onnx_nod
 	n = &m->nodes[i];
 	memset(o, 0, sizeof(*o));
 	o->name = n->pb->name && n->pb->name[0] ? n->pb->name : n->pb->output[0];
-	o->op = n->pb->op_type;
+	o->op = n->op_name ? n->op_name : n->pb->op_type;
 	o->ran_on_device = n->ran ? n->ran_on_accel : -1;
 	if (n->op == OP_CONSTANT) {
 		o->place = ONNX_PLACE_FOLDED;
@@ -58,7 +58,8 @@ int onnx_model_node_info(const struct onnx_model *m, unsigned i, struct onnx_nod
 		o->reason = "evaluated at load time (constant inputs or a static shape)";
 	} else if (n->folded) {
 		o->place = ONNX_PLACE_FOLDED;
-		o->reason = n->op == OP_BATCHNORM ? "folded into the Conv before it" :
+		o->reason = n->fused_into_gelu	  ? "part of an Erf-form GELU, run as one Gelu node" :
+			    n->op == OP_BATCHNORM ? "folded into the Conv before it" :
 			    n->op == OP_PAD	  ? "folded into the padding of the Conv/AveragePool after it" :
 						    "fused into the Conv/Gemm before it (SFU epilogue)";
 	} else if (n->op == OP_REDUCEMEAN) {	/* device only over H, W of a FLOAT NCHW tensor */

@@ -501,6 +501,19 @@ Test(onnx_ops15, gelu_as_torch_exports_it_matches_the_erf_formula)
 	mb_output(b, "y");
 	tin(&in, ONNX_FLOAT, 1, d, x);
 	expect_out(b, &in, 1, 1, 0, ONNX_FLOAT, 1, d, want);
+	{	/* and it runs as one Gelu node */
+		struct onnx_node_info info;
+		char err[256];
+		int ret;
+		struct onnx_model *m = load(b, 0, &ret, err, sizeof(err));
+
+		cr_assert_eq(ret, 0, "%s", err);
+		cr_expect_eq(onnx_model_n_nodes(m), 1);
+		cr_assert_eq(onnx_model_node_info(m, 0, &info), 0);
+		cr_expect_str_eq(info.op, "Gelu");
+		cr_expect_eq(info.place, ONNX_PLACE_HOST);
+		onnx_model_free(m);
+	}
 	onnx_tensor_release(&in);
 	mb_free(b);
 }
