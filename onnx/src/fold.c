@@ -307,6 +307,106 @@ void onnx_fuse_gelu(struct onnx_model *m)
 		d->n_in = 1;
 		d->out[0] = m2->out[0];
 		e->folded = a->folded = m1->folded = m2->folded = true;
-		e->fused_into_gelu = a->fused_into_gelu = m1->fused_into_gelu = m2->fused_into_gelu = true;
+		e->fused_into = a->fused_into = m1->fused_into = m2->fused_into = "part of an Erf-form GELU, run as one Gelu node";
+	}
+}
+
+/* ReduceMean with the axes attribute naming exactly the last k axes (-k..-1) and keepdims 1: k, else 0. */
+static int trailing_mean_axes(const struct onnx_model *m, const struct onnx_node *n)
+{
+	int64_t axes[ONNX_MAX_DIMS];
+	int cnt;
+
+	if (n->op != OP_REDUCEMEAN || n->folded || n->n_out != 1 || m->opset >= 18 || attr_int(n->pb, "keepdims", 1) != 1)
+		return 0;
+	cnt = attr_ints(n->pb, "axes", axes, ONNX_MAX_DIMS);
+	if (cnt < 1 || cnt > ONNX_MAX_DIMS)
+		return 0;
+	for (int i = 0; i < cnt; i++) {
+		bool found = false;
+
+		for (int j = 0; j < cnt; j++)
+			found |= axes[j] == -1 - i;
+		if (!found)
+			return 0;
+	}
+	return cnt;
+}
+
+static bool const_1d_float(const struct onnx_model *m, int v)
+{
+	return v >= 0 && m->vals[v].is_const && m->vals[v].t.dtype == ONNX_FLOAT && m->vals[v].t.ndim == 1;
+}
+
+/*
+ * layer_norm as torch exports it before opset 17:
+ *   m = ReduceMean(x, axes = [-k..-1]); d = Sub(x, m); v = ReduceMean(Pow(d, 2), same axes);
+ *   y = Add(Mul(Div(d, Sqrt(Add(v, eps))), W), B)   (W, B constant 1-D)
+ * becomes one LayerNormalization(x, W, B; axis = -k, epsilon = eps) host node: 9 passes become 1.
+ */
+void onnx_fuse_layernorm(struct onnx_model *m)
+{
+	for (unsigned i = 0; i < m->n_nodes; i++) {
+		struct onnx_node *r1 = &m->nodes[i], *sub, *pw, *r2, *ae, *sq, *dv, *mu, *ab;
+		int k = trailing_mean_axes(m, r1), x, w, b;
+		float eps;
+
+		if (!k || r1->n_in != 1 || (x = r1->in[0]) < 0)
+			continue;
+		sub = sole_consumer(m, r1->out[0]);
+		if (!sub || sub->op != OP_SUB || sub->n_in != 2 || sub->in[0] != x || sub->in[1] != r1->out[0] ||
+		    uses(m, sub->out[0]) != 2)
+			continue;
+		pw = dv = NULL;
+		for (unsigned j = 0; j < m->n_nodes; j++) {
+			struct onnx_node *c = &m->nodes[j];
+
+			if (c->folded || !c->n_in || c->in[0] != sub->out[0])
+				continue;
+			if (c->op == OP_POW)
+				pw = c;
+			else if (c->op == OP_DIV)
+				dv = c;
+		}
+		if (!pw || !dv || pw->n_in != 2 || !const_scalar(m, pw->in[1], 2.0, 0))
+			continue;
+		r2 = sole_consumer(m, pw->out[0]);
+		if (!r2 || trailing_mean_axes(m, r2) != k || r2->n_in != 1)
+			continue;
+		ae = sole_consumer(m, r2->out[0]);
+		if (!ae || ae->op != OP_ADD || ae->n_out != 1)
+			continue;
+		{
+			int e = other_input(ae, r2->out[0]);
+
+			if (e < 0 || !m->vals[e].is_const || m->vals[e].t.dtype != ONNX_FLOAT || m->vals[e].t.count != 1)
+				continue;
+			eps = ((const float *)m->vals[e].t.data)[0];
+			if (!(eps >= 0) || eps > 1)
+				continue;
+		}
+		sq = sole_consumer(m, ae->out[0]);
+		if (!sq || sq->op != OP_SQRT || sole_consumer(m, sq->out[0]) != dv || dv->n_in != 2 ||
+		    dv->in[1] != sq->out[0] || dv->n_out != 1)
+			continue;
+		mu = sole_consumer(m, dv->out[0]);
+		if (!mu || mu->op != OP_MUL || mu->n_out != 1 || !const_1d_float(m, w = other_input(mu, dv->out[0])))
+			continue;
+		ab = sole_consumer(m, mu->out[0]);
+		if (!ab || ab->op != OP_ADD || ab->n_out != 1 || !const_1d_float(m, b = other_input(ab, mu->out[0])))
+			continue;
+		r1->op = OP_LAYERNORM;
+		r1->op_name = "LayerNormalization";
+		r1->ln_fused = true;
+		r1->ln_axis = -k;
+		r1->ln_eps = eps;
+		r1->n_in = 3;
+		r1->in[0] = x;
+		r1->in[1] = w;
+		r1->in[2] = b;
+		r1->out[0] = ab->out[0];
+		sub->folded = pw->folded = r2->folded = ae->folded = sq->folded = dv->folded = mu->folded = ab->folded = true;
+		sub->fused_into = pw->fused_into = r2->fused_into = ae->fused_into = sq->fused_into = dv->fused_into =
+			mu->fused_into = ab->fused_into = "part of a decomposed layer_norm, run as one LayerNormalization node";
 	}
 }

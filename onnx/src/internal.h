@@ -71,7 +71,10 @@ struct onnx_node {
 	int64_t extra_pads[4];	/* Conv/AveragePool: a zero Pad folded in (top, left, bottom, right) */
 	bool pad_counts;	/* AveragePool: the folded Pad's zeros count (count_include_pad) */
 	const char *op_name;	/* the operator this node now runs, when a fusion changed it (Gelu) */
-	bool fused_into_gelu;	/* part of an Erf-form GELU now run by one Gelu node */
+	const char *fused_into;	/* folded as part of a pattern another node now runs (why, for node_info) */
+	bool ln_fused;		/* LayerNormalization fused from its decomposed form: axis, epsilon here */
+	int64_t ln_axis;
+	float ln_eps;
 	bool ran, ran_on_accel;	/* the last onnx_run with a device ran it, on the device */
 };
 
@@ -103,6 +106,7 @@ int onnx_fold_batchnorm(struct onnx_model *m);
 void onnx_fuse_relu(struct onnx_model *m);
 void onnx_fuse_clip(struct onnx_model *m);
 void onnx_fuse_gelu(struct onnx_model *m);
+void onnx_fuse_layernorm(struct onnx_model *m);
 int onnx_fuse_pad(struct onnx_model *m);
 int onnx_const_fold(struct onnx_model *m);
 int onnx_static_shapes(struct onnx_model *m);

@@ -388,6 +388,7 @@ int onnx_model_load_mem(const void *buf, size_t len, unsigned flags, struct onnx
 		onnx_fuse_relu(m);
 		onnx_fuse_clip(m);
 		onnx_fuse_gelu(m);
+		onnx_fuse_layernorm(m);
 		if (!ret)
 			ret = onnx_fuse_pad(m);
 	}

@@ -204,7 +204,7 @@ static int host_softmax_any(struct onnx_ctx *c)
 static int host_layernorm(struct onnx_ctx *c)
 {
 	const struct onnx_tensor *x, *sc, *b = node_in(c, 2), *t[3];
-	double eps = attr_float(c->n->pb, "epsilon", 1e-5f);
+	double eps = c->n->ln_fused ? c->n->ln_eps : attr_float(c->n->pb, "epsilon", 1e-5f);
 	int64_t axis, outer = 1, len = 1, sdims[ONNX_MAX_DIMS];
 	struct bcast bc;
 	int ret, r1, r2;
@@ -215,7 +215,7 @@ static int host_layernorm(struct onnx_ctx *c)
 		return node_err(c, -EOPNOTSUPP, "X, Scale and B must be FLOAT");
 	if (attr_int(c->n->pb, "stash_type", 1) != 1)
 		return node_err(c, -EOPNOTSUPP, "stash_type %lld (1 = FLOAT)", (long long)attr_int(c->n->pb, "stash_type", 1));
-	if ((ret = axis_norm(c, attr_int(c->n->pb, "axis", -1), x->ndim, &axis)))
+	if ((ret = axis_norm(c, c->n->ln_fused ? c->n->ln_axis : attr_int(c->n->pb, "axis", -1), x->ndim, &axis)))
 		return ret;
 	t[0] = x;
 	t[1] = sc;

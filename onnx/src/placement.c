@@ -58,7 +58,7 @@ int onnx_model_node_info(const struct onnx_model *m, unsigned i, struct onnx_nod
 		o->reason = "evaluated at load time (constant inputs or a static shape)";
 	} else if (n->folded) {
 		o->place = ONNX_PLACE_FOLDED;
-		o->reason = n->fused_into_gelu	  ? "part of an Erf-form GELU, run as one Gelu node" :
+		o->reason = n->fused_into		  ? n->fused_into :
 			    n->op == OP_BATCHNORM ? "folded into the Conv before it" :
 			    n->op == OP_PAD	  ? "folded into the padding of the Conv/AveragePool after it" :
 						    "fused into the Conv/Gemm before it (SFU epilogue)";

@@ -1276,3 +1276,56 @@ Test(onnx_ops15, convtranspose_with_groups_strides_pads_output_padding_runs_on_t
 	mb_free(b);
 	free(want);
 }
+
+Test(onnx_ops15, decomposed_layer_norm_of_opset_13_runs_as_one_layernormalization)
+{
+	/* torch.onnx at opset 13: ReduceMean, Sub, Pow 2, ReduceMean, Add eps, Sqrt, Div, Mul W, Add B */
+	int64_t xd[2] = { 2, 3 }, sd[1] = { 3 }, ax[1] = { -1 };
+	double x[6] = { 1, 2, 4, -3, 0, 9 }, want[6];
+	float sc[3] = { 1, 2, 0.5f }, bias[3] = { 0, 1, -1 }, two = 2, eps = 1e-5f;
+	struct mb *b = mb_new(13);
+	struct onnx_tensor in;
+	struct onnx_node_info info;
+	Onnx__NodeProto *n;
+	char err[256];
+	int ret;
+	struct onnx_model *m;
+
+	for (int r = 0; r < 2; r++) {
+		double mu = (x[r * 3] + x[r * 3 + 1] + x[r * 3 + 2]) / 3, var = 0;
+
+		for (int j = 0; j < 3; j++)
+			var += (x[r * 3 + j] - mu) * (x[r * 3 + j] - mu) / 3;
+		for (int j = 0; j < 3; j++)
+			want[r * 3 + j] = (x[r * 3 + j] - mu) / sqrt(var + 1e-5) * sc[j] + bias[j];
+	}
+	mb_init(b, "W", ONNX_FLOAT, 1, sd, sc);
+	mb_init(b, "B", ONNX_FLOAT, 1, sd, bias);
+	mb_init(b, "two", ONNX_FLOAT, 0, sd, &two);
+	mb_init(b, "eps", ONNX_FLOAT, 0, sd, &eps);
+	mb_input(b, "x");
+	n = mb_node(b, "ReduceMean", "x", "m");
+	mb_attr_ints(b, n, "axes", ax, 1);
+	mb_node(b, "Sub", "x,m", "d");
+	mb_node(b, "Pow", "d,two", "p");
+	n = mb_node(b, "ReduceMean", "p", "v");
+	mb_attr_ints(b, n, "axes", ax, 1);
+	mb_node(b, "Add", "v,eps", "ve");
+	mb_node(b, "Sqrt", "ve", "s");
+	mb_node(b, "Div", "d,s", "q");
+	mb_node(b, "Mul", "q,W", "qw");
+	mb_node(b, "Add", "qw,B", "y");
+	mb_output(b, "y");
+	tin(&in, ONNX_FLOAT, 2, xd, x);
+	expect_out(b, &in, 1, 1, 0, ONNX_FLOAT, 2, xd, want);
+	m = load(b, 0, &ret, err, sizeof(err));
+	cr_assert_eq(ret, 0, "%s", err);
+	cr_expect_eq(onnx_model_n_nodes(m), 1);
+	cr_assert_eq(onnx_model_node_info(m, 0, &info), 0);
+	cr_expect_str_eq(info.op, "LayerNormalization");
+	cr_assert_eq(onnx_model_node_info(m, 8, &info), 0);
+	cr_expect_eq(info.place, ONNX_PLACE_FOLDED);
+	onnx_model_free(m);
+	onnx_tensor_release(&in);
+	mb_free(b);
+}
