@@ -304,7 +304,7 @@ int ct_geom(const struct onnx_ctx *c, const struct onnx_tensor *x, const struct 
 	sp = g->sp = x->ndim - 2;
 	g->N = x->dims[0];
 	g->C = x->dims[1];
-	if (g->group < 1 || g->C % g->group || w->dims[0] != g->C)
+	if (g->group < 1 || g->group > (g->C ? g->C : 1) || g->C % g->group || w->dims[0] != g->C)
 		return node_err(c, -EINVAL, "group %lld does not divide C = %lld, or W has %lld input channels",
 				(long long)g->group, (long long)g->C, (long long)w->dims[0]);
 	g->Cg = g->C / g->group;
