@@ -1169,6 +1169,14 @@ Test(onnx_ops15, extreme_attribute_and_shape_values_are_errors_not_overflows)
 	mb_output(b, "y");
 	expect_run_error(b, &in, 1, -EINVAL, "out of range");
 	mb_free(b);
+	b = mb_new(13);	/* group 2^62: C = cg * group would overflow */
+	mb_init(b, "w", ONNX_FLOAT, 4, (int64_t[]){ 1, 1, 1, 1 }, (float[]){ 1 });
+	mb_input(b, "x");
+	n = mb_node(b, "Conv", "x,w", "y");
+	mb_attr_i(b, n, "group", 1LL << 62);
+	mb_output(b, "y");
+	expect_run_error(b, &in, 1, -EINVAL, "group 4611686018427387904");
+	mb_free(b);
 	onnx_tensor_release(&in);
 }
 
