@@ -99,7 +99,7 @@ int win_resolve(const struct onnx_ctx *c, unsigned spatial, int64_t h, int64_t w
 		pd[i] += c->n->extra_pads[i];
 	memset(o, 0, sizeof(*o));
 	for (int i = 0; i < 2; i++) {
-		int64_t span = (k[i] - 1) * dl[i] + 1;
+		int64_t span;
 
 		if (st[i] < 1 || dl[i] < 1 || k[i] < 1)
 			return node_err(c, -EINVAL, "strides, dilations and kernel must be >= 1");
@@ -107,6 +107,7 @@ int win_resolve(const struct onnx_ctx *c, unsigned spatial, int64_t h, int64_t w
 		if (st[i] > (1LL << 31) || dl[i] > (1LL << 16) || k[i] > (1LL << 31) || pd[i] > (1LL << 31) ||
 		    pd[i + 2] > (1LL << 31))
 			return node_err(c, -EINVAL, "strides, dilations, kernel or pads out of range");
+		span = (k[i] - 1) * dl[i] + 1;
 		if (!strcmp(ap, "NOTSET")) {
 			pb[i] = pd[i];
 			pe[i] = pd[i + 2];
