@@ -67,6 +67,11 @@ static int conv_run(struct onnx_ctx *c, const struct conv_geom *g, enum accel_dt
 	struct accel_job *job = NULL;
 	int ret;
 
+	/* the conv2d descriptor's fields are 8 bits (libaccel): larger values run on the host */
+	if (g->win.sh > 255 || g->win.sw > 255 || g->win.dh > 255 || g->win.dw > 255 || g->win.pt > 255 ||
+	    g->win.pl > 255 || g->win.pb > 255 || g->win.pr > 255 || g->h > 65535 || g->w > 65535 ||
+	    g->win.oh > 65535 || g->win.ow > 65535)
+		return ONNX_FALLBACK;	/* and planes beyond 16-bit dimensions (the implicit im2col) */
 	memset(&d, 0, sizeof(d));
 	accel_tensor_4d(xb, 0, dt, ACCEL_LAYOUT_NCHW, (uint32_t)g->n, (uint32_t)g->c, (uint32_t)g->h, (uint32_t)g->w,
 			&xt);
@@ -401,6 +406,8 @@ static int accel_pool(struct onnx_ctx *c, enum accel_pool_kind kind, bool global
 	d.pad_right = (uint32_t)(g.win.pr + g.win.ceil_extra_w);
 	/* the device pool has no dilation; its average counts padding (count_include_pad = 1) and
 	 * would count the ceil_mode overhang too; padding must stay smaller than the window */
+	if (g.h > 65535 || g.w > 65535)
+		return ONNX_FALLBACK;	/* libaccel's pooling planes are 16-bit */
 	if (g.win.dh != 1 || g.win.dw != 1 || d.pad_top >= d.win_h || d.pad_bottom >= d.win_h ||
 	    d.pad_left >= d.win_w || d.pad_right >= d.win_w)
 		return ONNX_FALLBACK;
