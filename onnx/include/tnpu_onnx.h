@@ -29,6 +29,7 @@ enum onnx_dtype {
 	ONNX_INT8 = 3,
 	ONNX_INT32 = 6,
 	ONNX_INT64 = 7,
+	ONNX_BOOL = 9,	/* one byte, 0 or 1 */
 };
 
 /* A dense host tensor (row-major, as ONNX).  data holds count elements of dtype. */
@@ -66,6 +67,38 @@ ONNX_API void onnx_model_input_describe(const struct onnx_model *m, unsigned i, 
 /* Number of graph nodes after folding, and BatchNormalization nodes folded into a Conv. */
 ONNX_API unsigned onnx_model_n_nodes(const struct onnx_model *m);
 ONNX_API unsigned onnx_model_n_folded(const struct onnx_model *m);
+
+/*
+ * Per node of the graph file, in model order (accel-run --info): where it runs when a device is given.
+ * DEVICE: lowered onto libaccel (a case its lowering cannot express still runs on the host:
+ * ran_on_device says what the last onnx_run did); HOST: host kernel; FOLDED: nothing left to run
+ * (a Constant, evaluated at load time, or fused into the node before it).  reason says why (static).
+ */
+enum onnx_placement {
+	ONNX_PLACE_DEVICE = 0,
+	ONNX_PLACE_HOST = 1,
+	ONNX_PLACE_FOLDED = 2,
+};
+struct onnx_node_info {
+	const char *name;		/* the node's name, else its first output's */
+	const char *op;			/* op_type */
+	enum onnx_placement place;
+	const char *reason;
+	int ran_on_device;		/* last onnx_run with a device: 1 device, 0 host, -1 not run there */
+};
+unsigned onnx_model_n_graph_nodes(const struct onnx_model *m);
+int onnx_model_node_info(const struct onnx_model *m, unsigned i, struct onnx_node_info *out);
+
+/* A graph input or output as the model declares it (dtype 0 / ndim -1 when not declared; a dimension
+ * of -1 is symbolic or unknown). */
+struct onnx_value_desc {
+	const char *name;
+	int dtype;			/* enum onnx_dtype value (or another TensorProto type number) */
+	int ndim;
+	int64_t dims[ONNX_MAX_DIMS];
+};
+int onnx_model_input_desc(const struct onnx_model *m, unsigned i, struct onnx_value_desc *out);
+int onnx_model_output_desc(const struct onnx_model *m, unsigned i, struct onnx_value_desc *out);
 
 /* Per-run statistics. */
 struct onnx_run_stats {

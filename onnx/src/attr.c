@@ -59,7 +59,7 @@ int node_err(const struct onnx_ctx *c, int err, const char *fmt, ...)
 	vsnprintf(msg, sizeof(msg), fmt, ap);
 	va_end(ap);
 	return onnx_seterr(c->m, err, "node '%s' (%s): %s", p->name && p->name[0] ? p->name : p->output[0],
-			   p->op_type, msg);
+			   c->n->op_name ? c->n->op_name : p->op_type, msg);
 }
 
 static int64_t out_size(int64_t in, int64_t span, int64_t s, bool ceil_mode)
@@ -95,12 +95,19 @@ int win_resolve(const struct onnx_ctx *c, unsigned spatial, int64_t h, int64_t w
 			pd[0] = pd[2] = 0;
 		}
 	}
+	for (int i = 0; i < 4; i++)	/* a zero Pad folded into this node at load time (fold.c) */
+		pd[i] += c->n->extra_pads[i];
 	memset(o, 0, sizeof(*o));
 	for (int i = 0; i < 2; i++) {
-		int64_t span = (k[i] - 1) * dl[i] + 1;
+		int64_t span;
 
 		if (st[i] < 1 || dl[i] < 1 || k[i] < 1)
 			return node_err(c, -EINVAL, "strides, dilations and kernel must be >= 1");
+		/* bounds that keep every sum below in int64 (real models are far inside them) */
+		if (st[i] > (1LL << 31) || dl[i] > (1LL << 16) || k[i] > (1LL << 31) || pd[i] > (1LL << 31) ||
+		    pd[i + 2] > (1LL << 31))
+			return node_err(c, -EINVAL, "strides, dilations, kernel or pads out of range");
+		span = (k[i] - 1) * dl[i] + 1;
 		if (!strcmp(ap, "NOTSET")) {
 			pb[i] = pd[i];
 			pe[i] = pd[i + 2];

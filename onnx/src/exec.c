@@ -31,14 +31,29 @@ static int bind_inputs(struct onnx_model *m, const struct onnx_tensor *in, unsig
 		ret = tensor_copy(&v->t, &in[i]);
 		if (ret)
 			return onnx_seterr(m, ret, "input '%s': out of memory", v->name);
+		if ((ret = onnx_check_static_shape(m, v)))
+			return ret;
 	}
 	return 0;
+}
+
+onnx_kernel onnx_host_kernel(enum onnx_op op)
+{
+	const onnx_kernel *tables[] = { onnx_host_kernels, onnx_elem_kernels, onnx_shape_kernels, onnx_reduce_kernels,
+					onnx_nn_kernels };
+
+	if (op >= OP_COUNT)
+		return NULL;
+	for (size_t i = 0; i < sizeof(tables) / sizeof(tables[0]); i++)
+		if (tables[i][op])
+			return tables[i][op];
+	return NULL;
 }
 
 static int run_node(struct onnx_ctx *c)
 {
 	onnx_kernel ak = c->dev ? onnx_accel_kernels[c->n->op] : NULL;
-	onnx_kernel hk = onnx_host_kernels[c->n->op];
+	onnx_kernel hk = onnx_host_kernel(c->n->op);
 	int ret = ONNX_FALLBACK;
 
 	for (unsigned i = 0; i < c->n->n_in; i++)
@@ -57,6 +72,13 @@ static int run_node(struct onnx_ctx *c)
 	}
 	if (ret)
 		return ret;
+	for (unsigned i = 0; i < c->n->n_out; i++)
+		if (c->n->out[i] >= 0 && (ret = onnx_check_static_shape(c->m, &c->m->vals[c->n->out[i]])))
+			return ret;
+	if (c->dev) {
+		((struct onnx_node *)c->n)->ran = true;
+		((struct onnx_node *)c->n)->ran_on_accel = c->on_accel;
+	}
 	if (c->stats) {
 		if (c->on_accel)
 			c->stats->accel_nodes++;

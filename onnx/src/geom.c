@@ -27,7 +27,7 @@ int conv_geom(const struct onnx_ctx *c, const struct onnx_tensor *x, const struc
 	g->kh = g->spatial == 2 ? w->dims[2] : 1;
 	g->kw = w->dims[w->ndim - 1];
 	g->groups = attr_int(c->n->pb, "group", 1);
-	if (g->groups < 1 || g->c != g->cg * g->groups || g->k % g->groups)
+	if (g->groups < 1 || g->groups > (g->c ? g->c : 1) || g->c != g->cg * g->groups || g->k % g->groups)
 		return node_err(c, -EINVAL, "channels: X has %lld, W is %lldx%lld, group %lld", (long long)g->c,
 				(long long)g->k, (long long)g->cg, (long long)g->groups);
 	nk = attr_ints(c->n->pb, "kernel_shape", ks, 2);

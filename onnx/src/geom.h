@@ -39,6 +39,7 @@ void matmul_batch_offsets(const struct matmul_geom *g, int64_t bi, int64_t *aoff
 
 /* CPU reference kernels reused by the accel fallbacks and the int8 family (ops_host.c). */
 void relu_f32(struct onnx_tensor *t);
+void fused_act_host(const struct onnx_ctx *c, struct onnx_tensor *t);
 int gemm_bias_add(const struct onnx_ctx *c, const struct onnx_tensor *cm, float beta, struct onnx_tensor *y);
 
 #endif /* TNPU_ONNX_GEOM_H */

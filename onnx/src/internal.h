@@ -28,25 +28,54 @@ enum onnx_op {
 	OP_MATMULINTEGER,
 	OP_CONSTANT,
 	OP_IDENTITY,
+	/* issue 15 */
+	OP_CLIP, OP_CONCAT, OP_SPLIT, OP_SLICE, OP_GATHER, OP_SHAPE, OP_UNSQUEEZE, OP_SQUEEZE, OP_EXPAND,
+	OP_TRANSPOSE, OP_PAD, OP_SIGMOID, OP_HARDSIGMOID, OP_HARDSWISH, OP_TANH, OP_EXP, OP_LOG, OP_ERF,
+	OP_GELU, OP_LEAKYRELU, OP_PRELU, OP_ELU, OP_SELU, OP_SOFTPLUS, OP_SOFTSIGN, OP_MUL, OP_DIV, OP_SUB,
+	OP_POW, OP_SQRT, OP_RECIPROCAL, OP_NEG, OP_ABS, OP_FLOOR, OP_CEIL, OP_MIN, OP_MAX, OP_SUM, OP_MEAN,
+	OP_REDUCEMEAN, OP_REDUCESUM, OP_REDUCEMAX, OP_REDUCEMIN, OP_REDUCEPROD, OP_REDUCESUMSQUARE,
+	OP_REDUCEL1, OP_REDUCEL2, OP_REDUCELOGSUM, OP_REDUCELOGSUMEXP, OP_ARGMAX, OP_ARGMIN, OP_LOGSOFTMAX,
+	OP_LAYERNORM, OP_RESIZE, OP_UPSAMPLE, OP_CONVTRANSPOSE, OP_CAST, OP_WHERE, OP_EQUAL, OP_GREATER,
+	OP_LESS, OP_NOT, OP_DROPOUT, OP_QUANTIZELINEAR, OP_DEQUANTIZELINEAR, OP_CONSTANTOFSHAPE, OP_RANGE,
+	OP_TILE, OP_GREATEREQUAL, OP_LESSEQUAL, OP_AND, OP_OR, OP_XOR, OP_SIZE,
 	OP_COUNT
 };
+
+/* Bounds on what one node may declare (adversarial graphs: huge input/output/attribute lists). */
+#define ONNX_MAX_NODE_IO 4096
 
 struct onnx_value {
 	const char *name;
 	bool is_const;		/* initializer or folded constant: t is valid for the model's life */
 	bool is_input;
+	bool shape_known;	/* static shape (declared or inferred at load time) in sdims */
+	bool shape_used;	/* a folded Shape relied on this value's declared shape: checked at run time */
+	int shape_origin;	/* the value whose declared shape sdims derives from (-1: a constant) */
+	unsigned sndim;
+	int64_t sdims[ONNX_MAX_DIMS];
 	struct onnx_tensor t;	/* runtime values: valid during onnx_run */
 };
 
 struct onnx_node {
 	const Onnx__NodeProto *pb;
 	enum onnx_op op;
-	int in[9];		/* value indices, -1 = absent optional input */
+	int *in;		/* value indices, -1 = absent optional input (at least 3 slots) */
 	unsigned n_in;
-	int out[3];
+	int *out;
 	unsigned n_out;
-	bool folded;		/* BatchNormalization/Relu folded into the node before it, or a Constant */
+	bool folded;		/* BatchNormalization/Relu/Clip folded into the node before it, or a Constant */
+	bool const_folded;	/* evaluated at load time (all inputs constant, or a Shape of a static shape) */
 	bool fused_relu;	/* Conv/Gemm: a following Relu applied to this node's output */
+	bool fused_clamp;	/* Conv/Gemm: a following Clip to [clamp_lo, clamp_hi] */
+	float clamp_lo, clamp_hi;
+	int64_t extra_pads[4];	/* Conv/AveragePool: a zero Pad folded in (top, left, bottom, right) */
+	bool pad_counts;	/* AveragePool: the folded Pad's zeros count (count_include_pad) */
+	const char *op_name;	/* the operator this node now runs, when a fusion changed it (Gelu) */
+	const char *fused_into;	/* folded as part of a pattern another node now runs (why, for node_info) */
+	bool ln_fused;		/* LayerNormalization fused from its decomposed form: axis, epsilon here */
+	int64_t ln_axis;
+	float ln_eps;
+	bool ran, ran_on_accel;	/* the last onnx_run with a device ran it, on the device */
 };
 
 struct onnx_model {
@@ -55,7 +84,7 @@ struct onnx_model {
 	struct onnx_value *vals;
 	unsigned n_vals, cap_vals;
 	struct onnx_node *nodes;
-	unsigned n_nodes, n_folded;
+	unsigned n_nodes, n_folded, n_const_folded;
 	int *inputs, *outputs;
 	unsigned n_inputs, n_outputs;
 	char err[512];
@@ -75,6 +104,13 @@ const char *onnx_op_name(enum onnx_op op);
 int onnx_value_add(struct onnx_model *m, const char *name);
 int onnx_fold_batchnorm(struct onnx_model *m);
 void onnx_fuse_relu(struct onnx_model *m);
+void onnx_fuse_clip(struct onnx_model *m);
+void onnx_fuse_gelu(struct onnx_model *m);
+void onnx_fuse_layernorm(struct onnx_model *m);
+int onnx_fuse_pad(struct onnx_model *m);
+int onnx_const_fold(struct onnx_model *m);
+int onnx_static_shapes(struct onnx_model *m);
+
 int onnx_op_lookup(const char *name);
 
 /* Attributes of a node (absent: default). */
@@ -91,6 +127,10 @@ size_t tensor_count(unsigned ndim, const int64_t *dims);
 /* Element i of a numeric tensor as double / int64. */
 double tensor_get(const struct onnx_tensor *t, size_t i);
 int64_t tensor_get_i(const struct onnx_tensor *t, size_t i);
+void tensor_set(struct onnx_tensor *t, size_t i, double v);
+void tensor_set_i(struct onnx_tensor *t, size_t i, int64_t v);
+/* Largest tensor the importer allocates (node outputs, initializers, folded constants). */
+#define ONNX_MAX_TENSOR_BYTES ((size_t)1 << 31)
 int tensor_copy(struct onnx_tensor *dst, const struct onnx_tensor *src);
 
 /* Node inputs/outputs. */
@@ -120,6 +160,15 @@ int win_resolve(const struct onnx_ctx *c, unsigned spatial, int64_t h, int64_t w
 typedef int (*onnx_kernel)(struct onnx_ctx *c);
 extern const onnx_kernel onnx_host_kernels[OP_COUNT];
 extern const onnx_kernel onnx_accel_kernels[OP_COUNT];
+extern const onnx_kernel onnx_elem_kernels[OP_COUNT], onnx_shape_kernels[OP_COUNT], onnx_reduce_kernels[OP_COUNT],
+	onnx_nn_kernels[OP_COUNT];
+/* The host kernel of an operator (whichever ops_*.c defines it), NULL if none. */
+onnx_kernel onnx_host_kernel(enum onnx_op op);
+int onnx_check_static_shape(struct onnx_model *m, const struct onnx_value *v);
+/* Clip's bounds when min/max are constants (fusion); Shape's start/end clamped to rank. */
+int clip_const_bounds(const struct onnx_model *m, const struct onnx_node *n, float *lo, float *hi);
+int clip_runtime_bounds(const struct onnx_ctx *c, float *lo, float *hi);
+int shape_range(const struct onnx_ctx *c, unsigned rank, int64_t *s, int64_t *e);
 
 /* Shared int8 helpers (ops_int8.c). */
 int qlinear_requant(struct onnx_ctx *c, const int32_t *acc, size_t count, const struct onnx_tensor *xs,

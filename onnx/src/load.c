@@ -31,6 +31,80 @@ static const char *const op_names[OP_COUNT] = {
 	[OP_MATMULINTEGER] = "MatMulInteger",
 	[OP_CONSTANT] = "Constant",
 	[OP_IDENTITY] = "Identity",
+	[OP_CLIP] = "Clip",
+	[OP_CONCAT] = "Concat",
+	[OP_SPLIT] = "Split",
+	[OP_SLICE] = "Slice",
+	[OP_GATHER] = "Gather",
+	[OP_SHAPE] = "Shape",
+	[OP_UNSQUEEZE] = "Unsqueeze",
+	[OP_SQUEEZE] = "Squeeze",
+	[OP_EXPAND] = "Expand",
+	[OP_TRANSPOSE] = "Transpose",
+	[OP_PAD] = "Pad",
+	[OP_SIGMOID] = "Sigmoid",
+	[OP_HARDSIGMOID] = "HardSigmoid",
+	[OP_HARDSWISH] = "HardSwish",
+	[OP_TANH] = "Tanh",
+	[OP_EXP] = "Exp",
+	[OP_LOG] = "Log",
+	[OP_ERF] = "Erf",
+	[OP_GELU] = "Gelu",
+	[OP_LEAKYRELU] = "LeakyRelu",
+	[OP_PRELU] = "PRelu",
+	[OP_ELU] = "Elu",
+	[OP_SELU] = "Selu",
+	[OP_SOFTPLUS] = "Softplus",
+	[OP_SOFTSIGN] = "Softsign",
+	[OP_MUL] = "Mul",
+	[OP_DIV] = "Div",
+	[OP_SUB] = "Sub",
+	[OP_POW] = "Pow",
+	[OP_SQRT] = "Sqrt",
+	[OP_RECIPROCAL] = "Reciprocal",
+	[OP_NEG] = "Neg",
+	[OP_ABS] = "Abs",
+	[OP_FLOOR] = "Floor",
+	[OP_CEIL] = "Ceil",
+	[OP_MIN] = "Min",
+	[OP_MAX] = "Max",
+	[OP_SUM] = "Sum",
+	[OP_MEAN] = "Mean",
+	[OP_REDUCEMEAN] = "ReduceMean",
+	[OP_REDUCESUM] = "ReduceSum",
+	[OP_REDUCEMAX] = "ReduceMax",
+	[OP_REDUCEMIN] = "ReduceMin",
+	[OP_REDUCEPROD] = "ReduceProd",
+	[OP_REDUCESUMSQUARE] = "ReduceSumSquare",
+	[OP_REDUCEL1] = "ReduceL1",
+	[OP_REDUCEL2] = "ReduceL2",
+	[OP_REDUCELOGSUM] = "ReduceLogSum",
+	[OP_REDUCELOGSUMEXP] = "ReduceLogSumExp",
+	[OP_ARGMAX] = "ArgMax",
+	[OP_ARGMIN] = "ArgMin",
+	[OP_LOGSOFTMAX] = "LogSoftmax",
+	[OP_LAYERNORM] = "LayerNormalization",
+	[OP_RESIZE] = "Resize",
+	[OP_UPSAMPLE] = "Upsample",
+	[OP_CONVTRANSPOSE] = "ConvTranspose",
+	[OP_CAST] = "Cast",
+	[OP_WHERE] = "Where",
+	[OP_EQUAL] = "Equal",
+	[OP_GREATER] = "Greater",
+	[OP_LESS] = "Less",
+	[OP_NOT] = "Not",
+	[OP_DROPOUT] = "Dropout",
+	[OP_QUANTIZELINEAR] = "QuantizeLinear",
+	[OP_DEQUANTIZELINEAR] = "DequantizeLinear",
+	[OP_CONSTANTOFSHAPE] = "ConstantOfShape",
+	[OP_RANGE] = "Range",
+	[OP_TILE] = "Tile",
+	[OP_GREATEREQUAL] = "GreaterOrEqual",
+	[OP_LESSEQUAL] = "LessOrEqual",
+	[OP_AND] = "And",
+	[OP_OR] = "Or",
+	[OP_XOR] = "Xor",
+	[OP_SIZE] = "Size",
 };
 
 const char *onnx_op_name(enum onnx_op op)
@@ -178,9 +252,21 @@ static int load_nodes(struct onnx_model *m, const Onnx__GraphProto *g)
 		if (op < 0)
 			return onnx_seterr(m, -EOPNOTSUPP, "unsupported operator '%s' (node '%s')", p->op_type,
 					   node_label(p));
-		if (p->n_input > 9 || p->n_output > 3 || !p->n_output)
-			return onnx_seterr(m, -EINVAL, "node '%s' (%s): %zu inputs, %zu outputs", node_label(p),
-					   p->op_type, p->n_input, p->n_output);
+		if (p->n_input > ONNX_MAX_NODE_IO || p->n_output > ONNX_MAX_NODE_IO || !p->n_output)
+			return onnx_seterr(m, -EINVAL, "node '%s' (%s): %zu inputs, %zu outputs (1..%d outputs, at most %d inputs)",
+					   node_label(p), p->op_type, p->n_input, p->n_output, ONNX_MAX_NODE_IO,
+					   ONNX_MAX_NODE_IO);
+		if (p->n_attribute > ONNX_MAX_NODE_IO)
+			return onnx_seterr(m, -EINVAL, "node '%s' (%s): %zu attributes", node_label(p), p->op_type,
+					   p->n_attribute);
+		nd->in = calloc(p->n_input < 3 ? 3 : p->n_input, sizeof(int));
+		nd->out = calloc(p->n_output, sizeof(int));
+		if (!nd->in || !nd->out) {
+			free(nd->in);
+			free(nd->out);
+			return onnx_seterr(m, -ENOMEM, "out of memory");
+		}
+		m->n_nodes++;	/* from here on freed by onnx_model_free */
 		nd->pb = p;
 		nd->op = (enum onnx_op)op;
 		nd->n_in = (unsigned)p->n_input;
@@ -210,7 +296,6 @@ static int load_nodes(struct onnx_model *m, const Onnx__GraphProto *g)
 		}
 		if (nd->out[0] < 0)
 			return onnx_seterr(m, -EINVAL, "node '%s' (%s): no first output", node_label(p), p->op_type);
-		m->n_nodes++;
 		if (nd->op == OP_CONSTANT) {
 			int ret = load_constant(m, nd);
 
@@ -250,6 +335,9 @@ static int load_graph(struct onnx_model *m)
 			return onnx_seterr(m, -EINVAL, "graph input %zu has no name", i);
 		if (find_value(m, name) >= 0)
 			continue;	/* an initializer listed as input (IR < 4): a constant */
+		if (g->input[i]->type && g->input[i]->type->value_case != ONNX__TYPE_PROTO__VALUE_TENSOR_TYPE)
+			return onnx_seterr(m, -EOPNOTSUPP, "graph input '%s' is not a tensor (sequence, map or optional)",
+					   name);
 		v = onnx_value_add(m, name);
 		if (v < 0)
 			return v;
@@ -289,9 +377,20 @@ int onnx_model_load_mem(const void *buf, size_t len, unsigned flags, struct onnx
 		ret = onnx_seterr(m, -EBADMSG, "not an ONNX model: protobuf parse of ModelProto failed (%zu bytes)", len);
 	else
 		ret = load_graph(m);
+	/* shape-only subgraphs and constant expressions are evaluated once, here; the CPU reference
+	 * (ONNX_LOAD_NO_FOLD) evaluates them at run time, which checks the folding */
+	if (!ret && !(flags & ONNX_LOAD_NO_FOLD))
+		ret = onnx_static_shapes(m);
+	if (!ret && !(flags & ONNX_LOAD_NO_FOLD))
+		ret = onnx_const_fold(m);
 	if (!ret && !(flags & ONNX_LOAD_NO_FOLD)) {
 		ret = onnx_fold_batchnorm(m);
 		onnx_fuse_relu(m);
+		onnx_fuse_clip(m);
+		onnx_fuse_gelu(m);
+		onnx_fuse_layernorm(m);
+		if (!ret)
+			ret = onnx_fuse_pad(m);
 	}
 	if (ret) {
 		if (err)
@@ -348,6 +447,10 @@ void onnx_model_free(struct onnx_model *m)
 	for (unsigned i = 0; i < m->n_vals; i++)
 		onnx_tensor_release(&m->vals[i].t);
 	free(m->vals);
+	for (unsigned i = 0; i < m->n_nodes; i++) {
+		free(m->nodes[i].in);
+		free(m->nodes[i].out);
+	}
 	free(m->nodes);
 	free(m->inputs);
 	free(m->outputs);

@@ -9,6 +9,8 @@
 #include <string.h>
 
 #include "accel_util.h"
+#include "ops_common.h"
+#include "ops_nn.h"
 
 int abuf_new(struct onnx_ctx *c, struct abufs *bs, const void *src, size_t bytes, struct accel_buffer **out)
 {
@@ -65,6 +67,11 @@ static int conv_run(struct onnx_ctx *c, const struct conv_geom *g, enum accel_dt
 	struct accel_job *job = NULL;
 	int ret;
 
+	/* the conv2d descriptor's fields are 8 bits (libaccel): larger values run on the host */
+	if (g->win.sh > 255 || g->win.sw > 255 || g->win.dh > 255 || g->win.dw > 255 || g->win.pt > 255 ||
+	    g->win.pl > 255 || g->win.pb > 255 || g->win.pr > 255 || g->h > 65535 || g->w > 65535 ||
+	    g->win.oh > 65535 || g->win.ow > 65535)
+		return ONNX_FALLBACK;	/* and planes beyond 16-bit dimensions (the implicit im2col) */
 	memset(&d, 0, sizeof(d));
 	accel_tensor_4d(xb, 0, dt, ACCEL_LAYOUT_NCHW, (uint32_t)g->n, (uint32_t)g->c, (uint32_t)g->h, (uint32_t)g->w,
 			&xt);
@@ -91,6 +98,11 @@ static int conv_run(struct onnx_ctx *c, const struct conv_geom *g, enum accel_dt
 	}
 	if (c->n->fused_relu)
 		d.epi.act = ACCEL_ACT_RELU;	/* int8 family nodes are never fused (fold.c) */
+	if (c->n->fused_clamp) {	/* Clip (ReLU6 and any other constant bounds): the SFU's CLAMP */
+		d.epi.act = ACCEL_ACT_CLAMP;
+		d.epi.clamp_lo_f = c->n->clamp_lo;
+		d.epi.clamp_hi_f = c->n->clamp_hi;
+	}
 	ret = accel_conv2d(c->dev, &d, NULL, &job);
 	return ajob_finish(c, ret, job, "accel_conv2d");
 }
@@ -246,14 +258,20 @@ static int accel_gemm_op(struct onnx_ctx *c)
 	/* the SFU applies ReLU before the scale: same sign for alpha > 0; else and after a host C add, host */
 	if (c->n->fused_relu && alpha > 0.0f && !(cm && !row_bias && beta != 0.0f))
 		epi.act = ACCEL_ACT_RELU;
+	/* CLAMP bounds apply before the scale: only without one */
+	if (c->n->fused_clamp && alpha == 1.0f && !(cm && !row_bias && beta != 0.0f)) {
+		epi.act = ACCEL_ACT_CLAMP;
+		epi.clamp_lo_f = c->n->clamp_lo;
+		epi.clamp_hi_f = c->n->clamp_hi;
+	}
 	ret = gemm_run(c, ACCEL_FP32, ab, 0, bb, 0, cb, 0, M, K, N, ta, tb, &epi);
 	if (ret)
 		goto out;
 	memcpy(y->data, accel_buffer_ptr(cb), y->count * 4);
 	if (cm && !row_bias && beta != 0.0f)
 		ret = gemm_bias_add(c, cm, beta, y);	/* other broadcasts of C: host */
-	if (!ret && c->n->fused_relu && epi.act != ACCEL_ACT_RELU)
-		relu_f32(y);
+	if (!ret && epi.act == ACCEL_ACT_NONE)
+		fused_act_host(c, y);
 out:
 	abufs_free(&bs);
 	return ret;
@@ -302,7 +320,7 @@ out:
 	return ret;
 }
 
-static int accel_relu(struct onnx_ctx *c)
+static int accel_act(struct onnx_ctx *c, enum accel_act act, float lo, float hi)
 {
 	const struct onnx_tensor *x = node_in(c, 0);
 	struct accel_activation_desc d;
@@ -330,7 +348,9 @@ static int accel_relu(struct onnx_ctx *c)
 	memset(&d, 0, sizeof(d));
 	d.input = &xt;
 	d.output = &yt;
-	d.act = ACCEL_ACT_RELU;
+	d.act = act;
+	d.clamp_lo_f = lo;
+	d.clamp_hi_f = hi;
 	ret = accel_activation(c->dev, &d, NULL, &job);
 	ret = ajob_finish(c, ret, job, "accel_activation");
 	if (!ret)
@@ -338,6 +358,22 @@ static int accel_relu(struct onnx_ctx *c)
 out:
 	abufs_free(&bs);
 	return ret;
+}
+
+static int accel_relu(struct onnx_ctx *c)
+{
+	return accel_act(c, ACCEL_ACT_RELU, 0, 0);
+}
+
+/* A standalone FLOAT Clip with bounds lo <= hi: the SFU's CLAMP (the int8 path would need the bounds
+ * in the int8 domain: host). */
+static int accel_clip(struct onnx_ctx *c)
+{
+	float lo, hi;
+
+	if (node_in(c, 0)->dtype != ONNX_FLOAT || clip_runtime_bounds(c, &lo, &hi) || !(lo <= hi))
+		return ONNX_FALLBACK;
+	return accel_act(c, ACCEL_ACT_CLAMP, lo, hi);
 }
 
 static int accel_pool(struct onnx_ctx *c, enum accel_pool_kind kind, bool global)
@@ -370,12 +406,14 @@ static int accel_pool(struct onnx_ctx *c, enum accel_pool_kind kind, bool global
 	d.pad_right = (uint32_t)(g.win.pr + g.win.ceil_extra_w);
 	/* the device pool has no dilation; its average counts padding (count_include_pad = 1) and
 	 * would count the ceil_mode overhang too; padding must stay smaller than the window */
+	if (g.h > 65535 || g.w > 65535)
+		return ONNX_FALLBACK;	/* libaccel's pooling planes are 16-bit */
 	if (g.win.dh != 1 || g.win.dw != 1 || d.pad_top >= d.win_h || d.pad_bottom >= d.win_h ||
 	    d.pad_left >= d.win_w || d.pad_right >= d.win_w)
 		return ONNX_FALLBACK;
 	if (kind == ACCEL_POOL_AVG && (g.win.ceil_extra_h || g.win.ceil_extra_w ||
 				       ((g.win.pt || g.win.pl || g.win.pb || g.win.pr) &&
-					!attr_int(c->n->pb, "count_include_pad", 0))))
+					!attr_int(c->n->pb, "count_include_pad", 0) && !c->n->pad_counts)))
 		return ONNX_FALLBACK;
 	pool_out_dims(&g, od, &ond);
 	ret = onnx_tensor_alloc(node_out(c, 0), ONNX_FLOAT, ond, od);
@@ -414,6 +452,114 @@ static int accel_gap(struct onnx_ctx *c)
 	return accel_pool(c, ACCEL_POOL_AVG, true);
 }
 
+/*
+ * 2-D ConvTranspose as a device convolution: the input with (stride - 1) zeros inserted between pixels,
+ * the kernel flipped and its in/out channels swapped per group, stride 1, the same dilation, padding
+ * (k - 1)·d - pad at the start and (k - 1)·d - pad + output_padding at the end.  A pad larger than
+ * (k - 1)·d (a negative equivalent padding) or an input that would grow past the tensor limit: host.
+ */
+static int accel_convtranspose(struct onnx_ctx *c)
+{
+	const struct onnx_tensor *x = node_in(c, 0), *w = node_in(c, 1), *b = node_in(c, 2);
+	struct accel_buffer *xb, *wb, *bb = NULL, *yb;
+	struct abufs bs = { .n = 0 };
+	struct conv_geom cg;
+	struct ct_geom g;
+	int64_t zh, zw, pb[2], pe[2], od[4];
+	size_t zcount;
+	float *z, *wf;
+	int ret;
+
+	if (!x || !w || x->ndim != 4 || ct_geom(c, x, w, b, &g) || !g.N || !g.C || !g.M || !g.in[0] || !g.in[1])
+		return ONNX_FALLBACK;	/* the host kernel reports any error */
+	for (int d = 0; d < 2; d++) {
+		pb[d] = (g.k[d] - 1) * g.dl[d] - g.pads[d];
+		pe[d] = (g.k[d] - 1) * g.dl[d] - g.pads[d + 2] + g.opad[d];
+		if (pb[d] < 0 || pe[d] < 0 || pb[d] > (1LL << 20) || pe[d] > (1LL << 20))
+			return ONNX_FALLBACK;
+	}
+	zh = (g.in[0] - 1) * g.st[0] + 1;
+	zw = (g.in[1] - 1) * g.st[1] + 1;
+	zcount = tensor_count(4, (int64_t[]){ g.N, g.C, zh, zw });
+	if (zcount > ONNX_MAX_TENSOR_BYTES / 4 || !g.od[0] || !g.od[1])
+		return ONNX_FALLBACK;
+	memset(&cg, 0, sizeof(cg));
+	cg.spatial = 2;
+	cg.n = g.N;
+	cg.c = g.C;
+	cg.h = zh;
+	cg.w = zw;
+	cg.k = g.M;
+	cg.cg = g.Cg;
+	cg.kh = g.k[0];
+	cg.kw = g.k[1];
+	cg.groups = g.group;
+	cg.win.kh = g.k[0];
+	cg.win.kw = g.k[1];
+	cg.win.sh = cg.win.sw = 1;
+	cg.win.dh = g.dl[0];
+	cg.win.dw = g.dl[1];
+	cg.win.pt = pb[0];
+	cg.win.pl = pb[1];
+	cg.win.pb = pe[0];
+	cg.win.pr = pe[1];
+	cg.win.oh = g.od[0];
+	cg.win.ow = g.od[1];
+	od[0] = g.N;
+	od[1] = g.M;
+	od[2] = g.od[0];
+	od[3] = g.od[1];
+	ret = onnx_tensor_alloc(node_out(c, 0), ONNX_FLOAT, 4, od);
+	if (ret)
+		return node_err(c, ret, "cannot allocate the output");
+	if ((ret = abuf_new(c, &bs, NULL, zcount * 4, &xb)) || (ret = abuf_new(c, &bs, NULL, w->count * 4, &wb)) ||
+	    (b && (ret = abuf_new(c, &bs, b->data, b->count * 4, &bb))) ||
+	    (ret = abuf_new(c, &bs, NULL, node_out(c, 0)->count * 4, &yb)))
+		goto out;
+	z = accel_buffer_ptr(xb);
+	memset(z, 0, zcount * 4);
+	for (int64_t nc = 0; nc < g.N * g.C; nc++)
+		for (int64_t i = 0; i < g.in[0]; i++)
+			for (int64_t j = 0; j < g.in[1]; j++)
+				z[(nc * zh + i * g.st[0]) * zw + j * g.st[1]] =
+					((const float *)x->data)[(nc * g.in[0] + i) * g.in[1] + j];
+	wf = accel_buffer_ptr(wb);	/* W[c][m][r][s] (c in group gi) -> Wc[gi*Mg + m][c][R-1-r][S-1-s] */
+	for (int64_t ci = 0; ci < g.C; ci++)
+		for (int64_t m = 0; m < g.Mg; m++)
+			for (int64_t r = 0; r < g.k[0]; r++)
+				for (int64_t q = 0; q < g.k[1]; q++) {
+					int64_t gi = ci / g.Cg, cl = ci % g.Cg;
+
+					wf[(((gi * g.Mg + m) * g.Cg + cl) * g.k[0] + (g.k[0] - 1 - r)) * g.k[1] + (g.k[1] - 1 - q)] =
+						((const float *)w->data)[((ci * g.Mg + m) * g.k[0] + r) * g.k[1] + q];
+				}
+	ret = conv_run(c, &cg, ACCEL_FP32, xb, wb, bb, yb, 0);
+	if (!ret)
+		memcpy(node_out(c, 0)->data, accel_buffer_ptr(yb), node_out(c, 0)->count * 4);
+out:
+	abufs_free(&bs);
+	return ret;
+}
+
+/* ReduceMean over H and W of a FLOAT NCHW tensor (MnasNet, SE blocks) is global average pooling. */
+static int accel_reducemean(struct onnx_ctx *c)
+{
+	const struct onnx_tensor *x = node_in(c, 0);
+	int64_t axes[ONNX_MAX_DIMS];
+	unsigned n, mask;
+	bool given;
+	int ret;
+
+	if (!x || x->dtype != ONNX_FLOAT || x->ndim != 4 || !x->dims[2] || !x->dims[3])
+		return ONNX_FALLBACK;
+	if (axes_of(c, 18, 1, axes, &n, &given) || !given || axes_mask(c, axes, n, 4, &mask) || mask != 0xcu)
+		return ONNX_FALLBACK;	/* the host kernel reports any error */
+	ret = accel_pool(c, ACCEL_POOL_AVG, true);
+	if (!ret && !attr_int(c->n->pb, "keepdims", 1))
+		node_out(c, 0)->ndim = 2;	/* {N, C, 1, 1} -> {N, C} */
+	return ret;
+}
+
 int accel_qlinearconv(struct onnx_ctx *c);
 int accel_qlinearmatmul(struct onnx_ctx *c);
 int accel_convinteger(struct onnx_ctx *c);
@@ -424,9 +570,12 @@ const onnx_kernel onnx_accel_kernels[OP_COUNT] = {
 	[OP_GEMM] = accel_gemm_op,
 	[OP_MATMUL] = accel_matmul,
 	[OP_RELU] = accel_relu,
+	[OP_CLIP] = accel_clip,
 	[OP_MAXPOOL] = accel_maxpool,
 	[OP_AVGPOOL] = accel_avgpool,
 	[OP_GLOBALAVGPOOL] = accel_gap,
+	[OP_REDUCEMEAN] = accel_reducemean,
+	[OP_CONVTRANSPOSE] = accel_convtranspose,
 	[OP_QLINEARCONV] = accel_qlinearconv,
 	[OP_QLINEARMATMUL] = accel_qlinearmatmul,
 	[OP_CONVINTEGER] = accel_convinteger,

@@ -84,10 +84,11 @@ static int host_conv(struct onnx_ctx *c)
 			for (size_t i = 0; i < plane; i++) {
 				float v = (float)acc[i];
 
-				yp[(size_t)(n * g.k + k) * plane + i] = c->n->fused_relu && v < 0 ? 0.0f : v;
+				yp[(size_t)(n * g.k + k) * plane + i] = v;
 			}
 		}
 	free(acc);
+	fused_act_host(c, node_out(c, 0));
 	return 0;
 }
 
@@ -96,6 +97,19 @@ void relu_f32(struct onnx_tensor *t)
 	for (size_t i = 0; i < t->count; i++)
 		if (((float *)t->data)[i] < 0)
 			((float *)t->data)[i] = 0.0f;
+}
+
+/* The activation fused into a Conv/Gemm (fold.c), applied on the host: Relu, or Clip's clamp. */
+void fused_act_host(const struct onnx_ctx *c, struct onnx_tensor *t)
+{
+	if (c->n->fused_relu)
+		relu_f32(t);
+	if (c->n->fused_clamp)
+		for (size_t i = 0; i < t->count; i++) {
+			float v = ((float *)t->data)[i];
+
+			((float *)t->data)[i] = v != v ? v : v < c->n->clamp_lo ? c->n->clamp_lo : v > c->n->clamp_hi ? c->n->clamp_hi : v;
+		}
 }
 
 /* y += beta * C with unidirectional broadcasting of C to y's {M, N}. */
@@ -159,8 +173,7 @@ static int host_gemm(struct onnx_ctx *c)
 		}
 	if (cm && (ret = gemm_bias_add(c, cm, beta, node_out(c, 0))))
 		return ret;
-	if (c->n->fused_relu)
-		relu_f32(node_out(c, 0));
+	fused_act_host(c, node_out(c, 0));
 	return 0;
 }
 
@@ -227,7 +240,7 @@ static int host_relu(struct onnx_ctx *c)
 static int host_pool(struct onnx_ctx *c, bool max, bool global)
 {
 	const struct onnx_tensor *x = node_in(c, 0);
-	bool incl = attr_int(c->n->pb, "count_include_pad", 0) != 0;
+	bool incl = attr_int(c->n->pb, "count_include_pad", 0) != 0 || c->n->pad_counts;
 	struct pool_geom g;
 	struct onnx_tensor *y;
 	int64_t od[4];
@@ -327,6 +340,8 @@ static int host_add(struct onnx_ctx *c)
 
 	if (!a || !b || a->dtype != b->dtype)
 		return node_err(c, -EINVAL, "A and B must have the same element type");
+	if (a->dtype == ONNX_BOOL)
+		return node_err(c, -EOPNOTSUPP, "element type BOOL");
 	if ((ret = broadcast(c, a, b, &nd, dims, sa, sb)) || (ret = alloc_out(c, 0, a->dtype, nd, dims)))
 		return ret;
 	y = node_out(c, 0);
@@ -354,6 +369,8 @@ static int host_add(struct onnx_ctx *c)
 		case ONNX_INT64:
 			((int64_t *)y->data)[o] = (int64_t)((uint64_t)((const int64_t *)a->data)[ia] +
 							    (uint64_t)((const int64_t *)b->data)[ib]);
+			break;
+		case ONNX_BOOL:
 			break;
 		}
 		for (int d = (int)nd - 1; d >= 0; d--) {
@@ -415,9 +432,11 @@ static int host_reshape(struct onnx_ctx *c)
 				return node_err(c, -EINVAL, "more than one -1 in shape");
 			infer = (int)i;
 			d = 1;
-		} else if (d < 0) {
+		} else if (d < 0 || d > (1LL << 31)) {
 			return node_err(c, -EINVAL, "shape[%zu] = %lld", i, (long long)d);
 		}
+		if (known > (1LL << 32))
+			return node_err(c, -EINVAL, "shape has more elements than any input can");
 		dims[i] = d;
 		known *= d;
 	}
@@ -471,49 +490,6 @@ static int host_batchnorm(struct onnx_ctx *c)
 	return 0;
 }
 
-static int host_softmax(struct onnx_ctx *c)
-{
-	const struct onnx_tensor *x = node_in(c, 0);
-	bool legacy = c->m->opset < 13;	/* opset < 13: coerce to 2-D at axis */
-	int64_t axis = attr_int(c->n->pb, "axis", legacy ? 1 : -1), outer = 1, len = 1, inner = 1;
-	const float *xp;
-	float *yp;
-	int ret;
-
-	if ((ret = need_float(c, x, "input")))
-		return ret;
-	if (axis < 0)
-		axis += x->ndim;
-	if (axis < 0 || (x->ndim && axis >= (int64_t)x->ndim))
-		return node_err(c, -EINVAL, "axis out of range");
-	for (unsigned i = 0; i < x->ndim; i++) {
-		if ((int64_t)i < axis)
-			outer *= x->dims[i];
-		else if ((int64_t)i == axis || legacy)
-			len *= x->dims[i];
-		else
-			inner *= x->dims[i];
-	}
-	if ((ret = alloc_out(c, 0, ONNX_FLOAT, x->ndim, x->dims)))
-		return ret;
-	xp = x->data;
-	yp = node_out(c, 0)->data;
-	for (int64_t o = 0; o < outer; o++)
-		for (int64_t in = 0; in < inner; in++) {
-			const float *xs = xp + o * len * inner + in;
-			float *ys = yp + o * len * inner + in;
-			double mx = -INFINITY, sum = 0;
-
-			for (int64_t i = 0; i < len; i++)
-				mx = xs[i * inner] > mx ? xs[i * inner] : mx;
-			for (int64_t i = 0; i < len; i++)
-				sum += exp((double)xs[i * inner] - mx);
-			for (int64_t i = 0; i < len; i++)
-				ys[i * inner] = (float)(exp((double)xs[i * inner] - mx) / sum);
-		}
-	return 0;
-}
-
 int host_qlinearconv(struct onnx_ctx *c);
 int host_qlinearmatmul(struct onnx_ctx *c);
 int host_convinteger(struct onnx_ctx *c);
@@ -531,7 +507,6 @@ const onnx_kernel onnx_host_kernels[OP_COUNT] = {
 	[OP_FLATTEN] = host_flatten,
 	[OP_RESHAPE] = host_reshape,
 	[OP_BATCHNORM] = host_batchnorm,
-	[OP_SOFTMAX] = host_softmax,
 	[OP_QLINEARCONV] = host_qlinearconv,
 	[OP_QLINEARMATMUL] = host_qlinearmatmul,
 	[OP_CONVINTEGER] = host_convinteger,

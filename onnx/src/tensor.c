@@ -14,6 +14,7 @@ size_t onnx_dtype_size(enum onnx_dtype dt)
 		return 4;
 	case ONNX_UINT8:
 	case ONNX_INT8:
+	case ONNX_BOOL:
 		return 1;
 	case ONNX_INT64:
 		return 8;
@@ -32,13 +33,22 @@ const char *onnx_dtype_name(int dt)
 	return dt >= 0 && dt <= 16 ? names[dt] : "unknown";
 }
 
+/* Element count; SIZE_MAX when a dimension is negative or the product overflows (never wraps to a
+ * small count that a later allocation would believe). */
 size_t tensor_count(unsigned ndim, const int64_t *dims)
 {
 	size_t n = 1;
+	bool zero = false;
 
-	for (unsigned i = 0; i < ndim; i++)
-		n *= (size_t)dims[i];
-	return n;
+	for (unsigned i = 0; i < ndim; i++) {
+		if (dims[i] < 0)
+			return SIZE_MAX;
+		if (!dims[i])
+			zero = true;
+		else if (__builtin_mul_overflow(n, (size_t)dims[i], &n))
+			n = SIZE_MAX;
+	}
+	return zero ? 0 : n;
 }
 
 int onnx_tensor_alloc(struct onnx_tensor *t, enum onnx_dtype dt, unsigned ndim, const int64_t *dims)
@@ -56,8 +66,10 @@ int onnx_tensor_alloc(struct onnx_tensor *t, enum onnx_dtype dt, unsigned ndim, 
 	t->dtype = dt;
 	t->ndim = ndim;
 	t->count = tensor_count(ndim, dims);
-	if (t->count > ((size_t)1 << 32))
-		return -E2BIG;
+	if (t->count > ((size_t)1 << 32) || t->count * es > ONNX_MAX_TENSOR_BYTES) {
+		t->count = 0;
+		return -E2BIG;	/* a declared or computed shape of terabytes: refused, never attempted */
+	}
 	t->data = calloc(t->count ? t->count : 1, es);
 	return t->data ? 0 : -ENOMEM;
 }
@@ -86,6 +98,7 @@ double tensor_get(const struct onnx_tensor *t, size_t i)
 	case ONNX_FLOAT:
 		return ((const float *)t->data)[i];
 	case ONNX_UINT8:
+	case ONNX_BOOL:
 		return ((const uint8_t *)t->data)[i];
 	case ONNX_INT8:
 		return ((const int8_t *)t->data)[i];
@@ -97,12 +110,64 @@ double tensor_get(const struct onnx_tensor *t, size_t i)
 	return 0;
 }
 
-int64_t tensor_get_i(const struct onnx_tensor *t, size_t i)
+/* double -> element: float rounds to nearest; integer types truncate toward zero and saturate (NaN -> 0),
+ * so an out-of-range value never reaches C's undefined float-to-int conversion; BOOL is v != 0. */
+void tensor_set(struct onnx_tensor *t, size_t i, double v)
+{
+	static const double lo[] = { [ONNX_UINT8] = 0, [ONNX_INT8] = -128, [ONNX_INT32] = -2147483648.0,
+				     [ONNX_INT64] = -9223372036854775808.0 };
+	static const double hi[] = { [ONNX_UINT8] = 255, [ONNX_INT8] = 127, [ONNX_INT32] = 2147483647.0,
+				     [ONNX_INT64] = 9223372036854774784.0 };
+
+	if (t->dtype == ONNX_FLOAT) {
+		((float *)t->data)[i] = (float)v;
+		return;
+	}
+	if (t->dtype == ONNX_BOOL) {
+		((uint8_t *)t->data)[i] = v != 0;
+		return;
+	}
+	if (v != v)
+		v = 0;
+	v = v < lo[t->dtype] ? lo[t->dtype] : v > hi[t->dtype] ? hi[t->dtype] : v;
+	tensor_set_i(t, i, (int64_t)v);
+}
+
+/* int64 -> element: integer types wrap (two's complement, as numpy), BOOL is v != 0. */
+void tensor_set_i(struct onnx_tensor *t, size_t i, int64_t v)
 {
 	switch (t->dtype) {
 	case ONNX_FLOAT:
-		return (int64_t)((const float *)t->data)[i];
+		((float *)t->data)[i] = (float)v;
+		break;
 	case ONNX_UINT8:
+		((uint8_t *)t->data)[i] = (uint8_t)v;
+		break;
+	case ONNX_BOOL:
+		((uint8_t *)t->data)[i] = v != 0;
+		break;
+	case ONNX_INT8:
+		((int8_t *)t->data)[i] = (int8_t)(uint8_t)v;
+		break;
+	case ONNX_INT32:
+		((int32_t *)t->data)[i] = (int32_t)(uint32_t)v;
+		break;
+	case ONNX_INT64:
+		((int64_t *)t->data)[i] = v;
+		break;
+	}
+}
+
+int64_t tensor_get_i(const struct onnx_tensor *t, size_t i)
+{
+	switch (t->dtype) {
+	case ONNX_FLOAT: {
+		float f = ((const float *)t->data)[i];
+
+		return f != f ? 0 : f >= 9.2e18f ? INT64_MAX : f <= -9.2e18f ? INT64_MIN : (int64_t)f;
+	}
+	case ONNX_UINT8:
+	case ONNX_BOOL:
 		return ((const uint8_t *)t->data)[i];
 	case ONNX_INT8:
 		return ((const int8_t *)t->data)[i];
@@ -129,8 +194,8 @@ int tensor_from_proto(const Onnx__TensorProto *p, struct onnx_tensor *t, char *e
 		snprintf(err, errlen, "segmented tensors are not supported");
 		return -EOPNOTSUPP;
 	}
-	if (dt != ONNX_FLOAT && dt != ONNX_UINT8 && dt != ONNX_INT8 && dt != ONNX_INT32 && dt != ONNX_INT64) {
-		snprintf(err, errlen, "element type %s is not supported (FLOAT, UINT8, INT8, INT32, INT64)",
+	if (!onnx_dtype_size((enum onnx_dtype)dt)) {
+		snprintf(err, errlen, "element type %s is not supported (FLOAT, UINT8, INT8, INT32, INT64, BOOL)",
 			 onnx_dtype_name(dt));
 		return -EOPNOTSUPP;
 	}
@@ -178,6 +243,7 @@ int tensor_from_proto(const Onnx__TensorProto *p, struct onnx_tensor *t, char *e
 		return 0;
 	case ONNX_UINT8:
 	case ONNX_INT8:
+	case ONNX_BOOL:
 		if (p->n_int32_data != n)
 			goto count;
 		for (size_t i = 0; i < n; i++)

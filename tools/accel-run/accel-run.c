@@ -59,6 +59,7 @@ static void print_values(const struct onnx_tensor *t)
 			printf("%s%.6g", i ? ", " : "", ((const float *)t->data)[i]);
 			break;
 		case ONNX_UINT8:
+		case ONNX_BOOL:
 			printf("%s%u", i ? ", " : "", ((const uint8_t *)t->data)[i]);
 			break;
 		case ONNX_INT8:

@@ -25,6 +25,16 @@
 static const char *const node_ops[] = {
 	"conv", "gemm", "matmul", "relu", "maxpool", "averagepool", "globalaveragepool", "add", "flatten",
 	"reshape", "batchnorm", "softmax", "qlinearconv", "qlinearmatmul", "convinteger", "matmulinteger",
+	/* issue 15 */
+	"clip", "concat", "split", "slice", "gather", "shape", "unsqueeze", "squeeze", "expand", "transpose",
+	"constant_pad", "edge_pad", "reflect_pad", "sigmoid", "hardsigmoid", "hardswish", "tanh", "exp", "log",
+	"erf", "gelu", "leakyrelu", "prelu", "elu", "selu", "softplus", "softsign", "mul", "div", "sub", "pow",
+	"sqrt", "reciprocal", "neg", "abs", "floor", "ceil", "min", "max", "sum", "mean", "reduce_mean",
+	"reduce_sum", "reduce_max", "reduce_min", "reduce_prod", "reduce_sum_square", "reduce_l1", "reduce_l2",
+	"reduce_log_sum", "reduce_log_sum_exp", "argmax", "argmin", "logsoftmax", "layer_normalization",
+	"resize", "upsample", "convtranspose", "cast", "where", "equal", "greater", "less", "not", "dropout",
+	"quantizelinear", "dequantizelinear", "constantofshape", "range", "tile", "identity", "size", "and",
+	"or", "xor",
 };
 
 struct counts {

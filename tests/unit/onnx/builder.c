@@ -10,10 +10,10 @@ struct mb {
 	Onnx__GraphProto graph;
 	Onnx__OperatorSetIdProto opset;
 	Onnx__OperatorSetIdProto *opsets[1];
-	Onnx__NodeProto *nodes[32];
+	Onnx__NodeProto *nodes[64];
 	Onnx__TensorProto *inits[32];
 	Onnx__ValueInfoProto *ins[8], *outs[8];
-	void *mem[1024];
+	void *mem[4096];
 	unsigned n_mem;
 	uint8_t *packed;
 };
@@ -179,6 +179,40 @@ static Onnx__ValueInfoProto *vi(struct mb *b, const char *name)
 void mb_input(struct mb *b, const char *name)
 {
 	b->ins[b->graph.n_input++] = vi(b, name);
+}
+
+void mb_input_typed(struct mb *b, const char *name, int dtype, unsigned ndim, const int64_t *dims)
+{
+	Onnx__ValueInfoProto *v = vi(b, name);
+	Onnx__TypeProto *t = zalloc(b, sizeof(*t));
+	Onnx__TypeProto__Tensor *tt = zalloc(b, sizeof(*tt));
+	Onnx__TensorShapeProto *sh = zalloc(b, sizeof(*sh));
+
+	onnx__type_proto__init(t);
+	onnx__type_proto__tensor__init(tt);
+	onnx__tensor_shape_proto__init(sh);
+	sh->dim = zalloc(b, (ndim + 1) * sizeof(*sh->dim));
+	for (unsigned i = 0; i < ndim; i++) {
+		Onnx__TensorShapeProto__Dimension *d = zalloc(b, sizeof(*d));
+
+		onnx__tensor_shape_proto__dimension__init(d);
+		if (dims[i] == INT64_MIN) {
+			d->value_case = ONNX__TENSOR_SHAPE_PROTO__DIMENSION__VALUE_DIM_PARAM;
+			d->dim_param = dup(b, "N");
+		} else {
+			d->value_case = ONNX__TENSOR_SHAPE_PROTO__DIMENSION__VALUE_DIM_VALUE;
+			d->dim_value = dims[i];
+		}
+		sh->dim[i] = d;
+	}
+	sh->n_dim = ndim;
+	tt->has_elem_type = 1;
+	tt->elem_type = dtype;
+	tt->shape = sh;
+	t->value_case = ONNX__TYPE_PROTO__VALUE_TENSOR_TYPE;
+	t->tensor_type = tt;
+	v->type = t;
+	b->ins[b->graph.n_input++] = v;
 }
 
 void mb_output(struct mb *b, const char *name)

@@ -24,6 +24,8 @@ void mb_init(struct mb *b, const char *name, enum onnx_dtype dt, unsigned ndim, 
 	     const void *data);
 void mb_input(struct mb *b, const char *name);
 void mb_output(struct mb *b, const char *name);
+/* Graph input with a declared tensor type; a dimension INT64_MIN is symbolic ("N"). */
+void mb_input_typed(struct mb *b, const char *name, int dtype, unsigned ndim, const int64_t *dims);
 /* Serialize; the buffer belongs to b. */
 const uint8_t *mb_pack(struct mb *b, size_t *len);
 

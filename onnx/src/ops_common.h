@@ -1,0 +1,81 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * ops_common.h - helpers of the host kernels added for issue 15 (ops_elem.c, ops_shape.c, ops_reduce.c,
+ * ops_nn.c): output allocation, axes, integer lists read from inputs or attributes, and numpy
+ * multidirectional broadcasting of up to four operands.
+ */
+#ifndef TNPU_ONNX_OPS_COMMON_H
+#define TNPU_ONNX_OPS_COMMON_H
+
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "internal.h"
+
+static inline int out_alloc(const struct onnx_ctx *c, unsigned i, enum onnx_dtype dt, unsigned ndim,
+			    const int64_t *dims)
+{
+	int ret;
+
+	if (i >= c->n->n_out || c->n->out[i] < 0)
+		return 1;	/* optional output not requested: nothing to write */
+	ret = onnx_tensor_alloc(node_out(c, i), dt, ndim, dims);
+	if (ret == -E2BIG)
+		return node_err(c, ret, "output %u would exceed %zu bytes", i, ONNX_MAX_TENSOR_BYTES);
+	return ret ? node_err(c, ret, "cannot allocate output %u", i) : 0;
+}
+
+static inline bool is_int_type(enum onnx_dtype dt)
+{
+	return dt == ONNX_UINT8 || dt == ONNX_INT8 || dt == ONNX_INT32 || dt == ONNX_INT64;
+}
+
+/* Required input i (not absent). */
+int in_req(const struct onnx_ctx *c, unsigned i, const char *what, const struct onnx_tensor **t);
+/* Normalise axis (negative counts from the end) into 0..rank-1; error names the node. */
+int axis_norm(const struct onnx_ctx *c, int64_t axis, unsigned rank, int64_t *out);
+/* 1-D (or scalar) integer tensor as a list of at most max values. */
+int int_list(const struct onnx_ctx *c, const struct onnx_tensor *t, const char *what, int64_t *out, unsigned max,
+	     unsigned *n);
+/* A scalar (or 1-element) input as double. */
+int scalar_of(const struct onnx_ctx *c, const struct onnx_tensor *t, const char *what, double *v);
+
+/* Axes of Squeeze/Unsqueeze/Reduce*: from input idx (opset >= new_opset) or the "axes" attribute. */
+int axes_of(const struct onnx_ctx *c, int64_t new_opset, unsigned idx, int64_t *axes, unsigned *n, bool *given);
+/* Normalise a list of distinct axes against rank; mask gets one bit per axis. */
+int axes_mask(const struct onnx_ctx *c, const int64_t *axes, unsigned n, unsigned rank, unsigned *mask);
+
+/* Broadcast iteration over n (<= 4) operands: out element o reads operand k at off[k]. */
+struct bcast {
+	unsigned nd, n;
+	int64_t dims[ONNX_MAX_DIMS], st[4][ONNX_MAX_DIMS], idx[ONNX_MAX_DIMS];
+	size_t off[4];
+};
+int bcast_init(const struct onnx_ctx *c, struct bcast *b, const struct onnx_tensor *const *t, unsigned n);
+static inline void bcast_next(struct bcast *b)
+{
+	for (int d = (int)b->nd - 1; d >= 0; d--) {
+		b->idx[d]++;
+		for (unsigned k = 0; k < b->n; k++)
+			b->off[k] += (size_t)b->st[k][d];
+		if (b->idx[d] < b->dims[d])
+			return;
+		for (unsigned k = 0; k < b->n; k++)
+			b->off[k] -= (size_t)(b->st[k][d] * b->dims[d]);
+		b->idx[d] = 0;
+	}
+}
+
+/* Row-major strides of a shape. */
+static inline void strides_of(unsigned nd, const int64_t *dims, int64_t *st)
+{
+	int64_t s = 1;
+
+	for (int i = (int)nd - 1; i >= 0; i--) {
+		st[i] = s;
+		s *= dims[i];
+	}
+}
+
+#endif /* TNPU_ONNX_OPS_COMMON_H */

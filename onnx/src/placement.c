@@ -1,0 +1,121 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * placement.c - where each node runs and why (accel-run --info, Documentation/onnx.md's operator
+ * table), and the declared types/shapes of the graph's inputs and outputs.
+ */
+#include <string.h>
+
+#include "internal.h"
+
+/* Why an operator without a device lowering runs on the host (ISA v1: PE array + SFU epilogue). */
+static const char *host_reason(enum onnx_op op)
+{
+	switch (op) {
+	case OP_SOFTMAX: case OP_LOGSOFTMAX: case OP_SIGMOID: case OP_TANH: case OP_EXP: case OP_LOG:
+	case OP_ERF: case OP_GELU: case OP_ELU: case OP_SELU: case OP_SOFTPLUS: case OP_SQRT:
+	case OP_RECIPROCAL: case OP_POW: case OP_DIV: case OP_LAYERNORM: case OP_REDUCELOGSUM:
+	case OP_REDUCELOGSUMEXP: case OP_REDUCEL2:
+		return "needs exp/log/sqrt/division: the v1 SFU has ReLU and CLAMP only";
+	case OP_REDUCEMEAN: case OP_REDUCESUM: case OP_REDUCEMAX: case OP_REDUCEMIN: case OP_REDUCEPROD:
+	case OP_REDUCESUMSQUARE: case OP_REDUCEL1: case OP_ARGMAX: case OP_ARGMIN:
+		return "a reduction: ISA v1 has no reduction unit";
+	case OP_ADD: case OP_SUB: case OP_MUL: case OP_MIN: case OP_MAX: case OP_SUM: case OP_MEAN:
+	case OP_HARDSIGMOID: case OP_HARDSWISH: case OP_LEAKYRELU: case OP_PRELU: case OP_SOFTSIGN:
+	case OP_NEG: case OP_ABS: case OP_FLOOR: case OP_CEIL: case OP_EQUAL: case OP_GREATER: case OP_LESS:
+	case OP_GREATEREQUAL: case OP_LESSEQUAL: case OP_AND: case OP_OR: case OP_XOR: case OP_NOT:
+	case OP_WHERE: case OP_BATCHNORM:
+		return "element-wise arithmetic: ISA v1 has no element-wise unit";
+	case OP_QUANTIZELINEAR: case OP_DEQUANTIZELINEAR: case OP_CAST:
+		return "type conversion: ONNX defines it in float, outside the SFU's fixed-point requantiser";
+	case OP_RESIZE: case OP_UPSAMPLE:
+		return "interpolation: ISA v1 has no gather/interpolation unit";
+	default:
+		return "data movement or shape arithmetic (no MACs)";
+	}
+}
+
+unsigned onnx_model_n_graph_nodes(const struct onnx_model *m)
+{
+	return m->n_nodes;
+}
+
+int onnx_model_node_info(const struct onnx_model *m, unsigned i, struct onnx_node_info *o)
+{
+	const struct onnx_node *n;
+
+	if (i >= m->n_nodes)
+		return -EINVAL;
+	n = &m->nodes[i];
+	memset(o, 0, sizeof(*o));
+	o->name = n->pb->name && n->pb->name[0] ? n->pb->name : n->pb->output[0];
+	o->op = n->op_name ? n->op_name : n->pb->op_type;
+	o->ran_on_device = n->ran ? n->ran_on_accel : -1;
+	if (n->op == OP_CONSTANT) {
+		o->place = ONNX_PLACE_FOLDED;
+		o->reason = "a constant, read at load time";
+	} else if (n->const_folded) {
+		o->place = ONNX_PLACE_FOLDED;
+		o->reason = "evaluated at load time (constant inputs or a static shape)";
+	} else if (n->folded) {
+		o->place = ONNX_PLACE_FOLDED;
+		o->reason = n->fused_into		  ? n->fused_into :
+			    n->op == OP_BATCHNORM ? "folded into the Conv before it" :
+			    n->op == OP_PAD	  ? "folded into the padding of the Conv/AveragePool after it" :
+						    "fused into the Conv/Gemm before it (SFU epilogue)";
+	} else if (n->op == OP_REDUCEMEAN) {	/* device only over H, W of a FLOAT NCHW tensor */
+		o->place = ONNX_PLACE_DEVICE;
+		o->reason = "over H and W: global average pooling on the device; other axes: host (no reduction unit)";
+	} else if (onnx_accel_kernels[n->op]) {
+		o->place = ONNX_PLACE_DEVICE;
+		o->reason = "lowered onto libaccel (unsupported attributes or types fall back to the host)";
+	} else {
+		o->place = ONNX_PLACE_HOST;
+		o->reason = host_reason(n->op);
+	}
+	return 0;
+}
+
+static int value_desc(const struct onnx_model *m, const char *name, Onnx__ValueInfoProto *const *vis, size_t nvi,
+		      struct onnx_value_desc *o)
+{
+	memset(o, 0, sizeof(*o));
+	o->name = name;
+	o->ndim = -1;
+	for (size_t i = 0; i < nvi; i++) {
+		const Onnx__ValueInfoProto *vi = vis[i];
+		const Onnx__TypeProto__Tensor *tt;
+
+		if (!vi->name || strcmp(vi->name, name))
+			continue;
+		if (!vi->type || vi->type->value_case != ONNX__TYPE_PROTO__VALUE_TENSOR_TYPE || !vi->type->tensor_type)
+			return 0;
+		tt = vi->type->tensor_type;
+		o->dtype = tt->has_elem_type ? tt->elem_type : 0;
+		if (tt->shape && tt->shape->n_dim <= ONNX_MAX_DIMS) {
+			o->ndim = (int)tt->shape->n_dim;
+			for (size_t d = 0; d < tt->shape->n_dim; d++)
+				o->dims[d] = tt->shape->dim[d]->value_case ==
+							     ONNX__TENSOR_SHAPE_PROTO__DIMENSION__VALUE_DIM_VALUE &&
+							     tt->shape->dim[d]->dim_value >= 0
+						     ? tt->shape->dim[d]->dim_value
+						     : -1;
+		}
+		return 0;
+	}
+	(void)m;
+	return 0;
+}
+
+int onnx_model_input_desc(const struct onnx_model *m, unsigned i, struct onnx_value_desc *o)
+{
+	if (i >= m->n_inputs)
+		return -EINVAL;
+	return value_desc(m, m->vals[m->inputs[i]].name, m->pb->graph->input, m->pb->graph->n_input, o);
+}
+
+int onnx_model_output_desc(const struct onnx_model *m, unsigned i, struct onnx_value_desc *o)
+{
+	if (i >= m->n_outputs)
+		return -EINVAL;
+	return value_desc(m, m->vals[m->outputs[i]].name, m->pb->graph->output, m->pb->graph->n_output, o);
+}
