@@ -8,6 +8,7 @@
 #ifndef TNPU_ONNX_H
 #define TNPU_ONNX_H
 
+#include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
 
@@ -73,6 +74,47 @@ struct onnx_run_stats {
  */
 int onnx_run(struct onnx_model *m, struct accel_dev *dev, const struct onnx_tensor *inputs, unsigned n_inputs,
 	     struct onnx_tensor *outputs, unsigned n_outputs, struct onnx_run_stats *stats);
+
+/*
+ * Introspection (accel-run --info / --profile).  Declared type and shape of a graph input or output
+ * (its ValueInfoProto): dtype 0 = not declared; ndim -1 = no shape declared; dims[d] < 0 = dynamic
+ * (dim_param[d] names it, or NULL when the dimension is unknown).  The strings live as long as m.
+ */
+struct onnx_value_info {
+	const char *name;
+	int dtype;
+	int ndim;
+	int64_t dims[ONNX_MAX_DIMS];
+	const char *dim_param[ONNX_MAX_DIMS];
+};
+int onnx_model_input_info(const struct onnx_model *m, unsigned i, struct onnx_value_info *out);
+int onnx_model_output_info(const struct onnx_model *m, unsigned i, struct onnx_value_info *out);
+
+/* Every node of the graph in model order, folded ones included (index = onnx_run_profile's). */
+struct onnx_node_info {
+	const char *name;	/* the node's name ("" when the model has none) */
+	const char *op_type;
+	bool folded;		/* BatchNormalization/Relu folded into the node before it, or a Constant */
+	bool fused_relu;	/* Conv/Gemm: runs a following Relu in its epilogue */
+};
+unsigned onnx_model_n_graph_nodes(const struct onnx_model *m);
+int onnx_model_node_info(const struct onnx_model *m, unsigned i, struct onnx_node_info *out);
+
+/* Where one node ran in one onnx_run_profile() and what it cost. */
+struct onnx_node_profile {
+	bool ran;			/* false: folded at load time */
+	bool on_device;			/* lowered onto libaccel (its jobs' counters below) */
+	const char *reason;		/* host: why (static string) */
+	double host_ms;			/* wall-clock time of the node, waiting for its jobs included */
+	double start_ms;		/* when it started, from the start of the run */
+	struct accel_counters counters;	/* summed over the node's jobs */
+};
+/*
+ * onnx_run() that also fills prof[onnx_model_n_graph_nodes(m)] (may be NULL: same as onnx_run).
+ */
+int onnx_run_profile(struct onnx_model *m, struct accel_dev *dev, const struct onnx_tensor *inputs,
+		     unsigned n_inputs, struct onnx_tensor *outputs, unsigned n_outputs, struct onnx_run_stats *stats,
+		     struct onnx_node_profile *prof);
 
 /* Tensors. */
 size_t onnx_dtype_size(enum onnx_dtype dt);
