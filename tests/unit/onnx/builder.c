@@ -194,3 +194,38 @@ const uint8_t *mb_pack(struct mb *b, size_t *len)
 	onnx__model_proto__pack(&b->model, b->packed);
 	return b->packed;
 }
+
+void mb_input_typed(struct mb *b, const char *name, enum onnx_dtype dt, unsigned ndim, const int64_t *dims,
+		    const char *const *dim_params)
+{
+	Onnx__ValueInfoProto *v = vi(b, name);
+	Onnx__TypeProto *t = zalloc(b, sizeof(*t));
+	Onnx__TypeProto__Tensor *tt = zalloc(b, sizeof(*tt));
+	Onnx__TensorShapeProto *sh = zalloc(b, sizeof(*sh));
+
+	onnx__type_proto__init(t);
+	onnx__type_proto__tensor__init(tt);
+	onnx__tensor_shape_proto__init(sh);
+	sh->dim = zalloc(b, (ndim + 1) * sizeof(*sh->dim));
+	for (unsigned i = 0; i < ndim; i++) {
+		Onnx__TensorShapeProto__Dimension *d = zalloc(b, sizeof(*d));
+
+		onnx__tensor_shape_proto__dimension__init(d);
+		if (dim_params && dim_params[i]) {
+			d->value_case = ONNX__TENSOR_SHAPE_PROTO__DIMENSION__VALUE_DIM_PARAM;
+			d->dim_param = dup(b, dim_params[i]);
+		} else {
+			d->value_case = ONNX__TENSOR_SHAPE_PROTO__DIMENSION__VALUE_DIM_VALUE;
+			d->dim_value = dims[i];
+		}
+		sh->dim[i] = d;
+	}
+	sh->n_dim = ndim;
+	tt->has_elem_type = 1;
+	tt->elem_type = (int32_t)dt;
+	tt->shape = sh;
+	t->value_case = ONNX__TYPE_PROTO__VALUE_TENSOR_TYPE;
+	t->tensor_type = tt;
+	v->type = t;
+	b->ins[b->graph.n_input++] = v;
+}
