@@ -116,6 +116,8 @@ static int run_profiled(struct onnx_ctx *c, struct onnx_node_profile *p, double 
 	c->prof = NULL;
 	p->host_ms = now_ms() - t;
 	counters_sub(&p->counters, &c->stats->counters, &before);
+	if (ret)
+		p->reason = "failed (the run's error names the node)";
 	return ret;
 }
 

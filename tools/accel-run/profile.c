@@ -50,6 +50,8 @@ static const char *where(const struct onnx_node_info *ni, const struct onnx_node
 		return "host: CPU reference executor (--cpu)";
 	if (!p || !p->ran)
 		return "not run (an earlier node failed)";
+	if (p->reason && !strncmp(p->reason, "failed", 6))
+		return p->reason;
 	if (p->on_device && !p->counters.hw_jobs)
 		return "device API, run on the host by libaccel (hw_jobs 0)";
 	if (p->on_device)
@@ -71,7 +73,8 @@ void print_placement(const struct onnx_model *m, const struct onnx_node_profile 
 		printf("  %4u %-18s %-52s %s\n", i, ni.op_type, where(&ni, prof ? &prof[i] : NULL, cpu, buf, sizeof(buf)),
 		       ni.name[0] ? ni.name : "-");
 		folded += ni.folded;
-		if (!ni.folded && !cpu && prof && prof[i].ran)
+		if (!ni.folded && !cpu && prof && prof[i].ran &&
+		    !(prof[i].reason && !strncmp(prof[i].reason, "failed", 6)))
 			dev += prof[i].on_device, host += !prof[i].on_device;
 		else if (!ni.folded && cpu)
 			host++;
