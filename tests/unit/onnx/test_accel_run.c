@@ -233,3 +233,17 @@ Test(accel_run, profile_prints_per_node_cost_and_writes_a_perfetto_trace)
 		 "'%s/t.json'", dir);
 	cr_expect_eq(system(cmd), 0, "the trace is JSON with the graph and job processes");
 }
+
+Test(accel_run, profile_without_device_engines_writes_the_graph_only)
+{
+	char out[8192], cmd[512];
+
+	cr_assert_eq(accel_run("--random-input --profile --trace c.json --cpu", out, sizeof(out)), 0, "%s", out);
+	cr_expect(matches(out, "^ +0 Conv +[0-9.]+ +0 +0 +host: CPU reference executor"), "%s", out);
+	snprintf(cmd, sizeof(cmd),
+		 "python3 -c 'import json,sys; e=json.load(open(sys.argv[1]))[\"traceEvents\"]; "
+		 "assert {x.get(\"pid\") for x in e} == {0}, e; "
+		 "assert [x[\"args\"][\"name\"] for x in e if x.get(\"ph\")==\"X\"] == [\"the_conv\", \"Add\"], e' "
+		 "'%s/c.json'", dir);
+	cr_expect_eq(system(cmd), 0, "a graph-only trace: the two nodes that ran, host lane only");
+}
