@@ -59,6 +59,38 @@ const char *onnx_model_output_name(const struct onnx_model *m, unsigned i);
 unsigned onnx_model_n_nodes(const struct onnx_model *m);
 unsigned onnx_model_n_folded(const struct onnx_model *m);
 
+/*
+ * Per node of the graph file, in model order (accel-run --info): where it runs when a device is given.
+ * DEVICE: lowered onto libaccel (a case its lowering cannot express still runs on the host:
+ * ran_on_device says what the last onnx_run did); HOST: host kernel; FOLDED: nothing left to run
+ * (a Constant, evaluated at load time, or fused into the node before it).  reason says why (static).
+ */
+enum onnx_placement {
+	ONNX_PLACE_DEVICE = 0,
+	ONNX_PLACE_HOST = 1,
+	ONNX_PLACE_FOLDED = 2,
+};
+struct onnx_node_info {
+	const char *name;		/* the node's name, else its first output's */
+	const char *op;			/* op_type */
+	enum onnx_placement place;
+	const char *reason;
+	int ran_on_device;		/* last onnx_run with a device: 1 device, 0 host, -1 not run there */
+};
+unsigned onnx_model_n_graph_nodes(const struct onnx_model *m);
+int onnx_model_node_info(const struct onnx_model *m, unsigned i, struct onnx_node_info *out);
+
+/* A graph input or output as the model declares it (dtype 0 / ndim -1 when not declared; a dimension
+ * of -1 is symbolic or unknown). */
+struct onnx_value_desc {
+	const char *name;
+	int dtype;			/* enum onnx_dtype value (or another TensorProto type number) */
+	int ndim;
+	int64_t dims[ONNX_MAX_DIMS];
+};
+int onnx_model_input_desc(const struct onnx_model *m, unsigned i, struct onnx_value_desc *out);
+int onnx_model_output_desc(const struct onnx_model *m, unsigned i, struct onnx_value_desc *out);
+
 /* Per-run statistics. */
 struct onnx_run_stats {
 	unsigned accel_nodes;	/* nodes lowered onto libaccel */
@@ -75,43 +107,16 @@ struct onnx_run_stats {
 int onnx_run(struct onnx_model *m, struct accel_dev *dev, const struct onnx_tensor *inputs, unsigned n_inputs,
 	     struct onnx_tensor *outputs, unsigned n_outputs, struct onnx_run_stats *stats);
 
-/*
- * Introspection (accel-run --info / --profile).  Declared type and shape of a graph input or output
- * (its ValueInfoProto): dtype 0 = not declared; ndim -1 = no shape declared; dims[d] < 0 = dynamic
- * (dim_param[d] names it, or NULL when the dimension is unknown).  The strings live as long as m.
- */
-struct onnx_value_info {
-	const char *name;
-	int dtype;
-	int ndim;
-	int64_t dims[ONNX_MAX_DIMS];
-	const char *dim_param[ONNX_MAX_DIMS];
-};
-int onnx_model_input_info(const struct onnx_model *m, unsigned i, struct onnx_value_info *out);
-int onnx_model_output_info(const struct onnx_model *m, unsigned i, struct onnx_value_info *out);
-
-/* Every node of the graph in model order, folded ones included (index = onnx_run_profile's). */
-struct onnx_node_info {
-	const char *name;	/* the node's name ("" when the model has none) */
-	const char *op_type;
-	bool folded;		/* BatchNormalization/Relu folded into the node before it, or a Constant */
-	bool fused_relu;	/* Conv/Gemm: runs a following Relu in its epilogue */
-};
-unsigned onnx_model_n_graph_nodes(const struct onnx_model *m);
-int onnx_model_node_info(const struct onnx_model *m, unsigned i, struct onnx_node_info *out);
-
-/* Where one node ran in one onnx_run_profile() and what it cost. */
+/* What one node cost in one onnx_run_profile() (index = onnx_model_node_info's). */
 struct onnx_node_profile {
-	bool ran;			/* false: folded at load time */
+	bool ran;			/* false: folded at load time, or after a failed node */
+	bool failed;			/* its kernel returned the run's error */
 	bool on_device;			/* lowered onto libaccel (its jobs' counters below) */
-	const char *reason;		/* host: why (static string) */
 	double host_ms;			/* wall-clock time of the node, waiting for its jobs included */
 	double start_ms;		/* when it started, from the start of the run */
 	struct accel_counters counters;	/* summed over the node's jobs */
 };
-/*
- * onnx_run() that also fills prof[onnx_model_n_graph_nodes(m)] (may be NULL: same as onnx_run).
- */
+/* onnx_run() that also fills prof[onnx_model_n_graph_nodes(m)] (NULL: same as onnx_run). */
 int onnx_run_profile(struct onnx_model *m, struct accel_dev *dev, const struct onnx_tensor *inputs,
 		     unsigned n_inputs, struct onnx_tensor *outputs, unsigned n_outputs, struct onnx_run_stats *stats,
 		     struct onnx_node_profile *prof);

@@ -36,24 +36,6 @@ static int bind_inputs(struct onnx_model *m, const struct onnx_tensor *in, unsig
 	return 0;
 }
 
-static double now_ms(void)
-{
-	struct timespec ts;
-
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (double)ts.tv_sec * 1e3 + ts.tv_nsec * 1e-6;
-}
-
-/* Why a node ran on the host (onnx_run_profile). */
-static const char *host_reason(const struct onnx_ctx *c, bool has_accel_kernel)
-{
-	if (!c->dev)
-		return "CPU reference executor (no device)";
-	if (!has_accel_kernel)
-		return "no device lowering for this operator";
-	return "the device lowering declined this node's attributes or shapes";
-}
-
 static int run_node(struct onnx_ctx *c)
 {
 	onnx_kernel ak = c->dev ? onnx_accel_kernels[c->n->op] : NULL;
@@ -76,10 +58,6 @@ static int run_node(struct onnx_ctx *c)
 	}
 	if (ret)
 		return ret;
-	if (c->prof) {
-		c->prof->on_device = c->on_accel;
-		c->prof->reason = c->on_accel ? NULL : host_reason(c, ak != NULL);
-	}
 	if (c->stats) {
 		if (c->on_accel)
 			c->stats->accel_nodes++;
@@ -87,6 +65,14 @@ static int run_node(struct onnx_ctx *c)
 			c->stats->host_nodes++;
 	}
 	return 0;
+}
+
+static double now_ms(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (double)ts.tv_sec * 1e3 + ts.tv_nsec * 1e-6;
 }
 
 /* A node's share of the run's counters: after - before. */
@@ -111,13 +97,11 @@ static int run_profiled(struct onnx_ctx *c, struct onnx_node_profile *p, double 
 	memset(p, 0, sizeof(*p));
 	p->ran = true;
 	p->start_ms = t - t0;
-	c->prof = p;
 	ret = run_node(c);
-	c->prof = NULL;
 	p->host_ms = now_ms() - t;
 	counters_sub(&p->counters, &c->stats->counters, &before);
-	if (ret)
-		p->reason = "failed (the run's error names the node)";
+	p->on_device = !ret && c->on_accel;
+	p->failed = ret != 0;
 	return ret;
 }
 

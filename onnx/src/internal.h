@@ -68,7 +68,6 @@ struct onnx_ctx {
 	const struct onnx_node *n;
 	struct onnx_run_stats *stats;
 	bool on_accel;			/* set by a kernel that ran on the device */
-	struct onnx_node_profile *prof;	/* onnx_run_profile: this node's entry (exec.c fills it) */
 };
 
 int onnx_seterr(struct onnx_model *m, int err, const char *fmt, ...) __attribute__((format(printf, 3, 4)));

@@ -138,7 +138,7 @@ static int profile_finish(struct onnx_model *m, struct accel_dev *dev, bool engi
 	struct accel_caps caps = { .clock_mhz = 0 };
 	int ret;
 
-	print_profile(m, prof);
+	print_profile(m, prof, !dev);
 	if (dev)
 		accel_query_caps(dev, &caps);
 	if (engines) {

@@ -107,12 +107,12 @@ int random_inputs(const struct onnx_model *m, const struct shape_arg *shapes, un
 	}
 	for (unsigned i = 0; i < n; i++) {
 		const struct shape_arg *s;
-		struct onnx_value_info vi;
+		struct onnx_value_desc vi;
 		int64_t dims[ONNX_MAX_DIMS];
 		unsigned ndim;
 		size_t count = 1;
 
-		onnx_model_input_info(m, i, &vi);
+		onnx_model_input_desc(m, i, &vi);
 		s = find_shape(shapes, n_shapes, vi.name);
 		if (!onnx_dtype_size((enum onnx_dtype)vi.dtype)) {
 			fprintf(stderr, "accel-run: input '%s': %s element type: --random-input needs FLOAT, UINT8, INT8, "

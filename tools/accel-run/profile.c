@@ -8,7 +8,7 @@
 
 #include "profile.h"
 
-static void print_value(const struct onnx_value_info *vi)
+static void print_value(const struct onnx_value_desc *vi)
 {
 	printf("  '%s': %s ", vi->name, vi->dtype ? onnx_dtype_name(vi->dtype) : "(type not declared)");
 	if (vi->ndim < 0) {
@@ -20,43 +20,45 @@ static void print_value(const struct onnx_value_info *vi)
 		if (vi->dims[d] >= 0)
 			printf("%s%" PRId64, d ? "," : "", vi->dims[d]);
 		else
-			printf("%s%s", d ? "," : "", vi->dim_param[d] ? vi->dim_param[d] : "?");
+			printf("%s?", d ? "," : "");
 	}
 	printf("]\n");
 }
 
 void print_io(const struct onnx_model *m)
 {
-	struct onnx_value_info vi;
+	struct onnx_value_desc vi;
 
 	printf("inputs:\n");
 	for (unsigned i = 0; i < onnx_model_n_inputs(m); i++)
-		if (!onnx_model_input_info(m, i, &vi))
+		if (!onnx_model_input_desc(m, i, &vi))
 			print_value(&vi);
 	printf("outputs:\n");
 	for (unsigned i = 0; i < onnx_model_n_outputs(m); i++)
-		if (!onnx_model_output_info(m, i, &vi))
+		if (!onnx_model_output_desc(m, i, &vi))
 			print_value(&vi);
 }
 
-/* "device", "device (libaccel on the host: ...)", "host: reason", "folded" */
+/* Where a node ran: the run's fact (prof) with the library's static reason (onnx_model_node_info). */
 static const char *where(const struct onnx_node_info *ni, const struct onnx_node_profile *p, bool cpu,
 			 char *buf, size_t len)
 {
-	if (ni->folded)
-		return strcmp(ni->op_type, "Constant") ? "folded into the node before it at load time" :
-							 "evaluated at load time";
-	if (cpu)
-		return "host: CPU reference executor (--cpu)";
-	if (!p || !p->ran)
-		return "not run (an earlier node failed)";
-	if (p->reason && !strncmp(p->reason, "failed", 6))
-		return p->reason;
-	if (p->on_device && !p->counters.hw_jobs)
-		return "device API, run on the host by libaccel (hw_jobs 0)";
-	if (p->on_device)
-		return ni->fused_relu ? "device (Relu fused into the epilogue)" : "device";
-	snprintf(buf, len, "host: %s", p->reason ? p->reason : "?");
+	if (ni->place == ONNX_PLACE_FOLDED)
+		snprintf(buf, len, "folded: %s", ni->reason);
+	else if (cpu)
+		snprintf(buf, len, "host: CPU reference executor (--cpu)");
+	else if (!p || !p->ran)
+		snprintf(buf, len, "not run (an earlier node failed)");
+	else if (p->failed)
+		snprintf(buf, len, "failed (the run's error names the node)");
+	else if (p->on_device && !p->counters.hw_jobs)
+		snprintf(buf, len, "device API, run on the host by libaccel (hw_jobs 0)");
+	else if (p->on_device)
+		snprintf(buf, len, "device");
+	else if (ni->place == ONNX_PLACE_DEVICE)
+		snprintf(buf, len, "host: the device lowering declined this node's attributes or types");
+	else
+		snprintf(buf, len, "host: %s", ni->reason ? ni->reason : "?");
 	return buf;
 }
 
@@ -64,43 +66,43 @@ void print_placement(const struct onnx_model *m, const struct onnx_node_profile 
 {
 	unsigned n = onnx_model_n_graph_nodes(m), dev = 0, host = 0, folded = 0;
 	struct onnx_node_info ni;
-	char buf[160];
+	char buf[256];
 
 	printf("nodes (%u, model order):\n", n);
 	for (unsigned i = 0; i < n; i++) {
 		if (onnx_model_node_info(m, i, &ni))
 			continue;
-		printf("  %4u %-18s %-52s %s\n", i, ni.op_type, where(&ni, prof ? &prof[i] : NULL, cpu, buf, sizeof(buf)),
-		       ni.name[0] ? ni.name : "-");
-		folded += ni.folded;
-		if (!ni.folded && !cpu && prof && prof[i].ran &&
-		    !(prof[i].reason && !strncmp(prof[i].reason, "failed", 6)))
+		printf("  %4u %-18s %-64s %s\n", i, ni.op, where(&ni, prof ? &prof[i] : NULL, cpu, buf, sizeof(buf)),
+		       ni.name && ni.name[0] ? ni.name : "-");
+		folded += ni.place == ONNX_PLACE_FOLDED;
+		if (ni.place != ONNX_PLACE_FOLDED && !cpu && prof && prof[i].ran && !prof[i].failed)
 			dev += prof[i].on_device, host += !prof[i].on_device;
-		else if (!ni.folded && cpu)
+		else if (ni.place != ONNX_PLACE_FOLDED && cpu)
 			host++;
 	}
 	printf("placement: %u on the device, %u on the host, %u folded at load time\n", dev, host, folded);
 }
 
-void print_profile(const struct onnx_model *m, const struct onnx_node_profile *prof)
+void print_profile(const struct onnx_model *m, const struct onnx_node_profile *prof, bool cpu)
 {
 	unsigned n = onnx_model_n_graph_nodes(m);
 	double ms = 0;
 	uint64_t cyc = 0, bytes = 0;
 	struct onnx_node_info ni;
-	char buf[160];
+	char buf[256];
 
 	printf("profile (one run; host ms = wall clock of the node, device waits included; bytes = DMA "
 	       "host->device + device->host):\n");
-	printf("  %4s %-18s %10s %12s %12s  %-52s %s\n", "node", "op", "host ms", "dev cycles", "bytes", "where", "name");
+	printf("  %4s %-18s %10s %12s %12s  %-64s %s\n", "node", "op", "host ms", "dev cycles", "bytes", "where", "name");
 	for (unsigned i = 0; i < n; i++) {
 		const struct onnx_node_profile *p = &prof[i];
 		uint64_t b = p->counters.bytes_h2d + p->counters.bytes_d2h;
 
-		if (onnx_model_node_info(m, i, &ni) || ni.folded || !p->ran)
+		if (onnx_model_node_info(m, i, &ni) || ni.place == ONNX_PLACE_FOLDED || !p->ran)
 			continue;
-		printf("  %4u %-18s %10.3f %12" PRIu64 " %12" PRIu64 "  %-52s %s\n", i, ni.op_type, p->host_ms,
-		       p->counters.total_cycles, b, where(&ni, p, false, buf, sizeof(buf)), ni.name[0] ? ni.name : "-");
+		printf("  %4u %-18s %10.3f %12" PRIu64 " %12" PRIu64 "  %-64s %s\n", i, ni.op, p->host_ms,
+		       p->counters.total_cycles, b, where(&ni, p, cpu, buf, sizeof(buf)),
+		       ni.name && ni.name[0] ? ni.name : "-");
 		ms += p->host_ms;
 		cyc += p->counters.total_cycles;
 		bytes += b;
@@ -156,19 +158,19 @@ static void graph_events(FILE *f, const struct onnx_model *m, const struct onnx_
 	for (unsigned i = 0; i < onnx_model_n_graph_nodes(m); i++) {
 		const struct onnx_node_profile *p = &prof[i];
 
-		if (onnx_model_node_info(m, i, &ni) || ni.folded || !p->ran)
+		if (onnx_model_node_info(m, i, &ni) || ni.place == ONNX_PLACE_FOLDED || !p->ran)
 			continue;
 		fprintf(f, ",\n{\"name\":\"");
-		json_str(f, ni.op_type);
+		json_str(f, ni.op);
 		fprintf(f, "\",\"cat\":\"%s\",\"ph\":\"X\",\"ts\":%.3f,\"dur\":%.3f,\"pid\":0,\"tid\":1,\"args\":{\"node\":%u,"
 			"\"name\":\"", p->on_device ? "device" : "host", p->start_ms * 1e3, p->host_ms * 1e3, i);
-		json_str(f, ni.name);
+		json_str(f, ni.name ? ni.name : "");
 		fprintf(f, "\",\"device_cycles\":%" PRIu64 ",\"bytes\":%" PRIu64 "}}", p->counters.total_cycles,
 			p->counters.bytes_h2d + p->counters.bytes_d2h);
 		if (!p->counters.total_cycles)
 			continue;
 		fprintf(f, ",\n{\"name\":\"");
-		json_str(f, ni.op_type);
+		json_str(f, ni.op);
 		fprintf(f, "\",\"cat\":\"device\",\"ph\":\"X\",\"ts\":%.4f,\"dur\":%.4f,\"pid\":0,\"tid\":2,"
 			"\"args\":{\"node\":%u,\"hw_jobs\":%u}}", (double)cyc / mhz, (double)p->counters.total_cycles / mhz,
 			i, p->counters.hw_jobs);

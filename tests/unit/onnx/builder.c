@@ -10,10 +10,10 @@ struct mb {
 	Onnx__GraphProto graph;
 	Onnx__OperatorSetIdProto opset;
 	Onnx__OperatorSetIdProto *opsets[1];
-	Onnx__NodeProto *nodes[32];
+	Onnx__NodeProto *nodes[64];
 	Onnx__TensorProto *inits[32];
 	Onnx__ValueInfoProto *ins[8], *outs[8];
-	void *mem[1024];
+	void *mem[4096];
 	unsigned n_mem;
 	uint8_t *packed;
 };
@@ -181,22 +181,7 @@ void mb_input(struct mb *b, const char *name)
 	b->ins[b->graph.n_input++] = vi(b, name);
 }
 
-void mb_output(struct mb *b, const char *name)
-{
-	b->outs[b->graph.n_output++] = vi(b, name);
-}
-
-const uint8_t *mb_pack(struct mb *b, size_t *len)
-{
-	*len = onnx__model_proto__get_packed_size(&b->model);
-	free(b->packed);
-	b->packed = malloc(*len ? *len : 1);
-	onnx__model_proto__pack(&b->model, b->packed);
-	return b->packed;
-}
-
-void mb_input_typed(struct mb *b, const char *name, enum onnx_dtype dt, unsigned ndim, const int64_t *dims,
-		    const char *const *dim_params)
+void mb_input_typed(struct mb *b, const char *name, int dtype, unsigned ndim, const int64_t *dims)
 {
 	Onnx__ValueInfoProto *v = vi(b, name);
 	Onnx__TypeProto *t = zalloc(b, sizeof(*t));
@@ -211,9 +196,9 @@ void mb_input_typed(struct mb *b, const char *name, enum onnx_dtype dt, unsigned
 		Onnx__TensorShapeProto__Dimension *d = zalloc(b, sizeof(*d));
 
 		onnx__tensor_shape_proto__dimension__init(d);
-		if (dim_params && dim_params[i]) {
+		if (dims[i] == INT64_MIN) {
 			d->value_case = ONNX__TENSOR_SHAPE_PROTO__DIMENSION__VALUE_DIM_PARAM;
-			d->dim_param = dup(b, dim_params[i]);
+			d->dim_param = dup(b, "N");
 		} else {
 			d->value_case = ONNX__TENSOR_SHAPE_PROTO__DIMENSION__VALUE_DIM_VALUE;
 			d->dim_value = dims[i];
@@ -222,10 +207,24 @@ void mb_input_typed(struct mb *b, const char *name, enum onnx_dtype dt, unsigned
 	}
 	sh->n_dim = ndim;
 	tt->has_elem_type = 1;
-	tt->elem_type = (int32_t)dt;
+	tt->elem_type = dtype;
 	tt->shape = sh;
 	t->value_case = ONNX__TYPE_PROTO__VALUE_TENSOR_TYPE;
 	t->tensor_type = tt;
 	v->type = t;
 	b->ins[b->graph.n_input++] = v;
+}
+
+void mb_output(struct mb *b, const char *name)
+{
+	b->outs[b->graph.n_output++] = vi(b, name);
+}
+
+const uint8_t *mb_pack(struct mb *b, size_t *len)
+{
+	*len = onnx__model_proto__get_packed_size(&b->model);
+	free(b->packed);
+	b->packed = malloc(*len ? *len : 1);
+	onnx__model_proto__pack(&b->model, b->packed);
+	return b->packed;
 }

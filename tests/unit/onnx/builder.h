@@ -24,9 +24,8 @@ void mb_init(struct mb *b, const char *name, enum onnx_dtype dt, unsigned ndim, 
 	     const void *data);
 void mb_input(struct mb *b, const char *name);
 void mb_output(struct mb *b, const char *name);
-/* A graph input with a declared type and shape; dim_params[i] (may be NULL) names a dynamic dimension. */
-void mb_input_typed(struct mb *b, const char *name, enum onnx_dtype dt, unsigned ndim, const int64_t *dims,
-		    const char *const *dim_params);
+/* Graph input with a declared tensor type; a dimension INT64_MIN is symbolic ("N"). */
+void mb_input_typed(struct mb *b, const char *name, int dtype, unsigned ndim, const int64_t *dims);
 /* Serialize; the buffer belongs to b. */
 const uint8_t *mb_pack(struct mb *b, size_t *len);
 
