@@ -157,7 +157,7 @@ int main(int argc, char **argv)
 {
 	const char *model_path = NULL, *device = NULL, *in_paths[MAX_IO], *exp_paths[MAX_IO], *save = NULL;
 	const char *mnist_img = NULL, *mnist_lbl = NULL, *ref_preds = NULL, *save_preds = NULL;
-	const char *trace = "accel-run-trace.json";
+	const char *trace = NULL;
 	struct onnx_tolerance tol = { ONNX_TOL_ATOL, ONNX_TOL_RTOL, ONNX_TOL_ITOL };
 	struct onnx_tensor in[MAX_IO], out[MAX_IO], exp;
 	struct shape_arg shapes[MAX_SHAPES];
@@ -244,8 +244,15 @@ int main(int argc, char **argv)
 		fprintf(stderr, "accel-run: --random-input and --input exclude each other\n");
 		return 2;
 	}
-	if (n_shapes && !random_in && !info) {
-		fprintf(stderr, "accel-run: --shape only shapes generated inputs (--random-input or --info)\n");
+	if (trace && !profile) {
+		fprintf(stderr, "accel-run: --trace writes the trace of --profile: give both\n");
+		return 2;
+	}
+	if (!trace)
+		trace = "accel-run-trace.json";
+	if (n_shapes && (n_in || (!random_in && !info))) {
+		fprintf(stderr, "accel-run: --shape only shapes generated inputs (--random-input, or --info without "
+			"--input)\n");
 		return 2;
 	}
 	ret = onnx_model_load(model_path, 0, &m, err, sizeof(err));

@@ -199,6 +199,9 @@ Test(accel_run, bad_random_input_arguments_are_clear_errors)
 	cr_expect_eq(accel_run("--random-input --input x.pb --device sim", out, sizeof(out)), 2);
 	cr_expect_eq(accel_run("--random-input --seed x --device sim", out, sizeof(out)), 2);
 	cr_expect_eq(accel_run("--random-input --repeat 0 --device sim", out, sizeof(out)), 2);
+	cr_expect_eq(accel_run("--random-input --trace t.json --device sim", out, sizeof(out)), 2,
+		     "--trace without --profile");
+	cr_expect_eq(accel_run("--shape x=1x1x4x4 --device sim", out, sizeof(out)), 2, "--shape without generated inputs");
 	cr_expect_eq(accel_run("--random-input --shape x=2x1x4 --device sim", out, sizeof(out)), 1,
 		     "a 3-D input for a 2-D conv: the run's error");
 	cr_expect(matches(out, "^accel-run: .*Conv"), "%s", out);
