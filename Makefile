@@ -8,6 +8,7 @@
 #   make bench-core golden-model GEMM benchmark vs OpenBLAS (JSON lines)
 #   make module     tnpu.ko against the installed Debian 6.12 headers
 #   make onnx-conformance  ONNX backend tests of the supported ops, on sim and in the VM
+#   make model-zoo  torchvision models, a ViT, a transformer encoder and a QDQ CNN vs PyTorch, sim + VM
 #   make train-model  retrain models/fashion-mnist (installs python3-torch; not needed by CI)
 # Variables: VM_ACCEL=kvm (opt-in; TCG by default), TNPU_CACHE=dir, BUILD=dir, V=1.
 
@@ -21,12 +22,12 @@ KVER = $(shell $(TOP)/tools/kver)
 KDIR = /lib/modules/$(KVER)/build
 
 .PHONY: all deps build unit module qemu qtest vm vm-test vm-shell check demo bench-core fuzz-core \
-	checkpatch clean distclean help onnx-conformance train-model
+	checkpatch clean distclean help onnx-conformance train-model model-zoo deps-zoo
 
 all: build module
 
 help:
-	@sed -n '2,14p' $(TOP)/Makefile | sed 's/^# \{0,1\}//'
+	@sed -n '2,15p' $(TOP)/Makefile | sed 's/^# \{0,1\}//'
 
 deps:
 	@$(TOP)/tools/setup-deps
@@ -66,7 +67,10 @@ vm-test: qemu vm
 vm-shell: qemu vm
 	@$(TOP)/tools/accel-vm shell
 
-check: deps build module qemu vm
+deps-zoo:
+	@$(TOP)/tools/setup-deps --zoo
+
+check: deps deps-zoo build module qemu vm
 	@$(TOP)/tests/check-all
 
 demo: qemu vm
@@ -74,6 +78,9 @@ demo: qemu vm
 
 onnx-conformance: build qemu vm
 	@$(TOP)/tools/onnx-conformance/run
+
+model-zoo: deps-zoo build qemu vm
+	@$(TOP)/tools/model-zoo/run
 
 train-model:
 	@$(TOP)/tools/setup-deps --train

@@ -8,6 +8,7 @@
 #ifndef TNPU_ONNX_H
 #define TNPU_ONNX_H
 
+#include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
 
@@ -106,6 +107,20 @@ struct onnx_run_stats {
  */
 int onnx_run(struct onnx_model *m, struct accel_dev *dev, const struct onnx_tensor *inputs, unsigned n_inputs,
 	     struct onnx_tensor *outputs, unsigned n_outputs, struct onnx_run_stats *stats);
+
+/* What one node cost in one onnx_run_profile() (index = onnx_model_node_info's). */
+struct onnx_node_profile {
+	bool ran;			/* false: folded at load time, or after a failed node */
+	bool failed;			/* its kernel returned the run's error */
+	bool on_device;			/* lowered onto libaccel (its jobs' counters below) */
+	double host_ms;			/* wall-clock time of the node, waiting for its jobs included */
+	double start_ms;		/* when it started, from the start of the run */
+	struct accel_counters counters;	/* summed over the node's jobs */
+};
+/* onnx_run() that also fills prof[onnx_model_n_graph_nodes(m)] (NULL: same as onnx_run). */
+int onnx_run_profile(struct onnx_model *m, struct accel_dev *dev, const struct onnx_tensor *inputs,
+		     unsigned n_inputs, struct onnx_tensor *outputs, unsigned n_outputs, struct onnx_run_stats *stats,
+		     struct onnx_node_profile *prof);
 
 /* Tensors. */
 size_t onnx_dtype_size(enum onnx_dtype dt);

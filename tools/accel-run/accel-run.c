@@ -1,30 +1,38 @@
 /* SPDX-License-Identifier: MIT */
 /*
- * accel-run - run an ONNX model on a tnpu (issue #10, Documentation/onnx.md).
+ * accel-run - run an ONNX model on a tnpu (issues #10, #15; Documentation/onnx.md).
  *
- *   accel-run MODEL.onnx [--input in.pb ...] [--expect out.pb ...] [--device PATH|sim]
- *             [--cpu] [--atol A] [--rtol R] [--itol N] [--save-outputs PREFIX]
+ *   accel-run MODEL.onnx [--input in.pb ... | --random-input [--seed N] [--shape NAME=D0xD1x... ...]]
+ *             [--expect out.pb ...] [--device PATH|sim] [--cpu] [--atol A] [--rtol R] [--itol N]
+ *             [--save-outputs PREFIX] [--info] [--repeat N] [--profile [--trace FILE]]
  *   accel-run MODEL.onnx --mnist IMAGES LABELS [--batch N] [--device PATH|sim] [--cpu]
  *             [--save-predictions FILE] [--reference-predictions FILE]
  *
  * Prints each output (name, type, shape, leading values) or, with --expect, PASS/FAIL per output
- * against the expectation with the tolerance used.  --mnist classifies an idx image file (e.g.
- * Fashion-MNIST's t10k set) on the device and on the CPU reference and prints both accuracies.
+ * against the expectation with the tolerance used.  --info prints the inputs/outputs and where each
+ * node runs (from one run), --repeat N times N more runs, --profile prints per-node cost and writes a
+ * Perfetto trace.  --mnist classifies an idx image file (e.g. Fashion-MNIST's t10k set) on the device
+ * and on the CPU reference and prints both accuracies.
  */
 #include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
+#include <unistd.h>
 
 #include "classify.h"
+#include "inputs.h"
+#include "profile.h"
 #include "tnpu_onnx.h"
 
 #define MAX_IO 16
 
 static void usage(FILE *f)
 {
-	fprintf(f, "usage: accel-run MODEL.onnx [--input in.pb ...] [--expect out.pb ...] [--device PATH|sim]\n"
-		   "                 [--cpu] [--atol A] [--rtol R] [--itol N] [--save-outputs PREFIX]\n"
+	fprintf(f, "usage: accel-run MODEL.onnx [--input in.pb ... | --random-input [--seed N] [--shape NAME=D0xD1x...]]\n"
+		   "                 [--expect out.pb ...] [--device PATH|sim] [--cpu] [--atol A] [--rtol R] [--itol N]\n"
+		   "                 [--save-outputs PREFIX] [--info] [--repeat N] [--profile [--trace FILE]]\n"
 		   "       accel-run MODEL.onnx --mnist IMAGES LABELS [--batch N] [--device PATH|sim] [--cpu]\n"
 		   "                 [--save-predictions FILE] [--reference-predictions FILE]\n");
 }
@@ -57,18 +65,111 @@ static void print_values(const struct onnx_tensor *t)
 	printf("%s]\n", t->count > n ? ", ..." : "");
 }
 
+static double now_ms(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (double)ts.tv_sec * 1e3 + ts.tv_nsec * 1e-6;
+}
+
+static int cmp_double(const void *a, const void *b)
+{
+	double x = *(const double *)a, y = *(const double *)b;
+
+	return (x > y) - (x < y);
+}
+
+/* --repeat N: N more runs of the same inputs, each onnx_run() timed (load, input files and the first,
+ * checked run excluded); prints the median. */
+static int repeat_runs(struct onnx_model *m, struct accel_dev *dev, const struct onnx_tensor *in, unsigned n_in,
+		       unsigned n_out, unsigned repeat)
+{
+	struct onnx_tensor out[MAX_IO];
+	double *t = calloc(repeat, sizeof(*t)), med;
+	int ret = 0;
+
+	if (!t) {
+		fprintf(stderr, "accel-run: out of memory\n");
+		return 1;
+	}
+	for (unsigned r = 0; r < repeat && !ret; r++) {
+		double t0 = now_ms();
+
+		ret = onnx_run(m, dev, in, n_in, out, n_out, NULL);
+		t[r] = now_ms() - t0;
+		if (ret)
+			fprintf(stderr, "accel-run: repeat %u: %s\n", r + 1, onnx_model_error(m));
+		for (unsigned i = 0; !ret && i < n_out; i++)
+			onnx_tensor_release(&out[i]);
+	}
+	if (!ret) {
+		qsort(t, repeat, sizeof(*t), cmp_double);
+		med = repeat % 2 ? t[repeat / 2] : (t[repeat / 2 - 1] + t[repeat / 2]) / 2;
+		printf("run: %.3f ms per inference (median of %u)\n", med, repeat);
+	}
+	free(t);
+	return ret ? 1 : 0;
+}
+
+/* --profile: the trace file.  The device engines' timeline exists on the sim backend only. */
+static int profile_trace_begin(struct accel_dev *dev, bool *engines)
+{
+	struct accel_caps caps;
+
+	*engines = false;
+	if (!dev || accel_query_caps(dev, &caps))
+		return 0;
+	if (strcmp(caps.backend, "sim")) {
+		printf("trace: the %s backend cannot show the device's engines; the trace has the graph's nodes only "
+		       "(run with --device sim for the engine timeline)\n", caps.backend);
+		return 0;
+	}
+	if (accel_trace_begin(dev)) {
+		fprintf(stderr, "accel-run: trace: %s\n", accel_last_error(dev));
+		return 1;
+	}
+	*engines = true;
+	return 0;
+}
+
+static int profile_finish(struct onnx_model *m, struct accel_dev *dev, bool engines, const char *trace,
+			  const struct onnx_node_profile *prof)
+{
+	struct accel_caps caps = { .clock_mhz = 0 };
+	int ret;
+
+	print_profile(m, prof, !dev);
+	if (dev)
+		accel_query_caps(dev, &caps);
+	if (engines) {
+		if (accel_trace_end(dev) || accel_trace_write_json(dev, trace)) {
+			fprintf(stderr, "accel-run: trace: %s\n", accel_last_error(dev));
+			return 1;
+		}
+	}
+	ret = write_trace(trace, engines ? trace : NULL, m, prof, caps.clock_mhz);
+	if (!ret)
+		printf("trace: %s (Perfetto / chrome://tracing)\n", trace);
+	return ret ? 1 : 0;
+}
+
 int main(int argc, char **argv)
 {
 	const char *model_path = NULL, *device = NULL, *in_paths[MAX_IO], *exp_paths[MAX_IO], *save = NULL;
 	const char *mnist_img = NULL, *mnist_lbl = NULL, *ref_preds = NULL, *save_preds = NULL;
+	const char *trace = NULL;
 	struct onnx_tolerance tol = { ONNX_TOL_ATOL, ONNX_TOL_RTOL, ONNX_TOL_ITOL };
 	struct onnx_tensor in[MAX_IO], out[MAX_IO], exp;
-	unsigned n_in = 0, n_exp = 0, n_out, batch = 1000;
+	struct shape_arg shapes[MAX_SHAPES];
+	unsigned n_in = 0, n_exp = 0, n_out = 0, n_shapes = 0, batch = 1000, repeat = 0;
+	unsigned long long seed = 0;
+	struct onnx_node_profile *prof = NULL;
 	struct accel_dev *dev = NULL;
 	struct onnx_model *m = NULL;
 	struct onnx_run_stats st;
-	bool cpu = false;
-	char err[768];
+	bool cpu = false, info = false, random_in = false, profile = false, engines = false, have_in = false;
+	char err[768], *end;
 	int ret, fails = 0;
 
 	for (int i = 1; i < argc; i++) {
@@ -91,6 +192,31 @@ int main(int argc, char **argv)
 			tol.itol = strtoll(argv[++i], NULL, 0);
 		else if (!strcmp(a, "--save-outputs") && more)
 			save = argv[++i];
+		else if (!strcmp(a, "--info"))
+			info = true;
+		else if (!strcmp(a, "--random-input"))
+			random_in = true;
+		else if (!strcmp(a, "--seed") && more) {
+			seed = strtoull(argv[++i], &end, 0);
+			if (*end || !*argv[i]) {
+				fprintf(stderr, "accel-run: --seed '%s': not a number\n", argv[i]);
+				return 2;
+			}
+		} else if (!strcmp(a, "--shape") && more && n_shapes < MAX_SHAPES) {
+			if (shape_parse(argv[++i], &shapes[n_shapes++]))
+				return 2;
+		} else if (!strcmp(a, "--repeat") && more) {
+			long long r = strtoll(argv[++i], &end, 0);
+
+			if (*end || r < 1 || r > 1000000) {
+				fprintf(stderr, "accel-run: --repeat '%s': expected 1..1000000\n", argv[i]);
+				return 2;
+			}
+			repeat = (unsigned)r;
+		} else if (!strcmp(a, "--profile"))
+			profile = true;
+		else if (!strcmp(a, "--trace") && more)
+			trace = argv[++i];
 		else if (!strcmp(a, "--mnist") && i + 2 < argc) {
 			mnist_img = argv[++i];
 			mnist_lbl = argv[++i];
@@ -115,10 +241,30 @@ int main(int argc, char **argv)
 		usage(stderr);
 		return 2;
 	}
+	if (random_in && n_in) {
+		fprintf(stderr, "accel-run: --random-input and --input exclude each other\n");
+		return 2;
+	}
+	if (trace && !profile) {
+		fprintf(stderr, "accel-run: --trace writes the trace of --profile: give both\n");
+		return 2;
+	}
+	if (!trace)
+		trace = "accel-run-trace.json";
+	if (n_shapes && (n_in || (!random_in && !info))) {
+		fprintf(stderr, "accel-run: --shape only shapes generated inputs (--random-input, or --info without "
+			"--input)\n");
+		return 2;
+	}
 	ret = onnx_model_load(model_path, 0, &m, err, sizeof(err));
 	if (ret) {
 		fprintf(stderr, "accel-run: %s\n", err);
 		return 1;
+	}
+	if (info) {
+		printf("model %s: %u nodes in the graph, %u to run after folding\n", model_path,
+		       onnx_model_n_graph_nodes(m), onnx_model_n_nodes(m));
+		print_io(m);
 	}
 	if (!cpu) {
 		ret = accel_open_msg(device, err, sizeof(err), &dev);
@@ -135,11 +281,6 @@ int main(int argc, char **argv)
 		onnx_model_free(m);
 		return ret ? 1 : 0;
 	}
-	if (n_in != onnx_model_n_inputs(m)) {
-		fprintf(stderr, "accel-run: the model has %u inputs, %u --input given\n", onnx_model_n_inputs(m), n_in);
-		ret = 2;
-		goto out;
-	}
 	n_out = onnx_model_n_outputs(m);
 	if (n_exp && n_exp != n_out) {
 		fprintf(stderr, "accel-run: the model has %u outputs, %u --expect given\n", n_out, n_exp);
@@ -151,21 +292,47 @@ int main(int argc, char **argv)
 		ret = 1;
 		goto out;
 	}
-	for (unsigned i = 0; i < n_in; i++) {
-		ret = onnx_tensor_load_pb(in_paths[i], &in[i], NULL, 0, err, sizeof(err));
-		if (ret) {
-			fprintf(stderr, "accel-run: input %u: %s\n", i, err);
-			while (i--)
-				onnx_tensor_release(&in[i]);
+	/* --info without inputs runs on generated ones: where a node runs depends on its shapes */
+	if (random_in || (info && !n_in)) {
+		if (random_inputs(m, shapes, n_shapes, seed, in, MAX_IO)) {
 			ret = 1;
 			goto out;
 		}
+		n_in = onnx_model_n_inputs(m);
+	} else {
+		if (n_in != onnx_model_n_inputs(m)) {
+			fprintf(stderr, "accel-run: the model has %u inputs, %u --input given (or use --random-input)\n",
+				onnx_model_n_inputs(m), n_in);
+			ret = 2;
+			goto out;
+		}
+		for (unsigned i = 0; i < n_in; i++) {
+			ret = onnx_tensor_load_pb(in_paths[i], &in[i], NULL, 0, err, sizeof(err));
+			if (ret) {
+				fprintf(stderr, "accel-run: input %u: %s\n", i, err);
+				while (i--)
+					onnx_tensor_release(&in[i]);
+				ret = 1;
+				goto out;
+			}
+		}
 	}
-	ret = onnx_run(m, dev, in, n_in, out, n_out, &st);
-	for (unsigned i = 0; i < n_in; i++)
-		onnx_tensor_release(&in[i]);
+	have_in = true;
+	prof = calloc(onnx_model_n_graph_nodes(m) + 1, sizeof(*prof));
+	if (!prof) {
+		fprintf(stderr, "accel-run: out of memory\n");
+		ret = 1;
+		goto out;
+	}
+	if (profile && profile_trace_begin(dev, &engines)) {
+		ret = 1;
+		goto out;
+	}
+	ret = onnx_run_profile(m, dev, in, n_in, out, n_out, &st, prof);
 	if (ret) {
 		fprintf(stderr, "accel-run: %s\n", onnx_model_error(m));
+		if (info)
+			print_placement(m, prof, cpu);
 		ret = 1;
 		goto out;
 	}
@@ -176,6 +343,12 @@ int main(int argc, char **argv)
 		printf("model %s: %u nodes (%u BatchNormalization folded), %u on the accelerator, %u on the host; "
 		       "device cycles %llu\n", model_path, onnx_model_n_nodes(m), onnx_model_n_folded(m), st.accel_nodes,
 		       st.host_nodes, (unsigned long long)st.counters.total_cycles);
+	if (info)
+		print_placement(m, prof, cpu);
+	if (profile && profile_finish(m, dev, engines, trace, prof))
+		fails++;
+	if (repeat && repeat_runs(m, dev, in, n_in, n_out, repeat))
+		fails++;
 	for (unsigned i = 0; i < n_out; i++) {
 		char desc[96], msg[256];
 		double maxe;
@@ -189,8 +362,10 @@ int main(int argc, char **argv)
 				fprintf(stderr, "accel-run: %s\n", err);
 		}
 		if (i >= n_exp) {
-			printf("output '%s': %s\n", onnx_model_output_name(m, i), desc);
-			print_values(&out[i]);
+			if (!info || random_in || profile || repeat || save) {
+				printf("output '%s': %s\n", onnx_model_output_name(m, i), desc);
+				print_values(&out[i]);
+			}
 			continue;
 		}
 		ret = onnx_tensor_load_pb(exp_paths[i], &exp, NULL, 0, err, sizeof(err));
@@ -212,6 +387,10 @@ int main(int argc, char **argv)
 		printf("%s\n", fails ? "FAIL" : "PASS");
 	ret = fails ? 1 : 0;
 out:
+	if (have_in)
+		for (unsigned i = 0; i < n_in; i++)
+			onnx_tensor_release(&in[i]);
+	free(prof);
 	accel_close(dev);
 	onnx_model_free(m);
 	return ret;
