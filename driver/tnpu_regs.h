@@ -174,7 +174,7 @@ struct tnpu_ctx_entry {
 /* Error codes (errors.md) */
 #define TNPU_ERR_MMU_NOT_PRESENT	10
 #define TNPU_ERR_BUS			14
-#define TNPU_ERR_MAX			51
+#define TNPU_ERR_MAX			54
 
 /* ERR_INFO for MMU errors */
 #define TNPU_MMU_INFO_WRITE		BIT(0)

@@ -137,6 +137,7 @@ struct accel_counters {
 	 * busy cycles, rows used (max over hardware jobs), MACs moved by PE load balancing. */
 	uint64_t row_busy_max, row_busy_sum, busy_rows, lb_macs_moved;
 	uint64_t plan_hits, plan_misses;	/* PLAN_LOADs served from / uploaded into the plan cache */
+	uint64_t vec_ops, vec_cycles;		/* ISA 2 vector units: element-operations, busy cycles (all rows) */
 };
 
 /*
@@ -181,6 +182,18 @@ enum accel_act {
 	ACCEL_ACT_NONE = 0,
 	ACCEL_ACT_RELU = 1,
 	ACCEL_ACT_CLAMP = 2,		/* clamp to [clamp_lo, clamp_hi] (ReLU6 = 0..6) */
+	/* ISA 2 vector-unit functions (accel_activation only; Documentation/libaccel.md "Vector-unit
+	 * operations"): FP32 through the device's fp32 approximations, INT8 through a 256-entry table. */
+	ACCEL_ACT_SIGMOID = 3,
+	ACCEL_ACT_TANH = 4,
+	ACCEL_ACT_EXP = 5,
+	ACCEL_ACT_GELU = 6,		/* x/2 * (1 + erf(x/sqrt 2)) */
+	ACCEL_ACT_ERF = 7,
+	ACCEL_ACT_HARDSIGMOID = 8,	/* clamp(alpha*x + beta, 0, 1) */
+	ACCEL_ACT_HARDSWISH = 9,	/* x * clamp(x/6 + 1/2, 0, 1) */
+	ACCEL_ACT_SILU = 10,		/* x * sigmoid(x) */
+	ACCEL_ACT_RECIP = 11,		/* 1/x */
+	ACCEL_ACT_RSQRT = 12,		/* 1/sqrt(x) */
 };
 
 /* Output epilogue, applied by the SFU in this order: bias, activation, requantisation. */
@@ -195,6 +208,12 @@ struct accel_epilogue {
 	uint8_t shift;			/* 0..62 */
 	int16_t zero_point;		/* -128..127 */
 	float scale_f;			/* fp32 output scale; 0 = none (1.0) */
+	/* ISA 2 (CAP_FEATURES bit 16): optional residual of the output's shape in the accumulator type
+	 * (FP32 for fp32 ops, INT32 for int8 ops) added after the bias, before the activation, in the SFU
+	 * (out = act(A x B + bias + residual)); needs a 32-bit output (no requantisation).  accel_gemm: an
+	 * M x N matrix with contiguous rows; accel_conv2d: NHWC output and residual of the output's
+	 * shape and strides (the convolution then takes the implicit-im2col lowering). */
+	const struct accel_tensor *residual;
 };
 
 /* Turn a real scale (0 < scale < 2^31) into multiplier/shift for accel_epilogue. */
@@ -248,13 +267,88 @@ struct accel_pool2d_desc {
 int accel_pool2d(struct accel_dev *dev, const struct accel_pool2d_desc *d, const struct accel_submit *sub,
 		 struct accel_job **job);
 
-/* Element-wise activation out = act(in) on tensors of identical shape and dtype (INT8/FP32). */
+/* Element-wise activation out = act(in) on tensors of identical shape and dtype (INT8/FP32).
+ * NONE/RELU/CLAMP: the SFU epilogue (packed tensors of identical strides).  The ISA 2 functions
+ * (ACCEL_ACT_SIGMOID..RSQRT) run on the vector units, any strides: FP32 -> FP32 through the device's
+ * fp32 approximations; INT8 -> INT8 through a table of the exact function of the dequantised input,
+ * requantised with the output parameters (in_scale/out_scale > 0; zero points -128..127). */
 struct accel_activation_desc {
 	const struct accel_tensor *input, *output;
 	enum accel_act act;
 	int32_t clamp_lo_i, clamp_hi_i;
 	float clamp_lo_f, clamp_hi_f;
+	float alpha, beta;		/* HARDSIGMOID; both 0 = ONNX defaults 0.2, 0.5 */
+	float in_scale, out_scale;	/* INT8 functions: real value = scale * (q - zero_point) */
+	int32_t in_zero_point, out_zero_point;
 };
+
+/* ---- vector-unit operations (ISA 2, CAP_FEATURES bit 15; -EOPNOTSUPP without it) -------------- */
+
+enum accel_eltwise_op {
+	ACCEL_ELT_ADD = 0,
+	ACCEL_ELT_SUB = 1,		/* a - b */
+	ACCEL_ELT_MUL = 2,
+	ACCEL_ELT_MAX = 3,
+	ACCEL_ELT_MIN = 4,
+};
+
+/*
+ * out = act(a op b) with numpy broadcasting: a, b and out have the same ndim (2 or 4); every dim of a
+ * and b equals out's or is 1 (broadcast).  Any layouts/strides (non-negative).  dtypes: FP32 -> FP32;
+ * INT32 -> INT32 (wrap-around); INT8 -> INT32 (exact) or INT8: the exact int32 result requantised
+ * sat8(((r * multiplier + round) >> shift) + zero_point) (multiplier 0: saturate r unchanged).
+ * act: NONE or RELU (applied before the requantisation).  out may alias a or b only exactly.
+ */
+struct accel_eltwise_desc {
+	const struct accel_tensor *a, *b, *out;
+	enum accel_eltwise_op op;
+	enum accel_act act;
+	int32_t multiplier;
+	uint8_t shift;			/* 0..62 */
+	int16_t zero_point;		/* -128..127 */
+};
+int accel_eltwise(struct accel_dev *dev, const struct accel_eltwise_desc *d, const struct accel_submit *sub,
+		  struct accel_job **job);
+
+/* Softmax over the last axis of a 2-D FP32 matrix (rows x cols, any row pitch): exp(x - max) / sum. */
+struct accel_softmax_desc {
+	const struct accel_tensor *input, *output;
+};
+int accel_softmax(struct accel_dev *dev, const struct accel_softmax_desc *d, const struct accel_submit *sub,
+		  struct accel_job **job);
+
+/* LayerNorm over the last axis of a 2-D FP32 matrix: (x - mean) * rsqrt(var + epsilon) * gamma + beta,
+ * var the biased variance; gamma, beta optional 1 x cols (or cols x 1) FP32 vectors. */
+struct accel_layernorm_desc {
+	const struct accel_tensor *input, *output;
+	const struct accel_tensor *gamma, *beta;
+	float epsilon;
+};
+int accel_layernorm(struct accel_dev *dev, const struct accel_layernorm_desc *d, const struct accel_submit *sub,
+		    struct accel_job **job);
+
+/* out = input with its axes permuted: out.shape[i] = in.shape[perm[i]] (same ndim 2 or 4, same dtype,
+ * any layouts/strides).  Layout changes (NCHW <-> NHWC) are perm {0,1,2,3} with different layouts;
+ * Concat/Split are views (offset tensors) of one buffer copied with the identity perm. */
+struct accel_transpose_desc {
+	const struct accel_tensor *input, *output;
+	uint32_t perm[4];
+};
+int accel_transpose(struct accel_dev *dev, const struct accel_transpose_desc *d, const struct accel_submit *sub,
+		    struct accel_job **job);
+
+/* Per-channel requantisation int32 (or int8) -> int8 on the device:
+ * out = sat8(((x * multiplier[c] + round) >> shift[c]) + zero_point), c = the index along `axis`.
+ * multiplier/shift: n = shape[axis] entries (shift 0..62). */
+struct accel_requant_desc {
+	const struct accel_tensor *input, *output;
+	uint32_t axis;
+	const int32_t *multiplier;
+	const uint8_t *shift;
+	int16_t zero_point;
+};
+int accel_requant(struct accel_dev *dev, const struct accel_requant_desc *d, const struct accel_submit *sub,
+		  struct accel_job **job);
 int accel_activation(struct accel_dev *dev, const struct accel_activation_desc *d,
 		     const struct accel_submit *sub, struct accel_job **job);
 

@@ -196,7 +196,17 @@ int conv_lower(struct accel_dev *dev, struct mm_ctx *x, const struct accel_conv2
 	cs_use(x->cs, wt->buf);
 	cs_use(x->cs, out->buf);
 	cs_use(x->cs, p.bias_buf);
-	if (cg.g > 1 && cg.cg == 1 && cg.kg == 1 && !x->conv_sp && !x->conv_zskip_lb && x->pin_row == 0xFF) {
+	if (p.res_tensor) {
+		/* ISA 2 residual: the implicit-im2col lowering stages it in the C tile (matmul.c) */
+		const struct accel_tensor *r = p.res_tensor;
+
+		if (out->layout != ACCEL_LAYOUT_NHWC || r->ndim != 4 || r->layout != out->layout ||
+		    memcmp(r->shape, out->shape, sizeof(r->shape)) || memcmp(r->strides, out->strides, sizeof(r->strides)))
+			return accel_seterr(dev, -EINVAL, "conv2d: the residual needs an NHWC output and the output's shape and strides");
+		cs_use(x->cs, r->buf);
+	}
+	if (cg.g > 1 && cg.cg == 1 && cg.kg == 1 && !x->conv_sp && !x->conv_zskip_lb && x->pin_row == 0xFF &&
+	    !p.res_tensor) {
 		struct mm_problem q = p;
 
 		ret = conv_dw_lower(dev, x, d, &q);
@@ -204,7 +214,7 @@ int conv_lower(struct accel_dev *dev, struct mm_ctx *x, const struct accel_conv2
 			return ret;
 	}
 	if ((cg.g == 1 || (cg.cg == 1 && cg.kg == 1)) && !x->no_direct && !x->conv_sp && !x->conv_zskip_lb &&
-	    x->pin_row == 0xFF) {
+	    x->pin_row == 0xFF && !p.res_tensor) {
 		struct mm_problem q = p;
 
 		q.M = cg.n * cg.oh * cg.ow;
@@ -235,6 +245,10 @@ int conv_lower(struct accel_dev *dev, struct mm_ctx *x, const struct accel_conv2
 					p.a.m_base = 0;
 					p.c_va = out->buf->va + out->offset + (uint64_t)g * cg.kg * oe;
 					p.c_pitch = (uint64_t)out->strides[3];
+					if (p.res_tensor) {
+						p.res_va = p.res_tensor->buf->va + p.res_tensor->offset + (uint64_t)g * cg.kg * 4;
+						p.res_pitch = p.c_pitch;
+					}
 				}
 				ret = mm_emit(x, &p);
 				if (ret)

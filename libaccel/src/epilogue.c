@@ -121,6 +121,25 @@ int epi_setup(struct accel_dev *dev, const struct accel_epilogue *ep, bool f32, 
 	}
 	if (!f32 && ep->scale_f != 0.0f)
 		return accel_seterr(dev, -EINVAL, "scale_f applies to fp32 operations only");
+	if (ep->residual) {
+		const struct accel_tensor *r = ep->residual;
+		int ret = accel_tensor_check(r);
+
+		if (ret)
+			return accel_seterr(dev, ret, "residual tensor is malformed or outside its buffer");
+		if (r->buf->dev != dev)
+			return accel_seterr(dev, -EINVAL, "residual buffer belongs to another device");
+		if (!(dev->caps.features & TNPU_FEAT_SFU_RESIDUAL))
+			return accel_seterr(dev, -EOPNOTSUPP, "residual: the device has no SFU residual operand (ISA 2)");
+		if (r->dtype != (f32 ? ACCEL_FP32 : ACCEL_INT32) || (s->ops & TNPU_SFU_OP_REQUANT))
+			return accel_seterr(dev, -EINVAL, "residual must be %s and the output 32-bit without requantisation",
+					    f32 ? "FP32" : "INT32");
+		if ((r->buf->va + r->offset) % 4)
+			return accel_seterr(dev, -EINVAL, "residual must be 4-byte aligned");
+		s->ops |= TNPU_SFU_OP_RESIDUAL;
+		p->res_tensor = r;
+		p->res_buf = r->buf;
+	}
 	p->use_sfu = s->ops != 0;
 	return 0;
 }

@@ -104,11 +104,20 @@ static int gemm_run(struct accel_dev *dev, const struct accel_gemm_desc *d, cons
 	p.zskip_a = zskip_a;
 	if (p.out_dtype != TNPU_DTYPE_INT8 && (p.c_va % 4 || p.c_pitch % 4))
 		return accel_seterr(dev, -EINVAL, "C: 32-bit output must be 4-byte aligned");
+	if (p.res_tensor) {
+		const struct accel_tensor *r = p.res_tensor;
+
+		if (r->ndim != 2 || r->shape[0] != M || r->shape[1] != N || r->strides[1] != 4 || r->strides[0] % 4)
+			return accel_seterr(dev, -EINVAL, "residual must be an %ux%u matrix with contiguous rows", M, N);
+		p.res_va = r->buf->va + r->offset;
+		p.res_pitch = (uint64_t)r->strides[0];
+	}
 	cs_init(&cs, dev);
 	cs_use(&cs, p.a.buf);
 	cs_use(&cs, p.b.buf);
 	cs_use(&cs, p.c_buf);
 	cs_use(&cs, p.bias_buf);
+	cs_use(&cs, p.res_buf);
 	mm_ctx_init(&x, dev, &cs);
 	ret = mm_emit(&x, &p);
 	return accel_op_submit(dev, &cs, ret, sub, NULL, 0, job);

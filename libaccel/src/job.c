@@ -50,6 +50,8 @@ static void sum_counters(struct accel_job *j)
 		s->load_cycles += c[16];
 		s->plan_hits += c[26];	/* TNPU_CNT_PLAN_HITS */
 		s->plan_misses += c[27];	/* TNPU_CNT_PLAN_MISSES */
+		s->vec_ops += c[28];	/* TNPU_CNT_VEC_OPS */
+		s->vec_cycles += c[29];	/* TNPU_CNT_VEC_CYCLES */
 		s->store_cycles += c[17];
 		s->ring_rows += c[22];
 		s->ring_wait_cycles += c[23];

@@ -50,6 +50,11 @@ struct mm_problem {
 	uint8_t c_dma_flags;	/* chain #9: TNPU_DMA_F_RING: c_va is a ring-memory offset (not c_trans) */
 	bool zskip_a;		/* sparse (#8): LD A with ZSKIP (activation bitmask) */
 	bool mac_lb;		/* sparse (#8): MAC with LB (neighbour load balancing) */
+	/* ISA 2: sfu.ops RESIDUAL: the residual, M x N 32-bit at res_va (pitch res_pitch), staged in the
+	 * C tile's SRAM region before the last K step (the caller sets res_va; epi_setup res_tensor) */
+	const struct accel_tensor *res_tensor;
+	struct accel_buffer *res_buf;
+	uint64_t res_va, res_pitch;
 };
 
 enum mm_order {
@@ -89,6 +94,7 @@ struct mm_ctx {
 	uint8_t pin_row;	/* sparse (#8): run every block on this array row (0xFF = all rows) */
 	unsigned plan_seg;	/* plan_conv.c: 1 + segment that made plan_handle resident, 0 = none */
 	uint32_t plan_handle;
+	uint32_t res_tok[2];	/* ISA 2: residual-staging FREE tokens per half (matmul.c) */
 };
 
 void mm_ctx_init(struct mm_ctx *x, struct accel_dev *dev, struct accel_cmdstream *cs);

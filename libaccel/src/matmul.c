@@ -18,7 +18,7 @@
 
 #include "sparse.h"
 
-enum { S_FULL = 0, S_FREE = 2, S_STG_FULL = 4, S_STG_FREE = 6 };
+enum { S_FULL = 0, S_FREE = 2, S_STG_FULL = 4, S_STG_FREE = 6, S_RES_FREE = 8 };
 #define AS TNPU_CMD_F_ASYNC
 #define NO_TAG (~0ull)
 
@@ -45,6 +45,7 @@ static void mm_restart(struct mm_ctx *x)
 	x->step = 0;
 	x->stg_used[0] = x->stg_used[1] = false;
 	x->restore = false;
+	x->res_tok[0] = x->res_tok[1] = 0;
 	for (int h = 0; h < 2; h++)
 		for (int r = 0; r < TNPU_MAX_ROWS; r++)
 			x->tag_a[h][r] = x->tag_b[h][r] = x->tag_bias[h][r] = NO_TAG;
@@ -114,6 +115,28 @@ static void emit_config(struct mm_ctx *x, const struct mm_problem *p, const stru
 	h.sfu_rf = 3;
 	x->zskip_a = p->zskip_a;
 	x->mac_lb = p->mac_lb;
+	if (p->use_sfu && (p->sfu.ops & TNPU_SFU_OP_RESIDUAL)) {
+		/* ISA 2: the residual record follows the SFU record; it is the C tile's region (the
+		 * residual is staged there before the last K step, the ST overwrites it with the result) */
+		uint8_t rpkt[1 + 16 + 8 + 5 * 32];
+		struct tnpu_operand ro = ops[2];
+
+		(void)nops;
+		h.n_operands = 5;
+		ro.dtype = p->f32 ? TNPU_DTYPE_FP32 : TNPU_DTYPE_INT32;
+		ins[0] = TNPU_INSN_LD(0, 0, 0, x->zskip_a);
+		ins[1] = TNPU_INSN_LD(1, 0, 1, 0);
+		ins[2] = TNPU_INSN_MAC(0, 0, 0, x->mac_lb, 1);
+		ins[3] = TNPU_INSN_ST(0, 2, 0);
+		rpkt[0] = TNPU_PKT_CONFIG_BYTE(0);
+		memcpy(rpkt + 1, &h, 16);
+		memcpy(rpkt + 17, ins, 8);
+		memcpy(rpkt + 25, ops, 3 * 32);
+		memcpy(rpkt + 25 + 96, &sfu, 32);
+		memcpy(rpkt + 25 + 128, &ro, 32);
+		cs_dispatch(x->cs, AS, x->pin_row != 0xFF ? x->pin_row : TNPU_DISPATCH_ROW_ALL, 0, 0, rpkt, sizeof(rpkt));
+		return;
+	}
 	mm_dispatch_mac_config(x, 0, &h, ins, ops, &sfu, p->use_sfu, pkt);
 }
 
@@ -278,6 +301,20 @@ static void emit_block(struct mm_ctx *x, const struct mm_problem *p, const struc
 				x->tag_bias[h][r] = tb;
 			}
 		}
+		if (last && p->use_sfu && (p->sfu.ops & TNPU_SFU_OP_RESIDUAL)) {
+			/* ISA 2: stage the residual tiles in the C regions once their previous results left */
+			if (x->res_tok[h]) {
+				cs_sem(x->cs, false, AS, TNPU_ENGINE_LOAD, S_RES_FREE + h, 1);
+				x->res_tok[h]--;
+			}
+			for (uint32_t r = 0; r < nrows; r++) {
+				uint32_t m0 = mblk[r] * Mb, mv = ACCEL_MIN(Mb, p->M - m0);
+				uint32_t n0 = nblk[r] * Nb, nv = ACCEL_MIN(Nb, p->N - n0);
+
+				cs_dma(x->cs, true, AS, p->res_va + (uint64_t)m0 * p->res_pitch + (uint64_t)n0 * 4, p->res_pitch,
+				       0, r0 + r, h, pl->c_off, Nb * 4, 0, nv * 4, mv, 1);
+			}
+		}
 		cs_sem(x->cs, true, AS, TNPU_ENGINE_LOAD, S_FULL + h, 1);
 
 		/* compute engine */
@@ -329,6 +366,10 @@ static void emit_block(struct mm_ctx *x, const struct mm_problem *p, const struc
 				store_c(x, p, pl, r0 + r, h, m0, mv, n0, nv);
 			}
 			cs_sem(x->cs, true, AS, TNPU_ENGINE_STORE, S_STG_FREE + h, 1);
+			if (p->use_sfu && (p->sfu.ops & TNPU_SFU_OP_RESIDUAL)) {
+				cs_sem(x->cs, true, AS, TNPU_ENGINE_STORE, S_RES_FREE + h, 1);
+				x->res_tok[h]++;
+			}
 			x->stg_used[h] = true;
 		}
 		x->step++;
@@ -350,6 +391,9 @@ int mm_emit(struct mm_ctx *x, const struct mm_problem *p)
 		return accel_seterr(x->dev, ret, "no tiling of %ux%ux%u fits a %u-byte storage-unit half", p->M, p->N,
 				    p->K, c->sram_bytes / 2);
 	x->last_plan = pl;
+	if ((p->sfu.ops & TNPU_SFU_OP_RESIDUAL) && (!p->res_va || p->c_trans || p->c_dma_flags ||
+						     p->out_dtype == TNPU_DTYPE_INT8))
+		return accel_seterr(x->dev, -EINVAL, "this operation does not take an epilogue residual");
 	n_mb = ACCEL_DIV_UP(p->M, c->cols * pl.tm);
 	n_nb = ACCEL_DIV_UP(p->N, c->pes * pl.tn);
 	n_mg = pl.rows_over_n ? n_mb : ACCEL_DIV_UP(n_mb, c->rows);

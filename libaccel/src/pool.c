@@ -12,6 +12,7 @@
 #include <string.h>
 
 #include "epilogue.h"
+#include "vec_ops.h"
 
 #define ID_W 64u	/* identity width used by accel_activation */
 
@@ -71,6 +72,8 @@ int accel_activation(struct accel_dev *dev, const struct accel_activation_desc *
 		return ret;
 	if ((ret = arg_tensor(dev, d->input, "input")) || (ret = arg_tensor(dev, d->output, "output")))
 		return ret;
+	if (d->act >= ACCEL_ACT_SIGMOID && d->act <= ACCEL_ACT_RSQRT)	/* ISA 2 vector units */
+		return accel_activation_vec(dev, d, sub, job);
 	if (!packed_same(d->input, d->output))
 		return accel_seterr(dev, -EINVAL, "activation: input and output need the same shape, strides, layout and dtype");
 	if (d->input->dtype != ACCEL_INT8 && d->input->dtype != ACCEL_FP32)
@@ -240,6 +243,10 @@ int accel_pool2d(struct accel_dev *dev, const struct accel_pool2d_desc *d, const
 		return ret;
 	f32 = d->input->dtype == ACCEL_FP32;
 	if (d->kind == ACCEL_POOL_MAX) {
+		/* ISA 2: a max reduction over windows on the vector units */
+		ret = accel_pool_max_vec(dev, d, oh, ow, sub, job);
+		if (ret <= 0)
+			return ret;
 		ret = sub_wait(dev, sub);
 		if (ret)
 			return ret;

@@ -491,7 +491,7 @@ static void test_identity(void)
              PCI_EXP_DEVCAP_FLR);
 
     g_assert_cmphex(rd(t, TNPU_REG_ID), ==, TNPU_ID_VALUE);
-    g_assert_cmphex(rd(t, TNPU_REG_VERSION), ==, 0x01000100);
+    g_assert_cmphex(rd(t, TNPU_REG_VERSION), ==, 0x01000200); /* ISA 2 */
     g_assert_cmphex(rd(t, TNPU_REG_CAP_GEOM), ==, 0x04100404);
     g_assert_cmphex(rd(t, TNPU_REG_CAP_SRAM), ==, 1024 * 1024);
     g_assert_cmphex(rd(t, TNPU_REG_CAP_CLUSTER), ==, 0x04404020);
@@ -507,6 +507,8 @@ static void test_identity(void)
     g_assert_cmphex(rd(t, TNPU_REG_CAP_MMU_CTX), ==, 4096);
     g_assert_cmphex(rd(t, TNPU_REG_CAP_CLOCK), ==, 1000);
     g_assert_cmphex(rd(t, TNPU_REG_CAP_FEATURES) & 0x7f, ==, 0x7f);
+    /* ISA 2 vector units and SFU residual (#16) */
+    g_assert_cmphex(rd(t, TNPU_REG_CAP_FEATURES) & 0x18000, ==, 0x18000);
     g_assert_cmphex(rd(t, TNPU_REG_CAP_CMDBUF), ==, 0x01000000);
     /* Reset values. */
     g_assert_cmphex(rd(t, TNPU_REG_CTRL), ==, 0);
@@ -629,6 +631,54 @@ static void test_gemm_int8(void)
     g_assert_cmpuint(rd64(t, TNPU_REG_PERF(TNPU_CNT_TOTAL_CYCLES)), >, 0);
     wr(t, TNPU_REG_IRQ_ACK, TNPU_IRQ_QUEUE(0));
     g_assert_cmphex(rd(t, TNPU_REG_IRQ_STATUS), ==, 0);
+    tnpu_stop(t);
+}
+
+/*
+ * ISA 2 vector units (#16) through the device: a VEC job completes and counts
+ * its element-operations; a malformed VEC stops its job with VEC_DESC.
+ */
+static void test_vec_units(void)
+{
+    Tnpu *t = tnpu_start(NULL);
+    Cmds cb = { g_byte_array_new() };
+    struct tnpu_cmd_vec v;
+    uint64_t cmd_va;
+    uint32_t cmd_len;
+    float one = 1.0f;
+
+    tnpu_setup(t);
+    memset(&v, 0, sizeof(v));
+    v.hdr = hdr(TNPU_CMD_VEC, sizeof(v));
+    v.op = TNPU_VEC_MAP;
+    v.func = TNPU_VEC_SIGMOID;
+    v.in_dtype = v.out_dtype = TNPU_DTYPE_FP32;
+    v.row = 0xFF;
+    v.n[0] = v.n[1] = v.n[2] = 1;
+    v.n[3] = 256;
+    v.a_st[3] = v.d_st[3] = 4;
+    v.d_off = 4096;
+    memcpy(&v.scale, &one, 4);
+    g_byte_array_append(cb.b, (const guint8 *)&v, sizeof(v));
+    cmd_va = cmds_upload(t, &cb, &cmd_len);
+    submit(t, 0, cmd_va, cmd_len, 0x21);
+    g_assert(wait_for(t, TNPU_MSIX_VEC_QUEUE(0)));
+    g_assert_cmphex(qtest_readq(t->qts, t->fence[0]), ==, 0x21);
+    g_assert_cmpuint(rd64(t, TNPU_REG_Q(0, TNPU_Q_PERF(TNPU_CNT_VEC_OPS))), ==,
+                     256ull * 4);
+    g_assert_cmpuint(rd64(t, TNPU_REG_Q(0, TNPU_Q_PERF(TNPU_CNT_VEC_CYCLES))),
+                     ==, 4ull * (TNPU_CYC_VEC + 256 * TNPU_VEC_FN_COST / 64));
+    wr(t, TNPU_REG_IRQ_ACK, TNPU_IRQ_QUEUE(0));
+
+    cb.b = g_byte_array_new();
+    v.op = 7;
+    g_byte_array_append(cb.b, (const guint8 *)&v, sizeof(v));
+    cmd_va = cmds_upload(t, &cb, &cmd_len);
+    submit(t, 0, cmd_va, cmd_len, 0x22);
+    g_assert(wait_for(t, TNPU_MSIX_VEC_ERROR));
+    g_assert_cmpuint(rd(t, TNPU_REG_Q(0, TNPU_Q_ERR_CODE)), ==,
+                     TNPU_ERR_VEC_DESC);
+    g_assert_cmphex(rd(t, TNPU_REG_Q(0, TNPU_Q_ERR_INFO)), ==, 8);
     tnpu_stop(t);
 }
 
@@ -1768,6 +1818,7 @@ int main(int argc, char **argv)
     qtest_add_func("/tnpu/bad-properties", test_bad_properties);
     qtest_add_func("/tnpu/islands-property", test_islands_property);
     qtest_add_func("/tnpu/gemm-int8", test_gemm_int8);
+    qtest_add_func("/tnpu/vec-units", test_vec_units);
     qtest_add_func("/tnpu/error/unknown-command", test_unknown_command);
     qtest_add_func("/tnpu/error/mmu-fault", test_mmu_fault);
     qtest_add_func("/tnpu/error/bus", test_bus_error);

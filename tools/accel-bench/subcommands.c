@@ -7,6 +7,7 @@
 int bench_sparse_main(int argc, char **argv);
 int bench_partition_main(int argc, char **argv);
 int bench_plan_main(int argc, char **argv);	/* bench_plan.c */
+int bench_vec_main(int argc, char **argv);	/* bench_vec.c (#16) */
 
 const struct bench_subcommand bench_subcommands[] = {
 	{ "chain", "[--m M --k K --n N --p P] [--band ROWS] [--slots S] [--device PATH|sim:...] [--json]", bench_chain_main },
@@ -14,5 +15,6 @@ const struct bench_subcommand bench_subcommands[] = {
 	{ "sparse", "[--json] [--device PATH|sim] [--m M --n N --k K] [--zeros F,...]", bench_sparse_main },
 	{ "partition", "[--json] [--device PATH|sim]", bench_partition_main },
 	{ "plan", "[--n N --c C --h H --w W --k K --r R --s S --stride S --pad P --dilation D --c-block CB --dtype int8|fp32] [--device PATH|sim] [--json]", bench_plan_main },
+	{ "vec", "[--json] [--device PATH|sim]", bench_vec_main },
 	{ NULL, NULL, NULL },
 };

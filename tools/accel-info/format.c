@@ -112,6 +112,7 @@ void ai_format_features(uint32_t features, char *out, size_t len)
 		"zero-skip", "sparse-weights", "load-balance", "chained-sfu", "im2col", "semaphores",
 		"dma-fill", [7] = "depthwise", [8] = "row-busy", [9] = "sparse-counters", [10] = "islands",
 		[11] = "rings", [12] = "ring-dma", [13] = "static-plans", [14] = "line-stream",
+		[15] = "vector-units", [16] = "sfu-residual",
 	};
 
 	format_bits(features, names, sizeof(names) / sizeof(names[0]), out, len);
@@ -135,7 +136,7 @@ const char *ai_counter_name(unsigned int i)
 		"load_cycles", "store_cycles",
 		[18] = "row_busy_max", [19] = "row_busy_sum", [20] = "busy_rows", [21] = "lb_macs_moved",
 		[22] = "ring_rows", [23] = "ring_wait_cycles", [24] = "ring_full_cycles", [25] = "ring_bytes",
-		[26] = "plan_hits", [27] = "plan_misses",
+		[26] = "plan_hits", [27] = "plan_misses", [28] = "vec_ops", [29] = "vec_cycles",
 	};
 
 	return i < sizeof(names) / sizeof(names[0]) ? names[i] : NULL;

@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: MIT */
 /* Writes valid command streams (GEMM int8/fp32, DMA, semaphores, IM2COL, the depthwise block with
- * STREAM bands) as fuzzing seeds into argv[1]. */
+ * STREAM bands, the ISA 2 vector units) as fuzzing seeds into argv[1]. */
 #include <stdio.h>
 #include <string.h>
 
@@ -138,6 +138,119 @@ int main(int argc, char **argv)
 		tcb_raw(&cb, &b, sizeof(b));
 		tcb_fence(&cb, va + 60000, 9);
 		save(argv[1], "dw-stream", &cb);
+		tcb_free(&cb);
+	}
+	{
+		/* ISA 2 vector units: LUT load, int8 LUT map, fp32 exp, broadcast binary, pooling with padding,
+		 * a strided reduction, per-channel requantisation, and a GEMM epilogue with a residual operand */
+		struct tnpu_cmd_vec_lut l = { .hdr = { .opcode = TNPU_CMD_VEC_LUT, .size = sizeof(l) }, .table = 1 };
+		struct tnpu_cmd_vec v;
+		float one = 1.0f, q = 0.5f;
+
+		for (int i = 0; i < 256; i++)
+			l.entry[i] = (int8_t)(i / 2 - 64);
+		tcb_init(&cb);
+		tcb_dma(&cb, true, 0, va, 0, 0, 0xFF, 0, 0, 0, 0, 8192, 1, 1);
+		tcb_raw(&cb, &l, sizeof(l));
+		memset(&v, 0, sizeof(v));
+		v.hdr.opcode = TNPU_CMD_VEC;
+		v.hdr.size = sizeof(v);
+		v.op = TNPU_VEC_MAP;
+		v.func = TNPU_VEC_LUT;
+		v.lut = 1;
+		v.row = 0xFF;
+		v.n[0] = v.n[1] = 1;
+		v.n[2] = 4;
+		v.n[3] = 64;
+		v.a_st[2] = v.d_st[2] = 64;
+		v.a_st[3] = v.d_st[3] = 1;
+		v.d_off = 8192;
+		tcb_raw(&cb, &v, sizeof(v));
+		v.func = TNPU_VEC_EXP;
+		v.lut = 0;
+		v.in_dtype = v.out_dtype = TNPU_DTYPE_FP32;
+		v.a_st[2] = v.d_st[2] = 256;
+		v.a_st[3] = v.d_st[3] = 4;
+		memcpy(&v.scale, &one, 4);
+		tcb_raw(&cb, &v, sizeof(v));
+		v.op = TNPU_VEC_BINARY;
+		v.func = TNPU_VEC_ADD;
+		v.scale = 0;
+		v.b_off = 1024;
+		v.b_st[3] = 4;
+		v.vflags = TNPU_VEC_F_RELU;
+		tcb_raw(&cb, &v, sizeof(v));
+		memset(&v.b_off, 0, 20);
+		v.vflags = 0;
+		v.op = TNPU_VEC_POOL;
+		v.func = TNPU_VEC_POOL_MAX;
+		v.in_dtype = v.out_dtype = TNPU_DTYPE_INT8;
+		v.n[1] = 4;
+		v.n[2] = 4;
+		v.n[3] = 8;
+		v.a_st[1] = 64;
+		v.a_st[2] = 8;
+		v.a_st[3] = 1;
+		v.d_st[1] = 32;
+		v.d_st[2] = 8;
+		v.d_st[3] = 1;
+		v.win.pool = (struct tnpu_vec_pool_win){ .win_h = 3, .win_w = 3, .stride_y = 2, .stride_x = 2,
+							 .pad_top = 1, .pad_left = 1, .in_h = 8, .in_w = 8 };
+		tcb_raw(&cb, &v, sizeof(v));
+		memset(&v.win, 0, sizeof(v.win));
+		v.op = TNPU_VEC_REDUCE;
+		v.func = TNPU_VEC_RED_SUM;
+		v.in_dtype = v.out_dtype = TNPU_DTYPE_FP32;
+		v.n[1] = v.n[2] = 1;
+		v.n[3] = 16;
+		v.a_st[3] = 4;
+		v.d_st[3] = 4;
+		v.win.red.red_len = 32;
+		v.win.red.red_st = 64;
+		memcpy(&v.scale, &q, 4);
+		tcb_raw(&cb, &v, sizeof(v));
+		memset(&v.win, 0, sizeof(v.win));
+		v.op = TNPU_VEC_MAP;
+		v.func = TNPU_VEC_REQUANT;
+		v.in_dtype = TNPU_DTYPE_INT32;
+		v.out_dtype = TNPU_DTYPE_INT8;
+		v.scale = 0;
+		v.vflags = TNPU_VEC_F_PER_CHANNEL;
+		v.b_off = 4096;
+		v.chan_dim = 3;
+		v.zero_point = -3;
+		v.d_st[3] = 1;
+		tcb_raw(&cb, &v, sizeof(v));
+		tcb_dma(&cb, false, 0, va + 32768, 0, 0, 1, 0, 8192, 0, 0, 4096, 1, 1);
+		save(argv[1], "vec-units", &cb);
+		tcb_free(&cb);
+	}
+	{
+		/* SFU residual operand: GEMM 2x4 x 4x2 fp32 with BIAS | RESIDUAL | RELU */
+		uint16_t ins[] = { TNPU_INSN_LD(0, 0, 0, 0), TNPU_INSN_LD(1, 0, 1, 0), TNPU_INSN_MAC(0, 0, 0, 0, 0),
+				   TNPU_INSN_SFU(TNPU_SFU_FN_APPLY, 3, 0), TNPU_INSN_ST(0, 2, 0) };
+		struct tnpu_operand ops[5] = {
+			{ .addr = 0, .pitch = 16, .rows = 2, .cols = 4, .dtype = TNPU_DTYPE_FP32 },
+			{ .addr = 256, .pitch = 8, .rows = 4, .cols = 2, .dtype = TNPU_DTYPE_FP32 },
+			{ .addr = 1024, .pitch = 8, .rows = 2, .cols = 2, .dtype = TNPU_DTYPE_FP32 },
+			{ 0 },
+			{ .addr = 768, .pitch = 8, .rows = 2, .cols = 2, .dtype = TNPU_DTYPE_FP32 },
+		};
+		struct tnpu_sfu_param sp = { .bias_addr = 512,
+					     .ops = TNPU_SFU_OP_BIAS | TNPU_SFU_OP_RESIDUAL | TNPU_SFU_OP_RELU,
+					     .out_dtype = TNPU_DTYPE_FP32 };
+		struct tnpu_cfg_hdr h = { .n_instr = 5, .n_operands = 5, .loop_end = 2, .repeat = 1 };
+		struct tpkt p;
+
+		memcpy(&ops[3], &sp, 32);
+		tcb_init(&cb);
+		tcb_dma(&cb, true, 0, va, 0, 0, 0xFF, 0, 0, 0, 0, 1024, 1, 1);
+		tpkt_config(&p, 0, &h, ins, ops);
+		tcb_dispatch(&cb, 0, 0, 0, 0, p.buf, p.len);
+		tpkt_exe(&p, 0, TNPU_PKT_LAST | TNPU_PKT_SHIFT_OUT, NULL, 0);
+		tcb_dispatch(&cb, 0, 0, 0, 0, p.buf, p.len);
+		tcb_dma(&cb, false, 0, va + 32768, 0, 0, 0, 0, 1024, 0, 0, 16, 1, 1);
+		save(argv[1], "sfu-residual", &cb);
 		tcb_free(&cb);
 	}
 	return 0;

@@ -874,6 +874,78 @@ static void sfu_f32_row(const float *x, float *y, unsigned n, const float *bias,
 	}
 }
 
+/* RESIDUAL (ISA 2): x = (x + bias) + R[i][j] with R the operand record in the register-file entry
+ * after the SFU record, then the record's other ops.  Same output-queue effects as sfu_apply. */
+static uint32_t sfu_residual(struct rowctx *rc, unsigned a, const struct tnpu_operand *prec, const struct sfu_p *p,
+			     bool chained)
+{
+	struct row_state *rs = rc->rs;
+	struct tile_meta *am = &rs->accm[a];
+	unsigned tm = am->tm, tn = am->tn, cols = rc->cols, pes = rc->pes;
+	size_t ld = (size_t)pes * tn, win = (size_t)(prec - &rs->rf[rc->ib->rf_base]);
+	uint64_t elems = (uint64_t)tm * tn;
+	const struct tnpu_operand *ro = prec + 1;
+	struct sfu_p q = *p;
+	uint32_t err, tmp[TNPU_ACC_ELEMS];
+
+	if (win + 1 >= TNPU_RF_WINDOW)
+		return cfail(rc, TNPU_ERR_SFU_PARAM);
+	if (ro->flags)
+		return cfail(rc, TNPU_ERR_OPERAND);
+	if (ro->rows != tm || ro->cols != tn)
+		return cfail(rc, TNPU_ERR_ACC_SHAPE);
+	if (ro->dtype != am->dtype)
+		return cfail(rc, TNPU_ERR_DTYPE);
+	err = check_range(rc, ro, (uint64_t)(tm - 1) * ro->pitch + (uint64_t)tn * 4, 4);
+	if (err)
+		return err;
+	q.ops &= (uint8_t)~(TNPU_SFU_OP_BIAS | TNPU_SFU_OP_RESIDUAL);
+	for (unsigned c = 0; c < cols; c++) {
+		for (unsigned pe = 0; pe < pes; pe++) {
+			int64_t ba = (int64_t)p->bias_addr + (int64_t)c * p->bcs + (int64_t)pe * p->bps;
+			const uint8_t *bias = (p->ops & TNPU_SFU_OP_BIAS) ? rc->base + ba : NULL;
+			const uint8_t *res = rc->base + pe_addr(ro, c, pe);
+
+			for (unsigned i = 0; i < tm; i++) {
+				size_t o = ((size_t)c * tm + i) * ld + (size_t)pe * tn;
+				const uint8_t *r = res + (uint64_t)i * ro->pitch;
+
+				for (unsigned j = 0; j < tn; j++) {
+					uint32_t x = ((const uint32_t *)rs->acc[a])[o + j], b = bias ? ld32(bias + 4 * j) : 0;
+
+					if (am->dtype == TNPU_DTYPE_FP32) {
+						float xf, bf, rf;
+
+						memcpy(&xf, &x, 4);
+						memcpy(&bf, &b, 4);
+						memcpy(&rf, r + 4 * j, 4);
+						if (bias)
+							xf += bf;
+						xf += rf;
+						memcpy(&tmp[j], &xf, 4);
+					} else {
+						tmp[j] = x + b + ld32(r + 4 * j);
+					}
+				}
+				if (am->dtype == TNPU_DTYPE_FP32)
+					sfu_f32_row((const float *)(const void *)tmp, (float *)rs->oq + o, tn, NULL, &q);
+				else
+					sfu_int_row((const int32_t *)(const void *)tmp, (int32_t *)rs->oq + o, tn, NULL,
+						    &q);
+			}
+		}
+	}
+	rs->oqm.valid = true;
+	rs->oqm.acc = (uint8_t)a;
+	rs->oqm.tm = (uint16_t)tm;
+	rs->oqm.tn = (uint16_t)tn;
+	rs->oqm.dtype = p->out;
+	rc->ex->res->counters[TNPU_CNT_SFU_OPS] += elems * cols * pes;
+	rc->ex->res->counters[TNPU_CNT_OQ_ACCESSES] += elems * cols * pes * (chained ? 1 : 3);
+	rc->a.sfu += div_ceil_u64(elems, TNPU_RATE_SFU) + div_ceil_u64(elems * 4 * pes, TNPU_RATE_ST);
+	return 0;
+}
+
 /* acc -> SFU -> output queue (APPLY / chained). */
 static uint32_t sfu_apply(struct rowctx *rc, unsigned a, const struct tnpu_operand *prec, bool chained)
 {
@@ -897,6 +969,8 @@ static uint32_t sfu_apply(struct rowctx *rc, unsigned a, const struct tnpu_opera
 		if (err)
 			return err;
 	}
+	if (p.ops & TNPU_SFU_OP_RESIDUAL)	/* ISA 2: vector-units.md "SFU residual operand" */
+		return sfu_residual(rc, a, prec, &p, chained);
 	for (unsigned c = 0; c < cols; c++) {
 		for (unsigned pe = 0; pe < pes; pe++) {
 			const int32_t *bias = NULL;

@@ -183,6 +183,7 @@ static void job_reset(struct tnpu_exec *ex)
 		rs->dirty_hi = 0;
 	}
 	tnpu_cluster_reset(ex);
+	memset(ex->vec_lut, 0, sizeof(ex->vec_lut));
 	tnpu_tlb_flush(ex);
 	memset(ex->isl_rt, 0, ex->n_isl * sizeof(*ex->isl_rt));
 	ex->cur = 0;
@@ -255,6 +256,11 @@ static uint32_t island_rows(struct tnpu_exec *ex, unsigned row, bool all, unsign
 		return tnpu_fail(ex, TNPU_ERR_ISLAND_ACCESS, row | (ex->cur << 8), 0);
 	*r0 = *r1 = first + row;
 	return 0;
+}
+
+uint32_t tnpu_island_rows(struct tnpu_exec *ex, unsigned row, bool all, unsigned *r0, unsigned *r1)
+{
+	return island_rows(ex, row, all, r0, r1);
 }
 
 /* A load/store engine command of `dur` cycles. */
@@ -788,6 +794,8 @@ static uint32_t cmd_size(uint8_t op)
 		return cmd_sizes[op];
 	if (tnpu_plan_cmd_size(op))
 		return tnpu_plan_cmd_size(op);
+	if (tnpu_vec_cmd_size(op))
+		return tnpu_vec_cmd_size(op);
 	return tnpu_dw_cmd_size(op) ? tnpu_dw_cmd_size(op) : UINT32_MAX;
 }
 
@@ -869,6 +877,10 @@ static uint32_t run_commands(struct tnpu_exec *ex, uint64_t cmd_va, uint32_t cmd
 		case TNPU_CMD_GATHER:
 		case TNPU_CMD_PLAN_FREE:
 			err = tnpu_plan_cmd(ex, c, async);
+			break;
+		case TNPU_CMD_VEC_LUT:
+		case TNPU_CMD_VEC:
+			err = tnpu_vec_cmd(ex, c, async);
 			break;
 		}
 		if (!err && job_time(ex) > ex->cfg.watchdog_cycles)

@@ -165,6 +165,7 @@ struct tnpu_exec {
 	float *cvt;		/* bf16 -> fp32 widening */
 	size_t cvt_cap;
 	struct tnpu_plan_cache *plans;	/* plan.c: survives jobs, NULL until the first PLAN_LOAD */
+	int8_t vec_lut[TNPU_VEC_LUTS][256];	/* vec_unit.c: the vector units' tables, zero at job start */
 };
 
 /* Job-failure helper: records the first error; returns the code. */
@@ -238,6 +239,12 @@ uint32_t tnpu_plan_cmd(struct tnpu_exec *ex, const uint8_t *c, bool async);
 void tnpu_plan_job_start(struct tnpu_exec *ex, uint32_t generation, uint32_t session);
 void tnpu_plan_cache_free(struct tnpu_exec *ex);
 uint64_t tnpu_plan_tag(const void *image, size_t bytes);
+
+/* vec_unit.c / vec_fn.c: ISA 2 vector units (vector-units.md) */
+uint32_t tnpu_vec_cmd_size(uint8_t op);	/* 0 = not a vector-unit opcode */
+uint32_t tnpu_vec_cmd(struct tnpu_exec *ex, const uint8_t *c, bool async);
+/* exec.c: a command's island-relative row (or all) to absolute rows [*r0, *r1] */
+uint32_t tnpu_island_rows(struct tnpu_exec *ex, unsigned row, bool all, unsigned *r0, unsigned *r1);
 
 /* linestate.c: written-line bitmap and the STREAM scoreboards (commands.md "Line state") */
 int tnpu_lines_alloc(struct row_state *rs, uint32_t sram);

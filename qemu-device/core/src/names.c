@@ -31,6 +31,7 @@ static const char *const err_names[TNPU_ERR_COUNT] = {
 	[TNPU_ERR_PLAN_DESC] = "PLAN_DESC", [TNPU_ERR_PLAN_UNKNOWN] = "PLAN_UNKNOWN",
 	[TNPU_ERR_PLAN_BAD] = "PLAN_BAD", [TNPU_ERR_PLAN_TOO_LARGE] = "PLAN_TOO_LARGE",
 	[TNPU_ERR_DW_PARAM] = "DW_PARAM", [TNPU_ERR_DW_SHAPE] = "DW_SHAPE",
+	[TNPU_ERR_VEC_DESC] = "VEC_DESC", [TNPU_ERR_VEC_SHAPE] = "VEC_SHAPE",
 };
 
 static const char *const cnt_names[TNPU_CNT_NUM] = {
@@ -43,6 +44,7 @@ static const char *const cnt_names[TNPU_CNT_NUM] = {
 	[TNPU_CNT_ROW_BUSY_MAX] = "row_busy_max", [TNPU_CNT_ROW_BUSY_SUM] = "row_busy_sum",
 	[TNPU_CNT_BUSY_ROWS] = "busy_rows", [TNPU_CNT_LB_MACS_MOVED] = "lb_macs_moved",
 	[TNPU_CNT_PLAN_HITS] = "plan_hits", [TNPU_CNT_PLAN_MISSES] = "plan_misses",
+	[TNPU_CNT_VEC_OPS] = "vec_ops", [TNPU_CNT_VEC_CYCLES] = "vec_cycles",
 };
 
 const char *tnpu_err_name(uint32_t err)

@@ -33,7 +33,7 @@ Test(regs, id_version_and_capabilities_match_the_spec)
 	struct tnpu_core *c = core_new();
 
 	cr_assert_eq(rd(c, TNPU_REG_ID), 0x554E5054u);
-	cr_assert_eq(rd(c, TNPU_REG_VERSION), 0x01000100u);
+	cr_assert_eq(rd(c, TNPU_REG_VERSION), 0x01000200u);	/* ISA 2: vector units (#16) */
 	cr_assert_eq(rd(c, TNPU_REG_CAP_GEOM), 4u | 4u << 8 | 16u << 16 | 4u << 24);
 	cr_assert_eq(rd(c, TNPU_REG_CAP_SRAM), TNPU_DEF_SRAM);
 	cr_assert_eq(TNPU_CAP_CLUSTER_IBUFS(rd(c, TNPU_REG_CAP_CLUSTER)), 32);

@@ -97,6 +97,8 @@ Test(format, features_of_the_v1_device)
 	cr_assert_str_eq(buf, "row-busy sparse-counters");
 	ai_format_features(0x6000, buf, sizeof(buf));	/* plans (#9) bit 13, line state (#6) bit 14 */
 	cr_assert_str_eq(buf, "static-plans line-stream");
+	ai_format_features(0x18000, buf, sizeof(buf));	/* vector units (#16) bits 15, 16 */
+	cr_assert_str_eq(buf, "vector-units sfu-residual");
 }
 
 Test(format, class_names)
@@ -143,6 +145,8 @@ Test(format, counter_names_follow_enum_tnpu_counter)
 	cr_assert_str_eq(ai_counter_name(25), "ring_bytes");
 	cr_assert_str_eq(ai_counter_name(26), "plan_hits");	/* static plans (#9) */
 	cr_assert_str_eq(ai_counter_name(27), "plan_misses");
-	cr_assert_null(ai_counter_name(28));
+	cr_assert_str_eq(ai_counter_name(28), "vec_ops");	/* vector units (#16) */
+	cr_assert_str_eq(ai_counter_name(29), "vec_cycles");
+	cr_assert_null(ai_counter_name(30));
 	cr_assert_null(ai_counter_name(31));
 }

@@ -207,6 +207,10 @@ typedef void (*tnpu_trace_fn)(void *opaque, const struct tnpu_trace_event *ev);
 /* Call fn for every interval of the following jobs, in command order, from the thread running the
  * job; fn == NULL turns tracing off.  Tracing never changes results or counters. */
 void tnpu_exec_set_trace(struct tnpu_exec *ex, tnpu_trace_fn fn, void *opaque);
+/* ISA 2 vector unit: the fp32 function `func` (TNPU_VEC_SIGMOID..TNPU_VEC_RSQRT) of t, bit-exactly as
+ * the device computes it (vector-units.md); NAN for another func. */
+float tnpu_vec_eval(unsigned func, float t);
+
 /* Name of a trace kind ("DMA_H2D", ...), "?" if unknown. */
 const char *tnpu_trace_kind_name(unsigned kind);
 

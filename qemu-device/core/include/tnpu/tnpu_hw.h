@@ -100,7 +100,7 @@ extern "C" {
 #define   TNPU_VERSION_PATCH(v)	TNPU_GET(v, 7, 0)
 #define   TNPU_HW_VERSION_MAJOR	1
 #define   TNPU_HW_VERSION_MINOR	0
-#define   TNPU_HW_ISA_VERSION	1
+#define   TNPU_HW_ISA_VERSION	2	/* 2: vector units (vector-units.md) */
 #define   TNPU_VERSION_VALUE	((TNPU_HW_VERSION_MAJOR << 24) | (TNPU_HW_VERSION_MINOR << 16) | \
 				 (TNPU_HW_ISA_VERSION << 8))
 #define TNPU_REG_CAP_GEOM	0x0008	/* RO */
@@ -151,12 +151,14 @@ extern "C" {
 #define   TNPU_FEAT_RING_DMA	TNPU_BIT(12)	/* DMA to/from on-chip ring memory (TNPU_DMA_F_RING) */
 #define   TNPU_FEAT_PLAN	TNPU_BIT(13)	/* static address plans: PLAN_LOAD / GATHER / PLAN_FREE */
 #define   TNPU_FEAT_STREAM	TNPU_BIT(14)	/* line state: STREAM bands, clean-line skipping (#6) */
+#define   TNPU_FEAT_VEC		TNPU_BIT(15)	/* ISA 2: VEC_LUT / VEC vector units (#16) */
+#define   TNPU_FEAT_SFU_RESIDUAL	TNPU_BIT(16)	/* ISA 2: SFU record op RESIDUAL (#16) */
 /* Every feature this model implements: the CAP_FEATURES value. */
 #define TNPU_FEATURES	(TNPU_FEAT_ZSKIP | TNPU_FEAT_SPARSE_W | TNPU_FEAT_LOADBAL | TNPU_FEAT_SFU_CHAIN | \
 			 TNPU_FEAT_IM2COL | TNPU_FEAT_SEMAPHORES | TNPU_FEAT_DMA_FILL | TNPU_FEAT_DEPTHWISE | \
 			 TNPU_FEAT_ROW_BUSY | TNPU_FEAT_SPARSE_CNT | \
 			 TNPU_FEAT_ISLANDS | TNPU_FEAT_RINGS | TNPU_FEAT_RING_DMA | TNPU_FEAT_PLAN | \
-			 TNPU_FEAT_STREAM)
+			 TNPU_FEAT_STREAM | TNPU_FEAT_VEC | TNPU_FEAT_SFU_RESIDUAL)
 #define TNPU_REG_CAP_CMDBUF	0x0034	/* RO max command-buffer bytes */
 
 #define TNPU_REG_CTRL		0x0040	/* RW */
@@ -272,7 +274,10 @@ enum tnpu_counter {
 	TNPU_CNT_RING_BYTES = 25,	/* bytes moved between storage units and ring memory */
 	TNPU_CNT_PLAN_HITS = 26,	/* PLAN_LOADs served from the plan cache */
 	TNPU_CNT_PLAN_MISSES = 27,	/* PLAN_LOADs that uploaded the plan */
-	TNPU_CNT_NUM = 28,
+	/* device-ops (#16): vector units, vector-units.md */
+	TNPU_CNT_VEC_OPS = 28,		/* vector-unit element-operations, summed over rows */
+	TNPU_CNT_VEC_CYCLES = 29,	/* vector-unit busy cycles, summed over rows */
+	TNPU_CNT_NUM = 30,
 };
 #define TNPU_CNT_SLOTS		32	/* slots reserved in each counter block */
 
@@ -329,6 +334,8 @@ enum tnpu_err {
 	TNPU_ERR_PLAN_TOO_LARGE = 48,	/* plan larger than the plan cache */
 	TNPU_ERR_DW_PARAM = 50,		/* invalid depthwise parameter record (DW MAC) */
 	TNPU_ERR_DW_SHAPE = 51,		/* DW MAC operands do not match its parameter record */
+	TNPU_ERR_VEC_DESC = 53,		/* VEC / VEC_LUT field rules (vector-units.md) */
+	TNPU_ERR_VEC_SHAPE = 54,	/* VEC work above the per-command bound, bad pooling window */
 	TNPU_ERR_COUNT
 };
 
@@ -686,7 +693,8 @@ _Static_assert(offsetof(struct tnpu_sfu_param, lo) == 24, "sfu param");
 #define TNPU_SFU_OP_RELU	TNPU_BIT(1)	/* x = max(x, 0) */
 #define TNPU_SFU_OP_CLAMP	TNPU_BIT(2)	/* x = min(max(x, lo), hi), e.g. ReLU6 */
 #define TNPU_SFU_OP_REQUANT	TNPU_BIT(3)	/* int: sat8(((x*scale + rnd) >> shift) + zp); fp32: x*scale */
-#define TNPU_SFU_OP_MASK	0x0Fu
+#define TNPU_SFU_OP_RESIDUAL	TNPU_BIT(4)	/* ISA 2: x += R[i][j], R = the next register-file entry */
+#define TNPU_SFU_OP_MASK	0x1Fu
 
 /* ------------------------------------------------------------------------- */
 /* 12-bit cluster instructions (stored as 16-bit words, bits [15:12] zero)    */
@@ -883,6 +891,95 @@ struct tnpu_cmd_plan_free {
 	uint32_t reserved;		/* must be 0 */
 };
 _Static_assert(sizeof(struct tnpu_cmd_plan_free) == 16, "plan free cmd");
+
+/* ------------------------------------------------------------------------- */
+/* ISA 2 vector units (device-ops #16, vector-units.md)                       */
+/* ------------------------------------------------------------------------- */
+#define TNPU_CMD_VEC_LUT	0x18	/* load a 256-entry int8 table into every vector unit */
+#define TNPU_CMD_VEC		0x19	/* one vector-unit operation on storage-unit tensors */
+#define TNPU_VEC_LUTS		4
+#define TNPU_VEC_LANES		64	/* element-operations per cycle per row */
+#define TNPU_CYC_VEC		8	/* per VEC and row: pipeline fill */
+#define TNPU_VEC_FN_COST	4	/* fp32 functions (MAP funcs >= 16) cost 4 lane-cycles */
+#define TNPU_VEC_MAX_ELEMS	(1u << 22)	/* output elements per command */
+#define TNPU_VEC_MAX_WORK	(1u << 26)	/* element-taps per command */
+
+struct tnpu_cmd_vec_lut {
+	struct tnpu_cmd_hdr hdr;	/* size 272 */
+	uint8_t table;			/* 0..3 */
+	uint8_t reserved[7];
+	int8_t entry[256];		/* output for input value i - 128 */
+};
+_Static_assert(sizeof(struct tnpu_cmd_vec_lut) == 272, "vec lut cmd");
+
+enum tnpu_vec_op { TNPU_VEC_MAP = 0, TNPU_VEC_BINARY = 1, TNPU_VEC_POOL = 2, TNPU_VEC_REDUCE = 3 };
+enum tnpu_vec_map_fn {
+	TNPU_VEC_COPY = 0, TNPU_VEC_LUT = 1, TNPU_VEC_CLAMP = 2, TNPU_VEC_REQUANT = 3, TNPU_VEC_QUANT = 4,
+	TNPU_VEC_DEQUANT = 5,
+	TNPU_VEC_SIGMOID = 16, TNPU_VEC_TANH = 17, TNPU_VEC_EXP = 18, TNPU_VEC_ERF = 19, TNPU_VEC_GELU = 20,
+	TNPU_VEC_HARDSIGMOID = 21, TNPU_VEC_HARDSWISH = 22, TNPU_VEC_SILU = 23, TNPU_VEC_RECIP = 24,
+	TNPU_VEC_RSQRT = 25,
+};
+#define TNPU_VEC_FN_FIRST	16	/* first fp32 function of MAP */
+#define TNPU_VEC_FN_LAST	25
+enum tnpu_vec_bin_fn { TNPU_VEC_ADD = 0, TNPU_VEC_SUB = 1, TNPU_VEC_MUL = 2, TNPU_VEC_MAX = 3, TNPU_VEC_MIN = 4 };
+enum tnpu_vec_pool_fn { TNPU_VEC_POOL_MAX = 0, TNPU_VEC_POOL_AVG = 1 };
+enum tnpu_vec_red_fn { TNPU_VEC_RED_SUM = 0, TNPU_VEC_RED_MAX = 1, TNPU_VEC_RED_SUMSQ = 2 };
+#define TNPU_VEC_F_RELU		TNPU_BIT(0)	/* MAP, BINARY: y = max(y, 0) before the output conversion */
+#define TNPU_VEC_F_PER_CHANNEL	TNPU_BIT(1)	/* MAP REQUANT: {s32 M, u32 shift} per channel at b_off */
+#define TNPU_VEC_F_COUNT_PAD	TNPU_BIT(2)	/* POOL AVG: divide by win_h * win_w */
+#define TNPU_VEC_F_MASK		0x07u
+
+struct tnpu_vec_pool_win {
+	uint16_t win_h, win_w;
+	uint8_t stride_y, stride_x, pad_top, pad_left;
+	uint16_t in_h, in_w;
+};
+struct tnpu_vec_red_win {
+	uint32_t red_len;	/* >= 1 */
+	int32_t red_st;		/* byte stride of the reduction */
+	uint32_t reserved;	/* must be 0 */
+};
+
+struct tnpu_cmd_vec {
+	struct tnpu_cmd_hdr hdr;	/* size 128 */
+	uint8_t op;			/* enum tnpu_vec_op */
+	uint8_t func;
+	uint8_t in_dtype;		/* enum tnpu_dtype: INT8, INT32, FP32 */
+	uint8_t out_dtype;
+	uint8_t row;			/* or 0xFF: every row of the island */
+	uint8_t half;
+	uint8_t vflags;			/* TNPU_VEC_F_* */
+	uint8_t lut;			/* MAP LUT: table */
+	uint32_t n[4];			/* output dims, n[3] innermost */
+	uint32_t d_off;
+	int32_t d_st[4];
+	uint32_t a_off;
+	int32_t a_st[4];
+	uint32_t b_off;
+	int32_t b_st[4];
+	union {
+		struct tnpu_vec_pool_win pool;
+		struct tnpu_vec_red_win red;
+		uint8_t raw[12];
+	} win;
+	uint32_t scale;			/* fp32 bits or s32 multiplier */
+	uint32_t bias;			/* fp32 bits (MAP fp32 pre-affine) */
+	uint8_t shift;
+	uint8_t chan_dim;
+	int16_t zero_point;
+	uint32_t lo, hi;		/* MAP CLAMP bounds */
+	uint32_t reserved;
+};
+_Static_assert(sizeof(struct tnpu_cmd_vec) == 128, "vec cmd");
+_Static_assert(offsetof(struct tnpu_cmd_vec, n) == 16, "vec cmd");
+_Static_assert(offsetof(struct tnpu_cmd_vec, d_off) == 32, "vec cmd");
+_Static_assert(offsetof(struct tnpu_cmd_vec, a_off) == 52, "vec cmd");
+_Static_assert(offsetof(struct tnpu_cmd_vec, b_off) == 72, "vec cmd");
+_Static_assert(offsetof(struct tnpu_cmd_vec, win) == 92, "vec cmd");
+_Static_assert(offsetof(struct tnpu_cmd_vec, scale) == 104, "vec cmd");
+_Static_assert(offsetof(struct tnpu_cmd_vec, shift) == 112, "vec cmd");
+_Static_assert(offsetof(struct tnpu_cmd_vec, lo) == 116, "vec cmd");
 
 #ifdef __cplusplus
 }

@@ -1,0 +1,801 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * vec_unit.c - ISA 2 vector units (device-ops #16): VEC_LUT and VEC.
+ *
+ * One vector unit per storage unit reads and writes its own SRAM half: element-wise MAP (copy, LUT,
+ * clamp, requantisation, fp32 functions in vec_fn.c), BINARY with broadcast strides, POOL (max /
+ * average over a window with implicit padding) and REDUCE (sum, max, sum of squares along one
+ * strided axis).  Spec: Documentation/hardware/vector-units.md.  Every check runs before any row
+ * computes, every input is read before any output is written (in-place is well defined), and the
+ * work of one command is bounded (VEC_SHAPE), so hostile commands cost bounded host time.
+ */
+#include <math.h>
+#include <stdlib.h>
+
+#include "internal.h"
+
+uint32_t tnpu_vec_cmd_size(uint8_t op)
+{
+	if (op == TNPU_CMD_VEC_LUT)
+		return sizeof(struct tnpu_cmd_vec_lut);
+	if (op == TNPU_CMD_VEC)
+		return sizeof(struct tnpu_cmd_vec);
+	return 0;
+}
+
+static unsigned esize(uint8_t dt)
+{
+	return dt == TNPU_DTYPE_INT8 ? 1 : 4;
+}
+
+static bool dt_ok(uint8_t dt)
+{
+	return dt == TNPU_DTYPE_INT8 || dt == TNPU_DTYPE_INT32 || dt == TNPU_DTYPE_FP32;
+}
+
+/* Decoded command (host byte order). */
+struct vcmd {
+	uint8_t op, fn, in, out, row, half, vf, lut, shift, chan;
+	uint32_t n[4], d_off, a_off, b_off;
+	int32_t d_st[4], a_st[4], b_st[4];
+	struct tnpu_vec_pool_win pw;
+	struct tnpu_vec_red_win rw;
+	uint8_t win_raw[12];
+	uint32_t scale, bias, lo, hi, rsvd;
+	int16_t zp;
+	uint64_t elems, taps;
+};
+
+static float f32_of(uint32_t bits)
+{
+	float f;
+
+	memcpy(&f, &bits, 4);
+	return f;
+}
+
+static void decode(const uint8_t *c, struct vcmd *v)
+{
+	memset(v, 0, sizeof(*v));
+	v->op = c[8];
+	v->fn = c[9];
+	v->in = c[10];
+	v->out = c[11];
+	v->row = c[12];
+	v->half = c[13];
+	v->vf = c[14];
+	v->lut = c[15];
+	for (unsigned k = 0; k < 4; k++) {
+		v->n[k] = ld32(c + 16 + 4 * k);
+		v->d_st[k] = (int32_t)ld32(c + 36 + 4 * k);
+		v->a_st[k] = (int32_t)ld32(c + 56 + 4 * k);
+		v->b_st[k] = (int32_t)ld32(c + 76 + 4 * k);
+	}
+	v->d_off = ld32(c + 32);
+	v->a_off = ld32(c + 52);
+	v->b_off = ld32(c + 72);
+	memcpy(v->win_raw, c + 92, 12);
+	v->pw.win_h = ld16(c + 92);
+	v->pw.win_w = ld16(c + 94);
+	v->pw.stride_y = c[96];
+	v->pw.stride_x = c[97];
+	v->pw.pad_top = c[98];
+	v->pw.pad_left = c[99];
+	v->pw.in_h = ld16(c + 100);
+	v->pw.in_w = ld16(c + 102);
+	v->rw.red_len = ld32(c + 92);
+	v->rw.red_st = (int32_t)ld32(c + 96);
+	v->rw.reserved = ld32(c + 100);
+	v->scale = ld32(c + 104);
+	v->bias = ld32(c + 108);
+	v->shift = c[112];
+	v->chan = c[113];
+	v->zp = (int16_t)ld16(c + 114);
+	v->lo = ld32(c + 116);
+	v->hi = ld32(c + 120);
+	v->rsvd = ld32(c + 124);
+}
+
+static bool b_zero(const struct vcmd *v)
+{
+	return !v->b_off && !v->b_st[0] && !v->b_st[1] && !v->b_st[2] && !v->b_st[3];
+}
+
+static bool win_zero(const struct vcmd *v)
+{
+	for (unsigned i = 0; i < 12; i++)
+		if (v->win_raw[i])
+			return false;
+	return true;
+}
+
+static bool zp_ok(int16_t zp)
+{
+	return zp >= -128 && zp <= 127;
+}
+
+/* Field rules (vector-units.md "Checks" 1): 0 or the byte offset of the first bad field + 1. */
+static unsigned check_fields(const struct tnpu_exec *ex, const struct vcmd *v)
+{
+	bool fnf = v->fn >= TNPU_VEC_FN_FIRST && v->fn <= TNPU_VEC_FN_LAST;
+
+	if (v->op > TNPU_VEC_REDUCE)
+		return 8 + 1;
+	if (!dt_ok(v->in))
+		return 10 + 1;
+	if (!dt_ok(v->out))
+		return 11 + 1;
+	if (v->row != 0xFF && v->row >= ex->cfg.rows)
+		return 12 + 1;
+	if (v->half > 1)
+		return 13 + 1;
+	if (v->vf & ~TNPU_VEC_F_MASK)
+		return 14 + 1;
+	for (unsigned k = 0; k < 4; k++)
+		if (!v->n[k])
+			return 16 + 4 * k + 1;
+	if (v->rsvd)
+		return 124 + 1;
+	switch (v->op) {
+	case TNPU_VEC_MAP: {
+		bool rq = v->fn == TNPU_VEC_REQUANT, pc = rq && (v->vf & TNPU_VEC_F_PER_CHANNEL);
+		bool uses_scale = (rq && !pc) || v->fn == TNPU_VEC_QUANT || v->fn == TNPU_VEC_DEQUANT || fnf;
+		bool uses_zp = rq || v->fn == TNPU_VEC_QUANT || v->fn == TNPU_VEC_DEQUANT;
+
+		switch (v->fn) {
+		case TNPU_VEC_COPY:
+			if (v->out != v->in)
+				return 11 + 1;
+			break;
+		case TNPU_VEC_LUT:
+			if (v->in != TNPU_DTYPE_INT8)
+				return 10 + 1;
+			if (v->out != TNPU_DTYPE_INT8)
+				return 11 + 1;
+			break;
+		case TNPU_VEC_CLAMP:
+			if (v->out != v->in)
+				return 11 + 1;
+			if (v->in == TNPU_DTYPE_INT8 &&
+			    ((int32_t)v->lo < -128 || (int32_t)v->lo > 127 || (int32_t)v->hi < -128 || (int32_t)v->hi > 127))
+				return 116 + 1;
+			break;
+		case TNPU_VEC_REQUANT:
+			if (v->in == TNPU_DTYPE_FP32)
+				return 10 + 1;
+			if (v->out != TNPU_DTYPE_INT8)
+				return 11 + 1;
+			break;
+		case TNPU_VEC_QUANT:
+			if (v->in != TNPU_DTYPE_FP32)
+				return 10 + 1;
+			if (v->out != TNPU_DTYPE_INT8)
+				return 11 + 1;
+			break;
+		case TNPU_VEC_DEQUANT:
+			if (v->in != TNPU_DTYPE_INT8)
+				return 10 + 1;
+			if (v->out != TNPU_DTYPE_FP32)
+				return 11 + 1;
+			break;
+		default:
+			if (!fnf)
+				return 9 + 1;
+			if (v->in != TNPU_DTYPE_FP32)
+				return 10 + 1;
+			if (v->out != TNPU_DTYPE_FP32)
+				return 11 + 1;
+			break;
+		}
+		if ((v->vf & TNPU_VEC_F_RELU) && !(v->fn == TNPU_VEC_CLAMP || fnf))
+			return 14 + 1;
+		if ((v->vf & TNPU_VEC_F_PER_CHANNEL) && !rq)
+			return 14 + 1;
+		if (v->vf & TNPU_VEC_F_COUNT_PAD)
+			return 14 + 1;
+		if (v->fn == TNPU_VEC_LUT ? v->lut >= TNPU_VEC_LUTS : v->lut)
+			return 15 + 1;
+		if (pc ? (v->b_st[0] || v->b_st[1] || v->b_st[2] || v->b_st[3]) : !b_zero(v))
+			return 72 + 1;
+		if (!win_zero(v))
+			return 92 + 1;
+		if (!uses_scale && v->scale)
+			return 104 + 1;
+		if (!fnf && v->bias)
+			return 108 + 1;
+		if ((rq && !pc) ? v->shift > 62 : v->shift)
+			return 112 + 1;
+		if (pc ? v->chan > 3 : v->chan)
+			return 113 + 1;
+		if (uses_zp ? !zp_ok(v->zp) : v->zp)
+			return 114 + 1;
+		if (v->fn != TNPU_VEC_CLAMP && (v->lo || v->hi))
+			return 116 + 1;
+		return 0;
+	}
+	case TNPU_VEC_BINARY: {
+		bool rq = v->in == TNPU_DTYPE_INT8 && v->out == TNPU_DTYPE_INT8;
+
+		if (v->fn > TNPU_VEC_MIN)
+			return 9 + 1;
+		if (v->in == TNPU_DTYPE_INT8 ? v->out == TNPU_DTYPE_FP32 : v->out != v->in)
+			return 11 + 1;
+		if (v->vf & ~TNPU_VEC_F_RELU)
+			return 14 + 1;
+		if (v->lut)
+			return 15 + 1;
+		if (!win_zero(v))
+			return 92 + 1;
+		if (!rq && v->scale)
+			return 104 + 1;
+		if (v->bias)
+			return 108 + 1;
+		if (rq ? v->shift > 62 : v->shift)
+			return 112 + 1;
+		if (v->chan)
+			return 113 + 1;
+		if (rq ? !zp_ok(v->zp) : v->zp)
+			return 114 + 1;
+		if (v->lo || v->hi)
+			return 116 + 1;
+		return 0;
+	}
+	case TNPU_VEC_POOL: {
+		bool rq = v->fn == TNPU_VEC_POOL_AVG && v->in == TNPU_DTYPE_INT8;
+
+		if (v->fn > TNPU_VEC_POOL_AVG)
+			return 9 + 1;
+		if (v->in == TNPU_DTYPE_INT32)
+			return 10 + 1;
+		if (v->out != v->in)
+			return 11 + 1;
+		if ((v->vf & ~TNPU_VEC_F_COUNT_PAD) || (v->fn == TNPU_VEC_POOL_MAX && v->vf) ||
+		    (rq && !(v->vf & TNPU_VEC_F_COUNT_PAD)))
+			return 14 + 1;
+		if (v->lut)
+			return 15 + 1;
+		if (!b_zero(v))
+			return 72 + 1;
+		if (!rq && v->scale)
+			return 104 + 1;
+		if (v->bias)
+			return 108 + 1;
+		if (rq ? v->shift > 62 : v->shift)
+			return 112 + 1;
+		if (v->chan)
+			return 113 + 1;
+		if (rq ? !zp_ok(v->zp) : v->zp)
+			return 114 + 1;
+		if (v->lo || v->hi)
+			return 116 + 1;
+		return 0;
+	}
+	default: { /* REDUCE */
+		bool f = v->in == TNPU_DTYPE_FP32;
+
+		if (v->fn > TNPU_VEC_RED_SUMSQ)
+			return 9 + 1;
+		if (v->fn == TNPU_VEC_RED_MAX ? v->out != v->in : v->out != (f ? TNPU_DTYPE_FP32 : TNPU_DTYPE_INT32))
+			return 11 + 1;
+		if (v->vf)
+			return 14 + 1;
+		if (v->lut)
+			return 15 + 1;
+		if (!b_zero(v))
+			return 72 + 1;
+		if (!v->rw.red_len)
+			return 92 + 1;
+		if (v->rw.reserved)
+			return 100 + 1;
+		if ((!f || v->fn == TNPU_VEC_RED_MAX) && v->scale)
+			return 104 + 1;
+		if (v->bias)
+			return 108 + 1;
+		if (v->shift)
+			return 112 + 1;
+		if (v->chan)
+			return 113 + 1;
+		if (v->zp)
+			return 114 + 1;
+		if (v->lo || v->hi)
+			return 116 + 1;
+		return 0;
+	}
+	}
+}
+
+/* Work bounds and the pooling window (Checks 2): 0 or field offset + 1. */
+static unsigned check_shape(struct vcmd *v)
+{
+	const struct tnpu_vec_pool_win *w = &v->pw;
+
+	v->elems = 1;
+	for (unsigned k = 0; k < 4; k++) {
+		v->elems *= v->n[k];
+		if (v->elems > TNPU_VEC_MAX_ELEMS)
+			return 16 + 1;
+	}
+	v->taps = 1;
+	if (v->op == TNPU_VEC_POOL) {
+		if (!w->win_h || !w->win_w || !w->stride_y || !w->stride_x || !w->in_h || !w->in_w ||
+		    w->pad_top >= w->win_h || w->pad_left >= w->win_w ||
+		    (int64_t)(v->n[1] - 1) * w->stride_y - w->pad_top >= w->in_h ||
+		    (int64_t)(v->n[2] - 1) * w->stride_x - w->pad_left >= w->in_w)
+			return 92 + 1;
+		v->taps = (uint64_t)w->win_h * w->win_w;
+	} else if (v->op == TNPU_VEC_REDUCE) {
+		v->taps = v->rw.red_len;
+	}
+	if (v->taps > TNPU_VEC_MAX_WORK || v->elems * v->taps > TNPU_VEC_MAX_WORK)
+		return 92 + 1;
+	return 0;
+}
+
+/* Byte range [lo, hi) an operand can address; false on misalignment. */
+static bool span(uint32_t off, const uint32_t *m, const int32_t *st, unsigned nd, unsigned e, int64_t *lo,
+		 int64_t *hi)
+{
+	*lo = off;
+	*hi = (int64_t)off + e;
+	if (off % e)
+		return false;
+	for (unsigned k = 0; k < nd; k++) {
+		int64_t x = (int64_t)(m[k] - 1) * st[k];
+
+		if (st[k] % (int32_t)e)
+			return false;
+		if (x < 0)
+			*lo += x;
+		else
+			*hi += x;
+	}
+	return true;
+}
+
+static uint32_t check_ranges(struct tnpu_exec *ex, const struct vcmd *v)
+{
+	unsigned ein = esize(v->in), eout = esize(v->out);
+	int64_t lo, hi;
+	uint32_t m[5];
+	int32_t st[5];
+
+	/* destination */
+	if (!span(v->d_off, v->n, v->d_st, 4, eout, &lo, &hi))
+		return tnpu_fail(ex, TNPU_ERR_ALIGN, 0, v->d_off);
+	if (lo < 0 || hi > ex->half)
+		return tnpu_fail(ex, TNPU_ERR_SRAM_RANGE, 0, v->d_off);
+	/* A */
+	memcpy(m, v->n, sizeof(v->n));
+	memcpy(st, v->a_st, sizeof(v->a_st));
+	if (v->op == TNPU_VEC_POOL) {
+		m[1] = v->pw.in_h;
+		m[2] = v->pw.in_w;
+	}
+	m[4] = v->op == TNPU_VEC_REDUCE ? v->rw.red_len : 1;
+	st[4] = v->op == TNPU_VEC_REDUCE ? v->rw.red_st : 0;
+	if (!span(v->a_off, m, st, 5, ein, &lo, &hi))
+		return tnpu_fail(ex, TNPU_ERR_ALIGN, 1, v->a_off);
+	if (lo < 0 || hi > ex->half)
+		return tnpu_fail(ex, TNPU_ERR_SRAM_RANGE, 1, v->a_off);
+	/* B: second operand or the per-channel table */
+	if (v->op == TNPU_VEC_BINARY) {
+		if (!span(v->b_off, v->n, v->b_st, 4, ein, &lo, &hi))
+			return tnpu_fail(ex, TNPU_ERR_ALIGN, 2, v->b_off);
+		if (lo < 0 || hi > ex->half)
+			return tnpu_fail(ex, TNPU_ERR_SRAM_RANGE, 2, v->b_off);
+	} else if (v->op == TNPU_VEC_MAP && (v->vf & TNPU_VEC_F_PER_CHANNEL)) {
+		if (v->b_off % 4)
+			return tnpu_fail(ex, TNPU_ERR_ALIGN, 2, v->b_off);
+		if ((uint64_t)v->b_off + 8ull * v->n[v->chan] > ex->half)
+			return tnpu_fail(ex, TNPU_ERR_SRAM_RANGE, 2, v->b_off);
+	}
+	return 0;
+}
+
+/* ---- element access ---------------------------------------------------------------------- */
+
+static int64_t ld_i(const uint8_t *p, uint8_t dt)
+{
+	if (dt == TNPU_DTYPE_INT8)
+		return (int8_t)p[0];
+	return (int32_t)ld32(p);
+}
+
+static float ld_f(const uint8_t *p)
+{
+	return f32_of(ld32(p));
+}
+
+static int8_t sat8(int64_t x)
+{
+	return (int8_t)(x < -128 ? -128 : (x > 127 ? 127 : x));
+}
+
+/* SFU REQUANT formula (isa.md): sat8(((x*M + rnd) >> s) + zp) in 64-bit. */
+static int8_t requant(int64_t x, int32_t m, unsigned s, int16_t zp)
+{
+	int64_t y = x * m + (s ? (int64_t)1 << (s - 1) : 0);
+
+	return sat8((y >> s) + zp);
+}
+
+/* Results are kept as 32-bit words (int32 / fp32 bits / int8 sign-extended) until written. */
+union val {
+	int32_t i;
+	float f;
+};
+
+static float fmax_nan(float a, float b)
+{
+	if (a != a || b != b)
+		return a + b;
+	return a > b ? a : b;
+}
+
+static float fmin_nan(float a, float b)
+{
+	if (a != a || b != b)
+		return a + b;
+	return a < b ? a : b;
+}
+
+static union val map_one(const struct vcmd *v, const int8_t *lut, const uint8_t *p, const uint8_t *half,
+			 const uint32_t *idx)
+{
+	union val r;
+
+	switch (v->fn) {
+	case TNPU_VEC_COPY:
+		r.i = v->in == TNPU_DTYPE_INT8 ? (int8_t)p[0] : (int32_t)ld32(p);
+		return r;
+	case TNPU_VEC_LUT:
+		r.i = lut[(int8_t)p[0] + 128];
+		return r;
+	case TNPU_VEC_CLAMP:
+		if (v->in == TNPU_DTYPE_FP32) {
+			float x = ld_f(p), lo = f32_of(v->lo), hi = f32_of(v->hi);
+
+			r.f = x < lo ? lo : (x > hi ? hi : x);
+			if ((v->vf & TNPU_VEC_F_RELU) && r.f < 0)
+				r.f = 0;
+		} else {
+			int64_t x = ld_i(p, v->in), lo = (int32_t)v->lo, hi = (int32_t)v->hi;
+
+			x = x < lo ? lo : (x > hi ? hi : x);
+			if ((v->vf & TNPU_VEC_F_RELU) && x < 0)
+				x = 0;
+			r.i = (int32_t)x;
+		}
+		return r;
+	case TNPU_VEC_REQUANT:
+		if (v->vf & TNPU_VEC_F_PER_CHANNEL) {
+			const uint8_t *e = half + v->b_off + 8ull * idx[v->chan];
+			uint32_t s = ld32(e + 4);
+
+			/* a shift above 62 saturates like a shift of 62 would not: define it as 62 */
+			r.i = requant(ld_i(p, v->in), (int32_t)ld32(e), s > 62 ? 62 : s, v->zp);
+		} else {
+			r.i = requant(ld_i(p, v->in), (int32_t)v->scale, v->shift, v->zp);
+		}
+		return r;
+	case TNPU_VEC_QUANT: {
+		float x = ld_f(p) * f32_of(v->scale);
+
+		if (x != x)
+			r.i = v->zp;
+		else
+			r.i = sat8((int64_t)fmax(fmin((double)rintf(x) + v->zp, 1e6), -1e6));
+		return r;
+	}
+	case TNPU_VEC_DEQUANT:
+		r.f = (float)((int8_t)p[0] - v->zp) * f32_of(v->scale);
+		return r;
+	default: {
+		float t = ld_f(p) * f32_of(v->scale) + f32_of(v->bias);
+
+		r.f = tnpu_vec_eval(v->fn, t);
+		if ((v->vf & TNPU_VEC_F_RELU) && r.f < 0)
+			r.f = 0;
+		return r;
+	}
+	}
+}
+
+static union val bin_one(const struct vcmd *v, const uint8_t *pa, const uint8_t *pb)
+{
+	union val r;
+
+	if (v->in == TNPU_DTYPE_FP32) {
+		float a = ld_f(pa), b = ld_f(pb);
+
+		switch (v->fn) {
+		case TNPU_VEC_ADD: r.f = a + b; break;
+		case TNPU_VEC_SUB: r.f = a - b; break;
+		case TNPU_VEC_MUL: r.f = a * b; break;
+		case TNPU_VEC_MAX: r.f = fmax_nan(a, b); break;
+		default: r.f = fmin_nan(a, b); break;
+		}
+		if ((v->vf & TNPU_VEC_F_RELU) && r.f < 0)
+			r.f = 0;
+		return r;
+	}
+	if (v->in == TNPU_DTYPE_INT32) {
+		uint32_t a = ld32(pa), b = ld32(pb);
+
+		switch (v->fn) {
+		case TNPU_VEC_ADD: r.i = (int32_t)(a + b); break;
+		case TNPU_VEC_SUB: r.i = (int32_t)(a - b); break;
+		case TNPU_VEC_MUL: r.i = (int32_t)(a * b); break;
+		case TNPU_VEC_MAX: r.i = (int32_t)a > (int32_t)b ? (int32_t)a : (int32_t)b; break;
+		default: r.i = (int32_t)a < (int32_t)b ? (int32_t)a : (int32_t)b; break;
+		}
+		if ((v->vf & TNPU_VEC_F_RELU) && r.i < 0)
+			r.i = 0;
+		return r;
+	}
+	{
+		int32_t a = (int8_t)pa[0], b = (int8_t)pb[0], x;
+
+		switch (v->fn) {
+		case TNPU_VEC_ADD: x = a + b; break;
+		case TNPU_VEC_SUB: x = a - b; break;
+		case TNPU_VEC_MUL: x = a * b; break;
+		case TNPU_VEC_MAX: x = a > b ? a : b; break;
+		default: x = a < b ? a : b; break;
+		}
+		if ((v->vf & TNPU_VEC_F_RELU) && x < 0)
+			x = 0;
+		r.i = v->out == TNPU_DTYPE_INT8 ? requant(x, (int32_t)v->scale, v->shift, v->zp) : x;
+		return r;
+	}
+}
+
+static union val pool_one(const struct vcmd *v, const uint8_t *half, const uint32_t *i)
+{
+	const struct tnpu_vec_pool_win *w = &v->pw;
+	int64_t y0 = (int64_t)i[1] * w->stride_y - w->pad_top, x0 = (int64_t)i[2] * w->stride_x - w->pad_left;
+	int64_t base = (int64_t)v->a_off + (int64_t)i[0] * v->a_st[0] + (int64_t)i[3] * v->a_st[3];
+	bool f = v->in == TNPU_DTYPE_FP32, avg = v->fn == TNPU_VEC_POOL_AVG, any = false;
+	float mf = 0, sf = 0;
+	int64_t mi = 0, si = 0, cnt = 0;
+	union val r;
+
+	for (unsigned ry = 0; ry < w->win_h; ry++) {
+		int64_t iy = y0 + ry;
+
+		if (iy < 0 || iy >= w->in_h)
+			continue;
+		for (unsigned rx = 0; rx < w->win_w; rx++) {
+			int64_t ix = x0 + rx;
+			const uint8_t *p;
+
+			if (ix < 0 || ix >= w->in_w)
+				continue;
+			p = half + base + iy * v->a_st[1] + ix * v->a_st[2];
+			cnt++;
+			if (f) {
+				float x = ld_f(p);
+
+				if (avg)
+					sf += x;
+				else if (!any || x > mf || x != x)
+					mf = x;
+			} else {
+				int64_t x = (int8_t)p[0];
+
+				if (avg)
+					si += x;
+				else if (!any || x > mi)
+					mi = x;
+			}
+			any = true;
+		}
+	}
+	if (v->vf & TNPU_VEC_F_COUNT_PAD)
+		cnt = (int64_t)w->win_h * w->win_w;
+	if (f)
+		r.f = avg ? sf / (float)cnt : mf;
+	else
+		r.i = avg ? requant(si, (int32_t)v->scale, v->shift, v->zp) : (int32_t)mi;
+	return r;
+}
+
+static union val red_one(const struct vcmd *v, const uint8_t *p)
+{
+	uint32_t L = v->rw.red_len;
+	int32_t st = v->rw.red_st;
+	union val r;
+
+	if (v->in == TNPU_DTYPE_FP32) {
+		float acc = 0;
+
+		if (v->fn == TNPU_VEC_RED_MAX) {
+			acc = ld_f(p);
+			for (uint32_t k = 1; k < L; k++) {
+				float x = ld_f(p + (int64_t)k * st);
+
+				if (x > acc || x != x)
+					acc = x;
+			}
+			r.f = acc;
+			return r;
+		}
+		for (uint32_t k = 0; k < L; k++) {
+			float x = ld_f(p + (int64_t)k * st);
+
+			acc += v->fn == TNPU_VEC_RED_SUMSQ ? x * x : x;
+		}
+		r.f = acc * f32_of(v->scale);
+		return r;
+	}
+	if (v->fn == TNPU_VEC_RED_MAX) {
+		int64_t m = ld_i(p, v->in);
+
+		for (uint32_t k = 1; k < L; k++) {
+			int64_t x = ld_i(p + (int64_t)k * st, v->in);
+
+			m = x > m ? x : m;
+		}
+		r.i = (int32_t)m;
+		return r;
+	}
+	{
+		uint32_t acc = 0;
+
+		for (uint32_t k = 0; k < L; k++) {
+			int64_t x = ld_i(p + (int64_t)k * st, v->in);
+
+			acc += v->fn == TNPU_VEC_RED_SUMSQ ? (uint32_t)(x * x) : (uint32_t)x;
+		}
+		r.i = (int32_t)acc;
+		return r;
+	}
+}
+
+/* Compute every output of one row into out[] (output order), then write them. */
+static uint32_t run_row(struct tnpu_exec *ex, const struct vcmd *v, unsigned r, union val *out)
+{
+	struct row_state *rs = &ex->rows[r];
+	uint8_t *half = rs->sram + (uint64_t)v->half * ex->half;
+	unsigned eout = esize(v->out), ein = esize(v->in);
+	uint64_t o = 0;
+	uint32_t i[4];
+
+	for (i[0] = 0; i[0] < v->n[0]; i[0]++)
+		for (i[1] = 0; i[1] < v->n[1]; i[1]++) {
+			if (atomic_load_explicit(&ex->abort, memory_order_relaxed))
+				return tnpu_fail(ex, TNPU_ERR_ABORTED, 0, 0);
+			for (i[2] = 0; i[2] < v->n[2]; i[2]++)
+				for (i[3] = 0; i[3] < v->n[3]; i[3]++, o++) {
+					int64_t a = (int64_t)v->a_off, b = (int64_t)v->b_off;
+
+					for (unsigned k = 0; k < 4; k++) {
+						a += (int64_t)i[k] * v->a_st[k];
+						b += (int64_t)i[k] * v->b_st[k];
+					}
+					switch (v->op) {
+					case TNPU_VEC_MAP:
+						out[o] = map_one(v, ex->vec_lut[v->lut], half + a, half, i);
+						break;
+					case TNPU_VEC_BINARY:
+						out[o] = bin_one(v, half + a, half + b);
+						break;
+					case TNPU_VEC_POOL:
+						out[o] = pool_one(v, half, i);
+						break;
+					default:
+						out[o] = red_one(v, half + a);
+						break;
+					}
+				}
+		}
+	(void)ein;
+	/* Write phase: every input was read above (in-place operations are well defined). */
+	o = 0;
+	for (i[0] = 0; i[0] < v->n[0]; i[0]++)
+		for (i[1] = 0; i[1] < v->n[1]; i[1]++)
+			for (i[2] = 0; i[2] < v->n[2]; i[2]++) {
+				int64_t d0 = (int64_t)v->d_off + (int64_t)i[0] * v->d_st[0] + (int64_t)i[1] * v->d_st[1] +
+					     (int64_t)i[2] * v->d_st[2];
+				int64_t lo = d0, hi = d0 + eout;
+
+				for (i[3] = 0; i[3] < v->n[3]; i[3]++, o++) {
+					int64_t d = d0 + (int64_t)i[3] * v->d_st[3];
+					uint8_t *p = half + d;
+
+					if (eout == 1)
+						p[0] = (uint8_t)out[o].i;
+					else
+						memcpy(p, &out[o], 4);
+					lo = TNPU_MIN(lo, d);
+					hi = TNPU_MAX(hi, d + eout);
+				}
+				/* The row's written lines: the span of this innermost run (exact for
+				 * packed runs, the usual case; a strided run marks the lines between). */
+				sram_mark(rs, (uint64_t)v->half * ex->half + lo, (uint64_t)v->half * ex->half + hi);
+			}
+	return 0;
+}
+
+/* Row timeline shared by VEC and VEC_LUT (as DISPATCH: issue on compute, then every row busy). */
+static void rows_busy(struct tnpu_exec *ex, unsigned r0, unsigned r1, uint64_t s, uint64_t issue, uint64_t busy)
+{
+	uint64_t done = 0;
+
+	ex->F[TNPU_ENGINE_COMPUTE] = s + issue;
+	tnpu_trace_emit(ex, TNPU_ENGINE_COMPUTE, TNPU_TRACE_ROW_NONE, TNPU_TRACE_DISPATCH, s, s + issue);
+	for (unsigned r = r0; r <= r1; r++) {
+		uint64_t start = TNPU_MAX(ex->R[r], s + issue), end = start + busy * ex->isl[ex->cur].clkdiv;
+
+		ex->R[r] = end;
+		ex->res->row_busy[r] += busy;
+		tnpu_trace_emit(ex, TNPU_ENGINE_COMPUTE, r, TNPU_TRACE_EXE, start, end);
+		if (end > ex->compute_end) {
+			ex->res->counters[TNPU_CNT_COMPUTE_CYCLES] += end - TNPU_MAX(start, ex->compute_end);
+			ex->compute_end = end;
+		}
+		done = TNPU_MAX(done, end);
+	}
+	ex->P = done;
+}
+
+static uint32_t cmd_lut(struct tnpu_exec *ex, const uint8_t *c, bool async)
+{
+	unsigned r0, r1;
+	uint64_t s;
+
+	if (c[8] >= TNPU_VEC_LUTS)
+		return tnpu_fail(ex, TNPU_ERR_VEC_DESC, 8, 0);
+	for (unsigned i = 9; i < 16; i++)
+		if (c[i])
+			return tnpu_fail(ex, TNPU_ERR_VEC_DESC, i, 0);
+	if (tnpu_island_rows(ex, 0, true, &r0, &r1))
+		return ex->res->error;
+	memcpy(ex->vec_lut[c[8]], c + 16, 256);
+	ex->res->counters[TNPU_CNT_BYTES_DISPATCH] += 256;
+	s = TNPU_MAX(ex->F[TNPU_ENGINE_COMPUTE], async ? 0 : ex->P);
+	rows_busy(ex, r0, r1, s, TNPU_CYC_CMD + 2, 2);
+	return 0;
+}
+
+uint32_t tnpu_vec_cmd(struct tnpu_exec *ex, const uint8_t *c, bool async)
+{
+	struct vcmd v;
+	unsigned bad, r0 = 0, r1 = 0;
+	uint64_t s, busy, cost;
+	union val *out;
+	uint32_t err = 0;
+
+	if (c[0] == TNPU_CMD_VEC_LUT)
+		return cmd_lut(ex, c, async);
+	decode(c, &v);
+	bad = check_fields(ex, &v);
+	if (bad)
+		return tnpu_fail(ex, TNPU_ERR_VEC_DESC, bad - 1, 0);
+	bad = check_shape(&v);
+	if (bad)
+		return tnpu_fail(ex, TNPU_ERR_VEC_SHAPE, bad - 1, 0);
+	if (check_ranges(ex, &v))
+		return ex->res->error;
+	if (tnpu_island_rows(ex, v.row, v.row == 0xFF, &r0, &r1))
+		return ex->res->error;
+	cost = v.op == TNPU_VEC_MAP && v.fn >= TNPU_VEC_FN_FIRST ? TNPU_VEC_FN_COST : 1;
+	busy = TNPU_CYC_VEC + div_ceil_u64(v.elems * v.taps * cost, TNPU_VEC_LANES);
+	s = TNPU_MAX(ex->F[TNPU_ENGINE_COMPUTE], async ? 0 : ex->P);
+	/* Refuse work the watchdog would stop anyway before spending host time on it. */
+	for (unsigned r = r0; r <= r1; r++)
+		if (TNPU_MAX(ex->R[r], s + TNPU_CYC_CMD) + busy * ex->isl[ex->cur].clkdiv > ex->cfg.watchdog_cycles)
+			return tnpu_fail(ex, TNPU_ERR_WATCHDOG, 0, 0);
+	out = malloc(v.elems * sizeof(*out));
+	if (!out)
+		return tnpu_fail(ex, TNPU_ERR_NOMEM, 0, 0);
+	for (unsigned r = r0; r <= r1 && !err; r++)
+		err = run_row(ex, &v, r, out);
+	free(out);
+	if (err)
+		return err;
+	ex->res->counters[TNPU_CNT_VEC_OPS] += v.elems * v.taps * (r1 - r0 + 1);
+	ex->res->counters[TNPU_CNT_VEC_CYCLES] += busy * (r1 - r0 + 1);
+	rows_busy(ex, r0, r1, s, TNPU_CYC_CMD, busy);
+	return 0;
+}
