@@ -9,7 +9,7 @@
 #include <string.h>
 #include <time.h>
 
-#include "internal.h"
+#include "compile.h"
 
 static void release_runtime(struct onnx_model *m)
 {
@@ -51,7 +51,7 @@ onnx_kernel onnx_host_kernel(enum onnx_op op)
 	return NULL;
 }
 
-static int run_node(struct onnx_ctx *c)
+int onnx_run_node(struct onnx_ctx *c)
 {
 	onnx_kernel ak = c->dev ? onnx_accel_kernels[c->n->op] : NULL;
 	onnx_kernel hk = onnx_host_kernel(c->n->op);
@@ -119,7 +119,7 @@ static int run_profiled(struct onnx_ctx *c, struct onnx_node_profile *p, double 
 	memset(p, 0, sizeof(*p));
 	p->ran = true;
 	p->start_ms = t - t0;
-	ret = run_node(c);
+	ret = onnx_run_node(c);
 	p->host_ms = now_ms() - t;
 	counters_sub(&p->counters, &c->stats->counters, &before);
 	p->on_device = !ret && c->on_accel;
@@ -155,7 +155,7 @@ int onnx_run_profile(struct onnx_model *m, struct accel_dev *dev, const struct o
 		if (m->nodes[i].folded)
 			continue;
 		c.n = &m->nodes[i];
-		ret = prof ? run_profiled(&c, &prof[i], t0) : run_node(&c);
+		ret = prof ? run_profiled(&c, &prof[i], t0) : onnx_run_node(&c);
 	}
 	for (unsigned i = 0; !ret && i < n_outputs; i++) {
 		const struct onnx_value *v = &m->vals[m->outputs[i]];

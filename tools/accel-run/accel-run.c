@@ -5,14 +5,17 @@
  *   accel-run MODEL.onnx [--input in.pb ... | --random-input [--seed N] [--shape NAME=D0xD1x... ...]]
  *             [--expect out.pb ...] [--device PATH|sim] [--cpu] [--atol A] [--rtol R] [--itol N]
  *             [--save-outputs PREFIX] [--info] [--repeat N] [--profile [--trace FILE]]
- *   accel-run MODEL.onnx --mnist IMAGES LABELS [--batch N] [--device PATH|sim] [--cpu]
+ *             [--no-compile] [--save-compiled FILE] [--compiled FILE]
+ *   accel-run MODEL.onnx --mnist IMAGES LABELS [--batch N] [--device PATH|sim] [--cpu] [--no-compile]
  *             [--save-predictions FILE] [--reference-predictions FILE]
  *
  * Prints each output (name, type, shape, leading values) or, with --expect, PASS/FAIL per output
  * against the expectation with the tolerance used.  --info prints the inputs/outputs and where each
  * node runs (from one run), --repeat N times N more runs, --profile prints per-node cost and writes a
  * Perfetto trace.  --mnist classifies an idx image file (e.g. Fashion-MNIST's t10k set) on the device
- * and on the CPU reference and prints both accuracies.
+ * and on the CPU reference and prints both accuracies.  On a device the model is compiled once for the
+ * inputs' shapes (onnx_compile) and every run uses the compiled form; --no-compile runs node by node
+ * (as --profile does), --save-compiled/--compiled write/read the compiled form (onnx.md, "The compiler").
  */
 #include <errno.h>
 #include <stdio.h>
@@ -22,6 +25,7 @@
 #include <unistd.h>
 
 #include "classify.h"
+#include "compiled.h"
 #include "inputs.h"
 #include "profile.h"
 #include "tnpu_onnx.h"
@@ -33,7 +37,8 @@ static void usage(FILE *f)
 	fprintf(f, "usage: accel-run MODEL.onnx [--input in.pb ... | --random-input [--seed N] [--shape NAME=D0xD1x...]]\n"
 		   "                 [--expect out.pb ...] [--device PATH|sim] [--cpu] [--atol A] [--rtol R] [--itol N]\n"
 		   "                 [--save-outputs PREFIX] [--info] [--repeat N] [--profile [--trace FILE]]\n"
-		   "       accel-run MODEL.onnx --mnist IMAGES LABELS [--batch N] [--device PATH|sim] [--cpu]\n"
+		   "                 [--no-compile] [--save-compiled FILE] [--compiled FILE]\n"
+		   "       accel-run MODEL.onnx --mnist IMAGES LABELS [--batch N] [--device PATH|sim] [--cpu] [--no-compile]\n"
 		   "                 [--save-predictions FILE] [--reference-predictions FILE]\n");
 }
 
@@ -82,8 +87,8 @@ static int cmp_double(const void *a, const void *b)
 
 /* --repeat N: N more runs of the same inputs, each onnx_run() timed (load, input files and the first,
  * checked run excluded); prints the median. */
-static int repeat_runs(struct onnx_model *m, struct accel_dev *dev, const struct onnx_tensor *in, unsigned n_in,
-		       unsigned n_out, unsigned repeat)
+static int repeat_runs(struct onnx_model *m, struct accel_dev *dev, struct onnx_compiled *cm,
+		       const struct onnx_tensor *in, unsigned n_in, unsigned n_out, unsigned repeat)
 {
 	struct onnx_tensor out[MAX_IO];
 	double *t = calloc(repeat, sizeof(*t)), med;
@@ -96,10 +101,10 @@ static int repeat_runs(struct onnx_model *m, struct accel_dev *dev, const struct
 	for (unsigned r = 0; r < repeat && !ret; r++) {
 		double t0 = now_ms();
 
-		ret = onnx_run(m, dev, in, n_in, out, n_out, NULL);
+		ret = cm ? onnx_compiled_run(cm, in, n_in, out, n_out, NULL) : onnx_run(m, dev, in, n_in, out, n_out, NULL);
 		t[r] = now_ms() - t0;
 		if (ret)
-			fprintf(stderr, "accel-run: repeat %u: %s\n", r + 1, onnx_model_error(m));
+			fprintf(stderr, "accel-run: repeat %u: %s\n", r + 1, cm ? onnx_compiled_error(cm) : onnx_model_error(m));
 		for (unsigned i = 0; !ret && i < n_out; i++)
 			onnx_tensor_release(&out[i]);
 	}
@@ -158,7 +163,9 @@ int main(int argc, char **argv)
 {
 	const char *model_path = NULL, *device = NULL, *in_paths[MAX_IO], *exp_paths[MAX_IO], *save = NULL;
 	const char *mnist_img = NULL, *mnist_lbl = NULL, *ref_preds = NULL, *save_preds = NULL;
-	const char *trace = NULL;
+	const char *trace = NULL, *save_cm = NULL, *load_cm = NULL;
+	struct onnx_compiled *cm = NULL;
+	bool no_compile = false;
 	struct onnx_tolerance tol = { ONNX_TOL_ATOL, ONNX_TOL_RTOL, ONNX_TOL_ITOL };
 	struct onnx_tensor in[MAX_IO], out[MAX_IO], exp;
 	struct shape_arg shapes[MAX_SHAPES];
@@ -215,6 +222,12 @@ int main(int argc, char **argv)
 			repeat = (unsigned)r;
 		} else if (!strcmp(a, "--profile"))
 			profile = true;
+		else if (!strcmp(a, "--no-compile"))
+			no_compile = true;
+		else if (!strcmp(a, "--save-compiled") && more)
+			save_cm = argv[++i];
+		else if (!strcmp(a, "--compiled") && more)
+			load_cm = argv[++i];
 		else if (!strcmp(a, "--trace") && more)
 			trace = argv[++i];
 		else if (!strcmp(a, "--mnist") && i + 2 < argc) {
@@ -251,6 +264,11 @@ int main(int argc, char **argv)
 	}
 	if (!trace)
 		trace = "accel-run-trace.json";
+	if ((save_cm || load_cm) && (no_compile || cpu || profile)) {
+		fprintf(stderr, "accel-run: --save-compiled/--compiled need the compiled path (not with --no-compile, "
+			"--cpu or --profile)\n");
+		return 2;
+	}
 	if (n_shapes && (n_in || (!random_in && !info))) {
 		fprintf(stderr, "accel-run: --shape only shapes generated inputs (--random-input, or --info without "
 			"--input)\n");
@@ -276,7 +294,7 @@ int main(int argc, char **argv)
 		}
 	}
 	if (mnist_img) {
-		ret = classify_mnist(m, model_path, dev, mnist_img, mnist_lbl, batch ? batch : 1000, ref_preds, save_preds);
+		ret = classify_mnist(m, model_path, dev, !no_compile, mnist_img, mnist_lbl, batch ? batch : 1000, ref_preds, save_preds);
 		accel_close(dev);
 		onnx_model_free(m);
 		return ret ? 1 : 0;
@@ -328,9 +346,21 @@ int main(int argc, char **argv)
 		ret = 1;
 		goto out;
 	}
-	ret = onnx_run_profile(m, dev, in, n_in, out, n_out, &st, prof);
+	if (dev && !no_compile && !profile) {
+		ret = compiled_prepare(m, dev, in, n_in, load_cm, save_cm, &cm);
+		if (ret) {
+			ret = 1;
+			goto out;
+		}
+		ret = onnx_compiled_run(cm, in, n_in, out, n_out, &st);
+		if (ret)
+			fprintf(stderr, "accel-run: %s\n", onnx_compiled_error(cm));
+	} else {
+		ret = onnx_run_profile(m, dev, in, n_in, out, n_out, &st, prof);
+		if (ret)
+			fprintf(stderr, "accel-run: %s\n", onnx_model_error(m));
+	}
 	if (ret) {
-		fprintf(stderr, "accel-run: %s\n", onnx_model_error(m));
 		if (info)
 			print_placement(m, prof, cpu);
 		ret = 1;
@@ -343,11 +373,13 @@ int main(int argc, char **argv)
 		printf("model %s: %u nodes (%u BatchNormalization folded), %u on the accelerator, %u on the host; "
 		       "device cycles %llu\n", model_path, onnx_model_n_nodes(m), onnx_model_n_folded(m), st.accel_nodes,
 		       st.host_nodes, (unsigned long long)st.counters.total_cycles);
-	if (info)
+	if (info && cm)
+		print_compiled(m, cm);
+	else if (info)
 		print_placement(m, prof, cpu);
 	if (profile && profile_finish(m, dev, engines, trace, prof))
 		fails++;
-	if (repeat && repeat_runs(m, dev, in, n_in, n_out, repeat))
+	if (repeat && repeat_runs(m, dev, cm, in, n_in, n_out, repeat))
 		fails++;
 	for (unsigned i = 0; i < n_out; i++) {
 		char desc[96], msg[256];
@@ -391,6 +423,7 @@ out:
 		for (unsigned i = 0; i < n_in; i++)
 			onnx_tensor_release(&in[i]);
 	free(prof);
+	onnx_compiled_free(cm);
 	accel_close(dev);
 	onnx_model_free(m);
 	return ret;

@@ -1,0 +1,722 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * compile.c - whole-graph compilation (Documentation/onnx.md, "The compiler").  Passes, in order:
+ *  1. shape probe: every value's dtype and shape for the given input shapes (analytic for the steps
+ *     lowered here, the host kernel on zero data for the others);
+ *  2. lowering: each remaining node becomes a device step (Conv, Gemm/MatMul, pooling, element-wise
+ *     and activations on the vector units), an alias (Reshape & co: addressing, no step) or a host step;
+ *  3. fusion: a Relu after an element-wise Add/Sub/Mul/Max/Min goes into its step (the loader has
+ *     already folded BatchNormalization, Relu and Clip into Conv/Gemm epilogues and zero Pads into
+ *     their padding);
+ *  4. weight packing: the constants the device steps read, in one image uploaded once;
+ *  5. memory plan: live ranges of the activations -> offsets in one arena (plan_mem.c).
+ * Activations stay NCHW end to end (the layout the graph declares), so no layout conversion runs.
+ */
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "compile.h"
+#include "geom.h"
+#include "plan_mem.h"
+
+#define ARENA_ALIGN 64
+
+int cm_seterr(struct onnx_compiled *cm, int err, const char *fmt, ...)
+{
+	va_list ap;
+
+	va_start(ap, fmt);
+	vsnprintf(cm->err, sizeof(cm->err), fmt, ap);
+	va_end(ap);
+	return err;
+}
+
+const char *onnx_compiled_error(const struct onnx_compiled *cm)
+{
+	return cm ? cm->err : "no compiled model";
+}
+
+static const char *node_name(const struct onnx_model *m, int i)
+{
+	const Onnx__NodeProto *p = m->nodes[i].pb;
+
+	return p->name && p->name[0] ? p->name : p->output[0];
+}
+
+/* Append bytes to the weight image (64-byte aligned); returns the offset or UINT64_MAX. */
+static uint64_t wimg_add(struct onnx_compiled *cm, const void *src, uint64_t bytes)
+{
+	uint64_t off = (cm->wbytes + ARENA_ALIGN - 1) / ARENA_ALIGN * ARENA_ALIGN;
+
+	if (bytes > ONNX_MAX_TENSOR_BYTES || off + bytes > ((uint64_t)1 << 32))
+		return UINT64_MAX;
+	if (off + bytes > cm->wcap) {
+		uint64_t cap = cm->wcap ? cm->wcap : 4096;
+		uint8_t *p;
+
+		while (cap < off + bytes)
+			cap *= 2;
+		p = realloc(cm->wimg, cap);
+		if (!p)
+			return UINT64_MAX;
+		cm->wimg = p;
+		cm->wcap = cap;
+	}
+	memset(cm->wimg + cm->wbytes, 0, off - cm->wbytes);
+	if (src)
+		memcpy(cm->wimg + off, src, bytes);
+	cm->wbytes = off + bytes;
+	return off;
+}
+
+/* A model constant read by a device step: packed once into the weight image. */
+static int weight_of(struct onnx_compiled *cm, int v, uint64_t *off)
+{
+	struct cval *cv = &cm->vals[v];
+	const struct onnx_tensor *t = &cm->m->vals[v].t;
+
+	if (cv->loc != LOC_WEIGHT) {
+		uint64_t o = wimg_add(cm, t->data, t->count * onnx_dtype_size(t->dtype));
+
+		if (o == UINT64_MAX)
+			return cm_seterr(cm, -ENOMEM, "weights: out of memory packing '%s'", cm->m->vals[v].name);
+		cv->loc = LOC_WEIGHT;
+		cv->off = o;
+	}
+	*off = cv->off;
+	return 0;
+}
+
+static bool is_f32_act(const struct onnx_model *m, int v)
+{
+	return v >= 0 && !m->vals[v].is_const && m->vals[v].t.dtype == ONNX_FLOAT;
+}
+
+static bool is_f32_const(const struct onnx_model *m, int v)
+{
+	return v >= 0 && m->vals[v].is_const && m->vals[v].t.dtype == ONNX_FLOAT;
+}
+
+static void epi_from_node(const struct onnx_node *n, struct cstep *s)
+{
+	s->act = ACCEL_ACT_NONE;
+	if (n->fused_relu)
+		s->act = ACCEL_ACT_RELU;
+	if (n->fused_clamp) {
+		s->act = ACCEL_ACT_CLAMP;
+		s->lo = n->clamp_lo;
+		s->hi = n->clamp_hi;
+	}
+}
+
+/* Conv: fp32 activation, constant fp32 weights/bias. */
+static int lower_conv(struct onnx_compiled *cm, struct onnx_ctx *c, struct cstep *s)
+{
+	const struct onnx_node *n = c->n;
+	struct conv_geom g;
+	int64_t od[4];
+	unsigned ond;
+	int ret;
+
+	if (!is_f32_act(cm->m, n->in[0]) || !is_f32_const(cm->m, n->in[1]) ||
+	    (n->n_in > 2 && n->in[2] >= 0 && !is_f32_const(cm->m, n->in[2])))
+		return ONNX_FALLBACK;
+	if (conv_geom(c, node_in(c, 0), node_in(c, 1), &g))
+		return ONNX_FALLBACK;	/* the host step reports it */
+	if (node_in(c, 2) && node_in(c, 2)->count != (size_t)g.k)
+		return ONNX_FALLBACK;
+	s->kind = CS_CONV;
+	s->n = g.n, s->c = g.c, s->h = g.h, s->w = g.w, s->k = g.k, s->cg = g.cg, s->kh = g.kh, s->kw = g.kw;
+	s->groups = g.groups, s->oh = g.win.oh, s->ow = g.win.ow, s->sh = g.win.sh, s->sw = g.win.sw;
+	s->dh = g.win.dh, s->dw = g.win.dw, s->pt = g.win.pt, s->pl = g.win.pl, s->pb = g.win.pb, s->pr = g.win.pr;
+	if ((ret = weight_of(cm, n->in[1], &s->w_off)))
+		return ret;
+	s->b_off = UINT64_MAX;
+	if (node_in(c, 2) && (ret = weight_of(cm, n->in[2], &s->b_off)))
+		return ret;
+	epi_from_node(n, s);
+	conv_out_dims(&g, od, &ond);
+	return onnx_tensor_alloc(node_out(c, 0), ONNX_FLOAT, ond, od) ? -ENOMEM : 0;
+}
+
+/* Gemm with a 2-D fp32 A; C absent or a row (the SFU bias, pre-divided by alpha). */
+static int lower_gemm(struct onnx_compiled *cm, struct onnx_ctx *c, struct cstep *s)
+{
+	const struct onnx_node *n = c->n;
+	const struct onnx_tensor *a = node_in(c, 0), *b = node_in(c, 1), *cmat = node_in(c, 2);
+	float alpha = attr_float(n->pb, "alpha", 1.0f), beta = attr_float(n->pb, "beta", 1.0f);
+	int64_t dims[2];
+	int ret;
+
+	if (!is_f32_act(cm->m, n->in[0]) || !b || b->dtype != ONNX_FLOAT || a->ndim != 2 || b->ndim != 2 ||
+	    alpha <= 0.0f)
+		return ONNX_FALLBACK;
+	s->ta = attr_int(n->pb, "transA", 0) != 0;
+	s->tb = attr_int(n->pb, "transB", 0) != 0;
+	s->M = s->ta ? a->dims[1] : a->dims[0];
+	s->K = s->ta ? a->dims[0] : a->dims[1];
+	s->N = s->tb ? b->dims[0] : b->dims[1];
+	if ((s->tb ? b->dims[1] : b->dims[0]) != s->K || !s->M || !s->N || !s->K)
+		return ONNX_FALLBACK;
+	s->b_off = UINT64_MAX;
+	if (cmat && beta != 0.0f) {
+		float *row;
+
+		if (!is_f32_const(cm->m, n->in[2]) ||
+		    !((cmat->ndim == 1 && cmat->dims[0] == s->N) ||
+		      (cmat->ndim == 2 && cmat->dims[0] == 1 && cmat->dims[1] == s->N)))
+			return ONNX_FALLBACK;
+		s->b_off = wimg_add(cm, NULL, (uint64_t)s->N * 4);
+		if (s->b_off == UINT64_MAX)
+			return cm_seterr(cm, -ENOMEM, "weights: out of memory");
+		row = (float *)(cm->wimg + s->b_off);
+		for (int64_t j = 0; j < s->N; j++)
+			row[j] = beta * ((const float *)cmat->data)[j] / alpha;
+	}
+	s->in[1] = n->in[1];
+	if (cm->m->vals[n->in[1]].is_const && (ret = weight_of(cm, n->in[1], &s->w_off)))
+		return ret;
+	s->scale = alpha;
+	epi_from_node(n, s);
+	if (s->act == ACCEL_ACT_CLAMP && alpha != 1.0f)
+		return ONNX_FALLBACK;	/* CLAMP bounds apply before the scale */
+	s->kind = CS_GEMM;
+	dims[0] = s->M;
+	dims[1] = s->N;
+	return onnx_tensor_alloc(node_out(c, 0), ONNX_FLOAT, 2, dims) ? -ENOMEM : 0;
+}
+
+/* MatMul of an fp32 activation [..., M, K] by a constant 2-D [K, N]: one (batch*M) x K GEMM. */
+static int lower_matmul(struct onnx_compiled *cm, struct onnx_ctx *c, struct cstep *s)
+{
+	const struct onnx_tensor *a = node_in(c, 0), *b = node_in(c, 1);
+	struct matmul_geom g;
+	int ret;
+
+	if (!is_f32_act(cm->m, c->n->in[0]) || !is_f32_const(cm->m, c->n->in[1]) || a->ndim < 2 || b->ndim != 2)
+		return ONNX_FALLBACK;
+	if (matmul_geom(c, a, b, &g) || !g.m || !g.k || !g.nn || !g.batch ||
+	    (size_t)(g.batch * g.m * g.k) != a->count)
+		return ONNX_FALLBACK;
+	s->kind = CS_GEMM;
+	s->M = g.batch * g.m;
+	s->K = g.k;
+	s->N = g.nn;
+	s->b_off = UINT64_MAX;
+	s->in[1] = c->n->in[1];
+	s->scale = 1.0f;
+	if ((ret = weight_of(cm, c->n->in[1], &s->w_off)))
+		return ret;
+	return onnx_tensor_alloc(node_out(c, 0), ONNX_FLOAT, g.out_ndim, g.out_dims) ? -ENOMEM : 0;
+}
+
+/* The conditions of the node-by-node device pooling (ops_accel.c). */
+static int lower_pool(struct onnx_compiled *cm, struct onnx_ctx *c, struct cstep *s, int kind, bool global)
+{
+	const struct onnx_node *n = c->n;
+	struct pool_geom g;
+	int64_t od[4];
+	unsigned ond;
+
+	if (!is_f32_act(cm->m, n->in[0]) || pool_geom(c, node_in(c, 0), global, &g))
+		return ONNX_FALLBACK;
+	s->pb = g.win.pb + g.win.ceil_extra_h;
+	s->pr = g.win.pr + g.win.ceil_extra_w;
+	if (g.win.dh != 1 || g.win.dw != 1 || g.win.pt >= g.win.kh || s->pb >= g.win.kh || g.win.pl >= g.win.kw ||
+	    s->pr >= g.win.kw)
+		return ONNX_FALLBACK;
+	if (kind == ACCEL_POOL_AVG &&
+	    (g.win.ceil_extra_h || g.win.ceil_extra_w ||
+	     ((g.win.pt || g.win.pl || g.win.pb || g.win.pr) && !attr_int(n->pb, "count_include_pad", 0) &&
+	      !n->pad_counts)))
+		return ONNX_FALLBACK;
+	s->kind = CS_POOL;
+	s->op = kind;
+	s->n = g.n, s->c = g.c, s->h = g.h, s->w = g.w, s->oh = g.win.oh, s->ow = g.win.ow;
+	s->kh = g.win.kh, s->kw = g.win.kw, s->sh = g.win.sh, s->sw = g.win.sw, s->pt = g.win.pt, s->pl = g.win.pl;
+	pool_out_dims(&g, od, &ond);
+	return onnx_tensor_alloc(node_out(c, 0), ONNX_FLOAT, ond, od) ? -ENOMEM : 0;
+}
+
+/* Numpy broadcasting of two fp32 operands of rank <= 4, as 4-D shapes. */
+static int lower_elt(struct onnx_compiled *cm, struct onnx_ctx *c, struct cstep *s, int op)
+{
+	const struct onnx_node *n = c->n;
+	const struct onnx_tensor *a = node_in(c, 0), *b = node_in(c, 1);
+	int64_t od[4];
+	unsigned nd;
+	int ret;
+
+	if (!(cm->geom[6] & (1u << 15)) || n->n_in != 2 || !a || !b || a->dtype != ONNX_FLOAT ||
+	    b->dtype != ONNX_FLOAT || a->ndim > 4 || b->ndim > 4 || !a->count || !b->count)
+		return ONNX_FALLBACK;
+	if (!is_f32_act(cm->m, n->in[0]) && !is_f32_act(cm->m, n->in[1]))
+		return ONNX_FALLBACK;
+	nd = a->ndim > b->ndim ? a->ndim : b->ndim;
+	for (unsigned i = 0; i < 4; i++) {
+		int64_t da = i + a->ndim >= 4 ? a->dims[i + a->ndim - 4] : 1;
+		int64_t db = i + b->ndim >= 4 ? b->dims[i + b->ndim - 4] : 1;
+
+		if (da != db && da != 1 && db != 1)
+			return ONNX_FALLBACK;	/* the host step reports it */
+		s->ad[i] = (uint32_t)da;
+		s->bd[i] = (uint32_t)db;
+		s->od[i] = (uint32_t)(da > db ? da : db);
+		od[i] = s->od[i];
+	}
+	for (unsigned k = 0; k < 2; k++)
+		if (cm->m->vals[n->in[k]].is_const && (ret = weight_of(cm, n->in[k], &s->w_off)))
+			return ret;
+	s->kind = CS_ELT;
+	s->op = op;
+	s->in[1] = n->in[1];
+	return onnx_tensor_alloc(node_out(c, 0), ONNX_FLOAT, nd, od + 4 - nd) ? -ENOMEM : 0;
+}
+
+static int lower_act(struct onnx_compiled *cm, struct onnx_ctx *c, struct cstep *s)
+{
+	const struct onnx_node *n = c->n;
+	const struct onnx_tensor *x = node_in(c, 0);
+
+	if (!is_f32_act(cm->m, n->in[0]) || !x->count)
+		return ONNX_FALLBACK;
+	if (n->op == OP_CLIP) {
+		for (unsigned i = 1; i < n->n_in; i++)
+			if (n->in[i] >= 0 && !cm->m->vals[n->in[i]].is_const)
+				return ONNX_FALLBACK;
+		if (clip_runtime_bounds(c, &s->lo, &s->hi) || !(s->lo <= s->hi))
+			return ONNX_FALLBACK;
+		s->act = ACCEL_ACT_CLAMP;
+	} else {
+		s->act = ACCEL_ACT_RELU;
+	}
+	s->kind = CS_ACT;
+	return onnx_tensor_alloc(node_out(c, 0), ONNX_FLOAT, x->ndim, x->dims) ? -ENOMEM : 0;
+}
+
+static bool is_alias_op(enum onnx_op op)
+{
+	return op == OP_RESHAPE || op == OP_FLATTEN || op == OP_SQUEEZE || op == OP_UNSQUEEZE || op == OP_IDENTITY ||
+	       op == OP_DROPOUT;
+}
+
+/* Lower node i (its inputs hold probe tensors); the output probe tensors are allocated. */
+static int lower_node(struct onnx_compiled *cm, unsigned i, struct cstep *s)
+{
+	struct onnx_model *m = cm->m;
+	struct onnx_ctx c = { .m = m, .n = &m->nodes[i] };
+	const struct onnx_node *n = c.n;
+	int ret = ONNX_FALLBACK;
+
+	memset(s, 0, sizeof(*s));
+	s->node = (int)i;
+	s->in[0] = n->n_in ? n->in[0] : -1;
+	s->in[1] = -1;
+	s->out = n->n_out ? n->out[0] : -1;
+	s->kind = CS_HOST;
+	if (n->n_out != 1 && !(n->op == OP_DROPOUT && n->n_out >= 1))
+		goto host;
+	switch (n->op) {
+	case OP_CONV:
+		ret = lower_conv(cm, &c, s);
+		break;
+	case OP_GEMM:
+		ret = lower_gemm(cm, &c, s);
+		break;
+	case OP_MATMUL:
+		ret = lower_matmul(cm, &c, s);
+		break;
+	case OP_MAXPOOL:
+		ret = lower_pool(cm, &c, s, ACCEL_POOL_MAX, false);
+		break;
+	case OP_AVGPOOL:
+		ret = lower_pool(cm, &c, s, ACCEL_POOL_AVG, false);
+		break;
+	case OP_GLOBALAVGPOOL:
+		ret = lower_pool(cm, &c, s, ACCEL_POOL_AVG, true);
+		break;
+	case OP_ADD:
+		ret = lower_elt(cm, &c, s, ACCEL_ELT_ADD);
+		break;
+	case OP_SUB:
+		ret = lower_elt(cm, &c, s, ACCEL_ELT_SUB);
+		break;
+	case OP_MUL:
+		ret = lower_elt(cm, &c, s, ACCEL_ELT_MUL);
+		break;
+	case OP_MAX:
+		ret = lower_elt(cm, &c, s, ACCEL_ELT_MAX);
+		break;
+	case OP_MIN:
+		ret = lower_elt(cm, &c, s, ACCEL_ELT_MIN);
+		break;
+	case OP_RELU:
+	case OP_CLIP:
+		ret = lower_act(cm, &c, s);
+		break;
+	default:
+		break;
+	}
+	if (ret < 0)
+		return ret == -ENOMEM && !cm->err[0] ? cm_seterr(cm, ret, "node '%s': out of memory", node_name(m, i))
+						      : ret;
+	if (ret == 0) {
+		s->reason = "device step of the plan";
+		return 0;
+	}
+	memset(s, 0, sizeof(*s));
+	s->node = (int)i;
+	s->in[0] = n->n_in ? n->in[0] : -1;
+	s->in[1] = -1;
+	s->out = n->n_out ? n->out[0] : -1;
+host:
+	/* the probe runs the host kernel on zero data: output shapes and types */
+	for (unsigned k = 0; k < n->n_out; k++)
+		if (n->out[k] >= 0)
+			onnx_tensor_release(node_out(&c, k));
+	ret = onnx_run_node(&c);
+	if (ret)
+		return cm_seterr(cm, ret, "compile: %s", m->err);
+	if (is_alias_op(n->op) && n->in[0] >= 0 && !m->vals[n->in[0]].is_const && n->out[0] >= 0 &&
+	    m->vals[n->in[0]].t.dtype == node_out(&c, 0)->dtype && m->vals[n->in[0]].t.count == node_out(&c, 0)->count) {
+		s->kind = CS_ALIAS;
+		s->reason = "a view of its input (addressing, no step)";
+	} else {
+		s->kind = CS_HOST;
+		s->reason = NULL;	/* onnx_compiled_step_info gives the placement's reason */
+	}
+	return 0;
+}
+
+/* Fusion: an Add/Sub/Mul/Max/Min step whose only consumer is a Relu takes the Relu into its step. */
+static void fuse_elt_relu(struct onnx_compiled *cm)
+{
+	struct onnx_model *m = cm->m;
+
+	for (unsigned i = 0; i < cm->n_steps; i++) {
+		struct cstep *s = &cm->steps[i];
+		int consumer = -1, uses = 0;
+
+		if (s->kind != CS_ELT || s->act)
+			continue;
+		for (unsigned o = 0; o < m->n_outputs; o++)
+			if (m->outputs[o] == s->out)
+				uses += 2;
+		for (unsigned j = i + 1; j < cm->n_steps; j++) {
+			const struct onnx_node *n = &m->nodes[cm->steps[j].node];
+
+			for (unsigned k = 0; k < n->n_in; k++)
+				if (n->in[k] == s->out) {
+					uses++;
+					consumer = (int)j;
+				}
+		}
+		if (uses != 1 || cm->steps[consumer].kind != CS_ACT || cm->steps[consumer].act != ACCEL_ACT_RELU)
+			continue;
+		s->act = ACCEL_ACT_RELU;
+		s->out = cm->steps[consumer].out;
+		cm->steps[consumer].kind = CS_FUSED;
+		cm->steps[consumer].reason = "fused into the element-wise step before it (SFU ReLU)";
+	}
+}
+
+static int probe_inputs(struct onnx_compiled *cm, const struct onnx_tensor *shapes, unsigned n)
+{
+	struct onnx_model *m = cm->m;
+
+	if (n != m->n_inputs)
+		return cm_seterr(cm, -EINVAL, "the model has %u inputs, %u shapes given", m->n_inputs, n);
+	for (unsigned i = 0; i < n; i++) {
+		struct onnx_value *v = &m->vals[m->inputs[i]];
+		int ret;
+
+		if (!onnx_dtype_size(shapes[i].dtype) || shapes[i].ndim > ONNX_MAX_DIMS)
+			return cm_seterr(cm, -EINVAL, "input '%s': bad dtype or rank", v->name);
+		ret = onnx_tensor_alloc(&v->t, shapes[i].dtype, shapes[i].ndim, shapes[i].dims);
+		if (ret)
+			return cm_seterr(cm, ret, "input '%s': %s", v->name,
+					 ret == -E2BIG ? "shape too large" : "bad shape or out of memory");
+		if ((ret = onnx_check_static_shape(m, v)))
+			return cm_seterr(cm, ret, "%s", m->err);
+	}
+	return 0;
+}
+
+static void record_shape(struct cval *cv, const struct onnx_tensor *t)
+{
+	cv->dtype = t->dtype;
+	cv->ndim = t->ndim;
+	memcpy(cv->dims, t->dims, sizeof(cv->dims));
+	cv->bytes = t->count * onnx_dtype_size(t->dtype);
+}
+
+/* Live ranges of the arena values (step indices; inputs from step 0, outputs to the end). */
+static void live_ranges(struct onnx_compiled *cm)
+{
+	struct onnx_model *m = cm->m;
+	int end = (int)cm->n_steps;
+
+	for (unsigned v = 0; v < cm->n_vals; v++) {
+		cm->vals[v].def = -1;
+		cm->vals[v].last = -1;
+	}
+	for (unsigned i = 0; i < m->n_inputs; i++) {
+		cm->vals[m->inputs[i]].def = 0;
+		cm->vals[m->inputs[i]].last = 0;
+	}
+	for (unsigned i = 0; i < cm->n_steps; i++) {
+		const struct onnx_node *n = &m->nodes[cm->steps[i].node];
+		int so = cm->steps[i].out;
+
+		if (cm->steps[i].kind == CS_FUSED)
+			continue;	/* its output is written by the step it is fused into */
+		if (so >= 0 && cm->vals[so].loc == LOC_ARENA && cm->vals[cm->vals[so].root].def < 0)
+			cm->vals[cm->vals[so].root].def = (int)i;
+		for (unsigned k = 0; k < n->n_in; k++)
+			if (n->in[k] >= 0 && cm->vals[n->in[k]].loc == LOC_ARENA) {
+				struct cval *r = &cm->vals[cm->vals[n->in[k]].root];
+
+				if ((int)i > r->last)
+					r->last = (int)i;
+			}
+		for (unsigned k = 0; k < n->n_out; k++)
+			if (n->out[k] >= 0 && cm->vals[n->out[k]].loc == LOC_ARENA) {
+				struct cval *r = &cm->vals[cm->vals[n->out[k]].root];
+
+				if (r->def < 0)
+					r->def = (int)i;
+				if ((int)i > r->last)
+					r->last = (int)i;
+			}
+	}
+	for (unsigned o = 0; o < m->n_outputs; o++)
+		if (cm->vals[m->outputs[o]].loc == LOC_ARENA)
+			cm->vals[cm->vals[m->outputs[o]].root].last = end;
+}
+
+int cm_plan_and_upload(struct onnx_compiled *cm)
+{
+	struct plan_buf *pb = calloc(cm->n_vals ? cm->n_vals : 1, sizeof(*pb));
+	int ret;
+
+	if (!pb)
+		return cm_seterr(cm, -ENOMEM, "memory plan: out of memory");
+	live_ranges(cm);
+	for (unsigned v = 0; v < cm->n_vals; v++) {
+		const struct cval *cv = &cm->vals[v];
+
+		if (cv->loc == LOC_ARENA && cv->root == (int)v && cv->def >= 0) {
+			pb[v].size = cv->bytes ? cv->bytes : 1;
+			pb[v].start = cv->def;
+			pb[v].end = cv->last < cv->def ? cv->def : cv->last;
+		}
+	}
+	ret = plan_mem(pb, cm->n_vals, ARENA_ALIGN, &cm->arena_bytes, &cm->lower_bound);
+	if (ret) {
+		free(pb);
+		return cm_seterr(cm, ret, "memory plan failed");
+	}
+	for (unsigned v = 0; v < cm->n_vals; v++)
+		if (cm->vals[v].loc == LOC_ARENA)
+			cm->vals[v].off = pb[cm->vals[v].root].offset;
+	free(pb);
+	ret = accel_buffer_alloc(cm->dev, cm->arena_bytes ? cm->arena_bytes : 1, &cm->arena);
+	if (ret)
+		return cm_seterr(cm, ret, "activation arena of %llu bytes: %s", (unsigned long long)cm->arena_bytes,
+				 accel_last_error(cm->dev));
+	ret = accel_buffer_alloc(cm->dev, cm->wbytes ? cm->wbytes : 1, &cm->wbuf);
+	if (ret)
+		return cm_seterr(cm, ret, "weight buffer of %llu bytes: %s", (unsigned long long)cm->wbytes,
+				 accel_last_error(cm->dev));
+	if (cm->wbytes)
+		memcpy(accel_buffer_ptr(cm->wbuf), cm->wimg, cm->wbytes);	/* the one upload */
+	return 0;
+}
+
+static void release_probe(struct onnx_model *m)
+{
+	for (unsigned i = 0; i < m->n_vals; i++)
+		if (!m->vals[i].is_const)
+			onnx_tensor_release(&m->vals[i].t);
+}
+
+/* Value locations after lowering: arena for every non-constant, alias roots followed. */
+static void assign_locations(struct onnx_compiled *cm)
+{
+	struct onnx_model *m = cm->m;
+
+	for (unsigned v = 0; v < cm->n_vals; v++) {
+		cm->vals[v].root = (int)v;
+		if (m->vals[v].is_const) {
+			if (cm->vals[v].loc != LOC_WEIGHT)
+				cm->vals[v].loc = LOC_CONST;
+		} else if (cm->vals[v].ndim || cm->vals[v].bytes || cm->vals[v].dtype) {
+			cm->vals[v].loc = LOC_ARENA;
+		}
+	}
+	for (unsigned i = 0; i < cm->n_steps; i++) {
+		const struct cstep *s = &cm->steps[i];
+
+		if (s->kind == CS_ALIAS)
+			cm->vals[s->out].root = cm->vals[s->in[0]].root;
+		else if (s->kind == CS_FUSED)	/* the fused Relu's input is never materialised */
+			cm->vals[m->nodes[s->node].in[0]].loc = LOC_NONE;
+	}
+}
+
+int onnx_compile(struct onnx_model *m, struct accel_dev *dev, const struct onnx_tensor *shapes, unsigned n_shapes,
+		 unsigned flags, struct onnx_compiled **out, char *err, size_t errlen)
+{
+	struct onnx_compiled *cm;
+	struct accel_caps caps;
+	int ret;
+
+	*out = NULL;
+	if (!m || !dev || (!shapes && n_shapes)) {
+		if (err && errlen)
+			snprintf(err, errlen, "onnx_compile: needs a model and a device");
+		return -EINVAL;
+	}
+	cm = calloc(1, sizeof(*cm));
+	if (!cm)
+		return -ENOMEM;
+	cm->m = m;
+	cm->dev = dev;
+	cm->flags = flags;
+	cm->n_vals = m->n_vals;
+	cm->vals = calloc(m->n_vals ? m->n_vals : 1, sizeof(*cm->vals));
+	cm->steps = calloc(m->n_nodes ? m->n_nodes : 1, sizeof(*cm->steps));
+	if (!cm->vals || !cm->steps) {
+		ret = cm_seterr(cm, -ENOMEM, "out of memory");
+		goto fail;
+	}
+	if ((ret = accel_query_caps(dev, &caps))) {
+		cm_seterr(cm, ret, "device capabilities: %s", accel_last_error(dev));
+		goto fail;
+	}
+	cm->geom[0] = caps.rows, cm->geom[1] = caps.cols, cm->geom[2] = caps.rate_fp32, cm->geom[3] = caps.rate_int8;
+	cm->geom[4] = caps.sram_bytes, cm->geom[5] = caps.acc_elems, cm->geom[6] = caps.features;
+	cm->geom[7] = caps.pes;
+	if ((ret = probe_inputs(cm, shapes, n_shapes)))
+		goto fail;
+	for (unsigned i = 0; i < m->n_nodes; i++) {
+		if (m->nodes[i].folded)
+			continue;
+		cm->n_before++;
+		if ((ret = lower_node(cm, i, &cm->steps[cm->n_steps])))
+			goto fail;
+		cm->n_steps++;
+	}
+	for (unsigned v = 0; v < m->n_vals; v++)
+		if (!m->vals[v].is_const && m->vals[v].t.data)
+			record_shape(&cm->vals[v], &m->vals[v].t);
+	for (unsigned o = 0; o < m->n_outputs; o++)
+		if (!m->vals[m->outputs[o]].t.data) {
+			ret = cm_seterr(cm, -EINVAL, "output '%s' is not computed by the graph", m->vals[m->outputs[o]].name);
+			goto fail;
+		}
+	release_probe(m);
+	if (!(flags & ONNX_COMPILE_NO_FUSE))
+		fuse_elt_relu(cm);
+	assign_locations(cm);
+	for (unsigned i = 0; i < cm->n_steps; i++) {
+		enum cstep_kind k = cm->steps[i].kind;
+
+		cm->n_device += k <= CS_ACT;
+		cm->n_host += k == CS_HOST;
+		cm->n_alias += k == CS_ALIAS;
+		cm->n_fused += k == CS_FUSED;
+	}
+	if ((ret = cm_plan_and_upload(cm)))
+		goto fail;
+	*out = cm;
+	return 0;
+fail:
+	release_probe(m);
+	if (err && errlen)
+		snprintf(err, errlen, "%s", cm->err[0] ? cm->err : "compile failed");
+	onnx_compiled_free(cm);
+	return ret < 0 ? ret : -EINVAL;
+}
+
+void onnx_compiled_free(struct onnx_compiled *cm)
+{
+	if (!cm)
+		return;
+	accel_buffer_free(cm->arena);
+	accel_buffer_free(cm->wbuf);
+	free(cm->vals);
+	free(cm->steps);
+	free(cm->wimg);
+	free(cm);
+}
+
+int onnx_compiled_info(const struct onnx_compiled *cm, struct onnx_compiled_info *o)
+{
+	bool in_chain = false;
+
+	memset(o, 0, sizeof(*o));
+	o->nodes_before = cm->n_before;
+	o->device_steps = cm->n_device;
+	o->host_steps = cm->n_host;
+	o->alias_steps = cm->n_alias;
+	o->fused_nodes = cm->n_fused;
+	o->steps = cm->n_device + cm->n_host;
+	o->buffers = 2;
+	o->jobs_per_run = cm->n_device;
+	for (unsigned i = 0; i < cm->n_steps; i++) {
+		enum cstep_kind k = cm->steps[i].kind;
+
+		if (k <= CS_ACT && !in_chain) {
+			o->chains++;
+			in_chain = true;
+		} else if (k == CS_HOST) {
+			in_chain = false;
+		}
+	}
+	o->arena_bytes = cm->arena_bytes;
+	o->weight_bytes = cm->wbytes;
+	o->peak_bytes = cm->arena_bytes + cm->wbytes;
+	o->lower_bound = cm->lower_bound + cm->wbytes;
+	return 0;
+}
+
+static const char *const kind_names[CS_KIND_COUNT] = {
+	[CS_CONV] = "conv", [CS_GEMM] = "gemm", [CS_POOL] = "pool", [CS_ELT] = "eltwise",
+	[CS_ACT] = "act", [CS_ALIAS] = "alias", [CS_HOST] = "host", [CS_FUSED] = "fused",
+};
+
+int onnx_compiled_step_info(const struct onnx_compiled *cm, unsigned node, struct onnx_compiled_step *o)
+{
+	const struct onnx_model *m = cm->m;
+	struct onnx_node_info ni;
+
+	if (node >= m->n_nodes || onnx_model_node_info(m, node, &ni))
+		return -EINVAL;
+	memset(o, 0, sizeof(*o));
+	o->name = ni.name;
+	o->op = ni.op;
+	o->kind = "folded";
+	o->reason = ni.reason;
+	o->out_offset = -1;
+	for (unsigned i = 0; i < cm->n_steps; i++) {
+		const struct cstep *s = &cm->steps[i];
+
+		if (s->node != (int)node)
+			continue;
+		o->kind = kind_names[s->kind];
+		o->device = s->kind <= CS_ACT;
+		if (s->reason)
+			o->reason = s->reason;
+		else if (ni.place == ONNX_PLACE_DEVICE)
+			o->reason = "node-by-node device kernel (its own buffers and copies): no plan lowering for "
+				    "this case";
+		if (s->out >= 0 && cm->vals[s->out].loc == LOC_ARENA) {
+			o->out_offset = (int64_t)cm->vals[s->out].off;
+			o->out_bytes = cm->vals[s->out].bytes;
+		}
+	}
+	return 0;
+}
