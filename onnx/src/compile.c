@@ -601,6 +601,7 @@ int onnx_compile(struct onnx_model *m, struct accel_dev *dev, const struct onnx_
 	cm->geom[7] = caps.pes;
 	if ((ret = probe_inputs(cm, shapes, n_shapes)))
 		goto fail;
+	cm->digest = cm_model_digest(m, shapes, n_shapes);
 	for (unsigned i = 0; i < m->n_nodes; i++) {
 		if (m->nodes[i].folded)
 			continue;

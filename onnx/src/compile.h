@@ -65,6 +65,7 @@ struct onnx_compiled {
 	struct onnx_model *m;
 	struct accel_dev *dev;
 	unsigned flags;
+	uint64_t digest;	/* of the model and input shapes (cmodel_file.c) */
 	uint32_t geom[8];	/* rows, cols, rate_fp32, rate_int8, sram_bytes, acc_elems, features, isa */
 	struct cval *vals;	/* one per model value */
 	unsigned n_vals;
@@ -82,6 +83,7 @@ struct onnx_compiled {
 int cm_seterr(struct onnx_compiled *cm, int err, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
 /* Memory plan and buffers of a compiled model whose steps and values are filled (compile.c). */
 int cm_plan_and_upload(struct onnx_compiled *cm);
+uint64_t cm_model_digest(const struct onnx_model *m, const struct onnx_tensor *shapes, unsigned n);
 /* The node-by-node executor's per-node entry (exec.c). */
 int onnx_run_node(struct onnx_ctx *c);
 
