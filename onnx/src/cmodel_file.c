@@ -539,6 +539,8 @@ int onnx_compiled_load_mem(struct onnx_model *m, struct accel_dev *dev, const st
 		bad(&r, -EBADMSG, "%zu bytes after field 'weights'", r.n - r.pos);
 	if (r.ret)
 		goto fail;
+	if (check_vals(&r, cm) || check_steps(&r, cm))
+		goto fail;
 	{
 		uint64_t sum = 0;
 
@@ -551,8 +553,6 @@ int onnx_compiled_load_mem(struct onnx_model *m, struct accel_dev *dev, const st
 			goto fail;
 		}
 	}
-	if (check_vals(&r, cm) || check_steps(&r, cm))
-		goto fail;
 	ret = accel_buffer_alloc(dev, cm->arena_bytes ? cm->arena_bytes : 1, &cm->arena);
 	if (!ret)
 		ret = accel_buffer_alloc(dev, cm->wbytes ? cm->wbytes : 1, &cm->wbuf);
