@@ -344,6 +344,15 @@ static bool val_ok(const struct onnx_compiled *cm, int v, bool need)
 	return v >= 0 && (unsigned)v < cm->n_vals && (cm->vals[v].loc == LOC_ARENA || cm->vals[v].loc == LOC_WEIGHT);
 }
 
+/* A tensor of these dimensions holds at most 2^32 elements (libaccel's stride arithmetic stays exact). */
+static bool small4(uint64_t a, uint64_t b, uint64_t c, uint64_t d)
+{
+	unsigned __int128 p = (unsigned __int128)a * b * c;
+
+	return a <= (1u << 31) && b <= (1u << 31) && c <= (1u << 31) && d <= (1u << 31) &&
+	       p * d <= ((unsigned __int128)1 << 32);
+}
+
 /* Device steps: operands in range, and every tensor the step describes inside its buffer. */
 static int check_steps(struct rbuf *r, struct onnx_compiled *cm)
 {
@@ -365,6 +374,13 @@ static int check_steps(struct rbuf *r, struct onnx_compiled *cm)
 #define X(f) if (s->f < 0 || s->f > (1LL << 31)) return bad(r, -EBADMSG, "step %u: field '" #f "' out of range", i);
 		STEP_I64_FIELDS(X)
 #undef X
+		if (!small4((uint64_t)s->n, (uint64_t)s->c, (uint64_t)s->h, (uint64_t)s->w) ||
+		    !small4((uint64_t)s->n, (uint64_t)s->k, (uint64_t)s->oh, (uint64_t)s->ow) ||
+		    !small4((uint64_t)s->k, (uint64_t)s->cg, (uint64_t)s->kh, (uint64_t)s->kw) ||
+		    !small4((uint64_t)s->M, (uint64_t)s->K, 1, 1) || !small4((uint64_t)s->K, (uint64_t)s->N, 1, 1) ||
+		    !small4((uint64_t)s->M, (uint64_t)s->N, 1, 1) || !small4(s->ad[0], s->ad[1], s->ad[2], s->ad[3]) ||
+		    !small4(s->bd[0], s->bd[1], s->bd[2], s->bd[3]) || !small4(s->od[0], s->od[1], s->od[2], s->od[3]))
+			return bad(r, -EBADMSG, "step %u: a tensor shape field is larger than 2^32 elements", i);
 		switch (s->kind) {
 		case CS_CONV:
 			wbytes = (uint64_t)s->k * (uint64_t)s->cg * (uint64_t)s->kh * (uint64_t)s->kw * 4;

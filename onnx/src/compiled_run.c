@@ -77,6 +77,13 @@ static int submit_step(struct run_state *rs, const struct cstep *s)
 	const char *what = "";
 	int ret = -EINVAL;
 
+	/* a shape libaccel's constructors refuse leaves buf NULL: the operation then reports it */
+	memset(&x, 0, sizeof(x));
+	memset(&w, 0, sizeof(w));
+	memset(&y, 0, sizeof(y));
+	memset(&bt, 0, sizeof(bt));
+	memset(&b2, 0, sizeof(b2));
+
 	switch (s->kind) {
 	case CS_CONV: {
 		struct accel_conv2d_desc d;
