@@ -1,6 +1,7 @@
 /* SPDX-License-Identifier: MIT */
 /* compiled.c - accel-run's compiled path (see compiled.h; Documentation/onnx.md, "The compiler"). */
 #include <stdio.h>
+#include <string.h>
 
 #include "compiled.h"
 
@@ -29,9 +30,49 @@ int compiled_prepare(struct onnx_model *m, struct accel_dev *dev, const struct o
 	return 0;
 }
 
+/* The placement table of print_placement() (profile.c), from the plan and the last compiled run. */
+static void print_compiled_placement(const struct onnx_model *m, const struct onnx_compiled *cm)
+{
+	unsigned n = onnx_model_n_graph_nodes(m), dev = 0, host = 0, folded = 0;
+
+	printf("nodes (%u, model order):\n", n);
+	for (unsigned i = 0; i < n; i++) {
+		struct onnx_compiled_step s;
+		struct onnx_node_info ni;
+		char buf[256];
+
+		if (onnx_model_node_info(m, i, &ni) || onnx_compiled_step_info(cm, i, &s))
+			continue;
+		if (ni.place == ONNX_PLACE_FOLDED) {
+			snprintf(buf, sizeof(buf), "folded: %s", ni.reason);
+			folded++;
+		} else if (s.device) {
+			snprintf(buf, sizeof(buf), "device");
+			dev++;
+		} else if (!strcmp(s.kind, "alias")) {
+			snprintf(buf, sizeof(buf), "device: a view of its input (addressing, no step)");
+			dev++;
+		} else if (!strcmp(s.kind, "fused")) {
+			snprintf(buf, sizeof(buf), "device: %s", s.reason);
+			dev++;
+		} else if (ni.ran_on_device == 1) {
+			snprintf(buf, sizeof(buf), "device (node by node: own buffers and copies)");
+			dev++;
+		} else {
+			snprintf(buf, sizeof(buf), "host: %s", ni.place == ONNX_PLACE_DEVICE ?
+				 "the device lowering declined this node's attributes or types" : ni.reason);
+			host++;
+		}
+		printf("  %4u %-18s %-64s %s\n", i, ni.op, buf, ni.name && ni.name[0] ? ni.name : "-");
+	}
+	printf("placement: %u on the device, %u on the host, %u folded at load time\n", dev, host, folded);
+}
+
 void print_compiled(const struct onnx_model *m, const struct onnx_compiled *cm)
 {
 	struct onnx_compiled_info ci;
+
+	print_compiled_placement(m, cm);
 
 	onnx_compiled_info(cm, &ci);
 	printf("compiled plan: %u nodes before fusion, %u steps after (%u device jobs, %u host), %u views, %u fused\n",
@@ -43,6 +84,7 @@ void print_compiled(const struct onnx_model *m, const struct onnx_compiled *cm)
 	       ci.lower_bound ? (double)ci.peak_bytes / (double)ci.lower_bound : 1.0);
 	printf("  jobs per run: %u, in %u chain%s of device-side dependencies (host steps between chains)\n",
 	       ci.jobs_per_run, ci.chains, ci.chains == 1 ? "" : "s");
+	printf("  steps (graph order; out@ = the output's arena offset):\n");
 	printf("  %-4s %-28s %-18s %-8s %-7s %10s %10s  %s\n", "#", "node", "op", "step", "where", "out@", "bytes",
 	       "reason");
 	for (unsigned i = 0; i < onnx_model_n_graph_nodes(m); i++) {

@@ -168,9 +168,18 @@ Test(accel_run, info_lists_io_and_placement)
 	cr_expect(matches(out, "^  'y': FLOAT \\(shape not declared\\)|^  'y': \\(type not declared\\)"), "%s", out);
 	cr_expect(matches(out, "^ +0 Conv +device +the_conv$"), "%s", out);
 	cr_expect(matches(out, "^ +1 Relu +folded: fused into the Conv/Gemm before it"), "%s", out);
+	/* compiled (the default): the Add is an element-wise step of the ISA 2 vector units */
+	cr_expect(matches(out, "^ +2 Add +device +Add$"), "%s", out);
+	cr_expect(matches(out, "^placement: 2 on the device, 0 on the host, 1 folded at load time$"), "%s", out);
+	cr_expect(matches(out, "^compiled plan: 2 nodes before fusion, 2 steps after \\(2 device jobs, 0 host\\)"),
+		  "%s", out);
+	cr_expect(matches(out, "^  jobs per run: 2, in 1 chain "), "%s", out);
+	cr_expect(!matches(out, "^output 'y'"), "--info alone prints no output values: %s", out);
+	/* node by node: the Add runs on the host (no node-by-node lowering) */
+	cr_assert_eq(accel_run("--info --device sim --no-compile", out, sizeof(out)), 0, "%s", out);
 	cr_expect(matches(out, "^ +2 Add +host: element-wise arithmetic"), "%s", out);
 	cr_expect(matches(out, "^placement: 1 on the device, 1 on the host, 1 folded at load time$"), "%s", out);
-	cr_expect(!matches(out, "^output 'y'"), "--info alone prints no output values: %s", out);
+	cr_expect(!matches(out, "^compiled plan"), "%s", out);
 }
 
 Test(accel_run, random_input_is_seeded_and_shaped)
