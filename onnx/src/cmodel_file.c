@@ -109,7 +109,7 @@ struct wbuf {
 
 static void put(struct wbuf *w, const void *src, size_t n)
 {
-	if (w->oom)
+	if (w->oom || !n)
 		return;
 	if (w->n + n > w->cap) {
 		size_t cap = w->cap ? w->cap : 4096;

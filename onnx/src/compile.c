@@ -52,6 +52,8 @@ static uint64_t wimg_add(struct onnx_compiled *cm, const void *src, uint64_t byt
 
 	if (bytes > ONNX_MAX_TENSOR_BYTES || off + bytes > ((uint64_t)1 << 32))
 		return UINT64_MAX;
+	if (!bytes)
+		return off;	/* an empty constant: nothing to pack */
 	if (off + bytes > cm->wcap) {
 		uint64_t cap = cm->wcap ? cm->wcap : 4096;
 		uint8_t *p;
