@@ -97,6 +97,8 @@ struct onnx_run_stats {
 	unsigned accel_nodes;	/* nodes lowered onto libaccel */
 	unsigned host_nodes;	/* nodes run on the host (fallbacks and host-only ops) */
 	struct accel_counters counters;	/* summed device counters of the accel nodes */
+	uint64_t copy_bytes;	/* host<->device bytes the compiled executor copied (inputs, outputs, host
+				 * steps' operands); 0 for onnx_run() */
 };
 
 /*

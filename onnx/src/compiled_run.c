@@ -221,6 +221,12 @@ static int arena_read(struct onnx_compiled *cm, int v, struct onnx_tensor *t)
 	return 0;
 }
 
+static void count_copy(struct run_state *rs, uint64_t bytes)
+{
+	if (rs->stats)
+		rs->stats->copy_bytes += bytes;
+}
+
 static int same_shape(const struct cval *cv, const struct onnx_tensor *t)
 {
 	if ((int)t->dtype != cv->dtype || t->ndim != cv->ndim)
@@ -250,6 +256,7 @@ static int run_host_step(struct run_state *rs, const struct cstep *s)
 			return cm_seterr(cm, -EINVAL, "node %d: input '%s' has no value", s->node, m->vals[v].name);
 		if ((ret = arena_read(cm, v, &m->vals[v].t)))
 			return ret;
+		count_copy(rs, cm->vals[v].bytes);
 	}
 	ret = onnx_run_node(&c);
 	if (ret)
@@ -268,6 +275,7 @@ static int run_host_step(struct run_state *rs, const struct cstep *s)
 					 "value '%s': its shape or type differs from the compiled one (data-dependent "
 					 "shape: run without compiling)", m->vals[v].name);
 		memcpy((uint8_t *)accel_buffer_ptr(cm->arena) + cv->off, m->vals[v].t.data, cv->bytes);
+		count_copy(rs, cv->bytes);
 	}
 	/* the host copies live for this step only */
 	for (unsigned v = 0; v < m->n_vals; v++)
@@ -276,8 +284,9 @@ static int run_host_step(struct run_state *rs, const struct cstep *s)
 	return 0;
 }
 
-static int bind(struct onnx_compiled *cm, const struct onnx_tensor *in, unsigned n)
+static int bind(struct run_state *rs, const struct onnx_tensor *in, unsigned n)
 {
+	struct onnx_compiled *cm = rs->cm;
 	struct onnx_model *m = cm->m;
 
 	if (n != m->n_inputs)
@@ -293,8 +302,10 @@ static int bind(struct onnx_compiled *cm, const struct onnx_tensor *in, unsigned
 			return cm_seterr(cm, -EINVAL, "input '%s': %s, but the model was compiled for other shapes",
 					 m->vals[m->inputs[i]].name, desc);
 		}
-		if (cv->loc == LOC_ARENA)
+		if (cv->loc == LOC_ARENA) {
 			memcpy((uint8_t *)accel_buffer_ptr(cm->arena) + cv->off, in[i].data, cv->bytes);
+			count_copy(rs, cv->bytes);
+		}
 	}
 	return 0;
 }
@@ -316,7 +327,7 @@ int onnx_compiled_run(struct onnx_compiled *cm, const struct onnx_tensor *inputs
 	rs.jobs = calloc(cm->n_steps ? cm->n_steps : 1, sizeof(*rs.jobs));
 	if (!rs.jobs)
 		return cm_seterr(cm, -ENOMEM, "out of memory");
-	ret = bind(cm, inputs, n_inputs);
+	ret = bind(&rs, inputs, n_inputs);
 	for (unsigned i = 0; !ret && i < cm->n_steps; i++) {
 		const struct cstep *s = &cm->steps[i];
 
@@ -333,8 +344,10 @@ int onnx_compiled_run(struct onnx_compiled *cm, const struct onnx_tensor *inputs
 	for (unsigned i = 0; !ret && i < n_outputs; i++) {
 		int v = m->outputs[i];
 
-		if (cm->vals[v].loc == LOC_ARENA)
+		if (cm->vals[v].loc == LOC_ARENA) {
 			ret = arena_read(cm, v, &outputs[i]);
+			count_copy(&rs, cm->vals[v].bytes);
+		}
 		else if (m->vals[v].is_const)
 			ret = tensor_copy(&outputs[i], &m->vals[v].t) ? cm_seterr(cm, -ENOMEM, "out of memory") : 0;
 		else
