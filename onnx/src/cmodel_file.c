@@ -364,12 +364,13 @@ static int check_steps(struct rbuf *r, struct onnx_compiled *cm)
 			return bad(r, -EBADMSG, "step %u: field 'kind' is %u", i, s->kind);
 		if (s->node < 0 || (unsigned)s->node >= cm->m->n_nodes || cm->m->nodes[s->node].folded)
 			return bad(r, -EBADMSG, "step %u: field 'node' (%d) is not a node of the model", i, s->node);
-		if (s->kind > CS_ACT)
+		if (!CS_IS_DEVICE(s->kind))
 			continue;
 		if (!val_ok(cm, s->in[0], true) || !val_ok(cm, s->out, true) || cm->vals[s->out].loc != LOC_ARENA ||
 		    !val_ok(cm, s->in[1], s->kind == CS_ELT || s->kind == CS_GEMM))
 			return bad(r, -EBADMSG, "step %u: field 'in'/'out' names no placed value", i);
-		if (s->act < ACCEL_ACT_NONE || s->act > ACCEL_ACT_CLAMP)
+		if (s->act < ACCEL_ACT_NONE || s->act > ACCEL_ACT_RSQRT ||
+		    (s->act > ACCEL_ACT_CLAMP && s->kind != CS_ACT))
 			return bad(r, -EBADMSG, "step %u: field 'act' is %d", i, s->act);
 #define X(f) if (s->f < 0 || s->f > (1LL << 31)) return bad(r, -EBADMSG, "step %u: field '" #f "' out of range", i);
 		STEP_I64_FIELDS(X)
@@ -395,6 +396,16 @@ static int check_steps(struct rbuf *r, struct onnx_compiled *cm)
 			if (s->b_off != UINT64_MAX && !in_range(s->b_off, (uint64_t)s->N * 4, cm->wbytes))
 				return bad(r, -EBADMSG, "step %u: field 'b_off' outside the weights", i);
 			break;
+		case CS_LAYERNORM:
+			if (!in_range(s->w_off, (uint64_t)s->N * 4, cm->wbytes) ||
+			    (s->b_off != UINT64_MAX && !in_range(s->b_off, (uint64_t)s->N * 4, cm->wbytes)))
+				return bad(r, -EBADMSG, "step %u: field 'w_off'/'b_off' outside the weights", i);
+			break;
+		case CS_TRANSPOSE:
+			for (int d = 0; d < 4; d++)
+				if (s->bd[d] > 3)
+					return bad(r, -EBADMSG, "step %u: field 'bd' (the permutation) out of range", i);
+			break;
 		case CS_POOL:
 			if (s->op != ACCEL_POOL_MAX && s->op != ACCEL_POOL_AVG)
 				return bad(r, -EBADMSG, "step %u: field 'op' is %d", i, s->op);
@@ -402,6 +413,9 @@ static int check_steps(struct rbuf *r, struct onnx_compiled *cm)
 		case CS_ELT:
 			if (s->op < ACCEL_ELT_ADD || s->op > ACCEL_ELT_MIN)
 				return bad(r, -EBADMSG, "step %u: field 'op' is %d", i, s->op);
+			if (s->b_off != UINT64_MAX &&
+			    !in_range(s->b_off, (uint64_t)s->bd[0] * s->bd[1] * s->bd[2] * s->bd[3] * 4, cm->wbytes))
+				return bad(r, -EBADMSG, "step %u: field 'b_off' outside the weights", i);
 			break;
 		default:
 			break;
@@ -545,7 +559,7 @@ int onnx_compiled_load_mem(struct onnx_model *m, struct accel_dev *dev, const st
 			s->bd[d] = get_u32(&r, "step.bd");
 			s->od[d] = get_u32(&r, "step.od");
 		}
-		s->reason = s->kind <= CS_ACT	  ? "device step of the plan" :
+		s->reason = CS_IS_DEVICE(s->kind)	  ? "device step of the plan" :
 			    s->kind == CS_ALIAS  ? "a view of its input (addressing, no step)" :
 			    s->kind == CS_FUSED  ? "fused into the element-wise step before it (SFU ReLU)" :
 						   NULL;

@@ -268,8 +268,23 @@ static int lower_elt(struct onnx_compiled *cm, struct onnx_ctx *c, struct cstep 
 		s->od[i] = (uint32_t)(da > db ? da : db);
 		od[i] = s->od[i];
 	}
+	s->b_off = UINT64_MAX;
+	if (op == -1) {	/* Div by a constant: Mul by its reciprocals, packed here */
+		float *rc;
+
+		if (!is_f32_const(cm->m, n->in[1]) || !is_f32_act(cm->m, n->in[0]))
+			return ONNX_FALLBACK;
+		s->b_off = wimg_add(cm, NULL, (uint64_t)b->count * 4);
+		if (s->b_off == UINT64_MAX)
+			return cm_seterr(cm, -ENOMEM, "weights: out of memory");
+		rc = (float *)(cm->wimg + s->b_off);
+		for (size_t i = 0; i < b->count; i++)
+			rc[i] = 1.0f / ((const float *)b->data)[i];
+		op = ACCEL_ELT_MUL;
+	}
 	for (unsigned k = 0; k < 2; k++)
-		if (cm->m->vals[n->in[k]].is_const && (ret = weight_of(cm, n->in[k], &s->w_off)))
+		if (s->b_off == UINT64_MAX && cm->m->vals[n->in[k]].is_const &&
+		    (ret = weight_of(cm, n->in[k], &s->w_off)))
 			return ret;
 	s->kind = CS_ELT;
 	s->op = op;
@@ -296,6 +311,121 @@ static int lower_act(struct onnx_compiled *cm, struct onnx_ctx *c, struct cstep 
 	}
 	s->kind = CS_ACT;
 	return onnx_tensor_alloc(node_out(c, 0), ONNX_FLOAT, x->ndim, x->dims) ? -ENOMEM : 0;
+}
+
+static bool has_isa2(const struct onnx_compiled *cm)
+{
+	return (cm->geom[6] & (1u << 15)) != 0;
+}
+
+/* The vector units' fp32 functions (their maximum errors: hardware/vector-units.md, <= 6e-7). */
+static int lower_vact(struct onnx_compiled *cm, struct onnx_ctx *c, struct cstep *s)
+{
+	const struct onnx_node *n = c->n;
+	const struct onnx_tensor *x = node_in(c, 0);
+	char buf[16];
+
+	if (!has_isa2(cm) || !is_f32_act(cm->m, n->in[0]) || !x->count || x->count > UINT32_MAX)
+		return ONNX_FALLBACK;
+	switch (n->op) {
+	case OP_SIGMOID: s->act = ACCEL_ACT_SIGMOID; break;
+	case OP_TANH: s->act = ACCEL_ACT_TANH; break;
+	case OP_EXP: s->act = ACCEL_ACT_EXP; break;
+	case OP_ERF: s->act = ACCEL_ACT_ERF; break;
+	case OP_HARDSWISH: s->act = ACCEL_ACT_HARDSWISH; break;
+	case OP_GELU:
+		if (strcmp(attr_string(n->pb, "approximate", buf, sizeof(buf), "none"), "none"))
+			return ONNX_FALLBACK;
+		s->act = ACCEL_ACT_GELU;
+		break;
+	case OP_HARDSIGMOID:
+		s->act = ACCEL_ACT_HARDSIGMOID;
+		s->lo = attr_float(n->pb, "alpha", 0.2f);
+		s->hi = attr_float(n->pb, "beta", 0.5f);
+		if (s->lo == 0.0f && s->hi == 0.0f)
+			return ONNX_FALLBACK;	/* 0, 0 means "the defaults" to accel_activation */
+		break;
+	default:
+		return ONNX_FALLBACK;
+	}
+	s->kind = CS_ACT;
+	return onnx_tensor_alloc(node_out(c, 0), ONNX_FLOAT, x->ndim, x->dims) ? -ENOMEM : 0;
+}
+
+/* Softmax / LayerNormalization over the last axis of an fp32 tensor: a rows x cols matrix. */
+static int lower_rows(struct onnx_compiled *cm, struct onnx_ctx *c, struct cstep *s)
+{
+	const struct onnx_node *n = c->n;
+	const struct onnx_tensor *x = node_in(c, 0);
+	int64_t def = n->op == OP_SOFTMAX && cm->m->opset < 13 ? 1 : -1;
+	int64_t axis = attr_int(n->pb, "axis", def);
+	int ret;
+
+	if (!has_isa2(cm) || !is_f32_act(cm->m, n->in[0]) || !x->ndim || !x->count)
+		return ONNX_FALLBACK;
+	if (axis < 0)
+		axis += x->ndim;
+	if (axis != (int64_t)x->ndim - 1)
+		return ONNX_FALLBACK;
+	s->N = x->dims[x->ndim - 1];
+	s->M = (int64_t)(x->count / (size_t)s->N);
+	if (s->M > UINT32_MAX || s->N > UINT32_MAX)
+		return ONNX_FALLBACK;
+	if (n->op == OP_LAYERNORM) {
+		const struct onnx_tensor *g = node_in(c, 1), *b = node_in(c, 2);
+
+		if (n->n_out > 1 || !is_f32_const(cm->m, n->in[1]) || g->count != (size_t)s->N ||
+		    (b && (!is_f32_const(cm->m, n->in[2]) || b->count != (size_t)s->N)) ||
+		    attr_int(n->pb, "stash_type", 1) != 1)
+			return ONNX_FALLBACK;
+		s->scale = attr_float(n->pb, "epsilon", 1e-5f);
+		if ((ret = weight_of(cm, n->in[1], &s->w_off)))
+			return ret;
+		s->b_off = UINT64_MAX;
+		if (b && (ret = weight_of(cm, n->in[2], &s->b_off)))
+			return ret;
+		s->kind = CS_LAYERNORM;
+	} else {
+		s->kind = CS_SOFTMAX;
+	}
+	return onnx_tensor_alloc(node_out(c, 0), ONNX_FLOAT, x->ndim, x->dims) ? -ENOMEM : 0;
+}
+
+/* Transpose of rank <= 4 (any 4-byte or 1-byte type the DMA moves as FP32 / INT8). */
+static int lower_transpose(struct onnx_compiled *cm, struct onnx_ctx *c, struct cstep *s)
+{
+	const struct onnx_node *n = c->n;
+	const struct onnx_tensor *x = node_in(c, 0);
+	int64_t perm[ONNX_MAX_DIMS], od[4];
+	unsigned r;
+	int np;
+
+	if (!has_isa2(cm) || !is_f32_act(cm->m, n->in[0]) || x->ndim > 4 || x->ndim < 2 || !x->count)
+		return ONNX_FALLBACK;
+	r = x->ndim;
+	np = attr_ints(n->pb, "perm", perm, ONNX_MAX_DIMS);
+	if (np < 0)
+		for (unsigned d = 0; d < r; d++)
+			perm[d] = r - 1 - d;
+	else if (np != (int)r)
+		return ONNX_FALLBACK;
+	for (unsigned d = 0, seen = 0; d < r; d++) {
+		if (perm[d] < 0 || perm[d] >= r || (seen & (1u << perm[d])))
+			return ONNX_FALLBACK;	/* the host step reports it */
+		seen |= 1u << perm[d];
+	}
+	for (unsigned d = 0; d < 4; d++) {
+		unsigned k = d + r >= 4 ? d + r - 4 : 0;	/* dimension of x (leading 1s) */
+
+		s->ad[d] = d + r >= 4 ? (uint32_t)x->dims[k] : 1;
+		s->bd[d] = d + r >= 4 ? (uint32_t)(perm[k] + 4 - r) : d;
+	}
+	for (unsigned d = 0; d < 4; d++) {
+		s->od[d] = s->ad[s->bd[d]];
+		od[d] = s->od[d];
+	}
+	s->kind = CS_TRANSPOSE;
+	return onnx_tensor_alloc(node_out(c, 0), ONNX_FLOAT, r, od + 4 - r) ? -ENOMEM : 0;
 }
 
 static bool is_alias_op(enum onnx_op op)
@@ -348,6 +478,9 @@ static int lower_node(struct onnx_compiled *cm, unsigned i, struct cstep *s)
 	case OP_MUL:
 		ret = lower_elt(cm, &c, s, ACCEL_ELT_MUL);
 		break;
+	case OP_DIV:
+		ret = lower_elt(cm, &c, s, -1);
+		break;
 	case OP_MAX:
 		ret = lower_elt(cm, &c, s, ACCEL_ELT_MAX);
 		break;
@@ -357,6 +490,22 @@ static int lower_node(struct onnx_compiled *cm, unsigned i, struct cstep *s)
 	case OP_RELU:
 	case OP_CLIP:
 		ret = lower_act(cm, &c, s);
+		break;
+	case OP_SIGMOID:
+	case OP_TANH:
+	case OP_EXP:
+	case OP_ERF:
+	case OP_GELU:
+	case OP_HARDSIGMOID:
+	case OP_HARDSWISH:
+		ret = lower_vact(cm, &c, s);
+		break;
+	case OP_SOFTMAX:
+	case OP_LAYERNORM:
+		ret = lower_rows(cm, &c, s);
+		break;
+	case OP_TRANSPOSE:
+		ret = lower_transpose(cm, &c, s);
 		break;
 	default:
 		break;
@@ -627,7 +776,7 @@ int onnx_compile(struct onnx_model *m, struct accel_dev *dev, const struct onnx_
 	for (unsigned i = 0; i < cm->n_steps; i++) {
 		enum cstep_kind k = cm->steps[i].kind;
 
-		cm->n_device += k <= CS_ACT;
+		cm->n_device += CS_IS_DEVICE(k);
 		cm->n_host += k == CS_HOST;
 		cm->n_alias += k == CS_ALIAS;
 		cm->n_fused += k == CS_FUSED;
@@ -672,7 +821,7 @@ int onnx_compiled_info(const struct onnx_compiled *cm, struct onnx_compiled_info
 	for (unsigned i = 0; i < cm->n_steps; i++) {
 		enum cstep_kind k = cm->steps[i].kind;
 
-		if (k <= CS_ACT && !in_chain) {
+		if (CS_IS_DEVICE(k) && !in_chain) {
 			o->chains++;
 			in_chain = true;
 		} else if (k == CS_HOST) {
@@ -688,7 +837,8 @@ int onnx_compiled_info(const struct onnx_compiled *cm, struct onnx_compiled_info
 
 static const char *const kind_names[CS_KIND_COUNT] = {
 	[CS_CONV] = "conv", [CS_GEMM] = "gemm", [CS_POOL] = "pool", [CS_ELT] = "eltwise",
-	[CS_ACT] = "act", [CS_ALIAS] = "alias", [CS_HOST] = "host", [CS_FUSED] = "fused",
+	[CS_ACT] = "act", [CS_SOFTMAX] = "softmax", [CS_LAYERNORM] = "layernorm", [CS_TRANSPOSE] = "transpose",
+	[CS_ALIAS] = "alias", [CS_HOST] = "host", [CS_FUSED] = "fused",
 };
 
 int onnx_compiled_step_info(const struct onnx_compiled *cm, unsigned node, struct onnx_compiled_step *o)
@@ -710,7 +860,7 @@ int onnx_compiled_step_info(const struct onnx_compiled *cm, unsigned node, struc
 		if (s->node != (int)node)
 			continue;
 		o->kind = kind_names[s->kind];
-		o->device = s->kind <= CS_ACT;
+		o->device = CS_IS_DEVICE(s->kind);
 		if (s->reason)
 			o->reason = s->reason;
 		else if (ni.place == ONNX_PLACE_DEVICE)

@@ -16,12 +16,16 @@ enum cstep_kind {
 	CS_GEMM,	/* accel_gemm fp32, row bias + scale + activation in the epilogue */
 	CS_POOL,	/* accel_pool2d fp32 */
 	CS_ELT,		/* accel_eltwise fp32 (ISA 2), optional fused ReLU */
-	CS_ACT,		/* accel_activation fp32 (ReLU, CLAMP) */
+	CS_ACT,		/* accel_activation fp32 (ReLU, CLAMP; ISA 2: sigmoid, tanh, exp, erf, GELU, hard*) */
+	CS_SOFTMAX,	/* accel_softmax fp32 over the last axis (ISA 2) */
+	CS_LAYERNORM,	/* accel_layernorm fp32 over the last axis (ISA 2) */
+	CS_TRANSPOSE,	/* accel_transpose, rank <= 4 (ISA 2) */
 	CS_ALIAS,	/* Reshape/Flatten/Squeeze/...: the output is the input's bytes (no step runs) */
 	CS_HOST,	/* the node-by-node kernel (host, or the device with its own buffers and copies) */
 	CS_FUSED,	/* fused into the step before it (a Relu after an Add) */
 	CS_KIND_COUNT
 };
+#define CS_IS_DEVICE(k) ((k) < CS_ALIAS)
 
 /* Where a value lives at run time. */
 enum cval_loc {
@@ -56,7 +60,7 @@ struct cstep {
 	int ta, tb;
 	/* CS_POOL: pool kind; CS_ELT: eltwise op */
 	int op;
-	/* CS_ELT: 4-D shapes of a, b, out */
+	/* CS_ELT: 4-D shapes of a, b, out; CS_TRANSPOSE: ad input, od output, bd the permutation */
 	uint32_t ad[4], bd[4], od[4];
 	const char *reason;
 };

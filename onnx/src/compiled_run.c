@@ -164,7 +164,11 @@ static int submit_step(struct run_state *rs, const struct cstep *s)
 
 		memset(&d, 0, sizeof(d));
 		t4(cm, s->in[0], s->ad[0], s->ad[1], s->ad[2], s->ad[3], &x);
-		t4(cm, s->in[1], s->bd[0], s->bd[1], s->bd[2], s->bd[3], &b2);
+		if (s->b_off != UINT64_MAX)	/* Div by a constant: its packed reciprocals */
+			accel_tensor_4d(cm->wbuf, s->b_off, ACCEL_FP32, ACCEL_LAYOUT_NCHW, s->bd[0], s->bd[1], s->bd[2],
+					s->bd[3], &b2);
+		else
+			t4(cm, s->in[1], s->bd[0], s->bd[1], s->bd[2], s->bd[3], &b2);
 		t4(cm, s->out, s->od[0], s->od[1], s->od[2], s->od[3], &y);
 		d.a = &x;
 		d.b = &b2;
@@ -189,10 +193,57 @@ static int submit_step(struct run_state *rs, const struct cstep *s)
 		d.input = &x;
 		d.output = &y;
 		d.act = (enum accel_act)s->act;
-		d.clamp_lo_f = s->lo;
-		d.clamp_hi_f = s->hi;
+		if (s->act == ACCEL_ACT_HARDSIGMOID) {
+			d.alpha = s->lo;
+			d.beta = s->hi;
+		} else {
+			d.clamp_lo_f = s->lo;
+			d.clamp_hi_f = s->hi;
+		}
 		what = "accel_activation";
 		ret = accel_activation(cm->dev, &d, &sub, &job);
+		break;
+	}
+	case CS_SOFTMAX:
+	case CS_LAYERNORM: {
+		struct accel_buffer *bb;
+		uint64_t bo;
+
+		place(cm, s->in[0], &bb, &bo);
+		accel_tensor_2d(bb, bo, ACCEL_FP32, (uint32_t)s->M, (uint32_t)s->N, &x);
+		place(cm, s->out, &bb, &bo);
+		accel_tensor_2d(bb, bo, ACCEL_FP32, (uint32_t)s->M, (uint32_t)s->N, &y);
+		if (s->kind == CS_SOFTMAX) {
+			struct accel_softmax_desc d = { .input = &x, .output = &y };
+
+			what = "accel_softmax";
+			ret = accel_softmax(cm->dev, &d, &sub, &job);
+		} else {
+			struct accel_layernorm_desc d = { .input = &x, .output = &y, .epsilon = s->scale };
+
+			accel_tensor_2d(cm->wbuf, s->w_off, ACCEL_FP32, 1, (uint32_t)s->N, &w);
+			d.gamma = &w;
+			if (s->b_off != UINT64_MAX) {
+				accel_tensor_2d(cm->wbuf, s->b_off, ACCEL_FP32, 1, (uint32_t)s->N, &bt);
+				d.beta = &bt;
+			}
+			what = "accel_layernorm";
+			ret = accel_layernorm(cm->dev, &d, &sub, &job);
+		}
+		break;
+	}
+	case CS_TRANSPOSE: {
+		struct accel_transpose_desc d;
+
+		memset(&d, 0, sizeof(d));
+		t4(cm, s->in[0], s->ad[0], s->ad[1], s->ad[2], s->ad[3], &x);
+		t4(cm, s->out, s->od[0], s->od[1], s->od[2], s->od[3], &y);
+		d.input = &x;
+		d.output = &y;
+		for (int k = 0; k < 4; k++)
+			d.perm[k] = s->bd[k];
+		what = "accel_transpose";
+		ret = accel_transpose(cm->dev, &d, &sub, &job);
 		break;
 	}
 	default:
@@ -331,7 +382,7 @@ int onnx_compiled_run(struct onnx_compiled *cm, const struct onnx_tensor *inputs
 	for (unsigned i = 0; !ret && i < cm->n_steps; i++) {
 		const struct cstep *s = &cm->steps[i];
 
-		if (s->kind <= CS_ACT) {
+		if (CS_IS_DEVICE(s->kind)) {
 			ret = submit_step(&rs, s);
 			rs.stats->accel_nodes++;
 		} else if (s->kind == CS_HOST) {

@@ -388,3 +388,56 @@ Test(onnx_compile, bad_files_rejected_with_the_field)
 	onnx_tensor_release(&x);
 	onnx_model_free(m);
 }
+
+/* The ISA 2 steps: x[2,3,4,5] -> Transpose(0,2,1,3) -> Div(by a constant row) -> Sigmoid ->
+ * HardSwish -> Softmax(last axis) -> LayerNormalization(gamma, beta) -> Tanh: all device steps of one
+ * chain, within the default tolerance of the CPU reference (vector-unit fp32 functions <= 6e-7). */
+Test(onnx_compile, vector_unit_steps_match_cpu_reference)
+{
+	static const int64_t xd[4] = { 2, 3, 4, 5 }, rd[1] = { 5 }, perm[4] = { 0, 2, 1, 3 };
+	struct mb *b = mb_new(17);
+	struct onnx_model *m = NULL;
+	struct onnx_compiled *cm = NULL;
+	struct onnx_compiled_info ci;
+	struct onnx_tensor x, y, ref;
+	Onnx__NodeProto *n;
+	char err[512] = "";
+	const uint8_t *buf;
+	size_t len;
+
+	init_rand(b, "d", 1, rd);
+	init_rand(b, "gamma", 1, rd);
+	init_rand(b, "beta", 1, rd);
+	mb_input(b, "x");
+	n = mb_node(b, "Transpose", "x", "t");
+	mb_attr_ints(b, n, "perm", perm, 4);
+	mb_node(b, "Div", "t,d", "q");
+	mb_node(b, "Sigmoid", "q", "s");
+	mb_node(b, "HardSwish", "s", "h");
+	mb_node(b, "Softmax", "h", "sm");
+	mb_node(b, "LayerNormalization", "sm,gamma,beta", "ln");
+	mb_node(b, "Tanh", "ln", "y");
+	mb_output(b, "y");
+	buf = mb_pack(b, &len);
+	cr_assert_eq(onnx_model_load_mem(buf, len, 0, &m, err, sizeof(err)), 0, "load: %s", err);
+	mb_free(b);
+	cr_assert_eq(onnx_tensor_alloc(&x, ONNX_FLOAT, 4, xd), 0);
+	for (size_t i = 0; i < x.count; i++)
+		((float *)x.data)[i] = 3.0f * frand();
+	cr_assert_eq(onnx_run(m, NULL, &x, 1, &ref, 1, NULL), 0, "%s", onnx_model_error(m));
+	cr_assert_eq(onnx_compile(m, dev, &x, 1, 0, &cm, err, sizeof(err)), 0, "compile: %s", err);
+	onnx_compiled_info(cm, &ci);
+	cr_assert_eq(ci.device_steps, 7, "device steps %u", ci.device_steps);
+	cr_assert_eq(ci.host_steps, 0);
+	cr_assert_eq(ci.chains, 1);
+	cr_assert_eq(onnx_compiled_run(cm, &x, 1, &y, 1, NULL), 0, "%s", onnx_compiled_error(cm));
+	cr_assert_eq(y.ndim, 4);
+	cr_assert_eq(y.dims[1], 4);
+	cr_assert_eq(y.dims[2], 3);
+	expect_equal_close(&y, &ref);
+	onnx_tensor_release(&y);
+	onnx_compiled_free(cm);
+	onnx_tensor_release(&ref);
+	onnx_tensor_release(&x);
+	onnx_model_free(m);
+}
