@@ -71,8 +71,9 @@ static void setup(void)
 	mb_node(b, "Relu", "s", "r");
 	mb_node(b, "GlobalAveragePool", "r", "p");
 	mb_node(b, "Flatten", "p", "fl");
-	mb_node(b, "Sigmoid", "fl", "sg");	/* a host step */
-	mb_node(b, "MatMul", "sg,g", "y");
+	mb_node(b, "Sigmoid", "fl", "sg");	/* a vector-unit step */
+	mb_node(b, "Neg", "sg", "ng");		/* a host step */
+	mb_node(b, "MatMul", "ng,g", "y");
 	mb_output(b, "y");
 	buf = mb_pack(b, &len);
 	if (onnx_model_load_mem(buf, len, 0, &model, err, sizeof(err)))
