@@ -15,7 +15,7 @@
 struct run_state {
 	struct onnx_compiled *cm;
 	struct accel_job **jobs;
-	unsigned n_jobs;
+	unsigned n_jobs, done;	/* submitted; retired (waited and freed) */
 	struct accel_job *prev;	/* the chain's last job */
 	struct onnx_run_stats *stats;
 };
@@ -30,12 +30,15 @@ static void counters_add(struct accel_counters *d, const struct accel_counters *
 	d->hw_jobs += k->hw_jobs;
 }
 
-/* Wait for every submitted job (the chain), add their counters, free them. */
-static int drain(struct run_state *rs)
+/* Jobs in flight before the oldest are retired (bounds the kernel objects a long chain holds). */
+#define MAX_IN_FLIGHT 64
+
+/* Wait for the submitted jobs [done, upto), add their counters, free them. */
+static int retire(struct run_state *rs, unsigned upto)
 {
 	int ret = 0;
 
-	for (unsigned i = 0; i < rs->n_jobs; i++) {
+	for (unsigned i = rs->done; i < upto; i++) {
 		struct accel_counters k;
 		int r = accel_job_wait(rs->jobs[i], -1);
 
@@ -44,8 +47,17 @@ static int drain(struct run_state *rs)
 		if (!r && rs->stats && !accel_job_counters(rs->jobs[i], &k))
 			counters_add(&rs->stats->counters, &k);
 		accel_job_free(rs->jobs[i]);
+		rs->jobs[i] = NULL;
 	}
-	rs->n_jobs = 0;
+	rs->done = upto;
+	return ret;
+}
+
+/* Wait for every submitted job (the chain). */
+static int drain(struct run_state *rs)
+{
+	int ret = retire(rs, rs->n_jobs);
+
 	rs->prev = NULL;
 	return ret;
 }
@@ -257,7 +269,8 @@ static int submit_step(struct run_state *rs, const struct cstep *s)
 	}
 	rs->jobs[rs->n_jobs++] = job;
 	rs->prev = job;
-	return 0;
+	/* the oldest ones: the newest stays as the next step's dependency */
+	return rs->n_jobs - rs->done > MAX_IN_FLIGHT ? retire(rs, rs->n_jobs - MAX_IN_FLIGHT / 2) : 0;
 }
 
 /* A value's bytes in the arena as a host tensor of its planned shape. */
