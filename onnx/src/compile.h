@@ -46,6 +46,9 @@ struct cval {
 	int def, last;		/* live range in steps (arena roots) */
 };
 
+/* Alignment of every arena and weight-image offset (bytes). */
+#define CM_ALIGN 64
+
 struct cstep {
 	enum cstep_kind kind;
 	int node;		/* graph node index */
@@ -85,6 +88,10 @@ struct onnx_compiled {
 };
 
 int cm_seterr(struct onnx_compiled *cm, int err, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
+/* Lower graph node i into step s (compile_lower.c); the probe tensors of its outputs are set. */
+int cm_lower_node(struct onnx_compiled *cm, unsigned i, struct cstep *s);
+/* Fusion: an element-wise step whose only consumer is a Relu takes it. */
+void cm_fuse_elt_relu(struct onnx_compiled *cm);
 /* Memory plan and buffers of a compiled model whose steps and values are filled (compile.c). */
 int cm_plan_and_upload(struct onnx_compiled *cm);
 uint64_t cm_model_digest(const struct onnx_model *m, const struct onnx_tensor *shapes, unsigned n);
