@@ -10,6 +10,7 @@
 #   make bench-core golden-model GEMM benchmark vs OpenBLAS (JSON lines)
 #   make module     tnpu.ko against the installed Debian 6.12 headers
 #   make onnx-conformance  ONNX backend tests of the supported ops, on sim and in the VM
+#   make model-zoo  torchvision models, a ViT, a transformer encoder and a QDQ CNN vs PyTorch, sim + VM
 #   make train-model  retrain models/fashion-mnist (installs python3-torch; not needed by CI)
 #   make install    libraries, headers, pkg-config files, tools, udev rule and tnpu.ko (PREFIX, DESTDIR)
 #   make deb        Debian packages (tnpu-dkms, libaccel0, libaccel-dev, ..., python3-tnpu) in build/deb, lintian
@@ -33,7 +34,7 @@ UDEVRULESDIR ?= $(if $(filter /usr,$(PREFIX)),/usr/lib/udev/rules.d,/etc/udev/ru
 INSTALL_BUILD = $(if $(filter /usr/local,$(PREFIX)),$(MESON_BUILD),$(BUILD)/meson-prefix$(subst /,-,$(PREFIX)))
 
 .PHONY: all deps build unit module qemu qtest vm vm-test vm-shell check demo bench-core fuzz-core \
-	checkpatch clean distclean help onnx-conformance train-model debug-kernel vm-debug fuzz-uapi install deb deb-deps
+	checkpatch clean distclean help onnx-conformance train-model debug-kernel vm-debug fuzz-uapi install deb deb-deps model-zoo deps-zoo
 
 all: build module
 
@@ -88,7 +89,10 @@ vm-debug: qemu build
 fuzz-uapi: qemu build
 	@$(TOP)/tests/check-all fuzz-uapi
 
-check: deps deb-deps build module qemu vm
+deps-zoo:
+	@$(TOP)/tools/setup-deps --zoo
+
+check: deps deb-deps deps-zoo build module qemu vm
 	@$(TOP)/tests/check-all
 
 demo: qemu vm
@@ -96,6 +100,9 @@ demo: qemu vm
 
 onnx-conformance: build qemu vm
 	@$(TOP)/tools/onnx-conformance/run
+
+model-zoo: deps-zoo build qemu vm
+	@$(TOP)/tools/model-zoo/run
 
 train-model:
 	@$(TOP)/tools/setup-deps --train

@@ -8,6 +8,7 @@
 #ifndef TNPU_ONNX_H
 #define TNPU_ONNX_H
 
+#include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
 
@@ -105,6 +106,8 @@ struct onnx_run_stats {
 	unsigned accel_nodes;	/* nodes lowered onto libaccel */
 	unsigned host_nodes;	/* nodes run on the host (fallbacks and host-only ops) */
 	struct accel_counters counters;	/* summed device counters of the accel nodes */
+	uint64_t copy_bytes;	/* host<->device bytes the compiled executor copied (inputs, outputs, host
+				 * steps' operands); 0 for onnx_run() */
 };
 
 /*
@@ -115,6 +118,78 @@ struct onnx_run_stats {
  */
 ONNX_API int onnx_run(struct onnx_model *m, struct accel_dev *dev, const struct onnx_tensor *inputs, unsigned n_inputs,
 		      struct onnx_tensor *outputs, unsigned n_outputs, struct onnx_run_stats *stats);
+
+/* What one node cost in one onnx_run_profile() (index = onnx_model_node_info's). */
+struct onnx_node_profile {
+	bool ran;			/* false: folded at load time, or after a failed node */
+	bool failed;			/* its kernel returned the run's error */
+	bool on_device;			/* lowered onto libaccel (its jobs' counters below) */
+	double host_ms;			/* wall-clock time of the node, waiting for its jobs included */
+	double start_ms;		/* when it started, from the start of the run */
+	struct accel_counters counters;	/* summed over the node's jobs */
+};
+/* onnx_run() that also fills prof[onnx_model_n_graph_nodes(m)] (NULL: same as onnx_run). */
+int onnx_run_profile(struct onnx_model *m, struct accel_dev *dev, const struct onnx_tensor *inputs,
+		     unsigned n_inputs, struct onnx_tensor *outputs, unsigned n_outputs, struct onnx_run_stats *stats,
+		     struct onnx_node_profile *prof);
+
+/*
+ * Whole-graph compilation (issue 15; Documentation/onnx.md "The compiler").  onnx_compile() plans a
+ * model for one device and one set of input shapes (shapes[i]: dtype, ndim, dims of input i; data is
+ * not read): fused steps, one activation arena laid out by live ranges, the weights packed into one
+ * device buffer uploaded here, once.  onnx_compiled_run() then runs it any number of times: the
+ * device steps between two host steps are submitted as a chain of asynchronous jobs, each depending
+ * on the one before, with no host copy in between.  The model must outlive the compiled form.
+ * Errors: negative errno, message in onnx_compiled_error() (compile: in err).
+ */
+struct onnx_compiled;
+#define ONNX_COMPILE_NO_FUSE 0x1u	/* no compiler fusion (the loader's Conv+BN/Relu/Clip folding stays) */
+int onnx_compile(struct onnx_model *m, struct accel_dev *dev, const struct onnx_tensor *shapes, unsigned n_shapes,
+		 unsigned flags, struct onnx_compiled **out, char *err, size_t errlen);
+int onnx_compiled_run(struct onnx_compiled *cm, const struct onnx_tensor *inputs, unsigned n_inputs,
+		      struct onnx_tensor *outputs, unsigned n_outputs, struct onnx_run_stats *stats);
+void onnx_compiled_free(struct onnx_compiled *cm);
+const char *onnx_compiled_error(const struct onnx_compiled *cm);
+
+/* The plan's summary (accel-run --info). */
+struct onnx_compiled_info {
+	unsigned nodes_before;		/* graph nodes left after the loader's folding */
+	unsigned steps;			/* steps after fusion (device + host; aliases and fused excluded) */
+	unsigned device_steps, host_steps, alias_steps, fused_nodes;
+	unsigned buffers;		/* device buffer objects: the arena and the weights */
+	unsigned jobs_per_run;		/* device jobs submitted by one run */
+	unsigned chains;		/* runs of device jobs between host steps */
+	uint64_t arena_bytes;		/* activation arena (the memory plan) */
+	uint64_t weight_bytes;		/* packed weights, uploaded once */
+	uint64_t peak_bytes;		/* arena + weights */
+	uint64_t lower_bound;		/* the largest live set + weights */
+};
+int onnx_compiled_info(const struct onnx_compiled *cm, struct onnx_compiled_info *out);
+/* Step i (0 .. n_graph_nodes-1, graph node order): what the compiler made of graph node i. */
+struct onnx_compiled_step {
+	const char *name, *op;
+	const char *kind;		/* "conv", "gemm", "pool", "eltwise", "act", "alias", "host", "fused",
+					 * "folded" */
+	bool device;			/* a device job of the plan */
+	const char *reason;		/* why it runs where it does, or what it was fused into */
+	int64_t out_offset;		/* arena offset of its output (-1: none) */
+	uint64_t out_bytes;
+};
+int onnx_compiled_step_info(const struct onnx_compiled *cm, unsigned node, struct onnx_compiled_step *out);
+
+/*
+ * Save / load a compiled model (Documentation/onnx.md, "Compiled-model files"): magic, format version,
+ * the device geometry it was compiled for, a digest of the model and input shapes, the steps, the
+ * memory plan and the packed weights, all under a CRC-32.  Loading needs the same model (host steps run
+ * its nodes), the same input shapes and a device of the same geometry; any mismatch, truncation or
+ * corruption is -EINVAL/-EBADMSG/-ENODEV with a message naming the field.
+ */
+int onnx_compiled_save(const struct onnx_compiled *cm, const char *path, char *err, size_t errlen);
+int onnx_compiled_load(struct onnx_model *m, struct accel_dev *dev, const struct onnx_tensor *shapes,
+		       unsigned n_shapes, const char *path, struct onnx_compiled **out, char *err, size_t errlen);
+int onnx_compiled_load_mem(struct onnx_model *m, struct accel_dev *dev, const struct onnx_tensor *shapes,
+			   unsigned n_shapes, const void *buf, size_t len, struct onnx_compiled **out, char *err,
+			   size_t errlen);
 
 /* Tensors. */
 ONNX_API size_t onnx_dtype_size(enum onnx_dtype dt);

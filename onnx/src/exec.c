@@ -7,8 +7,9 @@
  */
 #include <stdio.h>
 #include <string.h>
+#include <time.h>
 
-#include "internal.h"
+#include "compile.h"
 
 static void release_runtime(struct onnx_model *m)
 {
@@ -50,7 +51,7 @@ onnx_kernel onnx_host_kernel(enum onnx_op op)
 	return NULL;
 }
 
-static int run_node(struct onnx_ctx *c)
+int onnx_run_node(struct onnx_ctx *c)
 {
 	onnx_kernel ak = c->dev ? onnx_accel_kernels[c->n->op] : NULL;
 	onnx_kernel hk = onnx_host_kernel(c->n->op);
@@ -88,14 +89,63 @@ static int run_node(struct onnx_ctx *c)
 	return 0;
 }
 
+static double now_ms(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (double)ts.tv_sec * 1e3 + ts.tv_nsec * 1e-6;
+}
+
+/* A node's share of the run's counters: after - before. */
+static void counters_sub(struct accel_counters *d, const struct accel_counters *after,
+			 const struct accel_counters *before)
+{
+	const uint64_t *a = (const uint64_t *)after, *b = (const uint64_t *)before;
+	uint64_t *o = (uint64_t *)d;
+
+	memset(d, 0, sizeof(*d));
+	for (size_t i = 0; i < offsetof(struct accel_counters, hw_jobs) / sizeof(uint64_t); i++)
+		o[i] = a[i] - b[i];
+	d->hw_jobs = after->hw_jobs - before->hw_jobs;
+}
+
+static int run_profiled(struct onnx_ctx *c, struct onnx_node_profile *p, double t0)
+{
+	struct accel_counters before = c->stats->counters;
+	double t = now_ms();
+	int ret;
+
+	memset(p, 0, sizeof(*p));
+	p->ran = true;
+	p->start_ms = t - t0;
+	ret = onnx_run_node(c);
+	p->host_ms = now_ms() - t;
+	counters_sub(&p->counters, &c->stats->counters, &before);
+	p->on_device = !ret && c->on_accel;
+	p->failed = ret != 0;
+	return ret;
+}
+
 int onnx_run(struct onnx_model *m, struct accel_dev *dev, const struct onnx_tensor *inputs, unsigned n_inputs,
 	     struct onnx_tensor *outputs, unsigned n_outputs, struct onnx_run_stats *stats)
 {
-	struct onnx_ctx c = { .m = m, .dev = dev, .stats = stats };
+	return onnx_run_profile(m, dev, inputs, n_inputs, outputs, n_outputs, stats, NULL);
+}
+
+int onnx_run_profile(struct onnx_model *m, struct accel_dev *dev, const struct onnx_tensor *inputs,
+		     unsigned n_inputs, struct onnx_tensor *outputs, unsigned n_outputs, struct onnx_run_stats *stats,
+		     struct onnx_node_profile *prof)
+{
+	struct onnx_run_stats local;
+	struct onnx_ctx c = { .m = m, .dev = dev, .stats = stats ? stats : prof ? &local : NULL };
+	double t0 = now_ms();
 	int ret;
 
-	if (stats)
-		memset(stats, 0, sizeof(*stats));
+	if (c.stats)
+		memset(c.stats, 0, sizeof(*c.stats));
+	if (prof)
+		memset(prof, 0, sizeof(*prof) * m->n_nodes);
 	if (n_outputs != m->n_outputs)
 		return onnx_seterr(m, -EINVAL, "the model has %u outputs, %u requested", m->n_outputs, n_outputs);
 	for (unsigned i = 0; i < n_outputs; i++)
@@ -105,7 +155,7 @@ int onnx_run(struct onnx_model *m, struct accel_dev *dev, const struct onnx_tens
 		if (m->nodes[i].folded)
 			continue;
 		c.n = &m->nodes[i];
-		ret = run_node(&c);
+		ret = prof ? run_profiled(&c, &prof[i], t0) : onnx_run_node(&c);
 	}
 	for (unsigned i = 0; !ret && i < n_outputs; i++) {
 		const struct onnx_value *v = &m->vals[m->outputs[i]];

@@ -1,35 +1,48 @@
 /* SPDX-License-Identifier: MIT */
 /*
- * accel-run - run an ONNX model on a tnpu (issue #10, Documentation/onnx.md).
+ * accel-run - run an ONNX model on a tnpu (issues #10, #15; Documentation/onnx.md).
  *
- *   accel-run MODEL.onnx [--input in.pb ...] [--expect out.pb ...] [--device PATH|sim]
- *             [--cpu] [--atol A] [--rtol R] [--itol N] [--save-outputs PREFIX]
- *   accel-run MODEL.onnx --mnist IMAGES LABELS [--batch N] [--device PATH|sim] [--cpu]
+ *   accel-run MODEL.onnx [--input in.pb ... | --random-input [--seed N] [--shape NAME=D0xD1x... ...]]
+ *             [--expect out.pb ...] [--device PATH|sim] [--cpu] [--atol A] [--rtol R] [--itol N]
+ *             [--save-outputs PREFIX] [--info] [--repeat N] [--profile [--trace FILE]]
+ *             [--no-compile] [--save-compiled FILE] [--compiled FILE]
+ *   accel-run MODEL.onnx --mnist IMAGES LABELS [--batch N] [--device PATH|sim] [--cpu] [--no-compile]
  *             [--save-predictions FILE] [--reference-predictions FILE]
  *
  * Prints each output (name, type, shape, leading values) or, with --expect, PASS/FAIL per output
- * against the expectation with the tolerance used.  --mnist classifies an idx image file (e.g.
- * Fashion-MNIST's t10k set) on the device and on the CPU reference and prints both accuracies.
+ * against the expectation with the tolerance used.  --info prints the inputs/outputs and where each
+ * node runs (from one run), --repeat N times N more runs, --profile prints per-node cost and writes a
+ * Perfetto trace.  --mnist classifies an idx image file (e.g. Fashion-MNIST's t10k set) on the device
+ * and on the CPU reference and prints both accuracies.  On a device the model is compiled once for the
+ * inputs' shapes (onnx_compile) and every run uses the compiled form; --no-compile runs node by node
+ * (as --profile does), --save-compiled/--compiled write/read the compiled form (onnx.md, "The compiler").
  */
 #include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
+#include <unistd.h>
 
 #include "classify.h"
 #include "cli.h"
+#include "compiled.h"
+#include "inputs.h"
+#include "profile.h"
 #include "tnpu_onnx.h"
 
 #define MAX_IO 16
 
 static void usage(FILE *f)
 {
-	fprintf(f, "usage: accel-run MODEL.onnx [--input in.pb ...] [--expect out.pb ...] [--device PATH|sim]\n"
-		   "                 [--cpu] [--atol A] [--rtol R] [--itol N] [--save-outputs PREFIX]\n"
-		   "       accel-run MODEL.onnx --mnist IMAGES LABELS [--batch N] [--device PATH|sim] [--cpu]\n"
+	fprintf(f, "usage: accel-run MODEL.onnx [--input in.pb ... | --random-input [--seed N] [--shape NAME=D0xD1x...]]\n"
+		   "                 [--expect out.pb ...] [--device PATH|sim] [--cpu] [--atol A] [--rtol R] [--itol N]\n"
+		   "                 [--save-outputs PREFIX] [--info] [--repeat N] [--profile [--trace FILE]]\n"
+		   "                 [--no-compile] [--save-compiled FILE] [--compiled FILE]\n"
+		   "       accel-run MODEL.onnx --mnist IMAGES LABELS [--batch N] [--device PATH|sim] [--cpu] [--no-compile]\n"
 		   "                 [--save-predictions FILE] [--reference-predictions FILE]\n"
 		   "       accel-run --help | --version\n"
-		   "Without --input, prints the model's inputs (name, type, shape) and exits 2.\n"
+		   "Without --input or --random-input, prints the model's inputs (name, type, shape) and exits 2.\n"
 		   "Exit status: 0 ran (and every --expect matched), 1 a mismatch or an error, 2 usage error.\n"
 		   "Reference: Documentation/tools.md.\n");
 }
@@ -76,19 +89,114 @@ static void print_values(const struct onnx_tensor *t)
 	printf("%s]\n", t->count > n ? ", ..." : "");
 }
 
+static double now_ms(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (double)ts.tv_sec * 1e3 + ts.tv_nsec * 1e-6;
+}
+
+static int cmp_double(const void *a, const void *b)
+{
+	double x = *(const double *)a, y = *(const double *)b;
+
+	return (x > y) - (x < y);
+}
+
+/* --repeat N: N more runs of the same inputs, each onnx_run() timed (load, input files and the first,
+ * checked run excluded); prints the median. */
+static int repeat_runs(struct onnx_model *m, struct accel_dev *dev, struct onnx_compiled *cm,
+		       const struct onnx_tensor *in, unsigned n_in, unsigned n_out, unsigned repeat)
+{
+	struct onnx_tensor out[MAX_IO];
+	double *t = calloc(repeat, sizeof(*t)), med;
+	int ret = 0;
+
+	if (!t) {
+		fprintf(stderr, "accel-run: out of memory\n");
+		return 1;
+	}
+	for (unsigned r = 0; r < repeat && !ret; r++) {
+		double t0 = now_ms();
+
+		ret = cm ? onnx_compiled_run(cm, in, n_in, out, n_out, NULL) : onnx_run(m, dev, in, n_in, out, n_out, NULL);
+		t[r] = now_ms() - t0;
+		if (ret)
+			fprintf(stderr, "accel-run: repeat %u: %s\n", r + 1, cm ? onnx_compiled_error(cm) : onnx_model_error(m));
+		for (unsigned i = 0; !ret && i < n_out; i++)
+			onnx_tensor_release(&out[i]);
+	}
+	if (!ret) {
+		qsort(t, repeat, sizeof(*t), cmp_double);
+		med = repeat % 2 ? t[repeat / 2] : (t[repeat / 2 - 1] + t[repeat / 2]) / 2;
+		printf("run: %.3f ms per inference (median of %u)\n", med, repeat);
+	}
+	free(t);
+	return ret ? 1 : 0;
+}
+
+/* --profile: the trace file.  The device engines' timeline exists on the sim backend only. */
+static int profile_trace_begin(struct accel_dev *dev, bool *engines)
+{
+	struct accel_caps caps;
+
+	*engines = false;
+	if (!dev || accel_query_caps(dev, &caps))
+		return 0;
+	if (strcmp(caps.backend, "sim")) {
+		printf("trace: the %s backend cannot show the device's engines; the trace has the graph's nodes only "
+		       "(run with --device sim for the engine timeline)\n", caps.backend);
+		return 0;
+	}
+	if (accel_trace_begin(dev)) {
+		fprintf(stderr, "accel-run: trace: %s\n", accel_last_error(dev));
+		return 1;
+	}
+	*engines = true;
+	return 0;
+}
+
+static int profile_finish(struct onnx_model *m, struct accel_dev *dev, bool engines, const char *trace,
+			  const struct onnx_node_profile *prof)
+{
+	struct accel_caps caps = { .clock_mhz = 0 };
+	int ret;
+
+	print_profile(m, prof, !dev);
+	if (dev)
+		accel_query_caps(dev, &caps);
+	if (engines) {
+		if (accel_trace_end(dev) || accel_trace_write_json(dev, trace)) {
+			fprintf(stderr, "accel-run: trace: %s\n", accel_last_error(dev));
+			return 1;
+		}
+	}
+	ret = write_trace(trace, engines ? trace : NULL, m, prof, caps.clock_mhz);
+	if (!ret)
+		printf("trace: %s (Perfetto / chrome://tracing)\n", trace);
+	return ret ? 1 : 0;
+}
+
 int main(int argc, char **argv)
 {
 	const char *model_path = NULL, *device = NULL, *in_paths[MAX_IO], *exp_paths[MAX_IO], *save = NULL;
 	const char *mnist_img = NULL, *mnist_lbl = NULL, *ref_preds = NULL, *save_preds = NULL;
+	const char *trace = NULL, *save_cm = NULL, *load_cm = NULL;
+	struct onnx_compiled *cm = NULL;
+	bool no_compile = false;
 	struct onnx_tolerance tol = { ONNX_TOL_ATOL, ONNX_TOL_RTOL, ONNX_TOL_ITOL };
 	struct onnx_tensor in[MAX_IO], out[MAX_IO], exp;
-	unsigned n_in = 0, n_exp = 0, n_out, batch = 1000;	/* --batch: images per run (documented default) */
+	struct shape_arg shapes[MAX_SHAPES];
+	unsigned n_in = 0, n_exp = 0, n_out = 0, n_shapes = 0, batch = 1000, repeat = 0;	/* --batch: images per run */
 	bool batch_set = false;
+	unsigned long long seed = 0;
+	struct onnx_node_profile *prof = NULL;
 	struct accel_dev *dev = NULL;
 	struct onnx_model *m = NULL;
 	struct onnx_run_stats st;
-	bool cpu = false;
-	char err[768];
+	bool cpu = false, info = false, random_in = false, profile = false, engines = false, have_in = false;
+	char err[768], *end;
 	int ret, fails = 0;
 
 	for (int i = 1; i < argc; i++) {
@@ -102,17 +210,29 @@ int main(int argc, char **argv)
 		}
 		if (!strcmp(a, "-V") || !strcmp(a, "--version"))
 			return cli_version(PROG);
-		if (!strcmp(a, "--cpu")) {
-			cpu = true;
-			continue;
-		}
 		if (a[0] != '-') {
 			if (model_path)
 				return cli_usage_error(PROG, "'%s': only one model (already '%s')", a, model_path);
 			model_path = a;
 			continue;
 		}
-		if (!strcmp(a, "--mnist")) {
+		/* flags without a value */
+		if (!strcmp(a, "--cpu")) {
+			cpu = true;
+			continue;
+		} else if (!strcmp(a, "--info")) {
+			info = true;
+			continue;
+		} else if (!strcmp(a, "--random-input")) {
+			random_in = true;
+			continue;
+		} else if (!strcmp(a, "--profile")) {
+			profile = true;
+			continue;
+		} else if (!strcmp(a, "--no-compile")) {
+			no_compile = true;
+			continue;
+		} else if (!strcmp(a, "--mnist")) {
 			if (i + 2 >= argc)
 				return cli_usage_error(PROG, "--mnist: needs two values, IMAGES and LABELS");
 			mnist_img = argv[++i];
@@ -121,7 +241,9 @@ int main(int argc, char **argv)
 		}
 		if (strcmp(a, "--input") && strcmp(a, "--expect") && strcmp(a, "--device") && strcmp(a, "--atol") &&
 		    strcmp(a, "--rtol") && strcmp(a, "--itol") && strcmp(a, "--save-outputs") &&
-		    strcmp(a, "--reference-predictions") && strcmp(a, "--save-predictions") && strcmp(a, "--batch"))
+		    strcmp(a, "--reference-predictions") && strcmp(a, "--save-predictions") && strcmp(a, "--batch") &&
+		    strcmp(a, "--seed") && strcmp(a, "--shape") && strcmp(a, "--repeat") && strcmp(a, "--trace") &&
+		    strcmp(a, "--save-compiled") && strcmp(a, "--compiled"))
 			return cli_usage_error(PROG, "%s: unknown option", a);
 		if (!more)
 			return cli_usage_error(PROG, "%s: needs a value", a);
@@ -153,6 +275,26 @@ int main(int argc, char **argv)
 			ref_preds = v;
 		} else if (!strcmp(a, "--save-predictions")) {
 			save_preds = v;
+		} else if (!strcmp(a, "--seed")) {
+			errno = 0;
+			seed = strtoull(v, &end, 0);
+			if (!*v || *end || errno || v[0] == '-')
+				return cli_usage_error(PROG, "--seed: '%s' is not a number", v);
+		} else if (!strcmp(a, "--shape")) {
+			if (n_shapes == MAX_SHAPES)
+				return cli_usage_error(PROG, "--shape: at most %d", MAX_SHAPES);
+			if (shape_parse(v, &shapes[n_shapes++]))
+				return 2;
+		} else if (!strcmp(a, "--repeat")) {
+			if ((ret = cli_u32(PROG, a, v, 1, 1000000, &u)))
+				return ret;
+			repeat = u;
+		} else if (!strcmp(a, "--trace")) {
+			trace = v;
+		} else if (!strcmp(a, "--save-compiled")) {
+			save_cm = v;
+		} else if (!strcmp(a, "--compiled")) {
+			load_cm = v;
 		} else {	/* --batch */
 			if ((ret = cli_u32(PROG, a, v, 1, 1000000, &u)))
 				return ret;
@@ -164,12 +306,29 @@ int main(int argc, char **argv)
 		return cli_usage_error(PROG, "missing MODEL.onnx");
 	if (batch_set && !mnist_img)
 		return cli_usage_error(PROG, "--batch: only with --mnist");
-	if (mnist_img && (n_in || n_exp))
-		return cli_usage_error(PROG, "--mnist: not together with --input/--expect");
+	if (mnist_img && (n_in || n_exp || random_in))
+		return cli_usage_error(PROG, "--mnist: not together with --input/--expect/--random-input");
+	if (random_in && n_in)
+		return cli_usage_error(PROG, "--random-input: excludes --input");
+	if (trace && !profile)
+		return cli_usage_error(PROG, "--trace: writes the trace of --profile: give both");
+	if (!trace)
+		trace = "accel-run-trace.json";
+	if ((save_cm || load_cm) && (no_compile || cpu || profile))
+		return cli_usage_error(PROG, "%s: needs the compiled path (not with --no-compile, --cpu or --profile)",
+				       save_cm ? "--save-compiled" : "--compiled");
+	if (n_shapes && (n_in || (!random_in && !info)))
+		return cli_usage_error(PROG, "--shape: only shapes generated inputs (--random-input, or --info without "
+				       "--input)");
 	ret = onnx_model_load(model_path, 0, &m, err, sizeof(err));
 	if (ret) {
 		fprintf(stderr, "accel-run: %s\n", err);
 		return 1;
+	}
+	if (info) {
+		printf("model %s: %u nodes in the graph, %u to run after folding\n", model_path,
+		       onnx_model_n_graph_nodes(m), onnx_model_n_nodes(m));
+		print_io(m);
 	}
 	if (!cpu) {
 		ret = accel_open_msg(device, err, sizeof(err), &dev);
@@ -181,24 +340,10 @@ int main(int argc, char **argv)
 		}
 	}
 	if (mnist_img) {
-		ret = classify_mnist(m, model_path, dev, mnist_img, mnist_lbl, batch, ref_preds, save_preds);
+		ret = classify_mnist(m, model_path, dev, !no_compile, mnist_img, mnist_lbl, batch, ref_preds, save_preds);
 		accel_close(dev);
 		onnx_model_free(m);
 		return ret ? 1 : 0;
-	}
-	if (n_in != onnx_model_n_inputs(m)) {
-		/* Name what is needed: one --input per graph input, in this order. */
-		fprintf(stderr, "accel-run: the model has %u input%s, %u --input given; give one --input FILE.pb "
-			"(a serialized TensorProto) for each, in this order:\n", onnx_model_n_inputs(m),
-			onnx_model_n_inputs(m) == 1 ? "" : "s", n_in);
-		for (unsigned i = 0; i < onnx_model_n_inputs(m); i++) {
-			char desc[160];
-
-			onnx_model_input_describe(m, i, desc, sizeof(desc));
-			fprintf(stderr, "  --input for '%s': %s\n", onnx_model_input_name(m, i), desc);
-		}
-		ret = 2;
-		goto out;
 	}
 	n_out = onnx_model_n_outputs(m);
 	if (n_exp && n_exp != n_out) {
@@ -211,21 +356,67 @@ int main(int argc, char **argv)
 		ret = 1;
 		goto out;
 	}
-	for (unsigned i = 0; i < n_in; i++) {
-		ret = onnx_tensor_load_pb(in_paths[i], &in[i], NULL, 0, err, sizeof(err));
-		if (ret) {
-			fprintf(stderr, "accel-run: input %u: %s\n", i, err);
-			while (i--)
-				onnx_tensor_release(&in[i]);
+	/* --info without inputs runs on generated ones: where a node runs depends on its shapes */
+	if (random_in || (info && !n_in)) {
+		if (random_inputs(m, shapes, n_shapes, seed, in, MAX_IO)) {
 			ret = 1;
 			goto out;
 		}
+		n_in = onnx_model_n_inputs(m);
+	} else {
+		if (n_in != onnx_model_n_inputs(m)) {
+			/* Name what is needed: one --input per graph input, in this order. */
+			fprintf(stderr, "accel-run: the model has %u input%s, %u --input given; give one --input FILE.pb "
+				"(a serialized TensorProto) for each, in this order, or --random-input:\n",
+				onnx_model_n_inputs(m), onnx_model_n_inputs(m) == 1 ? "" : "s", n_in);
+			for (unsigned i = 0; i < onnx_model_n_inputs(m); i++) {
+				char desc[160];
+
+				onnx_model_input_describe(m, i, desc, sizeof(desc));
+				fprintf(stderr, "  --input for '%s': %s\n", onnx_model_input_name(m, i), desc);
+			}
+			ret = 2;
+			goto out;
+		}
+		for (unsigned i = 0; i < n_in; i++) {
+			ret = onnx_tensor_load_pb(in_paths[i], &in[i], NULL, 0, err, sizeof(err));
+			if (ret) {
+				fprintf(stderr, "accel-run: input %u: %s\n", i, err);
+				while (i--)
+					onnx_tensor_release(&in[i]);
+				ret = 1;
+				goto out;
+			}
+		}
 	}
-	ret = onnx_run(m, dev, in, n_in, out, n_out, &st);
-	for (unsigned i = 0; i < n_in; i++)
-		onnx_tensor_release(&in[i]);
+	have_in = true;
+	prof = calloc(onnx_model_n_graph_nodes(m) + 1, sizeof(*prof));
+	if (!prof) {
+		fprintf(stderr, "accel-run: out of memory\n");
+		ret = 1;
+		goto out;
+	}
+	if (profile && profile_trace_begin(dev, &engines)) {
+		ret = 1;
+		goto out;
+	}
+	if (dev && !no_compile && !profile) {
+		ret = compiled_prepare(m, dev, in, n_in, load_cm, save_cm, &cm);
+		if (ret) {
+			ret = 1;
+			goto out;
+		}
+		ret = onnx_compiled_run(cm, in, n_in, out, n_out, &st);
+		if (ret)
+			fprintf(stderr, "accel-run: %s\n", onnx_compiled_error(cm));
+	} else {
+		ret = onnx_run_profile(m, dev, in, n_in, out, n_out, &st, prof);
+		if (ret)
+			fprintf(stderr, "accel-run: %s\n", onnx_model_error(m));
+	}
 	if (ret) {
-		fprintf(stderr, "accel-run: %s\n", onnx_model_error(m));
+		if (info)
+			print_placement(m, prof, cpu);
 		ret = 1;
 		goto out;
 	}
@@ -236,6 +427,14 @@ int main(int argc, char **argv)
 		printf("model %s: %u nodes (%u BatchNormalization folded), %u on the accelerator, %u on the host; "
 		       "device cycles %llu\n", model_path, onnx_model_n_nodes(m), onnx_model_n_folded(m), st.accel_nodes,
 		       st.host_nodes, (unsigned long long)st.counters.total_cycles);
+	if (info && cm)
+		print_compiled(m, cm);
+	else if (info)
+		print_placement(m, prof, cpu);
+	if (profile && profile_finish(m, dev, engines, trace, prof))
+		fails++;
+	if (repeat && repeat_runs(m, dev, cm, in, n_in, n_out, repeat))
+		fails++;
 	for (unsigned i = 0; i < n_out; i++) {
 		char desc[96], msg[256];
 		double maxe;
@@ -249,8 +448,10 @@ int main(int argc, char **argv)
 				fprintf(stderr, "accel-run: %s\n", err);
 		}
 		if (i >= n_exp) {
-			printf("output '%s': %s\n", onnx_model_output_name(m, i), desc);
-			print_values(&out[i]);
+			if (!info || random_in || profile || repeat || save) {
+				printf("output '%s': %s\n", onnx_model_output_name(m, i), desc);
+				print_values(&out[i]);
+			}
 			continue;
 		}
 		ret = onnx_tensor_load_pb(exp_paths[i], &exp, NULL, 0, err, sizeof(err));
@@ -272,6 +473,11 @@ int main(int argc, char **argv)
 		printf("%s\n", fails ? "FAIL" : "PASS");
 	ret = fails ? 1 : 0;
 out:
+	if (have_in)
+		for (unsigned i = 0; i < n_in; i++)
+			onnx_tensor_release(&in[i]);
+	free(prof);
+	onnx_compiled_free(cm);
 	accel_close(dev);
 	onnx_model_free(m);
 	return ret;

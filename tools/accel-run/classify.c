@@ -52,14 +52,46 @@ static double now_s(void)
 	return (double)ts.tv_sec + ts.tv_nsec * 1e-9;
 }
 
-static int argmax_batch(struct onnx_model *m, struct accel_dev *dev, const struct onnx_tensor *in, int *pred)
+/* The compiled form of the model for the current batch shape (recompiled when the last, shorter batch
+ * arrives); NULL: node by node. */
+static struct onnx_compiled *batch_cm;
+static int64_t batch_cm_n = -1;
+
+static int run_batch(struct onnx_model *m, struct accel_dev *dev, bool compile, const struct onnx_tensor *in,
+		     struct onnx_tensor *out)
+{
+	char err[512];
+	int ret;
+
+	if (!dev || !compile)
+		return onnx_run(m, dev, in, 1, out, 1, NULL);
+	if (batch_cm_n != in->dims[0]) {
+		onnx_compiled_free(batch_cm);
+		batch_cm = NULL;
+		batch_cm_n = -1;
+		ret = onnx_compile(m, dev, in, 1, 0, &batch_cm, err, sizeof(err));
+		if (ret) {
+			fprintf(stderr, "accel-run: compile: %s\n", err);
+			return ret;
+		}
+		batch_cm_n = in->dims[0];
+	}
+	ret = onnx_compiled_run(batch_cm, in, 1, out, 1, NULL);
+	if (ret)
+		fprintf(stderr, "accel-run: %s\n", onnx_compiled_error(batch_cm));
+	return ret;
+}
+
+static int argmax_batch(struct onnx_model *m, struct accel_dev *dev, bool compile, const struct onnx_tensor *in,
+			int *pred)
 {
 	struct onnx_tensor out;
 	size_t classes;
-	int ret = onnx_run(m, dev, in, 1, &out, 1, NULL);
+	int ret = run_batch(m, dev, compile, in, &out);
 
 	if (ret) {
-		fprintf(stderr, "accel-run: %s\n", onnx_model_error(m));
+		if (!dev || !compile)
+			fprintf(stderr, "accel-run: %s\n", onnx_model_error(m));
 		return ret;
 	}
 	classes = out.count / (size_t)in->dims[0];
@@ -95,8 +127,8 @@ static uint8_t *read_preds(const char *path, uint32_t n)
 	return p;
 }
 
-int classify_mnist(struct onnx_model *m, const char *model_path, struct accel_dev *dev, const char *images,
-		   const char *labels, unsigned batch, const char *ref_preds, const char *save_preds)
+int classify_mnist(struct onnx_model *m, const char *model_path, struct accel_dev *dev, bool compile,
+		   const char *images, const char *labels, unsigned batch, const char *ref_preds, const char *save_preds)
 {
 	uint8_t *given = NULL, *saved = NULL;
 	uint32_t n, h, w, nl, one, one2;
@@ -136,14 +168,14 @@ int classify_mnist(struct onnx_model *m, const char *model_path, struct accel_de
 		for (size_t i = 0; i < in.count; i++)
 			((float *)in.data)[i] = img[(size_t)b0 * h * w + i] / 255.0f;
 		t = now_s();
-		ret = dev ? argmax_batch(m, dev, &in, pa) : 0;
+		ret = dev ? argmax_batch(m, dev, compile, &in, pa) : 0;
 		t_acc += now_s() - t;
 		t = now_s();
 		if (!ret && given)
 			for (int64_t i = 0; i < dims[0]; i++)
 				pc[i] = given[b0 + i];
 		else if (!ret)
-			ret = argmax_batch(ref, NULL, &in, pc);
+			ret = argmax_batch(ref, NULL, false, &in, pc);
 		t_cpu += now_s() - t;
 		onnx_tensor_release(&in);
 		if (ret) {
@@ -183,6 +215,9 @@ int classify_mnist(struct onnx_model *m, const char *model_path, struct accel_de
 		ret = 0;
 	}
 out:
+	onnx_compiled_free(batch_cm);
+	batch_cm = NULL;
+	batch_cm_n = -1;
 	onnx_model_free(ref);
 	free(pa);
 	free(pc);

@@ -1,0 +1,643 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * cmodel_file.c - compiled-model files (Documentation/onnx.md, "Compiled-model files").  Little-endian,
+ * every field fixed-width:
+ *
+ *   header   magic "TNPUCMDL", u32 version, u32 geometry[8], u64 model digest, u32 n_vals, u32 n_steps,
+ *            u64 arena_bytes, u64 lower_bound, u64 weight_bytes, u32 counts[5]
+ *   values   n_vals records (dtype, ndim, dims[8], bytes, loc, off, root)
+ *   steps    n_steps records (every field of struct cstep but the reason)
+ *   weights  weight_bytes bytes (the packed image)
+ *   trailer  u32 CRC-32 (IEEE) of everything before it
+ *
+ * The reader checks the length and CRC first, then every field against the model, the device and its
+ * own bounds (indices in range, offsets + sizes inside their buffer, sizes that match the shapes),
+ * naming the field that fails.  It never allocates more than the file holds except the arena, which is
+ * bounded by the sum of the values it places.
+ */
+#include <endian.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "compile.h"
+
+#define CM_MAGIC "TNPUCMDL"
+#define CM_VERSION 1u
+#define CM_MAX_FILE ((uint64_t)1 << 33)
+#define VAL_REC 96u	/* bytes of one value record */
+#define STEP_REC 288u	/* bytes of one step record */
+
+static const char *const geom_names[8] = { "rows", "cols", "rate_fp32", "rate_int8", "sram_bytes", "acc_elems",
+					   "features", "pes" };
+
+/* ---- digest of what the compiled form depends on: the model graph, its constants, the input shapes */
+
+static uint64_t fnv(uint64_t h, const void *p, size_t n)
+{
+	const uint8_t *b = p;
+
+	for (size_t i = 0; i < n; i++) {
+		h ^= b[i];
+		h *= 0x100000001b3ull;
+	}
+	return h;
+}
+
+static uint64_t fnv_i64(uint64_t h, int64_t v)
+{
+	return fnv(h, &v, sizeof(v));
+}
+
+static uint64_t model_digest(const struct onnx_model *m, const struct onnx_tensor *shapes, unsigned n)
+{
+	uint64_t h = 0xcbf29ce484222325ull;
+
+	h = fnv_i64(h, m->opset);
+	h = fnv_i64(h, m->n_vals);
+	h = fnv_i64(h, m->n_nodes);
+	for (unsigned i = 0; i < m->n_nodes; i++) {
+		const struct onnx_node *nd = &m->nodes[i];
+
+		h = fnv_i64(h, nd->op);
+		h = fnv_i64(h, nd->folded | nd->fused_relu << 1 | nd->fused_clamp << 2);
+		for (unsigned k = 0; k < nd->n_in; k++)
+			h = fnv_i64(h, nd->in[k]);
+		for (unsigned k = 0; k < nd->n_out; k++)
+			h = fnv_i64(h, nd->out[k]);
+	}
+	for (unsigned v = 0; v < m->n_vals; v++) {
+		const struct onnx_value *val = &m->vals[v];
+
+		h = fnv(h, val->name, strlen(val->name) + 1);
+		h = fnv_i64(h, val->is_const);
+		if (val->is_const && val->t.data) {
+			h = fnv_i64(h, val->t.dtype);
+			h = fnv(h, val->t.dims, sizeof(int64_t) * val->t.ndim);
+			h = fnv(h, val->t.data, val->t.count * onnx_dtype_size(val->t.dtype));
+		}
+	}
+	for (unsigned i = 0; i < n; i++) {
+		h = fnv_i64(h, shapes[i].dtype);
+		h = fnv_i64(h, shapes[i].ndim);
+		for (unsigned d = 0; d < shapes[i].ndim && d < ONNX_MAX_DIMS; d++)
+			h = fnv_i64(h, shapes[i].dims[d]);
+	}
+	return h;
+}
+
+static uint32_t crc32_ieee(const uint8_t *p, size_t n)
+{
+	uint32_t c = 0xffffffffu;
+
+	for (size_t i = 0; i < n; i++) {
+		c ^= p[i];
+		for (int k = 0; k < 8; k++)
+			c = (c >> 1) ^ (0xedb88320u & -(c & 1u));
+	}
+	return ~c;
+}
+
+/* ---- writer */
+
+struct wbuf {
+	uint8_t *p;
+	size_t n, cap;
+	bool oom;
+};
+
+static void put(struct wbuf *w, const void *src, size_t n)
+{
+	if (w->oom || !n)
+		return;
+	if (w->n + n > w->cap) {
+		size_t cap = w->cap ? w->cap : 4096;
+		uint8_t *p;
+
+		while (cap < w->n + n)
+			cap *= 2;
+		p = realloc(w->p, cap);
+		if (!p) {
+			w->oom = true;
+			return;
+		}
+		w->p = p;
+		w->cap = cap;
+	}
+	memcpy(w->p + w->n, src, n);
+	w->n += n;
+}
+
+static void put_u32(struct wbuf *w, uint32_t v)
+{
+	uint8_t b[4] = { (uint8_t)v, (uint8_t)(v >> 8), (uint8_t)(v >> 16), (uint8_t)(v >> 24) };
+
+	put(w, b, 4);
+}
+
+static void put_u64(struct wbuf *w, uint64_t v)
+{
+	put_u32(w, (uint32_t)v);
+	put_u32(w, (uint32_t)(v >> 32));
+}
+
+static void put_f32(struct wbuf *w, float f)
+{
+	uint32_t v;
+
+	memcpy(&v, &f, 4);
+	put_u32(w, v);
+}
+
+/* The step fields in file order (one list for the writer and the reader). */
+#define STEP_I64_FIELDS(X)                                                                                     \
+	X(n) X(c) X(h) X(w) X(k) X(cg) X(kh) X(kw) X(groups) X(oh) X(ow) X(sh) X(sw) X(dh) X(dw) X(pt) X(pl) \
+	X(pb) X(pr) X(M) X(K) X(N)
+
+int onnx_compiled_save(const struct onnx_compiled *cm, const char *path, char *err, size_t errlen)
+{
+	struct wbuf w = { 0 };
+	FILE *f;
+	int ret = 0;
+
+	put(&w, CM_MAGIC, 8);
+	put_u32(&w, CM_VERSION);
+	for (int i = 0; i < 8; i++)
+		put_u32(&w, cm->geom[i]);
+	put_u64(&w, cm->digest);
+	put_u32(&w, cm->n_vals);
+	put_u32(&w, cm->n_steps);
+	put_u64(&w, cm->arena_bytes);
+	put_u64(&w, cm->lower_bound);
+	put_u64(&w, cm->wbytes);
+	put_u32(&w, cm->n_before);
+	put_u32(&w, cm->n_device);
+	put_u32(&w, cm->n_host);
+	put_u32(&w, cm->n_alias);
+	put_u32(&w, cm->n_fused);
+	for (unsigned v = 0; v < cm->n_vals; v++) {
+		const struct cval *cv = &cm->vals[v];
+
+		put_u32(&w, (uint32_t)cv->dtype);
+		put_u32(&w, cv->ndim);
+		for (int d = 0; d < ONNX_MAX_DIMS; d++)
+			put_u64(&w, (uint64_t)cv->dims[d]);
+		put_u64(&w, cv->bytes);
+		put_u32(&w, cv->loc);
+		put_u64(&w, cv->off);
+		put_u32(&w, (uint32_t)cv->root);
+	}
+	for (unsigned i = 0; i < cm->n_steps; i++) {
+		const struct cstep *s = &cm->steps[i];
+
+		put_u32(&w, s->kind);
+		put_u32(&w, (uint32_t)s->node);
+		put_u32(&w, (uint32_t)s->in[0]);
+		put_u32(&w, (uint32_t)s->in[1]);
+		put_u32(&w, (uint32_t)s->out);
+		put_u32(&w, (uint32_t)s->act);
+		put_f32(&w, s->lo);
+		put_f32(&w, s->hi);
+		put_f32(&w, s->scale);
+#define X(f) put_u64(&w, (uint64_t)s->f);
+		STEP_I64_FIELDS(X)
+#undef X
+		put_u64(&w, s->w_off);
+		put_u64(&w, s->b_off);
+		put_u32(&w, (uint32_t)s->ta);
+		put_u32(&w, (uint32_t)s->tb);
+		put_u32(&w, (uint32_t)s->op);
+		for (int d = 0; d < 4; d++) {
+			put_u32(&w, s->ad[d]);
+			put_u32(&w, s->bd[d]);
+			put_u32(&w, s->od[d]);
+		}
+	}
+	put(&w, cm->wimg, cm->wbytes);
+	if (!w.oom)
+		put_u32(&w, crc32_ieee(w.p, w.n));
+	if (w.oom) {
+		snprintf(err, errlen, "out of memory");
+		free(w.p);
+		return -ENOMEM;
+	}
+	f = fopen(path, "wb");
+	if (!f || fwrite(w.p, 1, w.n, f) != w.n)
+		ret = -errno ? -errno : -EIO;
+	if (f && fclose(f) && !ret)
+		ret = -errno ? -errno : -EIO;
+	if (ret)
+		snprintf(err, errlen, "%s: cannot write: %s", path, strerror(-ret));
+	free(w.p);
+	return ret;
+}
+
+/* ---- reader */
+
+struct rbuf {
+	const uint8_t *p;
+	size_t n, pos;
+	char *err;
+	size_t errlen;
+	int ret;
+};
+
+static bool take(struct rbuf *r, void *dst, size_t n, const char *field)
+{
+	if (r->ret)
+		return false;
+	if (n > r->n - r->pos) {
+		snprintf(r->err, r->errlen, "truncated: field '%s' at offset %zu needs %zu bytes, %zu left", field,
+			 r->pos, n, r->n - r->pos);
+		r->ret = -EBADMSG;
+		return false;
+	}
+	if (dst)
+		memcpy(dst, r->p + r->pos, n);
+	r->pos += n;
+	return true;
+}
+
+static uint32_t get_u32(struct rbuf *r, const char *field)
+{
+	uint8_t b[4] = { 0 };
+
+	take(r, b, 4, field);
+	return (uint32_t)b[0] | (uint32_t)b[1] << 8 | (uint32_t)b[2] << 16 | (uint32_t)b[3] << 24;
+}
+
+static uint64_t get_u64(struct rbuf *r, const char *field)
+{
+	uint64_t lo = get_u32(r, field);
+
+	return lo | (uint64_t)get_u32(r, field) << 32;
+}
+
+static float get_f32(struct rbuf *r, const char *field)
+{
+	uint32_t v = get_u32(r, field);
+	float f;
+
+	memcpy(&f, &v, 4);
+	return f;
+}
+
+static int bad(struct rbuf *r, int err, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
+static int bad(struct rbuf *r, int err, const char *fmt, ...)
+{
+	va_list ap;
+
+	if (r->ret)
+		return r->ret;
+	va_start(ap, fmt);
+	vsnprintf(r->err, r->errlen, fmt, ap);
+	va_end(ap);
+	r->ret = err;
+	return err;
+}
+
+static bool in_range(uint64_t off, uint64_t bytes, uint64_t size)
+{
+	return off <= size && bytes <= size - off;
+}
+
+/* The values: shapes and sizes consistent, offsets inside their buffer. */
+static int check_vals(struct rbuf *r, struct onnx_compiled *cm)
+{
+	for (unsigned v = 0; v < cm->n_vals; v++) {
+		struct cval *cv = &cm->vals[v];
+		uint64_t count = 1;
+
+		if (cv->loc > LOC_CONST)
+			return bad(r, -EBADMSG, "value %u: field 'loc' is %u", v, cv->loc);
+		if (cv->loc != LOC_ARENA)
+			continue;
+		if (cv->ndim > ONNX_MAX_DIMS || !onnx_dtype_size((enum onnx_dtype)cv->dtype))
+			return bad(r, -EBADMSG, "value %u: field 'ndim' or 'dtype' out of range", v);
+		for (unsigned d = 0; d < cv->ndim; d++) {
+			if (cv->dims[d] < 0 || cv->dims[d] > (1LL << 31))
+				return bad(r, -EBADMSG, "value %u: field 'dims[%u]' out of range", v, d);
+			count = cv->dims[d] && count > (uint64_t)ONNX_MAX_TENSOR_BYTES / (uint64_t)cv->dims[d]
+					? (uint64_t)ONNX_MAX_TENSOR_BYTES + 1 : count * (uint64_t)cv->dims[d];
+		}
+		if (count > ONNX_MAX_TENSOR_BYTES || cv->bytes != count * onnx_dtype_size((enum onnx_dtype)cv->dtype))
+			return bad(r, -EBADMSG, "value %u: field 'bytes' (%llu) does not match its shape", v,
+				   (unsigned long long)cv->bytes);
+		if (cv->root < 0 || (unsigned)cv->root >= cm->n_vals || cm->vals[cv->root].loc != LOC_ARENA)
+			return bad(r, -EBADMSG, "value %u: field 'root' out of range", v);
+		if (!in_range(cv->off, cv->bytes, cm->arena_bytes))
+			return bad(r, -EBADMSG, "value %u: field 'off' + bytes outside the arena (%llu bytes)", v,
+				   (unsigned long long)cm->arena_bytes);
+	}
+	for (unsigned v = 0; v < cm->n_vals; v++)
+		if (cm->vals[v].loc == LOC_WEIGHT && !in_range(cm->vals[v].off, cm->m->vals[v].t.count *
+				onnx_dtype_size(cm->m->vals[v].t.dtype), cm->wbytes))
+			return bad(r, -EBADMSG, "value %u: field 'off' outside the weights", v);
+	return 0;
+}
+
+static bool val_ok(const struct onnx_compiled *cm, int v, bool need)
+{
+	if (v == -1)
+		return !need;
+	return v >= 0 && (unsigned)v < cm->n_vals && (cm->vals[v].loc == LOC_ARENA || cm->vals[v].loc == LOC_WEIGHT);
+}
+
+/* A tensor of these dimensions holds at most 2^32 elements (libaccel's stride arithmetic stays exact). */
+static bool small4(uint64_t a, uint64_t b, uint64_t c, uint64_t d)
+{
+	unsigned __int128 p = (unsigned __int128)a * b * c;
+
+	return a <= (1u << 31) && b <= (1u << 31) && c <= (1u << 31) && d <= (1u << 31) &&
+	       p * d <= ((unsigned __int128)1 << 32);
+}
+
+/* Device steps: operands in range, and every tensor the step describes inside its buffer. */
+static int check_steps(struct rbuf *r, struct onnx_compiled *cm)
+{
+	for (unsigned i = 0; i < cm->n_steps; i++) {
+		struct cstep *s = &cm->steps[i];
+		uint64_t wbytes;
+
+		if (s->kind >= CS_KIND_COUNT)
+			return bad(r, -EBADMSG, "step %u: field 'kind' is %u", i, s->kind);
+		if (s->node < 0 || (unsigned)s->node >= cm->m->n_nodes || cm->m->nodes[s->node].folded)
+			return bad(r, -EBADMSG, "step %u: field 'node' (%d) is not a node of the model", i, s->node);
+		if (!CS_IS_DEVICE(s->kind))
+			continue;
+		if (!val_ok(cm, s->in[0], true) || !val_ok(cm, s->out, true) || cm->vals[s->out].loc != LOC_ARENA ||
+		    !val_ok(cm, s->in[1], s->kind == CS_ELT || s->kind == CS_GEMM))
+			return bad(r, -EBADMSG, "step %u: field 'in'/'out' names no placed value", i);
+		if (s->act < ACCEL_ACT_NONE || s->act > ACCEL_ACT_RSQRT ||
+		    (s->act > ACCEL_ACT_CLAMP && s->kind != CS_ACT))
+			return bad(r, -EBADMSG, "step %u: field 'act' is %d", i, s->act);
+#define X(f) if (s->f < 0 || s->f > (1LL << 31)) return bad(r, -EBADMSG, "step %u: field '" #f "' out of range", i);
+		STEP_I64_FIELDS(X)
+#undef X
+		if (!small4((uint64_t)s->n, (uint64_t)s->c, (uint64_t)s->h, (uint64_t)s->w) ||
+		    !small4((uint64_t)s->n, (uint64_t)s->k, (uint64_t)s->oh, (uint64_t)s->ow) ||
+		    !small4((uint64_t)s->k, (uint64_t)s->cg, (uint64_t)s->kh, (uint64_t)s->kw) ||
+		    !small4((uint64_t)s->M, (uint64_t)s->K, 1, 1) || !small4((uint64_t)s->K, (uint64_t)s->N, 1, 1) ||
+		    !small4((uint64_t)s->M, (uint64_t)s->N, 1, 1) || !small4(s->ad[0], s->ad[1], s->ad[2], s->ad[3]) ||
+		    !small4(s->bd[0], s->bd[1], s->bd[2], s->bd[3]) || !small4(s->od[0], s->od[1], s->od[2], s->od[3]))
+			return bad(r, -EBADMSG, "step %u: a tensor shape field is larger than 2^32 elements", i);
+		switch (s->kind) {
+		case CS_CONV:
+			wbytes = (uint64_t)s->k * (uint64_t)s->cg * (uint64_t)s->kh * (uint64_t)s->kw * 4;
+			if (!s->cg || !s->groups || s->k > (1LL << 20) || s->cg > (1LL << 20) || s->kh > 4096 ||
+			    s->kw > 4096 || !in_range(s->w_off, wbytes, cm->wbytes))
+				return bad(r, -EBADMSG, "step %u: field 'w_off' or the kernel shape is outside the weights",
+					   i);
+			if (s->b_off != UINT64_MAX && !in_range(s->b_off, (uint64_t)s->k * 4, cm->wbytes))
+				return bad(r, -EBADMSG, "step %u: field 'b_off' outside the weights", i);
+			break;
+		case CS_GEMM:
+			if (s->b_off != UINT64_MAX && !in_range(s->b_off, (uint64_t)s->N * 4, cm->wbytes))
+				return bad(r, -EBADMSG, "step %u: field 'b_off' outside the weights", i);
+			break;
+		case CS_LAYERNORM:
+			if (!in_range(s->w_off, (uint64_t)s->N * 4, cm->wbytes) ||
+			    (s->b_off != UINT64_MAX && !in_range(s->b_off, (uint64_t)s->N * 4, cm->wbytes)))
+				return bad(r, -EBADMSG, "step %u: field 'w_off'/'b_off' outside the weights", i);
+			break;
+		case CS_TRANSPOSE:
+			for (int d = 0; d < 4; d++)
+				if (s->bd[d] > 3)
+					return bad(r, -EBADMSG, "step %u: field 'bd' (the permutation) out of range", i);
+			break;
+		case CS_POOL:
+			if (s->op != ACCEL_POOL_MAX && s->op != ACCEL_POOL_AVG)
+				return bad(r, -EBADMSG, "step %u: field 'op' is %d", i, s->op);
+			break;
+		case CS_ELT:
+			if (s->op < ACCEL_ELT_ADD || s->op > ACCEL_ELT_MIN)
+				return bad(r, -EBADMSG, "step %u: field 'op' is %d", i, s->op);
+			if (s->b_off != UINT64_MAX &&
+			    !in_range(s->b_off, (uint64_t)s->bd[0] * s->bd[1] * s->bd[2] * s->bd[3] * 4, cm->wbytes))
+				return bad(r, -EBADMSG, "step %u: field 'b_off' outside the weights", i);
+			break;
+		default:
+			break;
+		}
+		/* libaccel checks each tensor's extent against its buffer at submit time: a wrong shape is an
+		 * error of that call, never an access outside the buffers */
+	}
+	return 0;
+}
+
+int onnx_compiled_load_mem(struct onnx_model *m, struct accel_dev *dev, const struct onnx_tensor *shapes,
+			   unsigned n_shapes, const void *buf, size_t len, struct onnx_compiled **out, char *err,
+			   size_t errlen)
+{
+	struct rbuf r = { .p = buf, .n = len, .err = err, .errlen = errlen };
+	struct onnx_compiled *cm = NULL;
+	struct accel_caps caps;
+	uint32_t crc, ver;
+	char magic[8];
+	int ret;
+
+	*out = NULL;
+	if (!m || !dev || !buf || (!shapes && n_shapes)) {
+		snprintf(err, errlen, "needs a model, a device and the file's bytes");
+		return -EINVAL;
+	}
+	if (len < 12 || memcmp(buf, CM_MAGIC, 8)) {
+		snprintf(err, errlen, "not a compiled tnpu model (field 'magic')");
+		return -EBADMSG;
+	}
+	take(&r, magic, 8, "magic");
+	ver = get_u32(&r, "version");
+	if (ver != CM_VERSION) {
+		snprintf(err, errlen, "field 'version' is %u, this reader reads version %u: recompile the model", ver,
+			 CM_VERSION);
+		return -EBADMSG;
+	}
+	if (len < 16) {
+		snprintf(err, errlen, "truncated: no room for field 'crc'");
+		return -EBADMSG;
+	}
+	r.n = len - 4;	/* the trailer */
+	memcpy(&crc, (const uint8_t *)buf + len - 4, 4);
+	crc = le32toh(crc);
+	if (crc != crc32_ieee(buf, len - 4)) {
+		snprintf(err, errlen, "field 'crc' does not match the contents: the file is corrupted or truncated");
+		return -EBADMSG;
+	}
+	cm = calloc(1, sizeof(*cm));
+	if (!cm)
+		return -ENOMEM;
+	cm->m = m;
+	cm->dev = dev;
+	for (int i = 0; i < 8; i++)
+		cm->geom[i] = get_u32(&r, "geometry");
+	cm->digest = get_u64(&r, "model_digest");
+	cm->n_vals = get_u32(&r, "n_vals");
+	cm->n_steps = get_u32(&r, "n_steps");
+	cm->arena_bytes = get_u64(&r, "arena_bytes");
+	cm->lower_bound = get_u64(&r, "lower_bound");
+	cm->wbytes = get_u64(&r, "weight_bytes");
+	cm->n_before = get_u32(&r, "counts");
+	cm->n_device = get_u32(&r, "counts");
+	cm->n_host = get_u32(&r, "counts");
+	cm->n_alias = get_u32(&r, "counts");
+	cm->n_fused = get_u32(&r, "counts");
+	if (r.ret)
+		goto fail;
+	if ((ret = accel_query_caps(dev, &caps))) {
+		bad(&r, ret, "device capabilities: %s", accel_last_error(dev));
+		goto fail;
+	}
+	{
+		uint32_t g[8] = { caps.rows, caps.cols, caps.rate_fp32, caps.rate_int8, caps.sram_bytes, caps.acc_elems,
+				  caps.features, caps.pes };
+
+		for (int i = 0; i < 8; i++)
+			if (g[i] != cm->geom[i]) {
+				bad(&r, -ENODEV, "field 'geometry.%s' is %u, the device has %u: compiled for another "
+					"device geometry, recompile", geom_names[i], cm->geom[i], g[i]);
+				goto fail;
+			}
+	}
+	if (cm->digest != model_digest(m, shapes, n_shapes)) {
+		bad(&r, -EINVAL, "field 'model_digest' does not match: compiled from another model or for other "
+			"input shapes");
+		goto fail;
+	}
+	if (cm->n_vals != m->n_vals || cm->n_steps > m->n_nodes) {
+		bad(&r, -EBADMSG, "field 'n_vals'/'n_steps' (%u/%u) do not fit the model (%u values, %u nodes)",
+		    cm->n_vals, cm->n_steps, m->n_vals, m->n_nodes);
+		goto fail;
+	}
+	/* sizes from here on are bounded by the file (records) or checked below (arena) */
+	if ((uint64_t)cm->n_vals * VAL_REC + (uint64_t)cm->n_steps * STEP_REC + cm->wbytes > len) {
+		bad(&r, -EBADMSG, "truncated: field 'weight_bytes' (%llu) or the record counts exceed the file",
+		    (unsigned long long)cm->wbytes);
+		goto fail;
+	}
+	cm->vals = calloc(cm->n_vals ? cm->n_vals : 1, sizeof(*cm->vals));
+	cm->steps = calloc(cm->n_steps ? cm->n_steps : 1, sizeof(*cm->steps));
+	cm->wimg = malloc(cm->wbytes ? cm->wbytes : 1);
+	if (!cm->vals || !cm->steps || !cm->wimg) {
+		bad(&r, -ENOMEM, "out of memory");
+		goto fail;
+	}
+	for (unsigned v = 0; v < cm->n_vals && !r.ret; v++) {
+		struct cval *cv = &cm->vals[v];
+
+		cv->dtype = (int)get_u32(&r, "value.dtype");
+		cv->ndim = get_u32(&r, "value.ndim");
+		for (int d = 0; d < ONNX_MAX_DIMS; d++)
+			cv->dims[d] = (int64_t)get_u64(&r, "value.dims");
+		cv->bytes = get_u64(&r, "value.bytes");
+		cv->loc = (enum cval_loc)get_u32(&r, "value.loc");
+		cv->off = get_u64(&r, "value.off");
+		cv->root = (int)get_u32(&r, "value.root");
+	}
+	for (unsigned i = 0; i < cm->n_steps && !r.ret; i++) {
+		struct cstep *s = &cm->steps[i];
+
+		s->kind = (enum cstep_kind)get_u32(&r, "step.kind");
+		s->node = (int)get_u32(&r, "step.node");
+		s->in[0] = (int)get_u32(&r, "step.in");
+		s->in[1] = (int)get_u32(&r, "step.in");
+		s->out = (int)get_u32(&r, "step.out");
+		s->act = (int)get_u32(&r, "step.act");
+		s->lo = get_f32(&r, "step.lo");
+		s->hi = get_f32(&r, "step.hi");
+		s->scale = get_f32(&r, "step.scale");
+#define X(f) s->f = (int64_t)get_u64(&r, "step." #f);
+		STEP_I64_FIELDS(X)
+#undef X
+		s->w_off = get_u64(&r, "step.w_off");
+		s->b_off = get_u64(&r, "step.b_off");
+		s->ta = (int)get_u32(&r, "step.ta");
+		s->tb = (int)get_u32(&r, "step.tb");
+		s->op = (int)get_u32(&r, "step.op");
+		for (int d = 0; d < 4; d++) {
+			s->ad[d] = get_u32(&r, "step.ad");
+			s->bd[d] = get_u32(&r, "step.bd");
+			s->od[d] = get_u32(&r, "step.od");
+		}
+		s->reason = CS_IS_DEVICE(s->kind)	  ? "device step of the plan" :
+			    s->kind == CS_ALIAS  ? "a view of its input (addressing, no step)" :
+			    s->kind == CS_FUSED  ? "fused into the element-wise step before it (SFU ReLU)" :
+						   NULL;
+	}
+	take(&r, cm->wimg, cm->wbytes, "weights");
+	if (!r.ret && r.pos != r.n)
+		bad(&r, -EBADMSG, "%zu bytes after field 'weights'", r.n - r.pos);
+	if (r.ret)
+		goto fail;
+	if (check_vals(&r, cm) || check_steps(&r, cm))
+		goto fail;
+	{
+		uint64_t sum = 0;
+
+		for (unsigned v = 0; v < cm->n_vals; v++)
+			if (cm->vals[v].loc == LOC_ARENA && cm->vals[v].root == (int)v)
+				sum += (cm->vals[v].bytes + 63) / 64 * 64 + 64;
+		if (cm->arena_bytes > sum || cm->lower_bound > cm->arena_bytes) {
+			bad(&r, -EBADMSG, "field 'arena_bytes' (%llu) or 'lower_bound' is inconsistent with the values",
+			    (unsigned long long)cm->arena_bytes);
+			goto fail;
+		}
+	}
+	ret = accel_buffer_alloc(dev, cm->arena_bytes ? cm->arena_bytes : 1, &cm->arena);
+	if (!ret)
+		ret = accel_buffer_alloc(dev, cm->wbytes ? cm->wbytes : 1, &cm->wbuf);
+	if (ret) {
+		bad(&r, ret, "device buffers: %s", accel_last_error(dev));
+		goto fail;
+	}
+	if (cm->wbytes)
+		memcpy(accel_buffer_ptr(cm->wbuf), cm->wimg, cm->wbytes);
+	*out = cm;
+	return 0;
+fail:
+	onnx_compiled_free(cm);
+	return r.ret ? r.ret : -EBADMSG;
+}
+
+int onnx_compiled_load(struct onnx_model *m, struct accel_dev *dev, const struct onnx_tensor *shapes,
+		       unsigned n_shapes, const char *path, struct onnx_compiled **out, char *err, size_t errlen)
+{
+	FILE *f = fopen(path, "rb");
+	uint8_t *buf = NULL;
+	long len;
+	int ret;
+
+	*out = NULL;
+	if (!f) {
+		ret = -errno;
+		snprintf(err, errlen, "cannot open: %s", strerror(errno));
+		return ret;
+	}
+	if (fseek(f, 0, SEEK_END) || (len = ftell(f)) < 0 || fseek(f, 0, SEEK_SET)) {
+		fclose(f);
+		snprintf(err, errlen, "cannot read its size");
+		return -EIO;
+	}
+	if ((uint64_t)len > CM_MAX_FILE) {
+		fclose(f);
+		snprintf(err, errlen, "%ld bytes: larger than any compiled model (%llu)", len,
+			 (unsigned long long)CM_MAX_FILE);
+		return -EFBIG;
+	}
+	buf = malloc(len ? (size_t)len : 1);
+	if (!buf || fread(buf, 1, (size_t)len, f) != (size_t)len) {
+		fclose(f);
+		free(buf);
+		snprintf(err, errlen, "cannot read");
+		return buf ? -EIO : -ENOMEM;
+	}
+	fclose(f);
+	ret = onnx_compiled_load_mem(m, dev, shapes, n_shapes, buf, (size_t)len, out, err, errlen);
+	free(buf);
+	return ret;
+}
+
+uint64_t cm_model_digest(const struct onnx_model *m, const struct onnx_tensor *shapes, unsigned n)
+{
+	return model_digest(m, shapes, n);
+}

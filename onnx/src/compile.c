@@ -1,0 +1,339 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * compile.c - whole-graph compilation (Documentation/onnx.md, "The compiler").  Passes, in order:
+ *  1. shape probe: every value's dtype and shape for the given input shapes (analytic for the steps
+ *     lowered here, the host kernel on zero data for the others);
+ *  2. lowering (compile_lower.c): each remaining node becomes a device step (Conv, Gemm/MatMul,
+ *     pooling, element-wise and activations on the vector units), an alias (Reshape & co: addressing,
+ *     no step) or a host step;
+ *  3. fusion (compile_lower.c): a Relu after an element-wise Add/Sub/Mul/Max/Min goes into its step
+ *     (the loader has already folded BatchNormalization, Relu and Clip into Conv/Gemm epilogues and
+ *     zero Pads into their padding);
+ *  4. weight packing (compile_lower.c): the constants the device steps read, in one image uploaded once;
+ *  5. memory plan: live ranges of the activations -> offsets in one arena (plan_mem.c).
+ * Activations stay NCHW end to end (the layout the graph declares), so no layout conversion runs.
+ */
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "compile.h"
+#include "plan_mem.h"
+
+
+int cm_seterr(struct onnx_compiled *cm, int err, const char *fmt, ...)
+{
+	va_list ap;
+
+	va_start(ap, fmt);
+	vsnprintf(cm->err, sizeof(cm->err), fmt, ap);
+	va_end(ap);
+	return err;
+}
+
+const char *onnx_compiled_error(const struct onnx_compiled *cm)
+{
+	return cm ? cm->err : "no compiled model";
+}
+
+static int probe_inputs(struct onnx_compiled *cm, const struct onnx_tensor *shapes, unsigned n)
+{
+	struct onnx_model *m = cm->m;
+
+	if (n != m->n_inputs)
+		return cm_seterr(cm, -EINVAL, "the model has %u inputs, %u shapes given", m->n_inputs, n);
+	for (unsigned i = 0; i < n; i++) {
+		struct onnx_value *v = &m->vals[m->inputs[i]];
+		int ret;
+
+		if (!onnx_dtype_size(shapes[i].dtype) || shapes[i].ndim > ONNX_MAX_DIMS)
+			return cm_seterr(cm, -EINVAL, "input '%s': bad dtype or rank", v->name);
+		ret = onnx_tensor_alloc(&v->t, shapes[i].dtype, shapes[i].ndim, shapes[i].dims);
+		if (ret)
+			return cm_seterr(cm, ret, "input '%s': %s", v->name,
+					 ret == -E2BIG ? "shape too large" : "bad shape or out of memory");
+		if ((ret = onnx_check_static_shape(m, v)))
+			return cm_seterr(cm, ret, "%s", m->err);
+	}
+	return 0;
+}
+
+static void record_shape(struct cval *cv, const struct onnx_tensor *t)
+{
+	cv->dtype = t->dtype;
+	cv->ndim = t->ndim;
+	memcpy(cv->dims, t->dims, sizeof(cv->dims));
+	cv->bytes = t->count * onnx_dtype_size(t->dtype);
+}
+
+/* Live ranges of the arena values (step indices; inputs from step 0, outputs to the end). */
+static void live_ranges(struct onnx_compiled *cm)
+{
+	struct onnx_model *m = cm->m;
+	int end = (int)cm->n_steps;
+
+	for (unsigned v = 0; v < cm->n_vals; v++) {
+		cm->vals[v].def = -1;
+		cm->vals[v].last = -1;
+	}
+	for (unsigned i = 0; i < m->n_inputs; i++) {
+		cm->vals[m->inputs[i]].def = 0;
+		cm->vals[m->inputs[i]].last = 0;
+	}
+	for (unsigned i = 0; i < cm->n_steps; i++) {
+		const struct onnx_node *n = &m->nodes[cm->steps[i].node];
+		int so = cm->steps[i].out;
+
+		if (cm->steps[i].kind == CS_FUSED)
+			continue;	/* its output is written by the step it is fused into */
+		if (so >= 0 && cm->vals[so].loc == LOC_ARENA && cm->vals[cm->vals[so].root].def < 0)
+			cm->vals[cm->vals[so].root].def = (int)i;
+		for (unsigned k = 0; k < n->n_in; k++)
+			if (n->in[k] >= 0 && cm->vals[n->in[k]].loc == LOC_ARENA) {
+				struct cval *r = &cm->vals[cm->vals[n->in[k]].root];
+
+				if ((int)i > r->last)
+					r->last = (int)i;
+			}
+		for (unsigned k = 0; k < n->n_out; k++)
+			if (n->out[k] >= 0 && cm->vals[n->out[k]].loc == LOC_ARENA) {
+				struct cval *r = &cm->vals[cm->vals[n->out[k]].root];
+
+				if (r->def < 0)
+					r->def = (int)i;
+				if ((int)i > r->last)
+					r->last = (int)i;
+			}
+	}
+	for (unsigned o = 0; o < m->n_outputs; o++)
+		if (cm->vals[m->outputs[o]].loc == LOC_ARENA)
+			cm->vals[cm->vals[m->outputs[o]].root].last = end;
+}
+
+int cm_plan_and_upload(struct onnx_compiled *cm)
+{
+	struct plan_buf *pb = calloc(cm->n_vals ? cm->n_vals : 1, sizeof(*pb));
+	int ret;
+
+	if (!pb)
+		return cm_seterr(cm, -ENOMEM, "memory plan: out of memory");
+	live_ranges(cm);
+	for (unsigned v = 0; v < cm->n_vals; v++) {
+		const struct cval *cv = &cm->vals[v];
+
+		if (cv->loc == LOC_ARENA && cv->root == (int)v && cv->def >= 0) {
+			pb[v].size = cv->bytes ? cv->bytes : 1;
+			pb[v].start = cv->def;
+			pb[v].end = cv->last < cv->def ? cv->def : cv->last;
+		}
+	}
+	ret = plan_mem(pb, cm->n_vals, CM_ALIGN, &cm->arena_bytes, &cm->lower_bound);
+	if (ret) {
+		free(pb);
+		return cm_seterr(cm, ret, "memory plan failed");
+	}
+	for (unsigned v = 0; v < cm->n_vals; v++)
+		if (cm->vals[v].loc == LOC_ARENA)
+			cm->vals[v].off = pb[cm->vals[v].root].offset;
+	free(pb);
+	ret = accel_buffer_alloc(cm->dev, cm->arena_bytes ? cm->arena_bytes : 1, &cm->arena);
+	if (ret)
+		return cm_seterr(cm, ret, "activation arena of %llu bytes: %s", (unsigned long long)cm->arena_bytes,
+				 accel_last_error(cm->dev));
+	ret = accel_buffer_alloc(cm->dev, cm->wbytes ? cm->wbytes : 1, &cm->wbuf);
+	if (ret)
+		return cm_seterr(cm, ret, "weight buffer of %llu bytes: %s", (unsigned long long)cm->wbytes,
+				 accel_last_error(cm->dev));
+	if (cm->wbytes)
+		memcpy(accel_buffer_ptr(cm->wbuf), cm->wimg, cm->wbytes);	/* the one upload */
+	return 0;
+}
+
+static void release_probe(struct onnx_model *m)
+{
+	for (unsigned i = 0; i < m->n_vals; i++)
+		if (!m->vals[i].is_const)
+			onnx_tensor_release(&m->vals[i].t);
+}
+
+/* Value locations after lowering: arena for every non-constant, alias roots followed. */
+static void assign_locations(struct onnx_compiled *cm)
+{
+	struct onnx_model *m = cm->m;
+
+	for (unsigned v = 0; v < cm->n_vals; v++) {
+		cm->vals[v].root = (int)v;
+		if (m->vals[v].is_const) {
+			if (cm->vals[v].loc != LOC_WEIGHT)
+				cm->vals[v].loc = LOC_CONST;
+		} else if (cm->vals[v].ndim || cm->vals[v].bytes || cm->vals[v].dtype) {
+			cm->vals[v].loc = LOC_ARENA;
+		}
+	}
+	for (unsigned i = 0; i < cm->n_steps; i++) {
+		const struct cstep *s = &cm->steps[i];
+
+		if (s->kind == CS_ALIAS)
+			cm->vals[s->out].root = cm->vals[s->in[0]].root;
+		else if (s->kind == CS_FUSED)	/* the fused Relu's input is never materialised */
+			cm->vals[m->nodes[s->node].in[0]].loc = LOC_NONE;
+	}
+}
+
+int onnx_compile(struct onnx_model *m, struct accel_dev *dev, const struct onnx_tensor *shapes, unsigned n_shapes,
+		 unsigned flags, struct onnx_compiled **out, char *err, size_t errlen)
+{
+	struct onnx_compiled *cm;
+	struct accel_caps caps;
+	int ret;
+
+	*out = NULL;
+	if (!m || !dev || (!shapes && n_shapes)) {
+		if (err && errlen)
+			snprintf(err, errlen, "onnx_compile: needs a model and a device");
+		return -EINVAL;
+	}
+	cm = calloc(1, sizeof(*cm));
+	if (!cm)
+		return -ENOMEM;
+	cm->m = m;
+	cm->dev = dev;
+	cm->flags = flags;
+	cm->n_vals = m->n_vals;
+	cm->vals = calloc(m->n_vals ? m->n_vals : 1, sizeof(*cm->vals));
+	cm->steps = calloc(m->n_nodes ? m->n_nodes : 1, sizeof(*cm->steps));
+	if (!cm->vals || !cm->steps) {
+		ret = cm_seterr(cm, -ENOMEM, "out of memory");
+		goto fail;
+	}
+	if ((ret = accel_query_caps(dev, &caps))) {
+		cm_seterr(cm, ret, "device capabilities: %s", accel_last_error(dev));
+		goto fail;
+	}
+	cm->geom[0] = caps.rows, cm->geom[1] = caps.cols, cm->geom[2] = caps.rate_fp32, cm->geom[3] = caps.rate_int8;
+	cm->geom[4] = caps.sram_bytes, cm->geom[5] = caps.acc_elems, cm->geom[6] = caps.features;
+	cm->geom[7] = caps.pes;
+	if ((ret = probe_inputs(cm, shapes, n_shapes)))
+		goto fail;
+	cm->digest = cm_model_digest(m, shapes, n_shapes);
+	for (unsigned i = 0; i < m->n_nodes; i++) {
+		if (m->nodes[i].folded)
+			continue;
+		cm->n_before++;
+		if ((ret = cm_lower_node(cm, i, &cm->steps[cm->n_steps])))
+			goto fail;
+		cm->n_steps++;
+	}
+	for (unsigned v = 0; v < m->n_vals; v++)
+		if (!m->vals[v].is_const && m->vals[v].t.data)
+			record_shape(&cm->vals[v], &m->vals[v].t);
+	for (unsigned o = 0; o < m->n_outputs; o++)
+		if (!m->vals[m->outputs[o]].t.data) {
+			ret = cm_seterr(cm, -EINVAL, "output '%s' is not computed by the graph", m->vals[m->outputs[o]].name);
+			goto fail;
+		}
+	release_probe(m);
+	if (!(flags & ONNX_COMPILE_NO_FUSE))
+		cm_fuse_elt_relu(cm);
+	assign_locations(cm);
+	for (unsigned i = 0; i < cm->n_steps; i++) {
+		enum cstep_kind k = cm->steps[i].kind;
+
+		cm->n_device += CS_IS_DEVICE(k);
+		cm->n_host += k == CS_HOST;
+		cm->n_alias += k == CS_ALIAS;
+		cm->n_fused += k == CS_FUSED;
+	}
+	if ((ret = cm_plan_and_upload(cm)))
+		goto fail;
+	*out = cm;
+	return 0;
+fail:
+	release_probe(m);
+	if (err && errlen)
+		snprintf(err, errlen, "%s", cm->err[0] ? cm->err : "compile failed");
+	onnx_compiled_free(cm);
+	return ret < 0 ? ret : -EINVAL;
+}
+
+void onnx_compiled_free(struct onnx_compiled *cm)
+{
+	if (!cm)
+		return;
+	accel_buffer_free(cm->arena);
+	accel_buffer_free(cm->wbuf);
+	free(cm->vals);
+	free(cm->steps);
+	free(cm->wimg);
+	free(cm);
+}
+
+int onnx_compiled_info(const struct onnx_compiled *cm, struct onnx_compiled_info *o)
+{
+	bool in_chain = false;
+
+	memset(o, 0, sizeof(*o));
+	o->nodes_before = cm->n_before;
+	o->device_steps = cm->n_device;
+	o->host_steps = cm->n_host;
+	o->alias_steps = cm->n_alias;
+	o->fused_nodes = cm->n_fused;
+	o->steps = cm->n_device + cm->n_host;
+	o->buffers = 2;
+	o->jobs_per_run = cm->n_device;
+	for (unsigned i = 0; i < cm->n_steps; i++) {
+		enum cstep_kind k = cm->steps[i].kind;
+
+		if (CS_IS_DEVICE(k) && !in_chain) {
+			o->chains++;
+			in_chain = true;
+		} else if (k == CS_HOST) {
+			in_chain = false;
+		}
+	}
+	o->arena_bytes = cm->arena_bytes;
+	o->weight_bytes = cm->wbytes;
+	o->peak_bytes = cm->arena_bytes + cm->wbytes;
+	o->lower_bound = cm->lower_bound + cm->wbytes;
+	return 0;
+}
+
+static const char *const kind_names[CS_KIND_COUNT] = {
+	[CS_CONV] = "conv", [CS_GEMM] = "gemm", [CS_POOL] = "pool", [CS_ELT] = "eltwise",
+	[CS_ACT] = "act", [CS_SOFTMAX] = "softmax", [CS_LAYERNORM] = "layernorm", [CS_TRANSPOSE] = "transpose",
+	[CS_ALIAS] = "alias", [CS_HOST] = "host", [CS_FUSED] = "fused",
+};
+
+int onnx_compiled_step_info(const struct onnx_compiled *cm, unsigned node, struct onnx_compiled_step *o)
+{
+	const struct onnx_model *m = cm->m;
+	struct onnx_node_info ni;
+
+	if (node >= m->n_nodes || onnx_model_node_info(m, node, &ni))
+		return -EINVAL;
+	memset(o, 0, sizeof(*o));
+	o->name = ni.name;
+	o->op = ni.op;
+	o->kind = "folded";
+	o->reason = ni.reason;
+	o->out_offset = -1;
+	for (unsigned i = 0; i < cm->n_steps; i++) {
+		const struct cstep *s = &cm->steps[i];
+
+		if (s->node != (int)node)
+			continue;
+		o->kind = kind_names[s->kind];
+		o->device = CS_IS_DEVICE(s->kind);
+		if (s->reason)
+			o->reason = s->reason;
+		else if (ni.place == ONNX_PLACE_DEVICE)
+			o->reason = "node-by-node device kernel (its own buffers and copies): no plan lowering for "
+				    "this case";
+		if (s->out >= 0 && cm->vals[s->out].loc == LOC_ARENA) {
+			o->out_offset = (int64_t)cm->vals[s->out].off;
+			o->out_bytes = cm->vals[s->out].bytes;
+		}
+	}
+	return 0;
+}

@@ -1,0 +1,428 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * compiled_run.c - the executor of a compiled model.  Inputs are copied into the arena; each device
+ * step is submitted at once as an asynchronous job depending on the previous device job (one chain,
+ * which also orders the arena's reuse of freed ranges); a host step first waits for the chain, reads
+ * its inputs from the arena, runs the node-by-node kernel and writes its outputs back.  The outputs
+ * are copied out after the last job.  Weights are never uploaded here.
+ */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "compile.h"
+
+struct run_state {
+	struct onnx_compiled *cm;
+	struct accel_job **jobs;
+	unsigned n_jobs, done;	/* submitted; retired (waited and freed) */
+	struct accel_job *prev;	/* the chain's last job */
+	struct onnx_run_stats *stats;
+};
+
+static void counters_add(struct accel_counters *d, const struct accel_counters *k)
+{
+	uint64_t *dst = (uint64_t *)d;
+	const uint64_t *src = (const uint64_t *)k;
+
+	for (size_t i = 0; i < offsetof(struct accel_counters, hw_jobs) / sizeof(uint64_t); i++)
+		dst[i] += src[i];
+	d->hw_jobs += k->hw_jobs;
+}
+
+/* Jobs in flight before the oldest are retired (bounds the kernel objects a long chain holds). */
+#define MAX_IN_FLIGHT 64
+
+/* Wait for the submitted jobs [done, upto), add their counters, free them. */
+static int retire(struct run_state *rs, unsigned upto)
+{
+	int ret = 0;
+
+	for (unsigned i = rs->done; i < upto; i++) {
+		struct accel_counters k;
+		int r = accel_job_wait(rs->jobs[i], -1);
+
+		if (r && !ret)
+			ret = cm_seterr(rs->cm, r, "device job %u of the chain: %s", i, accel_last_error(rs->cm->dev));
+		if (!r && rs->stats && !accel_job_counters(rs->jobs[i], &k))
+			counters_add(&rs->stats->counters, &k);
+		accel_job_free(rs->jobs[i]);
+		rs->jobs[i] = NULL;
+	}
+	rs->done = upto;
+	return ret;
+}
+
+/* Wait for every submitted job (the chain). */
+static int drain(struct run_state *rs)
+{
+	int ret = retire(rs, rs->n_jobs);
+
+	rs->prev = NULL;
+	return ret;
+}
+
+static void place(const struct onnx_compiled *cm, int v, struct accel_buffer **b, uint64_t *off)
+{
+	const struct cval *cv = &cm->vals[v];
+
+	*b = cv->loc == LOC_WEIGHT ? cm->wbuf : cm->arena;
+	*off = cv->off;
+}
+
+static void t4(const struct onnx_compiled *cm, int v, uint32_t n, uint32_t c, uint32_t h, uint32_t w,
+	       struct accel_tensor *t)
+{
+	struct accel_buffer *b;
+	uint64_t off;
+
+	place(cm, v, &b, &off);
+	accel_tensor_4d(b, off, ACCEL_FP32, ACCEL_LAYOUT_NCHW, n, c, h, w, t);
+}
+
+static int submit_step(struct run_state *rs, const struct cstep *s)
+{
+	struct onnx_compiled *cm = rs->cm;
+	struct accel_submit sub = { .deps = &rs->prev, .n_deps = rs->prev ? 1 : 0 };
+	struct accel_tensor x, w, y, bt, b2;
+	struct accel_job *job = NULL;
+	const char *what = "";
+	int ret = -EINVAL;
+
+	/* a shape libaccel's constructors refuse leaves buf NULL: the operation then reports it */
+	memset(&x, 0, sizeof(x));
+	memset(&w, 0, sizeof(w));
+	memset(&y, 0, sizeof(y));
+	memset(&bt, 0, sizeof(bt));
+	memset(&b2, 0, sizeof(b2));
+
+	switch (s->kind) {
+	case CS_CONV: {
+		struct accel_conv2d_desc d;
+
+		memset(&d, 0, sizeof(d));
+		t4(cm, s->in[0], (uint32_t)s->n, (uint32_t)s->c, (uint32_t)s->h, (uint32_t)s->w, &x);
+		accel_tensor_4d(cm->wbuf, s->w_off, ACCEL_FP32, ACCEL_LAYOUT_NCHW, (uint32_t)s->k, (uint32_t)s->cg,
+				(uint32_t)s->kh, (uint32_t)s->kw, &w);
+		t4(cm, s->out, (uint32_t)s->n, (uint32_t)s->k, (uint32_t)s->oh, (uint32_t)s->ow, &y);
+		d.input = &x;
+		d.weights = &w;
+		d.output = &y;
+		d.stride_h = (uint32_t)s->sh, d.stride_w = (uint32_t)s->sw;
+		d.dil_h = (uint32_t)s->dh, d.dil_w = (uint32_t)s->dw;
+		d.pad_top = (uint32_t)s->pt, d.pad_left = (uint32_t)s->pl;
+		d.pad_bottom = (uint32_t)s->pb, d.pad_right = (uint32_t)s->pr;
+		d.groups = (uint32_t)s->groups;
+		if (s->b_off != UINT64_MAX) {
+			accel_tensor_2d(cm->wbuf, s->b_off, ACCEL_FP32, 1, (uint32_t)s->k, &bt);
+			d.epi.bias = &bt;
+		}
+		d.epi.act = (enum accel_act)s->act;
+		d.epi.clamp_lo_f = s->lo;
+		d.epi.clamp_hi_f = s->hi;
+		what = "accel_conv2d";
+		ret = accel_conv2d(cm->dev, &d, &sub, &job);
+		break;
+	}
+	case CS_GEMM: {
+		struct accel_gemm_desc d;
+		struct accel_buffer *bb;
+		uint64_t bo;
+
+		memset(&d, 0, sizeof(d));
+		place(cm, s->in[0], &bb, &bo);
+		accel_tensor_2d(bb, bo, ACCEL_FP32, (uint32_t)(s->ta ? s->K : s->M), (uint32_t)(s->ta ? s->M : s->K), &x);
+		place(cm, s->in[1], &bb, &bo);
+		accel_tensor_2d(bb, bo, ACCEL_FP32, (uint32_t)(s->tb ? s->N : s->K), (uint32_t)(s->tb ? s->K : s->N), &w);
+		place(cm, s->out, &bb, &bo);
+		accel_tensor_2d(bb, bo, ACCEL_FP32, (uint32_t)s->M, (uint32_t)s->N, &y);
+		d.a = &x;
+		d.b = &w;
+		d.c = &y;
+		d.trans_a = s->ta;
+		d.trans_b = s->tb;
+		if (s->b_off != UINT64_MAX) {
+			accel_tensor_2d(cm->wbuf, s->b_off, ACCEL_FP32, 1, (uint32_t)s->N, &bt);
+			d.epi.bias = &bt;
+		}
+		if (s->scale != 1.0f)
+			d.epi.scale_f = s->scale;
+		d.epi.act = (enum accel_act)s->act;
+		d.epi.clamp_lo_f = s->lo;
+		d.epi.clamp_hi_f = s->hi;
+		what = "accel_gemm";
+		ret = accel_gemm(cm->dev, &d, &sub, &job);
+		break;
+	}
+	case CS_POOL: {
+		struct accel_pool2d_desc d;
+
+		memset(&d, 0, sizeof(d));
+		t4(cm, s->in[0], (uint32_t)s->n, (uint32_t)s->c, (uint32_t)s->h, (uint32_t)s->w, &x);
+		t4(cm, s->out, (uint32_t)s->n, (uint32_t)s->c, (uint32_t)s->oh, (uint32_t)s->ow, &y);
+		d.input = &x;
+		d.output = &y;
+		d.kind = (enum accel_pool_kind)s->op;
+		d.win_h = (uint32_t)s->kh, d.win_w = (uint32_t)s->kw;
+		d.stride_h = (uint32_t)s->sh, d.stride_w = (uint32_t)s->sw;
+		d.pad_top = (uint32_t)s->pt, d.pad_left = (uint32_t)s->pl;
+		d.pad_bottom = (uint32_t)s->pb, d.pad_right = (uint32_t)s->pr;
+		what = "accel_pool2d";
+		ret = accel_pool2d(cm->dev, &d, &sub, &job);
+		break;
+	}
+	case CS_ELT: {
+		struct accel_eltwise_desc d;
+
+		memset(&d, 0, sizeof(d));
+		t4(cm, s->in[0], s->ad[0], s->ad[1], s->ad[2], s->ad[3], &x);
+		if (s->b_off != UINT64_MAX)	/* Div by a constant: its packed reciprocals */
+			accel_tensor_4d(cm->wbuf, s->b_off, ACCEL_FP32, ACCEL_LAYOUT_NCHW, s->bd[0], s->bd[1], s->bd[2],
+					s->bd[3], &b2);
+		else
+			t4(cm, s->in[1], s->bd[0], s->bd[1], s->bd[2], s->bd[3], &b2);
+		t4(cm, s->out, s->od[0], s->od[1], s->od[2], s->od[3], &y);
+		d.a = &x;
+		d.b = &b2;
+		d.out = &y;
+		d.op = (enum accel_eltwise_op)s->op;
+		d.act = (enum accel_act)s->act;
+		what = "accel_eltwise";
+		ret = accel_eltwise(cm->dev, &d, &sub, &job);
+		break;
+	}
+	case CS_ACT: {
+		struct accel_activation_desc d;
+		struct accel_buffer *bb;
+		uint64_t bo;
+		uint32_t cnt = (uint32_t)(cm->vals[s->out].bytes / 4);
+
+		memset(&d, 0, sizeof(d));
+		place(cm, s->in[0], &bb, &bo);
+		accel_tensor_2d(bb, bo, ACCEL_FP32, 1, cnt, &x);
+		place(cm, s->out, &bb, &bo);
+		accel_tensor_2d(bb, bo, ACCEL_FP32, 1, cnt, &y);
+		d.input = &x;
+		d.output = &y;
+		d.act = (enum accel_act)s->act;
+		if (s->act == ACCEL_ACT_HARDSIGMOID) {
+			d.alpha = s->lo;
+			d.beta = s->hi;
+		} else {
+			d.clamp_lo_f = s->lo;
+			d.clamp_hi_f = s->hi;
+		}
+		what = "accel_activation";
+		ret = accel_activation(cm->dev, &d, &sub, &job);
+		break;
+	}
+	case CS_SOFTMAX:
+	case CS_LAYERNORM: {
+		struct accel_buffer *bb;
+		uint64_t bo;
+
+		place(cm, s->in[0], &bb, &bo);
+		accel_tensor_2d(bb, bo, ACCEL_FP32, (uint32_t)s->M, (uint32_t)s->N, &x);
+		place(cm, s->out, &bb, &bo);
+		accel_tensor_2d(bb, bo, ACCEL_FP32, (uint32_t)s->M, (uint32_t)s->N, &y);
+		if (s->kind == CS_SOFTMAX) {
+			struct accel_softmax_desc d = { .input = &x, .output = &y };
+
+			what = "accel_softmax";
+			ret = accel_softmax(cm->dev, &d, &sub, &job);
+		} else {
+			struct accel_layernorm_desc d = { .input = &x, .output = &y, .epsilon = s->scale };
+
+			accel_tensor_2d(cm->wbuf, s->w_off, ACCEL_FP32, 1, (uint32_t)s->N, &w);
+			d.gamma = &w;
+			if (s->b_off != UINT64_MAX) {
+				accel_tensor_2d(cm->wbuf, s->b_off, ACCEL_FP32, 1, (uint32_t)s->N, &bt);
+				d.beta = &bt;
+			}
+			what = "accel_layernorm";
+			ret = accel_layernorm(cm->dev, &d, &sub, &job);
+		}
+		break;
+	}
+	case CS_TRANSPOSE: {
+		struct accel_transpose_desc d;
+
+		memset(&d, 0, sizeof(d));
+		t4(cm, s->in[0], s->ad[0], s->ad[1], s->ad[2], s->ad[3], &x);
+		t4(cm, s->out, s->od[0], s->od[1], s->od[2], s->od[3], &y);
+		d.input = &x;
+		d.output = &y;
+		for (int k = 0; k < 4; k++)
+			d.perm[k] = s->bd[k];
+		what = "accel_transpose";
+		ret = accel_transpose(cm->dev, &d, &sub, &job);
+		break;
+	}
+	default:
+		break;
+	}
+	if (ret) {
+		const Onnx__NodeProto *p = cm->m->nodes[s->node].pb;
+
+		return cm_seterr(cm, ret, "node '%s' (%s): %s: %s", p->name && p->name[0] ? p->name : p->output[0],
+				 p->op_type, what, accel_last_error(cm->dev));
+	}
+	rs->jobs[rs->n_jobs++] = job;
+	rs->prev = job;
+	/* the oldest ones: the newest stays as the next step's dependency */
+	return rs->n_jobs - rs->done > MAX_IN_FLIGHT ? retire(rs, rs->n_jobs - MAX_IN_FLIGHT / 2) : 0;
+}
+
+/* A value's bytes in the arena as a host tensor of its planned shape. */
+static int arena_read(struct onnx_compiled *cm, int v, struct onnx_tensor *t)
+{
+	const struct cval *cv = &cm->vals[v];
+	int ret = onnx_tensor_alloc(t, (enum onnx_dtype)cv->dtype, cv->ndim, cv->dims);
+
+	if (ret)
+		return cm_seterr(cm, ret, "value '%s': out of memory", cm->m->vals[v].name);
+	memcpy(t->data, (uint8_t *)accel_buffer_ptr(cm->arena) + cv->off, cv->bytes);
+	return 0;
+}
+
+static void count_copy(struct run_state *rs, uint64_t bytes)
+{
+	if (rs->stats)
+		rs->stats->copy_bytes += bytes;
+}
+
+static int same_shape(const struct cval *cv, const struct onnx_tensor *t)
+{
+	if ((int)t->dtype != cv->dtype || t->ndim != cv->ndim)
+		return 0;
+	for (unsigned i = 0; i < t->ndim; i++)
+		if (t->dims[i] != cv->dims[i])
+			return 0;
+	return 1;
+}
+
+static int run_host_step(struct run_state *rs, const struct cstep *s)
+{
+	struct onnx_compiled *cm = rs->cm;
+	struct onnx_model *m = cm->m;
+	const struct onnx_node *n = &m->nodes[s->node];
+	struct onnx_ctx c = { .m = m, .dev = cm->dev, .n = n, .stats = rs->stats };
+	int ret;
+
+	if ((ret = drain(rs)))
+		return ret;
+	for (unsigned k = 0; k < n->n_in; k++) {
+		int v = n->in[k];
+
+		if (v < 0 || m->vals[v].is_const || m->vals[v].t.data)
+			continue;
+		if (cm->vals[v].loc != LOC_ARENA)
+			return cm_seterr(cm, -EINVAL, "node %d: input '%s' has no value", s->node, m->vals[v].name);
+		if ((ret = arena_read(cm, v, &m->vals[v].t)))
+			return ret;
+		count_copy(rs, cm->vals[v].bytes);
+	}
+	ret = onnx_run_node(&c);
+	if (ret)
+		return cm_seterr(cm, ret, "%s", m->err);
+	for (unsigned k = 0; k < n->n_out; k++) {
+		int v = n->out[k];
+		const struct cval *cv;
+
+		if (v < 0 || !m->vals[v].t.data)
+			continue;
+		cv = &cm->vals[v];
+		if (cv->loc != LOC_ARENA)
+			continue;
+		if (!same_shape(cv, &m->vals[v].t))
+			return cm_seterr(cm, -EINVAL,
+					 "value '%s': its shape or type differs from the compiled one (data-dependent "
+					 "shape: run without compiling)", m->vals[v].name);
+		memcpy((uint8_t *)accel_buffer_ptr(cm->arena) + cv->off, m->vals[v].t.data, cv->bytes);
+		count_copy(rs, cv->bytes);
+	}
+	/* the host copies live for this step only */
+	for (unsigned v = 0; v < m->n_vals; v++)
+		if (!m->vals[v].is_const)
+			onnx_tensor_release(&m->vals[v].t);
+	return 0;
+}
+
+static int bind(struct run_state *rs, const struct onnx_tensor *in, unsigned n)
+{
+	struct onnx_compiled *cm = rs->cm;
+	struct onnx_model *m = cm->m;
+
+	if (n != m->n_inputs)
+		return cm_seterr(cm, -EINVAL, "the model has %u inputs, %u given", m->n_inputs, n);
+	for (unsigned i = 0; i < n; i++) {
+		const struct cval *cv = &cm->vals[m->inputs[i]];
+		char desc[96];
+
+		if (!in[i].data || tensor_count(in[i].ndim, in[i].dims) != in[i].count || in[i].ndim > ONNX_MAX_DIMS)
+			return cm_seterr(cm, -EINVAL, "input '%s': malformed tensor", m->vals[m->inputs[i]].name);
+		if (!same_shape(cv, &in[i])) {
+			onnx_tensor_describe(&in[i], desc, sizeof(desc));
+			return cm_seterr(cm, -EINVAL, "input '%s': %s, but the model was compiled for other shapes",
+					 m->vals[m->inputs[i]].name, desc);
+		}
+		if (cv->loc == LOC_ARENA) {
+			memcpy((uint8_t *)accel_buffer_ptr(cm->arena) + cv->off, in[i].data, cv->bytes);
+			count_copy(rs, cv->bytes);
+		}
+	}
+	return 0;
+}
+
+int onnx_compiled_run(struct onnx_compiled *cm, const struct onnx_tensor *inputs, unsigned n_inputs,
+		      struct onnx_tensor *outputs, unsigned n_outputs, struct onnx_run_stats *stats)
+{
+	struct onnx_model *m = cm->m;
+	struct onnx_run_stats local;
+	struct run_state rs = { .cm = cm, .stats = stats ? stats : &local };
+	int ret, r2;
+
+	memset(rs.stats, 0, sizeof(*rs.stats));
+	cm->err[0] = 0;
+	if (n_outputs != m->n_outputs)
+		return cm_seterr(cm, -EINVAL, "the model has %u outputs, %u requested", m->n_outputs, n_outputs);
+	for (unsigned i = 0; i < n_outputs; i++)
+		memset(&outputs[i], 0, sizeof(outputs[i]));
+	rs.jobs = calloc(cm->n_steps ? cm->n_steps : 1, sizeof(*rs.jobs));
+	if (!rs.jobs)
+		return cm_seterr(cm, -ENOMEM, "out of memory");
+	ret = bind(&rs, inputs, n_inputs);
+	for (unsigned i = 0; !ret && i < cm->n_steps; i++) {
+		const struct cstep *s = &cm->steps[i];
+
+		if (CS_IS_DEVICE(s->kind)) {
+			ret = submit_step(&rs, s);
+			rs.stats->accel_nodes++;
+		} else if (s->kind == CS_HOST) {
+			ret = run_host_step(&rs, s);
+		}
+	}
+	r2 = drain(&rs);
+	if (!ret)
+		ret = r2;
+	for (unsigned i = 0; !ret && i < n_outputs; i++) {
+		int v = m->outputs[i];
+
+		if (cm->vals[v].loc == LOC_ARENA) {
+			ret = arena_read(cm, v, &outputs[i]);
+			count_copy(&rs, cm->vals[v].bytes);
+		}
+		else if (m->vals[v].is_const)
+			ret = tensor_copy(&outputs[i], &m->vals[v].t) ? cm_seterr(cm, -ENOMEM, "out of memory") : 0;
+		else
+			ret = cm_seterr(cm, -EINVAL, "output '%s' was not computed", m->vals[v].name);
+	}
+	if (ret)
+		for (unsigned i = 0; i < n_outputs; i++)
+			onnx_tensor_release(&outputs[i]);
+	for (unsigned v = 0; v < m->n_vals; v++)
+		if (!m->vals[v].is_const)
+			onnx_tensor_release(&m->vals[v].t);
+	free(rs.jobs);
+	return ret;
+}

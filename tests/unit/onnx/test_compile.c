@@ -1,0 +1,443 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * The whole-graph compiler (onnx/src/compile*.c, plan_mem.c, cmodel_file.c) on tiny graphs: the
+ * memory planner's bound, fusion, the compiled path against the node-by-node CPU reference, weights
+ * uploaded once, save/load round trips and every kind of bad compiled-model file (CRC oracle: zlib).
+ */
+#include <criterion/criterion.h>
+#include <errno.h>
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+#include <zlib.h>
+
+#include "../../../onnx/src/plan_mem.h"
+#include "builder.h"
+
+static struct accel_dev *dev;
+static uint32_t rng;
+
+static void setup(void)
+{
+	cr_assert_eq(accel_open("sim", &dev), 0);
+	rng = 777;
+}
+
+static void teardown(void)
+{
+	accel_close(dev);
+}
+
+TestSuite(onnx_compile, .init = setup, .fini = teardown);
+
+static float frand(void)
+{
+	rng = rng * 1664525u + 1013904223u;
+	return (float)((rng >> 8) & 0xffff) / 32768.0f - 1.0f;
+}
+
+static void init_rand(struct mb *b, const char *name, unsigned nd, const int64_t *dims)
+{
+	size_t n = 1;
+	float *v;
+
+	for (unsigned i = 0; i < nd; i++)
+		n *= (size_t)dims[i];
+	v = malloc(n * sizeof(*v));
+	for (size_t i = 0; i < n; i++)
+		v[i] = frand();
+	mb_init(b, name, ONNX_FLOAT, nd, dims, v);
+	free(v);
+}
+
+/* x[1,4,8,8] -> Conv3x3+bias -> Relu -> Conv3x3 -> Add(x) -> Relu -> MaxPool2 -> GlobalAveragePool
+ * -> Flatten -> Gemm(4x3 + bias): a residual block with a classifier. */
+static struct onnx_model *residual_model(void)
+{
+	static const int64_t wd[4] = { 4, 4, 3, 3 }, bd[1] = { 4 }, gd[2] = { 3, 4 }, gbd[1] = { 3 };
+	static const int64_t pads[4] = { 1, 1, 1, 1 }, k2[2] = { 2, 2 };
+	struct mb *b = mb_new(13);
+	struct onnx_model *m = NULL;
+	Onnx__NodeProto *n;
+	char err[512] = "";
+	const uint8_t *buf;
+	size_t len;
+
+	init_rand(b, "w1", 4, wd);
+	init_rand(b, "b1", 1, bd);
+	init_rand(b, "w2", 4, wd);
+	init_rand(b, "g", 2, gd);
+	init_rand(b, "gb", 1, gbd);
+	mb_input(b, "x");
+	n = mb_node(b, "Conv", "x,w1,b1", "c1");
+	mb_attr_ints(b, n, "pads", pads, 4);
+	mb_node(b, "Relu", "c1", "r1");
+	n = mb_node(b, "Conv", "r1,w2", "c2");
+	mb_attr_ints(b, n, "pads", pads, 4);
+	mb_node(b, "Add", "c2,x", "s");
+	mb_node(b, "Relu", "s", "r2");
+	n = mb_node(b, "MaxPool", "r2", "p");
+	mb_attr_ints(b, n, "kernel_shape", k2, 2);
+	mb_attr_ints(b, n, "strides", k2, 2);
+	mb_node(b, "GlobalAveragePool", "p", "gp");
+	mb_node(b, "Flatten", "gp", "f");
+	n = mb_node(b, "Gemm", "f,g,gb", "y");
+	mb_attr_i(b, n, "transB", 1);
+	mb_output(b, "y");
+	buf = mb_pack(b, &len);
+	cr_assert_eq(onnx_model_load_mem(buf, len, 0, &m, err, sizeof(err)), 0, "load: %s", err);
+	mb_free(b);
+	return m;
+}
+
+static void input_x(struct onnx_tensor *x)
+{
+	static const int64_t xd[4] = { 1, 4, 8, 8 };
+
+	cr_assert_eq(onnx_tensor_alloc(x, ONNX_FLOAT, 4, xd), 0);
+	for (size_t i = 0; i < x->count; i++)
+		((float *)x->data)[i] = frand();
+}
+
+/* ---- the memory planner ------------------------------------------------------------------ */
+
+Test(onnx_compile, plan_no_overlap_and_bound)
+{
+	struct plan_buf b[64];
+	uint64_t total, lb;
+
+	for (unsigned i = 0; i < 64; i++) {
+		rng = rng * 1664525u + 1013904223u;
+		b[i].size = 64 + (rng >> 8) % 100000;
+		b[i].start = (int)(i / 2);
+		b[i].end = b[i].start + 1 + (int)((rng >> 4) % 5);
+	}
+	cr_assert_eq(plan_mem(b, 64, 64, &total, &lb), 0);
+	for (unsigned i = 0; i < 64; i++) {
+		cr_assert_eq(b[i].offset % 64, 0);
+		cr_assert_leq(b[i].offset + b[i].size, total);
+		for (unsigned j = i + 1; j < 64; j++) {
+			bool time = !(b[i].end < b[j].start || b[j].end < b[i].start);
+			bool space = !(b[i].offset + b[i].size <= b[j].offset || b[j].offset + b[j].size <= b[i].offset);
+
+			cr_assert(!(time && space), "buffers %u and %u overlap in time and space", i, j);
+		}
+	}
+	cr_assert_geq(total, lb);
+	cr_assert_leq((double)total, 1.5 * (double)lb, "plan %llu > 1.5 x lower bound %llu",
+		      (unsigned long long)total, (unsigned long long)lb);
+}
+
+Test(onnx_compile, plan_chain_reuses_memory)
+{
+	/* a chain a -> b -> c -> d of equal tensors needs two slots, not four */
+	struct plan_buf b[4] = { { 1000, 0, 1, 0 }, { 1000, 1, 2, 0 }, { 1000, 2, 3, 0 }, { 1000, 3, 4, 0 } };
+	uint64_t total, lb;
+
+	cr_assert_eq(plan_mem(b, 4, 64, &total, &lb), 0);
+	cr_assert_eq(lb, 2 * 1024);
+	cr_assert_eq(total, 2 * 1024);
+	cr_assert_neq(b[0].offset, b[1].offset);
+	cr_assert_eq(b[0].offset, b[2].offset);
+}
+
+Test(onnx_compile, plan_rejects_bad_range)
+{
+	struct plan_buf b[1] = { { 10, 3, 2, 0 } };
+	uint64_t total, lb;
+
+	cr_assert_eq(plan_mem(b, 1, 64, &total, &lb), -EINVAL);
+	cr_assert_eq(plan_mem(b, 1, 3, &total, &lb), -EINVAL);
+}
+
+/* ---- compile + run ------------------------------------------------------------------------- */
+
+static void expect_equal_close(const struct onnx_tensor *got, const struct onnx_tensor *ref)
+{
+	cr_assert_eq(got->count, ref->count);
+	for (size_t i = 0; i < ref->count; i++) {
+		float g = ((const float *)got->data)[i], r = ((const float *)ref->data)[i];
+
+		cr_assert(fabsf(g - r) <= 1e-4f + 1e-3f * fabsf(r), "y[%zu] = %g, CPU reference %g", i, g, r);
+	}
+}
+
+Test(onnx_compile, fusion_and_match_cpu_reference)
+{
+	struct onnx_model *m = residual_model();
+	struct onnx_compiled *cm = NULL;
+	struct onnx_compiled_info ci;
+	struct onnx_tensor x, y, ref;
+	struct onnx_run_stats st;
+	char err[512] = "";
+
+	input_x(&x);
+	cr_assert_eq(onnx_run(m, NULL, &x, 1, &ref, 1, NULL), 0);
+	cr_assert_eq(onnx_compile(m, dev, &x, 1, 0, &cm, err, sizeof(err)), 0, "compile: %s", err);
+	cr_assert_eq(onnx_compiled_info(cm, &ci), 0);
+	/* 9 nodes; the loader fuses the first Relu into the Conv (8 left), the compiler the second into
+	 * the Add; Flatten is a view: 6 device jobs */
+	cr_assert_eq(ci.nodes_before, 8, "nodes before: %u", ci.nodes_before);
+	cr_assert_eq(ci.fused_nodes, 1);
+	cr_assert_eq(ci.alias_steps, 1);
+	cr_assert_eq(ci.device_steps, 6, "device steps %u", ci.device_steps);
+	cr_assert_eq(ci.host_steps, 0);
+	cr_assert_eq(ci.jobs_per_run, 6);
+	cr_assert_eq(ci.chains, 1);
+	cr_assert_leq((double)ci.peak_bytes, 1.5 * (double)ci.lower_bound);
+	for (int r = 0; r < 3; r++) {
+		cr_assert_eq(onnx_compiled_run(cm, &x, 1, &y, 1, &st), 0, "run: %s", onnx_compiled_error(cm));
+		expect_equal_close(&y, &ref);
+		cr_assert_eq(st.host_nodes, 0);
+		cr_assert_eq(st.accel_nodes, 6);
+		/* the weights were uploaded at compile time: a run moves the input in, the output out */
+		onnx_tensor_release(&y);
+	}
+	onnx_compiled_free(cm);
+	onnx_tensor_release(&ref);
+	onnx_tensor_release(&x);
+	onnx_model_free(m);
+}
+
+Test(onnx_compile, no_fuse_flag_keeps_relu_step)
+{
+	struct onnx_model *m = residual_model();
+	struct onnx_compiled *cm = NULL;
+	struct onnx_compiled_info ci;
+	struct onnx_tensor x, y, ref;
+	char err[512] = "";
+
+	input_x(&x);
+	cr_assert_eq(onnx_run(m, NULL, &x, 1, &ref, 1, NULL), 0);
+	cr_assert_eq(onnx_compile(m, dev, &x, 1, ONNX_COMPILE_NO_FUSE, &cm, err, sizeof(err)), 0, "%s", err);
+	onnx_compiled_info(cm, &ci);
+	cr_assert_eq(ci.fused_nodes, 0);
+	cr_assert_eq(ci.device_steps, 7);
+	cr_assert_eq(onnx_compiled_run(cm, &x, 1, &y, 1, NULL), 0, "%s", onnx_compiled_error(cm));
+	expect_equal_close(&y, &ref);
+	onnx_tensor_release(&y);
+	onnx_compiled_free(cm);
+	onnx_tensor_release(&ref);
+	onnx_tensor_release(&x);
+	onnx_model_free(m);
+}
+
+Test(onnx_compile, other_input_shape_is_an_error)
+{
+	static const int64_t xd[4] = { 1, 4, 10, 10 };
+	struct onnx_model *m = residual_model();
+	struct onnx_compiled *cm = NULL;
+	struct onnx_tensor x, x2, y;
+	char err[512] = "";
+
+	input_x(&x);
+	cr_assert_eq(onnx_compile(m, dev, &x, 1, 0, &cm, err, sizeof(err)), 0, "%s", err);
+	cr_assert_eq(onnx_tensor_alloc(&x2, ONNX_FLOAT, 4, xd), 0);
+	cr_assert_eq(onnx_compiled_run(cm, &x2, 1, &y, 1, NULL), -EINVAL);
+	cr_assert(strstr(onnx_compiled_error(cm), "compiled for other shapes"), "%s", onnx_compiled_error(cm));
+	onnx_compiled_free(cm);
+	onnx_tensor_release(&x2);
+	onnx_tensor_release(&x);
+	onnx_model_free(m);
+}
+
+/* ---- compiled-model files ------------------------------------------------------------------- */
+
+static uint8_t *slurp(const char *path, size_t *len)
+{
+	FILE *f = fopen(path, "rb");
+	uint8_t *p;
+	long n;
+
+	cr_assert(f);
+	fseek(f, 0, SEEK_END);
+	n = ftell(f);
+	fseek(f, 0, SEEK_SET);
+	p = malloc((size_t)n);
+	cr_assert_eq(fread(p, 1, (size_t)n, f), (size_t)n);
+	fclose(f);
+	*len = (size_t)n;
+	return p;
+}
+
+/* Compile the residual model, save it, return the file's bytes. */
+static uint8_t *saved_file(struct onnx_model *m, const struct onnx_tensor *x, size_t *len)
+{
+	struct onnx_compiled *cm = NULL;
+	char err[512] = "", path[] = "/tmp/tnpu-cm-XXXXXX";
+	int fd = mkstemp(path);
+	uint8_t *p;
+
+	cr_assert_geq(fd, 0);
+	close(fd);
+	cr_assert_eq(onnx_compile(m, dev, x, 1, 0, &cm, err, sizeof(err)), 0, "%s", err);
+	cr_assert_eq(onnx_compiled_save(cm, path, err, sizeof(err)), 0, "%s", err);
+	onnx_compiled_free(cm);
+	p = slurp(path, len);
+	unlink(path);
+	return p;
+}
+
+static void fix_crc(uint8_t *p, size_t len)
+{
+	uint32_t c = (uint32_t)crc32(0, p, (uInt)(len - 4));
+
+	p[len - 4] = (uint8_t)c, p[len - 3] = (uint8_t)(c >> 8), p[len - 2] = (uint8_t)(c >> 16);
+	p[len - 1] = (uint8_t)(c >> 24);
+}
+
+static int load(struct onnx_model *m, struct accel_dev *d, const struct onnx_tensor *x, const uint8_t *p, size_t len,
+		char *err, size_t errlen)
+{
+	struct onnx_compiled *cm = NULL;
+	int ret = onnx_compiled_load_mem(m, d, x, 1, p, len, &cm, err, errlen);
+
+	cr_assert(ret ? cm == NULL : cm != NULL);
+	onnx_compiled_free(cm);
+	return ret;
+}
+
+Test(onnx_compile, save_load_round_trip)
+{
+	struct onnx_model *m = residual_model();
+	struct onnx_compiled *cm = NULL;
+	struct onnx_tensor x, y, ref;
+	char err[512] = "";
+	size_t len;
+	uint8_t *p;
+
+	input_x(&x);
+	p = saved_file(m, &x, &len);
+	cr_assert_eq(crc32(0, p, (uInt)(len - 4)),
+		     (uLong)(p[len - 4] | p[len - 3] << 8 | p[len - 2] << 16 | (uint32_t)p[len - 1] << 24),
+		     "the trailer is the IEEE CRC-32 of the file");
+	cr_assert_eq(onnx_run(m, NULL, &x, 1, &ref, 1, NULL), 0);
+	cr_assert_eq(onnx_compiled_load_mem(m, dev, &x, 1, p, len, &cm, err, sizeof(err)), 0, "%s", err);
+	cr_assert_eq(onnx_compiled_run(cm, &x, 1, &y, 1, NULL), 0, "%s", onnx_compiled_error(cm));
+	expect_equal_close(&y, &ref);
+	onnx_tensor_release(&y);
+	onnx_compiled_free(cm);
+	onnx_tensor_release(&ref);
+	onnx_tensor_release(&x);
+	onnx_model_free(m);
+	free(p);
+}
+
+Test(onnx_compile, bad_files_rejected_with_the_field)
+{
+	struct onnx_model *m = residual_model();
+	struct accel_dev *small = NULL;
+	struct onnx_tensor x, x2;
+	static const int64_t xd[4] = { 1, 4, 16, 16 };
+	char err[512];
+	size_t len;
+	uint8_t *p, *q;
+
+	input_x(&x);
+	p = saved_file(m, &x, &len);
+	q = malloc(len);
+
+	/* truncated anywhere: never loads */
+	for (size_t cut = 0; cut < len; cut += cut < 400 ? 1 : 997) {
+		err[0] = 0;
+		cr_assert_lt(load(m, dev, &x, p, cut, err, sizeof(err)), 0, "truncated at %zu", cut);
+		cr_assert(err[0], "a message for the cut at %zu", cut);
+	}
+	/* magic */
+	memcpy(q, p, len);
+	q[0] = 'X';
+	cr_assert_eq(load(m, dev, &x, q, len, err, sizeof(err)), -EBADMSG);
+	cr_assert(strstr(err, "'magic'"), "%s", err);
+	/* version */
+	memcpy(q, p, len);
+	q[8] = 9;
+	fix_crc(q, len);
+	cr_assert_eq(load(m, dev, &x, q, len, err, sizeof(err)), -EBADMSG);
+	cr_assert(strstr(err, "'version'"), "%s", err);
+	/* a flipped bit anywhere: the CRC */
+	memcpy(q, p, len);
+	q[len / 2] ^= 0x10;
+	cr_assert_eq(load(m, dev, &x, q, len, err, sizeof(err)), -EBADMSG);
+	cr_assert(strstr(err, "'crc'"), "%s", err);
+	/* a consistent CRC over a corrupted record: the field check (first value record's loc) */
+	memcpy(q, p, len);
+	q[104 + 80] = 7;
+	fix_crc(q, len);
+	cr_assert_eq(load(m, dev, &x, q, len, err, sizeof(err)), -EBADMSG);
+	cr_assert(strstr(err, "field 'loc'"), "%s", err);
+	/* a huge weight size */
+	memcpy(q, p, len);
+	q[8 + 4 + 32 + 8 + 8 + 8 + 8 + 7] = 0x7f;
+	fix_crc(q, len);
+	cr_assert_eq(load(m, dev, &x, q, len, err, sizeof(err)), -EBADMSG);
+	cr_assert(strstr(err, "weight_bytes"), "%s", err);
+	/* other input shapes */
+	cr_assert_eq(onnx_tensor_alloc(&x2, ONNX_FLOAT, 4, xd), 0);
+	cr_assert_eq(load(m, dev, &x2, p, len, err, sizeof(err)), -EINVAL);
+	cr_assert(strstr(err, "'model_digest'"), "%s", err);
+	/* another device geometry */
+	cr_assert_eq(accel_open("sim:rows=2,cols=2", &small), 0);
+	cr_assert_eq(load(m, small, &x, p, len, err, sizeof(err)), -ENODEV);
+	cr_assert(strstr(err, "'geometry."), "%s", err);
+	accel_close(small);
+	free(q);
+	free(p);
+	onnx_tensor_release(&x2);
+	onnx_tensor_release(&x);
+	onnx_model_free(m);
+}
+
+/* The ISA 2 steps: x[2,3,4,5] -> Transpose(0,2,1,3) -> Div(by a constant row) -> Sigmoid ->
+ * HardSwish -> Softmax(last axis) -> LayerNormalization(gamma, beta) -> Tanh: all device steps of one
+ * chain, within the default tolerance of the CPU reference (vector-unit fp32 functions <= 6e-7). */
+Test(onnx_compile, vector_unit_steps_match_cpu_reference)
+{
+	static const int64_t xd[4] = { 2, 3, 4, 5 }, rd[1] = { 5 }, perm[4] = { 0, 2, 1, 3 };
+	struct mb *b = mb_new(17);
+	struct onnx_model *m = NULL;
+	struct onnx_compiled *cm = NULL;
+	struct onnx_compiled_info ci;
+	struct onnx_tensor x, y, ref;
+	Onnx__NodeProto *n;
+	char err[512] = "";
+	const uint8_t *buf;
+	size_t len;
+
+	init_rand(b, "d", 1, rd);
+	init_rand(b, "gamma", 1, rd);
+	init_rand(b, "beta", 1, rd);
+	mb_input(b, "x");
+	n = mb_node(b, "Transpose", "x", "t");
+	mb_attr_ints(b, n, "perm", perm, 4);
+	mb_node(b, "Div", "t,d", "q");
+	mb_node(b, "Sigmoid", "q", "s");
+	mb_node(b, "HardSwish", "s", "h");
+	mb_node(b, "Softmax", "h", "sm");
+	mb_node(b, "LayerNormalization", "sm,gamma,beta", "ln");
+	mb_node(b, "Tanh", "ln", "y");
+	mb_output(b, "y");
+	buf = mb_pack(b, &len);
+	cr_assert_eq(onnx_model_load_mem(buf, len, 0, &m, err, sizeof(err)), 0, "load: %s", err);
+	mb_free(b);
+	cr_assert_eq(onnx_tensor_alloc(&x, ONNX_FLOAT, 4, xd), 0);
+	for (size_t i = 0; i < x.count; i++)
+		((float *)x.data)[i] = 3.0f * frand();
+	cr_assert_eq(onnx_run(m, NULL, &x, 1, &ref, 1, NULL), 0, "%s", onnx_model_error(m));
+	cr_assert_eq(onnx_compile(m, dev, &x, 1, 0, &cm, err, sizeof(err)), 0, "compile: %s", err);
+	onnx_compiled_info(cm, &ci);
+	cr_assert_eq(ci.device_steps, 7, "device steps %u", ci.device_steps);
+	cr_assert_eq(ci.host_steps, 0);
+	cr_assert_eq(ci.chains, 1);
+	cr_assert_eq(onnx_compiled_run(cm, &x, 1, &y, 1, NULL), 0, "%s", onnx_compiled_error(cm));
+	cr_assert_eq(y.ndim, 4);
+	cr_assert_eq(y.dims[1], 4);
+	cr_assert_eq(y.dims[2], 3);
+	expect_equal_close(&y, &ref);
+	onnx_tensor_release(&y);
+	onnx_compiled_free(cm);
+	onnx_tensor_release(&ref);
+	onnx_tensor_release(&x);
+	onnx_model_free(m);
+}
