@@ -87,8 +87,8 @@ struct onnx_node_info {
 	const char *reason;
 	int ran_on_device;		/* last onnx_run with a device: 1 device, 0 host, -1 not run there */
 };
-unsigned onnx_model_n_graph_nodes(const struct onnx_model *m);
-int onnx_model_node_info(const struct onnx_model *m, unsigned i, struct onnx_node_info *out);
+ONNX_API unsigned onnx_model_n_graph_nodes(const struct onnx_model *m);
+ONNX_API int onnx_model_node_info(const struct onnx_model *m, unsigned i, struct onnx_node_info *out);
 
 /* A graph input or output as the model declares it (dtype 0 / ndim -1 when not declared; a dimension
  * of -1 is symbolic or unknown). */
@@ -98,8 +98,8 @@ struct onnx_value_desc {
 	int ndim;
 	int64_t dims[ONNX_MAX_DIMS];
 };
-int onnx_model_input_desc(const struct onnx_model *m, unsigned i, struct onnx_value_desc *out);
-int onnx_model_output_desc(const struct onnx_model *m, unsigned i, struct onnx_value_desc *out);
+ONNX_API int onnx_model_input_desc(const struct onnx_model *m, unsigned i, struct onnx_value_desc *out);
+ONNX_API int onnx_model_output_desc(const struct onnx_model *m, unsigned i, struct onnx_value_desc *out);
 
 /* Per-run statistics. */
 struct onnx_run_stats {
@@ -129,7 +129,7 @@ struct onnx_node_profile {
 	struct accel_counters counters;	/* summed over the node's jobs */
 };
 /* onnx_run() that also fills prof[onnx_model_n_graph_nodes(m)] (NULL: same as onnx_run). */
-int onnx_run_profile(struct onnx_model *m, struct accel_dev *dev, const struct onnx_tensor *inputs,
+ONNX_API int onnx_run_profile(struct onnx_model *m, struct accel_dev *dev, const struct onnx_tensor *inputs,
 		     unsigned n_inputs, struct onnx_tensor *outputs, unsigned n_outputs, struct onnx_run_stats *stats,
 		     struct onnx_node_profile *prof);
 
@@ -144,12 +144,12 @@ int onnx_run_profile(struct onnx_model *m, struct accel_dev *dev, const struct o
  */
 struct onnx_compiled;
 #define ONNX_COMPILE_NO_FUSE 0x1u	/* no compiler fusion (the loader's Conv+BN/Relu/Clip folding stays) */
-int onnx_compile(struct onnx_model *m, struct accel_dev *dev, const struct onnx_tensor *shapes, unsigned n_shapes,
+ONNX_API int onnx_compile(struct onnx_model *m, struct accel_dev *dev, const struct onnx_tensor *shapes, unsigned n_shapes,
 		 unsigned flags, struct onnx_compiled **out, char *err, size_t errlen);
-int onnx_compiled_run(struct onnx_compiled *cm, const struct onnx_tensor *inputs, unsigned n_inputs,
+ONNX_API int onnx_compiled_run(struct onnx_compiled *cm, const struct onnx_tensor *inputs, unsigned n_inputs,
 		      struct onnx_tensor *outputs, unsigned n_outputs, struct onnx_run_stats *stats);
-void onnx_compiled_free(struct onnx_compiled *cm);
-const char *onnx_compiled_error(const struct onnx_compiled *cm);
+ONNX_API void onnx_compiled_free(struct onnx_compiled *cm);
+ONNX_API const char *onnx_compiled_error(const struct onnx_compiled *cm);
 
 /* The plan's summary (accel-run --info). */
 struct onnx_compiled_info {
@@ -164,7 +164,7 @@ struct onnx_compiled_info {
 	uint64_t peak_bytes;		/* arena + weights */
 	uint64_t lower_bound;		/* the largest live set + weights */
 };
-int onnx_compiled_info(const struct onnx_compiled *cm, struct onnx_compiled_info *out);
+ONNX_API int onnx_compiled_info(const struct onnx_compiled *cm, struct onnx_compiled_info *out);
 /* Step i (0 .. n_graph_nodes-1, graph node order): what the compiler made of graph node i. */
 struct onnx_compiled_step {
 	const char *name, *op;
@@ -175,7 +175,7 @@ struct onnx_compiled_step {
 	int64_t out_offset;		/* arena offset of its output (-1: none) */
 	uint64_t out_bytes;
 };
-int onnx_compiled_step_info(const struct onnx_compiled *cm, unsigned node, struct onnx_compiled_step *out);
+ONNX_API int onnx_compiled_step_info(const struct onnx_compiled *cm, unsigned node, struct onnx_compiled_step *out);
 
 /*
  * Save / load a compiled model (Documentation/onnx.md, "Compiled-model files"): magic, format version,
@@ -184,10 +184,10 @@ int onnx_compiled_step_info(const struct onnx_compiled *cm, unsigned node, struc
  * its nodes), the same input shapes and a device of the same geometry; any mismatch, truncation or
  * corruption is -EINVAL/-EBADMSG/-ENODEV with a message naming the field.
  */
-int onnx_compiled_save(const struct onnx_compiled *cm, const char *path, char *err, size_t errlen);
-int onnx_compiled_load(struct onnx_model *m, struct accel_dev *dev, const struct onnx_tensor *shapes,
+ONNX_API int onnx_compiled_save(const struct onnx_compiled *cm, const char *path, char *err, size_t errlen);
+ONNX_API int onnx_compiled_load(struct onnx_model *m, struct accel_dev *dev, const struct onnx_tensor *shapes,
 		       unsigned n_shapes, const char *path, struct onnx_compiled **out, char *err, size_t errlen);
-int onnx_compiled_load_mem(struct onnx_model *m, struct accel_dev *dev, const struct onnx_tensor *shapes,
+ONNX_API int onnx_compiled_load_mem(struct onnx_model *m, struct accel_dev *dev, const struct onnx_tensor *shapes,
 			   unsigned n_shapes, const void *buf, size_t len, struct onnx_compiled **out, char *err,
 			   size_t errlen);
 
