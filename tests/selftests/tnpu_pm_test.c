@@ -9,6 +9,18 @@
 
 #define WAKEALARM "/sys/class/rtc/rtc0/wakealarm"
 
+/*
+ * Under TCG the guest's timers stop working after an S3 resume (sleep(1) never returns), which
+ * would break every suite after this one: it sleeps the system only when named on its own
+ * (tests/vm/run-vm-tests tnpu_pm_test), never in the default run of all suites.
+ */
+static bool requested_alone(void)
+{
+	const char *s = getenv("TNPU_EXPLICIT_SUITES");
+
+	return s && !strcmp(s, "tnpu_pm_test");
+}
+
 static bool can_sleep(void)
 {
 	char buf[128] = "";
@@ -66,6 +78,8 @@ TEST_F(pm, jobs_across_and_after_system_sleep_complete_without_a_reset)
 	uint64_t *data = self->c.data.map;
 	int i;
 
+	if (!requested_alone())
+		SKIP(return, "S3 stops the guest's timers: run alone, run-vm-tests tnpu_pm_test");
 	if (!can_sleep())
 		SKIP(return, "no S3 or no RTC wake alarm");
 	ASSERT_EQ(0, tnpu_run_fence(&self->c, 0, self->c.data.va, 1));
