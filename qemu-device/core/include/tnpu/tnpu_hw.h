@@ -701,7 +701,7 @@ enum tnpu_insn_op {
 	TNPU_OP_SFU = 3,
 };
 /* LD: [2] target (0 input buffer, 1 weight queue), [3] ZSKIP (build bitmask),
- *     [7:4] rf window index of the operand, [9:8] slot, [11:10] reserved. */
+ *     [7:4] rf window index of the operand, [9:8] slot, [10] MCAST, [11] WIDE (depthwise block, below). */
 #define TNPU_LD_WQ		TNPU_BIT(2)
 #define TNPU_LD_ZSKIP		TNPU_BIT(3)
 #define TNPU_LD_RF(i)		TNPU_GET(i, 7, 4)
