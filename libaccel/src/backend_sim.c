@@ -364,6 +364,12 @@ static int parse_opts(struct accel_dev *dev, struct tnpu_config *cfg, uint32_t *
 			dev->dw_off = !strcmp(eq + 1, "off");
 			continue;
 		}
+		if (!strcmp(tok, "dw-wide")) {
+			if (strcmp(eq + 1, "on") && strcmp(eq + 1, "off"))
+				return accel_seterr(dev, -EINVAL, "sim option dw-wide=%s: expected on or off", eq + 1);
+			dev->dw_narrow = !strcmp(eq + 1, "off");
+			continue;
+		}
 		if (!strcmp(tok, "stream")) {
 			if (strcmp(eq + 1, "on") && strcmp(eq + 1, "off") && strcmp(eq + 1, "only"))
 				return accel_seterr(dev, -EINVAL, "sim option stream=%s: expected on, off or only", eq + 1);

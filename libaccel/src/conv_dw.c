@@ -29,6 +29,8 @@ struct dwg {
 	uint64_t in_va, in_sn, in_sh, w_va, out_va, out_sn, out_sh;
 	uint8_t dt, out_dt;
 	bool bias;		/* the epilogue adds a bias vector (loaded in the prologue) */
+	bool wide;		/* WIDE multicast LDs: the window crosses at 256 B/cycle (isa.md "WIDE") */
+	uint32_t rate_mc;	/* bytes/cycle of the window's multicast (wide path or distribution unit) */
 };
 
 struct dwp {
@@ -229,7 +231,7 @@ static void dw_config_run(struct accel_cmdstream *cs, const struct dwg *g, const
 		.repeat = (uint16_t)iters, .sfu_rf = 3, .dw_rf = 2,
 	};
 	uint16_t ins[3] = {
-		(uint16_t)(TNPU_INSN_LD(0, 0, false, false) | TNPU_LD_MCAST),
+		(uint16_t)(TNPU_INSN_LD(0, 0, false, false) | TNPU_LD_MCAST | (g->wide ? TNPU_LD_WIDE : 0)),
 		(uint16_t)(TNPU_INSN_MAC(0, 0, 0, false, p->use_sfu) | TNPU_MAC_DW),
 		TNPU_INSN_ST(0, 1, !p->use_sfu),
 	};
@@ -359,7 +361,7 @@ static double dw_sim(const struct accel_caps *c, const struct dwg *g, const stru
 		for (unsigned j = 0; j < nch; j++) {
 			uint64_t k = k0[j + 1] - k0[j], rows_in = j ? k * d->E * g->sy :
 				(k * d->E - 1) * g->sy + (g->R - 1) * g->dy + 1;
-			uint64_t dist = cdiv(rows_in * box_w, c->rate_dispatch);
+			uint64_t dist = cdiv(rows_in * box_w, c->rate_dispatch);	/* conservative: see conv_dw_lower */
 
 			uint64_t busy = TNPU_CYC_EXE + 3 * k + ACCEL_MAX(ACCEL_MAX(dist, k * mac), k * (sfu_c + st)) +
 					sfu_c + st;
@@ -386,10 +388,11 @@ struct dw_work {
 	uint64_t issued, dist, mac, drain;
 };
 
-static uint64_t dw_work_cycles(const struct dw_work *a, const struct dw_work *b, uint64_t tile_drain)
+static uint64_t dw_work_cycles(const struct dw_work *a, const struct dw_work *b, uint64_t tile_drain,
+			       uint32_t rate_mc)
 {
 	return (a->issued - b->issued) +
-	       ACCEL_MAX(ACCEL_MAX(cdiv(a->dist - b->dist, TNPU_RATE_DISPATCH), a->mac - b->mac), a->drain - b->drain) +
+	       ACCEL_MAX(ACCEL_MAX(cdiv(a->dist - b->dist, rate_mc), a->mac - b->mac), a->drain - b->drain) +
 	       tile_drain;
 }
 
@@ -456,9 +459,9 @@ static double dw_sim_stream(const struct accel_caps *c, const struct dwg *g, con
 			w.mac += mac;
 			w.drain += sfu_c + st;
 			lo = hi;
-			out_t = (int64_t)(t0 + TNPU_CYC_EXE + dw_work_cycles(&w, &(struct dw_work){ 0 }, sfu_c + st));
+			out_t = (int64_t)(t0 + TNPU_CYC_EXE + dw_work_cycles(&w, &(struct dw_work){ 0 }, sfu_c + st, g->rate_mc));
 			for (unsigned i = 0; i < nw; i++)
-				out_t = ACCEL_MAX(out_t, (int64_t)(ready[i] + dw_work_cycles(&w, &pre[i], sfu_c + st)));
+				out_t = ACCEL_MAX(out_t, (int64_t)(ready[i] + dw_work_cycles(&w, &pre[i], sfu_c + st, g->rate_mc)));
 			out_prev = (uint64_t)out_t;
 			S = ACCEL_MAX(S, out_prev) + (uint64_t)(o1 - o0) * srow;
 		}
@@ -487,10 +490,12 @@ static void dw_segment(struct accel_cmdstream *cs, const struct dwg *g, const st
 		uint32_t hi = ACCEL_MIN(d->in_rows, (k0[j + 1] * d->E - 1) * g->sy + (g->R - 1) * g->dy + 1);
 		int64_t r0 = ACCEL_MAX(iy0 + lo, 0), r1 = ACCEL_MIN(iy0 + hi, (int64_t)g->H);
 
-		/* SRAM rows outside the image must read as zero: clear those an earlier segment wrote */
-		if (s >= 2 && iy0 + lo < 0)
+		/* SRAM rows outside the image must read as zero: clear those an earlier segment wrote.  With
+		 * one segment per image every segment of a half puts the same image rows at the same SRAM
+		 * rows, so its padding rows were never written (they are clean since the job start). */
+		if (s >= 2 && d->nseg > 1 && iy0 + lo < 0)
 			dw_zero(cs, h, d->in_off + lo * d->P_in, d->P_in, (uint32_t)ACCEL_MIN(-(iy0 + lo), hi - lo));
-		if (s >= 2 && iy0 + hi > (int64_t)g->H) {
+		if (s >= 2 && d->nseg > 1 && iy0 + hi > (int64_t)g->H) {
 			uint32_t z0 = (uint32_t)ACCEL_MAX((int64_t)lo, (int64_t)g->H - iy0);
 
 			dw_zero(cs, h, d->in_off + z0 * d->P_in, d->P_in, hi - z0);
@@ -567,6 +572,12 @@ int conv_dw_lower(struct accel_dev *dev, struct mm_ctx *x, const struct accel_co
 	g.oe = p->out_dtype == TNPU_DTYPE_INT8 ? 1 : 4;
 	CONV_SHAPE_FILL(g, cd);
 	g.bias = (p->sfu.ops & TNPU_SFU_OP_BIAS) != 0;
+	/* WIDE multicast (isa.md "WIDE") whenever the device has it.  dw_sim (plans with semaphores)
+	 * keeps estimating the window at the distribution unit's rate: it counts the padding lines the
+	 * hardware skips, so at the wide rate it would under-estimate and prefer semaphore plans that are
+	 * slower than the STREAM plan it is compared with; dw_sim_stream (written lines only) uses rate_mc. */
+	g.wide = (c->features & TNPU_FEAT_DW_WIDE) && !dev->dw_narrow;
+	g.rate_mc = g.wide ? TNPU_RATE_WIDE_MCAST : c->rate_dispatch;
 	if (g.R > 255 || g.S > 255 || g.C > 65535 || in->strides[3] != (int64_t)g.C * g.e ||
 	    wt->strides[0] != (int64_t)g.R * g.S * g.e ||
 	    out->strides[3] != (int64_t)g.C * g.oe || out->strides[1] != (int64_t)g.oe)

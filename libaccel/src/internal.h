@@ -51,6 +51,7 @@ struct accel_dev {
 	uint8_t conv_mode;	/* sim option conv=auto|im2col|direct (0/1/2): convolution lowering */
 	uint8_t dw_off;		/* sim option dw=off: no depthwise block lowering (conv_dw.c) */
 	uint8_t dw_map;		/* sim option dw=col|col-kc|ch|ch-kc: 1 + forced mapping (conv_dw.c); 0 auto */
+	uint8_t dw_narrow;	/* sim option dw-wide=off: depthwise windows without WIDE multicast (before/after) */
 	uint8_t stream_off;	/* sim option stream=off (1): depthwise without STREAM bands; =only (2): only with */
 	struct accel_trace *trace;	/* job-timeline recording (trace.c), NULL if never begun */
 	char err[320];

@@ -84,8 +84,9 @@ int main(int argc, char **argv)
 		save(argv[1], "im2col-isa", &cb);
 		tcb_free(&cb);
 	}
-	{
-		/* depthwise block: STREAM AUX weights, STREAM input band, MCAST LD + DW MAC + ST, STREAM D2H */
+	for (int wide = 0; wide < 2; wide++) {
+		/* depthwise block: STREAM AUX weights, STREAM input band, MCAST LD + DW MAC + ST, STREAM D2H;
+		 * then the same with a WIDE multicast LD (issue #16) */
 		unsigned tn = 4, C = cfg.pes * tn, ow = 8;
 		uint32_t pitch = (ow + 2) * C;
 		struct tnpu_dw_param dp = { .oh = 1, .ow = (uint16_t)ow, .pix = (uint16_t)C, .r = 3, .s = 3,
@@ -98,7 +99,8 @@ int main(int argc, char **argv)
 			{ .addr = 20480, .col_stride = (int32_t)(ow * C * 4), .pe_stride = (int32_t)(tn * 4), .pitch = C * 4,
 			  .rows = (uint16_t)ow, .cols = (uint16_t)tn, .dtype = TNPU_DTYPE_INT32 },
 		};
-		uint16_t ins[] = { TNPU_INSN_LD(1, 0, 1, 0), TNPU_INSN_LD(0, 0, 0, 0) | TNPU_LD_MCAST,
+		uint16_t ins[] = { TNPU_INSN_LD(1, 0, 1, 0),
+				   (uint16_t)(TNPU_INSN_LD(0, 0, 0, 0) | TNPU_LD_MCAST | (wide ? TNPU_LD_WIDE : 0)),
 				   TNPU_INSN_MAC(0, 0, 0, 0, 0) | TNPU_MAC_DW, TNPU_INSN_ST(0, 2, 1) };
 		struct tnpu_cfg_hdr h = { .n_instr = 4, .n_operands = 4, .loop_start = 1, .loop_end = 3, .repeat = 2,
 					  .mode = TNPU_CFG_MODE_WQ_PUT(TNPU_WQ_RQ), .dw_rf = 3 };
@@ -137,7 +139,7 @@ int main(int argc, char **argv)
 		b.band_step = 1;
 		tcb_raw(&cb, &b, sizeof(b));
 		tcb_fence(&cb, va + 60000, 9);
-		save(argv[1], "dw-stream", &cb);
+		save(argv[1], wide ? "dw-wide" : "dw-stream", &cb);
 		tcb_free(&cb);
 	}
 	{

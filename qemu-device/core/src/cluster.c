@@ -17,6 +17,7 @@
 /* Per-EXE cycle accounting of one row. */
 struct exe_acct {
 	uint64_t issued, dist_bytes, mac, sfu, st;
+	uint64_t wide_bytes;	/* of dist_bytes: WIDE multicast blocks (256 B/cycle, isa.md "WIDE") */
 	uint64_t dw_macs, other_macs;	/* MACs of the run: DW MACs overlap SFU/ST (cycle-model.md) */
 };
 
@@ -76,7 +77,9 @@ static uint32_t cfail_addr(struct rowctx *rc, uint32_t err, uint64_t addr)
  * run overlaps the SFU/ST drain of each tile with the next tile's MACs. */
 static uint64_t exe_work(const struct exe_acct *a, bool dw_run)
 {
-	uint64_t dist = div_ceil_u64(a->dist_bytes, TNPU_RATE_DISPATCH);
+	uint64_t dist = a->wide_bytes ? div_ceil_u64(2 * (a->dist_bytes - a->wide_bytes) + a->wide_bytes,
+						     TNPU_RATE_WIDE_MCAST) :
+					div_ceil_u64(a->dist_bytes, TNPU_RATE_DISPATCH);
 
 	if (dw_run)
 		return a->issued + TNPU_MAX(TNPU_MAX(dist, a->mac), a->sfu + a->st) +
@@ -88,6 +91,7 @@ static struct exe_acct acct_sub(const struct exe_acct *a, const struct exe_acct 
 {
 	return (struct exe_acct){
 		.issued = a->issued - b->issued, .dist_bytes = a->dist_bytes - b->dist_bytes,
+		.wide_bytes = a->wide_bytes - b->wide_bytes,
 		.mac = a->mac - b->mac, .sfu = a->sfu - b->sfu, .st = a->st - b->st,
 		.dw_macs = a->dw_macs - b->dw_macs, .other_macs = a->other_macs - b->other_macs,
 	};
@@ -198,7 +202,7 @@ static uint32_t validate_insn(uint16_t w)
 		return TNPU_ERR_INSTR;
 	switch (TNPU_INSN_OP(w)) {
 	case TNPU_OP_LD:
-		return (w & TNPU_LD_RSVD) ? TNPU_ERR_INSTR : 0;
+		return ((w & TNPU_LD_RSVD) || ((w & TNPU_LD_WIDE) && !(w & TNPU_LD_MCAST))) ? TNPU_ERR_INSTR : 0;
 	case TNPU_OP_ST:
 		return (w & TNPU_ST_RSVD) ? TNPU_ERR_INSTR : 0;
 	case TNPU_OP_MAC:
@@ -350,6 +354,8 @@ static uint32_t do_ld(struct rowctx *rc, uint16_t w)
 			ld_span(rc, o, extent, &lo, &hi);
 		exe_wait_lines(rc, lo, hi);
 		rc->a.dist_bytes += d;
+		if (w & TNPU_LD_WIDE)
+			rc->a.wide_bytes += d;
 	} else {
 		uint64_t lo, hi;
 

@@ -75,6 +75,9 @@ static void dw_case_expect(uint64_t seed, bool f32, bool trans, unsigned repeat,
 	struct tnpu_cfg_hdr h = { .n_instr = 4, .n_operands = 4, .loop_end = 3, .repeat = (uint16_t)repeat,
 				  .mode = TNPU_CFG_MODE_WQ_PUT(TNPU_WQ_RQ), .dw_rf = 3 };
 
+	if (seed & 1)	/* WIDE multicast: same results (isa.md "WIDE") */
+		ins[0] |= TNPU_LD_WIDE;
+
 	cr_assert_leq(oof + cols * tm * C * 4, cfg.sram / 2, "seed %llu: test case too large", (unsigned long long)seed);
 	for (unsigned i = 0; i < IH * IW * C; i++) {
 		if (f32) {
@@ -476,12 +479,12 @@ Test(dw, bad_encodings_stop_with_documented_errors)
 		cr_assert_eq(run(), TNPU_ERR_CONFIG);
 		good_job();
 		h.dw_rf = 3;
-		/* MAC bit 11 and LD bit 11 stay reserved; MCAST needs a dense tile */
+		/* MAC bit 11 stays reserved; LD bit 11 (WIDE) needs MCAST; MCAST needs a dense tile */
 		ins[2] |= 0x0800;
 		dispatch(0, h, ins, ops, LAST, 1);
 		cr_assert_eq(run(), TNPU_ERR_INSTR);
 		ins[2] &= (uint16_t)~0x0800u;
-		ins[0] |= 0x0800;
+		ins[0] = (uint16_t)((ins[0] & ~TNPU_LD_MCAST) | TNPU_LD_WIDE);
 		dispatch(0, h, ins, ops, LAST, 1);
 		cr_assert_eq(run(), TNPU_ERR_INSTR);
 		ins[0] = TNPU_INSN_LD(1, 0, 1, 0) | TNPU_LD_MCAST;
@@ -534,7 +537,55 @@ Test(dw, bad_encodings_stop_with_documented_errors)
 	good_job();
 }
 
-/* CAP_FEATURES bit 7 and CAP_PORTS describe the depthwise block (registers.md). */
+/* WIDE (isa.md): the MCAST block crosses at 256 B/cycle, everything else (weights, packet) at 128;
+ * the delivered-bytes counter and the results are the narrow run's. */
+Test(dw, wide_mcast_halves_the_window_distribution)
+{
+	/* a 1x1 stride-2 window: 1 MAC per output element, so the row waits for the distribution */
+	unsigned cols = cfg.cols, pes = cfg.pes, tn = 4, C = pes * tn, ow = 32, reps = 1;
+	struct tnpu_dw_param dp = { .oh = 1, .ow = (uint16_t)ow, .pix = (uint16_t)C, .r = 1, .s = 1, .stride_y = 2,
+				    .stride_x = 2, .dil_y = 1, .dil_x = 1 };
+	uint32_t ow_in = 2 * ow - 1, ipitch = (ow_in + 1) * C;
+	struct tnpu_operand ops[4] = {
+		t_opnd(0, (int32_t)(2 * ipitch), (int32_t)tn, ipitch, 1, (ow_in - 1) * C + tn, TNPU_DTYPE_INT8, 0),
+		t_opnd(8192, 0, (int32_t)tn, 1, tn, 1, TNPU_DTYPE_INT8, TNPU_OPF_TRANS),
+		t_opnd(12288, (int32_t)(ow * C * 4), (int32_t)(tn * 4), C * 4, ow, tn, TNPU_DTYPE_INT32, 0),
+		dwrec(&dp),
+	};
+	uint16_t ins[] = { TNPU_INSN_LD(1, 0, 1, 0), TNPU_INSN_LD(0, 0, 0, 0) | TNPU_LD_MCAST,
+			   TNPU_INSN_MAC(0, 0, 0, 0, 0) | TNPU_MAC_DW, TNPU_INSN_ST(0, 2, 1) };
+	struct tnpu_cfg_hdr h = { .n_instr = 4, .n_operands = 4, .loop_start = 1, .loop_end = 3,
+				  .repeat = (uint16_t)reps, .mode = TNPU_CFG_MODE_WQ_PUT(TNPU_WQ_RQ), .dw_rf = 3 };
+	uint64_t issued = 1 + 3 * reps, mac = (ow * tn + 15) / 16, sfu = (ow * tn + 63) / 64,
+		 st = (ow * tn * 4 * pes + 127) / 128, narrow[2], wide[2], wb = (uint64_t)pes * tn, box, busy[2];
+
+	box = (uint64_t)(2 * (cols - 1) + 1) * ow_in * C;
+	for (int wd = 0; wd < 2; wd++) {
+		uint64_t *r = wd ? wide : narrow;
+
+		ins[1] = (uint16_t)(TNPU_INSN_LD(0, 0, 0, 0) | TNPU_LD_MCAST | (wd ? TNPU_LD_WIDE : 0));
+		/* every line of the window written (a job starts clean), so the whole block is delivered */
+		tcb_dma_fill(&cb, 0, TNPU_DMA_ROW_ALL, 0, 0, 8192, 1);
+		dispatch(0, h, ins, ops, LAST, 1);
+		cr_assert_eq(run(), 0, "%s", tnpu_err_name(res.error));
+		r[0] = res.counters[TNPU_CNT_COMPUTE_CYCLES];
+		r[1] = res.counters[TNPU_CNT_BYTES_DISPATCH] - res.counters[TNPU_CNT_BYTES_CONFIG];
+	}
+	cr_assert_eq(narrow[1], wide[1]);
+	cr_assert_eq(narrow[1], 1 + wb + box);	/* the EXE byte, the weights, the block */
+	/* dist: narrow ⌈(1 + wb + box)/128⌉; wide ⌈(2(1 + wb) + box)/256⌉ (only the block is WIDE) */
+	for (int wd = 0; wd < 2; wd++) {
+		uint64_t dist = wd ? (2 * (1 + wb) + box + 255) / 256 : (1 + wb + box + 127) / 128;
+
+		busy[wd] = TNPU_CYC_EXE + issued + MAX(dist, MAX(reps * mac, reps * (sfu + st))) +
+			   (reps * (sfu + st) + reps - 1) / reps;
+	}
+	cr_assert_eq(narrow[0], (1 + 16 + 8 + 128 + 127) / 128 + busy[0]);	/* CONFIG parse + the EXE */
+	cr_assert_eq(wide[0], (1 + 16 + 8 + 128 + 127) / 128 + busy[1]);
+	cr_assert_gt(narrow[0], wide[0]);
+}
+
+/* CAP_FEATURES bit 7 (bit 17: WIDE) and CAP_PORTS describe the depthwise block (registers.md). */
 Test(dw, capability_registers_advertise_the_block)
 {
 	struct tnpu_config c;
@@ -546,6 +597,7 @@ Test(dw, capability_registers_advertise_the_block)
 	cr_assert_eq(tnpu_core_new(&c, &core, NULL, 0), 0);
 	cr_assert_eq(tnpu_core_reg_read(core, TNPU_REG_CAP_FEATURES, 4, &v), TNPU_REG_OK);
 	cr_assert_eq(v & TNPU_FEAT_DEPTHWISE, TNPU_FEAT_DEPTHWISE);
+	cr_assert_eq(v & TNPU_FEAT_DW_WIDE, TNPU_FEAT_DW_WIDE);
 	cr_assert_eq(tnpu_core_reg_read(core, TNPU_REG_CAP_PORTS, 4, &v), TNPU_REG_OK);
 	cr_assert_eq(TNPU_CAP_PORTS_RATE(v), 256);
 	cr_assert_eq(TNPU_CAP_PORTS_NUM(v), 3);

@@ -247,7 +247,8 @@ Test(conv_dw, block_off_gives_the_same_results)
 
 /* Each of the block's four mappings forced (units split columns or channels, clusters split rows or
  * channels; sim option dw=col|col-kc|ch|ch-kc), with STREAM bands (stream=only) and without
- * (stream=off): the same reference results, including the AXIS_G
+ * (stream=off), with WIDE multicast windows (default) and without (dw-wide=off): the same reference
+ * results, including the AXIS_G
  * channel bands, batches (both halves), several segments and stride/dilation/padding variants. */
 Test(conv_dw, every_mapping_matches_reference)
 {
@@ -259,18 +260,21 @@ Test(conv_dw, every_mapping_matches_reference)
 		  .dh = 1, .dw = 2, .out = 1, .bias = true },
 		{ .n = 1, .c = 48, .h = 13, .w = 5, .r = 5, .s = 3, .sh = 1, .sw = 2, .pt = 2, .pl = 1, .pb = 2, .pr = 1,
 		  .dh = 1, .dw = 1, .out = 2 },
+		/* batch, stride 2, one segment per image: the halves' padding rows are not re-zeroed */
+		{ .n = 5, .c = 32, .h = 10, .w = 9, .r = 3, .s = 3, .sh = 2, .sw = 2, .pt = 1, .pl = 1, .pb = 1, .pr = 1,
+		  .dh = 1, .dw = 1, .out = 0, .bias = true },
 	};
 
 	if (!test_is_sim())
 		cr_skip_test("sim option dw=<mapping>");
-	/* every mapping with and without line-tracked (STREAM) bands */
-	for (unsigned m = 0; m < 8; m++) {
+	/* every mapping with and without line-tracked (STREAM) bands and WIDE multicast */
+	for (unsigned m = 0; m < 16; m++) {
 		char spec[96];
 		struct accel_dev *dev;
 		uint64_t s = 0xC0FFEE00ull + m;
 
-		snprintf(spec, sizeof(spec), "sim:rows=2,cols=2,pes=4,sram=65536,dw=%s,stream=%s", maps[m % 4],
-			 m < 4 ? "only" : "off");
+		snprintf(spec, sizeof(spec), "sim:rows=2,cols=2,pes=4,sram=65536,dw=%s,stream=%s,dw-wide=%s",
+			 maps[m % 4], m % 8 < 4 ? "only" : "off", m < 8 ? "on" : "off");
 		dev = open_dev(spec);
 		for (unsigned i = 0; i < sizeof(fixed) / sizeof(fixed[0]); i++)
 			dw_run(dev, &fixed[i], 2000 + 10 * m + i);

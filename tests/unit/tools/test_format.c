@@ -99,6 +99,8 @@ Test(format, features_of_the_v1_device)
 	cr_assert_str_eq(buf, "static-plans line-stream");
 	ai_format_features(0x18000, buf, sizeof(buf));	/* vector units (#16) bits 15, 16 */
 	cr_assert_str_eq(buf, "vector-units sfu-residual");
+	ai_format_features(0x20000, buf, sizeof(buf));	/* wide multicast (#16) bit 17 */
+	cr_assert_str_eq(buf, "dw-wide");
 }
 
 Test(format, class_names)

@@ -158,7 +158,8 @@ extern "C" {
 			 TNPU_FEAT_IM2COL | TNPU_FEAT_SEMAPHORES | TNPU_FEAT_DMA_FILL | TNPU_FEAT_DEPTHWISE | \
 			 TNPU_FEAT_ROW_BUSY | TNPU_FEAT_SPARSE_CNT | \
 			 TNPU_FEAT_ISLANDS | TNPU_FEAT_RINGS | TNPU_FEAT_RING_DMA | TNPU_FEAT_PLAN | \
-			 TNPU_FEAT_STREAM | TNPU_FEAT_VEC | TNPU_FEAT_SFU_RESIDUAL)
+			 TNPU_FEAT_STREAM | TNPU_FEAT_VEC | TNPU_FEAT_SFU_RESIDUAL | \
+			 TNPU_FEAT_DW_WIDE)
 #define TNPU_REG_CAP_CMDBUF	0x0034	/* RO max command-buffer bytes */
 
 #define TNPU_REG_CTRL		0x0040	/* RW */
@@ -709,12 +710,12 @@ enum tnpu_insn_op {
 	TNPU_OP_SFU = 3,
 };
 /* LD: [2] target (0 input buffer, 1 weight queue), [3] ZSKIP (build bitmask),
- *     [7:4] rf window index of the operand, [9:8] slot, [11:10] reserved. */
+ *     [7:4] rf window index of the operand, [9:8] slot, [10] MCAST, [11] WIDE (depthwise block, below). */
 #define TNPU_LD_WQ		TNPU_BIT(2)
 #define TNPU_LD_ZSKIP		TNPU_BIT(3)
 #define TNPU_LD_RF(i)		TNPU_GET(i, 7, 4)
 #define TNPU_LD_SLOT(i)		TNPU_GET(i, 9, 8)
-#define TNPU_LD_RSVD		0x0800u	/* bit 10 = TNPU_LD_MCAST (depthwise block) */
+#define TNPU_LD_RSVD		0x0000u	/* bit 10 = TNPU_LD_MCAST, bit 11 = TNPU_LD_WIDE (depthwise block) */
 /* ST: [3:2] accumulator, [7:4] rf window index of the destination,
  *     [8] RAW (store the accumulator itself instead of the output queue), [11:9] reserved. */
 #define TNPU_ST_ACC(i)		TNPU_GET(i, 3, 2)
@@ -813,6 +814,9 @@ _Static_assert(offsetof(struct tnpu_cmd_dma_bands, band_first) == 56, "dma bands
 
 #define TNPU_LD_MCAST		TNPU_BIT(10)	/* LD: the row's tiles travel as one multicast block */
 #define TNPU_MAC_DW		TNPU_BIT(10)	/* MAC: channel-wise (depthwise) window MAC */
+#define TNPU_LD_WIDE		TNPU_BIT(11)	/* LD (with MCAST): the block crosses at TNPU_RATE_WIDE_MCAST */
+#define TNPU_RATE_WIDE_MCAST	256	/* bytes per cycle per row of the wide multicast path (isa.md) */
+#define TNPU_FEAT_DW_WIDE	TNPU_BIT(17)	/* LD bit 11 WIDE: wide multicast (issue #16) */
 
 /* Depthwise parameter record (register-file entry named by the CONFIG header's dw_rf). */
 struct tnpu_dw_param {
