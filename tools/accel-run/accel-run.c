@@ -3,7 +3,7 @@
  * accel-run - run an ONNX model on a tnpu (issue #10, Documentation/onnx.md).
  *
  *   accel-run MODEL.onnx [--input in.pb ...] [--expect out.pb ...] [--device PATH|sim]
- *             [--cpu] [--atol A] [--rtol R] [--itol N] [--save-outputs PREFIX]
+ *             [--cpu] [--atol A] [--rtol R] [--itol N] [--save-outputs PREFIX] [--repeat N]
  *   accel-run MODEL.onnx --mnist IMAGES LABELS [--batch N] [--device PATH|sim] [--cpu]
  *             [--save-predictions FILE] [--reference-predictions FILE]
  *
@@ -15,6 +15,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 
 #include "classify.h"
 #include "cli.h"
@@ -25,7 +26,7 @@
 static void usage(FILE *f)
 {
 	fprintf(f, "usage: accel-run MODEL.onnx [--input in.pb ...] [--expect out.pb ...] [--device PATH|sim]\n"
-		   "                 [--cpu] [--atol A] [--rtol R] [--itol N] [--save-outputs PREFIX]\n"
+		   "                 [--cpu] [--atol A] [--rtol R] [--itol N] [--save-outputs PREFIX] [--repeat N]\n"
 		   "       accel-run MODEL.onnx --mnist IMAGES LABELS [--batch N] [--device PATH|sim] [--cpu]\n"
 		   "                 [--save-predictions FILE] [--reference-predictions FILE]\n"
 		   "       accel-run --help | --version\n"
@@ -46,6 +47,21 @@ static int parse_tol(const char *opt, const char *v, double *out)
 		return cli_usage_error(PROG, "%s: '%s' is not a non-negative number", opt, v);
 	*out = d;
 	return 0;
+}
+
+static double now_ms(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return ts.tv_sec * 1e3 + ts.tv_nsec / 1e6;
+}
+
+static int cmp_double(const void *a, const void *b)
+{
+	double x = *(const double *)a, y = *(const double *)b;
+
+	return x < y ? -1 : x > y;
 }
 
 static void print_values(const struct onnx_tensor *t)
@@ -82,6 +98,8 @@ int main(int argc, char **argv)
 	struct onnx_tolerance tol = { ONNX_TOL_ATOL, ONNX_TOL_RTOL, ONNX_TOL_ITOL };
 	struct onnx_tensor in[MAX_IO], out[MAX_IO], exp;
 	unsigned n_in = 0, n_exp = 0, n_out, batch = 1000;	/* --batch: images per run (documented default) */
+	unsigned repeat = 1;	/* --repeat: timed inferences on the same inputs (benchmarks) */
+	double *ms = NULL;
 	bool batch_set = false;
 	struct accel_dev *dev = NULL;
 	struct onnx_model *m = NULL;
@@ -120,7 +138,8 @@ int main(int argc, char **argv)
 		}
 		if (strcmp(a, "--input") && strcmp(a, "--expect") && strcmp(a, "--device") && strcmp(a, "--atol") &&
 		    strcmp(a, "--rtol") && strcmp(a, "--itol") && strcmp(a, "--save-outputs") &&
-		    strcmp(a, "--reference-predictions") && strcmp(a, "--save-predictions") && strcmp(a, "--batch"))
+		    strcmp(a, "--reference-predictions") && strcmp(a, "--save-predictions") && strcmp(a, "--batch") &&
+		    strcmp(a, "--repeat"))
 			return cli_usage_error(PROG, "%s: unknown option", a);
 		if (!more)
 			return cli_usage_error(PROG, "%s: needs a value", a);
@@ -152,6 +171,10 @@ int main(int argc, char **argv)
 			ref_preds = v;
 		} else if (!strcmp(a, "--save-predictions")) {
 			save_preds = v;
+		} else if (!strcmp(a, "--repeat")) {
+			if ((ret = cli_u32(PROG, a, v, 1, 100000, &u)))
+				return ret;
+			repeat = u;
 		} else {	/* --batch */
 			if ((ret = cli_u32(PROG, a, v, 1, 1000000, &u)))
 				return ret;
@@ -220,7 +243,24 @@ int main(int argc, char **argv)
 			goto out;
 		}
 	}
-	ret = onnx_run(m, dev, in, n_in, out, n_out, &st);
+	ms = calloc(repeat, sizeof(*ms));
+	if (!ms) {
+		fprintf(stderr, "accel-run: --repeat %u: out of memory\n", repeat);
+		ret = 1;
+		goto out;
+	}
+	/* --repeat N: N inferences on the same inputs, each timed (wall clock, model loaded and device
+	 * open before the first); the outputs and counters printed are those of the last one. */
+	for (unsigned r = 0; r < repeat; r++) {
+		double t0 = now_ms();
+
+		ret = onnx_run(m, dev, in, n_in, out, n_out, &st);
+		ms[r] = now_ms() - t0;
+		if (ret || r + 1 == repeat)
+			break;
+		for (unsigned i = 0; i < n_out; i++)
+			onnx_tensor_release(&out[i]);
+	}
 	for (unsigned i = 0; i < n_in; i++)
 		onnx_tensor_release(&in[i]);
 	if (ret) {
@@ -235,6 +275,11 @@ int main(int argc, char **argv)
 		printf("model %s: %u nodes (%u BatchNormalization folded), %u on the accelerator, %u on the host; "
 		       "device cycles %llu\n", model_path, onnx_model_n_nodes(m), onnx_model_n_folded(m), st.accel_nodes,
 		       st.host_nodes, (unsigned long long)st.counters.total_cycles);
+	if (repeat > 1) {
+		qsort(ms, repeat, sizeof(*ms), cmp_double);
+		printf("run: %.3f ms per inference (median of %u)\n",
+		       repeat & 1 ? ms[repeat / 2] : (ms[repeat / 2 - 1] + ms[repeat / 2]) / 2, repeat);
+	}
 	for (unsigned i = 0; i < n_out; i++) {
 		char desc[96], msg[256];
 		double maxe;
@@ -271,6 +316,7 @@ int main(int argc, char **argv)
 		printf("%s\n", fails ? "FAIL" : "PASS");
 	ret = fails ? 1 : 0;
 out:
+	free(ms);
 	accel_close(dev);
 	onnx_model_free(m);
 	return ret;
