@@ -944,10 +944,14 @@ static uint32_t run_commands(struct tnpu_exec *ex, uint64_t cmd_va, uint32_t cmd
 			break;
 		case TNPU_CMD_DMA_H2D:
 		case TNPU_CMD_DMA_D2H:
+			tnpu_va_hold(ex);
 			err = cmd_dma(ex, c, op == TNPU_CMD_DMA_H2D, async);
+			tnpu_va_unhold(ex);
 			break;
 		case TNPU_CMD_IM2COL:
+			tnpu_va_hold(ex);
 			err = cmd_im2col(ex, c, async);
+			tnpu_va_unhold(ex);
 			break;
 		case TNPU_CMD_DISPATCH:
 			err = cmd_dispatch(ex, c, size, async);
