@@ -1098,7 +1098,9 @@ static uint32_t do_st(struct rowctx *rc, uint16_t w)
 				uint8_t *dst = rc->base + pa + (uint64_t)i * o->pitch;
 				const uint8_t *s = data + (((size_t)c * tm + i) * ld + (size_t)p * tn) * 4;
 
-				if (es == 4) {
+				if (es == 4 && tn == 16) {	/* the usual tile: an inlined 64-byte copy */
+					memcpy(dst, s, 64);
+				} else if (es == 4) {
 					memcpy(dst, s, (size_t)tn * 4);
 				} else {
 					for (unsigned j = 0; j < tn; j++)
