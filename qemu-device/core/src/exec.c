@@ -587,7 +587,7 @@ static uint32_t cmd_im2col(struct tnpu_exec *ex, const uint8_t *c, bool async)
 		box_bytes *= ny * nx;
 		if (box_bytes > TNPU_IM2COL_MAX_FOOTPRINT)
 			return tnpu_fail(ex, TNPU_ERR_TOO_LARGE, 0, 0);
-		box = tnpu_scratch(ex, box_bytes + (uint64_t)TNPU_MIN(cv.kt, TNPU_IM2COL_K_CHUNK) * 24 + 16);
+		box = tnpu_scratch(ex, box_bytes + (uint64_t)TNPU_MIN(cv.kt, TNPU_IM2COL_K_CHUNK) * 28 + 16);
 		if (!box)
 			return tnpu_fail(ex, TNPU_ERR_NOMEM, 0, 0);
 		/* Read the box as runs along the contiguous axis.  Box layout:
@@ -639,7 +639,7 @@ static uint32_t cmd_im2col(struct tnpu_exec *ex, const uint8_t *c, bool async)
 			int64_t *koff = (int64_t *)(void *)(box + ((box_bytes + 15) & ~15ull));
 			uint32_t kchunk = TNPU_MIN(cv.kt, TNPU_IM2COL_K_CHUNK);
 			int32_t *kry = (int32_t *)(void *)(koff + kchunk), *krx = kry + kchunk, *kch = krx + kchunk;
-			uint32_t *krun = (uint32_t *)(void *)(kch + kchunk);
+			uint32_t *krun = (uint32_t *)(void *)(kch + kchunk), *ktap = krun + kchunk;
 			bool nhwc = cv.layout == TNPU_LAYOUT_NHWC;
 			uint8_t padb[4];
 			int32_t kry_min = 0, kry_max = 0, krx_min = 0, krx_max = 0;
@@ -674,6 +674,11 @@ static uint32_t cmd_im2col(struct tnpu_exec *ex, const uint8_t *c, bool async)
 				/* krun[j]: taps j.. that are consecutive in the box (one memcpy each) */
 				for (uint32_t j = jn; j-- > 0;)
 					krun[j] = j + 1 < jn && koff[j + 1] == koff[j] + 1 ? krun[j + 1] + 1 : 1;
+				/* ktap[j]: of those, the ones of the same filter tap (inside or outside the
+				 * image together) */
+				for (uint32_t j = jn; j-- > 0;)
+					ktap[j] = j + 1 < jn && koff[j + 1] == koff[j] + 1 && kry[j + 1] == kry[j] &&
+							  krx[j + 1] == krx[j] ? ktap[j + 1] + 1 : 1;
 				for (uint32_t i = 0; i < cv.mt; i++) {
 					uint64_t m = (uint64_t)cv.m0 + i;
 					uint64_t x = m % cv.ow, y = (m / cv.ow) % cv.oh, b = m / ((uint64_t)cv.ow * cv.oh) - b_lo;
@@ -695,10 +700,22 @@ static uint32_t cmd_im2col(struct tnpu_exec *ex, const uint8_t *c, bool async)
 							       (size_t)krun[j] * cv.e);
 						continue;
 					}
-					for (uint32_t j = 0; j < jn; j++) {
+					for (uint32_t j = 0; j < jn;) {
 						int64_t iy = iy0 + kry[j], ix = ix0 + krx[j];
 						const uint8_t *src = padb;
 
+						if (ktap[j] > 1 && iy >= 0 && iy < cv.h && ix >= 0 && ix < cv.w) {
+							/* a run of one tap inside the image: adjacent in the box */
+							int64_t o = nhwc ? (((int64_t)b * ny + (iy0 - iy_lo)) * nx +
+									    (ix0 - ix_lo)) * nc
+									 : ((int64_t)b * nc * ny + (iy0 - iy_lo)) * nx +
+									   (ix0 - ix_lo);
+
+							memcpy(out + (uint64_t)j * cv.e, box + (uint64_t)(o + koff[j]) * cv.e,
+							       (size_t)ktap[j] * cv.e);
+							j += ktap[j];
+							continue;
+						}
 						if (iy >= 0 && iy < cv.h && ix >= 0 && ix < cv.w) {
 							uint64_t by = iy - iy_lo, bx = ix - ix_lo, idx;
 
@@ -714,6 +731,7 @@ static uint32_t cmd_im2col(struct tnpu_exec *ex, const uint8_t *c, bool async)
 							memcpy(out + (uint64_t)j * 2, src, 2);
 						else
 							out[j] = *src;
+						j++;
 					}
 				}
 			}
