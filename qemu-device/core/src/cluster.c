@@ -893,6 +893,27 @@ static void sfu_f32_row(const float *x, float *y, unsigned n, const float *bias,
 	memcpy(&lo, &p->lo, 4);
 	memcpy(&hi, &p->hi, 4);
 	memcpy(&sc, &p->scale, 4);
+	/* The usual epilogues with the flag tests hoisted (they vectorise); the same operations in
+	 * the same order as the general loop. */
+	switch (p->ops & (TNPU_SFU_OP_BIAS | TNPU_SFU_OP_RELU | TNPU_SFU_OP_CLAMP | TNPU_SFU_OP_REQUANT)) {
+	case TNPU_SFU_OP_BIAS | TNPU_SFU_OP_RELU:
+		for (unsigned j = 0; j < n; j++) {
+			float v = x[j] + bias[j];
+
+			y[j] = v < 0.0f ? 0.0f : v;
+		}
+		return;
+	case TNPU_SFU_OP_BIAS:
+		for (unsigned j = 0; j < n; j++)
+			y[j] = x[j] + bias[j];
+		return;
+	case TNPU_SFU_OP_RELU:
+		for (unsigned j = 0; j < n; j++)
+			y[j] = x[j] < 0.0f ? 0.0f : x[j];
+		return;
+	default:
+		break;
+	}
 	for (unsigned j = 0; j < n; j++) {
 		float v = x[j];
 
