@@ -695,9 +695,18 @@ static uint32_t cmd_im2col(struct tnpu_exec *ex, const uint8_t *c, bool async)
 						int64_t o = nhwc ? (((int64_t)b * ny + (iy0 - iy_lo)) * nx + (ix0 - ix_lo)) * nc
 								 : ((int64_t)b * nc * ny + (iy0 - iy_lo)) * nx + (ix0 - ix_lo);
 
-						for (uint32_t j = 0; j < jn; j += krun[j])
-							memcpy(out + (uint64_t)j * cv.e, box + (uint64_t)(o + koff[j]) * cv.e,
-							       (size_t)krun[j] * cv.e);
+						for (uint32_t j = 0; j < jn; j += krun[j]) {
+							uint8_t *d = out + (uint64_t)j * cv.e;
+							const uint8_t *sb = box + (uint64_t)(o + koff[j]) * cv.e;
+
+							if (cv.e == 4 && krun[j] <= 8) {	/* short runs (NCHW rows of a 3x3
+												 * filter): no libc call */
+								for (uint32_t t = 0; t < krun[j]; t++)
+									memcpy(d + 4 * t, sb + 4 * t, 4);
+							} else {
+								memcpy(d, sb, (size_t)krun[j] * cv.e);
+							}
+						}
 						continue;
 					}
 					for (uint32_t j = 0; j < jn;) {
