@@ -134,7 +134,83 @@ static bool dup(unsigned i, uint32_t v, uint32_t dim, uint32_t lanes, uint32_t l
 	return false;
 }
 
+/*
+ * The search above costs about as much host time as a small layer's simulation, and networks ask
+ * the same question for every image and batch.  A few recent answers are kept per thread, keyed
+ * by everything the search reads (caps, shape, dtypes, operand kinds, the IM2COL geometry);
+ * packed sparse weights are never cached (their densities are behind a pointer).
+ */
+struct plan_key {
+	uint32_t rows, cols, pes, acc_elems, sram_bytes, rate_int8, rate_fp32, rate_dispatch;
+	uint32_t M, N, K, a_kind, b_kind;
+	uint16_t n, h, w, c, r, s, ow, stride_y, dil_y;
+	uint8_t f32, out_dtype, use_sfu, c_trans;
+};
+#define PLAN_CACHE 16
+static _Thread_local struct {
+	struct plan_key key;
+	struct mm_plan plan;
+	int ret;
+	bool used;
+} plan_cache[PLAN_CACHE];
+static _Thread_local unsigned plan_cache_next;
+
+static int mm_plan_search(const struct accel_caps *c, const struct mm_problem *p, struct mm_plan *out);
+
 int mm_plan_choose(const struct accel_caps *c, const struct mm_problem *p, struct mm_plan *out)
+{
+	struct plan_key k;
+	int ret;
+
+	if (p->b.kind == MM_SPARSE)
+		return mm_plan_search(c, p, out);
+	memset(&k, 0, sizeof(k));	/* padding too: keys compare with memcmp */
+	k.rows = c->rows;
+	k.cols = c->cols;
+	k.pes = c->pes;
+	k.acc_elems = c->acc_elems;
+	k.sram_bytes = c->sram_bytes;
+	k.rate_int8 = c->rate_int8;
+	k.rate_fp32 = c->rate_fp32;
+	k.rate_dispatch = c->rate_dispatch;
+	k.M = p->M;
+	k.N = p->N;
+	k.K = p->K;
+	k.a_kind = p->a.kind;
+	k.b_kind = p->b.kind;
+	if (p->a.kind != MM_MAT && p->a.kind != MM_MAT_T) {
+		k.n = p->a.ic.n;
+		k.h = p->a.ic.h;
+		k.w = p->a.ic.w;
+		k.c = p->a.ic.c;
+		k.r = p->a.ic.r;
+		k.s = p->a.ic.s;
+		k.ow = p->a.ic.ow;
+		k.stride_y = p->a.ic.stride_y;
+		k.dil_y = p->a.ic.dil_y;
+	}
+	k.f32 = p->f32;
+	k.out_dtype = p->out_dtype;
+	k.use_sfu = p->use_sfu;
+	k.c_trans = p->c_trans;
+	for (unsigned i = 0; i < PLAN_CACHE; i++) {
+		if (plan_cache[i].used && !memcmp(&plan_cache[i].key, &k, sizeof(k))) {
+			if (!plan_cache[i].ret)
+				*out = plan_cache[i].plan;
+			return plan_cache[i].ret;
+		}
+	}
+	ret = mm_plan_search(c, p, out);
+	plan_cache[plan_cache_next].key = k;
+	plan_cache[plan_cache_next].ret = ret;
+	if (!ret)
+		plan_cache[plan_cache_next].plan = *out;
+	plan_cache[plan_cache_next].used = true;
+	plan_cache_next = (plan_cache_next + 1) % PLAN_CACHE;
+	return ret;
+}
+
+static int mm_plan_search(const struct accel_caps *c, const struct mm_problem *p, struct mm_plan *out)
 {
 	static const uint32_t kts[] = { 8192, 4096, 2048, 1024, 512, 256, 128, 64, 32, 16, 8, 4, 2, 1 };
 	uint32_t e = p->f32 ? 4 : 1, oe = p->out_dtype == TNPU_DTYPE_INT8 ? 1 : 4;

@@ -61,6 +61,28 @@ static int parse_tol(const char *opt, const char *v, double *out)
 	return 0;
 }
 
+
+static int cmp_double(const void *a, const void *b)
+{
+	double x = *(const double *)a, y = *(const double *)b;
+
+	return x < y ? -1 : x > y;
+}
+
+static double now_ms(clockid_t clk)
+{
+	struct timespec ts;
+
+	clock_gettime(clk, &ts);
+	return ts.tv_sec * 1e3 + ts.tv_nsec / 1e6;
+}
+
+static double median(double *v, unsigned n)
+{
+	qsort(v, n, sizeof(*v), cmp_double);
+	return n & 1 ? v[n / 2] : (v[n / 2 - 1] + v[n / 2]) / 2;
+}
+
 static void print_values(const struct onnx_tensor *t)
 {
 	size_t n = t->count < 16 ? t->count : 16;
@@ -106,33 +128,52 @@ static int cmp_double(const void *a, const void *b)
 
 /* --repeat N: N more runs of the same inputs, each onnx_run() timed (load, input files and the first,
  * checked run excluded); prints the median. */
+static double cpu_ms_now(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_PROCESS_CPUTIME_ID, &ts);
+	return (double)ts.tv_sec * 1e3 + ts.tv_nsec * 1e-6;
+}
+
+static double median(double *v, unsigned n)
+{
+	qsort(v, n, sizeof(*v), cmp_double);
+	return n % 2 ? v[n / 2] : (v[n / 2 - 1] + v[n / 2]) / 2;
+}
+
+/* --repeat N: `run: X ms per inference (median of N)` (wall clock), then the process CPU time per
+ * inference on its own line (a loaded machine's waiting is not counted there; tools/bench-vs-torch). */
 static int repeat_runs(struct onnx_model *m, struct accel_dev *dev, struct onnx_compiled *cm,
 		       const struct onnx_tensor *in, unsigned n_in, unsigned n_out, unsigned repeat)
 {
 	struct onnx_tensor out[MAX_IO];
-	double *t = calloc(repeat, sizeof(*t)), med;
+	double *t = calloc(repeat, sizeof(*t)), *c = calloc(repeat, sizeof(*c));
 	int ret = 0;
 
-	if (!t) {
+	if (!t || !c) {
 		fprintf(stderr, "accel-run: out of memory\n");
+		free(t);
+		free(c);
 		return 1;
 	}
 	for (unsigned r = 0; r < repeat && !ret; r++) {
-		double t0 = now_ms();
+		double t0 = now_ms(), c0 = cpu_ms_now();
 
 		ret = cm ? onnx_compiled_run(cm, in, n_in, out, n_out, NULL) : onnx_run(m, dev, in, n_in, out, n_out, NULL);
 		t[r] = now_ms() - t0;
+		c[r] = cpu_ms_now() - c0;
 		if (ret)
 			fprintf(stderr, "accel-run: repeat %u: %s\n", r + 1, cm ? onnx_compiled_error(cm) : onnx_model_error(m));
 		for (unsigned i = 0; !ret && i < n_out; i++)
 			onnx_tensor_release(&out[i]);
 	}
 	if (!ret) {
-		qsort(t, repeat, sizeof(*t), cmp_double);
-		med = repeat % 2 ? t[repeat / 2] : (t[repeat / 2 - 1] + t[repeat / 2]) / 2;
-		printf("run: %.3f ms per inference (median of %u)\n", med, repeat);
+		printf("run: %.3f ms per inference (median of %u)\n", median(t, repeat), repeat);
+		printf("cpu: %.3f ms of process CPU time per inference (median of %u)\n", median(c, repeat), repeat);
 	}
 	free(t);
+	free(c);
 	return ret ? 1 : 0;
 }
 

@@ -20,9 +20,9 @@ void kern_pack_rows_f32(size_t r, size_t rows, size_t kc, const float *src, size
 			for (size_t p = 0; p < kc; p++)
 				dst[p * r + i] = s[p];
 		}
-		for (size_t i = rr; i < r; i++)
+		if (rr < r)	/* zero padding: one contiguous run per p, not a store every r floats */
 			for (size_t p = 0; p < kc; p++)
-				dst[p * r + i] = 0.0f;
+				memset(dst + p * r + rr, 0, (r - rr) * sizeof(float));
 	}
 }
 

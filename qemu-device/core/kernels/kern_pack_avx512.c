@@ -73,11 +73,24 @@ void kern_pack_rows_f32_avx512(size_t r, size_t rows, size_t kc, const float *sr
 {
 	for (size_t ps = 0; ps < rows; ps += r, dst += r * kc) {
 		const float *s = src + ps * ld;
-		if (rows - ps < r) {
-			kern_pack_rows_f32(r, rows - ps, kc, s, ld, dst);
-			continue;
+		/* A partial panel (M edges are common: 7x7 and 14x14 maps) transposes its full groups of
+		 * 8 rows too; the last < 8 rows and the zero padding go row p by row p below. */
+		size_t rr = kern_min(r, rows - ps), full = rr & ~(size_t)7;
+
+		if (full < r) {
+			const float *t = s + full * ld;
+
+			for (size_t p = 0; p < kc; p++) {
+				float *d = dst + p * r;
+				size_t i = full;
+
+				for (; i < rr; i++)
+					d[i] = t[(i - full) * ld + p];
+				for (; i < r; i++)
+					d[i] = 0.0f;
+			}
 		}
-		for (size_t i0 = 0; i0 < r; i0 += 8, s += 8 * ld) {
+		for (size_t i0 = 0; i0 < full; i0 += 8, s += 8 * ld) {
 			size_t p = 0;
 			for (; p + 16 <= kc; p += 16) {
 				/* Fetch the next 8 rows' chunk (rows are often pages apart). */

@@ -899,6 +899,27 @@ static void sfu_f32_row(const float *x, float *y, unsigned n, const float *bias,
 	memcpy(&lo, &p->lo, 4);
 	memcpy(&hi, &p->hi, 4);
 	memcpy(&sc, &p->scale, 4);
+	/* The usual epilogues with the flag tests hoisted (they vectorise); the same operations in
+	 * the same order as the general loop. */
+	switch (p->ops & (TNPU_SFU_OP_BIAS | TNPU_SFU_OP_RELU | TNPU_SFU_OP_CLAMP | TNPU_SFU_OP_REQUANT)) {
+	case TNPU_SFU_OP_BIAS | TNPU_SFU_OP_RELU:
+		for (unsigned j = 0; j < n; j++) {
+			float v = x[j] + bias[j];
+
+			y[j] = v < 0.0f ? 0.0f : v;
+		}
+		return;
+	case TNPU_SFU_OP_BIAS:
+		for (unsigned j = 0; j < n; j++)
+			y[j] = x[j] + bias[j];
+		return;
+	case TNPU_SFU_OP_RELU:
+		for (unsigned j = 0; j < n; j++)
+			y[j] = x[j] < 0.0f ? 0.0f : x[j];
+		return;
+	default:
+		break;
+	}
 	for (unsigned j = 0; j < n; j++) {
 		float v = x[j];
 
@@ -1104,7 +1125,9 @@ static uint32_t do_st(struct rowctx *rc, uint16_t w)
 				uint8_t *dst = rc->base + pa + (uint64_t)i * o->pitch;
 				const uint8_t *s = data + (((size_t)c * tm + i) * ld + (size_t)p * tn) * 4;
 
-				if (es == 4) {
+				if (es == 4 && tn == 16) {	/* the usual tile: an inlined 64-byte copy */
+					memcpy(dst, s, 64);
+				} else if (es == 4) {
 					memcpy(dst, s, (size_t)tn * 4);
 				} else {
 					for (unsigned j = 0; j < tn; j++)

@@ -343,10 +343,24 @@ static uint32_t cmd_dma(struct tnpu_exec *ex, const uint8_t *c, bool h2d, bool a
 		return tnpu_fail(ex, TNPU_ERR_WATCHDOG, 0, 0);
 	if (ring && tnpu_ring_dma_check(ex, h2d, host_va, hpy, hpz, width, height, depth))
 		return ex->res->error;
+	/* Rows contiguous on both sides (pitch == width) move as one run: the same bytes in the same
+	 * order as row by row, the same fault (address, info) at the same byte, one MMU access instead
+	 * of one per row (simulation speed only).  Only when every run lies inside the VA range, so a
+	 * VA_RANGE error is still reported for the row that leaves it. */
+	uint32_t run_rows = 1;
+	uint64_t run, span;
+
+	if (!ring && !(flags & TNPU_DMA_F_FILL) && hpy == width && spy == width && height > 1 &&
+	    !__builtin_mul_overflow((uint64_t)depth - 1, hpz, &span) &&
+	    !__builtin_add_overflow(span, (uint64_t)width * height, &span) &&
+	    !__builtin_add_overflow(span, host_va, &span) && span <= (1ull << TNPU_VA_BITS))
+		run_rows = height;
+	run = (uint64_t)width * run_rows;
+
 	for (uint32_t z = 0; z < depth; z++) {
-		for (uint32_t y = 0; y < height; y++) {
+		for (uint32_t y = 0; y < height; y += run_rows) {
 			uint64_t so = (uint64_t)half * ex->half + off + (uint64_t)z * spz + (uint64_t)y * spy;
-			uint64_t va, t;
+			uint64_t va, t, len = run;
 			uint8_t *dst = ex->rows[r0].sram + so;
 			uint32_t err;
 
@@ -355,18 +369,18 @@ static uint32_t cmd_dma(struct tnpu_exec *ex, const uint8_t *c, bool h2d, bool a
 			/* Marked before the copy: a transfer that fails half way has still written the
 			 * line, and the next job start must clear it (queues.md: clean device state). */
 			if (h2d)
-				sram_mark(&ex->rows[r0], so, so + width);
+				sram_mark(&ex->rows[r0], so, so + len);
 			if (h2d && (flags & TNPU_DMA_F_FILL)) {
-				memset(dst, fill, width);
+				memset(dst, fill, len);
 			} else if (ring) {
 				/* Checked above: on-chip ring memory, no MMU (chain #9). */
 				uint64_t ro = host_va + (uint64_t)z * hpz + (uint64_t)y * hpy;
 
 				if (h2d) {
-					memcpy(dst, ex->ring_mem + ro, width);
+					memcpy(dst, ex->ring_mem + ro, len);
 				} else {
-					memcpy(ex->ring_mem + ro, dst, width);
-					ex->ring_dirty = (uint32_t)TNPU_MAX(ex->ring_dirty, ro + width);
+					memcpy(ex->ring_mem + ro, dst, len);
+					ex->ring_dirty = (uint32_t)TNPU_MAX(ex->ring_dirty, ro + len);
 				}
 			} else {
 				if (__builtin_mul_overflow((uint64_t)z, hpz, &t) ||
@@ -376,20 +390,20 @@ static uint32_t cmd_dma(struct tnpu_exec *ex, const uint8_t *c, bool h2d, bool a
 					return tnpu_fail(ex, TNPU_ERR_MMU_VA_RANGE,
 							 (h2d ? 0u : 1u) | (TNPU_EC(h2d ? 0 : 2) << 4), host_va);
 				if (h2d)
-					err = tnpu_va_read(ex, va, dst, width, TNPU_EC(TNPU_ENGINE_LOAD));
+					err = tnpu_va_read(ex, va, dst, len, TNPU_EC(TNPU_ENGINE_LOAD));
 				else
-					err = tnpu_va_write(ex, va, dst, width, TNPU_EC(TNPU_ENGINE_STORE));
+					err = tnpu_va_write(ex, va, dst, len, TNPU_EC(TNPU_ENGINE_STORE));
 				if (err)
 					return err;
 			}
 			if (h2d) {
 				for (unsigned r = r0; r <= r1; r++) {
 					if (r > r0) {
-						sram_mark(&ex->rows[r], so, so + width);
-						memcpy(ex->rows[r].sram + so, dst, width);
+						sram_mark(&ex->rows[r], so, so + len);
+						memcpy(ex->rows[r].sram + so, dst, len);
 					}
 					if ((flags & TNPU_DMA_F_FILL) && !fill)	/* zero fill: clean lines */
-						tnpu_lines_clean(&ex->rows[r], so, so + width);
+						tnpu_lines_clean(&ex->rows[r], so, so + len);
 				}
 			}
 		}
@@ -573,7 +587,7 @@ static uint32_t cmd_im2col(struct tnpu_exec *ex, const uint8_t *c, bool async)
 		box_bytes *= ny * nx;
 		if (box_bytes > TNPU_IM2COL_MAX_FOOTPRINT)
 			return tnpu_fail(ex, TNPU_ERR_TOO_LARGE, 0, 0);
-		box = tnpu_scratch(ex, box_bytes + (uint64_t)TNPU_MIN(cv.kt, TNPU_IM2COL_K_CHUNK) * 12 + 16);
+		box = tnpu_scratch(ex, box_bytes + (uint64_t)TNPU_MIN(cv.kt, TNPU_IM2COL_K_CHUNK) * 28 + 16);
 		if (!box)
 			return tnpu_fail(ex, TNPU_ERR_NOMEM, 0, 0);
 		/* Read the box as runs along the contiguous axis.  Box layout:
@@ -622,10 +636,13 @@ static uint32_t cmd_im2col(struct tnpu_exec *ex, const uint8_t *c, bool async)
 			unsigned r0 = r0i, r1 = r1i;
 			struct row_state *rs = &ex->rows[r0];
 			uint64_t base = (uint64_t)half * ex->half + cv.off;
-			int32_t *kry = (int32_t *)(void *)(box + ((box_bytes + 15) & ~15ull));
+			int64_t *koff = (int64_t *)(void *)(box + ((box_bytes + 15) & ~15ull));
 			uint32_t kchunk = TNPU_MIN(cv.kt, TNPU_IM2COL_K_CHUNK);
-			int32_t *krx = kry + kchunk, *kch = krx + kchunk;
+			int32_t *kry = (int32_t *)(void *)(koff + kchunk), *krx = kry + kchunk, *kch = krx + kchunk;
+			uint32_t *krun = (uint32_t *)(void *)(kch + kchunk), *ktap = krun + kchunk;
+			bool nhwc = cv.layout == TNPU_LAYOUT_NHWC;
 			uint8_t padb[4];
+			int32_t kry_min = 0, kry_max = 0, krx_min = 0, krx_max = 0;
 
 			memcpy(padb, &cv.pad, 4);
 			tile = rs->sram + base;
@@ -642,7 +659,26 @@ static uint32_t cmd_im2col(struct tnpu_exec *ex, const uint8_t *c, bool async)
 					kry[j] = (int32_t)(ry * cv.dy);
 					krx[j] = (int32_t)(rx * cv.dx);
 					kch[j] = (int32_t)(ch - ch_lo);
+					/* box index of tap j relative to the output's origin in the box */
+					koff[j] = nhwc ? ((int64_t)kry[j] * (int64_t)nx + krx[j]) * (int64_t)nc + kch[j]
+						       : ((int64_t)kch[j] * (int64_t)ny + kry[j]) * (int64_t)nx + krx[j];
+					if (j == 0) {
+						kry_min = kry_max = kry[0];
+						krx_min = krx_max = krx[0];
+					}
+					kry_min = TNPU_MIN(kry_min, kry[j]);
+					kry_max = TNPU_MAX(kry_max, kry[j]);
+					krx_min = TNPU_MIN(krx_min, krx[j]);
+					krx_max = TNPU_MAX(krx_max, krx[j]);
 				}
+				/* krun[j]: taps j.. that are consecutive in the box (one memcpy each) */
+				for (uint32_t j = jn; j-- > 0;)
+					krun[j] = j + 1 < jn && koff[j + 1] == koff[j] + 1 ? krun[j + 1] + 1 : 1;
+				/* ktap[j]: of those, the ones of the same filter tap (inside or outside the
+				 * image together) */
+				for (uint32_t j = jn; j-- > 0;)
+					ktap[j] = j + 1 < jn && koff[j + 1] == koff[j] + 1 && kry[j + 1] == kry[j] &&
+							  krx[j + 1] == krx[j] ? ktap[j + 1] + 1 : 1;
 				for (uint32_t i = 0; i < cv.mt; i++) {
 					uint64_t m = (uint64_t)cv.m0 + i;
 					uint64_t x = m % cv.ow, y = (m / cv.ow) % cv.oh, b = m / ((uint64_t)cv.ow * cv.oh) - b_lo;
@@ -652,10 +688,43 @@ static uint32_t cmd_im2col(struct tnpu_exec *ex, const uint8_t *c, bool async)
 					if (tnpu_aborted(ex))
 						return tnpu_fail(ex, TNPU_ERR_ABORTED, 0, 0);
 
-					for (uint32_t j = 0; j < jn; j++) {
+					/* Every tap inside the image (the common case): no padding tests, runs of
+					 * taps adjacent in the box copied at once.  Same bytes as the loop below. */
+					if (iy0 + kry_min >= 0 && iy0 + kry_max < cv.h && ix0 + krx_min >= 0 &&
+					    ix0 + krx_max < cv.w) {
+						int64_t o = nhwc ? (((int64_t)b * ny + (iy0 - iy_lo)) * nx + (ix0 - ix_lo)) * nc
+								 : ((int64_t)b * nc * ny + (iy0 - iy_lo)) * nx + (ix0 - ix_lo);
+
+						for (uint32_t j = 0; j < jn; j += krun[j]) {
+							uint8_t *d = out + (uint64_t)j * cv.e;
+							const uint8_t *sb = box + (uint64_t)(o + koff[j]) * cv.e;
+
+							if (cv.e == 4 && krun[j] <= 8) {	/* short runs (NCHW rows of a 3x3
+												 * filter): no libc call */
+								for (uint32_t t = 0; t < krun[j]; t++)
+									memcpy(d + 4 * t, sb + 4 * t, 4);
+							} else {
+								memcpy(d, sb, (size_t)krun[j] * cv.e);
+							}
+						}
+						continue;
+					}
+					for (uint32_t j = 0; j < jn;) {
 						int64_t iy = iy0 + kry[j], ix = ix0 + krx[j];
 						const uint8_t *src = padb;
 
+						if (ktap[j] > 1 && iy >= 0 && iy < cv.h && ix >= 0 && ix < cv.w) {
+							/* a run of one tap inside the image: adjacent in the box */
+							int64_t o = nhwc ? (((int64_t)b * ny + (iy0 - iy_lo)) * nx +
+									    (ix0 - ix_lo)) * nc
+									 : ((int64_t)b * nc * ny + (iy0 - iy_lo)) * nx +
+									   (ix0 - ix_lo);
+
+							memcpy(out + (uint64_t)j * cv.e, box + (uint64_t)(o + koff[j]) * cv.e,
+							       (size_t)ktap[j] * cv.e);
+							j += ktap[j];
+							continue;
+						}
 						if (iy >= 0 && iy < cv.h && ix >= 0 && ix < cv.w) {
 							uint64_t by = iy - iy_lo, bx = ix - ix_lo, idx;
 
@@ -665,7 +734,13 @@ static uint32_t cmd_im2col(struct tnpu_exec *ex, const uint8_t *c, bool async)
 								idx = ((b * nc + kch[j]) * ny + by) * nx + bx;
 							src = box + idx * cv.e;
 						}
-						memcpy(out + (uint64_t)j * cv.e, src, cv.e);
+						if (cv.e == 4)
+							memcpy(out + (uint64_t)j * 4, src, 4);
+						else if (cv.e == 2)
+							memcpy(out + (uint64_t)j * 2, src, 2);
+						else
+							out[j] = *src;
+						j++;
 					}
 				}
 			}
@@ -896,10 +971,14 @@ static uint32_t run_commands(struct tnpu_exec *ex, uint64_t cmd_va, uint32_t cmd
 			break;
 		case TNPU_CMD_DMA_H2D:
 		case TNPU_CMD_DMA_D2H:
+			tnpu_va_hold(ex);
 			err = cmd_dma(ex, c, op == TNPU_CMD_DMA_H2D, async);
+			tnpu_va_unhold(ex);
 			break;
 		case TNPU_CMD_IM2COL:
+			tnpu_va_hold(ex);
 			err = cmd_im2col(ex, c, async);
+			tnpu_va_unhold(ex);
 			break;
 		case TNPU_CMD_DISPATCH:
 			err = cmd_dispatch(ex, c, size, async);

@@ -141,6 +141,7 @@ struct tnpu_exec {
 	 * access sets in_access, then drops the TLB if tlb_req moved and records it in tlb_seq */
 	atomic_uint tlb_req, tlb_seq;
 	atomic_bool in_access;
+	bool va_held;		/* tnpu_va_hold: in_access stays set across the accesses of one command */
 	/* per-job state */
 	const struct tnpu_mem_ops *mem;
 	struct tnpu_result *res;
@@ -229,6 +230,8 @@ void tnpu_rings_reset(struct tnpu_exec *ex);
 /* mmu.c */
 void tnpu_tlb_flush(struct tnpu_exec *ex);
 uint32_t tnpu_va_read(struct tnpu_exec *ex, uint64_t va, void *buf, size_t len, unsigned engine);
+void tnpu_va_hold(struct tnpu_exec *ex);
+void tnpu_va_unhold(struct tnpu_exec *ex);
 uint32_t tnpu_va_write(struct tnpu_exec *ex, uint64_t va, const void *buf, size_t len, unsigned engine);
 /* engine code for ERR_INFO: 0 command fetch/FENCE, 1 + enum tnpu_engine */
 #define TNPU_EC_FETCH 0

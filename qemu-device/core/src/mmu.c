@@ -91,15 +91,37 @@ static uint32_t va_access(struct tnpu_exec *ex, uint64_t va, void *buf, size_t l
 	unsigned req;
 	uint32_t err;
 
-	atomic_store(&ex->in_access, true);
+	if (!ex->va_held)
+		atomic_store(&ex->in_access, true);
 	req = atomic_load(&ex->tlb_req);
 	if (req != atomic_load_explicit(&ex->tlb_seq, memory_order_relaxed)) {
 		tnpu_tlb_flush(ex);
 		atomic_store(&ex->tlb_seq, req);
 	}
 	err = va_access_pages(ex, va, buf, len, engine, write);
-	atomic_store(&ex->in_access, false);
+	if (!ex->va_held)
+		atomic_store_explicit(&ex->in_access, false, memory_order_release);
 	return err;
+}
+
+/*
+ * One announcement for the many row accesses of a DMA or IM2COL command (a seq_cst store costs
+ * as much as copying a short row).  Every access still loads tlb_req and drops the TLB when it
+ * moved, so a request is seen by the next row; while held, tnpu_exec_tlb_pending() is true from
+ * the request until that row, as it is within one access.  Held only by commands that never
+ * wait on another thread.  Clearing in_access needs release order only: the accesses before it
+ * are done, and a later access announces itself with a seq_cst store again.
+ */
+void tnpu_va_hold(struct tnpu_exec *ex)
+{
+	atomic_store(&ex->in_access, true);
+	ex->va_held = true;
+}
+
+void tnpu_va_unhold(struct tnpu_exec *ex)
+{
+	ex->va_held = false;
+	atomic_store_explicit(&ex->in_access, false, memory_order_release);
 }
 
 static uint32_t va_access_pages(struct tnpu_exec *ex, uint64_t va, void *buf, size_t len, unsigned engine,
