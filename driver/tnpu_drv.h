@@ -267,6 +267,7 @@ void tnpu_mmu_release_tables(struct tnpu_device *tdev);
 
 /* tnpu_gem.c */
 struct drm_gem_object *tnpu_gem_create_object(struct drm_device *drm, size_t size);
+void tnpu_gem_unmap_dma(struct tnpu_bo *bo);
 struct drm_gem_object *tnpu_bo_lookup(struct drm_file *file, u32 handle);
 int tnpu_ioctl_bo_create(struct drm_device *drm, void *data, struct drm_file *file);
 int tnpu_ioctl_bo_info(struct drm_device *drm, void *data, struct drm_file *file);

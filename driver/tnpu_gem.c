@@ -3,6 +3,7 @@
  * tnpu buffer objects: GEM shmem, pinned and mapped into the creating file's device address space
  * at creation, unmapped when freed.
  */
+#include <linux/dma-mapping.h>
 #include <linux/dma-resv.h>
 #include <linux/mm.h>
 
@@ -53,6 +54,25 @@ static void tnpu_gem_free(struct drm_gem_object *obj)
 	drm_gem_shmem_free(&bo->base);
 	/* the pages were unmapped above, before shmem releases them; the context goes last */
 	tnpu_ctx_put(ctx);
+}
+
+/*
+ * Unbind with the BO's file still open: the DMA mapping of its pages goes now, while the device is
+ * bound (the pages stay for CPU mmaps until the BO is freed, which then finds no mapping to undo).
+ */
+void tnpu_gem_unmap_dma(struct tnpu_bo *bo)
+{
+	struct drm_gem_shmem_object *shmem = &bo->base;
+	struct drm_gem_object *obj = &shmem->base;
+
+	dma_resv_lock(obj->resv, NULL);
+	if (shmem->sgt) {
+		dma_unmap_sgtable(obj->dev->dev, shmem->sgt, DMA_BIDIRECTIONAL, 0);
+		sg_free_table(shmem->sgt);
+		kfree(shmem->sgt);
+		shmem->sgt = NULL;
+	}
+	dma_resv_unlock(obj->resv);
 }
 
 static const struct drm_gem_object_funcs tnpu_gem_funcs = {

@@ -230,16 +230,21 @@ void tnpu_ctx_put(struct tnpu_ctx *ctx)
 
 /*
  * Unbind, after the device was stopped and every job failed: frees every context's page tables and
- * the context table while the device is still bound, as the DMA API requires; contexts of files
- * still open live on without tables (tnpu_pt_walk() finds nothing, their BOs unmap as no-ops).
+ * the context table and unmaps every BO's pages while the device is still bound, as the DMA API
+ * requires; contexts of files still open live on without tables (tnpu_pt_walk() finds nothing,
+ * their BOs unmap as no-ops).
  */
 void tnpu_mmu_release_tables(struct tnpu_device *tdev)
 {
+	struct drm_mm_node *node;
 	struct tnpu_ctx *ctx;
 
 	mutex_lock(&tdev->ctx_lock);
 	list_for_each_entry(ctx, &tdev->ctxs, node) {
 		mutex_lock(&ctx->lock);
+		/* every node of the context's VA space is a mapped BO (tnpu_ioctl_bo_create) */
+		drm_mm_for_each_node(node, &ctx->mm)
+			tnpu_gem_unmap_dma(container_of(node, struct tnpu_bo, node));
 		tnpu_pt_free(tdev, &ctx->root);
 		mutex_unlock(&ctx->lock);
 	}
