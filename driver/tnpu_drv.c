@@ -382,24 +382,38 @@ ATTRIBUTE_GROUPS(tnpu);
 
 /* ---- PCI ---- */
 
-static void tnpu_free_tables(struct drm_device *drm, void *arg)
+static void tnpu_destroy_ida(struct drm_device *drm, void *arg)
 {
-	struct tnpu_device *tdev = to_tnpu(drm);
+	ida_destroy(&to_tnpu(drm)->ctx_ida);
+}
 
-	ida_destroy(&tdev->ctx_ida);
-	dma_free_coherent(&tdev->pdev->dev, TNPU_MAX_CTX * TNPU_CTX_ENTRY_SIZE, tdev->ctx_table,
-			  tdev->ctx_table_dma);
+/*
+ * devres, so after tnpu_remove() has stopped the device and before the driver core reports the
+ * unbind: the DMA API wants every coherent buffer back by then, though open files keep the DRM
+ * device (and their contexts) alive longer.
+ */
+static void tnpu_free_tables(void *data)
+{
+	struct tnpu_device *tdev = data;
+
+	tnpu_mmu_release_tables(tdev);
 	dma_free_coherent(&tdev->pdev->dev, PAGE_SIZE, tdev->fences, tdev->fences_dma);
+	tdev->fences = NULL;
 }
 
 static int tnpu_alloc_tables(struct tnpu_device *tdev)
 {
 	struct device *dev = &tdev->pdev->dev;
+	int ret;
 
-	/*
-	 * Not dmam_: contexts may outlive the unbind (open files) and reference the context
-	 * table until the DRM device is released.
-	 */
+	ida_init(&tdev->ctx_ida);
+	ret = drmm_add_action_or_reset(&tdev->drm, tnpu_destroy_ida, NULL);
+	if (ret)
+		return ret;
+	INIT_LIST_HEAD(&tdev->ctxs);
+	ret = drmm_mutex_init(&tdev->drm, &tdev->ctx_lock);
+	if (ret)
+		return ret;
 	tdev->ctx_table = dma_alloc_coherent(dev, TNPU_MAX_CTX * TNPU_CTX_ENTRY_SIZE,
 					     &tdev->ctx_table_dma, GFP_KERNEL);
 	if (!tdev->ctx_table)
@@ -410,8 +424,7 @@ static int tnpu_alloc_tables(struct tnpu_device *tdev)
 				  tdev->ctx_table_dma);
 		return -ENOMEM;
 	}
-	ida_init(&tdev->ctx_ida);
-	return drmm_add_action_or_reset(&tdev->drm, tnpu_free_tables, NULL);
+	return devm_add_action_or_reset(dev, tnpu_free_tables, tdev);
 }
 
 static int tnpu_probe(struct pci_dev *pdev, const struct pci_device_id *id)
@@ -444,6 +457,11 @@ static int tnpu_probe(struct pci_dev *pdev, const struct pci_device_id *id)
 	ret = dma_set_mask_and_coherent(&pdev->dev, DMA_BIT_MASK(52));
 	if (ret)
 		return ret;
+	/*
+	 * tnpu_mmu_map() writes one PTE per page of each DMA segment, so the device takes
+	 * segments of any length; without this the DMA API assumes 64 KiB.
+	 */
+	dma_set_max_seg_size(&pdev->dev, UINT_MAX);
 
 	ret = tnpu_hw_init(tdev);
 	if (ret)

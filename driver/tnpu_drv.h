@@ -57,8 +57,9 @@ struct tnpu_ctx {
 	struct tnpu_device *tdev;
 	u32 id;				/* context-table index */
 	struct mutex lock;		/* page tables and @mm */
-	struct tnpu_pt root;
+	struct tnpu_pt root;		/* freed at unbind (cpu NULL then) */
 	struct drm_mm mm;
+	struct list_head node;		/* tdev->ctxs */
 	/* MMU fault state (QUERY_FAULT); written once by the IRQ thread under tdev->lock */
 	bool faulted;
 	u32 fault_code, fault_info, fault_cmd_offset, fault_queue;
@@ -86,6 +87,7 @@ struct tnpu_bo {
 	struct tnpu_ctx *ctx;		/* NULL until mapped */
 	struct drm_mm_node node;	/* VA range including the guard page */
 	u32 flags;
+	u64 charged;			/* bytes counted in tnpu_pinned_bytes */
 };
 
 static inline struct tnpu_bo *to_tnpu_bo(struct drm_gem_object *obj)
@@ -135,12 +137,18 @@ struct tnpu_device {
 	struct delayed_work poll_work;
 	atomic_t irq_pending;
 
-	/* kernel-owned device structures (bus addresses) */
+	/*
+	 * kernel-owned device structures (bus addresses), freed at unbind even while files (and so
+	 * contexts) stay open: DMA memory must not outlive the binding (tnpu_remove())
+	 */
 	struct tnpu_ctx_entry *ctx_table;
 	dma_addr_t ctx_table_dma;
 	u64 *fences;
 	dma_addr_t fences_dma;
 	struct ida ctx_ida;
+	struct mutex ctx_lock;		/* @ctxs, @tables_released, the context table */
+	struct list_head ctxs;		/* live contexts */
+	bool tables_released;
 
 	spinlock_t lock;		/* ring state, in-flight lists, hardware queue registers */
 	struct mutex reset_lock;	/* serialises recovery and unplug */
@@ -255,9 +263,11 @@ static inline struct tnpu_ctx *tnpu_ctx_get(struct tnpu_ctx *ctx)
 int tnpu_mmu_map(struct tnpu_ctx *ctx, u64 va, struct sg_table *sgt, u64 size, bool writable);
 void tnpu_mmu_unmap(struct tnpu_ctx *ctx, u64 va, u64 size);
 void tnpu_mmu_invalidate(struct tnpu_device *tdev);
+void tnpu_mmu_release_tables(struct tnpu_device *tdev);
 
 /* tnpu_gem.c */
 struct drm_gem_object *tnpu_gem_create_object(struct drm_device *drm, size_t size);
+void tnpu_gem_unmap_dma(struct tnpu_bo *bo);
 struct drm_gem_object *tnpu_bo_lookup(struct drm_file *file, u32 handle);
 int tnpu_ioctl_bo_create(struct drm_device *drm, void *data, struct drm_file *file);
 int tnpu_ioctl_bo_info(struct drm_device *drm, void *data, struct drm_file *file);

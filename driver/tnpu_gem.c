@@ -3,13 +3,41 @@
  * tnpu buffer objects: GEM shmem, pinned and mapped into the creating file's device address space
  * at creation, unmapped when freed.
  */
+#include <linux/dma-mapping.h>
 #include <linux/dma-resv.h>
+#include <linux/mm.h>
 
 #include <drm/drm_drv.h>
 #include <drm/drm_utils.h>
 
 #include "tnpu_drv.h"
 #include "tnpu_accel.h"
+
+/*
+ * Every BO is pinned from creation to free, so the pages of all tnpu BOs (all files, all devices)
+ * together may take at most half of the RAM: beyond that a user could push the kernel into the OOM
+ * killer (and soft lockups while it reclaims) from one ioctl. uapi.md, BO_CREATE.
+ */
+static atomic64_t tnpu_pinned_bytes = ATOMIC64_INIT(0);
+
+static u64 tnpu_pin_limit(void)
+{
+	return ((u64)totalram_pages() << PAGE_SHIFT) / 2;
+}
+
+/* 0, -E2BIG (@size alone is above the limit) or -ENOMEM (with what is pinned already) */
+static int tnpu_pin_charge(u64 size)
+{
+	u64 limit = tnpu_pin_limit();
+
+	if (size > limit)
+		return -E2BIG;
+	if (atomic64_add_return(size, &tnpu_pinned_bytes) > limit) {
+		atomic64_sub(size, &tnpu_pinned_bytes);
+		return -ENOMEM;
+	}
+	return 0;
+}
 
 static void tnpu_gem_free(struct drm_gem_object *obj)
 {
@@ -22,9 +50,29 @@ static void tnpu_gem_free(struct drm_gem_object *obj)
 		drm_mm_remove_node(&bo->node);
 		mutex_unlock(&ctx->lock);
 	}
+	atomic64_sub(bo->charged, &tnpu_pinned_bytes);
 	drm_gem_shmem_free(&bo->base);
 	/* the pages were unmapped above, before shmem releases them; the context goes last */
 	tnpu_ctx_put(ctx);
+}
+
+/*
+ * Unbind with the BO's file still open: the DMA mapping of its pages goes now, while the device is
+ * bound (the pages stay for CPU mmaps until the BO is freed, which then finds no mapping to undo).
+ */
+void tnpu_gem_unmap_dma(struct tnpu_bo *bo)
+{
+	struct drm_gem_shmem_object *shmem = &bo->base;
+	struct drm_gem_object *obj = &shmem->base;
+
+	dma_resv_lock(obj->resv, NULL);
+	if (shmem->sgt) {
+		dma_unmap_sgtable(obj->dev->dev, shmem->sgt, DMA_BIDIRECTIONAL, 0);
+		sg_free_table(shmem->sgt);
+		kfree(shmem->sgt);
+		shmem->sgt = NULL;
+	}
+	dma_resv_unlock(obj->resv);
 }
 
 static const struct drm_gem_object_funcs tnpu_gem_funcs = {
@@ -86,13 +134,20 @@ int tnpu_ioctl_bo_create(struct drm_device *drm, void *data, struct drm_file *fi
 	if (!args->size || args->size > TNPU_MAX_BO_SIZE)
 		return -EINVAL;
 	size = round_up(args->size, TNPU_PAGE_SIZE);
+	/* before any page is allocated: a refused size costs nothing */
+	ret = tnpu_pin_charge(size);
+	if (ret)
+		return ret;
 
 	shmem = drm_gem_shmem_create(drm, size);
-	if (IS_ERR(shmem))
+	if (IS_ERR(shmem)) {
+		atomic64_sub(size, &tnpu_pinned_bytes);
 		return PTR_ERR(shmem);
+	}
 	obj = &shmem->base;
 	bo = to_tnpu_bo(obj);
 	bo->flags = args->flags;
+	bo->charged = size;	/* uncharged by tnpu_gem_free() from here on */
 
 	sgt = drm_gem_shmem_get_pages_sgt(shmem);
 	if (IS_ERR(sgt)) {

@@ -44,6 +44,7 @@ static void tnpu_pt_free(struct tnpu_device *tdev, struct tnpu_pt *pt)
 			}
 		}
 		kfree(pt->children);
+		pt->children = NULL;
 	}
 	dma_free_coherent(&tdev->pdev->dev, TNPU_PAGE_SIZE, pt->cpu, pt->dma);
 	pt->cpu = NULL;
@@ -60,6 +61,9 @@ static struct tnpu_pt *tnpu_pt_walk(struct tnpu_ctx *ctx, u64 va, bool alloc)
 	struct tnpu_pt *pt = &ctx->root;
 	int level;
 
+	/* the tables went with the device (unbind); nothing is mapped any more */
+	if (!pt->cpu)
+		return NULL;
 	for (level = TNPU_PT_LEVELS; level > 1; level--) {
 		unsigned int i = tnpu_pt_index(va, level);
 		struct tnpu_pt *child = pt->children[i];
@@ -172,9 +176,21 @@ struct tnpu_ctx *tnpu_ctx_create(struct tnpu_device *tdev)
 	ctx->id = id;
 	mutex_init(&ctx->lock);
 	drm_mm_init(&ctx->mm, TNPU_VA_START, TNPU_VA_END - TNPU_VA_START);
+	mutex_lock(&tdev->ctx_lock);
+	if (tdev->tables_released) {
+		/* an open() racing with the unbind */
+		mutex_unlock(&tdev->ctx_lock);
+		drm_mm_takedown(&ctx->mm);
+		mutex_destroy(&ctx->lock);
+		tnpu_pt_free(tdev, &ctx->root);
+		ret = -ENODEV;
+		goto err_ida;
+	}
 	WRITE_ONCE(tdev->ctx_table[id].reserved, 0);
 	WRITE_ONCE(tdev->ctx_table[id].root,
 		   cpu_to_le64((ctx->root.dma & TNPU_PTE_ADDR) | TNPU_CTX_VALID));
+	list_add(&ctx->node, &tdev->ctxs);
+	mutex_unlock(&tdev->ctx_lock);
 	drm_dev_get(&tdev->drm);
 	return ctx;
 
@@ -190,10 +206,15 @@ static void tnpu_ctx_release(struct kref *ref)
 	struct tnpu_ctx *ctx = container_of(ref, struct tnpu_ctx, ref);
 	struct tnpu_device *tdev = ctx->tdev;
 
-	WRITE_ONCE(tdev->ctx_table[ctx->id].root, 0);
-	tnpu_mmu_invalidate(tdev);
+	mutex_lock(&tdev->ctx_lock);
+	list_del(&ctx->node);
+	if (!tdev->tables_released) {
+		WRITE_ONCE(tdev->ctx_table[ctx->id].root, 0);
+		tnpu_mmu_invalidate(tdev);
+		tnpu_pt_free(tdev, &ctx->root);
+	}
+	mutex_unlock(&tdev->ctx_lock);
 	drm_mm_takedown(&ctx->mm);
-	tnpu_pt_free(tdev, &ctx->root);
 	ida_free(&tdev->ctx_ida, ctx->id);
 	mutex_destroy(&ctx->lock);
 	kfree(ctx);
@@ -205,4 +226,31 @@ void tnpu_ctx_put(struct tnpu_ctx *ctx)
 {
 	if (ctx)
 		kref_put(&ctx->ref, tnpu_ctx_release);
+}
+
+/*
+ * Unbind, after the device was stopped and every job failed: frees every context's page tables and
+ * the context table and unmaps every BO's pages while the device is still bound, as the DMA API
+ * requires; contexts of files still open live on without tables (tnpu_pt_walk() finds nothing,
+ * their BOs unmap as no-ops).
+ */
+void tnpu_mmu_release_tables(struct tnpu_device *tdev)
+{
+	struct drm_mm_node *node;
+	struct tnpu_ctx *ctx;
+
+	mutex_lock(&tdev->ctx_lock);
+	list_for_each_entry(ctx, &tdev->ctxs, node) {
+		mutex_lock(&ctx->lock);
+		/* every node of the context's VA space is a mapped BO (tnpu_ioctl_bo_create) */
+		drm_mm_for_each_node(node, &ctx->mm)
+			tnpu_gem_unmap_dma(container_of(node, struct tnpu_bo, node));
+		tnpu_pt_free(tdev, &ctx->root);
+		mutex_unlock(&ctx->lock);
+	}
+	tdev->tables_released = true;
+	dma_free_coherent(&tdev->pdev->dev, TNPU_MAX_CTX * TNPU_CTX_ENTRY_SIZE, tdev->ctx_table,
+			  tdev->ctx_table_dma);
+	tdev->ctx_table = NULL;
+	mutex_unlock(&tdev->ctx_lock);
 }

@@ -331,7 +331,7 @@ struct drm_tnpu_islands {
 struct drm_tnpu_bo_create {
 	/**
 	 * @size: in, bytes; 1..caps.max_bo_size, rounded up to caps.page_size. 0 or larger:
-	 * -EINVAL.
+	 * -EINVAL. Above half of the RAM: -E2BIG; taking all pinned BOs above it: -ENOMEM.
 	 */
 	__u64 size;
 	/** @flags: in, DRM_TNPU_BO_* flags; unknown bits: -EINVAL. */

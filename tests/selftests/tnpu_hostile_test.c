@@ -2,10 +2,12 @@
 /*
  * Regression tests for what a hostile user found through tnpu.ko (issue 17): DRM core ioctls that an
  * accel node must not serve, user-sized arrays of the core and of SUBMIT, timeline points >= 2^32,
- * and QUEUE_DESTROY/close() while a queued job waits for a dependency that does not signal.
+ * QUEUE_DESTROY/close() while a queued job waits for a dependency that does not signal, and BOs
+ * larger than the RAM can pin.
  */
 #include <dirent.h>
 #include <sys/ioctl.h>
+#include <sys/sysinfo.h>
 #include <termios.h>
 
 #include "kselftest_harness.h"
@@ -482,6 +484,84 @@ TEST_F(hostile, close_does_not_wait_for_a_blocked_dependency)
 	EXPECT_EQ(-ETIME, sync_signalled(self->c.fd, hung));
 	EXPECT_EQ(-ETIMEDOUT, tnpu_sync_status(self->c.fd, hung, 0, 30000));
 	set_timeout_ms(old);
+}
+
+/* uapi.md BO_CREATE: the driver's pin limit, half of the RAM, for all tnpu BOs together */
+static uint64_t pin_limit(void)
+{
+	struct sysinfo si;
+
+	if (sysinfo(&si))
+		return 0;
+	return (uint64_t)si.totalram * si.mem_unit / 2;
+}
+
+static int bo_create(int fd, uint64_t size, uint32_t *handle)
+{
+	struct drm_tnpu_bo_create c = { .size = size };
+	int ret = tnpu_ioctl(fd, DRM_IOCTL_TNPU_BO_CREATE, &c);
+
+	*handle = c.handle;
+	return ret;
+}
+
+static uint64_t max_bo_size(int fd)
+{
+	struct drm_tnpu_caps caps = { 0 };
+
+	if (tnpu_query(fd, DRM_TNPU_QUERY_CAPS, &caps, sizeof(caps)))
+		return 0;
+	return caps.max_bo_size;
+}
+
+static void bo_close(int fd, uint32_t handle)
+{
+	struct drm_gem_close cl = { .handle = handle };
+
+	tnpu_ioctl(fd, DRM_IOCTL_GEM_CLOSE, &cl);
+}
+
+/* A 4 GiB BO in a 1 GiB guest pinned every page in the ioctl: soft lockups, then the OOM killer. */
+TEST_F(hostile, bo_larger_than_the_pin_limit_fails_with_e2big)
+{
+	uint64_t limit = pin_limit(), max = max_bo_size(self->c.fd), size;
+	uint32_t handle;
+
+	ASSERT_NE(0, limit);
+	ASSERT_NE(0, max);
+	if (limit >= max)
+		SKIP(return, "RAM above twice caps.max_bo_size");
+	size = max;
+	EXPECT_EQ(-E2BIG, bo_create(self->c.fd, size, &handle));
+	size = (limit | 4095) + 1 + 4096;
+	EXPECT_EQ(-E2BIG, bo_create(self->c.fd, size, &handle));
+	/* nothing was pinned by the refusals */
+	EXPECT_EQ(0, bo_create(self->c.fd, 1 << 20, &handle));
+	bo_close(self->c.fd, handle);
+}
+
+/* Each BO below the limit, together above it: ENOMEM before any page is allocated. */
+TEST_F(hostile, bos_above_the_pin_limit_together_fail_with_enomem)
+{
+	/* 0.6 of the limit (0.3 of the RAM): one fits, two do not */
+	uint64_t size = pin_limit() / 5 * 3 & ~4095ull;
+	uint32_t first, second;
+	int other;
+
+	ASSERT_NE(0, size);
+	if (size > max_bo_size(self->c.fd))
+		SKIP(return, "RAM above twice caps.max_bo_size");
+	ASSERT_EQ(0, bo_create(self->c.fd, size, &first));
+	/* the limit is for all files: another open file is refused as well */
+	other = tnpu_open_dev();
+	ASSERT_LE(0, other);
+	EXPECT_EQ(-ENOMEM, bo_create(other, size, &second));
+	EXPECT_EQ(-ENOMEM, bo_create(self->c.fd, size, &second));
+	/* closing the first gives its share back */
+	bo_close(self->c.fd, first);
+	EXPECT_EQ(0, bo_create(other, size, &second));
+	bo_close(other, second);
+	close(other);
 }
 
 TEST_HARNESS_MAIN

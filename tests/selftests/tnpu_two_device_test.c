@@ -151,13 +151,19 @@ TEST(unbind_one_device_while_the_other_runs_jobs)
 	volatile bool stop = false;
 	struct runner busy = { .minor = 1, .stop = &stop };
 	char victim[64], path[PATH_MAX];
+	struct tnpu_bo bo;
 	pthread_t t;
 	int fd;
 
 	ASSERT_EQ(0, pci_of_minor(0, victim, sizeof(victim)));
-	/* an open file on the victim: the unbind must not wait for it */
+	/*
+	 * an open file on the victim, with a mapped BO: the unbind must not wait for it, and must
+	 * still return every DMA buffer and mapping of the device (DMA-API debugging on vm-debug)
+	 */
 	fd = open_minor(0);
 	ASSERT_LE(0, fd);
+	ASSERT_EQ(0, tnpu_bo_new(fd, 4 << 20, 0, &bo));
+	memset(bo.map, 0x5a, bo.size);
 	ASSERT_EQ(0, pthread_create(&t, NULL, run_jobs, &busy));
 	usleep(200000);
 	ASSERT_EQ(0, tnpu_write_file("/sys/bus/pci/drivers/tnpu/unbind", victim));
@@ -169,6 +175,9 @@ TEST(unbind_one_device_while_the_other_runs_jobs)
 	for (int i = 0; i < 100 && busy.done < before + 20; i++)
 		usleep(50000);
 	EXPECT_LE(before + 20, busy.done);
+	/* the CPU mapping outlives the device; closing the BO then has nothing to unmap on it */
+	EXPECT_EQ(0x5a, ((volatile unsigned char *)bo.map)[bo.size - 1]);
+	tnpu_bo_free(fd, &bo);
 	close(fd);
 	ASSERT_EQ(0, tnpu_write_file("/sys/bus/pci/drivers/tnpu/bind", victim));
 	snprintf(path, sizeof(path), "/sys/bus/pci/drivers/tnpu/%s", victim);
