@@ -52,7 +52,7 @@ static void print_driver(const struct dev_report *r)
 
 static void print_caps(const struct drm_tnpu_caps *c)
 {
-	char a[32], b[32], buf[160];
+	char a[32], b[32], buf[512];	/* the features line names every CAP_FEATURES bit */
 	uint32_t v = c->hw_version;
 	double pes = (double)c->rows * c->cols * c->pes;
 	double hz = (double)c->clock_mhz * 1e6;
