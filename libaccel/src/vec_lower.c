@@ -238,19 +238,14 @@ static void vx_dma(struct accel_cmdstream *cs, bool h2d, unsigned flags, uint64_
 	cs_raw(cs, &b, sizeof(b));
 }
 
-/* Box DMA between host (o, from lo) and SRAM placement p: the innermost SRAM dim with host stride e is
- * the DMA width, the next two dims height and depth, any other dim a loop of commands. */
-void vx_dma_box(struct accel_cmdstream *cs, bool h2d, unsigned flags, const struct vx_opnd *o, const uint32_t *lo,
-		const uint32_t *sz, const struct vx_place *p, unsigned row, unsigned half)
+/* The box dims from dim `from` on of operand o (non-broadcast, size > 1) in ascending SRAM stride,
+ * merged where host and SRAM are both contiguous; returns their count. */
+static unsigned sorted_dims(const struct vx_opnd *o, const uint32_t *sz, const struct vx_place *p, unsigned from,
+			    uint64_t *n, uint64_t *hs, uint64_t *ss)
 {
-	uint64_t n[4], hs[4], ss[4], va = o->va;
-	uint32_t width = o->e;
-	unsigned nd = 0, first = 0;
+	unsigned nd = 0;
 
-	for (unsigned d = 0; d < 4; d++)
-		va += (uint64_t)lo[d] * o->st[d];
-	/* non-trivial dims in ascending SRAM stride, merged where host and SRAM are both contiguous */
-	for (unsigned d = 0; d < 4; d++)
+	for (unsigned d = from; d < 4; d++)
 		if (p->st[d]) {
 			unsigned a = nd++;
 
@@ -277,6 +272,21 @@ void vx_dma_box(struct accel_cmdstream *cs, bool h2d, unsigned flags, const stru
 			a++;
 		}
 	}
+	return nd;
+}
+
+/* Box DMA between host (o, from lo) and SRAM placement p: the innermost SRAM dim with host stride e is
+ * the DMA width, the next two dims height and depth, any other dim a loop of commands. */
+void vx_dma_box(struct accel_cmdstream *cs, bool h2d, unsigned flags, const struct vx_opnd *o, const uint32_t *lo,
+		const uint32_t *sz, const struct vx_place *p, unsigned row, unsigned half)
+{
+	uint64_t n[4], hs[4], ss[4], va = o->va;
+	uint32_t width = o->e;
+	unsigned nd = 0, first = 0;
+
+	for (unsigned d = 0; d < 4; d++)
+		va += (uint64_t)lo[d] * o->st[d];
+	nd = sorted_dims(o, sz, p, 0, n, hs, ss);
 	if (nd && hs[0] == o->e && n[0] * o->e <= UINT32_MAX) {
 		width = (uint32_t)(o->e * n[0]);
 		first = 1;
@@ -349,48 +359,11 @@ static uint64_t chunk_elems(const struct vx_job *j, unsigned k, uint32_t cnt)
 
 /* ---- waves: one DMA_BANDS per operand loads (stores) the chunks of every row at once ---------- */
 
-/* The box dims above level k of operand o (non-broadcast, size > 1) in ascending SRAM stride, merged
- * where contiguous; returns their count. */
-static unsigned inner_dims(const struct vx_opnd *o, const uint32_t *sz, const struct vx_place *p, unsigned k,
-			   uint64_t *n, uint64_t *hs, uint64_t *ss)
-{
-	unsigned nd = 0;
-
-	for (unsigned d = k + 1; d < 4; d++)
-		if (p->st[d]) {
-			unsigned a = nd++;
-
-			while (a > 0 && ss[a - 1] > (uint64_t)p->st[d]) {
-				n[a] = n[a - 1];
-				hs[a] = hs[a - 1];
-				ss[a] = ss[a - 1];
-				a--;
-			}
-			n[a] = sz[d];
-			hs[a] = o->st[d];
-			ss[a] = (uint64_t)p->st[d];
-		}
-	for (unsigned a = 0; a + 1 < nd;) {
-		if (hs[a + 1] == hs[a] * n[a] && ss[a + 1] == ss[a] * n[a]) {
-			n[a] *= n[a + 1];
-			for (unsigned b = a + 1; b + 1 < nd; b++) {
-				n[b] = n[b + 1];
-				hs[b] = hs[b + 1];
-				ss[b] = ss[b + 1];
-			}
-			nd--;
-		} else {
-			a++;
-		}
-	}
-	return nd;
-}
-
 /* Can o's chunk boxes of one wave move as the planes (dim k) of one DMA_BANDS axis Z? */
 static bool wave_opnd_ok(const struct vx_opnd *o, const uint32_t *sz, const struct vx_place *p, unsigned k)
 {
 	uint64_t n[4], hs[4], ss[4];
-	unsigned nd = inner_dims(o, sz, p, k, n, hs, ss);
+	unsigned nd = sorted_dims(o, sz, p, k + 1, n, hs, ss);
 
 	for (unsigned d = k + 1; d < 4; d++)
 		if (o->st[k] && p->st[d] && o->st[d] >= o->st[k])
@@ -407,7 +380,7 @@ static void wave_dma(struct accel_cmdstream *cs, bool h2d, unsigned flags, const
 		     const uint32_t *sz, const struct vx_place *p, unsigned k, uint32_t cnt, uint32_t planes, unsigned half)
 {
 	uint64_t n[4], hs[4], ss[4], va = o->va;
-	unsigned nd = inner_dims(o, sz, p, k, n, hs, ss), first = 0;
+	unsigned nd = sorted_dims(o, sz, p, k + 1, n, hs, ss), first = 0;
 	struct tnpu_cmd_dma_bands b;
 
 	for (unsigned d = 0; d < 4; d++)
