@@ -32,7 +32,7 @@ class TapReport:
         prev = self.outcome.get(report.nodeid)
         if report.failed:
             self.outcome[report.nodeid] = ("failed", "")
-        elif report.skipped and prev is None:
+        elif report.skipped and (prev is None or prev[0] == "passed"):  # pytest.skip() in the test body
             reason = report.longrepr[2] if isinstance(report.longrepr, tuple) else ""
             self.outcome[report.nodeid] = ("skipped", reason)
         elif prev is None:
