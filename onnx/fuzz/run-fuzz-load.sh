@@ -15,7 +15,10 @@ rm -rf "$artifacts" "$seeds"
 mkdir -p "$artifacts" "$corpus" "$seeds"
 data=/usr/share/libonnx-testdata/data/node
 if [ -d "$data" ]; then
-	find "$data" -name model.onnx -size -4k -printf '%s %p\n' | sort -n | head -300 | while read -r _ p; do
+	# (process substitution: head closing the pipe early is not an error under pipefail)
+	mapfile -t models < <(find "$data" -name model.onnx -size -4k -printf '%s %p\n' | sort -n | head -300)
+	for m in "${models[@]}"; do
+		p=${m#* }
 		cp "$p" "$seeds/$(basename "$(dirname "$p")").onnx"
 	done
 fi
