@@ -25,4 +25,10 @@ int accel_conv_i8(struct onnx_ctx *c, const struct conv_geom *g, const int8_t *x
 int accel_gemm_i8(struct onnx_ctx *c, int64_t M, int64_t K, int64_t N, const int8_t *a8, const int8_t *b8,
 		  const int32_t *bias, int32_t *acc);
 
+/* out = sat8(round(acc * r[c]) + zp) on the device (accel_requant, ISA 2), acc viewed as
+ * [count / (n_ch * inner), n_ch, inner] with c the middle index; ONNX_FALLBACK without ISA 2 or for a
+ * scale the fixed-point multiplier cannot hold. */
+int accel_requant_i32(struct onnx_ctx *c, const int32_t *acc, size_t count, int64_t n_ch, int64_t inner,
+		      const double *r, int32_t zp, int8_t *out);
+
 #endif /* TNPU_ONNX_ACCEL_UTIL_H */

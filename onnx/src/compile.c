@@ -85,8 +85,19 @@ static void live_ranges(struct onnx_compiled *cm)
 		const struct onnx_node *n = &m->nodes[cm->steps[i].node];
 		int so = cm->steps[i].out;
 
-		if (cm->steps[i].kind == CS_FUSED)
+		if (cm->steps[i].kind == CS_FUSED || cm->steps[i].kind == CS_QFUSED)
 			continue;	/* its output is written by the step it is fused into */
+		if (CS_IS_QDQ(cm->steps[i].kind)) {	/* operands are the step's, not its node's */
+			const struct cstep *s = &cm->steps[i];
+
+			for (unsigned k = 0; k < 2; k++)
+				if (s->in[k] >= 0 && cm->vals[s->in[k]].loc == LOC_ARENA &&
+				    (int)i > cm->vals[cm->vals[s->in[k]].root].last)
+					cm->vals[cm->vals[s->in[k]].root].last = (int)i;
+			if (so >= 0 && cm->vals[so].loc == LOC_ARENA && cm->vals[cm->vals[so].root].def < 0)
+				cm->vals[cm->vals[so].root].def = cm->vals[cm->vals[so].root].last = (int)i;
+			continue;
+		}
 		if (so >= 0 && cm->vals[so].loc == LOC_ARENA && cm->vals[cm->vals[so].root].def < 0)
 			cm->vals[cm->vals[so].root].def = (int)i;
 		for (unsigned k = 0; k < n->n_in; k++)
@@ -113,7 +124,8 @@ static void live_ranges(struct onnx_compiled *cm)
 
 int cm_plan_and_upload(struct onnx_compiled *cm)
 {
-	struct plan_buf *pb = calloc(cm->n_vals ? cm->n_vals : 1, sizeof(*pb));
+	/* one buffer per arena value, then one per step's scratch (QDQ steps) */
+	struct plan_buf *pb = calloc(cm->n_vals + cm->n_steps + 1, sizeof(*pb));
 	int ret;
 
 	if (!pb)
@@ -128,7 +140,12 @@ int cm_plan_and_upload(struct onnx_compiled *cm)
 			pb[v].end = cv->last < cv->def ? cv->def : cv->last;
 		}
 	}
-	ret = plan_mem(pb, cm->n_vals, CM_ALIGN, &cm->arena_bytes, &cm->lower_bound);
+	for (unsigned i = 0; i < cm->n_steps; i++)
+		if (cm->steps[i].sc_bytes) {
+			pb[cm->n_vals + i].size = cm->steps[i].sc_bytes;
+			pb[cm->n_vals + i].start = pb[cm->n_vals + i].end = (int)i;
+		}
+	ret = plan_mem(pb, cm->n_vals + cm->n_steps, CM_ALIGN, &cm->arena_bytes, &cm->lower_bound);
 	if (ret) {
 		free(pb);
 		return cm_seterr(cm, ret, "memory plan failed");
@@ -136,6 +153,9 @@ int cm_plan_and_upload(struct onnx_compiled *cm)
 	for (unsigned v = 0; v < cm->n_vals; v++)
 		if (cm->vals[v].loc == LOC_ARENA)
 			cm->vals[v].off = pb[cm->vals[v].root].offset;
+	for (unsigned i = 0; i < cm->n_steps; i++)
+		if (cm->steps[i].sc_bytes)
+			cm->steps[i].sc_off = pb[cm->n_vals + i].offset;
 	free(pb);
 	ret = accel_buffer_alloc(cm->dev, cm->arena_bytes ? cm->arena_bytes : 1, &cm->arena);
 	if (ret)
@@ -217,6 +237,8 @@ int onnx_compile(struct onnx_model *m, struct accel_dev *dev, const struct onnx_
 	if ((ret = probe_inputs(cm, shapes, n_shapes)))
 		goto fail;
 	cm->digest = cm_model_digest(m, shapes, n_shapes);
+	if (!(flags & ONNX_COMPILE_NO_QDQ) && (ret = cm_qdq_match(cm)))
+		goto fail;
 	for (unsigned i = 0; i < m->n_nodes; i++) {
 		if (m->nodes[i].folded)
 			continue;
@@ -243,7 +265,7 @@ int onnx_compile(struct onnx_model *m, struct accel_dev *dev, const struct onnx_
 		cm->n_device += CS_IS_DEVICE(k);
 		cm->n_host += k == CS_HOST;
 		cm->n_alias += k == CS_ALIAS;
-		cm->n_fused += k == CS_FUSED;
+		cm->n_fused += k == CS_FUSED || k == CS_QFUSED;
 	}
 	if ((ret = cm_plan_and_upload(cm)))
 		goto fail;
@@ -265,6 +287,7 @@ void onnx_compiled_free(struct onnx_compiled *cm)
 	accel_buffer_free(cm->wbuf);
 	free(cm->vals);
 	free(cm->steps);
+	free(cm->qrole);
 	free(cm->wimg);
 	free(cm);
 }
@@ -281,9 +304,10 @@ int onnx_compiled_info(const struct onnx_compiled *cm, struct onnx_compiled_info
 	o->fused_nodes = cm->n_fused;
 	o->steps = cm->n_device + cm->n_host;
 	o->buffers = 2;
-	o->jobs_per_run = cm->n_device;
 	for (unsigned i = 0; i < cm->n_steps; i++) {
 		enum cstep_kind k = cm->steps[i].kind;
+
+		o->jobs_per_run += CS_IS_QDQ(k) ? cm_qdq_jobs(&cm->steps[i]) : CS_IS_DEVICE(k);
 
 		if (CS_IS_DEVICE(k) && !in_chain) {
 			o->chains++;
@@ -302,7 +326,8 @@ int onnx_compiled_info(const struct onnx_compiled *cm, struct onnx_compiled_info
 static const char *const kind_names[CS_KIND_COUNT] = {
 	[CS_CONV] = "conv", [CS_GEMM] = "gemm", [CS_POOL] = "pool", [CS_ELT] = "eltwise",
 	[CS_ACT] = "act", [CS_SOFTMAX] = "softmax", [CS_LAYERNORM] = "layernorm", [CS_TRANSPOSE] = "transpose",
-	[CS_ALIAS] = "alias", [CS_HOST] = "host", [CS_FUSED] = "fused",
+	[CS_ALIAS] = "alias", [CS_HOST] = "host", [CS_FUSED] = "fused", [CS_QCONV] = "qconv", [CS_QGEMM] = "qgemm",
+	[CS_QADD] = "qadd", [CS_QPOOL] = "qpool", [CS_QFUSED] = "fused",
 };
 
 int onnx_compiled_step_info(const struct onnx_compiled *cm, unsigned node, struct onnx_compiled_step *o)

@@ -23,9 +23,20 @@ enum cstep_kind {
 	CS_ALIAS,	/* Reshape/Flatten/Squeeze/...: the output is the input's bytes (no step runs) */
 	CS_HOST,	/* the node-by-node kernel (host, or the device with its own buffers and copies) */
 	CS_FUSED,	/* fused into the step before it (a Relu after an Add) */
+	/* int8 QDQ steps (compile_qdq.c): device steps appended after the fp32 kinds, so those keep their
+	 * numbers in compiled-model files */
+	CS_QCONV,	/* int8 conv (or pooling as a depthwise conv), requantised on the device; optional max pool first */
+	CS_QGEMM,	/* int8 GEMM/MatMul, requantised on the device */
+	CS_QADD,	/* DQ + DQ -> Add (-> Relu) -> Q on the vector units (int32 rescale, add, requant) */
+	CS_QPOOL,	/* int8 max pool whose output keeps the input's quantisation */
+	CS_QFUSED,	/* a Q/DQ (or Relu) node folded into an int8 step: no step runs */
 	CS_KIND_COUNT
 };
-#define CS_IS_DEVICE(k) ((k) < CS_ALIAS)
+#define CS_QFIRST CS_QCONV
+#define CS_IS_QDQ(k) ((k) >= CS_QFIRST && (k) < CS_QFUSED)
+#define CS_IS_DEVICE(k) ((k) < CS_ALIAS || CS_IS_QDQ(k))
+/* Most device jobs one step submits (CS_QADD: 6). */
+#define CS_MAX_JOBS 6
 
 /* Where a value lives at run time. */
 enum cval_loc {
@@ -66,6 +77,18 @@ struct cstep {
 	/* CS_ELT: 4-D shapes of a, b, out; CS_TRANSPOSE: ad input, od output, bd the permutation */
 	uint32_t ad[4], bd[4], od[4];
 	const char *reason;
+	/* int8 QDQ steps (compile_qdq.c).  Activations are INT8 on the device: a UINT8 value is stored
+	 * in the arena as value - 128 (byte ^ 0x80), so zero points here are in that domain. */
+	int32_t izp, izp2, ozp;	/* input zero points (a, b), output zero point */
+	int32_t mult;		/* per-tensor requantisation (0: per channel, arrays at rq_off) */
+	int32_t shift;
+	int odt;		/* CS_QCONV/CS_QGEMM's first job output: ACCEL_INT8 (epilogue requant) or ACCEL_INT32 */
+	uint64_t rq_off;	/* per channel: int32 multipliers[nrq] then uint8 shifts[nrq] (weight image) */
+	uint32_t nrq;
+	uint64_t sc_bytes, sc_off;	/* scratch in the arena, live during this step only */
+	uint64_t k_off[4];	/* CS_QADD: za (INT8), Ma (INT32), zb, Mb constants */
+	int qpool;		/* CS_QCONV: a max pool first; pool input dims in ad[], window in pw[] */
+	uint32_t pw[8];		/* kh, kw, sh, sw, pt, pl, pb, pr of that pool (or CS_QPOOL's) */
 };
 
 struct onnx_compiled {
@@ -84,6 +107,7 @@ struct onnx_compiled {
 	struct accel_buffer *arena, *wbuf;
 	unsigned n_before;	/* graph nodes left to run after the loader's folding */
 	unsigned n_device, n_host, n_alias, n_fused;
+	uint8_t *qrole;		/* per graph node: the QDQ matcher's role (compile_qdq.c), compile time only */
 	char err[512];
 };
 
@@ -94,6 +118,16 @@ int cm_lower_node(struct onnx_compiled *cm, unsigned i, struct cstep *s);
 void cm_fuse_elt_relu(struct onnx_compiled *cm);
 /* Memory plan and buffers of a compiled model whose steps and values are filled (compile.c). */
 int cm_plan_and_upload(struct onnx_compiled *cm);
+/* int8 QDQ lowering (compile_qdq.c).  cm_qdq_match marks the nodes of the QDQ patterns before
+ * lowering; cm_qdq_lower lowers node i if it is part of one (returns ONNX_FALLBACK if not);
+ * cm_qdq_job submits job k of a QDQ step (1: the step has no job k); cm_qdq_jobs counts them. */
+int cm_qdq_match(struct onnx_compiled *cm);
+int cm_qdq_lower(struct onnx_compiled *cm, unsigned i, struct cstep *s);
+int cm_qdq_job(struct onnx_compiled *cm, const struct cstep *s, unsigned k, const struct accel_submit *sub,
+	       struct accel_job **job, const char **what);
+unsigned cm_qdq_jobs(const struct cstep *s);
+/* Append bytes to the weight image (64-byte aligned; src NULL: zeros); the offset or UINT64_MAX. */
+uint64_t cm_wimg_add(struct onnx_compiled *cm, const void *src, uint64_t bytes);
 uint64_t cm_model_digest(const struct onnx_model *m, const struct onnx_tensor *shapes, unsigned n);
 /* The node-by-node executor's per-node entry (exec.c). */
 int onnx_run_node(struct onnx_ctx *c);

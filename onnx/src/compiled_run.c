@@ -80,6 +80,36 @@ static void t4(const struct onnx_compiled *cm, int v, uint32_t n, uint32_t c, ui
 	accel_tensor_4d(b, off, ACCEL_FP32, ACCEL_LAYOUT_NCHW, n, c, h, w, t);
 }
 
+static int step_err(struct onnx_compiled *cm, const struct cstep *s, int ret, const char *what)
+{
+	const Onnx__NodeProto *p = cm->m->nodes[s->node].pb;
+
+	return cm_seterr(cm, ret, "node '%s' (%s): %s: %s", p->name && p->name[0] ? p->name : p->output[0],
+			 p->op_type, what, accel_last_error(cm->dev));
+}
+
+/* An int8 QDQ step: its jobs (compile_qdq.c), each depending on the one before. */
+static int submit_qdq(struct run_state *rs, const struct cstep *s)
+{
+	struct onnx_compiled *cm = rs->cm;
+
+	for (unsigned k = 0;; k++) {
+		struct accel_submit sub = { .deps = &rs->prev, .n_deps = rs->prev ? 1 : 0 };
+		struct accel_job *job = NULL;
+		const char *what = "";
+		int ret = cm_qdq_job(cm, s, k, &sub, &job, &what);
+
+		if (ret == 1)
+			return 0;
+		if (ret)
+			return step_err(cm, s, ret, what);
+		rs->jobs[rs->n_jobs++] = job;
+		rs->prev = job;
+		if (rs->n_jobs - rs->done > MAX_IN_FLIGHT && (ret = retire(rs, rs->n_jobs - MAX_IN_FLIGHT / 2)))
+			return ret;
+	}
+}
+
 static int submit_step(struct run_state *rs, const struct cstep *s)
 {
 	struct onnx_compiled *cm = rs->cm;
@@ -259,6 +289,8 @@ static int submit_step(struct run_state *rs, const struct cstep *s)
 		break;
 	}
 	default:
+		if (CS_IS_QDQ(s->kind))
+			return submit_qdq(rs, s);
 		break;
 	}
 	if (ret) {
@@ -273,6 +305,16 @@ static int submit_step(struct run_state *rs, const struct cstep *s)
 	return rs->n_jobs - rs->done > MAX_IN_FLIGHT ? retire(rs, rs->n_jobs - MAX_IN_FLIGHT / 2) : 0;
 }
 
+/* UINT8 values live in the arena as int8 (value - 128, the byte ^ 0x80: compile_qdq.c), converted
+ * wherever the host reads or writes the arena. */
+static void arena_copy(const struct cval *cv, uint8_t *dst, const uint8_t *src)
+{
+	memcpy(dst, src, cv->bytes);
+	if (cv->dtype == ONNX_UINT8)
+		for (uint64_t i = 0; i < cv->bytes; i++)
+			dst[i] ^= 0x80;
+}
+
 /* A value's bytes in the arena as a host tensor of its planned shape. */
 static int arena_read(struct onnx_compiled *cm, int v, struct onnx_tensor *t)
 {
@@ -281,7 +323,7 @@ static int arena_read(struct onnx_compiled *cm, int v, struct onnx_tensor *t)
 
 	if (ret)
 		return cm_seterr(cm, ret, "value '%s': out of memory", cm->m->vals[v].name);
-	memcpy(t->data, (uint8_t *)accel_buffer_ptr(cm->arena) + cv->off, cv->bytes);
+	arena_copy(cv, t->data, (uint8_t *)accel_buffer_ptr(cm->arena) + cv->off);
 	return 0;
 }
 
@@ -338,7 +380,7 @@ static int run_host_step(struct run_state *rs, const struct cstep *s)
 			return cm_seterr(cm, -EINVAL,
 					 "value '%s': its shape or type differs from the compiled one (data-dependent "
 					 "shape: run without compiling)", m->vals[v].name);
-		memcpy((uint8_t *)accel_buffer_ptr(cm->arena) + cv->off, m->vals[v].t.data, cv->bytes);
+		arena_copy(cv, (uint8_t *)accel_buffer_ptr(cm->arena) + cv->off, m->vals[v].t.data);
 		count_copy(rs, cv->bytes);
 	}
 	/* the host copies live for this step only */
@@ -367,7 +409,7 @@ static int bind(struct run_state *rs, const struct onnx_tensor *in, unsigned n)
 					 m->vals[m->inputs[i]].name, desc);
 		}
 		if (cv->loc == LOC_ARENA) {
-			memcpy((uint8_t *)accel_buffer_ptr(cm->arena) + cv->off, in[i].data, cv->bytes);
+			arena_copy(cv, (uint8_t *)accel_buffer_ptr(cm->arena) + cv->off, in[i].data);
 			count_copy(rs, cv->bytes);
 		}
 	}
@@ -388,7 +430,7 @@ int onnx_compiled_run(struct onnx_compiled *cm, const struct onnx_tensor *inputs
 		return cm_seterr(cm, -EINVAL, "the model has %u outputs, %u requested", m->n_outputs, n_outputs);
 	for (unsigned i = 0; i < n_outputs; i++)
 		memset(&outputs[i], 0, sizeof(outputs[i]));
-	rs.jobs = calloc(cm->n_steps ? cm->n_steps : 1, sizeof(*rs.jobs));
+	rs.jobs = calloc(cm->n_steps ? (size_t)cm->n_steps * CS_MAX_JOBS : 1, sizeof(*rs.jobs));
 	if (!rs.jobs)
 		return cm_seterr(cm, -ENOMEM, "out of memory");
 	ret = bind(&rs, inputs, n_inputs);

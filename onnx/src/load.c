@@ -271,6 +271,8 @@ static int load_nodes(struct onnx_model *m, const Onnx__GraphProto *g)
 		nd->op = (enum onnx_op)op;
 		nd->n_in = (unsigned)p->n_input;
 		nd->n_out = (unsigned)p->n_output;
+		for (unsigned k = nd->n_in; k < 3; k++)
+			nd->in[k] = -1;	/* the spare slots are absent inputs, not value 0 (found by fuzz_load) */
 		for (unsigned k = 0; k < nd->n_in; k++) {
 			if (!p->input[k][0]) {
 				nd->in[k] = -1;

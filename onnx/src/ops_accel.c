@@ -160,6 +160,54 @@ out:
 	return ret;
 }
 
+int accel_requant_i32(struct onnx_ctx *c, const int32_t *acc, size_t count, int64_t n_ch, int64_t inner,
+		      const double *r, int32_t zp, int8_t *out)
+{
+	struct accel_buffer *ab, *ob;
+	struct abufs bs = { .n = 0 };
+	struct accel_tensor at, ot;
+	struct accel_requant_desc d;
+	struct accel_job *job = NULL;
+	struct accel_caps caps;
+	int32_t *mult = NULL;
+	uint8_t *shift = NULL;
+	size_t outer = count / (size_t)(n_ch * inner);
+	int ret = ONNX_FALLBACK;
+
+	if (accel_query_caps(c->dev, &caps) || !(caps.features & (1u << 15)) || !count || n_ch <= 0 || inner <= 0 ||
+	    outer * (size_t)(n_ch * inner) != count || outer > UINT32_MAX || n_ch > UINT32_MAX || inner > UINT32_MAX)
+		return ONNX_FALLBACK;
+	mult = malloc((size_t)n_ch * sizeof(*mult));
+	shift = malloc((size_t)n_ch);
+	if (!mult || !shift) {
+		ret = node_err(c, -ENOMEM, "out of memory");
+		goto out;
+	}
+	for (int64_t k = 0; k < n_ch; k++)
+		if (accel_quant_from_scale(r[k], &mult[k], &shift[k]))
+			goto out;	/* ONNX_FALLBACK */
+	if ((ret = abuf_new(c, &bs, acc, count * 4, &ab)) || (ret = abuf_new(c, &bs, NULL, count, &ob)))
+		goto out;
+	accel_tensor_4d(ab, 0, ACCEL_INT32, ACCEL_LAYOUT_NCHW, (uint32_t)outer, (uint32_t)n_ch, (uint32_t)inner, 1, &at);
+	accel_tensor_4d(ob, 0, ACCEL_INT8, ACCEL_LAYOUT_NCHW, (uint32_t)outer, (uint32_t)n_ch, (uint32_t)inner, 1, &ot);
+	memset(&d, 0, sizeof(d));
+	d.input = &at;
+	d.output = &ot;
+	d.axis = 1;
+	d.multiplier = mult;
+	d.shift = shift;
+	d.zero_point = (int16_t)zp;
+	ret = accel_requant(c->dev, &d, NULL, &job);
+	ret = ajob_finish(c, ret, job, "accel_requant");
+	if (!ret)
+		memcpy(out, accel_buffer_ptr(ob), count);
+out:
+	abufs_free(&bs);
+	free(mult);
+	free(shift);
+	return ret;
+}
+
 /* One GEMM on device buffers: C[M x N] = op(A) op(B) with the given epilogue. */
 static int gemm_run(struct onnx_ctx *c, enum accel_dtype dt, struct accel_buffer *ab, uint64_t aoff,
 		    struct accel_buffer *bb, uint64_t boff, struct accel_buffer *cb, uint64_t coff, int64_t M, int64_t K,

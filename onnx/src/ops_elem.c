@@ -263,6 +263,19 @@ int clip_runtime_bounds(const struct onnx_ctx *c, float *lo, float *hi)
 	return 0;
 }
 
+/* A bound as an int64 without undefined conversions: beyond the range (the float defaults are
+ * +-FLT_MAX, a crafted bound may be anything) it saturates; NaN is no bound (def). */
+static int64_t bound_i64(double v, int64_t def)
+{
+	if (v != v)
+		return def;
+	if (v <= -9223372036854775808.0)
+		return INT64_MIN;
+	if (v >= 9223372036854775807.0)
+		return INT64_MAX;
+	return (int64_t)v;
+}
+
 static int host_clip(struct onnx_ctx *c)
 {
 	const struct onnx_tensor *x;
@@ -284,7 +297,7 @@ static int host_clip(struct onnx_ctx *c)
 			/* min first, then max: min > max gives max, as the specification's numpy reference */
 			((float *)y->data)[i] = v != v ? v : (float)fmin(fmax(v, lo), hi);
 		} else {
-			int64_t v = tensor_get_i(x, i), l = (int64_t)lo, h = (int64_t)hi;
+			int64_t v = tensor_get_i(x, i), l = bound_i64(lo, INT64_MIN), h = bound_i64(hi, INT64_MAX);
 
 			v = v < l ? l : v;
 			tensor_set_i(y, i, v > h ? h : v);

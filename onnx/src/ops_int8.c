@@ -10,8 +10,9 @@
  * when they leave int8), and
  *   sum (x' - zp')(w - w_zp) = sum x'(w - w_zp) - zp' * sum (w - w_zp)
  * so the second term is a per-output-channel constant folded into the int32 SFU bias; padded taps read
- * zp' (accel_conv2d input_zero_point) and cancel exactly.  Requantisation stays on the host: ONNX's
- * float rounding and per-channel scales are not the SFU's fixed-point multiplier (Documentation/onnx.md).
+ * zp' (accel_conv2d input_zero_point) and cancel exactly.  Requantisation runs on the device too
+ * (accel_requant, ISA 2: per-channel 31-bit fixed-point multipliers, round half up, where ONNX's reference
+ * rounds the double product half to even: they differ only at an exact tie); on ISA 1 the host's.
  */
 #include <math.h>
 #include <stdlib.h>
@@ -71,6 +72,32 @@ int qlinear_requant(struct onnx_ctx *c, const int32_t *acc, size_t count, const 
 			((int8_t *)out->data)[i] = (int8_t)q;
 	}
 	return 0;
+}
+
+/* The same requantisation on the device (accel_requant): the multiplier of acc * xs * ws[ch] / ys per
+ * channel in 31-bit fixed point, rounding half up where the host rounds half to even (the two differ
+ * only at an exact tie).  ONNX_FALLBACK: no device requantiser (ISA 1), the host's then runs. */
+static int qlinear_requant_dev(struct onnx_ctx *c, const int32_t *acc, size_t count, const struct onnx_tensor *xs,
+			       const struct onnx_tensor *ws, const struct onnx_tensor *ys, const struct onnx_tensor *yzp,
+			       int64_t per_ch_stride, int64_t n_ch, struct onnx_tensor *out)
+{
+	double x_s = ((const float *)xs->data)[0], y_s = ((const float *)ys->data)[0], *r;
+	bool u8 = !yzp || yzp->dtype == ONNX_UINT8;
+	int64_t nc = ws->count == 1 ? 1 : n_ch, inner = ws->count == 1 ? 1 : per_ch_stride;
+	int ret;
+
+	r = malloc((size_t)nc * sizeof(*r));
+	if (!r)
+		return node_err(c, -ENOMEM, "out of memory");
+	for (int64_t k = 0; k < nc; k++)
+		r[k] = x_s * ((const float *)ws->data)[k] / y_s;
+	ret = accel_requant_i32(c, acc, count, nc, ws->count == 1 ? (int64_t)count : inner, r,
+				zp_at(yzp, 0) - (u8 ? 128 : 0), out->data);
+	if (!ret && u8)	/* the device's int8 is value - 128 */
+		for (size_t i = 0; i < count; i++)
+			((uint8_t *)out->data)[i] ^= 0x80;
+	free(r);
+	return ret;
 }
 
 /* The two operands' inputs in ONNX order, shared by QLinearConv / QLinearMatMul (x, x_scale, x_zp,
@@ -253,8 +280,13 @@ static int qconv_run(struct onnx_ctx *c, bool qlinear, bool accel)
 		ret = qconv_accel_acc(c, &q, acc);
 	else
 		qconv_host_acc(&q, acc);
-	if (!ret && qlinear)
-		ret = qlinear_requant(c, acc, y->count, q.xs, q.ws, q.ys, q.yzp, q.g.win.oh * q.g.win.ow, q.g.k, y);
+	if (!ret && qlinear) {
+		ret = accel ? qlinear_requant_dev(c, acc, y->count, q.xs, q.ws, q.ys, q.yzp, q.g.win.oh * q.g.win.ow,
+						  q.g.k, y)
+			    : ONNX_FALLBACK;
+		if (ret == ONNX_FALLBACK)
+			ret = qlinear_requant(c, acc, y->count, q.xs, q.ws, q.ys, q.yzp, q.g.win.oh * q.g.win.ow, q.g.k, y);
+	}
 	if (qlinear)
 		free(acc);
 	return ret;
@@ -405,8 +437,11 @@ static int qmm_run(struct onnx_ctx *c, bool qlinear, bool accel)
 		ret = ONNX_FALLBACK;
 	else
 		qmm_host_acc(&q, acc);
-	if (!ret && qlinear)
-		ret = qlinear_requant(c, acc, y->count, q.as, q.bs, q.ys, q.yzp, 1, q.g.nn, y);
+	if (!ret && qlinear) {
+		ret = accel ? qlinear_requant_dev(c, acc, y->count, q.as, q.bs, q.ys, q.yzp, 1, q.g.nn, y) : ONNX_FALLBACK;
+		if (ret == ONNX_FALLBACK)
+			ret = qlinear_requant(c, acc, y->count, q.as, q.bs, q.ys, q.yzp, 1, q.g.nn, y);
+	}
 	if (qlinear)
 		free(acc);
 	return ret;

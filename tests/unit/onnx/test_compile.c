@@ -441,3 +441,68 @@ Test(onnx_compile, vector_unit_steps_match_cpu_reference)
 	onnx_tensor_release(&x);
 	onnx_model_free(m);
 }
+
+/* ---- regressions found by the loader's fuzzer (onnx/fuzz/fuzz_load.c) -------------------------- */
+
+/* A node without its required inputs: an error naming it on the CPU reference, node by node and
+ * compiled, never a read of value 0 or of a NULL input (the spare input slots were 0, not absent). */
+Test(onnx_compile, missing_required_inputs_are_errors)
+{
+	static const int64_t xd[2] = { 2, 3 };
+	static const char *const ops[] = { "Softmax", "MatMul", "MaxPool", "Add" };
+	struct onnx_tensor x, y;
+
+	cr_assert_eq(onnx_tensor_alloc(&x, ONNX_FLOAT, 2, xd), 0);
+	for (unsigned i = 0; i < sizeof(ops) / sizeof(ops[0]); i++) {
+		struct mb *b = mb_new(13);
+		struct onnx_model *m = NULL;
+		struct onnx_compiled *cm = NULL;
+		char err[512] = "";
+		const uint8_t *buf;
+		size_t len;
+
+		mb_input_typed(b, "x", ONNX_FLOAT, 2, xd);
+		mb_node(b, "Relu", "x", "r");
+		mb_node(b, ops[i], i == 0 || i == 2 ? "" : "r", "y");
+		mb_output(b, "y");
+		buf = mb_pack(b, &len);
+		cr_assert_eq(onnx_model_load_mem(buf, len, 0, &m, err, sizeof(err)), 0, "%s: load: %s", ops[i], err);
+		mb_free(b);
+		cr_assert_eq(onnx_run(m, NULL, &x, 1, &y, 1, NULL), -EINVAL, "%s", ops[i]);
+		cr_assert(strstr(onnx_model_error(m), "is missing"), "%s: %s", ops[i], onnx_model_error(m));
+		cr_assert_eq(onnx_run(m, dev, &x, 1, &y, 1, NULL), -EINVAL, "%s", ops[i]);
+		cr_assert_neq(onnx_compile(m, dev, &x, 1, 0, &cm, err, sizeof(err)), 0, "%s", ops[i]);
+		onnx_model_free(m);
+	}
+	onnx_tensor_release(&x);
+}
+
+/* Clip of an integer tensor without a max (the bound defaults to +FLT_MAX, which an int64 cannot
+ * hold): saturating bounds, not undefined conversions. */
+Test(onnx_compile, clip_int8_default_bound)
+{
+	static const int64_t xd[1] = { 5 };
+	static const int8_t xv[5] = { -128, -3, 0, 4, 127 }, lo = -2;
+	struct mb *b = mb_new(13);
+	struct onnx_model *m = NULL;
+	struct onnx_tensor x, y;
+	char err[512] = "";
+	const uint8_t *buf;
+	size_t len;
+
+	mb_init(b, "lo", ONNX_INT8, 0, NULL, &lo);
+	mb_input_typed(b, "x", ONNX_INT8, 1, xd);
+	mb_node(b, "Clip", "x,lo", "y");
+	mb_output(b, "y");
+	buf = mb_pack(b, &len);
+	cr_assert_eq(onnx_model_load_mem(buf, len, 0, &m, err, sizeof(err)), 0, "load: %s", err);
+	mb_free(b);
+	cr_assert_eq(onnx_tensor_alloc(&x, ONNX_INT8, 1, xd), 0);
+	memcpy(x.data, xv, 5);
+	cr_assert_eq(onnx_run(m, NULL, &x, 1, &y, 1, NULL), 0, "%s", onnx_model_error(m));
+	/* numpy.clip([-128, -3, 0, 4, 127], -2, None) = [-2, -2, 0, 4, 127] */
+	cr_assert_arr_eq(y.data, ((int8_t[]){ -2, -2, 0, 4, 127 }), 5);
+	onnx_tensor_release(&y);
+	onnx_tensor_release(&x);
+	onnx_model_free(m);
+}

@@ -1,0 +1,992 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * compile_qdq.c - int8 lowering of QDQ graphs (Documentation/onnx.md, "int8 QDQ graphs").
+ *
+ * A QDQ model computes in float between QuantizeLinear/DequantizeLinear pairs; the patterns
+ *   DQ(x), DQ(w) [, DQ(b)] -> Conv | Gemm | MatMul [-> fused Relu/Clip] -> Q
+ *   DQ(a), DQ(b) -> Add [-> Relu] -> Q
+ *   DQ(x) -> MaxPool | AveragePool | GlobalAveragePool -> Q
+ *   DQ(x) -> Flatten | Reshape | Squeeze | Unsqueeze | Identity -> Q   (same scale and zero point)
+ * become one int8 device step each, whose input is the DQ's int8 tensor and whose output is the Q's:
+ * the float values in between are never materialised and the Q/DQ nodes run nowhere.
+ *
+ * Activations are INT8 on the device.  A UINT8 tensor is stored in the arena as value - 128 (its byte
+ * ^ 0x80; compiled_run.c converts at the host boundary), so every zero point here is in that domain.
+ * With x' = x - zx, w' = w - wzp (int8), the convolution's exact int32 accumulator is
+ *   acc = sum x w' - zx * sum w' + round(bias / (sx * sw))
+ * (the second and third terms one int32 per output channel in the SFU bias; padded taps read zx and
+ * cancel), and the output y = sat(round(acc * sx * sw[c] / sy) + zy) is requantised on the device:
+ * per tensor in the conv/GEMM epilogue (one job), per channel by accel_requant after an int32 output
+ * (two jobs).  Rounding: the device's fixed-point multiplier (31 bits) with round-half-up, where ONNX
+ * rounds the float32 result half to even; the two differ only within ~1e-6 LSB of a tie or by the
+ * float32 error of the reference's own convolution: within 1 LSB (tests/unit/onnx/test_qdq.c).
+ * Relu = max(acc, 0) before the requantisation (requantisation is monotonic and maps 0 to zy); a
+ * Clip must be Relu-like (lo 0, or below the output's range) with hi at or above the output's range.
+ * Add: (a - za) * Ma + (b - zb) * Mb in int32 on the vector units, Ma/Mb = sa/S, sb/S in 21-bit fixed
+ * point (S = max(sa, sb)), then requantised by S / (2^21 sy).  Average pooling is a depthwise
+ * convolution with a kernel of ones (bias -R*S*zx, requantised by sx / (sy R S)); max pooling runs on
+ * the int8 values directly (max commutes with the monotonic dequantisation), followed by a 1x1 ones
+ * depthwise convolution when the output's quantisation differs.
+ *
+ * A pattern whose shapes the lowering cannot take falls back: its DQ nodes are lowered again as host
+ * steps and the float nodes run as before.
+ */
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "compile.h"
+#include "geom.h"
+
+enum { QR_NONE = 0, QR_ANCHOR = 1, QR_ABSORBED = 2 };
+
+/* A tensor's quantisation: real = scale * (q - zp); zp in the device's int8 domain. */
+struct qparam {
+	double scale;
+	float scale_f;
+	int32_t zp;
+	int dtype;	/* ONNX_UINT8 or ONNX_INT8 */
+};
+
+struct qpat {
+	int anchor, q, relu;	/* node indices (-1: none) */
+	int xdq[2], wdq, bdq;	/* the DQ nodes read (-1) */
+	int x[2];		/* their int8 inputs */
+	int y;			/* the Q's output */
+	struct qparam xq[2], yq;
+	int bias_f;		/* a float constant bias (no DQ), -1 */
+};
+
+static const struct onnx_tensor *cval_t(const struct onnx_model *m, int v)
+{
+	return v >= 0 && m->vals[v].is_const ? &m->vals[v].t : NULL;
+}
+
+/* Graph-wide use counts and (last) consumer of every value; graph outputs count twice. */
+static void uses_of(const struct onnx_model *m, int *uses, int *cons)
+{
+	for (unsigned v = 0; v < m->n_vals; v++)
+		uses[v] = 0, cons[v] = -1;
+	for (unsigned i = 0; i < m->n_nodes; i++) {
+		if (m->nodes[i].folded)
+			continue;
+		for (unsigned k = 0; k < m->nodes[i].n_in; k++)
+			if (m->nodes[i].in[k] >= 0) {
+				uses[m->nodes[i].in[k]]++;
+				cons[m->nodes[i].in[k]] = (int)i;
+			}
+	}
+	for (unsigned o = 0; o < m->n_outputs; o++)
+		uses[m->outputs[o]] += 2;
+}
+
+/* Per-tensor scale and zero point from constant inputs (zp absent: UINT8 0). */
+static bool qparams(const struct onnx_model *m, const struct onnx_node *n, struct qparam *q)
+{
+	const struct onnx_tensor *s = n->n_in > 1 ? cval_t(m, n->in[1]) : NULL;
+	const struct onnx_tensor *z = n->n_in > 2 ? cval_t(m, n->in[2]) : NULL;
+
+	if (!s || s->dtype != ONNX_FLOAT || s->count != 1 || (n->n_in > 2 && n->in[2] >= 0 && !z))
+		return false;
+	q->scale_f = ((const float *)s->data)[0];
+	q->scale = q->scale_f;
+	if (!(q->scale > 0) || !isfinite(q->scale))
+		return false;
+	q->dtype = z ? z->dtype : ONNX_UINT8;
+	if (z && (z->count != 1 || (z->dtype != ONNX_UINT8 && z->dtype != ONNX_INT8)))
+		return false;
+	q->zp = z ? (int32_t)tensor_get_i(z, 0) : 0;
+	if (q->dtype == ONNX_UINT8)
+		q->zp -= 128;
+	return true;
+}
+
+static int producer(const struct onnx_model *m, int v)
+{
+	for (unsigned i = 0; v >= 0 && i < m->n_nodes; i++)
+		if (!m->nodes[i].folded)
+			for (unsigned k = 0; k < m->nodes[i].n_out; k++)
+				if (m->nodes[i].out[k] == v)
+					return (int)i;
+	return -1;
+}
+
+/* v = DequantizeLinear(x) of a per-tensor quantised activation: the DQ node, else -1. */
+static int act_dq(const struct onnx_model *m, int v, int *x, struct qparam *q)
+{
+	int d = producer(m, v);
+
+	if (d < 0 || m->nodes[d].op != OP_DEQUANTIZELINEAR || m->nodes[d].in[0] < 0 ||
+	    m->vals[m->nodes[d].in[0]].is_const || !qparams(m, &m->nodes[d], q))
+		return -1;
+	*x = m->nodes[d].in[0];
+	return d;
+}
+
+/* v = DequantizeLinear(constant INT8 or INT32): the DQ node, else -1. */
+static int const_dq(const struct onnx_model *m, int v, int dtype)
+{
+	int d = producer(m, v);
+	const struct onnx_node *n;
+
+	if (d < 0 || m->nodes[d].op != OP_DEQUANTIZELINEAR)
+		return -1;
+	n = &m->nodes[d];
+	if (!cval_t(m, n->in[0]) || (int)m->vals[n->in[0]].t.dtype != dtype || n->n_in < 2 || !cval_t(m, n->in[1]) ||
+	    m->vals[n->in[1]].t.dtype != ONNX_FLOAT || (n->n_in > 2 && n->in[2] >= 0 && !cval_t(m, n->in[2])))
+		return -1;
+	return d;
+}
+
+/* v's only consumer is a QuantizeLinear (per tensor): the Q node, else -1. */
+static int q_after(const struct onnx_model *m, const int *uses, const int *cons, int v, struct qparam *q)
+{
+	int c = v >= 0 && uses[v] == 1 ? cons[v] : -1;
+
+	if (c < 0 || m->nodes[c].op != OP_QUANTIZELINEAR || m->nodes[c].in[0] != v || !qparams(m, &m->nodes[c], q) ||
+	    m->nodes[c].n_out != 1)
+		return -1;
+	return c;
+}
+
+static bool is_view_op(enum onnx_op op)
+{
+	return op == OP_FLATTEN || op == OP_RESHAPE || op == OP_SQUEEZE || op == OP_UNSQUEEZE || op == OP_IDENTITY;
+}
+
+/* Does node a anchor a QDQ pattern?  Shape-independent checks only (the lowering does the rest). */
+static bool match(const struct onnx_model *m, const int *uses, const int *cons, unsigned a, struct qpat *p)
+{
+	const struct onnx_node *n = &m->nodes[a];
+	unsigned n_act = n->op == OP_ADD ? 2 : 1;
+	int out;
+
+	memset(p, 0, sizeof(*p));
+	p->anchor = (int)a;
+	p->q = p->relu = p->wdq = p->bdq = p->bias_f = -1;
+	p->xdq[0] = p->xdq[1] = p->x[0] = p->x[1] = -1;
+	if (n->folded || n->n_out < 1 || n->n_in < n_act)
+		return false;
+	switch (n->op) {
+	case OP_CONV:
+	case OP_GEMM:
+	case OP_MATMUL:
+		if (n->n_in < 2 || (p->wdq = const_dq(m, n->in[1], ONNX_INT8)) < 0)
+			return false;
+		if (n->op != OP_MATMUL && n->n_in > 2 && n->in[2] >= 0) {
+			p->bdq = const_dq(m, n->in[2], ONNX_INT32);
+			if (p->bdq < 0) {
+				if (!cval_t(m, n->in[2]) || m->vals[n->in[2]].t.dtype != ONNX_FLOAT)
+					return false;
+				p->bias_f = n->in[2];
+			}
+		}
+		break;
+	case OP_ADD:
+		if (n->n_in != 2)
+			return false;
+		break;
+	case OP_MAXPOOL:
+	case OP_AVGPOOL:
+	case OP_GLOBALAVGPOOL:
+		if (n->n_out != 1)
+			return false;
+		break;
+	default:
+		if (!is_view_op(n->op))
+			return false;
+		break;
+	}
+	for (unsigned k = 0; k < n_act; k++)
+		if ((p->xdq[k] = act_dq(m, n->in[k], &p->x[k], &p->xq[k])) < 0)
+			return false;
+	out = n->out[0];
+	if (n->op == OP_ADD && out >= 0 && uses[out] == 1 && cons[out] >= 0 && m->nodes[cons[out]].op == OP_RELU) {
+		p->relu = cons[out];
+		out = m->nodes[p->relu].out[0];
+	}
+	if ((p->q = q_after(m, uses, cons, out, &p->yq)) < 0)
+		return false;
+	p->y = m->nodes[p->q].out[0];
+	if (is_view_op(n->op) &&
+	    (p->xq[0].scale_f != p->yq.scale_f || p->xq[0].zp != p->yq.zp || p->xq[0].dtype != p->yq.dtype))
+		return false;
+	return true;
+}
+
+int cm_qdq_match(struct onnx_compiled *cm)
+{
+	struct onnx_model *m = cm->m;
+	int *uses = calloc(m->n_vals + 1, sizeof(int)), *cons = calloc(m->n_vals + 1, sizeof(int));
+	struct qpat p;
+
+	cm->qrole = calloc(m->n_nodes + 1, 1);
+	if (!uses || !cons || !cm->qrole) {
+		free(uses);
+		free(cons);
+		return cm_seterr(cm, -ENOMEM, "QDQ matcher: out of memory");
+	}
+	uses_of(m, uses, cons);
+	for (unsigned i = 0; i < m->n_nodes; i++)
+		if (match(m, uses, cons, i, &p)) {
+			cm->qrole[i] = QR_ANCHOR;
+			cm->qrole[p.q] = QR_ABSORBED;
+			if (p.relu >= 0)
+				cm->qrole[p.relu] = QR_ABSORBED;
+		}
+	/* a DQ node goes when every reader of its output is a pattern that reads its input instead */
+	for (unsigned i = 0; i < m->n_nodes; i++) {
+		const struct onnx_node *n = &m->nodes[i];
+		int v = n->n_out ? n->out[0] : -1;
+		bool all = v >= 0 && uses[v] > 0;
+
+		if (n->folded || n->op != OP_DEQUANTIZELINEAR || cm->qrole[i] || !all)
+			continue;
+		for (unsigned j = 0; all && j < m->n_nodes; j++)
+			if (!m->nodes[j].folded)
+				for (unsigned k = 0; k < m->nodes[j].n_in; k++)
+					if (m->nodes[j].in[k] == v && cm->qrole[j] != QR_ANCHOR)
+						all = false;
+		for (unsigned o = 0; o < m->n_outputs; o++)
+			all &= m->outputs[o] != v;
+		if (all)
+			cm->qrole[i] = QR_ABSORBED;
+	}
+	free(uses);
+	free(cons);
+	return 0;
+}
+
+/* ---- lowering ------------------------------------------------------------------------------------ */
+
+static int64_t sat_i32(double v, bool *ok)
+{
+	if (!(v >= -2147483648.0 && v <= 2147483647.0))
+		*ok = false;
+	return (int64_t)v;
+}
+
+/* Effective int8 weights w - wzp (per channel along axis ch_axis of n_ch channels); false if they
+ * leave int8 or the scales/zero points do not fit the tensor. */
+static bool weights_eff(const struct onnx_model *m, const struct onnx_node *d, int ch_axis, int64_t n_ch,
+			int8_t *weff, double *sw)
+{
+	const struct onnx_tensor *w = cval_t(m, d->in[0]), *s = cval_t(m, d->in[1]);
+	const struct onnx_tensor *z = d->n_in > 2 ? cval_t(m, d->in[2]) : NULL;
+	int64_t axis = attr_int(d->pb, "axis", 1), inner = 1;
+
+	if (axis < 0)
+		axis += w->ndim;
+	if (s->count != 1 && (s->count != (size_t)n_ch || axis != ch_axis || w->dims[axis] != n_ch))
+		return false;
+	if (z && (z->count != s->count || z->dtype != ONNX_INT8))
+		return false;
+	for (unsigned d2 = (unsigned)ch_axis + 1; d2 < w->ndim; d2++)
+		inner *= w->dims[d2];
+	for (int64_t c = 0; c < n_ch; c++) {
+		sw[c] = ((const float *)s->data)[s->count == 1 ? 0 : c];
+		if (!(sw[c] > 0) || !isfinite(sw[c]))
+			return false;
+	}
+	for (size_t i = 0; i < w->count; i++) {
+		size_t c = (size_t)(((int64_t)i / inner) % n_ch);
+		int32_t v = (int32_t)((const int8_t *)w->data)[i] - (z ? (int32_t)tensor_get_i(z, z->count == 1 ? 0 : c) : 0);
+
+		if (v < -128 || v > 127)
+			return false;
+		weff[i] = (int8_t)v;
+	}
+	return true;
+}
+
+/* The bias in accumulator units (round(b / (sx * sw[c]))), n_ch values; false if it does not fit. */
+static bool bias_acc(const struct onnx_model *m, const struct qpat *p, int64_t n_ch, const double *sw, int64_t *acc)
+{
+	const struct onnx_tensor *b = NULL, *bs = NULL;
+	bool ok = true;
+
+	if (p->bdq >= 0) {
+		b = cval_t(m, m->nodes[p->bdq].in[0]);
+		bs = cval_t(m, m->nodes[p->bdq].in[1]);
+		if (m->nodes[p->bdq].n_in > 2 && m->nodes[p->bdq].in[2] >= 0) {
+			const struct onnx_tensor *z = cval_t(m, m->nodes[p->bdq].in[2]);
+
+			for (size_t i = 0; i < z->count; i++)
+				if (tensor_get_i(z, i))
+					return false;
+		}
+		if (bs->count != 1 && bs->count != (size_t)n_ch)
+			return false;
+	} else if (p->bias_f >= 0) {
+		b = cval_t(m, p->bias_f);
+	}
+	if (b && b->count != (size_t)n_ch)
+		return false;
+	for (int64_t c = 0; c < n_ch; c++) {
+		double real = 0;
+
+		if (b && bs)
+			real = (double)((const int32_t *)b->data)[c] * ((const float *)bs->data)[bs->count == 1 ? 0 : c];
+		else if (b)
+			real = ((const float *)b->data)[c];
+		acc[c] = sat_i32(rint(real / (p->xq[0].scale * sw[c])), &ok);
+	}
+	return ok;
+}
+
+/* The fused activation in the accumulator domain (RELU or none); false if it is not expressible. */
+static bool act_of(const struct onnx_node *n, const struct qparam *yq, int *act)
+{
+	double lo_out = yq->scale * (-128 - yq->zp), hi_out = yq->scale * (127 - yq->zp);
+
+	*act = ACCEL_ACT_NONE;
+	if (n->fused_relu)
+		*act = ACCEL_ACT_RELU;
+	if (n->fused_clamp) {
+		if (n->clamp_lo == 0.0f)
+			*act = ACCEL_ACT_RELU;
+		else if (!(n->clamp_lo <= lo_out))
+			return false;
+		if (!(n->clamp_hi >= hi_out))
+			return false;
+	}
+	return true;
+}
+
+/* Requantisation by r[c] (n channels): per tensor in the step when every r[c] is equal, else arrays. */
+static int set_requant(struct onnx_compiled *cm, struct cstep *s, const double *r, int64_t n)
+{
+	bool same = true;
+	uint8_t sh;
+
+	for (int64_t c = 1; c < n; c++)
+		same &= r[c] == r[0];
+	if (same) {
+		if (accel_quant_from_scale(r[0], &s->mult, &sh))
+			return ONNX_FALLBACK;
+		s->shift = sh;
+		s->odt = ACCEL_INT8;
+		return 0;
+	}
+	s->mult = 0;
+	s->odt = ACCEL_INT32;
+	s->nrq = (uint32_t)n;
+	s->rq_off = cm_wimg_add(cm, NULL, (uint64_t)n * 5);
+	if (s->rq_off == UINT64_MAX)
+		return cm_seterr(cm, -ENOMEM, "weights: out of memory");
+	for (int64_t c = 0; c < n; c++) {
+		int32_t mu;
+
+		if (accel_quant_from_scale(r[c], &mu, &sh))
+			return ONNX_FALLBACK;
+		memcpy(cm->wimg + s->rq_off + 4 * c, &mu, 4);
+		cm->wimg[s->rq_off + 4 * n + c] = sh;
+	}
+	return 0;
+}
+
+static int alloc_y(struct onnx_model *m, const struct qpat *p, unsigned nd, const int64_t *dims)
+{
+	return onnx_tensor_alloc(&m->vals[p->y].t, (enum onnx_dtype)p->yq.dtype, nd, dims) ? -ENOMEM : 0;
+}
+
+/* Pack weights/bias (int8 K x per_k, int32 K) and set the requantisation of a conv/GEMM step. */
+static int pack_wb(struct onnx_compiled *cm, struct cstep *s, const struct qpat *p, const int8_t *weff, size_t wn,
+		   int64_t K, const double *sw, const int64_t *bacc, bool w_rows)
+{
+	int32_t *bias = malloc((size_t)K * 4 + 4);
+	double *r = malloc((size_t)K * sizeof(double) + 8);
+	int ret = 0;
+
+	if (!bias || !r) {
+		ret = cm_seterr(cm, -ENOMEM, "out of memory");
+		goto out;
+	}
+	for (int64_t k = 0; k < K; k++) {
+		int64_t sum = 0, v;
+
+		/* sum of channel k's weights: rows (OIHW, Gemm transB) or columns (K x N) */
+		if (w_rows)
+			for (size_t i = 0; i < wn / (size_t)K; i++)
+				sum += weff[(size_t)k * (wn / (size_t)K) + i];
+		else
+			for (size_t i = 0; i < wn / (size_t)K; i++)
+				sum += weff[i * (size_t)K + (size_t)k];
+		v = bacc[k] - (int64_t)s->izp * sum;
+		if (v < INT32_MIN || v > INT32_MAX) {
+			ret = ONNX_FALLBACK;
+			goto out;
+		}
+		bias[k] = (int32_t)v;
+		r[k] = p->xq[0].scale * sw[k] / p->yq.scale;
+	}
+	s->w_off = cm_wimg_add(cm, weff, wn);
+	s->b_off = cm_wimg_add(cm, bias, (uint64_t)K * 4);
+	if (s->w_off == UINT64_MAX || s->b_off == UINT64_MAX)
+		ret = cm_seterr(cm, -ENOMEM, "weights: out of memory");
+	else
+		ret = set_requant(cm, s, r, K);
+out:
+	free(bias);
+	free(r);
+	return ret;
+}
+
+static int lower_qconv(struct onnx_compiled *cm, struct onnx_ctx *c, struct cstep *s, const struct qpat *p)
+{
+	struct onnx_model *m = cm->m;
+	const struct onnx_tensor *x = &m->vals[p->x[0]].t, *w = cval_t(m, m->nodes[p->wdq].in[0]);
+	struct conv_geom g;
+	int8_t *weff = NULL;
+	double *sw = NULL;
+	int64_t *bacc = NULL, od[4];
+	unsigned ond;
+	int ret = ONNX_FALLBACK;
+
+	if (conv_geom(c, x, w, &g) || x->ndim != 4)
+		return ONNX_FALLBACK;
+	weff = malloc(w->count + 1);
+	sw = malloc(((size_t)g.k + 1) * sizeof(double));
+	bacc = malloc(((size_t)g.k + 1) * sizeof(int64_t));
+	if (!weff || !sw || !bacc) {
+		ret = cm_seterr(cm, -ENOMEM, "out of memory");
+		goto out;
+	}
+	if (!weights_eff(m, &m->nodes[p->wdq], 0, g.k, weff, sw) || !bias_acc(m, p, g.k, sw, bacc) ||
+	    !act_of(c->n, &p->yq, &s->act))
+		goto out;
+	s->kind = CS_QCONV;
+	s->n = g.n, s->c = g.c, s->h = g.h, s->w = g.w, s->k = g.k, s->cg = g.cg, s->kh = g.kh, s->kw = g.kw;
+	s->groups = g.groups, s->oh = g.win.oh, s->ow = g.win.ow, s->sh = g.win.sh, s->sw = g.win.sw;
+	s->dh = g.win.dh, s->dw = g.win.dw, s->pt = g.win.pt, s->pl = g.win.pl, s->pb = g.win.pb, s->pr = g.win.pr;
+	s->izp = p->xq[0].zp;
+	s->ozp = p->yq.zp;
+	if ((ret = pack_wb(cm, s, p, weff, w->count, g.k, sw, bacc, true)))
+		goto out;
+	if (s->odt == ACCEL_INT32)
+		s->sc_bytes = (uint64_t)(g.n * g.k * g.win.oh * g.win.ow) * 4;
+	conv_out_dims(&g, od, &ond);
+	ret = alloc_y(m, p, ond, od);
+out:
+	free(weff);
+	free(sw);
+	free(bacc);
+	return ret;
+}
+
+/* Gemm (transA 0, alpha = beta = 1) and MatMul by a constant 2-D B. */
+static int lower_qgemm(struct onnx_compiled *cm, struct onnx_ctx *c, struct cstep *s, const struct qpat *p)
+{
+	struct onnx_model *m = cm->m;
+	const struct onnx_node *n = c->n;
+	const struct onnx_tensor *x = &m->vals[p->x[0]].t, *b = cval_t(m, m->nodes[p->wdq].in[0]);
+	int8_t *weff = NULL;
+	double *sw = NULL;
+	int64_t *bacc = NULL, od[ONNX_MAX_DIMS];
+	unsigned ond;
+	int ret = ONNX_FALLBACK;
+
+	if (b->ndim != 2 || x->ndim < 2)
+		return ONNX_FALLBACK;
+	if (n->op == OP_GEMM) {
+		if (x->ndim != 2 || attr_int(n->pb, "transA", 0) || attr_float(n->pb, "alpha", 1.0f) != 1.0f ||
+		    attr_float(n->pb, "beta", 1.0f) != 1.0f)
+			return ONNX_FALLBACK;
+		s->tb = attr_int(n->pb, "transB", 0) != 0;
+	}
+	s->K = x->dims[x->ndim - 1];
+	s->M = (int64_t)(x->count / (size_t)(s->K ? s->K : 1));
+	s->N = s->tb ? b->dims[0] : b->dims[1];
+	if (!s->K || !s->M || !s->N || (s->tb ? b->dims[1] : b->dims[0]) != s->K || s->M > UINT32_MAX)
+		return ONNX_FALLBACK;
+	if (p->bias_f >= 0 || p->bdq >= 0) {
+		const struct onnx_tensor *bt = p->bias_f >= 0 ? cval_t(m, p->bias_f) : cval_t(m, m->nodes[p->bdq].in[0]);
+
+		if (!(bt->ndim == 1 || (bt->ndim == 2 && bt->dims[0] == 1)) || bt->count != (size_t)s->N)
+			return ONNX_FALLBACK;
+	}
+	weff = malloc(b->count + 1);
+	sw = malloc(((size_t)s->N + 1) * sizeof(double));
+	bacc = malloc(((size_t)s->N + 1) * sizeof(int64_t));
+	if (!weff || !sw || !bacc) {
+		ret = cm_seterr(cm, -ENOMEM, "out of memory");
+		goto out;
+	}
+	if (!weights_eff(m, &m->nodes[p->wdq], s->tb ? 0 : 1, s->N, weff, sw) || !bias_acc(m, p, s->N, sw, bacc) ||
+	    !act_of(n, &p->yq, &s->act))
+		goto out;
+	s->kind = CS_QGEMM;
+	s->izp = p->xq[0].zp;
+	s->ozp = p->yq.zp;
+	if ((ret = pack_wb(cm, s, p, weff, b->count, s->N, sw, bacc, s->tb)))
+		goto out;
+	if (s->odt == ACCEL_INT32)
+		s->sc_bytes = (uint64_t)(s->M * s->N) * 4;
+	memcpy(od, x->dims, sizeof(od));
+	od[x->ndim - 1] = s->N;
+	ond = x->ndim;
+	ret = alloc_y(m, p, ond, od);
+out:
+	free(weff);
+	free(sw);
+	free(bacc);
+	return ret;
+}
+
+static int lower_qpool(struct onnx_compiled *cm, struct onnx_ctx *c, struct cstep *s, const struct qpat *p)
+{
+	struct onnx_model *m = cm->m;
+	const struct onnx_node *n = c->n;
+	const struct onnx_tensor *x = &m->vals[p->x[0]].t;
+	bool avg = n->op != OP_MAXPOOL;
+	struct pool_geom g;
+	int64_t od[4], C, RS;
+	unsigned ond;
+	int8_t *ones;
+	int32_t *bias;
+	double r;
+	int ret;
+
+	if (x->ndim != 4 || pool_geom(c, x, n->op == OP_GLOBALAVGPOOL, &g))
+		return ONNX_FALLBACK;
+	if (g.win.dh != 1 || g.win.dw != 1 || g.win.pt >= g.win.kh || g.win.pb + g.win.ceil_extra_h >= g.win.kh ||
+	    g.win.pl >= g.win.kw || g.win.pr + g.win.ceil_extra_w >= g.win.kw)
+		return ONNX_FALLBACK;
+	if (avg && (g.win.ceil_extra_h || g.win.ceil_extra_w ||
+		    ((g.win.pt || g.win.pl || g.win.pb || g.win.pr) && !attr_int(n->pb, "count_include_pad", 0) &&
+		     !n->pad_counts)))
+		return ONNX_FALLBACK;
+	pool_out_dims(&g, od, &ond);
+	C = g.c;
+	s->izp = p->xq[0].zp;
+	s->ozp = p->yq.zp;
+	if (!avg) {
+		s->pw[0] = (uint32_t)g.win.kh, s->pw[1] = (uint32_t)g.win.kw, s->pw[2] = (uint32_t)g.win.sh;
+		s->pw[3] = (uint32_t)g.win.sw, s->pw[4] = (uint32_t)g.win.pt, s->pw[5] = (uint32_t)g.win.pl;
+		s->pw[6] = (uint32_t)(g.win.pb + g.win.ceil_extra_h), s->pw[7] = (uint32_t)(g.win.pr + g.win.ceil_extra_w);
+		s->ad[0] = (uint32_t)g.n, s->ad[1] = (uint32_t)C, s->ad[2] = (uint32_t)g.h, s->ad[3] = (uint32_t)g.w;
+		if (p->xq[0].scale_f == p->yq.scale_f && p->xq[0].zp == p->yq.zp) {
+			s->kind = CS_QPOOL;
+			return alloc_y(m, p, ond, od);
+		}
+		/* then a 1x1 ones depthwise conv requantises: acc = x - zx */
+		s->qpool = 1;
+		s->sc_bytes = (uint64_t)(g.n * C * g.win.oh * g.win.ow);
+		s->n = g.n, s->c = C, s->h = g.win.oh, s->w = g.win.ow, s->kh = s->kw = 1;
+		s->sh = s->sw = 1;
+		RS = 1;
+		r = p->xq[0].scale / p->yq.scale;
+	} else {
+		s->n = g.n, s->c = C, s->h = g.h, s->w = g.w, s->kh = g.win.kh, s->kw = g.win.kw;
+		s->sh = g.win.sh, s->sw = g.win.sw, s->pt = g.win.pt, s->pl = g.win.pl, s->pb = g.win.pb, s->pr = g.win.pr;
+		RS = g.win.kh * g.win.kw;
+		r = p->xq[0].scale / (p->yq.scale * (double)RS);
+		if (RS > (1 << 20))
+			return ONNX_FALLBACK;
+	}
+	s->kind = CS_QCONV;
+	s->k = C, s->cg = 1, s->groups = C, s->oh = g.win.oh, s->ow = g.win.ow, s->dh = s->dw = 1;
+	s->act = ACCEL_ACT_NONE;
+	ones = malloc((size_t)(C * s->kh * s->kw) + 1);
+	bias = malloc((size_t)C * 4 + 4);
+	if (!ones || !bias) {
+		free(ones);
+		free(bias);
+		return cm_seterr(cm, -ENOMEM, "out of memory");
+	}
+	memset(ones, 1, (size_t)(C * s->kh * s->kw));
+	for (int64_t k = 0; k < C; k++)
+		bias[k] = (int32_t)(-RS * s->izp);
+	s->w_off = cm_wimg_add(cm, ones, (uint64_t)(C * s->kh * s->kw));
+	s->b_off = cm_wimg_add(cm, bias, (uint64_t)C * 4);
+	free(ones);
+	free(bias);
+	if (s->w_off == UINT64_MAX || s->b_off == UINT64_MAX)
+		return cm_seterr(cm, -ENOMEM, "weights: out of memory");
+	if ((ret = set_requant(cm, s, &r, 1)))
+		return ret;
+	return alloc_y(m, p, ond, od);
+}
+
+/* Add of two int8 tensors of one shape (rank <= 4). */
+static int lower_qadd(struct onnx_compiled *cm, struct cstep *s, const struct qpat *p)
+{
+	struct onnx_model *m = cm->m;
+	const struct onnx_tensor *a = &m->vals[p->x[0]].t, *b = &m->vals[p->x[1]].t;
+	double S = p->xq[0].scale > p->xq[1].scale ? p->xq[0].scale : p->xq[1].scale, r;
+	int32_t ma = (int32_t)lrint(p->xq[0].scale / S * 2097152.0), mb = (int32_t)lrint(p->xq[1].scale / S * 2097152.0);
+	int8_t za = (int8_t)p->xq[0].zp, zb = (int8_t)p->xq[1].zp;
+	uint64_t cnt4;
+	int ret;
+
+	if (a->ndim != b->ndim || a->ndim > 4 || !a->count || a->count > UINT32_MAX)
+		return ONNX_FALLBACK;
+	for (unsigned d = 0; d < a->ndim; d++)
+		if (a->dims[d] != b->dims[d])
+			return ONNX_FALLBACK;
+	for (unsigned d = 0; d < 4; d++)
+		s->od[d] = d + a->ndim >= 4 ? (uint32_t)a->dims[d + a->ndim - 4] : 1;
+	s->kind = CS_QADD;
+	s->in[1] = p->x[1];
+	s->izp = za, s->izp2 = zb, s->ozp = p->yq.zp;
+	s->act = p->relu >= 0 ? ACCEL_ACT_RELU : ACCEL_ACT_NONE;
+	s->k_off[0] = cm_wimg_add(cm, &za, 1);
+	s->k_off[1] = cm_wimg_add(cm, &ma, 4);
+	s->k_off[2] = cm_wimg_add(cm, &zb, 1);
+	s->k_off[3] = cm_wimg_add(cm, &mb, 4);
+	for (unsigned k = 0; k < 4; k++)
+		if (s->k_off[k] == UINT64_MAX)
+			return cm_seterr(cm, -ENOMEM, "weights: out of memory");
+	cnt4 = (a->count * 4 + CM_ALIGN - 1) / CM_ALIGN * CM_ALIGN;
+	s->sc_bytes = 2 * cnt4;
+	r = S / (2097152.0 * p->yq.scale);
+	if ((ret = set_requant(cm, s, &r, 1)))
+		return ret;
+	/* the requantisation is accel_requant's (int32 input) along axis 0: one entry per image */
+	s->nrq = s->od[0];
+	s->rq_off = cm_wimg_add(cm, NULL, 5ull * s->nrq);
+	if (s->rq_off == UINT64_MAX)
+		return cm_seterr(cm, -ENOMEM, "weights: out of memory");
+	for (uint32_t i = 0; i < s->nrq; i++) {
+		memcpy(cm->wimg + s->rq_off + 4ull * i, &s->mult, 4);
+		cm->wimg[s->rq_off + 4ull * s->nrq + i] = (uint8_t)s->shift;
+	}
+	return alloc_y(m, p, a->ndim, a->dims);
+}
+
+/* DQ -> view -> Q with one quantisation: the view of the int8 tensor. */
+static int lower_qview(struct onnx_compiled *cm, struct onnx_ctx *c, struct cstep *s, const struct qpat *p)
+{
+	struct onnx_model *m = cm->m;
+	const struct onnx_tensor *x = &m->vals[p->x[0]].t;
+	struct onnx_tensor *fin = &m->vals[c->n->in[0]].t, *fout = &m->vals[c->n->out[0]].t;
+	int ret;
+
+	/* the output shape: the view's kernel on a float probe of the input's shape */
+	if (onnx_tensor_alloc(fin, ONNX_FLOAT, x->ndim, x->dims))
+		return -ENOMEM;
+	ret = onnx_run_node(c);
+	onnx_tensor_release(fin);
+	if (ret) {
+		onnx_tensor_release(fout);
+		return ONNX_FALLBACK;
+	}
+	ret = fout->count == x->count ? alloc_y(m, p, fout->ndim, fout->dims) : ONNX_FALLBACK;
+	onnx_tensor_release(fout);
+	if (ret)
+		return ret;
+	s->kind = CS_ALIAS;
+	s->out = p->y;
+	s->reason = "a view of its int8 input (QDQ; addressing, no step)";
+	return 0;
+}
+
+/* A pattern the lowering declined: its DQ nodes (already stepped as folded) become host steps again,
+ * and the Q/Relu after it run as before. */
+static int unabsorb(struct onnx_compiled *cm, const struct qpat *p)
+{
+	int ds[4] = { p->xdq[0], p->xdq[1], p->wdq, p->bdq };
+
+	cm->qrole[p->anchor] = QR_NONE;
+	cm->qrole[p->q] = QR_NONE;
+	if (p->relu >= 0)
+		cm->qrole[p->relu] = QR_NONE;
+	for (unsigned k = 0; k < 4; k++) {
+		if (ds[k] < 0 || cm->qrole[ds[k]] != QR_ABSORBED)
+			continue;
+		cm->qrole[ds[k]] = QR_NONE;
+		for (unsigned j = 0; j < cm->n_steps; j++)
+			if (cm->steps[j].node == ds[k]) {
+				int ret = cm_lower_node(cm, (unsigned)ds[k], &cm->steps[j]);
+
+				if (ret)
+					return ret;
+			}
+	}
+	return 0;
+}
+
+int cm_qdq_lower(struct onnx_compiled *cm, unsigned i, struct cstep *s)
+{
+	struct onnx_model *m = cm->m;
+	struct onnx_ctx c = { .m = m, .n = &m->nodes[i] };
+	struct qpat p;
+	int ret, *uses, *cons;
+
+	if (cm->qrole[i] == QR_ABSORBED) {
+		s->kind = CS_QFUSED;
+		s->reason = "folded into an int8 device step (QDQ pattern)";
+		return 0;
+	}
+	if (cm->qrole[i] != QR_ANCHOR)
+		return ONNX_FALLBACK;
+	uses = calloc(m->n_vals + 1, sizeof(int));
+	cons = calloc(m->n_vals + 1, sizeof(int));
+	if (!uses || !cons) {
+		free(uses);
+		free(cons);
+		return cm_seterr(cm, -ENOMEM, "out of memory");
+	}
+	uses_of(m, uses, cons);
+	ret = match(m, uses, cons, i, &p) ? 0 : -EINVAL;
+	free(uses);
+	free(cons);
+	if (ret)
+		return cm_seterr(cm, ret, "QDQ: node %u no longer matches", i);
+	s->in[0] = p.x[0];
+	s->out = p.y;
+	switch (m->nodes[i].op) {
+	case OP_CONV:
+		ret = lower_qconv(cm, &c, s, &p);
+		break;
+	case OP_GEMM:
+	case OP_MATMUL:
+		ret = lower_qgemm(cm, &c, s, &p);
+		break;
+	case OP_ADD:
+		ret = lower_qadd(cm, s, &p);
+		break;
+	case OP_MAXPOOL:
+	case OP_AVGPOOL:
+	case OP_GLOBALAVGPOOL:
+		ret = lower_qpool(cm, &c, s, &p);
+		break;
+	default:
+		ret = lower_qview(cm, &c, s, &p);
+		break;
+	}
+	if (ret < 0)
+		return ret;
+	if (ret == 0) {
+		if (!s->reason)
+			s->reason = "int8 device step (QDQ pattern, requantised on the device)";
+		return 0;
+	}
+	if (m->vals[p.y].t.data)
+		onnx_tensor_release(&m->vals[p.y].t);
+	memset(s, 0, sizeof(*s));
+	s->node = (int)i;
+	s->in[0] = m->nodes[i].n_in ? m->nodes[i].in[0] : -1;
+	s->in[1] = -1;
+	s->out = m->nodes[i].n_out ? m->nodes[i].out[0] : -1;
+	if ((ret = unabsorb(cm, &p)))
+		return ret;
+	return ONNX_FALLBACK;
+}
+
+/* ---- execution (compiled_run.c calls cm_qdq_job for k = 0, 1, ... until it returns 1) ------------- */
+
+static void vt(const struct onnx_compiled *cm, int v, enum accel_dtype dt, const uint32_t d[4], struct accel_tensor *t)
+{
+	const struct cval *cv = &cm->vals[v];
+
+	accel_tensor_4d(cv->loc == LOC_WEIGHT ? cm->wbuf : cm->arena, cv->off, dt, ACCEL_LAYOUT_NCHW, d[0], d[1], d[2],
+			d[3], t);
+}
+
+static void at4(struct accel_buffer *b, uint64_t off, enum accel_dtype dt, const uint32_t d[4], struct accel_tensor *t)
+{
+	accel_tensor_4d(b, off, dt, ACCEL_LAYOUT_NCHW, d[0], d[1], d[2], d[3], t);
+}
+
+unsigned cm_qdq_jobs(const struct cstep *s)
+{
+	switch (s->kind) {
+	case CS_QCONV:
+		return (unsigned)s->qpool + 1 + (s->odt == ACCEL_INT32);
+	case CS_QGEMM:
+		return 1 + (s->odt == ACCEL_INT32);
+	case CS_QADD:
+		return 6;
+	case CS_QPOOL:
+		return 1;
+	default:
+		return 0;
+	}
+}
+
+static int job_pool(struct onnx_compiled *cm, const struct cstep *s, struct accel_tensor *out,
+		    const struct accel_submit *sub, struct accel_job **job)
+{
+	struct accel_pool2d_desc d;
+	struct accel_tensor x;
+
+	memset(&d, 0, sizeof(d));
+	vt(cm, s->in[0], ACCEL_INT8, s->ad, &x);
+	d.input = &x;
+	d.output = out;
+	d.kind = ACCEL_POOL_MAX;
+	d.win_h = s->pw[0], d.win_w = s->pw[1], d.stride_h = s->pw[2], d.stride_w = s->pw[3];
+	d.pad_top = s->pw[4], d.pad_left = s->pw[5], d.pad_bottom = s->pw[6], d.pad_right = s->pw[7];
+	return accel_pool2d(cm->dev, &d, sub, job);
+}
+
+static int job_requant(struct onnx_compiled *cm, const struct cstep *s, struct accel_tensor *in,
+		       struct accel_tensor *out, uint32_t axis, const struct accel_submit *sub, struct accel_job **job)
+{
+	struct accel_requant_desc d = {
+		.input = in, .output = out, .axis = axis, .zero_point = (int16_t)s->ozp,
+		.multiplier = (const int32_t *)(cm->wimg + s->rq_off), .shift = cm->wimg + s->rq_off + 4ull * s->nrq,
+	};
+
+	return accel_requant(cm->dev, &d, sub, job);
+}
+
+static int job_conv(struct onnx_compiled *cm, const struct cstep *s, unsigned k, const struct accel_submit *sub,
+		    struct accel_job **job, const char **what)
+{
+	uint32_t xd[4] = { (uint32_t)s->n, (uint32_t)s->c, (uint32_t)s->h, (uint32_t)s->w };
+	uint32_t wd[4] = { (uint32_t)s->k, (uint32_t)s->cg, (uint32_t)s->kh, (uint32_t)s->kw };
+	uint32_t yd[4] = { (uint32_t)s->n, (uint32_t)s->k, (uint32_t)s->oh, (uint32_t)s->ow };
+	struct accel_tensor x, w, y, bt, acc;
+	struct accel_conv2d_desc d;
+
+	if (s->qpool && k == 0) {
+		*what = "accel_pool2d (int8 max)";
+		at4(cm->arena, s->sc_off, ACCEL_INT8, xd, &y);
+		return job_pool(cm, s, &y, sub, job);
+	}
+	k -= (unsigned)s->qpool;
+	if (k == 1) {
+		*what = "accel_requant";
+		at4(cm->arena, s->sc_off, ACCEL_INT32, yd, &acc);
+		vt(cm, s->out, ACCEL_INT8, yd, &y);
+		return job_requant(cm, s, &acc, &y, 1, sub, job);
+	}
+	memset(&d, 0, sizeof(d));
+	if (s->qpool)
+		at4(cm->arena, s->sc_off, ACCEL_INT8, xd, &x);
+	else
+		vt(cm, s->in[0], ACCEL_INT8, xd, &x);
+	at4(cm->wbuf, s->w_off, ACCEL_INT8, wd, &w);
+	if (s->odt == ACCEL_INT32)
+		at4(cm->arena, s->sc_off, ACCEL_INT32, yd, &y);
+	else
+		vt(cm, s->out, ACCEL_INT8, yd, &y);
+	accel_tensor_2d(cm->wbuf, s->b_off, ACCEL_INT32, 1, (uint32_t)s->k, &bt);
+	d.input = &x;
+	d.weights = &w;
+	d.output = &y;
+	d.stride_h = (uint32_t)s->sh, d.stride_w = (uint32_t)s->sw;
+	d.dil_h = (uint32_t)s->dh, d.dil_w = (uint32_t)s->dw;
+	d.pad_top = (uint32_t)s->pt, d.pad_left = (uint32_t)s->pl;
+	d.pad_bottom = (uint32_t)s->pb, d.pad_right = (uint32_t)s->pr;
+	d.groups = (uint32_t)s->groups;
+	d.input_zero_point = s->izp;
+	d.epi.bias = &bt;
+	d.epi.act = (enum accel_act)s->act;
+	if (s->odt == ACCEL_INT8) {
+		d.epi.multiplier = s->mult;
+		d.epi.shift = (uint8_t)s->shift;
+		d.epi.zero_point = (int16_t)s->ozp;
+	}
+	*what = "accel_conv2d (int8)";
+	return accel_conv2d(cm->dev, &d, sub, job);
+}
+
+static int job_gemm(struct onnx_compiled *cm, const struct cstep *s, unsigned k, const struct accel_submit *sub,
+		    struct accel_job **job, const char **what)
+{
+	struct accel_tensor a, b, c, bt;
+	struct accel_gemm_desc d;
+	const struct cval *xv = &cm->vals[s->in[0]], *yv = &cm->vals[s->out];
+
+	if (k == 1) {
+		*what = "accel_requant";
+		accel_tensor_2d(cm->arena, s->sc_off, ACCEL_INT32, (uint32_t)s->M, (uint32_t)s->N, &a);
+		accel_tensor_2d(cm->arena, yv->off, ACCEL_INT8, (uint32_t)s->M, (uint32_t)s->N, &c);
+		return job_requant(cm, s, &a, &c, 1, sub, job);
+	}
+	memset(&d, 0, sizeof(d));
+	accel_tensor_2d(cm->arena, xv->off, ACCEL_INT8, (uint32_t)s->M, (uint32_t)s->K, &a);
+	accel_tensor_2d(cm->wbuf, s->w_off, ACCEL_INT8, (uint32_t)(s->tb ? s->N : s->K), (uint32_t)(s->tb ? s->K : s->N),
+			&b);
+	if (s->odt == ACCEL_INT32)
+		accel_tensor_2d(cm->arena, s->sc_off, ACCEL_INT32, (uint32_t)s->M, (uint32_t)s->N, &c);
+	else
+		accel_tensor_2d(cm->arena, yv->off, ACCEL_INT8, (uint32_t)s->M, (uint32_t)s->N, &c);
+	accel_tensor_2d(cm->wbuf, s->b_off, ACCEL_INT32, 1, (uint32_t)s->N, &bt);
+	d.a = &a;
+	d.b = &b;
+	d.c = &c;
+	d.trans_b = s->tb;
+	d.epi.bias = &bt;
+	d.epi.act = (enum accel_act)s->act;
+	if (s->odt == ACCEL_INT8) {
+		d.epi.multiplier = s->mult;
+		d.epi.shift = (uint8_t)s->shift;
+		d.epi.zero_point = (int16_t)s->ozp;
+	}
+	*what = "accel_gemm (int8)";
+	return accel_gemm(cm->dev, &d, sub, job);
+}
+
+/* (a - za) * Ma + (b - zb) * Mb in int32, then requantised. */
+static int job_add(struct onnx_compiled *cm, const struct cstep *s, unsigned k, const struct accel_submit *sub,
+		   struct accel_job **job, const char **what)
+{
+	static const uint32_t one[4] = { 1, 1, 1, 1 };
+	uint64_t t1 = s->sc_off, t2 = s->sc_off + s->sc_bytes / 2;
+	struct accel_tensor a, b, out;
+	struct accel_eltwise_desc d;
+	unsigned opnd = k < 2 ? 0 : 1;
+
+	memset(&d, 0, sizeof(d));
+	if (k == 5) {
+		*what = "accel_requant";
+		at4(cm->arena, t1, ACCEL_INT32, s->od, &a);
+		vt(cm, s->out, ACCEL_INT8, s->od, &out);
+		return job_requant(cm, s, &a, &out, 0, sub, job);
+	}
+	*what = "accel_eltwise (int8 add)";
+	if (k == 4) {
+		at4(cm->arena, t1, ACCEL_INT32, s->od, &a);
+		at4(cm->arena, t2, ACCEL_INT32, s->od, &b);
+		at4(cm->arena, t1, ACCEL_INT32, s->od, &out);
+		d.op = ACCEL_ELT_ADD;
+		d.act = (enum accel_act)s->act;
+	} else if (k % 2 == 0) {	/* t = x - zx: int8 -> exact int32 */
+		vt(cm, s->in[opnd], ACCEL_INT8, s->od, &a);
+		at4(cm->wbuf, s->k_off[2 * opnd], ACCEL_INT8, one, &b);
+		at4(cm->arena, opnd ? t2 : t1, ACCEL_INT32, s->od, &out);
+		d.op = ACCEL_ELT_SUB;
+	} else {		/* t *= M */
+		at4(cm->arena, opnd ? t2 : t1, ACCEL_INT32, s->od, &a);
+		at4(cm->wbuf, s->k_off[2 * opnd + 1], ACCEL_INT32, one, &b);
+		at4(cm->arena, opnd ? t2 : t1, ACCEL_INT32, s->od, &out);
+		d.op = ACCEL_ELT_MUL;
+	}
+	d.a = &a;
+	d.b = &b;
+	d.out = &out;
+	return accel_eltwise(cm->dev, &d, sub, job);
+}
+
+int cm_qdq_job(struct onnx_compiled *cm, const struct cstep *s, unsigned k, const struct accel_submit *sub,
+	       struct accel_job **job, const char **what)
+{
+	if (k >= cm_qdq_jobs(s))
+		return 1;
+	switch (s->kind) {
+	case CS_QCONV:
+		return job_conv(cm, s, k, sub, job, what);
+	case CS_QGEMM:
+		return job_gemm(cm, s, k, sub, job, what);
+	case CS_QADD:
+		return job_add(cm, s, k, sub, job, what);
+	case CS_QPOOL: {
+		struct accel_tensor y;
+		uint32_t yd[4] = { s->ad[0], s->ad[1], 0, 0 };
+		const struct cval *cv = &cm->vals[s->out];
+
+		yd[2] = (uint32_t)cv->dims[2];
+		yd[3] = (uint32_t)cv->dims[3];
+		vt(cm, s->out, ACCEL_INT8, yd, &y);
+		*what = "accel_pool2d (int8 max)";
+		return job_pool(cm, s, &y, sub, job);
+	}
+	default:
+		return 1;
+	}
+}

@@ -1,0 +1,406 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * int8 lowering of QDQ graphs (onnx/src/compile_qdq.c): the pattern matcher (which nodes become int8
+ * device steps, which fall back), the requantisation folding (per tensor in the epilogue: one job; per
+ * channel: an int32 output and accel_requant: two) and the numbers, against qdq_ref.py: numpy evaluating
+ * the same model file exactly as the ONNX specification defines each operator (float64 between Q and
+ * DQ, round half to even), run at test time.  Outputs must be within 1 LSB (Documentation/onnx.md).
+ */
+#include <criterion/criterion.h>
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "builder.h"
+
+#ifndef QDQ_REF
+#define QDQ_REF "qdq_ref.py"
+#endif
+
+static struct accel_dev *dev;
+static uint32_t rng;
+
+static void setup(void)
+{
+	cr_assert_eq(accel_open("sim", &dev), 0);
+	rng = 4242;
+}
+
+static void teardown(void)
+{
+	accel_close(dev);
+}
+
+TestSuite(onnx_qdq, .init = setup, .fini = teardown);
+
+static uint32_t rnd(void)
+{
+	rng = rng * 1664525u + 1013904223u;
+	return rng >> 8;
+}
+
+static size_t count_of(unsigned nd, const int64_t *d)
+{
+	size_t n = 1;
+
+	for (unsigned i = 0; i < nd; i++)
+		n *= (size_t)d[i];
+	return n;
+}
+
+static void scalar_f(struct mb *b, const char *name, float v)
+{
+	mb_init(b, name, ONNX_FLOAT, 0, NULL, &v);
+}
+
+static void scalar_zp(struct mb *b, const char *name, int dt, int v)
+{
+	uint8_t u = (uint8_t)v;
+
+	mb_init(b, name, (enum onnx_dtype)dt, 0, NULL, &u);
+}
+
+/* Random int8 weights (-127..127) as an initializer. */
+static void init_w8(struct mb *b, const char *name, unsigned nd, const int64_t *d)
+{
+	size_t n = count_of(nd, d);
+	int8_t *w = malloc(n);
+
+	for (size_t i = 0; i < n; i++)
+		w[i] = (int8_t)((int)(rnd() % 255) - 127);
+	mb_init(b, name, ONNX_INT8, nd, d, w);
+	free(w);
+}
+
+/* DQ(w) with per-channel (nsc > 1, axis) or per-tensor scales around 0.01; zero point 0. */
+static void dq_weights(struct mb *b, const char *w, unsigned nd, const int64_t *d, int64_t nsc, int axis,
+		       const char *out)
+{
+	char sn[64], zn[64], ins[160];
+	float *s = malloc((size_t)nsc * sizeof(float));
+	int8_t *z = calloc((size_t)nsc, 1);
+	Onnx__NodeProto *n;
+
+	init_w8(b, w, nd, d);
+	for (int64_t i = 0; i < nsc; i++)
+		s[i] = 0.004f + 0.001f * (float)(rnd() % 16);
+	snprintf(sn, sizeof(sn), "%s_s", w);
+	snprintf(zn, sizeof(zn), "%s_z", w);
+	mb_init(b, sn, ONNX_FLOAT, nsc > 1, &nsc, s);
+	mb_init(b, zn, ONNX_INT8, nsc > 1, &nsc, z);
+	snprintf(ins, sizeof(ins), "%s,%s,%s", w, sn, zn);
+	n = mb_node(b, "DequantizeLinear", ins, out);
+	if (nsc > 1)
+		mb_attr_i(b, n, "axis", axis);
+	free(s);
+	free(z);
+}
+
+/* An int32 bias DQ'd with scale x_scale * w_scale (as quantisation tools emit it). */
+static void dq_bias(struct mb *b, const char *name, int64_t k, float xs, const char *out)
+{
+	int32_t *v = malloc((size_t)k * 4);
+	float *s = malloc((size_t)k * sizeof(float));
+	char sn[64], ins[160];
+
+	for (int64_t i = 0; i < k; i++) {
+		v[i] = (int32_t)(rnd() % 2001) - 1000;
+		s[i] = xs * 0.006f;
+	}
+	mb_init(b, name, ONNX_INT32, 1, &k, v);
+	snprintf(sn, sizeof(sn), "%s_s", name);
+	mb_init(b, sn, ONNX_FLOAT, 1, &k, s);
+	snprintf(ins, sizeof(ins), "%s,%s", name, sn);
+	mb_attr_i(b, mb_node(b, "DequantizeLinear", ins, out), "axis", 0);
+	free(v);
+	free(s);
+}
+
+static void q_node(struct mb *b, const char *in, const char *out, float s, int dt, int zp)
+{
+	char sn[64], zn[64], ins[200];
+
+	snprintf(sn, sizeof(sn), "%s_qs", out);
+	snprintf(zn, sizeof(zn), "%s_qz", out);
+	scalar_f(b, sn, s);
+	scalar_zp(b, zn, dt, zp);
+	snprintf(ins, sizeof(ins), "%s,%s,%s", in, sn, zn);
+	mb_node(b, "QuantizeLinear", ins, out);
+}
+
+static void dq_node(struct mb *b, const char *in, const char *out, float s, int dt, int zp)
+{
+	char sn[64], zn[64], ins[200];
+
+	snprintf(sn, sizeof(sn), "%s_ds", out);
+	snprintf(zn, sizeof(zn), "%s_dz", out);
+	scalar_f(b, sn, s);
+	scalar_zp(b, zn, dt, zp);
+	snprintf(ins, sizeof(ins), "%s,%s,%s", in, sn, zn);
+	mb_node(b, "DequantizeLinear", ins, out);
+}
+
+struct qcase {
+	struct onnx_model *m;
+	char path[64];
+	struct onnx_tensor x;
+};
+
+/* Load the model b describes (also written to a file for the reference) and make a random input. */
+static void finish(struct mb *b, struct qcase *qc, int xdt, unsigned nd, const int64_t *xd)
+{
+	char err[512] = "";
+	const uint8_t *buf;
+	size_t len;
+	FILE *f;
+	int fd;
+
+	buf = mb_pack(b, &len);
+	cr_assert_eq(onnx_model_load_mem(buf, len, 0, &qc->m, err, sizeof(err)), 0, "load: %s", err);
+	strcpy(qc->path, "/tmp/test-qdq-XXXXXX");
+	fd = mkstemp(qc->path);
+	cr_assert_geq(fd, 0);
+	f = fdopen(fd, "wb");
+	cr_assert_eq(fwrite(buf, 1, len, f), len);
+	fclose(f);
+	mb_free(b);
+	cr_assert_eq(onnx_tensor_alloc(&qc->x, (enum onnx_dtype)xdt, nd, xd), 0);
+	for (size_t i = 0; i < qc->x.count; i++)
+		((uint8_t *)qc->x.data)[i] = (uint8_t)rnd();
+}
+
+/* The numpy reference's output (raw bytes of count elements of 1 byte). */
+static uint8_t *reference(const struct qcase *qc, size_t count)
+{
+	char in[64], out[64], cmd[512], shape[128] = "";
+	uint8_t *y = malloc(count);
+	FILE *f;
+	int fd;
+
+	strcpy(in, "/tmp/test-qdq-in-XXXXXX");
+	strcpy(out, "/tmp/test-qdq-out-XXXXXX");
+	fd = mkstemp(in);
+	cr_assert_eq(write(fd, qc->x.data, qc->x.count), (ssize_t)qc->x.count);
+	close(fd);
+	close(mkstemp(out));
+	for (unsigned i = 0; i < qc->x.ndim; i++)
+		snprintf(shape + strlen(shape), sizeof(shape) - strlen(shape), "%s%lld", i ? "x" : "",
+			 (long long)qc->x.dims[i]);
+	snprintf(cmd, sizeof(cmd), "/usr/bin/python3 %s %s %s %s %s %s", QDQ_REF, qc->path, in,
+		 qc->x.dtype == ONNX_UINT8 ? "uint8" : "int8", shape, out);
+	cr_assert_eq(system(cmd), 0, "reference failed: %s", cmd);
+	f = fopen(out, "rb");
+	cr_assert_not_null(f);
+	cr_assert_eq(fread(y, 1, count, f), count, "reference output size");
+	fclose(f);
+	unlink(in);
+	unlink(out);
+	return y;
+}
+
+/* Compile; the step kind of graph node `anchor`; run; compare with the reference within 1 LSB. */
+static void check(struct qcase *qc, unsigned anchor, const char *kind, unsigned jobs, unsigned host_steps)
+{
+	struct onnx_compiled *cm = NULL;
+	struct onnx_compiled_step st;
+	struct onnx_compiled_info ci;
+	struct onnx_run_stats stats;
+	struct onnx_tensor y;
+	char err[512] = "";
+	unsigned exact = 0;
+	uint8_t *ref;
+
+	cr_assert_eq(onnx_compile(qc->m, dev, &qc->x, 1, 0, &cm, err, sizeof(err)), 0, "compile: %s", err);
+	cr_assert_eq(onnx_compiled_step_info(cm, anchor, &st), 0);
+	cr_assert_str_eq(st.kind, kind, "node %u: step %s, expected %s", anchor, st.kind, kind);
+	cr_assert_eq(onnx_compiled_info(cm, &ci), 0);
+	cr_assert_eq(ci.host_steps, host_steps, "host steps %u", ci.host_steps);
+	if (jobs)
+		cr_assert_eq(ci.jobs_per_run, jobs, "jobs %u, expected %u", ci.jobs_per_run, jobs);
+	cr_assert_eq(onnx_compiled_run(cm, &qc->x, 1, &y, 1, &stats), 0, "run: %s", onnx_compiled_error(cm));
+	ref = reference(qc, y.count);
+	for (size_t i = 0; i < y.count; i++) {
+		int g = y.dtype == ONNX_UINT8 ? ((uint8_t *)y.data)[i] : ((int8_t *)y.data)[i];
+		int r = y.dtype == ONNX_UINT8 ? ref[i] : (int8_t)ref[i];
+
+		cr_assert(abs(g - r) <= 1, "y[%zu] = %d, reference %d", i, g, r);
+		exact += g == r;
+	}
+	/* ties and float32 sums aside, the int32 arithmetic is exact: nearly every value matches */
+	cr_assert_geq(exact * 100, y.count * 95, "%u of %zu exact", exact, y.count);
+	free(ref);
+	onnx_tensor_release(&y);
+	onnx_compiled_free(cm);
+	onnx_model_free(qc->m);
+	onnx_tensor_release(&qc->x);
+	unlink(qc->path);
+}
+
+/* uint8 x -> DQ -> Conv 3x3 pad 1 (per-channel int8 weights, int32 bias) -> Relu -> Q uint8:
+ * per-channel requantisation, two jobs (int32 conv + accel_requant). */
+Test(onnx_qdq, conv_uint8_per_channel_relu)
+{
+	static const int64_t xd[4] = { 1, 3, 9, 9 }, wd[4] = { 6, 3, 3, 3 }, pads[4] = { 1, 1, 1, 1 };
+	struct mb *b = mb_new(13);
+	struct qcase qc;
+	Onnx__NodeProto *n;
+
+	mb_input_typed(b, "x", ONNX_UINT8, 4, xd);
+	dq_node(b, "x", "xf", 0.02f, ONNX_UINT8, 131);
+	dq_weights(b, "w", 4, wd, 6, 0, "wf");
+	dq_bias(b, "bias", 6, 0.02f, "bf");
+	n = mb_node(b, "Conv", "xf,wf,bf", "c");
+	mb_attr_ints(b, n, "pads", pads, 4);
+	mb_node(b, "Relu", "c", "r");
+	q_node(b, "r", "y", 0.05f, ONNX_UINT8, 3);
+	mb_output(b, "y");
+	finish(b, &qc, ONNX_UINT8, 4, xd);
+	check(&qc, 3, "qconv", 2, 0);
+}
+
+/* int8 x -> depthwise Conv 3x3 stride 2 (per-tensor scale) -> Clip(0, 6) -> Q int8: the requantisation
+ * folds into the conv's epilogue, one job; the Clip is the ReLU (6 is above the output's range). */
+Test(onnx_qdq, depthwise_int8_per_tensor_clip_one_job)
+{
+	static const int64_t xd[4] = { 1, 4, 10, 10 }, wd[4] = { 4, 1, 3, 3 }, pads[4] = { 1, 1, 1, 1 };
+	static const int64_t s2[2] = { 2, 2 };
+	struct mb *b = mb_new(13);
+	struct qcase qc;
+	Onnx__NodeProto *n;
+
+	mb_input_typed(b, "x", ONNX_INT8, 4, xd);
+	dq_node(b, "x", "xf", 0.03f, ONNX_INT8, -5);
+	dq_weights(b, "w", 4, wd, 1, 0, "wf");
+	n = mb_node(b, "Conv", "xf,wf", "c");
+	mb_attr_ints(b, n, "pads", pads, 4);
+	mb_attr_ints(b, n, "strides", s2, 2);
+	mb_attr_i(b, n, "group", 4);
+	scalar_f(b, "lo", 0.0f);
+	scalar_f(b, "hi", 6.0f);
+	mb_node(b, "Clip", "c,lo,hi", "r");
+	q_node(b, "r", "y", 0.02f, ONNX_INT8, -128);
+	mb_output(b, "y");
+	finish(b, &qc, ONNX_INT8, 4, xd);
+	check(&qc, 2, "qconv", 1, 0);
+}
+
+/* A Clip the requantisation cannot express (an upper bound inside the output's range): the pattern
+ * falls back; the DQ and Q nodes run on the host again and the result still matches. */
+Test(onnx_qdq, clip_inside_range_falls_back)
+{
+	static const int64_t xd[4] = { 1, 2, 6, 6 }, wd[4] = { 3, 2, 1, 1 };
+	struct mb *b = mb_new(13);
+	struct qcase qc;
+
+	mb_input_typed(b, "x", ONNX_UINT8, 4, xd);
+	dq_node(b, "x", "xf", 0.02f, ONNX_UINT8, 128);
+	dq_weights(b, "w", 4, wd, 3, 0, "wf");
+	mb_node(b, "Conv", "xf,wf", "c");
+	scalar_f(b, "lo", 0.0f);
+	scalar_f(b, "hi", 0.3f);
+	mb_node(b, "Clip", "c,lo,hi", "r");
+	q_node(b, "r", "y", 0.01f, ONNX_UINT8, 0);
+	mb_output(b, "y");
+	finish(b, &qc, ONNX_UINT8, 4, xd);
+	check(&qc, 2, "host", 0, 4);	/* DQ(x), DQ(w), Conv (+ its Clip) and Q node by node */
+}
+
+/* DQ(a) + DQ(b) (different scales and zero points) -> Relu -> Q: the int32 rescale-add-requant. */
+Test(onnx_qdq, add_relu_two_scales)
+{
+	static const int64_t xd[4] = { 1, 4, 5, 5 }, wd[4] = { 4, 4, 1, 1 };
+	struct mb *b = mb_new(13);
+	struct qcase qc;
+
+	mb_input_typed(b, "x", ONNX_UINT8, 4, xd);
+	dq_node(b, "x", "xf", 0.05f, ONNX_UINT8, 120);
+	dq_weights(b, "w", 4, wd, 1, 0, "wf");
+	mb_node(b, "Conv", "xf,wf", "c");
+	q_node(b, "c", "cq", 0.07f, ONNX_UINT8, 140);
+	dq_node(b, "cq", "cf", 0.07f, ONNX_UINT8, 140);
+	mb_node(b, "Add", "cf,xf", "s");
+	mb_node(b, "Relu", "s", "r");
+	q_node(b, "r", "y", 0.09f, ONNX_UINT8, 0);
+	mb_output(b, "y");
+	finish(b, &qc, ONNX_UINT8, 4, xd);
+	/* node 5 is the Add: conv (1 job, per-tensor) + 6 add jobs */
+	check(&qc, 5, "qadd", 7, 0);
+}
+
+/* MaxPool 3x3/2 pad 1 whose output is quantised differently (a 1x1 ones conv requantises) ->
+ * AveragePool 2x2 -> GlobalAveragePool -> Flatten (same quantisation: a view) -> Gemm per channel. */
+Test(onnx_qdq, pools_view_gemm)
+{
+	static const int64_t xd[4] = { 1, 8, 9, 9 }, k3[2] = { 3, 3 }, k2[2] = { 2, 2 }, p1[4] = { 1, 1, 1, 1 };
+	static const int64_t gd[2] = { 5, 8 };
+	struct mb *b = mb_new(13);
+	struct qcase qc;
+	Onnx__NodeProto *n;
+
+	mb_input_typed(b, "x", ONNX_UINT8, 4, xd);
+	dq_node(b, "x", "xf", 0.04f, ONNX_UINT8, 100);
+	n = mb_node(b, "MaxPool", "xf", "mp");
+	mb_attr_ints(b, n, "kernel_shape", k3, 2);
+	mb_attr_ints(b, n, "strides", k2, 2);
+	mb_attr_ints(b, n, "pads", p1, 4);
+	q_node(b, "mp", "mpq", 0.03f, ONNX_UINT8, 70);
+	dq_node(b, "mpq", "mpf", 0.03f, ONNX_UINT8, 70);
+	n = mb_node(b, "AveragePool", "mpf", "ap");
+	mb_attr_ints(b, n, "kernel_shape", k2, 2);
+	mb_attr_ints(b, n, "strides", k2, 2);
+	q_node(b, "ap", "apq", 0.025f, ONNX_UINT8, 80);
+	dq_node(b, "apq", "apf", 0.025f, ONNX_UINT8, 80);
+	mb_node(b, "GlobalAveragePool", "apf", "gp");
+	q_node(b, "gp", "gpq", 0.02f, ONNX_UINT8, 90);
+	dq_node(b, "gpq", "gpf", 0.02f, ONNX_UINT8, 90);
+	mb_node(b, "Flatten", "gpf", "fl");
+	q_node(b, "fl", "flq", 0.02f, ONNX_UINT8, 90);
+	dq_node(b, "flq", "flf", 0.02f, ONNX_UINT8, 90);
+	dq_weights(b, "g", 2, gd, 5, 0, "gf");
+	dq_bias(b, "gb", 5, 0.02f, "gbf");
+	n = mb_node(b, "Gemm", "flf,gf,gbf", "o");
+	mb_attr_i(b, n, "transB", 1);
+	q_node(b, "o", "y", 0.01f, ONNX_UINT8, 128);
+	mb_output(b, "y");
+	finish(b, &qc, ONNX_UINT8, 4, xd);
+	/* max pool + 1x1 requant conv (2), avg pool (1), global avg pool (1), gemm + requant (2) */
+	check(&qc, 1, "qconv", 6, 0);
+}
+
+/* A max pool keeping its input's quantisation runs on the int8 values alone. */
+Test(onnx_qdq, maxpool_same_quantisation)
+{
+	static const int64_t xd[4] = { 1, 3, 8, 8 }, k2[2] = { 2, 2 };
+	struct mb *b = mb_new(13);
+	struct qcase qc;
+	Onnx__NodeProto *n;
+
+	mb_input_typed(b, "x", ONNX_INT8, 4, xd);
+	dq_node(b, "x", "xf", 0.04f, ONNX_INT8, 7);
+	n = mb_node(b, "MaxPool", "xf", "mp");
+	mb_attr_ints(b, n, "kernel_shape", k2, 2);
+	mb_attr_ints(b, n, "strides", k2, 2);
+	q_node(b, "mp", "y", 0.04f, ONNX_INT8, 7);
+	mb_output(b, "y");
+	finish(b, &qc, ONNX_INT8, 4, xd);
+	check(&qc, 1, "qpool", 1, 0);
+}
+
+/* MatMul of [2, 3, 16] by a per-column quantised [16, 7]. */
+Test(onnx_qdq, matmul_per_column)
+{
+	static const int64_t xd[3] = { 2, 3, 16 }, bd[2] = { 16, 7 };
+	struct mb *b = mb_new(13);
+	struct qcase qc;
+
+	mb_input_typed(b, "x", ONNX_UINT8, 3, xd);
+	dq_node(b, "x", "xf", 0.03f, ONNX_UINT8, 125);
+	dq_weights(b, "w", 2, bd, 7, 1, "wf");
+	mb_node(b, "MatMul", "xf,wf", "o");
+	q_node(b, "o", "y", 0.06f, ONNX_INT8, 4);
+	mb_output(b, "y");
+	finish(b, &qc, ONNX_UINT8, 3, xd);
+	check(&qc, 2, "qgemm", 2, 0);
+}
