@@ -20,6 +20,8 @@ enum cstep_kind {
 	CS_SOFTMAX,	/* accel_softmax fp32 over the last axis (ISA 2) */
 	CS_LAYERNORM,	/* accel_layernorm fp32 over the last axis (ISA 2) */
 	CS_TRANSPOSE,	/* accel_transpose, rank <= 4 (ISA 2) */
+	CS_COPY,	/* a strided 4-D box copied on the device (accel_transpose, identity perm; ISA 2):
+			 * a Concat input that could not be written in place, a Slice that is no contiguous view */
 	CS_ALIAS,	/* Reshape/Flatten/Squeeze/...: the output is the input's bytes (no step runs) */
 	CS_HOST,	/* the node-by-node kernel (host, or the device with its own buffers and copies) */
 	CS_FUSED,	/* fused into the step before it (a Relu after an Add) */
@@ -43,6 +45,7 @@ struct cval {
 	enum cval_loc loc;
 	uint64_t off;
 	int root;		/* alias root (itself when not an alias) */
+	uint64_t voff;		/* bytes from the root's start (a view: Split/Slice part, Concat input) */
 	int def, last;		/* live range in steps (arena roots) */
 };
 
@@ -63,8 +66,14 @@ struct cstep {
 	int ta, tb;
 	/* CS_POOL: pool kind; CS_ELT: eltwise op */
 	int op;
-	/* CS_ELT: 4-D shapes of a, b, out; CS_TRANSPOSE: ad input, od output, bd the permutation */
+	/* CS_ELT: 4-D shapes of a, b, out; CS_TRANSPOSE: ad input, od output, bd the permutation;
+	 * CS_COPY: ad the box */
 	uint32_t ad[4], bd[4], od[4];
+	/* CS_CONV/CS_GEMM: the epilogue residual (compile_fuse_residual.c), -1 none */
+	int res;
+	/* CS_COPY (compile_views.c): element size; element offsets and strides of the box in in[0]
+	 * (source) and out (destination), relative to the value's own start */
+	int64_t esz, src_off, dst_off, sst[4], dstr[4];
 	const char *reason;
 };
 
@@ -92,6 +101,12 @@ int cm_seterr(struct onnx_compiled *cm, int err, const char *fmt, ...) __attribu
 int cm_lower_node(struct onnx_compiled *cm, unsigned i, struct cstep *s);
 /* Fusion: an element-wise step whose only consumer is a Relu takes it. */
 void cm_fuse_elt_relu(struct onnx_compiled *cm);
+/* Addressing (compile_views.c): Split/Slice/Gather as views or device copies, Concat inputs
+ * written in place (zero-copy) or copied on the device; sets every value's root and voff. */
+int cm_plan_views(struct onnx_compiled *cm);
+/* Residual fusion (compile_fuse_residual.c): Conv/Gemm -> Add(other) [-> Relu] becomes one step with
+ * the SFU's residual operand (ISA 2, CAP_FEATURES bit 16). */
+void cm_fuse_residual(struct onnx_compiled *cm);
 /* Memory plan and buffers of a compiled model whose steps and values are filled (compile.c). */
 int cm_plan_and_upload(struct onnx_compiled *cm);
 uint64_t cm_model_digest(const struct onnx_model *m, const struct onnx_tensor *shapes, unsigned n);
