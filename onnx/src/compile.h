@@ -104,6 +104,10 @@ void cm_fuse_elt_relu(struct onnx_compiled *cm);
 /* Addressing (compile_views.c): Split/Slice/Gather as views or device copies, Concat inputs
  * written in place (zero-copy) or copied on the device; sets every value's root and voff. */
 int cm_plan_views(struct onnx_compiled *cm);
+/* A transpose of rank r as one of rank 4 (compile_views.c): size-1 dimensions dropped, dimensions the
+ * permutation keeps adjacent merged, leading 1s; ad the 4-D input shape, bd the permutation.  -1 if
+ * more than 4 dimensions remain or one exceeds 2^32. */
+int cm_transpose_collapse(const int64_t *dims, unsigned r, const int64_t *perm, uint32_t ad[4], uint32_t bd[4]);
 /* Residual fusion (compile_fuse_residual.c): Conv/Gemm -> Add(other) [-> Relu] becomes one step with
  * the SFU's residual operand (ISA 2, CAP_FEATURES bit 16). */
 void cm_fuse_residual(struct onnx_compiled *cm);

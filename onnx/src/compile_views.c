@@ -367,6 +367,55 @@ static int concats(struct vstate *st)
 	return ret;
 }
 
+/* ---- Transpose as a 4-D one ------------------------------------------------------------------------ */
+
+int cm_transpose_collapse(const int64_t *dims, unsigned r, const int64_t *perm, uint32_t ad[4], uint32_t bd[4])
+{
+	int ren[ONNX_MAX_DIMS], p[ONNX_MAX_DIMS], start[ONNX_MAX_DIMS], rank[ONNX_MAX_DIMS];
+	int64_t size[ONNX_MAX_DIMS];
+	unsigned k = 0, np = 0, ng = 0;
+
+	/* 1. drop the size-1 dimensions: renumber the others, restrict the permutation */
+	for (unsigned d = 0; d < r; d++)
+		ren[d] = dims[d] == 1 ? -1 : (int)k++;
+	for (unsigned d = 0; d < r; d++)
+		if (ren[perm[d]] >= 0)
+			p[np++] = ren[perm[d]];
+	/* 2. groups in output order: a run of consecutive input dimensions is one dimension */
+	for (unsigned j = 0; j < np; j++) {
+		int64_t sz = 1;
+
+		for (unsigned d = 0; d < r; d++)
+			if (ren[d] == p[j])
+				sz = dims[d];
+		if (j && p[j] == p[j - 1] + 1) {
+			size[ng - 1] *= sz;
+		} else {
+			start[ng] = p[j];
+			size[ng++] = sz;
+		}
+	}
+	if (ng > 4)
+		return -1;
+	/* 3. the groups in input order give the 4-D input; the output takes them in output order */
+	for (unsigned g = 0; g < ng; g++) {
+		rank[g] = 0;
+		for (unsigned h = 0; h < ng; h++)
+			rank[g] += start[h] < start[g];
+		if (size[g] > UINT32_MAX)
+			return -1;
+	}
+	for (unsigned d = 0; d < 4; d++) {
+		ad[d] = 1;
+		bd[d] = d;
+	}
+	for (unsigned g = 0; g < ng; g++) {
+		ad[4 - ng + rank[g]] = (uint32_t)size[g];
+		bd[4 - ng + g] = 4 - ng + (uint32_t)rank[g];
+	}
+	return 0;
+}
+
 /* ---- the pass ----------------------------------------------------------------------------------- */
 
 static int rebuild_steps(struct vstate *st)
