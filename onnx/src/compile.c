@@ -245,6 +245,8 @@ int onnx_compile(struct onnx_model *m, struct accel_dev *dev, const struct onnx_
 		cm_fuse_elt_relu(cm);
 		cm_fuse_residual(cm);
 	}
+	if ((ret = cm_expand_bn(cm)))
+		goto fail;
 	assign_locations(cm);
 	if ((ret = cm_plan_views(cm)))
 		goto fail;

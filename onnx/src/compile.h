@@ -108,6 +108,13 @@ int cm_plan_views(struct onnx_compiled *cm);
  * permutation keeps adjacent merged, leading 1s; ad the 4-D input shape, bd the permutation.  -1 if
  * more than 4 dimensions remain or one exceeds 2^32. */
 int cm_transpose_collapse(const int64_t *dims, unsigned r, const int64_t *perm, uint32_t ad[4], uint32_t bd[4]);
+/* Append bytes (NULL: zeros) to the weight image, 64-byte aligned: the offset, UINT64_MAX when out of
+ * memory (compile_lower.c). */
+uint64_t cm_wimg_add(struct onnx_compiled *cm, const void *src, uint64_t bytes);
+/* A standalone BatchNormalization as a multiply and an add on the vector units (compile_bn.c):
+ * cm_lower_bn the multiply step, cm_expand_bn (after fusion) the add after it. */
+int cm_lower_bn(struct onnx_compiled *cm, struct onnx_ctx *c, struct cstep *s);
+int cm_expand_bn(struct onnx_compiled *cm);
 /* Residual fusion (compile_fuse_residual.c): Conv/Gemm -> Add(other) [-> Relu] becomes one step with
  * the SFU's residual operand (ISA 2, CAP_FEATURES bit 16). */
 void cm_fuse_residual(struct onnx_compiled *cm);

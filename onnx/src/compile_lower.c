@@ -21,7 +21,7 @@ static const char *node_name(const struct onnx_model *m, int i)
 }
 
 /* Append bytes to the weight image (64-byte aligned); returns the offset or UINT64_MAX. */
-static uint64_t wimg_add(struct onnx_compiled *cm, const void *src, uint64_t bytes)
+uint64_t cm_wimg_add(struct onnx_compiled *cm, const void *src, uint64_t bytes)
 {
 	uint64_t off = (cm->wbytes + CM_ALIGN - 1) / CM_ALIGN * CM_ALIGN;
 
@@ -55,7 +55,7 @@ static int weight_of(struct onnx_compiled *cm, int v, uint64_t *off)
 	const struct onnx_tensor *t = &cm->m->vals[v].t;
 
 	if (cv->loc != LOC_WEIGHT) {
-		uint64_t o = wimg_add(cm, t->data, t->count * onnx_dtype_size(t->dtype));
+		uint64_t o = cm_wimg_add(cm, t->data, t->count * onnx_dtype_size(t->dtype));
 
 		if (o == UINT64_MAX)
 			return cm_seterr(cm, -ENOMEM, "weights: out of memory packing '%s'", cm->m->vals[v].name);
@@ -145,7 +145,7 @@ static int lower_gemm(struct onnx_compiled *cm, struct onnx_ctx *c, struct cstep
 		    !((cmat->ndim == 1 && cmat->dims[0] == s->N) ||
 		      (cmat->ndim == 2 && cmat->dims[0] == 1 && cmat->dims[1] == s->N)))
 			return ONNX_FALLBACK;
-		s->b_off = wimg_add(cm, NULL, (uint64_t)s->N * 4);
+		s->b_off = cm_wimg_add(cm, NULL, (uint64_t)s->N * 4);
 		if (s->b_off == UINT64_MAX)
 			return cm_seterr(cm, -ENOMEM, "weights: out of memory");
 		row = (float *)(cm->wimg + s->b_off);
@@ -249,7 +249,7 @@ static int lower_elt(struct onnx_compiled *cm, struct onnx_ctx *c, struct cstep 
 
 		if (!is_f32_const(cm->m, n->in[1]) || !is_f32_act(cm->m, n->in[0]))
 			return ONNX_FALLBACK;
-		s->b_off = wimg_add(cm, NULL, (uint64_t)b->count * 4);
+		s->b_off = cm_wimg_add(cm, NULL, (uint64_t)b->count * 4);
 		if (s->b_off == UINT64_MAX)
 			return cm_seterr(cm, -ENOMEM, "weights: out of memory");
 		rc = (float *)(cm->wimg + s->b_off);
@@ -478,6 +478,9 @@ int cm_lower_node(struct onnx_compiled *cm, unsigned i, struct cstep *s)
 		break;
 	case OP_TRANSPOSE:
 		ret = lower_transpose(cm, &c, s);
+		break;
+	case OP_BATCHNORM:
+		ret = cm_lower_bn(cm, &c, s);
 		break;
 	default:
 		break;
