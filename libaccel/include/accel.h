@@ -265,8 +265,9 @@ struct accel_epilogue {
 	/* ISA 2 (CAP_FEATURES bit 16): optional residual of the output's shape in the accumulator type
 	 * (FP32 for fp32 ops, INT32 for int8 ops) added after the bias, before the activation, in the SFU
 	 * (out = act(A x B + bias + residual)); needs a 32-bit output (no requantisation).  accel_gemm: an
-	 * M x N matrix with contiguous rows; accel_conv2d: NHWC output and residual of the output's
-	 * shape and strides (the convolution then takes the implicit-im2col lowering). */
+	 * M x N matrix with contiguous rows; accel_conv2d: a residual of the output's layout (NHWC or
+	 * NCHW), shape and strides (the convolution then takes the implicit-im2col lowering; an NCHW
+	 * residual is staged with a transposing load, one element per DMA cycle, like the NCHW store). */
 	const struct accel_tensor *residual;
 };
 

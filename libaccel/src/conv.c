@@ -204,9 +204,9 @@ int conv_lower(struct accel_dev *dev, struct mm_ctx *x, const struct accel_conv2
 		/* ISA 2 residual: the implicit-im2col lowering stages it in the C tile (matmul.c) */
 		const struct accel_tensor *r = p.res_tensor;
 
-		if (out->layout != ACCEL_LAYOUT_NHWC || r->ndim != 4 || r->layout != out->layout ||
-		    memcmp(r->shape, out->shape, sizeof(r->shape)) || memcmp(r->strides, out->strides, sizeof(r->strides)))
-			return accel_seterr(dev, -EINVAL, "conv2d: the residual needs an NHWC output and the output's shape and strides");
+		if (r->ndim != 4 || r->layout != out->layout || memcmp(r->shape, out->shape, sizeof(r->shape)) ||
+		    memcmp(r->strides, out->strides, sizeof(r->strides)))
+			return accel_seterr(dev, -EINVAL, "conv2d: the residual needs the output's layout, shape and strides");
 		cs_use(x->cs, r->buf);
 	}
 	if (cg.g > 1 && cg.cg == 1 && cg.kg == 1 && !x->conv_sp && !x->conv_zskip_lb && x->pin_row == 0xFF &&
@@ -244,6 +244,12 @@ int conv_lower(struct accel_dev *dev, struct mm_ctx *x, const struct accel_conv2
 					p.c_va = out->buf->va + out->offset + (uint64_t)b * (uint64_t)out->strides[0] +
 						 (uint64_t)g * cg.kg * (uint64_t)out->strides[1];
 					p.c_pitch = (uint64_t)out->strides[1];
+					if (p.res_tensor) {	/* staged by a transposing load (matmul.c) */
+						p.res_va = p.res_tensor->buf->va + p.res_tensor->offset +
+							   (uint64_t)b * (uint64_t)out->strides[0] +
+							   (uint64_t)g * cg.kg * (uint64_t)out->strides[1];
+						p.res_pitch = p.c_pitch;
+					}
 				} else {
 					p.M = cg.n * cg.oh * cg.ow;
 					p.a.m_base = 0;

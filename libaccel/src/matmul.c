@@ -312,8 +312,12 @@ static void emit_block(struct mm_ctx *x, const struct mm_problem *p, const struc
 				uint32_t m0 = mblk[r] * Mb, mv = ACCEL_MIN(Mb, p->M - m0);
 				uint32_t n0 = nblk[r] * Nb, nv = ACCEL_MIN(Nb, p->N - n0);
 
-				cs_dma(x->cs, true, AS, p->res_va + (uint64_t)m0 * p->res_pitch + (uint64_t)n0 * 4, p->res_pitch,
-				       0, r0 + r, h, pl->c_off, Nb * 4, 0, nv * 4, mv, 1);
+				if (!p->c_trans)
+					cs_dma(x->cs, true, AS, p->res_va + (uint64_t)m0 * p->res_pitch + (uint64_t)n0 * 4,
+					       p->res_pitch, 0, r0 + r, h, pl->c_off, Nb * 4, 0, nv * 4, mv, 1);
+				else	/* the residual of a transposed (NCHW) output: the mirror of store_c's DMA */
+					cs_dma(x->cs, true, AS, p->res_va + (uint64_t)n0 * p->res_pitch + (uint64_t)m0 * 4, 4,
+					       p->res_pitch, r0 + r, h, pl->c_off, Nb * 4, 4, 4, mv, nv);
 			}
 		}
 		cs_sem(x->cs, true, AS, TNPU_ENGINE_LOAD, S_FULL + h, 1);
@@ -392,7 +396,7 @@ int mm_emit(struct mm_ctx *x, const struct mm_problem *p)
 		return accel_seterr(x->dev, ret, "no tiling of %ux%ux%u fits a %u-byte storage-unit half", p->M, p->N,
 				    p->K, c->sram_bytes / 2);
 	x->last_plan = pl;
-	if ((p->sfu.ops & TNPU_SFU_OP_RESIDUAL) && (!p->res_va || p->c_trans || p->c_dma_flags ||
+	if ((p->sfu.ops & TNPU_SFU_OP_RESIDUAL) && (!p->res_va || p->c_dma_flags ||
 						     p->out_dtype == TNPU_DTYPE_INT8))
 		return accel_seterr(x->dev, -EINVAL, "this operation does not take an epilogue residual");
 	n_mb = ACCEL_DIV_UP(p->M, c->cols * pl.tm);

@@ -24,10 +24,10 @@
 #include "compile.h"
 
 #define CM_MAGIC "TNPUCMDL"
-#define CM_VERSION 1u
+#define CM_VERSION 2u	/* 2: CS_COPY steps, the epilogue residual */
 #define CM_MAX_FILE ((uint64_t)1 << 33)
 #define VAL_REC 96u	/* bytes of one value record */
-#define STEP_REC 288u	/* bytes of one step record */
+#define STEP_REC 380u	/* bytes of one step record */
 
 static const char *const geom_names[8] = { "rows", "cols", "rate_fp32", "rate_int8", "sram_bytes", "acc_elems",
 					   "features", "pes" };
@@ -221,6 +221,15 @@ int onnx_compiled_save(const struct onnx_compiled *cm, const char *path, char *e
 			put_u32(&w, s->bd[d]);
 			put_u32(&w, s->od[d]);
 		}
+		/* version 2: the residual and the copy box */
+		put_u32(&w, (uint32_t)s->res);
+		put_u64(&w, (uint64_t)s->esz);
+		put_u64(&w, (uint64_t)s->src_off);
+		put_u64(&w, (uint64_t)s->dst_off);
+		for (int d = 0; d < 4; d++) {
+			put_u64(&w, (uint64_t)s->sst[d]);
+			put_u64(&w, (uint64_t)s->dstr[d]);
+		}
 	}
 	put(&w, cm->wimg, cm->wbytes);
 	if (!w.oom)
@@ -242,6 +251,16 @@ int onnx_compiled_save(const struct onnx_compiled *cm, const char *path, char *e
 }
 
 /* ---- reader */
+
+/* One step per node plus at most one device copy per node input or output (compile_views.c). */
+static uint64_t max_steps(const struct onnx_model *m)
+{
+	uint64_t n = m->n_nodes;
+
+	for (unsigned i = 0; i < m->n_nodes; i++)
+		n += m->nodes[i].n_in + m->nodes[i].n_out;
+	return n;
+}
 
 struct rbuf {
 	const uint8_t *p;
@@ -361,6 +380,33 @@ static bool small4(uint64_t a, uint64_t b, uint64_t c, uint64_t d)
 	       p * d <= ((unsigned __int128)1 << 32);
 }
 
+/* The last element of a box at element offset off with strides st, in bytes from the value's start
+ * (false when it does not fit in bytes). */
+static bool box_in(const uint32_t box[4], int64_t off, const int64_t st[4], int64_t esz, uint64_t bytes)
+{
+	unsigned __int128 last = (unsigned __int128)(uint64_t)off;
+
+	if (off < 0)
+		return false;
+	for (int d = 0; d < 4; d++) {
+		if (!box[d] || st[d] < 0 || st[d] > (1LL << 40))
+			return false;
+		last += (unsigned __int128)(box[d] - 1) * (uint64_t)st[d];
+	}
+	return (last + 1) * (uint64_t)esz <= bytes;
+}
+
+static bool copy_box_bad(const struct onnx_compiled *cm, const struct cstep *s)
+{
+	if (s->esz != 1 && s->esz != 4 && s->esz != 8)
+		return true;
+	if (s->esz == 8 && s->ad[3] > 1 && (s->sst[3] != 1 || s->dstr[3] != 1))
+		return true;
+	return !box_in(s->ad, s->src_off, s->sst, s->esz, cm->vals[s->in[0]].loc == LOC_ARENA ?
+		       cm->vals[s->in[0]].bytes : cm->wbytes - cm->vals[s->in[0]].off) ||
+	       !box_in(s->ad, s->dst_off, s->dstr, s->esz, cm->vals[s->out].bytes);
+}
+
 /* Device steps: operands in range, and every tensor the step describes inside its buffer. */
 static int check_steps(struct rbuf *r, struct onnx_compiled *cm)
 {
@@ -374,6 +420,9 @@ static int check_steps(struct rbuf *r, struct onnx_compiled *cm)
 			return bad(r, -EBADMSG, "step %u: field 'node' (%d) is not a node of the model", i, s->node);
 		if (!CS_IS_DEVICE(s->kind))
 			continue;
+		if (s->res != -1 && (!val_ok(cm, s->res, true) || cm->vals[s->res].loc != LOC_ARENA ||
+				     (s->kind != CS_CONV && s->kind != CS_GEMM)))
+			return bad(r, -EBADMSG, "step %u: field 'res' names no placed value", i);
 		if (!val_ok(cm, s->in[0], true) || !val_ok(cm, s->out, true) || cm->vals[s->out].loc != LOC_ARENA ||
 		    !val_ok(cm, s->in[1], s->kind == CS_ELT || s->kind == CS_GEMM))
 			return bad(r, -EBADMSG, "step %u: field 'in'/'out' names no placed value", i);
@@ -413,6 +462,11 @@ static int check_steps(struct rbuf *r, struct onnx_compiled *cm)
 			for (int d = 0; d < 4; d++)
 				if (s->bd[d] > 3)
 					return bad(r, -EBADMSG, "step %u: field 'bd' (the permutation) out of range", i);
+			break;
+		case CS_COPY:
+			if (copy_box_bad(cm, s))
+				return bad(r, -EBADMSG, "step %u: field 'esz', 'src_off', 'dst_off', 'sst' or 'dstr': the "
+					   "copy's box is outside its values", i);
 			break;
 		case CS_POOL:
 			if (s->op != ACCEL_POOL_MAX && s->op != ACCEL_POOL_AVG)
@@ -512,7 +566,7 @@ int onnx_compiled_load_mem(struct onnx_model *m, struct accel_dev *dev, const st
 			"input shapes");
 		goto fail;
 	}
-	if (cm->n_vals != m->n_vals || cm->n_steps > m->n_nodes) {
+	if (cm->n_vals != m->n_vals || cm->n_steps > max_steps(m)) {
 		bad(&r, -EBADMSG, "field 'n_vals'/'n_steps' (%u/%u) do not fit the model (%u values, %u nodes)",
 		    cm->n_vals, cm->n_steps, m->n_vals, m->n_nodes);
 		goto fail;
@@ -567,9 +621,17 @@ int onnx_compiled_load_mem(struct onnx_model *m, struct accel_dev *dev, const st
 			s->bd[d] = get_u32(&r, "step.bd");
 			s->od[d] = get_u32(&r, "step.od");
 		}
+		s->res = (int)get_u32(&r, "step.res");
+		s->esz = (int64_t)get_u64(&r, "step.esz");
+		s->src_off = (int64_t)get_u64(&r, "step.src_off");
+		s->dst_off = (int64_t)get_u64(&r, "step.dst_off");
+		for (int d = 0; d < 4; d++) {
+			s->sst[d] = (int64_t)get_u64(&r, "step.sst");
+			s->dstr[d] = (int64_t)get_u64(&r, "step.dstr");
+		}
 		s->reason = CS_IS_DEVICE(s->kind)	  ? "device step of the plan" :
 			    s->kind == CS_ALIAS  ? "a view of its input (addressing, no step)" :
-			    s->kind == CS_FUSED  ? "fused into the element-wise step before it (SFU ReLU)" :
+			    s->kind == CS_FUSED  ? "fused into the step before it (SFU epilogue)" :
 						   NULL;
 	}
 	take(&r, cm->wimg, cm->wbytes, "weights");

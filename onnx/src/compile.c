@@ -107,6 +107,12 @@ static void live_ranges(struct onnx_compiled *cm)
 				if ((int)i > r->last)
 					r->last = (int)i;
 			}
+		if (cm->steps[i].res >= 0 && cm->vals[cm->steps[i].res].loc == LOC_ARENA) {
+			struct cval *r = &cm->vals[cm->vals[cm->steps[i].res].root];	/* the epilogue residual */
+
+			if ((int)i > r->last)
+				r->last = (int)i;
+		}
 		for (unsigned k = 0; k < n->n_out; k++)
 			if (n->out[k] >= 0 && cm->vals[n->out[k]].loc == LOC_ARENA) {
 				struct cval *r = &cm->vals[cm->vals[n->out[k]].root];
@@ -152,7 +158,7 @@ int cm_plan_and_upload(struct onnx_compiled *cm)
 	}
 	for (unsigned v = 0; v < cm->n_vals; v++)
 		if (cm->vals[v].loc == LOC_ARENA)
-			cm->vals[v].off = pb[cm->vals[v].root].offset;
+			cm->vals[v].off = pb[cm->vals[v].root].offset + cm->vals[v].voff;
 	for (unsigned i = 0; i < cm->n_steps; i++)
 		if (cm->steps[i].sc_bytes)
 			cm->steps[i].sc_off = pb[cm->n_vals + i].offset;
@@ -196,8 +202,8 @@ static void assign_locations(struct onnx_compiled *cm)
 
 		if (s->kind == CS_ALIAS)
 			cm->vals[s->out].root = cm->vals[s->in[0]].root;
-		else if (s->kind == CS_FUSED)	/* the fused Relu's input is never materialised */
-			cm->vals[m->nodes[s->node].in[0]].loc = LOC_NONE;
+		else if (s->kind == CS_FUSED && s->in[0] >= 0)	/* the fused value is never materialised */
+			cm->vals[s->in[0]].loc = LOC_NONE;
 	}
 }
 
@@ -245,6 +251,7 @@ int onnx_compile(struct onnx_model *m, struct accel_dev *dev, const struct onnx_
 		cm->n_before++;
 		if ((ret = cm_lower_node(cm, i, &cm->steps[cm->n_steps])))
 			goto fail;
+		cm->steps[cm->n_steps].res = -1;
 		cm->n_steps++;
 	}
 	for (unsigned v = 0; v < m->n_vals; v++)
@@ -256,9 +263,15 @@ int onnx_compile(struct onnx_model *m, struct accel_dev *dev, const struct onnx_
 			goto fail;
 		}
 	release_probe(m);
-	if (!(flags & ONNX_COMPILE_NO_FUSE))
+	if (!(flags & ONNX_COMPILE_NO_FUSE)) {
 		cm_fuse_elt_relu(cm);
+		cm_fuse_residual(cm);
+	}
+	if ((ret = cm_expand_bn(cm)))
+		goto fail;
 	assign_locations(cm);
+	if ((ret = cm_plan_views(cm)))
+		goto fail;
 	for (unsigned i = 0; i < cm->n_steps; i++) {
 		enum cstep_kind k = cm->steps[i].kind;
 
@@ -326,6 +339,7 @@ int onnx_compiled_info(const struct onnx_compiled *cm, struct onnx_compiled_info
 static const char *const kind_names[CS_KIND_COUNT] = {
 	[CS_CONV] = "conv", [CS_GEMM] = "gemm", [CS_POOL] = "pool", [CS_ELT] = "eltwise",
 	[CS_ACT] = "act", [CS_SOFTMAX] = "softmax", [CS_LAYERNORM] = "layernorm", [CS_TRANSPOSE] = "transpose",
+	[CS_COPY] = "copy",
 	[CS_ALIAS] = "alias", [CS_HOST] = "host", [CS_FUSED] = "fused", [CS_QCONV] = "qconv", [CS_QGEMM] = "qgemm",
 	[CS_QADD] = "qadd", [CS_QPOOL] = "qpool", [CS_QFUSED] = "fused",
 };

@@ -20,6 +20,8 @@ enum cstep_kind {
 	CS_SOFTMAX,	/* accel_softmax fp32 over the last axis (ISA 2) */
 	CS_LAYERNORM,	/* accel_layernorm fp32 over the last axis (ISA 2) */
 	CS_TRANSPOSE,	/* accel_transpose, rank <= 4 (ISA 2) */
+	CS_COPY,	/* a strided 4-D box copied on the device (accel_transpose, identity perm; ISA 2):
+			 * a Concat input that could not be written in place, a Slice that is no contiguous view */
 	CS_ALIAS,	/* Reshape/Flatten/Squeeze/...: the output is the input's bytes (no step runs) */
 	CS_HOST,	/* the node-by-node kernel (host, or the device with its own buffers and copies) */
 	CS_FUSED,	/* fused into the step before it (a Relu after an Add) */
@@ -54,6 +56,7 @@ struct cval {
 	enum cval_loc loc;
 	uint64_t off;
 	int root;		/* alias root (itself when not an alias) */
+	uint64_t voff;		/* bytes from the root's start (a view: Split/Slice part, Concat input) */
 	int def, last;		/* live range in steps (arena roots) */
 };
 
@@ -74,8 +77,14 @@ struct cstep {
 	int ta, tb;
 	/* CS_POOL: pool kind; CS_ELT: eltwise op */
 	int op;
-	/* CS_ELT: 4-D shapes of a, b, out; CS_TRANSPOSE: ad input, od output, bd the permutation */
+	/* CS_ELT: 4-D shapes of a, b, out; CS_TRANSPOSE: ad input, od output, bd the permutation;
+	 * CS_COPY: ad the box */
 	uint32_t ad[4], bd[4], od[4];
+	/* CS_CONV/CS_GEMM: the epilogue residual (compile_fuse_residual.c), -1 none */
+	int res;
+	/* CS_COPY (compile_views.c): element size; element offsets and strides of the box in in[0]
+	 * (source) and out (destination), relative to the value's own start */
+	int64_t esz, src_off, dst_off, sst[4], dstr[4];
 	const char *reason;
 	/* int8 QDQ steps (compile_qdq.c).  Activations are INT8 on the device: a UINT8 value is stored
 	 * in the arena as value - 128 (byte ^ 0x80), so zero points here are in that domain. */
@@ -116,6 +125,23 @@ int cm_seterr(struct onnx_compiled *cm, int err, const char *fmt, ...) __attribu
 int cm_lower_node(struct onnx_compiled *cm, unsigned i, struct cstep *s);
 /* Fusion: an element-wise step whose only consumer is a Relu takes it. */
 void cm_fuse_elt_relu(struct onnx_compiled *cm);
+/* Addressing (compile_views.c): Split/Slice/Gather as views or device copies, Concat inputs
+ * written in place (zero-copy) or copied on the device; sets every value's root and voff. */
+int cm_plan_views(struct onnx_compiled *cm);
+/* A transpose of rank r as one of rank 4 (compile_views.c): size-1 dimensions dropped, dimensions the
+ * permutation keeps adjacent merged, leading 1s; ad the 4-D input shape, bd the permutation.  -1 if
+ * more than 4 dimensions remain or one exceeds 2^32. */
+int cm_transpose_collapse(const int64_t *dims, unsigned r, const int64_t *perm, uint32_t ad[4], uint32_t bd[4]);
+/* Append bytes (NULL: zeros) to the weight image, 64-byte aligned: the offset, UINT64_MAX when out of
+ * memory (compile_lower.c). */
+uint64_t cm_wimg_add(struct onnx_compiled *cm, const void *src, uint64_t bytes);
+/* A standalone BatchNormalization as a multiply and an add on the vector units (compile_bn.c):
+ * cm_lower_bn the multiply step, cm_expand_bn (after fusion) the add after it. */
+int cm_lower_bn(struct onnx_compiled *cm, struct onnx_ctx *c, struct cstep *s);
+int cm_expand_bn(struct onnx_compiled *cm);
+/* Residual fusion (compile_fuse_residual.c): Conv/Gemm -> Add(other) [-> Relu] becomes one step with
+ * the SFU's residual operand (ISA 2, CAP_FEATURES bit 16). */
+void cm_fuse_residual(struct onnx_compiled *cm);
 /* Memory plan and buffers of a compiled model whose steps and values are filled (compile.c). */
 int cm_plan_and_upload(struct onnx_compiled *cm);
 /* int8 QDQ lowering (compile_qdq.c).  cm_qdq_match marks the nodes of the QDQ patterns before

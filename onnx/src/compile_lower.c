@@ -20,6 +20,7 @@ static const char *node_name(const struct onnx_model *m, int i)
 	return p->name && p->name[0] ? p->name : p->output[0];
 }
 
+/* Append bytes to the weight image (64-byte aligned); returns the offset or UINT64_MAX. */
 uint64_t cm_wimg_add(struct onnx_compiled *cm, const void *src, uint64_t bytes)
 {
 	uint64_t off = (cm->wbytes + CM_ALIGN - 1) / CM_ALIGN * CM_ALIGN;
@@ -365,16 +366,18 @@ static int lower_rows(struct onnx_compiled *cm, struct onnx_ctx *c, struct cstep
 	return onnx_tensor_alloc(node_out(c, 0), ONNX_FLOAT, x->ndim, x->dims) ? -ENOMEM : 0;
 }
 
-/* Transpose of rank <= 4 (any 4-byte or 1-byte type the DMA moves as FP32 / INT8). */
+/* Transpose whose dimensions, after dropping 1s and merging the runs the permutation keeps together,
+ * are at most 4 (cm_transpose_collapse: ShuffleNet's 5-D channel shuffle is a 3-D one); any 4-byte or
+ * 1-byte type the DMA moves as FP32 / INT8. */
 static int lower_transpose(struct onnx_compiled *cm, struct onnx_ctx *c, struct cstep *s)
 {
 	const struct onnx_node *n = c->n;
 	const struct onnx_tensor *x = node_in(c, 0);
-	int64_t perm[ONNX_MAX_DIMS], od[4];
+	int64_t perm[ONNX_MAX_DIMS], od[ONNX_MAX_DIMS];
 	unsigned r;
 	int np;
 
-	if (!has_isa2(cm) || !is_f32_act(cm->m, n->in[0]) || x->ndim > 4 || x->ndim < 2 || !x->count)
+	if (!has_isa2(cm) || !is_f32_act(cm->m, n->in[0]) || x->ndim > ONNX_MAX_DIMS || x->ndim < 2 || !x->count)
 		return ONNX_FALLBACK;
 	r = x->ndim;
 	np = attr_ints(n->pb, "perm", perm, ONNX_MAX_DIMS);
@@ -387,19 +390,14 @@ static int lower_transpose(struct onnx_compiled *cm, struct onnx_ctx *c, struct 
 		if (perm[d] < 0 || perm[d] >= r || (seen & (1u << perm[d])))
 			return ONNX_FALLBACK;	/* the host step reports it */
 		seen |= 1u << perm[d];
+		od[d] = x->dims[perm[d]];
 	}
-	for (unsigned d = 0; d < 4; d++) {
-		unsigned k = d + r >= 4 ? d + r - 4 : 0;	/* dimension of x (leading 1s) */
-
-		s->ad[d] = d + r >= 4 ? (uint32_t)x->dims[k] : 1;
-		s->bd[d] = d + r >= 4 ? (uint32_t)(perm[k] + 4 - r) : d;
-	}
-	for (unsigned d = 0; d < 4; d++) {
+	if (cm_transpose_collapse(x->dims, r, perm, s->ad, s->bd))
+		return ONNX_FALLBACK;
+	for (unsigned d = 0; d < 4; d++)
 		s->od[d] = s->ad[s->bd[d]];
-		od[d] = s->od[d];
-	}
 	s->kind = CS_TRANSPOSE;
-	return onnx_tensor_alloc(node_out(c, 0), ONNX_FLOAT, r, od + 4 - r) ? -ENOMEM : 0;
+	return onnx_tensor_alloc(node_out(c, 0), ONNX_FLOAT, r, od) ? -ENOMEM : 0;
 }
 
 static bool is_alias_op(enum onnx_op op)
@@ -482,6 +480,9 @@ int cm_lower_node(struct onnx_compiled *cm, unsigned i, struct cstep *s)
 		break;
 	case OP_TRANSPOSE:
 		ret = lower_transpose(cm, &c, s);
+		break;
+	case OP_BATCHNORM:
+		ret = cm_lower_bn(cm, &c, s);
 		break;
 	default:
 		break;

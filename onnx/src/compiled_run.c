@@ -110,11 +110,43 @@ static int submit_qdq(struct run_state *rs, const struct cstep *s)
 	}
 }
 
+/* CS_COPY: the source and destination boxes; 8-byte elements move as two 32-bit halves. */
+static void copy_tensors(const struct onnx_compiled *cm, const struct cstep *s, struct accel_tensor *x,
+			 struct accel_tensor *y)
+{
+	const struct cval *sv = &cm->vals[s->in[0]], *dv = &cm->vals[s->out];
+	int64_t e = s->esz == 8 ? 4 : s->esz;
+	enum accel_dtype dt = s->esz == 1 ? ACCEL_INT8 : ACCEL_INT32;
+
+	*x = (struct accel_tensor){ .buf = sv->loc == LOC_WEIGHT ? cm->wbuf : cm->arena, .dtype = dt,
+				    .layout = ACCEL_LAYOUT_NCHW, .ndim = 4,
+				    .offset = sv->off + (uint64_t)(s->src_off * s->esz) };
+	*y = (struct accel_tensor){ .buf = cm->arena, .dtype = dt, .layout = ACCEL_LAYOUT_NCHW, .ndim = 4,
+				    .offset = dv->off + (uint64_t)(s->dst_off * s->esz) };
+	for (int d = 0; d < 4; d++) {
+		x->shape[d] = y->shape[d] = s->ad[d];
+		x->strides[d] = s->sst[d] * s->esz;
+		y->strides[d] = s->dstr[d] * s->esz;
+	}
+	if (s->esz == 8) {
+		/* the innermost dimension of the box in 32-bit halves: contiguous, or a new one of 2 */
+		if (s->ad[3] > 1 && s->sst[3] == 1 && s->dstr[3] == 1) {
+			x->shape[3] = y->shape[3] = s->ad[3] * 2;
+		} else if (s->ad[3] == 1) {
+			x->shape[3] = y->shape[3] = 2;
+		} else {
+			x->buf = NULL;	/* not produced by the compiler: accel_transpose reports it */
+			return;
+		}
+		x->strides[3] = y->strides[3] = e;
+	}
+}
+
 static int submit_step(struct run_state *rs, const struct cstep *s)
 {
 	struct onnx_compiled *cm = rs->cm;
 	struct accel_submit sub = { .deps = &rs->prev, .n_deps = rs->prev ? 1 : 0 };
-	struct accel_tensor x, w, y, bt, b2;
+	struct accel_tensor x, w, y, bt, b2, rt;
 	struct accel_job *job = NULL;
 	const char *what = "";
 	int ret = -EINVAL;
@@ -125,6 +157,7 @@ static int submit_step(struct run_state *rs, const struct cstep *s)
 	memset(&y, 0, sizeof(y));
 	memset(&bt, 0, sizeof(bt));
 	memset(&b2, 0, sizeof(b2));
+	memset(&rt, 0, sizeof(rt));
 
 	switch (s->kind) {
 	case CS_CONV: {
@@ -150,6 +183,10 @@ static int submit_step(struct run_state *rs, const struct cstep *s)
 		d.epi.act = (enum accel_act)s->act;
 		d.epi.clamp_lo_f = s->lo;
 		d.epi.clamp_hi_f = s->hi;
+		if (s->res >= 0) {	/* compile_fuse_residual.c: the skip tensor, the output's shape */
+			t4(cm, s->res, (uint32_t)s->n, (uint32_t)s->k, (uint32_t)s->oh, (uint32_t)s->ow, &rt);
+			d.epi.residual = &rt;
+		}
 		what = "accel_conv2d";
 		ret = accel_conv2d(cm->dev, &d, &sub, &job);
 		break;
@@ -180,6 +217,11 @@ static int submit_step(struct run_state *rs, const struct cstep *s)
 		d.epi.act = (enum accel_act)s->act;
 		d.epi.clamp_lo_f = s->lo;
 		d.epi.clamp_hi_f = s->hi;
+		if (s->res >= 0) {
+			place(cm, s->res, &bb, &bo);
+			accel_tensor_2d(bb, bo, ACCEL_FP32, (uint32_t)s->M, (uint32_t)s->N, &rt);
+			d.epi.residual = &rt;
+		}
 		what = "accel_gemm";
 		ret = accel_gemm(cm->dev, &d, &sub, &job);
 		break;
@@ -285,6 +327,19 @@ static int submit_step(struct run_state *rs, const struct cstep *s)
 		for (int k = 0; k < 4; k++)
 			d.perm[k] = s->bd[k];
 		what = "accel_transpose";
+		ret = accel_transpose(cm->dev, &d, &sub, &job);
+		break;
+	}
+	case CS_COPY: {
+		struct accel_transpose_desc d;
+
+		memset(&d, 0, sizeof(d));
+		copy_tensors(cm, s, &x, &y);
+		d.input = &x;
+		d.output = &y;
+		for (int k = 0; k < 4; k++)
+			d.perm[k] = (uint32_t)k;
+		what = "accel_transpose (copy)";
 		ret = accel_transpose(cm->dev, &d, &sub, &job);
 		break;
 	}
