@@ -144,6 +144,7 @@ ONNX_API int onnx_run_profile(struct onnx_model *m, struct accel_dev *dev, const
  */
 struct onnx_compiled;
 #define ONNX_COMPILE_NO_FUSE 0x1u	/* no compiler fusion (the loader's Conv+BN/Relu/Clip folding stays) */
+#define ONNX_COMPILE_NCHW 0x2u		/* every activation NCHW (no NHWC layout pass; comparisons, tests) */
 ONNX_API int onnx_compile(struct onnx_model *m, struct accel_dev *dev, const struct onnx_tensor *shapes, unsigned n_shapes,
 		 unsigned flags, struct onnx_compiled **out, char *err, size_t errlen);
 ONNX_API int onnx_compiled_run(struct onnx_compiled *cm, const struct onnx_tensor *inputs, unsigned n_inputs,

@@ -12,7 +12,7 @@
 #include "internal.h"
 
 enum cstep_kind {
-	CS_CONV,	/* accel_conv2d, NCHW fp32, bias + activation in the SFU epilogue */
+	CS_CONV,	/* accel_conv2d, NCHW or NHWC fp32, bias + activation in the SFU epilogue */
 	CS_GEMM,	/* accel_gemm fp32, row bias + scale + activation in the epilogue */
 	CS_POOL,	/* accel_pool2d fp32 */
 	CS_ELT,		/* accel_eltwise fp32 (ISA 2), optional fused ReLU */
@@ -44,6 +44,7 @@ struct cval {
 	uint64_t off;
 	int root;		/* alias root (itself when not an alias) */
 	int def, last;		/* live range in steps (arena roots) */
+	int nhwc;		/* arena value stored channels-last (compile_layout.c) */
 };
 
 /* Alignment of every arena and weight-image offset (bytes). */
@@ -92,6 +93,10 @@ int cm_seterr(struct onnx_compiled *cm, int err, const char *fmt, ...) __attribu
 int cm_lower_node(struct onnx_compiled *cm, unsigned i, struct cstep *s);
 /* Fusion: an element-wise step whose only consumer is a Relu takes it. */
 void cm_fuse_elt_relu(struct onnx_compiled *cm);
+/* Append bytes (or zeros when src is NULL) to the weight image; the offset or UINT64_MAX. */
+uint64_t cm_wimg_add(struct onnx_compiled *cm, const void *src, uint64_t bytes);
+/* Layout pass: which 4-D activations are NHWC; repacks their convolutions' weights (compile_layout.c). */
+int cm_plan_layouts(struct onnx_compiled *cm);
 /* Memory plan and buffers of a compiled model whose steps and values are filled (compile.c). */
 int cm_plan_and_upload(struct onnx_compiled *cm);
 uint64_t cm_model_digest(const struct onnx_model *m, const struct onnx_tensor *shapes, unsigned n);

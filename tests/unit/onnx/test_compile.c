@@ -243,6 +243,85 @@ Test(onnx_compile, other_input_shape_is_an_error)
 	onnx_model_free(m);
 }
 
+/* ---- the layout pass (compile_layout.c) -------------------------------------------------- */
+
+static uint64_t run_cycles(struct onnx_model *m, unsigned flags, const struct onnx_tensor *x,
+			   const struct onnx_tensor *ref)
+{
+	struct onnx_compiled *cm = NULL;
+	struct onnx_run_stats st;
+	struct onnx_tensor y;
+	char err[512] = "";
+
+	cr_assert_eq(onnx_compile(m, dev, x, 1, flags, &cm, err, sizeof(err)), 0, "compile: %s", err);
+	cr_assert_eq(onnx_compiled_run(cm, x, 1, &y, 1, &st), 0, "run: %s", onnx_compiled_error(cm));
+	expect_equal_close(&y, ref);
+	onnx_tensor_release(&y);
+	onnx_compiled_free(cm);
+	return st.counters.total_cycles;
+}
+
+/* The NHWC plan (graph input transposed on the way in, OHWI weights, NHWC pooling and residual add)
+ * gives the CPU reference's result in fewer device cycles than the all-NCHW plan. */
+Test(onnx_compile, nhwc_layout_matches_reference_in_fewer_cycles)
+{
+	struct onnx_model *m = residual_model();
+	struct onnx_tensor x, ref;
+	uint64_t nhwc, nchw;
+
+	input_x(&x);
+	cr_assert_eq(onnx_run(m, NULL, &x, 1, &ref, 1, NULL), 0);
+	nhwc = run_cycles(m, 0, &x, &ref);
+	nchw = run_cycles(m, ONNX_COMPILE_NCHW, &x, &ref);
+	cr_assert_lt(nhwc, nchw, "NHWC plan %llu cycles, NCHW plan %llu", (unsigned long long)nhwc,
+		     (unsigned long long)nchw);
+	onnx_tensor_release(&ref);
+	onnx_tensor_release(&x);
+	onnx_model_free(m);
+}
+
+/* One weight tensor read by a convolution on an NHWC input (the graph input) and by one on an NCHW
+ * input (behind a view, which reads NCHW): the NHWC one gets a repacked OHWI copy, the other keeps
+ * the OIHW weights. */
+Test(onnx_compile, shared_weights_nhwc_and_nchw_convolutions)
+{
+	static const int64_t wd[4] = { 4, 4, 3, 3 }, pads[4] = { 1, 1, 1, 1 };
+	struct mb *b = mb_new(13);
+	struct onnx_model *m = NULL;
+	struct onnx_tensor x, ref;
+	Onnx__NodeProto *n;
+	char err[512] = "";
+	const uint8_t *buf;
+	size_t len;
+
+	init_rand(b, "w", 4, wd);
+	mb_input(b, "x");
+	n = mb_node(b, "Conv", "x,w", "c1");
+	mb_attr_ints(b, n, "pads", pads, 4);
+	mb_node(b, "Flatten", "c1", "f");
+	mb_node(b, "Sigmoid", "f", "s");
+	mb_node(b, "Reshape", "s,shape", "r");
+	{
+		static const int64_t sd[1] = { 4 };
+		static const int64_t shape[4] = { 1, 4, 8, 8 };
+
+		mb_init(b, "shape", ONNX_INT64, 1, sd, shape);
+	}
+	n = mb_node(b, "Conv", "r,w", "y");
+	mb_attr_ints(b, n, "pads", pads, 4);
+	mb_output(b, "y");
+	buf = mb_pack(b, &len);
+	cr_assert_eq(onnx_model_load_mem(buf, len, 0, &m, err, sizeof(err)), 0, "load: %s", err);
+	mb_free(b);
+	input_x(&x);
+	cr_assert_eq(onnx_run(m, NULL, &x, 1, &ref, 1, NULL), 0);
+	run_cycles(m, 0, &x, &ref);
+	run_cycles(m, ONNX_COMPILE_NCHW, &x, &ref);
+	onnx_tensor_release(&ref);
+	onnx_tensor_release(&x);
+	onnx_model_free(m);
+}
+
 /* ---- compiled-model files ------------------------------------------------------------------- */
 
 static uint8_t *slurp(const char *path, size_t *len)
