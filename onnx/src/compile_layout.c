@@ -11,7 +11,8 @@
  *    the operands of an element-wise step or an activation (those read and write their operands as
  *    flat, equally shaped arrays, so they work on either layout unchanged);
  *  - a group is NHWC when every member is a 4-D fp32 arena value produced by a convolution, pooling,
- *    element-wise step, activation, or is a graph input (bind() transposes it while copying it in), and
+ *    element-wise step, activation, or is a graph input (bind() transposes it while copying it in; an
+ *    input alone in its group only when a convolution reading it also writes NHWC), and
  *    every reader is a convolution (its input), a pooling step, an activation or an element-wise step
  *    whose operands all have one shape; graph outputs, views (Reshape/Flatten & co), host steps and
  *    every other step keep NCHW;
@@ -127,12 +128,14 @@ int cm_plan_layouts(struct onnx_compiled *cm)
 	unsigned nv = cm->n_vals;
 	int *p = malloc((nv ? nv : 1) * sizeof(int));
 	bool *blocked = calloc(nv ? nv : 1, sizeof(bool)), *made = calloc(nv ? nv : 1, sizeof(bool));
+	bool *gblock = calloc(nv ? nv : 1, sizeof(bool));	/* per group root: held back */
 	int ret;
 
-	if (!p || !blocked || !made) {
+	if (!p || !blocked || !made || !gblock) {
 		free(p);
 		free(blocked);
 		free(made);
+		free(gblock);
 		return cm_seterr(cm, -ENOMEM, "layout: out of memory");
 	}
 	for (unsigned v = 0; v < nv; v++) {
@@ -190,17 +193,36 @@ int cm_plan_layouts(struct onnx_compiled *cm)
 	for (unsigned v = 0; v < nv; v++) {
 		const struct cval *cv = &cm->vals[v];
 
-		if (cv->loc != LOC_ARENA)
-			continue;
-		if (!is4f(cv) || !made[v] || (blocked[v] && !layout_free(cv)))
-			blocked[find(p, (int)v)] = true;
+		if (cv->loc == LOC_ARENA && (!is4f(cv) || !made[v] || (blocked[v] && !layout_free(cv))))
+			gblock[find(p, (int)v)] = true;
 	}
 	for (unsigned v = 0; v < nv; v++)
-		if (cm->vals[v].loc == LOC_ARENA && !blocked[find(p, (int)v)])
+		if (cm->vals[v].loc == LOC_ARENA && !gblock[find(p, (int)v)])
 			cm->vals[v].nhwc = 1;
+	/*
+	 * A graph input alone in its group only feeds convolutions: transposing it pays when one of them
+	 * also writes NHWC; a convolution from an NHWC input to an NCHW output (a ViT's patch embedding
+	 * into a Reshape) measured slower than the all-NCHW one, so such an input stays NCHW.
+	 */
+	for (unsigned i = 0; i < m->n_inputs; i++) {
+		int v = m->inputs[i], size = 0;
+		bool pays = false;
+
+		if (!cm->vals[v].nhwc)
+			continue;
+		for (unsigned u = 0; u < nv; u++)
+			size += cm->vals[u].loc == LOC_ARENA && find(p, (int)u) == find(p, v);
+		if (size != 1)
+			continue;
+		for (unsigned j = 0; j < cm->n_steps; j++)
+			pays |= cm->steps[j].kind == CS_CONV && cm->steps[j].in[0] == v && cm->vals[cm->steps[j].out].nhwc;
+		if (!pays)
+			cm->vals[v].nhwc = 0;
+	}
 	free(p);
 	free(blocked);
 	free(made);
+	free(gblock);
 	ret = repack_weights(cm);
 	return ret;
 }
