@@ -268,7 +268,39 @@ static void emit_config(struct mm_ctx *x, const struct dconv *g, const struct mm
 	h.loop_end = 2;
 	h.repeat = (uint16_t)(g->R * g->S);
 	h.sfu_rf = 3;
-	mm_dispatch_mac_config(x, 1, &h, ins, ops, &sfu, p->use_sfu, pkt);
+	if (p->use_sfu && h.repeat > 1) {
+		/*
+		 * A chained MAC applies the SFU after every MAC of a LAST EXE (isa.md), i.e. after each of
+		 * the R*S taps, and only the last one's result is stored: one SFU APPLY after the tap loop
+		 * gives the same output with one SFU pass per tile instead of R*S.  Buffers 2 and 3 (one tap
+		 * per EXE) keep the chained body from pkt.
+		 */
+		uint8_t pk5[1 + 16 + 10 + 4 * 32];
+		struct tnpu_cfg_hdr h5 = h;
+		uint16_t ins5[5] = {
+			TNPU_INSN_LD(0, 0, 0, x->zskip_a), TNPU_INSN_LD(1, 0, 1, 0),
+			TNPU_INSN_MAC(0, 0, 0, x->mac_lb, 0), TNPU_INSN_SFU(TNPU_SFU_FN_APPLY, 3, 0),
+			TNPU_INSN_ST(0, 2, 0),
+		};
+
+		h5.n_instr = 5;
+		pk5[0] = TNPU_PKT_CONFIG_BYTE(1);
+		memcpy(pk5 + 1, &h5, 16);
+		memcpy(pk5 + 17, ins5, sizeof(ins5));
+		memcpy(pk5 + 27, ops, 3 * 32);
+		memcpy(pk5 + 27 + 96, &sfu, 32);
+		cs_dispatch(x->cs, AS, x->pin_row != 0xFF ? x->pin_row : TNPU_DISPATCH_ROW_ALL, 0, 0, pk5, 27 + 32 * nops);
+		/* the chained body for buffers 2 and 3, as mm_dispatch_mac_config writes it */
+		ins[0] = TNPU_INSN_LD(0, 0, 0, x->zskip_a);
+		ins[1] = TNPU_INSN_LD(1, 0, 1, 0);
+		ins[2] = TNPU_INSN_MAC(0, 0, 0, x->mac_lb, 1);
+		ins[3] = TNPU_INSN_ST(0, 2, 0);
+		memcpy(pkt + 17, ins, 8);
+		memcpy(pkt + 25, ops, 3 * 32);
+		memcpy(pkt + 25 + 96, &sfu, 32);
+	} else {
+		mm_dispatch_mac_config(x, 1, &h, ins, ops, &sfu, p->use_sfu, pkt);
+	}
 	/* Buffer 2: the same body, one pass per EXE, no records of its own (it shares buffer 1's
 	 * register-file entries, whose scalar-unit state persists across EXEs): the first round runs
 	 * tap by tap while the weights of later taps are still arriving. */

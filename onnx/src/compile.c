@@ -11,7 +11,9 @@
  *     zero Pads into their padding);
  *  4. weight packing (compile_lower.c): the constants the device steps read, in one image uploaded once;
  *  5. memory plan: live ranges of the activations -> offsets in one arena (plan_mem.c).
- * Activations stay NCHW end to end (the layout the graph declares), so no layout conversion runs.
+ *  6. layout (compile_layout.c, before the memory plan): the 4-D activations that only convolutions,
+ *     pooling, activations and same-shape element-wise steps touch are stored NHWC (graph inputs are
+ *     transposed while they are copied in; graph outputs and everything the host reads stay NCHW).
  */
 #include <stdarg.h>
 #include <stdio.h>
@@ -271,6 +273,8 @@ int onnx_compile(struct onnx_model *m, struct accel_dev *dev, const struct onnx_
 		goto fail;
 	assign_locations(cm);
 	if ((ret = cm_plan_views(cm)))
+		goto fail;
+	if (!(flags & ONNX_COMPILE_NCHW) && (ret = cm_plan_layouts(cm)))
 		goto fail;
 	for (unsigned i = 0; i < cm->n_steps; i++) {
 		enum cstep_kind k = cm->steps[i].kind;

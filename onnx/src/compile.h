@@ -12,7 +12,7 @@
 #include "internal.h"
 
 enum cstep_kind {
-	CS_CONV,	/* accel_conv2d, NCHW fp32, bias + activation in the SFU epilogue */
+	CS_CONV,	/* accel_conv2d, NCHW or NHWC fp32, bias + activation in the SFU epilogue */
 	CS_GEMM,	/* accel_gemm fp32, row bias + scale + activation in the epilogue */
 	CS_POOL,	/* accel_pool2d fp32 */
 	CS_ELT,		/* accel_eltwise fp32 (ISA 2), optional fused ReLU */
@@ -58,6 +58,7 @@ struct cval {
 	int root;		/* alias root (itself when not an alias) */
 	uint64_t voff;		/* bytes from the root's start (a view: Split/Slice part, Concat input) */
 	int def, last;		/* live range in steps (arena roots) */
+	int nhwc;		/* arena value stored channels-last (compile_layout.c) */
 };
 
 /* Alignment of every arena and weight-image offset (bytes). */
@@ -142,6 +143,9 @@ int cm_expand_bn(struct onnx_compiled *cm);
 /* Residual fusion (compile_fuse_residual.c): Conv/Gemm -> Add(other) [-> Relu] becomes one step with
  * the SFU's residual operand (ISA 2, CAP_FEATURES bit 16). */
 void cm_fuse_residual(struct onnx_compiled *cm);
+/* Layout pass (after the views): which 4-D activations are NHWC; repacks their convolutions' weights
+ * (compile_layout.c). */
+int cm_plan_layouts(struct onnx_compiled *cm);
 /* Memory plan and buffers of a compiled model whose steps and values are filled (compile.c). */
 int cm_plan_and_upload(struct onnx_compiled *cm);
 /* int8 QDQ lowering (compile_qdq.c).  cm_qdq_match marks the nodes of the QDQ patterns before
@@ -152,8 +156,6 @@ int cm_qdq_lower(struct onnx_compiled *cm, unsigned i, struct cstep *s);
 int cm_qdq_job(struct onnx_compiled *cm, const struct cstep *s, unsigned k, const struct accel_submit *sub,
 	       struct accel_job **job, const char **what);
 unsigned cm_qdq_jobs(const struct cstep *s);
-/* Append bytes to the weight image (64-byte aligned; src NULL: zeros); the offset or UINT64_MAX. */
-uint64_t cm_wimg_add(struct onnx_compiled *cm, const void *src, uint64_t bytes);
 uint64_t cm_model_digest(const struct onnx_model *m, const struct onnx_tensor *shapes, unsigned n);
 /* The node-by-node executor's per-node entry (exec.c). */
 int onnx_run_node(struct onnx_ctx *c);

@@ -70,14 +70,29 @@ static void place(const struct onnx_compiled *cm, int v, struct accel_buffer **b
 	*off = cv->off;
 }
 
-static void t4(const struct onnx_compiled *cm, int v, uint32_t n, uint32_t c, uint32_t h, uint32_t w,
-	       struct accel_tensor *t)
+static void t4l(const struct onnx_compiled *cm, int v, bool nhwc, uint32_t n, uint32_t c, uint32_t h, uint32_t w,
+		struct accel_tensor *t)
 {
 	struct accel_buffer *b;
 	uint64_t off;
 
 	place(cm, v, &b, &off);
-	accel_tensor_4d(b, off, ACCEL_FP32, ACCEL_LAYOUT_NCHW, n, c, h, w, t);
+	accel_tensor_4d(b, off, ACCEL_FP32, nhwc ? ACCEL_LAYOUT_NHWC : ACCEL_LAYOUT_NCHW, n, c, h, w, t);
+}
+
+/*
+ * NCHW descriptor of a value's bytes.  Element-wise steps and activations read and write equally
+ * shaped operands as flat arrays, so an NHWC group (compile_layout.c) runs through them unchanged.
+ */
+static void t4(const struct onnx_compiled *cm, int v, uint32_t n, uint32_t c, uint32_t h, uint32_t w,
+	       struct accel_tensor *t)
+{
+	t4l(cm, v, false, n, c, h, w, t);
+}
+
+static bool nhwc(const struct onnx_compiled *cm, int v)
+{
+	return cm->vals[v].nhwc != 0;
 }
 
 static int step_err(struct onnx_compiled *cm, const struct cstep *s, int ret, const char *what)
@@ -164,10 +179,11 @@ static int submit_step(struct run_state *rs, const struct cstep *s)
 		struct accel_conv2d_desc d;
 
 		memset(&d, 0, sizeof(d));
-		t4(cm, s->in[0], (uint32_t)s->n, (uint32_t)s->c, (uint32_t)s->h, (uint32_t)s->w, &x);
-		accel_tensor_4d(cm->wbuf, s->w_off, ACCEL_FP32, ACCEL_LAYOUT_NCHW, (uint32_t)s->k, (uint32_t)s->cg,
-				(uint32_t)s->kh, (uint32_t)s->kw, &w);
-		t4(cm, s->out, (uint32_t)s->n, (uint32_t)s->k, (uint32_t)s->oh, (uint32_t)s->ow, &y);
+		t4l(cm, s->in[0], nhwc(cm, s->in[0]), (uint32_t)s->n, (uint32_t)s->c, (uint32_t)s->h, (uint32_t)s->w, &x);
+		/* OIHW weights for an NCHW input, OHWI (repacked by the layout pass) for NHWC */
+		accel_tensor_4d(cm->wbuf, s->w_off, ACCEL_FP32, nhwc(cm, s->in[0]) ? ACCEL_LAYOUT_NHWC : ACCEL_LAYOUT_NCHW,
+				(uint32_t)s->k, (uint32_t)s->cg, (uint32_t)s->kh, (uint32_t)s->kw, &w);
+		t4l(cm, s->out, nhwc(cm, s->out), (uint32_t)s->n, (uint32_t)s->k, (uint32_t)s->oh, (uint32_t)s->ow, &y);
 		d.input = &x;
 		d.weights = &w;
 		d.output = &y;
@@ -184,7 +200,8 @@ static int submit_step(struct run_state *rs, const struct cstep *s)
 		d.epi.clamp_lo_f = s->lo;
 		d.epi.clamp_hi_f = s->hi;
 		if (s->res >= 0) {	/* compile_fuse_residual.c: the skip tensor, the output's shape */
-			t4(cm, s->res, (uint32_t)s->n, (uint32_t)s->k, (uint32_t)s->oh, (uint32_t)s->ow, &rt);
+			t4l(cm, s->res, nhwc(cm, s->res), (uint32_t)s->n, (uint32_t)s->k, (uint32_t)s->oh,
+			    (uint32_t)s->ow, &rt);
 			d.epi.residual = &rt;
 		}
 		what = "accel_conv2d";
@@ -230,8 +247,9 @@ static int submit_step(struct run_state *rs, const struct cstep *s)
 		struct accel_pool2d_desc d;
 
 		memset(&d, 0, sizeof(d));
-		t4(cm, s->in[0], (uint32_t)s->n, (uint32_t)s->c, (uint32_t)s->h, (uint32_t)s->w, &x);
-		t4(cm, s->out, (uint32_t)s->n, (uint32_t)s->c, (uint32_t)s->oh, (uint32_t)s->ow, &y);
+		/* input and output share a layout (one group; a 1x1 output has the same bytes in both) */
+		t4l(cm, s->in[0], nhwc(cm, s->in[0]), (uint32_t)s->n, (uint32_t)s->c, (uint32_t)s->h, (uint32_t)s->w, &x);
+		t4l(cm, s->out, nhwc(cm, s->in[0]), (uint32_t)s->n, (uint32_t)s->c, (uint32_t)s->oh, (uint32_t)s->ow, &y);
 		d.input = &x;
 		d.output = &y;
 		d.kind = (enum accel_pool_kind)s->op;
@@ -463,7 +481,18 @@ static int bind(struct run_state *rs, const struct onnx_tensor *in, unsigned n)
 			return cm_seterr(cm, -EINVAL, "input '%s': %s, but the model was compiled for other shapes",
 					 m->vals[m->inputs[i]].name, desc);
 		}
-		if (cv->loc == LOC_ARENA) {
+		if (cv->loc == LOC_ARENA && cv->nhwc) {
+			/* planned channels-last (compile_layout.c): transposed while it is copied in */
+			uint8_t *dst = (uint8_t *)accel_buffer_ptr(cm->arena) + cv->off;
+			const float *src = in[i].data;
+			size_t C = (size_t)cv->dims[1], HW = (size_t)(cv->dims[2] * cv->dims[3]);
+
+			for (int64_t b = 0; b < cv->dims[0]; b++)
+				for (size_t c = 0; c < C; c++)
+					for (size_t p = 0; p < HW; p++)
+						memcpy(dst + ((b * HW + p) * C + c) * 4, &src[(b * C + c) * HW + p], 4);
+			count_copy(rs, cv->bytes);
+		} else if (cv->loc == LOC_ARENA) {
 			arena_copy(cv, (uint8_t *)accel_buffer_ptr(cm->arena) + cv->off, in[i].data);
 			count_copy(rs, cv->bytes);
 		}

@@ -193,6 +193,27 @@ Test(conv, fp32_3x3_matches_reference)
 	accel_close(dev);
 }
 
+/* The direct lowering's tap loop ends in one SFU APPLY per tile: bias and ReLU run once per output
+ * element, not once per tap (a chained MAC would apply the SFU after each of the 9 taps of the LAST
+ * EXE).  Results against the CPU reference. */
+Test(conv, direct_bias_relu_applies_the_sfu_once_per_output)
+{
+	struct accel_dev *dev = open_dev("sim:conv=direct");
+	struct accel_counters cnt;
+	uint64_t outs = 1ull * 64 * 20 * 20;
+
+	if (!test_is_sim())
+		cr_skip_test("forces the direct lowering (a sim option)");
+	conv_cnt_out = &cnt;
+	run_conv_case(dev, &CC(.c = 32, .h = 20, .w = 20, .k = 64, .r = 3, .s = 3, .pt = 1, .pl = 1, .pb = 1, .pr = 1,
+			       .f32 = true, .bias = true, .relu = true), 3);
+	conv_cnt_out = NULL;
+	cr_assert_geq(cnt.sfu_ops, outs);
+	cr_assert_lt(cnt.sfu_ops, 2 * outs, "SFU ops %llu for %llu outputs", (unsigned long long)cnt.sfu_ops,
+		     (unsigned long long)outs);
+	accel_close(dev);
+}
+
 Test(conv, edge_cases)
 {
 	struct accel_dev *dev = open_dev(NULL);

@@ -1,0 +1,251 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * compile_layout.c - the compiler's layout pass (Documentation/onnx.md, "The compiler"): which 4-D
+ * activations live channels-last (NHWC) in the arena.
+ *
+ * The device's convolution lowerings are much faster on NHWC operands (the direct lowering, the
+ * depthwise block and IM2COL's channel runs all need the channels contiguous; on NCHW a ResNet-18 at
+ * 224x224 ran at 0.53 PE utilisation, its 7x7 stem at 0.14), so every activation whose producer and
+ * consumers can all take NHWC is planned NHWC:
+ *  - values that must share a layout are grouped (union-find): a pooling step's input and output, and
+ *    the operands of an element-wise step or an activation (those read and write their operands as
+ *    flat, equally shaped arrays, so they work on either layout unchanged);
+ *  - a group is NHWC when every member is a 4-D fp32 arena value produced by a convolution, pooling,
+ *    element-wise step, activation, or is a graph input (bind() transposes it while copying it in; an
+ *    input alone in its group only when a convolution reading it also writes NHWC), and
+ *    every reader is a convolution (its input), a pooling step, an activation or an element-wise step
+ *    whose operands all have one shape; graph outputs, views (Reshape/Flatten & co), host steps and
+ *    every other step keep NCHW;
+ *  - a value with one spatial position (H = W = 1) or one channel has the same bytes in both layouts:
+ *    it never holds its group back, whatever reads it.
+ * The weights of a convolution whose input is NHWC are repacked OIHW -> OHWI in the weight image (in
+ * place when every convolution that reads them is NHWC, else as a copy).
+ */
+#include <stdlib.h>
+#include <string.h>
+
+#include "compile.h"
+
+static int find(int *p, int v)
+{
+	while (p[v] != v) {
+		p[v] = p[p[v]];
+		v = p[v];
+	}
+	return v;
+}
+
+static void join(int *p, int a, int b)
+{
+	if (a < 0 || b < 0)
+		return;
+	a = find(p, a);
+	b = find(p, b);
+	if (a != b)
+		p[a] = b;
+}
+
+static bool is4f(const struct cval *cv)
+{
+	return cv->loc == LOC_ARENA && cv->dtype == ONNX_FLOAT && cv->ndim == 4;
+}
+
+/* Same bytes in NCHW and NHWC. */
+static bool layout_free(const struct cval *cv)
+{
+	return cv->ndim == 4 && ((cv->dims[2] == 1 && cv->dims[3] == 1) || cv->dims[1] == 1);
+}
+
+static bool same4(const uint32_t *a, const uint32_t *b)
+{
+	return a[0] == b[0] && a[1] == b[1] && a[2] == b[2] && a[3] == b[3];
+}
+
+/* OIHW -> OHWI of k x cg x kh x kw floats at off. */
+static int repack_ohwi(struct onnx_compiled *cm, uint64_t dst, uint64_t src, const struct cstep *s)
+{
+	uint64_t hw = (uint64_t)s->kh * s->kw, per = (uint64_t)s->cg * hw;
+	float *tmp = malloc(per ? per * 4 : 4);
+
+	if (!tmp)
+		return cm_seterr(cm, -ENOMEM, "layout: out of memory");
+	for (int64_t o = 0; o < s->k; o++) {
+		const float *in = (const float *)(cm->wimg + src) + o * per;
+		float *out = (float *)(cm->wimg + dst) + o * per;
+
+		for (int64_t c = 0; c < s->cg; c++)
+			for (uint64_t t = 0; t < hw; t++)
+				tmp[t * s->cg + c] = in[c * hw + t];
+		memcpy(out, tmp, per * 4);
+	}
+	free(tmp);
+	return 0;
+}
+
+static int repack_weights(struct onnx_compiled *cm)
+{
+	for (unsigned i = 0; i < cm->n_steps; i++) {
+		struct cstep *s = &cm->steps[i];
+		bool all_nhwc = true, first = true;
+		uint64_t off = s->w_off, bytes = (uint64_t)s->k * s->cg * s->kh * s->kw * 4;
+		int ret;
+
+		if (s->kind != CS_CONV || !cm->vals[s->in[0]].nhwc || s->kh * s->kw == 1 || s->cg == 1)
+			continue;	/* 1x1 and depthwise filters: OIHW and OHWI are the same bytes */
+		for (unsigned j = 0; j < cm->n_steps; j++)
+			if (cm->steps[j].kind == CS_CONV && cm->steps[j].w_off == off) {
+				bool nhwc = cm->vals[cm->steps[j].in[0]].nhwc != 0;
+
+				all_nhwc &= nhwc;
+				first &= !nhwc || j >= i;
+			}
+		if (!first)
+			continue;	/* repacked with the first NHWC convolution that reads them */
+		if (all_nhwc) {
+			if ((ret = repack_ohwi(cm, off, off, s)))
+				return ret;
+			continue;
+		}
+		{
+			uint64_t copy = cm_wimg_add(cm, NULL, bytes);
+
+			if (copy == UINT64_MAX)
+				return cm_seterr(cm, -ENOMEM, "weights: out of memory");
+			if ((ret = repack_ohwi(cm, copy, off, s)))
+				return ret;
+			for (unsigned q = i; q < cm->n_steps; q++)
+				if (cm->steps[q].kind == CS_CONV && cm->steps[q].w_off == off &&
+				    cm->vals[cm->steps[q].in[0]].nhwc)
+					cm->steps[q].w_off = copy;
+		}
+	}
+	return 0;
+}
+
+int cm_plan_layouts(struct onnx_compiled *cm)
+{
+	struct onnx_model *m = cm->m;
+	unsigned nv = cm->n_vals;
+	int *p = malloc((nv ? nv : 1) * sizeof(int));
+	bool *blocked = calloc(nv ? nv : 1, sizeof(bool)), *made = calloc(nv ? nv : 1, sizeof(bool));
+	bool *gblock = calloc(nv ? nv : 1, sizeof(bool));	/* per group root: held back */
+	int ret;
+
+	if (!p || !blocked || !made || !gblock) {
+		free(p);
+		free(blocked);
+		free(made);
+		free(gblock);
+		return cm_seterr(cm, -ENOMEM, "layout: out of memory");
+	}
+	for (unsigned v = 0; v < nv; v++) {
+		p[v] = (int)v;
+		cm->vals[v].nhwc = 0;
+	}
+	for (unsigned i = 0; i < m->n_inputs; i++)
+		made[m->inputs[i]] = true;
+	for (unsigned o = 0; o < m->n_outputs; o++)
+		blocked[m->outputs[o]] = true;
+	for (unsigned i = 0; i < cm->n_steps; i++) {
+		const struct cstep *s = &cm->steps[i];
+		const struct onnx_node *n = &m->nodes[s->node];
+		bool takes = false;
+
+		if (s->kind == CS_FUSED)
+			continue;	/* its input is never materialised, its output is the step before's */
+		switch (s->kind) {
+		case CS_CONV:
+		case CS_POOL:
+		case CS_ACT:
+			takes = true;
+			break;
+		case CS_ELT:
+			takes = same4(s->ad, s->bd) && same4(s->ad, s->od) && s->b_off == UINT64_MAX &&
+				cm->vals[s->in[0]].loc == LOC_ARENA && cm->vals[s->in[1]].loc == LOC_ARENA;
+			break;
+		default:
+			break;
+		}
+		/*
+		 * A residual (compile_fuse_residual.c) is added element by element to the output: one layout
+		 * for both (the SFU reads an NHWC residual as it writes an NHWC output); a GEMM's keeps NCHW.
+		 */
+		if (s->res >= 0) {
+			if (s->kind == CS_CONV)
+				join(p, s->res, s->out);
+			else
+				blocked[s->res] = true;
+		}
+		if (takes) {
+			made[s->out] = true;
+			if (s->kind != CS_CONV) {
+				join(p, s->in[0], s->out);
+				if (s->kind == CS_ELT)
+					join(p, s->in[1], s->out);
+			}
+		} else {
+			for (unsigned k = 0; k < n->n_out; k++)
+				if (n->out[k] >= 0)
+					blocked[n->out[k]] = true;
+			if (s->out >= 0)
+				blocked[s->out] = true;
+		}
+		for (unsigned k = 0; k < n->n_in; k++) {
+			int v = n->in[k];
+
+			if (v < 0 || cm->vals[v].loc != LOC_ARENA)
+				continue;
+			if (!takes || (s->kind != CS_ELT && k != 0))
+				blocked[v] = true;
+		}
+	}
+	/*
+	 * Views and Concat parts (compile_views.c) are byte ranges of a root buffer in packed NCHW: a
+	 * channel slice is contiguous only there. Such values and their roots keep NCHW.
+	 */
+	for (unsigned v = 0; v < nv; v++) {
+		const struct cval *cv = &cm->vals[v];
+
+		if (cv->loc == LOC_ARENA && (cv->root != (int)v || cv->voff)) {
+			blocked[v] = true;
+			if (cv->root >= 0)
+				blocked[cv->root] = true;
+		}
+	}
+	/* a group is NHWC unless a member is blocked or not a 4-D fp32 activation */
+	for (unsigned v = 0; v < nv; v++) {
+		const struct cval *cv = &cm->vals[v];
+
+		if (cv->loc == LOC_ARENA && (!is4f(cv) || !made[v] || (blocked[v] && !layout_free(cv))))
+			gblock[find(p, (int)v)] = true;
+	}
+	for (unsigned v = 0; v < nv; v++)
+		if (cm->vals[v].loc == LOC_ARENA && !gblock[find(p, (int)v)])
+			cm->vals[v].nhwc = 1;
+	/*
+	 * A graph input alone in its group only feeds convolutions: transposing it pays when one of them
+	 * also writes NHWC; a convolution from an NHWC input to an NCHW output (a ViT's patch embedding
+	 * into a Reshape) measured slower than the all-NCHW one, so such an input stays NCHW.
+	 */
+	for (unsigned i = 0; i < m->n_inputs; i++) {
+		int v = m->inputs[i], size = 0;
+		bool pays = false;
+
+		if (!cm->vals[v].nhwc)
+			continue;
+		for (unsigned u = 0; u < nv; u++)
+			size += cm->vals[u].loc == LOC_ARENA && find(p, (int)u) == find(p, v);
+		if (size != 1)
+			continue;
+		for (unsigned j = 0; j < cm->n_steps; j++)
+			pays |= cm->steps[j].kind == CS_CONV && cm->steps[j].in[0] == v && cm->vals[cm->steps[j].out].nhwc;
+		if (!pays)
+			cm->vals[v].nhwc = 0;
+	}
+	free(p);
+	free(blocked);
+	free(made);
+	free(gblock);
+	ret = repack_weights(cm);
+	return ret;
+}
