@@ -38,6 +38,10 @@
 #define TNPU_CD_CMDS_MAX	1024	/* bytes of command stream in a dump */
 #define TNPU_CD_WALK_MAX	65536	/* command headers walked to find those commands */
 
+/* errors.md: codes 4..9 (CMDBUF .. CTX_INVALID) are ring/context errors, ERR_CMD_OFFSET reads 0 */
+#define TNPU_ERR_CMDBUF		4
+#define TNPU_ERR_CTX_INVALID	9
+
 struct tnpu_coredump {
 	struct tnpu_device *tdev;
 	struct work_struct work;
@@ -248,6 +252,8 @@ void tnpu_coredump_capture(struct tnpu_job *job, u32 reason, u32 code, u32 info,
 	lockdep_assert_held(&tdev->lock);
 	if (!cd || atomic_cmpxchg(&cd->busy, 0, 1))
 		return;
+	if (code >= TNPU_ERR_CMDBUF && code <= TNPU_ERR_CTX_INVALID)
+		has_off = false;
 	h = kzalloc(TNPU_CD_SIZE, GFP_NOWAIT | __GFP_NOWARN);
 	if (!h) {
 		atomic_set(&cd->busy, 0);

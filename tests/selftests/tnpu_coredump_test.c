@@ -183,14 +183,79 @@ static bool has(const char *json, const char *fmt, ...)
 	return strstr(json, want);
 }
 
+#define TRACEFS "/sys/kernel/tracing"
+
+static int trace_write(const char *file, const char *val)
+{
+	char path[256];
+
+	snprintf(path, sizeof(path), TRACEFS "/%s", file);
+	return tnpu_write_file(path, val);
+}
+
+/* Mounts tracefs if needed; whether the tnpu events are there. */
+static bool trace_ready(void)
+{
+	if (access(TRACEFS "/events", F_OK))
+		mount("nodev", TRACEFS, "tracefs", 0, NULL);
+	return !access(TRACEFS "/events/tnpu/enable", F_OK);
+}
+
+/* Clears the trace buffer and enables the tnpu events. */
+static int trace_start(void)
+{
+	int fd = open(TRACEFS "/trace", O_WRONLY | O_TRUNC | O_CLOEXEC);	/* clears it */
+
+	if (fd < 0)
+		return -errno;
+	close(fd);
+	if (trace_write("events/tnpu/enable", "1"))
+		return -EIO;
+	return trace_write("tracing_on", "1");
+}
+
+/* Disables the tnpu events and reads the buffer into @buf. */
+static void trace_stop(char *buf, size_t len)
+{
+	FILE *f;
+	size_t n = 0;
+
+	trace_write("events/tnpu/enable", "0");
+	f = fopen(TRACEFS "/trace", "r");
+	if (f) {
+		n = fread(buf, 1, len - 1, f);
+		fclose(f);
+	}
+	buf[n] = 0;
+}
+
+/* The first line of @buf with @event, @want and (unless NULL) @also; NULL if none. */
+static const char *trace_line(const char *buf, const char *event, const char *want, const char *also)
+{
+	const char *line = buf;
+
+	while (line && *line) {
+		const char *end = strchr(line, '\n');
+		size_t len = end ? (size_t)(end - line) : strlen(line);
+		char copy[512];
+
+		snprintf(copy, sizeof(copy), "%.*s", (int)len, line);
+		if (strstr(copy, event) && strstr(copy, want) && (!also || strstr(copy, also)))
+			return line;
+		line = end ? end + 1 : NULL;
+	}
+	return NULL;
+}
+
 /*
  * The issue's "done when": inject_hang, the job times out, a dump appears, accel-coredump names
  * the job. The command buffer starts at offset 128 of its BO: NOP, FENCE data+8 = 0x5eed, NOP.
  */
 TEST_F(coredump, injected_hang_leaves_a_decodable_dump)
 {
-	static char json[1 << 16];
-	char path[300], old[32] = "30000";
+	static char json[1 << 16], trace[1 << 18];
+	char path[300], old[32] = "30000", want[128];
+	bool tracing = trace_ready() && !trace_start();
 	uint8_t *cmd = (uint8_t *)self->c.cmd.map + 128;
 	uint32_t size = 0;
 	unsigned long long seqno = 0;
@@ -216,6 +281,17 @@ TEST_F(coredump, injected_hang_leaves_a_decodable_dump)
 	EXPECT_EQ(self->c.cmd.va + 128, hj.cmd_va);
 	EXPECT_EQ(-ETIMEDOUT, tnpu_sync_status(self->c.fd, self->c.sync, 0, 2000 + MARGIN_MS));
 	failed_at = tnpu_now_ns();
+	if (tracing) {
+		/* the timeout and the reset it caused, with the job's seqno and ring */
+		trace_stop(trace, sizeof(trace));
+		snprintf(want, sizeof(want), "ring=%u ctx=%u queue=%u seqno=%llu hw_seqno=%llu",
+			 hj.ring, hj.ctx, self->c.queue, seqno, hj.hw_seqno);
+		EXPECT_NE(NULL, trace_line(trace, "tnpu_job_timeout: ", want, NULL))
+			TH_LOG("%.2000s", trace);
+		EXPECT_NE(NULL, trace_line(trace, "tnpu_job_complete: ", want, " status=-110"));
+		snprintf(want, sizeof(want), "ring=%u reason=timeout", hj.ring);
+		EXPECT_NE(NULL, trace_line(trace, "tnpu_reset: ", want, NULL));
+	}
 	ASSERT_TRUE(wait_dump(path, sizeof(path), MARGIN_MS))
 		TH_LOG("no devcoredump %d ms after the timeout", MARGIN_MS);
 	TH_LOG("dump %s, %lld ms after the job failed", path,
@@ -274,34 +350,6 @@ TEST_F(coredump, mmu_fault_dump_names_the_va_and_the_command)
 			ERR_MMU_NOT_PRESENT));
 }
 
-#define TRACEFS "/sys/kernel/tracing"
-
-static int trace_write(const char *file, const char *val)
-{
-	char path[256];
-
-	snprintf(path, sizeof(path), TRACEFS "/%s", file);
-	return tnpu_write_file(path, val);
-}
-
-/* The first line of @buf with @event, @want and (unless NULL) @also; NULL if none. */
-static const char *trace_line(const char *buf, const char *event, const char *want, const char *also)
-{
-	const char *line = buf;
-
-	while (line && *line) {
-		const char *end = strchr(line, '\n');
-		size_t len = end ? (size_t)(end - line) : strlen(line);
-		char copy[512];
-
-		snprintf(copy, sizeof(copy), "%.*s", (int)len, line);
-		if (strstr(copy, event) && strstr(copy, want) && (!also || strstr(copy, also)))
-			return line;
-		line = end ? end + 1 : NULL;
-	}
-	return NULL;
-}
-
 /* submit, run and complete of one job, with its seqno, in the tracefs buffer */
 TEST_F(coredump, tracepoints_show_submit_run_complete)
 {
@@ -311,30 +359,15 @@ TEST_F(coredump, tracepoints_show_submit_run_complete)
 	unsigned long long seqno;
 	uint64_t sq;
 	uint32_t size;
-	size_t n = 0;
-	FILE *f;
-	int fd;
 
-	if (access(TRACEFS "/events", F_OK))
-		mount("nodev", TRACEFS, "tracefs", 0, NULL);
-	if (access(TRACEFS "/events/tnpu/enable", F_OK))
+	if (!trace_ready())
 		SKIP(return, "no tnpu events in tracefs (CONFIG_EVENT_TRACING)");
-	fd = open(TRACEFS "/trace", O_WRONLY | O_TRUNC | O_CLOEXEC);	/* clears the buffer */
-	ASSERT_LE(0, fd);
-	close(fd);
-	ASSERT_EQ(0, trace_write("events/tnpu/enable", "1"));
-	ASSERT_EQ(0, trace_write("tracing_on", "1"));
+	ASSERT_EQ(0, trace_start());
 	size = tnpu_cmd_fence(self->c.cmd.map, self->c.data.va, 42);
 	ASSERT_EQ(0, submit_seqno(&self->c, 0, size, &sq));
 	seqno = sq;
 	EXPECT_EQ(0, tnpu_sync_status(self->c.fd, self->c.sync, 0, 60000));
-	trace_write("events/tnpu/enable", "0");
-
-	f = fopen(TRACEFS "/trace", "r");
-	ASSERT_NE(NULL, f);
-	n = fread(buf, 1, sizeof(buf) - 1, f);
-	buf[n] = 0;
-	fclose(f);
+	trace_stop(buf, sizeof(buf));
 	snprintf(want, sizeof(want), "queue=%u seqno=%llu hw_seqno=", self->c.queue, seqno);
 	submit = trace_line(buf, "tnpu_job_submit: ", want, NULL);
 	run = trace_line(buf, "tnpu_job_run: ", want, NULL);
@@ -346,6 +379,29 @@ TEST_F(coredump, tracepoints_show_submit_run_complete)
 	snprintf(want, sizeof(want), "seqno=%llu hw_seqno=0", seqno);
 	EXPECT_NE(NULL, trace_line(buf, "tnpu_job_submit: ", want, NULL));
 	EXPECT_TRUE(submit && run && done && submit < run && run < done);
+}
+
+/* An unknown opcode after a NOP: the device reports CMD_OPCODE at offset 8, a job error. */
+TEST_F(coredump, job_error_dump_names_the_error_and_the_command)
+{
+	static char json[1 << 16];
+	uint64_t *cmd = self->c.cmd.map;
+	char path[300];
+	uint64_t seqno;
+
+	tnpu_cmd_nop(cmd);
+	cmd[1] = 0xee | (uint64_t)16 << 32;	/* opcode 0xee does not exist */
+	cmd[2] = 0;
+	ASSERT_EQ(0, submit_seqno(&self->c, 0, 24, &seqno));
+	EXPECT_EQ(-EIO, tnpu_sync_status(self->c.fd, self->c.sync, 0, 60000));
+	ASSERT_TRUE(wait_dump(path, sizeof(path), MARGIN_MS));
+	ASSERT_EQ(0, decode(path, json, sizeof(json))) TH_LOG("accel-coredump failed: %s", json);
+	EXPECT_TRUE(has(json, "\"reason\":\"job_error\""));
+	EXPECT_TRUE(has(json, "\"seqno\":%llu,", (unsigned long long)seqno));
+	EXPECT_TRUE(has(json, "\"code\":1,\"name\":\"CMD_OPCODE\""));
+	EXPECT_TRUE(has(json, "\"cmd_offset\":8,\"fault_va\":null")) TH_LOG("%.600s", json);
+	EXPECT_TRUE(has(json, "{\"offset\":8,\"va\":%llu,\"opcode\":238,\"name\":\"UNKNOWN\",\"size\":16,"
+			"\"failing\":true", (unsigned long long)self->c.cmd.va + 8));
 }
 
 TEST_HARNESS_MAIN
