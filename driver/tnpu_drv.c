@@ -471,6 +471,9 @@ static int tnpu_probe(struct pci_dev *pdev, const struct pci_device_id *id)
 	ret = tnpu_alloc_tables(tdev);
 	if (ret)
 		return ret;
+	ret = tnpu_coredump_init(tdev);
+	if (ret)
+		return ret;
 	/* under the lock: a timeout_ms write either precedes drm_sched_init or reaches it */
 	mutex_lock(&tnpu_devices_lock);
 	ret = tnpu_rings_init(tdev);
@@ -516,6 +519,7 @@ static void tnpu_remove(struct pci_dev *pdev)
 	tnpu_irq_fini(tdev);
 	/* reset the device, fail every job it held, let the schedulers free them */
 	tnpu_jobs_unplug(tdev);
+	tnpu_coredump_fini(tdev);
 }
 
 static void tnpu_reset_prepare(struct pci_dev *pdev)

@@ -163,6 +163,8 @@ struct tnpu_device {
 	/* statistics (QUERY_COUNTERS) */
 	atomic64_t jobs_submitted, jobs_completed, jobs_failed, jobs_timedout, resets, mmu_faults;
 	atomic64_t hw_errors, job_ids, doorbell_retries;
+
+	struct tnpu_coredump *coredump;	/* tnpu_coredump.c */
 };
 
 static inline struct tnpu_device *to_tnpu(struct drm_device *drm)
@@ -180,6 +182,9 @@ struct tnpu_job {
 	u64 id;
 	u64 cmd_va;
 	u32 cmd_len;
+	struct drm_gem_object *cmd_bo;	/* in @bos (its reference), for the coredump */
+	u64 cmd_offset;			/* of the command buffer in @cmd_bo */
+	u64 client_id;			/* drm_file client_id of the submitter (fdinfo, traces) */
 	u64 hw_seqno;
 	struct dma_fence *hw_fence;	/* allocated at submit, initialised in run_job */
 	bool hw_fence_init;
@@ -298,6 +303,12 @@ void tnpu_job_release(struct tnpu_job *job);
 
 /* tnpu_fops.c */
 extern const struct file_operations tnpu_fops;
+
+/* tnpu_coredump.c */
+int tnpu_coredump_init(struct tnpu_device *tdev);
+void tnpu_coredump_fini(struct tnpu_device *tdev);
+void tnpu_coredump_capture(struct tnpu_job *job, u32 reason, u32 code, u32 info, u32 cmd_off,
+			   u64 addr, bool has_off);
 
 /* tnpu_debugfs.c */
 void tnpu_debugfs_init(struct tnpu_device *tdev);

@@ -18,6 +18,8 @@
 
 #include "tnpu_drv.h"
 #include "tnpu_accel.h"
+#include "tnpu_coredump.h"
+#include "tnpu_trace.h"
 
 static struct workqueue_struct *tnpu_cleanup_wq;
 
@@ -77,6 +79,7 @@ static void tnpu_job_signal(struct tnpu_job *job, int err)
 		atomic64_inc(&tdev->jobs_completed);
 		ring->jobs_done++;
 	}
+	trace_tnpu_job_complete(job, err);
 	dma_fence_signal(job->hw_fence);
 }
 
@@ -166,6 +169,9 @@ static void tnpu_ring_error(struct tnpu_ring *ring)
 			smp_wmb();
 			WRITE_ONCE(ctx->faulted, true);
 		}
+		/* before SKIP: the queue's error registers still describe this job */
+		tnpu_coredump_capture(job, mmu ? TNPU_COREDUMP_MMU_FAULT : TNPU_COREDUMP_JOB_ERROR,
+				      code, info, cmd_off, addr, true);
 		tnpu_job_write_counters(job, err, code, true);
 		tnpu_job_signal(job, err);
 	} else {
@@ -265,6 +271,7 @@ static struct dma_fence *tnpu_job_run(struct drm_sched_job *sched_job)
 			tnpu_qwrite(tdev, ring->idx, TNPU_Q_CTRL, 0);
 		tnpu_ring_kick(ring);
 	}
+	trace_tnpu_job_run(job);
 	spin_unlock(&tdev->lock);
 
 	return dma_fence_get(job->hw_fence);
@@ -346,6 +353,8 @@ static void tnpu_unhold(struct tnpu_device *tdev, const char *why, bool count_re
 		for (q = 0; q < tdev->num_rings; q++)
 			tnpu_ring_retire(&tdev->rings[q]);
 		dev_dbg(tdev->drm.dev, "%s: resubmitting in-flight jobs\n", why);
+		if (count_reset)
+			trace_tnpu_reset(tdev, -1, why);
 		tnpu_restart(tdev);
 		if (count_reset)
 			atomic64_inc(&tdev->resets);
@@ -408,7 +417,11 @@ static void tnpu_recover(struct tnpu_device *tdev, struct tnpu_job *guilty)
 			    q, guilty->id, guilty->hw_seqno, tnpu_timeout_ms,
 			    tnpu_qread(tdev, q, TNPU_Q_HEAD), tnpu_qread(tdev, q, TNPU_Q_TAIL),
 			    tnpu_qread(tdev, q, TNPU_Q_STATUS));
+	trace_tnpu_job_timeout(guilty);
+	/* the registers and the ring as the hang left them, before the reset clears them */
+	tnpu_coredump_capture(guilty, TNPU_COREDUMP_TIMEOUT, 0, 0, 0, 0, false);
 	tnpu_hw_reset(tdev);
+	trace_tnpu_reset(tdev, q, "timeout");
 	/*
 	 * The fence words again, now that the device has stopped: a job that completed between the
 	 * first retire and the reset is done, not rewritten into its ring to run twice.

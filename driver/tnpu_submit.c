@@ -13,6 +13,7 @@
 
 #include "tnpu_drv.h"
 #include "tnpu_accel.h"
+#include "tnpu_trace.h"
 
 void tnpu_job_release(struct tnpu_job *job)
 {
@@ -117,6 +118,8 @@ static int tnpu_submit_lookup_bos(struct tnpu_job *job, struct drm_file *file,
 	}
 	job->cmd_va = to_tnpu_bo(obj)->node.start + args->cmd_offset;
 	job->cmd_len = args->cmd_size;
+	job->cmd_bo = obj;
+	job->cmd_offset = args->cmd_offset;
 
 	if (args->counters_bo) {
 		obj = tnpu_bo_lookup(file, args->counters_bo);
@@ -244,6 +247,7 @@ int tnpu_ioctl_submit(struct drm_device *drm, void *data, struct drm_file *file)
 	tnpu_job_created();
 	job->tdev = tdev;
 	job->ctx = tnpu_ctx_get(tfile->ctx);
+	job->client_id = file->client_id;
 	INIT_LIST_HEAD(&job->node);
 	/* the hardware fence is allocated here because run_job must not allocate */
 	job->hw_fence = kzalloc(sizeof(*job->hw_fence), GFP_KERNEL);
@@ -340,6 +344,7 @@ int tnpu_ioctl_submit(struct drm_device *drm, void *data, struct drm_file *file)
 		drm_syncobj_put(out_sync);
 	}
 	atomic64_inc(&tdev->jobs_submitted);
+	trace_tnpu_job_submit(job);
 	drm_sched_entity_push_job(&job->base);
 	mutex_unlock(&tfile->queue_lock);
 	kfree(in_fences);
