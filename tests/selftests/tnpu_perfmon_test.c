@@ -6,6 +6,7 @@
  * fdinfo keys (Documentation/driver.md "fdinfo").
  */
 #include <dirent.h>
+#include <stddef.h>
 #include <poll.h>
 
 #include "kselftest_harness.h"
@@ -374,6 +375,31 @@ TEST_F(perfmon, destroy_while_a_job_references_it_is_safe)
 	close(p.fd);
 	/* the device still works */
 	EXPECT_EQ(0, tnpu_run_fence(&self->c, 0, self->c.data.va, 12));
+}
+
+/*
+ * perfmon_id was appended to struct drm_tnpu_submit: a binary built against the 88-byte struct
+ * (its ioctl number encodes 88) still submits, the missing tail reads as "no perfmon".
+ */
+TEST_F(perfmon, submit_of_the_88_byte_struct_still_works)
+{
+	struct drm_tnpu_bo_ref ref = { self->c.data.handle, DRM_TNPU_BO_REF_WRITE };
+	struct drm_tnpu_submit s = { 0 };
+
+	ASSERT_EQ(96, sizeof(s));
+	ASSERT_EQ(88, offsetof(struct drm_tnpu_submit, perfmon_id));
+	s.queue = self->c.queue;
+	s.cmd_bo = self->c.cmd.handle;
+	s.cmd_size = tnpu_cmd_fence(self->c.cmd.map, self->c.data.va + 40, 88);
+	s.bos.stride = sizeof(ref);
+	s.bos.count = 1;
+	s.bos.array = (uintptr_t)&ref;
+	s.out_sync = self->c.sync;
+	s.perfmon_id = 12345;	/* beyond the 88 bytes: never read */
+	ASSERT_EQ(0, tnpu_ioctl(self->c.fd, DRM_IOWR(DRM_COMMAND_BASE + DRM_TNPU_SUBMIT, char[88]),
+				&s));
+	EXPECT_EQ(0, tnpu_sync_status(self->c.fd, self->c.sync, 0, 60000));
+	EXPECT_EQ(88, ((uint64_t *)self->c.data.map)[5]);
 }
 
 /* fdinfo of @fd as one string (static buffer) */
