@@ -74,6 +74,7 @@ static int tnpu_open(struct drm_device *drm, struct drm_file *file)
 	}
 	mutex_init(&tfile->queue_lock);
 	xa_init_flags(&tfile->queues, XA_FLAGS_ALLOC1);
+	xa_init_flags(&tfile->perfmons, XA_FLAGS_ALLOC1);
 	file->driver_priv = tfile;
 	return 0;
 }
@@ -83,6 +84,7 @@ static void tnpu_postclose(struct drm_device *drm, struct drm_file *file)
 	struct tnpu_file *tfile = file->driver_priv;
 
 	tnpu_file_queues_fini(tfile);
+	tnpu_file_perfmons_fini(tfile);
 	mutex_destroy(&tfile->queue_lock);
 	tnpu_ctx_put(tfile->ctx);
 	kfree(tfile);
@@ -134,7 +136,8 @@ static void tnpu_fill_caps(struct tnpu_device *tdev, struct drm_tnpu_caps *caps)
 	caps->va_end = TNPU_VA_END;
 	caps->max_bo_size = TNPU_MAX_BO_SIZE;
 	caps->counters_size = sizeof(struct drm_tnpu_job_counters);
-	caps->num_counters = TNPU_NUM_COUNTERS;
+	/* without per-job counter records every counter reads 0 (uapi.md) */
+	caps->num_counters = (tdev->caps.features & TNPU_FEAT_COUNTERS) ? TNPU_NUM_COUNTERS : 0;
 	caps->max_queues = TNPU_MAX_FILE_QUEUES;
 }
 
@@ -308,6 +311,9 @@ TNPU_IOCTL_WRAP_UNHELD(bo_wait)
 TNPU_IOCTL_WRAP(queue_create)
 TNPU_IOCTL_WRAP_UNHELD(queue_destroy)
 TNPU_IOCTL_WRAP(submit)
+TNPU_IOCTL_WRAP(perfmon_create)
+TNPU_IOCTL_WRAP(perfmon_destroy)
+TNPU_IOCTL_WRAP(perfmon_get_values)
 
 #define TNPU_IOCTL(id, name)							\
 	DRM_IOCTL_DEF_DRV(TNPU_##id, tnpu_ioctl_##name##_guarded, DRM_RENDER_ALLOW)
@@ -320,6 +326,9 @@ static const struct drm_ioctl_desc tnpu_ioctls[] = {
 	TNPU_IOCTL(QUEUE_CREATE, queue_create),
 	TNPU_IOCTL(QUEUE_DESTROY, queue_destroy),
 	TNPU_IOCTL(SUBMIT, submit),
+	TNPU_IOCTL(PERFMON_CREATE, perfmon_create),
+	TNPU_IOCTL(PERFMON_DESTROY, perfmon_destroy),
+	TNPU_IOCTL(PERFMON_GET_VALUES, perfmon_get_values),
 };
 
 static const struct drm_driver tnpu_drm_driver = {
@@ -327,6 +336,7 @@ static const struct drm_driver tnpu_drm_driver = {
 			   DRIVER_SYNCOBJ_TIMELINE,
 	.open = tnpu_open,
 	.postclose = tnpu_postclose,
+	.show_fdinfo = tnpu_show_fdinfo,
 	.gem_create_object = tnpu_gem_create_object,
 	.ioctls = tnpu_ioctls,
 	.num_ioctls = ARRAY_SIZE(tnpu_ioctls),

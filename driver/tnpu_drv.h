@@ -38,6 +38,18 @@ extern unsigned int tnpu_timeout_ms;
 extern bool tnpu_fault_inject;
 
 struct tnpu_device;
+struct tnpu_perfmon;
+
+/**
+ * struct tnpu_usage - what one file's jobs used of each ring (fdinfo), under tdev->lock.
+ *
+ * Lives in the file's context, so that jobs completing after close() still have it.
+ */
+struct tnpu_usage {
+	u64 busy_ns[TNPU_MAX_QUEUES];	/* device time of completed jobs */
+	u64 cycles[TNPU_MAX_QUEUES];	/* their TOTAL_CYCLES counters */
+	u32 rings_used;			/* rings that completed a job of the file */
+};
 
 /** struct tnpu_pt - one device page table (4 KiB) and its CPU-side children. */
 struct tnpu_pt {
@@ -64,6 +76,7 @@ struct tnpu_ctx {
 	bool faulted;
 	u32 fault_code, fault_info, fault_cmd_offset, fault_queue;
 	u64 fault_addr;
+	struct tnpu_usage usage;	/* fdinfo; under tdev->lock */
 };
 
 /** struct tnpu_file - per-open-file state. */
@@ -72,6 +85,7 @@ struct tnpu_file {
 	struct tnpu_ctx *ctx;
 	struct mutex queue_lock;	/* @queues and submission order */
 	struct xarray queues;
+	struct xarray perfmons;		/* struct tnpu_perfmon, ids 1..DRM_TNPU_MAX_PERFMONS */
 };
 
 /** struct tnpu_queue - a user command queue: one drm_sched entity bound to one hardware ring. */
@@ -109,7 +123,10 @@ struct tnpu_ring {
 	spinlock_t fence_lock;		/* of the hardware fences */
 	unsigned long progress;		/* jiffies of the last start or completion */
 	struct list_head inflight;	/* jobs handed to the hardware, ring order */
-	struct tnpu_job *counters_job;	/* in flight with a counters BO: last on the ring */
+	/* one counter record per ring entry (TNPU_FEAT_COUNTERS), else NULL */
+	struct tnpu_counter_record *counters;
+	dma_addr_t counters_dma;
+	u64 last_done_ns;		/* ktime_get_ns() of the ring's last completion */
 	struct drm_gpu_scheduler sched;
 	bool sched_ready;
 	char name[16];
@@ -195,6 +212,9 @@ struct tnpu_job {
 	struct drm_gem_object *counters_bo;
 	struct iosys_map counters_map;
 	u64 counters_offset;
+	struct tnpu_perfmon *perfmon;	/* SUBMIT perfmon_id, referenced */
+	u32 counters_slot;		/* ring entry index: its counter record */
+	u64 run_ns;			/* ktime_get_ns() when handed to the ring */
 	bool inject_hang, inject_fault, inject_error;
 	struct work_struct cleanup;
 };
@@ -300,6 +320,18 @@ int tnpu_ioctl_queue_destroy(struct drm_device *drm, void *data, struct drm_file
 /* tnpu_submit.c */
 int tnpu_ioctl_submit(struct drm_device *drm, void *data, struct drm_file *file);
 void tnpu_job_release(struct tnpu_job *job);
+
+/* tnpu_perfmon.c */
+void tnpu_job_write_counters(struct tnpu_job *job, int status, u32 hw_error, bool captured);
+void tnpu_perfmon_put(struct tnpu_perfmon *perfmon);
+struct tnpu_perfmon *tnpu_perfmon_find(struct tnpu_file *tfile, u32 id);
+void tnpu_file_perfmons_fini(struct tnpu_file *tfile);
+int tnpu_ioctl_perfmon_create(struct drm_device *drm, void *data, struct drm_file *file);
+int tnpu_ioctl_perfmon_destroy(struct drm_device *drm, void *data, struct drm_file *file);
+int tnpu_ioctl_perfmon_get_values(struct drm_device *drm, void *data, struct drm_file *file);
+
+/* tnpu_fdinfo.c */
+void tnpu_show_fdinfo(struct drm_printer *p, struct drm_file *file);
 
 /* tnpu_fops.c */
 extern const struct file_operations tnpu_fops;

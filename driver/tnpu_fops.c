@@ -1,6 +1,7 @@
 // SPDX-License-Identifier: GPL-2.0-only
 /*
- * tnpu file operations: the accel defaults, every ioctl filtered before it reaches the DRM core.
+ * tnpu file operations: the accel defaults plus fdinfo (tnpu_fdinfo.c), every ioctl filtered
+ * before it reaches the DRM core.
  *
  * An accel file has no DRM master, yet 6.12's core serves its legacy and master ioctls: GET_MAGIC
  * dereferences the missing master under dev->master_mutex (an oops that leaves the mutex held, so
@@ -123,5 +124,6 @@ const struct file_operations tnpu_fops = {
 	.read = drm_read,
 	.llseek = noop_llseek,
 	.mmap = drm_gem_mmap,
+	.show_fdinfo = drm_show_fdinfo,
 	.fop_flags = FOP_UNSIGNED_OFFSET,
 };

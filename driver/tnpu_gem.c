@@ -75,8 +75,15 @@ void tnpu_gem_unmap_dma(struct tnpu_bo *bo)
 	dma_resv_unlock(obj->resv);
 }
 
+/* fdinfo (drm_show_memory_stats()): a BO with its pages is resident; none is purgeable */
+static enum drm_gem_object_status tnpu_gem_status(struct drm_gem_object *obj)
+{
+	return READ_ONCE(to_drm_gem_shmem_obj(obj)->pages) ? DRM_GEM_OBJECT_RESIDENT : 0;
+}
+
 static const struct drm_gem_object_funcs tnpu_gem_funcs = {
 	.free = tnpu_gem_free,
+	.status = tnpu_gem_status,
 	.print_info = drm_gem_shmem_object_print_info,
 	.pin = drm_gem_shmem_object_pin,
 	.unpin = drm_gem_shmem_object_unpin,

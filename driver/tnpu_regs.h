@@ -91,6 +91,8 @@
 
 /* Islands (chain #9), present when CAP_FEATURES has TNPU_FEAT_ISLANDS */
 #define TNPU_FEAT_ISLANDS		BIT(10)
+/* Ring entry COUNTERS: the device writes each job's counter record (queues.md) */
+#define TNPU_FEAT_COUNTERS		BIT(18)
 #define TNPU_REG_ISLANDS		0x0200
 #define   TNPU_ISLANDS_COUNT		GENMASK(7, 0)
 #define   TNPU_ISLANDS_RINGS		GENMASK(15, 8)
@@ -142,6 +144,7 @@
 /* Ring entry (queues.md), 32 bytes, little-endian */
 #define TNPU_RING_ENTRY_SIZE		32
 #define TNPU_RING_ENTRY_IRQ		BIT(0)
+#define TNPU_RING_ENTRY_COUNTERS	BIT(1)	/* with TNPU_FEAT_COUNTERS */
 
 struct tnpu_ring_entry {
 	__le16 ctx;
@@ -149,7 +152,15 @@ struct tnpu_ring_entry {
 	__le32 cmd_len;
 	__le64 cmd_va;
 	__le64 seqno;
-	__le64 reserved;
+	__le64 counters_addr;		/* 0 without TNPU_RING_ENTRY_COUNTERS */
+};
+
+/* Counter record (queues.md): the job's 32 counters, written before the fence */
+#define TNPU_COUNTERS			32
+#define TNPU_CNT_TOTAL_CYCLES		0
+
+struct tnpu_counter_record {
+	__le64 counter[TNPU_COUNTERS];
 };
 
 /* Context table entry (mmu.md), 16 bytes */
@@ -176,7 +187,8 @@ struct tnpu_ctx_entry {
 /* Error codes (errors.md) */
 #define TNPU_ERR_MMU_NOT_PRESENT	10
 #define TNPU_ERR_BUS			14
-#define TNPU_ERR_MAX			54
+#define TNPU_ERR_COUNTERS_WRITE		55
+#define TNPU_ERR_MAX			55
 
 /* ERR_INFO for MMU errors */
 #define TNPU_MMU_INFO_WRITE		BIT(0)

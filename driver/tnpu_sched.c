@@ -1,12 +1,12 @@
 // SPDX-License-Identifier: GPL-2.0-only
 /*
- * tnpu scheduler side: the per-ring drm_sched callbacks (prepare_job, run_job, timedout_job,
- * free_job), ring entries and doorbells, interrupt to fence, job errors and MMU faults, timeout
- * recovery, PCI function reset, system sleep, unplug and the module-wide job count.
+ * tnpu scheduler side: the per-ring drm_sched callbacks (run_job, timedout_job, free_job),
+ * ring entries and doorbells, interrupt to fence, job errors and MMU faults, timeout recovery,
+ * PCI function reset, system sleep, unplug and the module-wide job count.
  *
  * Locking: tdev->lock (spinlock) protects every ring's tail/seqno/in-flight list and the queue
- * registers; it is taken by prepare_job, run_job, the IRQ thread, recovery and unplug. Nothing
- * under it sleeps or allocates. tdev->reset_lock serialises recovery, function reset, system sleep
+ * registers; it is taken by run_job, the IRQ thread, recovery, unplug and fdinfo. Nothing under
+ * it sleeps or allocates. tdev->reset_lock serialises recovery, function reset, system sleep
  * and unplug.
  */
 #include <linux/jiffies.h>
@@ -43,23 +43,6 @@ static bool tnpu_err_is_mmu(u32 code)
 	return code >= TNPU_ERR_MMU_NOT_PRESENT && code <= TNPU_ERR_BUS;
 }
 
-/* Writes the job's struct drm_tnpu_job_counters; @perf: copy the ring's Q_PERF block. */
-static void tnpu_job_write_counters(struct tnpu_job *job, int status, u32 hw_error, bool perf)
-{
-	struct drm_tnpu_job_counters *c;
-	unsigned int i;
-
-	if (!job->counters_bo)
-		return;
-	c = job->counters_map.vaddr + job->counters_offset;
-	c->status = status;
-	c->hw_error = hw_error;
-	for (i = 0; i < DRM_TNPU_MAX_COUNTERS; i++)
-		/* Every slot: counters added to the model reach userspace unchanged. */
-		c->counter[i] = perf ?
-			tnpu_read64(job->tdev, TNPU_Q_BASE(job->ring->idx) + TNPU_Q_PERF(i)) : 0;
-}
-
 /* Takes @job off the hardware and signals its fence with @err. Called with tdev->lock held. */
 static void tnpu_job_signal(struct tnpu_job *job, int err)
 {
@@ -67,8 +50,6 @@ static void tnpu_job_signal(struct tnpu_job *job, int err)
 	struct tnpu_ring *ring = job->ring;
 
 	list_del_init(&job->node);
-	if (ring->counters_job == job)
-		ring->counters_job = NULL;
 	if (list_empty(&ring->inflight))
 		ring->busy_ns += ktime_get_ns() - ring->busy_since;
 	if (err) {
@@ -90,10 +71,21 @@ static void tnpu_ring_write_entry(struct tnpu_ring *ring, struct tnpu_job *job)
 	e->ctx = cpu_to_le16(job->ctx->id);
 	e->flags = cpu_to_le16(TNPU_RING_ENTRY_IRQ);
 	e->cmd_len = cpu_to_le32(job->cmd_len);
-	/* fault injection: VA 0 is never mapped (TNPU_VA_START); a reserved bit is RING_ENTRY */
+	/* fault injection: VA 0 is never mapped (TNPU_VA_START) */
 	e->cmd_va = cpu_to_le64(job->inject_fault ? 0 : job->cmd_va);
 	e->seqno = cpu_to_le64(job->hw_seqno);
-	e->reserved = cpu_to_le64(job->inject_error ? 1 : 0);
+	e->counters_addr = 0;
+	/* every job gets its counter record in the slot of its entry (tnpu_perfmon.c) */
+	if (ring->counters) {
+		memset(&ring->counters[ring->tail], 0, sizeof(*ring->counters));
+		job->counters_slot = ring->tail;
+		e->flags |= cpu_to_le16(TNPU_RING_ENTRY_COUNTERS);
+		e->counters_addr = cpu_to_le64(ring->counters_dma +
+					       ring->tail * sizeof(*ring->counters));
+	}
+	/* fault injection: an odd counters_addr is RING_ENTRY, with or without COUNTERS */
+	if (job->inject_error)
+		e->counters_addr |= cpu_to_le64(1);
 	ring->tail = (ring->tail + 1) % TNPU_RING_ENTRIES;
 }
 
@@ -109,23 +101,14 @@ static void tnpu_ring_kick(struct tnpu_ring *ring)
 /* Signals every job whose seqno the device wrote to the ring's fence. tdev->lock held. */
 static void tnpu_ring_retire(struct tnpu_ring *ring)
 {
-	struct tnpu_device *tdev = ring->tdev;
 	u64 done = le64_to_cpu(READ_ONCE(*(__le64 *)ring->fence));
 	struct tnpu_job *job, *tmp;
 
 	list_for_each_entry_safe(job, tmp, &ring->inflight, node) {
 		if (job->hw_seqno > done)
 			break;
-		/*
-		 * queues.md: the fence is written before Q_PERF and BUSY = 0; no job is handed to
-		 * the ring behind a job that wants its counters (tnpu_job_prepare()), so Q_PERF is
-		 * its own once BUSY drops (its interrupt follows).
-		 */
-		if (job->counters_bo) {
-			if (tnpu_qread(tdev, ring->idx, TNPU_Q_STATUS) & TNPU_Q_STATUS_BUSY)
-				break;
-			tnpu_job_write_counters(job, 0, 0, true);
-		}
+		/* queues.md: the counter record is in memory before the fence */
+		tnpu_job_write_counters(job, 0, 0, true);
 		ring->progress = jiffies;
 		tnpu_job_signal(job, 0);
 	}
@@ -203,26 +186,6 @@ void tnpu_rings_process(struct tnpu_device *tdev, u32 irq_status)
 }
 
 /*
- * drm_sched prepare_job: a job that wants its counters reads the ring's Q_PERF block, which holds
- * the counters of the last job the ring completed; so no job is handed to the ring behind it until
- * it has completed. Jobs ahead of it are not waited for, and it takes one credit like any job.
- */
-static struct dma_fence *tnpu_job_prepare(struct drm_sched_job *sched_job,
-					  struct drm_sched_entity *entity)
-{
-	struct tnpu_job *job = to_tnpu_job(sched_job);
-	struct tnpu_ring *ring = job->ring;
-	struct dma_fence *fence = NULL;
-
-	spin_lock(&job->tdev->lock);
-	/* cleared under the lock before its fence signals: set means not yet signalled */
-	if (ring->counters_job && ring->counters_job != job)
-		fence = dma_fence_get(ring->counters_job->hw_fence);
-	spin_unlock(&job->tdev->lock);
-	return fence;
-}
-
-/*
  * drm_sched run_job: hand the job to its ring. No allocation and no runtime-PM here (fence
  * signalling path): the hardware fence was allocated at submit.
  */
@@ -261,8 +224,7 @@ static struct dma_fence *tnpu_job_run(struct drm_sched_job *sched_job)
 		ring->busy_since = ktime_get_ns();
 	}
 	list_add_tail(&job->node, &ring->inflight);
-	if (job->counters_bo)
-		ring->counters_job = job;
+	job->run_ns = ktime_get_ns();
 	/* during a PCI function reset the device is not there: tnpu_restart() writes the entry */
 	if (!tdev->in_reset) {
 		tnpu_ring_write_entry(ring, job);
@@ -498,7 +460,6 @@ static void tnpu_job_free(struct drm_sched_job *sched_job)
 }
 
 static const struct drm_sched_backend_ops tnpu_sched_ops = {
-	.prepare_job = tnpu_job_prepare,
 	.run_job = tnpu_job_run,
 	.timedout_job = tnpu_job_timedout,
 	.free_job = tnpu_job_free,
@@ -538,6 +499,15 @@ int tnpu_rings_init(struct tnpu_device *tdev)
 						    &ring->entries_dma, GFP_KERNEL);
 		if (!ring->entries)
 			return -ENOMEM;
+		/* queues.md "Counter record": one slot per ring entry, 64 KiB per ring */
+		if (tdev->caps.features & TNPU_FEAT_COUNTERS) {
+			ring->counters = dmam_alloc_coherent(&tdev->pdev->dev,
+							     TNPU_RING_ENTRIES *
+							     sizeof(*ring->counters),
+							     &ring->counters_dma, GFP_KERNEL);
+			if (!ring->counters)
+				return -ENOMEM;
+		}
 	}
 	ret = drmm_add_action_or_reset(&tdev->drm, tnpu_rings_release, NULL);
 	if (ret)

@@ -34,6 +34,7 @@ void tnpu_job_release(struct tnpu_job *job)
 		else
 			kfree(job->hw_fence);
 	}
+	tnpu_perfmon_put(job->perfmon);
 	tnpu_ctx_put(job->ctx);
 	kfree(job);
 	tnpu_job_destroyed();
@@ -223,7 +224,7 @@ int tnpu_ioctl_submit(struct drm_device *drm, void *data, struct drm_file *file)
 	u32 i;
 	int ret;
 
-	if (args->flags)
+	if (args->flags || args->pad)
 		return -EINVAL;
 	if (args->cmd_size < 8 || args->cmd_size % 8 || args->cmd_size > tdev->caps.cmdbuf ||
 	    args->cmd_offset % 8)
@@ -258,6 +259,13 @@ int tnpu_ioctl_submit(struct drm_device *drm, void *data, struct drm_file *file)
 	ret = tnpu_submit_lookup_bos(job, file, args);
 	if (ret)
 		goto err_release;
+	if (args->perfmon_id) {
+		job->perfmon = tnpu_perfmon_find(tfile, args->perfmon_id);
+		if (!job->perfmon) {
+			ret = -ENOENT;
+			goto err_release;
+		}
+	}
 	if (job->counters_bo) {
 		ret = drm_gem_vmap_unlocked(job->counters_bo, &job->counters_map);
 		if (ret) {

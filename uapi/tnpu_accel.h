@@ -32,6 +32,9 @@ extern "C" {
  * @DRM_TNPU_QUEUE_CREATE: create a command queue owned by the file.
  * @DRM_TNPU_QUEUE_DESTROY: destroy a command queue.
  * @DRM_TNPU_SUBMIT: submit one job (command buffer) to a queue.
+ * @DRM_TNPU_PERFMON_CREATE: create a performance monitor owned by the file.
+ * @DRM_TNPU_PERFMON_DESTROY: destroy a performance monitor.
+ * @DRM_TNPU_PERFMON_GET_VALUES: read (and optionally reset) a performance monitor's totals.
  */
 enum drm_tnpu_ioctl_id {
 	DRM_TNPU_QUERY = 0,
@@ -41,6 +44,9 @@ enum drm_tnpu_ioctl_id {
 	DRM_TNPU_QUEUE_CREATE,
 	DRM_TNPU_QUEUE_DESTROY,
 	DRM_TNPU_SUBMIT,
+	DRM_TNPU_PERFMON_CREATE,
+	DRM_TNPU_PERFMON_DESTROY,
+	DRM_TNPU_PERFMON_GET_VALUES,
 };
 
 /**
@@ -154,8 +160,9 @@ struct drm_tnpu_caps {
 	 */
 	__u32 counters_size;
 	/**
-	 * @num_counters: meaningful entries of drm_tnpu_job_counters.counter[] (enum
-	 * tnpu_counter).
+	 * @num_counters: meaningful entries of drm_tnpu_job_counters.counter[] and of the
+	 * perfmon values (enum tnpu_counter); 0 on a device without per-job counter records
+	 * (CAP_FEATURES bit 18), where every counter reads 0 and PERFMON_CREATE fails.
 	 */
 	__u32 num_counters;
 	/** @max_queues: QUEUE_CREATE limit per file. */
@@ -484,7 +491,8 @@ struct drm_tnpu_sync {
 
 /**
  * struct drm_tnpu_job_counters - what the driver writes at SUBMIT @counters_bo + @counters_offset
- * when the job completes (successfully or not), before its fence signals.
+ * when the job completes (successfully or not), before its fence signals. The counters are the
+ * device's per-job counter record: asking for them does not hold other jobs of the ring back.
  */
 struct drm_tnpu_job_counters {
 	/** @status: 0 on success, else the negative errno the job's fence carries. */
@@ -541,6 +549,73 @@ struct drm_tnpu_submit {
 	__u64 counters_offset;
 	/** @seqno: out, driver-wide job id, increasing (diagnostics: dmesg, debugfs). */
 	__u64 seqno;
+	/**
+	 * @perfmon_id: in, performance monitor of the calling file (PERFMON_CREATE) that adds
+	 * this job's counters when it completes, 0 for none; unknown: -ENOENT.
+	 */
+	__u32 perfmon_id;
+	/** @pad: in, must be 0 (-EINVAL). */
+	__u32 pad;
+};
+
+/** DRM_TNPU_MAX_PERFMONS - performance monitors one file may hold at once. */
+#define DRM_TNPU_MAX_PERFMONS		32
+
+/**
+ * struct drm_tnpu_perfmon_create - argument of DRM_IOCTL_TNPU_PERFMON_CREATE.
+ *
+ * A performance monitor sums the counters (enum tnpu_counter) of every job submitted with its id
+ * in drm_tnpu_submit.perfmon_id, counted when the job completes (a job that fails adds its
+ * counters up to the failure; a job that times out or is cancelled adds nothing). Any number
+ * of jobs with and without monitors share a ring: counting never holds other jobs back. More
+ * than DRM_TNPU_MAX_PERFMONS per file: -ENOSPC; a device without per-job counter records:
+ * -EOPNOTSUPP.
+ */
+struct drm_tnpu_perfmon_create {
+	/** @id: out, monitor id (file-local, never 0). */
+	__u32 id;
+	/** @flags: in, must be 0 (-EINVAL). */
+	__u32 flags;
+};
+
+/**
+ * struct drm_tnpu_perfmon_destroy - argument of DRM_IOCTL_TNPU_PERFMON_DESTROY.
+ *
+ * The id is freed at once; jobs already submitted with it still complete normally (their
+ * counts go nowhere). Closing the file destroys its monitors.
+ */
+struct drm_tnpu_perfmon_destroy {
+	/** @id: in, monitor id of the calling file; unknown or destroyed: -ENOENT. */
+	__u32 id;
+	/** @pad: in, must be 0 (-EINVAL). */
+	__u32 pad;
+};
+
+/**
+ * DRM_TNPU_PERFMON_GET_VALUES_RESET - PERFMON_GET_VALUES flag: zero the totals (values and @jobs)
+ * in the same step as reading them, so that no completion is lost between a read and a reset.
+ */
+#define DRM_TNPU_PERFMON_GET_VALUES_RESET	0x00000001u
+
+/**
+ * struct drm_tnpu_perfmon_get_values - argument of DRM_IOCTL_TNPU_PERFMON_GET_VALUES.
+ *
+ * Copies the monitor's totals: DRM_TNPU_MAX_COUNTERS 64-bit values, indexed like
+ * drm_tnpu_job_counters.counter, each the sum over the jobs counted so far. Jobs still running
+ * are not included yet (wait for their fences first).
+ */
+struct drm_tnpu_perfmon_get_values {
+	/** @id: in, monitor id of the calling file; unknown: -ENOENT. */
+	__u32 id;
+	/** @flags: in, DRM_TNPU_PERFMON_GET_VALUES_RESET or 0; other bits: -EINVAL. */
+	__u32 flags;
+	/**
+	 * @values_ptr: in, user pointer to DRM_TNPU_MAX_COUNTERS __u64 (256 bytes); 0 or
+	 * unwritable: -EFAULT.
+	 */
+	__u64 values_ptr;
+	/** @jobs: out, number of jobs whose counters the values sum. */
+	__u64 jobs;
 };
 
 /** DRM_IOCTL_TNPU() - build the ioctl number for @id with argument struct @type. */
@@ -554,6 +629,10 @@ struct drm_tnpu_submit {
 #define DRM_IOCTL_TNPU_QUEUE_CREATE	DRM_IOCTL_TNPU(WR, QUEUE_CREATE, queue_create)
 #define DRM_IOCTL_TNPU_QUEUE_DESTROY	DRM_IOCTL_TNPU(W, QUEUE_DESTROY, queue_destroy)
 #define DRM_IOCTL_TNPU_SUBMIT		DRM_IOCTL_TNPU(WR, SUBMIT, submit)
+#define DRM_IOCTL_TNPU_PERFMON_CREATE	DRM_IOCTL_TNPU(WR, PERFMON_CREATE, perfmon_create)
+#define DRM_IOCTL_TNPU_PERFMON_DESTROY	DRM_IOCTL_TNPU(W, PERFMON_DESTROY, perfmon_destroy)
+#define DRM_IOCTL_TNPU_PERFMON_GET_VALUES \
+	DRM_IOCTL_TNPU(WR, PERFMON_GET_VALUES, perfmon_get_values)
 
 #if defined(__cplusplus)
 }

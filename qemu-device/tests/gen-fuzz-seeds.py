@@ -23,7 +23,9 @@ def pattern(data, index=0, stride=0):
     return bytes([OP_ADD_DMA_PATTERN, index, stride]) + data
 
 def seed(base, cmd_len, flags):
-    entry = struct.pack("<HHIQQQ", 1, flags, cmd_len, 0, 7, 0)   # ctx 1, cmd_va 0, seqno 7
+    # ctx 1, cmd_va 0, seqno 7; flags bit 1 COUNTERS: the counter record goes to 0x400000
+    counters_addr = 0x400000 if flags & 2 else 0
+    entry = struct.pack("<HHIQQQ", 1, flags, cmd_len, 0, 7, counters_addr)
     ops = [
         pattern(entry),
         write(base, 0x80, 0x100000),        # MMU_CTX_BASE
@@ -44,7 +46,7 @@ def main():
     os.makedirs(out, exist_ok=True)
     n = 0
     for base in range(4):
-        for cmd_len, flags in ((8, 1), (64, 0), (4096, 1)):
+        for cmd_len, flags in ((8, 1), (64, 0), (4096, 1), (64, 3)):
             with open(os.path.join(out, "seed-tnpu-%d-%d-%d" % (base, cmd_len, flags)), "wb") as f:
                 f.write(seed(base, cmd_len, flags))
             n += 1

@@ -637,6 +637,75 @@ static void test_gemm_int8(void)
 }
 
 /*
+ * Ring entry COUNTERS (CAP_FEATURES bit 18): each job of a queue gets its own
+ * 256-byte counter record, written before the fence, while Q_PERF only holds
+ * the last job's; a record the device cannot write is a COUNTERS_WRITE error
+ * and the fence stays unwritten.
+ */
+static void submit_counters(Tnpu *t, unsigned q, uint64_t cmd_va,
+                            uint32_t cmd_len, uint64_t seqno, uint64_t rec)
+{
+    struct tnpu_ring_entry e = {
+        .ctx = 0,
+        .flags = TNPU_RING_F_IRQ | TNPU_RING_F_COUNTERS,
+        .cmd_len = cmd_len,
+        .cmd_va = cmd_va,
+        .seqno = seqno,
+        .counters_addr = rec,
+    };
+
+    qtest_memwrite(t->qts, t->ring[q] + 32 * t->tail[q], &e, sizeof(e));
+    t->tail[q] = (t->tail[q] + 1) % RING_SIZE;
+    wr(t, TNPU_REG_Q(q, TNPU_Q_TAIL), t->tail[q]);
+    wr(t, TNPU_REG_Q(q, TNPU_Q_DOORBELL), 1);
+}
+
+static void test_counter_records(void)
+{
+    Tnpu *t = tnpu_start(NULL);
+    Cmds cb = { g_byte_array_new() };
+    g_autofree int32_t *ref = NULL;
+    uint64_t gemm_va, nop_va, cpa, rec;
+    uint32_t gemm_len, nop_len, m = 8, n = 32, k = 48;
+    uint64_t r0[TNPU_CNT_SLOTS], r1[TNPU_CNT_SLOTS];
+
+    tnpu_setup(t);
+    g_assert_cmphex(rd(t, TNPU_REG_CAP_FEATURES) & TNPU_FEAT_COUNTERS, ==,
+                    TNPU_FEAT_COUNTERS);
+    cpa = gemm_prepare(t, m, n, k, 1, &gemm_va, &gemm_len, &ref);
+    cmd_raw(&cb, TNPU_CMD_NOP, 8);
+    cmd_raw(&cb, TNPU_CMD_NOP, 8);
+    nop_va = cmds_upload(t, &cb, &nop_len);
+    rec = alloc_zeroed(t, 4096);
+    submit_counters(t, 0, gemm_va, gemm_len, 1, rec);
+    submit_counters(t, 0, nop_va, nop_len, 2, rec + 256);
+    wait_idle(t, 0);
+    g_assert_cmphex(qtest_readq(t->qts, t->fence[0]), ==, 2);
+    check_gemm(t, cpa, ref, m, n);
+    qtest_memread(t->qts, rec, r0, sizeof(r0));
+    qtest_memread(t->qts, rec + 256, r1, sizeof(r1));
+    /* the first job's counters survive the second job (x86 guests: LE) */
+    g_assert_cmpuint(r0[TNPU_CNT_MACS_DENSE], ==, (uint64_t)m * n * k);
+    g_assert_cmpuint(r0[TNPU_CNT_TOTAL_CYCLES], >, 0);
+    g_assert_cmpuint(r1[TNPU_CNT_COMMANDS], ==, 2);
+    g_assert_cmpuint(r1[TNPU_CNT_MACS_DENSE], ==, 0);
+    for (unsigned i = 0; i < TNPU_CNT_SLOTS; i++) {
+        g_assert_cmpuint(r1[i], ==, rd64(t, TNPU_REG_Q(0, TNPU_Q_PERF(i))));
+    }
+
+    /* a record in unassigned space: job error, no fence */
+    submit_counters(t, 1, nop_va, nop_len, 9, 0x0000100000000000ull);
+    wait_idle(t, 1);
+    g_assert_cmpuint(rd(t, TNPU_REG_Q(1, TNPU_Q_ERR_CODE)), ==,
+                     TNPU_ERR_COUNTERS_WRITE);
+    g_assert_cmphex(rd64(t, TNPU_REG_Q(1, TNPU_Q_ERR_ADDR_LO)), ==,
+                    0x0000100000000000ull);
+    g_assert_cmphex(qtest_readq(t->qts, t->fence[1]), ==, 0);
+    g_assert(wait_for(t, TNPU_MSIX_VEC_ERROR));
+    tnpu_stop(t);
+}
+
+/*
  * ISA 2 vector units (#16) through the device: a VEC job completes and counts
  * its element-operations; a malformed VEC stops its job with VEC_DESC.
  */
@@ -1890,7 +1959,15 @@ static unsigned fuzz_run(const char *props, uint32_t seed, double seconds,
             e.cmd_va =
                 g_rand_int_range(r, 0, 10) ? cmd_va[slot] : fuzz_value(r);
             e.cmd_len = g_rand_int_range(r, 0, 10) ? cb.b->len : fuzz_value(r);
-            e.reserved = g_rand_int_range(r, 0, 20) ? 0 : 1;
+            if (g_rand_int_range(r, 0, 4) == 0) {
+                /* a counter record: mostly into RAM, sometimes anywhere */
+                e.flags |= TNPU_RING_F_COUNTERS;
+                e.counters_addr = g_rand_int_range(r, 0, 5)
+                                      ? fuzz_pa(t, r, ram_pa, ram_len - 256)
+                                      : fuzz_value(r);
+            } else {
+                e.counters_addr = g_rand_int_range(r, 0, 20) ? 0 : 1;
+            }
             g_byte_array_free(cb.b, true);
             if (q >= t->queues) {
                 q = 0;
@@ -2049,6 +2126,7 @@ int main(int argc, char **argv)
     qtest_add_func("/tnpu/islands-property", test_islands_property);
     qtest_add_func("/tnpu/gemm-int8", test_gemm_int8);
     qtest_add_func("/tnpu/vec-units", test_vec_units);
+    qtest_add_func("/tnpu/counter-records", test_counter_records);
     qtest_add_func("/tnpu/error/unknown-command", test_unknown_command);
     qtest_add_func("/tnpu/error/mmu-fault", test_mmu_fault);
     qtest_add_func("/tnpu/error/guest-log-and-thread-names",

@@ -53,6 +53,7 @@
 #define N_QUEUES	12
 #define N_SYNCS		24
 #define N_MAPS		16
+#define N_PERFMONS	8
 #define TIMELINE_BASE	(1ull << 32)	/* timeline points start above 2^32 */
 #define OP_FENCE	0x07
 #define NO_FENCE	(~0ull)
@@ -62,7 +63,7 @@
 enum op {
 	OP_QUERY, OP_BO_CREATE, OP_BO_INFO, OP_BO_WAIT, OP_GEM_CLOSE, OP_MMAP, OP_QUEUE_CREATE,
 	OP_QUEUE_DESTROY, OP_SUBMIT_VALID, OP_SUBMIT_MUTATED, OP_SUBMIT_RANDOM, OP_SUBMIT_FIELDS,
-	OP_SYNCOBJ, OP_SYNCOBJ_WAIT, OP_CORE_IOCTL, OP_PRIME, OP_REOPEN, OP_COUNT
+	OP_SYNCOBJ, OP_SYNCOBJ_WAIT, OP_CORE_IOCTL, OP_PRIME, OP_REOPEN, OP_PERFMON, OP_COUNT
 };
 
 static const struct {
@@ -87,6 +88,8 @@ static const struct {
 	[OP_CORE_IOCTL] = { "core_ioctl", 3, "every DRM core ioctl number with random arguments" },
 	[OP_PRIME] = { "prime", 2, "PRIME export/import, GEM_FLINK/GEM_OPEN" },
 	[OP_REOPEN] = { "reopen", 1, "replace the file (dup2 of a fresh open) under the other threads" },
+	[OP_PERFMON] = { "perfmon", 3, "PERFMON_CREATE/DESTROY/GET_VALUES: live, stale and boundary ids, "
+				       "flags, pointers; also destroyed under queued jobs" },
 };
 
 static const char known_bug_help[] =
@@ -180,6 +183,7 @@ struct proc {
 	pthread_mutex_t lock;	/* the tables only; never held across an ioctl */
 	struct bo bos[N_BOS];
 	uint32_t queues[N_QUEUES];
+	uint32_t perfmons[N_PERFMONS];
 	uint32_t syncs[N_SYNCS];
 	uint64_t points[N_SYNCS];	/* last timeline point handed out per syncobj */
 	uint64_t good[N_SYNCS];		/* a point an accepted job signals (0: binary), or NO_FENCE */
@@ -432,6 +436,40 @@ static int do_queue_create(struct rng *r)
 	return ret;
 }
 
+static int do_perfmon(struct rng *r)
+{
+	switch (below(r, 3)) {
+	case 0: {
+		struct drm_tnpu_perfmon_create c = { .flags = chance(r, 95) ? 0 : (uint32_t)rnd(r) };
+		int ret = xioctl(P.fd, DRM_IOCTL_TNPU_PERFMON_CREATE, &c);
+
+		if (!ret) {
+			pthread_mutex_lock(&P.lock);
+			P.perfmons[below(r, N_PERFMONS)] = c.id;
+			pthread_mutex_unlock(&P.lock);
+		}
+		return ret;
+	}
+	case 1: {
+		struct drm_tnpu_perfmon_destroy d = { .id = pick(r, P.perfmons, N_PERFMONS) };
+
+		if (chance(r, 5))
+			d.pad = (uint32_t)rnd(r);
+		return xioctl(P.fd, DRM_IOCTL_TNPU_PERFMON_DESTROY, &d);
+	}
+	default: {
+		uint64_t vals[DRM_TNPU_MAX_COUNTERS];
+		struct drm_tnpu_perfmon_get_values g = {
+			.id = pick(r, P.perfmons, N_PERFMONS),
+			.flags = chance(r, 90) ? (uint32_t)below(r, 2) : (uint32_t)rnd(r),
+			.values_ptr = chance(r, 90) ? (uintptr_t)vals : boundary64(r),
+		};
+
+		return xioctl(P.fd, DRM_IOCTL_TNPU_PERFMON_GET_VALUES, &g);
+	}
+	}
+}
+
 static int do_queue_destroy(struct rng *r)
 {
 	struct drm_tnpu_queue_destroy d = { .handle = pick(r, P.queues, N_QUEUES) };
@@ -647,8 +685,10 @@ static int submit(struct rng *r, const struct tcb *cb, bool wild_fields, bool cl
 		s.counters_bo = c.handle;
 		s.counters_offset = c.size > 512 ? 8 * below(r, (c.size - 264) / 8) : 0;
 	}
+	if (chance(r, 20))
+		s.perfmon_id = clean ? pick_live(r, P.perfmons, N_PERFMONS) : pick(r, P.perfmons, N_PERFMONS);
 	if (wild_fields) {
-		switch (below(r, 9)) {
+		switch (below(r, 10)) {
 		case 0:
 			s.cmd_size = (uint32_t)boundary64(r);
 			break;
@@ -680,6 +720,10 @@ static int submit(struct rng *r, const struct tcb *cb, bool wild_fields, bool cl
 			break;
 		case 7:
 			s.out_sync_point = boundary64(r);
+			break;
+		case 8:
+			s.pad = (uint32_t)rnd(r);
+			s.perfmon_id = (uint32_t)boundary64(r);
 			break;
 		default:
 			s.cmd_bo = pick_bo_handle(r);
@@ -979,6 +1023,7 @@ static int run_op(struct rng *r, enum op o)
 	case OP_CORE_IOCTL: return do_core_ioctl(r);
 	case OP_PRIME: return do_prime(r);
 	case OP_REOPEN: return do_reopen(r);
+	case OP_PERFMON: return do_perfmon(r);
 	default: return -EINVAL;
 	}
 }

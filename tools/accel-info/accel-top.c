@@ -7,7 +7,8 @@
  *
  * Each sample is one device-wide line; when the driver's answer includes per-ring statistics
  * (struct drm_tnpu_ring_stats) one row per hardware ring follows it. Older drivers return a shorter
- * answer and get the device line only.
+ * answer and get the device line only. Then one row per client (open file of the device, from
+ * /proc/<pid>/fdinfo: clients.c), accel-top itself left out.
  * Exit status: 0 done, 1 system/ioctl error, 2 usage error, 3 no tnpu device (or none with an accel node).
  */
 #include "accel_tools.h"
@@ -21,6 +22,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -42,7 +44,9 @@ static void usage(FILE *out)
 	fprintf(out,
 		"Usage: accel-top [--interval MS] [--count N] [--json] [--device PATH|BDF]\n"
 		"Live jobs/s, utilisation and errors of a tnpu device, one line per interval,\n"
-		"followed by one row per hardware queue (q0, q1, ...).\n\n"
+		"followed by one row per hardware queue (q0, q1, ...) and one per client (c<id>:\n"
+		"pid, command, busy, device cycles/s, memory; from /proc/*/fdinfo, needs root\n"
+		"to see other users' processes).\n\n"
 		"  -i, --interval MS    sampling interval in milliseconds (default 1000, minimum 10)\n"
 		"  -n, --count N        print N samples and exit (default: until interrupted)\n"
 		"  -j, --json           one JSON object per line (Documentation/tools.md)\n"
@@ -201,6 +205,49 @@ static void print_line(double t, const struct ai_rates *r)
 	       store, macs, h2d, d2h, r->reset_seen ? "  (reset)" : "");
 }
 
+/* A client's busy ratio (sum over its rings, may exceed 1) and cycles/s; NaN if it is new. */
+static void client_rates(const struct ai_client *c, const struct ai_client *prev, double dt, double *busy,
+			 double *cycles)
+{
+	uint64_t db = 0, dc = 0;
+
+	*busy = *cycles = NAN;
+	if (!prev || dt <= 0)
+		return;
+	for (unsigned int q = 0; q < DRM_TNPU_MAX_RINGS; q++) {
+		db += c->busy_ns[q] >= prev->busy_ns[q] ? c->busy_ns[q] - prev->busy_ns[q] : 0;
+		dc += c->cycles[q] >= prev->cycles[q] ? c->cycles[q] - prev->cycles[q] : 0;
+	}
+	*busy = (double)db / (dt * 1e9);
+	*cycles = (double)dc / dt;
+}
+
+struct clients {
+	struct ai_client c[AI_MAX_CLIENTS];
+	size_t n;
+};
+
+/* One row per client under the ring rows: "c<id>" replaces the time like "q<N>" does. */
+static void print_clients(const struct clients *cur, const struct clients *prev, double dt)
+{
+	for (size_t i = 0; i < cur->n; i++) {
+		const struct ai_client *c = &cur->c[i];
+		char label[24], busy[16], cyc[16], mem[16];
+		double b, cy;
+
+		client_rates(c, ai_client_find(prev->c, prev->n, c->id), dt, &b, &cy);
+		snprintf(label, sizeof(label), "c%llu", (unsigned long long)c->id);
+		pct(b, busy, sizeof(busy));
+		if (isnan(cy))
+			snprintf(cyc, sizeof(cyc), "-");
+		else
+			ai_format_si(cy, "", cyc, sizeof(cyc));
+		ai_format_si((double)c->mem_total, "B", mem, sizeof(mem));
+		printf("%8s %8d %-15.15s busy %6s cycles/s %8s mem %8s\n", label, c->pid, c->comm, busy, cyc,
+		       mem);
+	}
+}
+
 static void json_ratio(struct json_writer *w, const char *key, double v)
 {
 	json_double(w, key, v, 4);
@@ -237,8 +284,50 @@ static void print_json_rings(struct json_writer *w, const struct ai_sample *s,
 	json_end_array(w);
 }
 
+/* "clients": one object per open file of the device; [] when there is none */
+static void print_json_clients(struct json_writer *w, const struct clients *cur, const struct clients *prev,
+			       double dt)
+{
+	json_begin_array(w, "clients");
+	for (size_t i = 0; i < cur->n; i++) {
+		const struct ai_client *c = &cur->c[i];
+		uint64_t busy_ns = 0, cycles = 0;
+		double b, cy;
+
+		client_rates(c, ai_client_find(prev->c, prev->n, c->id), dt, &b, &cy);
+		json_begin_object(w, NULL);
+		json_u64(w, "client_id", c->id);
+		json_i64(w, "pid", c->pid);
+		json_str(w, "command", c->comm);
+		json_ratio(w, "busy", b);
+		json_double(w, "cycles_per_s", cy, 0);
+		json_u64(w, "memory_bytes", c->mem_total);
+		json_u64(w, "resident_bytes", c->mem_resident);
+		json_begin_array(w, "rings");
+		for (unsigned int q = 0; q < DRM_TNPU_MAX_RINGS; q++) {
+			if (!(c->rings & (1u << q)))
+				continue;
+			busy_ns += c->busy_ns[q];
+			cycles += c->cycles[q];
+			char engine[16];
+
+			snprintf(engine, sizeof(engine), "ring%u", q);
+			json_begin_object(w, NULL);
+			json_str(w, "engine", engine);	/* the fdinfo key: drm-engine-ring<q> */
+			json_u64(w, "busy_ns", c->busy_ns[q]);
+			json_u64(w, "cycles", c->cycles[q]);
+			json_end_object(w);
+		}
+		json_end_array(w);
+		json_u64(w, "busy_ns", busy_ns);
+		json_u64(w, "cycles", cycles);
+		json_end_object(w);
+	}
+	json_end_array(w);
+}
+
 static void print_json(double t, const char *path, const struct ai_sample *s, const struct ai_rates *r,
-		       unsigned int num_counters)
+		       unsigned int num_counters, const struct clients *cl, const struct clients *pcl)
 {
 	struct json_writer w;
 
@@ -284,6 +373,7 @@ static void print_json(double t, const char *path, const struct ai_sample *s, co
 	json_end_object(&w);
 	json_end_object(&w);
 	print_json_rings(&w, s, r);
+	print_json_clients(&w, cl, pcl, r->dt);
 	json_end_object(&w);
 	fputc('\n', stdout);
 }
@@ -300,8 +390,18 @@ static int sample(int fd, struct ai_sample *s, const char *path)
 	return ret;
 }
 
+static void sample_clients(unsigned long long rdev, struct clients *cl)
+{
+	int n = rdev ? ai_clients_scan("/proc", rdev, (int)getpid(), cl->c, AI_MAX_CLIENTS) : 0;
+
+	cl->n = n > 0 ? (size_t)n : 0;
+}
+
 static int run(const struct top_opts *o, int fd, const char *path, const char *bdf)
 {
+	static struct clients cl[2];
+	unsigned long long rdev = 0;
+	struct stat st;
 	struct drm_tnpu_caps caps;
 	struct ai_sample prev, cur;
 	struct ai_rates r;
@@ -314,21 +414,28 @@ static int run(const struct top_opts *o, int fd, const char *path, const char *b
 	}
 	if (sample(fd, &prev, path) < 0)
 		return 1;
+	if (!fstat(fd, &st) && S_ISCHR(st.st_mode))
+		rdev = (unsigned long long)st.st_rdev;
+	sample_clients(rdev, &cl[0]);
 	double t0 = prev.t;
 
 	clock_gettime(CLOCK_MONOTONIC, &start);
 	for (long k = 1; !o->count || k <= o->count; k++) {
 		sleep_until(&start, k, o->interval_ms);
+		struct clients *ccur = &cl[k & 1], *cprev = &cl[(k - 1) & 1];
+
 		if (sample(fd, &cur, path) < 0)
 			return 1;
+		sample_clients(rdev, ccur);
 		ai_compute_rates(&prev, &cur, caps.clock_mhz, &r);
 		if (o->json) {
-			print_json(cur.t - t0, path, &cur, &r, caps.num_counters);
+			print_json(cur.t - t0, path, &cur, &r, caps.num_counters, ccur, cprev);
 		} else {
 			if ((k - 1) % HEADER_EVERY == 0)
 				print_header(path, bdf, &caps, o->interval_ms);
 			print_line(cur.t - t0, &r);
 			print_rings(&r);
+			print_clients(ccur, cprev, r.dt);
 		}
 		if (fflush(stdout))
 			return 1;	/* e.g. the reader of a pipe went away */

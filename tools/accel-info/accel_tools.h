@@ -7,6 +7,7 @@
  *   query.c       DRM_IOCTL_TNPU_QUERY (CAPS, COUNTERS) through libdrm's drmIoctl
  *   islands.c     DRM_TNPU_QUERY_ISLANDS and the island table (text, JSON)
  *   format.c      pure helpers: sizes, link speeds, data types, counter deltas -> rates
+ *   clients.c     per-client usage from /proc/<pid>/fdinfo (the DRM fdinfo keys)
  *   json.c        the JSON writer (json.h)
  *
  * Everything that parses sysfs takes the sysfs root as a parameter so the unit tests can point it at a
@@ -238,5 +239,31 @@ void ai_format_island(const struct drm_tnpu_island *is, uint32_t clock_mhz, char
  * "rings" and "ring_mem_bytes" into the current JSON object; all three null when isl is NULL.
  */
 void ai_json_islands(struct json_writer *w, const struct drm_tnpu_islands *isl);
+
+/* ---- clients.c ----------------------------------------------------------------------------- */
+
+#define AI_MAX_CLIENTS 256
+
+/* One open file of the device (a DRM client), from the fdinfo of one of the fds that hold it. */
+struct ai_client {
+	uint64_t id;			/* drm-client-id */
+	int pid;			/* first process found holding it */
+	char comm[32];			/* /proc/<pid>/comm */
+	uint32_t rings;			/* bit q: drm-engine-ring<q> present */
+	uint64_t busy_ns[DRM_TNPU_MAX_RINGS];
+	uint64_t cycles[DRM_TNPU_MAX_RINGS];
+	uint64_t mem_total, mem_resident;	/* bytes (drm-total-memory, drm-resident-memory) */
+};
+
+/* Parses one fdinfo text; 0 if it is a tnpu DRM client (drm-driver: tnpu), else -ENOENT. */
+int ai_fdinfo_parse(const char *text, struct ai_client *c);
+/*
+ * Every client of the character device @rdev: scans <proc_root>/<pid>/fd/ (skipping @skip_pid),
+ * one entry per drm-client-id. Returns the number found (at most @max) or -errno.
+ */
+int ai_clients_scan(const char *proc_root, unsigned long long rdev, int skip_pid, struct ai_client *out,
+		    size_t max);
+/* The entry of @id in @list, or NULL. */
+const struct ai_client *ai_client_find(const struct ai_client *list, size_t n, uint64_t id);
 
 #endif

@@ -620,11 +620,22 @@ bool tnpu_core_fetch(struct tnpu_core *core, unsigned q, const struct tnpu_mem_o
 		job->entry.cmd_len = ld32(raw + 4);
 		job->entry.cmd_va = ld64(raw + 8);
 		job->entry.seqno = ld64(raw + 16);
-		job->entry.reserved = ld64(raw + 24);
+		job->entry.counters_addr = ld64(raw + 24);
 	}
 	job->session = qr->session;
 	qr->busy = true;
 	return true;
+}
+
+/* The 32 counters, 64-bit little-endian in index order (slots without a counter 0); 0 or -1 (bus error). */
+static int write_counter_record(const struct tnpu_mem_ops *mem, uint64_t pa, const uint64_t *counters)
+{
+	uint8_t rec[TNPU_COUNTER_RECORD_BYTES] = { 0 };
+
+	for (unsigned i = 0; i < TNPU_CNT_NUM && i < TNPU_CNT_SLOTS; i++)
+		for (unsigned b = 0; b < 8; b++)
+			rec[8 * i + b] = (uint8_t)(counters[i] >> (8 * b));
+	return mem->write(mem->opaque, pa, rec, sizeof(rec)) ? -1 : 0;
 }
 
 void tnpu_core_complete(struct tnpu_core *core, const struct tnpu_job *job, const struct tnpu_result *res,
@@ -653,6 +664,16 @@ void tnpu_core_complete(struct tnpu_core *core, const struct tnpu_job *job, cons
 		kick(core, job->queue, fx);
 		return;
 	}
+	/*
+	 * queues.md "Counter record": written before the fence, HEAD and the error registers, so
+	 * the driver may read it as soon as it sees either; not for an entry that failed its checks.
+	 */
+	if ((job->entry.flags & TNPU_RING_F_COUNTERS) && err != TNPU_ERR_RING_FETCH && err != TNPU_ERR_RING_ENTRY &&
+	    write_counter_record(mem, job->entry.counters_addr, res->counters) && !err) {
+		err = TNPU_ERR_COUNTERS_WRITE;
+		info = 0;
+		addr = job->entry.counters_addr;
+	}
 	if (!err && qr->fence) {
 		uint8_t v[8];
 
@@ -675,7 +696,7 @@ void tnpu_core_complete(struct tnpu_core *core, const struct tnpu_job *job, cons
 		if (job->entry.flags & TNPU_RING_F_IRQ)
 			raise_irq(core, TNPU_IRQ_QUEUE(job->queue), fx);
 	} else {
-		uint32_t err_cmd = (err == TNPU_ERR_FENCE_WRITE) ? 0 : res->err_cmd_offset;
+		uint32_t err_cmd = (err == TNPU_ERR_FENCE_WRITE || err == TNPU_ERR_COUNTERS_WRITE) ? 0 : res->err_cmd_offset;
 		bool mmu = err >= TNPU_ERR_MMU_NOT_PRESENT && err <= TNPU_ERR_MMU_VA_RANGE;
 
 		qr->error = true;

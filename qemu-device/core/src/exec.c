@@ -1086,7 +1086,8 @@ uint32_t tnpu_exec_run(struct tnpu_exec *ex, const struct tnpu_job *job, const s
 	tnpu_plan_job_start(ex, job->generation, job->session);
 	if (job->fetch_error)
 		tnpu_fail(ex, job->fetch_error, 0, job->entry_pa);
-	else if ((e->flags & ~TNPU_RING_F_MASK) || e->reserved)
+	else if ((e->flags & ~TNPU_RING_F_MASK) ||
+		 ((e->flags & TNPU_RING_F_COUNTERS) ? (e->counters_addr & 7) : e->counters_addr))
 		tnpu_fail(ex, TNPU_ERR_RING_ENTRY, e->flags, 0);
 	else
 		run_job(ex, e->ctx, job->ctx_table, job->ctx_count, e->cmd_va, e->cmd_len);

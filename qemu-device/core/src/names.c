@@ -32,6 +32,7 @@ static const char *const err_names[TNPU_ERR_COUNT] = {
 	[TNPU_ERR_PLAN_BAD] = "PLAN_BAD", [TNPU_ERR_PLAN_TOO_LARGE] = "PLAN_TOO_LARGE",
 	[TNPU_ERR_DW_PARAM] = "DW_PARAM", [TNPU_ERR_DW_SHAPE] = "DW_SHAPE",
 	[TNPU_ERR_VEC_DESC] = "VEC_DESC", [TNPU_ERR_VEC_SHAPE] = "VEC_SHAPE",
+	[TNPU_ERR_COUNTERS_WRITE] = "COUNTERS_WRITE",
 };
 
 static const char *const cnt_names[TNPU_CNT_NUM] = {

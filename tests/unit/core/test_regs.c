@@ -438,3 +438,170 @@ Test(regs, two_queues_have_jobs_in_flight_at_once_and_complete_in_any_order)
 	tnpu_core_free(d.c);
 	tsim_fini(&d.s);
 }
+
+/* ---- per-job counter record (ring entry COUNTERS, CAP_FEATURES bit 18) ---- */
+
+static uint64_t ld64(const uint8_t *p)
+{
+	uint64_t v = 0;
+
+	for (unsigned i = 0; i < 8; i++)
+		v |= (uint64_t)p[i] << (8 * i);
+	return v;
+}
+
+static void dev_submit_counters(struct dev *d, uint32_t slot, uint64_t va, uint32_t len, uint64_t seqno,
+				uint16_t flags, uint64_t counters_addr)
+{
+	struct tnpu_ring_entry e = { .ctx = 0, .flags = flags, .cmd_len = len, .cmd_va = va, .seqno = seqno,
+				     .counters_addr = counters_addr };
+
+	memcpy(d->s.mem + d->ring_pa + 32 * slot, &e, 32);
+	wr(d->c, TNPU_REG_Q(1, TNPU_Q_TAIL), slot + 1);
+	wr(d->c, TNPU_REG_Q(1, TNPU_Q_DOORBELL), 1);
+}
+
+static uint64_t q_perf(struct tnpu_core *c, unsigned i)
+{
+	uint64_t v;
+
+	cr_assert_eq(tnpu_core_reg_read(c, TNPU_REG_Q(1, TNPU_Q_PERF(i)), 8, &v), TNPU_REG_OK);
+	return v;
+}
+
+Test(regs, counters_feature_bit_is_advertised)
+{
+	struct tnpu_core *c = core_new();
+
+	cr_assert_eq(rd(c, TNPU_REG_CAP_FEATURES) & TNPU_FEAT_COUNTERS, TNPU_FEAT_COUNTERS);
+	cr_assert_eq(TNPU_FEAT_COUNTERS, 1u << 18);
+	cr_assert_eq(rd(c, TNPU_REG_CAP_FEATURES), 0x7FFFFu);
+	tnpu_core_free(c);
+}
+
+Test(regs, counter_record_of_each_job_equals_its_q_perf_block)
+{
+	struct dev d;
+	uint64_t rec = 0, va2, va5;
+	uint8_t *p;
+
+	dev_init(&d);
+	rec = tsim_alloc_pa(&d.s, 4096);
+	memset(d.s.mem + rec, 0xAB, 1024);
+	va2 = nop_buffer(&d, 2);
+	va5 = nop_buffer(&d, 5);
+	/* two jobs with records back to back on one ring: each gets its own counters */
+	dev_submit_counters(&d, 0, va2, 16, 1, TNPU_RING_F_IRQ | TNPU_RING_F_COUNTERS, rec);
+	dev_submit_counters(&d, 1, va5, 40, 2, TNPU_RING_F_IRQ | TNPU_RING_F_COUNTERS, rec + 256);
+	cr_assert_eq(dev_pump(&d), 2);
+	cr_assert_eq(*(uint64_t *)(void *)(d.s.mem + d.fence_pa), 2);
+	p = d.s.mem + rec;
+	cr_assert_eq(ld64(p + 8 * TNPU_CNT_COMMANDS), 2);
+	cr_assert_eq(ld64(p + 256 + 8 * TNPU_CNT_COMMANDS), 5);
+	/* the second record is the Q_PERF block after the second job, all 32 slots */
+	for (unsigned i = 0; i < TNPU_CNT_SLOTS; i++)
+		cr_assert_eq(ld64(p + 256 + 8 * i), q_perf(d.c, i), "counter %u", i);
+	cr_assert_gt(ld64(p + 8 * TNPU_CNT_TOTAL_CYCLES), 0);
+	/* slots without a counter are written as 0; nothing past the 256 bytes */
+	cr_assert_eq(ld64(p + 8 * 31), 0);
+	cr_assert_eq(p[512], 0xAB);
+	tnpu_core_free(d.c);
+	tsim_fini(&d.s);
+}
+
+Test(regs, entry_without_counters_flag_leaves_memory_alone)
+{
+	struct dev d;
+	uint64_t rec;
+
+	dev_init(&d);
+	rec = tsim_alloc_pa(&d.s, 4096);
+	memset(d.s.mem + rec, 0xAB, 256);
+	dev_submit_counters(&d, 0, nop_buffer(&d, 1), 8, 1, TNPU_RING_F_IRQ, 0);
+	cr_assert_eq(dev_pump(&d), 1);
+	cr_assert_eq(rd(d.c, TNPU_REG_Q(1, TNPU_Q_STATUS)), TNPU_Q_STATUS_ENABLED);
+	for (unsigned i = 0; i < 256; i++)
+		cr_assert_eq(d.s.mem[rec + i], 0xAB);
+	tnpu_core_free(d.c);
+	tsim_fini(&d.s);
+}
+
+Test(regs, counters_addr_rules_are_ring_entry_errors_and_write_nothing)
+{
+	struct dev d;
+	uint64_t rec;
+
+	dev_init(&d);
+	rec = tsim_alloc_pa(&d.s, 4096);
+	memset(d.s.mem + rec, 0xAB, 512);
+	/* an address without the flag (the field was reserved before the feature) */
+	dev_submit_counters(&d, 0, nop_buffer(&d, 1), 8, 1, 0, rec);
+	dev_pump(&d);
+	cr_assert_eq(rd(d.c, TNPU_REG_Q(1, TNPU_Q_ERR_CODE)), TNPU_ERR_RING_ENTRY);
+	wr(d.c, TNPU_REG_Q(1, TNPU_Q_CTRL), TNPU_Q_CTRL_ENABLE | TNPU_Q_CTRL_SKIP);
+	/* the flag with a misaligned address */
+	dev_submit_counters(&d, 1, nop_buffer(&d, 1), 8, 2, TNPU_RING_F_COUNTERS, rec + 4);
+	dev_pump(&d);
+	cr_assert_eq(rd(d.c, TNPU_REG_Q(1, TNPU_Q_ERR_CODE)), TNPU_ERR_RING_ENTRY);
+	cr_assert_eq(rd(d.c, TNPU_REG_Q(1, TNPU_Q_ERR_INFO)), TNPU_RING_F_COUNTERS);
+	for (unsigned i = 0; i < 512; i++)
+		cr_assert_eq(d.s.mem[rec + i], 0xAB);
+	tnpu_core_free(d.c);
+	tsim_fini(&d.s);
+}
+
+Test(regs, failed_job_writes_counters_up_to_the_failure)
+{
+	struct dev d;
+	struct tcb cb;
+	uint64_t rec, va;
+	struct tnpu_cmd_hdr bad = { .opcode = 0x42, .size = 8 };	/* unknown opcode */
+
+	dev_init(&d);
+	rec = tsim_alloc_pa(&d.s, 4096);
+	memset(d.s.mem + rec, 0xAB, 256);
+	tcb_init(&cb);
+	tcb_nop(&cb, 0);
+	tcb_nop(&cb, 0);
+	tcb_raw(&cb, &bad, 8);
+	va = tsim_buf(&d.s, cb.len);
+	memcpy(tsim_ptr(&d.s, va), cb.buf, cb.len);
+	dev_submit_counters(&d, 0, va, (uint32_t)cb.len, 7, TNPU_RING_F_IRQ | TNPU_RING_F_COUNTERS, rec);
+	tcb_free(&cb);
+	dev_pump(&d);
+	cr_assert_eq(rd(d.c, TNPU_REG_Q(1, TNPU_Q_ERR_CODE)), TNPU_ERR_CMD_OPCODE);
+	for (unsigned i = 0; i < TNPU_CNT_SLOTS; i++)
+		cr_assert_eq(ld64(d.s.mem + rec + 8 * i), q_perf(d.c, i), "counter %u", i);
+	/* the two NOPs and the failing command: not the 0xAB pattern */
+	cr_assert_eq(ld64(d.s.mem + rec + 8 * TNPU_CNT_COMMANDS), 3);
+	tnpu_core_free(d.c);
+	tsim_fini(&d.s);
+}
+
+Test(regs, counter_record_bus_error_is_a_job_error_before_the_fence)
+{
+	struct dev d;
+	uint64_t rec;
+
+	dev_init(&d);
+	rec = tsim_alloc_pa(&d.s, 4096);
+	*(uint64_t *)(void *)(d.s.mem + d.fence_pa) = 0;
+	d.s.fail_pa_lo = rec + 128;
+	d.s.fail_pa_hi = rec + 136;
+	dev_submit_counters(&d, 0, nop_buffer(&d, 1), 8, 5, TNPU_RING_F_IRQ | TNPU_RING_F_COUNTERS, rec);
+	dev_pump(&d);
+	cr_assert_eq(rd(d.c, TNPU_REG_Q(1, TNPU_Q_ERR_CODE)), TNPU_ERR_COUNTERS_WRITE);
+	cr_assert_eq(rd(d.c, TNPU_REG_Q(1, TNPU_Q_ERR_ADDR_LO)), (uint32_t)rec);
+	cr_assert_eq(rd(d.c, TNPU_REG_Q(1, TNPU_Q_ERR_CMD_OFFSET)), 0);
+	cr_assert_eq(rd(d.c, TNPU_REG_Q(1, TNPU_Q_HEAD)), 0);
+	cr_assert_eq(*(uint64_t *)(void *)(d.s.mem + d.fence_pa), 0, "fence written after a failed record");
+	cr_assert_eq(rd(d.c, TNPU_REG_IRQ_STATUS), TNPU_IRQ_ERROR);
+	cr_assert_str_eq(tnpu_err_name(TNPU_ERR_COUNTERS_WRITE), "COUNTERS_WRITE");
+	/* a job that failed on its own keeps its error when the record cannot be written either */
+	wr(d.c, TNPU_REG_Q(1, TNPU_Q_CTRL), TNPU_Q_CTRL_ENABLE | TNPU_Q_CTRL_SKIP);
+	dev_submit_counters(&d, 1, nop_buffer(&d, 1), 12, 6, TNPU_RING_F_COUNTERS, rec);
+	dev_pump(&d);
+	cr_assert_eq(rd(d.c, TNPU_REG_Q(1, TNPU_Q_ERR_CODE)), TNPU_ERR_CMDBUF);
+	tnpu_core_free(d.c);
+	tsim_fini(&d.s);
+}

@@ -159,7 +159,7 @@ extern "C" {
 			 TNPU_FEAT_ROW_BUSY | TNPU_FEAT_SPARSE_CNT | \
 			 TNPU_FEAT_ISLANDS | TNPU_FEAT_RINGS | TNPU_FEAT_RING_DMA | TNPU_FEAT_PLAN | \
 			 TNPU_FEAT_STREAM | TNPU_FEAT_VEC | TNPU_FEAT_SFU_RESIDUAL | \
-			 TNPU_FEAT_DW_WIDE)
+			 TNPU_FEAT_DW_WIDE | TNPU_FEAT_COUNTERS)
 #define TNPU_REG_CAP_CMDBUF	0x0034	/* RO max command-buffer bytes */
 
 #define TNPU_REG_CTRL		0x0040	/* RW */
@@ -339,6 +339,7 @@ enum tnpu_err {
 	TNPU_ERR_DW_SHAPE = 51,		/* DW MAC operands do not match its parameter record */
 	TNPU_ERR_VEC_DESC = 53,		/* VEC / VEC_LUT field rules (vector-units.md) */
 	TNPU_ERR_VEC_SHAPE = 54,	/* VEC work above the per-command bound, bad pooling window */
+	TNPU_ERR_COUNTERS_WRITE = 55,	/* bus error writing the job's counter record */
 	TNPU_ERR_COUNT
 };
 
@@ -384,10 +385,12 @@ struct tnpu_ring_entry {
 	uint32_t cmd_len;	/* bytes, multiple of 8, 8..CAP_CMDBUF */
 	uint64_t cmd_va;	/* device VA of the command buffer, 8-byte aligned */
 	uint64_t seqno;		/* written to the queue's fence on success */
-	uint64_t reserved;	/* must be 0 */
+	uint64_t counters_addr;	/* TNPU_RING_F_COUNTERS: bus address of the counter record, else 0 */
 };
 #define TNPU_RING_F_IRQ		TNPU_BIT(0)	/* raise the queue's completion vector */
-#define TNPU_RING_F_MASK	0x0001u
+#define TNPU_RING_F_COUNTERS	TNPU_BIT(1)	/* write the counter record to counters_addr */
+#define TNPU_RING_F_MASK	0x0003u
+#define TNPU_COUNTER_RECORD_BYTES	256	/* 32 little-endian 64-bit counters */
 _Static_assert(sizeof(struct tnpu_ring_entry) == 32, "ring entry");
 _Static_assert(offsetof(struct tnpu_ring_entry, cmd_len) == 4, "ring entry");
 _Static_assert(offsetof(struct tnpu_ring_entry, cmd_va) == 8, "ring entry");
@@ -817,6 +820,7 @@ _Static_assert(offsetof(struct tnpu_cmd_dma_bands, band_first) == 56, "dma bands
 #define TNPU_LD_WIDE		TNPU_BIT(11)	/* LD (with MCAST): the block crosses at TNPU_RATE_WIDE_MCAST */
 #define TNPU_RATE_WIDE_MCAST	256	/* bytes per cycle per row of the wide multicast path (isa.md) */
 #define TNPU_FEAT_DW_WIDE	TNPU_BIT(17)	/* LD bit 11 WIDE: wide multicast (issue #16) */
+#define TNPU_FEAT_COUNTERS	TNPU_BIT(18)	/* ring entry COUNTERS: per-job counter record (queues.md) */
 
 /* Depthwise parameter record (register-file entry named by the CONFIG header's dw_rf). */
 struct tnpu_dw_param {
