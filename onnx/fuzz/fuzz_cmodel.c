@@ -49,7 +49,7 @@ static void init_w(struct mb *b, const char *name, unsigned nd, const int64_t *d
 
 static void setup(void)
 {
-	static const int64_t wd[4] = { 2, 2, 3, 3 }, gd[2] = { 2, 3 }, xd[4] = { 1, 2, 4, 4 };
+	static const int64_t wd[4] = { 2, 2, 3, 3 }, gd[2] = { 4, 3 }, xd[4] = { 1, 2, 4, 4 };
 	static const int64_t pads[4] = { 1, 1, 1, 1 };
 	struct onnx_compiled *cm = NULL;
 	char err[512], path[] = "/tmp/fuzz-cmodel-XXXXXX";
@@ -67,9 +67,11 @@ static void setup(void)
 	mb_input(b, "x");
 	n = mb_node(b, "Conv", "x,w", "c");
 	mb_attr_ints(b, n, "pads", pads, 4);
-	mb_node(b, "Add", "c,x", "s");
+	mb_node(b, "Add", "c,x", "s");		/* the conv's epilogue residual */
 	mb_node(b, "Relu", "s", "r");
-	mb_node(b, "GlobalAveragePool", "r", "p");
+	n = mb_node(b, "Concat", "r,x", "cc");	/* r in place, x a device copy */
+	mb_attr_i(b, n, "axis", 1);
+	mb_node(b, "GlobalAveragePool", "cc", "p");
 	mb_node(b, "Flatten", "p", "fl");
 	mb_node(b, "Sigmoid", "fl", "sg");	/* a vector-unit step */
 	mb_node(b, "Neg", "sg", "ng");		/* a host step */

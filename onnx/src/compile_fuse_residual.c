@@ -13,6 +13,9 @@
  * fused and the other becomes its residual (a ResNet downsampling block's 1x1 conv comes after the
  * main branch in graph order, so the Add goes into the 1x1 conv).  A Relu already fused into the Add
  * (cm_fuse_elt_relu) moves with it.
+ *
+ * Before it, the bias of nn.Linear as torch exports it on 3-D inputs (MatMul -> Add(constant row)) goes
+ * into the GEMM's SFU bias, so a transformer's `x + Linear(y)` is one GEMM job too.
  */
 #include "compile.h"
 
@@ -77,8 +80,52 @@ static bool fusable(const struct onnx_compiled *cm, int p, int operand, int r)
 	return rp < p;	/* the residual exists when the conv runs (graph inputs: -1) */
 }
 
+/*
+ * MatMul -> Add(constant row) (torch exports nn.Linear on a 3-D input so): the row becomes the GEMM's
+ * SFU bias, the Add disappears.  The constant must be N values broadcast over every other dimension
+ * (4-D shape [1, 1, 1, N] with N the GEMM's columns), the GEMM without a bias, activation or scale.
+ */
+static void fuse_gemm_bias(struct onnx_compiled *cm)
+{
+	const struct onnx_model *m = cm->m;
+
+	for (unsigned j = 0; j < cm->n_steps; j++) {
+		struct cstep *e = &cm->steps[j];
+		const struct onnx_node *n = &m->nodes[e->node];
+		int act, p, c;
+
+		if (e->kind != CS_ELT || e->op != ACCEL_ELT_ADD || e->b_off != UINT64_MAX || n->n_in != 2 ||
+		    (e->act != ACCEL_ACT_NONE && e->act != ACCEL_ACT_RELU))
+			continue;
+		act = m->vals[n->in[0]].is_const ? 1 : 0;	/* the activation operand's index */
+		c = n->in[1 - act];
+		if (!m->vals[c].is_const || m->vals[n->in[act]].is_const)
+			continue;
+		p = producer(cm, n->in[act]);
+		if (p < 0 || cm->steps[p].kind != CS_GEMM || cm->steps[p].b_off != UINT64_MAX ||
+		    cm->steps[p].act != ACCEL_ACT_NONE || cm->steps[p].scale != 1.0f || cm->steps[p].out != n->in[act] ||
+		    uses(cm, n->in[act]) != 1)
+			continue;
+		{
+			const uint32_t *bd = act ? e->ad : e->bd, *od = e->od;
+
+			if (bd[0] != 1 || bd[1] != 1 || bd[2] != 1 || bd[3] != od[3] || (int64_t)od[3] != cm->steps[p].N ||
+			    cm->vals[c].loc != LOC_WEIGHT)
+				continue;
+		}
+		cm->steps[p].b_off = cm->vals[c].off;
+		cm->steps[p].act = e->act;
+		cm->steps[p].out = e->out;
+		e->kind = CS_FUSED;
+		e->in[0] = n->in[act];
+		e->reason = "fused into the MatMul/Gemm before it (the constant row is its SFU bias)";
+	}
+}
+
 void cm_fuse_residual(struct onnx_compiled *cm)
 {
+	fuse_gemm_bias(cm);
+
 	if (!(cm->geom[6] & (1u << 16)))
 		return;	/* no SFU residual operand */
 	for (unsigned j = 0; j < cm->n_steps; j++) {

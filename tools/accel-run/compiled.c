@@ -50,7 +50,7 @@ static void print_compiled_placement(const struct onnx_model *m, const struct on
 			snprintf(buf, sizeof(buf), "device");
 			dev++;
 		} else if (!strcmp(s.kind, "alias")) {
-			snprintf(buf, sizeof(buf), "device: a view of its input (addressing, no step)");
+			snprintf(buf, sizeof(buf), "device: %s", s.reason);	/* a view, or a Concat in place */
 			dev++;
 		} else if (!strcmp(s.kind, "fused")) {
 			snprintf(buf, sizeof(buf), "device: %s", s.reason);

@@ -668,3 +668,36 @@ Test(onnx_views, standalone_batchnorm_on_the_vector_units)
 	onnx_tensor_release(&x);
 	onnx_model_free(m);
 }
+
+/* nn.Linear on a 3-D input as torch exports it (MatMul -> Add(constant row)), then a skip Add and a
+ * Relu: one GEMM job with the row as its SFU bias, the skip as its residual and the ReLU. */
+Test(onnx_views, linear_bias_and_residual_in_the_gemm_epilogue)
+{
+	static const int64_t wd[2] = { 6, 6 }, bd[1] = { 6 }, s3[3] = { 1, 4, 6 }, three[1] = { 3 };
+	struct mb *b = mb_new(13);
+	struct onnx_model *m;
+	struct onnx_compiled *cm;
+	struct onnx_compiled_info ci;
+	struct onnx_tensor x;
+
+	init_rand(b, "w", 2, wd);
+	init_rand(b, "row", 1, bd);
+	mb_init(b, "s3", ONNX_INT64, 1, three, s3);
+	mb_input(b, "x");
+	mb_node(b, "Reshape", "x,s3", "x3");	/* [1,4,6]: the residual, a view of the input */
+	mb_node(b, "MatMul", "x3,w", "mm");
+	mb_node(b, "Add", "row,mm", "lin");	/* the constant first, as some exporters write it */
+	mb_node(b, "Add", "lin,x3", "s");
+	mb_node(b, "Relu", "s", "y");
+	mb_output(b, "y");
+	m = load(b);
+	input(&x, 1, 4, 6, 1);
+	cm = compile_check(m, &x, 0, &ci);
+	cr_assert_eq(ci.jobs_per_run, 1, "one GEMM job: %u", ci.jobs_per_run);
+	cr_assert_eq(ci.fused_nodes, 3);
+	cr_assert_neq(step_of(cm, "mm")->b_off, UINT64_MAX);
+	cr_assert_geq(step_of(cm, "mm")->res, 0);
+	onnx_compiled_free(cm);
+	onnx_tensor_release(&x);
+	onnx_model_free(m);
+}
