@@ -369,6 +369,8 @@ static int set_requant(struct onnx_compiled *cm, struct cstep *s, const double *
 		s->odt = ACCEL_INT8;
 		return 0;
 	}
+	if (!(cm->geom[6] & (1u << 15)))
+		return ONNX_FALLBACK;	/* accel_requant is ISA 2's (CAP_FEATURES bit 15) */
 	s->mult = 0;
 	s->odt = ACCEL_INT32;
 	s->nrq = (uint32_t)n;
@@ -620,8 +622,8 @@ static int lower_qadd(struct onnx_compiled *cm, struct cstep *s, const struct qp
 	uint64_t cnt4;
 	int ret;
 
-	if (a->ndim != b->ndim || a->ndim > 4 || !a->count || a->count > UINT32_MAX)
-		return ONNX_FALLBACK;
+	if (!(cm->geom[6] & (1u << 15)) || a->ndim != b->ndim || a->ndim > 4 || !a->count || a->count > UINT32_MAX)
+		return ONNX_FALLBACK;	/* the vector units and accel_requant are ISA 2's */
 	for (unsigned d = 0; d < a->ndim; d++)
 		if (a->dims[d] != b->dims[d])
 			return ONNX_FALLBACK;
