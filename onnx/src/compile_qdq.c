@@ -738,6 +738,12 @@ int cm_qdq_lower(struct onnx_compiled *cm, unsigned i, struct cstep *s)
 		return cm_seterr(cm, ret, "QDQ: node %u no longer matches", i);
 	s->in[0] = p.x[0];
 	s->out = p.y;
+	ret = ONNX_FALLBACK;
+	/* the int8 inputs must be what their zero points say (a DQ of INT32 data, or a zero point that
+	 * contradicts its tensor, is the host kernel's to run or to report) */
+	for (unsigned k = 0; k < 2; k++)
+		if (p.x[k] >= 0 && (!m->vals[p.x[k]].t.data || (int)m->vals[p.x[k]].t.dtype != p.xq[k].dtype))
+			goto declined;
 	switch (m->nodes[i].op) {
 	case OP_CONV:
 		ret = lower_qconv(cm, &c, s, &p);
@@ -765,6 +771,7 @@ int cm_qdq_lower(struct onnx_compiled *cm, unsigned i, struct cstep *s)
 			s->reason = "int8 device step (QDQ pattern, requantised on the device)";
 		return 0;
 	}
+declined:
 	if (m->vals[p.y].t.data)
 		onnx_tensor_release(&m->vals[p.y].t);
 	memset(s, 0, sizeof(*s));
