@@ -26,7 +26,7 @@
 #define CM_MAGIC "TNPUCMDL"
 #define CM_VERSION 2u	/* 2: the int8 QDQ steps' fields (compile_qdq.c) */
 #define CM_MAX_FILE ((uint64_t)1 << 33)
-#define VAL_REC 96u	/* bytes of one value record */
+#define VAL_REC 100u	/* bytes of one value record */
 #define STEP_REC 408u	/* bytes of one step record */
 
 static const char *const geom_names[8] = { "rows", "cols", "rate_fp32", "rate_int8", "sram_bytes", "acc_elems",
@@ -193,6 +193,7 @@ int onnx_compiled_save(const struct onnx_compiled *cm, const char *path, char *e
 		put_u32(&w, cv->loc);
 		put_u64(&w, cv->off);
 		put_u32(&w, (uint32_t)cv->root);
+		put_u32(&w, (uint32_t)cv->nhwc);
 	}
 	for (unsigned i = 0; i < cm->n_steps; i++) {
 		const struct cstep *s = &cm->steps[i];
@@ -322,6 +323,8 @@ static int check_vals(struct rbuf *r, struct onnx_compiled *cm)
 
 		if (cv->loc > LOC_CONST)
 			return bad(r, -EBADMSG, "value %u: field 'loc' is %u", v, cv->loc);
+		if (cv->nhwc != 0 && (cv->nhwc != 1 || cv->loc != LOC_ARENA || cv->ndim != 4))
+			return bad(r, -EBADMSG, "value %u: field 'nhwc' is %d", v, cv->nhwc);
 		if (cv->loc != LOC_ARENA)
 			continue;
 		if (cv->ndim > ONNX_MAX_DIMS || !onnx_dtype_size((enum onnx_dtype)cv->dtype))
@@ -603,6 +606,7 @@ int onnx_compiled_load_mem(struct onnx_model *m, struct accel_dev *dev, const st
 		cv->loc = (enum cval_loc)get_u32(&r, "value.loc");
 		cv->off = get_u64(&r, "value.off");
 		cv->root = (int)get_u32(&r, "value.root");
+		cv->nhwc = (int)get_u32(&r, "value.nhwc");
 	}
 	for (unsigned i = 0; i < cm->n_steps && !r.ret; i++) {
 		struct cstep *s = &cm->steps[i];

@@ -259,6 +259,8 @@ int onnx_compile(struct onnx_model *m, struct accel_dev *dev, const struct onnx_
 	if (!(flags & ONNX_COMPILE_NO_FUSE))
 		cm_fuse_elt_relu(cm);
 	assign_locations(cm);
+	if (cm->qrole)
+		cm_qdq_layout(cm);
 	for (unsigned i = 0; i < cm->n_steps; i++) {
 		enum cstep_kind k = cm->steps[i].kind;
 

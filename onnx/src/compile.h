@@ -54,6 +54,7 @@ struct cval {
 	enum cval_loc loc;
 	uint64_t off;
 	int root;		/* alias root (itself when not an alias) */
+	int nhwc;		/* 4-D, stored NHWC (the int8 QDQ steps' layout: compile_qdq.c); else NCHW */
 	int def, last;		/* live range in steps (arena roots) */
 };
 
@@ -126,6 +127,8 @@ int cm_qdq_lower(struct onnx_compiled *cm, unsigned i, struct cstep *s);
 int cm_qdq_job(struct onnx_compiled *cm, const struct cstep *s, unsigned k, const struct accel_submit *sub,
 	       struct accel_job **job, const char **what);
 unsigned cm_qdq_jobs(const struct cstep *s);
+/* Layout pass (after locations, before the memory plan): the int8 steps' 4-D activations go NHWC. */
+void cm_qdq_layout(struct onnx_compiled *cm);
 /* Append bytes to the weight image (64-byte aligned; src NULL: zeros); the offset or UINT64_MAX. */
 uint64_t cm_wimg_add(struct onnx_compiled *cm, const void *src, uint64_t bytes);
 uint64_t cm_model_digest(const struct onnx_model *m, const struct onnx_tensor *shapes, unsigned n);
