@@ -24,10 +24,10 @@
 #include "compile.h"
 
 #define CM_MAGIC "TNPUCMDL"
-#define CM_VERSION 2u	/* 2: CS_COPY steps, the epilogue residual, the values' nhwc field */
+#define CM_VERSION 2u	/* 2: CS_COPY steps, the epilogue residual, the values' nhwc field, the int8 QDQ steps */
 #define CM_MAX_FILE ((uint64_t)1 << 33)
 #define VAL_REC 100u	/* bytes of one value record */
-#define STEP_REC 380u	/* bytes of one step record */
+#define STEP_REC 500u	/* bytes of one step record */
 
 static const char *const geom_names[8] = { "rows", "cols", "rate_fp32", "rate_int8", "sram_bytes", "acc_elems",
 					   "features", "pes" };
@@ -155,20 +155,18 @@ static void put_f32(struct wbuf *w, float f)
 	X(n) X(c) X(h) X(w) X(k) X(cg) X(kh) X(kw) X(groups) X(oh) X(ow) X(sh) X(sw) X(dh) X(dw) X(pt) X(pl) \
 	X(pb) X(pr) X(M) X(K) X(N)
 
+/* The int8 QDQ steps' fields (version 2), in file order. */
+#define STEP_QDQ_FIELDS(Q32, Q64) \
+	Q32(izp) Q32(izp2) Q32(ozp) Q32(mult) Q32(shift) Q32(odt) Q32(nrq) Q32(qpool) \
+	Q64(rq_off) Q64(sc_bytes) Q64(sc_off) Q64(k_off[0]) Q64(k_off[1]) Q64(k_off[2]) Q64(k_off[3]) \
+	Q32(pw[0]) Q32(pw[1]) Q32(pw[2]) Q32(pw[3]) Q32(pw[4]) Q32(pw[5]) Q32(pw[6]) Q32(pw[7])
+
 int onnx_compiled_save(const struct onnx_compiled *cm, const char *path, char *err, size_t errlen)
 {
 	struct wbuf w = { 0 };
 	FILE *f;
 	int ret = 0;
 
-	/* Decision: format version 1 has no fields for the int8 QDQ steps (compile_qdq.c) */
-	for (unsigned i = 0; i < cm->n_steps; i++)
-		if (cm->steps[i].kind >= CS_QFIRST) {
-			if (err && errlen)
-				snprintf(err, errlen, "compiled-model files do not hold int8 QDQ steps (step %u) yet: "
-					 "compile the model instead", i);
-			return -EOPNOTSUPP;
-		}
 	put(&w, CM_MAGIC, 8);
 	put_u32(&w, CM_VERSION);
 	for (int i = 0; i < 8; i++)
@@ -231,6 +229,11 @@ int onnx_compiled_save(const struct onnx_compiled *cm, const char *path, char *e
 			put_u64(&w, (uint64_t)s->sst[d]);
 			put_u64(&w, (uint64_t)s->dstr[d]);
 		}
+#define Q32(f) put_u32(&w, (uint32_t)s->f);
+#define Q64(f) put_u64(&w, s->f);
+		STEP_QDQ_FIELDS(Q32, Q64)
+#undef Q32
+#undef Q64
 	}
 	put(&w, cm->wimg, cm->wbytes);
 	if (!w.oom)
@@ -339,8 +342,8 @@ static int check_vals(struct rbuf *r, struct onnx_compiled *cm)
 
 		if (cv->loc > LOC_CONST)
 			return bad(r, -EBADMSG, "value %u: field 'loc' is %u", v, cv->loc);
-		if (cv->nhwc && (cv->nhwc != 1 || cv->loc != LOC_ARENA || cv->ndim != 4 || cv->dtype != ONNX_FLOAT))
-			return bad(r, -EBADMSG, "value %u: field 'nhwc' is %d (only 4-D fp32 arena values)", v, cv->nhwc);
+		if (cv->nhwc != 0 && (cv->nhwc != 1 || cv->loc != LOC_ARENA || cv->ndim != 4))
+			return bad(r, -EBADMSG, "value %u: field 'nhwc' is %d (only 4-D arena values)", v, cv->nhwc);
 		if (cv->loc != LOC_ARENA)
 			continue;
 		if (cv->ndim > ONNX_MAX_DIMS || !onnx_dtype_size((enum onnx_dtype)cv->dtype))
@@ -410,6 +413,60 @@ static bool copy_box_bad(const struct onnx_compiled *cm, const struct cstep *s)
 	       !box_in(s->ad, s->dst_off, s->dstr, s->esz, cm->vals[s->out].bytes);
 }
 
+/* An int8 QDQ step (compile_qdq.c): operands placed, parameters in range, constants inside the
+ * weights, scratch inside the arena, and nrq exactly the extent accel_requant reads its host-side
+ * multiplier/shift arrays for (the axis it requantises along). */
+static int check_qdq_step(struct rbuf *r, struct onnx_compiled *cm, unsigned i)
+{
+	const struct cstep *s = &cm->steps[i];
+	uint64_t nrq_need = 0, wb = 0, bb = 0;
+	bool requant;
+
+	if (!val_ok(cm, s->in[0], true) || cm->vals[s->in[0]].loc != LOC_ARENA || !val_ok(cm, s->out, true) ||
+	    cm->vals[s->out].loc != LOC_ARENA ||
+	    (s->kind == CS_QADD && (!val_ok(cm, s->in[1], true) || cm->vals[s->in[1]].loc != LOC_ARENA)))
+		return bad(r, -EBADMSG, "step %u: field 'in'/'out' names no placed value", i);
+	if ((s->act != ACCEL_ACT_NONE && s->act != ACCEL_ACT_RELU) || s->izp < -128 || s->izp > 127 ||
+	    s->izp2 < -128 || s->izp2 > 127 || s->ozp < -128 || s->ozp > 127 || s->shift < 0 || s->shift > 62 ||
+	    (s->odt != ACCEL_INT8 && s->odt != ACCEL_INT32) || (s->qpool != 0 && s->qpool != 1))
+		return bad(r, -EBADMSG, "step %u: a requantisation field ('act', 'izp', 'ozp', 'shift', 'odt', 'qpool') "
+			   "out of range", i);
+#define X(f) if (s->f < 0 || s->f > (1LL << 31)) return bad(r, -EBADMSG, "step %u: field '" #f "' out of range", i);
+	STEP_I64_FIELDS(X)
+#undef X
+	for (int d = 0; d < 8; d++)
+		if (s->pw[d] > 4096)
+			return bad(r, -EBADMSG, "step %u: field 'pw' out of range", i);
+	if (!small4((uint64_t)s->n, (uint64_t)s->c, (uint64_t)s->h, (uint64_t)s->w) ||
+	    !small4((uint64_t)s->n, (uint64_t)s->k, (uint64_t)s->oh, (uint64_t)s->ow) ||
+	    !small4((uint64_t)s->k, (uint64_t)s->cg, (uint64_t)s->kh, (uint64_t)s->kw) ||
+	    !small4((uint64_t)s->M, (uint64_t)s->K, 1, 1) || !small4((uint64_t)s->M, (uint64_t)s->N, 1, 1) ||
+	    !small4(s->ad[0], s->ad[1], s->ad[2], s->ad[3]) || !small4(s->od[0], s->od[1], s->od[2], s->od[3]))
+		return bad(r, -EBADMSG, "step %u: a tensor shape field is larger than 2^32 elements", i);
+	requant = s->kind == CS_QADD || ((s->kind == CS_QCONV || s->kind == CS_QGEMM) && s->odt == ACCEL_INT32);
+	if (s->kind == CS_QCONV) {
+		nrq_need = (uint64_t)s->k;
+		wb = (uint64_t)s->k * (uint64_t)s->cg * (uint64_t)s->kh * (uint64_t)s->kw;
+		bb = (uint64_t)s->k * 4;
+	} else if (s->kind == CS_QGEMM) {
+		nrq_need = (uint64_t)s->N;
+		wb = (uint64_t)s->N * (uint64_t)s->K;
+		bb = (uint64_t)s->N * 4;
+	} else if (s->kind == CS_QADD) {
+		nrq_need = s->od[0];
+		if (!in_range(s->k_off[0], 1, cm->wbytes) || !in_range(s->k_off[1], 4, cm->wbytes) ||
+		    !in_range(s->k_off[2], 1, cm->wbytes) || !in_range(s->k_off[3], 4, cm->wbytes))
+			return bad(r, -EBADMSG, "step %u: field 'k_off' outside the weights", i);
+	}
+	if ((wb && !in_range(s->w_off, wb, cm->wbytes)) || (bb && !in_range(s->b_off, bb, cm->wbytes)))
+		return bad(r, -EBADMSG, "step %u: field 'w_off'/'b_off' outside the weights", i);
+	if (requant && (s->nrq != nrq_need || !in_range(s->rq_off, 5ull * s->nrq, cm->wbytes)))
+		return bad(r, -EBADMSG, "step %u: field 'nrq'/'rq_off' does not fit the step or the weights", i);
+	if (!in_range(s->sc_off, s->sc_bytes, cm->arena_bytes))
+		return bad(r, -EBADMSG, "step %u: field 'sc_off' + 'sc_bytes' outside the arena", i);
+	return 0;
+}
+
 /* Device steps: operands in range, and every tensor the step describes inside its buffer. */
 static int check_steps(struct rbuf *r, struct onnx_compiled *cm)
 {
@@ -417,12 +474,17 @@ static int check_steps(struct rbuf *r, struct onnx_compiled *cm)
 		struct cstep *s = &cm->steps[i];
 		uint64_t wbytes;
 
-		if (s->kind >= CS_QFIRST)	/* never written (onnx_compiled_save) */
+		if (s->kind >= CS_KIND_COUNT)
 			return bad(r, -EBADMSG, "step %u: field 'kind' is %u", i, s->kind);
 		if (s->node < 0 || (unsigned)s->node >= cm->m->n_nodes || cm->m->nodes[s->node].folded)
 			return bad(r, -EBADMSG, "step %u: field 'node' (%d) is not a node of the model", i, s->node);
 		if (!CS_IS_DEVICE(s->kind))
 			continue;
+		if (CS_IS_QDQ(s->kind)) {
+			if (check_qdq_step(r, cm, i))
+				return r->ret;
+			continue;
+		}
 		if (s->res != -1 && (!val_ok(cm, s->res, true) || cm->vals[s->res].loc != LOC_ARENA ||
 				     (s->kind != CS_CONV && s->kind != CS_GEMM)))
 			return bad(r, -EBADMSG, "step %u: field 'res' names no placed value", i);
@@ -633,9 +695,15 @@ int onnx_compiled_load_mem(struct onnx_model *m, struct accel_dev *dev, const st
 			s->sst[d] = (int64_t)get_u64(&r, "step.sst");
 			s->dstr[d] = (int64_t)get_u64(&r, "step.dstr");
 		}
+#define Q32(f) s->f = (__typeof__(s->f))get_u32(&r, "step." #f);
+#define Q64(f) s->f = get_u64(&r, "step." #f);
+		STEP_QDQ_FIELDS(Q32, Q64)
+#undef Q32
+#undef Q64
 		s->reason = CS_IS_DEVICE(s->kind)	  ? "device step of the plan" :
 			    s->kind == CS_ALIAS  ? "a view of its input (addressing, no step)" :
 			    s->kind == CS_FUSED  ? "fused into the step before it (SFU epilogue)" :
+			    s->kind == CS_QFUSED ? "folded into an int8 device step (QDQ pattern)" :
 						   NULL;
 	}
 	take(&r, cm->wimg, cm->wbytes, "weights");

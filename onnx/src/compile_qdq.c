@@ -369,6 +369,8 @@ static int set_requant(struct onnx_compiled *cm, struct cstep *s, const double *
 		s->odt = ACCEL_INT8;
 		return 0;
 	}
+	if (!(cm->geom[6] & (1u << 15)))
+		return ONNX_FALLBACK;	/* accel_requant is ISA 2's (CAP_FEATURES bit 15) */
 	s->mult = 0;
 	s->odt = ACCEL_INT32;
 	s->nrq = (uint32_t)n;
@@ -620,8 +622,8 @@ static int lower_qadd(struct onnx_compiled *cm, struct cstep *s, const struct qp
 	uint64_t cnt4;
 	int ret;
 
-	if (a->ndim != b->ndim || a->ndim > 4 || !a->count || a->count > UINT32_MAX)
-		return ONNX_FALLBACK;
+	if (!(cm->geom[6] & (1u << 15)) || a->ndim != b->ndim || a->ndim > 4 || !a->count || a->count > UINT32_MAX)
+		return ONNX_FALLBACK;	/* the vector units and accel_requant are ISA 2's */
 	for (unsigned d = 0; d < a->ndim; d++)
 		if (a->dims[d] != b->dims[d])
 			return ONNX_FALLBACK;
@@ -736,6 +738,12 @@ int cm_qdq_lower(struct onnx_compiled *cm, unsigned i, struct cstep *s)
 		return cm_seterr(cm, ret, "QDQ: node %u no longer matches", i);
 	s->in[0] = p.x[0];
 	s->out = p.y;
+	ret = ONNX_FALLBACK;
+	/* the int8 inputs must be what their zero points say (a DQ of INT32 data, or a zero point that
+	 * contradicts its tensor, is the host kernel's to run or to report) */
+	for (unsigned k = 0; k < 2; k++)
+		if (p.x[k] >= 0 && (!m->vals[p.x[k]].t.data || (int)m->vals[p.x[k]].t.dtype != p.xq[k].dtype))
+			goto declined;
 	switch (m->nodes[i].op) {
 	case OP_CONV:
 		ret = lower_qconv(cm, &c, s, &p);
@@ -763,6 +771,7 @@ int cm_qdq_lower(struct onnx_compiled *cm, unsigned i, struct cstep *s)
 			s->reason = "int8 device step (QDQ pattern, requantised on the device)";
 		return 0;
 	}
+declined:
 	if (m->vals[p.y].t.data)
 		onnx_tensor_release(&m->vals[p.y].t);
 	memset(s, 0, sizeof(*s));
@@ -775,19 +784,112 @@ int cm_qdq_lower(struct onnx_compiled *cm, unsigned i, struct cstep *s)
 	return ONNX_FALLBACK;
 }
 
+/* ---- layout ------------------------------------------------------------------------------------ */
+
+static void mark(const struct onnx_compiled *cm, uint8_t *f, int v)
+{
+	if (v >= 0 && cm->vals[v].loc == LOC_ARENA)
+		f[cm->vals[v].root] = 1;
+}
+
+/*
+ * Decision: the int8 steps' 4-D activations are NHWC (libaccel's int8 convolution is ~6x faster NHWC
+ * than NCHW: 56x56x64 3x3, 33 k vs 206 k cycles), unless a value is a view's (Flatten & co. address the
+ * NCHW bytes), a GEMM's operand (viewed as a matrix) or read by an fp32 device step; a max pool keeps
+ * one layout in and out.  Host steps and the graph's inputs and outputs see NCHW: the executor
+ * converts when the host reads or writes such a value.  Conv weights follow their input's layout
+ * (OHWI for NHWC), repacked here in the weight image.
+ */
+void cm_qdq_layout(struct onnx_compiled *cm)
+{
+	uint8_t *cand = calloc(cm->n_vals + 1, 1), *keep = calloc(cm->n_vals + 1, 1);
+	bool changed = true;
+
+	if (!cand || !keep)
+		goto out;	/* everything stays NCHW: correct, slower */
+	for (unsigned i = 0; i < cm->n_steps; i++) {
+		const struct cstep *s = &cm->steps[i];
+
+		if (s->kind == CS_ALIAS || s->kind == CS_QGEMM || (CS_IS_DEVICE(s->kind) && !CS_IS_QDQ(s->kind))) {
+			mark(cm, keep, s->in[0]);
+			mark(cm, keep, s->in[1]);
+			mark(cm, keep, s->out);
+		} else if (CS_IS_QDQ(s->kind)) {
+			mark(cm, cand, s->in[0]);
+			mark(cm, cand, s->in[1]);
+			mark(cm, cand, s->out);
+		}
+	}
+	/* views and Concat parts (compile_views.c) and their roots: byte ranges of a packed NCHW buffer */
+	for (unsigned v = 0; v < cm->n_vals; v++)
+		if (cm->vals[v].ndim != 4 || cm->vals[v].root != (int)v || cm->vals[v].voff) {
+			keep[v] = 1;
+			if (cm->vals[v].root >= 0)
+				keep[cm->vals[v].root] = 1;
+		}
+	while (changed) {
+		changed = false;
+		for (unsigned i = 0; i < cm->n_steps; i++) {
+			const struct cstep *s = &cm->steps[i];
+			int a = cm->vals[s->in[0]].root, b = cm->vals[s->out].root;
+
+			if (s->kind != CS_QPOOL && !(s->kind == CS_QCONV && s->qpool))
+				continue;
+			if (s->kind == CS_QPOOL && (cand[a] && !keep[a]) != (cand[b] && !keep[b])) {
+				changed |= !keep[a] || !keep[b];
+				keep[a] = keep[b] = 1;
+			}
+		}
+	}
+	/* only the int8 steps' values: the fp32 layout pass (compile_layout.c) decided the others */
+	for (unsigned v = 0; v < cm->n_vals; v++)
+		if (cand[v])
+			cm->vals[v].nhwc = !keep[v];
+	/* OIHW -> OHWI for the convolutions whose input is NHWC */
+	for (unsigned i = 0; i < cm->n_steps; i++) {
+		const struct cstep *s = &cm->steps[i];
+		size_t K = (size_t)s->k, C = (size_t)s->cg, RS = (size_t)(s->kh * s->kw);
+		int8_t *w, *t;
+
+		if (s->kind != CS_QCONV || !cm->vals[s->in[0]].nhwc)
+			continue;
+		w = (int8_t *)cm->wimg + s->w_off;
+		t = malloc(K * C * RS + 1);
+		if (!t) {	/* cannot repack: this input stays NCHW (its readers all take either) */
+			cm->vals[s->in[0]].nhwc = 0;
+			continue;
+		}
+		for (size_t k = 0; k < K; k++)
+			for (size_t c = 0; c < C; c++)
+				for (size_t p = 0; p < RS; p++)
+					t[(k * RS + p) * C + c] = w[(k * C + c) * RS + p];
+		memcpy(w, t, K * C * RS);
+		free(t);
+	}
+out:
+	free(cand);
+	free(keep);
+}
+
 /* ---- execution (compiled_run.c calls cm_qdq_job for k = 0, 1, ... until it returns 1) ------------- */
+
+static enum accel_layout lay(const struct onnx_compiled *cm, int v)
+{
+	return cm->vals[v].nhwc ? ACCEL_LAYOUT_NHWC : ACCEL_LAYOUT_NCHW;
+}
 
 static void vt(const struct onnx_compiled *cm, int v, enum accel_dtype dt, const uint32_t d[4], struct accel_tensor *t)
 {
 	const struct cval *cv = &cm->vals[v];
 
-	accel_tensor_4d(cv->loc == LOC_WEIGHT ? cm->wbuf : cm->arena, cv->off, dt, ACCEL_LAYOUT_NCHW, d[0], d[1], d[2],
+	accel_tensor_4d(cv->loc == LOC_WEIGHT ? cm->wbuf : cm->arena, cv->off, dt, lay(cm, v), d[0], d[1], d[2],
 			d[3], t);
 }
 
-static void at4(struct accel_buffer *b, uint64_t off, enum accel_dtype dt, const uint32_t d[4], struct accel_tensor *t)
+static void at4(struct accel_buffer *b, uint64_t off, enum accel_dtype dt, enum accel_layout l, const uint32_t d[4],
+		struct accel_tensor *t)
 {
-	accel_tensor_4d(b, off, dt, ACCEL_LAYOUT_NCHW, d[0], d[1], d[2], d[3], t);
+	accel_tensor_4d(b, off, dt, l, d[0], d[1], d[2], d[3], t);
 }
 
 unsigned cm_qdq_jobs(const struct cstep *s)
@@ -844,24 +946,24 @@ static int job_conv(struct onnx_compiled *cm, const struct cstep *s, unsigned k,
 
 	if (s->qpool && k == 0) {
 		*what = "accel_pool2d (int8 max)";
-		at4(cm->arena, s->sc_off, ACCEL_INT8, xd, &y);
+		at4(cm->arena, s->sc_off, ACCEL_INT8, lay(cm, s->in[0]), xd, &y);
 		return job_pool(cm, s, &y, sub, job);
 	}
 	k -= (unsigned)s->qpool;
 	if (k == 1) {
 		*what = "accel_requant";
-		at4(cm->arena, s->sc_off, ACCEL_INT32, yd, &acc);
+		at4(cm->arena, s->sc_off, ACCEL_INT32, lay(cm, s->out), yd, &acc);
 		vt(cm, s->out, ACCEL_INT8, yd, &y);
 		return job_requant(cm, s, &acc, &y, 1, sub, job);
 	}
 	memset(&d, 0, sizeof(d));
 	if (s->qpool)
-		at4(cm->arena, s->sc_off, ACCEL_INT8, xd, &x);
+		at4(cm->arena, s->sc_off, ACCEL_INT8, lay(cm, s->in[0]), xd, &x);
 	else
 		vt(cm, s->in[0], ACCEL_INT8, xd, &x);
-	at4(cm->wbuf, s->w_off, ACCEL_INT8, wd, &w);
+	at4(cm->wbuf, s->w_off, ACCEL_INT8, lay(cm, s->in[0]), wd, &w);	/* OHWI for an NHWC input */
 	if (s->odt == ACCEL_INT32)
-		at4(cm->arena, s->sc_off, ACCEL_INT32, yd, &y);
+		at4(cm->arena, s->sc_off, ACCEL_INT32, lay(cm, s->out), yd, &y);
 	else
 		vt(cm, s->out, ACCEL_INT8, yd, &y);
 	accel_tensor_2d(cm->wbuf, s->b_off, ACCEL_INT32, 1, (uint32_t)s->k, &bt);
@@ -931,30 +1033,31 @@ static int job_add(struct onnx_compiled *cm, const struct cstep *s, unsigned k, 
 	struct accel_tensor a, b, out;
 	struct accel_eltwise_desc d;
 	unsigned opnd = k < 2 ? 0 : 1;
+	enum accel_layout tl = lay(cm, s->out);	/* the int32 temporaries: the output's layout */
 
 	memset(&d, 0, sizeof(d));
 	if (k == 5) {
 		*what = "accel_requant";
-		at4(cm->arena, t1, ACCEL_INT32, s->od, &a);
+		at4(cm->arena, t1, ACCEL_INT32, tl, s->od, &a);
 		vt(cm, s->out, ACCEL_INT8, s->od, &out);
 		return job_requant(cm, s, &a, &out, 0, sub, job);
 	}
 	*what = "accel_eltwise (int8 add)";
 	if (k == 4) {
-		at4(cm->arena, t1, ACCEL_INT32, s->od, &a);
-		at4(cm->arena, t2, ACCEL_INT32, s->od, &b);
-		at4(cm->arena, t1, ACCEL_INT32, s->od, &out);
+		at4(cm->arena, t1, ACCEL_INT32, tl, s->od, &a);
+		at4(cm->arena, t2, ACCEL_INT32, tl, s->od, &b);
+		at4(cm->arena, t1, ACCEL_INT32, tl, s->od, &out);
 		d.op = ACCEL_ELT_ADD;
 		d.act = (enum accel_act)s->act;
 	} else if (k % 2 == 0) {	/* t = x - zx: int8 -> exact int32 */
 		vt(cm, s->in[opnd], ACCEL_INT8, s->od, &a);
-		at4(cm->wbuf, s->k_off[2 * opnd], ACCEL_INT8, one, &b);
-		at4(cm->arena, opnd ? t2 : t1, ACCEL_INT32, s->od, &out);
+		at4(cm->wbuf, s->k_off[2 * opnd], ACCEL_INT8, ACCEL_LAYOUT_NCHW, one, &b);
+		at4(cm->arena, opnd ? t2 : t1, ACCEL_INT32, tl, s->od, &out);
 		d.op = ACCEL_ELT_SUB;
 	} else {		/* t *= M */
-		at4(cm->arena, opnd ? t2 : t1, ACCEL_INT32, s->od, &a);
-		at4(cm->wbuf, s->k_off[2 * opnd + 1], ACCEL_INT32, one, &b);
-		at4(cm->arena, opnd ? t2 : t1, ACCEL_INT32, s->od, &out);
+		at4(cm->arena, opnd ? t2 : t1, ACCEL_INT32, tl, s->od, &a);
+		at4(cm->wbuf, s->k_off[2 * opnd + 1], ACCEL_INT32, ACCEL_LAYOUT_NCHW, one, &b);
+		at4(cm->arena, opnd ? t2 : t1, ACCEL_INT32, tl, s->od, &out);
 		d.op = ACCEL_ELT_MUL;
 	}
 	d.a = &a;

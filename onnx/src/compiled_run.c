@@ -378,11 +378,25 @@ static int submit_step(struct run_state *rs, const struct cstep *s)
 	return rs->n_jobs - rs->done > MAX_IN_FLIGHT ? retire(rs, rs->n_jobs - MAX_IN_FLIGHT / 2) : 0;
 }
 
-/* UINT8 values live in the arena as int8 (value - 128, the byte ^ 0x80: compile_qdq.c), converted
- * wherever the host reads or writes the arena. */
-static void arena_copy(const struct cval *cv, uint8_t *dst, const uint8_t *src)
+/* UINT8 values live in the arena as int8 (value - 128, the byte ^ 0x80) and the int8 steps' 4-D
+ * values NHWC (compile_qdq.c): converted wherever the host reads or writes the arena (to_arena: the
+ * host's NCHW bytes into the arena). */
+static void arena_copy(const struct cval *cv, uint8_t *dst, const uint8_t *src, bool to_arena)
 {
-	memcpy(dst, src, cv->bytes);
+	if (cv->nhwc && cv->ndim == 4) {
+		size_t es = onnx_dtype_size((enum onnx_dtype)cv->dtype), C = (size_t)cv->dims[1];
+		size_t HW = (size_t)(cv->dims[2] * cv->dims[3]), N = (size_t)cv->dims[0];
+
+		for (size_t n = 0; n < N; n++)
+			for (size_t c = 0; c < C; c++)
+				for (size_t p = 0; p < HW; p++) {
+					size_t nchw = (n * C + c) * HW + p, nhwc = (n * HW + p) * C + c;
+
+					memcpy(dst + es * (to_arena ? nhwc : nchw), src + es * (to_arena ? nchw : nhwc), es);
+				}
+	} else {
+		memcpy(dst, src, cv->bytes);
+	}
 	if (cv->dtype == ONNX_UINT8)
 		for (uint64_t i = 0; i < cv->bytes; i++)
 			dst[i] ^= 0x80;
@@ -396,7 +410,7 @@ static int arena_read(struct onnx_compiled *cm, int v, struct onnx_tensor *t)
 
 	if (ret)
 		return cm_seterr(cm, ret, "value '%s': out of memory", cm->m->vals[v].name);
-	arena_copy(cv, t->data, (uint8_t *)accel_buffer_ptr(cm->arena) + cv->off);
+	arena_copy(cv, t->data, (uint8_t *)accel_buffer_ptr(cm->arena) + cv->off, false);
 	return 0;
 }
 
@@ -453,7 +467,7 @@ static int run_host_step(struct run_state *rs, const struct cstep *s)
 			return cm_seterr(cm, -EINVAL,
 					 "value '%s': its shape or type differs from the compiled one (data-dependent "
 					 "shape: run without compiling)", m->vals[v].name);
-		arena_copy(cv, (uint8_t *)accel_buffer_ptr(cm->arena) + cv->off, m->vals[v].t.data);
+		arena_copy(cv, (uint8_t *)accel_buffer_ptr(cm->arena) + cv->off, m->vals[v].t.data, true);
 		count_copy(rs, cv->bytes);
 	}
 	/* the host copies live for this step only */
@@ -481,19 +495,8 @@ static int bind(struct run_state *rs, const struct onnx_tensor *in, unsigned n)
 			return cm_seterr(cm, -EINVAL, "input '%s': %s, but the model was compiled for other shapes",
 					 m->vals[m->inputs[i]].name, desc);
 		}
-		if (cv->loc == LOC_ARENA && cv->nhwc) {
-			/* planned channels-last (compile_layout.c): transposed while it is copied in */
-			uint8_t *dst = (uint8_t *)accel_buffer_ptr(cm->arena) + cv->off;
-			const float *src = in[i].data;
-			size_t C = (size_t)cv->dims[1], HW = (size_t)(cv->dims[2] * cv->dims[3]);
-
-			for (int64_t b = 0; b < cv->dims[0]; b++)
-				for (size_t c = 0; c < C; c++)
-					for (size_t p = 0; p < HW; p++)
-						memcpy(dst + ((b * HW + p) * C + c) * 4, &src[(b * C + c) * HW + p], 4);
-			count_copy(rs, cv->bytes);
-		} else if (cv->loc == LOC_ARENA) {
-			arena_copy(cv, (uint8_t *)accel_buffer_ptr(cm->arena) + cv->off, in[i].data);
+		if (cv->loc == LOC_ARENA) {
+			arena_copy(cv, (uint8_t *)accel_buffer_ptr(cm->arena) + cv->off, in[i].data, true);
 			count_copy(rs, cv->bytes);
 		}
 	}

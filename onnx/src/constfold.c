@@ -272,7 +272,7 @@ static void infer_shapes(struct onnx_model *m, struct onnx_node *n)
 			ok = !onnx_tensor_alloc(&v->t, dt, v->sndim, v->sdims);
 			filled[i] = ok;
 		}
-		if (ok && !k(&c))
+		if (ok && !onnx_node_check_io(&c) && !k(&c))
 			for (unsigned i = 0; i < n->n_out; i++) {
 				struct onnx_value *o = n->out[i] >= 0 ? &m->vals[n->out[i]] : NULL;
 
@@ -317,11 +317,14 @@ int onnx_const_fold(struct onnx_model *m)
 			struct onnx_ctx c = { .m = m, .n = n };
 			onnx_kernel k = onnx_host_kernel(n->op);
 
-			ret = k ? k(&c) : -EOPNOTSUPP;
+			ret = onnx_node_check_io(&c);
+			if (!ret)
+				ret = k ? k(&c) : -EOPNOTSUPP;
 			if (ret && !k)
 				onnx_seterr(m, ret, "no kernel for %s", onnx_op_name(n->op));
 		} else {
-			if (shape_preserving(n->op) && n->in[0] >= 0 && m->vals[n->in[0]].shape_known &&
+			if (shape_preserving(n->op) && n->n_in && n->in[0] >= 0 && n->n_out && n->out[0] >= 0 &&
+			    m->vals[n->in[0]].shape_known &&
 			    !m->vals[n->out[0]].shape_known) {
 				struct onnx_value *src = &m->vals[n->in[0]], *dst = &m->vals[n->out[0]];
 

@@ -96,12 +96,8 @@ static unsigned required_inputs(enum onnx_op op)
 	}
 }
 
-int onnx_run_node(struct onnx_ctx *c)
+int onnx_node_check_io(const struct onnx_ctx *c)
 {
-	onnx_kernel ak = c->dev ? onnx_accel_kernels[c->n->op] : NULL;
-	onnx_kernel hk = onnx_host_kernel(c->n->op);
-	int ret = ONNX_FALLBACK;
-
 	/* every operator that runs reads its required inputs and writes output 0 (found by fuzz_load:
 	 * kernels index them) */
 	for (unsigned k = 0; k < required_inputs(c->n->op); k++)
@@ -110,6 +106,18 @@ int onnx_run_node(struct onnx_ctx *c)
 					required_inputs(c->n->op));
 	if (!c->n->n_out || c->n->out[0] < 0)
 		return node_err(c, -EINVAL, "output 0 is missing");
+	return 0;
+}
+
+int onnx_run_node(struct onnx_ctx *c)
+{
+	onnx_kernel ak = c->dev ? onnx_accel_kernels[c->n->op] : NULL;
+	onnx_kernel hk = onnx_host_kernel(c->n->op);
+	int ret = ONNX_FALLBACK;
+
+	if ((ret = onnx_node_check_io(c)))
+		return ret;
+	ret = ONNX_FALLBACK;
 	for (unsigned i = 0; i < c->n->n_in; i++)
 		if (c->n->in[i] >= 0 && !c->m->vals[c->n->in[i]].t.data)
 			return node_err(c, -EINVAL, "input '%s' has no value", c->m->vals[c->n->in[i]].name);

@@ -143,6 +143,8 @@ static inline struct onnx_tensor *node_out(const struct onnx_ctx *c, unsigned i)
 	return &c->m->vals[c->n->out[i]].t;
 }
 int node_err(const struct onnx_ctx *c, int err, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
+/* The node has the inputs its operator requires and an output 0 (exec.c); else -EINVAL + message. */
+int onnx_node_check_io(const struct onnx_ctx *c);
 
 /* Window geometry of Conv / pooling, resolved for a 2-D (or 1-D as H = 1) spatial shape. */
 struct win2d {

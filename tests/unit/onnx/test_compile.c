@@ -632,7 +632,8 @@ Test(onnx_compile, vector_unit_steps_match_cpu_reference)
 Test(onnx_compile, missing_required_inputs_are_errors)
 {
 	static const int64_t xd[2] = { 2, 3 };
-	static const char *const ops[] = { "Softmax", "MatMul", "MaxPool", "Add" };
+	/* the Relu without input also reached its kernel through the load-time folding */
+	static const char *const ops[] = { "Softmax", "MatMul", "MaxPool", "Add", "Relu" };
 	struct onnx_tensor x, y;
 
 	cr_assert_eq(onnx_tensor_alloc(&x, ONNX_FLOAT, 2, xd), 0);
@@ -646,7 +647,7 @@ Test(onnx_compile, missing_required_inputs_are_errors)
 
 		mb_input_typed(b, "x", ONNX_FLOAT, 2, xd);
 		mb_node(b, "Relu", "x", "r");
-		mb_node(b, ops[i], i == 0 || i == 2 ? "" : "r", "y");
+		mb_node(b, ops[i], i == 0 || i == 2 || i == 4 ? "" : "r", "y");
 		mb_output(b, "y");
 		buf = mb_pack(b, &len);
 		cr_assert_eq(onnx_model_load_mem(buf, len, 0, &m, err, sizeof(err)), 0, "%s: load: %s", ops[i], err);
@@ -686,6 +687,30 @@ Test(onnx_compile, clip_int8_default_bound)
 	/* numpy.clip([-128, -3, 0, 4, 127], -2, None) = [-2, -2, 0, 4, 127] */
 	cr_assert_arr_eq(y.data, ((int8_t[]){ -2, -2, 0, 4, 127 }), 5);
 	onnx_tensor_release(&y);
+	onnx_tensor_release(&x);
+	onnx_model_free(m);
+}
+
+/* Relu of a BOOL tensor: an error, not a read of 4 bytes per 1-byte element (found by fuzz_load). */
+Test(onnx_compile, relu_of_bool_is_an_error)
+{
+	static const int64_t xd[1] = { 3 };
+	struct mb *b = mb_new(13);
+	struct onnx_model *m = NULL;
+	struct onnx_tensor x, y;
+	char err[512] = "";
+	const uint8_t *buf;
+	size_t len;
+
+	mb_input_typed(b, "x", ONNX_BOOL, 1, xd);
+	mb_node(b, "Relu", "x", "y");
+	mb_output(b, "y");
+	buf = mb_pack(b, &len);
+	cr_assert_eq(onnx_model_load_mem(buf, len, 0, &m, err, sizeof(err)), 0, "load: %s", err);
+	mb_free(b);
+	cr_assert_eq(onnx_tensor_alloc(&x, ONNX_BOOL, 1, xd), 0);
+	cr_assert_eq(onnx_run(m, NULL, &x, 1, &y, 1, NULL), -EOPNOTSUPP);
+	cr_assert_eq(onnx_run(m, dev, &x, 1, &y, 1, NULL), -EOPNOTSUPP);
 	onnx_tensor_release(&x);
 	onnx_model_free(m);
 }

@@ -404,3 +404,19 @@ Test(onnx_qdq, matmul_per_column)
 	finish(b, &qc, ONNX_UINT8, 3, xd);
 	check(&qc, 2, "qgemm", 2, 0);
 }
+
+/* GlobalAveragePool over 7x7 (ResNet's and MobileNet's head at 224x224): a 7x7 ones depthwise conv. */
+Test(onnx_qdq, global_avgpool_7x7)
+{
+	static const int64_t xd[4] = { 1, 16, 7, 7 };
+	struct mb *b = mb_new(13);
+	struct qcase qc;
+
+	mb_input_typed(b, "x", ONNX_UINT8, 4, xd);
+	dq_node(b, "x", "xf", 0.04f, ONNX_UINT8, 0);
+	mb_node(b, "GlobalAveragePool", "xf", "gp");
+	q_node(b, "gp", "y", 0.021f, ONNX_UINT8, 3);
+	mb_output(b, "y");
+	finish(b, &qc, ONNX_UINT8, 4, xd);
+	check(&qc, 1, "qconv", 1, 0);
+}
