@@ -418,6 +418,72 @@ struct round {
 	bool valid;
 };
 
+/*
+ * The rows' output blocks as one DMA_BANDS_D2H (issue #16), each unit through its own host port
+ * (256 B/cycle each, all in parallel) instead of one 128 B/cycle stream per row in turn, when they
+ * tile the output regularly:
+ *  - rows over M (one channel block, consecutive output rows): row r's ny rows start cols rows after
+ *    row r-1's, so unit r's band is planes [r*cols, r*cols + ny) of one 3-D transfer (axis Z);
+ *  - rows over N (the same pixels, consecutive channel blocks): unit r's band is bytes
+ *    [r*Nr*oe, (r+1)*Nr*oe) of every pixel's channels (axis X).
+ * Returns false (the per-row DMAs then run) when the device has no ports or the rows do not line up.
+ */
+static bool store_bands(struct mm_ctx *x, const struct dconv *g, const struct dplan *d, const struct round *rr,
+			unsigned nrows, uint32_t b, unsigned j, unsigned h)
+{
+	const struct accel_caps *c = x->caps;
+	uint32_t depth = 0, nv = 0, ny0 = ACCEL_MIN(c->cols, g->OH - rr[0].y0), row_b = d->Nr * g->oe;
+	bool over_m = true, over_n = true;
+	unsigned valid = 0;
+	struct tnpu_cmd_dma_bands cmd = {
+		.hdr = { .opcode = TNPU_CMD_DMA_BANDS_D2H, .flags = AS, .size = sizeof(cmd) },
+		.host_pitch_y = (uint64_t)g->out_sw, .host_pitch_z = (uint64_t)g->out_sh, .sram_off = d->c_off[j],
+		.sram_pitch_y = row_b, .sram_pitch_z = d->tm * row_b, .half = (uint8_t)h,
+	};
+
+	if (!(c->features & TNPU_FEAT_DEPTHWISE) || c->rows < 2 || nrows < 2 || x->pin_row != 0xFF || !rr[0].valid)
+		return false;
+	for (unsigned r = 0; r < nrows; r++) {
+		uint32_t ny;
+
+		if (!rr[r].valid)
+			break;
+		valid++;
+		ny = d->cl_over_n ? 1 : ACCEL_MIN(c->cols, g->OH - rr[r].y0);
+		over_m &= !d->cl_over_n && rr[r].nb == rr[0].nb && rr[r].x0 == rr[0].x0 && rr[r].xv == rr[0].xv &&
+			  rr[r].y0 == rr[0].y0 + r * c->cols && (r == 0 || ny0 == c->cols);
+		over_n &= rr[r].nb == rr[0].nb + r && rr[r].x0 == rr[0].x0 && rr[r].xv == rr[0].xv && rr[r].y0 == rr[0].y0;
+		if (over_m)
+			depth = r * c->cols + ny;
+		if (r > 0 && ny0 != c->cols)
+			over_m = false;
+	}
+	for (unsigned r = valid; r < nrows; r++)
+		if (rr[r].valid)
+			return false;
+	if (valid < 2 || (!over_m && !over_n))
+		return false;
+	cmd.host_va = g->out_va + (uint64_t)b * (uint64_t)g->out_sn + (uint64_t)rr[0].y0 * (uint64_t)g->out_sh +
+		      (uint64_t)rr[0].x0 * (uint64_t)g->out_sw + (uint64_t)rr[0].nb * row_b;
+	cmd.height = rr[0].xv;
+	if (over_m) {
+		cmd.width = ACCEL_MIN(d->Nr, g->K - rr[0].nb * d->Nr) * g->oe;
+		cmd.depth = depth;
+		cmd.band_step = c->cols;
+		cmd.band_len = c->cols;
+		cmd.axis = TNPU_BANDS_AXIS_Z;
+	} else {
+		nv = ACCEL_MIN(valid * d->Nr, g->K - rr[0].nb * d->Nr);
+		cmd.width = nv * g->oe;
+		cmd.depth = d->cl_over_n ? 1 : ny0;
+		cmd.band_step = row_b;
+		cmd.band_len = row_b;
+		cmd.axis = TNPU_BANDS_AXIS_X;
+	}
+	cs_raw(x->cs, &cmd, sizeof(cmd));
+	return true;
+}
+
 /* Run ng (1 or 2) output tiles.  Phased: tap-major (one EXE per tap and tile, each tap waiting for
  * its weights), tile k in instruction buffer 2 + k / accumulator k; else one EXE of buffer 1 each. */
 static void emit_group(struct mm_ctx *x, const struct dconv *g, const struct dplan *d, unsigned h, uint32_t b,
@@ -508,6 +574,10 @@ static void emit_group(struct mm_ctx *x, const struct dconv *g, const struct dpl
 		unsigned j = jj[k];
 
 		cs_sem(x->cs, false, AS, TNPU_ENGINE_STORE, S_STG_FULL + j, 1);
+		if (store_bands(x, g, d, rr, nrows, b, j, h)) {
+			cs_sem(x->cs, true, AS, TNPU_ENGINE_STORE, S_STG_FREE + j, 1);
+			continue;
+		}
 		for (unsigned r = 0; r < nrows; r++) {
 			uint32_t ny, n0 = rr[r].nb * d->Nr;
 			uint64_t dst;
