@@ -333,6 +333,28 @@ static void dma_fill(struct mm_ctx *x, unsigned row, unsigned h, uint32_t off, u
 	cs_raw(x->cs, &cmd, sizeof(cmd));
 }
 
+/*
+ * A load for every storage unit as one DMA_BANDS_H2D (axis Z) through the units' own host ports
+ * (256 B/cycle each, in parallel; issue #16): unit u gets planes [u*step, u*step + len) (step 0: every
+ * unit the same planes, read from host memory once) where the single-stream DMAs moved 128 B/cycle,
+ * one row after another or broadcast.  false: the device has no ports (the caller's DMAs run).
+ */
+static bool bands_h2d(struct mm_ctx *x, uint64_t va, uint64_t pz, uint64_t py, unsigned h, uint32_t off, uint32_t spz,
+		      uint32_t spy, uint32_t width, uint32_t height, uint32_t depth, uint32_t step, uint32_t len)
+{
+	struct tnpu_cmd_dma_bands cmd = {
+		.hdr = { .opcode = TNPU_CMD_DMA_BANDS_H2D, .flags = AS, .size = sizeof(cmd) },
+		.host_va = va, .host_pitch_y = py, .host_pitch_z = pz, .sram_off = off, .sram_pitch_y = spy,
+		.sram_pitch_z = spz, .width = width, .height = height, .depth = depth, .band_step = step,
+		.band_len = len, .half = (uint8_t)h, .axis = TNPU_BANDS_AXIS_Z,
+	};
+
+	if (!(x->caps->features & TNPU_FEAT_DEPTHWISE) || x->caps->rows < 2 || x->pin_row != 0xFF)
+		return false;
+	cs_raw(x->cs, &cmd, sizeof(cmd));
+	return true;
+}
+
 /* Load output rows [oy0, oy0 + boh) of image b: the padded input band into half h (and on first use
  * of the half: weights, bias, zero-point fill).  Pad rows of a band are filled explicitly when the
  * image takes several bands (the region is reused); pad columns are never written by loads. */
@@ -366,7 +388,9 @@ static void load_image(struct mm_ctx *x, const struct dconv *g, const struct mm_
 	if (load_w) {
 		if (phased) {
 			/* image, bias, then the weights one tap (C columns of every channel) at a time */
-			if (rows_in && cols_in)
+			if (rows_in && cols_in &&
+			    !bands_h2d(x, src, 0, (uint64_t)g->in_sh, h, dst, 0, (uint32_t)row_b, cols_in * g->C * g->e,
+				       rows_in, 1, 0, 1))
 				cs_dma(x->cs, true, AS, src, (uint64_t)g->in_sh, 0, all, h, dst, (uint32_t)row_b, 0,
 				       cols_in * g->C * g->e, rows_in, 1);
 			for (uint32_t r = 0; r < (d->rows_over_n ? d->nblk : 1); r++) {
@@ -378,6 +402,13 @@ static void load_image(struct mm_ctx *x, const struct dconv *g, const struct mm_
 					       h, d->bias_off, 0, 0, nv * 4, 1, 1);
 			}
 			for (uint32_t t = 0; t < g->R * g->S; t++) {
+				/* the tap's weights: each row its channel block (rows over N) or all of them */
+				if (bands_h2d(x, g->w_va + (uint64_t)t * g->cpt * g->e, g->w_pitch, 0, h,
+					      d->w_off + t * g->cpt * g->e, (uint32_t)(rsc * g->e), 0, g->cpt * g->e, 1, g->K,
+					      d->rows_over_n ? d->Nr : 0, d->rows_over_n ? d->Nr : g->K)) {
+					cs_sem(x->cs, true, AS, TNPU_ENGINE_LOAD, S_TAP, 1);
+					continue;
+				}
 				for (uint32_t r = 0; r < (d->rows_over_n ? d->nblk : 1); r++) {
 					uint32_t n0 = d->rows_over_n ? r * d->Nr : 0;
 					uint32_t nv = d->rows_over_n ? ACCEL_MIN(d->Nr, g->K - n0) : g->K;
@@ -391,24 +422,31 @@ static void load_image(struct mm_ctx *x, const struct dconv *g, const struct mm_
 			return;
 		}
 		if (d->rows_over_n) {
+			bool banded = bands_h2d(x, g->w_va, g->w_pitch, 0, h, d->w_off, (uint32_t)(rsc * g->e), 0,
+						(uint32_t)(rsc * g->e), 1, g->K, d->Nr, d->Nr);
+
 			for (uint32_t r = 0; r < d->nblk; r++) {
 				uint32_t n0 = r * d->Nr, nv = ACCEL_MIN(d->Nr, g->K - n0);
 
-				cs_dma(x->cs, true, AS, g->w_va + (uint64_t)n0 * g->w_pitch, g->w_pitch, 0, r, h, d->w_off,
-				       (uint32_t)(rsc * g->e), 0, (uint32_t)(rsc * g->e), nv, 1);
+				if (!banded)
+					cs_dma(x->cs, true, AS, g->w_va + (uint64_t)n0 * g->w_pitch, g->w_pitch, 0, r, h,
+					       d->w_off, (uint32_t)(rsc * g->e), 0, (uint32_t)(rsc * g->e), nv, 1);
 				if (p->use_sfu && (p->sfu.ops & TNPU_SFU_OP_BIAS))
 					cs_dma(x->cs, true, AS, p->bias_va + (uint64_t)n0 * 4, 0, 0, r, h, d->bias_off, 0, 0,
 					       nv * 4, 1, 1);
 			}
 		} else {
 			/* every row may work on every channel block: all weights everywhere */
-			cs_dma(x->cs, true, AS, g->w_va, g->w_pitch, 0, all, h, d->w_off, (uint32_t)(rsc * g->e), 0,
-			       (uint32_t)(rsc * g->e), g->K, 1);
+			if (!bands_h2d(x, g->w_va, g->w_pitch, 0, h, d->w_off, (uint32_t)(rsc * g->e), 0,
+				       (uint32_t)(rsc * g->e), 1, g->K, 0, g->K))
+				cs_dma(x->cs, true, AS, g->w_va, g->w_pitch, 0, all, h, d->w_off, (uint32_t)(rsc * g->e), 0,
+				       (uint32_t)(rsc * g->e), g->K, 1);
 			if (p->use_sfu && (p->sfu.ops & TNPU_SFU_OP_BIAS))
 				cs_dma(x->cs, true, AS, p->bias_va, 0, 0, all, h, d->bias_off, 0, 0, g->K * 4, 1, 1);
 		}
 	}
-	if (load_in && rows_in && cols_in)
+	if (load_in && rows_in && cols_in &&
+	    !bands_h2d(x, src, 0, (uint64_t)g->in_sh, h, dst, 0, (uint32_t)row_b, cols_in * g->C * g->e, rows_in, 1, 0, 1))
 		cs_dma(x->cs, true, AS, src, (uint64_t)g->in_sh, 0, all, h, dst, (uint32_t)row_b, 0, cols_in * g->C * g->e,
 		       rows_in, 1);
 }

@@ -235,6 +235,28 @@ Test(conv, direct_outputs_leave_through_the_host_ports)
 	accel_close(dev);
 }
 
+/* The direct lowering's input band and weights (int8 28x28x128 -> 128, 3x3) reach the storage units
+ * through their own host ports (DMA_BANDS_H2D, 256 B/cycle each, in parallel): the load engine is busy
+ * at most as long as the footprint's bytes take on one 128 B/cycle stream plus two command setups
+ * (the tap-major start loads the weights tap by tap, a setup each; 2 336 cycles with single-stream
+ * DMAs, issue #16).  Results against the CPU reference. */
+Test(conv, direct_inputs_and_weights_arrive_through_the_host_ports)
+{
+	struct accel_dev *dev = open_dev("sim:conv=direct");
+	struct accel_counters cnt;
+	uint64_t footprint = 28ull * 28 * 128 + 128ull * 128 * 9;
+
+	if (!test_is_sim())
+		cr_skip_test("forces the direct lowering (a sim option)");
+	conv_cnt_out = &cnt;
+	run_conv_case(dev, &CC(.c = 128, .h = 28, .w = 28, .k = 128, .r = 3, .s = 3, .pt = 1, .pl = 1, .pb = 1, .pr = 1,
+			       .bias = true, .relu = true), 6);
+	conv_cnt_out = NULL;
+	cr_assert_leq(cnt.load_cycles, footprint / 128 + 2 * 32, "load cycles %llu for a %llu-byte footprint",
+		     (unsigned long long)cnt.load_cycles, (unsigned long long)footprint);
+	accel_close(dev);
+}
+
 Test(conv, edge_cases)
 {
 	struct accel_dev *dev = open_dev(NULL);
