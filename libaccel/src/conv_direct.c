@@ -333,6 +333,28 @@ static void dma_fill(struct mm_ctx *x, unsigned row, unsigned h, uint32_t off, u
 	cs_raw(x->cs, &cmd, sizeof(cmd));
 }
 
+/*
+ * A load for every storage unit as one DMA_BANDS_H2D (axis Z) through the units' own host ports
+ * (256 B/cycle each, in parallel; issue #16): unit u gets planes [u*step, u*step + len) (step 0: every
+ * unit the same planes, read from host memory once) where the single-stream DMAs moved 128 B/cycle,
+ * one row after another or broadcast.  false: the device has no ports (the caller's DMAs run).
+ */
+static bool bands_h2d(struct mm_ctx *x, uint64_t va, uint64_t pz, uint64_t py, unsigned h, uint32_t off, uint32_t spz,
+		      uint32_t spy, uint32_t width, uint32_t height, uint32_t depth, uint32_t step, uint32_t len)
+{
+	struct tnpu_cmd_dma_bands cmd = {
+		.hdr = { .opcode = TNPU_CMD_DMA_BANDS_H2D, .flags = AS, .size = sizeof(cmd) },
+		.host_va = va, .host_pitch_y = py, .host_pitch_z = pz, .sram_off = off, .sram_pitch_y = spy,
+		.sram_pitch_z = spz, .width = width, .height = height, .depth = depth, .band_step = step,
+		.band_len = len, .half = (uint8_t)h, .axis = TNPU_BANDS_AXIS_Z,
+	};
+
+	if (!(x->caps->features & TNPU_FEAT_DEPTHWISE) || x->caps->rows < 2 || x->pin_row != 0xFF)
+		return false;
+	cs_raw(x->cs, &cmd, sizeof(cmd));
+	return true;
+}
+
 /* Load output rows [oy0, oy0 + boh) of image b: the padded input band into half h (and on first use
  * of the half: weights, bias, zero-point fill).  Pad rows of a band are filled explicitly when the
  * image takes several bands (the region is reused); pad columns are never written by loads. */
@@ -366,7 +388,9 @@ static void load_image(struct mm_ctx *x, const struct dconv *g, const struct mm_
 	if (load_w) {
 		if (phased) {
 			/* image, bias, then the weights one tap (C columns of every channel) at a time */
-			if (rows_in && cols_in)
+			if (rows_in && cols_in &&
+			    !bands_h2d(x, src, 0, (uint64_t)g->in_sh, h, dst, 0, (uint32_t)row_b, cols_in * g->C * g->e,
+				       rows_in, 1, 0, 1))
 				cs_dma(x->cs, true, AS, src, (uint64_t)g->in_sh, 0, all, h, dst, (uint32_t)row_b, 0,
 				       cols_in * g->C * g->e, rows_in, 1);
 			for (uint32_t r = 0; r < (d->rows_over_n ? d->nblk : 1); r++) {
@@ -378,6 +402,13 @@ static void load_image(struct mm_ctx *x, const struct dconv *g, const struct mm_
 					       h, d->bias_off, 0, 0, nv * 4, 1, 1);
 			}
 			for (uint32_t t = 0; t < g->R * g->S; t++) {
+				/* the tap's weights: each row its channel block (rows over N) or all of them */
+				if (bands_h2d(x, g->w_va + (uint64_t)t * g->cpt * g->e, g->w_pitch, 0, h,
+					      d->w_off + t * g->cpt * g->e, (uint32_t)(rsc * g->e), 0, g->cpt * g->e, 1, g->K,
+					      d->rows_over_n ? d->Nr : 0, d->rows_over_n ? d->Nr : g->K)) {
+					cs_sem(x->cs, true, AS, TNPU_ENGINE_LOAD, S_TAP, 1);
+					continue;
+				}
 				for (uint32_t r = 0; r < (d->rows_over_n ? d->nblk : 1); r++) {
 					uint32_t n0 = d->rows_over_n ? r * d->Nr : 0;
 					uint32_t nv = d->rows_over_n ? ACCEL_MIN(d->Nr, g->K - n0) : g->K;
@@ -391,24 +422,31 @@ static void load_image(struct mm_ctx *x, const struct dconv *g, const struct mm_
 			return;
 		}
 		if (d->rows_over_n) {
+			bool banded = bands_h2d(x, g->w_va, g->w_pitch, 0, h, d->w_off, (uint32_t)(rsc * g->e), 0,
+						(uint32_t)(rsc * g->e), 1, g->K, d->Nr, d->Nr);
+
 			for (uint32_t r = 0; r < d->nblk; r++) {
 				uint32_t n0 = r * d->Nr, nv = ACCEL_MIN(d->Nr, g->K - n0);
 
-				cs_dma(x->cs, true, AS, g->w_va + (uint64_t)n0 * g->w_pitch, g->w_pitch, 0, r, h, d->w_off,
-				       (uint32_t)(rsc * g->e), 0, (uint32_t)(rsc * g->e), nv, 1);
+				if (!banded)
+					cs_dma(x->cs, true, AS, g->w_va + (uint64_t)n0 * g->w_pitch, g->w_pitch, 0, r, h,
+					       d->w_off, (uint32_t)(rsc * g->e), 0, (uint32_t)(rsc * g->e), nv, 1);
 				if (p->use_sfu && (p->sfu.ops & TNPU_SFU_OP_BIAS))
 					cs_dma(x->cs, true, AS, p->bias_va + (uint64_t)n0 * 4, 0, 0, r, h, d->bias_off, 0, 0,
 					       nv * 4, 1, 1);
 			}
 		} else {
 			/* every row may work on every channel block: all weights everywhere */
-			cs_dma(x->cs, true, AS, g->w_va, g->w_pitch, 0, all, h, d->w_off, (uint32_t)(rsc * g->e), 0,
-			       (uint32_t)(rsc * g->e), g->K, 1);
+			if (!bands_h2d(x, g->w_va, g->w_pitch, 0, h, d->w_off, (uint32_t)(rsc * g->e), 0,
+				       (uint32_t)(rsc * g->e), 1, g->K, 0, g->K))
+				cs_dma(x->cs, true, AS, g->w_va, g->w_pitch, 0, all, h, d->w_off, (uint32_t)(rsc * g->e), 0,
+				       (uint32_t)(rsc * g->e), g->K, 1);
 			if (p->use_sfu && (p->sfu.ops & TNPU_SFU_OP_BIAS))
 				cs_dma(x->cs, true, AS, p->bias_va, 0, 0, all, h, d->bias_off, 0, 0, g->K * 4, 1, 1);
 		}
 	}
-	if (load_in && rows_in && cols_in)
+	if (load_in && rows_in && cols_in &&
+	    !bands_h2d(x, src, 0, (uint64_t)g->in_sh, h, dst, 0, (uint32_t)row_b, cols_in * g->C * g->e, rows_in, 1, 0, 1))
 		cs_dma(x->cs, true, AS, src, (uint64_t)g->in_sh, 0, all, h, dst, (uint32_t)row_b, 0, cols_in * g->C * g->e,
 		       rows_in, 1);
 }
@@ -417,6 +455,72 @@ struct round {
 	uint32_t y0, x0, xv, nb;	/* output row group start, pixel chunk, channel block */
 	bool valid;
 };
+
+/*
+ * The rows' output blocks as one DMA_BANDS_D2H (issue #16), each unit through its own host port
+ * (256 B/cycle each, all in parallel) instead of one 128 B/cycle stream per row in turn, when they
+ * tile the output regularly:
+ *  - rows over M (one channel block, consecutive output rows): row r's ny rows start cols rows after
+ *    row r-1's, so unit r's band is planes [r*cols, r*cols + ny) of one 3-D transfer (axis Z);
+ *  - rows over N (the same pixels, consecutive channel blocks): unit r's band is bytes
+ *    [r*Nr*oe, (r+1)*Nr*oe) of every pixel's channels (axis X).
+ * Returns false (the per-row DMAs then run) when the device has no ports or the rows do not line up.
+ */
+static bool store_bands(struct mm_ctx *x, const struct dconv *g, const struct dplan *d, const struct round *rr,
+			unsigned nrows, uint32_t b, unsigned j, unsigned h)
+{
+	const struct accel_caps *c = x->caps;
+	uint32_t depth = 0, nv = 0, ny0 = ACCEL_MIN(c->cols, g->OH - rr[0].y0), row_b = d->Nr * g->oe;
+	bool over_m = true, over_n = true;
+	unsigned valid = 0;
+	struct tnpu_cmd_dma_bands cmd = {
+		.hdr = { .opcode = TNPU_CMD_DMA_BANDS_D2H, .flags = AS, .size = sizeof(cmd) },
+		.host_pitch_y = (uint64_t)g->out_sw, .host_pitch_z = (uint64_t)g->out_sh, .sram_off = d->c_off[j],
+		.sram_pitch_y = row_b, .sram_pitch_z = d->tm * row_b, .half = (uint8_t)h,
+	};
+
+	if (!(c->features & TNPU_FEAT_DEPTHWISE) || c->rows < 2 || nrows < 2 || x->pin_row != 0xFF || !rr[0].valid)
+		return false;
+	for (unsigned r = 0; r < nrows; r++) {
+		uint32_t ny;
+
+		if (!rr[r].valid)
+			break;
+		valid++;
+		ny = d->cl_over_n ? 1 : ACCEL_MIN(c->cols, g->OH - rr[r].y0);
+		over_m &= !d->cl_over_n && rr[r].nb == rr[0].nb && rr[r].x0 == rr[0].x0 && rr[r].xv == rr[0].xv &&
+			  rr[r].y0 == rr[0].y0 + r * c->cols && (r == 0 || ny0 == c->cols);
+		over_n &= rr[r].nb == rr[0].nb + r && rr[r].x0 == rr[0].x0 && rr[r].xv == rr[0].xv && rr[r].y0 == rr[0].y0;
+		if (over_m)
+			depth = r * c->cols + ny;
+		if (r > 0 && ny0 != c->cols)
+			over_m = false;
+	}
+	for (unsigned r = valid; r < nrows; r++)
+		if (rr[r].valid)
+			return false;
+	if (valid < 2 || (!over_m && !over_n))
+		return false;
+	cmd.host_va = g->out_va + (uint64_t)b * (uint64_t)g->out_sn + (uint64_t)rr[0].y0 * (uint64_t)g->out_sh +
+		      (uint64_t)rr[0].x0 * (uint64_t)g->out_sw + (uint64_t)rr[0].nb * row_b;
+	cmd.height = rr[0].xv;
+	if (over_m) {
+		cmd.width = ACCEL_MIN(d->Nr, g->K - rr[0].nb * d->Nr) * g->oe;
+		cmd.depth = depth;
+		cmd.band_step = c->cols;
+		cmd.band_len = c->cols;
+		cmd.axis = TNPU_BANDS_AXIS_Z;
+	} else {
+		nv = ACCEL_MIN(valid * d->Nr, g->K - rr[0].nb * d->Nr);
+		cmd.width = nv * g->oe;
+		cmd.depth = d->cl_over_n ? 1 : ny0;
+		cmd.band_step = row_b;
+		cmd.band_len = row_b;
+		cmd.axis = TNPU_BANDS_AXIS_X;
+	}
+	cs_raw(x->cs, &cmd, sizeof(cmd));
+	return true;
+}
 
 /* Run ng (1 or 2) output tiles.  Phased: tap-major (one EXE per tap and tile, each tap waiting for
  * its weights), tile k in instruction buffer 2 + k / accumulator k; else one EXE of buffer 1 each. */
@@ -508,6 +612,10 @@ static void emit_group(struct mm_ctx *x, const struct dconv *g, const struct dpl
 		unsigned j = jj[k];
 
 		cs_sem(x->cs, false, AS, TNPU_ENGINE_STORE, S_STG_FULL + j, 1);
+		if (store_bands(x, g, d, rr, nrows, b, j, h)) {
+			cs_sem(x->cs, true, AS, TNPU_ENGINE_STORE, S_STG_FREE + j, 1);
+			continue;
+		}
 		for (unsigned r = 0; r < nrows; r++) {
 			uint32_t ny, n0 = rr[r].nb * d->Nr;
 			uint64_t dst;

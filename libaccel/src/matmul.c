@@ -201,6 +201,64 @@ static void load_b(struct mm_ctx *x, const struct mm_problem *p, const struct mm
 		       pl->b_off, pl->kt * e, 0, kv * e, nv, 1);
 }
 
+/* Some row already holds its B tile in half h (the per-row loads skip it). */
+static bool b_resident(const struct mm_ctx *x, unsigned h, const uint32_t *nblk, uint32_t nrows, uint64_t seq,
+		       uint32_t ks)
+{
+	for (uint32_t r = 0; r < nrows; r++)
+		if (x->tag_b[h][r] == (seq | ((uint64_t)nblk[r] << 24) | ks))
+			return true;
+	return false;
+}
+
+/*
+ * Rows over N (issue #16): the rows' consecutive N blocks of B as one DMA_BANDS_H2D, every storage unit
+ * reading its block through its own host port (256 B/cycle each, all in parallel) instead of one
+ * 128 B/cycle stream per row in turn -- a 1 x 1280 x 1000 classifier is bound by its weight bytes.
+ * Returns false (the per-row DMAs then run) when the device has no ports or the rows' blocks are not
+ * consecutive dense blocks.
+ */
+static bool load_b_bands(struct mm_ctx *x, const struct mm_problem *p, const struct mm_plan *pl, unsigned h,
+			 const uint32_t *nblk, uint32_t nrows, uint32_t k0, uint32_t kv)
+{
+	const struct accel_caps *c = x->caps;
+	uint32_t e = p->f32 ? 4 : 1, Nb = c->pes * pl->tn, n0 = nblk[0] * Nb, nv;
+	const struct mm_src *b = &p->b;
+	struct tnpu_cmd_dma_bands cmd = {
+		.hdr = { .opcode = TNPU_CMD_DMA_BANDS_H2D, .flags = AS, .size = sizeof(cmd) },
+		.sram_off = pl->b_off, .half = (uint8_t)h,
+	};
+
+	if (!(c->features & TNPU_FEAT_DEPTHWISE) || x->pin_row != 0xFF || nrows < 2 || !pl->rows_over_n ||
+	    (b->kind != MM_MAT && b->kind != MM_MAT_T) || b->dma_flags)
+		return false;
+	for (uint32_t r = 1; r < nrows; r++)
+		if (nblk[r] != nblk[0] + r)
+			return false;
+	nv = ACCEL_MIN(nrows * Nb, p->N - n0);
+	if (b->kind == MM_MAT) {	/* K x N: unit r takes bytes [r*Nb*e, ...) of each of the kv rows */
+		cmd.host_va = b->va + (uint64_t)k0 * b->pitch + (uint64_t)n0 * e;
+		cmd.host_pitch_y = b->pitch;
+		cmd.sram_pitch_y = Nb * e;
+		cmd.width = nv * e;
+		cmd.height = kv;
+		cmd.depth = 1;
+		cmd.band_step = cmd.band_len = Nb * e;
+		cmd.axis = TNPU_BANDS_AXIS_X;
+	} else {	/* N x K: unit r takes rows (planes) [r*Nb, ...) */
+		cmd.host_va = b->va + (uint64_t)n0 * b->pitch + (uint64_t)k0 * e;
+		cmd.host_pitch_z = b->pitch;
+		cmd.sram_pitch_z = pl->kt * e;
+		cmd.width = kv * e;
+		cmd.height = 1;
+		cmd.depth = nv;
+		cmd.band_step = cmd.band_len = Nb;
+		cmd.axis = TNPU_BANDS_AXIS_Z;
+	}
+	cs_raw(x->cs, &cmd, sizeof(cmd));
+	return true;
+}
+
 static void store_c(struct mm_ctx *x, const struct mm_problem *p, const struct mm_plan *pl, unsigned r,
 		    unsigned h, uint32_t m0, uint32_t mv, uint32_t n0, uint32_t nv)
 {
@@ -272,6 +330,11 @@ static void emit_block(struct mm_ctx *x, const struct mm_problem *p, const struc
 			}
 			load_a(x, p, pl, r0 + r, h, m0, mv, k0, kv);
 			x->tag_a[h][r] = ta;
+		}
+		if (!(same_b && all) && !b_resident(x, h, nblk, nrows, seq, ks) &&
+		    load_b_bands(x, p, pl, h, nblk, nrows, k0, kv)) {
+			for (uint32_t r = 0; r < nrows; r++)
+				x->tag_b[h][r] = seq | ((uint64_t)nblk[r] << 24) | ks;
 		}
 		for (uint32_t r = 0; r < nrows; r++) {
 			uint32_t n0 = nblk[r] * Nb, nv = ACCEL_MIN(Nb, p->N - n0);

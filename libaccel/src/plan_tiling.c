@@ -43,7 +43,7 @@ static void estimate(const struct accel_caps *c, const struct mm_problem *p, str
 	double exe = TNPU_CYC_EXE + 4 + fmax(mac, dist) + TNPU_CYC_CMD + TNPU_CYC_DISPATCH;
 	double epi = (double)up((uint64_t)pl->tm * pl->tn * oe * c->pes, 128) +
 		     (double)up((uint64_t)pl->tm * pl->tn, p->use_sfu ? 16 : 64);
-	double cost_a, cost_b, cost_st, a_loads, b_loads, steps = (double)(n_mg * n_ng * n_k);
+	double cost_a, cost_b, cost_st, cost_b_rows, a_loads, b_loads, steps = (double)(n_mg * n_ng * n_k);
 	double compute, load, store, bytes_a, bytes_b, im2col_box = 0;
 
 	switch (p->a.kind) {
@@ -97,10 +97,20 @@ static void estimate(const struct accel_caps *c, const struct mm_problem *p, str
 		b_loads = steps;
 		pl->mapping = "output-stationary";
 	}
+	/* rows over N on a device with host ports: the rows' B tiles are one DMA_BANDS_H2D, each unit's
+	 * through its own 256 B/cycle port (matmul.c load_b_bands).  Estimated so for GEMMs only: the
+	 * convolutions' choice between IM2COL and the direct lowering keeps its host-read budget
+	 * (libaccel.md; an IM2COL plan that looks cheaper would re-read its input), and their IM2COL
+	 * plans use the bands where they apply anyway. */
+	if ((c->features & TNPU_FEAT_DEPTHWISE) && pl->rows_over_n && b_rows >= 2 && p->a.kind != MM_IM2COL &&
+	    (p->b.kind == MM_MAT || p->b.kind == MM_MAT_T) && !p->b.dma_flags)
+		cost_b_rows = 36.0 + (p->b.kind == MM_MAT ? (double)(kt * up(Nb * e, 256)) : (double)(Nb * up(kt * e, 256)));
+	else
+		cost_b_rows = (double)b_rows * cost_b;
 	compute = (double)(n_mg * n_ng) * ((double)n_k * exe + epi);
-	load = a_loads * a_rows * cost_a + b_loads * b_rows * cost_b;
+	load = a_loads * a_rows * cost_a + b_loads * cost_b_rows;
 	store = (double)(n_mg * n_ng) * rows_used * cost_st;
-	pl->est_cycles = fmax(compute, fmax(load, store)) + a_rows * cost_a + b_rows * cost_b + rows_used * cost_st + 64;
+	pl->est_cycles = fmax(compute, fmax(load, store)) + a_rows * cost_a + cost_b_rows + rows_used * cost_st + 64;
 	pl->est_h2d_bytes = (uint64_t)(a_loads * a_rows * bytes_a + b_loads * b_rows * bytes_b);
 }
 

@@ -214,6 +214,49 @@ Test(conv, direct_bias_relu_applies_the_sfu_once_per_output)
 	accel_close(dev);
 }
 
+/* A 1x1 expansion (MobileNetV2's 16 -> 96 channels at 56x56, fp32, bias + ReLU) is bound by its output
+ * bytes: the direct lowering stores the array rows' output blocks as one DMA_BANDS_D2H, every storage
+ * unit through its own host port, instead of one 128 B/cycle stream per row (issue #16).  Results
+ * against the CPU reference. */
+Test(conv, direct_outputs_leave_through_the_host_ports)
+{
+	struct accel_dev *dev = open_dev("sim:conv=direct");
+	struct accel_counters cnt;
+	uint64_t obytes = 56ull * 56 * 96 * 4;
+
+	if (!test_is_sim())
+		cr_skip_test("forces the direct lowering (a sim option)");
+	conv_cnt_out = &cnt;
+	run_conv_case(dev, &CC(.c = 16, .h = 56, .w = 56, .k = 96, .r = 1, .s = 1, .f32 = true, .bias = true,
+			       .relu = true), 4);
+	conv_cnt_out = NULL;
+	cr_assert_lt(cnt.store_cycles, obytes / 128 / 2, "store cycles %llu for %llu output bytes",
+		     (unsigned long long)cnt.store_cycles, (unsigned long long)obytes);
+	accel_close(dev);
+}
+
+/* The direct lowering's input band and weights (int8 28x28x128 -> 128, 3x3) reach the storage units
+ * through their own host ports (DMA_BANDS_H2D, 256 B/cycle each, in parallel): the load engine is busy
+ * at most as long as the footprint's bytes take on one 128 B/cycle stream plus two command setups
+ * (the tap-major start loads the weights tap by tap, a setup each; 2 336 cycles with single-stream
+ * DMAs, issue #16).  Results against the CPU reference. */
+Test(conv, direct_inputs_and_weights_arrive_through_the_host_ports)
+{
+	struct accel_dev *dev = open_dev("sim:conv=direct");
+	struct accel_counters cnt;
+	uint64_t footprint = 28ull * 28 * 128 + 128ull * 128 * 9;
+
+	if (!test_is_sim())
+		cr_skip_test("forces the direct lowering (a sim option)");
+	conv_cnt_out = &cnt;
+	run_conv_case(dev, &CC(.c = 128, .h = 28, .w = 28, .k = 128, .r = 3, .s = 3, .pt = 1, .pl = 1, .pb = 1, .pr = 1,
+			       .bias = true, .relu = true), 6);
+	conv_cnt_out = NULL;
+	cr_assert_leq(cnt.load_cycles, footprint / 128 + 2 * 32, "load cycles %llu for a %llu-byte footprint",
+		     (unsigned long long)cnt.load_cycles, (unsigned long long)footprint);
+	accel_close(dev);
+}
+
 Test(conv, edge_cases)
 {
 	struct accel_dev *dev = open_dev(NULL);
