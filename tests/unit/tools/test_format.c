@@ -101,6 +101,8 @@ Test(format, features_of_the_v1_device)
 	cr_assert_str_eq(buf, "vector-units sfu-residual");
 	ai_format_features(0x20000, buf, sizeof(buf));	/* wide multicast (#16) bit 17 */
 	cr_assert_str_eq(buf, "dw-wide");
+	ai_format_features(0x40000, buf, sizeof(buf));	/* per-job counter records: bit 18 */
+	cr_assert_str_eq(buf, "job-counters");
 }
 
 Test(format, class_names)
