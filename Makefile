@@ -33,7 +33,7 @@ UDEVRULESDIR ?= $(if $(filter /usr,$(PREFIX)),/usr/lib/udev/rules.d,/etc/udev/ru
 # compiled into the pkg-config files).
 INSTALL_BUILD = $(if $(filter /usr/local,$(PREFIX)),$(MESON_BUILD),$(BUILD)/meson-prefix$(subst /,-,$(PREFIX)))
 
-.PHONY: all deps build unit module qemu qtest vm vm-test vm-shell check demo bench-core fuzz-core \
+.PHONY: all deps build unit module qemu qtest vm vm-test vm-shell check demo bench-core fuzz-core fuzz-qemu \
 	checkpatch clean distclean help onnx-conformance train-model debug-kernel vm-debug fuzz-uapi install deb deb-deps model-zoo deps-zoo
 
 all: build module
@@ -113,6 +113,10 @@ bench-core: build
 
 fuzz-core: deps
 	@$(TOP)/qemu-device/core/fuzz/run-fuzz.sh $${FUZZ_SECONDS:-60}
+
+# QEMU's generic-fuzz on the device (clang + ASan QEMU build of its own): not part of make check.
+fuzz-qemu: qemu
+	@$(TOP)/tools/build-qemu-fuzz run $${FUZZ_QEMU_SECONDS:-300}
 
 checkpatch: deps
 	@$(TOP)/tools/checkpatch

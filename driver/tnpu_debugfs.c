@@ -52,6 +52,11 @@ static int tnpu_regs_show(struct seq_file *m, void *unused)
 
 	if (!drm_dev_enter(&tdev->drm, &idx))
 		return -ENODEV;
+	/* the registers of a runtime-suspended device read all ones: resume it for the dump */
+	if (tnpu_pm_get(tdev)) {
+		drm_dev_exit(idx);
+		return -EIO;
+	}
 	for (i = 0; i < ARRAY_SIZE(tnpu_dump_regs); i++)
 		seq_printf(m, "%-16s 0x%04x = 0x%08x\n", tnpu_dump_regs[i].name,
 			   tnpu_dump_regs[i].reg, tnpu_read(tdev, tnpu_dump_regs[i].reg));
@@ -68,6 +73,7 @@ static int tnpu_regs_show(struct seq_file *m, void *unused)
 			   TNPU_Q_BASE(q) + TNPU_Q_DONE_SEQNO,
 			   tnpu_read64(tdev, TNPU_Q_BASE(q) + TNPU_Q_DONE_SEQNO));
 	}
+	tnpu_pm_put(tdev);
 	drm_dev_exit(idx);
 	return 0;
 }
@@ -102,8 +108,7 @@ static int tnpu_rings_show(struct seq_file *m, void *unused)
 				   job->cmd_va, job->cmd_len);
 	}
 	spin_unlock(&tdev->lock);
-	seq_printf(m, "unplugged %d timeout_ms %u doorbell_retries %lld\n", tdev->unplugged,
-		   tnpu_timeout_ms, atomic64_read(&tdev->doorbell_retries));
+	seq_printf(m, "unplugged %d timeout_ms %u\n", tdev->unplugged, tnpu_timeout_ms);
 	return 0;
 }
 DEFINE_SHOW_ATTRIBUTE(tnpu_rings);

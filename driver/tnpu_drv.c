@@ -304,7 +304,22 @@ static int tnpu_ioctl_##name##_guarded(struct drm_device *drm, void *data,	\
 	return tnpu_ioctl_##name(drm, data, file);				\
 }
 
-TNPU_IOCTL_WRAP(query)
+/* QUERY reads device registers (counters, islands, row busy): the device is resumed for it */
+static int tnpu_ioctl_query_guarded(struct drm_device *drm, void *data, struct drm_file *file)
+{
+	int idx, ret;
+
+	if (!drm_dev_enter(drm, &idx))
+		return -ENODEV;
+	ret = tnpu_pm_get(to_tnpu(drm));
+	if (!ret) {
+		ret = tnpu_ioctl_query(drm, data, file);
+		tnpu_pm_put(to_tnpu(drm));
+	}
+	drm_dev_exit(idx);
+	return ret;
+}
+
 TNPU_IOCTL_WRAP(bo_create)
 TNPU_IOCTL_WRAP(bo_info)
 TNPU_IOCTL_WRAP_UNHELD(bo_wait)
@@ -504,6 +519,7 @@ static int tnpu_probe(struct pci_dev *pdev, const struct pci_device_id *id)
 	if (ret)
 		goto err_irq;
 	tnpu_debugfs_init(tdev);
+	tnpu_pm_init(tdev);
 	return 0;
 
 err_irq:
@@ -520,6 +536,7 @@ static void tnpu_remove(struct pci_dev *pdev)
 {
 	struct tnpu_device *tdev = pci_get_drvdata(pdev);
 
+	tnpu_pm_fini(tdev);
 	mutex_lock(&tnpu_devices_lock);
 	list_del(&tdev->node);
 	mutex_unlock(&tnpu_devices_lock);
@@ -542,21 +559,6 @@ static void tnpu_reset_done(struct pci_dev *pdev)
 	tnpu_pci_reset_done(pci_get_drvdata(pdev));
 }
 
-static int tnpu_pm_suspend(struct device *dev)
-{
-	tnpu_jobs_suspend(pci_get_drvdata(to_pci_dev(dev)));
-	return 0;
-}
-
-static int tnpu_pm_resume(struct device *dev)
-{
-	tnpu_jobs_resume(pci_get_drvdata(to_pci_dev(dev)));
-	return 0;
-}
-
-/* the PCI core saves and restores config space (MSI-X included) around these */
-static DEFINE_SIMPLE_DEV_PM_OPS(tnpu_pm_ops, tnpu_pm_suspend, tnpu_pm_resume);
-
 static const struct pci_error_handlers tnpu_err_handlers = {
 	.reset_prepare = tnpu_reset_prepare,
 	.reset_done = tnpu_reset_done,
@@ -575,7 +577,7 @@ static struct pci_driver tnpu_pci_driver = {
 	.remove = tnpu_remove,
 	.dev_groups = tnpu_groups,
 	.err_handler = &tnpu_err_handlers,
-	.driver.pm = pm_sleep_ptr(&tnpu_pm_ops),
+	.driver.pm = pm_ptr(&tnpu_pm_ops),
 };
 
 static int __init tnpu_init(void)

@@ -170,7 +170,7 @@ struct tnpu_device {
 	spinlock_t lock;		/* ring state, in-flight lists, hardware queue registers */
 	struct mutex reset_lock;	/* serialises recovery and unplug */
 	bool unplugged;
-	bool in_reset;			/* PCI function reset between prepare and done */
+	bool in_reset;			/* no HW access: FLR, system/runtime suspend */
 	struct tnpu_ring rings[TNPU_MAX_QUEUES];
 	atomic_t next_ring;
 
@@ -179,7 +179,7 @@ struct tnpu_device {
 
 	/* statistics (QUERY_COUNTERS) */
 	atomic64_t jobs_submitted, jobs_completed, jobs_failed, jobs_timedout, resets, mmu_faults;
-	atomic64_t hw_errors, job_ids, doorbell_retries;
+	atomic64_t hw_errors, job_ids;
 
 	struct tnpu_coredump *coredump;	/* tnpu_coredump.c */
 };
@@ -205,6 +205,7 @@ struct tnpu_job {
 	u64 hw_seqno;
 	struct dma_fence *hw_fence;	/* allocated at submit, initialised in run_job */
 	bool hw_fence_init;
+	bool pm_ref;			/* holds a runtime-PM reference (SUBMIT to release) */
 	struct list_head node;		/* ring->inflight */
 	struct drm_gem_object **bos;
 	u32 *bo_flags;
@@ -308,6 +309,8 @@ void tnpu_pci_reset_prepare(struct tnpu_device *tdev);
 void tnpu_pci_reset_done(struct tnpu_device *tdev);
 void tnpu_jobs_suspend(struct tnpu_device *tdev);
 void tnpu_jobs_resume(struct tnpu_device *tdev);
+int tnpu_jobs_runtime_suspend(struct tnpu_device *tdev);
+void tnpu_jobs_runtime_resume(struct tnpu_device *tdev);
 void tnpu_rings_set_timeout(struct tnpu_device *tdev, unsigned int ms);
 void tnpu_job_created(void);
 void tnpu_job_destroyed(void);
@@ -332,6 +335,14 @@ int tnpu_ioctl_perfmon_get_values(struct drm_device *drm, void *data, struct drm
 
 /* tnpu_fdinfo.c */
 void tnpu_show_fdinfo(struct drm_printer *p, struct drm_file *file);
+
+/* tnpu_pm.c */
+extern const struct dev_pm_ops tnpu_pm_ops;
+void tnpu_pm_init(struct tnpu_device *tdev);
+void tnpu_pm_fini(struct tnpu_device *tdev);
+int tnpu_pm_get(struct tnpu_device *tdev);
+void tnpu_pm_put(struct tnpu_device *tdev);
+int tnpu_pm_get_if_active(struct tnpu_device *tdev);
 
 /* tnpu_fops.c */
 extern const struct file_operations tnpu_fops;

@@ -96,6 +96,12 @@ void tnpu_mmu_invalidate(struct tnpu_device *tdev)
 	u32 st;
 	int idx;
 
+	/*
+	 * A runtime-suspended device runs no job and holds no translation (runtime resume writes
+	 * MMU_INVALIDATE when it programs the device again): nothing to wait for.
+	 */
+	if (tnpu_pm_get_if_active(tdev) <= 0)
+		return;
 	if (drm_dev_enter(&tdev->drm, &idx)) {
 		tnpu_write(tdev, TNPU_REG_MMU_INVALIDATE, 1);
 		if (readl_poll_timeout_atomic(tdev->regs + TNPU_REG_STATUS, st,
@@ -105,6 +111,7 @@ void tnpu_mmu_invalidate(struct tnpu_device *tdev)
 					     "MMU invalidate not complete (status 0x%x)\n", st);
 		drm_dev_exit(idx);
 	}
+	tnpu_pm_put(tdev);
 }
 
 void tnpu_mmu_unmap(struct tnpu_ctx *ctx, u64 va, u64 size)

@@ -239,27 +239,6 @@ static struct dma_fence *tnpu_job_run(struct drm_sched_job *sched_job)
 	return dma_fence_get(job->hw_fence);
 }
 
-/*
- * A ring that is enabled, idle and not halted but has entries between HEAD and TAIL missed a
- * doorbell: ring it again. A lost doorbell (a device fault) must cost one timeout period, not a
- * reset and a failed job. tdev->lock held.
- */
-static bool tnpu_ring_nudge(struct tnpu_ring *ring)
-{
-	struct tnpu_device *tdev = ring->tdev;
-	u32 st = tnpu_qread(tdev, ring->idx, TNPU_Q_STATUS);
-	u32 head = tnpu_qread(tdev, ring->idx, TNPU_Q_HEAD);
-	u32 tail = tnpu_qread(tdev, ring->idx, TNPU_Q_TAIL);
-
-	if ((st & TNPU_Q_STATUS_ENABLED) && !(st & (TNPU_Q_STATUS_BUSY | TNPU_Q_STATUS_ERROR)) &&
-	    head != tail && !list_empty(&ring->inflight)) {
-		atomic64_inc(&tdev->doorbell_retries);
-		tnpu_qwrite(tdev, ring->idx, TNPU_Q_DOORBELL, 1);
-		return true;
-	}
-	return false;
-}
-
 /* The oldest job on its ring, which has made no progress for timeout_ms. tdev->lock held. */
 static bool tnpu_job_expired(struct tnpu_job *job)
 {
@@ -355,6 +334,38 @@ void tnpu_jobs_resume(struct tnpu_device *tdev)
 }
 
 /*
+ * Runtime suspend (tnpu_pm.c): only an idle device, i.e. no job on any ring (jobs hold a
+ * runtime-PM reference from SUBMIT, so this is a safety check). Hardware access is held off as
+ * for a system suspend, without keeping reset_lock across the suspended period.
+ */
+int tnpu_jobs_runtime_suspend(struct tnpu_device *tdev)
+{
+	int ret = 0;
+	u32 q;
+
+	mutex_lock(&tdev->reset_lock);
+	spin_lock(&tdev->lock);
+	for (q = 0; q < tdev->num_rings; q++)
+		if (!list_empty(&tdev->rings[q].inflight))
+			ret = -EBUSY;
+	if (!ret && !tdev->in_reset) {
+		tdev->in_reset = true;
+		if (!tdev->unplugged)
+			tnpu_write(tdev, TNPU_REG_IRQ_MASK, 0xffffffff);
+	}
+	spin_unlock(&tdev->lock);
+	mutex_unlock(&tdev->reset_lock);
+	return ret;
+}
+
+/* Runtime resume: the system-resume path (program the device, rewrite what was in flight). */
+void tnpu_jobs_runtime_resume(struct tnpu_device *tdev)
+{
+	mutex_lock(&tdev->reset_lock);
+	tnpu_unhold(tdev, "runtime resume", false);
+}
+
+/*
  * Device reset after @guilty timed out: every ring restarts empty; jobs that were on the hardware
  * and did not complete are written to the rings again, the guilty job fails with -ETIMEDOUT.
  */
@@ -424,9 +435,11 @@ static enum drm_gpu_sched_stat tnpu_job_timedout(struct drm_sched_job *sched_job
 		if (tnpu_qread(tdev, ring->idx, TNPU_Q_STATUS) & TNPU_Q_STATUS_ERROR)
 			tnpu_ring_error(ring);
 		tnpu_ring_retire(ring);
-		/* a lost doorbell is not a hang: ring it again and give the job its time */
-		if (tnpu_ring_nudge(ring))
-			ring->progress = jiffies;
+		/*
+		 * No doorbell is ever rung twice: the device fetches until HEAD == TAIL after every
+		 * doorbell and completion (queues.md), so a ring idle with entries left is a device
+		 * fault and recovered like a hang (tnpu_stress_test many_rings_no_lost_doorbell).
+		 */
 		expired = tnpu_job_expired(job);
 	}
 	spin_unlock(&tdev->lock);

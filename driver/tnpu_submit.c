@@ -35,6 +35,8 @@ void tnpu_job_release(struct tnpu_job *job)
 			kfree(job->hw_fence);
 	}
 	tnpu_perfmon_put(job->perfmon);
+	if (job->pm_ref)
+		tnpu_pm_put(job->tdev);
 	tnpu_ctx_put(job->ctx);
 	kfree(job);
 	tnpu_job_destroyed();
@@ -250,6 +252,11 @@ int tnpu_ioctl_submit(struct drm_device *drm, void *data, struct drm_file *file)
 	job->ctx = tnpu_ctx_get(tfile->ctx);
 	job->client_id = file->client_id;
 	INIT_LIST_HEAD(&job->node);
+	/* powered from here to the job's release: run_job and completion never resume the device */
+	ret = tnpu_pm_get(tdev);
+	if (ret)
+		goto err_release;
+	job->pm_ref = true;
 	/* the hardware fence is allocated here because run_job must not allocate */
 	job->hw_fence = kzalloc(sizeof(*job->hw_fence), GFP_KERNEL);
 	if (!job->hw_fence) {

@@ -1,13 +1,58 @@
 // SPDX-License-Identifier: GPL-2.0-only
 /*
- * System sleep with tnpu.ko: a real S3 cycle (woken by the RTC alarm). The device comes back at its
- * reset defaults (QEMU resets it on resume), so jobs only run afterwards if the driver's resume
- * programs it again; jobs on the hardware when the system slept run again from their start.
+ * Power management with tnpu.ko.
+ *
+ * Runtime PM (every run): an idle device runtime-suspends after its autosuspend delay (the PCI core
+ * puts it in D3hot), a SUBMIT resumes it (the driver programs it again through the system-resume
+ * path) and the jobs complete; counters stay consistent. Set to a 100 ms delay for the test and restored afterwards.
+ *
+ * System sleep: a real S3 cycle (woken by the RTC alarm). The device comes back at its reset
+ * defaults (QEMU resets it on resume), so jobs only run afterwards if the driver's resume programs
+ * it again; jobs on the hardware when the system slept run again from their start.
  */
 #include "kselftest_harness.h"
 #include "tnpu_test.h"
 
 #define WAKEALARM "/sys/class/rtc/rtc0/wakealarm"
+#define POWER_DIR "/sys/class/accel/accel0/device/power/"
+#define CNT_COMMANDS 13
+
+static int read_line(const char *path, char *buf, size_t size)
+{
+	FILE *f = fopen(path, "r");
+	char *nl;
+
+	if (!f)
+		return -errno;
+	if (!fgets(buf, (int)size, f))
+		buf[0] = 0;
+	fclose(f);
+	nl = strchr(buf, '\n');
+	if (nl)
+		*nl = 0;
+	return 0;
+}
+
+static void runtime_status(char *buf, size_t size)
+{
+	if (read_line(POWER_DIR "runtime_status", buf, size))
+		snprintf(buf, size, "?");
+}
+
+/* Polls runtime_status for @want; true if seen within @ms */
+static bool wait_runtime_status(const char *want, int ms)
+{
+	char st[32];
+	int i;
+
+	for (i = 0; i < ms / 10; i++) {
+		runtime_status(st, sizeof(st));
+		if (!strcmp(st, want))
+			return true;
+		usleep(10000);
+	}
+	return false;
+}
 
 /*
  * Under TCG the guest's timers stop working after an S3 resume (sleep(1) never returns), which
@@ -53,16 +98,66 @@ static int system_sleep(int secs)
 
 FIXTURE(pm) {
 	struct tnpu_ctx c;
+	char delay[32];
 };
 
 FIXTURE_SETUP(pm)
 {
 	ASSERT_EQ(0, tnpu_ctx_init(&self->c)) TH_LOG("cannot open %s", TNPU_DEV);
+	ASSERT_EQ(0, read_line(POWER_DIR "autosuspend_delay_ms", self->delay, sizeof(self->delay)));
+	ASSERT_EQ(0, tnpu_write_file(POWER_DIR "autosuspend_delay_ms", "100"));
 }
 
 FIXTURE_TEARDOWN(pm)
 {
+	tnpu_write_file(POWER_DIR "autosuspend_delay_ms", self->delay);
 	tnpu_ctx_fini(&self->c);
+}
+
+/*
+ * The driver enables runtime PM itself (power/control "auto"): with the file open but no job, the
+ * device suspends; SUBMIT resumes it, the jobs complete with the right values, and the driver's
+ * and the device's counters move by exactly those jobs (no reset, no timeout, no re-run).
+ */
+TEST_F(pm, idle_device_runtime_suspends_and_a_submit_resumes_it)
+{
+	struct drm_tnpu_bo_ref ref = { self->c.data.handle, DRM_TNPU_BO_REF_WRITE };
+	struct drm_tnpu_counters before = { 0 }, after = { 0 };
+	uint64_t *data = self->c.data.map;
+	char ctl[32], st[32];
+	int round, i;
+
+	/* the S3 run: after its resume the guest's timers stop under TCG (no autosuspend, no usleep) */
+	if (requested_alone())
+		SKIP(return, "runs in the default run of all suites, not in the S3 run");
+	ASSERT_EQ(0, read_line(POWER_DIR "control", ctl, sizeof(ctl)));
+	ASSERT_STREQ("auto", ctl);
+	ASSERT_EQ(0, tnpu_query(self->c.fd, DRM_TNPU_QUERY_COUNTERS, &before, sizeof(before)));
+	for (round = 0; round < 3; round++) {
+		runtime_status(st, sizeof(st));
+		ASSERT_TRUE(wait_runtime_status("suspended", 10000))
+			TH_LOG("round %d: runtime_status %s 10 s after the last job", round, st);
+		for (i = 0; i < 16; i++) {
+			struct tnpu_job_args j = { .queue = self->c.queue, .cmd = &self->c.cmd,
+						   .cmd_offset = 64 * i, .refs = &ref, .nrefs = 1,
+						   .out_sync = self->c.sync };
+
+			j.cmd_size = tnpu_cmd_fence((char *)self->c.cmd.map + 64 * i,
+						    self->c.data.va + 8 * i, 1000 * round + i);
+			ASSERT_EQ(0, tnpu_submit(self->c.fd, &j));
+		}
+		ASSERT_EQ(0, tnpu_sync_status(self->c.fd, self->c.sync, 0, 20000));
+		for (i = 0; i < 16; i++)
+			EXPECT_EQ(1000 * round + i, data[i]) TH_LOG("round %d job %d", round, i);
+	}
+	ASSERT_EQ(0, tnpu_query(self->c.fd, DRM_TNPU_QUERY_COUNTERS, &after, sizeof(after)));
+	EXPECT_EQ(before.jobs_submitted + 48, after.jobs_submitted);
+	EXPECT_EQ(before.jobs_completed + 48, after.jobs_completed);
+	EXPECT_EQ(before.jobs_failed, after.jobs_failed);
+	EXPECT_EQ(before.resets, after.resets);
+	EXPECT_EQ(before.jobs_timedout, after.jobs_timedout);
+	/* one FENCE command per job: the device's counters survive the suspended periods */
+	EXPECT_EQ(before.device[CNT_COMMANDS] + 48, after.device[CNT_COMMANDS]);
 }
 
 /*

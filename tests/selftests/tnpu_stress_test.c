@@ -96,4 +96,112 @@ TEST(processes_submit_thousands_of_jobs_without_loss_or_duplication)
 	close(fd);
 }
 
+#define DB_PROCS	6
+#define DB_QUEUES	4
+#define DB_JOBS		500
+
+/*
+ * One file with DB_QUEUES queues (bound round-robin to the rings, so every ring gets queues of
+ * several files): DB_JOBS one-command jobs in bursts of 1..8 on random queues, with pauses of up
+ * to 2 ms between bursts so doorbells land on idle rings, on busy ones and while a completion is
+ * being written.
+ */
+static int doorbell_child(unsigned int seed)
+{
+	uint64_t point[DB_QUEUES] = { 0 };
+	uint32_t q[DB_QUEUES], tl[DB_QUEUES];
+	struct tnpu_ctx c;
+	uint64_t *data;
+	unsigned int i, k;
+
+	if (tnpu_ctx_init(&c))
+		return 10;
+	for (k = 0; k < DB_QUEUES; k++)
+		if (tnpu_queue_new(c.fd, DRM_TNPU_QUEUE_PRIORITY_NORMAL, &q[k]) ||
+		    drmSyncobjCreate(c.fd, 0, &tl[k]))
+			return 11;
+	data = c.data.map;
+	srand(seed);
+	for (i = 0; i < DB_JOBS; i++) {
+		struct drm_tnpu_bo_ref ref = { c.data.handle, DRM_TNPU_BO_REF_WRITE };
+		struct tnpu_job_args j = { .cmd = &c.cmd, .cmd_offset = 32 * i, .refs = &ref,
+					   .nrefs = 1 };
+		int ret;
+
+		k = rand() % DB_QUEUES;
+		j.queue = q[k];
+		j.out_sync = tl[k];
+		j.out_point = ++point[k];
+		j.cmd_size = tnpu_cmd_fence((char *)c.cmd.map + 32 * i, c.data.va + 8 * i,
+					    ((uint64_t)seed << 32) | (i + 1));
+		ret = tnpu_submit(c.fd, &j);
+		if (ret) {
+			fprintf(stderr, "# seed %u job %u: submit %d\n", seed, i, ret);
+			return 13;
+		}
+		if (!(rand() % 8))
+			usleep(rand() % 2000);
+	}
+	for (k = 0; k < DB_QUEUES; k++) {
+		int ret = point[k] ? tnpu_sync_status(c.fd, tl[k], point[k], 120000) : 0;
+
+		if (ret) {
+			fprintf(stderr, "# seed %u queue %u: status %d\n", seed, k, ret);
+			return 14;
+		}
+	}
+	for (i = 0; i < DB_JOBS; i++)
+		if (data[i] != (((uint64_t)seed << 32) | (i + 1))) {
+			fprintf(stderr, "# seed %u: slot %u = 0x%llx\n", seed, i,
+				(unsigned long long)data[i]);
+			return 15;
+		}
+	tnpu_ctx_fini(&c);
+	return 0;
+}
+
+/*
+ * The driver rings each doorbell once and never again (no re-ring on timeout): a doorbell the
+ * device lost would leave its ring idle with entries, and the job would time out (timeout_ms is
+ * 5 s here) and reset the device. So: every job completes with its value, no timeout, no reset.
+ */
+TEST(many_rings_no_lost_doorbell)
+{
+	struct drm_tnpu_counters before, after;
+	unsigned int seed = (unsigned int)time(NULL) & 0xffff;
+	pid_t pids[DB_PROCS];
+	char old[32] = "";
+	int fd, i, status;
+	FILE *f;
+
+	f = fopen(TNPU_PARAM, "r");
+	ASSERT_NE(NULL, f);
+	ASSERT_NE(NULL, fgets(old, sizeof(old), f));
+	fclose(f);
+	ASSERT_EQ(0, tnpu_write_file(TNPU_PARAM, "5000"));
+	fd = tnpu_open_dev();
+	ASSERT_GE(fd, 0);
+	ASSERT_EQ(0, tnpu_query(fd, DRM_TNPU_QUERY_COUNTERS, &before, sizeof(before)));
+	TH_LOG("seed %u", seed);
+	for (i = 0; i < DB_PROCS; i++) {
+		pids[i] = fork();
+		ASSERT_GE(pids[i], 0);
+		if (pids[i] == 0)
+			_exit(doorbell_child(seed + i));
+	}
+	for (i = 0; i < DB_PROCS; i++) {
+		ASSERT_EQ(pids[i], waitpid(pids[i], &status, 0));
+		EXPECT_TRUE(WIFEXITED(status));
+		EXPECT_EQ(0, WEXITSTATUS(status)) TH_LOG("child %d (seed %u)", i, seed + i);
+	}
+	ASSERT_EQ(0, tnpu_query(fd, DRM_TNPU_QUERY_COUNTERS, &after, sizeof(after)));
+	tnpu_write_file(TNPU_PARAM, old);
+	EXPECT_EQ(before.jobs_completed + DB_PROCS * DB_JOBS, after.jobs_completed);
+	EXPECT_EQ(before.jobs_failed, after.jobs_failed);
+	EXPECT_EQ(before.jobs_timedout, after.jobs_timedout);
+	EXPECT_EQ(before.resets, after.resets);
+	EXPECT_EQ(before.device[CNT_COMMANDS] + DB_PROCS * DB_JOBS, after.device[CNT_COMMANDS]);
+	close(fd);
+}
+
 TEST_HARNESS_MAIN

@@ -511,8 +511,8 @@ static uint32_t gemm(struct rowctx *rc, unsigned dt, bool trans, size_t m, size_
 	for (size_t k0 = 0; k0 < k; k0 += kp) {
 		size_t kc = TNPU_MIN(kp, k - k0);
 
-		if (tnpu_aborted(rc->ex))
-			return tnpu_fail(rc->ex, TNPU_ERR_ABORTED, 0, 0);
+		if (tnpu_stopped(rc->ex, 1 + kc * m * n / TNPU_WORK_MACS))
+			return tnpu_stop_fail(rc->ex);
 		/* A: columns k0..; B: rows k0.. ("nn") or columns k0.. ("nt") */
 		gemm_panel(wa, dt, trans, m, n, kc, a + k0 * esz, lda, trans ? b + k0 * esz : b + k0 * ldb, ldb, c,
 			   ldc, acc || k0);
@@ -542,8 +542,8 @@ static uint32_t sparse_mac(struct rowctx *rc, const uint8_t *at, uint32_t apitch
 		const uint8_t *arow = at + (uint64_t)i * apitch;
 
 		/* tn x 65535 slots per row: abort per row */
-		if (tnpu_aborted(rc->ex))
-			return tnpu_fail(rc->ex, TNPU_ERR_ABORTED, 0, 0);
+		if (tnpu_stopped(rc->ex, 1 + (uint64_t)tn * wo->rows / TNPU_WORK_MACS))
+			return tnpu_stop_fail(rc->ex);
 		for (unsigned n = 0; n < tn; n++) {
 			const uint8_t *col = wt + (uint64_t)n * wo->pitch;
 
@@ -610,6 +610,9 @@ static uint32_t dw_mac(struct rowctx *rc, uint16_t w, struct exe_acct *acct)
 	cyc = div_ceil_u64(j.macs_pe, j.rate);
 	if (tnpu_past_watchdog(rc->ex, rc->ex->R[rc->row] + acct->mac, cyc))
 		return cfail(rc, TNPU_ERR_WATCHDOG);
+	/* its host work charged before it is done (the kernel checks only for an abort) */
+	if (tnpu_stopped(rc->ex, 1 + j.macs_pe * rc->cols * rc->pes / TNPU_WORK_MACS))
+		return tnpu_stop_fail(rc->ex);
 	err = tnpu_dw_run(&j);
 	if (err)
 		return cfail(rc, err);
@@ -1163,8 +1166,8 @@ static uint32_t issue(struct rowctx *rc, unsigned idx)
 	uint16_t w = rc->ib->instr[idx];
 	unsigned op = TNPU_INSN_OP(w);
 
-	if (atomic_load_explicit(&rc->ex->abort, memory_order_relaxed))
-		return tnpu_fail(rc->ex, TNPU_ERR_ABORTED, 0, 0);
+	if (tnpu_stopped(rc->ex, 1))
+		return tnpu_stop_fail(rc->ex);
 	if (op == TNPU_OP_ST && !rc->last)
 		return 0;
 	/* Long EXE loops: stop as soon as the row's time passes the watchdog. */

@@ -102,8 +102,8 @@ uint32_t tnpu_cmd_dma_bands(struct tnpu_exec *ex, const uint8_t *c, bool h2d, bo
 					uint64_t va, t;
 					uint32_t err;
 
-					if (tnpu_aborted(ex))
-						return tnpu_fail(ex, TNPU_ERR_ABORTED, 0, 0);
+					if (tnpu_stopped(ex, 1 + w / TNPU_WORK_BYTES))
+						return tnpu_stop_fail(ex);
 					if (__builtin_mul_overflow((uint64_t)z, hpz, &t) ||
 					    __builtin_add_overflow(host_va, t, &va) ||
 					    __builtin_mul_overflow((uint64_t)y, hpy, &t) || __builtin_add_overflow(va, t, &va) ||
@@ -146,8 +146,8 @@ uint32_t tnpu_cmd_dma_bands(struct tnpu_exec *ex, const uint8_t *c, bool h2d, bo
 							  : (uint64_t)(z - b[u].first) * spz);
 					uint64_t se = so + (ax ? (uint64_t)(ng - 1) * len + (uint64_t)(b[u].hi - b[u].lo) : width);
 
-					if (tnpu_aborted(ex))
-						return tnpu_fail(ex, TNPU_ERR_ABORTED, 0, 0);
+					if (tnpu_stopped(ex, 1))
+						return tnpu_stop_fail(ex);
 					if (h2d) {
 						t += rc;
 						tnpu_sb_add(&rs->sb_in, so, se, t);

@@ -88,6 +88,8 @@ int tnpu_exec_new(const struct tnpu_config *cfg, struct tnpu_exec **out, char *m
 	ex->cfg = *cfg;
 	if (!ex->cfg.watchdog_cycles)
 		ex->cfg.watchdog_cycles = TNPU_DEF_WATCHDOG;
+	ex->work_budget = ex->cfg.host_work ? TNPU_MIN(ex->cfg.host_work, 1ull << 62)
+					    : TNPU_HOST_WORK_PER_PE * cfg->rows * cfg->cols * cfg->pes;
 	ex->half = cfg->sram / 2;
 	atomic_init(&ex->abort, false);
 	atomic_init(&ex->tlb_req, 0);
@@ -206,6 +208,7 @@ void tnpu_trace_emit(struct tnpu_exec *ex, unsigned engine, unsigned row, unsign
 
 static void job_reset(struct tnpu_exec *ex)
 {
+	ex->work = 0;
 	for (unsigned r = 0; r < ex->cfg.rows; r++) {
 		struct row_state *rs = &ex->rows[r];
 
@@ -341,6 +344,16 @@ static uint32_t cmd_dma(struct tnpu_exec *ex, const uint8_t *c, bool h2d, bool a
 	/* Refuse a transfer the watchdog would stop anyway before spending host time on it. */
 	if (tnpu_past_watchdog(ex, TNPU_MAX(ex->F[h2d ? TNPU_ENGINE_LOAD : TNPU_ENGINE_STORE], ex->P), dur))
 		return tnpu_fail(ex, TNPU_ERR_WATCHDOG, 0, 0);
+	/* Its host work (every row, copied into every addressed row) is charged before any is done: a
+	 * zero-pitch transfer of 2^32 narrow rows costs 2^32 cycles but far more host time. */
+	{
+		uint64_t units;
+
+		if (__builtin_mul_overflow((uint64_t)height * depth, (uint64_t)(r1 - r0 + 1) * (1 + width / TNPU_WORK_BYTES), &units))
+			units = UINT64_MAX;
+		if (tnpu_stopped(ex, units))
+			return tnpu_stop_fail(ex);
+	}
 	if (ring && tnpu_ring_dma_check(ex, h2d, host_va, hpy, hpz, width, height, depth))
 		return ex->res->error;
 	/* Rows contiguous on both sides (pitch == width) move as one run: the same bytes in the same
@@ -364,8 +377,8 @@ static uint32_t cmd_dma(struct tnpu_exec *ex, const uint8_t *c, bool h2d, bool a
 			uint8_t *dst = ex->rows[r0].sram + so;
 			uint32_t err;
 
-			if (tnpu_aborted(ex))
-				return tnpu_fail(ex, TNPU_ERR_ABORTED, 0, 0);
+			if (tnpu_stopped(ex, 0))	/* charged above */
+				return tnpu_stop_fail(ex);
 			/* Marked before the copy: a transfer that fails half way has still written the
 			 * line, and the next job start must clear it (queues.md: clean device state). */
 			if (h2d)
@@ -620,8 +633,8 @@ static uint32_t cmd_im2col(struct tnpu_exec *ex, const uint8_t *c, bool async)
 						ovf |= __builtin_mul_overflow(ix, cv.sw, &t) || __builtin_add_overflow(va, t, &va);
 						if (ovf)
 							return tnpu_fail(ex, TNPU_ERR_MMU_VA_RANGE, TNPU_EC(0) << 4, cv.src);
-						if (tnpu_aborted(ex))
-							return tnpu_fail(ex, TNPU_ERR_ABORTED, 0, 0);
+						if (tnpu_stopped(ex, 1 + run_elems * cv.e / TNPU_WORK_BYTES))
+							return tnpu_stop_fail(ex);
 						err = tnpu_va_read(ex, va, dst, run_elems * cv.e, TNPU_EC(TNPU_ENGINE_LOAD));
 						dst += run_elems * cv.e;
 						runs_cyc += TNPU_MAX(1, div_ceil_u64(run_elems * cv.e, TNPU_RATE_DMA));
@@ -685,8 +698,8 @@ static uint32_t cmd_im2col(struct tnpu_exec *ex, const uint8_t *c, bool async)
 					int64_t iy0 = (int64_t)y * cv.sy - cv.pt, ix0 = (int64_t)x * cv.sx - cv.pl;
 					uint8_t *out = tile + (uint64_t)i * cv.pitch + (uint64_t)j0 * cv.e;
 
-					if (tnpu_aborted(ex))
-						return tnpu_fail(ex, TNPU_ERR_ABORTED, 0, 0);
+					if (tnpu_stopped(ex, 1 + (uint64_t)jn * cv.e / TNPU_WORK_BYTES))
+						return tnpu_stop_fail(ex);
 
 					/* Every tap inside the image (the common case): no padding tests, runs of
 					 * taps adjacent in the box copied at once.  Same bytes as the loop below. */
@@ -790,8 +803,8 @@ static uint32_t cmd_dispatch(struct tnpu_exec *ex, const uint8_t *c, uint32_t si
 		uint64_t start, end;
 		uint32_t err;
 
-		if (atomic_load_explicit(&ex->abort, memory_order_relaxed))
-			return tnpu_fail(ex, TNPU_ERR_ABORTED, 0, 0);
+		if (tnpu_stopped(ex, 1))
+			return tnpu_stop_fail(ex);
 		start = TNPU_MAX(ex->R[r], s + issue);
 		err = tnpu_cluster_dispatch(ex, r, half, dflags, c + 16, len, start, &busy);
 		if (err)
@@ -944,8 +957,8 @@ static uint32_t run_commands(struct tnpu_exec *ex, uint64_t cmd_va, uint32_t cmd
 
 		ex->cmd_off = off;
 		ex->res->counters[TNPU_CNT_COMMANDS]++;
-		if (atomic_load_explicit(&ex->abort, memory_order_relaxed)) {
-			err = tnpu_fail(ex, TNPU_ERR_ABORTED, 0, 0);
+		if (tnpu_stopped(ex, 1)) {
+			err = tnpu_stop_fail(ex);
 			break;
 		}
 		if (cmd_len - off < 8 || size < 8 || (size & 7) || size > cmd_len - off) {

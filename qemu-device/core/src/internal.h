@@ -137,6 +137,7 @@ struct tnpu_exec {
 	uint32_t half;		/* bytes per half */
 	struct row_state *rows;
 	atomic_bool abort;
+	uint64_t work, work_budget;	/* host-work units charged to the job, and its budget */
 	/* MMU_INVALIDATE handshake (mmu.c va_access): tlb_req is bumped by any thread; a memory
 	 * access sets in_access, then drops the TLB if tlb_req moved and records it in tlb_seq */
 	atomic_uint tlb_req, tlb_seq;
@@ -193,6 +194,33 @@ uint32_t tnpu_fail(struct tnpu_exec *ex, uint32_t err, uint32_t info, uint64_t a
 static inline bool tnpu_aborted(struct tnpu_exec *ex)
 {
 	return atomic_load_explicit(&ex->abort, memory_order_relaxed);
+}
+
+/* Host-work units (cycle-model.md "Host-work budget"): one per step of a guest-sized loop, plus one
+ * per TNPU_WORK_BYTES moved, TNPU_WORK_MACS multiply-adds, 8 gathered or 4 vector-unit elements;
+ * each unit is roughly 20..100 ns of host time. */
+#define TNPU_WORK_BYTES		1024u
+#define TNPU_WORK_MACS		1024u
+
+/* Charges `units` of host work to the job (cycle-model.md "Host-work budget") and says whether it
+ * must stop: aborted, or past its host-work budget.  Every loop whose trip count the guest chooses
+ * calls it once per step, so no command, however cheap in modeled cycles, costs unbounded host time
+ * (the watchdog bounds modeled time only). */
+static inline bool tnpu_stopped(struct tnpu_exec *ex, uint64_t units)
+{
+	/* saturating: work_budget < 2^63 (tnpu_exec_new) */
+	if (ex->work > ex->work_budget || units > ex->work_budget - ex->work)
+		ex->work = ex->work_budget + 1;
+	else
+		ex->work += units;
+	return ex->work > ex->work_budget || tnpu_aborted(ex);
+}
+
+/* The error of a job tnpu_stopped() stopped: ABORTED after an abort, else WATCHDOG with ERR_INFO 1
+ * (the host-work budget; 0 is the modeled-cycle watchdog). */
+static inline uint32_t tnpu_stop_fail(struct tnpu_exec *ex)
+{
+	return tnpu_aborted(ex) ? tnpu_fail(ex, TNPU_ERR_ABORTED, 0, 0) : tnpu_fail(ex, TNPU_ERR_WATCHDOG, 1, 0);
 }
 
 /* 0, or ABORTED (recorded) once an abort was requested. */

@@ -142,8 +142,8 @@ static uint32_t va_access_pages(struct tnpu_exec *ex, uint64_t va, void *buf, si
 		if (chunk > len)
 			chunk = len;
 		/* per page: an aborted job stops touching guest memory within one page */
-		if (tnpu_aborted(ex))
-			return tnpu_fail(ex, TNPU_ERR_ABORTED, 0, 0);
+		if (tnpu_stopped(ex, 1))
+			return tnpu_stop_fail(ex);
 		err = translate(ex, va, write, engine, &pa);
 		if (err)
 			return err;

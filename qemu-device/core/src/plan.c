@@ -323,8 +323,8 @@ static uint32_t cmd_gather(struct tnpu_exec *ex, const uint8_t *c, bool async)
 		for (uint32_t i = 0; i < mt; i++) {
 			int64_t b = (int64_t)src + pe->base[m0 + i].base - lo_line;
 
-			if (tnpu_aborted(ex))
-				return tnpu_fail(ex, TNPU_ERR_ABORTED, 0, 0);
+			if (tnpu_stopped(ex, 1 + kt / 8))
+				return tnpu_stop_fail(ex);
 			for (uint32_t j = 0; j < kt; j++) {
 				int64_t a;
 
@@ -365,8 +365,8 @@ static uint32_t cmd_gather(struct tnpu_exec *ex, const uint8_t *c, bool async)
 		uint8_t *out = ex->rows[r0].sram + base + (uint64_t)i * pitch;
 		int64_t b = (int64_t)src + pe->base[m0 + i].base - lo_line;
 
-		if (tnpu_aborted(ex))
-			return tnpu_fail(ex, TNPU_ERR_ABORTED, 0, 0);
+		if (tnpu_stopped(ex, 1 + kt / 8))
+			return tnpu_stop_fail(ex);
 		for (uint32_t j = 0; j < kt; j++) {
 			const uint8_t *from = padb;
 

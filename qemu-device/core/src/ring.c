@@ -225,8 +225,8 @@ uint32_t tnpu_ring_dma_check(struct tnpu_exec *ex, bool h2d, uint64_t off, uint6
 		for (uint32_t y = 0; y < height; y++) {
 			uint64_t a, t;
 
-			if (tnpu_aborted(ex))
-				return tnpu_fail(ex, TNPU_ERR_ABORTED, 0, 0);
+			if (tnpu_stopped(ex, 1))
+				return tnpu_stop_fail(ex);
 			if (__builtin_mul_overflow((uint64_t)z, pz, &t) || __builtin_add_overflow(off, t, &a) ||
 			    __builtin_mul_overflow((uint64_t)y, py, &t) || __builtin_add_overflow(a, t, &a) ||
 			    a > TNPU_RING_MEM_BYTES || TNPU_RING_MEM_BYTES - a < width)

@@ -663,8 +663,8 @@ static uint32_t run_row(struct tnpu_exec *ex, const struct vcmd *v, unsigned r, 
 
 	for (i[0] = 0; i[0] < v->n[0]; i[0]++)
 		for (i[1] = 0; i[1] < v->n[1]; i[1]++) {
-			if (atomic_load_explicit(&ex->abort, memory_order_relaxed))
-				return tnpu_fail(ex, TNPU_ERR_ABORTED, 0, 0);
+			if (tnpu_stopped(ex, 1 + (uint64_t)v->n[2] * v->n[3] / 4))
+				return tnpu_stop_fail(ex);
 			for (i[2] = 0; i[2] < v->n[2]; i[2]++)
 				for (i[3] = 0; i[3] < v->n[3]; i[3]++, o++) {
 					int64_t a = (int64_t)v->a_off, b = (int64_t)v->b_off;

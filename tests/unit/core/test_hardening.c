@@ -114,6 +114,7 @@ static void big_setup(void)
 	struct tnpu_config cfg = small_cfg();
 
 	cfg.watchdog_cycles = 1ull << 40;
+	cfg.host_work = 1ull << 62;	/* no host-work budget: only the abort stops these */
 	cr_assert_eq(tsim_init(&s, &cfg, 16 << 20), 0);
 	host = tsim_buf(&s, 65536);
 	tcb_init(&cb);
@@ -188,6 +189,73 @@ Test(hardening, default_watchdog_refuses_the_reported_dma_at_once)
 	tsim_run(&t, &c, 0, &r);
 	cr_assert_eq(r.error, TNPU_ERR_WATCHDOG, "%s", tnpu_err_name(r.error));
 	cr_assert_lt(now_s() - t0, 1.0);
+	tcb_free(&c);
+	tsim_fini(&t);
+}
+
+/* ---- host-work budget ---------------------------------------------------------------------- */
+
+/* Cheap in modelled time, dear in host time: 2^26 one-byte rows with every pitch 0 take 2^26
+ * cycles (1/64 of the default watchdog) but 2^26 row steps, seconds of host time (minutes under
+ * sanitizers): past the array's host-work budget, so refused before a row moves (WATCHDOG with
+ * ERR_INFO 1). Without the budget the job ran to the end. */
+Test(hardening, host_work_budget_refuses_a_narrow_zero_pitch_dma_at_once)
+{
+	struct tnpu_config cfg = small_cfg();
+	struct tsim t;
+	struct tcb c;
+	struct tnpu_result r;
+	uint64_t va;
+	double t0;
+
+	cr_assert_eq(cfg.watchdog_cycles, TNPU_DEF_WATCHDOG);
+	cr_assert_eq(cfg.host_work, 0);
+	cr_assert_eq(tsim_init(&t, &cfg, 16 << 20), 0);
+	va = tsim_buf(&t, 4096);
+	for (int h2d = 0; h2d < 2; h2d++) {
+		tcb_init(&c);
+		raw_dma(&c, h2d, va, 0, 0, 0, 0, 0, 0, 1, 1u << 26, 1, 0, 0);
+		t0 = now_s();
+		tsim_run(&t, &c, 0, &r);
+		cr_assert_eq(r.error, TNPU_ERR_WATCHDOG, "%s", tnpu_err_name(r.error));
+		cr_assert_eq(r.err_info, 1);
+		cr_assert_lt(now_s() - t0, 0.5);
+		cr_assert_eq(r.counters[TNPU_CNT_BYTES_H2D] + r.counters[TNPU_CNT_BYTES_D2H], 0);
+		tcb_free(&c);
+	}
+	tsim_fini(&t);
+}
+
+/* The budget is per job: commands each under it add up, and the job stops in the command that
+ * crosses it; the same job runs to the end with a budget that covers it. */
+Test(hardening, host_work_budget_counts_the_whole_job)
+{
+	struct tnpu_config cfg = small_cfg();
+	struct tsim t;
+	struct tcb c;
+	struct tnpu_result r;
+	uint64_t va;
+
+	cfg.host_work = 1u << 16;
+	cr_assert_eq(tsim_init(&t, &cfg, 16 << 20), 0);
+	va = tsim_buf(&t, 4096);
+	tcb_init(&c);
+	/* 2^14 rows: 2^14 row steps + 2^14 guest-page steps each, so the second one crosses 2^16 */
+	for (int i = 0; i < 8; i++)
+		raw_dma(&c, true, va, 0, 0, 0, 0, 0, 0, 1, 1u << 14, 1, 0, 0);
+	tsim_run(&t, &c, 0, &r);
+	cr_assert_eq(r.error, TNPU_ERR_WATCHDOG, "%s", tnpu_err_name(r.error));
+	cr_assert_eq(r.err_info, 1);
+	cr_assert_eq(r.err_cmd_offset, sizeof(struct tnpu_cmd_dma));
+	tsim_fini(&t);
+	cfg.host_work = 1u << 20;
+	cr_assert_eq(tsim_init(&t, &cfg, 16 << 20), 0);
+	va = tsim_buf(&t, 4096);
+	tcb_free(&c);
+	tcb_init(&c);
+	for (int i = 0; i < 8; i++)
+		raw_dma(&c, true, va, 0, 0, 0, 0, 0, 0, 1, 1u << 14, 1, 0, 0);
+	cr_assert_eq(tsim_run(&t, &c, 0, &r), 0, "%s", tnpu_err_name(r.error));
 	tcb_free(&c);
 	tsim_fini(&t);
 }

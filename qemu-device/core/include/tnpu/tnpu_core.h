@@ -71,9 +71,17 @@ struct tnpu_config {
 		uint8_t clkdiv;		/* 1..TNPU_ISLAND_MAX_CLKDIV: rows run at clock / clkdiv */
 		uint8_t reserved;
 	} islands[TNPU_MAX_ISLANDS];
+	/* host-work units per job before TNPU_ERR_WATCHDOG with ERR_INFO 1 (cycle-model.md "Host-work
+	 * budget"); 0 = TNPU_HOST_WORK_PER_PE per PE of the array (rows x cols x pes) */
+	uint64_t host_work;
 };
 /* 2^32 cycles: 4.3 s of modelled time at the default 1 GHz (cycle-model.md "Watchdog"). */
 #define TNPU_DEF_WATCHDOG	(1ull << 32)
+/* Host-work budget per PE: one unit is one step of a loop whose trip count the guest chooses (a
+ * transferred row, a guest page, a tile row, an instruction), 1 KiB moved or 1024 multiply-adds,
+ * about 20..100 ns of host time; the default array (4 x 4 x 16 PEs) gets 2^26 units, a few seconds
+ * (cycle-model.md "Host-work budget"). */
+#define TNPU_HOST_WORK_PER_PE	(1ull << 18)
 
 void tnpu_config_default(struct tnpu_config *cfg);
 /* Host bytes of one executor's on-chip memories (storage units, accumulators, output queues,
