@@ -223,8 +223,8 @@ struct drm_tnpu_counters {
 	/** @device: the global counter block, DRM_TNPU_MAX_COUNTERS 64-bit counters. */
 	__u64 device[DRM_TNPU_MAX_COUNTERS];
 	/*
-	 * The fields below follow the 312-byte first published size: a driver without per-ring
-	 * statistics returns that prefix and the caller's copy of what follows stays zero-filled.
+	 * Optional tail: a driver without per-ring statistics fills only the fields above
+	 * (offsetof(struct drm_tnpu_counters, num_rings) bytes); the rest of the caller's copy stays zero.
 	 */
 	/**
 	 * @num_rings: meaningful entries of @rings (= drm_tnpu_caps.hw_queues); 0 from a driver
