@@ -311,7 +311,7 @@ static int ring_jobs_in_flight(unsigned int ring)
 /*
  * A job that wants its counters took every credit of its ring, so it waited for the ring to drain
  * (and stalled every other file's jobs on that ring meanwhile). Now it is handed to the ring like
- * any job; only the jobs behind it wait for it.
+ * any job (and holds no job behind it back either: tnpu_perfmon_test).
  */
 TEST_F(hostile, counters_job_does_not_wait_for_its_ring_to_drain)
 {
