@@ -48,11 +48,6 @@ uint64_t cm_wimg_add(struct onnx_compiled *cm, const void *src, uint64_t bytes)
 	return off;
 }
 
-uint64_t cm_wimg_add(struct onnx_compiled *cm, const void *src, uint64_t bytes)
-{
-	return wimg_add(cm, src, bytes);
-}
-
 /* A model constant read by a device step: packed once into the weight image. */
 static int weight_of(struct onnx_compiled *cm, int v, uint64_t *off)
 {
