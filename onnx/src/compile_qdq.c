@@ -777,17 +777,28 @@ int cm_qdq_lower(struct onnx_compiled *cm, unsigned i, struct cstep *s)
 
 /* ---- execution (compiled_run.c calls cm_qdq_job for k = 0, 1, ... until it returns 1) ------------- */
 
+static enum accel_layout lay(const struct onnx_compiled *cm, int v)
+{
+	return cm->vals[v].nhwc ? ACCEL_LAYOUT_NHWC : ACCEL_LAYOUT_NCHW;
+}
+
+/* A value in its planned layout (compile_layout.c; logical dims {n, c, h, w}). */
 static void vt(const struct onnx_compiled *cm, int v, enum accel_dtype dt, const uint32_t d[4], struct accel_tensor *t)
 {
 	const struct cval *cv = &cm->vals[v];
 
-	accel_tensor_4d(cv->loc == LOC_WEIGHT ? cm->wbuf : cm->arena, cv->off, dt, ACCEL_LAYOUT_NCHW, d[0], d[1], d[2],
-			d[3], t);
+	accel_tensor_4d(cv->loc == LOC_WEIGHT ? cm->wbuf : cm->arena, cv->off, dt, lay(cm, v), d[0], d[1], d[2], d[3], t);
+}
+
+static void at4l(struct accel_buffer *b, uint64_t off, enum accel_dtype dt, enum accel_layout l, const uint32_t d[4],
+		 struct accel_tensor *t)
+{
+	accel_tensor_4d(b, off, dt, l, d[0], d[1], d[2], d[3], t);
 }
 
 static void at4(struct accel_buffer *b, uint64_t off, enum accel_dtype dt, const uint32_t d[4], struct accel_tensor *t)
 {
-	accel_tensor_4d(b, off, dt, ACCEL_LAYOUT_NCHW, d[0], d[1], d[2], d[3], t);
+	at4l(b, off, dt, ACCEL_LAYOUT_NCHW, d, t);
 }
 
 unsigned cm_qdq_jobs(const struct cstep *s)
@@ -842,26 +853,30 @@ static int job_conv(struct onnx_compiled *cm, const struct cstep *s, unsigned k,
 	struct accel_tensor x, w, y, bt, acc;
 	struct accel_conv2d_desc d;
 
+	/* the pool's output (scratch) is laid out like the input, the int32 accumulators like the output;
+	 * NHWC input: OHWI weights (compile_layout.c repacked them) */
+	enum accel_layout li = lay(cm, s->in[0]), lo = lay(cm, s->out);
+
 	if (s->qpool && k == 0) {
 		*what = "accel_pool2d (int8 max)";
-		at4(cm->arena, s->sc_off, ACCEL_INT8, xd, &y);
+		at4l(cm->arena, s->sc_off, ACCEL_INT8, li, xd, &y);
 		return job_pool(cm, s, &y, sub, job);
 	}
 	k -= (unsigned)s->qpool;
 	if (k == 1) {
 		*what = "accel_requant";
-		at4(cm->arena, s->sc_off, ACCEL_INT32, yd, &acc);
+		at4l(cm->arena, s->sc_off, ACCEL_INT32, lo, yd, &acc);
 		vt(cm, s->out, ACCEL_INT8, yd, &y);
 		return job_requant(cm, s, &acc, &y, 1, sub, job);
 	}
 	memset(&d, 0, sizeof(d));
 	if (s->qpool)
-		at4(cm->arena, s->sc_off, ACCEL_INT8, xd, &x);
+		at4l(cm->arena, s->sc_off, ACCEL_INT8, li, xd, &x);
 	else
 		vt(cm, s->in[0], ACCEL_INT8, xd, &x);
-	at4(cm->wbuf, s->w_off, ACCEL_INT8, wd, &w);
+	at4l(cm->wbuf, s->w_off, ACCEL_INT8, li, wd, &w);
 	if (s->odt == ACCEL_INT32)
-		at4(cm->arena, s->sc_off, ACCEL_INT32, yd, &y);
+		at4l(cm->arena, s->sc_off, ACCEL_INT32, lo, yd, &y);
 	else
 		vt(cm, s->out, ACCEL_INT8, yd, &y);
 	accel_tensor_2d(cm->wbuf, s->b_off, ACCEL_INT32, 1, (uint32_t)s->k, &bt);
@@ -931,30 +946,32 @@ static int job_add(struct onnx_compiled *cm, const struct cstep *s, unsigned k, 
 	struct accel_tensor a, b, out;
 	struct accel_eltwise_desc d;
 	unsigned opnd = k < 2 ? 0 : 1;
+	/* a, b and the output share one layout (compile_layout.c); the scratch takes it too */
+	enum accel_layout l = lay(cm, s->out);
 
 	memset(&d, 0, sizeof(d));
 	if (k == 5) {
 		*what = "accel_requant";
-		at4(cm->arena, t1, ACCEL_INT32, s->od, &a);
+		at4l(cm->arena, t1, ACCEL_INT32, l, s->od, &a);
 		vt(cm, s->out, ACCEL_INT8, s->od, &out);
 		return job_requant(cm, s, &a, &out, 0, sub, job);
 	}
 	*what = "accel_eltwise (int8 add)";
 	if (k == 4) {
-		at4(cm->arena, t1, ACCEL_INT32, s->od, &a);
-		at4(cm->arena, t2, ACCEL_INT32, s->od, &b);
-		at4(cm->arena, t1, ACCEL_INT32, s->od, &out);
+		at4l(cm->arena, t1, ACCEL_INT32, l, s->od, &a);
+		at4l(cm->arena, t2, ACCEL_INT32, l, s->od, &b);
+		at4l(cm->arena, t1, ACCEL_INT32, l, s->od, &out);
 		d.op = ACCEL_ELT_ADD;
 		d.act = (enum accel_act)s->act;
 	} else if (k % 2 == 0) {	/* t = x - zx: int8 -> exact int32 */
 		vt(cm, s->in[opnd], ACCEL_INT8, s->od, &a);
 		at4(cm->wbuf, s->k_off[2 * opnd], ACCEL_INT8, one, &b);
-		at4(cm->arena, opnd ? t2 : t1, ACCEL_INT32, s->od, &out);
+		at4l(cm->arena, opnd ? t2 : t1, ACCEL_INT32, l, s->od, &out);
 		d.op = ACCEL_ELT_SUB;
 	} else {		/* t *= M */
-		at4(cm->arena, opnd ? t2 : t1, ACCEL_INT32, s->od, &a);
+		at4l(cm->arena, opnd ? t2 : t1, ACCEL_INT32, l, s->od, &a);
 		at4(cm->wbuf, s->k_off[2 * opnd + 1], ACCEL_INT32, one, &b);
-		at4(cm->arena, opnd ? t2 : t1, ACCEL_INT32, s->od, &out);
+		at4l(cm->arena, opnd ? t2 : t1, ACCEL_INT32, l, s->od, &out);
 		d.op = ACCEL_ELT_MUL;
 	}
 	d.a = &a;

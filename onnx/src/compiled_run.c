@@ -484,13 +484,17 @@ static int bind(struct run_state *rs, const struct onnx_tensor *in, unsigned n)
 		if (cv->loc == LOC_ARENA && cv->nhwc) {
 			/* planned channels-last (compile_layout.c): transposed while it is copied in */
 			uint8_t *dst = (uint8_t *)accel_buffer_ptr(cm->arena) + cv->off;
-			const float *src = in[i].data;
+			const uint8_t *src = in[i].data;
 			size_t C = (size_t)cv->dims[1], HW = (size_t)(cv->dims[2] * cv->dims[3]);
+			size_t e = onnx_dtype_size((enum onnx_dtype)cv->dtype);	/* fp32 or int8 */
 
 			for (int64_t b = 0; b < cv->dims[0]; b++)
 				for (size_t c = 0; c < C; c++)
 					for (size_t p = 0; p < HW; p++)
-						memcpy(dst + ((b * HW + p) * C + c) * 4, &src[(b * C + c) * HW + p], 4);
+						memcpy(dst + ((b * HW + p) * C + c) * e, src + ((b * C + c) * HW + p) * e, e);
+			if (cv->dtype == ONNX_UINT8)
+				for (uint64_t k = 0; k < cv->bytes; k++)
+					dst[k] ^= 0x80;
 			count_copy(rs, cv->bytes);
 		} else if (cv->loc == LOC_ARENA) {
 			arena_copy(cv, (uint8_t *)accel_buffer_ptr(cm->arena) + cv->off, in[i].data);
