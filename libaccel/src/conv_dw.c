@@ -28,6 +28,7 @@ struct dwg {
 	uint32_t N, C, H, W, K, R, S, sy, sx, dy, dx, pt, pl, OH, OW, e, oe;	/* K == C */
 	uint64_t in_va, in_sn, in_sh, w_va, out_va, out_sn, out_sh;
 	uint8_t dt, out_dt;
+	uint8_t pad;		/* the padding byte: the int8 input zero point (0: the SRAM's own zeros) */
 	bool bias;		/* the epilogue adds a bias vector (loaded in the prologue) */
 	bool wide;		/* WIDE multicast LDs: the window crosses at 256 B/cycle (isa.md "WIDE") */
 	uint32_t rate_mc;	/* bytes/cycle of the window's multicast (wide path or distribution unit) */
@@ -171,13 +172,15 @@ static void dw_bands(struct accel_cmdstream *cs, bool h2d, uint64_t va, uint64_t
 	cs_raw(cs, &b, sizeof(b));
 }
 
-/* Zero rows of every unit's half (padding rows that an earlier segment on this half overwrote). */
-static void dw_zero(struct accel_cmdstream *cs, unsigned half, uint32_t off, uint32_t pitch, uint32_t rows)
+/* Fill rows of every unit's half with the padding byte (padding rows that an earlier segment on this
+ * half overwrote; with a non-zero input zero point, the whole input area at the job start). */
+static void dw_zero(struct accel_cmdstream *cs, unsigned half, uint32_t off, uint32_t pitch, uint32_t rows,
+		    uint8_t fill)
 {
 	struct tnpu_cmd_dma f = {
 		.hdr = { .opcode = TNPU_CMD_DMA_H2D, .flags = AS, .size = sizeof(f) },
 		.sram_off = off, .sram_pitch_y = pitch, .width = pitch, .height = rows, .depth = 1,
-		.row = TNPU_DMA_ROW_ALL, .half = (uint8_t)half, .dma_flags = TNPU_DMA_F_FILL,
+		.row = TNPU_DMA_ROW_ALL, .half = (uint8_t)half, .dma_flags = TNPU_DMA_F_FILL, .fill = fill,
 	};
 
 	cs_raw(cs, &f, sizeof(f));
@@ -269,6 +272,11 @@ static void dw_prologue(struct accel_cmdstream *cs, const struct dwg *g, const s
 
 	uint32_t wl = d->Cu * g->R * g->S * g->e, ws = d->csplit ? wl : 0;
 	uint8_t fl = (uint8_t)(TNPU_BANDS_F_AUX | (d->stream ? TNPU_BANDS_F_STREAM : 0));
+
+	/* a non-zero padding byte: the input area of each half holds it wherever no image byte lands
+	 * (the bands below never write the padding columns, dw_segment refills padding rows) */
+	for (unsigned h = 0; g->pad && h < halves; h++)
+		dw_zero(cs, h, d->in_off, d->P_in, d->in_rows, g->pad);
 
 	/* column split: every unit the same band (step 0); channel split: unit u its channels' rows.
 	 * On the ports' AUX queue: their setup overlaps the first input band (commands.md).  STREAM:
@@ -494,11 +502,12 @@ static void dw_segment(struct accel_cmdstream *cs, const struct dwg *g, const st
 		 * one segment per image every segment of a half puts the same image rows at the same SRAM
 		 * rows, so its padding rows were never written (they are clean since the job start). */
 		if (s >= 2 && d->nseg > 1 && iy0 + lo < 0)
-			dw_zero(cs, h, d->in_off + lo * d->P_in, d->P_in, (uint32_t)ACCEL_MIN(-(iy0 + lo), hi - lo));
+			dw_zero(cs, h, d->in_off + lo * d->P_in, d->P_in, (uint32_t)ACCEL_MIN(-(iy0 + lo), hi - lo),
+				g->pad);
 		if (s >= 2 && d->nseg > 1 && iy0 + hi > (int64_t)g->H) {
 			uint32_t z0 = (uint32_t)ACCEL_MAX((int64_t)lo, (int64_t)g->H - iy0);
 
-			dw_zero(cs, h, d->in_off + z0 * d->P_in, d->P_in, hi - z0);
+			dw_zero(cs, h, d->in_off + z0 * d->P_in, d->P_in, hi - z0, g->pad);
 		}
 		if (r1 > r0 && d->csplit)	/* each pixel's Cu channels, packed after pl zero pixels */
 			dw_bands(cs, true, g->in_va + (uint64_t)b * g->in_sn + (uint64_t)r0 * g->in_sh, g->in_sh, h,
@@ -563,10 +572,13 @@ int conv_dw_lower(struct accel_dev *dev, struct mm_ctx *x, const struct accel_co
 	if (dev->dw_off || !(c->features & TNPU_FEAT_DEPTHWISE) || x->no_direct)
 		return 1;
 	if (in->layout != ACCEL_LAYOUT_NHWC || out->layout != ACCEL_LAYOUT_NHWC || cd->groups != in->shape[1] ||
-	    wt->shape[0] != in->shape[1] || wt->shape[1] != 1 || cd->input_zero_point)
+	    wt->shape[0] != in->shape[1] || wt->shape[1] != 1)
 		return 1;
 	memset(&g, 0, sizeof(g));
 	g.dt = p->f32 ? TNPU_DTYPE_FP32 : TNPU_DTYPE_INT8;
+	/* int8 padding reads the input zero point: the input area is filled with it (a filled line is
+	 * written, not clean: such a plan takes the semaphores, not STREAM's line tracking) */
+	g.pad = (uint8_t)(int8_t)cd->input_zero_point;
 	g.out_dt = p->out_dtype;
 	g.e = p->f32 ? 4 : 1;
 	g.oe = p->out_dtype == TNPU_DTYPE_INT8 ? 1 : 4;
@@ -582,8 +594,9 @@ int conv_dw_lower(struct accel_dev *dev, struct mm_ctx *x, const struct accel_co
 	    wt->strides[0] != (int64_t)g.R * g.S * g.e ||
 	    out->strides[3] != (int64_t)g.C * g.oe || out->strides[1] != (int64_t)g.oe)
 		return 1;
-	if (!dw_plan(c, &g, p->use_sfu, dev->dw_map, (c->features & TNPU_FEAT_STREAM) && dev->stream_off != 1,
-		     dev->stream_off == 2, &d))
+	if (!dw_plan(c, &g, p->use_sfu, dev->dw_map,
+		     (c->features & TNPU_FEAT_STREAM) && dev->stream_off != 1 && !g.pad, dev->stream_off == 2 && !g.pad,
+		     &d))
 		return 1;
 	total = g.N * d.nseg;
 	est_bytes = 4096 + (uint64_t)total * DW_MAX_CHUNKS * (4 * 96 + d.nx * 256);

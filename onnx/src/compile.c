@@ -277,8 +277,6 @@ int onnx_compile(struct onnx_model *m, struct accel_dev *dev, const struct onnx_
 	if (!(flags & ONNX_COMPILE_NCHW)) {
 		if ((ret = cm_plan_layouts(cm)))
 			goto fail;
-		if (cm->qrole)
-			cm_qdq_layout(cm);
 	}
 	for (unsigned i = 0; i < cm->n_steps; i++) {
 		enum cstep_kind k = cm->steps[i].kind;

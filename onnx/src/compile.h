@@ -156,9 +156,6 @@ int cm_qdq_lower(struct onnx_compiled *cm, unsigned i, struct cstep *s);
 int cm_qdq_job(struct onnx_compiled *cm, const struct cstep *s, unsigned k, const struct accel_submit *sub,
 	       struct accel_job **job, const char **what);
 unsigned cm_qdq_jobs(const struct cstep *s);
-/* int8 layout (after the fp32 layout pass, before the memory plan): the int8 steps' 4-D activations go
- * NHWC where every step that touches them takes it; sets nhwc of those values only. */
-void cm_qdq_layout(struct onnx_compiled *cm);
 uint64_t cm_model_digest(const struct onnx_model *m, const struct onnx_tensor *shapes, unsigned n);
 /* The node-by-node executor's per-node entry (exec.c). */
 int onnx_run_node(struct onnx_ctx *c);

@@ -10,16 +10,21 @@
  *  - values that must share a layout are grouped (union-find): a pooling step's input and output, and
  *    the operands of an element-wise step or an activation (those read and write their operands as
  *    flat, equally shaped arrays, so they work on either layout unchanged);
- *  - a group is NHWC when every member is a 4-D fp32 arena value produced by a convolution, pooling,
- *    element-wise step, activation, or is a graph input (bind() transposes it while copying it in; an
- *    input alone in its group only when a convolution reading it also writes NHWC), and
+ *  - a group is NHWC when every member is a 4-D fp32 or int8 arena value produced by a convolution,
+ *    pooling, element-wise step, activation, or is a graph input (bind() transposes it while copying it
+ *    in; an input alone in its group only when a convolution reading it also writes NHWC), and
  *    every reader is a convolution (its input), a pooling step, an activation or an element-wise step
  *    whose operands all have one shape; graph outputs, views (Reshape/Flatten & co), host steps and
  *    every other step keep NCHW;
+ *  - int8 QDQ steps (compile_qdq.c) likewise: CS_QCONV is a convolution (a max pool before it, and its
+ *    int32 accumulators before accel_requant, take its input's / output's layout), CS_QPOOL a pooling
+ *    step, CS_QADD an element-wise step (flat operands and scratch); they read the int8 inputs of their
+ *    DQ nodes (the step's in[]), not their graph node's float inputs; CS_QGEMM and a view of an int8
+ *    value read NCHW, and a Q/DQ folded into a step (CS_QFUSED) reads and writes nothing;
  *  - a value with one spatial position (H = W = 1) or one channel has the same bytes in both layouts:
  *    it never holds its group back, whatever reads it.
  * The weights of a convolution whose input is NHWC are repacked OIHW -> OHWI in the weight image (in
- * place when every convolution that reads them is NHWC, else as a copy).
+ * place when every convolution that reads them is NHWC, else as a copy; fp32 or int8 elements).
  */
 #include <stdlib.h>
 #include <string.h>
@@ -45,9 +50,16 @@ static void join(int *p, int a, int b)
 		p[a] = b;
 }
 
-static bool is4f(const struct cval *cv)
+/* A 4-D fp32 activation, or an int8 one (UINT8 is stored as INT8 in the arena: compile_qdq.c). */
+static bool is4a(const struct cval *cv)
 {
-	return cv->loc == LOC_ARENA && cv->dtype == ONNX_FLOAT && cv->ndim == 4;
+	return cv->loc == LOC_ARENA && cv->ndim == 4 &&
+	       (cv->dtype == ONNX_FLOAT || cv->dtype == ONNX_INT8 || cv->dtype == ONNX_UINT8);
+}
+
+static bool is_conv(enum cstep_kind k)
+{
+	return k == CS_CONV || k == CS_QCONV;
 }
 
 /* Same bytes in NCHW and NHWC. */
@@ -61,22 +73,22 @@ static bool same4(const uint32_t *a, const uint32_t *b)
 	return a[0] == b[0] && a[1] == b[1] && a[2] == b[2] && a[3] == b[3];
 }
 
-/* OIHW -> OHWI of k x cg x kh x kw floats at off. */
-static int repack_ohwi(struct onnx_compiled *cm, uint64_t dst, uint64_t src, const struct cstep *s)
+/* OIHW -> OHWI of k x cg x kh x kw elements of esz bytes (fp32 or int8) at off. */
+static int repack_ohwi(struct onnx_compiled *cm, uint64_t dst, uint64_t src, const struct cstep *s, unsigned esz)
 {
 	uint64_t hw = (uint64_t)s->kh * s->kw, per = (uint64_t)s->cg * hw;
-	float *tmp = malloc(per ? per * 4 : 4);
+	uint8_t *tmp = malloc(per ? per * esz : esz);
 
 	if (!tmp)
 		return cm_seterr(cm, -ENOMEM, "layout: out of memory");
 	for (int64_t o = 0; o < s->k; o++) {
-		const float *in = (const float *)(cm->wimg + src) + o * per;
-		float *out = (float *)(cm->wimg + dst) + o * per;
+		const uint8_t *in = cm->wimg + src + o * per * esz;
+		uint8_t *out = cm->wimg + dst + o * per * esz;
 
 		for (int64_t c = 0; c < s->cg; c++)
 			for (uint64_t t = 0; t < hw; t++)
-				tmp[t * s->cg + c] = in[c * hw + t];
-		memcpy(out, tmp, per * 4);
+				memcpy(tmp + (t * s->cg + c) * esz, in + (c * hw + t) * esz, esz);
+		memcpy(out, tmp, per * esz);
 	}
 	free(tmp);
 	return 0;
@@ -87,13 +99,15 @@ static int repack_weights(struct onnx_compiled *cm)
 	for (unsigned i = 0; i < cm->n_steps; i++) {
 		struct cstep *s = &cm->steps[i];
 		bool all_nhwc = true, first = true;
-		uint64_t off = s->w_off, bytes = (uint64_t)s->k * s->cg * s->kh * s->kw * 4;
+		unsigned esz = s->kind == CS_QCONV ? 1 : 4;
+		uint64_t off = s->w_off, bytes = (uint64_t)s->k * s->cg * s->kh * s->kw * esz;
 		int ret;
 
-		if (s->kind != CS_CONV || !cm->vals[s->in[0]].nhwc || s->kh * s->kw == 1 || s->cg == 1)
+		/* a CS_QCONV with a max pool first convolves that pool's output (laid out like in[0]) */
+		if (!is_conv(s->kind) || !cm->vals[s->in[0]].nhwc || s->kh * s->kw == 1 || s->cg == 1)
 			continue;	/* 1x1 and depthwise filters: OIHW and OHWI are the same bytes */
 		for (unsigned j = 0; j < cm->n_steps; j++)
-			if (cm->steps[j].kind == CS_CONV && cm->steps[j].w_off == off) {
+			if (cm->steps[j].kind == s->kind && cm->steps[j].w_off == off) {
 				bool nhwc = cm->vals[cm->steps[j].in[0]].nhwc != 0;
 
 				all_nhwc &= nhwc;
@@ -102,7 +116,7 @@ static int repack_weights(struct onnx_compiled *cm)
 		if (!first)
 			continue;	/* repacked with the first NHWC convolution that reads them */
 		if (all_nhwc) {
-			if ((ret = repack_ohwi(cm, off, off, s)))
+			if ((ret = repack_ohwi(cm, off, off, s, esz)))
 				return ret;
 			continue;
 		}
@@ -111,10 +125,10 @@ static int repack_weights(struct onnx_compiled *cm)
 
 			if (copy == UINT64_MAX)
 				return cm_seterr(cm, -ENOMEM, "weights: out of memory");
-			if ((ret = repack_ohwi(cm, copy, off, s)))
+			if ((ret = repack_ohwi(cm, copy, off, s, esz)))
 				return ret;
 			for (unsigned q = i; q < cm->n_steps; q++)
-				if (cm->steps[q].kind == CS_CONV && cm->steps[q].w_off == off &&
+				if (cm->steps[q].kind == s->kind && cm->steps[q].w_off == off &&
 				    cm->vals[cm->steps[q].in[0]].nhwc)
 					cm->steps[q].w_off = copy;
 		}
@@ -151,13 +165,19 @@ int cm_plan_layouts(struct onnx_compiled *cm)
 		const struct onnx_node *n = &m->nodes[s->node];
 		bool takes = false;
 
-		if (s->kind == CS_FUSED)
-			continue;	/* its input is never materialised, its output is the step before's */
+		if (s->kind == CS_FUSED || s->kind == CS_QFUSED)
+			continue;	/* its input is never materialised, its output is the step before's (a
+					 * Q/DQ folded into an int8 step: the int8 step reads and writes) */
 		switch (s->kind) {
 		case CS_CONV:
 		case CS_POOL:
 		case CS_ACT:
+		case CS_QCONV:
+		case CS_QPOOL:
 			takes = true;
+			break;
+		case CS_QADD:	/* flat, equally shaped int8 operands (compile_qdq.c) */
+			takes = cm->vals[s->in[0]].loc == LOC_ARENA && cm->vals[s->in[1]].loc == LOC_ARENA;
 			break;
 		case CS_ELT:
 			takes = same4(s->ad, s->bd) && same4(s->ad, s->od) && s->b_off == UINT64_MAX &&
@@ -178,9 +198,9 @@ int cm_plan_layouts(struct onnx_compiled *cm)
 		}
 		if (takes) {
 			made[s->out] = true;
-			if (s->kind != CS_CONV) {
+			if (!is_conv(s->kind)) {
 				join(p, s->in[0], s->out);
-				if (s->kind == CS_ELT)
+				if (s->kind == CS_ELT || s->kind == CS_QADD)
 					join(p, s->in[1], s->out);
 			}
 		} else {
@@ -198,6 +218,10 @@ int cm_plan_layouts(struct onnx_compiled *cm)
 			if (!takes || (s->kind != CS_ELT && k != 0))
 				blocked[v] = true;
 		}
+		/* an int8 QDQ step (or a view of one) reads the DQ nodes' int8 inputs, not its node's */
+		for (unsigned k = 0; k < 2 && !takes; k++)
+			if (s->in[k] >= 0 && cm->vals[s->in[k]].loc == LOC_ARENA)
+				blocked[s->in[k]] = true;
 	}
 	/*
 	 * Views and Concat parts (compile_views.c) are byte ranges of a root buffer in packed NCHW: a
@@ -216,7 +240,7 @@ int cm_plan_layouts(struct onnx_compiled *cm)
 	for (unsigned v = 0; v < nv; v++) {
 		const struct cval *cv = &cm->vals[v];
 
-		if (cv->loc == LOC_ARENA && (!is4f(cv) || !made[v] || (blocked[v] && !layout_free(cv))))
+		if (cv->loc == LOC_ARENA && (!is4a(cv) || !made[v] || (blocked[v] && !layout_free(cv))))
 			gblock[find(p, (int)v)] = true;
 	}
 	for (unsigned v = 0; v < nv; v++)
@@ -238,7 +262,7 @@ int cm_plan_layouts(struct onnx_compiled *cm)
 		if (size != 1)
 			continue;
 		for (unsigned j = 0; j < cm->n_steps; j++)
-			pays |= cm->steps[j].kind == CS_CONV && cm->steps[j].in[0] == v && cm->vals[cm->steps[j].out].nhwc;
+			pays |= is_conv(cm->steps[j].kind) && cm->steps[j].in[0] == v && cm->vals[cm->steps[j].out].nhwc;
 		if (!pays)
 			cm->vals[v].nhwc = 0;
 	}

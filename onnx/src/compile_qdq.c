@@ -784,93 +784,6 @@ declined:
 	return ONNX_FALLBACK;
 }
 
-/* ---- layout ------------------------------------------------------------------------------------ */
-
-static void mark(const struct onnx_compiled *cm, uint8_t *f, int v)
-{
-	if (v >= 0 && cm->vals[v].loc == LOC_ARENA)
-		f[cm->vals[v].root] = 1;
-}
-
-/*
- * Decision: the int8 steps' 4-D activations are NHWC (libaccel's int8 convolution is ~6x faster NHWC
- * than NCHW: 56x56x64 3x3, 33 k vs 206 k cycles), unless a value is a view's (Flatten & co. address the
- * NCHW bytes), a GEMM's operand (viewed as a matrix) or read by an fp32 device step; a max pool keeps
- * one layout in and out.  Host steps and the graph's inputs and outputs see NCHW: the executor
- * converts when the host reads or writes such a value.  Conv weights follow their input's layout
- * (OHWI for NHWC), repacked here in the weight image.
- */
-void cm_qdq_layout(struct onnx_compiled *cm)
-{
-	uint8_t *cand = calloc(cm->n_vals + 1, 1), *keep = calloc(cm->n_vals + 1, 1);
-	bool changed = true;
-
-	if (!cand || !keep)
-		goto out;	/* everything stays NCHW: correct, slower */
-	for (unsigned i = 0; i < cm->n_steps; i++) {
-		const struct cstep *s = &cm->steps[i];
-
-		if (s->kind == CS_ALIAS || s->kind == CS_QGEMM || (CS_IS_DEVICE(s->kind) && !CS_IS_QDQ(s->kind))) {
-			mark(cm, keep, s->in[0]);
-			mark(cm, keep, s->in[1]);
-			mark(cm, keep, s->out);
-		} else if (CS_IS_QDQ(s->kind)) {
-			mark(cm, cand, s->in[0]);
-			mark(cm, cand, s->in[1]);
-			mark(cm, cand, s->out);
-		}
-	}
-	/* views and Concat parts (compile_views.c) and their roots: byte ranges of a packed NCHW buffer */
-	for (unsigned v = 0; v < cm->n_vals; v++)
-		if (cm->vals[v].ndim != 4 || cm->vals[v].root != (int)v || cm->vals[v].voff) {
-			keep[v] = 1;
-			if (cm->vals[v].root >= 0)
-				keep[cm->vals[v].root] = 1;
-		}
-	while (changed) {
-		changed = false;
-		for (unsigned i = 0; i < cm->n_steps; i++) {
-			const struct cstep *s = &cm->steps[i];
-			int a = cm->vals[s->in[0]].root, b = cm->vals[s->out].root;
-
-			if (s->kind != CS_QPOOL && !(s->kind == CS_QCONV && s->qpool))
-				continue;
-			if (s->kind == CS_QPOOL && (cand[a] && !keep[a]) != (cand[b] && !keep[b])) {
-				changed |= !keep[a] || !keep[b];
-				keep[a] = keep[b] = 1;
-			}
-		}
-	}
-	/* only the int8 steps' values: the fp32 layout pass (compile_layout.c) decided the others */
-	for (unsigned v = 0; v < cm->n_vals; v++)
-		if (cand[v])
-			cm->vals[v].nhwc = !keep[v];
-	/* OIHW -> OHWI for the convolutions whose input is NHWC */
-	for (unsigned i = 0; i < cm->n_steps; i++) {
-		const struct cstep *s = &cm->steps[i];
-		size_t K = (size_t)s->k, C = (size_t)s->cg, RS = (size_t)(s->kh * s->kw);
-		int8_t *w, *t;
-
-		if (s->kind != CS_QCONV || !cm->vals[s->in[0]].nhwc)
-			continue;
-		w = (int8_t *)cm->wimg + s->w_off;
-		t = malloc(K * C * RS + 1);
-		if (!t) {	/* cannot repack: this input stays NCHW (its readers all take either) */
-			cm->vals[s->in[0]].nhwc = 0;
-			continue;
-		}
-		for (size_t k = 0; k < K; k++)
-			for (size_t c = 0; c < C; c++)
-				for (size_t p = 0; p < RS; p++)
-					t[(k * RS + p) * C + c] = w[(k * C + c) * RS + p];
-		memcpy(w, t, K * C * RS);
-		free(t);
-	}
-out:
-	free(cand);
-	free(keep);
-}
-
 /* ---- execution (compiled_run.c calls cm_qdq_job for k = 0, 1, ... until it returns 1) ------------- */
 
 static enum accel_layout lay(const struct onnx_compiled *cm, int v)
@@ -944,6 +857,8 @@ static int job_conv(struct onnx_compiled *cm, const struct cstep *s, unsigned k,
 	struct accel_tensor x, w, y, bt, acc;
 	struct accel_conv2d_desc d;
 
+	/* the pool's output (scratch) is laid out like the input, the int32 accumulators like the output;
+	 * NHWC input: OHWI weights (compile_layout.c repacked them) */
 	if (s->qpool && k == 0) {
 		*what = "accel_pool2d (int8 max)";
 		at4(cm->arena, s->sc_off, ACCEL_INT8, lay(cm, s->in[0]), xd, &y);
