@@ -94,13 +94,15 @@ static struct tnpu_pt *tnpu_pt_walk(struct tnpu_ctx *ctx, u64 va, bool alloc)
 void tnpu_mmu_invalidate(struct tnpu_device *tdev)
 {
 	u32 st;
-	int idx;
+	int idx, pm;
 
 	/*
 	 * A runtime-suspended device runs no job and holds no translation (runtime resume writes
-	 * MMU_INVALIDATE when it programs the device again): nothing to wait for.
+	 * MMU_INVALIDATE when it programs the device again): nothing to wait for. Runtime PM
+	 * disabled (< 0): the device is powered.
 	 */
-	if (tnpu_pm_get_if_active(tdev) <= 0)
+	pm = tnpu_pm_get_if_active(tdev);
+	if (!pm)
 		return;
 	if (drm_dev_enter(&tdev->drm, &idx)) {
 		tnpu_write(tdev, TNPU_REG_MMU_INVALIDATE, 1);
@@ -111,7 +113,8 @@ void tnpu_mmu_invalidate(struct tnpu_device *tdev)
 					     "MMU invalidate not complete (status 0x%x)\n", st);
 		drm_dev_exit(idx);
 	}
-	tnpu_pm_put(tdev);
+	if (pm > 0)
+		tnpu_pm_put(tdev);
 }
 
 void tnpu_mmu_unmap(struct tnpu_ctx *ctx, u64 va, u64 size)

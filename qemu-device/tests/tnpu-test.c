@@ -990,9 +990,11 @@ static void wait_marker(Tnpu *t, uint64_t pa)
 
 /*
  * A hostile job (issue 17): after its marker, a 1-byte fill of SRAM byte 0
- * (0x5a) and a DMA_D2H of width 1, 2^32 - 2^16 rows, every pitch 0, that
- * stores that byte to *page_pa over and over: it passes the watchdog
- * pre-check and would keep a host core busy for many minutes.
+ * (0x5a) and a DMA_D2H of width 1, 2^25 - 2^16 rows, every pitch 0, that
+ * stores that byte to *page_pa over and over: the longest such store the
+ * default array's host-work budget (2^26 units, two per row: the row and its
+ * guest page) lets run, seconds of host time. (2^32 - 2^16 rows, the reported
+ * command, is now refused before it starts: WATCHDOG, ERR_INFO 1.)
  */
 static uint64_t hostile_job(Tnpu *t, uint32_t *cmd_len, uint64_t *marker_pa,
                             uint64_t *page_va, uint64_t *page_pa)
@@ -1006,7 +1008,7 @@ static uint64_t hostile_job(Tnpu *t, uint32_t *cmd_len, uint64_t *marker_pa,
     *page_va = buf(t, 4096, page_pa);
     g_byte_array_append(cb.b, (const guint8 *)&f, sizeof(f));
     cmd_fill(&cb, 1);
-    cmd_dma(&cb, false, *page_va, 0, 0, 0, 0, 0, 1, 0xffff0000u);
+    cmd_dma(&cb, false, *page_va, 0, 0, 0, 0, 0, 1, (1u << 25) - (1u << 16));
     return cmds_upload(t, &cb, cmd_len);
 }
 
