@@ -172,8 +172,8 @@ static void print_human(const char *src, const struct cd_dump *d)
 
 			cd_ring_entry_at(d, i, &e);
 			printf("  %c [%3" PRIu32 "] ctx %-4u flags 0x%x cmd_va 0x%" PRIx64 " len %" PRIu32 " seqno %" PRIu64
-			       "%s\n", idx == d->ring_state.head ? '>' : ' ', idx, e.ctx, e.flags, e.cmd_va, e.cmd_len,
-			       e.seqno, idx == d->ring_state.head ? "  <- HEAD" : "");
+			       " counters 0x%" PRIx64 "%s\n", idx == d->ring_state.head ? '>' : ' ', idx, e.ctx, e.flags,
+			       e.cmd_va, e.cmd_len, e.seqno, e.counters_addr, idx == d->ring_state.head ? "  <- HEAD" : "");
 		}
 	}
 
@@ -274,6 +274,7 @@ static void print_json(struct json_writer *w, const char *src, const struct cd_d
 			json_u64(w, "cmd_va", e.cmd_va);
 			json_u64(w, "cmd_len", e.cmd_len);
 			json_u64(w, "seqno", e.seqno);
+			json_u64(w, "counters_addr", e.counters_addr);
 			json_end_object(w);
 		}
 		json_end_array(w);

@@ -178,7 +178,7 @@ void cd_ring_entry_at(const struct cd_dump *d, uint32_t i, struct cd_ring_entry 
 	e->cmd_len = le32(p + 4);
 	e->cmd_va = le64(p + 8);
 	e->seqno = le64(p + 16);
-	e->reserved = le64(p + 24);
+	e->counters_addr = le64(p + 24);	/* the job's counter record (flags bit 1), 0 none */
 }
 
 const char *cd_reason_name(uint32_t reason)

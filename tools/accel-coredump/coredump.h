@@ -46,7 +46,7 @@ struct cd_reg {
 struct cd_ring_entry {
 	uint16_t ctx, flags;
 	uint32_t cmd_len;
-	uint64_t cmd_va, seqno, reserved;
+	uint64_t cmd_va, seqno, counters_addr;
 };
 
 /* 0, or -EINVAL / -EPROTONOSUPPORT with a message in err (one line, no newline). */
