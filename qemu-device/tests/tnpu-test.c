@@ -2144,7 +2144,7 @@ static void test_rss_hostile_all_queues(void)
     uint64_t opa, ova, big_pa, rest, peak = 0;
     uint8_t pkt[512];
     g_autofree uint16_t *ab = g_new0(uint16_t, b_off / 2 + N);
-    gint64 t0;
+    gint64 t0, us;
     bool busy = true;
 
     g_assert_cmpuint(t->queues, ==, TNPU_MAX_QUEUES);
@@ -2239,6 +2239,28 @@ static void test_rss_hostile_all_queues(void)
                        TNPU_Q_STATUS_ERROR);
     }
     g_assert_cmpuint(peak - rest, <=, (256ull << 20) + onchip);
+
+    /*
+     * CTRL.RESET while most workers wait for a run token: the waits are
+     * abandoned at once (RESET_PENDING clears within 100 ms) and no token is
+     * lost (all 16 queues then complete again).
+     */
+    for (unsigned q = 0; q < t->queues; q++) {
+        submit(t, q, RSS_BIG_VA, TNPU_CMDBUF_MAX, 2000 + q);
+    }
+    g_usleep(2000);
+    wr(t, TNPU_REG_CTRL, TNPU_CTRL_RESET);
+    us = wait_status_clear(t, TNPU_STATUS_RESET_PENDING);
+    g_test_message("reset with 16 queues busy done after %" PRId64 " us", us);
+    g_assert_cmpint(us, <, 100 * 1000);
+    tnpu_setup(t);
+    for (unsigned q = 0; q < t->queues; q++) {
+        submit(t, q, RSS_BIG_VA, TNPU_CMDBUF_MAX, 3000 + q);
+    }
+    for (unsigned q = 0; q < t->queues; q++) {
+        wait_idle(t, q);
+        g_assert_cmphex(qtest_readq(t->qts, t->fence[q]), ==, 3000 + q);
+    }
     tnpu_stop(t);
 }
 
