@@ -139,11 +139,34 @@ static void *tnpu_worker_thread(void *opaque)
         job = w->job;
         w->has_job = false;
         w->running = true;
-        qemu_mutex_unlock(&s->lock);
+        /*
+         * A run token (device-wide memory budget).  The wait is abortable:
+         * reset and unplug broadcast token_cond, and an abandoned job then
+         * returns at once without running.
+         */
+        while (!s->run_tokens && !w->discard && !s->stopping) {
+            qemu_cond_wait(&s->token_cond, &s->lock);
+        }
+        if (s->stopping) {
+            w->running = false;
+            qemu_cond_broadcast(&s->idle_cond);
+            break;
+        }
+        if (!w->discard) {
+            s->run_tokens--;
+            qemu_mutex_unlock(&s->lock);
 
-        tnpu_run_job(w, &job, &s->mem, &res);
+            tnpu_run_job(w, &job, &s->mem, &res);
+            if (s->cfg.queues > TNPU_RUN_TOKENS) {
+                /* at rest a worker keeps no big scratch: the token covers it */
+                tnpu_exec_release_scratch(w->ex);
+                tnpu_thread_cleanup();
+            }
 
-        qemu_mutex_lock(&s->lock);
+            qemu_mutex_lock(&s->lock);
+            s->run_tokens++;
+            qemu_cond_signal(&s->token_cond);
+        }
         w->running = false;
         qemu_cond_broadcast(&s->idle_cond);
         if (w->discard) {
@@ -229,6 +252,7 @@ void tnpu_workers_drop(TnpuState *s)
             tnpu_exec_abort(w->ex);
         }
     }
+    qemu_cond_broadcast(&s->token_cond);
     qemu_mutex_unlock(&s->lock);
 }
 
@@ -342,6 +366,7 @@ void tnpu_workers_stop(TnpuState *s)
             qemu_cond_signal(&w->cond);
         }
     }
+    qemu_cond_broadcast(&s->token_cond);
     qemu_mutex_unlock(&s->lock);
     for (unsigned q = 0; q < TNPU_MAX_QUEUES; q++) {
         TnpuWorker *w = &s->workers[q];

@@ -311,6 +311,7 @@ static void tnpu_exit(PCIDevice *pdev)
     tnpu_core_free(s->core);
     s->core = NULL;
     qemu_cond_destroy(&s->idle_cond);
+    qemu_cond_destroy(&s->token_cond);
     qemu_mutex_destroy(&s->lock);
     msix_uninit_exclusive_bar(pdev);
     msi_uninit(pdev);
@@ -396,6 +397,8 @@ static void tnpu_realize(PCIDevice *pdev, Error **errp)
     tnpu_mem_init(s);
     qemu_mutex_init(&s->lock);
     qemu_cond_init(&s->idle_cond);
+    qemu_cond_init(&s->token_cond);
+    s->run_tokens = TNPU_RUN_TOKENS;
     s->bh = qemu_bh_new_guarded(tnpu_bh, s, &DEVICE(s)->mem_reentrancy_guard);
     s->kick_pending = 0;
     s->rr_next = 0;
@@ -403,6 +406,7 @@ static void tnpu_realize(PCIDevice *pdev, Error **errp)
         qemu_bh_delete(s->bh);
         s->bh = NULL;
         qemu_cond_destroy(&s->idle_cond);
+        qemu_cond_destroy(&s->token_cond);
         qemu_mutex_destroy(&s->lock);
         tnpu_core_free(s->core);
         s->core = NULL;

@@ -37,6 +37,15 @@ typedef struct TnpuState TnpuState;
  * concurrently, and within a queue jobs run in ring order one at a time, so a
  * queue never needs more than one executor.
  */
+/*
+ * Device-wide host-memory budget (qemu-device.md "Host resources"): at most
+ * TNPU_RUN_TOKENS jobs run at once, each with its big scratch (command buffer
+ * copy, IM2COL/GATHER box, bf16 panel, GEMM packing, ~42 MiB at most); with
+ * more queues than tokens a worker frees that scratch before it returns its
+ * token.  Modelled cycles never depend on the wait.
+ */
+#define TNPU_RUN_TOKENS 4
+
 typedef struct TnpuWorker {
     TnpuState *s;
     unsigned q;
@@ -76,6 +85,8 @@ struct TnpuState {
     /* Worker hand-off. */
     QemuMutex lock;
     QemuCond idle_cond; /* a worker left tnpu_exec_run() */
+    QemuCond token_cond; /* a run token was returned, or reset/stopping */
+    unsigned run_tokens; /* free run tokens (TNPU_RUN_TOKENS at start) */
     bool stopping;
     TnpuWorker workers[TNPU_MAX_QUEUES];
 };

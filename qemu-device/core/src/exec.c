@@ -7,6 +7,7 @@
 #include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
+#include <sys/mman.h>
 
 #include "internal.h"
 
@@ -27,34 +28,73 @@ uint32_t tnpu_fail(struct tnpu_exec *ex, uint32_t err, uint32_t info, uint64_t a
 	return err;
 }
 
-uint8_t *tnpu_scratch(struct tnpu_exec *ex, size_t bytes)
+/*
+ * Big host buffers (command buffer copies, scratch) are mapped, not malloc'ed:
+ * malloc serves them from per-thread arenas after glibc's adaptive mmap
+ * threshold has risen, and freed arena memory stays resident, so 16 workers
+ * would each keep their largest buffer for good (qemu-device.md "Host
+ * resources").  An unmapped buffer returns its pages at once.
+ */
+#define BIG_ALLOC_MIN (256u << 10)
+
+void *tnpu_host_alloc(size_t bytes)
 {
-	if (bytes > TNPU_SCRATCH_MAX)
-		return NULL;
-	if (bytes > ex->scratch_cap) {
-		uint8_t *p = realloc(ex->scratch, bytes);
+	void *p;
+
+	if (bytes < BIG_ALLOC_MIN)
+		return malloc(bytes ? bytes : 1);
+	p = mmap(NULL, bytes, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+	return p == MAP_FAILED ? NULL : p;
+}
+
+void tnpu_host_free(void *p, size_t bytes)
+{
+	if (!p)
+		return;
+	if (bytes < BIG_ALLOC_MIN)
+		free(p);
+	else
+		munmap(p, bytes);
+}
+
+/* Grows *buf (capacity *cap) to `bytes`; the old contents are not kept (every user fills the
+ * scratch after asking for it). */
+static void *grow(void **buf, size_t *cap, size_t bytes)
+{
+	if (bytes > *cap) {
+		void *p = tnpu_host_alloc(bytes);
 
 		if (!p)
 			return NULL;
-		ex->scratch = p;
-		ex->scratch_cap = bytes;
+		tnpu_host_free(*buf, *cap);
+		*buf = p;
+		*cap = bytes;
 	}
-	return ex->scratch;
+	return *buf;
+}
+
+uint8_t *tnpu_scratch(struct tnpu_exec *ex, size_t bytes)
+{
+	void *b = ex->scratch;
+	uint8_t *p;
+
+	if (bytes > TNPU_SCRATCH_MAX)
+		return NULL;
+	p = grow(&b, &ex->scratch_cap, bytes);
+	ex->scratch = b;
+	return p;
 }
 
 float *tnpu_cvt_scratch(struct tnpu_exec *ex, size_t bytes)
 {
+	void *b = ex->cvt;
+	float *p;
+
 	if (bytes > TNPU_CVT_SCRATCH_MAX)
 		return NULL;
-	if (bytes > ex->cvt_cap) {
-		float *p = realloc(ex->cvt, bytes);
-
-		if (!p)
-			return NULL;
-		ex->cvt = p;
-		ex->cvt_cap = bytes;
-	}
-	return ex->cvt;
+	p = grow(&b, &ex->cvt_cap, bytes);
+	ex->cvt = b;
+	return p;
 }
 
 size_t tnpu_exec_scratch_bytes(const struct tnpu_exec *ex)
@@ -62,11 +102,21 @@ size_t tnpu_exec_scratch_bytes(const struct tnpu_exec *ex)
 	return ex->scratch_cap + ex->cvt_cap;
 }
 
+void tnpu_exec_release_scratch(struct tnpu_exec *ex)
+{
+	tnpu_host_free(ex->scratch, ex->scratch_cap);
+	ex->scratch = NULL;
+	ex->scratch_cap = 0;
+	tnpu_host_free(ex->cvt, ex->cvt_cap);
+	ex->cvt = NULL;
+	ex->cvt_cap = 0;
+}
+
 /* Job end: a big scratch (a large IM2COL box) is not kept across jobs. */
 static void scratch_trim(struct tnpu_exec *ex)
 {
 	if (ex->scratch_cap > TNPU_SCRATCH_KEEP) {
-		free(ex->scratch);
+		tnpu_host_free(ex->scratch, ex->scratch_cap);
 		ex->scratch = NULL;
 		ex->scratch_cap = 0;
 	}
@@ -146,8 +196,8 @@ void tnpu_exec_free(struct tnpu_exec *ex)
 		}
 		free(ex->rows);
 	}
-	free(ex->scratch);
-	free(ex->cvt);
+	tnpu_host_free(ex->scratch, ex->scratch_cap);
+	tnpu_host_free(ex->cvt, ex->cvt_cap);
 	free(ex->isl_rt);
 	tnpu_rings_free(ex);
 	tnpu_plan_cache_free(ex);
@@ -941,7 +991,7 @@ static uint32_t cmd_size(uint8_t op)
 
 static uint32_t run_commands(struct tnpu_exec *ex, uint64_t cmd_va, uint32_t cmd_len)
 {
-	uint8_t *buf = malloc(cmd_len);
+	uint8_t *buf = tnpu_host_alloc(cmd_len);
 	uint32_t off = 0, err = 0;
 
 	if (!buf)
@@ -1031,7 +1081,7 @@ static uint32_t run_commands(struct tnpu_exec *ex, uint64_t cmd_va, uint32_t cmd
 			err = tnpu_fail(ex, TNPU_ERR_WATCHDOG, 0, 0);
 		off += size;
 	}
-	free(buf);
+	tnpu_host_free(buf, cmd_len);
 	return err;
 }
 

@@ -300,6 +300,9 @@ uint64_t tnpu_dw_mcast_bytes(const struct row_state *rs, uint64_t base, unsigned
 uint32_t tnpu_cluster_dispatch(struct tnpu_exec *ex, unsigned row, unsigned half, unsigned dflags,
 			       const uint8_t *pkt, uint32_t len, uint64_t t0, uint64_t *busy);
 void tnpu_cluster_reset(struct tnpu_exec *ex);
+/* malloc below 256 KiB, an anonymous mapping above (freed pages go back to the OS at once) */
+void *tnpu_host_alloc(size_t bytes);
+void tnpu_host_free(void *p, size_t bytes);
 uint8_t *tnpu_scratch(struct tnpu_exec *ex, size_t bytes);
 float *tnpu_cvt_scratch(struct tnpu_exec *ex, size_t bytes);
 

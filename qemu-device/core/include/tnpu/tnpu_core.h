@@ -206,6 +206,9 @@ void tnpu_exec_tlb_invalidate(struct tnpu_exec *ex);
 bool tnpu_exec_tlb_pending(struct tnpu_exec *ex);
 /* Host bytes held by the executor's scratch buffers (tests: they stay capped). */
 size_t tnpu_exec_scratch_bytes(const struct tnpu_exec *ex);
+/* Frees every scratch the executor keeps between jobs (the bf16 widening panel and the small kept
+ * scratch); the next job allocates again.  Call only between jobs.  Results do not change. */
+void tnpu_exec_release_scratch(struct tnpu_exec *ex);
 
 /* ---- engine timeline trace (model/debug feature, cycle-model.md "Trace") -- */
 /* What a trace event covers.  Append only. */
