@@ -228,3 +228,23 @@ const uint8_t *mb_pack(struct mb *b, size_t *len)
 	onnx__model_proto__pack(&b->model, b->packed);
 	return b->packed;
 }
+
+float mb_frand(uint32_t *rng)
+{
+	*rng = *rng * 1664525u + 1013904223u;
+	return (float)((*rng >> 8) & 0xffff) / 32768.0f - 1.0f;
+}
+
+void mb_init_rand(struct mb *b, const char *name, unsigned ndim, const int64_t *dims, uint32_t *rng)
+{
+	size_t n = 1;
+	float *v;
+
+	for (unsigned i = 0; i < ndim; i++)
+		n *= (size_t)dims[i];
+	v = malloc(n * sizeof(*v));
+	for (size_t i = 0; i < n; i++)
+		v[i] = mb_frand(rng);
+	mb_init(b, name, ONNX_FLOAT, ndim, dims, v);
+	free(v);
+}

@@ -22,6 +22,9 @@ void mb_attr_ints(struct mb *b, Onnx__NodeProto *n, const char *name, const int6
 /* Initializer (data copied, raw_data). */
 void mb_init(struct mb *b, const char *name, enum onnx_dtype dt, unsigned ndim, const int64_t *dims,
 	     const void *data);
+/* The tests' seeded random floats in [-1, 1) (one LCG, state in *rng), and an initializer filled with them. */
+float mb_frand(uint32_t *rng);
+void mb_init_rand(struct mb *b, const char *name, unsigned ndim, const int64_t *dims, uint32_t *rng);
 void mb_input(struct mb *b, const char *name);
 void mb_output(struct mb *b, const char *name);
 /* Graph input with a declared tensor type; a dimension INT64_MIN is symbolic ("N"). */

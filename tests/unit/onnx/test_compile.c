@@ -35,22 +35,12 @@ TestSuite(onnx_compile, .init = setup, .fini = teardown);
 
 static float frand(void)
 {
-	rng = rng * 1664525u + 1013904223u;
-	return (float)((rng >> 8) & 0xffff) / 32768.0f - 1.0f;
+	return mb_frand(&rng);
 }
 
 static void init_rand(struct mb *b, const char *name, unsigned nd, const int64_t *dims)
 {
-	size_t n = 1;
-	float *v;
-
-	for (unsigned i = 0; i < nd; i++)
-		n *= (size_t)dims[i];
-	v = malloc(n * sizeof(*v));
-	for (size_t i = 0; i < n; i++)
-		v[i] = frand();
-	mb_init(b, name, ONNX_FLOAT, nd, dims, v);
-	free(v);
+	mb_init_rand(b, name, nd, dims, &rng);
 }
 
 /* x[1,4,8,8] -> Conv3x3+bias -> Relu -> Conv3x3 -> Add(x) -> Relu -> MaxPool2 -> GlobalAveragePool

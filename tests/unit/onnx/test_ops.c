@@ -29,8 +29,7 @@ TestSuite(onnx_ops, .init = setup, .fini = teardown);
 
 static float frand(void)
 {
-	rng = rng * 1664525u + 1013904223u;
-	return (float)((rng >> 8) & 0xffff) / 32768.0f - 1.0f;
+	return mb_frand(&rng);
 }
 
 static int irand(int lo, int hi)
