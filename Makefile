@@ -114,7 +114,7 @@ bench-core: build
 fuzz-core: deps
 	@$(TOP)/qemu-device/core/fuzz/run-fuzz.sh $${FUZZ_SECONDS:-60}
 
-# QEMU's generic-fuzz on the device (clang + ASan QEMU build of its own): not part of make check.
+# QEMU's generic-fuzz on the device (clang + ASan QEMU build of its own); make check runs it for 60 s.
 fuzz-qemu: qemu
 	@$(TOP)/tools/build-qemu-fuzz run $${FUZZ_QEMU_SECONDS:-300}
 
