@@ -550,16 +550,25 @@ static union val bin_one(const struct vcmd *v, const uint8_t *pa, const uint8_t 
 	}
 }
 
-static union val pool_one(const struct vcmd *v, const uint8_t *half, const uint32_t *i)
+/*
+ * One window position (i[0], i[1], i[2]) for all n[3] channels at once: which taps are inside the image
+ * depends only on the position, so the taps run outer and the channels inner (a contiguous run in NHWC),
+ * each channel seeing its taps in the same order as a per-element loop would — the same result bits.
+ */
+static void pool_run(const struct vcmd *v, const uint8_t *half, const uint32_t *i, union val *out, int64_t *sum)
 {
 	const struct tnpu_vec_pool_win *w = &v->pw;
 	int64_t y0 = (int64_t)i[1] * w->stride_y - w->pad_top, x0 = (int64_t)i[2] * w->stride_x - w->pad_left;
-	int64_t base = (int64_t)v->a_off + (int64_t)i[0] * v->a_st[0] + (int64_t)i[3] * v->a_st[3];
+	int64_t base = (int64_t)v->a_off + (int64_t)i[0] * v->a_st[0];
+	int64_t cst = v->a_st[3];
+	uint32_t nc = v->n[3];
 	bool f = v->in == TNPU_DTYPE_FP32, avg = v->fn == TNPU_VEC_POOL_AVG, any = false;
-	float mf = 0, sf = 0;
-	int64_t mi = 0, si = 0, cnt = 0;
-	union val r;
+	int64_t cnt = 0;
 
+	for (uint32_t c = 0; c < nc; c++)
+		out[c].i = 0;	/* also fp32 +0.0 and the int8 max of an empty window */
+	if (sum)
+		memset(sum, 0, nc * sizeof(*sum));
 	for (unsigned ry = 0; ry < w->win_h; ry++) {
 		int64_t iy = y0 + ry;
 
@@ -573,31 +582,46 @@ static union val pool_one(const struct vcmd *v, const uint8_t *half, const uint3
 				continue;
 			p = half + base + iy * v->a_st[1] + ix * v->a_st[2];
 			cnt++;
-			if (f) {
-				float x = ld_f(p);
+			if (f && avg) {
+				for (uint32_t c = 0; c < nc; c++)
+					out[c].f += ld_f(p + c * cst);
+			} else if (f && !any) {
+				for (uint32_t c = 0; c < nc; c++)
+					out[c].f = ld_f(p + c * cst);
+			} else if (f) {
+				for (uint32_t c = 0; c < nc; c++) {
+					float x = ld_f(p + c * cst);
 
-				if (avg)
-					sf += x;
-				else if (!any || x > mf || x != x)
-					mf = x;
+					if (x > out[c].f || x != x)
+						out[c].f = x;
+				}
+			} else if (avg) {
+				for (uint32_t c = 0; c < nc; c++)
+					sum[c] += (int8_t)p[c * cst];
+			} else if (!any) {
+				for (uint32_t c = 0; c < nc; c++)
+					out[c].i = (int8_t)p[c * cst];
 			} else {
-				int64_t x = (int8_t)p[0];
+				for (uint32_t c = 0; c < nc; c++) {
+					int32_t x = (int8_t)p[c * cst];
 
-				if (avg)
-					si += x;
-				else if (!any || x > mi)
-					mi = x;
+					if (x > out[c].i)
+						out[c].i = x;
+				}
 			}
 			any = true;
 		}
 	}
 	if (v->vf & TNPU_VEC_F_COUNT_PAD)
 		cnt = (int64_t)w->win_h * w->win_w;
-	if (f)
-		r.f = avg ? sf / (float)cnt : mf;
-	else
-		r.i = avg ? requant(si, (int32_t)v->scale, v->shift, v->zp) : (int32_t)mi;
-	return r;
+	if (!avg)
+		return;
+	for (uint32_t c = 0; c < nc; c++) {
+		if (f)
+			out[c].f = out[c].f / (float)cnt;
+		else
+			out[c].i = requant(sum[c], (int32_t)v->scale, v->shift, v->zp);
+	}
 }
 
 static union val red_one(const struct vcmd *v, const uint8_t *p)
@@ -653,7 +677,7 @@ static union val red_one(const struct vcmd *v, const uint8_t *p)
 }
 
 /* Compute every output of one row into out[] (output order), then write them. */
-static uint32_t run_row(struct tnpu_exec *ex, const struct vcmd *v, unsigned r, union val *out)
+static uint32_t run_row(struct tnpu_exec *ex, const struct vcmd *v, unsigned r, union val *out, int64_t *sum)
 {
 	struct row_state *rs = &ex->rows[r];
 	uint8_t *half = rs->sram + (uint64_t)v->half * ex->half;
@@ -665,7 +689,13 @@ static uint32_t run_row(struct tnpu_exec *ex, const struct vcmd *v, unsigned r, 
 		for (i[1] = 0; i[1] < v->n[1]; i[1]++) {
 			if (tnpu_stopped(ex, 1 + (uint64_t)v->n[2] * v->n[3] / 4))
 				return tnpu_stop_fail(ex);
-			for (i[2] = 0; i[2] < v->n[2]; i[2]++)
+			for (i[2] = 0; i[2] < v->n[2]; i[2]++) {
+				if (v->op == TNPU_VEC_POOL) {
+					i[3] = 0;
+					pool_run(v, half, i, out + o, sum);
+					o += v->n[3];
+					continue;
+				}
 				for (i[3] = 0; i[3] < v->n[3]; i[3]++, o++) {
 					int64_t a = (int64_t)v->a_off, b = (int64_t)v->b_off;
 
@@ -680,14 +710,12 @@ static uint32_t run_row(struct tnpu_exec *ex, const struct vcmd *v, unsigned r, 
 					case TNPU_VEC_BINARY:
 						out[o] = bin_one(v, half + a, half + b);
 						break;
-					case TNPU_VEC_POOL:
-						out[o] = pool_one(v, half, i);
-						break;
 					default:
 						out[o] = red_one(v, half + a);
 						break;
 					}
 				}
+			}
 		}
 	(void)ein;
 	/* Write phase: every input was read above (in-place operations are well defined). */
@@ -764,6 +792,7 @@ uint32_t tnpu_vec_cmd(struct tnpu_exec *ex, const uint8_t *c, bool async)
 	unsigned bad, r0 = 0, r1 = 0;
 	uint64_t s, busy, cost;
 	union val *out;
+	int64_t *sum = NULL;
 	uint32_t err = 0;
 
 	if (c[0] == TNPU_CMD_VEC_LUT)
@@ -787,10 +816,16 @@ uint32_t tnpu_vec_cmd(struct tnpu_exec *ex, const uint8_t *c, bool async)
 		if (TNPU_MAX(ex->R[r], s + TNPU_CYC_CMD) + busy * ex->isl[ex->cur].clkdiv > ex->cfg.watchdog_cycles)
 			return tnpu_fail(ex, TNPU_ERR_WATCHDOG, 0, 0);
 	out = malloc(v.elems * sizeof(*out));
-	if (!out)
+	/* int8 average pooling sums a channel run's taps in 64 bits (65535² taps × 128 overflow 32) */
+	if (v.op == TNPU_VEC_POOL && v.fn == TNPU_VEC_POOL_AVG && v.in != TNPU_DTYPE_FP32)
+		sum = malloc((v.n[3] ? v.n[3] : 1) * sizeof(*sum));
+	if (!out || (!sum && v.op == TNPU_VEC_POOL && v.fn == TNPU_VEC_POOL_AVG && v.in != TNPU_DTYPE_FP32)) {
+		free(out);
 		return tnpu_fail(ex, TNPU_ERR_NOMEM, 0, 0);
+	}
 	for (unsigned r = r0; r <= r1 && !err; r++)
-		err = run_row(ex, &v, r, out);
+		err = run_row(ex, &v, r, out, sum);
+	free(sum);
 	free(out);
 	if (err)
 		return err;

@@ -523,6 +523,153 @@ Test(vec, pool_max_int8_and_avg_fp32_nhwc_with_padding)
 
 /* ---- REDUCE and a device Softmax ------------------------------------------------------------- */
 
+/* POOL as vector-units.md defines it, one output element at a time (the model runs the channels of a
+ * window position together): max with NaN propagation in tap order, fp32 sums in tap order from 0.0,
+ * int8 sums requantised. */
+static void pool_ref(const struct tnpu_cmd_vec *v, const uint8_t *a, uint8_t *d)
+{
+	const struct tnpu_vec_pool_win *w = &v->win.pool;
+	bool f = v->in_dtype == TNPU_DTYPE_FP32;
+
+	for (uint32_t i0 = 0; i0 < v->n[0]; i0++)
+		for (uint32_t i1 = 0; i1 < v->n[1]; i1++)
+			for (uint32_t i2 = 0; i2 < v->n[2]; i2++)
+				for (uint32_t i3 = 0; i3 < v->n[3]; i3++) {
+					float mf = 0, sf = 0;
+					int64_t mi = 0, si = 0, cnt = 0;
+					int64_t o = (int64_t)i0 * v->d_st[0] + (int64_t)i1 * v->d_st[1] +
+						    (int64_t)i2 * v->d_st[2] + (int64_t)i3 * v->d_st[3];
+
+					for (int ry = 0; ry < w->win_h; ry++)
+						for (int rx = 0; rx < w->win_w; rx++) {
+							int64_t iy = (int64_t)i1 * w->stride_y - w->pad_top + ry;
+							int64_t ix = (int64_t)i2 * w->stride_x - w->pad_left + rx;
+							const uint8_t *q;
+
+							if (iy < 0 || ix < 0 || iy >= w->in_h || ix >= w->in_w)
+								continue;
+							q = a + (int64_t)i0 * v->a_st[0] + iy * v->a_st[1] + ix * v->a_st[2] +
+							    (int64_t)i3 * v->a_st[3];
+							if (f) {
+								float x;
+
+								memcpy(&x, q, 4);
+								sf += x;
+								if (!cnt || x > mf || x != x)
+									mf = x;
+							} else {
+								si += (int8_t)q[0];
+								if (!cnt || (int8_t)q[0] > mi)
+									mi = (int8_t)q[0];
+							}
+							cnt++;
+						}
+					if (v->vflags & TNPU_VEC_F_COUNT_PAD)
+						cnt = (int64_t)w->win_h * w->win_w;
+					if (f) {
+						float r = v->func == TNPU_VEC_POOL_MAX ? mf : sf / (float)cnt;
+
+						memcpy(d + o, &r, 4);
+					} else if (v->func == TNPU_VEC_POOL_MAX) {
+						d[o] = (uint8_t)(int8_t)mi;
+					} else {
+						int64_t y = si * (int32_t)v->scale + (v->shift ? (int64_t)1 << (v->shift - 1) : 0);
+
+						y = (y >> v->shift) + v->zero_point;
+						d[o] = (uint8_t)(int8_t)(y < -128 ? -128 : (y > 127 ? 127 : y));
+					}
+				}
+}
+
+/* Random windows, strides, paddings, batch/channel dims and both channel placements (NHWC: channels
+ * in dim 3, contiguous; NCHW: channels in dim 0), fp32 inputs with NaNs and signed zeros: every
+ * output equals the per-element reference bit for bit. */
+Test(vec, pool_random_geometries_match_the_per_element_definition)
+{
+	uint64_t seed = 0x9001;
+	unsigned done = 0;
+
+	for (int it = 0; it < 300; it++) {
+		bool f = trng(&seed) % 2, nhwc = trng(&seed) % 2;
+		unsigned e = f ? 4 : 1;
+		struct tnpu_cmd_vec v = vcmd(TNPU_VEC_POOL, (uint8_t)(trng(&seed) % 2), f ? TNPU_DTYPE_FP32 : TNPU_DTYPE_INT8,
+					     f ? TNPU_DTYPE_FP32 : TNPU_DTYPE_INT8);
+		struct tnpu_vec_pool_win *w = &v.win.pool;
+		uint32_t B = 1 + trng(&seed) % 3, C = 1 + trng(&seed) % 11, OH = 1 + trng(&seed) % 5, OW = 1 + trng(&seed) % 5;
+		uint32_t ih, iw, in_bytes, out_bytes;
+		uint8_t *a = H(0), *want = H(131072), *got = H(196608);
+
+		w->win_h = (uint16_t)(1 + trng(&seed) % 3);
+		w->win_w = (uint16_t)(1 + trng(&seed) % 3);
+		w->stride_y = (uint8_t)(1 + trng(&seed) % 3);
+		w->stride_x = (uint8_t)(1 + trng(&seed) % 3);
+		w->pad_top = (uint8_t)(trng(&seed) % w->win_h);
+		w->pad_left = (uint8_t)(trng(&seed) % w->win_w);
+		/* big enough that every window has a valid tap, sometimes smaller than the last window */
+		{
+			int64_t full_h = (int64_t)(OH - 1) * w->stride_y + w->win_h - w->pad_top;
+			int64_t full_w = (int64_t)(OW - 1) * w->stride_x + w->win_w - w->pad_left;
+			int64_t min_h = (int64_t)(OH - 1) * w->stride_y - w->pad_top + 1;
+			int64_t min_w = (int64_t)(OW - 1) * w->stride_x - w->pad_left + 1;
+
+			min_h = min_h < 1 ? 1 : min_h;
+			min_w = min_w < 1 ? 1 : min_w;
+			ih = (uint32_t)(trng(&seed) % 2 ? full_h : min_h + (int64_t)(trng(&seed) % (uint64_t)(full_h - min_h + 1)));
+			iw = (uint32_t)(trng(&seed) % 2 ? full_w : min_w + (int64_t)(trng(&seed) % (uint64_t)(full_w - min_w + 1)));
+		}
+		w->in_h = (uint16_t)ih;
+		w->in_w = (uint16_t)iw;
+		if (v.func == TNPU_VEC_POOL_AVG && !f) {
+			v.vflags = TNPU_VEC_F_COUNT_PAD;
+			v.scale = (uint32_t)(trng(&seed) % 70000) - 20000;
+			v.shift = (uint8_t)(trng(&seed) % 20);
+			v.zero_point = (int16_t)(trng(&seed) % 21) - 10;
+		}
+		in_bytes = B * C * ih * iw * e;
+		out_bytes = B * C * OH * OW * e;
+		if (in_bytes > 16384 || out_bytes > 8192)
+			continue;
+		v.n[0] = nhwc ? B : C;
+		v.n[1] = OH;
+		v.n[2] = OW;
+		v.n[3] = nhwc ? C : B;
+		/* input: NHWC (b, y, x, c) or CHW per image with images innermost-but-one (c, y, x, b) */
+		v.a_st[1] = (int32_t)(iw * (nhwc ? C : B) * e);
+		v.a_st[2] = (int32_t)((nhwc ? C : B) * e);
+		v.a_st[3] = (int32_t)e;
+		v.a_st[0] = (int32_t)(ih * iw * (nhwc ? C : B) * e);
+		v.d_off = 16384;
+		v.d_st[3] = (int32_t)e;
+		v.d_st[2] = (int32_t)(v.n[3] * e);
+		v.d_st[1] = (int32_t)(OW * v.n[3] * e);
+		v.d_st[0] = (int32_t)(OH * OW * v.n[3] * e);
+		for (uint32_t k = 0; k < in_bytes / e; k++) {
+			uint32_t r = (uint32_t)trng(&seed);
+
+			if (f) {
+				float x = (float)((int)(r % 2001) - 1000) / 64.0f;
+
+				if (r % 37 == 0)
+					x = NAN;
+				else if (r % 41 == 0)
+					x = -0.0f;
+				memcpy(a + 4 * k, &x, 4);
+			} else {
+				a[k] = (uint8_t)r;
+			}
+		}
+		pool_ref(&v, a, want);
+		put(0, 0, in_bytes);
+		emit(&v);
+		get(0, 16384, 196608, out_bytes);
+		cr_assert_eq(run(), 0, "iteration %d: %s info %u", it, tnpu_err_name(res.error), res.err_info);
+		cr_assert(!memcmp(got, want, out_bytes), "iteration %d: %s %s %s differs from the definition", it,
+			  f ? "fp32" : "int8", v.func == TNPU_VEC_POOL_MAX ? "max" : "avg", nhwc ? "NHWC" : "NCHW");
+		done++;
+	}
+	cr_assert_gt(done, 150, "most geometries fit the storage unit (%u)", done);
+}
+
 Test(vec, reduce_rows_and_columns_and_softmax_pipeline)
 {
 	const int R = 6, L = 50;

@@ -244,6 +244,67 @@ Test(vec, max_pool_runs_on_the_device_in_row_bands)
 	accel_close(dev);
 }
 
+/* A batch of small maps (Fashion-MNIST's 28x28x8 after its first conv, 40 images): several whole
+ * images per vector-unit command, in both layouts; every output against a plain-C max with NaNs. */
+static void pool_batch(enum accel_layout layout)
+{
+	struct accel_dev *dev = open_dev(NULL);
+	const uint32_t N = 40, C = 8, H = 28, W = 28, OH = 14, OW = 14;
+	struct accel_buffer *bi = buf_of(dev, N * C * H * W * 4), *bo = buf_of(dev, N * C * OH * OW * 4);
+	struct accel_tensor in, out;
+	struct accel_pool2d_desc d = { .input = &in, .output = &out, .kind = ACCEL_POOL_MAX, .win_h = 2, .win_w = 2,
+				       .stride_h = 2, .stride_w = 2 };
+	struct accel_counters cnt;
+	struct accel_job *j = NULL;
+	bool nhwc = layout == ACCEL_LAYOUT_NHWC;
+	const float *x = F(bi), *y = F(bo);
+	uint64_t s = 5;
+
+	accel_tensor_4d(bi, 0, ACCEL_FP32, layout, N, C, H, W, &in);
+	accel_tensor_4d(bo, 0, ACCEL_FP32, layout, N, C, OH, OW, &out);
+	fill_f32(F(bi), N * C * H * W, &s);
+	for (uint32_t i = 0; i < N * C * H * W; i += 977)
+		F(bi)[i] = NAN;
+	cr_assert_eq(accel_pool2d(dev, &d, NULL, &j), 0, "%s", accel_last_error(dev));
+	counters(j, &cnt);
+	cr_assert_gt(cnt.hw_jobs, 0);
+	cr_assert_eq(cnt.vec_ops, (uint64_t)N * C * OH * OW * 4);
+	accel_job_free(j);
+	for (uint32_t n = 0; n < N; n++)
+		for (uint32_t c = 0; c < C; c++)
+			for (uint32_t oy = 0; oy < OH; oy++)
+				for (uint32_t ox = 0; ox < OW; ox++) {
+					float m = 0, v;
+					size_t o = nhwc ? (((size_t)n * OH + oy) * OW + ox) * C + c
+							: (((size_t)n * C + c) * OH + oy) * OW + ox;
+
+					for (uint32_t t = 0; t < 4; t++) {
+						uint32_t iy = oy * 2 + t / 2, ix = ox * 2 + t % 2;
+						size_t i = nhwc ? (((size_t)n * H + iy) * W + ix) * C + c
+								: (((size_t)n * C + c) * H + iy) * W + ix;
+
+						if (!t || x[i] > m || x[i] != x[i])
+							m = x[i];
+					}
+					v = y[o];
+					cr_assert(memcmp(&v, &m, 4) == 0, "image %u channel %u (%u,%u): %g, want %g", n, c, oy,
+						  ox, v, m);
+				}
+	accel_buffer_free(bi);
+	accel_buffer_free(bo);
+	accel_close(dev);
+}
+
+Test(vec, max_pool_of_a_batch_of_small_maps_nhwc)
+{
+	pool_batch(ACCEL_LAYOUT_NHWC);
+}
+
+Test(vec, max_pool_of_a_batch_of_small_maps_nchw)
+{
+	pool_batch(ACCEL_LAYOUT_NCHW);
+}
+
 /* ---- softmax and layernorm ---------------------------------------------------------------- */
 
 Test(vec, softmax_rows_match_double_reference)
