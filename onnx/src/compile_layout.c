@@ -22,7 +22,11 @@
  *    DQ nodes (the step's in[]), not their graph node's float inputs; CS_QGEMM and a view of an int8
  *    value read NCHW, and a Q/DQ folded into a step (CS_QFUSED) reads and writes nothing;
  *  - a value with one spatial position (H = W = 1) or one channel has the same bytes in both layouts:
- *    it never holds its group back, whatever reads it.
+ *    it never holds its group back, whatever reads it;
+ *  - a Flatten/Reshape of a whole 4-D value to [N, C*H*W] that only fp32 GEMMs read as their A operand,
+ *    with constant weights that nothing else reads (a CNN's classifier), does not hold its value back
+ *    either: the view is then [N, H*W*C] and those weights are permuted along K (C,H,W -> H,W,C order)
+ *    at compile time, so the last convolution and pooling stay NHWC and store no transposed output.
  * The weights of a convolution whose input is NHWC are repacked OIHW -> OHWI in the weight image (in
  * place when every convolution that reads them is NHWC, else as a copy; fp32 or int8 elements).
  */
@@ -136,6 +140,106 @@ static int repack_weights(struct onnx_compiled *cm)
 	return 0;
 }
 
+/* Does step j read value v (as an operand of its graph node or of the step)? */
+static bool step_reads(const struct onnx_compiled *cm, unsigned j, int v)
+{
+	const struct cstep *s = &cm->steps[j];
+	const struct onnx_node *n = &cm->m->nodes[s->node];
+
+	if (s->kind == CS_FUSED || s->kind == CS_QFUSED)
+		return false;
+	for (unsigned k = 0; k < n->n_in; k++)
+		if (n->in[k] == v)
+			return true;
+	return s->in[0] == v || s->in[1] == v || s->res == v;
+}
+
+/*
+ * The alias step `a` views its whole 4-D input as [N, C*H*W], and every reader of that view is an fp32
+ * GEMM taking it as A (not transposed) with constant weights read by nothing but such GEMMs: the input
+ * may be NHWC, the weights then permuted along K (flat_permute()).
+ */
+static bool flat_to_gemm(const struct onnx_compiled *cm, unsigned a)
+{
+	const struct cstep *s = &cm->steps[a];
+	const struct cval *in, *v;
+	bool any = false;
+
+	if (s->kind != CS_ALIAS || s->in[0] < 0 || s->out < 0)
+		return false;
+	in = &cm->vals[s->in[0]];
+	v = &cm->vals[s->out];
+	if (!is4a(in) || in->dtype != ONNX_FLOAT || in->root != s->in[0] || v->ndim != 2 || v->voff ||
+	    v->dims[0] != in->dims[0] || v->dims[1] != in->dims[1] * in->dims[2] * in->dims[3])
+		return false;
+	for (unsigned o = 0; o < cm->m->n_outputs; o++)
+		if (cm->m->outputs[o] == s->out || cm->m->outputs[o] == s->in[0])
+			return false;
+	for (unsigned j = 0; j < cm->n_steps; j++) {
+		const struct cstep *g = &cm->steps[j];
+
+		if (j == a || !step_reads(cm, j, s->out))
+			continue;
+		if (g->kind != CS_GEMM || g->in[0] != s->out || g->ta || g->res == s->out || g->in[1] < 0 ||
+		    g->in[1] == s->out || cm->vals[g->in[1]].loc != LOC_WEIGHT || g->K != v->dims[1] ||
+		    g->M != v->dims[0])
+			return false;
+		/* the weights: read only by GEMMs that read this view */
+		for (unsigned q = 0; q < cm->n_steps; q++)
+			if (step_reads(cm, q, g->in[1]) &&
+			    (cm->steps[q].kind != CS_GEMM || cm->steps[q].in[0] != s->out || cm->steps[q].in[1] != g->in[1]))
+				return false;
+		any = true;
+	}
+	return any;
+}
+
+/* Permute the K rows (or, transposed, columns) of the weights of the GEMMs reading alias a's view from
+ * C,H,W order to H,W,C order, once per weight value. */
+static int flat_permute(struct onnx_compiled *cm, unsigned a)
+{
+	const struct cstep *s = &cm->steps[a];
+	const struct cval *in = &cm->vals[s->in[0]];
+	uint64_t C = (uint64_t)in->dims[1], H = (uint64_t)in->dims[2], W = (uint64_t)in->dims[3], K = C * H * W;
+	int *done = calloc(cm->n_steps ? cm->n_steps : 1, sizeof(int));
+	unsigned n_done = 0;
+
+	if (!done)
+		return cm_seterr(cm, -ENOMEM, "layout: out of memory");
+	for (unsigned j = 0; j < cm->n_steps; j++) {
+		const struct cstep *g = &cm->steps[j];
+		uint64_t N = (uint64_t)g->N, rows = g->tb ? N : 1, cols = g->tb ? 1 : N;
+		bool seen = false;
+		float *w, *tmp;
+
+		if (j == a || g->kind != CS_GEMM || g->in[0] != s->out)
+			continue;
+		for (unsigned d = 0; d < n_done; d++)
+			seen |= done[d] == g->in[1];
+		if (seen)
+			continue;
+		done[n_done++] = g->in[1];
+		w = (float *)(void *)(cm->wimg + cm->vals[g->in[1]].off);
+		tmp = malloc(K * cols * sizeof(float));
+		if (!tmp) {
+			free(done);
+			return cm_seterr(cm, -ENOMEM, "layout: out of memory");
+		}
+		/* tb: N rows of K; else K rows of N. Element k = (c*H + h)*W + x moves to (h*W + x)*C + c. */
+		for (uint64_t r = 0; r < rows; r++) {
+			float *base = w + r * K * cols;
+
+			for (uint64_t c = 0; c < C; c++)
+				for (uint64_t hw = 0; hw < H * W; hw++)
+					memcpy(tmp + (hw * C + c) * cols, base + (c * H * W + hw) * cols, cols * sizeof(float));
+			memcpy(base, tmp, K * cols * sizeof(float));
+		}
+		free(tmp);
+	}
+	free(done);
+	return 0;
+}
+
 int cm_plan_layouts(struct onnx_compiled *cm)
 {
 	struct onnx_model *m = cm->m;
@@ -143,15 +247,19 @@ int cm_plan_layouts(struct onnx_compiled *cm)
 	int *p = malloc((nv ? nv : 1) * sizeof(int));
 	bool *blocked = calloc(nv ? nv : 1, sizeof(bool)), *made = calloc(nv ? nv : 1, sizeof(bool));
 	bool *gblock = calloc(nv ? nv : 1, sizeof(bool));	/* per group root: held back */
-	int ret;
+	bool *flat = calloc(cm->n_steps ? cm->n_steps : 1, sizeof(bool));	/* alias steps: flat_to_gemm() */
+	int ret = 0;
 
-	if (!p || !blocked || !made || !gblock) {
+	if (!p || !blocked || !made || !gblock || !flat) {
 		free(p);
 		free(blocked);
 		free(made);
 		free(gblock);
+		free(flat);
 		return cm_seterr(cm, -ENOMEM, "layout: out of memory");
 	}
+	for (unsigned i = 0; i < cm->n_steps; i++)
+		flat[i] = flat_to_gemm(cm, i);
 	for (unsigned v = 0; v < nv; v++) {
 		p[v] = (int)v;
 		cm->vals[v].nhwc = 0;
@@ -168,6 +276,10 @@ int cm_plan_layouts(struct onnx_compiled *cm)
 		if (s->kind == CS_FUSED || s->kind == CS_QFUSED)
 			continue;	/* its input is never materialised, its output is the step before's (a
 					 * Q/DQ folded into an int8 step: the int8 step reads and writes) */
+		if (flat[i]) {
+			blocked[s->out] = true;	/* the 2-D view itself; not its 4-D input */
+			continue;
+		}
 		switch (s->kind) {
 		case CS_CONV:
 		case CS_POOL:
@@ -231,8 +343,12 @@ int cm_plan_layouts(struct onnx_compiled *cm)
 		const struct cval *cv = &cm->vals[v];
 
 		if (cv->loc == LOC_ARENA && (cv->root != (int)v || cv->voff)) {
+			bool flat_view = false;
+
+			for (unsigned i = 0; i < cm->n_steps; i++)
+				flat_view |= flat[i] && cm->steps[i].out == (int)v;
 			blocked[v] = true;
-			if (cv->root >= 0)
+			if (cv->root >= 0 && !flat_view)
 				blocked[cv->root] = true;
 		}
 	}
@@ -266,10 +382,14 @@ int cm_plan_layouts(struct onnx_compiled *cm)
 		if (!pays)
 			cm->vals[v].nhwc = 0;
 	}
+	/* the classifier weights behind an NHWC flatten (a value with H = W = 1 or C = 1: same order) */
+	for (unsigned i = 0; i < cm->n_steps && !ret; i++)
+		if (flat[i] && cm->vals[cm->steps[i].in[0]].nhwc && !layout_free(&cm->vals[cm->steps[i].in[0]]))
+			ret = flat_permute(cm, i);
 	free(p);
 	free(blocked);
 	free(made);
 	free(gblock);
-	ret = repack_weights(cm);
-	return ret;
+	free(flat);
+	return ret ? ret : repack_weights(cm);
 }

@@ -374,6 +374,76 @@ Test(onnx_compile, global_pool_before_a_view_keeps_its_group_nhwc)
 	onnx_model_free(m);
 }
 
+/* x[2,4,10,10] -> Conv3x3(8) -> Relu -> MaxPool2 -> Flatten -> Gemm(6), weights [6,200] (transB) or
+ * [200,6]; with flat_out the flattened value is a graph output too. */
+static struct onnx_model *flatten_gemm_model(bool trans_b, bool flat_out)
+{
+	static const int64_t wd[4] = { 8, 4, 3, 3 }, pads[4] = { 1, 1, 1, 1 }, k2[2] = { 2, 2 };
+	const int64_t gd[2] = { trans_b ? 6 : 200, trans_b ? 200 : 6 }, bd[1] = { 6 };
+	struct mb *b = mb_new(13);
+	struct onnx_model *m = NULL;
+	Onnx__NodeProto *n;
+	char err[512] = "";
+	const uint8_t *buf;
+	size_t len;
+
+	init_rand(b, "w", 4, wd);
+	init_rand(b, "g", 2, gd);
+	init_rand(b, "gb", 1, bd);
+	mb_input(b, "x");
+	n = mb_node(b, "Conv", "x,w", "c");
+	mb_attr_ints(b, n, "pads", pads, 4);
+	mb_node(b, "Relu", "c", "r");
+	n = mb_node(b, "MaxPool", "r", "p");
+	mb_attr_ints(b, n, "kernel_shape", k2, 2);
+	mb_attr_ints(b, n, "strides", k2, 2);
+	mb_node(b, "Flatten", "p", "f");
+	n = mb_node(b, "Gemm", "f,g,gb", "y");
+	mb_attr_i(b, n, "transB", trans_b);
+	mb_output(b, "y");
+	if (flat_out)
+		mb_output(b, "f");
+	buf = mb_pack(b, &len);
+	cr_assert_eq(onnx_model_load_mem(buf, len, 0, &m, err, sizeof(err)), 0, "load: %s", err);
+	mb_free(b);
+	return m;
+}
+
+/* A CNN's classifier: Flatten of a 5x5x8 map into a Gemm.  The map stays NHWC (the GEMM's weights are
+ * permuted along K at compile time) and the result is the CPU reference's, with transB and without; when
+ * the flattened value is also a graph output (read in NCHW order) the map goes NCHW instead. */
+Test(onnx_compile, flatten_into_gemm_keeps_the_map_nhwc)
+{
+	static const int64_t xd[4] = { 2, 4, 10, 10 };
+	struct onnx_tensor x;
+
+	cr_assert_eq(onnx_tensor_alloc(&x, ONNX_FLOAT, 4, xd), 0);
+	for (size_t i = 0; i < x.count; i++)
+		((float *)x.data)[i] = frand();
+	for (int variant = 0; variant < 3; variant++) {
+		struct onnx_model *m = flatten_gemm_model(variant != 1, variant == 2);
+		struct onnx_compiled *cm = NULL;
+		struct onnx_tensor y[2], ref[2];
+		unsigned nout = variant == 2 ? 2 : 1;
+		char err[512] = "";
+
+		cr_assert_eq(onnx_run(m, NULL, &x, 1, ref, nout, NULL), 0);
+		cr_assert_eq(onnx_compile(m, dev, &x, 1, 0, &cm, err, sizeof(err)), 0, "compile: %s", err);
+		cr_assert_eq(cm->vals[value_index(m, "p")].nhwc, variant != 2, "variant %d: the pooled map's layout",
+			     variant);
+		cr_assert_eq(cm->vals[value_index(m, "r")].nhwc, variant != 2, "variant %d: the conv output", variant);
+		cr_assert_eq(onnx_compiled_run(cm, &x, 1, y, nout, NULL), 0, "run: %s", onnx_compiled_error(cm));
+		for (unsigned o = 0; o < nout; o++) {
+			expect_equal_close(&y[o], &ref[o]);
+			onnx_tensor_release(&y[o]);
+			onnx_tensor_release(&ref[o]);
+		}
+		onnx_compiled_free(cm);
+		onnx_model_free(m);
+	}
+	onnx_tensor_release(&x);
+}
+
 /* One weight tensor read by a convolution on an NHWC input (the graph input) and by one on an NCHW
  * input (behind a view, which reads NCHW): the NHWC one gets a repacked OHWI copy, the other keeps
  * the OIHW weights. */
