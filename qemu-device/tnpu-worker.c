@@ -27,6 +27,7 @@
 #include "qemu/main-loop.h"
 #include "qemu/rcu.h"
 #include "qemu/timer.h"
+#include "qemu/units.h"
 #include "exec/memory.h"
 #include "hw/pci/pci_device.h"
 #include "system/dma.h"
@@ -35,6 +36,89 @@
 #include "tnpu.h"
 
 /* ---- guest memory -------------------------------------------------------- */
+
+/*
+ * While a job runs, its thread keeps one translation per direction (a window
+ * of up to TNPU_DMA_WINDOW bytes of RAM from the address it was made for) and
+ * reuses it for the job's later accesses instead of translating every DMA row
+ * again: the golden model makes one access per row, page or tile line, and a
+ * fresh MemoryRegionCache per access (FlatView lookup, region and FlatView
+ * references, RAM block lookup) cost more than the copies themselves.  A window
+ * is used only while the address space still has the FlatView it was made on:
+ * any change of the memory map (bus mastering switched off, RAM hot-unplugged,
+ * a BAR moved) makes a new FlatView, and the next access translates afresh, so
+ * check and copy still use one translation.  The windows hold references on
+ * their FlatView and region, dropped when the job ends.  Outside a job (ring
+ * fetch, fence writes under the BQL) every access translates on its own.
+ */
+#define TNPU_DMA_WINDOW (256 * MiB)
+
+typedef struct TnpuDmaWindow {
+    MemoryRegionCache cache;
+    AddressSpace *as;
+    hwaddr base;
+    bool valid;
+} TnpuDmaWindow;
+
+static __thread bool tnpu_in_job;
+static __thread TnpuDmaWindow tnpu_window[2];   /* [is_write] */
+
+static void tnpu_dma_windows_drop(void)
+{
+    for (int i = 0; i < 2; i++) {
+        if (tnpu_window[i].valid) {
+            address_space_cache_destroy(&tnpu_window[i].cache);
+            tnpu_window[i].valid = false;
+        }
+    }
+}
+
+/*
+ * The translation covering addr: the job's window for this direction (made
+ * anew when addr is outside it or the memory map changed), or a one-shot cache.
+ * Returns the bytes usable from addr (at most len) and sets *cache and *off,
+ * or 0 when addr is not directly accessible RAM.  Called under RCU.
+ */
+static hwaddr tnpu_dma_translate(AddressSpace *as, hwaddr addr, hwaddr len,
+                                 bool is_write, MemoryRegionCache *one,
+                                 MemoryRegionCache **cache, hwaddr *off)
+{
+    TnpuDmaWindow *win = &tnpu_window[is_write];
+    int64_t l;
+
+    if (!tnpu_in_job) {
+        l = address_space_cache_init(one, as, addr, len, is_write);
+        if (l <= 0 || !one->ptr) {
+            address_space_cache_destroy(one);
+            return 0;
+        }
+        *cache = one;
+        *off = 0;
+        return l;
+    }
+    if (!win->valid || win->as != as ||
+        win->cache.fv != address_space_to_flatview(as) ||
+        addr < win->base || addr - win->base >= win->cache.len) {
+        hwaddr want = MAX(len, (hwaddr)TNPU_DMA_WINDOW);
+
+        if (win->valid) {
+            address_space_cache_destroy(&win->cache);
+            win->valid = false;
+        }
+        want = MIN(want, UINT64_MAX - addr);    /* no wrap past 2^64 */
+        l = address_space_cache_init(&win->cache, as, addr, want, is_write);
+        if (l <= 0 || !win->cache.ptr) {
+            address_space_cache_destroy(&win->cache);
+            return 0;
+        }
+        win->as = as;
+        win->base = addr;
+        win->valid = true;
+    }
+    *cache = &win->cache;
+    *off = addr - win->base;
+    return MIN(len, win->cache.len - *off);
+}
 
 /*
  * One access to [pa, pa + len) of the device's bus-master address space, RAM
@@ -48,8 +132,9 @@
 static int tnpu_dma(void *opaque, uint64_t pa, void *buf, size_t len,
                     bool is_write)
 {
-    PCIDevice *pdev = PCI_DEVICE(opaque);
-    AddressSpace *as = pci_get_address_space(pdev);
+    /* opaque is always our TnpuState: no checked QOM cast on every access */
+    TnpuState *s = opaque;
+    AddressSpace *as = pci_get_address_space(&s->parent_obj);
     hwaddr addr = pa;
     uint8_t *p = buf;
 
@@ -59,22 +144,25 @@ static int tnpu_dma(void *opaque, uint64_t pa, void *buf, size_t len,
     }
     RCU_READ_LOCK_GUARD();
     while (len) {
-        MemoryRegionCache cache;
-        int64_t l = address_space_cache_init(&cache, as, addr, len, is_write);
+        MemoryRegionCache one, *cache;
+        hwaddr off;
+        hwaddr l = tnpu_dma_translate(as, addr, len, is_write, &one, &cache,
+                                      &off);
 
-        if (l <= 0 || !cache.ptr) {
-            address_space_cache_destroy(&cache);
+        if (!l) {
             trace_tnpu_dma_error(pa, len, is_write, MEMTX_DECODE_ERROR);
             return -1;
         }
         /* direct RAM: a copy (plus dirty tracking for writes), never MMIO */
         if (is_write) {
-            address_space_write_cached(&cache, 0, p, l);
-            address_space_cache_invalidate(&cache, 0, l);
+            address_space_write_cached(cache, off, p, l);
+            address_space_cache_invalidate(cache, off, l);
         } else {
-            address_space_read_cached(&cache, 0, p, l);
+            address_space_read_cached(cache, off, p, l);
         }
-        address_space_cache_destroy(&cache);
+        if (cache == &one) {
+            address_space_cache_destroy(&one);
+        }
         addr += l;
         p += l;
         len -= l;
@@ -111,7 +199,10 @@ static void tnpu_run_job(TnpuWorker *w, const struct tnpu_job *job,
     trace_tnpu_job_start(job->queue, job->head, job->entry.ctx,
                          job->entry.cmd_va, job->entry.cmd_len,
                          job->entry.seqno);
+    tnpu_in_job = true;
     tnpu_exec_run(w->ex, job, mem, res);
+    tnpu_in_job = false;
+    tnpu_dma_windows_drop();
     trace_tnpu_job_end(job->queue, job->entry.seqno, res->error,
                        res->counters[TNPU_CNT_TOTAL_CYCLES]);
 }

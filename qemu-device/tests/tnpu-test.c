@@ -1046,6 +1046,32 @@ static void check_page_quiet(Tnpu *t, uint64_t page_pa)
     g_assert_cmphex(qtest_readb(t->qts, page_pa), ==, 0);
 }
 
+/*
+ * Bus mastering switched off while a job streams rows into guest memory: the
+ * worker's translation window (tnpu-worker.c) belongs to the old memory map,
+ * so the next row translates afresh and the job stops with BUS at that row's
+ * address; nothing more reaches the page.
+ */
+static void test_bus_master_off_mid_job(void)
+{
+    Tnpu *t = tnpu_start(NULL);
+    uint64_t marker_pa, page_va, page_pa, cmd_va;
+    uint32_t cmd_len;
+    uint16_t cmd;
+
+    tnpu_setup(t);
+    cmd_va = hostile_job(t, &cmd_len, &marker_pa, &page_va, &page_pa);
+    submit(t, 0, cmd_va, cmd_len, 1);
+    wait_page_written(t, page_pa);
+    cmd = qpci_config_readw(t->dev, PCI_COMMAND);
+    qpci_config_writew(t->dev, PCI_COMMAND, cmd & ~PCI_COMMAND_MASTER);
+    check_page_quiet(t, page_pa);
+    wait_idle(t, 0);
+    g_assert_cmpuint(rd(t, TNPU_REG_Q(0, TNPU_Q_ERR_CODE)), ==, TNPU_ERR_BUS);
+    g_assert_cmphex(rd64(t, TNPU_REG_Q(0, TNPU_Q_ERR_ADDR_LO)), ==, page_va);
+    tnpu_stop(t);
+}
+
 static void test_reset_register(void)
 {
     Tnpu *t = tnpu_start(NULL);
@@ -2297,6 +2323,8 @@ int main(int argc, char **argv)
     qtest_add_func("/tnpu/error/guest-log-and-thread-names",
                    test_guest_errors_and_thread_names);
     qtest_add_func("/tnpu/error/bus", test_bus_error);
+    qtest_add_func("/tnpu/error/bus-master-off-mid-job",
+                   test_bus_master_off_mid_job);
     qtest_add_func("/tnpu/reset/register", test_reset_register);
     qtest_add_func("/tnpu/reset/flr", test_reset_flr);
     qtest_add_func("/tnpu/reset/system", test_reset_system);

@@ -94,6 +94,33 @@ uint32_t tnpu_cmd_dma_bands(struct tnpu_exec *ex, const uint8_t *c, bool h2d, bo
 		if (b[u].hi <= b[u].lo)
 			continue;
 		for (int64_t z = z0; z < z1; z++) {
+			/* lines back to back on the host: one memory access per page (tnpu_va_write_rows) */
+			if (ng == 1 && hpy == w && height > 1) {
+				uint64_t so = (uint64_t)half * ex->half + off +
+					      (ax ? (uint64_t)z * spz + (uint64_t)(b[u].lo - b[u].first)
+						  : (uint64_t)(z - b[u].first) * spz);
+				uint64_t va, t, end;
+				uint32_t err;
+
+				if (!__builtin_mul_overflow((uint64_t)z, hpz, &t) && !__builtin_add_overflow(host_va, t, &va) &&
+				    !__builtin_add_overflow(va, x0, &va) &&
+				    !__builtin_add_overflow(va, (uint64_t)height * w, &end)) {
+					if (tnpu_stopped(ex, (uint64_t)height * (1 + w / TNPU_WORK_BYTES)))
+						return tnpu_stop_fail(ex);
+					if (h2d) {
+						for (uint32_t y = 0; y < height; y++)	/* before the copy, as DMA_H2D */
+							sram_mark(rs, so + (uint64_t)y * spy, so + (uint64_t)y * spy + w);
+						err = tnpu_va_read_rows(ex, va, rs->sram + so, spy, (uint32_t)w, height,
+									TNPU_EC(engine));
+					} else {
+						err = tnpu_va_write_rows(ex, va, rs->sram + so, spy, (uint32_t)w, height,
+									 TNPU_EC(engine));
+					}
+					if (err)
+						return err;
+					continue;
+				}
+			}
 			for (uint32_t y = 0; y < height; y++) {
 				for (uint32_t g = 0; g < ng; g++) {
 					uint64_t so = (uint64_t)half * ex->half + off + (uint64_t)y * spy + (uint64_t)g * len +

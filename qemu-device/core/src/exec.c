@@ -421,6 +421,37 @@ static uint32_t cmd_dma(struct tnpu_exec *ex, const uint8_t *c, bool h2d, bool a
 	run = (uint64_t)width * run_rows;
 
 	for (uint32_t z = 0; z < depth; z++) {
+		/* rows back to back on the host only: one memory access per page (tnpu_va_read_rows) */
+		if (!ring && !(flags & TNPU_DMA_F_FILL) && run_rows == 1 && hpy == width && height > 1) {
+			uint64_t so = (uint64_t)half * ex->half + off + (uint64_t)z * spz, va, t, end;
+			uint8_t *base = ex->rows[r0].sram + so;
+			uint32_t err;
+
+			if (!__builtin_mul_overflow((uint64_t)z, hpz, &t) && !__builtin_add_overflow(host_va, t, &va) &&
+			    !__builtin_add_overflow(va, (uint64_t)width * height, &end)) {
+				if (tnpu_stopped(ex, 0))	/* charged above */
+					return tnpu_stop_fail(ex);
+				if (!h2d) {
+					err = tnpu_va_write_rows(ex, va, base, spy, width, height, TNPU_EC(TNPU_ENGINE_STORE));
+					if (err)
+						return err;
+					continue;
+				}
+				for (uint32_t y = 0; y < height; y++)	/* before the copy, as below */
+					sram_mark(&ex->rows[r0], so + (uint64_t)y * spy, so + (uint64_t)y * spy + width);
+				err = tnpu_va_read_rows(ex, va, base, spy, width, height, TNPU_EC(TNPU_ENGINE_LOAD));
+				if (err)
+					return err;
+				for (unsigned r = r0 + 1; r <= r1; r++)
+					for (uint32_t y = 0; y < height; y++) {
+						uint64_t o = so + (uint64_t)y * spy;
+
+						sram_mark(&ex->rows[r], o, o + width);
+						memcpy(ex->rows[r].sram + o, ex->rows[r0].sram + o, width);
+					}
+				continue;
+			}
+		}
 		for (uint32_t y = 0; y < height; y += run_rows) {
 			uint64_t so = (uint64_t)half * ex->half + off + (uint64_t)z * spz + (uint64_t)y * spy;
 			uint64_t va, t, len = run;

@@ -261,6 +261,12 @@ uint32_t tnpu_va_read(struct tnpu_exec *ex, uint64_t va, void *buf, size_t len, 
 void tnpu_va_hold(struct tnpu_exec *ex);
 void tnpu_va_unhold(struct tnpu_exec *ex);
 uint32_t tnpu_va_write(struct tnpu_exec *ex, uint64_t va, const void *buf, size_t len, unsigned engine);
+/* n rows of w bytes back to back on the host (va, va + w, ...), rows sp bytes apart on chip: the same
+ * bytes, faults and fault addresses as n tnpu_va_read/write calls, one memory access per page */
+uint32_t tnpu_va_read_rows(struct tnpu_exec *ex, uint64_t va, uint8_t *dst, uint64_t sp, uint32_t w, uint64_t n,
+			   unsigned engine);
+uint32_t tnpu_va_write_rows(struct tnpu_exec *ex, uint64_t va, const uint8_t *src, uint64_t sp, uint32_t w,
+			    uint64_t n, unsigned engine);
 /* engine code for ERR_INFO: 0 command fetch/FENCE, 1 + enum tnpu_engine */
 #define TNPU_EC_FETCH 0
 #define TNPU_EC(e) ((e) + 1u)

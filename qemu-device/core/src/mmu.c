@@ -171,6 +171,74 @@ uint32_t tnpu_va_write(struct tnpu_exec *ex, uint64_t va, const void *buf, size_
 	return va_access(ex, va, (void *)buf, len, engine, true);
 }
 
+/*
+ * Rows back to back on the host side and apart on chip (an NHWC tile's pixels, a band's lines): the
+ * rows that lie wholly in one page move as one access through a page-sized bounce buffer.  A memory
+ * access costs a callback (in QEMU, a translation of guest memory) however short, so a 32-byte row
+ * per call dominated such transfers.  Row-by-row semantics are kept: a block starts with the first
+ * row that touches its page (the row before it ends in the page before, or crosses into this one and
+ * went alone), so a fault is reported for the same row and address, after the same rows moved; a
+ * row that crosses a page boundary moves alone.
+ */
+static uint64_t rows_in_page(uint64_t va, uint32_t w, uint64_t n)
+{
+	uint64_t k = (TNPU_PAGE_SIZE - (va & (TNPU_PAGE_SIZE - 1))) / w;
+
+	return k < n ? k : n;
+}
+
+uint32_t tnpu_va_read_rows(struct tnpu_exec *ex, uint64_t va, uint8_t *dst, uint64_t sp, uint32_t w, uint64_t n,
+			   unsigned engine)
+{
+	uint8_t buf[TNPU_PAGE_SIZE];
+
+	while (n) {
+		uint64_t k = w ? rows_in_page(va, w, n) : n;
+		uint32_t err;
+
+		if (k <= 1) {
+			k = 1;
+			err = tnpu_va_read(ex, va, dst, w, engine);
+		} else {
+			err = tnpu_va_read(ex, va, buf, k * w, engine);
+			for (uint64_t i = 0; i < k && !err; i++)
+				memcpy(dst + i * sp, buf + i * w, w);
+		}
+		if (err)
+			return err;
+		va += k * w;
+		dst += k * sp;
+		n -= k;
+	}
+	return 0;
+}
+
+uint32_t tnpu_va_write_rows(struct tnpu_exec *ex, uint64_t va, const uint8_t *src, uint64_t sp, uint32_t w,
+			    uint64_t n, unsigned engine)
+{
+	uint8_t buf[TNPU_PAGE_SIZE];
+
+	while (n) {
+		uint64_t k = w ? rows_in_page(va, w, n) : n;
+		uint32_t err;
+
+		if (k <= 1) {
+			k = 1;
+			err = tnpu_va_write(ex, va, src, w, engine);
+		} else {
+			for (uint64_t i = 0; i < k; i++)
+				memcpy(buf + i * w, src + i * sp, w);
+			err = tnpu_va_write(ex, va, buf, k * w, engine);
+		}
+		if (err)
+			return err;
+		va += k * w;
+		src += k * sp;
+		n -= k;
+	}
+	return 0;
+}
+
 uint32_t tnpu_mmu_translate(const struct tnpu_mem_ops *mem, uint64_t ctx_table, uint32_t ctx_count,
 			    uint16_t ctx, uint64_t va, bool write, uint64_t *pa)
 {

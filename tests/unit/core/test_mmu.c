@@ -149,3 +149,76 @@ Test(mmu, page_table_builder_maps_unmaps_and_sets_contexts)
 	cr_assert_eq(tnpu_ctx_set(&s.ops, s.ctx_table, 1, 0), 0);
 	cr_assert_eq(tnpu_mmu_translate(&s.ops, s.ctx_table, 2, 1, va, false, &pa), TNPU_ERR_CTX_INVALID);
 }
+
+/*
+ * DMA rows back to back on the host but apart on chip (host pitch == width, SRAM pitch 64) move as one
+ * access per page (mmu.c, tnpu_va_write_rows): the bytes are those of the row-by-row definition, across
+ * unaligned page boundaries and through the broadcast to every row, and a fault is reported for the
+ * same row and address, after the same bytes moved.
+ */
+Test(mmu, packed_host_rows_round_trip_and_fault_like_row_by_row)
+{
+	struct tcb cb;
+	struct tnpu_result res;
+	const uint32_t W = 48, SP = 64, N = 200;	/* 9600 bytes: three pages, rows crossing two boundaries */
+	uint64_t src = tsim_buf(&s, 3 * 4096), dst = tsim_buf(&s, 3 * 4096), edge = tsim_buf(&s, 4096);
+	uint8_t *hs = tsim_ptr(&s, src), *hd = tsim_ptr(&s, dst), *he = tsim_ptr(&s, edge);
+	uint64_t seed = 77;
+
+	for (uint32_t i = 0; i < 3 * 4096; i++)
+		hs[i] = (uint8_t)trng(&seed);
+	memset(hd, 0xEE, 3 * 4096);
+	tcb_init(&cb);
+	/* host rows from src + 100 into SRAM rows 64 apart on every row, back from row 1 to dst + 100 */
+	tcb_dma(&cb, true, 0, src + 100, W, 0, TNPU_DMA_ROW_ALL, 0, 0, SP, 0, W, N, 1);
+	tcb_dma(&cb, false, 0, dst + 100, W, 0, 1, 0, 0, SP, 0, W, N, 1);
+	tsim_run(&s, &cb, 0, &res);
+	cr_assert_eq(res.error, 0, "%s", tnpu_err_name(res.error));
+	cr_assert(!memcmp(hd + 100, hs + 100, (size_t)W * N));
+	cr_assert_eq(hd[99], 0xEE);
+	cr_assert_eq(hd[100 + W * N], 0xEE);
+	cr_assert_eq(res.counters[TNPU_CNT_BYTES_H2D], (uint64_t)W * N);
+	cr_assert_eq(res.counters[TNPU_CNT_BYTES_D2H], (uint64_t)W * N);
+
+	/* D2H ending in the unmapped page after `edge`: rows at -100 and -52 fit the page, the row at -4
+	 * crosses into the guard page: its first 4 bytes land, the fault names the page boundary */
+	cb.len = 0;
+	memset(he, 0xEE, 4096);
+	tcb_dma(&cb, true, 0, src, W, 0, 0, 0, 0, SP, 0, W, 4, 1);
+	tcb_dma(&cb, false, 0, edge + 4096 - 100, W, 0, 0, 0, 0, SP, 0, W, 4, 1);
+	tsim_run(&s, &cb, 0, &res);
+	cr_assert_eq(res.error, TNPU_ERR_MMU_NOT_PRESENT);
+	cr_assert_eq(res.err_addr, edge + 4096);
+	cr_assert_eq(res.err_info & TNPU_ERRINFO_WRITE, TNPU_ERRINFO_WRITE);
+	cr_assert_eq(TNPU_ERRINFO_ENGINE(res.err_info), 1 + TNPU_ENGINE_STORE);
+	cr_assert(!memcmp(he + 4096 - 100, hs, 2 * W + 4), "rows 0 and 1 and 4 bytes of row 2");
+	cr_assert_eq(he[4096 - 101], 0xEE);
+
+	/* H2D from the same place: the same row and address, a read */
+	cb.len = 0;
+	tcb_dma(&cb, true, 0, edge + 4096 - 100, W, 0, 0, 0, 0, SP, 0, W, 4, 1);
+	tsim_run(&s, &cb, 0, &res);
+	cr_assert_eq(res.error, TNPU_ERR_MMU_NOT_PRESENT);
+	cr_assert_eq(res.err_addr, edge + 4096);
+	cr_assert_eq(res.err_info & TNPU_ERRINFO_WRITE, 0);
+	cr_assert_eq(TNPU_ERRINFO_ENGINE(res.err_info), 1 + TNPU_ENGINE_LOAD);
+
+	/* the last page of the VA space: the row that would leave it is the one refused (VA_RANGE, its
+	 * own address), the two before it land */
+	{
+		uint64_t top = (1ull << TNPU_VA_BITS) - 4096, pa = tsim_alloc_pa(&s, 4096);
+		uint8_t *ht = s.mem + pa;
+
+		tsim_map(&s, 0, top, pa, 4096, TNPU_PTE_READ | TNPU_PTE_WRITE);
+		memset(ht, 0xEE, 4096);
+		cb.len = 0;
+		tcb_dma(&cb, true, 0, src, W, 0, 0, 0, 0, SP, 0, W, 4, 1);
+		tcb_dma(&cb, false, 0, top + 4096 - 100, W, 0, 0, 0, 0, SP, 0, W, 4, 1);
+		tsim_run(&s, &cb, 0, &res);
+		cr_assert_eq(res.error, TNPU_ERR_MMU_VA_RANGE);
+		cr_assert_eq(res.err_addr, top + 4096 - 100 + 2 * W);
+		cr_assert(!memcmp(ht + 4096 - 100, hs, 2 * W), "rows 0 and 1");
+		cr_assert_eq(ht[4096 - 100 + 2 * W], 0xEE);
+	}
+	tcb_free(&cb);
+}
