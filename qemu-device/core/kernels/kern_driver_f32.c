@@ -27,7 +27,7 @@ static void zero_c_f32(size_t m, size_t n, float *c, size_t ldc)
 static void edge_tile_f32(const struct kern_f32_impl *impl, size_t kc, const float *ap,
 			  const float *bp, float *c, size_t ldc, bool load_c, size_t mre, size_t nre)
 {
-	_Alignas(64) float tmp[KERN_MAX_MR * KERN_MAX_NR];
+	TNPU_UNINIT _Alignas(64) float tmp[KERN_MAX_MR * KERN_MAX_NR];
 	size_t nr = impl->nr;
 
 	if (load_c) {
@@ -49,6 +49,11 @@ void kern_gemm_f32(const struct kern_f32_impl *impl, bool nt, size_t m, size_t n
 	if (k == 0) {
 		if (!accumulate)
 			zero_c_f32(m, n, c, ldc);
+		return;
+	}
+
+	if (k <= KERN_SMALL_K && impl->small_k) {
+		impl->small_k(nt, m, n, k, a, lda, b, ldb, c, ldc, accumulate);
 		return;
 	}
 

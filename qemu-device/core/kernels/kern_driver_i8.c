@@ -19,7 +19,7 @@ static void zero_c_i32(size_t m, size_t n, int32_t *c, size_t ldc)
 static void edge_tile_i8(const struct kern_i8_impl *impl, size_t ng, const void *ap,
 			 const void *bp, int32_t *c, size_t ldc, bool load_c, size_t mre, size_t nre)
 {
-	_Alignas(64) int32_t tmp[KERN_MAX_MR * KERN_MAX_NR];
+	TNPU_UNINIT _Alignas(64) int32_t tmp[KERN_MAX_MR * KERN_MAX_NR];
 	size_t nr = impl->nr;
 
 	if (load_c) {

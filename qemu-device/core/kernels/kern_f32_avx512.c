@@ -60,6 +60,42 @@ static void uk_f32_avx512(size_t kc, const float *restrict ap, const float *rest
 	}
 }
 
+/* k <= KERN_SMALL_K: C rows 16 columns at a time, B read in place ("nt": its k x 256 slice transposed
+ * to the stack first), each element's fmadd chain in p order from C or +0.0, as the micro-kernel. */
+TNPU_TARGET(KERN_ISA)
+static void small_k_f32_avx512(bool nt, size_t m, size_t n, size_t k, const float *a, size_t lda,
+			       const float *b, size_t ldb, float *c, size_t ldc, bool accumulate)
+{
+	TNPU_UNINIT _Alignas(64) float bt[KERN_SMALL_K * 256];
+
+	for (size_t j0 = 0; j0 < n; j0 += 256) {
+		size_t nb = n - j0 < 256 ? n - j0 : 256, ldbb = ldb;
+		const float *bb = b + j0;
+
+		if (nt) {
+			for (size_t j = 0; j < nb; j++)
+				for (size_t p = 0; p < k; p++)
+					bt[p * 256 + j] = b[(j0 + j) * ldb + p];
+			bb = bt;
+			ldbb = 256;
+		}
+		for (size_t i = 0; i < m; i++) {
+			const float *ai = a + i * lda;
+			float *ci = c + i * ldc + j0;
+
+			for (size_t j = 0; j < nb; j += 16) {
+				const __mmask16 mk = cols_mask(nb, j);
+				__m512 acc = accumulate ? _mm512_maskz_loadu_ps(mk, ci + j) : _mm512_setzero_ps();
+
+				for (size_t p = 0; p < k; p++)
+					acc = _mm512_fmadd_ps(_mm512_set1_ps(ai[p]), _mm512_maskz_loadu_ps(mk, bb + p * ldbb + j),
+							      acc);
+				_mm512_mask_storeu_ps(ci + j, mk, acc);
+			}
+		}
+	}
+}
+
 const struct kern_f32_impl kern_f32_avx512 = {
 	.name = "avx512",
 	.mr = MR, .nr = NR,
@@ -69,5 +105,6 @@ const struct kern_f32_impl kern_f32_avx512 = {
 	.pack_cols = kern_pack_cols_f32_avx512,
 	.ukernel = uk_f32_avx512,
 	.edges = true,
+	.small_k = small_k_f32_avx512,
 };
 #endif /* __x86_64__ */

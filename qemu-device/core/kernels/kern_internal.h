@@ -22,6 +22,19 @@
  * functions TNPU_TARGET(KERN_ISA). */
 #define TNPU_TARGET(isa) __attribute__((target(isa)))
 
+/* A scratch array on the stack that is written before it is read: exempt from QEMU's
+ * -ftrivial-auto-var-init=zero, which would clear kilobytes on every call of a hot path. */
+#ifndef TNPU_UNINIT
+#if defined(__has_attribute)
+#if __has_attribute(uninitialized)
+#define TNPU_UNINIT __attribute__((uninitialized))
+#endif
+#endif
+#endif
+#ifndef TNPU_UNINIT
+#define TNPU_UNINIT
+#endif
+
 /* Largest micro-tile of any variant; edge tiles go through a stack buffer this big. */
 #define KERN_MAX_MR 16
 #define KERN_MAX_NR 32
@@ -44,6 +57,13 @@ typedef void (*kern_f32_pack_cols_fn)(size_t r, size_t cols, size_t kc,
 typedef void (*kern_f32_ukernel_fn)(size_t kc, const float *ap, const float *bp,
 				    float *c, size_t ldc, bool load_c, size_t mre, size_t nre);
 
+/* The whole product for k <= KERN_SMALL_K, unpacked: C = (accumulate ? C : 0) + sum_p a[i][p] * b[p][j]
+ * (nt: b[j][p]), each element one fmaf chain in p order.  A direct conv's taps are MACs of k = channels
+ * (1 for a grayscale stem), where packing A and B cost more than the products. */
+#define KERN_SMALL_K 8
+typedef void (*kern_f32_small_k_fn)(bool nt, size_t m, size_t n, size_t k, const float *a, size_t lda,
+				    const float *b, size_t ldb, float *c, size_t ldc, bool accumulate);
+
 struct kern_f32_impl {
 	const char *name;
 	size_t mr, nr;		/* micro-tile */
@@ -52,6 +72,7 @@ struct kern_f32_impl {
 	kern_f32_pack_cols_fn pack_cols;
 	kern_f32_ukernel_fn ukernel;
 	bool edges;		/* ukernel handles partial tiles itself */
+	kern_f32_small_k_fn small_k;	/* optional: k <= KERN_SMALL_K without packing */
 };
 
 /* ---- int8 ---------------------------------------------------------------- */

@@ -258,6 +258,21 @@ static void run_random_shapes(check_fn check, bool nt, int count)
 	}
 }
 
+/* k <= KERN_SMALL_K (8) takes the unpacked path where a variant has one (avx512): every k, both
+ * accumulate modes, n across its 16-column vectors and 256-column blocks, padded leading dimensions. */
+static void run_small_k(check_fn check, bool nt)
+{
+	static const size_t ns[] = { 1, 15, 16, 17, 255, 256, 300 };
+
+	for (size_t k = 1; k <= 9; k++)
+		for (size_t ni = 0; ni < sizeof(ns) / sizeof(ns[0]); ni++) {
+			struct shape s = { 1 + rng_below(40), ns[ni], k, rng_below(3), rng_below(3), rng_below(3),
+					   (k + ni) & 1 };
+
+			check(nt, &s);
+		}
+}
+
 /* Large k crosses several KC slices (256 fp32, 512 / 1024 int8) with an odd tail. */
 static void run_large_k(check_fn check, bool nt)
 {
@@ -329,6 +344,7 @@ Test(kernels, f32_nt_edges) { FOR_EACH_ISA(run_edge_shapes(check_f32, true)); }
 Test(kernels, i8_nn_edges) { FOR_EACH_ISA(run_edge_shapes(check_i8, false)); }
 Test(kernels, i8_nt_edges) { FOR_EACH_ISA(run_edge_shapes(check_i8, true)); }
 
+Test(kernels, f32_small_k) { FOR_EACH_ISA(run_small_k(check_f32, false); run_small_k(check_f32, true)); }
 Test(kernels, f32_nn_random, .timeout = 120) { FOR_EACH_ISA(run_random_shapes(check_f32, false, 30)); }
 Test(kernels, f32_nt_random, .timeout = 120) { FOR_EACH_ISA(run_random_shapes(check_f32, true, 30)); }
 Test(kernels, i8_nn_random, .timeout = 120) { FOR_EACH_ISA(run_random_shapes(check_i8, false, 30)); }
