@@ -1035,8 +1035,13 @@ static uint32_t sfu_apply(struct rowctx *rc, unsigned a, const struct tnpu_opera
 	}
 	if (p.ops & TNPU_SFU_OP_RESIDUAL)	/* ISA 2: vector-units.md "SFU residual operand" */
 		return sfu_residual(rc, a, prec, &p, chained);
+	/* A row's PE tiles lie side by side in the accumulator and output queue: with no bias, or the
+	 * PEs' bias vectors side by side too, one call covers the row (the same element operations). */
+	bool whole = !(p.ops & TNPU_SFU_OP_BIAS) || (int64_t)p.bps == (int64_t)tn * 4;
+	unsigned n_pe = whole ? 1 : pes, n = whole ? (unsigned)ld : tn;
+
 	for (unsigned c = 0; c < cols; c++) {
-		for (unsigned pe = 0; pe < pes; pe++) {
+		for (unsigned pe = 0; pe < n_pe; pe++) {
 			const int32_t *bias = NULL;
 
 			if (p.ops & TNPU_SFU_OP_BIAS) {
@@ -1048,10 +1053,10 @@ static uint32_t sfu_apply(struct rowctx *rc, unsigned a, const struct tnpu_opera
 				size_t o = ((size_t)c * tm + i) * ld + (size_t)pe * tn;
 
 				if (am->dtype == TNPU_DTYPE_FP32)
-					sfu_f32_row((const float *)rs->acc[a] + o, (float *)rs->oq + o, tn,
+					sfu_f32_row((const float *)rs->acc[a] + o, (float *)rs->oq + o, n,
 						    (const float *)(const void *)bias, &p);
 				else
-					sfu_int_row((const int32_t *)rs->acc[a] + o, (int32_t *)rs->oq + o, tn, bias, &p);
+					sfu_int_row((const int32_t *)rs->acc[a] + o, (int32_t *)rs->oq + o, n, bias, &p);
 			}
 		}
 	}
@@ -1120,6 +1125,19 @@ static uint32_t do_st(struct rowctx *rc, uint16_t w)
 	if (err)
 		return err;
 	ld = (size_t)pes * tn;
+	/* fp32/int32 PE tiles side by side in SRAM (pe_stride = tn elements) and rows that do not
+	 * overlap: a row of all PEs is one run on both sides, copied at once (the same bytes). */
+	if (es == 4 && (int64_t)o->pe_stride == (int64_t)tn * 4 && (tm == 1 || (uint64_t)o->pitch >= ld * 4)) {
+		for (unsigned c = 0; c < cols; c++) {
+			uint64_t pa = (uint64_t)pe_addr(o, c, 0);
+
+			for (unsigned i = 0; i < tm; i++)
+				memcpy(rc->base + pa + (uint64_t)i * o->pitch, data + ((size_t)c * tm + i) * ld * 4, ld * 4);
+			lo = TNPU_MIN(lo, pa);
+			hi = TNPU_MAX(hi, pa + (uint64_t)(tm - 1) * o->pitch + (uint64_t)ld * 4);
+		}
+		goto stored;
+	}
 	for (unsigned c = 0; c < cols; c++) {
 		for (unsigned p = 0; p < pes; p++) {
 			uint64_t pa = (uint64_t)pe_addr(o, c, p);
@@ -1141,6 +1159,7 @@ static uint32_t do_st(struct rowctx *rc, uint16_t w)
 			hi = TNPU_MAX(hi, pa + (uint64_t)(tm - 1) * o->pitch + (uint64_t)tn * es);
 		}
 	}
+stored:
 	if (raw)
 		rc->ex->res->counters[TNPU_CNT_OQ_ACCESSES] += (uint64_t)tm * tn * cols * pes;
 	else
