@@ -190,7 +190,7 @@ static uint64_t rows_in_page(uint64_t va, uint32_t w, uint64_t n)
 uint32_t tnpu_va_read_rows(struct tnpu_exec *ex, uint64_t va, uint8_t *dst, uint64_t sp, uint32_t w, uint64_t n,
 			   unsigned engine)
 {
-	uint8_t buf[TNPU_PAGE_SIZE];
+	TNPU_UNINIT uint8_t buf[TNPU_PAGE_SIZE];
 
 	while (n) {
 		uint64_t k = w ? rows_in_page(va, w, n) : n;
@@ -216,7 +216,7 @@ uint32_t tnpu_va_read_rows(struct tnpu_exec *ex, uint64_t va, uint8_t *dst, uint
 uint32_t tnpu_va_write_rows(struct tnpu_exec *ex, uint64_t va, const uint8_t *src, uint64_t sp, uint32_t w,
 			    uint64_t n, unsigned engine)
 {
-	uint8_t buf[TNPU_PAGE_SIZE];
+	TNPU_UNINIT uint8_t buf[TNPU_PAGE_SIZE];
 
 	while (n) {
 		uint64_t k = w ? rows_in_page(va, w, n) : n;
