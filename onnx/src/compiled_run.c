@@ -381,22 +381,40 @@ static int submit_step(struct run_state *rs, const struct cstep *s)
 /* UINT8 values live in the arena as int8 (value - 128, the byte ^ 0x80) and the int8 steps' 4-D
  * values NHWC (compile_qdq.c): converted wherever the host reads or writes the arena (to_arena: the
  * host's NCHW bytes into the arena). */
+/*
+ * NCHW <-> NHWC of N images of C x HW elements of es bytes, walking the destination in order.  A value
+ * with C = 1 or HW = 1 has the same bytes in both layouts and is one memcpy (in a TCG guest an element
+ * loop over a batch of images cost more than the device's whole job).
+ */
+static void transpose_copy(uint8_t *dst, const uint8_t *src, size_t N, size_t C, size_t HW, size_t es, bool to_nhwc)
+{
+	size_t rows = to_nhwc ? HW : C, cols = to_nhwc ? C : HW;	/* destination image: rows x cols */
+
+	if (C == 1 || HW == 1) {
+		memcpy(dst, src, N * C * HW * es);
+		return;
+	}
+	for (size_t n = 0; n < N; n++, dst += C * HW * es, src += C * HW * es)
+		for (size_t r = 0; r < rows; r++)
+			for (size_t k = 0; k < cols; k++) {
+				size_t d = r * cols + k, s = k * rows + r;
+
+				if (es == 4)
+					memcpy(dst + 4 * d, src + 4 * s, 4);	/* fixed size: inlined */
+				else if (es == 1)
+					dst[d] = src[s];
+				else
+					memcpy(dst + es * d, src + es * s, es);
+			}
+}
+
 static void arena_copy(const struct cval *cv, uint8_t *dst, const uint8_t *src, bool to_arena)
 {
-	if (cv->nhwc && cv->ndim == 4) {
-		size_t es = onnx_dtype_size((enum onnx_dtype)cv->dtype), C = (size_t)cv->dims[1];
-		size_t HW = (size_t)(cv->dims[2] * cv->dims[3]), N = (size_t)cv->dims[0];
-
-		for (size_t n = 0; n < N; n++)
-			for (size_t c = 0; c < C; c++)
-				for (size_t p = 0; p < HW; p++) {
-					size_t nchw = (n * C + c) * HW + p, nhwc = (n * HW + p) * C + c;
-
-					memcpy(dst + es * (to_arena ? nhwc : nchw), src + es * (to_arena ? nchw : nhwc), es);
-				}
-	} else {
+	if (cv->nhwc && cv->ndim == 4)
+		transpose_copy(dst, src, (size_t)cv->dims[0], (size_t)cv->dims[1], (size_t)(cv->dims[2] * cv->dims[3]),
+			       onnx_dtype_size((enum onnx_dtype)cv->dtype), to_arena);
+	else
 		memcpy(dst, src, cv->bytes);
-	}
 	if (cv->dtype == ONNX_UINT8)
 		for (uint64_t i = 0; i < cv->bytes; i++)
 			dst[i] ^= 0x80;
