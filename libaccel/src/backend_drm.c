@@ -21,10 +21,25 @@
 #include "tnpu/tnpu_core.h"
 #include "tnpu_accel.h"
 
+/*
+ * Every job needs a command buffer object and a counters object. Creating, mapping and faulting in a
+ * fresh one per job (a GEM object, its VA mapping, zeroed shmem pages) cost more than building the
+ * commands in a TCG guest, so objects of finished jobs are kept for reuse: at most BO_CACHE_SLOTS of
+ * them and BO_CACHE_BYTES in all, best fit, command buffers rounded up to a power of two so that a
+ * stream of similar jobs reuses them. Only objects of this file (and process) are reused, only after
+ * their job completed (accel_job_free waits for a running job first), so no other context sees them;
+ * a reused counters object is cleared as a new one would be.
+ */
+#define BO_CACHE_SLOTS 16
+#define BO_CACHE_BYTES (32ull << 20)
+
 struct drm {
 	int fd;
 	uint32_t queue;
 	uint32_t counters_size;
+	struct accel_buffer *cache[BO_CACHE_SLOTS];
+	unsigned n_cache;
+	uint64_t cache_bytes;
 };
 
 /*
@@ -123,14 +138,46 @@ static void bo_del(struct accel_dev *dev, struct accel_buffer *b)
 	free(b);
 }
 
+/* An object of at least `size` bytes: the smallest cached one that fits, else a new one of `alloc`. */
+static int bo_get(struct accel_dev *dev, uint64_t size, uint64_t alloc, struct accel_buffer **out)
+{
+	struct drm *d = dev->priv;
+	unsigned best = d->n_cache;
+
+	for (unsigned i = 0; i < d->n_cache; i++)
+		if (d->cache[i]->alloc >= size && (best == d->n_cache || d->cache[i]->alloc < d->cache[best]->alloc))
+			best = i;
+	if (best < d->n_cache) {
+		*out = d->cache[best];
+		d->cache_bytes -= (*out)->alloc;
+		d->cache[best] = d->cache[--d->n_cache];
+		return 0;
+	}
+	return bo_new(dev, alloc, out);
+}
+
+static void bo_put(struct accel_dev *dev, struct accel_buffer *b)
+{
+	struct drm *d = dev->priv;
+
+	if (!b)
+		return;
+	if (d->n_cache < BO_CACHE_SLOTS && d->cache_bytes + b->alloc <= BO_CACHE_BYTES) {
+		d->cache[d->n_cache++] = b;
+		d->cache_bytes += b->alloc;
+		return;
+	}
+	bo_del(dev, b);
+}
+
 static void drm_hw_release(struct accel_dev *dev, struct accel_hwjob *hw)
 {
 	struct drm *d = dev->priv;
 
 	if (hw->syncobj)
 		drmSyncobjDestroy(d->fd, hw->syncobj);
-	bo_del(dev, hw->cmd_bo);
-	bo_del(dev, hw->cnt_bo);
+	bo_put(dev, hw->cmd_bo);
+	bo_put(dev, hw->cnt_bo);
 	hw->syncobj = 0;
 	hw->cmd_bo = hw->cnt_bo = NULL;
 }
@@ -144,12 +191,17 @@ static int drm_submit(struct accel_dev *dev, const uint8_t *cmds, size_t len, st
 	struct drm_tnpu_submit s;
 	int ret;
 
+	uint64_t cmd_alloc = ACCEL_PAGE, cnt = ACCEL_MAX(d->counters_size, sizeof(struct drm_tnpu_job_counters));
+
 	memset(hw, 0, sizeof(*hw));
-	ret = bo_new(dev, len, &hw->cmd_bo);
+	while (cmd_alloc < len)
+		cmd_alloc *= 2;
+	ret = bo_get(dev, len, cmd_alloc, &hw->cmd_bo);
 	if (!ret)
-		ret = bo_new(dev, ACCEL_MAX(d->counters_size, sizeof(struct drm_tnpu_job_counters)), &hw->cnt_bo);
+		ret = bo_get(dev, cnt, cnt, &hw->cnt_bo);
 	if (ret)
 		goto fail;
+	memset(hw->cnt_bo->ptr, 0, cnt);	/* as a new object: a failing job may not write all of it */
 	memcpy(hw->cmd_bo->ptr, cmds, len);
 	if (drmSyncobjCreate(d->fd, 0, &hw->syncobj)) {
 		ret = drm_err(dev, "drmSyncobjCreate");
@@ -232,6 +284,8 @@ static void drm_close(struct accel_dev *dev)
 
 	if (!d)
 		return;
+	while (d->n_cache)
+		bo_del(dev, d->cache[--d->n_cache]);
 	if (d->queue) {
 		struct drm_tnpu_queue_destroy q = { .handle = d->queue };
 
