@@ -202,12 +202,12 @@ int classify_mnist(struct onnx_model *m, const char *model_path, struct accel_de
 		}
 	}
 	if (dev)
-		printf("accelerator accuracy:   %6.2f%% (%u/%u) in %.1f s\n", 100.0 * ok_acc / n, ok_acc, n, t_acc);
+		printf("accelerator accuracy:   %6.2f%% (%u/%u) in %.2f s\n", 100.0 * ok_acc / n, ok_acc, n, t_acc);
 	if (given)
 		printf("CPU reference accuracy: %6.2f%% (%u/%u) (predictions of a CPU-reference run on the host: %s)\n",
 		       100.0 * ok_cpu / n, ok_cpu, n, ref_preds);
 	else
-		printf("CPU reference accuracy: %6.2f%% (%u/%u) in %.1f s\n", 100.0 * ok_cpu / n, ok_cpu, n, t_cpu);
+		printf("CPU reference accuracy: %6.2f%% (%u/%u) in %.2f s\n", 100.0 * ok_cpu / n, ok_cpu, n, t_cpu);
 	/* process CPU time: wall time on a machine shared with other jobs counts their share too */
 	if (dev && !given)
 		printf("CPU time: accelerator %.2f s, CPU reference %.2f s\n", c_acc, c_cpu);
