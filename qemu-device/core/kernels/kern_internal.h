@@ -22,18 +22,7 @@
  * functions TNPU_TARGET(KERN_ISA). */
 #define TNPU_TARGET(isa) __attribute__((target(isa)))
 
-/* A scratch array on the stack that is written before it is read: exempt from QEMU's
- * -ftrivial-auto-var-init=zero, which would clear kilobytes on every call of a hot path. */
-#ifndef TNPU_UNINIT
-#if defined(__has_attribute)
-#if __has_attribute(uninitialized)
-#define TNPU_UNINIT __attribute__((uninitialized))
-#endif
-#endif
-#endif
-#ifndef TNPU_UNINIT
-#define TNPU_UNINIT
-#endif
+#include "tnpu_uninit.h"
 
 /* Largest micro-tile of any variant; edge tiles go through a stack buffer this big. */
 #define KERN_MAX_MR 16

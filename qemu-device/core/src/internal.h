@@ -23,18 +23,7 @@
 #define TNPU_CLONES
 #endif
 
-/* A scratch array on the stack that is written before it is read: exempt from QEMU's
- * -ftrivial-auto-var-init=zero, which would clear kilobytes on every call of a hot path. */
-#ifndef TNPU_UNINIT
-#if defined(__has_attribute)
-#if __has_attribute(uninitialized)
-#define TNPU_UNINIT __attribute__((uninitialized))
-#endif
-#endif
-#endif
-#ifndef TNPU_UNINIT
-#define TNPU_UNINIT
-#endif
+#include "tnpu_uninit.h"
 
 #define TNPU_MIN(a, b) ((a) < (b) ? (a) : (b))
 #define TNPU_MAX(a, b) ((a) > (b) ? (a) : (b))

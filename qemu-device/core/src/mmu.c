@@ -187,8 +187,9 @@ static uint64_t rows_in_page(uint64_t va, uint32_t w, uint64_t n)
 	return k < n ? k : n;
 }
 
-uint32_t tnpu_va_read_rows(struct tnpu_exec *ex, uint64_t va, uint8_t *dst, uint64_t sp, uint32_t w, uint64_t n,
-			   unsigned engine)
+/* The loop of both directions: sram rows sp apart, host rows back to back from va. */
+static uint32_t va_rows(struct tnpu_exec *ex, uint64_t va, uint8_t *sram, uint64_t sp, uint32_t w, uint64_t n,
+			unsigned engine, bool write)
 {
 	TNPU_UNINIT uint8_t buf[TNPU_PAGE_SIZE];
 
@@ -198,45 +199,35 @@ uint32_t tnpu_va_read_rows(struct tnpu_exec *ex, uint64_t va, uint8_t *dst, uint
 
 		if (k <= 1) {
 			k = 1;
-			err = tnpu_va_read(ex, va, dst, w, engine);
+			err = va_access(ex, va, sram, w, engine, write);
+		} else if (write) {
+			for (uint64_t i = 0; i < k; i++)
+				memcpy(buf + i * w, sram + i * sp, w);
+			err = va_access(ex, va, buf, k * w, engine, true);
 		} else {
-			err = tnpu_va_read(ex, va, buf, k * w, engine);
+			err = va_access(ex, va, buf, k * w, engine, false);
 			for (uint64_t i = 0; i < k && !err; i++)
-				memcpy(dst + i * sp, buf + i * w, w);
+				memcpy(sram + i * sp, buf + i * w, w);
 		}
 		if (err)
 			return err;
 		va += k * w;
-		dst += k * sp;
+		sram += k * sp;
 		n -= k;
 	}
 	return 0;
 }
 
+uint32_t tnpu_va_read_rows(struct tnpu_exec *ex, uint64_t va, uint8_t *dst, uint64_t sp, uint32_t w, uint64_t n,
+			   unsigned engine)
+{
+	return va_rows(ex, va, dst, sp, w, n, engine, false);
+}
+
 uint32_t tnpu_va_write_rows(struct tnpu_exec *ex, uint64_t va, const uint8_t *src, uint64_t sp, uint32_t w,
 			    uint64_t n, unsigned engine)
 {
-	TNPU_UNINIT uint8_t buf[TNPU_PAGE_SIZE];
-
-	while (n) {
-		uint64_t k = w ? rows_in_page(va, w, n) : n;
-		uint32_t err;
-
-		if (k <= 1) {
-			k = 1;
-			err = tnpu_va_write(ex, va, src, w, engine);
-		} else {
-			for (uint64_t i = 0; i < k; i++)
-				memcpy(buf + i * w, src + i * sp, w);
-			err = tnpu_va_write(ex, va, buf, k * w, engine);
-		}
-		if (err)
-			return err;
-		va += k * w;
-		src += k * sp;
-		n -= k;
-	}
-	return 0;
+	return va_rows(ex, va, (uint8_t *)src, sp, w, n, engine, true);
 }
 
 uint32_t tnpu_mmu_translate(const struct tnpu_mem_ops *mem, uint64_t ctx_table, uint32_t ctx_count,
