@@ -15,23 +15,8 @@ if [ ! -f "$bdir/build.ninja" ]; then
 fi
 ninja -C "$bdir" -j2 qemu-device/core/fuzz/fuzz-cmdstream qemu-device/core/fuzz/gen-fuzz-seeds >/dev/null
 
-corpus="$bdir/fuzz-corpus"
-artifacts="$bdir/fuzz-artifacts/"
-rm -rf "$artifacts"
-mkdir -p "$corpus" "$artifacts"
-"$bdir/qemu-device/core/fuzz/gen-fuzz-seeds" "$corpus"
-
-log="$bdir/fuzz.log"
-set +e
-UBSAN_OPTIONS=halt_on_error=1:print_stacktrace=1 ASAN_OPTIONS=detect_leaks=0 \
-	"$bdir/qemu-device/core/fuzz/fuzz-cmdstream" "$corpus" -max_total_time="$secs" -timeout=10 \
-	-rss_limit_mb=2048 -max_len=4096 -artifact_prefix="$artifacts" -print_final_stats=1 >"$log" 2>&1
-rc=$?
-set -e
-execs=$(grep -Eo 'stat::number_of_executed_units: *[0-9]+' "$log" | grep -Eo '[0-9]+$' || echo 0)
-crashes=$(find "$artifacts" -type f \( -name 'crash-*' -o -name 'timeout-*' -o -name 'oom-*' -o -name 'leak-*' \) | wc -l)
-echo "fuzz-cmdstream: ${secs}s, executions: ${execs}, crashes: ${crashes}, exit: ${rc}"
-if [ "$rc" -ne 0 ] || [ "$crashes" -ne 0 ]; then
-	tail -40 "$log"
-	exit 1
-fi
+# the seeds go into the target's corpus directory (tools/fuzz/run-libfuzzer: BUILD_DIR/NAME-corpus)
+mkdir -p "$bdir/fuzz-cmdstream-corpus"
+"$bdir/qemu-device/core/fuzz/gen-fuzz-seeds" "$bdir/fuzz-cmdstream-corpus"
+exec "$root/tools/fuzz/run-libfuzzer" fuzz-cmdstream "$bdir/qemu-device/core/fuzz/fuzz-cmdstream" "$secs" "$bdir" \
+	-timeout=10 -rss_limit_mb=2048 -max_len=4096
