@@ -1024,6 +1024,22 @@ static void wait_page_written(Tnpu *t, uint64_t page_pa)
 }
 
 /*
+ * Submits the hostile job on queue @q (ring seqno @seq) and returns once its
+ * store is reaching the page it gives back.
+ */
+static void hostile_job_streaming(Tnpu *t, unsigned q, uint64_t seq,
+                                  uint64_t *page_va, uint64_t *page_pa)
+{
+    uint64_t cmd_va, marker;
+    uint32_t cmd_len;
+
+    cmd_va = hostile_job(t, &cmd_len, &marker, page_va, page_pa);
+    submit(t, q, cmd_va, cmd_len, seq);
+    wait_marker(t, marker);
+    wait_page_written(t, *page_pa);
+}
+
+/*
  * Polls STATUS until the bits in @mask are clear (registers.md: reset done,
  * MMU invalidate complete); returns the wait in microseconds.
  */
@@ -1055,14 +1071,11 @@ static void check_page_quiet(Tnpu *t, uint64_t page_pa)
 static void test_bus_master_off_mid_job(void)
 {
     Tnpu *t = tnpu_start(NULL);
-    uint64_t marker_pa, page_va, page_pa, cmd_va;
-    uint32_t cmd_len;
+    uint64_t page_va, page_pa;
     uint16_t cmd;
 
     tnpu_setup(t);
-    cmd_va = hostile_job(t, &cmd_len, &marker_pa, &page_va, &page_pa);
-    submit(t, 0, cmd_va, cmd_len, 1);
-    wait_page_written(t, page_pa);
+    hostile_job_streaming(t, 0, 1, &page_va, &page_pa);
     cmd = qpci_config_readw(t->dev, PCI_COMMAND);
     qpci_config_writew(t->dev, PCI_COMMAND, cmd & ~PCI_COMMAND_MASTER);
     check_page_quiet(t, page_pa);
@@ -1122,15 +1135,12 @@ static void test_reset_hostile(void)
 {
     Tnpu *t = tnpu_start(NULL);
     g_autofree int32_t *ref = NULL;
-    uint64_t cmd_va, marker, page_va, page_pa, cpa;
+    uint64_t page_va, page_pa, cpa, cmd_va;
     uint32_t cmd_len;
     gint64 us;
 
     tnpu_setup(t);
-    cmd_va = hostile_job(t, &cmd_len, &marker, &page_va, &page_pa);
-    submit(t, 0, cmd_va, cmd_len, 0x42);
-    wait_marker(t, marker);
-    wait_page_written(t, page_pa);
+    hostile_job_streaming(t, 0, 0x42, &page_va, &page_pa);
     wr(t, TNPU_REG_CTRL, TNPU_CTRL_RESET);
     us = wait_status_clear(t, TNPU_STATUS_RESET_PENDING);
     g_test_message("reset done after %" PRId64 " us", us);
@@ -1154,15 +1164,11 @@ static void test_reset_hostile(void)
 static void test_mmu_invalidate_handshake(void)
 {
     Tnpu *t = tnpu_start(NULL);
-    uint64_t cmd_va, marker, page_va, page_pa;
-    uint32_t cmd_len;
+    uint64_t page_va, page_pa;
     gint64 us;
 
     tnpu_setup(t);
-    cmd_va = hostile_job(t, &cmd_len, &marker, &page_va, &page_pa);
-    submit(t, 1, cmd_va, cmd_len, 0x43);
-    wait_marker(t, marker);
-    wait_page_written(t, page_pa);
+    hostile_job_streaming(t, 1, 0x43, &page_va, &page_pa);
     wq(t, t->l1 + 8 * TNPU_PT_INDEX(page_va, 1), 0);
     wr(t, TNPU_REG_MMU_INVALIDATE, 1);
     us = wait_status_clear(t, TNPU_STATUS_MMU_INV_PENDING);
