@@ -248,14 +248,16 @@ int cm_plan_layouts(struct onnx_compiled *cm)
 	bool *blocked = calloc(nv ? nv : 1, sizeof(bool)), *made = calloc(nv ? nv : 1, sizeof(bool));
 	bool *gblock = calloc(nv ? nv : 1, sizeof(bool));	/* per group root: held back */
 	bool *flat = calloc(cm->n_steps ? cm->n_steps : 1, sizeof(bool));	/* alias steps: flat_to_gemm() */
+	bool *flat_view = calloc(nv ? nv : 1, sizeof(bool));			/* their 2-D outputs */
 	int ret = 0;
 
-	if (!p || !blocked || !made || !gblock || !flat) {
+	if (!p || !blocked || !made || !gblock || !flat || !flat_view) {
 		free(p);
 		free(blocked);
 		free(made);
 		free(gblock);
 		free(flat);
+		free(flat_view);
 		return cm_seterr(cm, -ENOMEM, "layout: out of memory");
 	}
 	for (unsigned i = 0; i < cm->n_steps; i++)
@@ -339,16 +341,15 @@ int cm_plan_layouts(struct onnx_compiled *cm)
 	 * Views and Concat parts (compile_views.c) are byte ranges of a root buffer in packed NCHW: a
 	 * channel slice is contiguous only there. Such values and their roots keep NCHW.
 	 */
+	for (unsigned i = 0; i < cm->n_steps; i++)
+		if (flat[i])
+			flat_view[cm->steps[i].out] = true;
 	for (unsigned v = 0; v < nv; v++) {
 		const struct cval *cv = &cm->vals[v];
 
 		if (cv->loc == LOC_ARENA && (cv->root != (int)v || cv->voff)) {
-			bool flat_view = false;
-
-			for (unsigned i = 0; i < cm->n_steps; i++)
-				flat_view |= flat[i] && cm->steps[i].out == (int)v;
 			blocked[v] = true;
-			if (cv->root >= 0 && !flat_view)
+			if (cv->root >= 0 && !flat_view[v])
 				blocked[cv->root] = true;
 		}
 	}
@@ -391,5 +392,6 @@ int cm_plan_layouts(struct onnx_compiled *cm)
 	free(made);
 	free(gblock);
 	free(flat);
+	free(flat_view);
 	return ret ? ret : repack_weights(cm);
 }

@@ -815,11 +815,13 @@ uint32_t tnpu_vec_cmd(struct tnpu_exec *ex, const uint8_t *c, bool async)
 	for (unsigned r = r0; r <= r1; r++)
 		if (TNPU_MAX(ex->R[r], s + TNPU_CYC_CMD) + busy * ex->isl[ex->cur].clkdiv > ex->cfg.watchdog_cycles)
 			return tnpu_fail(ex, TNPU_ERR_WATCHDOG, 0, 0);
-	out = malloc(v.elems * sizeof(*out));
 	/* int8 average pooling sums a channel run's taps in 64 bits (65535² taps × 128 overflow 32) */
-	if (v.op == TNPU_VEC_POOL && v.fn == TNPU_VEC_POOL_AVG && v.in != TNPU_DTYPE_FP32)
+	bool i8_avg = v.op == TNPU_VEC_POOL && v.fn == TNPU_VEC_POOL_AVG && v.in != TNPU_DTYPE_FP32;
+
+	out = malloc(v.elems * sizeof(*out));
+	if (i8_avg)
 		sum = malloc((v.n[3] ? v.n[3] : 1) * sizeof(*sum));
-	if (!out || (!sum && v.op == TNPU_VEC_POOL && v.fn == TNPU_VEC_POOL_AVG && v.in != TNPU_DTYPE_FP32)) {
+	if (!out || (i8_avg && !sum)) {
 		free(out);
 		return tnpu_fail(ex, TNPU_ERR_NOMEM, 0, 0);
 	}
