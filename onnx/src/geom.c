@@ -141,7 +141,7 @@ int matmul_geom(const struct onnx_ctx *c, const struct onnx_tensor *a, const str
 		if (da != db && da != 1 && db != 1)
 			return node_err(c, -EINVAL, "batch dimensions %lld and %lld do not broadcast", (long long)da,
 					(long long)db);
-		g->bdims[i] = da > db ? da : db;
+		g->bdims[i] = da == 1 ? db : da;	/* numpy: a 1 takes the other size, 0 included */
 		g->adims[i] = da;
 		g->bbdims[i] = db;
 		g->batch *= g->bdims[i];
