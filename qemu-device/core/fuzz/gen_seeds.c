@@ -285,5 +285,32 @@ int main(int argc, char **argv)
 		save(argv[1], "sfu-residual", &cb);
 		tcb_free(&cb);
 	}
+	{
+		/* SFU per-column requantisation (QCOL): int8 GEMM 2x4 x 4x2, column records at 512 */
+		uint16_t ins[] = { TNPU_INSN_LD(0, 0, 0, 0), TNPU_INSN_LD(1, 0, 1, 0), TNPU_INSN_MAC(0, 0, 0, 0, 1),
+				   TNPU_INSN_ST(0, 2, 0) };
+		struct tnpu_operand ops[4] = {
+			{ .addr = 0, .pitch = 4, .rows = 2, .cols = 4, .dtype = TNPU_DTYPE_INT8 },
+			{ .addr = 256, .pitch = 2, .rows = 4, .cols = 2, .dtype = TNPU_DTYPE_INT8 },
+			{ .addr = 1024, .pitch = 2, .rows = 2, .cols = 2, .dtype = TNPU_DTYPE_INT8 },
+		};
+		struct tnpu_sfu_param sp = { .bias_addr = 512, .bias_pe_stride = 24,
+					     .ops = TNPU_SFU_OP_BIAS | TNPU_SFU_OP_RELU | TNPU_SFU_OP_REQUANT |
+						    TNPU_SFU_OP_QCOL,
+					     .zero_point = -3, .out_dtype = TNPU_DTYPE_INT8 };
+		struct tnpu_cfg_hdr h = { .n_instr = 4, .n_operands = 4, .loop_end = 2, .repeat = 1, .sfu_rf = 3 };
+		struct tpkt p;
+
+		memcpy(&ops[3], &sp, 32);
+		tcb_init(&cb);
+		tcb_dma(&cb, true, 0, va, 0, 0, 0xFF, 0, 0, 0, 0, 1024, 1, 1);
+		tpkt_config(&p, 0, &h, ins, ops);
+		tcb_dispatch(&cb, 0, 0, 0, 0, p.buf, p.len);
+		tpkt_exe(&p, 0, TNPU_PKT_LAST | TNPU_PKT_SHIFT_OUT, NULL, 0);
+		tcb_dispatch(&cb, 0, 0, 0, 0, p.buf, p.len);
+		tcb_dma(&cb, false, 0, va + 32768, 0, 0, 0, 0, 1024, 0, 0, 4, 1, 1);
+		save(argv[1], "sfu-qcol", &cb);
+		tcb_free(&cb);
+	}
 	return 0;
 }

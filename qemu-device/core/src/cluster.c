@@ -867,7 +867,17 @@ static uint32_t sfu_decode(struct rowctx *rc, const struct tnpu_operand *rec, ui
 		if ((p->ops & TNPU_SFU_OP_REQUANT) && (p->shift > 62 || p->zp < -128 || p->zp > 127))
 			return cfail(rc, TNPU_ERR_SFU_PARAM);
 	}
+	/* QCOL (ISA 2): int path with REQUANT only; the record's own multiplier and shift stay 0 */
+	if ((p->ops & TNPU_SFU_OP_QCOL) &&
+	    (acc_dtype == TNPU_DTYPE_FP32 || !(p->ops & TNPU_SFU_OP_REQUANT) || p->scale || p->shift))
+		return cfail(rc, TNPU_ERR_SFU_PARAM);
 	return 0;
+}
+
+/* Bytes per column of the vector at bias_addr: QCOL records or plain bias values. */
+static unsigned sfu_col_bytes(const struct sfu_p *p)
+{
+	return (p->ops & TNPU_SFU_OP_QCOL) ? sizeof(struct tnpu_sfu_qcol) : 4;
 }
 
 TNPU_CLONES
@@ -891,6 +901,27 @@ static void sfu_int_row(const int32_t *x, int32_t *y, unsigned n, const int32_t 
 			v = q < -128 ? -128 : (q > 127 ? 127 : (int32_t)q);
 		}
 		y[j] = v;
+	}
+}
+
+/* QCOL: as sfu_int_row with column j's bias, multiplier and shift from its 12-byte record. */
+TNPU_CLONES
+static void sfu_qcol_row(const int32_t *x, int32_t *y, unsigned n, const uint8_t *rec, const struct sfu_p *p)
+{
+	for (unsigned j = 0; j < n; j++, rec += sizeof(struct tnpu_sfu_qcol)) {
+		int32_t v = x[j], m = (int32_t)ld32(rec + 4);
+		uint32_t sh = ld32(rec + 8);
+		int64_t q;
+
+		if (p->ops & TNPU_SFU_OP_BIAS)
+			v = (int32_t)((uint32_t)v + ld32(rec));
+		if (p->ops & TNPU_SFU_OP_RELU)
+			v = v < 0 ? 0 : v;
+		if (p->ops & TNPU_SFU_OP_CLAMP)
+			v = v < (int32_t)p->lo ? (int32_t)p->lo : (v > (int32_t)p->hi ? (int32_t)p->hi : v);
+		sh = sh > 62 ? 62 : sh;	/* the records are data, not checked */
+		q = (((int64_t)v * m + (sh ? (int64_t)1 << (sh - 1) : 0)) >> sh) + p->zp;
+		y[j] = q < -128 ? -128 : (q > 127 ? 127 : (int32_t)q);
 	}
 }
 
@@ -968,6 +999,7 @@ static uint32_t sfu_residual(struct rowctx *rc, unsigned a, const struct tnpu_op
 		for (unsigned pe = 0; pe < pes; pe++) {
 			int64_t ba = (int64_t)p->bias_addr + (int64_t)c * p->bcs + (int64_t)pe * p->bps;
 			const uint8_t *bias = (p->ops & TNPU_SFU_OP_BIAS) ? rc->base + ba : NULL;
+			const uint8_t *qcol = (p->ops & TNPU_SFU_OP_QCOL) ? rc->base + ba : NULL;
 			const uint8_t *res = rc->base + pe_addr(ro, c, pe);
 
 			for (unsigned i = 0; i < tm; i++) {
@@ -975,7 +1007,8 @@ static uint32_t sfu_residual(struct rowctx *rc, unsigned a, const struct tnpu_op
 				const uint8_t *r = res + (uint64_t)i * ro->pitch;
 
 				for (unsigned j = 0; j < tn; j++) {
-					uint32_t x = ((const uint32_t *)rs->acc[a])[o + j], b = bias ? ld32(bias + 4 * j) : 0;
+					uint32_t x = ((const uint32_t *)rs->acc[a])[o + j];
+					uint32_t b = bias ? ld32(bias + (size_t)sfu_col_bytes(p) * j) : 0;
 
 					if (am->dtype == TNPU_DTYPE_FP32) {
 						float xf, bf, rf;
@@ -993,6 +1026,9 @@ static uint32_t sfu_residual(struct rowctx *rc, unsigned a, const struct tnpu_op
 				}
 				if (am->dtype == TNPU_DTYPE_FP32)
 					sfu_f32_row((const float *)(const void *)tmp, (float *)rs->oq + o, tn, NULL, &q);
+				else if (qcol)
+					sfu_qcol_row((const int32_t *)(const void *)tmp, (int32_t *)rs->oq + o, tn, qcol,
+						     &q);
 				else
 					sfu_int_row((const int32_t *)(const void *)tmp, (int32_t *)rs->oq + o, tn, NULL,
 						    &q);
@@ -1026,28 +1062,31 @@ static uint32_t sfu_apply(struct rowctx *rc, unsigned a, const struct tnpu_opera
 	err = sfu_decode(rc, prec, am->dtype, &p);
 	if (err)
 		return err;
-	if (p.ops & TNPU_SFU_OP_BIAS) {
+	bool colvec = p.ops & (TNPU_SFU_OP_BIAS | TNPU_SFU_OP_QCOL);
+	unsigned cb = sfu_col_bytes(&p);
+
+	if (colvec) {
 		struct tnpu_operand bo = { .addr = p.bias_addr, .col_stride = p.bcs, .pe_stride = p.bps };
 
-		err = check_range(rc, &bo, (uint64_t)tn * 4, 4);
+		err = check_range(rc, &bo, (uint64_t)tn * cb, 4);
 		if (err)
 			return err;
 	}
 	if (p.ops & TNPU_SFU_OP_RESIDUAL)	/* ISA 2: vector-units.md "SFU residual operand" */
 		return sfu_residual(rc, a, prec, &p, chained);
-	/* A row's PE tiles lie side by side in the accumulator and output queue: with no bias, or the
-	 * PEs' bias vectors side by side too, one call covers the row (the same element operations). */
-	bool whole = !(p.ops & TNPU_SFU_OP_BIAS) || (int64_t)p.bps == (int64_t)tn * 4;
+	/* A row's PE tiles lie side by side in the accumulator and output queue: with no column vector,
+	 * or the PEs' vectors side by side too, one call covers the row (the same element operations). */
+	bool whole = !colvec || (int64_t)p.bps == (int64_t)tn * cb;
 	unsigned n_pe = whole ? 1 : pes, n = whole ? (unsigned)ld : tn;
 
 	for (unsigned c = 0; c < cols; c++) {
 		for (unsigned pe = 0; pe < n_pe; pe++) {
-			const int32_t *bias = NULL;
+			const uint8_t *bias = NULL;
 
-			if (p.ops & TNPU_SFU_OP_BIAS) {
+			if (colvec) {
 				int64_t ba = (int64_t)p.bias_addr + (int64_t)c * p.bcs + (int64_t)pe * p.bps;
 
-				bias = (const int32_t *)(const void *)(rc->base + ba);
+				bias = rc->base + ba;
 			}
 			for (unsigned i = 0; i < tm; i++) {
 				size_t o = ((size_t)c * tm + i) * ld + (size_t)pe * tn;
@@ -1055,8 +1094,11 @@ static uint32_t sfu_apply(struct rowctx *rc, unsigned a, const struct tnpu_opera
 				if (am->dtype == TNPU_DTYPE_FP32)
 					sfu_f32_row((const float *)rs->acc[a] + o, (float *)rs->oq + o, n,
 						    (const float *)(const void *)bias, &p);
+				else if (p.ops & TNPU_SFU_OP_QCOL)
+					sfu_qcol_row((const int32_t *)rs->acc[a] + o, (int32_t *)rs->oq + o, n, bias, &p);
 				else
-					sfu_int_row((const int32_t *)rs->acc[a] + o, (int32_t *)rs->oq + o, n, bias, &p);
+					sfu_int_row((const int32_t *)rs->acc[a] + o, (int32_t *)rs->oq + o, n,
+						    (const int32_t *)(const void *)bias, &p);
 			}
 		}
 	}

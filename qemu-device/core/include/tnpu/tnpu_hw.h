@@ -159,7 +159,7 @@ extern "C" {
 			 TNPU_FEAT_ROW_BUSY | TNPU_FEAT_SPARSE_CNT | \
 			 TNPU_FEAT_ISLANDS | TNPU_FEAT_RINGS | TNPU_FEAT_RING_DMA | TNPU_FEAT_PLAN | \
 			 TNPU_FEAT_STREAM | TNPU_FEAT_VEC | TNPU_FEAT_SFU_RESIDUAL | \
-			 TNPU_FEAT_DW_WIDE | TNPU_FEAT_COUNTERS)
+			 TNPU_FEAT_DW_WIDE | TNPU_FEAT_COUNTERS | TNPU_FEAT_SFU_QCOL)
 #define TNPU_REG_CAP_CMDBUF	0x0034	/* RO max command-buffer bytes */
 
 #define TNPU_REG_CTRL		0x0040	/* RW */
@@ -700,7 +700,15 @@ _Static_assert(offsetof(struct tnpu_sfu_param, lo) == 24, "sfu param");
 #define TNPU_SFU_OP_CLAMP	TNPU_BIT(2)	/* x = min(max(x, lo), hi), e.g. ReLU6 */
 #define TNPU_SFU_OP_REQUANT	TNPU_BIT(3)	/* int: sat8(((x*scale + rnd) >> shift) + zp); fp32: x*scale */
 #define TNPU_SFU_OP_RESIDUAL	TNPU_BIT(4)	/* ISA 2: x += R[i][j], R = the next register-file entry */
-#define TNPU_SFU_OP_MASK	0x1Fu
+#define TNPU_SFU_OP_QCOL	TNPU_BIT(5)	/* ISA 2: per-column records {bias, multiplier, shift} at bias_addr */
+#define TNPU_SFU_OP_MASK	0x3Fu
+/* QCOL column record (isa.md "SFU parameter record"): one per output column, 12 bytes */
+struct tnpu_sfu_qcol {
+	int32_t bias;		/* added by BIAS */
+	int32_t multiplier;	/* REQUANT multiplier of this column */
+	uint32_t shift;		/* REQUANT right shift; above 62 acts as 62 */
+};
+_Static_assert(sizeof(struct tnpu_sfu_qcol) == 12, "sfu qcol");
 
 /* ------------------------------------------------------------------------- */
 /* 12-bit cluster instructions (stored as 16-bit words, bits [15:12] zero)    */
@@ -821,6 +829,7 @@ _Static_assert(offsetof(struct tnpu_cmd_dma_bands, band_first) == 56, "dma bands
 #define TNPU_RATE_WIDE_MCAST	256	/* bytes per cycle per row of the wide multicast path (isa.md) */
 #define TNPU_FEAT_DW_WIDE	TNPU_BIT(17)	/* LD bit 11 WIDE: wide multicast (issue #16) */
 #define TNPU_FEAT_COUNTERS	TNPU_BIT(18)	/* ring entry COUNTERS: per-job counter record (queues.md) */
+#define TNPU_FEAT_SFU_QCOL	TNPU_BIT(19)	/* SFU record op QCOL: per-column requantisation (issue #16) */
 
 /* Depthwise parameter record (register-file entry named by the CONFIG header's dw_rf). */
 struct tnpu_dw_param {
