@@ -252,7 +252,10 @@ enum accel_act {
 
 /* Output epilogue, applied by the SFU in this order: bias, activation, requantisation. */
 struct accel_epilogue {
-	const struct accel_tensor *bias;	/* optional: 1 x N (2-D) of INT32 (int8 ops) or FP32 */
+	/* optional: 1 x N (2-D) of INT32 (int8 ops) or FP32; or, for an int8 -> INT8 op with multiplier
+	 * and shift 0 (ISA 2, CAP_FEATURES bit 19), N x 3 INT32 contiguous column records {bias,
+	 * multiplier, shift}: per-output-channel requantisation in the epilogue (libaccel.md). */
+	const struct accel_tensor *bias;
 	enum accel_act act;
 	/* CLAMP bounds in the accumulator domain: int32 for int8 ops, float for fp32. */
 	int32_t clamp_lo_i, clamp_hi_i;

@@ -129,30 +129,8 @@ int conv_lower(struct accel_dev *dev, struct mm_ctx *x, const struct accel_conv2
 	if (ret)
 		return ret;
 	memset(&p, 0, sizeof(p));
-	ret = epi_setup(dev, &d->epi, cg.f32, out->dtype, cg.kg, &p);
-	/* The bias covers all K output channels: validate against K, slice per group below. */
-	if (ret && d->epi.bias && d->epi.bias->ndim == 2 && d->epi.bias->shape[1] == cg.k) {
-		struct accel_epilogue ep = d->epi;
-
-		ep.bias = NULL;
-		ret = epi_setup(dev, &ep, cg.f32, out->dtype, cg.kg, &p);
-		if (!ret) {
-			const struct accel_tensor *b = d->epi.bias;
-
-			ret = arg_tensor(dev, b, "bias");
-			if (!ret && (b->strides[1] != 4 || b->dtype != (cg.f32 ? ACCEL_FP32 : ACCEL_INT32)))
-				ret = accel_seterr(dev, -EINVAL, "bias must be a contiguous 1 x %u %s tensor", cg.k,
-						   cg.f32 ? "FP32" : "INT32");
-			if (!ret) {
-				p.sfu.ops |= TNPU_SFU_OP_BIAS;
-				p.use_sfu = true;
-				p.bias_buf = b->buf;
-				p.bias_va = b->buf->va + b->offset;
-			}
-		}
-	} else if (!ret && d->epi.bias && cg.g > 1) {
-		ret = accel_seterr(dev, -EINVAL, "bias must be 1 x K (%u) for a grouped convolution", cg.k);
-	}
+	/* The bias (or column records) covers all K output channels; each group takes its slice below. */
+	ret = epi_setup(dev, &d->epi, cg.f32, out->dtype, cg.k, &p);
 	if (ret)
 		return ret;
 	oe = p.out_dtype == TNPU_DTYPE_INT8 ? 1 : 4;
@@ -235,7 +213,7 @@ int conv_lower(struct accel_dev *dev, struct mm_ctx *x, const struct accel_conv2
 		for (uint32_t g = 0; g < cg.g; g++) {
 			p.a.ic.src_va = in->buf->va + in->offset + (uint64_t)g * cg.cg * (uint64_t)in->strides[1];
 			p.b.va = wt->buf->va + wt->offset + (uint64_t)g * cg.kg * (uint64_t)wt->strides[0];
-			p.bias_va = bias0 + (uint64_t)g * cg.kg * 4;
+			p.bias_va = bias0 + (uint64_t)g * cg.kg * mm_col_bytes(&p);
 			for (uint32_t b = 0; b < nb; b++) {
 				if (per_batch) {
 					p.M = cg.oh * cg.ow;

@@ -38,6 +38,7 @@ struct dplan {
 	double est, h2d;		/* estimated cycles and host bytes read */
 	double exe, rounds, l_in, l_w;	/* cycles per round, rounds, image and weight load cycles */
 	bool has_sfu;
+	uint32_t col_bytes;	/* mm_col_bytes() of the problem */
 };
 
 struct dconv {
@@ -91,7 +92,7 @@ static bool dplan_eval(const struct accel_caps *c, const struct dconv *g, const 
 	{
 		uint64_t rest = al64((uint64_t)d->wblk * d->Nr * rsc * g->e) +
 				2 * (uint64_t)al64((uint64_t)(cl_n ? 1 : Cc) * d->tm * d->Nr * g->oe) +
-				(uint64_t)d->wblk * d->Nr * 4 + 64;
+				(uint64_t)d->wblk * d->Nr * mm_col_bytes(p) + 64;
 		uint64_t row_b = (uint64_t)g->Wp * g->C * g->e, hp_max, ystep = cl_n ? 1 : Cc;
 
 		if (rest + slack + row_b * ((uint64_t)(g->R - 1) * g->dy + 1) > half)
@@ -110,7 +111,7 @@ static bool dplan_eval(const struct accel_caps *c, const struct dconv *g, const 
 	d->c_off[0] = al64((uint64_t)d->w_off + (uint64_t)d->wblk * d->Nr * rsc * g->e);
 	d->c_off[1] = al64((uint64_t)d->c_off[0] + (uint64_t)(cl_n ? 1 : Cc) * d->tm * d->Nr * g->oe);
 	d->bias_off = al64((uint64_t)d->c_off[1] + (uint64_t)(cl_n ? 1 : Cc) * d->tm * d->Nr * g->oe);
-	need = (uint64_t)d->bias_off + (uint64_t)d->wblk * d->Nr * 4;
+	need = (uint64_t)d->bias_off + (uint64_t)d->wblk * d->Nr * mm_col_bytes(p);
 	if (need > half || rsc * g->e > 65535u * 4 || g->C > 65535)
 		return false;
 	if (g->dw && !cl_n && Cc > 1)
@@ -258,8 +259,8 @@ static void emit_config(struct mm_ctx *x, const struct dconv *g, const struct mm
 		.dtype = p->out_dtype,
 	};
 	sfu.bias_addr = d->bias_off;
-	sfu.bias_col_stride = d->cl_over_n ? (int32_t)(P * d->tn * 4) : 0;
-	sfu.bias_pe_stride = (int32_t)(d->tn * 4);
+	sfu.bias_col_stride = d->cl_over_n ? (int32_t)(P * d->tn * mm_col_bytes(p)) : 0;
+	sfu.bias_pe_stride = (int32_t)(d->tn * mm_col_bytes(p));
 	memset(&h, 0, sizeof(h));
 	h.n_instr = 4;
 	h.n_operands = (uint8_t)nops;
@@ -397,9 +398,9 @@ static void load_image(struct mm_ctx *x, const struct dconv *g, const struct mm_
 				uint32_t n0 = d->rows_over_n ? r * d->Nr : 0;
 				uint32_t nv = d->rows_over_n ? ACCEL_MIN(d->Nr, g->K - n0) : g->K;
 
-				if (p->use_sfu && (p->sfu.ops & TNPU_SFU_OP_BIAS))
-					cs_dma(x->cs, true, AS, p->bias_va + (uint64_t)n0 * 4, 0, 0, d->rows_over_n ? r : all,
-					       h, d->bias_off, 0, 0, nv * 4, 1, 1);
+				if (mm_has_cols(p))
+					cs_dma(x->cs, true, AS, p->bias_va + (uint64_t)n0 * mm_col_bytes(p), 0, 0,
+					       d->rows_over_n ? r : all, h, d->bias_off, 0, 0, nv * mm_col_bytes(p), 1, 1);
 			}
 			for (uint32_t t = 0; t < g->R * g->S; t++) {
 				/* the tap's weights: each row its channel block (rows over N) or all of them */
@@ -431,9 +432,9 @@ static void load_image(struct mm_ctx *x, const struct dconv *g, const struct mm_
 				if (!banded)
 					cs_dma(x->cs, true, AS, g->w_va + (uint64_t)n0 * g->w_pitch, g->w_pitch, 0, r, h,
 					       d->w_off, (uint32_t)(rsc * g->e), 0, (uint32_t)(rsc * g->e), nv, 1);
-				if (p->use_sfu && (p->sfu.ops & TNPU_SFU_OP_BIAS))
-					cs_dma(x->cs, true, AS, p->bias_va + (uint64_t)n0 * 4, 0, 0, r, h, d->bias_off, 0, 0,
-					       nv * 4, 1, 1);
+				if (mm_has_cols(p))
+					cs_dma(x->cs, true, AS, p->bias_va + (uint64_t)n0 * mm_col_bytes(p), 0, 0, r, h,
+					       d->bias_off, 0, 0, nv * mm_col_bytes(p), 1, 1);
 			}
 		} else {
 			/* every row may work on every channel block: all weights everywhere */
@@ -441,8 +442,9 @@ static void load_image(struct mm_ctx *x, const struct dconv *g, const struct mm_
 				       (uint32_t)(rsc * g->e), 1, g->K, 0, g->K))
 				cs_dma(x->cs, true, AS, g->w_va, g->w_pitch, 0, all, h, d->w_off, (uint32_t)(rsc * g->e), 0,
 				       (uint32_t)(rsc * g->e), g->K, 1);
-			if (p->use_sfu && (p->sfu.ops & TNPU_SFU_OP_BIAS))
-				cs_dma(x->cs, true, AS, p->bias_va, 0, 0, all, h, d->bias_off, 0, 0, g->K * 4, 1, 1);
+			if (mm_has_cols(p))
+				cs_dma(x->cs, true, AS, p->bias_va, 0, 0, all, h, d->bias_off, 0, 0, g->K * mm_col_bytes(p),
+				       1, 1);
 		}
 	}
 	if (load_in && rows_in && cols_in &&
@@ -589,7 +591,7 @@ static void emit_group(struct mm_ctx *x, const struct dconv *g, const struct dpl
 							.value = (uint32_t)(d->w_off + (uint64_t)rr[r].nb * d->Nr * rsc * g->e) };
 						if (d->has_sfu)
 							pt[np++] = (struct tnpu_exe_patch){ .rf = 3, .field = TNPU_PATCH_ADDR,
-								.value = d->bias_off + rr[r].nb * d->Nr * 4 };
+								.value = d->bias_off + rr[r].nb * d->Nr * d->col_bytes };
 					}
 				}
 				pkt[0] = TNPU_PKT_EXE_BYTE(ibuf, fl);
@@ -684,6 +686,7 @@ int conv_direct_lower(struct accel_dev *dev, struct mm_ctx *x, const struct acce
 		}
 	}
 	d.has_sfu = p->use_sfu;
+	d.col_bytes = mm_col_bytes(p);
 	g.in_va = in->buf->va + in->offset;
 	g.in_sn = in->strides[0];
 	g.in_sh = in->strides[2];
@@ -709,7 +712,7 @@ int conv_direct_lower(struct accel_dev *dev, struct mm_ctx *x, const struct acce
 		gk.K = d.kc;
 		gk.w_va += (uint64_t)kci * d.kc * g.w_pitch;
 		gk.out_va += (uint64_t)kci * d.kc * g.oe;
-		pk.bias_va += (uint64_t)kci * d.kc * 4;
+		pk.bias_va += (uint64_t)kci * d.kc * mm_col_bytes(p);
 
 		if (st && cs_segment_len(x->cs) > x->cut_bytes) {
 			/* Next hardware job: clean device state, so CONFIG, weights and pipeline restart. */

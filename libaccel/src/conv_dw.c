@@ -29,7 +29,8 @@ struct dwg {
 	uint64_t in_va, in_sn, in_sh, w_va, out_va, out_sn, out_sh;
 	uint8_t dt, out_dt;
 	uint8_t pad;		/* the padding byte: the int8 input zero point (0: the SRAM's own zeros) */
-	bool bias;		/* the epilogue adds a bias vector (loaded in the prologue) */
+	uint32_t colb;		/* bytes per channel of the SFU column vector (bias 4, QCOL records 12; loaded
+			 * in the prologue), 0: none */
 	bool wide;		/* WIDE multicast LDs: the window crosses at 256 B/cycle (isa.md "WIDE") */
 	uint32_t rate_mc;	/* bytes/cycle of the window's multicast (wide path or distribution unit) */
 };
@@ -110,7 +111,7 @@ static bool dw_plan_split(const struct accel_caps *c, const struct dwg *g, bool 
 			d.out_off = al64((uint64_t)d.in_rows * d.P_in);
 			d.w_off = d.out_off + al64((uint64_t)d.ob * d.out_rp);
 			d.b_off = d.w_off + al64((uint64_t)d.Cu * g->R * g->S * g->e);
-			need = (uint64_t)d.b_off + (uint64_t)d.Cu * 4;
+			need = (uint64_t)d.b_off + (uint64_t)d.Cu * ACCEL_MAX(g->colb, 4u);
 			if (need <= half)
 				break;
 		}
@@ -247,8 +248,8 @@ static void dw_config_run(struct accel_cmdstream *cs, const struct dwg *g, const
 		 (int32_t)(d->ccs ? d->kcl * g->oe : d->th * d->out_rp),
 		 (int32_t)(d->tn * g->oe), d->Cu * g->oe, d->th * twx, d->tn, g->out_dt, 0, (int32_t)(d->E * d->out_rp));
 	sp.bias_addr = d->b_off;
-	sp.bias_col_stride = (int32_t)(d->kcl * 4);
-	sp.bias_pe_stride = (int32_t)(d->tn * 4);
+	sp.bias_col_stride = (int32_t)(d->kcl * ACCEL_MAX(g->colb, 4u));
+	sp.bias_pe_stride = (int32_t)(d->tn * ACCEL_MAX(g->colb, 4u));
 	memcpy(recs[0], &a, 32);
 	memcpy(recs[1], &o, 32);
 	memcpy(recs[2], &dp, 32);
@@ -283,9 +284,9 @@ static void dw_prologue(struct accel_cmdstream *cs, const struct dwg *g, const s
 	 * the weight-slot LD waits for the weight lines themselves, no semaphore. */
 	for (unsigned h = 0; h < halves; h++) {
 		dw_bands(cs, true, g->w_va, 0, h, d->w_off, 0, g->C * g->R * g->S * g->e, 1, 0, ws, wl, 0, fl);
-		if (g->bias)
-			dw_bands(cs, true, p->bias_va, 0, h, d->b_off, 0, g->C * 4, 1, 0, d->csplit ? d->Cu * 4 : 0,
-				 d->Cu * 4, 0, fl);
+		if (g->colb)
+			dw_bands(cs, true, p->bias_va, 0, h, d->b_off, 0, g->C * g->colb, 1, 0,
+				 d->csplit ? d->Cu * g->colb : 0, d->Cu * g->colb, 0, fl);
 		if (!h && !d->stream)	/* half 0's weights are in: the weight-slot LD may read them */
 			cs_sem(cs, true, AS, TNPU_ENGINE_LOAD, DS_W, 1);
 	}
@@ -334,9 +335,9 @@ static double dw_sim(const struct accel_caps *c, const struct dwg *g, const stru
 	/* prologue: weights (and bias) per used half on the AUX queue: the load engine pays the issue and
 	 * the port cycles, the AUX queue the whole transfer; every FULL token waits for the AUX queue */
 	wx = cdiv((uint64_t)d->Cu * g->R * g->S * g->e, TNPU_RATE_DMA_PORT);
-	bx = g->bias ? cdiv((uint64_t)d->Cu * 4, TNPU_RATE_DMA_PORT) : 0;
-	A = TNPU_CYC_CMD + TNPU_CYC_DMA_SETUP + wx + (g->bias ? TNPU_CYC_CMD + TNPU_CYC_DMA_SETUP + bx : 0);
-	L = TNPU_CYC_CMD + wx + (g->bias ? TNPU_CYC_CMD + bx : 0) + TNPU_CYC_CMD;
+	bx = g->colb ? cdiv((uint64_t)d->Cu * g->colb, TNPU_RATE_DMA_PORT) : 0;
+	A = TNPU_CYC_CMD + TNPU_CYC_DMA_SETUP + wx + (g->colb ? TNPU_CYC_CMD + TNPU_CYC_DMA_SETUP + bx : 0);
+	L = TNPU_CYC_CMD + wx + (g->colb ? TNPU_CYC_CMD + bx : 0) + TNPU_CYC_CMD;
 	/* the weight-slot LD (buffer 0) after its SEM_WAIT + DISPATCH */
 	C = A + 2 * TNPU_CYC_CMD + TNPU_CYC_DISPATCH + 1 + TNPU_CYC_EXE + 1 +
 	    cdiv((uint64_t)d->Cu * g->R * g->S * g->e, c->rate_dispatch);
@@ -422,9 +423,9 @@ static double dw_sim_stream(const struct accel_caps *c, const struct dwg *g, con
 	wrow = (uint64_t)ACCEL_MIN(d->Wpu, g->W) * d->Cu * g->e;
 	wb = (uint64_t)d->Cu * g->R * g->S * g->e;
 	wx = cdiv(wb, TNPU_RATE_DMA_PORT);
-	bx = g->bias ? cdiv((uint64_t)d->Cu * 4, TNPU_RATE_DMA_PORT) : 0;
-	A = TNPU_CYC_CMD + TNPU_CYC_DMA_SETUP + wx + (g->bias ? TNPU_CYC_CMD + TNPU_CYC_DMA_SETUP + bx : 0);
-	L = TNPU_CYC_CMD + wx + (g->bias ? TNPU_CYC_CMD + bx : 0);
+	bx = g->colb ? cdiv((uint64_t)d->Cu * g->colb, TNPU_RATE_DMA_PORT) : 0;
+	A = TNPU_CYC_CMD + TNPU_CYC_DMA_SETUP + wx + (g->colb ? TNPU_CYC_CMD + TNPU_CYC_DMA_SETUP + bx : 0);
+	L = TNPU_CYC_CMD + wx + (g->colb ? TNPU_CYC_CMD + bx : 0);
 	if (total > 1) {
 		A *= 2;
 		L *= 2;
@@ -583,7 +584,7 @@ int conv_dw_lower(struct accel_dev *dev, struct mm_ctx *x, const struct accel_co
 	g.e = p->f32 ? 4 : 1;
 	g.oe = p->out_dtype == TNPU_DTYPE_INT8 ? 1 : 4;
 	CONV_SHAPE_FILL(g, cd);
-	g.bias = (p->sfu.ops & TNPU_SFU_OP_BIAS) != 0;
+	g.colb = mm_has_cols(p) ? mm_col_bytes(p) : 0;
 	/* WIDE multicast (isa.md "WIDE") whenever the device has it.  dw_sim (plans with semaphores)
 	 * keeps estimating the window at the distribution unit's rate: it counts the padding lines the
 	 * hardware skips, so at the wide rate it would under-estimate and prefer semaphore plans that are

@@ -37,6 +37,16 @@ int accel_quant_from_scale(double scale, int32_t *multiplier, uint8_t *shift)
 	return 0;
 }
 
+/* The bias is per-column requantisation records (N x 3 INT32 {bias, multiplier, shift}, ISA 2 QCOL):
+ * an int8 -> INT8 op whose multiplier is 0 (a 1 x 3 bias of a 3-column op is a plain one). */
+static bool epi_is_qcol(const struct accel_epilogue *ep, bool f32, enum accel_dtype out_dt, uint32_t N)
+{
+	const struct accel_tensor *b = ep->bias;
+
+	return b && !f32 && out_dt == ACCEL_INT8 && !ep->multiplier && b->ndim == 2 && b->shape[0] == N &&
+	       b->shape[1] == 3;
+}
+
 /* Validate the epilogue for an op with N output columns and fill the problem's SFU fields. */
 int epi_setup(struct accel_dev *dev, const struct accel_epilogue *ep, bool f32, enum accel_dtype out_dt, uint32_t N,
 	      struct mm_problem *p)
@@ -62,16 +72,30 @@ int epi_setup(struct accel_dev *dev, const struct accel_epilogue *ep, bool f32, 
 	if (ep->bias) {
 		const struct accel_tensor *b = ep->bias;
 		int ret = accel_tensor_check(b);
+		bool qcol = epi_is_qcol(ep, f32, out_dt, N);
 
 		if (ret)
 			return accel_seterr(dev, ret, "bias tensor is malformed or outside its buffer");
 		if (b->buf->dev != dev)
 			return accel_seterr(dev, -EINVAL, "bias buffer belongs to another device");
-		if (b->ndim != 2 || b->shape[0] != 1 || b->shape[1] != N || b->strides[1] != 4)
-			return accel_seterr(dev, -EINVAL, "bias must be a contiguous 1 x %u tensor", N);
+		if (qcol) {
+			if (!(dev->caps.features & TNPU_FEAT_SFU_QCOL))
+				return accel_seterr(dev, -EOPNOTSUPP, "per-column requantisation records: the device has "
+						    "no SFU_QCOL (CAP_FEATURES bit 19)");
+			if (b->strides[0] != 12 || b->strides[1] != 4 || (b->buf->va + b->offset) % 4)
+				return accel_seterr(dev, -EINVAL, "column records must be a contiguous, 4-byte aligned "
+						    "%u x 3 INT32 tensor", N);
+			if (ep->multiplier || ep->shift)
+				return accel_seterr(dev, -EINVAL, "column records carry the multipliers and shifts: "
+						    "multiplier and shift must be 0");
+		} else if (b->ndim != 2 || b->shape[0] != 1 || b->shape[1] != N || b->strides[1] != 4) {
+			return accel_seterr(dev, -EINVAL, "bias must be a contiguous 1 x %u tensor%s", N,
+					    !f32 && out_dt == ACCEL_INT8 ? " (or, with multiplier 0, N x 3 INT32 column records)"
+									 : "");
+		}
 		if (b->dtype != (f32 ? ACCEL_FP32 : ACCEL_INT32))
 			return accel_seterr(dev, -EINVAL, "bias dtype must be %s", f32 ? "FP32" : "INT32");
-		s->ops |= TNPU_SFU_OP_BIAS;
+		s->ops |= qcol ? TNPU_SFU_OP_BIAS | TNPU_SFU_OP_QCOL : TNPU_SFU_OP_BIAS;
 		p->bias_buf = b->buf;
 		p->bias_va = b->buf->va + b->offset;
 	}
@@ -103,8 +127,9 @@ int epi_setup(struct accel_dev *dev, const struct accel_epilogue *ep, bool f32, 
 			return accel_seterr(dev, -EINVAL, "requantisation shift %u > 62", ep->shift);
 		if (ep->zero_point < -128 || ep->zero_point > 127)
 			return accel_seterr(dev, -EINVAL, "zero_point %d outside -128..127", ep->zero_point);
-		if (!ep->multiplier)
-			return accel_seterr(dev, -EINVAL, "INT8 output needs a requantisation multiplier");
+		if (!ep->multiplier && !(s->ops & TNPU_SFU_OP_QCOL))
+			return accel_seterr(dev, -EINVAL, "INT8 output needs a requantisation multiplier "
+					    "(or N x 3 column records as the bias)");
 		s->ops |= TNPU_SFU_OP_REQUANT;
 		s->scale = (uint32_t)ep->multiplier;
 		s->shift = ep->shift;

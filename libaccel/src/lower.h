@@ -46,7 +46,7 @@ struct mm_problem {
 	bool use_sfu;
 	struct tnpu_sfu_param sfu;	/* bias_addr etc. filled by the engine */
 	struct accel_buffer *bias_buf;
-	uint64_t bias_va;	/* when sfu.ops & BIAS: N 32-bit values */
+	uint64_t bias_va;	/* when sfu.ops & BIAS or QCOL: N column values of mm_col_bytes() each */
 	uint8_t c_dma_flags;	/* chain #9: TNPU_DMA_F_RING: c_va is a ring-memory offset (not c_trans) */
 	bool zskip_a;		/* sparse (#8): LD A with ZSKIP (activation bitmask) */
 	bool mac_lb;		/* sparse (#8): MAC with LB (neighbour load balancing) */
@@ -56,6 +56,20 @@ struct mm_problem {
 	struct accel_buffer *res_buf;
 	uint64_t res_va, res_pitch;
 };
+
+/* Bytes per output column of the SFU column vector at bias_va: QCOL records {bias, multiplier, shift}
+ * (isa.md "SFU parameter record") or plain 32-bit bias values; every lowering stages and addresses the
+ * vector with this size. */
+static inline uint32_t mm_col_bytes(const struct mm_problem *p)
+{
+	return (p->sfu.ops & TNPU_SFU_OP_QCOL) ? (uint32_t)sizeof(struct tnpu_sfu_qcol) : 4;
+}
+
+/* The SFU reads a column vector (a bias or QCOL records) that the lowering must stage. */
+static inline bool mm_has_cols(const struct mm_problem *p)
+{
+	return p->use_sfu && (p->sfu.ops & (TNPU_SFU_OP_BIAS | TNPU_SFU_OP_QCOL));
+}
 
 enum mm_order {
 	MM_ORDER_M_OUTER = 0,	/* output stationary; with one K step A stays resident (input stationary) */

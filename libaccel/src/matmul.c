@@ -107,7 +107,7 @@ static void emit_config(struct mm_ctx *x, const struct mm_problem *p, const stru
 					.cols = (uint16_t)pl->tn, .dtype = p->out_dtype };
 	sfu.bias_addr = pl->bias_off;
 	sfu.bias_col_stride = 0;
-	sfu.bias_pe_stride = (int32_t)(pl->tn * 4);
+	sfu.bias_pe_stride = (int32_t)(pl->tn * mm_col_bytes(p));
 	memset(&h, 0, sizeof(h));
 	h.n_instr = 4;
 	h.n_operands = (uint8_t)nops;
@@ -339,7 +339,8 @@ static void emit_block(struct mm_ctx *x, const struct mm_problem *p, const struc
 		for (uint32_t r = 0; r < nrows; r++) {
 			uint32_t n0 = nblk[r] * Nb, nv = ACCEL_MIN(Nb, p->N - n0);
 			uint64_t tb = seq | ((uint64_t)nblk[r] << 24) | ks;
-			bool want_bias = last && p->use_sfu && (p->sfu.ops & TNPU_SFU_OP_BIAS);
+			bool want_bias = last && mm_has_cols(p);
+			uint32_t cb = mm_col_bytes(p);
 
 			if (same_b && all) {
 				if (x->tag_b[h][0] != tb) {
@@ -348,8 +349,8 @@ static void emit_block(struct mm_ctx *x, const struct mm_problem *p, const struc
 						x->tag_b[h][q] = tb;
 				}
 				if (want_bias && x->tag_bias[h][0] != tb) {
-					cs_dma(x->cs, true, AS, p->bias_va + (uint64_t)n0 * 4, 0, 0, bcast, h, pl->bias_off, 0,
-					       0, nv * 4, 1, 1);
+					cs_dma(x->cs, true, AS, p->bias_va + (uint64_t)n0 * cb, 0, 0, bcast, h, pl->bias_off, 0,
+					       0, nv * cb, 1, 1);
 					for (uint32_t q = 0; q < R; q++)
 						x->tag_bias[h][q] = tb;
 				}
@@ -360,8 +361,8 @@ static void emit_block(struct mm_ctx *x, const struct mm_problem *p, const struc
 				x->tag_b[h][r] = tb;
 			}
 			if (want_bias && x->tag_bias[h][r] != tb) {
-				cs_dma(x->cs, true, AS, p->bias_va + (uint64_t)n0 * 4, 0, 0, r0 + r, h, pl->bias_off, 0, 0,
-				       nv * 4, 1, 1);
+				cs_dma(x->cs, true, AS, p->bias_va + (uint64_t)n0 * cb, 0, 0, r0 + r, h, pl->bias_off, 0, 0,
+				       nv * cb, 1, 1);
 				x->tag_bias[h][r] = tb;
 			}
 		}

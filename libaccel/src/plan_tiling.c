@@ -269,7 +269,7 @@ static int mm_plan_search(const struct accel_caps *c, const struct mm_problem *p
 				pl.c_off = pl.b_off + align64(p->b.kind == MM_SPARSE ? Nb * p->b.sp->s_max * p->b.sp->ss
 										     : Nb * kt * e);
 				pl.bias_off = pl.c_off + align64(Mb * Nb * oe);
-				need = (uint64_t)pl.bias_off + Nb * 4;
+				need = (uint64_t)pl.bias_off + Nb * mm_col_bytes(p);
 				if (need > half)
 					continue;
 				for (int o = 0; o < 4; o++) {

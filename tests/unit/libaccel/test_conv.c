@@ -5,6 +5,7 @@
 struct ccase {
 	uint32_t n, c, h, w, k, r, s, sh, sw, pt, pl, pb, pr, dh, dw, g;
 	bool f32, nchw, out_nchw, bias, relu, requant;
+	bool qcol;	/* requant per output channel: K x 3 column records {bias, multiplier, shift} */
 	int zp;
 };
 
@@ -33,7 +34,7 @@ static void run_conv_norm(struct accel_dev *dev, const struct ccase *t, uint64_t
 	size_t in_n = (size_t)t->n * t->c * t->h * t->w, w_n = (size_t)t->k * cg * t->r * t->s;
 	size_t out_n = (size_t)t->n * t->k * oh * ow;
 	struct accel_buffer *bi = alloc_buf(dev, in_n * e), *bw = alloc_buf(dev, w_n * e);
-	struct accel_buffer *bo = alloc_buf(dev, out_n * oe), *bb = alloc_buf(dev, (size_t)t->k * 4);
+	struct accel_buffer *bo = alloc_buf(dev, out_n * oe), *bb = alloc_buf(dev, (size_t)t->k * 12);
 	enum accel_dtype dt = t->f32 ? ACCEL_FP32 : ACCEL_INT8;
 	enum accel_layout L = t->nchw ? ACCEL_LAYOUT_NCHW : ACCEL_LAYOUT_NHWC;
 	struct accel_tensor I, Wt, O, B;
@@ -47,7 +48,10 @@ static void run_conv_norm(struct accel_dev *dev, const struct ccase *t, uint64_t
 	cr_assert_eq(accel_tensor_4d(bw, 0, dt, L, t->k, cg, t->r, t->s, &Wt), 0);
 	cr_assert_eq(accel_tensor_4d(bo, 0, t->f32 ? ACCEL_FP32 : (t->requant ? ACCEL_INT8 : ACCEL_INT32),
 				     t->out_nchw ? ACCEL_LAYOUT_NCHW : ACCEL_LAYOUT_NHWC, t->n, t->k, oh, ow, &O), 0);
-	cr_assert_eq(accel_tensor_2d(bb, 0, t->f32 ? ACCEL_FP32 : ACCEL_INT32, 1, t->k, &B), 0);
+	if (t->qcol)
+		cr_assert_eq(accel_tensor_2d(bb, 0, ACCEL_INT32, t->k, 3, &B), 0);
+	else
+		cr_assert_eq(accel_tensor_2d(bb, 0, t->f32 ? ACCEL_FP32 : ACCEL_INT32, 1, t->k, &B), 0);
 	if (t->f32) {
 		fill_f32(accel_buffer_ptr(bi), in_n, &s);
 		fill_f32(accel_buffer_ptr(bw), w_n, &s);
@@ -72,9 +76,21 @@ static void run_conv_norm(struct accel_dev *dev, const struct ccase *t, uint64_t
 	d.dil_w = t->dw;
 	d.groups = t->g;
 	d.input_zero_point = t->zp;
-	d.epi.bias = t->bias ? &B : NULL;
+	d.epi.bias = t->bias || t->qcol ? &B : NULL;
 	d.epi.act = t->relu ? ACCEL_ACT_RELU : ACCEL_ACT_NONE;
-	if (t->requant) {
+	if (t->qcol) {
+		/* channel k: its bias (0 without .bias) and a scale between 1/4 and 4 x the per-tensor one */
+		int32_t *rec = accel_buffer_ptr(bb);
+
+		for (uint32_t j = 0; j < t->k; j++) {
+			double sc = exp2((double)(xrng(&s) % 2049) / 512.0 - 2.0) / (64.0 * sqrt((double)cg * t->r * t->s));
+
+			rec[3 * j] = t->bias ? (int32_t)(xrng(&s) % 20001) - 10000 : 0;
+			cr_assert_eq(accel_quant_from_scale(sc, &rec[3 * j + 1], &shift), 0);
+			rec[3 * j + 2] = shift;
+		}
+		d.epi.zero_point = -5;
+	} else if (t->requant) {
 		cr_assert_eq(accel_quant_from_scale(1.0 / (64.0 * sqrt((double)cg * t->r * t->s)), &mult, &shift), 0);
 		d.epi.multiplier = mult;
 		d.epi.shift = shift;
@@ -140,11 +156,18 @@ static void run_conv_norm(struct accel_dev *dev, const struct ccase *t, uint64_t
 					} else {
 						int32_t acc = (int32_t)isum;
 
-						if (t->bias)
+						if (t->qcol) {
+							const int32_t *rec = (const int32_t *)accel_buffer_ptr(bb) + 3 * k;
+
+							acc += rec[0];
+							mult = rec[1];
+							shift = (uint8_t)rec[2];
+						} else if (t->bias) {
 							acc += ((const int32_t *)accel_buffer_ptr(bb))[k];
+						}
 						if (t->relu && acc < 0)
 							acc = 0;
-						if (t->requant) {
+						if (t->requant || t->qcol) {
 							int8_t got = ((const int8_t *)accel_buffer_ptr(bo))[oi];
 
 							cr_assert_eq(got, ref_requant(acc, mult, shift, -5),
@@ -351,6 +374,41 @@ Test(conv, wide_output_and_many_channels)
 	accel_close(dev);
 }
 
+/* Per-channel requantisation in the convolution's own epilogue (SFU QCOL, ISA 2): every lowering
+ * (direct, implicit im2col, depthwise block, grouped), NHWC and NCHW, bands, zero points, many channels. */
+Test(conv, per_channel_requant_records_through_every_lowering)
+{
+	const char *devs[] = { NULL, "sim:conv=im2col", "sim:rows=2,cols=2,pes=4,sram=65536,conv=direct",
+			       "sim:rows=2,cols=2,pes=4,sram=65536" };
+	struct ccase cases[] = {
+		CC(.c = 16, .h = 12, .w = 10, .k = 24, .r = 3, .s = 3, .pt = 1, .pl = 1, .pb = 1, .pr = 1, .bias = true,
+		   .relu = true, .zp = 3),
+		CC(.n = 2, .c = 12, .h = 45, .w = 37, .k = 6, .r = 3, .s = 3, .sh = 2, .sw = 2, .pt = 1, .pl = 1, .pb = 1,
+		   .pr = 1, .bias = true, .zp = -3),
+		CC(.c = 8, .h = 3, .w = 40, .k = 300, .r = 3, .s = 3, .pt = 1, .pl = 1, .pb = 1, .pr = 1, .bias = true),
+		CC(.c = 24, .h = 20, .w = 20, .k = 24, .r = 3, .s = 3, .g = 24, .pt = 1, .pl = 1, .pb = 1, .pr = 1,
+		   .bias = true, .relu = true, .zp = 7),	/* depthwise */
+		CC(.n = 2, .c = 40, .h = 9, .w = 9, .k = 40, .r = 3, .s = 3, .g = 40, .sh = 2, .sw = 2, .zp = 9),
+		CC(.c = 8, .h = 7, .w = 9, .k = 12, .r = 3, .s = 3, .g = 2, .pt = 1, .pl = 1, .bias = true),	/* grouped */
+		CC(.c = 16, .h = 14, .w = 14, .k = 32, .r = 1, .s = 1, .sh = 2, .sw = 2, .bias = true, .nchw = true,
+		   .out_nchw = true),
+		CC(.c = 3, .h = 11, .w = 11, .k = 8, .r = 5, .s = 5, .sh = 3, .sw = 2, .zp = -7, .pt = 2, .pl = 2, .pb = 2,
+		   .pr = 2, .nchw = true),
+	};
+
+	for (unsigned v = 0; v < sizeof(devs) / sizeof(devs[0]); v++) {
+		struct accel_dev *dev = open_dev(devs[v]);
+
+		for (unsigned i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
+			struct ccase t = cases[i];
+
+			t.qcol = t.requant = true;
+			run_conv_case(dev, &t, 900 + 10 * v + i);
+		}
+		accel_close(dev);
+	}
+}
+
 Test(conv, small_geometry_randomized_sweep)
 {
 	uint64_t seed = 0xc0de, s = seed;
@@ -383,6 +441,7 @@ Test(conv, small_geometry_randomized_sweep)
 		t.bias = r & 256;
 		t.relu = r & 512;
 		t.requant = !t.f32 && (r & 1024);
+		t.qcol = t.requant && (r & 2048);
 		run_conv_case(it % 3 == 0 ? dev : it % 3 == 1 ? dev2 : dev3, &t, seed * 1000 + (uint64_t)it);
 	}
 	accel_close(dev);

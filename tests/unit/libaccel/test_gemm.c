@@ -257,3 +257,72 @@ Test(gemm, long_streams_are_split_into_several_hardware_jobs)
 	}
 	accel_close(dev);
 }
+
+/* Per-column requantisation records (ISA 2 SFU QCOL): C[i][j] = sat8(((acc + bias_j) * M_j + rnd) >> s_j
+ * + zp) with every column its own M_j, s_j; across N blocks and rows, then the argument errors. */
+Test(gemm, per_column_requant_records)
+{
+	const char *devs[] = { NULL, "sim:rows=2,cols=2,pes=4,sram=65536" };
+	uint32_t M = 45, N = 150, K = 70;
+	uint64_t s = 0x9c01;
+
+	for (unsigned v = 0; v < 2; v++) {
+		struct accel_dev *dev = open_dev(devs[v]);
+		struct accel_buffer *ba = alloc_buf(dev, M * K), *bb = alloc_buf(dev, K * N), *bc = alloc_buf(dev, M * N);
+		struct accel_buffer *br = alloc_buf(dev, N * 12);
+		struct accel_tensor A, B, C, R;
+		struct accel_gemm_desc d;
+		int8_t *a = accel_buffer_ptr(ba), *b = accel_buffer_ptr(bb), *c = accel_buffer_ptr(bc);
+		int32_t *rec = accel_buffer_ptr(br);
+		unsigned wrong = 0;
+
+		fill_i8(a, M * K, &s);
+		fill_i8(b, K * N, &s);
+		for (uint32_t j = 0; j < N; j++) {
+			uint8_t sh;
+
+			rec[3 * j] = (int32_t)(xrng(&s) % 40001) - 20000;
+			cr_assert_eq(accel_quant_from_scale(exp2((double)(xrng(&s) % 4097) / 512.0 - 12.0), &rec[3 * j + 1],
+							    &sh), 0);
+			rec[3 * j + 2] = sh;
+		}
+		cr_assert_eq(accel_tensor_2d(ba, 0, ACCEL_INT8, M, K, &A), 0);
+		cr_assert_eq(accel_tensor_2d(bb, 0, ACCEL_INT8, K, N, &B), 0);
+		cr_assert_eq(accel_tensor_2d(bc, 0, ACCEL_INT8, M, N, &C), 0);
+		cr_assert_eq(accel_tensor_2d(br, 0, ACCEL_INT32, N, 3, &R), 0);
+		memset(&d, 0, sizeof(d));
+		d.a = &A;
+		d.b = &B;
+		d.c = &C;
+		d.epi.bias = &R;
+		d.epi.act = ACCEL_ACT_RELU;
+		d.epi.zero_point = 11;
+		cr_assert_eq(accel_gemm(dev, &d, NULL, NULL), 0, "%s", accel_last_error(dev));
+		for (uint32_t i = 0; i < M; i++)
+			for (uint32_t j = 0; j < N; j++) {
+				int32_t acc = rec[3 * j];
+
+				for (uint32_t k = 0; k < K; k++)
+					acc += a[i * K + k] * b[k * N + j];
+				acc = acc < 0 ? 0 : acc;
+				wrong += c[i * N + j] != ref_requant(acc, rec[3 * j + 1], (unsigned)rec[3 * j + 2], 11);
+			}
+		cr_assert_eq(wrong, 0, "device %u: %u of %u outputs differ", v, wrong, M * N);
+		/* records with a per-tensor multiplier too, a non-contiguous record tensor, a fp32 op */
+		d.epi.multiplier = 3;
+		cr_assert_eq(accel_gemm(dev, &d, NULL, NULL), -EINVAL);
+		d.epi.multiplier = 0;
+		d.epi.shift = 2;
+		cr_assert_eq(accel_gemm(dev, &d, NULL, NULL), -EINVAL);
+		d.epi.shift = 0;
+		R.strides[0] = 16;
+		R.shape[0] = N / 2;
+		cr_assert_eq(accel_gemm(dev, &d, NULL, NULL), -EINVAL);
+		cr_assert(strstr(accel_last_error(dev), "1 x 150") != NULL, "%s", accel_last_error(dev));
+		accel_buffer_free(ba);
+		accel_buffer_free(bb);
+		accel_buffer_free(bc);
+		accel_buffer_free(br);
+		accel_close(dev);
+	}
+}
