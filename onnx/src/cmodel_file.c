@@ -447,11 +447,11 @@ static int check_qdq_step(struct rbuf *r, struct onnx_compiled *cm, unsigned i)
 	if (s->kind == CS_QCONV) {
 		nrq_need = (uint64_t)s->k;
 		wb = (uint64_t)s->k * (uint64_t)s->cg * (uint64_t)s->kh * (uint64_t)s->kw;
-		bb = (uint64_t)s->k * 4;
+		bb = (uint64_t)s->k * (cm_qdq_qcol(s) ? 12 : 4);
 	} else if (s->kind == CS_QGEMM) {
 		nrq_need = (uint64_t)s->N;
 		wb = (uint64_t)s->N * (uint64_t)s->K;
-		bb = (uint64_t)s->N * 4;
+		bb = (uint64_t)s->N * (cm_qdq_qcol(s) ? 12 : 4);
 	} else if (s->kind == CS_QADD) {
 		nrq_need = s->od[0];
 		if (!in_range(s->k_off[0], 1, cm->wbytes) || !in_range(s->k_off[1], 4, cm->wbytes) ||

@@ -156,6 +156,9 @@ int cm_qdq_lower(struct onnx_compiled *cm, unsigned i, struct cstep *s);
 int cm_qdq_job(struct onnx_compiled *cm, const struct cstep *s, unsigned k, const struct accel_submit *sub,
 	       struct accel_job **job, const char **what);
 unsigned cm_qdq_jobs(const struct cstep *s);
+/* A QCONV/QGEMM step whose b_off holds K x 3 column records {bias, multiplier, shift} (per-channel
+ * requantisation in the SFU epilogue, CAP_FEATURES bit 19): INT8 output with mult 0. */
+bool cm_qdq_qcol(const struct cstep *s);
 uint64_t cm_model_digest(const struct onnx_model *m, const struct onnx_tensor *shapes, unsigned n);
 /* The node-by-node executor's per-node entry (exec.c). */
 int onnx_run_node(struct onnx_ctx *c);

@@ -388,6 +388,37 @@ static int set_requant(struct onnx_compiled *cm, struct cstep *s, const double *
 	return 0;
 }
 
+/* Per-channel requantisation in the conv/GEMM's own epilogue (SFU QCOL, CAP_FEATURES bit 19): K column
+ * records {bias, multiplier, shift} at b_off, an INT8 output and mult 0 (what marks the records: see
+ * job_conv).  1 = not taken (one scale for every channel, or a device without QCOL): the caller
+ * stores the bias and calls set_requant. */
+static int qcol_records(struct onnx_compiled *cm, struct cstep *s, const int32_t *bias, const double *r, int64_t K)
+{
+	int32_t *rec;
+	bool same = true;
+
+	for (int64_t c = 1; c < K; c++)
+		same &= r[c] == r[0];
+	if (same || !(cm->geom[6] & (1u << 19)))
+		return 1;
+	s->b_off = cm_wimg_add(cm, NULL, (uint64_t)K * 12);
+	if (s->b_off == UINT64_MAX)
+		return cm_seterr(cm, -ENOMEM, "weights: out of memory");
+	rec = (int32_t *)(void *)(cm->wimg + s->b_off);	/* cm_wimg_add aligns every constant */
+	for (int64_t c = 0; c < K; c++) {
+		uint8_t sh;
+
+		if (accel_quant_from_scale(r[c], &rec[3 * c + 1], &sh))
+			return ONNX_FALLBACK;
+		rec[3 * c] = bias[c];
+		rec[3 * c + 2] = sh;
+	}
+	s->mult = 0;
+	s->shift = 0;
+	s->odt = ACCEL_INT8;
+	return 0;
+}
+
 static int alloc_y(struct onnx_model *m, const struct qpat *p, unsigned nd, const int64_t *dims)
 {
 	return onnx_tensor_alloc(&m->vals[p->y].t, (enum onnx_dtype)p->yq.dtype, nd, dims) ? -ENOMEM : 0;
@@ -424,8 +455,15 @@ static int pack_wb(struct onnx_compiled *cm, struct cstep *s, const struct qpat 
 		r[k] = p->xq[0].scale * sw[k] / p->yq.scale;
 	}
 	s->w_off = cm_wimg_add(cm, weff, wn);
+	if (s->w_off == UINT64_MAX) {
+		ret = cm_seterr(cm, -ENOMEM, "weights: out of memory");
+		goto out;
+	}
+	ret = qcol_records(cm, s, bias, r, K);
+	if (ret != 1)
+		goto out;
 	s->b_off = cm_wimg_add(cm, bias, (uint64_t)K * 4);
-	if (s->w_off == UINT64_MAX || s->b_off == UINT64_MAX)
+	if (s->b_off == UINT64_MAX)
 		ret = cm_seterr(cm, -ENOMEM, "weights: out of memory");
 	else
 		ret = set_requant(cm, s, r, K);
@@ -805,6 +843,11 @@ static void at4(struct accel_buffer *b, uint64_t off, enum accel_dtype dt, enum 
 	accel_tensor_4d(b, off, dt, l, d[0], d[1], d[2], d[3], t);
 }
 
+bool cm_qdq_qcol(const struct cstep *s)
+{
+	return (s->kind == CS_QCONV || s->kind == CS_QGEMM) && s->odt == ACCEL_INT8 && !s->mult;
+}
+
 unsigned cm_qdq_jobs(const struct cstep *s)
 {
 	switch (s->kind) {
@@ -881,7 +924,10 @@ static int job_conv(struct onnx_compiled *cm, const struct cstep *s, unsigned k,
 		at4(cm->arena, s->sc_off, ACCEL_INT32, lay(cm, s->out), yd, &y);
 	else
 		vt(cm, s->out, ACCEL_INT8, yd, &y);
-	accel_tensor_2d(cm->wbuf, s->b_off, ACCEL_INT32, 1, (uint32_t)s->k, &bt);
+	if (cm_qdq_qcol(s))	/* column records {bias, multiplier, shift}, K x 3 */
+		accel_tensor_2d(cm->wbuf, s->b_off, ACCEL_INT32, (uint32_t)s->k, 3, &bt);
+	else
+		accel_tensor_2d(cm->wbuf, s->b_off, ACCEL_INT32, 1, (uint32_t)s->k, &bt);
 	d.input = &x;
 	d.weights = &w;
 	d.output = &y;
@@ -923,7 +969,10 @@ static int job_gemm(struct onnx_compiled *cm, const struct cstep *s, unsigned k,
 		accel_tensor_2d(cm->arena, s->sc_off, ACCEL_INT32, (uint32_t)s->M, (uint32_t)s->N, &c);
 	else
 		accel_tensor_2d(cm->arena, yv->off, ACCEL_INT8, (uint32_t)s->M, (uint32_t)s->N, &c);
-	accel_tensor_2d(cm->wbuf, s->b_off, ACCEL_INT32, 1, (uint32_t)s->N, &bt);
+	if (cm_qdq_qcol(s))
+		accel_tensor_2d(cm->wbuf, s->b_off, ACCEL_INT32, (uint32_t)s->N, 3, &bt);
+	else
+		accel_tensor_2d(cm->wbuf, s->b_off, ACCEL_INT32, 1, (uint32_t)s->N, &bt);
 	d.a = &a;
 	d.b = &b;
 	d.c = &c;

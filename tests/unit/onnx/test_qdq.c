@@ -1,8 +1,8 @@
 /* SPDX-License-Identifier: MIT */
 /*
  * int8 lowering of QDQ graphs (onnx/src/compile_qdq.c): the pattern matcher (which nodes become int8
- * device steps, which fall back), the requantisation folding (per tensor in the epilogue: one job; per
- * channel: an int32 output and accel_requant: two) and the numbers, against qdq_ref.py: numpy evaluating
+ * device steps, which fall back), the requantisation folding (per tensor and, with SFU QCOL, per channel
+ * in the epilogue: one job; per channel without it: an int32 output and accel_requant: two) and the numbers, against qdq_ref.py: numpy evaluating
  * the same model file exactly as the ONNX specification defines each operator (float64 between Q and
  * DQ, round half to even), run at test time.  Outputs must be within 1 LSB (Documentation/onnx.md).
  */
@@ -35,6 +35,16 @@ static void teardown(void)
 }
 
 TestSuite(onnx_qdq, .init = setup, .fini = teardown);
+
+/* The same graphs on a device without per-column requantisation in the SFU (CAP_FEATURES bit 19 off):
+ * per-channel steps take two jobs, an int32 output and accel_requant. */
+static void setup_v1(void)
+{
+	cr_assert_eq(accel_open("sim:qcol=off", &dev), 0);
+	rng = 4242;
+}
+
+TestSuite(onnx_qdq_v1, .init = setup_v1, .fini = teardown);
 
 static uint32_t rnd(void)
 {
@@ -240,8 +250,9 @@ static void check(struct qcase *qc, unsigned anchor, const char *kind, unsigned 
 }
 
 /* uint8 x -> DQ -> Conv 3x3 pad 1 (per-channel int8 weights, int32 bias) -> Relu -> Q uint8:
- * per-channel requantisation, two jobs (int32 conv + accel_requant). */
-Test(onnx_qdq, conv_uint8_per_channel_relu)
+ * per-channel requantisation, in the conv's epilogue (one job) or, without SFU QCOL, two jobs (int32
+ * conv + accel_requant). */
+static void conv_uint8_per_channel_relu_case(unsigned rq_jobs)
 {
 	static const int64_t xd[4] = { 1, 3, 9, 9 }, wd[4] = { 6, 3, 3, 3 }, pads[4] = { 1, 1, 1, 1 };
 	struct mb *b = mb_new(13);
@@ -258,7 +269,17 @@ Test(onnx_qdq, conv_uint8_per_channel_relu)
 	q_node(b, "r", "y", 0.05f, ONNX_UINT8, 3);
 	mb_output(b, "y");
 	finish(b, &qc, ONNX_UINT8, 4, xd);
-	check(&qc, 3, "qconv", 2, 0);
+	check(&qc, 3, "qconv", 1 + rq_jobs, 0);
+}
+
+Test(onnx_qdq, conv_uint8_per_channel_relu)
+{
+	conv_uint8_per_channel_relu_case(0);
+}
+
+Test(onnx_qdq_v1, conv_uint8_per_channel_relu)
+{
+	conv_uint8_per_channel_relu_case(1);
 }
 
 /* int8 x -> depthwise Conv 3x3 stride 2 (per-tensor scale) -> Clip(0, 6) -> Q int8: the requantisation
@@ -332,7 +353,7 @@ Test(onnx_qdq, add_relu_two_scales)
 
 /* MaxPool 3x3/2 pad 1 whose output is quantised differently (a 1x1 ones conv requantises) ->
  * AveragePool 2x2 -> GlobalAveragePool -> Flatten (same quantisation: a view) -> Gemm per channel. */
-Test(onnx_qdq, pools_view_gemm)
+static void pools_view_gemm_case(unsigned rq_jobs)
 {
 	static const int64_t xd[4] = { 1, 8, 9, 9 }, k3[2] = { 3, 3 }, k2[2] = { 2, 2 }, p1[4] = { 1, 1, 1, 1 };
 	static const int64_t gd[2] = { 5, 8 };
@@ -366,8 +387,19 @@ Test(onnx_qdq, pools_view_gemm)
 	q_node(b, "o", "y", 0.01f, ONNX_UINT8, 128);
 	mb_output(b, "y");
 	finish(b, &qc, ONNX_UINT8, 4, xd);
-	/* max pool + 1x1 requant conv (2), avg pool (1), global avg pool (1), gemm + requant (2) */
-	check(&qc, 1, "qconv", 6, 0);
+	/* max pool + 1x1 requant conv (2), avg pool (1), global avg pool (1), per-channel gemm (1, or 2
+	 * with accel_requant) */
+	check(&qc, 1, "qconv", 5 + rq_jobs, 0);
+}
+
+Test(onnx_qdq, pools_view_gemm)
+{
+	pools_view_gemm_case(0);
+}
+
+Test(onnx_qdq_v1, pools_view_gemm)
+{
+	pools_view_gemm_case(1);
 }
 
 /* A max pool keeping its input's quantisation runs on the int8 values alone. */
@@ -390,7 +422,7 @@ Test(onnx_qdq, maxpool_same_quantisation)
 }
 
 /* MatMul of [2, 3, 16] by a per-column quantised [16, 7]. */
-Test(onnx_qdq, matmul_per_column)
+static void matmul_per_column_case(unsigned rq_jobs)
 {
 	static const int64_t xd[3] = { 2, 3, 16 }, bd[2] = { 16, 7 };
 	struct mb *b = mb_new(13);
@@ -403,7 +435,17 @@ Test(onnx_qdq, matmul_per_column)
 	q_node(b, "o", "y", 0.06f, ONNX_INT8, 4);
 	mb_output(b, "y");
 	finish(b, &qc, ONNX_UINT8, 3, xd);
-	check(&qc, 2, "qgemm", 2, 0);
+	check(&qc, 2, "qgemm", 1 + rq_jobs, 0);
+}
+
+Test(onnx_qdq, matmul_per_column)
+{
+	matmul_per_column_case(0);
+}
+
+Test(onnx_qdq_v1, matmul_per_column)
+{
+	matmul_per_column_case(1);
 }
 
 /* GlobalAveragePool over 7x7 (ResNet's and MobileNet's head at 224x224): a 7x7 ones depthwise conv. */
