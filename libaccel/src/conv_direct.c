@@ -322,16 +322,23 @@ static void emit_config(struct mm_ctx *x, const struct dconv *g, const struct mm
 	cs_dispatch(x->cs, AS, TNPU_DISPATCH_ROW_ALL, 0, 0, pkt, 25 + 32 * nops);
 }
 
-static void dma_fill(struct mm_ctx *x, unsigned row, unsigned h, uint32_t off, uint32_t width, uint32_t height,
-		     uint8_t fill)
+/* Fill `height` rows of `width` bytes, `pitch` bytes apart, with the byte `fill`. */
+static void dma_fill_2d(struct mm_ctx *x, unsigned row, unsigned h, uint32_t off, uint32_t width, uint32_t pitch,
+			uint32_t height, uint8_t fill)
 {
 	struct tnpu_cmd_dma cmd = {
 		.hdr = { .opcode = TNPU_CMD_DMA_H2D, .flags = AS, .size = sizeof(cmd) },
-		.sram_off = off, .sram_pitch_y = width, .width = width, .height = height, .depth = 1,
+		.sram_off = off, .sram_pitch_y = pitch, .width = width, .height = height, .depth = 1,
 		.row = (uint8_t)row, .half = (uint8_t)h, .dma_flags = TNPU_DMA_F_FILL, .fill = fill,
 	};
 
 	cs_raw(x->cs, &cmd, sizeof(cmd));
+}
+
+static void dma_fill(struct mm_ctx *x, unsigned row, unsigned h, uint32_t off, uint32_t width, uint32_t height,
+		     uint8_t fill)
+{
+	dma_fill_2d(x, row, h, off, width, width, height, fill);
 }
 
 /*
@@ -383,8 +390,23 @@ static void load_image(struct mm_ctx *x, const struct dconv *g, const struct mm_
 				 bhp - q0 - rows_in, padv);
 	}
 	if (first_use && !g->f32 && g->zp) {
-		/* Padding value: the whole band region, before the interior is copied in. */
-		dma_fill(x, all, h, d->in_off, (uint32_t)row_b, bhp, padv);
+		/*
+		 * Padding value where no image byte of this band lands: its pad rows and the pad columns of
+		 * its image rows (later bands refill their own pad rows above; the pad columns are never
+		 * overwritten).  The SRAM starts zeroed, so nothing else needs the value; a 1x1 or unpadded
+		 * convolution fills nothing.
+		 */
+		uint32_t ce = g->C * g->e, r0 = d->in_off + (uint32_t)(q0 * row_b), lpad = ACCEL_MIN(g->pl, g->Wp);
+		uint32_t rpad = g->Wp > g->pl + cols_in ? g->Wp - g->pl - cols_in : 0;
+
+		if (q0)
+			dma_fill(x, all, h, d->in_off, (uint32_t)row_b, q0, padv);
+		if (q0 + rows_in < bhp)
+			dma_fill(x, all, h, r0 + (uint32_t)(rows_in * row_b), (uint32_t)row_b, bhp - q0 - rows_in, padv);
+		if (rows_in && lpad)
+			dma_fill_2d(x, all, h, r0, lpad * ce, (uint32_t)row_b, rows_in, padv);
+		if (rows_in && rpad)
+			dma_fill_2d(x, all, h, r0 + (g->pl + cols_in) * ce, rpad * ce, (uint32_t)row_b, rows_in, padv);
 	}
 	if (load_w) {
 		if (phased) {

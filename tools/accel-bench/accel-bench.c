@@ -29,6 +29,7 @@
 struct opts {
 	const char *op, *device, *trace;
 	uint32_t m, n, k, h, w, c, r, s, stride, pad, groups, dil;
+	int32_t zp;		/* int8 conv: the input zero point (padding taps read it) */
 	bool f32, json, requant;
 	bool quiet;		/* the trace re-run: no JSON line */
 };
@@ -55,9 +56,10 @@ static void usage(FILE *out)
 		"usage: accel-bench gemm --m M --n N --k K --dtype int8|fp32 [--device PATH|sim] [--json]\n"
 		"                        [--trace FILE]\n"
 		"       accel-bench conv --n N --h H --w W --c C --k K --r R --s S --stride S --pad P [--groups G]\n"
-		"                        [--dilation D] --dtype int8|fp32 [--requant] [--device PATH|sim] [--json]\n"
+		"                        [--dilation D] --dtype int8|fp32 [--requant] [--zp Z] [--device PATH|sim] [--json]\n"
 		"                        [--trace FILE]\n"
 		"  --requant: int8 conv with requantised int8 output (default: int32 output)\n"
+		"  --zp Z: int8 conv whose input zero point is Z (-128..127; padding taps read it, as in a QDQ model)\n"
 		"  --trace FILE: write the job's engine timeline (Chrome trace-event JSON, Perfetto); on a drm\n"
 		"                device it is recorded by re-running the job on a sim of the same geometry\n");
 	for (const struct bench_subcommand *sc = bench_subcommands; sc->name; sc++)
@@ -109,6 +111,16 @@ static int parse(int argc, char **argv, struct opts *o)
 			o->requant = true;
 			continue;
 		}
+		if (!strcmp(a, "--zp")) {
+			char *end;
+			long v = i + 1 < argc ? strtol(argv[i + 1], &end, 0) : 0;
+
+			if (i + 1 >= argc || *end || end == argv[i + 1] || v < -128 || v > 127)
+				return cli_usage_error(PROG, "--zp: needs a value in -128..127");
+			o->zp = (int32_t)v;
+			i++;
+			continue;
+		}
 		if (!strcmp(a, "--dtype") || !strcmp(a, "--device") || !strcmp(a, "--trace")) {
 			if (i + 1 >= argc)
 				return cli_usage_error(PROG, "%s: needs a value", a);
@@ -150,6 +162,8 @@ static int parse(int argc, char **argv, struct opts *o)
 	}
 	if (o->requant && (o->f32 || strcmp(o->op, "conv")))
 		return cli_usage_error(PROG, "--requant: only for an int8 conv");
+	if (o->zp && (o->f32 || strcmp(o->op, "conv")))
+		return cli_usage_error(PROG, "--zp: only for an int8 conv");
 	return 0;
 }
 
@@ -318,6 +332,7 @@ static int run_conv(struct accel_dev *dev, const struct opts *o, const struct ac
 	d.pad_top = d.pad_left = d.pad_bottom = d.pad_right = o->pad;
 	d.dil_h = d.dil_w = o->dil;
 	d.groups = o->groups;
+	d.input_zero_point = o->zp;
 	if (o->requant && !o->f32)
 		accel_quant_from_scale(1.0 / 64, &d.epi.multiplier, &d.epi.shift);
 	if ((ret = trace_begin(dev, o, caps)))
@@ -343,12 +358,15 @@ static int run_conv(struct accel_dev *dev, const struct opts *o, const struct ac
 				int64_t iy = (int64_t)y * o->stride - o->pad + (int64_t)ry * o->dil;
 				int64_t ix = (int64_t)x * o->stride - o->pad + (int64_t)rx * o->dil;
 
-				if (iy < 0 || iy >= o->h || ix < 0 || ix >= o->w)
+				bool pad = iy < 0 || iy >= o->h || ix < 0 || ix >= o->w;
+
+				if (pad && !o->zp)
 					continue;
 				for (uint32_t c = 0; c < cg; c++) {
-					size_t ii = (((size_t)b * o->h + iy) * o->w + ix) * o->c + g * cg + c;
+					size_t ii = pad ? 0 : (((size_t)b * o->h + iy) * o->w + ix) * o->c + g * cg + c;
 					size_t wi = (((size_t)k * o->r + ry) * o->s + rx) * cg + c;
-					double xv = o->f32 ? ((float *)accel_buffer_ptr(bi))[ii] : ((int8_t *)accel_buffer_ptr(bi))[ii];
+					double xv = pad ? o->zp
+						   : o->f32 ? ((float *)accel_buffer_ptr(bi))[ii] : ((int8_t *)accel_buffer_ptr(bi))[ii];
 					double wv = o->f32 ? ((float *)accel_buffer_ptr(bw))[wi] : ((int8_t *)accel_buffer_ptr(bw))[wi];
 
 					ref += xv * wv;

@@ -442,6 +442,7 @@ Test(conv, small_geometry_randomized_sweep)
 		t.relu = r & 512;
 		t.requant = !t.f32 && (r & 1024);
 		t.qcol = t.requant && (r & 2048);
+		t.zp = !t.f32 && (r & 4096) ? (int)(xrng(&s) % 255) - 127 : 0;	/* int8 padding value */
 		run_conv_case(it % 3 == 0 ? dev : it % 3 == 1 ? dev2 : dev3, &t, seed * 1000 + (uint64_t)it);
 	}
 	accel_close(dev);
