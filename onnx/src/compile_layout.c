@@ -11,8 +11,9 @@
  *    the operands of an element-wise step or an activation (those read and write their operands as
  *    flat, equally shaped arrays, so they work on either layout unchanged);
  *  - a group is NHWC when every member is a 4-D fp32 or int8 arena value produced by a convolution,
- *    pooling, element-wise step, activation, or is a graph input (bind() transposes it while copying it
- *    in; an input alone in its group only when a convolution reading it also writes NHWC), and
+ *    pooling, element-wise step, activation, or is a graph input or a host step's result (the host
+ *    transposes it while copying it in; such a value alone in its group only when a convolution
+ *    reading it also writes NHWC), and
  *    every reader is a convolution (its input), a pooling step, an activation or an element-wise step
  *    whose operands all have one shape; graph outputs, views (Reshape/Flatten & co), host steps and
  *    every other step keep NCHW;
@@ -52,6 +53,25 @@ static void join(int *p, int a, int b)
 	b = find(p, b);
 	if (a != b)
 		p[a] = b;
+}
+
+/* The host writes v into the arena (arena_copy in compiled_run.c): a graph input or a host step's result. */
+static bool copied_in(const struct onnx_compiled *cm, int v)
+{
+	const struct onnx_model *m = cm->m;
+
+	for (unsigned i = 0; i < m->n_inputs; i++)
+		if (m->inputs[i] == v)
+			return true;
+	for (unsigned i = 0; i < cm->n_steps; i++) {
+		const struct onnx_node *n = &m->nodes[cm->steps[i].node];
+
+		if (cm->steps[i].kind == CS_HOST)
+			for (unsigned k = 0; k < n->n_out; k++)
+				if (n->out[k] == v)
+					return true;
+	}
+	return false;
 }
 
 /* A 4-D fp32 activation, or an int8 one (UINT8 is stored as INT8 in the arena: compile_qdq.c). */
@@ -317,6 +337,12 @@ int cm_plan_layouts(struct onnx_compiled *cm)
 				if (s->kind == CS_ELT || s->kind == CS_QADD)
 					join(p, s->in[1], s->out);
 			}
+		} else if (s->kind == CS_HOST) {
+			/* the host's results are copied into the arena like graph inputs (transposed when
+			 * NHWC): an int8 model's QuantizeLinear of its input feeds the stem NHWC */
+			for (unsigned k = 0; k < n->n_out; k++)
+				if (n->out[k] >= 0)
+					made[n->out[k]] = true;
 		} else {
 			for (unsigned k = 0; k < n->n_out; k++)
 				if (n->out[k] >= 0)
@@ -364,22 +390,23 @@ int cm_plan_layouts(struct onnx_compiled *cm)
 		if (cm->vals[v].loc == LOC_ARENA && !gblock[find(p, (int)v)])
 			cm->vals[v].nhwc = 1;
 	/*
-	 * A graph input alone in its group only feeds convolutions: transposing it pays when one of them
-	 * also writes NHWC; a convolution from an NHWC input to an NCHW output (a ViT's patch embedding
-	 * into a Reshape) measured slower than the all-NCHW one, so such an input stays NCHW.
+	 * A graph input (or a host step's result) alone in its group only feeds convolutions: transposing
+	 * it pays when one of them also writes NHWC; a convolution from an NHWC input to an NCHW output (a
+	 * ViT's patch embedding into a Reshape) measured slower than the all-NCHW one, so such a value
+	 * stays NCHW.
 	 */
-	for (unsigned i = 0; i < m->n_inputs; i++) {
-		int v = m->inputs[i], size = 0;
+	for (unsigned v = 0; v < nv; v++) {
+		int size = 0;
 		bool pays = false;
 
-		if (!cm->vals[v].nhwc)
+		if (!cm->vals[v].nhwc || !copied_in(cm, (int)v))
 			continue;
 		for (unsigned u = 0; u < nv; u++)
-			size += cm->vals[u].loc == LOC_ARENA && find(p, (int)u) == find(p, v);
+			size += cm->vals[u].loc == LOC_ARENA && find(p, (int)u) == find(p, (int)v);
 		if (size != 1)
 			continue;
 		for (unsigned j = 0; j < cm->n_steps; j++)
-			pays |= is_conv(cm->steps[j].kind) && cm->steps[j].in[0] == v && cm->vals[cm->steps[j].out].nhwc;
+			pays |= is_conv(cm->steps[j].kind) && cm->steps[j].in[0] == (int)v && cm->vals[cm->steps[j].out].nhwc;
 		if (!pays)
 			cm->vals[v].nhwc = 0;
 	}

@@ -193,14 +193,15 @@ static uint8_t *reference(const struct qcase *qc, size_t count)
 	strcpy(in, "/tmp/test-qdq-in-XXXXXX");
 	strcpy(out, "/tmp/test-qdq-out-XXXXXX");
 	fd = mkstemp(in);
-	cr_assert_eq(write(fd, qc->x.data, qc->x.count), (ssize_t)qc->x.count);
+	cr_assert_eq(write(fd, qc->x.data, qc->x.count * onnx_dtype_size(qc->x.dtype)),
+		     (ssize_t)(qc->x.count * onnx_dtype_size(qc->x.dtype)));
 	close(fd);
 	close(mkstemp(out));
 	for (unsigned i = 0; i < qc->x.ndim; i++)
 		snprintf(shape + strlen(shape), sizeof(shape) - strlen(shape), "%s%lld", i ? "x" : "",
 			 (long long)qc->x.dims[i]);
 	snprintf(cmd, sizeof(cmd), "/usr/bin/python3 %s %s %s %s %s %s", QDQ_REF, qc->path, in,
-		 qc->x.dtype == ONNX_UINT8 ? "uint8" : "int8", shape, out);
+		 qc->x.dtype == ONNX_UINT8 ? "uint8" : qc->x.dtype == ONNX_FLOAT ? "float32" : "int8", shape, out);
 	cr_assert_eq(system(cmd), 0, "reference failed: %s", cmd);
 	f = fopen(out, "rb");
 	cr_assert_not_null(f);
@@ -537,3 +538,42 @@ Test(onnx_qdq, int8_values_go_nhwc)
 	onnx_compiled_free(cm);
 	check(&qc, 2, "qconv", 0, 0);
 }
+
+/* A float graph input quantised on the host (QuantizeLinear, the model's one host step) feeds the stem:
+ * the host writes its result NHWC, transposing while it copies it into the arena, so the int8 stem
+ * reads channels-last like every other layer (MobileNetV2's 3 -> 32 stem: 14 789 -> 5 940 cycles). */
+Test(onnx_qdq, host_quantised_input_goes_nhwc)
+{
+	static const int64_t xd[4] = { 1, 3, 20, 18 }, wd[4] = { 16, 3, 3, 3 }, pads[4] = { 1, 1, 1, 1 };
+	static const int64_t st2[2] = { 2, 2 }, w2d[4] = { 8, 16, 1, 1 };
+	struct onnx_compiled *cm = NULL;
+	struct mb *b = mb_new(13);
+	char err[512] = "";
+	struct qcase qc;
+	Onnx__NodeProto *n;
+
+	mb_input_typed(b, "x", ONNX_FLOAT, 4, xd);
+	q_node(b, "x", "xq", 0.03f, ONNX_UINT8, 117);
+	dq_node(b, "xq", "xf", 0.03f, ONNX_UINT8, 117);
+	dq_weights(b, "w", 4, wd, 16, 0, "wf");
+	dq_bias(b, "bias", 16, 0.03f, "bf");
+	n = mb_node(b, "Conv", "xf,wf,bf", "c");
+	mb_attr_ints(b, n, "pads", pads, 4);
+	mb_attr_ints(b, n, "strides", st2, 2);
+	mb_node(b, "Relu", "c", "r");
+	q_node(b, "r", "rq", 0.05f, ONNX_UINT8, 5);
+	dq_node(b, "rq", "rf", 0.05f, ONNX_UINT8, 5);
+	dq_weights(b, "w2", 4, w2d, 8, 0, "w2f");
+	mb_node(b, "Conv", "rf,w2f", "c2");
+	q_node(b, "c2", "y", 0.04f, ONNX_INT8, -3);
+	mb_output(b, "y");
+	finish(b, &qc, ONNX_FLOAT, 4, xd);
+	for (size_t i = 0; i < qc.x.count; i++)	/* finish() drew bytes: floats over the quantised range */
+		((float *)qc.x.data)[i] = 0.03f * (float)((int)(rnd() % 300) - 130) + 0.001f * (float)(rnd() % 10);
+	cr_assert_eq(onnx_compile(qc.m, dev, &qc.x, 1, 0, &cm, err, sizeof(err)), 0, "compile: %s", err);
+	cr_assert_eq(cm->vals[value_index(qc.m, "xq")].nhwc, 1, "the host's quantised input is not NHWC");
+	cr_assert_eq(cm->vals[value_index(qc.m, "rq")].nhwc, 1);
+	onnx_compiled_free(cm);
+	check(&qc, 4, "qconv", 2, 1);
+}
+
