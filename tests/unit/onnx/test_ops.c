@@ -286,6 +286,34 @@ Test(onnx_ops, matmul_broadcasts_batches)
 	free(bm);
 }
 
+/* An empty batch broadcasts like numpy: A {1, 2, 3} x B {0, 3, 2} is {0, 2, 2} (a 1 takes the other side's
+ * size, 0 included); found by the loader fuzzer, where the 1 won and the kernel read past the empty B. */
+Test(onnx_ops, matmul_broadcast_against_an_empty_batch_is_empty)
+{
+	int64_t ad[3] = { 1, 2, 3 }, bd[3] = { 0, 3, 2 };
+	float a[6] = { 1, 2, 3, 4, 5, 6 };
+	struct accel_dev *devs[2] = { dev, NULL };
+
+	for (unsigned k = 0; k < 2; k++) {
+		struct mb *b = mb_new(13);
+		struct onnx_tensor in, out;
+
+		mb_init(b, "b", ONNX_FLOAT, 3, bd, NULL);
+		mb_input(b, "a");
+		mb_node(b, "MatMul", "a,b", "y");
+		mb_output(b, "y");
+		tensor_f(&in, 3, ad, a);
+		cr_assert_eq(run(b, devs[k], 0, &in, 1, &out, NULL), 0, "%s", devs[k] ? "device" : "cpu");
+		cr_assert_eq(out.ndim, 3);
+		cr_assert(out.dims[0] == 0 && out.dims[1] == 2 && out.dims[2] == 2, "y is {%lld, %lld, %lld}",
+			  (long long)out.dims[0], (long long)out.dims[1], (long long)out.dims[2]);
+		cr_assert_eq(out.count, 0);
+		onnx_tensor_release(&out);
+		onnx_tensor_release(&in);
+		mb_free(b);
+	}
+}
+
 Test(onnx_ops, relu_add_flatten_reshape_softmax_chain_matches_reference)
 {
 	/* y = Softmax(Reshape(Flatten(Relu(x) + bias), {0, -1})) over the last axis */
