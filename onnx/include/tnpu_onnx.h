@@ -151,6 +151,16 @@ ONNX_API int onnx_compile(struct onnx_model *m, struct accel_dev *dev, const str
 		 unsigned flags, struct onnx_compiled **out, char *err, size_t errlen);
 ONNX_API int onnx_compiled_run(struct onnx_compiled *cm, const struct onnx_tensor *inputs, unsigned n_inputs,
 		      struct onnx_tensor *outputs, unsigned n_outputs, struct onnx_run_stats *stats);
+/*
+ * onnx_compiled_run() that also fills prof[onnx_model_n_graph_nodes(m)] by step: the node a step was
+ * made from (its anchor) gets the counters summed over the step's device jobs, on_device, and as host_ms
+ * the host time of the step (a host step's run; a device step's lowering and submission, its jobs run
+ * asynchronously); nodes fused into another node's step, aliases and folded nodes stay !ran.  The
+ * nodes' counters add up to stats->counters.  NULL prof: same as onnx_compiled_run().
+ */
+ONNX_API int onnx_compiled_run_profile(struct onnx_compiled *cm, const struct onnx_tensor *inputs, unsigned n_inputs,
+			      struct onnx_tensor *outputs, unsigned n_outputs, struct onnx_run_stats *stats,
+			      struct onnx_node_profile *prof);
 ONNX_API void onnx_compiled_free(struct onnx_compiled *cm);
 ONNX_API const char *onnx_compiled_error(const struct onnx_compiled *cm);
 

@@ -9,16 +9,36 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 
 #include "compile.h"
 
 struct run_state {
 	struct onnx_compiled *cm;
 	struct accel_job **jobs;
+	int *job_node;		/* with prof: the graph node (its step's anchor) of each job */
 	unsigned n_jobs, done;	/* submitted; retired (waited and freed) */
 	struct accel_job *prev;	/* the chain's last job */
 	struct onnx_run_stats *stats;
+	struct onnx_node_profile *prof;	/* onnx_compiled_run_profile: per graph node, else NULL */
 };
+
+static double now_ms(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (double)ts.tv_sec * 1e3 + (double)ts.tv_nsec / 1e6;
+}
+
+/* A submitted job of step s (the chain's newest: the next one depends on it). */
+static void push_job(struct run_state *rs, const struct cstep *s, struct accel_job *job)
+{
+	if (rs->prof)
+		rs->job_node[rs->n_jobs] = s->node;
+	rs->jobs[rs->n_jobs++] = job;
+	rs->prev = job;
+}
 
 static void counters_add(struct accel_counters *d, const struct accel_counters *k)
 {
@@ -44,8 +64,12 @@ static int retire(struct run_state *rs, unsigned upto)
 
 		if (r && !ret)
 			ret = cm_seterr(rs->cm, r, "device job %u of the chain: %s", i, accel_last_error(rs->cm->dev));
-		if (!r && rs->stats && !accel_job_counters(rs->jobs[i], &k))
-			counters_add(&rs->stats->counters, &k);
+		if (!r && (rs->stats || rs->prof) && !accel_job_counters(rs->jobs[i], &k)) {
+			if (rs->stats)
+				counters_add(&rs->stats->counters, &k);
+			if (rs->prof)
+				counters_add(&rs->prof[rs->job_node[i]].counters, &k);
+		}
 		accel_job_free(rs->jobs[i]);
 		rs->jobs[i] = NULL;
 	}
@@ -118,8 +142,7 @@ static int submit_qdq(struct run_state *rs, const struct cstep *s)
 			return 0;
 		if (ret)
 			return step_err(cm, s, ret, what);
-		rs->jobs[rs->n_jobs++] = job;
-		rs->prev = job;
+		push_job(rs, s, job);
 		if (rs->n_jobs - rs->done > MAX_IN_FLIGHT && (ret = retire(rs, rs->n_jobs - MAX_IN_FLIGHT / 2)))
 			return ret;
 	}
@@ -372,8 +395,7 @@ static int submit_step(struct run_state *rs, const struct cstep *s)
 		return cm_seterr(cm, ret, "node '%s' (%s): %s: %s", p->name && p->name[0] ? p->name : p->output[0],
 				 p->op_type, what, accel_last_error(cm->dev));
 	}
-	rs->jobs[rs->n_jobs++] = job;
-	rs->prev = job;
+	push_job(rs, s, job);
 	/* the oldest ones: the newest stays as the next step's dependency */
 	return rs->n_jobs - rs->done > MAX_IN_FLIGHT ? retire(rs, rs->n_jobs - MAX_IN_FLIGHT / 2) : 0;
 }
@@ -521,12 +543,14 @@ static int bind(struct run_state *rs, const struct onnx_tensor *in, unsigned n)
 	return 0;
 }
 
-int onnx_compiled_run(struct onnx_compiled *cm, const struct onnx_tensor *inputs, unsigned n_inputs,
-		      struct onnx_tensor *outputs, unsigned n_outputs, struct onnx_run_stats *stats)
+static int compiled_run(struct onnx_compiled *cm, const struct onnx_tensor *inputs, unsigned n_inputs,
+			struct onnx_tensor *outputs, unsigned n_outputs, struct onnx_run_stats *stats,
+			struct onnx_node_profile *prof)
 {
 	struct onnx_model *m = cm->m;
 	struct onnx_run_stats local;
-	struct run_state rs = { .cm = cm, .stats = stats ? stats : &local };
+	struct run_state rs = { .cm = cm, .stats = stats ? stats : &local, .prof = prof };
+	double t0 = now_ms();
 	int ret, r2;
 
 	memset(rs.stats, 0, sizeof(*rs.stats));
@@ -536,17 +560,36 @@ int onnx_compiled_run(struct onnx_compiled *cm, const struct onnx_tensor *inputs
 	for (unsigned i = 0; i < n_outputs; i++)
 		memset(&outputs[i], 0, sizeof(outputs[i]));
 	rs.jobs = calloc(cm->n_steps ? (size_t)cm->n_steps * CS_MAX_JOBS : 1, sizeof(*rs.jobs));
-	if (!rs.jobs)
+	rs.job_node = prof ? calloc(cm->n_steps ? (size_t)cm->n_steps * CS_MAX_JOBS : 1, sizeof(int)) : NULL;
+	if (!rs.jobs || (prof && !rs.job_node)) {
+		free(rs.jobs);
+		free(rs.job_node);
 		return cm_seterr(cm, -ENOMEM, "out of memory");
+	}
+	if (prof)
+		memset(prof, 0, sizeof(*prof) * m->n_nodes);
 	ret = bind(&rs, inputs, n_inputs);
 	for (unsigned i = 0; !ret && i < cm->n_steps; i++) {
 		const struct cstep *s = &cm->steps[i];
+		double t = now_ms();
 
 		if (CS_IS_DEVICE(s->kind)) {
 			ret = submit_step(&rs, s);
 			rs.stats->accel_nodes++;
 		} else if (s->kind == CS_HOST) {
 			ret = run_host_step(&rs, s);
+		} else {
+			continue;
+		}
+		if (prof) {	/* host ms: a device step's lowering and submission, a host step's run */
+			struct onnx_node_profile *p = &prof[s->node];
+
+			if (!p->ran)
+				p->start_ms = t - t0;
+			p->ran = true;
+			p->failed = ret != 0;
+			p->on_device = CS_IS_DEVICE(s->kind);
+			p->host_ms += now_ms() - t;
 		}
 	}
 	r2 = drain(&rs);
@@ -571,5 +614,19 @@ int onnx_compiled_run(struct onnx_compiled *cm, const struct onnx_tensor *inputs
 		if (!m->vals[v].is_const)
 			onnx_tensor_release(&m->vals[v].t);
 	free(rs.jobs);
+	free(rs.job_node);
 	return ret;
+}
+
+int onnx_compiled_run(struct onnx_compiled *cm, const struct onnx_tensor *inputs, unsigned n_inputs,
+		      struct onnx_tensor *outputs, unsigned n_outputs, struct onnx_run_stats *stats)
+{
+	return compiled_run(cm, inputs, n_inputs, outputs, n_outputs, stats, NULL);
+}
+
+int onnx_compiled_run_profile(struct onnx_compiled *cm, const struct onnx_tensor *inputs, unsigned n_inputs,
+			      struct onnx_tensor *outputs, unsigned n_outputs, struct onnx_run_stats *stats,
+			      struct onnx_node_profile *prof)
+{
+	return compiled_run(cm, inputs, n_inputs, outputs, n_outputs, stats, prof);
 }

@@ -176,13 +176,13 @@ static int profile_trace_begin(struct accel_dev *dev, bool *engines)
 	return 0;
 }
 
-static int profile_finish(struct onnx_model *m, struct accel_dev *dev, bool engines, const char *trace,
-			  const struct onnx_node_profile *prof)
+static int profile_finish(struct onnx_model *m, struct accel_dev *dev, const struct onnx_compiled *cm, bool engines,
+			  const char *trace, const struct onnx_node_profile *prof)
 {
 	struct accel_caps caps = { .clock_mhz = 0 };
 	int ret;
 
-	print_profile(m, prof, !dev);
+	print_profile(m, prof, !dev, cm);
 	if (dev)
 		accel_query_caps(dev, &caps);
 	if (engines) {
@@ -419,13 +419,14 @@ int main(int argc, char **argv)
 		ret = 1;
 		goto out;
 	}
-	if (dev && !no_compile && !profile) {
+	if (dev && !no_compile) {
 		ret = compiled_prepare(m, dev, in, n_in, load_cm, save_cm, &cm);
 		if (ret) {
 			ret = 1;
 			goto out;
 		}
-		ret = onnx_compiled_run(cm, in, n_in, out, n_out, &st);
+		/* --profile: per step of the compiled plan (a step's cost on the node it was made from) */
+		ret = onnx_compiled_run_profile(cm, in, n_in, out, n_out, &st, profile ? prof : NULL);
 		if (ret)
 			fprintf(stderr, "accel-run: %s\n", onnx_compiled_error(cm));
 	} else {
@@ -450,7 +451,7 @@ int main(int argc, char **argv)
 		print_compiled(m, cm);
 	else if (info)
 		print_placement(m, prof, cpu);
-	if (profile && profile_finish(m, dev, engines, trace, prof))
+	if (profile && profile_finish(m, dev, cm, engines, trace, prof))
 		fails++;
 	if (repeat && repeat_runs(m, dev, cm, in, n_in, n_out, repeat))
 		fails++;

@@ -83,31 +83,62 @@ void print_placement(const struct onnx_model *m, const struct onnx_node_profile 
 	printf("placement: %u on the device, %u on the host, %u folded at load time\n", dev, host, folded);
 }
 
-void print_profile(const struct onnx_model *m, const struct onnx_node_profile *prof, bool cpu)
+/* Where a step of the compiled plan ran: its kind and device jobs, or why it stayed on the host. */
+static const char *step_where(const struct onnx_compiled *cm, unsigned i, const struct onnx_node_profile *p,
+			      char *buf, size_t len)
 {
-	unsigned n = onnx_model_n_graph_nodes(m);
+	struct onnx_compiled_step st;
+
+	if (onnx_compiled_step_info(cm, i, &st))
+		snprintf(buf, len, "?");
+	else if (p->failed)
+		snprintf(buf, len, "failed (the run's error names the node)");
+	else if (p->on_device)
+		snprintf(buf, len, "device: %s, %u job%s", st.kind, p->counters.hw_jobs, p->counters.hw_jobs == 1 ? "" : "s");
+	else
+		snprintf(buf, len, "host: %s", st.reason ? st.reason : "?");
+	return buf;
+}
+
+void print_profile(const struct onnx_model *m, const struct onnx_node_profile *prof, bool cpu,
+		   const struct onnx_compiled *cm)
+{
+	unsigned n = onnx_model_n_graph_nodes(m), merged = 0;
 	double ms = 0;
 	uint64_t cyc = 0, bytes = 0;
 	struct onnx_node_info ni;
 	char buf[256];
 
-	printf("profile (one run; host ms = wall clock of the node, device waits included; bytes = DMA "
-	       "host->device + device->host):\n");
+	if (cm)
+		printf("profile (one run of the compiled plan, by step: a step's jobs on the node it was made from; "
+		       "host ms = a host step's run or a device step's lowering and submission; bytes = DMA "
+		       "host->device + device->host):\n");
+	else
+		printf("profile (one run; host ms = wall clock of the node, device waits included; bytes = DMA "
+		       "host->device + device->host):\n");
 	printf("  %4s %-18s %10s %12s %12s  %-64s %s\n", "node", "op", "host ms", "dev cycles", "bytes", "where", "name");
 	for (unsigned i = 0; i < n; i++) {
 		const struct onnx_node_profile *p = &prof[i];
 		uint64_t b = p->counters.bytes_h2d + p->counters.bytes_d2h;
 
-		if (onnx_model_node_info(m, i, &ni) || ni.place == ONNX_PLACE_FOLDED || !p->ran)
+		if (onnx_model_node_info(m, i, &ni) || ni.place == ONNX_PLACE_FOLDED)
 			continue;
+		if (!p->ran) {
+			merged += cm != NULL;
+			continue;
+		}
 		printf("  %4u %-18s %10.3f %12" PRIu64 " %12" PRIu64 "  %-64s %s\n", i, ni.op, p->host_ms,
-		       p->counters.total_cycles, b, where(&ni, p, cpu, buf, sizeof(buf)),
+		       p->counters.total_cycles, b,
+		       cm ? step_where(cm, i, p, buf, sizeof(buf)) : where(&ni, p, cpu, buf, sizeof(buf)),
 		       ni.name && ni.name[0] ? ni.name : "-");
 		ms += p->host_ms;
 		cyc += p->counters.total_cycles;
 		bytes += b;
 	}
 	printf("  %4s %-18s %10.3f %12" PRIu64 " %12" PRIu64 "\n", "", "total", ms, cyc, bytes);
+	if (merged)
+		printf("  (%u more nodes ran inside the steps above: fused, views, folded Q/DQ; accel-run --info "
+		       "names the step of each)\n", merged);
 }
 
 /* JSON string contents: node names come from the model file. */

@@ -224,11 +224,13 @@ Test(accel_run, repeat_prints_the_median)
 	cr_expect(matches(out, "^run: [0-9]+\\.[0-9]{3} ms per inference \\(median of 3\\)$"), "%s", out);
 }
 
+/* --no-compile: node by node, the Add on the host (the node-by-node executor has no element-wise lowering) */
 Test(accel_run, profile_prints_per_node_cost_and_writes_a_perfetto_trace)
 {
 	char out[8192], cmd[512];
 
-	cr_assert_eq(accel_run("--random-input --profile --trace t.json --device sim", out, sizeof(out)), 0, "%s", out);
+	cr_assert_eq(accel_run("--random-input --profile --no-compile --trace t.json --device sim", out, sizeof(out)), 0,
+		     "%s", out);
 	cr_expect(matches(out, "^ +node op +host ms +dev cycles +bytes +where +name$"), "%s", out);
 	cr_expect(matches(out, "^ +0 Conv +[0-9.]+ +[1-9][0-9]* +[1-9][0-9]* +device"), "%s", out);
 	cr_expect(matches(out, "^ +2 Add +[0-9.]+ +0 +0 +host: element-wise arithmetic"), "%s", out);
@@ -243,6 +245,24 @@ Test(accel_run, profile_prints_per_node_cost_and_writes_a_perfetto_trace)
 		 "assert [x for x in e if x.get(\"pid\")==0 and x.get(\"name\")==\"Add\" and x[\"cat\"]==\"host\"]' "
 		 "'%s/t.json'", dir);
 	cr_expect_eq(system(cmd), 0, "the trace is JSON with the graph and job processes");
+}
+
+/* The default compiled plan, by step: the Conv (its Relu fused) and the Add each one device job. */
+Test(accel_run, profile_of_the_compiled_plan_is_per_step)
+{
+	char out[8192], cmd[512];
+
+	cr_assert_eq(accel_run("--random-input --profile --trace u.json --device sim", out, sizeof(out)), 0, "%s", out);
+	cr_expect(matches(out, "^profile \\(one run of the compiled plan, by step"), "%s", out);
+	cr_expect(matches(out, "^ +0 Conv +[0-9.]+ +[1-9][0-9]* +[1-9][0-9]* +device: conv, 1 job +the_conv$"), "%s", out);
+	cr_expect(matches(out, "^ +2 Add +[0-9.]+ +[1-9][0-9]* +[1-9][0-9]* +device: eltwise, 1 job"), "%s", out);
+	cr_expect(!matches(out, "^ +1 Relu"), "a folded node has no row: %s", out);
+	cr_expect(matches(out, "^model .*2 on the accelerator, 0 on the host; device cycles ([1-9][0-9]*)$"), "%s", out);
+	snprintf(cmd, sizeof(cmd),
+		 "python3 -c 'import json,sys; e=json.load(open(sys.argv[1]))[\"traceEvents\"]; "
+		 "d=[x[\"name\"] for x in e if x.get(\"pid\")==0 and x.get(\"tid\")==2 and x[\"ph\"]==\"X\"]; "
+		 "assert d == [\"Conv\", \"Add\"], d' '%s/u.json'", dir);
+	cr_expect_eq(system(cmd), 0, "both steps on the device lane of the trace");
 }
 
 Test(accel_run, profile_without_device_engines_writes_the_graph_only)

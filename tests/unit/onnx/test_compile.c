@@ -193,6 +193,50 @@ Test(onnx_compile, fusion_and_match_cpu_reference)
 	onnx_model_free(m);
 }
 
+/* onnx_compiled_run_profile: each step's jobs counted on the node it was made from, adding up to the run's
+ * counters; fused nodes and views have no cost of their own. */
+Test(onnx_compile, run_profile_counts_each_step_on_its_node)
+{
+	struct onnx_model *m = residual_model();
+	struct onnx_compiled *cm = NULL;
+	struct onnx_node_profile *prof = calloc(onnx_model_n_graph_nodes(m), sizeof(*prof));
+	struct onnx_tensor x, y, y2;
+	struct onnx_run_stats st, st2;
+	uint64_t cyc = 0, jobs = 0, ran = 0;
+	char err[512] = "";
+
+	input_x(&x);
+	cr_assert_eq(onnx_compile(m, dev, &x, 1, 0, &cm, err, sizeof(err)), 0, "compile: %s", err);
+	cr_assert_eq(onnx_compiled_run_profile(cm, &x, 1, &y, 1, &st, prof), 0, "%s", onnx_compiled_error(cm));
+	cr_assert_eq(onnx_compiled_run(cm, &x, 1, &y2, 1, &st2), 0);
+	cr_assert_eq(memcmp(y.data, y2.data, y.count * 4), 0, "profiling changed the result");
+	for (unsigned i = 0; i < onnx_model_n_graph_nodes(m); i++) {
+		struct onnx_compiled_step cs;
+
+		cr_assert_eq(onnx_compiled_step_info(cm, i, &cs), 0);
+		cr_assert_eq(prof[i].ran, cs.device, "node %u (%s, %s): ran %d", i, cs.op, cs.kind, prof[i].ran);
+		if (prof[i].ran) {
+			cr_assert(prof[i].on_device && prof[i].counters.hw_jobs >= 1 && prof[i].counters.total_cycles > 0,
+				  "node %u (%s)", i, cs.op);
+			cr_assert_geq(prof[i].host_ms, 0.0);
+		}
+		cyc += prof[i].counters.total_cycles;
+		jobs += prof[i].counters.hw_jobs;
+		ran += prof[i].ran;
+	}
+	cr_assert_eq(ran, 5, "the five device steps");
+	cr_assert_eq(cyc, st.counters.total_cycles, "steps %llu, run %llu cycles", (unsigned long long)cyc,
+		     (unsigned long long)st.counters.total_cycles);
+	cr_assert_eq(jobs, st.counters.hw_jobs);
+	cr_assert_eq(st.counters.total_cycles, st2.counters.total_cycles);
+	onnx_tensor_release(&y);
+	onnx_tensor_release(&y2);
+	onnx_tensor_release(&x);
+	onnx_compiled_free(cm);
+	onnx_model_free(m);
+	free(prof);
+}
+
 Test(onnx_compile, no_fuse_flag_keeps_relu_step)
 {
 	struct onnx_model *m = residual_model();
