@@ -163,7 +163,8 @@ void mb_init(struct mb *b, const char *name, enum onnx_dtype dt, unsigned ndim, 
 	t->has_raw_data = 1;
 	t->raw_data.len = n * onnx_dtype_size(dt);
 	t->raw_data.data = zalloc(b, t->raw_data.len);
-	memcpy(t->raw_data.data, data, t->raw_data.len);
+	if (t->raw_data.len)	/* an empty initializer may come with no data */
+		memcpy(t->raw_data.data, data, t->raw_data.len);
 	b->inits[b->graph.n_initializer++] = t;
 }
 
