@@ -370,6 +370,28 @@ struct accel_eltwise_desc {
 ACCEL_API int accel_eltwise(struct accel_dev *dev, const struct accel_eltwise_desc *d, const struct accel_submit *sub,
 			    struct accel_job **job);
 
+/*
+ * Quantised add (or sub) of two INT8 tensors with their own quantisations, one pass on the vector units
+ * (ISA 2, CAP_FEATURES bit 20; -EOPNOTSUPP without it):
+ *   r = act((a - a_zero_point) * a_multiplier +/- (b - b_zero_point) * b_multiplier)   exact, 64-bit
+ *   out = sat8(((r + (shift ? 2^(shift-1) : 0)) >> shift) + zero_point)                 one rounding
+ * For real scales sa, sb, sy: a_multiplier = round(sa / sy * 2^shift), b_multiplier likewise, with the
+ * largest shift that keeps both within int32 (libaccel.md).  a, b, out INT8 of one ndim (2 or 4), each
+ * dim of a and b equal to out's or 1 (broadcast), any strides; op ADD or SUB (a - b); act NONE or RELU
+ * (max(r, 0)).  out may alias a or b only exactly.
+ */
+struct accel_qadd_desc {
+	const struct accel_tensor *a, *b, *out;
+	enum accel_eltwise_op op;	/* ACCEL_ELT_ADD or ACCEL_ELT_SUB */
+	enum accel_act act;		/* ACCEL_ACT_NONE or ACCEL_ACT_RELU */
+	int32_t a_multiplier, b_multiplier;
+	int16_t a_zero_point, b_zero_point;	/* -128..127 */
+	int16_t zero_point;		/* the output's, -128..127 */
+	uint8_t shift;			/* 0..62 */
+};
+ACCEL_API int accel_qadd(struct accel_dev *dev, const struct accel_qadd_desc *d, const struct accel_submit *sub,
+			 struct accel_job **job);
+
 /* Softmax over the last axis of a 2-D FP32 matrix (rows x cols, any row pitch): exp(x - max) / sum. */
 struct accel_softmax_desc {
 	const struct accel_tensor *input, *output;

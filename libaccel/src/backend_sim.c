@@ -376,6 +376,12 @@ static int parse_opts(struct accel_dev *dev, struct tnpu_config *cfg, uint32_t *
 			dev->qcol_off = !strcmp(eq + 1, "off");
 			continue;
 		}
+		if (!strcmp(tok, "qadd")) {
+			if (strcmp(eq + 1, "on") && strcmp(eq + 1, "off"))
+				return accel_seterr(dev, -EINVAL, "sim option qadd=%s: expected on or off", eq + 1);
+			dev->qadd_off = !strcmp(eq + 1, "off");
+			continue;
+		}
 		if (!strcmp(tok, "stream")) {
 			if (strcmp(eq + 1, "on") && strcmp(eq + 1, "off") && strcmp(eq + 1, "only"))
 				return accel_seterr(dev, -EINVAL, "sim option stream=%s: expected on, off or only", eq + 1);
@@ -457,8 +463,10 @@ int accel_sim_open(struct accel_dev *dev, const char *opts)
 	c->rate_dispatch = TNPU_RATE_DISPATCH;
 	c->clock_mhz = s->cfg.clock_mhz;
 	c->max_cmdbuf = cmdbuf;
-	/* qcol=off: report a device without per-column requantisation (software's older-device path) */
-	c->features = TNPU_FEATURES & (dev->qcol_off ? ~(uint32_t)TNPU_FEAT_SFU_QCOL : ~0u);
+	/* qcol=off / qadd=off: report a device without per-column requantisation / the vector units'
+	 * quantised add (software's older-device paths) */
+	c->features = TNPU_FEATURES & (dev->qcol_off ? ~(uint32_t)TNPU_FEAT_SFU_QCOL : ~0u) &
+		      (dev->qadd_off ? ~(uint32_t)TNPU_FEAT_VEC_QADD : ~0u);
 	{
 		/* chain #9: the islands the executor was built with (same table as the registers). */
 		struct tnpu_island_cfg isl[TNPU_MAX_ISLANDS];

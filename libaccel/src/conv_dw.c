@@ -21,7 +21,7 @@
 #include "epilogue.h"
 
 #define AS TNPU_CMD_F_ASYNC
-enum { DS_FULL = 0, DS_DONE = 1, DS_CFREE = 2, DS_SFREE = 4, DS_W = 6 };
+enum { DS_FULL = 0, DS_DONE = 1, DS_CFREE = 2, DS_SFREE = 4, DS_W = 6, DS_PAD = 7 };
 #define DW_MAX_CHUNKS 12	/* first + up to 10 middle + last */
 
 struct dwg {
@@ -46,6 +46,8 @@ struct dwp {
 	uint32_t tn, tw, nx, th, E;	/* channels per PE, pixels per PE row, x chunks, rows per cluster */
 	uint32_t ob, nseg, in_rows, P_in, out_rp;
 	uint32_t in_off, out_off, w_off, b_off;
+	uint32_t padl, padr;	/* pad != 0: bytes of the padding columns at the start / end of every unit's
+				 * rows (ROW_ALL: the widest of any unit with outputs) */
 	uint32_t cf, cl, cm;	/* chunks: first and last chunk iterations, middle chunks */
 	double est;
 };
@@ -88,6 +90,17 @@ static bool dw_plan_split(const struct accel_caps *c, const struct dwg *g, bool 
 	d0.Wpu = (d0.OWu - 1) * g->sx + (g->S - 1) * g->dx + 1;
 	if (csplit && g->pl + g->W > d0.Wpu)
 		return found;	/* the image row must fit the padded SRAM row */
+	if (g->pad) {	/* the padding columns every unit's rows need (their image columns: a band) */
+		uint32_t rp = d0.Wpu;
+
+		for (uint32_t u = 0; u < (csplit ? 1u : c->rows) && u * d0.OWu < g->OW; u++) {
+			int64_t r = (int64_t)g->pl + g->W - (int64_t)u * d0.OWu * g->sx;
+
+			rp = (uint32_t)ACCEL_MIN((int64_t)rp, ACCEL_MAX(r, 0));
+		}
+		d0.padl = ACCEL_MIN(g->pl, d0.Wpu) * d0.Cu * g->e;
+		d0.padr = (d0.Wpu - rp) * d0.Cu * g->e;
+	}
 	d0.tw = ACCEL_MIN(d0.OWu, c->acc_elems / d0.tn);
 	d0.nx = (uint32_t)cdiv(d0.OWu, d0.tw);
 	d0.P_in = d0.Wpu * d0.Cu * g->e;
@@ -106,9 +119,13 @@ static bool dw_plan_split(const struct accel_caps *c, const struct dwg *g, bool 
 		d.E = ccs ? th : c->cols * th;
 		d.ob = (uint32_t)(cdiv(g->OH, d.E) * d.E);
 		for (; d.ob >= d.E; d.ob -= d.E) {
+			/* the column fill (dw_fills) writes the right padding of a row -1 and the left one of
+			 * a row in_rows when a row has both: room for them around the input area */
+			bool both = d.padl && d.padr;
+
 			d.in_rows = (d.ob - 1) * g->sy + (g->R - 1) * g->dy + 1;
-			d.in_off = 0;
-			d.out_off = al64((uint64_t)d.in_rows * d.P_in);
+			d.in_off = both ? al64(d.padr) : 0;
+			d.out_off = al64(d.in_off + (uint64_t)d.in_rows * d.P_in + (both ? d.padl : 0));
 			d.w_off = d.out_off + al64((uint64_t)d.ob * d.out_rp);
 			d.b_off = d.w_off + al64((uint64_t)d.Cu * g->R * g->S * g->e);
 			need = (uint64_t)d.b_off + (uint64_t)d.Cu * ACCEL_MAX(g->colb, 4u);
@@ -173,14 +190,86 @@ static void dw_bands(struct accel_cmdstream *cs, bool h2d, uint64_t va, uint64_t
 	cs_raw(cs, &b, sizeof(b));
 }
 
-/* Fill rows of every unit's half with the padding byte (padding rows that an earlier segment on this
- * half overwrote; with a non-zero input zero point, the whole input area at the job start). */
-static void dw_zero(struct accel_cmdstream *cs, unsigned half, uint32_t off, uint32_t pitch, uint32_t rows,
-		    uint8_t fill)
+/* A FILL of the padding byte over `height` rows of `width` bytes, `pitch` apart, in every unit. */
+struct dw_fill {
+	uint32_t off, width, pitch, height;
+};
+
+static uint64_t dw_fill_cycles(const struct dw_fill *f)
+{
+	return TNPU_CYC_CMD + TNPU_CYC_DMA_SETUP + (uint64_t)f->height * ACCEL_MAX(1, cdiv(f->width, TNPU_RATE_DMA));
+}
+
+/* SRAM rows [r0, r0 + rows) of the input area, one FILL row. */
+static struct dw_fill dw_rows_fill(const struct dwp *d, uint32_t r0, uint32_t rows)
+{
+	return (struct dw_fill){ .off = d->in_off + r0 * d->P_in, .width = rows * d->P_in, .height = 1 };
+}
+
+/*
+ * The FILLs before the band of SRAM rows [lo, hi) of segment s (dw_segment emits them, dw_sim and
+ * dw_sim_stream count them), at most 3.  Padding taps must read the padding byte: the SRAM's own
+ * zeros at pad 0 (clean lines since the job start), else the int8 input zero point.
+ * - Padding rows (outside the image): at a half's first use when pad != 0; when an earlier segment
+ *   on the half wrote them (several segments per image: another segment's image rows sit there;
+ *   with one segment per image every segment of a half puts the same image rows at the same SRAM
+ *   rows, so its padding rows are never overwritten).  Rows above and below the image in one chunk
+ *   take one FILL of two rows when that is cheaper.
+ * - Padding columns (pad != 0, first chunk of a half's first use): no band ever writes them, so one
+ *   FILL serves every segment.  Row r's right padding and row r + 1's left padding are adjacent:
+ *   one FILL row covers both: ceil((left + right bytes) / 128) cycles per SRAM row (filling whole
+ *   rows cost every row's bytes at 128 B/cycle: 2.5k cycles per half at 112x112x96 stride 2).
+ *   ROW_ALL writes these bytes in every unit, also where they are a unit's image columns: the band
+ *   that follows overwrites them.
+ */
+static unsigned dw_fills(const struct dwg *g, const struct dwp *d, uint32_t s, uint32_t lo, uint32_t hi,
+			 struct dw_fill f[3])
+{
+	uint32_t y0 = (s % d->nseg) * d->ob, rows = ACCEL_MIN(d->ob, g->OH - y0), n = 0, nt, nb;
+	int64_t iy0 = (int64_t)y0 * g->sy - g->pt;	/* image row of SRAM row 0 */
+	int64_t t1, b0;
+
+	/* rows past the last output row's window feed only the iterations' surplus rows (not stored) */
+	hi = ACCEL_MIN(hi, (rows - 1) * g->sy + (g->R - 1) * g->dy + 1);
+	lo = ACCEL_MIN(lo, hi);
+	t1 = ACCEL_MIN(ACCEL_MAX(-iy0, (int64_t)lo), (int64_t)hi);	/* rows [lo, t1) above the image */
+	b0 = ACCEL_MAX(ACCEL_MIN((int64_t)g->H - iy0, (int64_t)hi), t1);	/* rows [b0, hi) below */
+	nt = (uint32_t)(t1 - lo);
+	nb = (uint32_t)(hi - b0);
+
+	if (g->pad && s < 2 && lo == 0 && (d->padl || d->padr))
+		f[n++] = (struct dw_fill){ .off = d->in_off + (d->padl ? 0 : d->P_in) - d->padr,
+					   .width = d->padl + d->padr, .pitch = d->P_in,
+					   .height = d->in_rows + (d->padl && d->padr) };
+	if (!(s >= 2 && d->nseg > 1) && !(g->pad && s < 2))
+		return n;
+	if (nt && nb && b0 > t1) {
+		/* [lo, lo + m) and [hi - m, hi): rows of the image in between that the wider one also
+		 * covers get the band after it */
+		uint32_t m = ACCEL_MAX(nt, nb);
+		struct dw_fill two = { .off = d->in_off + lo * d->P_in, .width = m * d->P_in,
+				       .pitch = (hi - lo - m) * d->P_in, .height = 2 };
+		struct dw_fill top = dw_rows_fill(d, lo, nt), bot = dw_rows_fill(d, (uint32_t)b0, nb);
+
+		if (dw_fill_cycles(&two) <= dw_fill_cycles(&top) + dw_fill_cycles(&bot)) {
+			f[n++] = two;
+		} else {
+			f[n++] = top;
+			f[n++] = bot;
+		}
+	} else if (nt || nb) {	/* one run of rows: above, below or (both) the whole chunk */
+		uint32_t r0 = nt ? lo : (uint32_t)b0, r1 = nb ? hi : (uint32_t)t1;
+
+		f[n++] = dw_rows_fill(d, r0, r1 - r0);
+	}
+	return n;
+}
+
+static void dw_fill_emit(struct accel_cmdstream *cs, unsigned half, const struct dw_fill *fl, uint8_t fill)
 {
 	struct tnpu_cmd_dma f = {
 		.hdr = { .opcode = TNPU_CMD_DMA_H2D, .flags = AS, .size = sizeof(f) },
-		.sram_off = off, .sram_pitch_y = pitch, .width = pitch, .height = rows, .depth = 1,
+		.sram_off = fl->off, .sram_pitch_y = fl->pitch, .width = fl->width, .height = fl->height, .depth = 1,
 		.row = TNPU_DMA_ROW_ALL, .half = (uint8_t)half, .dma_flags = TNPU_DMA_F_FILL, .fill = fill,
 	};
 
@@ -274,11 +363,6 @@ static void dw_prologue(struct accel_cmdstream *cs, const struct dwg *g, const s
 	uint32_t wl = d->Cu * g->R * g->S * g->e, ws = d->csplit ? wl : 0;
 	uint8_t fl = (uint8_t)(TNPU_BANDS_F_AUX | (d->stream ? TNPU_BANDS_F_STREAM : 0));
 
-	/* a non-zero padding byte: the input area of each half holds it wherever no image byte lands
-	 * (the bands below never write the padding columns, dw_segment refills padding rows) */
-	for (unsigned h = 0; g->pad && h < halves; h++)
-		dw_zero(cs, h, d->in_off, d->P_in, d->in_rows, g->pad);
-
 	/* column split: every unit the same band (step 0); channel split: unit u its channels' rows.
 	 * On the ports' AUX queue: their setup overlaps the first input band (commands.md).  STREAM:
 	 * the weight-slot LD waits for the weight lines themselves, no semaphore. */
@@ -358,7 +442,11 @@ static double dw_sim(const struct accel_caps *c, const struct dwg *g, const stru
 		for (unsigned j = 0; j < nch; j++) {
 			uint32_t hi = ACCEL_MIN(d->in_rows, (k0[j + 1] * d->E - 1) * g->sy + (g->R - 1) * g->dy + 1);
 			int64_t r0 = ACCEL_MAX(iy0 + lo, 0), r1 = ACCEL_MIN(iy0 + hi, (int64_t)g->H);
+			struct dw_fill f[3];
+			unsigned nf = dw_fills(g, d, s, lo, hi, f);
 
+			for (unsigned i = 0; i < nf; i++)
+				L += dw_fill_cycles(&f[i]);
 			/* the rows inside the image, then the FULL signal (CYC_CMD on the load engine) */
 			L += TNPU_CYC_CMD + TNPU_CYC_DMA_SETUP + (uint64_t)ACCEL_MAX(r1 - r0, 0) * lrow;
 			lo = hi;
@@ -419,8 +507,9 @@ static double dw_sim_stream(const struct accel_caps *c, const struct dwg *g, con
 	st = cdiv(th * tw * d->tn * g->oe * c->pes, 128);
 	lrow = cdiv((uint64_t)(d->csplit ? g->W : d->Wpu) * d->Cu * g->e, TNPU_RATE_DMA_PORT);
 	srow = cdiv(d->out_rp, TNPU_RATE_DMA_PORT);
-	/* written bytes of one input row in the multicast block (padding columns stay clean) */
-	wrow = (uint64_t)ACCEL_MIN(d->Wpu, g->W) * d->Cu * g->e;
+	/* written bytes of one input row in the multicast block: padding columns stay clean, unless
+	 * they are filled with a non-zero padding byte (then the padding rows are written too) */
+	wrow = (uint64_t)(g->pad ? d->Wpu : ACCEL_MIN(d->Wpu, g->W)) * d->Cu * g->e;
 	wb = (uint64_t)d->Cu * g->R * g->S * g->e;
 	wx = cdiv(wb, TNPU_RATE_DMA_PORT);
 	bx = g->colb ? cdiv((uint64_t)d->Cu * g->colb, TNPU_RATE_DMA_PORT) : 0;
@@ -438,18 +527,28 @@ static double dw_sim_stream(const struct accel_caps *c, const struct dwg *g, con
 		unsigned h = s & 1;
 		int64_t iy0 = (int64_t)y0 * g->sy - g->pt;
 		int64_t r0 = ACCEL_MAX(iy0, 0), r1 = ACCEL_MIN(iy0 + (int64_t)d->in_rows, (int64_t)g->H);
-		uint64_t land0, t0, out_prev = 0;
+		uint64_t land0, t0, out_prev = 0, pad_t = 0;
 		struct dw_work w = { 0 }, pre[256];
 		uint64_t ready[256];
-		unsigned nw = 0;
+		struct dw_fill f[3];
+		unsigned nw = 0, nf;
 
 		if (s >= 2)
 			L = ACCEL_MAX(L, cend[h]);
+		/* the FILLs, then the token the EXE waits for */
+		nf = dw_fills(g, d, s, 0, ACCEL_MIN(d->in_rows, (n * d->E - 1) * g->sy + (g->R - 1) * g->dy + 1), f);
+		for (unsigned i = 0; i < nf; i++)
+			L += dw_fill_cycles(&f[i]);
+		if (nf) {
+			pad_t = L;
+			L += TNPU_CYC_CMD;
+		}
 		land0 = L + TNPU_CYC_CMD + TNPU_CYC_DMA_SETUP;	/* image row r lands at land0 + (r - r0 + 1) * lrow */
 		L = land0 + (uint64_t)ACCEL_MAX(r1 - r0, 0) * lrow;
 		if (s >= 2)
 			C = ACCEL_MAX(C, send[h]);
-		t0 = C + 2 * issue1 + 2;	/* CONFIG of the run (parsed ahead) and the EXE */
+		/* CONFIG of the run (parsed ahead) and the EXE, after the FILLs' token */
+		t0 = nf ? ACCEL_MAX(C + issue1 + 2, pad_t) + TNPU_CYC_CMD + issue1 : C + 2 * issue1 + 2;
 		S = ACCEL_MAX(S, s >= 2 ? send[h] : 0);
 		S += TNPU_CYC_CMD + TNPU_CYC_DMA_SETUP;
 		for (uint32_t k = 0; k < n; k++) {
@@ -457,8 +556,8 @@ static double dw_sim_stream(const struct accel_caps *c, const struct dwg *g, con
 			int64_t last = ACCEL_MIN(iy0 + (int64_t)hi, (int64_t)g->H) - 1, img = 0, out_t;
 			uint32_t o0 = k * d->E, o1 = ACCEL_MIN((k + 1) * d->E, rows);
 
-			for (uint32_t j = lo; j < hi; j++)
-				img += iy0 + j >= 0 && iy0 + j < (int64_t)g->H;
+			for (uint32_t j = lo; j < hi; j++)	/* pad != 0: filled rows are written */
+				img += g->pad || (iy0 + j >= 0 && iy0 + j < (int64_t)g->H);
 			if (last >= r0 && nw < 256) {
 				ready[nw] = land0 + (uint64_t)(last - r0 + 1) * lrow;
 				pre[nw++] = w;
@@ -488,10 +587,16 @@ static void dw_segment(struct accel_cmdstream *cs, const struct dwg *g, const st
 	uint32_t b = s / d->nseg, y0 = (s % d->nseg) * d->ob, rows = ACCEL_MIN(d->ob, g->OH - y0);
 	uint32_t n = (uint32_t)cdiv(rows, d->E), k0[DW_MAX_CHUNKS + 1], lo = 0;
 	int64_t iy0 = (int64_t)y0 * g->sy - g->pt;	/* image row of SRAM row 0 */
+	struct dw_fill f[3];
+	unsigned nf;
+	bool pad_wait;
 	uint8_t exe = TNPU_PKT_EXE_BYTE(1, TNPU_PKT_LAST | TNPU_PKT_SHIFT_OUT);
 	uint8_t sf = d->stream ? TNPU_BANDS_F_STREAM : 0;	/* STREAM: the lines replace FULL/DONE */
 
 	nch = dw_chunks(d, n, k0);
+	/* STREAM: one chunk, whose FILLs the EXE waits for */
+	pad_wait = d->stream && dw_fills(g, d, s, 0, ACCEL_MIN(d->in_rows, (k0[1] * d->E - 1) * g->sy +
+								(g->R - 1) * g->dy + 1), f);
 	/* load engine: each chunk's new input rows, every unit its column band (one DMA_BANDS_H2D) */
 	if (s >= 2)
 		cs_sem(cs, false, AS, TNPU_ENGINE_LOAD, DS_CFREE + h, 1);
@@ -499,17 +604,13 @@ static void dw_segment(struct accel_cmdstream *cs, const struct dwg *g, const st
 		uint32_t hi = ACCEL_MIN(d->in_rows, (k0[j + 1] * d->E - 1) * g->sy + (g->R - 1) * g->dy + 1);
 		int64_t r0 = ACCEL_MAX(iy0 + lo, 0), r1 = ACCEL_MIN(iy0 + hi, (int64_t)g->H);
 
-		/* SRAM rows outside the image must read as zero: clear those an earlier segment wrote.  With
-		 * one segment per image every segment of a half puts the same image rows at the same SRAM
-		 * rows, so its padding rows were never written (they are clean since the job start). */
-		if (s >= 2 && d->nseg > 1 && iy0 + lo < 0)
-			dw_zero(cs, h, d->in_off + lo * d->P_in, d->P_in, (uint32_t)ACCEL_MIN(-(iy0 + lo), hi - lo),
-				g->pad);
-		if (s >= 2 && d->nseg > 1 && iy0 + hi > (int64_t)g->H) {
-			uint32_t z0 = (uint32_t)ACCEL_MAX((int64_t)lo, (int64_t)g->H - iy0);
-
-			dw_zero(cs, h, d->in_off + z0 * d->P_in, d->P_in, hi - z0, g->pad);
-		}
+		nf = dw_fills(g, d, s, lo, hi, f);
+		for (unsigned i = 0; i < nf; i++)
+			dw_fill_emit(cs, h, &f[i], g->pad);
+		/* a FILL is a plain write: STREAM's LDs wait only for line-tracked bands, so the EXE
+		 * waits for this token (the chunks' FULL tokens cover it otherwise) */
+		if (nf && d->stream)
+			cs_sem(cs, true, AS, TNPU_ENGINE_LOAD, DS_PAD, 1);
 		if (r1 > r0 && d->csplit)	/* each pixel's Cu channels, packed after pl zero pixels */
 			dw_bands(cs, true, g->in_va + (uint64_t)b * g->in_sn + (uint64_t)r0 * g->in_sh, g->in_sh, h,
 				 d->in_off + (uint32_t)(r0 - iy0) * d->P_in + g->pl * d->Cu * g->e, d->P_in,
@@ -530,6 +631,8 @@ static void dw_segment(struct accel_cmdstream *cs, const struct dwg *g, const st
 		dw_config_run(cs, g, d, p, h, k0[j], k0[j + 1] - k0[j], 0);
 		if (!d->stream)
 			cs_sem(cs, false, AS, TNPU_ENGINE_COMPUTE, DS_FULL, 1);
+		else if (pad_wait)
+			cs_sem(cs, false, AS, TNPU_ENGINE_COMPUTE, DS_PAD, 1);
 		for (uint32_t xc = 0; xc < d->nx; xc++) {
 			if (xc)
 				dw_config_run(cs, g, d, p, h, k0[j], k0[j + 1] - k0[j], xc);
@@ -577,8 +680,8 @@ int conv_dw_lower(struct accel_dev *dev, struct mm_ctx *x, const struct accel_co
 		return 1;
 	memset(&g, 0, sizeof(g));
 	g.dt = p->f32 ? TNPU_DTYPE_FP32 : TNPU_DTYPE_INT8;
-	/* int8 padding reads the input zero point: the input area is filled with it (a filled line is
-	 * written, not clean: such a plan takes the semaphores, not STREAM's line tracking) */
+	/* int8 padding reads the input zero point: the padding rows and columns are filled with it
+	 * (dw_fills; a filled line is written, not clean, so it is delivered) */
 	g.pad = (uint8_t)(int8_t)cd->input_zero_point;
 	g.out_dt = p->out_dtype;
 	g.e = p->f32 ? 4 : 1;
@@ -596,11 +699,13 @@ int conv_dw_lower(struct accel_dev *dev, struct mm_ctx *x, const struct accel_co
 	    out->strides[3] != (int64_t)g.C * g.oe || out->strides[1] != (int64_t)g.oe)
 		return 1;
 	if (!dw_plan(c, &g, p->use_sfu, dev->dw_map,
-		     (c->features & TNPU_FEAT_STREAM) && dev->stream_off != 1 && !g.pad, dev->stream_off == 2 && !g.pad,
+		     (c->features & TNPU_FEAT_STREAM) && dev->stream_off != 1, dev->stream_off == 2,
 		     &d))
 		return 1;
 	total = g.N * d.nseg;
-	est_bytes = 4096 + (uint64_t)total * DW_MAX_CHUNKS * (4 * 96 + d.nx * 256);
+	/* per segment: up to DW_MAX_CHUNKS chunks, each with up to 3 FILLs (dw_fills) and their token */
+	est_bytes = 4096 + (uint64_t)total * DW_MAX_CHUNKS *
+				   (4 * 96 + d.nx * 256 + (g.pad || d.nseg > 1 ? 3 * 64 + 16 : 0));
 	if (est_bytes > x->cut_bytes)
 		return 1;
 	g.in_va = in->buf->va + in->offset;

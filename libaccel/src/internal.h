@@ -54,6 +54,7 @@ struct accel_dev {
 	uint8_t dw_narrow;	/* sim option dw-wide=off: depthwise windows without WIDE multicast (before/after) */
 	uint8_t stream_off;	/* sim option stream=off (1): depthwise without STREAM bands; =only (2): only with */
 	bool qcol_off;		/* sim option qcol=off: CAP_FEATURES without bit 19 (SFU QCOL) */
+	bool qadd_off;		/* sim option qadd=off: CAP_FEATURES without bit 20 (VEC QADD) */
 	struct accel_trace *trace;	/* job-timeline recording (trace.c), NULL if never begun */
 	char err[320];
 	/* chain #9: islands (filled by the backend) */

@@ -1,8 +1,8 @@
 /* SPDX-License-Identifier: MIT */
 /*
  * vec_ops.c - the public operations on the ISA 2 vector units: accel_eltwise, the vector-unit
- * functions of accel_activation, max pooling, accel_softmax, accel_layernorm, accel_transpose and
- * accel_requant.  Validation here, lowering in vec_lower.c (Documentation/libaccel.md "Vector-unit
+ * functions of accel_activation, max pooling, accel_softmax, accel_layernorm, accel_transpose,
+ * accel_requant and accel_qadd.  Validation here, lowering in vec_lower.c (Documentation/libaccel.md "Vector-unit
  * operations").
  */
 #include <math.h>
@@ -51,6 +51,19 @@ static bool int8_q_ok(int32_t m, uint8_t shift, int16_t zp)
 
 /* ---- accel_eltwise ------------------------------------------------------------------------- */
 
+/* numpy broadcasting of a and b to out: one ndim, each dim equal to out's or 1. */
+static int bcast_check(struct accel_dev *dev, const struct accel_tensor *a, const struct accel_tensor *b,
+		       const struct accel_tensor *out, const char *what)
+{
+	if (a->ndim != out->ndim || b->ndim != out->ndim)
+		return accel_seterr(dev, -EINVAL, "%s: a, b and out need the same ndim", what);
+	for (unsigned i = 0; i < out->ndim; i++)
+		if ((a->shape[i] != out->shape[i] && a->shape[i] != 1) || (b->shape[i] != out->shape[i] && b->shape[i] != 1))
+			return accel_seterr(dev, -EINVAL, "%s: dim %u of a (%u) / b (%u) neither equals out's (%u) nor 1", what,
+					    i, a->shape[i], b->shape[i], out->shape[i]);
+	return 0;
+}
+
 int accel_eltwise(struct accel_dev *dev, const struct accel_eltwise_desc *d, const struct accel_submit *sub,
 		  struct accel_job **job)
 {
@@ -73,13 +86,8 @@ int accel_eltwise(struct accel_dev *dev, const struct accel_eltwise_desc *d, con
 	if (dt == ACCEL_FP32 ? d->out->dtype != ACCEL_FP32
 			     : (dt == ACCEL_INT32 ? d->out->dtype != ACCEL_INT32 : d->out->dtype == ACCEL_FP32))
 		return accel_seterr(dev, -EINVAL, "eltwise: output dtype must be FP32 (FP32), INT32 (INT32) or INT8/INT32 (INT8)");
-	if (d->a->ndim != d->out->ndim || d->b->ndim != d->out->ndim)
-		return accel_seterr(dev, -EINVAL, "eltwise: a, b and out need the same ndim");
-	for (unsigned i = 0; i < d->out->ndim; i++)
-		if ((d->a->shape[i] != d->out->shape[i] && d->a->shape[i] != 1) ||
-		    (d->b->shape[i] != d->out->shape[i] && d->b->shape[i] != 1))
-			return accel_seterr(dev, -EINVAL, "eltwise: dim %u of a (%u) / b (%u) neither equals out's (%u) nor 1", i,
-					    d->a->shape[i], d->b->shape[i], d->out->shape[i]);
+	if ((ret = bcast_check(dev, d->a, d->b, d->out, "eltwise")))
+		return ret;
 	if ((unsigned)d->op > ACCEL_ELT_MIN)
 		return accel_seterr(dev, -EINVAL, "eltwise: unknown op %d", (int)d->op);
 	if (d->act != ACCEL_ACT_NONE && d->act != ACCEL_ACT_RELU)
@@ -97,6 +105,59 @@ int accel_eltwise(struct accel_dev *dev, const struct accel_eltwise_desc *d, con
 		j.tmpl.shift = d->multiplier ? d->shift : 30;
 		j.tmpl.zero_point = d->zero_point;
 	}
+	ts[0] = d->a;
+	ts[1] = d->b;
+	ts[2] = d->out;
+	return run(dev, &j, ts, 3, NULL, 0, sub, job);
+}
+
+/* ---- accel_qadd ---------------------------------------------------------------------------- */
+
+int accel_qadd(struct accel_dev *dev, const struct accel_qadd_desc *d, const struct accel_submit *sub,
+	       struct accel_job **job)
+{
+	const struct accel_tensor *ts[3];
+	struct vx_job j;
+	int ret;
+
+	ret = accel_op_begin(dev, d, "accel_qadd", job);
+	if (ret)
+		return ret;
+	if ((ret = arg_tensor(dev, d->a, "a")) || (ret = arg_tensor(dev, d->b, "b")) ||
+	    (ret = arg_tensor(dev, d->out, "out")))
+		return ret;
+	if ((ret = vx_need(dev, "accel_qadd")))
+		return ret;
+	if (!(dev->caps.features & TNPU_FEAT_VEC_QADD))
+		return accel_seterr(dev, -EOPNOTSUPP, "accel_qadd: the device's vector units have no quantised add "
+				    "(CAP_FEATURES bit 20); rescale each input with accel_eltwise and requantise the sum");
+	if (d->a->dtype != ACCEL_INT8 || d->b->dtype != ACCEL_INT8 || d->out->dtype != ACCEL_INT8)
+		return accel_seterr(dev, -EINVAL, "qadd: a, b and out must be INT8");
+	if ((ret = bcast_check(dev, d->a, d->b, d->out, "qadd")))
+		return ret;
+	if (d->op != ACCEL_ELT_ADD && d->op != ACCEL_ELT_SUB)
+		return accel_seterr(dev, -EINVAL, "qadd: op must be ADD or SUB (%d)", (int)d->op);
+	if (d->act != ACCEL_ACT_NONE && d->act != ACCEL_ACT_RELU)
+		return accel_seterr(dev, -EINVAL, "qadd: act must be NONE or RELU");
+	if (d->a_zero_point < -128 || d->a_zero_point > 127 || d->b_zero_point < -128 || d->b_zero_point > 127 ||
+	    d->zero_point < -128 || d->zero_point > 127)
+		return accel_seterr(dev, -EINVAL, "qadd: zero points must be -128..127 (a %d, b %d, out %d)",
+				    d->a_zero_point, d->b_zero_point, d->zero_point);
+	if (d->shift > 62)
+		return accel_seterr(dev, -EINVAL, "qadd: shift must be 0..62 (%u)", d->shift);
+	job_init(&j, d->out);
+	j.n_in = 2;
+	vx_opnd_of(d->a, &j.in[0]);
+	vx_opnd_of(d->b, &j.in[1]);
+	/* vector-units.md "Quantised add": lo/hi the zero points, scale/bias the multipliers */
+	j.tmpl = vx_cmd(TNPU_VEC_BINARY, (uint8_t)d->op, TNPU_DTYPE_INT8, TNPU_DTYPE_INT8);
+	j.tmpl.vflags = (uint8_t)(TNPU_VEC_F_QADD | (d->act == ACCEL_ACT_RELU ? TNPU_VEC_F_RELU : 0));
+	j.tmpl.scale = (uint32_t)d->a_multiplier;
+	j.tmpl.bias = (uint32_t)d->b_multiplier;
+	j.tmpl.lo = (uint32_t)(int32_t)d->a_zero_point;
+	j.tmpl.hi = (uint32_t)(int32_t)d->b_zero_point;
+	j.tmpl.shift = d->shift;
+	j.tmpl.zero_point = d->zero_point;
 	ts[0] = d->a;
 	ts[1] = d->b;
 	ts[2] = d->out;

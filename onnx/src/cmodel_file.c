@@ -415,7 +415,8 @@ static bool copy_box_bad(const struct onnx_compiled *cm, const struct cstep *s)
 
 /* An int8 QDQ step (compile_qdq.c): operands placed, parameters in range, constants inside the
  * weights, scratch inside the arena, and nrq exactly the extent accel_requant reads its host-side
- * multiplier/shift arrays for (the axis it requantises along). */
+ * multiplier/shift arrays for (the axis it requantises along; a CS_QADD step with nrq 0 runs one
+ * accel_qadd and reads none). */
 static int check_qdq_step(struct rbuf *r, struct onnx_compiled *cm, unsigned i)
 {
 	const struct cstep *s = &cm->steps[i];
@@ -443,7 +444,8 @@ static int check_qdq_step(struct rbuf *r, struct onnx_compiled *cm, unsigned i)
 	    !small4((uint64_t)s->M, (uint64_t)s->K, 1, 1) || !small4((uint64_t)s->M, (uint64_t)s->N, 1, 1) ||
 	    !small4(s->ad[0], s->ad[1], s->ad[2], s->ad[3]) || !small4(s->od[0], s->od[1], s->od[2], s->od[3]))
 		return bad(r, -EBADMSG, "step %u: a tensor shape field is larger than 2^32 elements", i);
-	requant = s->kind == CS_QADD || ((s->kind == CS_QCONV || s->kind == CS_QGEMM) && s->odt == ACCEL_INT32);
+	requant = (s->kind == CS_QADD && !cm_qdq_qadd1(s)) ||
+		  ((s->kind == CS_QCONV || s->kind == CS_QGEMM) && s->odt == ACCEL_INT32);
 	if (s->kind == CS_QCONV) {
 		nrq_need = (uint64_t)s->k;
 		wb = (uint64_t)s->k * (uint64_t)s->cg * (uint64_t)s->kh * (uint64_t)s->kw;
@@ -453,6 +455,10 @@ static int check_qdq_step(struct rbuf *r, struct onnx_compiled *cm, unsigned i)
 		wb = (uint64_t)s->N * (uint64_t)s->K;
 		bb = (uint64_t)s->N * (cm_qdq_qcol(s) ? 12 : 4);
 	} else if (s->kind == CS_QADD) {
+		/* nrq 0: one accel_qadd job, which only a device with CAP_FEATURES bit 20 runs */
+		if (cm_qdq_qadd1(s) && !(cm->geom[6] & (1u << 20)))
+			return bad(r, -EBADMSG, "step %u: a one-job 'qadd' step (field 'nrq' 0) for a device without "
+				   "the quantised add (geometry.features bit 20)", i);
 		nrq_need = s->od[0];
 		if (!in_range(s->k_off[0], 1, cm->wbytes) || !in_range(s->k_off[1], 4, cm->wbytes) ||
 		    !in_range(s->k_off[2], 1, cm->wbytes) || !in_range(s->k_off[3], 4, cm->wbytes))
@@ -714,11 +720,28 @@ int onnx_compiled_load_mem(struct onnx_model *m, struct accel_dev *dev, const st
 	if (check_vals(&r, cm) || check_steps(&r, cm))
 		goto fail;
 	{
-		uint64_t sum = 0;
+		uint64_t sum = 0, big = 0, sc = 0;
 
 		for (unsigned v = 0; v < cm->n_vals; v++)
-			if (cm->vals[v].loc == LOC_ARENA && cm->vals[v].root == (int)v)
+			if (cm->vals[v].loc == LOC_ARENA && cm->vals[v].root == (int)v) {
 				sum += (cm->vals[v].bytes + 63) / 64 * 64 + 64;
+				big = cm->vals[v].bytes > big ? cm->vals[v].bytes : big;
+			}
+		/* plus the steps' scratch (an int8 step's int32 temporaries, at most 8 bytes per element of
+		 * its output: the six-job QADD's two), each live during its own step only but placed by the
+		 * planner like any block */
+		for (unsigned i = 0; i < cm->n_steps; i++) {
+			uint64_t b = cm->steps[i].sc_bytes;
+
+			if (b > 8 * big + 128) {
+				bad(&r, -EBADMSG, "step %u: field 'sc_bytes' (%llu) is larger than any step's scratch", i,
+				    (unsigned long long)b);
+				goto fail;
+			}
+			if (b)
+				sc += (b + 63) / 64 * 64 + 64;
+		}
+		sum += sc;
 		if (cm->arena_bytes > sum || cm->lower_bound > cm->arena_bytes) {
 			bad(&r, -EBADMSG, "field 'arena_bytes' (%llu) or 'lower_bound' is inconsistent with the values",
 			    (unsigned long long)cm->arena_bytes);

@@ -29,7 +29,8 @@ enum cstep_kind {
 	 * numbers in compiled-model files */
 	CS_QCONV,	/* int8 conv (or pooling as a depthwise conv), requantised on the device; optional max pool first */
 	CS_QGEMM,	/* int8 GEMM/MatMul, requantised on the device */
-	CS_QADD,	/* DQ + DQ -> Add (-> Relu) -> Q on the vector units (int32 rescale, add, requant) */
+	CS_QADD,	/* DQ + DQ -> Add (-> Relu) -> Q on the vector units (accel_qadd, or int32 rescale, add,
+			 * requant) */
 	CS_QPOOL,	/* int8 max pool whose output keeps the input's quantisation */
 	CS_QFUSED,	/* a Q/DQ (or Relu) node folded into an int8 step: no step runs */
 	CS_KIND_COUNT
@@ -96,7 +97,8 @@ struct cstep {
 	uint64_t rq_off;	/* per channel: int32 multipliers[nrq] then uint8 shifts[nrq] (weight image) */
 	uint32_t nrq;
 	uint64_t sc_bytes, sc_off;	/* scratch in the arena, live during this step only */
-	uint64_t k_off[4];	/* CS_QADD: za (INT8), Ma (INT32), zb, Mb constants */
+	uint64_t k_off[4];	/* CS_QADD: za (INT8), Ma (INT32), zb, Mb constants; with nrq 0 (one accel_qadd
+				 * job) Ma, Mb are sa/sy, sb/sy * 2^shift, else sa/S, sb/S * 2^21 */
 	int qpool;		/* CS_QCONV: a max pool first; pool input dims in ad[], window in pw[] */
 	uint32_t pw[8];		/* kh, kw, sh, sw, pt, pl, pb, pr of that pool (or CS_QPOOL's) */
 };
@@ -159,6 +161,9 @@ unsigned cm_qdq_jobs(const struct cstep *s);
 /* A QCONV/QGEMM step whose b_off holds K x 3 column records {bias, multiplier, shift} (per-channel
  * requantisation in the SFU epilogue, CAP_FEATURES bit 19): INT8 output with mult 0. */
 bool cm_qdq_qcol(const struct cstep *s);
+/* A CS_QADD step of one accel_qadd job (CAP_FEATURES bit 20): nrq 0, no scratch, the multipliers at
+ * k_off[1], k_off[3] scaled by 2^shift; else six jobs through int32 temporaries and accel_requant. */
+bool cm_qdq_qadd1(const struct cstep *s);
 uint64_t cm_model_digest(const struct onnx_model *m, const struct onnx_tensor *shapes, unsigned n);
 /* The node-by-node executor's per-node entry (exec.c). */
 int onnx_run_node(struct onnx_ctx *c);

@@ -22,8 +22,10 @@
  * float32 error of the reference's own convolution: within 1 LSB (tests/unit/onnx/test_qdq.c).
  * Relu = max(acc, 0) before the requantisation (requantisation is monotonic and maps 0 to zy); a
  * Clip must be Relu-like (lo 0, or below the output's range) with hi at or above the output's range.
- * Add: (a - za) * Ma + (b - zb) * Mb in int32 on the vector units, Ma/Mb = sa/S, sb/S in 21-bit fixed
- * point (S = max(sa, sb)), then requantised by S / (2^21 sy).  Average pooling is a depthwise
+ * Add: one accel_qadd on a device with the vector units' quantised add (CAP_FEATURES bit 20):
+ * sat8(((a - za) * Ma + (b - zb) * Mb + round) >> s) + zy) exact in 64 bits, Ma/Mb = sa/sy, sb/sy * 2^s
+ * (~31-bit multipliers), one rounding.  Without it: (a - za) * Ma + (b - zb) * Mb in int32 (six jobs),
+ * Ma/Mb = sa/S, sb/S in 21-bit fixed point (S = max(sa, sb)), then requantised by S / (2^21 sy).  Average pooling is a depthwise
  * convolution with a kernel of ones (bias -R*S*zx, requantised by sx / (sy R S)); max pooling runs on
  * the int8 values directly (max commutes with the monotonic dequantisation), followed by a 1x1 ones
  * depthwise convolution when the output's quantisation differs.
@@ -649,7 +651,28 @@ static int lower_qpool(struct onnx_compiled *cm, struct onnx_ctx *c, struct cste
 	return alloc_y(m, p, ond, od);
 }
 
-/* Add of two int8 tensors of one shape (rank <= 4). */
+/*
+ * The one-job add (the vector units' quantised add, CAP_FEATURES bit 20): Ma = sa/sy * 2^s and
+ * Mb = sb/sy * 2^s with the largest s <= 62 that keeps both below 2^31, so the larger uses ~31 bits and
+ * the sum is rounded once.  false when even s = 0 overflows (a ratio >= 2^31: no useful quantisation).
+ */
+static bool qadd1_mults(double ra, double rb, int32_t *ma, int32_t *mb, int *shift)
+{
+	double big = ra > rb ? ra : rb;
+	int s = 62;
+
+	while (s >= 0 && nearbyint(ldexp(big, s)) > 2147483647.0)
+		s--;
+	if (s < 0 || !(big > 0))
+		return false;
+	*ma = (int32_t)nearbyint(ldexp(ra, s));
+	*mb = (int32_t)nearbyint(ldexp(rb, s));
+	*shift = s;
+	return true;
+}
+
+/* Add of two int8 tensors of one shape (rank <= 4): one accel_qadd job where the device has the
+ * quantised add, else six (two int32 rescales each, an int32 add, accel_requant). */
 static int lower_qadd(struct onnx_compiled *cm, struct cstep *s, const struct qpat *p)
 {
 	struct onnx_model *m = cm->m;
@@ -657,6 +680,8 @@ static int lower_qadd(struct onnx_compiled *cm, struct cstep *s, const struct qp
 	double S = p->xq[0].scale > p->xq[1].scale ? p->xq[0].scale : p->xq[1].scale, r;
 	int32_t ma = (int32_t)lrint(p->xq[0].scale / S * 2097152.0), mb = (int32_t)lrint(p->xq[1].scale / S * 2097152.0);
 	int8_t za = (int8_t)p->xq[0].zp, zb = (int8_t)p->xq[1].zp;
+	bool one = false;
+	int sh = 0;
 	uint64_t cnt4;
 	int ret;
 
@@ -671,6 +696,8 @@ static int lower_qadd(struct onnx_compiled *cm, struct cstep *s, const struct qp
 	s->in[1] = p->x[1];
 	s->izp = za, s->izp2 = zb, s->ozp = p->yq.zp;
 	s->act = p->relu >= 0 ? ACCEL_ACT_RELU : ACCEL_ACT_NONE;
+	if (cm->geom[6] & (1u << 20))
+		one = qadd1_mults(p->xq[0].scale / p->yq.scale, p->xq[1].scale / p->yq.scale, &ma, &mb, &sh);
 	s->k_off[0] = cm_wimg_add(cm, &za, 1);
 	s->k_off[1] = cm_wimg_add(cm, &ma, 4);
 	s->k_off[2] = cm_wimg_add(cm, &zb, 1);
@@ -678,6 +705,11 @@ static int lower_qadd(struct onnx_compiled *cm, struct cstep *s, const struct qp
 	for (unsigned k = 0; k < 4; k++)
 		if (s->k_off[k] == UINT64_MAX)
 			return cm_seterr(cm, -ENOMEM, "weights: out of memory");
+	if (one) {	/* nrq 0 marks it (cm_qdq_qadd1): Ma, Mb at k_off[1], k_off[3], s in shift */
+		s->shift = sh;
+		s->odt = ACCEL_INT8;
+		return alloc_y(m, p, a->ndim, a->dims);
+	}
 	cnt4 = (a->count * 4 + CM_ALIGN - 1) / CM_ALIGN * CM_ALIGN;
 	s->sc_bytes = 2 * cnt4;
 	r = S / (2097152.0 * p->yq.scale);
@@ -848,6 +880,11 @@ bool cm_qdq_qcol(const struct cstep *s)
 	return (s->kind == CS_QCONV || s->kind == CS_QGEMM) && s->odt == ACCEL_INT8 && !s->mult;
 }
 
+bool cm_qdq_qadd1(const struct cstep *s)
+{
+	return s->kind == CS_QADD && !s->nrq;
+}
+
 unsigned cm_qdq_jobs(const struct cstep *s)
 {
 	switch (s->kind) {
@@ -856,7 +893,7 @@ unsigned cm_qdq_jobs(const struct cstep *s)
 	case CS_QGEMM:
 		return 1 + (s->odt == ACCEL_INT32);
 	case CS_QADD:
-		return 6;
+		return cm_qdq_qadd1(s) ? 1 : 6;
 	case CS_QPOOL:
 		return 1;
 	default:
@@ -988,6 +1025,32 @@ static int job_gemm(struct onnx_compiled *cm, const struct cstep *s, unsigned k,
 	return accel_gemm(cm->dev, &d, sub, job);
 }
 
+/* One job: accel_qadd, the multipliers in the weight image (lower_qadd). */
+static int job_add1(struct onnx_compiled *cm, const struct cstep *s, const struct accel_submit *sub,
+		    struct accel_job **job, const char **what)
+{
+	struct accel_tensor a, b, out;
+	struct accel_qadd_desc d;
+
+	memset(&d, 0, sizeof(d));
+	vt(cm, s->in[0], ACCEL_INT8, s->od, &a);
+	vt(cm, s->in[1], ACCEL_INT8, s->od, &b);
+	vt(cm, s->out, ACCEL_INT8, s->od, &out);
+	d.a = &a;
+	d.b = &b;
+	d.out = &out;
+	d.op = ACCEL_ELT_ADD;
+	d.act = (enum accel_act)s->act;
+	memcpy(&d.a_multiplier, cm->wimg + s->k_off[1], 4);
+	memcpy(&d.b_multiplier, cm->wimg + s->k_off[3], 4);
+	d.a_zero_point = (int16_t)s->izp;
+	d.b_zero_point = (int16_t)s->izp2;
+	d.zero_point = (int16_t)s->ozp;
+	d.shift = (uint8_t)s->shift;
+	*what = "accel_qadd";
+	return accel_qadd(cm->dev, &d, sub, job);
+}
+
 /* (a - za) * Ma + (b - zb) * Mb in int32, then requantised. */
 static int job_add(struct onnx_compiled *cm, const struct cstep *s, unsigned k, const struct accel_submit *sub,
 		   struct accel_job **job, const char **what)
@@ -999,6 +1062,8 @@ static int job_add(struct onnx_compiled *cm, const struct cstep *s, unsigned k, 
 	unsigned opnd = k < 2 ? 0 : 1;
 	enum accel_layout tl = lay(cm, s->out);	/* the int32 temporaries: the output's layout */
 
+	if (cm_qdq_qadd1(s))
+		return job_add1(cm, s, sub, job, what);
 	memset(&d, 0, sizeof(d));
 	if (k == 5) {
 		*what = "accel_requant";

@@ -104,6 +104,7 @@ int bench_vec_main(int argc, char **argv)
 {
 	const char *path = "sim";
 	struct accel_dev *dev = NULL;
+	struct accel_caps caps;
 	bool all_ok = true;
 	char msg[256];
 	enum { C = 64, H = 56, W = 56, SH = 112, SW = 112 };
@@ -123,6 +124,7 @@ int bench_vec_main(int argc, char **argv)
 		fprintf(stderr, "accel-bench vec: cannot open %s: %s\n", path, msg);
 		return 1;
 	}
+	accel_query_caps(dev, &caps);
 	{	/* residual add fp32 + relu, 56x56x64 NHWC */
 		struct accel_buffer *ba = B(dev, E * 4), *bb = B(dev, E * 4), *bo = B(dev, E * 4);
 		struct accel_tensor a, b, o;
@@ -161,6 +163,32 @@ int bench_vec_main(int argc, char **argv)
 			}
 			report(&v8);
 			all_ok &= v8.ok;
+		}
+		/* the quantised add of two differently quantised int8 tensors (CAP_FEATURES bit 20): one pass
+		 * where a device without it needs six (onnx.md "int8 QDQ graphs") */
+		if (caps.features & (1u << 20)) {
+			struct accel_tensor a8, b8, o8;
+			struct accel_qadd_desc dq = { .a = &a8, .b = &b8, .out = &o8, .op = ACCEL_ELT_ADD,
+						      .act = ACCEL_ACT_RELU, .a_multiplier = 3 << 28, .b_multiplier = 5 << 27,
+						      .a_zero_point = -7, .b_zero_point = 12, .zero_point = -100, .shift = 30 };
+			struct vcase vq = { "qadd-int8-relu", E, { 0 }, 0, true };
+			int8_t *qa = accel_buffer_ptr(ba), *qb = accel_buffer_ptr(bb), *qo = accel_buffer_ptr(bo);
+
+			accel_tensor_4d(ba, 0, ACCEL_INT8, ACCEL_LAYOUT_NHWC, 1, C, H, W, &a8);
+			accel_tensor_4d(bb, 0, ACCEL_INT8, ACCEL_LAYOUT_NHWC, 1, C, H, W, &b8);
+			accel_tensor_4d(bo, 0, ACCEL_INT8, ACCEL_LAYOUT_NHWC, 1, C, H, W, &o8);
+			fill_b(qa, E, 3);
+			fill_b(qb, E, 4);
+			RUN(&vq, dev, accel_qadd(dev, &dq, NULL, &j_));
+			for (uint64_t i = 0; i < E && vq.ok; i += 89) {
+				int64_t r = (int64_t)(qa[i] + 7) * (3 << 28) + (int64_t)(qb[i] - 12) * (5 << 27);
+
+				r = ((r < 0 ? 0 : r) + (1ll << 29)) >> 30;
+				r -= 100;
+				vq.ok = qo[i] == (r < -128 ? -128 : r > 127 ? 127 : r);
+			}
+			report(&vq);
+			all_ok &= vq.ok;
 		}
 		/* activations: fp32 sigmoid / gelu, int8 table */
 		{

@@ -312,5 +312,43 @@ int main(int argc, char **argv)
 		save(argv[1], "sfu-qcol", &cb);
 		tcb_free(&cb);
 	}
+	{
+		/* VEC BINARY QADD (CAP_FEATURES bit 20): int8 A + B, each with its own zero point and
+		 * multiplier, RELU, B broadcast along dim 2; then an in-place SUB */
+		struct tnpu_cmd_vec v;
+
+		tcb_init(&cb);
+		tcb_dma(&cb, true, 0, va, 0, 0, 0xFF, 0, 0, 0, 0, 4096, 1, 1);
+		memset(&v, 0, sizeof(v));
+		v.hdr.opcode = TNPU_CMD_VEC;
+		v.hdr.size = sizeof(v);
+		v.op = TNPU_VEC_BINARY;
+		v.func = TNPU_VEC_ADD;
+		v.in_dtype = v.out_dtype = TNPU_DTYPE_INT8;
+		v.row = 0xFF;
+		v.vflags = TNPU_VEC_F_QADD | TNPU_VEC_F_RELU;
+		v.n[0] = v.n[1] = 1;
+		v.n[2] = 8;
+		v.n[3] = 64;
+		v.a_st[2] = v.d_st[2] = 64;
+		v.a_st[3] = v.d_st[3] = v.b_st[3] = 1;
+		v.b_off = 1024;
+		v.d_off = 2048;
+		v.scale = 1u << 30;
+		v.bias = (uint32_t)-(1 << 29);
+		v.shift = 31;
+		v.zero_point = -5;
+		v.lo = (uint32_t)-7;
+		v.hi = 12;
+		tcb_raw(&cb, &v, sizeof(v));
+		v.func = TNPU_VEC_SUB;
+		v.vflags = TNPU_VEC_F_QADD;
+		v.a_off = 2048;
+		v.b_st[2] = 64;
+		tcb_raw(&cb, &v, sizeof(v));
+		tcb_dma(&cb, false, 0, va + 32768, 0, 0, 1, 0, 2048, 0, 0, 512, 1, 1);
+		save(argv[1], "vec-qadd", &cb);
+		tcb_free(&cb);
+	}
 	return 0;
 }

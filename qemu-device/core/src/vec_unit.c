@@ -3,7 +3,8 @@
  * vec_unit.c - ISA 2 vector units (device-ops #16): VEC_LUT and VEC.
  *
  * One vector unit per storage unit reads and writes its own SRAM half: element-wise MAP (copy, LUT,
- * clamp, requantisation, fp32 functions in vec_fn.c), BINARY with broadcast strides, POOL (max /
+ * clamp, requantisation, fp32 functions in vec_fn.c), BINARY with broadcast strides (and QADD: an int8
+ * add/sub whose operands have their own zero points and multipliers, CAP_FEATURES bit 20), POOL (max /
  * average over a window with implicit padding) and REDUCE (sum, max, sum of squares along one
  * strided axis).  Spec: Documentation/hardware/vector-units.md.  Every check runs before any row
  * computes, every input is read before any output is written (in-place is well defined), and the
@@ -129,7 +130,8 @@ static unsigned check_fields(const struct tnpu_exec *ex, const struct vcmd *v)
 		return 12 + 1;
 	if (v->half > 1)
 		return 13 + 1;
-	if (v->vf & ~TNPU_VEC_F_MASK)
+	/* QADD is BINARY's: any other op rejects it here, where every reserved bit always was */
+	if (v->vf & ~(v->op == TNPU_VEC_BINARY ? TNPU_VEC_F_MASK : TNPU_VEC_F_MASK & ~TNPU_VEC_F_QADD))
 		return 14 + 1;
 	for (unsigned k = 0; k < 4; k++)
 		if (!v->n[k])
@@ -215,12 +217,14 @@ static unsigned check_fields(const struct tnpu_exec *ex, const struct vcmd *v)
 	}
 	case TNPU_VEC_BINARY: {
 		bool rq = v->in == TNPU_DTYPE_INT8 && v->out == TNPU_DTYPE_INT8;
+		bool q = v->vf & TNPU_VEC_F_QADD;	/* lo, hi: zero points; bias: B's multiplier */
 
 		if (v->fn > TNPU_VEC_MIN)
 			return 9 + 1;
 		if (v->in == TNPU_DTYPE_INT8 ? v->out == TNPU_DTYPE_FP32 : v->out != v->in)
 			return 11 + 1;
-		if (v->vf & ~TNPU_VEC_F_RELU)
+		if ((v->vf & ~(TNPU_VEC_F_RELU | TNPU_VEC_F_QADD)) ||
+		    (q && (!rq || (v->fn != TNPU_VEC_ADD && v->fn != TNPU_VEC_SUB))))
 			return 14 + 1;
 		if (v->lut)
 			return 15 + 1;
@@ -228,7 +232,7 @@ static unsigned check_fields(const struct tnpu_exec *ex, const struct vcmd *v)
 			return 92 + 1;
 		if (!rq && v->scale)
 			return 104 + 1;
-		if (v->bias)
+		if (!q && v->bias)
 			return 108 + 1;
 		if (rq ? v->shift > 62 : v->shift)
 			return 112 + 1;
@@ -236,8 +240,14 @@ static unsigned check_fields(const struct tnpu_exec *ex, const struct vcmd *v)
 			return 113 + 1;
 		if (rq ? !zp_ok(v->zp) : v->zp)
 			return 114 + 1;
-		if (v->lo || v->hi)
+		if (q) {
+			if ((int32_t)v->lo < -128 || (int32_t)v->lo > 127)
+				return 116 + 1;
+			if ((int32_t)v->hi < -128 || (int32_t)v->hi > 127)
+				return 120 + 1;
+		} else if (v->lo || v->hi) {
 			return 116 + 1;
+		}
 		return 0;
 	}
 	case TNPU_VEC_POOL: {
@@ -531,6 +541,16 @@ static union val bin_one(const struct vcmd *v, const uint8_t *pa, const uint8_t 
 		}
 		if ((v->vf & TNPU_VEC_F_RELU) && r.i < 0)
 			r.i = 0;
+		return r;
+	}
+	if (v->vf & TNPU_VEC_F_QADD) {	/* each operand its own zero point and multiplier, one rounding */
+		int64_t ra = (int64_t)((int8_t)pa[0] - (int32_t)v->lo) * (int32_t)v->scale;
+		int64_t rb = (int64_t)((int8_t)pb[0] - (int32_t)v->hi) * (int32_t)v->bias;
+		int64_t x = v->fn == TNPU_VEC_SUB ? ra - rb : ra + rb;
+
+		if ((v->vf & TNPU_VEC_F_RELU) && x < 0)
+			x = 0;
+		r.i = requant(x, 1, v->shift, v->zp);
 		return r;
 	}
 	{

@@ -2,6 +2,8 @@
 /* Depthwise accel_conv2d (groups == C == K, NHWC) against a direct CPU depthwise convolution:
  * a randomized sweep over edge sizes, strides, padding, dilation, batches and output types, on the
  * default geometry, a small one (segments, x chunks) and with the depthwise block switched off. */
+#include <unistd.h>
+
 #include "common.h"
 
 struct dwcase {
@@ -310,36 +312,154 @@ Test(conv_dw, every_mapping_matches_reference)
 }
 
 /* A non-zero int8 input zero point (a QDQ graph's uint8 activations: onnx/src/compile_qdq.c) stays on
- * the depthwise block: the input area is filled with it, so padding taps read it; the results match
- * the reference in every mapping with and without the block, and the block takes fewer cycles. */
+ * the depthwise block: padding taps read it from FILLs of the padding rows and columns only.  Every
+ * mapping, with STREAM bands and with semaphores, one and several segments per image, batches (both
+ * halves; padding rows re-filled where another segment's image rows were), stride 1 and 2, padding on
+ * both sides or one (column fills with and without the guard bytes around the input area), against
+ * the reference; fp32 (no zero point) alike.  On the default geometry the block takes fewer cycles
+ * than the other lowerings. */
 Test(conv_dw, input_zero_point_pads_on_the_block)
 {
-	static const char *const specs[] = { NULL, "sim:dw=off", "sim:rows=2,cols=2,pes=4,sram=65536,dw=col",
-					     "sim:rows=2,cols=2,pes=4,sram=65536,dw=ch-kc" };
+	static const char *const maps[] = { "col", "col-kc", "ch", "ch-kc" };
 	struct dwcase t[] = {
 		{ .n = 1, .c = 96, .h = 56, .w = 56, .r = 3, .s = 3, .sh = 2, .sw = 2, .pt = 1, .pl = 1, .pb = 1, .pr = 1,
 		  .dh = 1, .dw = 1, .out = 1, .bias = true, .zp = -128 },
 		{ .n = 2, .c = 32, .h = 21, .w = 19, .r = 3, .s = 3, .sh = 1, .sw = 1, .pt = 1, .pl = 1, .pb = 1, .pr = 1,
 		  .dh = 1, .dw = 1, .out = 0, .bias = true, .relu = true, .zp = 77 },
 	};
+	/* 2 x 2 x 4 PEs, 64 KiB storage units */
+	struct dwcase small[] = {
+		/* one segment per image, two images: both halves, left and right padding columns */
+		{ .n = 2, .c = 32, .h = 9, .w = 11, .r = 3, .s = 3, .sh = 1, .sw = 1, .pt = 1, .pl = 1, .pb = 1, .pr = 1,
+		  .dh = 1, .dw = 1, .out = 0, .bias = true, .relu = true, .zp = -128 },
+		/* several segments per image and two images: padding rows re-filled on each half */
+		{ .n = 2, .c = 32, .h = 100, .w = 20, .r = 3, .s = 3, .sh = 1, .sw = 1, .pt = 1, .pl = 1, .pb = 1,
+		  .pr = 1, .dh = 1, .dw = 1, .out = 1, .zp = 77 },
+		/* stride 2, several segments, three images */
+		{ .n = 3, .c = 16, .h = 300, .w = 13, .r = 3, .s = 3, .sh = 2, .sw = 2, .pt = 1, .pl = 1, .pb = 1,
+		  .pr = 1, .dh = 1, .dw = 1, .out = 0, .bias = true, .zp = -1 },
+		/* padding right and below only (TF "SAME" at stride 2), then left and above only */
+		{ .n = 2, .c = 32, .h = 10, .w = 9, .r = 3, .s = 3, .sh = 2, .sw = 2, .pb = 1, .pr = 1, .dh = 1, .dw = 1,
+		  .out = 0, .bias = true, .zp = -128 },
+		{ .n = 1, .c = 16, .h = 40, .w = 14, .r = 3, .s = 3, .sh = 1, .sw = 1, .pt = 2, .pl = 2, .dh = 1, .dw = 1,
+		  .out = 1, .zp = 100 },
+		/* wide padding, a dilated and a strided axis */
+		{ .n = 1, .c = 16, .h = 40, .w = 7, .r = 3, .s = 3, .sh = 2, .sw = 1, .pt = 1, .pl = 2, .pb = 0, .pr = 2,
+		  .dh = 1, .dw = 2, .out = 0, .bias = true, .zp = 5 },
+		{ .n = 1, .c = 48, .h = 13, .w = 5, .r = 5, .s = 3, .sh = 1, .sw = 2, .pt = 2, .pl = 1, .pb = 2, .pr = 1,
+		  .dh = 1, .dw = 1, .out = 0, .zp = 127 },
+		/* fp32: no zero point, the same geometry */
+		{ .n = 2, .c = 32, .h = 100, .w = 20, .r = 3, .s = 3, .sh = 1, .sw = 1, .pt = 1, .pl = 1, .pb = 1,
+		  .pr = 1, .dh = 1, .dw = 1, .out = 2, .bias = true },
+	};
 	uint64_t block = 0, off = 0;
+	struct accel_dev *dev;
 
-	for (unsigned sp = 0; sp < sizeof(specs) / sizeof(specs[0]); sp++) {
-		struct accel_dev *dev;
+	dev = open_dev(NULL);
+	for (unsigned i = 0; i < sizeof(t) / sizeof(t[0]); i++) {
+		dw_run(dev, &t[i], 3000 + i);
+		if (i == 0)
+			block = last_cycles;
+	}
+	accel_close(dev);
+	if (!test_is_sim())
+		return;
+	dev = open_dev("sim:dw=off");
+	for (unsigned i = 0; i < sizeof(t) / sizeof(t[0]); i++) {
+		dw_run(dev, &t[i], 3000 + i);
+		if (i == 0)
+			off = last_cycles;
+	}
+	accel_close(dev);
+	cr_assert_lt(block, off, "block %llu cycles, other lowerings %llu", (unsigned long long)block,
+		     (unsigned long long)off);
+	for (unsigned m = 0; m < 8; m++) {
+		char spec[96];
 
-		if (specs[sp] && !test_is_sim())
-			continue;
-		dev = open_dev(specs[sp]);
-		for (unsigned i = 0; i < sizeof(t) / sizeof(t[0]); i++) {
-			dw_run(dev, &t[i], 3000 + 10 * sp + i);
-			if (i == 0 && sp == 0)
-				block = last_cycles;
-			if (i == 0 && sp == 1)
-				off = last_cycles;
-		}
+		snprintf(spec, sizeof(spec), "sim:rows=2,cols=2,pes=4,sram=65536,dw=%s,stream=%s", maps[m % 4],
+			 m < 4 ? "only" : "off");
+		dev = open_dev(spec);
+		for (unsigned i = 0; i < sizeof(small) / sizeof(small[0]); i++)
+			dw_run(dev, &small[i], 3100 + 10 * m + i);
 		accel_close(dev);
 	}
-	if (test_is_sim())
-		cr_assert_lt(block, off, "block %llu cycles, other lowerings %llu", (unsigned long long)block,
-			     (unsigned long long)off);
+}
+
+/* Load-lane and row-0 events of a trace (accel_trace_write_json's one event per line). */
+struct dw_ev {
+	unsigned n_load;
+	uint64_t load_end[64], load_off[64], exe_start;
+};
+
+static void dw_trace_events(const char *path, struct dw_ev *ev)
+{
+	FILE *f = fopen(path, "r");
+	char line[512];
+
+	cr_assert_not_null(f);
+	memset(ev, 0, sizeof(*ev));
+	while (fgets(line, sizeof(line), f)) {
+		char name[32];
+		unsigned tid, off;
+		unsigned long long s, e;
+		const char *p = strstr(line, "\"name\":\"");
+
+		if (!p || !strstr(line, "\"ph\":\"X\"") ||
+		    sscanf(p, "\"name\":\"%31[^\"]\"", name) != 1 || !strstr(line, "\"tid\":") ||
+		    sscanf(strstr(line, "\"tid\":"), "\"tid\":%u,\"args\":{\"cmd_offset\":%u,\"start_cycle\":%llu,"
+			   "\"end_cycle\":%llu", &tid, &off, &s, &e) != 4)
+			continue;
+		if (tid == 1 && ev->n_load < 64) {	/* the load engine: DMA in */
+			ev->load_end[ev->n_load] = e;
+			ev->load_off[ev->n_load++] = off;
+		}
+		if (tid == 10 && !strcmp(name, "EXE"))	/* row 0: the last EXE is the run's */
+			ev->exe_start = s;
+	}
+	fclose(f);
+}
+
+/* The padding FILLs are plain writes, which a STREAM plan's line tracking does not order: the run's EXE
+ * must start after every load-engine transfer before the input band has ended (a semaphore), else it
+ * could read padding the FILL has not written yet (the model computes in command order either way, so
+ * only the timeline shows it). */
+Test(conv_dw, stream_run_starts_after_the_padding_fills)
+{
+	static const char *const specs[] = { "sim:stream=only,dw=col", "sim:stream=only,dw=ch" };
+	struct dwcase t = { .n = 1, .c = 256, .h = 14, .w = 14, .r = 3, .s = 3, .sh = 1, .sw = 1, .pt = 1, .pl = 1,
+			    .pb = 1, .pr = 1, .dh = 1, .dw = 1, .out = 0, .bias = true, .zp = -128 };
+	char path[64];
+
+	if (!test_is_sim())
+		cr_skip_test("job timelines need the sim backend");
+	snprintf(path, sizeof(path), "/tmp/libaccel-dwzp-%ld.json", (long)getpid());
+	for (unsigned sp = 0; sp < 2; sp++) {
+		struct accel_dev *dev = open_dev(specs[sp]);
+		struct dw_ev ev, ev0;
+		unsigned band = 0;
+
+		for (int z = 0; z < 2; z++) {
+			struct dw_ev *e = z ? &ev : &ev0;
+
+			t.zp = z ? -128 : 0;
+			cr_assert_eq(accel_trace_begin(dev), 0, "%s", accel_last_error(dev));
+			dw_run(dev, &t, 4000 + sp);
+			cr_assert_eq(accel_trace_end(dev), 0);
+			cr_assert_eq(accel_trace_write_json(dev, path), 0, "%s", accel_last_error(dev));
+			dw_trace_events(path, e);
+			unlink(path);
+		}
+		/* the zero point adds transfers before the band (the FILLs) */
+		cr_assert_gt(ev.n_load, ev0.n_load, "%s: %u load transfers, %u at zero point 0", specs[sp], ev.n_load,
+			     ev0.n_load);
+		for (unsigned i = 1; i < ev.n_load; i++)
+			if (ev.load_off[i] > ev.load_off[band])
+				band = i;
+		for (unsigned i = 0; i < ev.n_load; i++)
+			cr_assert(i == band || ev.load_end[i] <= ev.exe_start,
+				  "%s: load transfer at command offset %llu ends at cycle %llu, after the run's EXE "
+				  "started (%llu)", specs[sp], (unsigned long long)ev.load_off[i],
+				  (unsigned long long)ev.load_end[i], (unsigned long long)ev.exe_start);
+		accel_close(dev);
+	}
 }

@@ -5,6 +5,8 @@
  * in the epilogue: one job; per channel without it: an int32 output and accel_requant: two) and the numbers, against qdq_ref.py: numpy evaluating
  * the same model file exactly as the ONNX specification defines each operator (float64 between Q and
  * DQ, round half to even), run at test time.  Outputs must be within 1 LSB (Documentation/onnx.md).
+ * The Add: one accel_qadd job (CAP_FEATURES bit 20) or six without it, on random scales and zero
+ * points, and through a compiled-model file.
  */
 #include <criterion/criterion.h>
 #include <errno.h>
@@ -36,11 +38,12 @@ static void teardown(void)
 
 TestSuite(onnx_qdq, .init = setup, .fini = teardown);
 
-/* The same graphs on a device without per-column requantisation in the SFU (CAP_FEATURES bit 19 off):
- * per-channel steps take two jobs, an int32 output and accel_requant. */
+/* The same graphs on a device without per-column requantisation in the SFU (CAP_FEATURES bit 19 off)
+ * and without the vector units' quantised add (bit 20 off): per-channel steps take two jobs, an int32
+ * output and accel_requant; an Add six (int32 rescales, add, accel_requant). */
 static void setup_v1(void)
 {
-	cr_assert_eq(accel_open("sim:qcol=off", &dev), 0);
+	cr_assert_eq(accel_open("sim:qcol=off,qadd=off", &dev), 0);
 	rng = 4242;
 }
 
@@ -330,26 +333,127 @@ Test(onnx_qdq, clip_inside_range_falls_back)
 	check(&qc, 2, "host", 0, 4);	/* DQ(x), DQ(w), Conv (+ its Clip) and Q node by node */
 }
 
-/* DQ(a) + DQ(b) (different scales and zero points) -> Relu -> Q: the int32 rescale-add-requant. */
-Test(onnx_qdq, add_relu_two_scales)
+/* x (uint8 or int8) -> DQ -> 1x1 Conv -> Q -> DQ, + DQ(x) -> [Relu] -> Q: the Add of two differently
+ * quantised tensors (node 5).  sc, zc: the conv output's quantisation; sy, zy the sum's. */
+static void add_graph(struct qcase *qc, int dt, const int64_t *xd, float sx, int zx, float sc, int zc, float sy, int zy,
+		      bool relu)
 {
-	static const int64_t xd[4] = { 1, 4, 5, 5 }, wd[4] = { 4, 4, 1, 1 };
+	const int64_t wd[4] = { xd[1], xd[1], 1, 1 };
 	struct mb *b = mb_new(13);
-	struct qcase qc;
 
-	mb_input_typed(b, "x", ONNX_UINT8, 4, xd);
-	dq_node(b, "x", "xf", 0.05f, ONNX_UINT8, 120);
+	mb_input_typed(b, "x", (enum onnx_dtype)dt, 4, xd);
+	dq_node(b, "x", "xf", sx, dt, zx);
 	dq_weights(b, "w", 4, wd, 1, 0, "wf");
 	mb_node(b, "Conv", "xf,wf", "c");
-	q_node(b, "c", "cq", 0.07f, ONNX_UINT8, 140);
-	dq_node(b, "cq", "cf", 0.07f, ONNX_UINT8, 140);
+	q_node(b, "c", "cq", sc, dt, zc);
+	dq_node(b, "cq", "cf", sc, dt, zc);
 	mb_node(b, "Add", "cf,xf", "s");
-	mb_node(b, "Relu", "s", "r");
-	q_node(b, "r", "y", 0.09f, ONNX_UINT8, 0);
+	if (relu)
+		mb_node(b, "Relu", "s", "r");
+	q_node(b, relu ? "r" : "s", "y", sy, dt, zy);
 	mb_output(b, "y");
-	finish(b, &qc, ONNX_UINT8, 4, xd);
-	/* node 5 is the Add: conv (1 job, per-tensor) + 6 add jobs */
-	check(&qc, 5, "qadd", 7, 0);
+	finish(b, qc, dt, 4, xd);
+}
+
+/* DQ(a) + DQ(b) (different scales and zero points) -> Relu -> Q. */
+static void add_relu_two_scales_case(unsigned add_jobs)
+{
+	static const int64_t xd[4] = { 1, 4, 5, 5 };
+	struct qcase qc;
+
+	add_graph(&qc, ONNX_UINT8, xd, 0.05f, 120, 0.07f, 140, 0.09f, 0, true);
+	check(&qc, 5, "qadd", 1 + add_jobs, 0);	/* the conv (1 job, per tensor) and the add */
+}
+
+Test(onnx_qdq, add_relu_two_scales)
+{
+	add_relu_two_scales_case(1);
+}
+
+Test(onnx_qdq_v1, add_relu_two_scales)
+{
+	add_relu_two_scales_case(6);
+}
+
+/* Random scales (ratios up to 100 between the inputs, the output's from 0.3 to 3 times the larger),
+ * zero points, int8/uint8, with and without Relu: within 1 LSB of the ONNX-exact reference, both ways. */
+static void add_random_case(unsigned add_jobs)
+{
+	for (int it = 0; it < 8; it++) {
+		int dt = it % 2 ? ONNX_UINT8 : ONNX_INT8, lo = dt == ONNX_UINT8 ? 0 : -128;
+		int64_t xd[4] = { 1 + it % 2, 2 + rnd() % 7, 3 + rnd() % 10, 3 + rnd() % 10 };
+		float sx = 0.005f + (float)(rnd() % 1000) / 10000.0f, sc = 0.01f + (float)(rnd() % 1000) / 5000.0f, sy;
+		struct qcase qc;
+
+		if (it % 4 == 3)	/* one input's scale 100 times the other's */
+			sc = it % 8 == 3 ? sx * 100.0f : sx / 100.0f;
+		sy = (sx > sc ? sx : sc) * (0.3f + (float)(rnd() % 1000) / 370.0f);
+		add_graph(&qc, dt, xd, sx, lo + (int)(rnd() % 256), sc, lo + (int)(rnd() % 256), sy, lo + (int)(rnd() % 256),
+			  it % 3 != 2);
+		check(&qc, 5, "qadd", 1 + add_jobs, 0);
+	}
+}
+
+Test(onnx_qdq, add_random_scales_and_zero_points)
+{
+	add_random_case(1);
+}
+
+Test(onnx_qdq_v1, add_random_scales_and_zero_points)
+{
+	add_random_case(6);
+}
+
+/* The Add's step survives a compiled-model file: the loaded plan submits as many jobs and gives the
+ * same bytes; a file of the one-job step does not load on a device without the quantised add. */
+static void add_save_load_case(const char *other)
+{
+	static const int64_t xd[4] = { 2, 6, 7, 9 };
+	char err[512] = "", path[] = "/tmp/tnpu-qadd-XXXXXX";
+	struct onnx_compiled *cm = NULL, *cm2 = NULL;
+	struct onnx_compiled_info i1, i2;
+	struct onnx_tensor y1, y2;
+	struct accel_dev *odev = NULL;
+	struct qcase qc;
+	int fd = mkstemp(path);
+
+	cr_assert_geq(fd, 0);
+	close(fd);
+	add_graph(&qc, ONNX_INT8, xd, 0.03f, -7, 0.011f, 20, 0.04f, -100, false);
+	cr_assert_eq(onnx_compile(qc.m, dev, &qc.x, 1, 0, &cm, err, sizeof(err)), 0, "compile: %s", err);
+	cr_assert_eq(onnx_compiled_save(cm, path, err, sizeof(err)), 0, "%s", err);
+	cr_assert_eq(onnx_compiled_load(qc.m, dev, &qc.x, 1, path, &cm2, err, sizeof(err)), 0, "%s", err);
+	cr_assert_eq(onnx_compiled_info(cm, &i1), 0);
+	cr_assert_eq(onnx_compiled_info(cm2, &i2), 0);
+	cr_assert_eq(i1.jobs_per_run, i2.jobs_per_run);
+	cr_assert_eq(onnx_compiled_run(cm, &qc.x, 1, &y1, 1, NULL), 0, "%s", onnx_compiled_error(cm));
+	cr_assert_eq(onnx_compiled_run(cm2, &qc.x, 1, &y2, 1, NULL), 0, "%s", onnx_compiled_error(cm2));
+	cr_assert_eq(y1.count, y2.count);
+	cr_assert_eq(memcmp(y1.data, y2.data, y1.count), 0);
+	/* the other device (with / without CAP_FEATURES bit 20) is another geometry */
+	cr_assert_eq(accel_open(other, &odev), 0);
+	onnx_compiled_free(cm2);
+	cm2 = NULL;
+	cr_assert_eq(onnx_compiled_load(qc.m, odev, &qc.x, 1, path, &cm2, err, sizeof(err)), -ENODEV, "%s", err);
+	cr_assert(strstr(err, "features"), "%s", err);
+	accel_close(odev);
+	unlink(path);
+	onnx_tensor_release(&y1);
+	onnx_tensor_release(&y2);
+	onnx_compiled_free(cm);
+	onnx_model_free(qc.m);
+	onnx_tensor_release(&qc.x);
+	unlink(qc.path);
+}
+
+Test(onnx_qdq, add_through_a_compiled_model_file)
+{
+	add_save_load_case("sim:qadd=off");
+}
+
+Test(onnx_qdq_v1, add_through_a_compiled_model_file)
+{
+	add_save_load_case("sim:qcol=off");
 }
 
 /* MaxPool 3x3/2 pad 1 whose output is quantised differently (a 1x1 ones conv requantises) ->

@@ -103,6 +103,8 @@ Test(format, features_of_the_v1_device)
 	cr_assert_str_eq(buf, "dw-wide");
 	ai_format_features(0x40000, buf, sizeof(buf));	/* per-job counter records: bit 18 */
 	cr_assert_str_eq(buf, "job-counters");
+	ai_format_features(0x180000, buf, sizeof(buf));	/* SFU QCOL bit 19, VEC QADD bit 20 */
+	cr_assert_str_eq(buf, "sfu-qcol vec-qadd");
 }
 
 Test(format, class_names)

@@ -159,7 +159,7 @@ extern "C" {
 			 TNPU_FEAT_ROW_BUSY | TNPU_FEAT_SPARSE_CNT | \
 			 TNPU_FEAT_ISLANDS | TNPU_FEAT_RINGS | TNPU_FEAT_RING_DMA | TNPU_FEAT_PLAN | \
 			 TNPU_FEAT_STREAM | TNPU_FEAT_VEC | TNPU_FEAT_SFU_RESIDUAL | \
-			 TNPU_FEAT_DW_WIDE | TNPU_FEAT_COUNTERS | TNPU_FEAT_SFU_QCOL)
+			 TNPU_FEAT_DW_WIDE | TNPU_FEAT_COUNTERS | TNPU_FEAT_SFU_QCOL | TNPU_FEAT_VEC_QADD)
 #define TNPU_REG_CAP_CMDBUF	0x0034	/* RO max command-buffer bytes */
 
 #define TNPU_REG_CTRL		0x0040	/* RW */
@@ -830,6 +830,7 @@ _Static_assert(offsetof(struct tnpu_cmd_dma_bands, band_first) == 56, "dma bands
 #define TNPU_FEAT_DW_WIDE	TNPU_BIT(17)	/* LD bit 11 WIDE: wide multicast (issue #16) */
 #define TNPU_FEAT_COUNTERS	TNPU_BIT(18)	/* ring entry COUNTERS: per-job counter record (queues.md) */
 #define TNPU_FEAT_SFU_QCOL	TNPU_BIT(19)	/* SFU record op QCOL: per-column requantisation (issue #16) */
+#define TNPU_FEAT_VEC_QADD	TNPU_BIT(20)	/* VEC BINARY vflags QADD: per-operand int8 quantisation (#16) */
 
 /* Depthwise parameter record (register-file entry named by the CONFIG header's dw_rf). */
 struct tnpu_dw_param {
@@ -947,7 +948,10 @@ enum tnpu_vec_red_fn { TNPU_VEC_RED_SUM = 0, TNPU_VEC_RED_MAX = 1, TNPU_VEC_RED_
 #define TNPU_VEC_F_RELU		TNPU_BIT(0)	/* MAP, BINARY: y = max(y, 0) before the output conversion */
 #define TNPU_VEC_F_PER_CHANNEL	TNPU_BIT(1)	/* MAP REQUANT: {s32 M, u32 shift} per channel at b_off */
 #define TNPU_VEC_F_COUNT_PAD	TNPU_BIT(2)	/* POOL AVG: divide by win_h * win_w */
-#define TNPU_VEC_F_MASK		0x07u
+/* BINARY ADD/SUB INT8 -> INT8 (CAP_FEATURES bit 20): r = (A - lo) * scale +/- (B - hi) * (s32)bias,
+ * then requantised with shift and zero_point (vector-units.md "Quantised add") */
+#define TNPU_VEC_F_QADD		TNPU_BIT(3)
+#define TNPU_VEC_F_MASK		0x0Fu
 
 struct tnpu_vec_pool_win {
 	uint16_t win_h, win_w;
@@ -982,12 +986,12 @@ struct tnpu_cmd_vec {
 		struct tnpu_vec_red_win red;
 		uint8_t raw[12];
 	} win;
-	uint32_t scale;			/* fp32 bits or s32 multiplier */
-	uint32_t bias;			/* fp32 bits (MAP fp32 pre-affine) */
+	uint32_t scale;			/* fp32 bits or s32 multiplier (QADD: A's) */
+	uint32_t bias;			/* fp32 bits (MAP fp32 pre-affine); QADD: B's s32 multiplier */
 	uint8_t shift;
 	uint8_t chan_dim;
 	int16_t zero_point;
-	uint32_t lo, hi;		/* MAP CLAMP bounds */
+	uint32_t lo, hi;		/* MAP CLAMP bounds; QADD: A's and B's zero points */
 	uint32_t reserved;
 };
 _Static_assert(sizeof(struct tnpu_cmd_vec) == 128, "vec cmd");
