@@ -201,6 +201,11 @@ int conv_lower(struct accel_dev *dev, struct mm_ctx *x, const struct accel_conv2
 
 		q.M = cg.n * cg.oh * cg.ow;
 		q.a.ic.src_va = in->buf->va + in->offset;
+		if (cg.g == 1 && !x->force_direct) {
+			ret = conv_pw_lower(dev, x, d, &q);
+			if (ret <= 0)
+				return ret;
+		}
 		ret = conv_direct_lower(dev, x, d, &q);
 		if (ret <= 0)
 			return ret;

@@ -62,6 +62,7 @@ static void run_conv_norm(struct accel_dev *dev, const struct ccase *t, uint64_t
 		for (uint32_t j = 0; j < t->k; j++)
 			((int32_t *)accel_buffer_ptr(bb))[j] = (int32_t)(xrng(&s) % 20001) - 10000;
 	}
+	memset(accel_buffer_ptr(bo), 0x5A, out_n * oe);	/* every output element must be written */
 	memset(&d, 0, sizeof(d));
 	d.input = &I;
 	d.weights = &Wt;
@@ -448,6 +449,112 @@ Test(conv, small_geometry_randomized_sweep)
 	accel_close(dev);
 	accel_close(dev2);
 	accel_close(dev3);
+}
+
+/* Run t on dev_on (pointwise lowering forced) and dev_off (without it), both against the CPU reference;
+ * true when the device cycles differ (the forced run really took the pointwise lowering). */
+static bool run_pw_pair(struct accel_dev *dev_on, struct accel_dev *dev_off, const struct ccase *t, uint64_t seed)
+{
+	struct accel_counters on, off;
+
+	memset(&on, 0, sizeof(on));
+	memset(&off, 0, sizeof(off));
+	conv_cnt_out = &on;
+	run_conv_case(dev_on, t, seed);
+	conv_cnt_out = &off;
+	run_conv_case(dev_off, t, seed);
+	conv_cnt_out = NULL;
+	return on.total_cycles != off.total_cycles;
+}
+
+/* The pointwise lowering (conv_pw.c: a 1x1 stride-1 unpadded NHWC convolution as one streamed GEMM,
+ * the units on pixel runs or on channel blocks, the PEs on pixels and/or channels) against the CPU
+ * reference: a seeded sweep of odd shapes, batches, int8 (input zero points, per-tensor and per-channel
+ * requantisation, int32 output, bias, ReLU) and fp32, forced with pw=on on the default geometry, on
+ * 128 KiB storage units and on the small 2x2x4 array with 64 KiB units (several segments alternating
+ * halves).  Every case also runs without the lowering (pw=off); nearly all must differ in cycles, so
+ * the sweep cannot pass by falling back to the other lowerings. */
+Test(conv, pointwise_lowering_sweep)
+{
+	static const char *const geo[][2] = {
+		{ "sim:pw=on", "sim:pw=off" },
+		{ "sim:sram=131072,pw=on", "sim:sram=131072,pw=off" },
+		{ "sim:rows=2,cols=2,pes=4,sram=65536,pw=on", "sim:rows=2,cols=2,pes=4,sram=65536,pw=off" },
+	};
+	uint64_t seed = 0x9e11, s = seed;
+	unsigned differ = 0, total = 0;
+
+	if (!test_is_sim())
+		cr_skip_test("forces the pointwise lowering (a sim option)");
+	for (unsigned v = 0; v < sizeof(geo) / sizeof(geo[0]); v++) {
+		struct accel_dev *don = open_dev(geo[v][0]), *doff = open_dev(geo[v][1]);
+
+		for (unsigned it = 0; it < 20; it++) {
+			struct ccase t = CC(.r = 1, .s = 1);
+			uint64_t r = xrng(&s);
+			bool big = it % 3 == 2;	/* more pixels than a small half holds */
+
+			t.n = 1 + (uint32_t)(xrng(&s) % 3);
+			t.c = 1 + (uint32_t)(xrng(&s) % (big ? 200 : 70));
+			t.k = 1 + (uint32_t)(xrng(&s) % (big ? 150 : 70));
+			t.h = 1 + (uint32_t)(xrng(&s) % (big ? 40 : 12));
+			t.w = 1 + (uint32_t)(xrng(&s) % (big ? 40 : 12));
+			t.f32 = r & 1;
+			t.bias = r & 2;
+			t.relu = r & 4;
+			t.requant = !t.f32 && (r & 8);
+			t.qcol = t.requant && (r & 16);
+			t.zp = !t.f32 && (r & 32) ? (int)(xrng(&s) % 255) - 127 : 0;
+			differ += run_pw_pair(don, doff, &t, seed * 1000 + v * 100 + it);
+			total++;
+		}
+		accel_close(don);
+		accel_close(doff);
+	}
+	{
+		/* directed: channel blocks per unit and two segments on the small array, the second one's
+		 * pixels ending in a partial DMA row that every unit takes (the broadcast tail) */
+		struct accel_dev *don = open_dev(geo[2][0]), *doff = open_dev(geo[2][1]);
+
+		differ += run_pw_pair(don, doff,
+				      &CC(.c = 200, .h = 7, .w = 9, .k = 150, .r = 1, .s = 1, .requant = true, .qcol = true,
+					  .bias = true, .zp = 9),
+				      seed * 1000 + 999);
+		total++;
+		accel_close(don);
+		accel_close(doff);
+	}
+	cr_assert_geq(differ * 10, total * 9, "only %u of %u cases took the pointwise lowering", differ, total);
+}
+
+/* MobileNetV2's pointwise shapes (int8 QDQ: per-channel records, input zero point; fp32: bias + ReLU)
+ * take the pointwise lowering by default (faster than the direct and IM2COL estimates) and match the
+ * CPU reference; an NCHW 1x1 convolution is not eligible (identical cycles with and without it). */
+Test(conv, pointwise_lowering_takes_mobilenet_shapes)
+{
+	struct accel_dev *dauto, *doff;
+	struct ccase cases[] = {
+		CC(.c = 144, .h = 56, .w = 56, .k = 24, .r = 1, .s = 1, .requant = true, .qcol = true, .bias = true,
+		   .zp = -128),
+		CC(.c = 16, .h = 112, .w = 112, .k = 96, .r = 1, .s = 1, .requant = true, .qcol = true, .bias = true,
+		   .relu = true, .zp = -128),
+		CC(.c = 960, .h = 7, .w = 7, .k = 160, .r = 1, .s = 1, .requant = true, .qcol = true, .bias = true),
+		CC(.c = 320, .h = 7, .w = 7, .k = 1280, .r = 1, .s = 1, .requant = true, .qcol = true, .bias = true),
+		CC(.n = 2, .c = 32, .h = 28, .w = 28, .k = 192, .r = 1, .s = 1, .f32 = true, .bias = true, .relu = true),
+		CC(.c = 64, .h = 14, .w = 14, .k = 384, .r = 1, .s = 1, .bias = true),	/* int32 output */
+	};
+	struct ccase nchw = CC(.c = 24, .h = 14, .w = 14, .k = 40, .r = 1, .s = 1, .nchw = true, .bias = true);
+
+	if (!test_is_sim())
+		cr_skip_test("compares with a sim option (pw=off)");
+	dauto = open_dev("sim");
+	doff = open_dev("sim:pw=off");
+	for (unsigned i = 0; i < sizeof(cases) / sizeof(cases[0]); i++)
+		cr_assert(run_pw_pair(dauto, doff, &cases[i], 120 + i), "case %u did not take the pointwise lowering", i);
+	norm(&nchw);
+	cr_assert(!run_pw_pair(dauto, doff, &nchw, 130), "an NCHW convolution changed with the pointwise lowering");
+	accel_close(dauto);
+	accel_close(doff);
 }
 
 /* Seed 002: no unrolled operand is ever read from memory.  The direct lowering reads every input and
