@@ -158,6 +158,66 @@ Test(gemm, classifier_weights_load_through_the_host_ports)
 	accel_close(dev);
 }
 
+/* C = A . B^T with B stored N x K (a Linear layer's weights, A and C row-major) runs as a pointwise
+ * convolution of M pixels (conv_pw.c) when that is faster: a seeded sweep forced with pw=on (M from 1,
+ * odd N and K, int8 with bias, ReLU and requantisation or int32, fp32) on the default geometry and the
+ * small 2x2x4 array (several segments), each case against the CPU reference and against pw=off, from
+ * which nearly all must differ in cycles (the sweep really took the lowering).  The classifier shape
+ * (1 x 1280 x 1000 int8) takes it by default. */
+Test(gemm, transposed_weights_run_as_a_pointwise_convolution)
+{
+	static const char *const geo[][2] = {
+		{ "sim:pw=on", "sim:pw=off" },
+		{ "sim:rows=2,cols=2,pes=4,sram=65536,pw=on", "sim:rows=2,cols=2,pes=4,sram=65536,pw=off" },
+	};
+	uint64_t seed = 0x6e33, s = seed;
+	unsigned differ = 0, total = 0;
+	struct accel_counters on, off;
+
+	if (!test_is_sim())
+		cr_skip_test("forces the pointwise lowering (a sim option)");
+	for (unsigned v = 0; v < 2; v++) {
+		struct accel_dev *don = open_dev(geo[v][0]), *doff = open_dev(geo[v][1]);
+
+		for (unsigned it = 0; it < 12; it++) {
+			struct gcase g = { .tb = true };
+			uint64_t r = xrng(&s);
+
+			g.m = it % 4 == 0 ? 1 : 1 + (uint32_t)(xrng(&s) % (r & 1 ? 400 : 30));
+			g.n = 1 + (uint32_t)(xrng(&s) % (r & 2 ? 300 : 40));
+			g.k = 1 + (uint32_t)(xrng(&s) % (r & 4 ? 500 : 40));
+			g.f32 = r & 8;
+			g.bias = r & 16;
+			g.relu = r & 32;
+			g.requant = !g.f32 && (r & 64);
+			gemm_cnt_out = &on;
+			run_gemm_case(don, &g, seed * 1000 + v * 100 + it);
+			gemm_cnt_out = &off;
+			run_gemm_case(doff, &g, seed * 1000 + v * 100 + it);
+			gemm_cnt_out = NULL;
+			differ += on.total_cycles != off.total_cycles;
+			total++;
+		}
+		accel_close(don);
+		accel_close(doff);
+	}
+	cr_assert_geq(differ * 10, total * 9, "only %u of %u cases took the pointwise lowering", differ, total);
+	{
+		struct accel_dev *dauto = open_dev("sim"), *doff = open_dev("sim:pw=off");
+		struct gcase g = { .m = 1, .n = 1000, .k = 1280, .tb = true, .bias = true, .requant = true };
+
+		gemm_cnt_out = &on;
+		run_gemm_case(dauto, &g, 77);
+		gemm_cnt_out = &off;
+		run_gemm_case(doff, &g, 77);
+		gemm_cnt_out = NULL;
+		cr_assert_lt(on.total_cycles, off.total_cycles, "classifier: %llu cycles, %llu without the pointwise lowering",
+			     (unsigned long long)on.total_cycles, (unsigned long long)off.total_cycles);
+		accel_close(dauto);
+		accel_close(doff);
+	}
+}
+
 Test(gemm, edge_shapes_on_small_geometry)
 {
 	/* 2x2x4 array with 64 KiB storage units: every shape below needs edge tiles in M, N and K. */
