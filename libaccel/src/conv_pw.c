@@ -1,61 +1,79 @@
 /* SPDX-License-Identifier: MIT */
 /*
- * conv_pw.c - pointwise convolution (1x1, stride 1, no padding, groups 1, packed NHWC input and
- * output) and GEMMs with a row-major A and an N x K B as one streamed GEMM (Documentation/libaccel.md
- * "Pointwise convolution").
+ * conv_pw.c - convolutions and GEMMs as one streamed GEMM over the storage units
+ * (Documentation/libaccel.md "Pointwise convolution").
  *
- * Such a convolution is the GEMM Y[M x K] = X[M x C] . W^T on the contiguous pixel matrix (M = N*H*W
- * pixels of C channels), and its output is again one contiguous NHWC matrix.  The storage units take
- * runs of consecutive pixels (or, for few pixels and many channels, blocks of output channels): each
- * unit's share of X lands contiguously in its half through its own host port (DMA_BANDS_H2D, STREAM),
- * its share of Y leaves the same way (DMA_BANDS_D2H, STREAM: each row as soon as its ST wrote it), and
- * the weights and column records come on the ports' AUX queue.  The first EXE's weights and pixels are
- * sent first, the rest after them, so the first EXE starts as soon as its own data has landed.  Every
- * row runs the same broadcast EXEs on its own SRAM, each EXE up to four sub-tiles (one accumulator
- * each): LD B (the channel tile's weights, once per EXE), then per sub-tile LD A (a block of gp*tm
- * pixels: its LD waits in hardware for those pixels' rows), MAC with the chained SFU, ST.  Within a row
- * the PEs split the sub-tile's pixels and channels (clusters and/or PEs on pixels), so no PE idles when
- * K is not a multiple of the PEs (24 output channels: 4 clusters x 6 channels, PEs on pixels).  No
- * semaphore is needed while everything fits a half; larger problems run in segments that alternate
- * halves with the write-after-read semaphores of the depthwise block.
+ * A pointwise convolution (1x1, stride 1, no padding, groups 1, packed NHWC) is the GEMM
+ * Y[M x K] = X[M x C] . W^T on the contiguous pixel matrix (M = N*H*W pixels of C channels), and its
+ * output is again one contiguous NHWC matrix (flat mode); a GEMM with a row-major A and an N x K B
+ * is the same problem.  The storage units take runs of consecutive pixels (or, for few pixels and
+ * many channels, blocks of output channels): each unit's share of X lands contiguously in its half
+ * through its own host port (DMA_BANDS_H2D, STREAM), its share of Y leaves the same way (DMA_BANDS_D2H,
+ * STREAM: each row as soon as its ST wrote it), and the weights and column records come on the ports'
+ * AUX queue.  The first EXE's weights and pixels are sent first, the rest after them, so the first EXE
+ * starts as soon as its own data has landed.  Every row runs the same broadcast EXEs on its own SRAM,
+ * each EXE up to four sub-tiles (one accumulator each): LD B (the channel tile's weights, once per EXE),
+ * then per sub-tile LD A (a block of gp*tm pixels: its LD waits in hardware for those pixels' rows), MAC
+ * with the chained SFU, ST.  Within a row the PEs split the sub-tile's pixels and channels (clusters
+ * and/or PEs on pixels), so no PE idles when K is not a multiple of the PEs (24 output channels: 4
+ * clusters x 6 channels, PEs on pixels).
  *
- * The planner replays the cycle model for each candidate (pw_sim, Documentation/hardware/cycle-model.md)
- * and the caller takes this lowering when its replay beats the other lowerings' estimates.
+ * Row mode takes the other NHWC convolutions whose filter rows are contiguous (S*C elements: dilation
+ * 1 along x) with at most 4 filter rows -- a stride-2 3x3 stem, a stride-2 1x1: the units take bands of
+ * output rows, each unit's padded input rows (with the halo shared by neighbours) land through its port,
+ * a PE's pixel block is one output row, and the R filter rows are R LD A / MAC pairs per sub-tile, each
+ * over the S*C contiguous elements of its input row (the R weight slices stay in the weight slots).
+ *
+ * No semaphore is needed while everything fits a half; larger problems run in segments that alternate
+ * halves with the write-after-read semaphores of the depthwise block.  The planner replays the cycle
+ * model for each candidate (pw_sim, Documentation/hardware/cycle-model.md) and the caller takes this
+ * lowering when its replay beats the other lowerings' estimates.
  */
 #include <string.h>
 
 #include "epilogue.h"
 
 #define AS TNPU_CMD_F_ASYNC
-enum { PS_CFREE = 0, PS_SFREE = 2 };
+enum { PS_CFREE = 0, PS_SFREE = 2, PS_FILL = 4 };
 #define PW_MAX_ROWS_PER_BAND 256	/* DMA rows per unit and band: the STREAM scoreboard stays small */
 #define PW_ROW_BYTES 2048		/* preferred bytes per DMA row (8 port cycles) */
 #define PW_MAX_SUB 1024			/* sub-tiles per segment */
+#define PW_MAX_TAPS 4			/* filter rows: one weight slot each */
 
 struct pwg {
-	uint32_t M, C, K, e, oe, rate, colb;	/* colb: bytes per column record (0: none) */
+	uint32_t M, C, K, e, oe, rate, colb;	/* flat: M pixels; colb: bytes per column record (0: none) */
 	uint32_t rows, cols, pes, acc, half;
 	bool sfu;				/* chained SFU (else ST RAW) */
 	bool wide;				/* weight LDs as WIDE multicast blocks (CAP_FEATURES bit 17) */
 	uint64_t in_va, w_va, out_va, b_va;
+	/* row mode: N images of H x W inputs, OH x OW outputs, R filter rows of S*C elements */
+	bool rowm;
+	uint32_t N, H, W, OH, OW, R, S, sy, sx, dy, dx, pt, pl, Wp, cin;	/* cin: image columns of a padded row */
+	uint8_t pad;				/* the padding byte (int8 input zero point) */
+	uint64_t in_sn, out_sn;
 };
 
 struct pwp {
-	bool over_n;		/* units take blocks of output channels (else runs of pixels) */
+	bool over_n;		/* units take blocks of output channels (else runs of pixels or rows) */
 	bool cl_pix, pe_pix;	/* clusters / PEs take pixel blocks (else channel blocks) */
 	uint32_t gp, gch;	/* PEs of a row along pixels and along channels (gp * gch = cols * pes) */
 	uint32_t tm, tn;	/* one PE's tile: pixels x channels */
 	uint32_t kr;		/* real output channels per unit (over_n: ceil(K/rows), else K) */
 	uint32_t ku;		/* channels per unit in SRAM: nct * gch * tn >= kr (output pitch) */
 	uint32_t nct;		/* channel tiles of gch * tn channels */
-	uint32_t sg;		/* pixels per unit (over_n: per row, all units the same) and segment */
-	uint32_t T;		/* pixel sub-tiles per segment: T * gp * tm >= sg */
+	uint32_t sg;		/* output pixels per unit and segment (over_n: of every unit) */
+	uint32_t ru, xch, br;	/* row mode: output rows per unit, x chunks (tm = OW / xch), input rows loaded */
+	uint32_t nsi;		/* row mode: segments per image */
+	uint32_t T;		/* pixel sub-tiles per segment */
 	uint32_t spe;		/* sub-tiles per EXE (accumulators) */
 	uint32_t qi, qo, qw;	/* pixels per input / output DMA row, weight channels per DMA row */
-	uint32_t in0, w0;	/* pixels / channels per unit in the first input / weight band */
+	uint32_t in0, w0;	/* pixels (flat) / channels per unit in the first bands */
 	uint32_t nseg;
-	uint32_t in_off, out_off, w_off, b_off;
+	bool one_half;		/* segments alternate two input/output buffers in half 0 (weights read once),
+				 * else the two halves (each its own copy of the weights) */
+	uint32_t in_off[2], out_off[2], w_off, b_off;	/* the buffers of segments s & 1 */
 	double est;
+	uint64_t h2d;		/* host bytes read */
 };
 
 static uint64_t cdiv(uint64_t a, uint64_t b)
@@ -91,6 +109,130 @@ static uint32_t row_elems(uint32_t n, uint64_t b)
 			break;
 	}
 	return best ? best : 1;
+}
+
+/* ---- the problem's shape in the plan's terms ---- */
+
+/* Elements of a filter row (one weight slice, one LD A) and bytes of a weight row (one channel). */
+static uint32_t g_cpt(const struct pwg *g)
+{
+	return g->rowm ? g->S * g->C : g->C;
+}
+
+static uint64_t g_wrow(const struct pwg *g)
+{
+	return (uint64_t)(g->rowm ? g->R : 1) * g_cpt(g) * g->e;
+}
+
+static uint32_t g_taps(const struct pwg *g)
+{
+	return g->rowm ? g->R : 1;
+}
+
+/* Row mode: SRAM bytes of a padded input row; the input rows behind ru output rows. */
+static uint64_t g_prow(const struct pwg *g)
+{
+	return (uint64_t)g->Wp * g->C * g->e;
+}
+
+static uint32_t g_band_rows(const struct pwg *g, uint32_t ru)
+{
+	return (ru - 1) * g->sy + (g->R - 1) * g->dy + 1;
+}
+
+/* Sub-tile k of a segment: unit pixels [*lo, *hi) its ST spans (an output row per pixel block in row
+ * mode, tm pixels each), its tap-0 A and its output offsets from its buffer, the unit's input
+ * elements (pixels; row mode: band rows) tap t reads. */
+static void sub_pix(const struct pwg *g, const struct pwp *d, uint32_t k, uint64_t *lo, uint64_t *hi)
+{
+	if (!g->rowm) {
+		*lo = (uint64_t)k * d->gp * d->tm;
+		*hi = *lo + (uint64_t)d->gp * d->tm;
+	} else {
+		uint64_t rg = k / d->xch, xc = k % d->xch;
+
+		*lo = rg * d->gp * g->OW + xc * d->tm;
+		*hi = *lo + (uint64_t)(d->gp - 1) * g->OW + d->tm;
+	}
+}
+
+static uint64_t sub_in(const struct pwg *g, const struct pwp *d, uint32_t k)
+{
+	if (!g->rowm)
+		return (uint64_t)k * d->gp * d->tm * g->C * g->e;
+	return (uint64_t)(k / d->xch) * d->gp * g->sy * g_prow(g) + (uint64_t)(k % d->xch) * d->tm * g->sx * g->C * g->e;
+}
+
+static uint64_t sub_out(const struct pwg *g, const struct pwp *d, uint32_t k)
+{
+	uint64_t lo, hi;
+
+	sub_pix(g, d, k, &lo, &hi);
+	return lo * d->ku * g->oe;
+}
+
+static void sub_reads(const struct pwg *g, const struct pwp *d, uint32_t k, uint32_t t, uint64_t *lo, uint64_t *hi)
+{
+	if (!g->rowm) {
+		sub_pix(g, d, k, lo, hi);
+	} else {
+		uint64_t r0 = (uint64_t)(k / d->xch) * d->gp;
+
+		*lo = r0 * g->sy + (uint64_t)t * g->dy;
+		*hi = (r0 + d->gp - 1) * g->sy + (uint64_t)t * g->dy + 1;
+	}
+}
+
+/* Sub-tiles of the EXE that starts at sub-tile k: consecutive ones at a constant stride (row mode with
+ * x chunks: the chunks of one row group). */
+static uint32_t exe_subs(const struct pwg *g, const struct pwp *d, uint32_t T, uint32_t k)
+{
+	if (g->rowm && d->xch > 1)
+		return ACCEL_MIN(d->spe, d->xch - k % d->xch);
+	return ACCEL_MIN(d->spe, T - k);
+}
+
+/* A segment: half and buffer, host addresses of its first input element / output pixel, pixels, rows;
+ * sub-tiles and output pixels per unit (row mode: output and input rows per unit: a short last segment
+ * of an image gives each unit fewer rows). */
+struct pw_seg {
+	unsigned h, j;
+	uint32_t in_off, out_off;
+	uint64_t in_va, out_va, npix;
+	uint32_t y0, nrows;	/* row mode: first output row in its image, output rows */
+	uint32_t T, sg, ru, br;
+};
+
+static struct pw_seg seg_at(const struct pwg *g, const struct pwp *d, uint32_t s)
+{
+	struct pw_seg sg = { .j = d->nseg > 1 ? s & 1 : 0 };
+
+	sg.h = d->one_half ? 0 : sg.j;
+	sg.in_off = d->in_off[sg.j];
+	sg.out_off = d->out_off[sg.j];
+
+	if (!g->rowm) {
+		uint64_t per = d->over_n ? d->sg : (uint64_t)g->rows * d->sg, base = (uint64_t)s * per;
+
+		sg.npix = ACCEL_MIN((uint64_t)g->M - base, per);
+		sg.in_va = g->in_va + base * g->C * g->e;
+		sg.out_va = g->out_va + base * g->K * g->oe;
+		sg.T = d->T;
+		sg.sg = d->sg;
+	} else {
+		uint32_t b = s / d->nsi, per = d->over_n ? d->ru : g->rows * d->ru;
+
+		sg.y0 = (s % d->nsi) * per;
+		sg.nrows = ACCEL_MIN(g->OH - sg.y0, per);
+		sg.npix = (uint64_t)sg.nrows * g->OW;
+		sg.in_va = g->in_va + (uint64_t)b * g->in_sn;
+		sg.out_va = g->out_va + (uint64_t)b * g->out_sn + (uint64_t)sg.y0 * g->OW * g->K * g->oe;
+		sg.ru = d->over_n ? sg.nrows : (uint32_t)cdiv(sg.nrows, g->rows);
+		sg.br = g_band_rows(g, sg.ru);
+		sg.sg = sg.ru * g->OW;
+		sg.T = (uint32_t)cdiv(sg.ru, d->gp) * d->xch;
+	}
+	return sg;
 }
 
 /* ---- bands: one tensor split over the units (axis Z, one DMA row per plane) ---- */
@@ -164,16 +306,92 @@ static void band_emit_tail(struct accel_cmdstream *cs, bool h2d, const struct pw
 	cs_raw(cs, &c, sizeof(c));
 }
 
-/* ---- the cycle-model replay (unit 0; every unit runs the same program on its own band) ---- */
+/* Row mode: band rows [r0, r1) of segment sg's units (unit u's row 0 is input row (y0 + u*ru)*sy - pt;
+ * rows outside the image are not written: the padding stays as filled). */
+static void rows_emit(struct accel_cmdstream *cs, const struct pwg *g, const struct pwp *d, const struct pw_seg *sg,
+		      uint32_t r0, uint32_t r1, uint8_t flags)
+{
+	struct tnpu_cmd_dma_bands c = {
+		.hdr = { .opcode = TNPU_CMD_DMA_BANDS_H2D, .flags = AS, .size = sizeof(c) },
+		.host_va = sg->in_va, .host_pitch_z = (uint64_t)g->W * g->C * g->e,
+		.sram_off = sg->in_off + (uint32_t)(r0 * g_prow(g)) + g->pl * g->C * g->e,
+		.sram_pitch_z = (uint32_t)g_prow(g), .width = g->cin * g->C * g->e, .height = 1, .depth = g->H,
+		.band_first = (int32_t)((int64_t)sg->y0 * g->sy - g->pt + r0), .band_step = d->over_n ? 0 : sg->ru * g->sy,
+		.band_len = r1 - r0, .half = (uint8_t)sg->h, .axis = (uint8_t)(TNPU_BANDS_AXIS_Z | flags),
+	};
+
+	if (r1 > r0)
+		cs_raw(cs, &c, sizeof(c));
+}
+
+/* Row mode: band rows outside the image in any unit of segment sg ([0, *top) and [*bot, br)). */
+static void pad_rows(const struct pwg *g, const struct pwp *d, const struct pw_seg *sg, uint32_t *top, uint32_t *bot)
+{
+	uint32_t units = d->over_n ? 1 : (uint32_t)cdiv(sg->nrows, sg->ru);
+	int64_t t = 0, b = sg->br;
+
+	for (uint32_t u = 0; u < units; u++) {
+		int64_t iy0 = ((int64_t)sg->y0 + (int64_t)u * sg->ru) * g->sy - g->pt;
+
+		t = ACCEL_MAX(t, -iy0);
+		b = ACCEL_MIN(b, (int64_t)g->H - iy0);
+	}
+	*top = (uint32_t)ACCEL_MIN(t, (int64_t)sg->br);
+	*bot = (uint32_t)ACCEL_MAX(ACCEL_MIN(b, (int64_t)sg->br), (int64_t)*top);
+}
+
+/* Fill `height` rows of `width` bytes, `pitch` apart, of every unit's half with the byte v. */
+static void fill_emit(struct accel_cmdstream *cs, unsigned half, uint32_t off, uint32_t width, uint32_t pitch,
+		      uint32_t height, uint8_t v)
+{
+	struct tnpu_cmd_dma f = {
+		.hdr = { .opcode = TNPU_CMD_DMA_H2D, .flags = AS, .size = sizeof(f) },
+		.sram_off = off, .sram_pitch_y = pitch, .width = width, .height = height, .depth = 1,
+		.row = TNPU_DMA_ROW_ALL, .half = (uint8_t)half, .dma_flags = TNPU_DMA_F_FILL, .fill = v,
+	};
+
+	if (width && height)
+		cs_raw(cs, &f, sizeof(f));
+}
+
+/* The padding fills of segment sg (row mode) into fl[]: {off, width, height} with the padded row as the
+ * pitch -- the pad columns at the half's first use (int8 zero point), the rows outside the image
+ * whenever they are not clean zeros.  Returns the count. */
+static unsigned pad_fills(const struct pwg *g, const struct pwp *d, const struct pw_seg *sg, bool first_use,
+			  uint32_t fl[4][3])
+{
+	uint32_t top, bot, n = 0, ce = g->C * g->e, rpad = g->Wp - g->pl - g->cin;
+
+	if (!g->rowm)
+		return 0;
+	if (first_use && g->pad) {
+		if (g->pl)
+			fl[n][0] = sg->in_off, fl[n][1] = g->pl * ce, fl[n++][2] = d->br;
+		if (rpad)
+			fl[n][0] = sg->in_off + (g->pl + g->cin) * ce, fl[n][1] = rpad * ce, fl[n++][2] = d->br;
+	}
+	pad_rows(g, d, sg, &top, &bot);
+	if (g->pad || !first_use) {
+		if (top)
+			fl[n][0] = sg->in_off, fl[n][1] = (uint32_t)g_prow(g), fl[n++][2] = top;
+		if (bot < sg->br)
+			fl[n][0] = sg->in_off + (uint32_t)(bot * g_prow(g)), fl[n][1] = (uint32_t)g_prow(g),
+			fl[n++][2] = sg->br - bot;
+	}
+	return n;
+}
+
+/* ---- the cycle-model replay (unit 0 or a full middle unit; every unit runs the same program) ---- */
 
 struct pw_acct {
 	uint64_t issued, dist, wide, mac, sfu, st;
 };
 
+#define PW_WAITS (2 * PW_MAX_TAPS * TNPU_NUM_ACCS)
 struct pw_row {
 	uint64_t t0, n_wait;
-	uint64_t ready[2 + TNPU_NUM_ACCS];
-	struct pw_acct pre[2 + TNPU_NUM_ACCS], a;
+	uint64_t ready[PW_WAITS];
+	struct pw_acct pre[PW_WAITS], a;
 };
 
 /* cluster.c exe_work: distribution (the wide path's bytes at 256 B/cycle) and MACs overlap, SFU and
@@ -205,7 +423,7 @@ static uint64_t pw_time(const struct pw_row *r)
 static void pw_ld(struct pw_row *r, uint64_t ready, uint64_t bytes, bool wide)
 {
 	r->a.issued++;
-	if (ready > r->t0 + TNPU_CYC_EXE) {
+	if (ready > r->t0 + TNPU_CYC_EXE && r->n_wait < PW_WAITS) {
 		r->ready[r->n_wait] = ready;
 		r->pre[r->n_wait++] = r->a;
 	}
@@ -214,7 +432,7 @@ static void pw_ld(struct pw_row *r, uint64_t ready, uint64_t bytes, bool wide)
 		r->a.wide += bytes;
 }
 
-/* Unit-0 elements [e0, e1) landing in rows of q from the command start t: row j at t + CMD + SETUP +
+/* Unit elements [e0, e1) landing in rows of q from the command start t: row j at t + CMD + SETUP +
  * (j+1)*c.  A tensor lands in up to two bands and a tail. */
 struct pw_piece {
 	uint64_t e0, e1, q, t, c;
@@ -280,17 +498,16 @@ static void pw_sim_tail(struct pw_eng *e, bool aux, const struct pw_band *b, str
 		l->p[l->n++] = (struct pw_piece){ t0, t0 + rem, rem, pw_h2d(e, aux, 1, zrow(rem * b->esz)), zrow(rem * b->esz) };
 }
 
-/* The bands of segment s (host pixels from base, ns of them) and of the weights and column records. */
-static struct pw_band band_in(const struct pwg *g, const struct pwp *d, uint64_t base, uint64_t ns)
+/* The bands of segment sg (flat mode) and of the weights and column records. */
+static struct pw_band band_in(const struct pwg *g, const struct pwp *d, const struct pw_seg *sg)
 {
-	return (struct pw_band){ g->in_va + base * g->C * g->e, (uint64_t)g->C * g->e, (uint64_t)g->C * g->e, ns, d->qi,
-				 d->over_n ? 0 : d->sg, d->in_off };
+	return (struct pw_band){ sg->in_va, (uint64_t)g->C * g->e, (uint64_t)g->C * g->e, sg->npix, d->qi,
+				 d->over_n ? 0 : sg->sg, sg->in_off };
 }
 
 static struct pw_band band_w(const struct pwg *g, const struct pwp *d)
 {
-	return (struct pw_band){ g->w_va, (uint64_t)g->C * g->e, (uint64_t)g->C * g->e, g->K, d->qw,
-				 d->over_n ? d->kr : 0, d->w_off };
+	return (struct pw_band){ g->w_va, g_wrow(g), g_wrow(g), g->K, d->qw, d->over_n ? d->kr : 0, d->w_off };
 }
 
 static struct pw_band band_b(const struct pwg *g, const struct pwp *d)
@@ -300,40 +517,91 @@ static struct pw_band band_b(const struct pwg *g, const struct pwp *d)
 }
 
 /* Output rows over pixel runs: qo pixels per row (packed channels) or one pixel per row (ku > K). */
-static struct pw_band band_out(const struct pwg *g, const struct pwp *d, uint64_t base, uint64_t ns)
+static struct pw_band band_out(const struct pwg *g, const struct pwp *d, const struct pw_seg *sg)
 {
-	return (struct pw_band){ g->out_va + base * g->K * g->oe, (uint64_t)g->K * g->oe, (uint64_t)d->ku * g->oe, ns,
-				 d->qo, d->sg, d->out_off };
+	return (struct pw_band){ sg->out_va, (uint64_t)g->K * g->oe, (uint64_t)d->ku * g->oe, sg->npix, d->qo, sg->sg,
+				 sg->out_off };
+}
+
+/* Bytes of tap t's weight block (rows [c0, c0 + n)) in written lines: the unit's kr0 channels were
+ * written, the padding channels after them are clean and do not travel (isa.md "MCAST"). */
+static uint64_t wblock_bytes(const struct pwg *g, uint64_t c0, uint64_t n, uint64_t kr0, uint32_t t)
+{
+	uint64_t wr = g_wrow(g), tb = (uint64_t)g_cpt(g) * g->e, end = al64(kr0 * wr), b = 0;
+
+	for (uint64_t r = c0; r < c0 + n; r++) {
+		uint64_t lo = r * wr + t * tb;
+
+		if (r < kr0)
+			b += tb;
+		else if (lo < end)
+			b += ACCEL_MIN(tb, end - lo);
+		else
+			break;
+	}
+	return b;
+}
+
+/* The sub-tile counts of the EXEs of every segment: one instruction buffer each. */
+static void pw_cfgs(const struct pwg *g, const struct pwp *d, bool cfg[TNPU_NUM_ACCS + 1])
+{
+	uint32_t lastT = 0;
+
+	for (uint32_t s = 0; s < d->nseg; s++) {
+		uint32_t T = seg_at(g, d, s).T;
+
+		if (T == lastT)
+			continue;	/* the same runs as the previous segment */
+		lastT = T;
+		for (uint32_t k = 0; k < T; k += exe_subs(g, d, T, k))
+			cfg[exe_subs(g, d, T, k)] = true;
+	}
 }
 
 /* Modeled job cycles of plan d (cycle-model.md applied to the stream pw_emit writes). */
 static double pw_sim(const struct pwg *g, const struct pwp *d)
 {
 	struct pw_eng e = { 0 };
-	uint64_t tok_c[2] = { 0, 0 }, tok_s[2] = { 0, 0 }, stt[PW_MAX_SUB], prev_b = UINT64_MAX;
+	uint64_t tok_c[2] = { 0, 0 }, tok_s[2] = { 0, 0 }, stt[PW_MAX_SUB], prev_b[PW_MAX_TAPS];
 	struct pw_land wl[2];
-	bool used[2] = { false, false };
-	uint32_t ngrp = (uint32_t)cdiv(d->T, d->spe), rem = d->T % d->spe;
-	uint64_t kr0 = ACCEL_MIN(d->kr, g->K), wlines = al64(kr0 * g->C * g->e);
+	bool used[2] = { false, false }, fresh[2] = { true, true }, cfg[TNPU_NUM_ACCS + 1] = { false };
+	uint32_t taps = g_taps(g), cpt = g_cpt(g);
+	uint64_t kr0 = ACCEL_MIN(d->kr, g->K), nb = (uint64_t)d->gch * d->tn;
 	struct pw_band bw = band_w(g, d), bb = band_b(g, d);
+	bool first_cfg = true;
 
 	memset(wl, 0, sizeof(wl));
-	/* CONFIGs (buffer 1, and buffer 2 for a shorter last pixel group) */
-	for (unsigned k = 0; k < (rem ? 2u : 1u); k++) {
-		uint64_t len = 1 + 16 + 2 * (1 + 3 * (k ? rem : d->spe)) + (k ? 0 : 32 * (g->sfu ? 4 : 3));
+	for (unsigned t = 0; t < PW_MAX_TAPS; t++)
+		prev_b[t] = UINT64_MAX;
+	/* CONFIGs: one buffer per sub-tile count, the records with the first */
+	pw_cfgs(g, d, cfg);
+	for (unsigned n = TNPU_NUM_ACCS; n >= 1; n--) {
+		uint64_t len = 1 + 16 + 2 * (taps + n * (2 * taps + 1)) + (first_cfg ? 32 * (g->sfu ? 4 : 3) : 0);
 
+		if (!cfg[n])
+			continue;
+		first_cfg = false;
 		e.fc += TNPU_CYC_CMD + TNPU_CYC_DISPATCH + cdiv(len, TNPU_RATE_DISPATCH);
 		e.r = ACCEL_MAX(e.r, e.fc) + cdiv(len, TNPU_RATE_DISPATCH);
 	}
 	for (uint32_t s = 0; s < d->nseg; s++) {
-		unsigned h = d->nseg > 1 ? s & 1 : 0;
-		uint64_t per = d->over_n ? d->sg : (uint64_t)g->rows * d->sg, base = (uint64_t)s * per;
-		uint64_t ns = ACCEL_MIN((uint64_t)g->M - base, per);
-		struct pw_band bi = band_in(g, d, base, ns);
+		struct pw_seg sg = seg_at(g, d, s);
+		unsigned h = sg.h, j = sg.j;
+		struct pw_band bi = band_in(g, d, &sg);
 		struct pw_land in = { .n = 0 };
+		uint32_t fl[4][3], nf;
+		uint64_t tok_f = 0;
 
 		if (s >= 2)
-			e.fl = ACCEL_MAX(e.fl, tok_c[h]) + TNPU_CYC_CMD;
+			e.fl = ACCEL_MAX(e.fl, tok_c[j]) + TNPU_CYC_CMD;
+		nf = pad_fills(g, d, &sg, fresh[j], fl);
+		fresh[j] = false;
+		for (unsigned i = 0; i < nf; i++)
+			e.fl += TNPU_CYC_CMD + TNPU_CYC_DMA_SETUP + (uint64_t)fl[i][2] * cdiv(fl[i][1], TNPU_RATE_DMA);
+		if (nf) {
+			tok_f = e.fl;
+			e.fl += TNPU_CYC_CMD;
+		}
 		if (!used[h] && g->colb) {
 			struct pw_land bl = { .n = 0 };	/* lands before the weights the LD B waits for */
 
@@ -342,90 +610,108 @@ static double pw_sim(const struct pwg *g, const struct pwp *d)
 		}
 		if (!used[h])
 			pw_sim_band(&e, true, &bw, 0, d->w0, &wl[h]);
-		pw_sim_band(&e, false, &bi, 0, d->in0, &in);
+		if (g->rowm) {
+			uint64_t c = zrow((uint64_t)g->cin * g->C * g->e);
+
+			in.p[in.n++] = (struct pw_piece){ 0, sg.br, 1, pw_h2d(&e, false, sg.br, c), c };
+		} else {
+			pw_sim_band(&e, false, &bi, 0, d->in0, &in);
+		}
 		if (!used[h]) {
 			pw_sim_band(&e, true, &bw, d->w0, d->kr, &wl[h]);
 			pw_sim_tail(&e, true, &bw, &wl[h]);
 			used[h] = true;
 		}
-		pw_sim_band(&e, false, &bi, d->in0, d->sg, &in);
-		pw_sim_tail(&e, false, &bi, &in);
+		if (!g->rowm) {
+			pw_sim_band(&e, false, &bi, d->in0, d->sg, &in);
+			pw_sim_tail(&e, false, &bi, &in);
+		}
 		/* compute */
 		if (s >= 2)
-			e.fc = ACCEL_MAX(e.fc, tok_s[h]) + TNPU_CYC_CMD;
-		for (uint32_t k = 0; k < ngrp * d->nct; k++) {
-			uint32_t gi, ct, i0, n;
-			uint64_t plen = 1 + 8 * (2 + (d->nct > 1 ? 1 + (g->colb ? 1 : 0) : 0)), c0;
-			struct pw_row r;
+			e.fc = ACCEL_MAX(e.fc, tok_s[j]) + TNPU_CYC_CMD;
+		if (nf)
+			e.fc = ACCEL_MAX(e.fc, tok_f) + TNPU_CYC_CMD;
+		for (uint32_t k0 = 0; k0 < sg.T; k0 += exe_subs(g, d, sg.T, k0)) {
+			uint32_t n = exe_subs(g, d, sg.T, k0);
 
-			gi = k / d->nct;
-			ct = k % d->nct;
-			i0 = gi * d->spe;
-			n = ACCEL_MIN(d->spe, d->T - i0);
-			c0 = (uint64_t)ct * d->gch * d->tn;
-			memset(&r, 0, sizeof(r));
-			e.fc += TNPU_CYC_CMD + TNPU_CYC_DISPATCH + cdiv(plen, TNPU_RATE_DISPATCH);
-			r.t0 = ACCEL_MAX(e.r, e.fc);
-			r.a.dist = plen;
-			if (g->wide) {
-				/* multicast block: only written lines travel, none if the slot holds the tile */
-				uint64_t lo = c0 * g->C * g->e, hi = ACCEL_MIN((c0 + (uint64_t)d->gch * d->tn) * g->C * g->e, wlines);
+			for (uint32_t ct = 0; ct < d->nct; ct++) {
+				uint64_t plen = 1 + 8 * (2 + (d->nct > 1 || taps > 1) + (d->nct > 1 && g->colb)), c0 = ct * nb;
+				struct pw_row r;
 
-				pw_ld(&r, pw_ready(&wl[h], c0, c0 + (uint64_t)d->gch * d->tn),
-				      prev_b == c0 || hi <= lo ? 0 : hi - lo, true);
-				prev_b = c0;
-			} else {
-				pw_ld(&r, pw_ready(&wl[h], c0, c0 + (uint64_t)d->gch * d->tn),
-				      (uint64_t)d->gch * d->tn * g->C * g->e, false);
+				memset(&r, 0, sizeof(r));
+				e.fc += TNPU_CYC_CMD + TNPU_CYC_DISPATCH + cdiv(plen, TNPU_RATE_DISPATCH);
+				r.t0 = ACCEL_MAX(e.r, e.fc);
+				r.a.dist = plen;
+				for (uint32_t t = 0; t < taps; t++) {
+					uint64_t ready = pw_ready(&wl[h], c0, c0 + nb);
+
+					if (g->wide) {
+						/* multicast block: only written lines travel, none if the slot holds it */
+						pw_ld(&r, ready, prev_b[t] == c0 ? 0 : wblock_bytes(g, c0, nb, kr0, t), true);
+						prev_b[t] = c0;
+					} else {
+						pw_ld(&r, ready, nb * cpt * g->e, false);
+					}
+				}
+				for (uint32_t i = 0; i < n; i++) {
+					for (uint32_t t = 0; t < taps; t++) {
+						uint64_t lo, hi;
+
+						sub_reads(g, d, k0 + i, t, &lo, &hi);
+						pw_ld(&r, pw_ready(&in, lo, hi), (uint64_t)d->gp * d->tm * cpt * g->e, false);
+						r.a.issued++;
+						r.a.mac += cdiv((uint64_t)d->tm * d->tn * cpt, g->rate);
+					}
+					if (g->sfu)
+						r.a.sfu += cdiv((uint64_t)d->tm * d->tn, TNPU_RATE_SFU);
+					r.a.issued++;
+					r.a.st += cdiv((uint64_t)d->tm * d->tn * g->oe * g->pes, TNPU_RATE_ST);
+					if (!g->sfu)
+						r.a.sfu += cdiv((uint64_t)d->tm * d->tn, TNPU_RATE_OQ);
+					stt[k0 + i] = pw_time(&r);	/* the sub-tile's last ST so far */
+				}
+				e.r = pw_time(&r);
 			}
-			for (uint32_t j = 0; j < n; j++) {
-				uint64_t p0 = (uint64_t)(i0 + j) * d->gp * d->tm;
-
-				pw_ld(&r, pw_ready(&in, p0, p0 + (uint64_t)d->gp * d->tm), (uint64_t)d->gp * d->tm * g->C * g->e,
-				      false);
-				r.a.issued++;
-				r.a.mac += cdiv((uint64_t)d->tm * d->tn * g->C, g->rate);
-				if (g->sfu)
-					r.a.sfu += cdiv((uint64_t)d->tm * d->tn, TNPU_RATE_SFU);
-				r.a.issued++;
-				r.a.st += cdiv((uint64_t)d->tm * d->tn * g->oe * g->pes, TNPU_RATE_ST);
-				if (!g->sfu)
-					r.a.sfu += cdiv((uint64_t)d->tm * d->tn, TNPU_RATE_OQ);
-				stt[i0 + j] = pw_time(&r);	/* the sub-tile's last ST so far */
-			}
-			e.r = pw_time(&r);
 		}
 		if (s + 2 < d->nseg) {
-			tok_c[h] = ACCEL_MAX(e.fc, e.r);
+			tok_c[j] = ACCEL_MAX(e.fc, e.r);
 			e.fc += TNPU_CYC_CMD;
 		}
-		/* store: each unit row leaves when the sub-tile that wrote it is done */
+		/* store: each unit row leaves when every ST over its bytes is done (the STs' spans grow with
+		 * the sub-tile index, and so do their times) */
 		{
 			uint64_t t, s0 = e.fs, q = d->over_n ? 1 : d->qo, rows0, c, t0;
-			struct pw_band bo = band_out(g, d, base, ns);
+			struct pw_band bo = band_out(g, d, &sg);
+			uint32_t kb = 0;
 
 			if (d->over_n) {
-				rows0 = ns;
+				rows0 = sg.npix;
 				c = cdiv((uint64_t)d->kr * g->oe, TNPU_RATE_DMA_PORT);
 			} else {
-				rows0 = band_rows0(&bo, 0, d->sg);
+				rows0 = band_rows0(&bo, 0, sg.sg);
 				c = zrow(q * g->K * g->oe);
 			}
 			t = s0 + TNPU_CYC_CMD + TNPU_CYC_DMA_SETUP;
-			for (uint64_t j = 0; j < rows0; j++)
-				t = ACCEL_MAX(t, stt[((j + 1) * q - 1) / ((uint64_t)d->gp * d->tm)]) + c;
+			for (uint64_t row = 0; row < rows0; row++) {
+				uint64_t lo, hi;
+
+				while (kb + 1 < sg.T && (sub_pix(g, d, kb + 1, &lo, &hi), lo < (row + 1) * q))
+					kb++;
+				t = ACCEL_MAX(t, stt[kb]) + c;
+			}
 			if (rows0)
 				e.fs = s0 + ACCEL_MAX(TNPU_CYC_CMD + TNPU_CYC_DMA_SETUP + rows0 * c, t - s0);
 			if (!d->over_n && band_tail(&bo, &t0)) {
-				uint64_t ct = zrow(ns % q * g->K * g->oe);
+				uint64_t ct = zrow(sg.npix % q * g->K * g->oe), lo, hi;
 
-				t = ACCEL_MAX(e.fs + TNPU_CYC_CMD + TNPU_CYC_DMA_SETUP,
-					      stt[(t0 + ns % q - 1) / ((uint64_t)d->gp * d->tm)]) + ct;
-				e.fs = t;
+				kb = 0;
+				while (kb + 1 < sg.T && (sub_pix(g, d, kb + 1, &lo, &hi), lo < t0 + sg.npix % q))
+					kb++;
+				e.fs = ACCEL_MAX(e.fs + TNPU_CYC_CMD + TNPU_CYC_DMA_SETUP, stt[kb]) + ct;
 			}
 		}
 		if (s + 2 < d->nseg) {
-			tok_s[h] = e.fs;
+			tok_s[j] = e.fs;
 			e.fs += TNPU_CYC_CMD;
 		}
 	}
@@ -434,10 +720,9 @@ static double pw_sim(const struct pwg *g, const struct pwp *d)
 
 /* ---- planning ---- */
 
-static bool pw_try(const struct pwg *g, bool over_n, unsigned map, uint32_t tn, uint32_t T, struct pwp *d)
+/* The parts of a plan that do not depend on the pixel tiling: mapping, channel tiles, weights. */
+static bool pw_chan(const struct pwg *g, bool over_n, unsigned map, uint32_t tn, struct pwp *d)
 {
-	uint64_t wb, pix_b, cap, mu, sub;
-
 	memset(d, 0, sizeof(*d));
 	d->over_n = over_n;
 	d->cl_pix = map & 1;
@@ -448,76 +733,195 @@ static bool pw_try(const struct pwg *g, bool over_n, unsigned map, uint32_t tn, 
 	d->kr = over_n ? (uint32_t)cdiv(g->K, g->rows) : g->K;
 	d->nct = (uint32_t)cdiv(d->kr, (uint64_t)d->gch * tn);
 	d->ku = d->nct * d->gch * tn;
-	if (d->ku > 65535)
-		return false;
-	/* the half: weights and column records of the unit's channels, then input and output pixels */
 	d->w_off = 0;
-	d->b_off = al64((uint64_t)d->ku * g->C * g->e);
-	wb = al64((uint64_t)d->b_off + (uint64_t)d->ku * (g->colb ? g->colb : 4));
-	pix_b = (uint64_t)g->C * g->e + (uint64_t)d->ku * g->oe;
-	if (wb + 128 + pix_b > g->half)
+	d->b_off = al64((uint64_t)d->ku * g_wrow(g));
+	d->in_off[0] = al64((uint64_t)d->b_off + (uint64_t)d->ku * (g->colb ? g->colb : 4));
+	d->qw = row_elems(d->kr, g_wrow(g));
+	return d->ku <= 65535;
+}
+
+/* The rest of the plan once the pixel tiling is set (sg, T, tm, row geometry), and its replay unless
+ * its MACs, SFU and ST alone already exceed `bound` (most candidates: the replay is the planner's cost). */
+static bool pw_finish(const struct pwg *g, struct pwp *d, uint64_t in_bytes, uint64_t out_pix, double bound)
+{
+	uint64_t sub = (uint64_t)d->gp * d->tm;
+
+	if (!d->tm || (uint64_t)d->tm * d->tn > g->acc || d->tm > 65535 || !d->T || d->T > PW_MAX_SUB)
 		return false;
-	cap = (g->half - wb - 128) / pix_b;
-	mu = over_n ? g->M : cdiv(g->M, g->rows);
+	d->spe = ACCEL_MIN(d->T, TNPU_NUM_ACCS);
+	d->out_off[0] = d->in_off[0] + al64(in_bytes);
+	d->in_off[1] = d->one_half ? d->out_off[0] + al64(out_pix * d->ku * g->oe) : d->in_off[0];
+	d->out_off[1] = d->one_half ? d->in_off[1] + al64(in_bytes) : d->out_off[0];
+	if ((uint64_t)d->out_off[1] + out_pix * d->ku * g->oe > g->half)
+		return false;
+	/* row mode: whole fractions of an output row (every segment's unit share is a multiple) */
+	d->qo = d->over_n || d->ku != g->K ? 1 : row_elems(g->rowm ? g->OW : d->sg, (uint64_t)g->K * g->oe);
+	if (d->sg / d->qo > 4 * PW_MAX_ROWS_PER_BAND)
+		return false;
+	/* the first EXE's data first: its first sub-tile's pixels, its channel tile's weights (EXEs run the
+	 * channel tiles of a pixel group in turn) */
+	if (!g->rowm) {
+		d->qi = row_elems(d->sg, (uint64_t)g->C * g->e);
+		if (d->sg / d->qi > PW_MAX_ROWS_PER_BAND)
+			return false;
+		d->in0 = (uint32_t)ACCEL_MIN(cdiv(sub, d->qi) * d->qi, d->sg);
+	}
+	d->w0 = (uint32_t)ACCEL_MIN(cdiv((uint64_t)d->gch * d->tn, d->qw) * d->qw, d->kr);
+	/* host reads (issue #6: at most 1.1 x the footprint, input + weights): every half used holds its
+	 * own copy of the weights and records; row mode reads the halo rows of each segment again */
+	d->h2d = (uint64_t)(d->one_half ? 1 : ACCEL_MIN(d->nseg, 2)) * g->K * (g_wrow(g) + g->colb);
+	for (uint32_t s = 0; s < d->nseg; s++) {
+		struct pw_seg sg = seg_at(g, d, s);
+
+		if (g->rowm) {
+			int64_t r0 = ACCEL_MAX((int64_t)sg.y0 * g->sy - g->pt, 0);
+			int64_t r1 = ACCEL_MIN((int64_t)(sg.y0 + sg.nrows - 1) * g->sy - g->pt + (g->R - 1) * g->dy + 1, g->H);
+
+			d->h2d += r1 > r0 ? (uint64_t)(r1 - r0) * g->cin * g->C * g->e : 0;
+		} else {
+			d->h2d += sg.npix * g->C * g->e;
+		}
+	}
+	if (d->h2d * 10 > ((g->rowm ? (uint64_t)g->N * g->H * g->W : g->M) * g->C * g->e + g->K * g_wrow(g)) * 11 +
+				  20ull * g->K * g->colb)
+		return false;
+	{
+		uint64_t per = g_taps(g) * cdiv((uint64_t)d->tm * d->tn * g_cpt(g), g->rate) +
+			       cdiv((uint64_t)d->tm * d->tn, g->sfu ? TNPU_RATE_SFU : TNPU_RATE_OQ) +
+			       cdiv((uint64_t)d->tm * d->tn * g->oe * g->pes, TNPU_RATE_ST), lb = TNPU_CYC_JOB;
+
+		for (uint32_t s = 0; s < d->nseg; s++)
+			lb += (uint64_t)seg_at(g, d, s).T * d->nct * per;
+		if ((double)lb > bound)
+			return false;
+	}
+	d->est = pw_sim(g, d);
+	return true;
+}
+
+/* Flat mode: T sub-tiles of gp * tm pixels per unit and segment. */
+static bool pw_try_flat(const struct pwg *g, struct pwp *d, uint32_t T, double bound)
+{
+	uint64_t pix_b = (uint64_t)g->C * g->e + (uint64_t)d->ku * g->oe, cap, mu, sub, nb = d->one_half ? 2 : 1;
+
+	if ((uint64_t)d->in_off[0] + 256 + nb * pix_b > g->half)
+		return false;
+	cap = (g->half - d->in_off[0] - 256) / (nb * pix_b);
+	mu = d->over_n ? g->M : cdiv(g->M, g->rows);
 	d->nseg = (uint32_t)cdiv(mu, cap);
 	d->sg = (uint32_t)cdiv(mu, d->nseg);
 	d->T = T;
 	d->tm = (uint32_t)cdiv(d->sg, (uint64_t)d->gp * T);
-	if (!d->tm || (uint64_t)d->tm * tn > g->acc || d->tm > 65535 || T > PW_MAX_SUB)
-		return false;
 	sub = (uint64_t)d->gp * d->tm;
-	if ((uint64_t)(T - 1) * sub >= d->sg)
+	if (!d->tm || (uint64_t)(T - 1) * sub >= d->sg)
 		return false;	/* an empty last sub-tile: fewer sub-tiles do the same */
-	if ((uint64_t)T * sub * pix_b + wb + 128 > g->half)
+	if (nb * T * sub * pix_b + d->in_off[0] + 256 > g->half)
 		return false;	/* the sub-tiles' rounding does not fit: more segments would */
-	d->spe = ACCEL_MIN(T, TNPU_NUM_ACCS);
-	d->in_off = al64(wb);
-	d->out_off = d->in_off + al64((uint64_t)T * sub * g->C * g->e);
-	if ((uint64_t)d->out_off + (uint64_t)T * sub * d->ku * g->oe > g->half)
+	if (d->one_half && d->nseg == 1)
+		return false;	/* the same plan as with two halves */
+	return pw_finish(g, d, (uint64_t)T * sub * g->C * g->e, (uint64_t)T * sub, bound);
+}
+
+/* Row mode: x chunks of OW / xch pixels and nsi segments per image (their rows must fit a half). */
+static bool pw_try_rows(const struct pwg *g, struct pwp *d, uint32_t xch, uint32_t nsi, double bound)
+{
+	uint32_t units = d->over_n ? 1 : g->rows, ru = (uint32_t)cdiv(g->OH, (uint64_t)units * nsi);
+	uint32_t rg = (uint32_t)cdiv(ru, d->gp);
+	uint64_t in_b = (uint64_t)g_band_rows(g, rg * d->gp) * g_prow(g), out_pix = (uint64_t)rg * d->gp * g->OW;
+
+	if (g->OW % xch || d->in_off[0] + (d->one_half ? 2 : 1) * (al64(in_b) + al64(out_pix * d->ku * g->oe)) > g->half)
 		return false;
-	d->qi = row_elems(d->sg, (uint64_t)g->C * g->e);
-	d->qo = over_n || d->ku != g->K ? 1 : row_elems(d->sg, (uint64_t)g->K * g->oe);
-	d->qw = row_elems(d->kr, (uint64_t)g->C * g->e);
-	if (d->sg / d->qi > PW_MAX_ROWS_PER_BAND || d->sg / d->qo > 4 * PW_MAX_ROWS_PER_BAND)
-		return false;
-	/* the first EXE's data first: its first sub-tile's pixels, its channel tile's weights (EXEs run the
-	 * channel tiles of a pixel group in turn) */
-	d->in0 = (uint32_t)ACCEL_MIN(cdiv(sub, d->qi) * d->qi, d->sg);
-	d->w0 = (uint32_t)ACCEL_MIN(cdiv((uint64_t)d->gch * tn, d->qw) * d->qw, d->kr);
-	d->est = pw_sim(g, d);
-	return true;
+	d->xch = xch;
+	d->tm = g->OW / xch;
+	d->ru = ru;
+	d->nsi = (uint32_t)cdiv(g->OH, (uint64_t)units * ru);
+	if (d->nsi != nsi)
+		return false;	/* the same rows per unit as fewer segments */
+	d->br = g_band_rows(g, ru);
+	d->sg = ru * g->OW;
+	d->T = rg * xch;
+	d->nseg = g->N * d->nsi;
+	if (d->one_half && d->nseg == 1)
+		return false;	/* the same plan as with two halves */
+	return pw_finish(g, d, in_b, out_pix, bound);
+}
+
+/* Pass 0 finds the fastest replay; pass 1 takes, among the plans within 1 % of it, the one that reads
+ * the fewest host bytes (more segments can save a few cycles by idling fewer rows, but read their halo
+ * rows again). */
+static void pw_keep(const struct pwp *d, unsigned pass, double fastest, struct pwp *best, bool *found)
+{
+	if (pass == 0) {
+		if (!*found || d->est < best->est)
+			*best = *d;
+	} else if (d->est <= fastest * 1.01 &&
+		   (!*found || d->h2d < best->h2d || (d->h2d == best->h2d && d->est < best->est))) {
+		*best = *d;
+	} else {
+		return;
+	}
+	*found = true;
 }
 
 static bool pw_plan(const struct pwg *g, struct pwp *best)
 {
 	bool found = false;
+	double fastest = 0, bound = 1e300;
 
-	for (unsigned over_n = 0; over_n < (g->rows > 1 ? 2u : 1u); over_n++) {
-		uint32_t kr = over_n ? (uint32_t)cdiv(g->K, g->rows) : g->K;
-		uint64_t mu = over_n ? g->M : cdiv(g->M, g->rows);
+	for (unsigned pass = 0; pass < 2; pass++) {
+		if (pass) {
+			if (!found)
+				return false;
+			fastest = best->est;
+			bound = fastest * 1.01;
+			found = false;
+		}
+		for (unsigned over_n = 0; over_n < (g->rows > 1 ? 2u : 1u); over_n++) {
+			uint32_t kr = over_n ? (uint32_t)cdiv(g->K, g->rows) : g->K;
+			uint64_t mu = over_n ? g->M : cdiv(g->M, g->rows);
 
-		if (over_n && (uint64_t)(g->rows - 1) * kr >= g->K)
-			continue;	/* a unit without channels */
-		for (unsigned map = 0; map < 4; map++) {
-			uint32_t gp = (map & 1 ? g->cols : 1) * (map & 2 ? g->pes : 1);
-			uint32_t gch = g->cols * g->pes / gp;
+			if (over_n && (uint64_t)(g->rows - 1) * kr >= g->K)
+				continue;	/* a unit without channels */
+			for (unsigned map = 0; map < 4; map++) {
+				uint32_t gp = (map & 1 ? g->cols : 1) * (map & 2 ? g->pes : 1);
+				uint32_t gch = g->cols * g->pes / gp;
 
-			for (uint32_t tn = 1; tn <= ACCEL_MIN(g->acc, (uint32_t)cdiv(kr, gch)); tn++) {
-				uint32_t nct = (uint32_t)cdiv(kr, (uint64_t)gch * tn), tmax = g->acc / tn, t0;
+				for (uint32_t tn = 1; tn <= ACCEL_MIN(g->acc, (uint32_t)cdiv(kr, gch)); tn++) {
+					uint32_t nct = (uint32_t)cdiv(kr, (uint64_t)gch * tn), tmax = g->acc / tn, t0;
+					struct pwp base, d;
 
-				/* at most 1/8 of the MACs on padding channels, and no smaller tn with the same nct */
-				if ((uint64_t)nct * gch * tn * 8 > (uint64_t)kr * 9 ||
-				    (tn > 1 && cdiv(kr, (uint64_t)gch * (tn - 1)) == nct))
-					continue;
-				t0 = (uint32_t)ACCEL_MAX(1, cdiv(mu, (uint64_t)gp * tmax));
-				for (uint32_t T = t0; T <= t0 + 24 && T <= PW_MAX_SUB; T++) {
-					struct pwp d;
-
-					if (!pw_try(g, over_n, map, tn, T, &d))
+					/* at most 1/8 of the MACs on padding channels, no smaller tn with the same nct */
+					if ((uint64_t)nct * gch * tn * 8 > (uint64_t)kr * 9 ||
+					    (tn > 1 && cdiv(kr, (uint64_t)gch * (tn - 1)) == nct))
 						continue;
-					if (!found || d.est < best->est) {
-						*best = d;
-						found = true;
+					if (!pw_chan(g, over_n, map, tn, &base))
+						continue;
+					for (unsigned oh = 0; oh < 2; oh++) {
+						base.one_half = oh;
+						if (g->rowm) {
+							/* the fewest segments that fit, and a few more (fewer idle rows) */
+							for (uint32_t xch = 1; xch <= g->OW && xch <= 8; xch++) {
+								uint32_t tried = 0;
+
+								for (uint32_t nsi = 1; nsi <= g->OH && tried < 6; nsi++) {
+									d = base;
+									if (g->OW / xch > tmax || !pw_try_rows(g, &d, xch, nsi, bound))
+										continue;
+									tried++;
+									pw_keep(&d, pass, fastest, best, &found);
+									bound = pass ? fastest * 1.01 : best->est;
+								}
+							}
+							continue;
+						}
+						t0 = (uint32_t)ACCEL_MAX(1, cdiv(mu, (uint64_t)gp * tmax));
+						for (uint32_t T = t0; T <= t0 + 24 && T <= PW_MAX_SUB; T++) {
+							d = base;
+							if (!pw_try_flat(g, &d, T, bound))
+								continue;
+							pw_keep(&d, pass, fastest, best, &found);
+							bound = pass ? fastest * 1.01 : best->est;
+						}
 					}
 				}
 			}
@@ -529,15 +933,21 @@ static bool pw_plan(const struct pwg *g, struct pwp *best)
 /* ---- emitting ---- */
 
 static void pw_config(struct accel_cmdstream *cs, const struct pwg *g, const struct pwp *d, const struct mm_problem *p,
-		      unsigned buf, uint32_t n, bool recs)
+		      uint32_t n, bool recs)
 {
-	uint32_t e = g->e, oe = g->oe, C = g->C, P = g->pes, blk_in = d->tm * C * e, blk_out = d->tm * d->ku * oe;
-	uint32_t cb = g->colb ? g->colb : 4;
+	uint32_t e = g->e, oe = g->oe, P = g->pes, taps = g_taps(g), cpt = g_cpt(g), cb = g->colb ? g->colb : 4;
+	/* a pixel block: tm pixels (flat) or one output row (row mode); the stride from one sub-tile of
+	 * the run to the next; the stride from one filter row to the next */
+	uint64_t blk_in = g->rowm ? g->sy * g_prow(g) : (uint64_t)d->tm * g->C * e;
+	uint64_t blk_out = (uint64_t)(g->rowm ? g->OW : d->tm) * d->ku * oe;
+	uint64_t in_step = g->rowm && d->xch > 1 ? (uint64_t)d->tm * g->sx * g->C * e : (uint64_t)d->gp * blk_in;
+	uint64_t out_step = g->rowm && d->xch > 1 ? (uint64_t)d->tm * d->ku * oe : (uint64_t)d->gp * blk_out;
+	uint64_t tap = g->rowm ? g->dy * g_prow(g) : 0;
 	uint8_t dt = p->f32 ? TNPU_DTYPE_FP32 : TNPU_DTYPE_INT8;
 	struct tnpu_operand ops[3];
 	struct tnpu_sfu_param sfu = p->sfu;
 	struct tnpu_cfg_hdr h;
-	uint16_t ins[1 + 3 * TNPU_NUM_ACCS];
+	uint16_t ins[PW_MAX_TAPS + TNPU_NUM_ACCS * (2 * PW_MAX_TAPS + 1)];
 	uint8_t pkt[1 + 16 + sizeof(ins) + 4 * 32];
 	uint32_t len = 0, ni = 0;
 	/* pixel-block and channel-block indices of cluster c and PE p: strides per cluster and per PE */
@@ -545,36 +955,44 @@ static void pw_config(struct accel_cmdstream *cs, const struct pwg *g, const str
 	int64_t cc = d->cl_pix ? 0 : (d->pe_pix ? 1 : P), cp = d->pe_pix ? 0 : 1;
 
 	memset(ops, 0, sizeof(ops));
-	ops[0] = (struct tnpu_operand){ .addr = d->in_off, .col_stride = (int32_t)(pc * blk_in),
-					.pe_stride = (int32_t)(pp * blk_in), .pitch = C * e, .rows = (uint16_t)d->tm,
-					.cols = (uint16_t)C, .dtype = dt, .su_delta = (int32_t)(d->gp * blk_in) };
-	ops[1] = (struct tnpu_operand){ .addr = d->w_off, .col_stride = (int32_t)(cc * d->tn * C * e),
-					.pe_stride = (int32_t)(cp * d->tn * C * e), .pitch = C * e,
-					.rows = (uint16_t)d->tn, .cols = (uint16_t)C, .dtype = dt, .flags = TNPU_OPF_TRANS };
-	ops[2] = (struct tnpu_operand){ .addr = d->out_off, .col_stride = (int32_t)(pc * blk_out + cc * d->tn * oe),
+	/* A: the scalar unit walks the filter rows, then (su_wrap) on to the next sub-tile */
+	ops[0] = (struct tnpu_operand){ .addr = d->in_off[0], .col_stride = (int32_t)(pc * blk_in),
+					.pe_stride = (int32_t)(pp * blk_in), .pitch = (g->rowm ? g->sx : 1) * g->C * e,
+					.rows = (uint16_t)d->tm, .cols = (uint16_t)cpt, .dtype = dt,
+					.su_wrap = (uint16_t)taps, .su_delta = (int32_t)tap,
+					.su_wrap_delta = (int32_t)((int64_t)in_step - (int64_t)(taps * tap)) };
+	/* B: one LD per filter row (its slice of the weight rows; the EXE patches the address back) */
+	ops[1] = (struct tnpu_operand){ .addr = d->w_off, .col_stride = (int32_t)(cc * d->tn * g_wrow(g)),
+					.pe_stride = (int32_t)(cp * d->tn * g_wrow(g)), .pitch = (uint32_t)g_wrow(g),
+					.rows = (uint16_t)d->tn, .cols = (uint16_t)cpt, .dtype = dt, .flags = TNPU_OPF_TRANS,
+					.su_delta = taps > 1 ? (int32_t)(cpt * e) : 0 };
+	ops[2] = (struct tnpu_operand){ .addr = d->out_off[0], .col_stride = (int32_t)(pc * blk_out + cc * d->tn * oe),
 					.pe_stride = (int32_t)(pp * blk_out + cp * d->tn * oe), .pitch = d->ku * oe,
 					.rows = (uint16_t)d->tm, .cols = (uint16_t)d->tn, .dtype = p->out_dtype,
-					.su_delta = (int32_t)(d->gp * blk_out) };
+					.su_delta = (int32_t)out_step };
 	sfu.bias_addr = d->b_off;
 	sfu.bias_col_stride = (int32_t)(cc * d->tn * cb);
 	sfu.bias_pe_stride = (int32_t)(cp * d->tn * cb);
 	/* the weights cross as one multicast block (the channel tiles of the row's PEs are consecutive
 	 * rows): on the wide path, and not at all when the slot already holds them (isa.md "MCAST") */
-	ins[ni++] = (uint16_t)(TNPU_INSN_LD(1, 0, 1, 0) | (g->wide ? TNPU_LD_MCAST | TNPU_LD_WIDE : 0));
+	for (uint32_t t = 0; t < taps; t++)
+		ins[ni++] = (uint16_t)(TNPU_INSN_LD(1, t, 1, 0) | (g->wide ? TNPU_LD_MCAST | TNPU_LD_WIDE : 0));
 	for (uint32_t k = 0; k < n; k++) {
-		ins[ni++] = TNPU_INSN_LD(0, 0, 0, 0);
-		ins[ni++] = TNPU_INSN_MAC(0, 0, k, 0, g->sfu);
+		for (uint32_t t = 0; t < taps; t++) {
+			ins[ni++] = TNPU_INSN_LD(0, 0, 0, 0);
+			ins[ni++] = TNPU_INSN_MAC(0, t, k, 0, g->sfu && t == taps - 1);
+		}
 		ins[ni++] = TNPU_INSN_ST(k, 2, !g->sfu);
 	}
 	memset(&h, 0, sizeof(h));
 	h.n_instr = (uint8_t)ni;
 	h.n_operands = recs ? (uint8_t)(g->sfu ? 4 : 3) : 0;
-	/* RQ: the weight slot stays valid for the run's sub-tiles (one LD of the channel tile) */
+	/* RQ: the weight slots stay valid for the run's sub-tiles (one LD per filter row) */
 	h.mode = TNPU_CFG_MODE_PIPE4 | TNPU_CFG_MODE_WQ_PUT(TNPU_WQ_RQ);
 	h.loop_end = (uint8_t)(ni - 1);
 	h.repeat = 1;
 	h.sfu_rf = 3;
-	pkt[len++] = TNPU_PKT_CONFIG_BYTE(buf);
+	pkt[len++] = TNPU_PKT_CONFIG_BYTE(n);
 	memcpy(pkt + len, &h, 16);
 	len += 16;
 	memcpy(pkt + len, ins, 2 * ni);
@@ -592,92 +1010,109 @@ static void pw_config(struct accel_cmdstream *cs, const struct pwg *g, const str
 
 static void pw_emit(struct accel_cmdstream *cs, const struct pwg *g, const struct pwp *d, const struct mm_problem *p)
 {
-	uint32_t ngrp = (uint32_t)cdiv(d->T, d->spe), rem = d->T % d->spe;
 	struct pw_band bw = band_w(g, d), bb = band_b(g, d);
-	bool used[2] = { false, false };
+	bool used[2] = { false, false }, fresh[2] = { true, true }, cfg[TNPU_NUM_ACCS + 1] = { false }, first = true;
 	uint8_t sf = TNPU_BANDS_F_STREAM, aux = TNPU_BANDS_F_AUX | TNPU_BANDS_F_STREAM;
+	uint32_t taps = g_taps(g);
 
-	pw_config(cs, g, d, p, 1, d->spe, true);
-	if (rem)
-		pw_config(cs, g, d, p, 2, rem, false);
+	/* instruction buffer n runs n sub-tiles; the records come with the first CONFIG */
+	pw_cfgs(g, d, cfg);
+	for (uint32_t n = TNPU_NUM_ACCS; n >= 1; n--) {
+		if (cfg[n]) {
+			pw_config(cs, g, d, p, n, first);
+			first = false;
+		}
+	}
 	for (uint32_t s = 0; s < d->nseg; s++) {
-		unsigned h = d->nseg > 1 ? s & 1 : 0;
-		uint64_t per = d->over_n ? d->sg : (uint64_t)g->rows * d->sg, base = (uint64_t)s * per;
-		uint64_t ns = ACCEL_MIN((uint64_t)g->M - base, per);
-		struct pw_band bi = band_in(g, d, base, ns);
+		struct pw_seg sg = seg_at(g, d, s);
+		unsigned h = sg.h, j = sg.j;
+		struct pw_band bi = band_in(g, d, &sg);
+		uint32_t fl[4][3], nf;
 
 		/*
-		 * load engine: the half's column records and weights at its first use, the segment's
-		 * pixels; the first EXE's channel tile and first pixel block first.  The records land
-		 * before the weights, whose lines the weight LD waits for, so the chained SFU never reads
-		 * records still in flight.
+		 * load engine: padding fills (row mode), the half's column records and weights at its first
+		 * use, the segment's pixels; the first EXE's channel tile and first pixel block first.  The
+		 * records land before the weights, whose lines the weight LD waits for, so the chained SFU
+		 * never reads records still in flight; the fills are plain DMAs, so the EXEs wait for them
+		 * with a semaphore.
 		 */
 		if (s >= 2)
-			cs_sem(cs, false, AS, TNPU_ENGINE_LOAD, PS_CFREE + h, 1);
+			cs_sem(cs, false, AS, TNPU_ENGINE_LOAD, PS_CFREE + j, 1);
+		nf = pad_fills(g, d, &sg, fresh[j], fl);
+		fresh[j] = false;
+		for (unsigned i = 0; i < nf; i++)
+			fill_emit(cs, h, fl[i][0], fl[i][1], (uint32_t)g_prow(g), fl[i][2], g->pad);
+		if (nf)
+			cs_sem(cs, true, AS, TNPU_ENGINE_LOAD, PS_FILL, 1);
 		if (!used[h] && g->colb) {
 			band_emit(cs, true, &bb, 0, bb.ul ? bb.ul : bb.n, h, aux);
 			band_emit_tail(cs, true, &bb, h, aux);
 		}
 		if (!used[h])
 			band_emit(cs, true, &bw, 0, d->w0, h, aux);
-		band_emit(cs, true, &bi, 0, d->in0, h, sf);
+		/* row mode: one band (a split would read the halo rows a unit shares with the next twice) */
+		if (g->rowm)
+			rows_emit(cs, g, d, &sg, 0, sg.br, sf);
+		else
+			band_emit(cs, true, &bi, 0, d->in0, h, sf);
 		if (!used[h]) {
 			band_emit(cs, true, &bw, d->w0, d->kr, h, aux);
 			band_emit_tail(cs, true, &bw, h, aux);
 			used[h] = true;
 		}
-		band_emit(cs, true, &bi, d->in0, d->sg, h, sf);
-		band_emit_tail(cs, true, &bi, h, sf);
-		/* compute engine: one EXE per pixel group and channel tile, every row on its own band */
+		if (!g->rowm) {
+			band_emit(cs, true, &bi, d->in0, d->sg, h, sf);
+			band_emit_tail(cs, true, &bi, h, sf);
+		}
+		/* compute engine: one EXE per sub-tile run and channel tile, every row on its own band */
 		if (s >= 2)
-			cs_sem(cs, false, AS, TNPU_ENGINE_COMPUTE, PS_SFREE + h, 1);
-		for (uint32_t k = 0; k < ngrp * d->nct; k++) {
-			struct tnpu_exe_patch pt[4];
-			uint8_t pkt[1 + sizeof(pt)];
-			unsigned np = 0;
-			uint32_t gi, ct, i0, c0;
+			cs_sem(cs, false, AS, TNPU_ENGINE_COMPUTE, PS_SFREE + j, 1);
+		if (nf)
+			cs_sem(cs, false, AS, TNPU_ENGINE_COMPUTE, PS_FILL, 1);
+		for (uint32_t k0 = 0; k0 < sg.T; k0 += exe_subs(g, d, sg.T, k0)) {
+			for (uint32_t ct = 0; ct < d->nct; ct++) {
+				struct tnpu_exe_patch pt[4];
+				uint8_t pkt[1 + sizeof(pt)];
+				unsigned np = 0;
+				uint32_t c0 = ct * d->gch * d->tn;
 
-			gi = k / d->nct;
-			ct = k % d->nct;
-			i0 = gi * d->spe;
-			c0 = ct * d->gch * d->tn;
-			pt[np++] = (struct tnpu_exe_patch){ .rf = 0, .field = TNPU_PATCH_ADDR,
-							    .value = d->in_off + i0 * d->gp * d->tm * g->C * g->e };
-			pt[np++] = (struct tnpu_exe_patch){ .rf = 2, .field = TNPU_PATCH_ADDR,
-							    .value = d->out_off + i0 * d->gp * d->tm * d->ku * g->oe + c0 * g->oe };
-			if (d->nct > 1) {
-				pt[np++] = (struct tnpu_exe_patch){ .rf = 1, .field = TNPU_PATCH_ADDR,
-								    .value = d->w_off + c0 * g->C * g->e };
-				if (g->colb)
+				pt[np++] = (struct tnpu_exe_patch){ .rf = 0, .field = TNPU_PATCH_ADDR,
+								    .value = sg.in_off + (uint32_t)sub_in(g, d, k0) };
+				pt[np++] = (struct tnpu_exe_patch){ .rf = 2, .field = TNPU_PATCH_ADDR,
+					.value = sg.out_off + (uint32_t)sub_out(g, d, k0) + c0 * g->oe };
+				if (d->nct > 1 || taps > 1)
+					pt[np++] = (struct tnpu_exe_patch){ .rf = 1, .field = TNPU_PATCH_ADDR,
+						.value = d->w_off + (uint32_t)(c0 * g_wrow(g)) };
+				if (d->nct > 1 && g->colb)
 					pt[np++] = (struct tnpu_exe_patch){ .rf = 3, .field = TNPU_PATCH_ADDR,
 									    .value = d->b_off + c0 * g->colb };
+				pkt[0] = TNPU_PKT_EXE_BYTE(exe_subs(g, d, sg.T, k0), TNPU_PKT_LAST | TNPU_PKT_SHIFT_OUT);
+				memcpy(pkt + 1, pt, 8 * np);
+				cs_dispatch(cs, AS, TNPU_DISPATCH_ROW_ALL, h, 0, pkt, 1 + 8 * np);
 			}
-			pkt[0] = TNPU_PKT_EXE_BYTE(rem && gi == ngrp - 1 ? 2 : 1, TNPU_PKT_LAST | TNPU_PKT_SHIFT_OUT);
-			memcpy(pkt + 1, pt, 8 * np);
-			cs_dispatch(cs, AS, TNPU_DISPATCH_ROW_ALL, h, 0, pkt, 1 + 8 * np);
 		}
 		if (s + 2 < d->nseg)
-			cs_sem(cs, true, AS, TNPU_ENGINE_COMPUTE, PS_CFREE + h, 1);
+			cs_sem(cs, true, AS, TNPU_ENGINE_COMPUTE, PS_CFREE + j, 1);
 		/* store engine: each unit's rows leave as their STs write them */
 		if (d->over_n) {
 			/* every pixel's channel block of each unit (axis X), the SRAM rows ku channels apart */
 			struct tnpu_cmd_dma_bands b = {
 				.hdr = { .opcode = TNPU_CMD_DMA_BANDS_D2H, .flags = AS, .size = sizeof(b) },
-				.host_va = g->out_va + base * g->K * g->oe, .host_pitch_z = (uint64_t)g->K * g->oe,
-				.sram_off = d->out_off, .sram_pitch_z = d->ku * g->oe, .width = g->K * g->oe, .height = 1,
-				.depth = (uint32_t)ns, .band_step = d->kr * g->oe, .band_len = d->kr * g->oe,
-				.half = (uint8_t)h, .axis = TNPU_BANDS_AXIS_X | sf,
+				.host_va = sg.out_va, .host_pitch_z = (uint64_t)g->K * g->oe, .sram_off = sg.out_off,
+				.sram_pitch_z = d->ku * g->oe, .width = g->K * g->oe, .height = 1, .depth = (uint32_t)sg.npix,
+				.band_step = d->kr * g->oe, .band_len = d->kr * g->oe, .half = (uint8_t)h,
+				.axis = TNPU_BANDS_AXIS_X | sf,
 			};
 
 			cs_raw(cs, &b, sizeof(b));
 		} else {
-			struct pw_band bo = band_out(g, d, base, ns);
+			struct pw_band bo = band_out(g, d, &sg);
 
-			band_emit(cs, false, &bo, 0, d->sg, h, sf);
+			band_emit(cs, false, &bo, 0, sg.sg, h, sf);
 			band_emit_tail(cs, false, &bo, h, sf);
 		}
 		if (s + 2 < d->nseg)
-			cs_sem(cs, true, AS, TNPU_ENGINE_STORE, PS_SFREE + h, 1);
+			cs_sem(cs, true, AS, TNPU_ENGINE_STORE, PS_SFREE + j, 1);
 	}
 }
 
@@ -700,9 +1135,9 @@ static int pw_lower(struct accel_dev *dev, struct mm_ctx *x, struct pwg *g, cons
 	g->b_va = p->bias_va;
 	if (!pw_plan(g, &d))
 		return 1;
-	/* one hardware job: CONFIGs, then per segment its bands, semaphores and EXEs (16-byte header and
-	 * up to 33 packet bytes each) */
-	if (2 * 256 + (uint64_t)d.nseg * (10 * 72 + 4 * 16 + cdiv(d.T, d.spe) * d.nct * 56) > x->cut_bytes)
+	/* one hardware job: CONFIGs, then per segment its fills, bands, semaphores and EXEs (16-byte
+	 * header and up to 33 packet bytes each) */
+	if (4 * 256 + (uint64_t)d.nseg * (4 * 64 + 10 * 72 + 6 * 16 + cdiv(d.T, d.spe) * 2 * d.nct * 56) > x->cut_bytes)
 		return 1;
 	if (dev->pw_mode != 2) {
 		double o = other(arg);
@@ -748,30 +1183,42 @@ int conv_pw_lower(struct accel_dev *dev, struct mm_ctx *x, const struct accel_co
 	const struct accel_tensor *in = cd->input, *wt = cd->weights, *out = cd->output;
 	struct pw_conv_arg arg = { x->caps, cd, p };
 	struct pwg g;
-	uint32_t N = in->shape[0], H = in->shape[2], W = in->shape[3];
+	int64_t e = p->f32 ? 4 : 1, oe = p->out_dtype == TNPU_DTYPE_INT8 ? 1 : 4;
 
 	if (!pw_usable(dev, x, p) || in->layout != ACCEL_LAYOUT_NHWC || out->layout != ACCEL_LAYOUT_NHWC ||
-	    cd->groups != 1 || wt->shape[2] != 1 || wt->shape[3] != 1 || cd->stride_h != 1 || cd->stride_w != 1 ||
-	    cd->pad_top || cd->pad_left || cd->pad_bottom || cd->pad_right)
+	    cd->groups != 1)
 		return 1;
 	memset(&g, 0, sizeof(g));
-	g.C = in->shape[1];
-	g.K = wt->shape[0];
-	g.e = p->f32 ? 4 : 1;
-	g.oe = p->out_dtype == TNPU_DTYPE_INT8 ? 1 : 4;
-	/* packed tensors: the pixels of the whole batch are one matrix, and so are the outputs */
-	if (in->strides[1] != (int64_t)g.e || in->strides[3] != (int64_t)g.C * g.e ||
-	    in->strides[2] != (int64_t)W * g.C * g.e || in->strides[0] != (int64_t)H * W * g.C * g.e ||
-	    out->strides[1] != (int64_t)g.oe || out->strides[3] != (int64_t)g.K * g.oe ||
-	    out->strides[2] != (int64_t)W * g.K * g.oe || out->strides[0] != (int64_t)H * W * g.K * g.oe ||
-	    wt->strides[0] != (int64_t)g.C * g.e)
+	CONV_SHAPE_FILL(g, cd);
+	g.e = (uint32_t)e;
+	g.oe = (uint32_t)oe;
+	/* packed rows: contiguous pixels of C channels in, of K channels out; OHWI weights */
+	if (in->strides[1] != e || in->strides[3] != (int64_t)g.C * e || in->strides[2] != (int64_t)g.W * g.C * e ||
+	    out->strides[1] != oe || out->strides[3] != (int64_t)g.K * oe || out->strides[2] != (int64_t)g.OW * g.K * oe ||
+	    wt->strides[0] != (int64_t)g.R * g.S * g.C * e || g.C > 65535 || g.K > 65535)
 		return 1;
-	if ((uint64_t)N * H * W > 0xFFFFFFFFull || g.C > 65535 || g.K > 65535)
-		return 1;
-	g.M = N * H * W;
 	g.in_va = in->buf->va + in->offset;
 	g.w_va = wt->buf->va + wt->offset;
 	g.out_va = out->buf->va + out->offset;
+	g.in_sn = (uint64_t)in->strides[0];
+	g.out_sn = (uint64_t)out->strides[0];
+	if (g.R == 1 && g.S == 1 && g.sy == 1 && g.sx == 1 && !cd->pad_top && !cd->pad_left && !cd->pad_bottom &&
+	    !cd->pad_right && in->strides[0] == (int64_t)g.H * g.W * g.C * e &&
+	    out->strides[0] == (int64_t)g.OH * g.OW * g.K * oe && (uint64_t)g.N * g.H * g.W <= 0xFFFFFFFFull) {
+		/* flat: the pixels of the whole batch are one matrix, and so are the outputs */
+		g.M = g.N * g.H * g.W;
+		return pw_lower(dev, x, &g, p, pw_conv_other, &arg);
+	}
+	/* row mode: a filter row is S*C contiguous elements of an input row (dilation 1 along x) */
+	if ((g.S > 1 && g.dx != 1) || g.R > PW_MAX_TAPS || (uint64_t)g.S * g.C > 65535)
+		return 1;
+	g.rowm = true;
+	g.Wp = (g.OW - 1) * g.sx + (g.S - 1) + 1;
+	g.cin = ACCEL_MIN(g.W, g.Wp > g.pl ? g.Wp - g.pl : 0);
+	g.pad = p->f32 ? 0 : (uint8_t)(int8_t)cd->input_zero_point;
+	g.M = g.OH * g.OW;
+	if (!g.cin || g.pl >= g.Wp)
+		return 1;
 	return pw_lower(dev, x, &g, p, pw_conv_other, &arg);
 }
 

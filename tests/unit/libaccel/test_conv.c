@@ -527,9 +527,62 @@ Test(conv, pointwise_lowering_sweep)
 	cr_assert_geq(differ * 10, total * 9, "only %u of %u cases took the pointwise lowering", differ, total);
 }
 
-/* MobileNetV2's pointwise shapes (int8 QDQ: per-channel records, input zero point; fp32: bias + ReLU)
- * take the pointwise lowering by default (faster than the direct and IM2COL estimates) and match the
- * CPU reference; an NCHW 1x1 convolution is not eligible (identical cycles with and without it). */
+/* Row mode of the same lowering: NHWC convolutions whose filter rows are S*C contiguous elements (up to
+ * 4 rows, dilation 1 along x) -- strides, padding with and without an input zero point, row dilation,
+ * batches, segments on the small array -- against the CPU reference, forced with pw=on, and again
+ * nearly every case must differ from pw=off in cycles. */
+Test(conv, pointwise_lowering_row_mode_sweep)
+{
+	static const char *const geo[][2] = {
+		{ "sim:pw=on", "sim:pw=off" },
+		{ "sim:rows=2,cols=2,pes=4,sram=65536,pw=on", "sim:rows=2,cols=2,pes=4,sram=65536,pw=off" },
+	};
+	uint64_t seed = 0x40e5, s = seed;
+	unsigned differ = 0, total = 0;
+
+	if (!test_is_sim())
+		cr_skip_test("forces the pointwise lowering (a sim option)");
+	for (unsigned v = 0; v < sizeof(geo) / sizeof(geo[0]); v++) {
+		struct accel_dev *don = open_dev(geo[v][0]), *doff = open_dev(geo[v][1]);
+
+		for (unsigned it = 0; it < 18; it++) {
+			struct ccase t = CC(.c = 1);
+			uint64_t r = xrng(&s);
+			bool big = it % 3 == 2;
+
+			t.n = 1 + (uint32_t)(xrng(&s) % 2);
+			t.c = 1 + (uint32_t)(xrng(&s) % (big ? 40 : 12));
+			t.k = 1 + (uint32_t)(xrng(&s) % (big ? 70 : 40));
+			t.r = 1 + (uint32_t)(xrng(&s) % 4);
+			t.s = 1 + (uint32_t)(xrng(&s) % 3);
+			t.sh = 1 + (uint32_t)(xrng(&s) % 2);
+			t.sw = 1 + (uint32_t)(xrng(&s) % 2);
+			t.dh = 1 + (uint32_t)((r >> 7) & 1);
+			t.pt = (uint32_t)(xrng(&s) % 2);
+			t.pb = (uint32_t)(xrng(&s) % 2);
+			t.pl = (uint32_t)(xrng(&s) % 2);
+			t.pr = (uint32_t)(xrng(&s) % 2);
+			t.h = t.dh * (t.r - 1) + 1 + (uint32_t)(xrng(&s) % (big ? 40 : 9));
+			t.w = t.s + (uint32_t)(xrng(&s) % (big ? 40 : 9));
+			t.f32 = r & 1;
+			t.bias = r & 2;
+			t.relu = r & 4;
+			t.requant = !t.f32 && (r & 8);
+			t.qcol = t.requant && (r & 16);
+			t.zp = !t.f32 && (r & 32) ? (int)(xrng(&s) % 255) - 127 : 0;
+			differ += run_pw_pair(don, doff, &t, seed * 1000 + v * 100 + it);
+			total++;
+		}
+		accel_close(don);
+		accel_close(doff);
+	}
+	cr_assert_geq(differ * 10, total * 8, "only %u of %u cases took the pointwise lowering", differ, total);
+}
+
+/* MobileNetV2's pointwise shapes and stem and ResNet shapes (int8 QDQ: per-channel records, input zero
+ * point; fp32: bias + ReLU) take the pointwise lowering by default (faster than the direct and IM2COL
+ * estimates) and match the CPU reference; an NCHW 1x1 convolution is not eligible (identical cycles
+ * with and without it). */
 Test(conv, pointwise_lowering_takes_mobilenet_shapes)
 {
 	struct accel_dev *dauto, *doff;
@@ -542,6 +595,13 @@ Test(conv, pointwise_lowering_takes_mobilenet_shapes)
 		CC(.c = 320, .h = 7, .w = 7, .k = 1280, .r = 1, .s = 1, .requant = true, .qcol = true, .bias = true),
 		CC(.n = 2, .c = 32, .h = 28, .w = 28, .k = 192, .r = 1, .s = 1, .f32 = true, .bias = true, .relu = true),
 		CC(.c = 64, .h = 14, .w = 14, .k = 384, .r = 1, .s = 1, .bias = true),	/* int32 output */
+		/* row mode: the stem (3x3 stride 2, 3 -> 32, zero point -128), a ResNet 3x3 and 1x1 stride 2 */
+		CC(.c = 3, .h = 224, .w = 224, .k = 32, .r = 3, .s = 3, .sh = 2, .sw = 2, .pt = 1, .pl = 1, .pb = 1,
+		   .pr = 1, .requant = true, .qcol = true, .bias = true, .relu = true, .zp = -128),
+		CC(.c = 64, .h = 56, .w = 56, .k = 64, .r = 3, .s = 3, .pt = 1, .pl = 1, .pb = 1, .pr = 1,
+		   .requant = true, .qcol = true, .bias = true, .zp = 3),
+		CC(.c = 128, .h = 28, .w = 28, .k = 256, .r = 1, .s = 1, .sh = 2, .sw = 2, .requant = true, .qcol = true,
+		   .bias = true),
 	};
 	struct ccase nchw = CC(.c = 24, .h = 14, .w = 14, .k = 40, .r = 1, .s = 1, .nchw = true, .bias = true);
 
