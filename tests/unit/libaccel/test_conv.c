@@ -576,6 +576,32 @@ Test(conv, pointwise_lowering_row_mode_sweep)
 		accel_close(don);
 		accel_close(doff);
 	}
+	{
+		/* directed: several channel tiles with segments in one half, two halves with their own
+		 * weights (default geometry and the small array), channel tiles with segments */
+		struct {
+			unsigned v;
+			struct ccase t;
+		} dc[] = {
+			{ 0, CC(.n = 3, .c = 41, .h = 7, .w = 51, .k = 349, .r = 3, .s = 3, .sh = 2, .sw = 2, .pt = 1,
+				.pl = 1, .pb = 1, .pr = 1, .requant = true, .qcol = true, .bias = true, .zp = -128) },
+			{ 0, CC(.n = 2, .c = 24, .h = 16, .w = 25, .k = 2, .r = 3, .s = 3, .sh = 2, .sw = 2, .f32 = true,
+				.bias = true) },
+			{ 1, CC(.n = 3, .c = 15, .h = 59, .w = 23, .k = 82, .r = 2, .s = 2, .sh = 2, .sw = 2,
+				.requant = true, .zp = 17) },
+			{ 0, CC(.c = 27, .h = 53, .w = 51, .k = 302, .r = 3, .s = 3, .sh = 2, .sw = 2, .pt = 1, .pl = 1,
+				.pb = 1, .pr = 1, .f32 = true, .relu = true) },
+		};
+
+		for (unsigned i = 0; i < sizeof(dc) / sizeof(dc[0]); i++) {
+			struct accel_dev *don = open_dev(geo[dc[i].v][0]), *doff = open_dev(geo[dc[i].v][1]);
+
+			differ += run_pw_pair(don, doff, &dc[i].t, seed * 1000 + 900 + i);
+			total++;
+			accel_close(don);
+			accel_close(doff);
+		}
+	}
 	cr_assert_geq(differ * 10, total * 8, "only %u of %u cases took the pointwise lowering", differ, total);
 }
 
