@@ -694,13 +694,14 @@ static bool direct_wins(const struct dconv *g, const struct dplan *d, const stru
 }
 
 /* The estimate (cycles) of the plan conv_direct_lower (or its IM2COL fallback) would run for cd, for
- * another lowering to compare with (conv_pw.c); 0 when neither plans it. */
+ * another lowering to compare with (conv_pw.c); 0 when neither plans it.  A residual epilogue takes the
+ * IM2COL lowering (the direct one has none). */
 double conv_direct_est(const struct accel_caps *c, const struct accel_conv2d_desc *cd, const struct mm_problem *p)
 {
 	struct dconv g;
 	struct dplan d;
 	struct mm_plan mp;
-	bool direct = dconv_init(cd, p, &g) && !dplan_choose(c, &g, p, &d);
+	bool direct = !p->res_tensor && dconv_init(cd, p, &g) && !dplan_choose(c, &g, p, &d);
 
 	if (mm_plan_choose(c, p, &mp))
 		return direct ? d.est : 0;

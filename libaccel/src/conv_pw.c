@@ -51,6 +51,10 @@ struct pwg {
 	uint32_t N, H, W, OH, OW, R, S, sy, sx, dy, dx, pt, pl, Wp, cin;	/* cin: image columns of a padded row */
 	uint8_t pad;				/* the padding byte (int8 input zero point) */
 	uint64_t in_sn, out_sn;
+	/* ISA 2 residual (SFU RESIDUAL): a 32-bit tensor laid out as the output, staged in the output
+	 * buffer where the SFU reads it before the ST overwrites it with the result */
+	bool res;
+	uint64_t res_va;
 };
 
 struct pwp {
@@ -67,7 +71,7 @@ struct pwp {
 	uint32_t T;		/* pixel sub-tiles per segment */
 	uint32_t spe;		/* sub-tiles per EXE (accumulators) */
 	uint32_t qi, qo, qw;	/* pixels per input / output DMA row, weight channels per DMA row */
-	uint32_t in0, w0;	/* pixels (flat) / channels per unit in the first bands */
+	uint32_t in0, w0, res0;	/* pixels (flat) / channels per unit in the first bands */
 	uint32_t nseg;
 	bool one_half;		/* segments alternate two input/output buffers in half 0 (weights read once),
 				 * else the two halves (each its own copy of the weights) */
@@ -198,7 +202,7 @@ static uint32_t exe_subs(const struct pwg *g, const struct pwp *d, uint32_t T, u
 struct pw_seg {
 	unsigned h, j;
 	uint32_t in_off, out_off;
-	uint64_t in_va, out_va, npix;
+	uint64_t in_va, out_va, res_va, npix;
 	uint32_t y0, nrows;	/* row mode: first output row in its image, output rows */
 	uint32_t T, sg, ru, br;
 };
@@ -217,6 +221,7 @@ static struct pw_seg seg_at(const struct pwg *g, const struct pwp *d, uint32_t s
 		sg.npix = ACCEL_MIN((uint64_t)g->M - base, per);
 		sg.in_va = g->in_va + base * g->C * g->e;
 		sg.out_va = g->out_va + base * g->K * g->oe;
+		sg.res_va = g->res_va + base * g->K * g->oe;
 		sg.T = d->T;
 		sg.sg = d->sg;
 	} else {
@@ -227,6 +232,7 @@ static struct pw_seg seg_at(const struct pwg *g, const struct pwp *d, uint32_t s
 		sg.npix = (uint64_t)sg.nrows * g->OW;
 		sg.in_va = g->in_va + (uint64_t)b * g->in_sn;
 		sg.out_va = g->out_va + (uint64_t)b * g->out_sn + (uint64_t)sg.y0 * g->OW * g->K * g->oe;
+		sg.res_va = g->res_va + (uint64_t)b * g->out_sn + (uint64_t)sg.y0 * g->OW * g->K * g->oe;
 		sg.ru = d->over_n ? sg.nrows : (uint32_t)cdiv(sg.nrows, g->rows);
 		sg.br = g_band_rows(g, sg.ru);
 		sg.sg = sg.ru * g->OW;
@@ -516,11 +522,35 @@ static struct pw_band band_b(const struct pwg *g, const struct pwp *d)
 				 d->b_off };
 }
 
-/* Output rows over pixel runs: qo pixels per row (packed channels) or one pixel per row (ku > K). */
+/* Output rows over pixel runs: qo pixels per row (packed channels) or one pixel per row (ku > K); the
+ * residual lands the same way in the same buffer. */
 static struct pw_band band_out(const struct pwg *g, const struct pwp *d, const struct pw_seg *sg)
 {
 	return (struct pw_band){ sg->out_va, (uint64_t)g->K * g->oe, (uint64_t)d->ku * g->oe, sg->npix, d->qo, sg->sg,
 				 sg->out_off };
+}
+
+static struct pw_band band_res(const struct pwg *g, const struct pwp *d, const struct pw_seg *sg)
+{
+	struct pw_band b = band_out(g, d, sg);
+
+	b.va = sg->res_va;
+	return b;
+}
+
+/* Units on channel blocks: every pixel's block of kr channels of each unit (axis X), the SRAM rows ku
+ * channels apart -- the output (D2H) or the residual (H2D) of segment sg. */
+static void xband_emit(struct accel_cmdstream *cs, bool h2d, const struct pwg *g, const struct pwp *d,
+		       const struct pw_seg *sg, uint64_t va, uint8_t flags)
+{
+	struct tnpu_cmd_dma_bands b = {
+		.hdr = { .opcode = h2d ? TNPU_CMD_DMA_BANDS_H2D : TNPU_CMD_DMA_BANDS_D2H, .flags = AS, .size = sizeof(b) },
+		.host_va = va, .host_pitch_z = (uint64_t)g->K * g->oe, .sram_off = sg->out_off, .sram_pitch_z = d->ku * g->oe,
+		.width = g->K * g->oe, .height = 1, .depth = (uint32_t)sg->npix, .band_step = d->kr * g->oe,
+		.band_len = d->kr * g->oe, .half = (uint8_t)sg->h, .axis = (uint8_t)(TNPU_BANDS_AXIS_X | flags),
+	};
+
+	cs_raw(cs, &b, sizeof(b));
 }
 
 /* Bytes of tap t's weight block (rows [c0, c0 + n)) in written lines: the unit's kr0 channels were
@@ -576,7 +606,8 @@ static double pw_sim(const struct pwg *g, const struct pwp *d)
 	/* CONFIGs: one buffer per sub-tile count, the records with the first */
 	pw_cfgs(g, d, cfg);
 	for (unsigned n = TNPU_NUM_ACCS; n >= 1; n--) {
-		uint64_t len = 1 + 16 + 2 * (taps + n * (2 * taps + 1)) + (first_cfg ? 32 * (g->sfu ? 4 : 3) : 0);
+		uint64_t len = 1 + 16 + 2 * (taps + n * (2 * taps + 1 + g->res)) +
+			       (first_cfg ? 32 * (g->res ? 6 : g->sfu ? 4 : 3) : 0);
 
 		if (!cfg[n])
 			continue;
@@ -587,8 +618,8 @@ static double pw_sim(const struct pwg *g, const struct pwp *d)
 	for (uint32_t s = 0; s < d->nseg; s++) {
 		struct pw_seg sg = seg_at(g, d, s);
 		unsigned h = sg.h, j = sg.j;
-		struct pw_band bi = band_in(g, d, &sg);
-		struct pw_land in = { .n = 0 };
+		struct pw_band bi = band_in(g, d, &sg), brs = band_res(g, d, &sg);
+		struct pw_land in = { .n = 0 }, rl = { .n = 0 };
 		uint32_t fl[4][3], nf;
 		uint64_t tok_f = 0;
 
@@ -617,6 +648,19 @@ static double pw_sim(const struct pwg *g, const struct pwp *d)
 		} else {
 			pw_sim_band(&e, false, &bi, 0, d->in0, &in);
 		}
+		if (g->res) {
+			if (s >= 2)
+				e.fl = ACCEL_MAX(e.fl, tok_s[j]) + TNPU_CYC_CMD;
+			if (d->over_n) {
+				uint64_t c = cdiv((uint64_t)d->kr * g->oe, TNPU_RATE_DMA_PORT);
+
+				rl.p[rl.n++] = (struct pw_piece){ 0, sg.npix, 1, pw_h2d(&e, false, sg.npix, c), c };
+			} else {
+				pw_sim_band(&e, false, &brs, 0, g->rowm ? sg.sg : d->res0, &rl);
+				if (g->rowm)
+					pw_sim_tail(&e, false, &brs, &rl);
+			}
+		}
 		if (!used[h]) {
 			pw_sim_band(&e, true, &bw, d->w0, d->kr, &wl[h]);
 			pw_sim_tail(&e, true, &bw, &wl[h]);
@@ -625,6 +669,10 @@ static double pw_sim(const struct pwg *g, const struct pwp *d)
 		if (!g->rowm) {
 			pw_sim_band(&e, false, &bi, d->in0, d->sg, &in);
 			pw_sim_tail(&e, false, &bi, &in);
+			if (g->res && !d->over_n) {
+				pw_sim_band(&e, false, &brs, d->res0, d->sg, &rl);
+				pw_sim_tail(&e, false, &brs, &rl);
+			}
 		}
 		/* compute */
 		if (s >= 2)
@@ -635,7 +683,8 @@ static double pw_sim(const struct pwg *g, const struct pwp *d)
 			uint32_t n = exe_subs(g, d, sg.T, k0);
 
 			for (uint32_t ct = 0; ct < d->nct; ct++) {
-				uint64_t plen = 1 + 8 * (2 + (d->nct > 1 || taps > 1) + (d->nct > 1 && g->colb)), c0 = ct * nb;
+				uint64_t plen = 1 + 8 * (2 + g->res + (d->nct > 1 || taps > 1) + (d->nct > 1 && g->colb));
+				uint64_t c0 = ct * nb;
 				struct pw_row r;
 
 				memset(&r, 0, sizeof(r));
@@ -659,11 +708,19 @@ static double pw_sim(const struct pwg *g, const struct pwp *d)
 
 						sub_reads(g, d, k0 + i, t, &lo, &hi);
 						pw_ld(&r, pw_ready(&in, lo, hi), (uint64_t)d->gp * d->tm * cpt * g->e, false);
+						if (g->res && t == taps - 1) {
+							/* the residual tile's lines: the SFU reads them after this MAC */
+							sub_pix(g, d, k0 + i, &lo, &hi);
+							pw_ld(&r, pw_ready(&rl, lo, hi),
+							      (uint64_t)g->cols * g->pes * d->tm * d->tn * g->oe, g->wide);
+						}
 						r.a.issued++;
 						r.a.mac += cdiv((uint64_t)d->tm * d->tn * cpt, g->rate);
 					}
 					if (g->sfu)
 						r.a.sfu += cdiv((uint64_t)d->tm * d->tn, TNPU_RATE_SFU);
+					if (g->res)
+						r.a.sfu += cdiv((uint64_t)d->tm * d->tn * 4 * g->pes, TNPU_RATE_ST);
 					r.a.issued++;
 					r.a.st += cdiv((uint64_t)d->tm * d->tn * g->oe * g->pes, TNPU_RATE_ST);
 					if (!g->sfu)
@@ -767,6 +824,7 @@ static bool pw_finish(const struct pwg *g, struct pwp *d, uint64_t in_bytes, uin
 		d->in0 = (uint32_t)ACCEL_MIN(cdiv(sub, d->qi) * d->qi, d->sg);
 	}
 	d->w0 = (uint32_t)ACCEL_MIN(cdiv((uint64_t)d->gch * d->tn, d->qw) * d->qw, d->kr);
+	d->res0 = (uint32_t)ACCEL_MIN(cdiv(sub, d->qo) * d->qo, d->sg);
 	/* host reads (issue #6: at most 1.1 x the footprint, input + weights): every half used holds its
 	 * own copy of the weights and records; row mode reads the halo rows of each segment again */
 	d->h2d = (uint64_t)(d->one_half ? 1 : ACCEL_MIN(d->nseg, 2)) * g->K * (g_wrow(g) + g->colb);
@@ -785,6 +843,8 @@ static bool pw_finish(const struct pwg *g, struct pwp *d, uint64_t in_bytes, uin
 	if (d->h2d * 10 > ((g->rowm ? (uint64_t)g->N * g->H * g->W : g->M) * g->C * g->e + g->K * g_wrow(g)) * 11 +
 				  20ull * g->K * g->colb)
 		return false;
+	if (g->res)	/* read once, as the output is written once */
+		d->h2d += (uint64_t)(g->rowm ? g->N * g->OH * g->OW : g->M) * g->K * g->oe;
 	{
 		uint64_t per = g_taps(g) * cdiv((uint64_t)d->tm * d->tn * g_cpt(g), g->rate) +
 			       cdiv((uint64_t)d->tm * d->tn, g->sfu ? TNPU_RATE_SFU : TNPU_RATE_OQ) +
@@ -944,11 +1004,11 @@ static void pw_config(struct accel_cmdstream *cs, const struct pwg *g, const str
 	uint64_t out_step = g->rowm && d->xch > 1 ? (uint64_t)d->tm * d->ku * oe : (uint64_t)d->gp * blk_out;
 	uint64_t tap = g->rowm ? g->dy * g_prow(g) : 0;
 	uint8_t dt = p->f32 ? TNPU_DTYPE_FP32 : TNPU_DTYPE_INT8;
-	struct tnpu_operand ops[3];
+	struct tnpu_operand ops[6];
 	struct tnpu_sfu_param sfu = p->sfu;
 	struct tnpu_cfg_hdr h;
-	uint16_t ins[PW_MAX_TAPS + TNPU_NUM_ACCS * (2 * PW_MAX_TAPS + 1)];
-	uint8_t pkt[1 + 16 + sizeof(ins) + 4 * 32];
+	uint16_t ins[PW_MAX_TAPS + TNPU_NUM_ACCS * (2 * PW_MAX_TAPS + 2)];
+	uint8_t pkt[1 + 16 + sizeof(ins) + 6 * 32];
 	uint32_t len = 0, ni = 0;
 	/* pixel-block and channel-block indices of cluster c and PE p: strides per cluster and per PE */
 	int64_t pc = d->cl_pix ? (d->pe_pix ? P : 1) : 0, pp = d->pe_pix ? 1 : 0;
@@ -977,16 +1037,26 @@ static void pw_config(struct accel_cmdstream *cs, const struct pwg *g, const str
 	 * rows): on the wide path, and not at all when the slot already holds them (isa.md "MCAST") */
 	for (uint32_t t = 0; t < taps; t++)
 		ins[ni++] = (uint16_t)(TNPU_INSN_LD(1, t, 1, 0) | (g->wide ? TNPU_LD_MCAST | TNPU_LD_WIDE : 0));
+	/* residual: the ST's record is entry 4, the one after the SFU record, so the chained SFU reads the
+	 * residual where the ST then writes the result; entry 5 is the same tile as bytes, for an LD into
+	 * input slot 1 (never multiplied) that waits for the residual's lines before the SFU reads them
+	 * (the SFU itself is not line-tracked) */
+	ops[4] = ops[2];
+	ops[5] = ops[2];
+	ops[5].dtype = TNPU_DTYPE_INT8;
+	ops[5].cols = (uint16_t)(d->tn * oe);
 	for (uint32_t k = 0; k < n; k++) {
 		for (uint32_t t = 0; t < taps; t++) {
 			ins[ni++] = TNPU_INSN_LD(0, 0, 0, 0);
+			if (g->res && t == taps - 1)
+				ins[ni++] = (uint16_t)(TNPU_INSN_LD(5, 1, 0, 0) | (g->wide ? TNPU_LD_MCAST | TNPU_LD_WIDE : 0));
 			ins[ni++] = TNPU_INSN_MAC(0, t, k, 0, g->sfu && t == taps - 1);
 		}
-		ins[ni++] = TNPU_INSN_ST(k, 2, !g->sfu);
+		ins[ni++] = TNPU_INSN_ST(k, g->res ? 4 : 2, !g->sfu);
 	}
 	memset(&h, 0, sizeof(h));
 	h.n_instr = (uint8_t)ni;
-	h.n_operands = recs ? (uint8_t)(g->sfu ? 4 : 3) : 0;
+	h.n_operands = recs ? (uint8_t)(g->res ? 6 : g->sfu ? 4 : 3) : 0;
 	/* RQ: the weight slots stay valid for the run's sub-tiles (one LD per filter row) */
 	h.mode = TNPU_CFG_MODE_PIPE4 | TNPU_CFG_MODE_WQ_PUT(TNPU_WQ_RQ);
 	h.loop_end = (uint8_t)(ni - 1);
@@ -998,11 +1068,15 @@ static void pw_config(struct accel_cmdstream *cs, const struct pwg *g, const str
 	memcpy(pkt + len, ins, 2 * ni);
 	len += 2 * ni;
 	if (recs) {
-		memcpy(pkt + len, ops, sizeof(ops));
-		len += sizeof(ops);
+		memcpy(pkt + len, ops, 3 * 32);
+		len += 3 * 32;
 		if (g->sfu) {
 			memcpy(pkt + len, &sfu, 32);
 			len += 32;
+		}
+		if (g->res) {
+			memcpy(pkt + len, &ops[4], 2 * 32);
+			len += 2 * 32;
 		}
 	}
 	cs_dispatch(cs, AS, TNPU_DISPATCH_ROW_ALL, 0, 0, pkt, len);
@@ -1026,7 +1100,7 @@ static void pw_emit(struct accel_cmdstream *cs, const struct pwg *g, const struc
 	for (uint32_t s = 0; s < d->nseg; s++) {
 		struct pw_seg sg = seg_at(g, d, s);
 		unsigned h = sg.h, j = sg.j;
-		struct pw_band bi = band_in(g, d, &sg);
+		struct pw_band bi = band_in(g, d, &sg), brs = band_res(g, d, &sg);
 		uint32_t fl[4][3], nf;
 
 		/*
@@ -1055,6 +1129,18 @@ static void pw_emit(struct accel_cmdstream *cs, const struct pwg *g, const struc
 			rows_emit(cs, g, d, &sg, 0, sg.br, sf);
 		else
 			band_emit(cs, true, &bi, 0, d->in0, h, sf);
+		if (g->res) {
+			/* the residual into the output buffer, once segment s-2's outputs have left it */
+			if (s >= 2)
+				cs_sem(cs, false, AS, TNPU_ENGINE_LOAD, PS_SFREE + j, 1);
+			if (d->over_n) {
+				xband_emit(cs, true, g, d, &sg, sg.res_va, sf);
+			} else {
+				band_emit(cs, true, &brs, 0, g->rowm ? sg.sg : d->res0, h, sf);
+				if (g->rowm)
+					band_emit_tail(cs, true, &brs, h, sf);
+			}
+		}
 		if (!used[h]) {
 			band_emit(cs, true, &bw, d->w0, d->kr, h, aux);
 			band_emit_tail(cs, true, &bw, h, aux);
@@ -1063,6 +1149,10 @@ static void pw_emit(struct accel_cmdstream *cs, const struct pwg *g, const struc
 		if (!g->rowm) {
 			band_emit(cs, true, &bi, d->in0, d->sg, h, sf);
 			band_emit_tail(cs, true, &bi, h, sf);
+			if (g->res && !d->over_n) {
+				band_emit(cs, true, &brs, d->res0, d->sg, h, sf);
+				band_emit_tail(cs, true, &brs, h, sf);
+			}
 		}
 		/* compute engine: one EXE per sub-tile run and channel tile, every row on its own band */
 		if (s >= 2)
@@ -1071,15 +1161,16 @@ static void pw_emit(struct accel_cmdstream *cs, const struct pwg *g, const struc
 			cs_sem(cs, false, AS, TNPU_ENGINE_COMPUTE, PS_FILL, 1);
 		for (uint32_t k0 = 0; k0 < sg.T; k0 += exe_subs(g, d, sg.T, k0)) {
 			for (uint32_t ct = 0; ct < d->nct; ct++) {
-				struct tnpu_exe_patch pt[4];
+				struct tnpu_exe_patch pt[5];
 				uint8_t pkt[1 + sizeof(pt)];
 				unsigned np = 0;
-				uint32_t c0 = ct * d->gch * d->tn;
+				uint32_t c0 = ct * d->gch * d->tn, out = sg.out_off + (uint32_t)sub_out(g, d, k0) + c0 * g->oe;
 
 				pt[np++] = (struct tnpu_exe_patch){ .rf = 0, .field = TNPU_PATCH_ADDR,
 								    .value = sg.in_off + (uint32_t)sub_in(g, d, k0) };
-				pt[np++] = (struct tnpu_exe_patch){ .rf = 2, .field = TNPU_PATCH_ADDR,
-					.value = sg.out_off + (uint32_t)sub_out(g, d, k0) + c0 * g->oe };
+				pt[np++] = (struct tnpu_exe_patch){ .rf = g->res ? 4 : 2, .field = TNPU_PATCH_ADDR, .value = out };
+				if (g->res)
+					pt[np++] = (struct tnpu_exe_patch){ .rf = 5, .field = TNPU_PATCH_ADDR, .value = out };
 				if (d->nct > 1 || taps > 1)
 					pt[np++] = (struct tnpu_exe_patch){ .rf = 1, .field = TNPU_PATCH_ADDR,
 						.value = d->w_off + (uint32_t)(c0 * g_wrow(g)) };
@@ -1095,24 +1186,15 @@ static void pw_emit(struct accel_cmdstream *cs, const struct pwg *g, const struc
 			cs_sem(cs, true, AS, TNPU_ENGINE_COMPUTE, PS_CFREE + j, 1);
 		/* store engine: each unit's rows leave as their STs write them */
 		if (d->over_n) {
-			/* every pixel's channel block of each unit (axis X), the SRAM rows ku channels apart */
-			struct tnpu_cmd_dma_bands b = {
-				.hdr = { .opcode = TNPU_CMD_DMA_BANDS_D2H, .flags = AS, .size = sizeof(b) },
-				.host_va = sg.out_va, .host_pitch_z = (uint64_t)g->K * g->oe, .sram_off = sg.out_off,
-				.sram_pitch_z = d->ku * g->oe, .width = g->K * g->oe, .height = 1, .depth = (uint32_t)sg.npix,
-				.band_step = d->kr * g->oe, .band_len = d->kr * g->oe, .half = (uint8_t)h,
-				.axis = TNPU_BANDS_AXIS_X | sf,
-			};
-
-			cs_raw(cs, &b, sizeof(b));
+			xband_emit(cs, false, g, d, &sg, sg.out_va, sf);
 		} else {
 			struct pw_band bo = band_out(g, d, &sg);
 
 			band_emit(cs, false, &bo, 0, sg.sg, h, sf);
 			band_emit_tail(cs, false, &bo, h, sf);
 		}
-		if (s + 2 < d->nseg)
-			cs_sem(cs, true, AS, TNPU_ENGINE_STORE, PS_SFREE + j, 1);
+		if (s + 2 < d->nseg)	/* for the compute of s+2 and, with a residual, its load */
+			cs_sem(cs, true, AS, TNPU_ENGINE_STORE, PS_SFREE + j, g->res ? 2 : 1);
 	}
 }
 
@@ -1159,7 +1241,8 @@ static bool pw_usable(const struct accel_dev *dev, const struct mm_ctx *x, const
 	const struct accel_caps *c = x->caps;
 
 	return dev->pw_mode != 1 && (c->features & TNPU_FEAT_DEPTHWISE) && (c->features & TNPU_FEAT_STREAM) &&
-	       !p->res_tensor && !p->zskip_a && !p->mac_lb && x->pin_row == 0xFF;
+	       !p->zskip_a && !p->mac_lb && x->pin_row == 0xFF &&
+	       (!p->res_tensor || ((p->sfu.ops & TNPU_SFU_OP_RESIDUAL) && p->out_dtype != TNPU_DTYPE_INT8));
 }
 
 struct pw_conv_arg {
@@ -1202,6 +1285,9 @@ int conv_pw_lower(struct accel_dev *dev, struct mm_ctx *x, const struct accel_co
 	g.out_va = out->buf->va + out->offset;
 	g.in_sn = (uint64_t)in->strides[0];
 	g.out_sn = (uint64_t)out->strides[0];
+	/* the residual has the output's layout, shape and strides (conv_lower checked) */
+	g.res = p->res_tensor != NULL;
+	g.res_va = g.res ? p->res_tensor->buf->va + p->res_tensor->offset : 0;
 	if (g.R == 1 && g.S == 1 && g.sy == 1 && g.sx == 1 && !cd->pad_top && !cd->pad_left && !cd->pad_bottom &&
 	    !cd->pad_right && in->strides[0] == (int64_t)g.H * g.W * g.C * e &&
 	    out->strides[0] == (int64_t)g.OH * g.OW * g.K * oe && (uint64_t)g.N * g.H * g.W <= 0xFFFFFFFFull) {
@@ -1246,7 +1332,8 @@ int gemm_pw_lower(struct accel_dev *dev, struct mm_ctx *x, const struct mm_probl
 
 	if (!pw_usable(dev, x, p) || p->a.kind != MM_MAT || p->b.kind != MM_MAT_T || p->c_trans || p->c_dma_flags ||
 	    p->a.dma_flags || p->a.pitch != (uint64_t)p->K * e || p->b.pitch != (uint64_t)p->K * e ||
-	    p->c_pitch != (uint64_t)p->N * oe || p->K > 65535 || p->N > 65535)
+	    p->c_pitch != (uint64_t)p->N * oe || p->K > 65535 || p->N > 65535 ||
+	    (p->res_tensor && p->res_pitch != (uint64_t)p->N * oe))
 		return 1;
 	memset(&g, 0, sizeof(g));
 	g.M = p->M;
@@ -1257,5 +1344,7 @@ int gemm_pw_lower(struct accel_dev *dev, struct mm_ctx *x, const struct mm_probl
 	g.in_va = p->a.va;
 	g.w_va = p->b.va;
 	g.out_va = p->c_va;
+	g.res = p->res_tensor != NULL;
+	g.res_va = p->res_va;
 	return pw_lower(dev, x, &g, p, pw_gemm_other, &arg);
 }

@@ -6,6 +6,7 @@ struct ccase {
 	uint32_t n, c, h, w, k, r, s, sh, sw, pt, pl, pb, pr, dh, dw, g;
 	bool f32, nchw, out_nchw, bias, relu, requant;
 	bool qcol;	/* requant per output channel: K x 3 column records {bias, multiplier, shift} */
+	bool res;	/* fp32 / int32 output: an SFU residual (ISA 2) of the output's layout added before the act */
 	int zp;
 };
 
@@ -35,9 +36,10 @@ static void run_conv_norm(struct accel_dev *dev, const struct ccase *t, uint64_t
 	size_t out_n = (size_t)t->n * t->k * oh * ow;
 	struct accel_buffer *bi = alloc_buf(dev, in_n * e), *bw = alloc_buf(dev, w_n * e);
 	struct accel_buffer *bo = alloc_buf(dev, out_n * oe), *bb = alloc_buf(dev, (size_t)t->k * 12);
+	struct accel_buffer *br = alloc_buf(dev, out_n * 4);
 	enum accel_dtype dt = t->f32 ? ACCEL_FP32 : ACCEL_INT8;
 	enum accel_layout L = t->nchw ? ACCEL_LAYOUT_NCHW : ACCEL_LAYOUT_NHWC;
-	struct accel_tensor I, Wt, O, B;
+	struct accel_tensor I, Wt, O, B, RES;
 	struct accel_conv2d_desc d;
 	uint64_t s = seed;
 	int32_t mult = 0;
@@ -48,6 +50,13 @@ static void run_conv_norm(struct accel_dev *dev, const struct ccase *t, uint64_t
 	cr_assert_eq(accel_tensor_4d(bw, 0, dt, L, t->k, cg, t->r, t->s, &Wt), 0);
 	cr_assert_eq(accel_tensor_4d(bo, 0, t->f32 ? ACCEL_FP32 : (t->requant ? ACCEL_INT8 : ACCEL_INT32),
 				     t->out_nchw ? ACCEL_LAYOUT_NCHW : ACCEL_LAYOUT_NHWC, t->n, t->k, oh, ow, &O), 0);
+	cr_assert_eq(accel_tensor_4d(br, 0, t->f32 ? ACCEL_FP32 : ACCEL_INT32, t->out_nchw ? ACCEL_LAYOUT_NCHW : ACCEL_LAYOUT_NHWC,
+				     t->n, t->k, oh, ow, &RES), 0);
+	if (t->f32)
+		fill_f32(accel_buffer_ptr(br), out_n, &s);
+	else
+		for (size_t i = 0; i < out_n; i++)
+			((int32_t *)accel_buffer_ptr(br))[i] = (int32_t)(xrng(&s) % 200001) - 100000;
 	if (t->qcol)
 		cr_assert_eq(accel_tensor_2d(bb, 0, ACCEL_INT32, t->k, 3, &B), 0);
 	else
@@ -79,6 +88,7 @@ static void run_conv_norm(struct accel_dev *dev, const struct ccase *t, uint64_t
 	d.input_zero_point = t->zp;
 	d.epi.bias = t->bias || t->qcol ? &B : NULL;
 	d.epi.act = t->relu ? ACCEL_ACT_RELU : ACCEL_ACT_NONE;
+	d.epi.residual = t->res ? &RES : NULL;
 	if (t->qcol) {
 		/* channel k: its bias (0 without .bias) and a scale between 1/4 and 4 x the per-tensor one */
 		int32_t *rec = accel_buffer_ptr(bb);
@@ -104,6 +114,8 @@ static void run_conv_norm(struct accel_dev *dev, const struct ccase *t, uint64_t
 		cr_assert_eq(ret, 0, "seed %llu conv: %s: %s", (unsigned long long)seed, accel_strerror(ret),
 			     accel_last_error(dev));
 		if (job) {
+			ret = accel_job_wait(job, -1);
+			cr_assert_eq(ret, 0, "seed %llu: the job failed: %s", (unsigned long long)seed, accel_last_error(dev));
 			cr_assert_eq(accel_job_counters(job, conv_cnt_out), 0);
 			accel_job_free(job);
 		}
@@ -149,6 +161,10 @@ static void run_conv_norm(struct accel_dev *dev, const struct ccase *t, uint64_t
 
 						if (t->bias)
 							fsum += ((const float *)accel_buffer_ptr(bb))[k];
+						if (t->res) {
+							fsum += ((const float *)accel_buffer_ptr(br))[oi];
+							mag += fabs(((const float *)accel_buffer_ptr(br))[oi]);
+						}
 						if (t->relu && fsum < 0)
 							fsum = 0;
 						cr_assert(fabs(got - fsum) <= F32_RTOL * (1 + mag),
@@ -166,6 +182,8 @@ static void run_conv_norm(struct accel_dev *dev, const struct ccase *t, uint64_t
 						} else if (t->bias) {
 							acc += ((const int32_t *)accel_buffer_ptr(bb))[k];
 						}
+						if (t->res)
+							acc = (int32_t)((uint32_t)acc + (uint32_t)((const int32_t *)accel_buffer_ptr(br))[oi]);
 						if (t->relu && acc < 0)
 							acc = 0;
 						if (t->requant || t->qcol) {
@@ -187,6 +205,7 @@ static void run_conv_norm(struct accel_dev *dev, const struct ccase *t, uint64_t
 	accel_buffer_free(bw);
 	accel_buffer_free(bo);
 	accel_buffer_free(bb);
+	accel_buffer_free(br);
 }
 
 /* Fields left 0 in a case mean 1 (stride, dilation, groups, batch). */
@@ -504,6 +523,7 @@ Test(conv, pointwise_lowering_sweep)
 			t.relu = r & 4;
 			t.requant = !t.f32 && (r & 8);
 			t.qcol = t.requant && (r & 16);
+			t.res = !t.requant && (r & 64);
 			t.zp = !t.f32 && (r & 32) ? (int)(xrng(&s) % 255) - 127 : 0;
 			differ += run_pw_pair(don, doff, &t, seed * 1000 + v * 100 + it);
 			total++;
@@ -569,6 +589,7 @@ Test(conv, pointwise_lowering_row_mode_sweep)
 			t.relu = r & 4;
 			t.requant = !t.f32 && (r & 8);
 			t.qcol = t.requant && (r & 16);
+			t.res = !t.requant && (r & 64);
 			t.zp = !t.f32 && (r & 32) ? (int)(xrng(&s) % 255) - 127 : 0;
 			differ += run_pw_pair(don, doff, &t, seed * 1000 + v * 100 + it);
 			total++;
@@ -621,6 +642,9 @@ Test(conv, pointwise_lowering_takes_mobilenet_shapes)
 		CC(.c = 320, .h = 7, .w = 7, .k = 1280, .r = 1, .s = 1, .requant = true, .qcol = true, .bias = true),
 		CC(.n = 2, .c = 32, .h = 28, .w = 28, .k = 192, .r = 1, .s = 1, .f32 = true, .bias = true, .relu = true),
 		CC(.c = 64, .h = 14, .w = 14, .k = 384, .r = 1, .s = 1, .bias = true),	/* int32 output */
+		/* fp32 with the block's residual fused (the SFU residual operand) */
+		CC(.c = 144, .h = 56, .w = 56, .k = 24, .r = 1, .s = 1, .f32 = true, .bias = true, .res = true),
+		CC(.c = 576, .h = 14, .w = 14, .k = 96, .r = 1, .s = 1, .f32 = true, .bias = true, .res = true),
 		/* row mode: the stem (3x3 stride 2, 3 -> 32, zero point -128), a ResNet 3x3 and 1x1 stride 2 */
 		CC(.c = 3, .h = 224, .w = 224, .k = 32, .r = 3, .s = 3, .sh = 2, .sw = 2, .pt = 1, .pl = 1, .pb = 1,
 		   .pr = 1, .requant = true, .qcol = true, .bias = true, .relu = true, .zp = -128),
