@@ -39,6 +39,8 @@ enum { PS_CFREE = 0, PS_SFREE = 2, PS_FILL = 4 };
 #define PW_ROW_BYTES 2048		/* preferred bytes per DMA row (8 port cycles) */
 #define PW_MAX_SUB 1024			/* sub-tiles per segment */
 #define PW_MAX_TAPS 4			/* filter rows: one weight slot each */
+#define PW_REM_BUF 5			/* the remainder's instruction buffer (1..4: main runs of n sub-tiles) */
+#define PW_REM_RF 16			/* and its register window */
 
 struct pwg {
 	uint32_t M, C, K, e, oe, rate, colb;	/* flat: M pixels; colb: bytes per column record (0: none) */
@@ -76,6 +78,12 @@ struct pwp {
 	bool one_half;		/* segments alternate two input/output buffers in half 0 (weights read once),
 				 * else the two halves (each its own copy of the weights) */
 	uint32_t in_off[2], out_off[2], w_off, b_off;	/* the buffers of segments s & 1 */
+	/* remainder (flat, units on channel blocks, one segment): the last sub-tile's rpix pixels run as
+	 * one sub-tile of their own mapping (rgp pixel blocks of rtm pixels, all of the unit's channels in
+	 * one tile: rtn per PE, rku >= kr) with its output in a buffer of its own (pitch rku), so a few
+	 * pixels past a multiple of gp do not take a whole sub-tile of idle PEs */
+	bool rem, rcl, rpe;
+	uint32_t rpix, rtm, rtn, rku, rem_off;
 	double est;
 	uint64_t h2d;		/* host bytes read */
 };
@@ -194,6 +202,34 @@ static uint32_t exe_subs(const struct pwg *g, const struct pwp *d, uint32_t T, u
 	if (g->rowm && d->xch > 1)
 		return ACCEL_MIN(d->spe, d->xch - k % d->xch);
 	return ACCEL_MIN(d->spe, T - k);
+}
+
+/* Sub-tiles of the main mapping (all but the remainder's). */
+static uint32_t main_T(const struct pwp *d, uint32_t T)
+{
+	return d->rem ? T - 1 : T;
+}
+
+/* The remainder as a plan of its own whose sub-tile 0 is the unit's pixels from p0 = (T-1)*gp*tm. */
+static struct pwp rem_plan(const struct pwg *g, const struct pwp *d)
+{
+	struct pwp r = *d;
+	uint32_t p0 = (d->T - 1) * d->gp * d->tm;
+
+	r.cl_pix = d->rcl;
+	r.pe_pix = d->rpe;
+	r.gp = (r.cl_pix ? g->cols : 1) * (r.pe_pix ? g->pes : 1);
+	r.gch = g->cols * g->pes / r.gp;
+	r.tm = d->rtm;
+	r.tn = d->rtn;
+	r.ku = d->rku;
+	r.nct = 1;
+	r.T = 1;
+	r.spe = 1;
+	r.rem = false;
+	r.in_off[0] = r.in_off[1] = d->in_off[0] + p0 * g->C * g->e;
+	r.out_off[0] = r.out_off[1] = d->rem_off;
+	return r;
 }
 
 /* A segment: half and buffer, host addresses of its first input element / output pixel, pixels, rows;
@@ -538,47 +574,62 @@ static struct pw_band band_res(const struct pwg *g, const struct pwp *d, const s
 	return b;
 }
 
-/* Units on channel blocks: every pixel's block of kr channels of each unit (axis X), the SRAM rows ku
- * channels apart -- the output (D2H) or the residual (H2D) of segment sg. */
+/* Units on channel blocks: pixels [p_lo, p_hi) of segment sg, every pixel's block of kr channels of
+ * each unit (axis X), the SRAM rows ku channels apart from sram_off -- the output (D2H) or the residual
+ * (H2D). */
 static void xband_emit(struct accel_cmdstream *cs, bool h2d, const struct pwg *g, const struct pwp *d,
-		       const struct pw_seg *sg, uint64_t va, uint8_t flags)
+		       const struct pw_seg *sg, uint64_t va, uint64_t p_lo, uint64_t p_hi, uint32_t sram_off, uint32_t ku,
+		       uint8_t flags)
 {
 	struct tnpu_cmd_dma_bands b = {
 		.hdr = { .opcode = h2d ? TNPU_CMD_DMA_BANDS_H2D : TNPU_CMD_DMA_BANDS_D2H, .flags = AS, .size = sizeof(b) },
-		.host_va = va, .host_pitch_z = (uint64_t)g->K * g->oe, .sram_off = sg->out_off, .sram_pitch_z = d->ku * g->oe,
-		.width = g->K * g->oe, .height = 1, .depth = (uint32_t)sg->npix, .band_step = d->kr * g->oe,
-		.band_len = d->kr * g->oe, .half = (uint8_t)sg->h, .axis = (uint8_t)(TNPU_BANDS_AXIS_X | flags),
+		.host_va = va + p_lo * g->K * g->oe, .host_pitch_z = (uint64_t)g->K * g->oe, .sram_off = sram_off,
+		.sram_pitch_z = ku * g->oe, .width = g->K * g->oe, .height = 1, .depth = (uint32_t)(p_hi - p_lo),
+		.band_step = d->kr * g->oe, .band_len = d->kr * g->oe, .half = (uint8_t)sg->h,
+		.axis = (uint8_t)(TNPU_BANDS_AXIS_X | flags),
 	};
 
-	cs_raw(cs, &b, sizeof(b));
+	if (p_hi > p_lo)
+		cs_raw(cs, &b, sizeof(b));
+}
+
+/* The output (or residual) of segment sg over units on channel blocks: the main sub-tiles' pixels, then
+ * the remainder's from its own buffer. */
+static void xbands_emit(struct accel_cmdstream *cs, bool h2d, const struct pwg *g, const struct pwp *d,
+			const struct pw_seg *sg, uint64_t va, uint8_t flags)
+{
+	uint64_t p0 = d->rem ? (uint64_t)(d->T - 1) * d->gp * d->tm : sg->npix;
+
+	xband_emit(cs, h2d, g, d, sg, va, 0, p0, sg->out_off, d->ku, flags);
+	if (d->rem)
+		xband_emit(cs, h2d, g, d, sg, va, p0, sg->npix, d->rem_off, d->rku, flags);
 }
 
 /* Bytes of tap t's weight block (rows [c0, c0 + n)) in written lines: the unit's kr0 channels were
- * written, the padding channels after them are clean and do not travel (isa.md "MCAST"). */
-static uint64_t wblock_bytes(const struct pwg *g, uint64_t c0, uint64_t n, uint64_t kr0, uint32_t t)
+ * written, the padding channels after them are clean and do not travel (isa.md "MCAST"); rows past the
+ * weights region (a remainder's channel tile) lie in the records and pixels, which were. */
+static uint64_t wblock_bytes(const struct pwg *g, const struct pwp *d, uint64_t c0, uint64_t n, uint64_t kr0, uint32_t t)
 {
 	uint64_t wr = g_wrow(g), tb = (uint64_t)g_cpt(g) * g->e, end = al64(kr0 * wr), b = 0;
 
 	for (uint64_t r = c0; r < c0 + n; r++) {
 		uint64_t lo = r * wr + t * tb;
 
-		if (r < kr0)
+		if (r < kr0 || lo >= d->b_off)
 			b += tb;
 		else if (lo < end)
 			b += ACCEL_MIN(tb, end - lo);
-		else
-			break;
 	}
 	return b;
 }
 
-/* The sub-tile counts of the EXEs of every segment: one instruction buffer each. */
+/* The sub-tile counts of the main EXEs of every segment: one instruction buffer each. */
 static void pw_cfgs(const struct pwg *g, const struct pwp *d, bool cfg[TNPU_NUM_ACCS + 1])
 {
 	uint32_t lastT = 0;
 
 	for (uint32_t s = 0; s < d->nseg; s++) {
-		uint32_t T = seg_at(g, d, s).T;
+		uint32_t T = main_T(d, seg_at(g, d, s).T);
 
 		if (T == lastT)
 			continue;	/* the same runs as the previous segment */
@@ -588,40 +639,132 @@ static void pw_cfgs(const struct pwg *g, const struct pwp *d, bool cfg[TNPU_NUM_
 	}
 }
 
+/* Replay state of a segment: its bands' landing and the weight slots' tiles (MCAST reuse). */
+struct pw_simseg {
+	const struct pw_land *in, *res, *w;
+	uint64_t kr0;
+	uint64_t *prev_b;
+};
+
+/* CONFIG of an instruction buffer: compute-engine issue and the rows' parsing. */
+static void pw_sim_cfg(struct pw_eng *e, uint64_t len)
+{
+	e->fc += TNPU_CYC_CMD + TNPU_CYC_DISPATCH + cdiv(len, TNPU_RATE_DISPATCH);
+	e->r = ACCEL_MAX(e->r, e->fc) + cdiv(len, TNPU_RATE_DISPATCH);
+}
+
+static uint64_t pw_cfg_len(const struct pwg *g, uint32_t n, bool recs)
+{
+	uint32_t taps = g_taps(g);
+
+	return 1 + 16 + 2 * (taps + n * (2 * taps + 1 + g->res)) + (recs ? 32 * (g->res ? 6 : g->sfu ? 4 : 3) : 0);
+}
+
+/* One EXE of plan d (the main mapping or the remainder's): sub-tiles k0..k0+n-1, channel tile ct; the
+ * sub-tiles' ST times into stt[]. */
+static void pw_sim_exe(const struct pwg *g, const struct pwp *d, const struct pw_simseg *ss, struct pw_eng *e,
+		       uint32_t k0, uint32_t n, uint32_t ct, uint64_t p0, uint64_t *stt)
+{
+	uint32_t taps = g_taps(g), cpt = g_cpt(g);
+	uint64_t nb = (uint64_t)d->gch * d->tn, c0 = ct * nb, key = c0 | (uint64_t)d->tn << 24 | (uint64_t)d->gp << 48;
+	uint64_t plen = 1 + 8 * (2 + g->res + (d->nct > 1 || taps > 1) + (d->nct > 1 && g->colb));
+	struct pw_row r;
+
+	memset(&r, 0, sizeof(r));
+	e->fc += TNPU_CYC_CMD + TNPU_CYC_DISPATCH + cdiv(plen, TNPU_RATE_DISPATCH);
+	r.t0 = ACCEL_MAX(e->r, e->fc);
+	r.a.dist = plen;
+	for (uint32_t t = 0; t < taps; t++) {
+		uint64_t ready = pw_ready(ss->w, c0, c0 + nb);
+
+		if (g->wide) {
+			/* multicast block: only written lines travel, none if the slot holds it */
+			pw_ld(&r, ready, ss->prev_b[t] == key ? 0 : wblock_bytes(g, d, c0, nb, ss->kr0, t), true);
+			ss->prev_b[t] = key;
+		} else {
+			pw_ld(&r, ready, nb * cpt * g->e, false);
+		}
+	}
+	for (uint32_t i = 0; i < n; i++) {
+		for (uint32_t t = 0; t < taps; t++) {
+			uint64_t lo, hi;
+
+			sub_reads(g, d, k0 + i, t, &lo, &hi);
+			pw_ld(&r, pw_ready(ss->in, p0 + lo, p0 + hi), (uint64_t)d->gp * d->tm * cpt * g->e, false);
+			if (g->res && t == taps - 1) {
+				/* the residual tile's lines: the SFU reads them after this MAC */
+				sub_pix(g, d, k0 + i, &lo, &hi);
+				pw_ld(&r, pw_ready(ss->res, p0 + lo, p0 + hi),
+				      (uint64_t)g->cols * g->pes * d->tm * d->tn * g->oe, g->wide);
+			}
+			r.a.issued++;
+			r.a.mac += cdiv((uint64_t)d->tm * d->tn * cpt, g->rate);
+		}
+		if (g->sfu)
+			r.a.sfu += cdiv((uint64_t)d->tm * d->tn, TNPU_RATE_SFU);
+		if (g->res)
+			r.a.sfu += cdiv((uint64_t)d->tm * d->tn * 4 * g->pes, TNPU_RATE_ST);
+		r.a.issued++;
+		r.a.st += cdiv((uint64_t)d->tm * d->tn * g->oe * g->pes, TNPU_RATE_ST);
+		if (!g->sfu)
+			r.a.sfu += cdiv((uint64_t)d->tm * d->tn, TNPU_RATE_OQ);
+		stt[k0 + i] = pw_time(&r);	/* the sub-tile's last ST so far */
+	}
+	e->r = pw_time(&r);
+}
+
+/* STREAM D2H rows [0, rows) of c cycles, row j's pixels up to (j+1)*q from p_lo, each waiting for the
+ * last sub-tile (of plan d, ST times stt) whose span starts before its end; returns the store's end. */
+static uint64_t pw_sim_d2h(const struct pwg *g, const struct pwp *d, const uint64_t *stt, uint32_t T, uint64_t s0,
+			   uint64_t rows, uint64_t q, uint64_t c)
+{
+	uint64_t t = s0 + TNPU_CYC_CMD + TNPU_CYC_DMA_SETUP;
+	uint32_t kb = 0;
+
+	for (uint64_t row = 0; row < rows; row++) {
+		uint64_t lo, hi;
+
+		while (kb + 1 < T && (sub_pix(g, d, kb + 1, &lo, &hi), lo < (row + 1) * q))
+			kb++;
+		t = ACCEL_MAX(t, stt[kb]) + c;
+	}
+	return rows ? s0 + ACCEL_MAX(TNPU_CYC_CMD + TNPU_CYC_DMA_SETUP + rows * c, t - s0) : s0;
+}
+
 /* Modeled job cycles of plan d (cycle-model.md applied to the stream pw_emit writes). */
 static double pw_sim(const struct pwg *g, const struct pwp *d)
 {
 	struct pw_eng e = { 0 };
-	uint64_t tok_c[2] = { 0, 0 }, tok_s[2] = { 0, 0 }, stt[PW_MAX_SUB], prev_b[PW_MAX_TAPS];
+	uint64_t tok_c[2] = { 0, 0 }, tok_s[2] = { 0, 0 }, stt[PW_MAX_SUB + 1], prev_b[PW_MAX_TAPS];
 	struct pw_land wl[2];
 	bool used[2] = { false, false }, fresh[2] = { true, true }, cfg[TNPU_NUM_ACCS + 1] = { false };
-	uint32_t taps = g_taps(g), cpt = g_cpt(g);
-	uint64_t kr0 = ACCEL_MIN(d->kr, g->K), nb = (uint64_t)d->gch * d->tn;
 	struct pw_band bw = band_w(g, d), bb = band_b(g, d);
+	struct pwp rp;
 	bool first_cfg = true;
 
 	memset(wl, 0, sizeof(wl));
 	for (unsigned t = 0; t < PW_MAX_TAPS; t++)
 		prev_b[t] = UINT64_MAX;
-	/* CONFIGs: one buffer per sub-tile count, the records with the first */
+	/* CONFIGs: one buffer per sub-tile count, the records with the first; the remainder's */
 	pw_cfgs(g, d, cfg);
 	for (unsigned n = TNPU_NUM_ACCS; n >= 1; n--) {
-		uint64_t len = 1 + 16 + 2 * (taps + n * (2 * taps + 1 + g->res)) +
-			       (first_cfg ? 32 * (g->res ? 6 : g->sfu ? 4 : 3) : 0);
-
-		if (!cfg[n])
-			continue;
-		first_cfg = false;
-		e.fc += TNPU_CYC_CMD + TNPU_CYC_DISPATCH + cdiv(len, TNPU_RATE_DISPATCH);
-		e.r = ACCEL_MAX(e.r, e.fc) + cdiv(len, TNPU_RATE_DISPATCH);
+		if (cfg[n]) {
+			pw_sim_cfg(&e, pw_cfg_len(g, n, first_cfg));
+			first_cfg = false;
+		}
+	}
+	if (d->rem) {
+		rp = rem_plan(g, d);
+		pw_sim_cfg(&e, pw_cfg_len(g, 1, true));
 	}
 	for (uint32_t s = 0; s < d->nseg; s++) {
 		struct pw_seg sg = seg_at(g, d, s);
 		unsigned h = sg.h, j = sg.j;
 		struct pw_band bi = band_in(g, d, &sg), brs = band_res(g, d, &sg);
 		struct pw_land in = { .n = 0 }, rl = { .n = 0 };
-		uint32_t fl[4][3], nf;
-		uint64_t tok_f = 0;
+		struct pw_simseg ss = { &in, &rl, &wl[h], ACCEL_MIN(d->kr, g->K), prev_b };
+		uint32_t fl[4][3], nf, T = main_T(d, sg.T);
+		uint64_t tok_f = 0, p0 = (uint64_t)T * d->gp * d->tm;
 
 		if (s >= 2)
 			e.fl = ACCEL_MAX(e.fl, tok_c[j]) + TNPU_CYC_CMD;
@@ -652,9 +795,11 @@ static double pw_sim(const struct pwg *g, const struct pwp *d)
 			if (s >= 2)
 				e.fl = ACCEL_MAX(e.fl, tok_s[j]) + TNPU_CYC_CMD;
 			if (d->over_n) {
-				uint64_t c = cdiv((uint64_t)d->kr * g->oe, TNPU_RATE_DMA_PORT);
+				uint64_t c = cdiv((uint64_t)d->kr * g->oe, TNPU_RATE_DMA_PORT), pe = d->rem ? p0 : sg.npix;
 
-				rl.p[rl.n++] = (struct pw_piece){ 0, sg.npix, 1, pw_h2d(&e, false, sg.npix, c), c };
+				rl.p[rl.n++] = (struct pw_piece){ 0, pe, 1, pw_h2d(&e, false, pe, c), c };
+				if (d->rem)
+					rl.p[rl.n++] = (struct pw_piece){ pe, sg.npix, 1, pw_h2d(&e, false, sg.npix - pe, c), c };
 			} else {
 				pw_sim_band(&e, false, &brs, 0, g->rowm ? sg.sg : d->res0, &rl);
 				if (g->rowm)
@@ -679,90 +824,33 @@ static double pw_sim(const struct pwg *g, const struct pwp *d)
 			e.fc = ACCEL_MAX(e.fc, tok_s[j]) + TNPU_CYC_CMD;
 		if (nf)
 			e.fc = ACCEL_MAX(e.fc, tok_f) + TNPU_CYC_CMD;
-		for (uint32_t k0 = 0; k0 < sg.T; k0 += exe_subs(g, d, sg.T, k0)) {
-			uint32_t n = exe_subs(g, d, sg.T, k0);
-
-			for (uint32_t ct = 0; ct < d->nct; ct++) {
-				uint64_t plen = 1 + 8 * (2 + g->res + (d->nct > 1 || taps > 1) + (d->nct > 1 && g->colb));
-				uint64_t c0 = ct * nb;
-				struct pw_row r;
-
-				memset(&r, 0, sizeof(r));
-				e.fc += TNPU_CYC_CMD + TNPU_CYC_DISPATCH + cdiv(plen, TNPU_RATE_DISPATCH);
-				r.t0 = ACCEL_MAX(e.r, e.fc);
-				r.a.dist = plen;
-				for (uint32_t t = 0; t < taps; t++) {
-					uint64_t ready = pw_ready(&wl[h], c0, c0 + nb);
-
-					if (g->wide) {
-						/* multicast block: only written lines travel, none if the slot holds it */
-						pw_ld(&r, ready, prev_b[t] == c0 ? 0 : wblock_bytes(g, c0, nb, kr0, t), true);
-						prev_b[t] = c0;
-					} else {
-						pw_ld(&r, ready, nb * cpt * g->e, false);
-					}
-				}
-				for (uint32_t i = 0; i < n; i++) {
-					for (uint32_t t = 0; t < taps; t++) {
-						uint64_t lo, hi;
-
-						sub_reads(g, d, k0 + i, t, &lo, &hi);
-						pw_ld(&r, pw_ready(&in, lo, hi), (uint64_t)d->gp * d->tm * cpt * g->e, false);
-						if (g->res && t == taps - 1) {
-							/* the residual tile's lines: the SFU reads them after this MAC */
-							sub_pix(g, d, k0 + i, &lo, &hi);
-							pw_ld(&r, pw_ready(&rl, lo, hi),
-							      (uint64_t)g->cols * g->pes * d->tm * d->tn * g->oe, g->wide);
-						}
-						r.a.issued++;
-						r.a.mac += cdiv((uint64_t)d->tm * d->tn * cpt, g->rate);
-					}
-					if (g->sfu)
-						r.a.sfu += cdiv((uint64_t)d->tm * d->tn, TNPU_RATE_SFU);
-					if (g->res)
-						r.a.sfu += cdiv((uint64_t)d->tm * d->tn * 4 * g->pes, TNPU_RATE_ST);
-					r.a.issued++;
-					r.a.st += cdiv((uint64_t)d->tm * d->tn * g->oe * g->pes, TNPU_RATE_ST);
-					if (!g->sfu)
-						r.a.sfu += cdiv((uint64_t)d->tm * d->tn, TNPU_RATE_OQ);
-					stt[k0 + i] = pw_time(&r);	/* the sub-tile's last ST so far */
-				}
-				e.r = pw_time(&r);
-			}
-		}
+		for (uint32_t k0 = 0; k0 < T; k0 += exe_subs(g, d, T, k0))
+			for (uint32_t ct = 0; ct < d->nct; ct++)
+				pw_sim_exe(g, d, &ss, &e, k0, exe_subs(g, d, T, k0), ct, 0, stt);
+		if (d->rem)
+			pw_sim_exe(g, &rp, &ss, &e, 0, 1, 0, p0, stt + T);
 		if (s + 2 < d->nseg) {
 			tok_c[j] = ACCEL_MAX(e.fc, e.r);
 			e.fc += TNPU_CYC_CMD;
 		}
 		/* store: each unit row leaves when every ST over its bytes is done (the STs' spans grow with
 		 * the sub-tile index, and so do their times) */
-		{
-			uint64_t t, s0 = e.fs, q = d->over_n ? 1 : d->qo, rows0, c, t0;
+		if (d->over_n) {
+			uint64_t c = cdiv((uint64_t)d->kr * g->oe, TNPU_RATE_DMA_PORT);
+
+			e.fs = pw_sim_d2h(g, d, stt, T, e.fs, d->rem ? p0 : sg.npix, 1, c);
+			if (d->rem)
+				e.fs = pw_sim_d2h(g, &rp, stt + T, 1, e.fs, sg.npix - p0, 1, c);
+		} else {
 			struct pw_band bo = band_out(g, d, &sg);
-			uint32_t kb = 0;
+			uint64_t q = d->qo, t0;
 
-			if (d->over_n) {
-				rows0 = sg.npix;
-				c = cdiv((uint64_t)d->kr * g->oe, TNPU_RATE_DMA_PORT);
-			} else {
-				rows0 = band_rows0(&bo, 0, sg.sg);
-				c = zrow(q * g->K * g->oe);
-			}
-			t = s0 + TNPU_CYC_CMD + TNPU_CYC_DMA_SETUP;
-			for (uint64_t row = 0; row < rows0; row++) {
-				uint64_t lo, hi;
-
-				while (kb + 1 < sg.T && (sub_pix(g, d, kb + 1, &lo, &hi), lo < (row + 1) * q))
-					kb++;
-				t = ACCEL_MAX(t, stt[kb]) + c;
-			}
-			if (rows0)
-				e.fs = s0 + ACCEL_MAX(TNPU_CYC_CMD + TNPU_CYC_DMA_SETUP + rows0 * c, t - s0);
-			if (!d->over_n && band_tail(&bo, &t0)) {
+			e.fs = pw_sim_d2h(g, d, stt, T, e.fs, band_rows0(&bo, 0, sg.sg), q, zrow(q * g->K * g->oe));
+			if (band_tail(&bo, &t0)) {
 				uint64_t ct = zrow(sg.npix % q * g->K * g->oe), lo, hi;
+				uint32_t kb = 0;
 
-				kb = 0;
-				while (kb + 1 < sg.T && (sub_pix(g, d, kb + 1, &lo, &hi), lo < t0 + sg.npix % q))
+				while (kb + 1 < T && (sub_pix(g, d, kb + 1, &lo, &hi), lo < t0 + sg.npix % q))
 					kb++;
 				e.fs = ACCEL_MAX(e.fs + TNPU_CYC_CMD + TNPU_CYC_DMA_SETUP, stt[kb]) + ct;
 			}
@@ -798,7 +886,8 @@ static bool pw_chan(const struct pwg *g, bool over_n, unsigned map, uint32_t tn,
 }
 
 /* The rest of the plan once the pixel tiling is set (sg, T, tm, row geometry), and its replay unless
- * its MACs, SFU and ST alone already exceed `bound` (most candidates: the replay is the planner's cost). */
+ * its MACs, SFU and ST alone already exceed `bound` (most candidates: the replay is the planner's cost;
+ * est is then infinite). */
 static bool pw_finish(const struct pwg *g, struct pwp *d, uint64_t in_bytes, uint64_t out_pix, double bound)
 {
 	uint64_t sub = (uint64_t)d->gp * d->tm;
@@ -852,8 +941,10 @@ static bool pw_finish(const struct pwg *g, struct pwp *d, uint64_t in_bytes, uin
 
 		for (uint32_t s = 0; s < d->nseg; s++)
 			lb += (uint64_t)seg_at(g, d, s).T * d->nct * per;
-		if ((double)lb > bound)
-			return false;
+		if ((double)lb > bound) {
+			d->est = 1e300;	/* a valid plan, not worth replaying (a remainder may still be) */
+			return true;
+		}
 	}
 	d->est = pw_sim(g, d);
 	return true;
@@ -880,6 +971,36 @@ static bool pw_try_flat(const struct pwg *g, struct pwp *d, uint32_t T, double b
 	if (d->one_half && d->nseg == 1)
 		return false;	/* the same plan as with two halves */
 	return pw_finish(g, d, (uint64_t)T * sub * g->C * g->e, (uint64_t)T * sub, bound);
+}
+
+/* Plan d with its last sub-tile replaced by a remainder of mapping rmap (flat, units on channel
+ * blocks, one segment: the remainder's output leaves by its own axis-X band). */
+static bool pw_try_rem(const struct pwg *g, const struct pwp *d, unsigned rmap, double bound, struct pwp *r)
+{
+	uint32_t gp, gch, rpix;
+	uint64_t end;
+
+	if (g->rowm || !d->over_n || d->nseg != 1 || d->T < 2)
+		return false;
+	rpix = d->sg - (d->T - 1) * d->gp * d->tm;
+	*r = *d;
+	r->rem = true;
+	r->rcl = rmap & 1;
+	r->rpe = rmap & 2;
+	gp = (r->rcl ? g->cols : 1) * (r->rpe ? g->pes : 1);
+	gch = g->cols * g->pes / gp;
+	r->rpix = rpix;
+	r->rtm = (uint32_t)cdiv(rpix, gp);
+	r->rtn = (uint32_t)cdiv(d->kr, gch);
+	r->rku = gch * r->rtn;
+	if ((uint64_t)r->rtm * r->rtn > g->acc || (uint64_t)gp * r->rtm >= (uint64_t)d->gp * d->tm || r->rku > 65535)
+		return false;	/* no fewer pixel slots than the sub-tile it replaces */
+	r->rem_off = al64((uint64_t)d->out_off[1] + (uint64_t)(d->T * d->gp * d->tm) * d->ku * g->oe);
+	end = (uint64_t)r->rem_off + (uint64_t)gp * r->rtm * r->rku * g->oe;
+	if (end > g->half)
+		return false;
+	r->est = pw_sim(g, r);
+	return r->est <= bound;
 }
 
 /* Row mode: x chunks of OW / xch pixels and nsi segments per image (their rows must fit a half). */
@@ -968,6 +1089,8 @@ static bool pw_plan(const struct pwg *g, struct pwp *best)
 									if (g->OW / xch > tmax || !pw_try_rows(g, &d, xch, nsi, bound))
 										continue;
 									tried++;
+									if (d.est > bound)
+										continue;
 									pw_keep(&d, pass, fastest, best, &found);
 									bound = pass ? fastest * 1.01 : best->est;
 								}
@@ -976,11 +1099,21 @@ static bool pw_plan(const struct pwg *g, struct pwp *best)
 						}
 						t0 = (uint32_t)ACCEL_MAX(1, cdiv(mu, (uint64_t)gp * tmax));
 						for (uint32_t T = t0; T <= t0 + 24 && T <= PW_MAX_SUB; T++) {
+							struct pwp rd;
+
 							d = base;
 							if (!pw_try_flat(g, &d, T, bound))
 								continue;
-							pw_keep(&d, pass, fastest, best, &found);
-							bound = pass ? fastest * 1.01 : best->est;
+							if (d.est <= bound) {
+								pw_keep(&d, pass, fastest, best, &found);
+								bound = pass ? fastest * 1.01 : best->est;
+							}
+							for (unsigned rmap = 0; rmap < 4; rmap++) {
+								if (!pw_try_rem(g, &d, rmap, bound, &rd))
+									continue;
+								pw_keep(&rd, pass, fastest, best, &found);
+								bound = pass ? fastest * 1.01 : best->est;
+							}
 						}
 					}
 				}
@@ -992,8 +1125,10 @@ static bool pw_plan(const struct pwg *g, struct pwp *best)
 
 /* ---- emitting ---- */
 
+/* CONFIG of instruction buffer buf: n sub-tiles of plan d, its records (when recs) from register-file
+ * entry rf_base on. */
 static void pw_config(struct accel_cmdstream *cs, const struct pwg *g, const struct pwp *d, const struct mm_problem *p,
-		      uint32_t n, bool recs)
+		      unsigned buf, uint32_t n, bool recs, unsigned rf_base)
 {
 	uint32_t e = g->e, oe = g->oe, P = g->pes, taps = g_taps(g), cpt = g_cpt(g), cb = g->colb ? g->colb : 4;
 	/* a pixel block: tm pixels (flat) or one output row (row mode); the stride from one sub-tile of
@@ -1062,7 +1197,8 @@ static void pw_config(struct accel_cmdstream *cs, const struct pwg *g, const str
 	h.loop_end = (uint8_t)(ni - 1);
 	h.repeat = 1;
 	h.sfu_rf = 3;
-	pkt[len++] = TNPU_PKT_CONFIG_BYTE(n);
+	h.rf_base = (uint8_t)rf_base;
+	pkt[len++] = TNPU_PKT_CONFIG_BYTE(buf);
 	memcpy(pkt + len, &h, 16);
 	len += 16;
 	memcpy(pkt + len, ins, 2 * ni);
@@ -1082,26 +1218,55 @@ static void pw_config(struct accel_cmdstream *cs, const struct pwg *g, const str
 	cs_dispatch(cs, AS, TNPU_DISPATCH_ROW_ALL, 0, 0, pkt, len);
 }
 
+/* The EXE of instruction buffer buf: sub-tiles k0.. of plan d (whose buffers start at in_off / out_off)
+ * and channel tile ct, with its address patches; every row on its own band. */
+static void exe_emit(struct accel_cmdstream *cs, const struct pwg *g, const struct pwp *d, const struct pw_seg *sg,
+		     unsigned buf, uint32_t k0, uint32_t ct, uint32_t in_off, uint32_t out_off)
+{
+	struct tnpu_exe_patch pt[5];
+	uint8_t pkt[1 + sizeof(pt)];
+	unsigned np = 0;
+	uint32_t c0 = ct * d->gch * d->tn, out = out_off + (uint32_t)sub_out(g, d, k0) + c0 * g->oe;
+
+	pt[np++] = (struct tnpu_exe_patch){ .rf = 0, .field = TNPU_PATCH_ADDR, .value = in_off + (uint32_t)sub_in(g, d, k0) };
+	pt[np++] = (struct tnpu_exe_patch){ .rf = g->res ? 4 : 2, .field = TNPU_PATCH_ADDR, .value = out };
+	if (g->res)
+		pt[np++] = (struct tnpu_exe_patch){ .rf = 5, .field = TNPU_PATCH_ADDR, .value = out };
+	if (d->nct > 1 || g_taps(g) > 1)
+		pt[np++] = (struct tnpu_exe_patch){ .rf = 1, .field = TNPU_PATCH_ADDR,
+						    .value = d->w_off + (uint32_t)(c0 * g_wrow(g)) };
+	if (d->nct > 1 && g->colb)
+		pt[np++] = (struct tnpu_exe_patch){ .rf = 3, .field = TNPU_PATCH_ADDR, .value = d->b_off + c0 * g->colb };
+	pkt[0] = TNPU_PKT_EXE_BYTE(buf, TNPU_PKT_LAST | TNPU_PKT_SHIFT_OUT);
+	memcpy(pkt + 1, pt, 8 * np);
+	cs_dispatch(cs, AS, TNPU_DISPATCH_ROW_ALL, sg->h, 0, pkt, 1 + 8 * np);
+}
+
 static void pw_emit(struct accel_cmdstream *cs, const struct pwg *g, const struct pwp *d, const struct mm_problem *p)
 {
 	struct pw_band bw = band_w(g, d), bb = band_b(g, d);
 	bool used[2] = { false, false }, fresh[2] = { true, true }, cfg[TNPU_NUM_ACCS + 1] = { false }, first = true;
 	uint8_t sf = TNPU_BANDS_F_STREAM, aux = TNPU_BANDS_F_AUX | TNPU_BANDS_F_STREAM;
-	uint32_t taps = g_taps(g);
+	struct pwp rp;
 
-	/* instruction buffer n runs n sub-tiles; the records come with the first CONFIG */
+	/* instruction buffer n runs n sub-tiles; the records come with the first CONFIG; the remainder has
+	 * a buffer and register window of its own */
 	pw_cfgs(g, d, cfg);
 	for (uint32_t n = TNPU_NUM_ACCS; n >= 1; n--) {
 		if (cfg[n]) {
-			pw_config(cs, g, d, p, n, first);
+			pw_config(cs, g, d, p, n, n, first, 0);
 			first = false;
 		}
+	}
+	if (d->rem) {
+		rp = rem_plan(g, d);
+		pw_config(cs, g, &rp, p, PW_REM_BUF, 1, true, PW_REM_RF);
 	}
 	for (uint32_t s = 0; s < d->nseg; s++) {
 		struct pw_seg sg = seg_at(g, d, s);
 		unsigned h = sg.h, j = sg.j;
 		struct pw_band bi = band_in(g, d, &sg), brs = band_res(g, d, &sg);
-		uint32_t fl[4][3], nf;
+		uint32_t fl[4][3], nf, T = main_T(d, sg.T);
 
 		/*
 		 * load engine: padding fills (row mode), the half's column records and weights at its first
@@ -1134,7 +1299,7 @@ static void pw_emit(struct accel_cmdstream *cs, const struct pwg *g, const struc
 			if (s >= 2)
 				cs_sem(cs, false, AS, TNPU_ENGINE_LOAD, PS_SFREE + j, 1);
 			if (d->over_n) {
-				xband_emit(cs, true, g, d, &sg, sg.res_va, sf);
+				xbands_emit(cs, true, g, d, &sg, sg.res_va, sf);
 			} else {
 				band_emit(cs, true, &brs, 0, g->rowm ? sg.sg : d->res0, h, sf);
 				if (g->rowm)
@@ -1159,34 +1324,16 @@ static void pw_emit(struct accel_cmdstream *cs, const struct pwg *g, const struc
 			cs_sem(cs, false, AS, TNPU_ENGINE_COMPUTE, PS_SFREE + j, 1);
 		if (nf)
 			cs_sem(cs, false, AS, TNPU_ENGINE_COMPUTE, PS_FILL, 1);
-		for (uint32_t k0 = 0; k0 < sg.T; k0 += exe_subs(g, d, sg.T, k0)) {
-			for (uint32_t ct = 0; ct < d->nct; ct++) {
-				struct tnpu_exe_patch pt[5];
-				uint8_t pkt[1 + sizeof(pt)];
-				unsigned np = 0;
-				uint32_t c0 = ct * d->gch * d->tn, out = sg.out_off + (uint32_t)sub_out(g, d, k0) + c0 * g->oe;
-
-				pt[np++] = (struct tnpu_exe_patch){ .rf = 0, .field = TNPU_PATCH_ADDR,
-								    .value = sg.in_off + (uint32_t)sub_in(g, d, k0) };
-				pt[np++] = (struct tnpu_exe_patch){ .rf = g->res ? 4 : 2, .field = TNPU_PATCH_ADDR, .value = out };
-				if (g->res)
-					pt[np++] = (struct tnpu_exe_patch){ .rf = 5, .field = TNPU_PATCH_ADDR, .value = out };
-				if (d->nct > 1 || taps > 1)
-					pt[np++] = (struct tnpu_exe_patch){ .rf = 1, .field = TNPU_PATCH_ADDR,
-						.value = d->w_off + (uint32_t)(c0 * g_wrow(g)) };
-				if (d->nct > 1 && g->colb)
-					pt[np++] = (struct tnpu_exe_patch){ .rf = 3, .field = TNPU_PATCH_ADDR,
-									    .value = d->b_off + c0 * g->colb };
-				pkt[0] = TNPU_PKT_EXE_BYTE(exe_subs(g, d, sg.T, k0), TNPU_PKT_LAST | TNPU_PKT_SHIFT_OUT);
-				memcpy(pkt + 1, pt, 8 * np);
-				cs_dispatch(cs, AS, TNPU_DISPATCH_ROW_ALL, h, 0, pkt, 1 + 8 * np);
-			}
-		}
+		for (uint32_t k0 = 0; k0 < T; k0 += exe_subs(g, d, T, k0))
+			for (uint32_t ct = 0; ct < d->nct; ct++)
+				exe_emit(cs, g, d, &sg, exe_subs(g, d, T, k0), k0, ct, d->in_off[sg.j], d->out_off[sg.j]);
+		if (d->rem)
+			exe_emit(cs, g, &rp, &sg, PW_REM_BUF, 0, 0, rp.in_off[0], rp.out_off[0]);
 		if (s + 2 < d->nseg)
 			cs_sem(cs, true, AS, TNPU_ENGINE_COMPUTE, PS_CFREE + j, 1);
 		/* store engine: each unit's rows leave as their STs write them */
 		if (d->over_n) {
-			xband_emit(cs, false, g, d, &sg, sg.out_va, sf);
+			xbands_emit(cs, false, g, d, &sg, sg.out_va, sf);
 		} else {
 			struct pw_band bo = band_out(g, d, &sg);
 
