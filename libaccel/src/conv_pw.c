@@ -24,10 +24,12 @@
  * a PE's pixel block is one output row, and the R filter rows are R LD A / MAC pairs per sub-tile, each
  * over the S*C contiguous elements of its input row (the R weight slices stay in the weight slots).
  *
+ * A fused residual (SFU RESIDUAL) lands in the output buffer, where the chained SFU reads it just before
+ * the ST overwrites it; a partial last sub-tile over few pixels runs as a remainder of its own mapping.
  * No semaphore is needed while everything fits a half; larger problems run in segments that alternate
- * halves with the write-after-read semaphores of the depthwise block.  The planner replays the cycle
- * model for each candidate (pw_sim, Documentation/hardware/cycle-model.md) and the caller takes this
- * lowering when its replay beats the other lowerings' estimates.
+ * two buffers with the write-after-read semaphores of the depthwise block.  The planner replays the
+ * cycle model for each candidate (pw_sim, Documentation/hardware/cycle-model.md) and the caller takes
+ * this lowering when its replay beats the other lowerings' estimates.
  */
 #include <string.h>
 
