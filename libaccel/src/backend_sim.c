@@ -382,6 +382,17 @@ static int parse_opts(struct accel_dev *dev, struct tnpu_config *cfg, uint32_t *
 			dev->qadd_off = !strcmp(eq + 1, "off");
 			continue;
 		}
+		if (!strcmp(tok, "pw")) {
+			if (!strcmp(eq + 1, "auto"))
+				dev->pw_mode = 0;
+			else if (!strcmp(eq + 1, "off"))
+				dev->pw_mode = 1;
+			else if (!strcmp(eq + 1, "on"))
+				dev->pw_mode = 2;
+			else
+				return accel_seterr(dev, -EINVAL, "sim option pw=%s: expected auto, off or on", eq + 1);
+			continue;
+		}
 		if (!strcmp(tok, "stream")) {
 			if (strcmp(eq + 1, "on") && strcmp(eq + 1, "off") && strcmp(eq + 1, "only"))
 				return accel_seterr(dev, -EINVAL, "sim option stream=%s: expected on, off or only", eq + 1);

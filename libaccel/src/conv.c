@@ -196,14 +196,21 @@ int conv_lower(struct accel_dev *dev, struct mm_ctx *x, const struct accel_conv2
 			return ret;
 	}
 	if ((cg.g == 1 || (cg.cg == 1 && cg.kg == 1)) && !x->no_direct && !x->conv_sp && !x->conv_zskip_lb &&
-	    x->pin_row == 0xFF && !p.res_tensor) {
+	    x->pin_row == 0xFF) {
 		struct mm_problem q = p;
 
 		q.M = cg.n * cg.oh * cg.ow;
 		q.a.ic.src_va = in->buf->va + in->offset;
-		ret = conv_direct_lower(dev, x, d, &q);
-		if (ret <= 0)
-			return ret;
+		if (cg.g == 1 && !x->force_direct) {
+			ret = conv_pw_lower(dev, x, d, &q);
+			if (ret <= 0)
+				return ret;
+		}
+		if (!p.res_tensor) {
+			ret = conv_direct_lower(dev, x, d, &q);
+			if (ret <= 0)
+				return ret;
+		}
 	}
 	{
 		uint64_t bias0 = p.bias_va;

@@ -657,6 +657,59 @@ static void emit_group(struct mm_ctx *x, const struct dconv *g, const struct dpl
 	*stg_round += ng;
 }
 
+/* The geometry of cd for the direct lowering; false if it is not eligible. */
+static bool dconv_init(const struct accel_conv2d_desc *cd, const struct mm_problem *p, struct dconv *g)
+{
+	const struct accel_tensor *in = cd->input, *wt = cd->weights, *out = cd->output;
+
+	if (in->layout != ACCEL_LAYOUT_NHWC || out->layout != ACCEL_LAYOUT_NHWC)
+		return false;
+	if (cd->groups != 1 && !(cd->groups == in->shape[1] && wt->shape[0] == in->shape[1]))
+		return false;
+	memset(g, 0, sizeof(*g));
+	g->dw = cd->groups != 1;
+	g->f32 = p->f32;
+	g->e = g->f32 ? 4 : 1;
+	g->oe = p->out_dtype == TNPU_DTYPE_INT8 ? 1 : 4;
+	CONV_SHAPE_FILL(*g, cd);
+	g->cpt = g->dw ? 1 : g->C;
+	g->Hp = (g->OH - 1) * g->sy + (g->R - 1) * g->dy + 1;
+	g->Wp = (g->OW - 1) * g->sx + (g->S - 1) * g->dx + 1;
+	g->zp = cd->input_zero_point;
+	/* The image rows must be contiguous W*C runs for one DMA per image. */
+	return in->strides[3] == (int64_t)g->C * g->e && g->R * g->S <= 65535;
+}
+
+/* The direct plan wins against the IM2COL plan mp: faster (K chunks never win on speed alone), or
+ * within the host-read budget where IM2COL is not and at most 12 % slower. */
+static bool direct_wins(const struct dconv *g, const struct dplan *d, const struct mm_plan *mp)
+{
+	double budget = 1.1 * ((double)g->N * g->H * g->W * g->C * g->e + (double)g->K * g->R * g->S * g->cpt * g->e);
+	double groups = g->dw ? g->C : 1;
+	bool faster = d->est <= mp->est_cycles * groups && d->nkc == 1;
+	bool fewer_reads = d->h2d <= budget && (double)mp->est_h2d_bytes * groups > budget &&
+			   d->est <= 1.12 * mp->est_cycles * groups;
+
+	return faster || fewer_reads;
+}
+
+/* The estimate (cycles) of the plan conv_direct_lower (or its IM2COL fallback) would run for cd, for
+ * another lowering to compare with (conv_pw.c); 0 when neither plans it.  A residual epilogue takes the
+ * IM2COL lowering (the direct one has none). */
+double conv_direct_est(const struct accel_caps *c, const struct accel_conv2d_desc *cd, const struct mm_problem *p)
+{
+	struct dconv g;
+	struct dplan d;
+	struct mm_plan mp;
+	bool direct = !p->res_tensor && dconv_init(cd, p, &g) && !dplan_choose(c, &g, p, &d);
+
+	if (mm_plan_choose(c, p, &mp))
+		return direct ? d.est : 0;
+	if (direct && direct_wins(&g, &d, &mp))
+		return d.est;
+	return mp.est_cycles * (cd->groups != 1 ? cd->groups : 1);
+}
+
 /* Returns 1 if the convolution is not eligible (caller falls back to IM2COL), 0 or -errno. */
 int conv_direct_lower(struct accel_dev *dev, struct mm_ctx *x, const struct accel_conv2d_desc *cd,
 		      const struct mm_problem *p)
@@ -669,22 +722,7 @@ int conv_direct_lower(struct accel_dev *dev, struct mm_ctx *x, const struct acce
 	bool used[2] = { false, false };
 	int64_t in_tag[2] = { -1, -1 }, w_tag[2] = { -1, -1 };	/* image band / K chunk held by each half */
 
-	if (in->layout != ACCEL_LAYOUT_NHWC || out->layout != ACCEL_LAYOUT_NHWC)
-		return 1;
-	if (cd->groups != 1 && !(cd->groups == in->shape[1] && wt->shape[0] == in->shape[1]))
-		return 1;
-	memset(&g, 0, sizeof(g));
-	g.dw = cd->groups != 1;
-	g.f32 = p->f32;
-	g.e = g.f32 ? 4 : 1;
-	g.oe = p->out_dtype == TNPU_DTYPE_INT8 ? 1 : 4;
-	CONV_SHAPE_FILL(g, cd);
-	g.cpt = g.dw ? 1 : g.C;
-	g.Hp = (g.OH - 1) * g.sy + (g.R - 1) * g.dy + 1;
-	g.Wp = (g.OW - 1) * g.sx + (g.S - 1) * g.dx + 1;
-	g.zp = cd->input_zero_point;
-	/* The image rows must be contiguous W*C runs for one DMA per image. */
-	if (in->strides[3] != (int64_t)g.C * g.e || g.R * g.S > 65535)
+	if (!dconv_init(cd, p, &g))
 		return 1;
 	if (dplan_choose(c, &g, p, &d))
 		return 1;
@@ -693,19 +731,8 @@ int conv_direct_lower(struct accel_dev *dev, struct mm_ctx *x, const struct acce
 		 * reads every input byte once). */
 		struct mm_plan mp;
 
-		double budget = 1.1 * ((double)g.N * g.H * g.W * g.C * g.e + (double)g.K * g.R * g.S * g.cpt * g.e);
-		double groups = g.dw ? g.C : 1;
-
-		if (!x->force_direct && !mm_plan_choose(c, p, &mp)) {
-			/* faster (K chunks never win on speed alone), or within the host-read budget where
-			 * IM2COL is not and at most 12 % slower */
-			bool faster = d.est <= mp.est_cycles * groups && d.nkc == 1;
-			bool fewer_reads = d.h2d <= budget && (double)mp.est_h2d_bytes * groups > budget &&
-					   d.est <= 1.12 * mp.est_cycles * groups;
-
-			if (!faster && !fewer_reads)
-				return 1;
-		}
+		if (!x->force_direct && !mm_plan_choose(c, p, &mp) && !direct_wins(&g, &d, &mp))
+			return 1;
 	}
 	d.has_sfu = p->use_sfu;
 	d.col_bytes = mm_col_bytes(p);

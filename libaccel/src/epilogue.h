@@ -8,6 +8,13 @@ int epi_setup(struct accel_dev *dev, const struct accel_epilogue *ep, bool f32, 
 int conv_lower(struct accel_dev *dev, struct mm_ctx *x, const struct accel_conv2d_desc *d);
 int conv_direct_lower(struct accel_dev *dev, struct mm_ctx *x, const struct accel_conv2d_desc *cd,
 		      const struct mm_problem *p);
+/* conv_direct.c: the estimate of the plan conv_direct_lower (or its IM2COL fallback) would run */
+double conv_direct_est(const struct accel_caps *c, const struct accel_conv2d_desc *cd, const struct mm_problem *p);
+/* conv_pw.c: a pointwise convolution, or a GEMM with an N x K B, as one streamed GEMM; 1 = not eligible
+ * or not faster */
+int conv_pw_lower(struct accel_dev *dev, struct mm_ctx *x, const struct accel_conv2d_desc *cd,
+		  const struct mm_problem *p);
+int gemm_pw_lower(struct accel_dev *dev, struct mm_ctx *x, const struct mm_problem *p);
 /* The NCHW-described shape of a convolution (batch, channels, image, filter, strides, dilations,
  * top/left padding, output) copied into the same-named uint32_t fields of a lowering's geometry `g`
  * (struct dconv in conv_direct.c, struct dwg in conv_dw.c). */

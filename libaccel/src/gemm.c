@@ -147,6 +147,8 @@ static int gemm_run(struct accel_dev *dev, const struct accel_gemm_desc *d, cons
 	cs_use(&cs, p.bias_buf);
 	cs_use(&cs, p.res_buf);
 	mm_ctx_init(&x, dev, &cs);
-	ret = mm_emit(&x, &p);
+	ret = gemm_pw_lower(dev, &x, &p);
+	if (ret > 0)
+		ret = mm_emit(&x, &p);
 	return accel_op_submit(dev, &cs, ret, sub, NULL, 0, job);
 }

@@ -53,6 +53,8 @@ struct accel_dev {
 	uint8_t dw_map;		/* sim option dw=col|col-kc|ch|ch-kc: 1 + forced mapping (conv_dw.c); 0 auto */
 	uint8_t dw_narrow;	/* sim option dw-wide=off: depthwise windows without WIDE multicast (before/after) */
 	uint8_t stream_off;	/* sim option stream=off (1): depthwise without STREAM bands; =only (2): only with */
+	uint8_t pw_mode;	/* sim option pw=auto|off|on (0/1/2): the pointwise lowering (conv_pw.c) when
+				 * faster / never / whenever eligible */
 	bool qcol_off;		/* sim option qcol=off: CAP_FEATURES without bit 19 (SFU QCOL) */
 	bool qadd_off;		/* sim option qadd=off: CAP_FEATURES without bit 20 (VEC QADD) */
 	struct accel_trace *trace;	/* job-timeline recording (trace.c), NULL if never begun */

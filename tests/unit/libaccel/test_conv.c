@@ -6,6 +6,7 @@ struct ccase {
 	uint32_t n, c, h, w, k, r, s, sh, sw, pt, pl, pb, pr, dh, dw, g;
 	bool f32, nchw, out_nchw, bias, relu, requant;
 	bool qcol;	/* requant per output channel: K x 3 column records {bias, multiplier, shift} */
+	bool res;	/* fp32 / int32 output: an SFU residual (ISA 2) of the output's layout added before the act */
 	int zp;
 };
 
@@ -35,9 +36,10 @@ static void run_conv_norm(struct accel_dev *dev, const struct ccase *t, uint64_t
 	size_t out_n = (size_t)t->n * t->k * oh * ow;
 	struct accel_buffer *bi = alloc_buf(dev, in_n * e), *bw = alloc_buf(dev, w_n * e);
 	struct accel_buffer *bo = alloc_buf(dev, out_n * oe), *bb = alloc_buf(dev, (size_t)t->k * 12);
+	struct accel_buffer *br = alloc_buf(dev, out_n * 4);
 	enum accel_dtype dt = t->f32 ? ACCEL_FP32 : ACCEL_INT8;
 	enum accel_layout L = t->nchw ? ACCEL_LAYOUT_NCHW : ACCEL_LAYOUT_NHWC;
-	struct accel_tensor I, Wt, O, B;
+	struct accel_tensor I, Wt, O, B, RES;
 	struct accel_conv2d_desc d;
 	uint64_t s = seed;
 	int32_t mult = 0;
@@ -48,6 +50,13 @@ static void run_conv_norm(struct accel_dev *dev, const struct ccase *t, uint64_t
 	cr_assert_eq(accel_tensor_4d(bw, 0, dt, L, t->k, cg, t->r, t->s, &Wt), 0);
 	cr_assert_eq(accel_tensor_4d(bo, 0, t->f32 ? ACCEL_FP32 : (t->requant ? ACCEL_INT8 : ACCEL_INT32),
 				     t->out_nchw ? ACCEL_LAYOUT_NCHW : ACCEL_LAYOUT_NHWC, t->n, t->k, oh, ow, &O), 0);
+	cr_assert_eq(accel_tensor_4d(br, 0, t->f32 ? ACCEL_FP32 : ACCEL_INT32, t->out_nchw ? ACCEL_LAYOUT_NCHW : ACCEL_LAYOUT_NHWC,
+				     t->n, t->k, oh, ow, &RES), 0);
+	if (t->f32)
+		fill_f32(accel_buffer_ptr(br), out_n, &s);
+	else
+		for (size_t i = 0; i < out_n; i++)
+			((int32_t *)accel_buffer_ptr(br))[i] = (int32_t)(xrng(&s) % 200001) - 100000;
 	if (t->qcol)
 		cr_assert_eq(accel_tensor_2d(bb, 0, ACCEL_INT32, t->k, 3, &B), 0);
 	else
@@ -62,6 +71,7 @@ static void run_conv_norm(struct accel_dev *dev, const struct ccase *t, uint64_t
 		for (uint32_t j = 0; j < t->k; j++)
 			((int32_t *)accel_buffer_ptr(bb))[j] = (int32_t)(xrng(&s) % 20001) - 10000;
 	}
+	memset(accel_buffer_ptr(bo), 0x5A, out_n * oe);	/* every output element must be written */
 	memset(&d, 0, sizeof(d));
 	d.input = &I;
 	d.weights = &Wt;
@@ -78,6 +88,7 @@ static void run_conv_norm(struct accel_dev *dev, const struct ccase *t, uint64_t
 	d.input_zero_point = t->zp;
 	d.epi.bias = t->bias || t->qcol ? &B : NULL;
 	d.epi.act = t->relu ? ACCEL_ACT_RELU : ACCEL_ACT_NONE;
+	d.epi.residual = t->res ? &RES : NULL;
 	if (t->qcol) {
 		/* channel k: its bias (0 without .bias) and a scale between 1/4 and 4 x the per-tensor one */
 		int32_t *rec = accel_buffer_ptr(bb);
@@ -103,6 +114,8 @@ static void run_conv_norm(struct accel_dev *dev, const struct ccase *t, uint64_t
 		cr_assert_eq(ret, 0, "seed %llu conv: %s: %s", (unsigned long long)seed, accel_strerror(ret),
 			     accel_last_error(dev));
 		if (job) {
+			ret = accel_job_wait(job, -1);
+			cr_assert_eq(ret, 0, "seed %llu: the job failed: %s", (unsigned long long)seed, accel_last_error(dev));
 			cr_assert_eq(accel_job_counters(job, conv_cnt_out), 0);
 			accel_job_free(job);
 		}
@@ -148,6 +161,10 @@ static void run_conv_norm(struct accel_dev *dev, const struct ccase *t, uint64_t
 
 						if (t->bias)
 							fsum += ((const float *)accel_buffer_ptr(bb))[k];
+						if (t->res) {
+							fsum += ((const float *)accel_buffer_ptr(br))[oi];
+							mag += fabs(((const float *)accel_buffer_ptr(br))[oi]);
+						}
 						if (t->relu && fsum < 0)
 							fsum = 0;
 						cr_assert(fabs(got - fsum) <= F32_RTOL * (1 + mag),
@@ -165,6 +182,8 @@ static void run_conv_norm(struct accel_dev *dev, const struct ccase *t, uint64_t
 						} else if (t->bias) {
 							acc += ((const int32_t *)accel_buffer_ptr(bb))[k];
 						}
+						if (t->res)
+							acc = (int32_t)((uint32_t)acc + (uint32_t)((const int32_t *)accel_buffer_ptr(br))[oi]);
 						if (t->relu && acc < 0)
 							acc = 0;
 						if (t->requant || t->qcol) {
@@ -186,6 +205,7 @@ static void run_conv_norm(struct accel_dev *dev, const struct ccase *t, uint64_t
 	accel_buffer_free(bw);
 	accel_buffer_free(bo);
 	accel_buffer_free(bb);
+	accel_buffer_free(br);
 }
 
 /* Fields left 0 in a case mean 1 (stride, dilation, groups, batch). */
@@ -448,6 +468,203 @@ Test(conv, small_geometry_randomized_sweep)
 	accel_close(dev);
 	accel_close(dev2);
 	accel_close(dev3);
+}
+
+/* Run t on dev_on (pointwise lowering forced) and dev_off (without it), both against the CPU reference;
+ * true when the device cycles differ (the forced run really took the pointwise lowering). */
+static bool run_pw_pair(struct accel_dev *dev_on, struct accel_dev *dev_off, const struct ccase *t, uint64_t seed)
+{
+	struct accel_counters on, off;
+
+	memset(&on, 0, sizeof(on));
+	memset(&off, 0, sizeof(off));
+	conv_cnt_out = &on;
+	run_conv_case(dev_on, t, seed);
+	conv_cnt_out = &off;
+	run_conv_case(dev_off, t, seed);
+	conv_cnt_out = NULL;
+	return on.total_cycles != off.total_cycles;
+}
+
+/* The pointwise lowering (conv_pw.c: a 1x1 stride-1 unpadded NHWC convolution as one streamed GEMM,
+ * the units on pixel runs or on channel blocks, the PEs on pixels and/or channels) against the CPU
+ * reference: a seeded sweep of odd shapes, batches, int8 (input zero points, per-tensor and per-channel
+ * requantisation, int32 output, bias, ReLU) and fp32, forced with pw=on on the default geometry, on
+ * 128 KiB storage units and on the small 2x2x4 array with 64 KiB units (several segments alternating
+ * halves).  Every case also runs without the lowering (pw=off); nearly all must differ in cycles, so
+ * the sweep cannot pass by falling back to the other lowerings. */
+Test(conv, pointwise_lowering_sweep)
+{
+	static const char *const geo[][2] = {
+		{ "sim:pw=on", "sim:pw=off" },
+		{ "sim:sram=131072,pw=on", "sim:sram=131072,pw=off" },
+		{ "sim:rows=2,cols=2,pes=4,sram=65536,pw=on", "sim:rows=2,cols=2,pes=4,sram=65536,pw=off" },
+	};
+	uint64_t seed = 0x9e11, s = seed;
+	unsigned differ = 0, total = 0;
+
+	if (!test_is_sim())
+		cr_skip_test("forces the pointwise lowering (a sim option)");
+	for (unsigned v = 0; v < sizeof(geo) / sizeof(geo[0]); v++) {
+		struct accel_dev *don = open_dev(geo[v][0]), *doff = open_dev(geo[v][1]);
+
+		for (unsigned it = 0; it < 20; it++) {
+			struct ccase t = CC(.r = 1, .s = 1);
+			uint64_t r = xrng(&s);
+			bool big = it % 3 == 2;	/* more pixels than a small half holds */
+
+			t.n = 1 + (uint32_t)(xrng(&s) % 3);
+			t.c = 1 + (uint32_t)(xrng(&s) % (big ? 200 : 70));
+			t.k = 1 + (uint32_t)(xrng(&s) % (big ? 150 : 70));
+			t.h = 1 + (uint32_t)(xrng(&s) % (big ? 40 : 12));
+			t.w = 1 + (uint32_t)(xrng(&s) % (big ? 40 : 12));
+			t.f32 = r & 1;
+			t.bias = r & 2;
+			t.relu = r & 4;
+			t.requant = !t.f32 && (r & 8);
+			t.qcol = t.requant && (r & 16);
+			t.res = !t.requant && (r & 64);
+			t.zp = !t.f32 && (r & 32) ? (int)(xrng(&s) % 255) - 127 : 0;
+			differ += run_pw_pair(don, doff, &t, seed * 1000 + v * 100 + it);
+			total++;
+		}
+		accel_close(don);
+		accel_close(doff);
+	}
+	{
+		/* directed: channel blocks per unit and two segments on the small array, the second one's
+		 * pixels ending in a partial DMA row that every unit takes (the broadcast tail) */
+		struct accel_dev *don = open_dev(geo[2][0]), *doff = open_dev(geo[2][1]);
+
+		differ += run_pw_pair(don, doff,
+				      &CC(.c = 200, .h = 7, .w = 9, .k = 150, .r = 1, .s = 1, .requant = true, .qcol = true,
+					  .bias = true, .zp = 9),
+				      seed * 1000 + 999);
+		total++;
+		accel_close(don);
+		accel_close(doff);
+	}
+	cr_assert_geq(differ * 10, total * 9, "only %u of %u cases took the pointwise lowering", differ, total);
+}
+
+/* Row mode of the same lowering: NHWC convolutions whose filter rows are S*C contiguous elements (up to
+ * 4 rows, dilation 1 along x) -- strides, padding with and without an input zero point, row dilation,
+ * batches, segments on the small array -- against the CPU reference, forced with pw=on, and again
+ * nearly every case must differ from pw=off in cycles. */
+Test(conv, pointwise_lowering_row_mode_sweep)
+{
+	static const char *const geo[][2] = {
+		{ "sim:pw=on", "sim:pw=off" },
+		{ "sim:rows=2,cols=2,pes=4,sram=65536,pw=on", "sim:rows=2,cols=2,pes=4,sram=65536,pw=off" },
+	};
+	uint64_t seed = 0x40e5, s = seed;
+	unsigned differ = 0, total = 0;
+
+	if (!test_is_sim())
+		cr_skip_test("forces the pointwise lowering (a sim option)");
+	for (unsigned v = 0; v < sizeof(geo) / sizeof(geo[0]); v++) {
+		struct accel_dev *don = open_dev(geo[v][0]), *doff = open_dev(geo[v][1]);
+
+		for (unsigned it = 0; it < 18; it++) {
+			struct ccase t = CC(.c = 1);
+			uint64_t r = xrng(&s);
+			bool big = it % 3 == 2;
+
+			t.n = 1 + (uint32_t)(xrng(&s) % 2);
+			t.c = 1 + (uint32_t)(xrng(&s) % (big ? 40 : 12));
+			t.k = 1 + (uint32_t)(xrng(&s) % (big ? 70 : 40));
+			t.r = 1 + (uint32_t)(xrng(&s) % 4);
+			t.s = 1 + (uint32_t)(xrng(&s) % 3);
+			t.sh = 1 + (uint32_t)(xrng(&s) % 2);
+			t.sw = 1 + (uint32_t)(xrng(&s) % 2);
+			t.dh = 1 + (uint32_t)((r >> 7) & 1);
+			t.pt = (uint32_t)(xrng(&s) % 2);
+			t.pb = (uint32_t)(xrng(&s) % 2);
+			t.pl = (uint32_t)(xrng(&s) % 2);
+			t.pr = (uint32_t)(xrng(&s) % 2);
+			t.h = t.dh * (t.r - 1) + 1 + (uint32_t)(xrng(&s) % (big ? 40 : 9));
+			t.w = t.s + (uint32_t)(xrng(&s) % (big ? 40 : 9));
+			t.f32 = r & 1;
+			t.bias = r & 2;
+			t.relu = r & 4;
+			t.requant = !t.f32 && (r & 8);
+			t.qcol = t.requant && (r & 16);
+			t.res = !t.requant && (r & 64);
+			t.zp = !t.f32 && (r & 32) ? (int)(xrng(&s) % 255) - 127 : 0;
+			differ += run_pw_pair(don, doff, &t, seed * 1000 + v * 100 + it);
+			total++;
+		}
+		accel_close(don);
+		accel_close(doff);
+	}
+	{
+		/* directed: several channel tiles with segments in one half, two halves with their own
+		 * weights (default geometry and the small array), channel tiles with segments */
+		struct {
+			unsigned v;
+			struct ccase t;
+		} dc[] = {
+			{ 0, CC(.n = 3, .c = 41, .h = 7, .w = 51, .k = 349, .r = 3, .s = 3, .sh = 2, .sw = 2, .pt = 1,
+				.pl = 1, .pb = 1, .pr = 1, .requant = true, .qcol = true, .bias = true, .zp = -128) },
+			{ 0, CC(.n = 2, .c = 24, .h = 16, .w = 25, .k = 2, .r = 3, .s = 3, .sh = 2, .sw = 2, .f32 = true,
+				.bias = true) },
+			{ 1, CC(.n = 3, .c = 15, .h = 59, .w = 23, .k = 82, .r = 2, .s = 2, .sh = 2, .sw = 2,
+				.requant = true, .zp = 17) },
+			{ 0, CC(.c = 27, .h = 53, .w = 51, .k = 302, .r = 3, .s = 3, .sh = 2, .sw = 2, .pt = 1, .pl = 1,
+				.pb = 1, .pr = 1, .f32 = true, .relu = true) },
+		};
+
+		for (unsigned i = 0; i < sizeof(dc) / sizeof(dc[0]); i++) {
+			struct accel_dev *don = open_dev(geo[dc[i].v][0]), *doff = open_dev(geo[dc[i].v][1]);
+
+			differ += run_pw_pair(don, doff, &dc[i].t, seed * 1000 + 900 + i);
+			total++;
+			accel_close(don);
+			accel_close(doff);
+		}
+	}
+	cr_assert_geq(differ * 10, total * 8, "only %u of %u cases took the pointwise lowering", differ, total);
+}
+
+/* MobileNetV2's pointwise shapes and stem and ResNet shapes (int8 QDQ: per-channel records, input zero
+ * point; fp32: bias + ReLU) take the pointwise lowering by default (faster than the direct and IM2COL
+ * estimates) and match the CPU reference; an NCHW 1x1 convolution is not eligible (identical cycles
+ * with and without it). */
+Test(conv, pointwise_lowering_takes_mobilenet_shapes)
+{
+	struct accel_dev *dauto, *doff;
+	struct ccase cases[] = {
+		CC(.c = 144, .h = 56, .w = 56, .k = 24, .r = 1, .s = 1, .requant = true, .qcol = true, .bias = true,
+		   .zp = -128),
+		CC(.c = 16, .h = 112, .w = 112, .k = 96, .r = 1, .s = 1, .requant = true, .qcol = true, .bias = true,
+		   .relu = true, .zp = -128),
+		CC(.c = 960, .h = 7, .w = 7, .k = 160, .r = 1, .s = 1, .requant = true, .qcol = true, .bias = true),
+		CC(.c = 320, .h = 7, .w = 7, .k = 1280, .r = 1, .s = 1, .requant = true, .qcol = true, .bias = true),
+		CC(.n = 2, .c = 32, .h = 28, .w = 28, .k = 192, .r = 1, .s = 1, .f32 = true, .bias = true, .relu = true),
+		CC(.c = 64, .h = 14, .w = 14, .k = 384, .r = 1, .s = 1, .bias = true),	/* int32 output */
+		/* fp32 with the block's residual fused (the SFU residual operand) */
+		CC(.c = 144, .h = 56, .w = 56, .k = 24, .r = 1, .s = 1, .f32 = true, .bias = true, .res = true),
+		CC(.c = 576, .h = 14, .w = 14, .k = 96, .r = 1, .s = 1, .f32 = true, .bias = true, .res = true),
+		/* row mode: the stem (3x3 stride 2, 3 -> 32, zero point -128), a ResNet 3x3 and 1x1 stride 2 */
+		CC(.c = 3, .h = 224, .w = 224, .k = 32, .r = 3, .s = 3, .sh = 2, .sw = 2, .pt = 1, .pl = 1, .pb = 1,
+		   .pr = 1, .requant = true, .qcol = true, .bias = true, .relu = true, .zp = -128),
+		CC(.c = 64, .h = 56, .w = 56, .k = 64, .r = 3, .s = 3, .pt = 1, .pl = 1, .pb = 1, .pr = 1,
+		   .requant = true, .qcol = true, .bias = true, .zp = 3),
+		CC(.c = 128, .h = 28, .w = 28, .k = 256, .r = 1, .s = 1, .sh = 2, .sw = 2, .requant = true, .qcol = true,
+		   .bias = true),
+	};
+	struct ccase nchw = CC(.c = 24, .h = 14, .w = 14, .k = 40, .r = 1, .s = 1, .nchw = true, .bias = true);
+
+	if (!test_is_sim())
+		cr_skip_test("compares with a sim option (pw=off)");
+	dauto = open_dev("sim");
+	doff = open_dev("sim:pw=off");
+	for (unsigned i = 0; i < sizeof(cases) / sizeof(cases[0]); i++)
+		cr_assert(run_pw_pair(dauto, doff, &cases[i], 120 + i), "case %u did not take the pointwise lowering", i);
+	norm(&nchw);
+	cr_assert(!run_pw_pair(dauto, doff, &nchw, 130), "an NCHW convolution changed with the pointwise lowering");
+	accel_close(dauto);
+	accel_close(doff);
 }
 
 /* Seed 002: no unrolled operand is ever read from memory.  The direct lowering reads every input and

@@ -5,6 +5,7 @@
 struct gcase {
 	uint32_t m, n, k;
 	bool f32, ta, tb, bias, relu, requant;
+	bool res;	/* fp32 / int32 output: an SFU residual (ISA 2), M x N, added before the activation */
 };
 
 /* When set, run_gemm_case submits the GEMM as a job and stores its counters here. */
@@ -18,7 +19,8 @@ static void run_gemm_case(struct accel_dev *dev, const struct gcase *g, uint64_t
 	uint32_t br = g->tb ? g->n : g->k, bc = g->tb ? g->k : g->n;
 	struct accel_buffer *ba = alloc_buf(dev, (uint64_t)ar * ac * e), *bb = alloc_buf(dev, (uint64_t)br * bc * e);
 	struct accel_buffer *bcb = alloc_buf(dev, (uint64_t)g->m * g->n * oe), *bbias = alloc_buf(dev, (uint64_t)g->n * 4);
-	struct accel_tensor A, B, C, BIAS;
+	struct accel_buffer *bres = alloc_buf(dev, (uint64_t)g->m * g->n * 4);
+	struct accel_tensor A, B, C, BIAS, RES;
 	struct accel_gemm_desc d;
 	uint64_t s = seed;
 	int32_t mult = 0;
@@ -30,6 +32,12 @@ static void run_gemm_case(struct accel_dev *dev, const struct gcase *g, uint64_t
 	cr_assert_eq(accel_tensor_2d(bcb, 0, g->f32 ? ACCEL_FP32 : (g->requant ? ACCEL_INT8 : ACCEL_INT32), g->m, g->n,
 				     &C), 0);
 	cr_assert_eq(accel_tensor_2d(bbias, 0, g->f32 ? ACCEL_FP32 : ACCEL_INT32, 1, g->n, &BIAS), 0);
+	cr_assert_eq(accel_tensor_2d(bres, 0, g->f32 ? ACCEL_FP32 : ACCEL_INT32, g->m, g->n, &RES), 0);
+	if (g->f32)
+		fill_f32(accel_buffer_ptr(bres), (size_t)g->m * g->n, &s);
+	else
+		for (size_t i = 0; i < (size_t)g->m * g->n; i++)
+			((int32_t *)accel_buffer_ptr(bres))[i] = (int32_t)(xrng(&s) % 200001) - 100000;
 	if (g->f32) {
 		fill_f32(accel_buffer_ptr(ba), (size_t)ar * ac, &s);
 		fill_f32(accel_buffer_ptr(bb), (size_t)br * bc, &s);
@@ -48,6 +56,7 @@ static void run_gemm_case(struct accel_dev *dev, const struct gcase *g, uint64_t
 	d.trans_b = g->tb;
 	d.epi.bias = g->bias ? &BIAS : NULL;
 	d.epi.act = g->relu ? ACCEL_ACT_RELU : ACCEL_ACT_NONE;
+	d.epi.residual = g->res ? &RES : NULL;
 	if (g->requant) {
 		cr_assert_eq(accel_quant_from_scale(1.0 / (64.0 * sqrt((double)g->k)), &mult, &shift), 0);
 		d.epi.multiplier = mult;
@@ -61,6 +70,8 @@ static void run_gemm_case(struct accel_dev *dev, const struct gcase *g, uint64_t
 		cr_assert_eq(ret, 0, "seed %llu gemm %ux%ux%u: %s: %s", (unsigned long long)seed, g->m, g->n, g->k,
 			     accel_strerror(ret), accel_last_error(dev));
 		if (job) {
+			ret = accel_job_wait(job, -1);
+			cr_assert_eq(ret, 0, "seed %llu: the job failed: %s", (unsigned long long)seed, accel_last_error(dev));
 			cr_assert_eq(accel_job_counters(job, gemm_cnt_out), 0);
 			accel_job_free(job);
 		}
@@ -80,6 +91,12 @@ static void run_gemm_case(struct accel_dev *dev, const struct gcase *g, uint64_t
 				}
 				if (g->bias)
 					sum += ((const float *)accel_buffer_ptr(bbias))[j], mag += fabs(((const float *)accel_buffer_ptr(bbias))[j]);
+				if (g->res) {
+					double rv = ((const float *)accel_buffer_ptr(bres))[(size_t)i * g->n + j];
+
+					sum += rv;
+					mag += fabs(rv);
+				}
 				if (g->relu && sum < 0)
 					sum = 0;
 				cr_assert(fabs(got - sum) <= F32_RTOL * (1 + mag),
@@ -96,6 +113,9 @@ static void run_gemm_case(struct accel_dev *dev, const struct gcase *g, uint64_t
 				acc = (int32_t)(uint32_t)sum;
 				if (g->bias)
 					acc = (int32_t)((uint32_t)acc + (uint32_t)((const int32_t *)accel_buffer_ptr(bbias))[j]);
+				if (g->res)
+					acc = (int32_t)((uint32_t)acc +
+							(uint32_t)((const int32_t *)accel_buffer_ptr(bres))[(size_t)i * g->n + j]);
 				if (g->relu && acc < 0)
 					acc = 0;
 				if (g->requant) {
@@ -118,6 +138,7 @@ static void run_gemm_case(struct accel_dev *dev, const struct gcase *g, uint64_t
 	accel_buffer_free(bb);
 	accel_buffer_free(bcb);
 	accel_buffer_free(bbias);
+	accel_buffer_free(bres);
 }
 
 Test(gemm, int8_matches_reference_on_basic_shape)
@@ -156,6 +177,67 @@ Test(gemm, classifier_weights_load_through_the_host_ports)
 	cr_assert_lt(cnt.load_cycles, wbytes / 128 / 2, "load cycles %llu for %llu weight bytes",
 		     (unsigned long long)cnt.load_cycles, (unsigned long long)wbytes);
 	accel_close(dev);
+}
+
+/* C = A . B^T with B stored N x K (a Linear layer's weights, A and C row-major) runs as a pointwise
+ * convolution of M pixels (conv_pw.c) when that is faster: a seeded sweep forced with pw=on (M from 1,
+ * odd N and K, int8 with bias, ReLU and requantisation or int32, fp32, residuals) on the default geometry and the
+ * small 2x2x4 array (several segments), each case against the CPU reference and against pw=off, from
+ * which nearly all must differ in cycles (the sweep really took the lowering).  The classifier shape
+ * (1 x 1280 x 1000 int8) takes it by default. */
+Test(gemm, transposed_weights_run_as_a_pointwise_convolution)
+{
+	static const char *const geo[][2] = {
+		{ "sim:pw=on", "sim:pw=off" },
+		{ "sim:rows=2,cols=2,pes=4,sram=65536,pw=on", "sim:rows=2,cols=2,pes=4,sram=65536,pw=off" },
+	};
+	uint64_t seed = 0x6e33, s = seed;
+	unsigned differ = 0, total = 0;
+	struct accel_counters on, off;
+
+	if (!test_is_sim())
+		cr_skip_test("forces the pointwise lowering (a sim option)");
+	for (unsigned v = 0; v < 2; v++) {
+		struct accel_dev *don = open_dev(geo[v][0]), *doff = open_dev(geo[v][1]);
+
+		for (unsigned it = 0; it < 12; it++) {
+			struct gcase g = { .tb = true };
+			uint64_t r = xrng(&s);
+
+			g.m = it % 4 == 0 ? 1 : 1 + (uint32_t)(xrng(&s) % (r & 1 ? 400 : 30));
+			g.n = 1 + (uint32_t)(xrng(&s) % (r & 2 ? 300 : 40));
+			g.k = 1 + (uint32_t)(xrng(&s) % (r & 4 ? 500 : 40));
+			g.f32 = r & 8;
+			g.bias = r & 16;
+			g.relu = r & 32;
+			g.requant = !g.f32 && (r & 64);
+			g.res = !g.requant && (r & 128);
+			gemm_cnt_out = &on;
+			run_gemm_case(don, &g, seed * 1000 + v * 100 + it);
+			gemm_cnt_out = &off;
+			run_gemm_case(doff, &g, seed * 1000 + v * 100 + it);
+			gemm_cnt_out = NULL;
+			differ += on.total_cycles != off.total_cycles;
+			total++;
+		}
+		accel_close(don);
+		accel_close(doff);
+	}
+	cr_assert_geq(differ * 10, total * 9, "only %u of %u cases took the pointwise lowering", differ, total);
+	{
+		struct accel_dev *dauto = open_dev("sim"), *doff = open_dev("sim:pw=off");
+		struct gcase g = { .m = 1, .n = 1000, .k = 1280, .tb = true, .bias = true, .requant = true };
+
+		gemm_cnt_out = &on;
+		run_gemm_case(dauto, &g, 77);
+		gemm_cnt_out = &off;
+		run_gemm_case(doff, &g, 77);
+		gemm_cnt_out = NULL;
+		cr_assert_lt(on.total_cycles, off.total_cycles, "classifier: %llu cycles, %llu without the pointwise lowering",
+			     (unsigned long long)on.total_cycles, (unsigned long long)off.total_cycles);
+		accel_close(dauto);
+		accel_close(doff);
+	}
 }
 
 Test(gemm, edge_shapes_on_small_geometry)
