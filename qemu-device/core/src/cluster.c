@@ -309,8 +309,8 @@ static uint32_t do_ld(struct rowctx *rc, uint16_t w)
 	const struct tnpu_operand *o = &rc->rs->rf[e];
 	bool to_wq = w & TNPU_LD_WQ;
 	struct slot *s = to_wq ? &rc->rs->wq[TNPU_LD_SLOT(w)] : &rc->rs->in[TNPU_LD_SLOT(w)];
-	bool sparse = o->flags & TNPU_OPF_SPARSE;
-	uint64_t extent, bytes, u;
+	bool sparse = o->flags & TNPU_OPF_SPARSE, held;
+	uint64_t extent, bytes, u, half_off = (uint64_t)(rc->base - rc->rs->sram);
 	uint32_t err;
 
 	if ((o->dtype != TNPU_DTYPE_INT8 && o->dtype != TNPU_DTYPE_FP32 && o->dtype != TNPU_DTYPE_BF16) ||
@@ -327,7 +327,9 @@ static uint32_t do_ld(struct rowctx *rc, uint16_t w)
 		return err;
 	u = (uint64_t)(o->col_stride ? rc->cols : 1) * (o->pe_stride ? rc->pes : 1);
 	bytes = tile_bytes(o);
-	if (to_wq && TNPU_CFG_MODE_WQ(rc->ib->mode) == TNPU_WQ_SW && s->valid) {
+	/* a slot's rows are reused only for the same half: the buffer holds that half's bytes */
+	held = s->valid && s->half_off == half_off;
+	if (to_wq && TNPU_CFG_MODE_WQ(rc->ib->mode) == TNPU_WQ_SW && held) {
 		const struct tnpu_operand *p = &s->op;
 
 		if (p->pitch && p->pitch == o->pitch && p->rows == o->rows && p->cols == o->cols &&
@@ -346,9 +348,9 @@ static uint32_t do_ld(struct rowctx *rc, uint16_t w)
 		}
 	}
 	if (w & TNPU_LD_MCAST) {
-		uint64_t base = (uint64_t)(rc->base - rc->rs->sram), lo, hi;
-		uint64_t d = tnpu_dw_mcast_bytes(rc->rs, base, rc->cols, rc->pes, o,
-						 s->valid && s->mcast ? &s->op : NULL, u * tile_bytes(o), &lo, &hi);
+		uint64_t lo, hi;
+		uint64_t d = tnpu_dw_mcast_bytes(rc->rs, half_off, rc->cols, rc->pes, o,
+						 held && s->mcast ? &s->op : NULL, u * tile_bytes(o), &lo, &hi);
 
 		if (hi <= lo)
 			ld_span(rc, o, extent, &lo, &hi);
@@ -364,6 +366,7 @@ static uint32_t do_ld(struct rowctx *rc, uint16_t w)
 		rc->a.dist_bytes += u * bytes;
 	}
 	s->valid = true;
+	s->half_off = half_off;
 	s->mcast = w & TNPU_LD_MCAST;
 	s->zskip = w & TNPU_LD_ZSKIP;
 	s->op = *o;

@@ -52,6 +52,7 @@ struct slot {
 	bool zskip;
 	bool mcast;		/* loaded with TNPU_LD_MCAST (sliding multicast block) */
 	struct tnpu_operand op;	/* record as it was at LD time */
+	uint64_t half_off;	/* SRAM offset of the half it was loaded from (op.addr is half-relative) */
 };
 
 struct ibuf {

@@ -212,6 +212,28 @@ Test(dw, mcast_ld_moves_the_block_once_and_slides)
 		     1 + box_rows * box_w + 9 + 2 * box_w);
 }
 
+/* The input buffer holds the bytes of the half it was loaded from: the same record in an EXE on the
+ * other half moves the whole block again (the record's addr is half-relative). */
+Test(dw, mcast_ld_on_the_other_half_moves_the_whole_block)
+{
+	unsigned cols = cfg.cols, pes = cfg.pes;
+	uint32_t pitch = 64;
+	struct tnpu_operand ops[1] = { t_opnd(0, (int32_t)(2 * pitch), 4, pitch, 3, 8, TNPU_DTYPE_INT8, 0) };
+	uint16_t ld = TNPU_INSN_LD(0, 0, 0, 0) | TNPU_LD_MCAST;
+	uint64_t box_rows = 2 * (cols - 1) + 3, box_w = 4 * (pes - 1) + 8;
+	struct tnpu_cfg_hdr h = { .n_instr = 1, .n_operands = 1, .repeat = 1 };
+	uint8_t exe = TNPU_PKT_EXE;
+
+	for (uint8_t half = 0; half < 2; half++)
+		tcb_dma_fill(&cb, 0, TNPU_DMA_ROW_ALL, half, 0, (uint32_t)((box_rows + 2) * pitch), 1);
+	dispatch(0, h, &ld, ops, 0, 1);
+	tcb_dispatch(&cb, 0, 0, 0, 0, &exe, 1);	/* same half, same record: nothing moves */
+	tcb_dispatch(&cb, 0, 0, 1, 0, &exe, 1);	/* the other half: the whole block */
+	cr_assert_eq(run(), 0);
+	cr_assert_eq(res.counters[TNPU_CNT_BYTES_DISPATCH] - res.counters[TNPU_CNT_BYTES_CONFIG],
+		     1 + box_rows * box_w + 1 + 1 + box_rows * box_w);
+}
+
 /* A DW run overlaps SFU/ST with the MACs; the last tile's drain is exposed. */
 Test(dw, dw_exe_busy_follows_the_cycle_model)
 {
