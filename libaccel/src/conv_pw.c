@@ -1348,6 +1348,43 @@ static void pw_emit(struct accel_cmdstream *cs, const struct pwg *g, const struc
 }
 
 /* Plan and emit g; 1 if no plan fits or its replay is slower than other_est (0: none), else 0/-errno. */
+/*
+ * The planner replays the cycle model for every candidate, which costs more host time than simulating
+ * a small layer, and a network asks the same question for every batch: a few recent answers are kept
+ * per thread (as mm_plan_choose does), keyed by the whole geometry without its addresses (pw_plan reads
+ * no address; the emitter does).
+ */
+#define PW_PLAN_CACHE 16
+static _Thread_local struct {
+	struct pwg key;
+	struct pwp plan;
+	bool ok, used;
+} pw_cache[PW_PLAN_CACHE];
+static _Thread_local unsigned pw_cache_next;
+
+static bool pw_plan_cached(const struct pwg *g, struct pwp *best)
+{
+	struct pwg k;
+	bool ok;
+
+	memcpy(&k, g, sizeof(k));	/* g was zeroed before it was filled: padding compares equal */
+	k.in_va = k.w_va = k.out_va = k.b_va = k.res_va = 0;
+	for (unsigned i = 0; i < PW_PLAN_CACHE; i++)
+		if (pw_cache[i].used && !memcmp(&pw_cache[i].key, &k, sizeof(k))) {
+			if (pw_cache[i].ok)
+				*best = pw_cache[i].plan;
+			return pw_cache[i].ok;
+		}
+	ok = pw_plan(g, best);
+	memcpy(&pw_cache[pw_cache_next].key, &k, sizeof(k));
+	pw_cache[pw_cache_next].ok = ok;
+	if (ok)
+		pw_cache[pw_cache_next].plan = *best;
+	pw_cache[pw_cache_next].used = true;
+	pw_cache_next = (pw_cache_next + 1) % PW_PLAN_CACHE;
+	return ok;
+}
+
 static int pw_lower(struct accel_dev *dev, struct mm_ctx *x, struct pwg *g, const struct mm_problem *p,
 		    double (*other)(const void *), const void *arg)
 {
@@ -1364,7 +1401,7 @@ static int pw_lower(struct accel_dev *dev, struct mm_ctx *x, struct pwg *g, cons
 	g->acc = ACCEL_MIN(c->acc_elems, TNPU_ACC_ELEMS);
 	g->half = c->sram_bytes / 2;
 	g->b_va = p->bias_va;
-	if (!pw_plan(g, &d))
+	if (!pw_plan_cached(g, &d))
 		return 1;
 	/* one hardware job: CONFIGs, then per segment its fills, bands, semaphores and EXEs (16-byte
 	 * header and up to 33 packet bytes each) */
