@@ -702,18 +702,21 @@ static uint32_t do_mac(struct rowctx *rc, uint16_t w, struct exe_acct *acct)
 		bool accumulate = am->valid;
 		size_t esz = esize(dt);
 		uint32_t err = 0;
-		bool b_contig = !sparse && B->col_stride == 0 &&
-				(trans ? (int64_t)B->pe_stride == (int64_t)tn * B->pitch
-				       : (int64_t)B->pe_stride == (int64_t)tn * (int64_t)esz);
+		/* A cluster's PE tiles of B side by side: its PEs' products are one GEMM of tm x (pes*tn)
+		 * (each element the same chain over k, whatever the call's n). */
+		bool b_pes = !sparse && (trans ? (int64_t)B->pe_stride == (int64_t)tn * B->pitch
+					       : (int64_t)B->pe_stride == (int64_t)tn * (int64_t)esz);
+		bool b_contig = b_pes && B->col_stride == 0;
 
 		if (b_contig && A->pe_stride == 0 && (int64_t)A->col_stride == (int64_t)tm * A->pitch) {
 			/* Whole row: one call of (cols*tm) x (pes*tn) x K. */
 			err = gemm(rc, dt, trans, (size_t)cols * tm, ld, K, rc->base + A->addr, A->pitch,
 				   rc->base + B->addr, B->pitch, accp, ld, accumulate);
-		} else if (b_contig && A->pe_stride == 0) {
+		} else if (b_pes && A->pe_stride == 0) {
+			/* One call per cluster (clusters over N: each its own block of B). */
 			for (unsigned c = 0; c < cols && !err; c++)
 				err = gemm(rc, dt, trans, tm, ld, K, rc->base + pe_addr(A, c, 0), A->pitch,
-					   rc->base + B->addr, B->pitch,
+					   rc->base + pe_addr(B, c, 0), B->pitch,
 					   (uint8_t *)accp + (size_t)c * tm * ld * 4, ld, accumulate);
 		} else {
 			for (unsigned c = 0; c < cols; c++) {

@@ -1,6 +1,8 @@
 /* SPDX-License-Identifier: MIT */
 /* Cluster ISA: CONFIG/EXE, register file, per-PE rewrite, scalar unit, LD/MAC/SFU/ST,
  * zero-skipping, sparse weights, load balancing, SFU modes, weight-queue modes, errors. */
+#include <stdio.h>
+
 #include "common.h"
 
 static struct tsim s;
@@ -713,4 +715,113 @@ Test(isa, bf16_mac_accumulates_in_fp32_and_skips_signed_zeros)
 				}
 	cr_assert_eq(res.counters[TNPU_CNT_MACS_EFFECTIVE], eff);
 	cr_assert_eq(res.counters[TNPU_CNT_MACS_DENSE], 4 * 4 * 4 * 8);
+}
+
+/* A PE's element (i, k) of A and (k, j) of B (trans: B stored n x k) at their operand addresses. */
+static uint32_t a_at(const struct tnpu_operand *o, unsigned c, unsigned p, unsigned i, unsigned k, unsigned e)
+{
+	return o->addr + (uint32_t)((int32_t)c * o->col_stride + (int32_t)p * o->pe_stride) + i * o->pitch + k * e;
+}
+
+static uint32_t b_at(const struct tnpu_operand *o, bool trans, unsigned c, unsigned p, unsigned k, unsigned j,
+		     unsigned e)
+{
+	uint32_t t = o->addr + (uint32_t)((int32_t)c * o->col_stride + (int32_t)p * o->pe_stride);
+
+	return trans ? t + j * o->pitch + k * e : t + k * o->pitch + j * e;
+}
+
+/* Checks the 2 clusters x 2 PEs of C (at host offset out, PE tiles side by side) against A.B computed
+ * from the host copy of the operands: fp32 one fmaf chain in k order from +0 (bit for bit), int8 exact. */
+static void check_layout_product(const struct tnpu_operand *A, const struct tnpu_operand *B, bool f32, bool trans,
+				 uint32_t out, const char *what)
+{
+	unsigned e = f32 ? 4 : 1, tm = A->rows, K = A->cols, tn = trans ? B->rows : B->cols;
+
+	for (unsigned c = 0; c < 2; c++)
+		for (unsigned p = 0; p < 2; p++)
+			for (unsigned i = 0; i < tm; i++)
+				for (unsigned j = 0; j < tn; j++) {
+					float fs = 0.0f;
+					int32_t is = 0;
+
+					for (unsigned k = 0; k < K; k++) {
+						const uint8_t *x = H(a_at(A, c, p, i, k, e)), *y = H(b_at(B, trans, c, p, k, j, e));
+						float xf, yf;
+
+						memcpy(&xf, x, 4);
+						memcpy(&yf, y, 4);
+						if (f32)
+							fs = fmaf(xf, yf, fs);
+						else
+							is += (int8_t)*x * (int8_t)*y;
+					}
+					cr_assert(!memcmp(H(out + ((c * tm + i) * 2 * tn + p * tn + j) * 4), f32 ? (void *)&fs : (void *)&is, 4),
+						  "%s: PE (%u,%u) [%u][%u]", what, c, p, i, j);
+				}
+}
+
+/*
+ * Every way a row's operands can lie (A shared, one block per cluster with or without a gap, one per
+ * PE; B shared, one block per cluster with its PEs side by side, one per PE; B stored k x n or n x k),
+ * fp32 and int8, k on both sides of the kernels' small-k limit and tiles across their micro-tiles:
+ * each PE's C is its own A times its own B.  The model runs a row as one GEMM, one per cluster or one
+ * per PE depending on the layout; all must agree with the plain reference.
+ */
+Test(isa, mac_operand_layouts_all_give_each_pe_its_own_product)
+{
+	static const unsigned shapes[][3] = { { 3, 3, 7 }, { 9, 5, 19 }, { 17, 17, 33 } };	/* tm, tn, K */
+	uint16_t ins[] = { TNPU_INSN_LD(0, 0, 0, 0), TNPU_INSN_LD(1, 0, 1, 0), TNPU_INSN_MAC(0, 0, 0, 0, 0),
+			   TNPU_INSN_ST(0, 2, 1) };
+	const uint32_t B0 = 12288, C0 = 24576, OUT = 32768, P = 2;
+	uint64_t seed = 0x5eed1234;
+
+	for (unsigned f32 = 0; f32 < 2; f32++) {
+		unsigned e = f32 ? 4 : 1;
+		uint8_t dt = f32 ? TNPU_DTYPE_FP32 : TNPU_DTYPE_INT8;
+
+		for (uint32_t i = 0; i < C0; i += 4) {
+			uint64_t r = trng(&seed);
+			float v = (float)(int32_t)(r >> 32) * 0x1p-30f;	/* full mantissas, [-2, 2) */
+
+			memcpy(H(i), f32 ? (void *)&v : (void *)&r, 4);
+		}
+		for (unsigned sh = 0; sh < 3; sh++) {
+			unsigned tm = shapes[sh][0], tn = shapes[sh][1], K = shapes[sh][2];
+			uint32_t ap = K * e + 8, tbp = K * e + 12, nbp = P * (tn * e + 16) + 8;
+			int32_t at = (int32_t)(tm * ap);
+			int32_t alay[4][2] = { { 0, 0 }, { at, 0 }, { at + 64, 0 }, { 2 * (at + 32), at + 32 } };
+
+			for (unsigned trans = 0; trans < 2; trans++) {
+				int32_t bt = trans ? (int32_t)(tn * tbp) : (int32_t)(tn * e);
+				int32_t bcl = trans ? (int32_t)P * bt + 64 : (int32_t)(K * nbp) + 64;
+				int32_t blay[3][2] = { { 0, bt }, { bcl, bt }, { 2 * (bt + 32), bt + 16 } };
+
+				for (unsigned al = 0; al < 4; al++) {
+					for (unsigned bl = 0; bl < 3; bl++) {
+						struct tnpu_operand ops[] = {
+							opnd(0, alay[al][0], alay[al][1], ap, (uint16_t)tm, (uint16_t)K, dt, 0),
+							trans ? opnd(B0, blay[bl][0], blay[bl][1], tbp, (uint16_t)tn, (uint16_t)K,
+								     dt, TNPU_OPF_TRANS)
+							      : opnd(B0, blay[bl][0], blay[bl][1], nbp, (uint16_t)K, (uint16_t)tn,
+								     dt, 0),
+							opnd(C0, (int32_t)(tm * P * tn * 4), (int32_t)(tn * 4), P * tn * 4, (uint16_t)tm,
+							     (uint16_t)tn, f32 ? TNPU_DTYPE_FP32 : TNPU_DTYPE_INT32, 0),
+						};
+						char what[64];
+
+						put(0, 0, C0);	/* every job starts with a clear SRAM */
+						config(0, (struct tnpu_cfg_hdr){ .n_instr = 4, .n_operands = 3, .loop_end = 2,
+										 .repeat = 1 }, ins, ops);
+						exe(0, LAST, 0);
+						get(C0, OUT, 2 * tm * P * tn * 4);
+						cr_assert_eq(run(), 0, "%s", tnpu_err_name(res.error));
+						snprintf(what, sizeof(what), "%s shape %u trans %u A %u B %u", f32 ? "fp32" : "int8",
+							 sh, trans, al, bl);
+						check_layout_product(&ops[0], &ops[1], f32, trans, OUT, what);
+					}
+				}
+			}
+		}
+	}
 }
