@@ -38,7 +38,9 @@ static inline __mmask16 cols_mask(size_t nre, size_t j0)
  * One MR x (16 NV) tile over kc: C (+)= A . B, A row i at a + i * lda, B row p at b + p * ldb
  * (columns 16.. at b + b1 + p * ldb), columns past nre neither read nor written.  Rows are addressed
  * as four-row groups off a few base pointers (row 4g + r at ag[r * lda]) so the compiler needs no
- * register per row.
+ * register per row.  Full-width tiles load and store C unmasked: consecutive taps accumulate into
+ * the same C, and a masked store's data is not forwarded to the next call's load of it (the load
+ * waits for the store to retire: a third of the time of the stem's k = 3 taps).
  */
 TNPU_TARGET(KERN_ISA)
 static inline __attribute__((always_inline)) void direct_tile(const size_t MR, const size_t NV, size_t kc,
@@ -52,11 +54,27 @@ static inline __attribute__((always_inline)) void direct_tile(const size_t MR, c
 #pragma GCC unroll 4
 	for (size_t g = 0; g < (MR + 3) / 4; g++)
 		ag[g] = a + 4 * g * lda;
+	if (!load_c) {
 #pragma GCC unroll 16
-	for (size_t i = 0; i < MR; i++) {
-		c0[i] = load_c ? _mm512_maskz_loadu_ps(m0, c + i * ldc) : _mm512_setzero_ps();
-		if (NV == 2)
-			c1[i] = load_c ? _mm512_maskz_loadu_ps(m1, c + i * ldc + 16) : _mm512_setzero_ps();
+		for (size_t i = 0; i < MR; i++) {
+			c0[i] = _mm512_setzero_ps();
+			if (NV == 2)
+				c1[i] = _mm512_setzero_ps();
+		}
+	} else if (nre == 16 * NV) {
+#pragma GCC unroll 16
+		for (size_t i = 0; i < MR; i++) {
+			c0[i] = _mm512_loadu_ps(c + i * ldc);
+			if (NV == 2)
+				c1[i] = _mm512_loadu_ps(c + i * ldc + 16);
+		}
+	} else {
+#pragma GCC unroll 16
+		for (size_t i = 0; i < MR; i++) {
+			c0[i] = _mm512_maskz_loadu_ps(m0, c + i * ldc);
+			if (NV == 2)
+				c1[i] = _mm512_maskz_loadu_ps(m1, c + i * ldc + 16);
+		}
 	}
 	for (size_t p = 0; p < kc; p++, b += ldb) {
 		__m512 b0v = _mm512_maskz_loadu_ps(m0, b);
@@ -70,6 +88,15 @@ static inline __attribute__((always_inline)) void direct_tile(const size_t MR, c
 			if (NV == 2)
 				c1[i] = _mm512_fmadd_ps(av, b1v, c1[i]);
 		}
+	}
+	if (nre == 16 * NV) {
+#pragma GCC unroll 16
+		for (size_t i = 0; i < MR; i++) {
+			_mm512_storeu_ps(c + i * ldc, c0[i]);
+			if (NV == 2)
+				_mm512_storeu_ps(c + i * ldc + 16, c1[i]);
+		}
+		return;
 	}
 #pragma GCC unroll 16
 	for (size_t i = 0; i < MR; i++) {
