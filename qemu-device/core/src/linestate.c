@@ -44,10 +44,22 @@ void tnpu_lines_reset(struct row_state *rs)
 	rs->sb_in.head = rs->sb_out.head = 0;
 }
 
+/* Lines [lo / LINE, (hi - 1) / LINE] written, a bitmap word at a time (a band or a tile spans
+ * thousands of lines; this runs for every DMA row, IM2COL tile and ST). */
 void tnpu_lines_set(struct row_state *rs, uint64_t lo, uint64_t hi)
 {
-	for (uint64_t l = lo / TNPU_SRAM_LINE; l <= (hi - 1) / TNPU_SRAM_LINE; l++)
-		rs->lines[l / 64] |= 1ull << (l % 64);
+	uint64_t l0 = lo / TNPU_SRAM_LINE, l1 = (hi - 1) / TNPU_SRAM_LINE;
+	uint64_t w0 = l0 / 64, w1 = l1 / 64;
+	uint64_t m0 = ~0ull << (l0 % 64), m1 = ~0ull >> (63 - l1 % 64);
+
+	if (w0 == w1) {
+		rs->lines[w0] |= m0 & m1;
+		return;
+	}
+	rs->lines[w0] |= m0;
+	for (uint64_t w = w0 + 1; w < w1; w++)
+		rs->lines[w] = ~0ull;
+	rs->lines[w1] |= m1;
 }
 
 /* A zero fill makes the lines it covers entirely clean again (partly covered lines stay written). */
