@@ -972,6 +972,36 @@ static void sfu_f32_row(const float *x, float *y, unsigned n, const float *bias,
 	}
 }
 
+/* RESIDUAL, one run of n columns into t: fp32 (x + bias) + r, in that order (vectorises). */
+TNPU_CLONES
+static void residual_f32(const float *x, const uint8_t *bias, const uint8_t *r, float *t, size_t n)
+{
+	if (bias) {
+		for (size_t j = 0; j < n; j++) {
+			float b, v;
+
+			memcpy(&b, bias + 4 * j, 4);
+			memcpy(&v, r + 4 * j, 4);
+			t[j] = (x[j] + b) + v;
+		}
+		return;
+	}
+	for (size_t j = 0; j < n; j++) {
+		float v;
+
+		memcpy(&v, r + 4 * j, 4);
+		t[j] = x[j] + v;
+	}
+}
+
+/* int32: x + bias + r modulo 2^32, the bias word every cb bytes (a plain vector or QCOL records). */
+static void residual_int(const uint32_t *x, const uint8_t *bias, unsigned cb, const uint8_t *r, uint32_t *t,
+			 size_t n)
+{
+	for (size_t j = 0; j < n; j++)
+		t[j] = x[j] + (bias ? ld32(bias + (size_t)cb * j) : 0) + ld32(r + 4 * j);
+}
+
 /* RESIDUAL (ISA 2): x = (x + bias) + R[i][j] with R the operand record in the register-file entry
  * after the SFU record, then the record's other ops.  Same output-queue effects as sfu_apply. */
 static uint32_t sfu_residual(struct rowctx *rc, unsigned a, const struct tnpu_operand *prec, const struct sfu_p *p,
@@ -984,7 +1014,8 @@ static uint32_t sfu_residual(struct rowctx *rc, unsigned a, const struct tnpu_op
 	uint64_t elems = (uint64_t)tm * tn;
 	const struct tnpu_operand *ro = prec + 1;
 	struct sfu_p q = *p;
-	uint32_t err, tmp[TNPU_ACC_ELEMS];
+	uint32_t err;
+	TNPU_UNINIT uint32_t tmp[TNPU_ACC_ELEMS];
 
 	if (win + 1 >= TNPU_RF_WINDOW)
 		return cfail(rc, TNPU_ERR_SFU_PARAM);
@@ -998,8 +1029,17 @@ static uint32_t sfu_residual(struct rowctx *rc, unsigned a, const struct tnpu_op
 	if (err)
 		return err;
 	q.ops &= (uint8_t)~(TNPU_SFU_OP_BIAS | TNPU_SFU_OP_RESIDUAL);
+
+	unsigned cb = sfu_col_bytes(p);
+	bool colvec = p->ops & (TNPU_SFU_OP_BIAS | TNPU_SFU_OP_QCOL);
+	/* The PEs' residual tiles side by side, and their column vectors too (or none): a row of all
+	 * PEs is one run (the same element operations; tn is often 1, as in a direct convolution). */
+	bool whole = (int64_t)ro->pe_stride == (int64_t)tn * 4 && (!colvec || (int64_t)p->bps == (int64_t)tn * cb);
+	unsigned n_pe = whole ? 1 : pes;
+	size_t n = whole ? ld : tn;
+
 	for (unsigned c = 0; c < cols; c++) {
-		for (unsigned pe = 0; pe < pes; pe++) {
+		for (unsigned pe = 0; pe < n_pe; pe++) {
 			int64_t ba = (int64_t)p->bias_addr + (int64_t)c * p->bcs + (int64_t)pe * p->bps;
 			const uint8_t *bias = (p->ops & TNPU_SFU_OP_BIAS) ? rc->base + ba : NULL;
 			const uint8_t *qcol = (p->ops & TNPU_SFU_OP_QCOL) ? rc->base + ba : NULL;
@@ -1009,32 +1049,25 @@ static uint32_t sfu_residual(struct rowctx *rc, unsigned a, const struct tnpu_op
 				size_t o = ((size_t)c * tm + i) * ld + (size_t)pe * tn;
 				const uint8_t *r = res + (uint64_t)i * ro->pitch;
 
-				for (unsigned j = 0; j < tn; j++) {
-					uint32_t x = ((const uint32_t *)rs->acc[a])[o + j];
-					uint32_t b = bias ? ld32(bias + (size_t)sfu_col_bytes(p) * j) : 0;
+				for (size_t j0 = 0; j0 < n; j0 += TNPU_ACC_ELEMS) {
+					size_t jn = TNPU_MIN(n - j0, (size_t)TNPU_ACC_ELEMS);
+					const uint8_t *bj = bias ? bias + (size_t)cb * j0 : NULL;
 
 					if (am->dtype == TNPU_DTYPE_FP32) {
-						float xf, bf, rf;
-
-						memcpy(&xf, &x, 4);
-						memcpy(&bf, &b, 4);
-						memcpy(&rf, r + 4 * j, 4);
-						if (bias)
-							xf += bf;
-						xf += rf;
-						memcpy(&tmp[j], &xf, 4);
-					} else {
-						tmp[j] = x + b + ld32(r + 4 * j);
+						residual_f32((const float *)rs->acc[a] + o + j0, bj, r + 4 * j0,
+							     (float *)(void *)tmp, jn);
+						sfu_f32_row((const float *)(const void *)tmp, (float *)rs->oq + o + j0,
+							    (unsigned)jn, NULL, &q);
+						continue;
 					}
+					residual_int((const uint32_t *)rs->acc[a] + o + j0, bj, cb, r + 4 * j0, tmp, jn);
+					if (qcol)
+						sfu_qcol_row((const int32_t *)(const void *)tmp, (int32_t *)rs->oq + o + j0,
+							     (unsigned)jn, qcol + (size_t)cb * j0, &q);
+					else
+						sfu_int_row((const int32_t *)(const void *)tmp, (int32_t *)rs->oq + o + j0,
+							    (unsigned)jn, NULL, &q);
 				}
-				if (am->dtype == TNPU_DTYPE_FP32)
-					sfu_f32_row((const float *)(const void *)tmp, (float *)rs->oq + o, tn, NULL, &q);
-				else if (qcol)
-					sfu_qcol_row((const int32_t *)(const void *)tmp, (int32_t *)rs->oq + o, tn, qcol,
-						     &q);
-				else
-					sfu_int_row((const int32_t *)(const void *)tmp, (int32_t *)rs->oq + o, tn, NULL,
-						    &q);
 			}
 		}
 	}
