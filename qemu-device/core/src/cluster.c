@@ -883,53 +883,65 @@ static unsigned sfu_col_bytes(const struct sfu_p *p)
 	return (p->ops & TNPU_SFU_OP_QCOL) ? sizeof(struct tnpu_sfu_qcol) : 4;
 }
 
+/* The SFU functions run `rows` rows of n columns, ld elements apart in x and y (a PE tile, or a row
+ * of all PEs: one call per tile keeps the call and the flag tests out of the row loop); every row
+ * takes the same column vector. */
 TNPU_CLONES
-static void sfu_int_row(const int32_t *x, int32_t *y, unsigned n, const int32_t *bias, const struct sfu_p *p)
+static void sfu_int_rows(const int32_t *x, int32_t *y, unsigned n, unsigned rows, size_t ld, const int32_t *bias,
+			 const struct sfu_p *p)
 {
 	/* shift is only validated (<= 62) when REQUANT is on; found by libFuzzer/UBSan. */
 	int64_t rnd = (p->ops & TNPU_SFU_OP_REQUANT) && p->shift ? (int64_t)1 << (p->shift - 1) : 0;
 
-	for (unsigned j = 0; j < n; j++) {
-		int32_t v = x[j];
+	for (unsigned i = 0; i < rows; i++, x += ld, y += ld) {
+		for (unsigned j = 0; j < n; j++) {
+			int32_t v = x[j];
 
-		if (p->ops & TNPU_SFU_OP_BIAS)
-			v = (int32_t)((uint32_t)v + (uint32_t)bias[j]);
-		if (p->ops & TNPU_SFU_OP_RELU)
-			v = v < 0 ? 0 : v;
-		if (p->ops & TNPU_SFU_OP_CLAMP)
-			v = v < (int32_t)p->lo ? (int32_t)p->lo : (v > (int32_t)p->hi ? (int32_t)p->hi : v);
-		if (p->ops & TNPU_SFU_OP_REQUANT) {
-			int64_t q = (((int64_t)v * (int32_t)p->scale + rnd) >> p->shift) + p->zp;
+			if (p->ops & TNPU_SFU_OP_BIAS)
+				v = (int32_t)((uint32_t)v + (uint32_t)bias[j]);
+			if (p->ops & TNPU_SFU_OP_RELU)
+				v = v < 0 ? 0 : v;
+			if (p->ops & TNPU_SFU_OP_CLAMP)
+				v = v < (int32_t)p->lo ? (int32_t)p->lo : (v > (int32_t)p->hi ? (int32_t)p->hi : v);
+			if (p->ops & TNPU_SFU_OP_REQUANT) {
+				int64_t q = (((int64_t)v * (int32_t)p->scale + rnd) >> p->shift) + p->zp;
 
-			v = q < -128 ? -128 : (q > 127 ? 127 : (int32_t)q);
+				v = q < -128 ? -128 : (q > 127 ? 127 : (int32_t)q);
+			}
+			y[j] = v;
 		}
-		y[j] = v;
 	}
 }
 
-/* QCOL: as sfu_int_row with column j's bias, multiplier and shift from its 12-byte record. */
+/* QCOL: as sfu_int_rows with column j's bias, multiplier and shift from its 12-byte record. */
 TNPU_CLONES
-static void sfu_qcol_row(const int32_t *x, int32_t *y, unsigned n, const uint8_t *rec, const struct sfu_p *p)
+static void sfu_qcol_rows(const int32_t *x, int32_t *y, unsigned n, unsigned rows, size_t ld, const uint8_t *recs,
+			  const struct sfu_p *p)
 {
-	for (unsigned j = 0; j < n; j++, rec += sizeof(struct tnpu_sfu_qcol)) {
-		int32_t v = x[j], m = (int32_t)ld32(rec + 4);
-		uint32_t sh = ld32(rec + 8);
-		int64_t q;
+	for (unsigned i = 0; i < rows; i++, x += ld, y += ld) {
+		const uint8_t *rec = recs;
 
-		if (p->ops & TNPU_SFU_OP_BIAS)
-			v = (int32_t)((uint32_t)v + ld32(rec));
-		if (p->ops & TNPU_SFU_OP_RELU)
-			v = v < 0 ? 0 : v;
-		if (p->ops & TNPU_SFU_OP_CLAMP)
-			v = v < (int32_t)p->lo ? (int32_t)p->lo : (v > (int32_t)p->hi ? (int32_t)p->hi : v);
-		sh = sh > 62 ? 62 : sh;	/* the records are data, not checked */
-		q = (((int64_t)v * m + (sh ? (int64_t)1 << (sh - 1) : 0)) >> sh) + p->zp;
-		y[j] = q < -128 ? -128 : (q > 127 ? 127 : (int32_t)q);
+		for (unsigned j = 0; j < n; j++, rec += sizeof(struct tnpu_sfu_qcol)) {
+			int32_t v = x[j], m = (int32_t)ld32(rec + 4);
+			uint32_t sh = ld32(rec + 8);
+			int64_t q;
+
+			if (p->ops & TNPU_SFU_OP_BIAS)
+				v = (int32_t)((uint32_t)v + ld32(rec));
+			if (p->ops & TNPU_SFU_OP_RELU)
+				v = v < 0 ? 0 : v;
+			if (p->ops & TNPU_SFU_OP_CLAMP)
+				v = v < (int32_t)p->lo ? (int32_t)p->lo : (v > (int32_t)p->hi ? (int32_t)p->hi : v);
+			sh = sh > 62 ? 62 : sh;	/* the records are data, not checked */
+			q = (((int64_t)v * m + (sh ? (int64_t)1 << (sh - 1) : 0)) >> sh) + p->zp;
+			y[j] = q < -128 ? -128 : (q > 127 ? 127 : (int32_t)q);
+		}
 	}
 }
 
 TNPU_CLONES
-static void sfu_f32_row(const float *x, float *y, unsigned n, const float *bias, const struct sfu_p *p)
+static void sfu_f32_rows(const float *x, float *y, unsigned n, unsigned rows, size_t ld, const float *bias,
+			 const struct sfu_p *p)
 {
 	float lo, hi, sc;
 
@@ -940,35 +952,40 @@ static void sfu_f32_row(const float *x, float *y, unsigned n, const float *bias,
 	 * the same order as the general loop. */
 	switch (p->ops & (TNPU_SFU_OP_BIAS | TNPU_SFU_OP_RELU | TNPU_SFU_OP_CLAMP | TNPU_SFU_OP_REQUANT)) {
 	case TNPU_SFU_OP_BIAS | TNPU_SFU_OP_RELU:
-		for (unsigned j = 0; j < n; j++) {
-			float v = x[j] + bias[j];
+		for (unsigned i = 0; i < rows; i++, x += ld, y += ld)
+			for (unsigned j = 0; j < n; j++) {
+				float v = x[j] + bias[j];
 
-			y[j] = v < 0.0f ? 0.0f : v;
-		}
+				y[j] = v < 0.0f ? 0.0f : v;
+			}
 		return;
 	case TNPU_SFU_OP_BIAS:
-		for (unsigned j = 0; j < n; j++)
-			y[j] = x[j] + bias[j];
+		for (unsigned i = 0; i < rows; i++, x += ld, y += ld)
+			for (unsigned j = 0; j < n; j++)
+				y[j] = x[j] + bias[j];
 		return;
 	case TNPU_SFU_OP_RELU:
-		for (unsigned j = 0; j < n; j++)
-			y[j] = x[j] < 0.0f ? 0.0f : x[j];
+		for (unsigned i = 0; i < rows; i++, x += ld, y += ld)
+			for (unsigned j = 0; j < n; j++)
+				y[j] = x[j] < 0.0f ? 0.0f : x[j];
 		return;
 	default:
 		break;
 	}
-	for (unsigned j = 0; j < n; j++) {
-		float v = x[j];
+	for (unsigned i = 0; i < rows; i++, x += ld, y += ld) {
+		for (unsigned j = 0; j < n; j++) {
+			float v = x[j];
 
-		if (p->ops & TNPU_SFU_OP_BIAS)
-			v += bias[j];
-		if (p->ops & TNPU_SFU_OP_RELU)
-			v = v < 0.0f ? 0.0f : v;
-		if (p->ops & TNPU_SFU_OP_CLAMP)
-			v = v < lo ? lo : (v > hi ? hi : v);
-		if (p->ops & TNPU_SFU_OP_REQUANT)
-			v *= sc;
-		y[j] = v;
+			if (p->ops & TNPU_SFU_OP_BIAS)
+				v += bias[j];
+			if (p->ops & TNPU_SFU_OP_RELU)
+				v = v < 0.0f ? 0.0f : v;
+			if (p->ops & TNPU_SFU_OP_CLAMP)
+				v = v < lo ? lo : (v > hi ? hi : v);
+			if (p->ops & TNPU_SFU_OP_REQUANT)
+				v *= sc;
+			y[j] = v;
+		}
 	}
 }
 
@@ -1056,17 +1073,17 @@ static uint32_t sfu_residual(struct rowctx *rc, unsigned a, const struct tnpu_op
 					if (am->dtype == TNPU_DTYPE_FP32) {
 						residual_f32((const float *)rs->acc[a] + o + j0, bj, r + 4 * j0,
 							     (float *)(void *)tmp, jn);
-						sfu_f32_row((const float *)(const void *)tmp, (float *)rs->oq + o + j0,
-							    (unsigned)jn, NULL, &q);
+						sfu_f32_rows((const float *)(const void *)tmp, (float *)rs->oq + o + j0,
+							     (unsigned)jn, 1, 0, NULL, &q);
 						continue;
 					}
 					residual_int((const uint32_t *)rs->acc[a] + o + j0, bj, cb, r + 4 * j0, tmp, jn);
 					if (qcol)
-						sfu_qcol_row((const int32_t *)(const void *)tmp, (int32_t *)rs->oq + o + j0,
-							     (unsigned)jn, qcol + (size_t)cb * j0, &q);
+						sfu_qcol_rows((const int32_t *)(const void *)tmp, (int32_t *)rs->oq + o + j0,
+							      (unsigned)jn, 1, 0, qcol + (size_t)cb * j0, &q);
 					else
-						sfu_int_row((const int32_t *)(const void *)tmp, (int32_t *)rs->oq + o + j0,
-							    (unsigned)jn, NULL, &q);
+						sfu_int_rows((const int32_t *)(const void *)tmp, (int32_t *)rs->oq + o + j0,
+							     (unsigned)jn, 1, 0, NULL, &q);
 				}
 			}
 		}
@@ -1124,18 +1141,16 @@ static uint32_t sfu_apply(struct rowctx *rc, unsigned a, const struct tnpu_opera
 
 				bias = rc->base + ba;
 			}
-			for (unsigned i = 0; i < tm; i++) {
-				size_t o = ((size_t)c * tm + i) * ld + (size_t)pe * tn;
+			size_t o = (size_t)c * tm * ld + (size_t)pe * tn;	/* the tile's first row */
 
-				if (am->dtype == TNPU_DTYPE_FP32)
-					sfu_f32_row((const float *)rs->acc[a] + o, (float *)rs->oq + o, n,
-						    (const float *)(const void *)bias, &p);
-				else if (p.ops & TNPU_SFU_OP_QCOL)
-					sfu_qcol_row((const int32_t *)rs->acc[a] + o, (int32_t *)rs->oq + o, n, bias, &p);
-				else
-					sfu_int_row((const int32_t *)rs->acc[a] + o, (int32_t *)rs->oq + o, n,
-						    (const int32_t *)(const void *)bias, &p);
-			}
+			if (am->dtype == TNPU_DTYPE_FP32)
+				sfu_f32_rows((const float *)rs->acc[a] + o, (float *)rs->oq + o, n, tm, ld,
+					     (const float *)(const void *)bias, &p);
+			else if (p.ops & TNPU_SFU_OP_QCOL)
+				sfu_qcol_rows((const int32_t *)rs->acc[a] + o, (int32_t *)rs->oq + o, n, tm, ld, bias, &p);
+			else
+				sfu_int_rows((const int32_t *)rs->acc[a] + o, (int32_t *)rs->oq + o, n, tm, ld,
+					     (const int32_t *)(const void *)bias, &p);
 		}
 	}
 	rs->oqm.valid = true;

@@ -826,38 +826,50 @@ Test(isa, mac_operand_layouts_all_give_each_pe_its_own_product)
 	}
 }
 
-/* One SFU residual case: the accumulator of a small GEMM, then (x + bias) + R and the record's other
- * ops, R and the column vectors laid out side by side over the PEs or apart. */
-struct res_case {
-	uint8_t kind;		/* 0 fp32 (RELU), 1 int32 (RELU), 2 int8 through QCOL records */
-	bool bias, r_whole, v_whole;
+/* One SFU case: the accumulator of a small GEMM (2 rows per PE tile), then the record's ops (isa.md
+ * "SFU parameter record", vector-units.md "SFU residual operand"), the residual tiles and the column
+ * vectors laid out side by side over the PEs or apart. */
+struct sfu_case {
+	uint8_t kind;		/* 0 fp32, 1 int32, 2 int8 (REQUANT), 3 int8 through QCOL records */
+	uint8_t ops;		/* BIAS / RELU / CLAMP / RESIDUAL (fp32 and kind 2 may add REQUANT) */
+	bool r_whole, v_whole;
 };
 
-static void residual_case(const struct res_case *rc, uint64_t *seed)
+static void sfu_case_run(const struct sfu_case *sc, uint64_t *seed)
 {
 	enum { TM = 2, TN = 3, K = 4, P = 2, A0 = 0, B0 = 256, V0 = 1024, R0 = 2048, O0 = 4096, OUT = 8192 };
-	bool f32 = rc->kind == 0, qcol = rc->kind == 2;
-	unsigned e = f32 ? 4 : 1, vb = qcol ? 12 : 4, oe = qcol ? 1 : 4;
+	bool f32 = sc->kind == 0, qcol = sc->kind == 3, i8 = sc->kind >= 2;
+	unsigned e = f32 ? 4 : 1, vb = qcol ? 12 : 4, oe = i8 ? 1 : 4;
 	uint8_t dt = f32 ? TNPU_DTYPE_FP32 : TNPU_DTYPE_INT8, acc_dt = f32 ? TNPU_DTYPE_FP32 : TNPU_DTYPE_INT32;
-	uint32_t rps = rc->r_whole ? TN * 4 : TN * 4 + 16, rpitch = P * rps + 8;
-	int32_t vps = rc->v_whole ? (int32_t)(TN * vb) : (int32_t)(TN * vb + 8);
+	uint8_t ops = (uint8_t)(sc->ops | (i8 ? TNPU_SFU_OP_REQUANT : 0) | (qcol ? TNPU_SFU_OP_QCOL : 0));
+	uint32_t rps = sc->r_whole ? TN * 4 : TN * 4 + 16, rpitch = P * rps + 8;
+	int32_t vps = sc->v_whole ? (int32_t)(TN * vb) : (int32_t)(TN * vb + 8);
+	float flo = -0.75f, fhi = 1.5f, fsc = 0.375f;
+	int32_t ilo = -3000, ihi = 4000, iscale = 12345;
 	uint16_t ins[] = { TNPU_INSN_LD(0, 0, 0, 0), TNPU_INSN_LD(1, 0, 1, 0), TNPU_INSN_MAC(0, 0, 0, 0, 0),
 			   TNPU_INSN_SFU(TNPU_SFU_FN_APPLY, 3, 0), TNPU_INSN_ST(0, 2, 0) };
-	struct tnpu_operand ops[5] = {
+	struct tnpu_operand ops_[5] = {
 		opnd(A0, TM * K * e, 0, K * e, TM, K, dt, 0),
 		opnd(B0, (int32_t)(K * P * TN * e), (int32_t)(TN * e), P * TN * e, K, TN, dt, 0),
-		opnd(O0, TM * P * TN * oe, (int32_t)(TN * oe), P * TN * oe, TM, TN,
-		     qcol ? TNPU_DTYPE_INT8 : acc_dt, 0),
+		opnd(O0, TM * P * TN * oe, (int32_t)(TN * oe), P * TN * oe, TM, TN, i8 ? TNPU_DTYPE_INT8 : acc_dt, 0),
 		{ 0 },
 		opnd(R0, (int32_t)(TM * rpitch), (int32_t)rps, rpitch, TM, TN, acc_dt, 0),
 	};
 	struct tnpu_sfu_param sp = {
-		.bias_addr = V0, .bias_col_stride = 2 * vps + 4, .bias_pe_stride = vps,
-		.ops = (uint8_t)(TNPU_SFU_OP_RESIDUAL | (rc->bias ? TNPU_SFU_OP_BIAS : 0) |
-				 (qcol ? TNPU_SFU_OP_QCOL | TNPU_SFU_OP_REQUANT : TNPU_SFU_OP_RELU)),
-		.zero_point = qcol ? -3 : 0, .out_dtype = qcol ? TNPU_DTYPE_INT8 : acc_dt,
+		.bias_addr = V0, .bias_col_stride = 2 * vps + 4, .bias_pe_stride = vps, .ops = ops,
+		.shift = i8 && !qcol ? 9 : 0, .zero_point = i8 ? -3 : 0, .out_dtype = i8 ? TNPU_DTYPE_INT8 : acc_dt,
 	};
 
+	if (f32) {
+		memcpy(&sp.lo, &flo, 4);
+		memcpy(&sp.hi, &fhi, 4);
+		if (ops & TNPU_SFU_OP_REQUANT)
+			memcpy(&sp.scale, &fsc, 4);
+	} else {
+		sp.lo = (uint32_t)ilo;
+		sp.hi = (uint32_t)ihi;
+		sp.scale = i8 && !qcol ? (uint32_t)iscale : 0;
+	}
 	for (uint32_t i = 0; i < O0; i += 4) {
 		uint64_t r = trng(seed);
 		float f = (float)(int32_t)(r >> 32) * 0x1p-28f;
@@ -867,16 +879,15 @@ static void residual_case(const struct res_case *rc, uint64_t *seed)
 			v = (int32_t)(r % 20);	/* a QCOL record's shift */
 		else if (i >= V0 && qcol && (i - V0) % 12 == 4)
 			v = (int32_t)(r >> 40);	/* its multiplier */
-		if (i < V0)
-			memcpy(H(i), &r, 4);	/* A and B: any bits (fp32: below) */
-		else
-			memcpy(H(i), f32 ? (void *)&f : (void *)&v, 4);
-		if (i < V0 && f32)
+		if (f32)
 			memcpy(H(i), &f, 4);
+		else
+			memcpy(H(i), i < V0 ? (void *)&r : (void *)&v, 4);
 	}
-	memcpy(&ops[3], &sp, 32);
+	memcpy(&ops_[3], &sp, 32);
 	put(0, 0, O0);
-	config(0, (struct tnpu_cfg_hdr){ .n_instr = 5, .n_operands = 5, .loop_end = 2, .repeat = 1 }, ins, ops);
+	config(0, (struct tnpu_cfg_hdr){ .n_instr = 5, .n_operands = (ops & TNPU_SFU_OP_RESIDUAL) ? 5 : 4, .loop_end = 2,
+					 .repeat = 1 }, ins, ops_);
 	exe(0, LAST, 0);
 	get(O0, OUT, 2 * TM * P * TN * oe);
 	cr_assert_eq(run(), 0, "%s", tnpu_err_name(res.error));
@@ -888,66 +899,88 @@ static void residual_case(const struct res_case *rc, uint64_t *seed)
 					const uint8_t *r = H(R0 + c * TM * rpitch + p * rps + i * rpitch + 4 * j);
 					const uint8_t *o = H(OUT + ((c * TM + i) * P * TN + p * TN + j) * oe);
 					float fs = 0.0f, fb, fr;
-					int32_t is = 0, ib, ir;
+					int32_t is = 0, ib, ir, m = iscale;
+					uint32_t sh = sp.shift;
+					int64_t y;
 
 					for (unsigned k = 0; k < K; k++) {
 						const uint8_t *x = H(A0 + c * TM * K * e + i * K * e + k * e);
-						const uint8_t *y = H(B0 + c * K * P * TN * e + p * TN * e + k * P * TN * e + j * e);
-						float xf, yf;
+						const uint8_t *w = H(B0 + c * K * P * TN * e + p * TN * e + k * P * TN * e + j * e);
+						float xf, wf;
 
 						memcpy(&xf, x, 4);
-						memcpy(&yf, y, 4);
+						memcpy(&wf, w, 4);
 						if (f32)
-							fs = fmaf(xf, yf, fs);
+							fs = fmaf(xf, wf, fs);
 						else
-							is += (int8_t)*x * (int8_t)*y;
+							is += (int8_t)*x * (int8_t)*w;
 					}
 					memcpy(&fb, vec, 4);
 					memcpy(&ib, vec, 4);
 					memcpy(&fr, r, 4);
 					memcpy(&ir, r, 4);
 					if (f32) {
-						if (rc->bias)
+						if (ops & TNPU_SFU_OP_BIAS)
 							fs = fs + fb;
-						fs = fs + fr;
-						fs = fs < 0.0f ? 0.0f : fs;
-						cr_assert(!memcmp(o, &fs, 4), "fp32 bias %d whole %d/%d PE (%u,%u) [%u][%u]",
-							  rc->bias, rc->r_whole, rc->v_whole, c, p, i, j);
+						if (ops & TNPU_SFU_OP_RESIDUAL)
+							fs = fs + fr;
+						if (ops & TNPU_SFU_OP_RELU)
+							fs = fs < 0.0f ? 0.0f : fs;
+						if (ops & TNPU_SFU_OP_CLAMP)
+							fs = fs < flo ? flo : (fs > fhi ? fhi : fs);
+						if (ops & TNPU_SFU_OP_REQUANT)
+							fs = fs * fsc;
+						cr_assert(!memcmp(o, &fs, 4), "fp32 ops 0x%x whole %d/%d PE (%u,%u) [%u][%u]", ops,
+							  sc->r_whole, sc->v_whole, c, p, i, j);
 						continue;
 					}
-					is = (int32_t)((uint32_t)is + (rc->bias ? (uint32_t)ib : 0u) + (uint32_t)ir);
+					if (ops & TNPU_SFU_OP_BIAS)
+						is = (int32_t)((uint32_t)is + (uint32_t)ib);
+					if (ops & TNPU_SFU_OP_RESIDUAL)
+						is = (int32_t)((uint32_t)is + (uint32_t)ir);
+					if (ops & TNPU_SFU_OP_RELU)
+						is = is < 0 ? 0 : is;
+					if (ops & TNPU_SFU_OP_CLAMP)
+						is = is < ilo ? ilo : (is > ihi ? ihi : is);
+					if (!i8) {
+						cr_assert(!memcmp(o, &is, 4), "int32 ops 0x%x whole %d/%d PE (%u,%u) [%u][%u]", ops,
+							  sc->r_whole, sc->v_whole, c, p, i, j);
+						continue;
+					}
 					if (qcol) {
-						int32_t m;
-						uint32_t sh;
-						int64_t y;
-
 						memcpy(&m, vec + 4, 4);
 						memcpy(&sh, vec + 8, 4);
 						sh = sh > 62 ? 62 : sh;	/* isa.md: a shift above 62 acts as 62 */
-						y = (((int64_t)is * m + (sh ? (int64_t)1 << (sh - 1) : 0)) >> sh) - 3;
-						y = y < -128 ? -128 : (y > 127 ? 127 : y);
-						cr_assert_eq((int8_t)*o, (int8_t)y, "qcol bias %d whole %d/%d PE (%u,%u) [%u][%u]",
-							     rc->bias, rc->r_whole, rc->v_whole, c, p, i, j);
-						continue;
 					}
-					is = is < 0 ? 0 : is;
-					cr_assert(!memcmp(o, &is, 4), "int32 bias %d whole %d/%d PE (%u,%u) [%u][%u]", rc->bias,
-						  rc->r_whole, rc->v_whole, c, p, i, j);
+					y = (((int64_t)is * m + (sh ? (int64_t)1 << (sh - 1) : 0)) >> sh) - 3;
+					y = y < -128 ? -128 : (y > 127 ? 127 : y);
+					cr_assert_eq((int8_t)*o, (int8_t)y, "int8 kind %u ops 0x%x whole %d/%d PE (%u,%u) [%u][%u]",
+						     sc->kind, ops, sc->r_whole, sc->v_whole, c, p, i, j);
 				}
 }
 
-/* The SFU residual operand (vector-units.md "SFU residual operand") on every layout the model runs
- * differently — R and the column vectors side by side over a cluster's PEs (one run per row of the
- * whole cluster) or apart (one per PE) — fp32, int32 and QCOL int8, with and without a bias, against
- * the per-element definition: (x + bias) + R, then the other ops. */
-Test(isa, sfu_residual_every_layout_matches_the_definition)
+/* The SFU on every layout the model runs differently — the column vectors (bias, QCOL records) and
+ * the residual tiles side by side over a cluster's PEs (a row of the whole cluster at once) or apart
+ * (PE by PE) — fp32, int32, int8 and QCOL int8, every combination of BIAS, RESIDUAL, RELU and CLAMP
+ * (and fp32 REQUANT), against the per-element definition in the spec's order: bias, residual, ReLU,
+ * clamp, requantisation. */
+Test(isa, sfu_every_layout_and_op_matches_the_definition)
 {
+	static const uint8_t opsets[] = {
+		0, TNPU_SFU_OP_BIAS, TNPU_SFU_OP_RELU, TNPU_SFU_OP_BIAS | TNPU_SFU_OP_RELU, TNPU_SFU_OP_CLAMP,
+		TNPU_SFU_OP_BIAS | TNPU_SFU_OP_RELU | TNPU_SFU_OP_CLAMP,
+	};
 	uint64_t seed = 0x5eedfe11;
 
-	for (uint8_t kind = 0; kind < 3; kind++)
-		for (unsigned m = 0; m < 8; m++) {
-			struct res_case rc = { .kind = kind, .bias = m & 1, .r_whole = m & 2, .v_whole = m & 4 };
+	for (uint8_t kind = 0; kind < 4; kind++)
+		for (unsigned o = 0; o < sizeof(opsets) / sizeof(opsets[0]); o++)
+			for (unsigned m = 0; m < (kind ? 8u : 16u); m++) {
+				struct sfu_case sc = { .kind = kind, .ops = opsets[o], .r_whole = m & 2, .v_whole = m & 4 };
 
-			residual_case(&rc, &seed);
-		}
+				if (m & 1)
+					sc.ops |= TNPU_SFU_OP_RESIDUAL;
+				if (m & 8)
+					sc.ops |= TNPU_SFU_OP_REQUANT;	/* fp32: a scale */
+				sfu_case_run(&sc, &seed);
+			}
 }
