@@ -262,9 +262,7 @@ static void job_reset(struct tnpu_exec *ex)
 	for (unsigned r = 0; r < ex->cfg.rows; r++) {
 		struct row_state *rs = &ex->rows[r];
 
-		if (rs->dirty_hi > rs->dirty_lo)
-			memset(rs->sram + rs->dirty_lo, 0, rs->dirty_hi - rs->dirty_lo);
-		tnpu_lines_reset(rs);
+		tnpu_lines_reset(rs);	/* zeroes the lines the last job wrote */
 		rs->dirty_lo = ex->cfg.sram;
 		rs->dirty_hi = 0;
 	}
