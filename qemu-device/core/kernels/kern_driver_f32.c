@@ -52,7 +52,7 @@ void kern_gemm_f32(const struct kern_f32_impl *impl, bool nt, size_t m, size_t n
 		return;
 	}
 
-	if (impl->direct && kern_f32_use_direct(m, n, k)) {
+	if (impl->direct && kern_f32_use_direct(nt, m, n, k)) {
 		impl->direct(nt, m, n, k, a, lda, b, ldb, c, ldc, accumulate);
 		return;
 	}

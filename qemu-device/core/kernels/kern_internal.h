@@ -58,14 +58,15 @@ typedef void (*kern_f32_small_k_fn)(bool nt, size_t m, size_t n, size_t k, const
 typedef void (*kern_f32_direct_fn)(bool nt, size_t m, size_t n, size_t k, const float *a, size_t lda,
 				   const float *b, size_t ldb, float *c, size_t ldc, bool accumulate);
 
-/* Where the A-direct path beats packing (kbench --conv and a sweep of small k, AVX-512): B at most 64
- * columns wide (a convolution tap's PE channels, whatever k), or a few-channel tap (2 <= k <=
- * KERN_SMALL_K) at any width; fewer than 4 rows and k = 1 on wide B stay with the small-k loop
- * (faster there), wide B with the packed path. */
-static inline bool kern_f32_use_direct(size_t m, size_t n, size_t k)
+/* Where the A-direct path beats packing (kbench --conv and sweeps of cold operands, AVX-512): B at
+ * most 64 columns wide (a convolution tap's PE channels, whatever k); B stored n x k (packed either
+ * way) under at most 256 rows of A (re-read per 32 columns: an IM2COL-lowered layer's 49..196
+ * pixels); or a few-channel tap (2 <= k <= KERN_SMALL_K) at any width.  Fewer than 4 rows and k = 1
+ * on wide B stay with the small-k loop, wide "nn" B and tall A with the packed path. */
+static inline bool kern_f32_use_direct(bool nt, size_t m, size_t n, size_t k)
 {
 	if (k > KERN_SMALL_K)
-		return n <= 64;
+		return n <= 64 || (nt && m <= 256);
 	return m >= 4 && (n <= 64 || k >= 2);
 }
 

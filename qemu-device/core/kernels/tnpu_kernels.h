@@ -38,9 +38,9 @@
  * and the first touch of their cache lines), so few large calls beat many
  * small ones: prefer whole-K calls per output tile and tiles of >= 128 x 128.
  * On AVX-512 hosts, products with B at most 64 columns wide (a convolution
- * tap's channels) or a few-channel k read A in place and copy only B ("nt": a
- * k x 16 transpose per 256-deep slice), so narrow per-tap calls cost little
- * more than their multiply-adds (kbench --conv).
+ * tap's channels), "nt" products of at most 256 rows, or a few-channel k read A
+ * in place and copy only B ("nt": a k x 16 transpose per 256-deep slice), so
+ * narrow per-tap calls cost little more than their multiply-adds (kbench --conv).
  *
  * Memory: packing buffers are per-thread (_Thread_local) scratch, grown with
  * aligned_alloc() the first time a larger block is needed and then reused;
