@@ -348,6 +348,9 @@ uint64_t tnpu_lines_written_bytes(const struct row_state *rs, uint64_t lo, uint6
 void tnpu_sb_add(struct scoreboard *sb, uint64_t lo, uint64_t hi, uint64_t t);
 uint64_t tnpu_sb_ready(const struct scoreboard *sb, uint64_t lo, uint64_t hi);
 
+/* Every write to a row's SRAM calls this, before the write or right after it: the job start zeroes
+ * the lines marked here and nothing else (linestate.c tnpu_lines_reset), so an unmarked write would
+ * survive into the next job. */
 static inline void sram_mark(struct row_state *rs, uint64_t lo, uint64_t hi)
 {
 	if (hi > lo)
