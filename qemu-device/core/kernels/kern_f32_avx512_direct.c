@@ -22,6 +22,14 @@
 
 #define KERN_ISA "avx512f,avx512vl,avx512bw,avx512dq,fma"
 
+/* Every loop over a tile's rows is unrolled (the accumulators must stay in registers): gcc's pragma,
+ * or clang's (which does not take gcc's for a bound that is constant only after inlining). */
+#if defined(__clang__)
+#define UNROLL _Pragma("clang loop unroll(full)")
+#else
+#define UNROLL _Pragma("GCC unroll 16")
+#endif
+
 #define KC 256		/* k slice: a 16-column B panel is 16 KiB, a 32-column pair 32 KiB (L1d) */
 #define MR1 16		/* rows of a tile one vector wide */
 #define MR2 12		/* rows of a tile two vectors wide */
@@ -51,25 +59,25 @@ static inline __attribute__((always_inline)) void direct_tile(const size_t MR, c
 	const float *ag[4];
 	__m512 c0[MR1], c1[MR2];
 
-#pragma GCC unroll 4
+UNROLL
 	for (size_t g = 0; g < (MR + 3) / 4; g++)
 		ag[g] = a + 4 * g * lda;
 	if (!load_c) {
-#pragma GCC unroll 16
+UNROLL
 		for (size_t i = 0; i < MR; i++) {
 			c0[i] = _mm512_setzero_ps();
 			if (NV == 2)
 				c1[i] = _mm512_setzero_ps();
 		}
 	} else if (nre == 16 * NV) {
-#pragma GCC unroll 16
+UNROLL
 		for (size_t i = 0; i < MR; i++) {
 			c0[i] = _mm512_loadu_ps(c + i * ldc);
 			if (NV == 2)
 				c1[i] = _mm512_loadu_ps(c + i * ldc + 16);
 		}
 	} else {
-#pragma GCC unroll 16
+UNROLL
 		for (size_t i = 0; i < MR; i++) {
 			c0[i] = _mm512_maskz_loadu_ps(m0, c + i * ldc);
 			if (NV == 2)
@@ -80,7 +88,7 @@ static inline __attribute__((always_inline)) void direct_tile(const size_t MR, c
 		__m512 b0v = _mm512_maskz_loadu_ps(m0, b);
 		__m512 b1v = NV == 2 ? _mm512_maskz_loadu_ps(m1, b + b1) : b0v;
 
-#pragma GCC unroll 16
+UNROLL
 		for (size_t i = 0; i < MR; i++) {
 			__m512 av = _mm512_set1_ps(ag[i / 4][(i % 4) * lda + p]);
 
@@ -90,7 +98,7 @@ static inline __attribute__((always_inline)) void direct_tile(const size_t MR, c
 		}
 	}
 	if (nre == 16 * NV) {
-#pragma GCC unroll 16
+UNROLL
 		for (size_t i = 0; i < MR; i++) {
 			_mm512_storeu_ps(c + i * ldc, c0[i]);
 			if (NV == 2)
@@ -98,7 +106,7 @@ static inline __attribute__((always_inline)) void direct_tile(const size_t MR, c
 		}
 		return;
 	}
-#pragma GCC unroll 16
+UNROLL
 	for (size_t i = 0; i < MR; i++) {
 		_mm512_mask_storeu_ps(c + i * ldc, m0, c0[i]);
 		if (NV == 2)
