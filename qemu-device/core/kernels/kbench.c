@@ -8,6 +8,7 @@
  * OpenBLAS reference and the best time of each is kept: load changes hit both
  * sides and the printed ratio stays meaningful.
  *   usage: kbench [size...]      (default: 512 1024)
+ *          kbench --conv           the fp32 paths on ResNet-18's GEMM calls in the model (below)
  */
 #include <cblas.h>
 #include <stdio.h>
@@ -173,11 +174,118 @@ static void bench(size_t n, const char *default_isa)
 	free(b.af), free(b.bf), free(b.cf), free(b.ai), free(b.bi), free(b.ci);
 }
 
+/* ---- kbench --conv: the shapes ResNet-18 (NHWC, direct convolution) gives the kernels ---------------- */
+
+struct conv_shape {
+	bool nt;
+	size_t m, n, k, lda, ldb, calls;	/* calls: how often one inference makes this call */
+};
+
+/* From the sim backend running tools/bench-vs-torch's ResNet-18 (batch 1): a tap of a direct
+ * convolution is tm output pixels x (PEs x channels) x C, A a strided window of the image, B a tap of
+ * the OHWI weights; the wide ones are IM2COL-lowered layers. */
+static const struct conv_shape conv_shapes[] = {
+	{ true, 14, 16, 256, 256, 2304, 4608 }, { true, 56, 16, 64, 64, 576, 4032 },
+	{ true, 28, 32, 128, 128, 1152, 2016 }, { true, 64, 16, 576, 576, 576, 392 },
+	{ true, 112, 16, 3, 6, 147, 21952 },    { true, 7, 16, 256, 512, 2304, 2304 },
+	{ true, 14, 16, 128, 256, 1152, 2016 }, { true, 28, 32, 64, 128, 576, 1008 },
+	{ true, 784, 32, 64, 64, 64, 72 },      { true, 196, 64, 256, 256, 256, 36 },
+	{ true, 52, 128, 256, 256, 256, 216 },
+};
+
+typedef void (*f32_path_fn)(const struct conv_shape *s, const float *a, const float *b, float *c);
+
+#if defined(__x86_64__)
+static void path_packed(const struct conv_shape *s, const float *a, const float *b, float *c)
+{
+	struct kern_f32_impl im = kern_f32_avx512;
+
+	im.small_k = NULL;
+	im.direct = NULL;
+	kern_gemm_f32(&im, s->nt, s->m, s->n, s->k, a, s->lda, b, s->ldb, c, s->n, true);
+}
+
+static void path_small_k(const struct conv_shape *s, const float *a, const float *b, float *c)
+{
+	struct kern_f32_impl im = kern_f32_avx512;
+
+	im.direct = NULL;
+	kern_gemm_f32(&im, s->nt, s->m, s->n, s->k, a, s->lda, b, s->ldb, c, s->n, true);
+}
+
+static void path_direct(const struct conv_shape *s, const float *a, const float *b, float *c)
+{
+	kern_gemm_f32_direct_avx512(s->nt, s->m, s->n, s->k, a, s->lda, b, s->ldb, c, s->n, true);
+}
+#endif
+
+/* One inference's calls of shape s, best of rounds alternated with the other paths. */
+static void conv_bench(void)
+{
+#if defined(__x86_64__)
+	static const struct {
+		const char *name;
+		f32_path_fn fn;
+	} paths[] = { { "packed", path_packed }, { "small-k", path_small_k }, { "A-direct", path_direct } };
+	double total[3] = { 0, 0, 0 };
+
+	if (!tnpu_kern_isa_supported("avx512")) {
+		printf("kbench --conv: needs AVX-512\n");
+		return;
+	}
+	printf("%-34s %22s %22s %22s\n", "one inference's calls (fp32)", "packed", "small-k (k <= 8)", "A-direct");
+	for (size_t i = 0; i < sizeof(conv_shapes) / sizeof(conv_shapes[0]); i++) {
+		const struct conv_shape *s = &conv_shapes[i];
+		size_t an = s->m * s->lda + s->k, bn = (s->nt ? s->n : s->k) * s->ldb + s->n;
+		float *a = malloc(an * sizeof(float)), *b = malloc(bn * sizeof(float)), *c = calloc(s->m * s->n, sizeof(float));
+		double best[3] = { 1e30, 1e30, 1e30 }, gf = 2.0 * (double)(s->m * s->n * s->k * s->calls) * 1e-9;
+		char what[64];
+
+		if (!a || !b || !c) {
+			fprintf(stderr, "out of memory\n");
+			exit(1);
+		}
+		for (size_t j = 0; j < an; j++)
+			a[j] = (float)rand() / (float)RAND_MAX - 0.5f;
+		for (size_t j = 0; j < bn; j++)
+			b[j] = (float)rand() / (float)RAND_MAX - 0.5f;
+		for (int r = 0; r < 5; r++)
+			for (size_t p = 0; p < 3; p++) {
+				double t = now();
+
+				for (size_t call = 0; call < s->calls; call++)
+					paths[p].fn(s, a, b, c);
+				t = now() - t;
+				best[p] = t < best[p] ? t : best[p];
+			}
+		snprintf(what, sizeof(what), "%s %zux%zux%zu lda %zu ldb %zu x%zu", s->nt ? "nt" : "nn", s->m, s->n,
+			 s->k, s->lda, s->ldb, s->calls);
+		printf("%-34s", what);
+		for (size_t p = 0; p < 3; p++) {
+			printf(" %7.2f ms %5.1f GF/s", best[p] * 1e3, gf / best[p]);
+			total[p] += best[p];
+		}
+		printf("\n");
+		free(a), free(b), free(c);
+	}
+	printf("%-34s", "total");
+	for (size_t p = 0; p < 3; p++)
+		printf(" %7.2f ms %-10s", total[p] * 1e3, paths[p].name);
+	printf("\n");
+#else
+	printf("kbench --conv: x86-64 only\n");
+#endif
+}
+
 int main(int argc, char **argv)
 {
 	const char *default_isa = tnpu_kern_isa();
 
 	openblas_set_num_threads(1);
+	if (argc > 1 && !strcmp(argv[1], "--conv")) {
+		conv_bench();
+		return 0;
+	}
 	printf("dispatcher default: %s\n", default_isa);
 	if (argc > 1) {
 		for (int i = 1; i < argc; i++)

@@ -52,6 +52,10 @@ void kern_gemm_f32(const struct kern_f32_impl *impl, bool nt, size_t m, size_t n
 		return;
 	}
 
+	if (impl->direct && kern_f32_use_direct(nt, m, n, k)) {
+		impl->direct(nt, m, n, k, a, lda, b, ldb, c, ldc, accumulate);
+		return;
+	}
 	if (k <= KERN_SMALL_K && impl->small_k) {
 		impl->small_k(nt, m, n, k, a, lda, b, ldb, c, ldc, accumulate);
 		return;

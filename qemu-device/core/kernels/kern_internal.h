@@ -53,6 +53,23 @@ typedef void (*kern_f32_ukernel_fn)(size_t kc, const float *ap, const float *bp,
 typedef void (*kern_f32_small_k_fn)(bool nt, size_t m, size_t n, size_t k, const float *a, size_t lda,
 				    const float *b, size_t ldb, float *c, size_t ldc, bool accumulate);
 
+/* The whole product with A read in place (never packed): any m, n, k >= 1, same chains as the
+ * micro-kernel.  Optional; the driver prefers it for the shapes kern_f32_use_direct() names. */
+typedef void (*kern_f32_direct_fn)(bool nt, size_t m, size_t n, size_t k, const float *a, size_t lda,
+				   const float *b, size_t ldb, float *c, size_t ldc, bool accumulate);
+
+/* Where the A-direct path beats packing (kbench --conv and sweeps of cold operands, AVX-512): B at
+ * most 64 columns wide (a convolution tap's PE channels, whatever k); B stored n x k (packed either
+ * way) under at most 256 rows of A (re-read per 32 columns: an IM2COL-lowered layer's 49..196
+ * pixels); or a few-channel tap (2 <= k <= KERN_SMALL_K) at any width.  Fewer than 4 rows and k = 1
+ * on wide B stay with the small-k loop, wide "nn" B and tall A with the packed path. */
+static inline bool kern_f32_use_direct(bool nt, size_t m, size_t n, size_t k)
+{
+	if (k > KERN_SMALL_K)
+		return n <= 64 || (nt && m <= 256);
+	return m >= 4 && (n <= 64 || k >= 2);
+}
+
 struct kern_f32_impl {
 	const char *name;
 	size_t mr, nr;		/* micro-tile */
@@ -62,6 +79,7 @@ struct kern_f32_impl {
 	kern_f32_ukernel_fn ukernel;
 	bool edges;		/* ukernel handles partial tiles itself */
 	kern_f32_small_k_fn small_k;	/* optional: k <= KERN_SMALL_K without packing */
+	kern_f32_direct_fn direct;	/* optional: A unpacked */
 };
 
 /* ---- int8 ---------------------------------------------------------------- */
@@ -128,6 +146,10 @@ void kern_pack_cols_i16p_avx512(size_t r, size_t cols, size_t kc, const int8_t *
  * panels `panel` bytes apart (room for per-panel extras). */
 void kern_pack_cols_q8_avx512(size_t r, size_t cols, size_t kc, const int8_t *src, size_t ld,
 			      uint8_t *dst, size_t panel);
+
+/* AVX-512 fp32 with A read in place (kern_f32_avx512_direct.c). */
+void kern_gemm_f32_direct_avx512(bool nt, size_t m, size_t n, size_t k, const float *a, size_t lda,
+				 const float *b, size_t ldb, float *c, size_t ldc, bool accumulate);
 
 /* Blocked drivers (kern_driver_*.c). */
 void kern_gemm_f32(const struct kern_f32_impl *impl, bool nt, size_t m, size_t n, size_t k,

@@ -27,15 +27,20 @@
  *    k, when the later parts are issued with accumulate = true, in k order).
  *
  * Variants (chosen at run time, see tnpu_kern_isa()):
- *   avx512vnni  fp32 8x32 FMA micro-kernel; int8 via vpdpbusd (a + 128 trick)
+ *   avx512vnni  fp32 8x32 FMA micro-kernel, or up to 16x16 / 12x32 tiles
+ *               broadcasting A in place (narrow B); int8 via vpdpbusd (a + 128 trick)
  *   avx512      fp32 as above; int8 via vpmaddwd on int16 pairs (no VNNI)
  *   avxvnni     fp32 as avx2; int8 via 256-bit vpdpbusd (AVX-VNNI, no AVX-512)
  *   avx2        fp32 6x16 FMA micro-kernel; int8 via vpmaddwd (AVX2 + FMA)
  *   generic     portable C (fmaf), any host; the only variant off x86-64
  *
- * Performance: every call packs its A and B operands (O(mk + kn) work, and
- * the first touch of their cache lines), so few large calls beat many small
- * ones: prefer whole-K calls per output tile and tiles of >= 128 x 128.
+ * Performance: the blocked path packs A and B on every call (O(mk + kn) work,
+ * and the first touch of their cache lines), so few large calls beat many
+ * small ones: prefer whole-K calls per output tile and tiles of >= 128 x 128.
+ * On AVX-512 hosts, products with B at most 64 columns wide (a convolution
+ * tap's channels), "nt" products of at most 256 rows, or a few-channel k read A
+ * in place and copy only B ("nt": a k x 16 transpose per 256-deep slice), so
+ * narrow per-tap calls cost little more than their multiply-adds (kbench --conv).
  *
  * Memory: packing buffers are per-thread (_Thread_local) scratch, grown with
  * aligned_alloc() the first time a larger block is needed and then reused;

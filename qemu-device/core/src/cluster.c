@@ -705,18 +705,21 @@ static uint32_t do_mac(struct rowctx *rc, uint16_t w, struct exe_acct *acct)
 		bool accumulate = am->valid;
 		size_t esz = esize(dt);
 		uint32_t err = 0;
-		bool b_contig = !sparse && B->col_stride == 0 &&
-				(trans ? (int64_t)B->pe_stride == (int64_t)tn * B->pitch
-				       : (int64_t)B->pe_stride == (int64_t)tn * (int64_t)esz);
+		/* A cluster's PE tiles of B side by side: its PEs' products are one GEMM of tm x (pes*tn)
+		 * (each element the same chain over k, whatever the call's n). */
+		bool b_pes = !sparse && (trans ? (int64_t)B->pe_stride == (int64_t)tn * B->pitch
+					       : (int64_t)B->pe_stride == (int64_t)tn * (int64_t)esz);
+		bool b_contig = b_pes && B->col_stride == 0;
 
 		if (b_contig && A->pe_stride == 0 && (int64_t)A->col_stride == (int64_t)tm * A->pitch) {
 			/* Whole row: one call of (cols*tm) x (pes*tn) x K. */
 			err = gemm(rc, dt, trans, (size_t)cols * tm, ld, K, rc->base + A->addr, A->pitch,
 				   rc->base + B->addr, B->pitch, accp, ld, accumulate);
-		} else if (b_contig && A->pe_stride == 0) {
+		} else if (b_pes && A->pe_stride == 0) {
+			/* One call per cluster (clusters over N: each its own block of B). */
 			for (unsigned c = 0; c < cols && !err; c++)
 				err = gemm(rc, dt, trans, tm, ld, K, rc->base + pe_addr(A, c, 0), A->pitch,
-					   rc->base + B->addr, B->pitch,
+					   rc->base + pe_addr(B, c, 0), B->pitch,
 					   (uint8_t *)accp + (size_t)c * tm * ld * 4, ld, accumulate);
 		} else {
 			for (unsigned c = 0; c < cols; c++) {
@@ -883,53 +886,65 @@ static unsigned sfu_col_bytes(const struct sfu_p *p)
 	return (p->ops & TNPU_SFU_OP_QCOL) ? sizeof(struct tnpu_sfu_qcol) : 4;
 }
 
+/* The SFU functions run `rows` rows of n columns, ld elements apart in x and y (a PE tile, or a row
+ * of all PEs: one call per tile keeps the call and the flag tests out of the row loop); every row
+ * takes the same column vector. */
 TNPU_CLONES
-static void sfu_int_row(const int32_t *x, int32_t *y, unsigned n, const int32_t *bias, const struct sfu_p *p)
+static void sfu_int_rows(const int32_t *x, int32_t *y, unsigned n, unsigned rows, size_t ld, const int32_t *bias,
+			 const struct sfu_p *p)
 {
 	/* shift is only validated (<= 62) when REQUANT is on; found by libFuzzer/UBSan. */
 	int64_t rnd = (p->ops & TNPU_SFU_OP_REQUANT) && p->shift ? (int64_t)1 << (p->shift - 1) : 0;
 
-	for (unsigned j = 0; j < n; j++) {
-		int32_t v = x[j];
+	for (unsigned i = 0; i < rows; i++, x += ld, y += ld) {
+		for (unsigned j = 0; j < n; j++) {
+			int32_t v = x[j];
 
-		if (p->ops & TNPU_SFU_OP_BIAS)
-			v = (int32_t)((uint32_t)v + (uint32_t)bias[j]);
-		if (p->ops & TNPU_SFU_OP_RELU)
-			v = v < 0 ? 0 : v;
-		if (p->ops & TNPU_SFU_OP_CLAMP)
-			v = v < (int32_t)p->lo ? (int32_t)p->lo : (v > (int32_t)p->hi ? (int32_t)p->hi : v);
-		if (p->ops & TNPU_SFU_OP_REQUANT) {
-			int64_t q = (((int64_t)v * (int32_t)p->scale + rnd) >> p->shift) + p->zp;
+			if (p->ops & TNPU_SFU_OP_BIAS)
+				v = (int32_t)((uint32_t)v + (uint32_t)bias[j]);
+			if (p->ops & TNPU_SFU_OP_RELU)
+				v = v < 0 ? 0 : v;
+			if (p->ops & TNPU_SFU_OP_CLAMP)
+				v = v < (int32_t)p->lo ? (int32_t)p->lo : (v > (int32_t)p->hi ? (int32_t)p->hi : v);
+			if (p->ops & TNPU_SFU_OP_REQUANT) {
+				int64_t q = (((int64_t)v * (int32_t)p->scale + rnd) >> p->shift) + p->zp;
 
-			v = q < -128 ? -128 : (q > 127 ? 127 : (int32_t)q);
+				v = q < -128 ? -128 : (q > 127 ? 127 : (int32_t)q);
+			}
+			y[j] = v;
 		}
-		y[j] = v;
 	}
 }
 
-/* QCOL: as sfu_int_row with column j's bias, multiplier and shift from its 12-byte record. */
+/* QCOL: as sfu_int_rows with column j's bias, multiplier and shift from its 12-byte record. */
 TNPU_CLONES
-static void sfu_qcol_row(const int32_t *x, int32_t *y, unsigned n, const uint8_t *rec, const struct sfu_p *p)
+static void sfu_qcol_rows(const int32_t *x, int32_t *y, unsigned n, unsigned rows, size_t ld, const uint8_t *recs,
+			  const struct sfu_p *p)
 {
-	for (unsigned j = 0; j < n; j++, rec += sizeof(struct tnpu_sfu_qcol)) {
-		int32_t v = x[j], m = (int32_t)ld32(rec + 4);
-		uint32_t sh = ld32(rec + 8);
-		int64_t q;
+	for (unsigned i = 0; i < rows; i++, x += ld, y += ld) {
+		const uint8_t *rec = recs;
 
-		if (p->ops & TNPU_SFU_OP_BIAS)
-			v = (int32_t)((uint32_t)v + ld32(rec));
-		if (p->ops & TNPU_SFU_OP_RELU)
-			v = v < 0 ? 0 : v;
-		if (p->ops & TNPU_SFU_OP_CLAMP)
-			v = v < (int32_t)p->lo ? (int32_t)p->lo : (v > (int32_t)p->hi ? (int32_t)p->hi : v);
-		sh = sh > 62 ? 62 : sh;	/* the records are data, not checked */
-		q = (((int64_t)v * m + (sh ? (int64_t)1 << (sh - 1) : 0)) >> sh) + p->zp;
-		y[j] = q < -128 ? -128 : (q > 127 ? 127 : (int32_t)q);
+		for (unsigned j = 0; j < n; j++, rec += sizeof(struct tnpu_sfu_qcol)) {
+			int32_t v = x[j], m = (int32_t)ld32(rec + 4);
+			uint32_t sh = ld32(rec + 8);
+			int64_t q;
+
+			if (p->ops & TNPU_SFU_OP_BIAS)
+				v = (int32_t)((uint32_t)v + ld32(rec));
+			if (p->ops & TNPU_SFU_OP_RELU)
+				v = v < 0 ? 0 : v;
+			if (p->ops & TNPU_SFU_OP_CLAMP)
+				v = v < (int32_t)p->lo ? (int32_t)p->lo : (v > (int32_t)p->hi ? (int32_t)p->hi : v);
+			sh = sh > 62 ? 62 : sh;	/* the records are data, not checked */
+			q = (((int64_t)v * m + (sh ? (int64_t)1 << (sh - 1) : 0)) >> sh) + p->zp;
+			y[j] = q < -128 ? -128 : (q > 127 ? 127 : (int32_t)q);
+		}
 	}
 }
 
 TNPU_CLONES
-static void sfu_f32_row(const float *x, float *y, unsigned n, const float *bias, const struct sfu_p *p)
+static void sfu_f32_rows(const float *x, float *y, unsigned n, unsigned rows, size_t ld, const float *bias,
+			 const struct sfu_p *p)
 {
 	float lo, hi, sc;
 
@@ -940,36 +955,71 @@ static void sfu_f32_row(const float *x, float *y, unsigned n, const float *bias,
 	 * the same order as the general loop. */
 	switch (p->ops & (TNPU_SFU_OP_BIAS | TNPU_SFU_OP_RELU | TNPU_SFU_OP_CLAMP | TNPU_SFU_OP_REQUANT)) {
 	case TNPU_SFU_OP_BIAS | TNPU_SFU_OP_RELU:
-		for (unsigned j = 0; j < n; j++) {
-			float v = x[j] + bias[j];
+		for (unsigned i = 0; i < rows; i++, x += ld, y += ld)
+			for (unsigned j = 0; j < n; j++) {
+				float v = x[j] + bias[j];
 
-			y[j] = v < 0.0f ? 0.0f : v;
-		}
+				y[j] = v < 0.0f ? 0.0f : v;
+			}
 		return;
 	case TNPU_SFU_OP_BIAS:
-		for (unsigned j = 0; j < n; j++)
-			y[j] = x[j] + bias[j];
+		for (unsigned i = 0; i < rows; i++, x += ld, y += ld)
+			for (unsigned j = 0; j < n; j++)
+				y[j] = x[j] + bias[j];
 		return;
 	case TNPU_SFU_OP_RELU:
-		for (unsigned j = 0; j < n; j++)
-			y[j] = x[j] < 0.0f ? 0.0f : x[j];
+		for (unsigned i = 0; i < rows; i++, x += ld, y += ld)
+			for (unsigned j = 0; j < n; j++)
+				y[j] = x[j] < 0.0f ? 0.0f : x[j];
 		return;
 	default:
 		break;
 	}
-	for (unsigned j = 0; j < n; j++) {
-		float v = x[j];
+	for (unsigned i = 0; i < rows; i++, x += ld, y += ld) {
+		for (unsigned j = 0; j < n; j++) {
+			float v = x[j];
 
-		if (p->ops & TNPU_SFU_OP_BIAS)
-			v += bias[j];
-		if (p->ops & TNPU_SFU_OP_RELU)
-			v = v < 0.0f ? 0.0f : v;
-		if (p->ops & TNPU_SFU_OP_CLAMP)
-			v = v < lo ? lo : (v > hi ? hi : v);
-		if (p->ops & TNPU_SFU_OP_REQUANT)
-			v *= sc;
-		y[j] = v;
+			if (p->ops & TNPU_SFU_OP_BIAS)
+				v += bias[j];
+			if (p->ops & TNPU_SFU_OP_RELU)
+				v = v < 0.0f ? 0.0f : v;
+			if (p->ops & TNPU_SFU_OP_CLAMP)
+				v = v < lo ? lo : (v > hi ? hi : v);
+			if (p->ops & TNPU_SFU_OP_REQUANT)
+				v *= sc;
+			y[j] = v;
+		}
 	}
+}
+
+/* RESIDUAL, one run of n columns into t: fp32 (x + bias) + r, in that order (vectorises). */
+TNPU_CLONES
+static void residual_f32(const float *x, const uint8_t *bias, const uint8_t *r, float *t, size_t n)
+{
+	if (bias) {
+		for (size_t j = 0; j < n; j++) {
+			float b, v;
+
+			memcpy(&b, bias + 4 * j, 4);
+			memcpy(&v, r + 4 * j, 4);
+			t[j] = (x[j] + b) + v;
+		}
+		return;
+	}
+	for (size_t j = 0; j < n; j++) {
+		float v;
+
+		memcpy(&v, r + 4 * j, 4);
+		t[j] = x[j] + v;
+	}
+}
+
+/* int32: x + bias + r modulo 2^32, the bias word every cb bytes (a plain vector or QCOL records). */
+static void residual_int(const uint32_t *x, const uint8_t *bias, unsigned cb, const uint8_t *r, uint32_t *t,
+			 size_t n)
+{
+	for (size_t j = 0; j < n; j++)
+		t[j] = x[j] + (bias ? ld32(bias + (size_t)cb * j) : 0) + ld32(r + 4 * j);
 }
 
 /* RESIDUAL (ISA 2): x = (x + bias) + R[i][j] with R the operand record in the register-file entry
@@ -984,7 +1034,8 @@ static uint32_t sfu_residual(struct rowctx *rc, unsigned a, const struct tnpu_op
 	uint64_t elems = (uint64_t)tm * tn;
 	const struct tnpu_operand *ro = prec + 1;
 	struct sfu_p q = *p;
-	uint32_t err, tmp[TNPU_ACC_ELEMS];
+	uint32_t err;
+	TNPU_UNINIT uint32_t tmp[TNPU_ACC_ELEMS];
 
 	if (win + 1 >= TNPU_RF_WINDOW)
 		return cfail(rc, TNPU_ERR_SFU_PARAM);
@@ -998,8 +1049,17 @@ static uint32_t sfu_residual(struct rowctx *rc, unsigned a, const struct tnpu_op
 	if (err)
 		return err;
 	q.ops &= (uint8_t)~(TNPU_SFU_OP_BIAS | TNPU_SFU_OP_RESIDUAL);
+
+	unsigned cb = sfu_col_bytes(p);
+	bool colvec = p->ops & (TNPU_SFU_OP_BIAS | TNPU_SFU_OP_QCOL);
+	/* The PEs' residual tiles side by side, and their column vectors too (or none): a row of all
+	 * PEs is one run (the same element operations; tn is often 1, as in a direct convolution). */
+	bool whole = (int64_t)ro->pe_stride == (int64_t)tn * 4 && (!colvec || (int64_t)p->bps == (int64_t)tn * cb);
+	unsigned n_pe = whole ? 1 : pes;
+	size_t n = whole ? ld : tn;
+
 	for (unsigned c = 0; c < cols; c++) {
-		for (unsigned pe = 0; pe < pes; pe++) {
+		for (unsigned pe = 0; pe < n_pe; pe++) {
 			int64_t ba = (int64_t)p->bias_addr + (int64_t)c * p->bcs + (int64_t)pe * p->bps;
 			const uint8_t *bias = (p->ops & TNPU_SFU_OP_BIAS) ? rc->base + ba : NULL;
 			const uint8_t *qcol = (p->ops & TNPU_SFU_OP_QCOL) ? rc->base + ba : NULL;
@@ -1009,32 +1069,25 @@ static uint32_t sfu_residual(struct rowctx *rc, unsigned a, const struct tnpu_op
 				size_t o = ((size_t)c * tm + i) * ld + (size_t)pe * tn;
 				const uint8_t *r = res + (uint64_t)i * ro->pitch;
 
-				for (unsigned j = 0; j < tn; j++) {
-					uint32_t x = ((const uint32_t *)rs->acc[a])[o + j];
-					uint32_t b = bias ? ld32(bias + (size_t)sfu_col_bytes(p) * j) : 0;
+				for (size_t j0 = 0; j0 < n; j0 += TNPU_ACC_ELEMS) {
+					size_t jn = TNPU_MIN(n - j0, (size_t)TNPU_ACC_ELEMS);
+					const uint8_t *bj = bias ? bias + (size_t)cb * j0 : NULL;
 
 					if (am->dtype == TNPU_DTYPE_FP32) {
-						float xf, bf, rf;
-
-						memcpy(&xf, &x, 4);
-						memcpy(&bf, &b, 4);
-						memcpy(&rf, r + 4 * j, 4);
-						if (bias)
-							xf += bf;
-						xf += rf;
-						memcpy(&tmp[j], &xf, 4);
-					} else {
-						tmp[j] = x + b + ld32(r + 4 * j);
+						residual_f32((const float *)rs->acc[a] + o + j0, bj, r + 4 * j0,
+							     (float *)(void *)tmp, jn);
+						sfu_f32_rows((const float *)(const void *)tmp, (float *)rs->oq + o + j0,
+							     (unsigned)jn, 1, 0, NULL, &q);
+						continue;
 					}
+					residual_int((const uint32_t *)rs->acc[a] + o + j0, bj, cb, r + 4 * j0, tmp, jn);
+					if (qcol)
+						sfu_qcol_rows((const int32_t *)(const void *)tmp, (int32_t *)rs->oq + o + j0,
+							      (unsigned)jn, 1, 0, qcol + (size_t)cb * j0, &q);
+					else
+						sfu_int_rows((const int32_t *)(const void *)tmp, (int32_t *)rs->oq + o + j0,
+							     (unsigned)jn, 1, 0, NULL, &q);
 				}
-				if (am->dtype == TNPU_DTYPE_FP32)
-					sfu_f32_row((const float *)(const void *)tmp, (float *)rs->oq + o, tn, NULL, &q);
-				else if (qcol)
-					sfu_qcol_row((const int32_t *)(const void *)tmp, (int32_t *)rs->oq + o, tn, qcol,
-						     &q);
-				else
-					sfu_int_row((const int32_t *)(const void *)tmp, (int32_t *)rs->oq + o, tn, NULL,
-						    &q);
 			}
 		}
 	}
@@ -1091,18 +1144,16 @@ static uint32_t sfu_apply(struct rowctx *rc, unsigned a, const struct tnpu_opera
 
 				bias = rc->base + ba;
 			}
-			for (unsigned i = 0; i < tm; i++) {
-				size_t o = ((size_t)c * tm + i) * ld + (size_t)pe * tn;
+			size_t o = (size_t)c * tm * ld + (size_t)pe * tn;	/* the tile's first row */
 
-				if (am->dtype == TNPU_DTYPE_FP32)
-					sfu_f32_row((const float *)rs->acc[a] + o, (float *)rs->oq + o, n,
-						    (const float *)(const void *)bias, &p);
-				else if (p.ops & TNPU_SFU_OP_QCOL)
-					sfu_qcol_row((const int32_t *)rs->acc[a] + o, (int32_t *)rs->oq + o, n, bias, &p);
-				else
-					sfu_int_row((const int32_t *)rs->acc[a] + o, (int32_t *)rs->oq + o, n,
-						    (const int32_t *)(const void *)bias, &p);
-			}
+			if (am->dtype == TNPU_DTYPE_FP32)
+				sfu_f32_rows((const float *)rs->acc[a] + o, (float *)rs->oq + o, n, tm, ld,
+					     (const float *)(const void *)bias, &p);
+			else if (p.ops & TNPU_SFU_OP_QCOL)
+				sfu_qcol_rows((const int32_t *)rs->acc[a] + o, (int32_t *)rs->oq + o, n, tm, ld, bias, &p);
+			else
+				sfu_int_rows((const int32_t *)rs->acc[a] + o, (int32_t *)rs->oq + o, n, tm, ld,
+					     (const int32_t *)(const void *)bias, &p);
 		}
 	}
 	rs->oqm.valid = true;

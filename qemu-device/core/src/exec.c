@@ -262,9 +262,7 @@ static void job_reset(struct tnpu_exec *ex)
 	for (unsigned r = 0; r < ex->cfg.rows; r++) {
 		struct row_state *rs = &ex->rows[r];
 
-		if (rs->dirty_hi > rs->dirty_lo)
-			memset(rs->sram + rs->dirty_lo, 0, rs->dirty_hi - rs->dirty_lo);
-		tnpu_lines_reset(rs);
+		tnpu_lines_reset(rs);	/* zeroes the lines the last job wrote */
 		rs->dirty_lo = ex->cfg.sram;
 		rs->dirty_hi = 0;
 	}
@@ -839,9 +837,12 @@ static uint32_t cmd_im2col(struct tnpu_exec *ex, const uint8_t *c, bool async)
 				}
 			}
 			for (unsigned r = r0 + 1; r <= r1; r++) {
-				for (uint32_t i = 0; i < cv.mt; i++)
-					memcpy(ex->rows[r].sram + base + (uint64_t)i * cv.pitch,
-					       tile + (uint64_t)i * cv.pitch, (size_t)cv.kt * cv.e);
+				if (cv.pitch == (uint64_t)cv.kt * cv.e)	/* rows back to back: one copy */
+					memcpy(ex->rows[r].sram + base, tile, (size_t)cv.mt * cv.pitch);
+				else
+					for (uint32_t i = 0; i < cv.mt; i++)
+						memcpy(ex->rows[r].sram + base + (uint64_t)i * cv.pitch,
+						       tile + (uint64_t)i * cv.pitch, (size_t)cv.kt * cv.e);
 				sram_mark(&ex->rows[r], base, base + last - cv.off);
 			}
 		}
@@ -1096,7 +1097,9 @@ static uint32_t run_commands(struct tnpu_exec *ex, uint64_t cmd_va, uint32_t cmd
 			break;
 		case TNPU_CMD_DMA_BANDS_H2D:
 		case TNPU_CMD_DMA_BANDS_D2H:
+			tnpu_va_hold(ex);
 			err = tnpu_cmd_dma_bands(ex, c, op == TNPU_CMD_DMA_BANDS_H2D, async);
+			tnpu_va_unhold(ex);
 			break;
 		case TNPU_CMD_PLAN_LOAD:
 		case TNPU_CMD_GATHER:

@@ -107,7 +107,17 @@ struct tlb_entry {
 	uint64_t pa;		/* page bus address */
 	uint64_t pte;		/* leaf PTE (permissions) */
 };
-#define TLB_SIZE 64
+/* Translations cached within a job (mmu.md "Cached translations"; flushed at job start and on
+ * MMU_INVALIDATE).  Sizes are simulation speed only: no counter or cycle depends on them.  1024 pages
+ * cover a layer's weights walked plane by plane (a page each: a 4-level walk per miss was 5 % of
+ * ResNet-18's sim time with 64 entries); the walk cache keeps, per 2 MiB of VA, the level-1 table its
+ * levels 4..2 lead to, so a miss there reads one entry instead of four. */
+#define TLB_SIZE 1024
+#define PWC_SIZE 16
+struct pwc_entry {
+	uint64_t tag;		/* VA >> 21, ~0 = invalid */
+	uint64_t table;		/* bus address of the level-1 table (of the job's root) */
+};
 
 struct sem_state {
 	uint64_t time[TNPU_SEM_MAX_TOKENS];
@@ -152,6 +162,7 @@ struct tnpu_exec {
 	uint64_t root;		/* page-table root of the job's context */
 	uint32_t cmd_off;
 	struct tlb_entry tlb[TLB_SIZE];
+	struct pwc_entry pwc[PWC_SIZE];
 	struct sem_state *sem;		/* the current island's semaphores (chain #9) */
 	uint64_t *F;			/* the current island's engine free times */
 	uint64_t R[TNPU_MAX_ROWS];	/* row free times */
@@ -338,6 +349,9 @@ uint64_t tnpu_lines_written_bytes(const struct row_state *rs, uint64_t lo, uint6
 void tnpu_sb_add(struct scoreboard *sb, uint64_t lo, uint64_t hi, uint64_t t);
 uint64_t tnpu_sb_ready(const struct scoreboard *sb, uint64_t lo, uint64_t hi);
 
+/* Every write to a row's SRAM calls this, before the write or right after it: the job start zeroes
+ * the lines marked here and nothing else (linestate.c tnpu_lines_reset), so an unmarked write would
+ * survive into the next job. */
 static inline void sram_mark(struct row_state *rs, uint64_t lo, uint64_t hi)
 {
 	if (hi > lo)

@@ -32,22 +32,65 @@ void tnpu_lines_free(struct row_state *rs)
 	free(rs->sb_out.e);
 }
 
-/* Job start (SRAM zeroed over the dirty range): every line clean, no writes in flight. */
+/*
+ * Job start: the SRAM the last job wrote is zeroed again and every line is clean, no writes in flight.
+ * Every write marks its lines (sram_mark), and a line a zero fill cleaned holds zeros, so zeroing the
+ * written lines (runs of set bits, a bitmap word at a time) restores an all-zero SRAM; the gaps of
+ * the written range — a band's padding, the space between a layer's operands — are left alone.
+ */
 void tnpu_lines_reset(struct row_state *rs)
 {
 	if (rs->dirty_hi > rs->dirty_lo) {
 		size_t w0 = rs->dirty_lo / TNPU_SRAM_LINE / 64, w1 = (rs->dirty_hi - 1u) / TNPU_SRAM_LINE / 64;
+		size_t run = 0, n = 0;	/* pending run of written lines [run, run + n) */
 
+		for (size_t w = w0; w <= w1; w++) {
+			uint64_t bits = rs->lines[w];
+
+			if (bits == ~0ull && n && run + n == w * 64) {
+				n += 64;
+				continue;
+			}
+			while (bits) {
+				size_t b = (size_t)__builtin_ctzll(bits), len;
+				uint64_t from = bits >> b;
+
+				len = from == ~0ull >> b ? 64 - b : (size_t)__builtin_ctzll(~from);
+				if (n && run + n == w * 64 + b) {
+					n += len;
+				} else {
+					if (n)
+						memset(rs->sram + run * TNPU_SRAM_LINE, 0, n * TNPU_SRAM_LINE);
+					run = w * 64 + b;
+					n = len;
+				}
+				bits = len + b >= 64 ? 0 : bits & (~0ull << (b + len));
+			}
+		}
+		if (n)
+			memset(rs->sram + run * TNPU_SRAM_LINE, 0, n * TNPU_SRAM_LINE);
 		memset(rs->lines + w0, 0, (w1 - w0 + 1) * sizeof(uint64_t));
 	}
 	rs->sb_in.n = rs->sb_out.n = 0;
 	rs->sb_in.head = rs->sb_out.head = 0;
 }
 
+/* Lines [lo / LINE, (hi - 1) / LINE] written, a bitmap word at a time (a band or a tile spans
+ * thousands of lines; this runs for every DMA row, IM2COL tile and ST). */
 void tnpu_lines_set(struct row_state *rs, uint64_t lo, uint64_t hi)
 {
-	for (uint64_t l = lo / TNPU_SRAM_LINE; l <= (hi - 1) / TNPU_SRAM_LINE; l++)
-		rs->lines[l / 64] |= 1ull << (l % 64);
+	uint64_t l0 = lo / TNPU_SRAM_LINE, l1 = (hi - 1) / TNPU_SRAM_LINE;
+	uint64_t w0 = l0 / 64, w1 = l1 / 64;
+	uint64_t m0 = ~0ull << (l0 % 64), m1 = ~0ull >> (63 - l1 % 64);
+
+	if (w0 == w1) {
+		rs->lines[w0] |= m0 & m1;
+		return;
+	}
+	rs->lines[w0] |= m0;
+	for (uint64_t w = w0 + 1; w < w1; w++)
+		rs->lines[w] = ~0ull;
+	rs->lines[w1] |= m1;
 }
 
 /* A zero fill makes the lines it covers entirely clean again (partly covered lines stay written). */

@@ -43,10 +43,53 @@ static void walk(const struct tnpu_mem_ops *mem, uint64_t root, uint64_t va, str
 	}
 }
 
+/* The job's walk: the level-1 table of va's 2 MiB from the walk cache if it has it (one entry read,
+ * the errors and level the full walk would give there), else the full walk, remembering the table. */
+static void walk_cached(struct tnpu_exec *ex, uint64_t va, struct walk *w)
+{
+	uint64_t tag = va >> (TNPU_PAGE_SHIFT + 9), table = ex->root;
+	struct pwc_entry *c = &ex->pwc[tag % PWC_SIZE];
+	unsigned top = TNPU_PT_LEVELS;
+
+	if (c->tag == tag) {
+		table = c->table;
+		top = 1;
+	}
+	w->err = 0;
+	for (unsigned level = top; level >= 1; level--) {
+		uint8_t raw[8];
+		uint64_t pte;
+
+		w->level = level;
+		if (ex->mem->read(ex->mem->opaque, table + 8u * TNPU_PT_INDEX(va, level), raw, 8)) {
+			w->err = TNPU_ERR_BUS;
+			return;
+		}
+		pte = ld64(raw);
+		if (!(pte & TNPU_PTE_VALID)) {
+			w->err = TNPU_ERR_MMU_NOT_PRESENT;
+			return;
+		}
+		if (pte & TNPU_PTE_RESERVED_MASK) {
+			w->err = TNPU_ERR_MMU_BAD_PTE;
+			return;
+		}
+		table = pte & TNPU_PTE_ADDR_MASK;
+		if (level == 2)
+			*c = (struct pwc_entry){ .tag = tag, .table = table };
+		if (level == 1) {
+			w->pa = table;
+			w->pte = pte;
+		}
+	}
+}
+
 void tnpu_tlb_flush(struct tnpu_exec *ex)
 {
 	for (unsigned i = 0; i < TLB_SIZE; i++)
 		ex->tlb[i].vpn = ~0ull;
+	for (unsigned i = 0; i < PWC_SIZE; i++)
+		ex->pwc[i].tag = ~0ull;
 }
 
 /* Translate the page containing va; returns 0 and the page's bus address. */
@@ -60,7 +103,7 @@ static uint32_t translate(struct tnpu_exec *ex, uint64_t va, bool write, unsigne
 	if (va >> TNPU_VA_BITS)
 		return tnpu_fail(ex, TNPU_ERR_MMU_VA_RANGE, info, va);
 	if (t->vpn != vpn) {
-		walk(ex->mem, ex->root, va, &w);
+		walk_cached(ex, va, &w);
 		if (w.err) {
 			info |= w.level << 1;
 			return tnpu_fail(ex, w.err, info, va);

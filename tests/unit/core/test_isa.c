@@ -1,6 +1,8 @@
 /* SPDX-License-Identifier: MIT */
 /* Cluster ISA: CONFIG/EXE, register file, per-PE rewrite, scalar unit, LD/MAC/SFU/ST,
  * zero-skipping, sparse weights, load balancing, SFU modes, weight-queue modes, errors. */
+#include <stdio.h>
+
 #include "common.h"
 
 static struct tsim s;
@@ -713,4 +715,272 @@ Test(isa, bf16_mac_accumulates_in_fp32_and_skips_signed_zeros)
 				}
 	cr_assert_eq(res.counters[TNPU_CNT_MACS_EFFECTIVE], eff);
 	cr_assert_eq(res.counters[TNPU_CNT_MACS_DENSE], 4 * 4 * 4 * 8);
+}
+
+/* A PE's element (i, k) of A and (k, j) of B (trans: B stored n x k) at their operand addresses. */
+static uint32_t a_at(const struct tnpu_operand *o, unsigned c, unsigned p, unsigned i, unsigned k, unsigned e)
+{
+	return o->addr + (uint32_t)((int32_t)c * o->col_stride + (int32_t)p * o->pe_stride) + i * o->pitch + k * e;
+}
+
+static uint32_t b_at(const struct tnpu_operand *o, bool trans, unsigned c, unsigned p, unsigned k, unsigned j,
+		     unsigned e)
+{
+	uint32_t t = o->addr + (uint32_t)((int32_t)c * o->col_stride + (int32_t)p * o->pe_stride);
+
+	return trans ? t + j * o->pitch + k * e : t + k * o->pitch + j * e;
+}
+
+/* Checks the 2 clusters x 2 PEs of C (at host offset out, PE tiles side by side) against A.B computed
+ * from the host copy of the operands: fp32 one fmaf chain in k order from +0 (bit for bit), int8 exact. */
+static void check_layout_product(const struct tnpu_operand *A, const struct tnpu_operand *B, bool f32, bool trans,
+				 uint32_t out, const char *what)
+{
+	unsigned e = f32 ? 4 : 1, tm = A->rows, K = A->cols, tn = trans ? B->rows : B->cols;
+
+	for (unsigned c = 0; c < 2; c++)
+		for (unsigned p = 0; p < 2; p++)
+			for (unsigned i = 0; i < tm; i++)
+				for (unsigned j = 0; j < tn; j++) {
+					float fs = 0.0f;
+					int32_t is = 0;
+
+					for (unsigned k = 0; k < K; k++) {
+						const uint8_t *x = H(a_at(A, c, p, i, k, e)), *y = H(b_at(B, trans, c, p, k, j, e));
+						float xf, yf;
+
+						memcpy(&xf, x, 4);
+						memcpy(&yf, y, 4);
+						if (f32)
+							fs = fmaf(xf, yf, fs);
+						else
+							is += (int8_t)*x * (int8_t)*y;
+					}
+					cr_assert(!memcmp(H(out + ((c * tm + i) * 2 * tn + p * tn + j) * 4), f32 ? (void *)&fs : (void *)&is, 4),
+						  "%s: PE (%u,%u) [%u][%u]", what, c, p, i, j);
+				}
+}
+
+/*
+ * Every way a row's operands can lie (A shared, one block per cluster with or without a gap, one per
+ * PE; B shared, one block per cluster with its PEs side by side, one per PE; B stored k x n or n x k),
+ * fp32 and int8, k on both sides of the kernels' small-k limit and tiles across their micro-tiles:
+ * each PE's C is its own A times its own B.  The model runs a row as one GEMM, one per cluster or one
+ * per PE depending on the layout; all must agree with the plain reference.
+ */
+Test(isa, mac_operand_layouts_all_give_each_pe_its_own_product)
+{
+	static const unsigned shapes[][3] = { { 3, 3, 7 }, { 9, 5, 19 }, { 17, 17, 33 } };	/* tm, tn, K */
+	uint16_t ins[] = { TNPU_INSN_LD(0, 0, 0, 0), TNPU_INSN_LD(1, 0, 1, 0), TNPU_INSN_MAC(0, 0, 0, 0, 0),
+			   TNPU_INSN_ST(0, 2, 1) };
+	const uint32_t B0 = 12288, C0 = 24576, OUT = 32768, P = 2;
+	uint64_t seed = 0x5eed1234;
+
+	for (unsigned f32 = 0; f32 < 2; f32++) {
+		unsigned e = f32 ? 4 : 1;
+		uint8_t dt = f32 ? TNPU_DTYPE_FP32 : TNPU_DTYPE_INT8;
+
+		for (uint32_t i = 0; i < C0; i += 4) {
+			uint64_t r = trng(&seed);
+			float v = (float)(int32_t)(r >> 32) * 0x1p-30f;	/* full mantissas, [-2, 2) */
+
+			memcpy(H(i), f32 ? (void *)&v : (void *)&r, 4);
+		}
+		for (unsigned sh = 0; sh < 3; sh++) {
+			unsigned tm = shapes[sh][0], tn = shapes[sh][1], K = shapes[sh][2];
+			uint32_t ap = K * e + 8, tbp = K * e + 12, nbp = P * (tn * e + 16) + 8;
+			int32_t at = (int32_t)(tm * ap);
+			int32_t alay[4][2] = { { 0, 0 }, { at, 0 }, { at + 64, 0 }, { 2 * (at + 32), at + 32 } };
+
+			for (unsigned trans = 0; trans < 2; trans++) {
+				int32_t bt = trans ? (int32_t)(tn * tbp) : (int32_t)(tn * e);
+				int32_t bcl = trans ? (int32_t)P * bt + 64 : (int32_t)(K * nbp) + 64;
+				int32_t blay[3][2] = { { 0, bt }, { bcl, bt }, { 2 * (bt + 32), bt + 16 } };
+
+				for (unsigned al = 0; al < 4; al++) {
+					for (unsigned bl = 0; bl < 3; bl++) {
+						struct tnpu_operand ops[] = {
+							opnd(0, alay[al][0], alay[al][1], ap, (uint16_t)tm, (uint16_t)K, dt, 0),
+							trans ? opnd(B0, blay[bl][0], blay[bl][1], tbp, (uint16_t)tn, (uint16_t)K,
+								     dt, TNPU_OPF_TRANS)
+							      : opnd(B0, blay[bl][0], blay[bl][1], nbp, (uint16_t)K, (uint16_t)tn,
+								     dt, 0),
+							opnd(C0, (int32_t)(tm * P * tn * 4), (int32_t)(tn * 4), P * tn * 4, (uint16_t)tm,
+							     (uint16_t)tn, f32 ? TNPU_DTYPE_FP32 : TNPU_DTYPE_INT32, 0),
+						};
+						char what[64];
+
+						put(0, 0, C0);	/* every job starts with a clear SRAM */
+						config(0, (struct tnpu_cfg_hdr){ .n_instr = 4, .n_operands = 3, .loop_end = 2,
+										 .repeat = 1 }, ins, ops);
+						exe(0, LAST, 0);
+						get(C0, OUT, 2 * tm * P * tn * 4);
+						cr_assert_eq(run(), 0, "%s", tnpu_err_name(res.error));
+						snprintf(what, sizeof(what), "%s shape %u trans %u A %u B %u", f32 ? "fp32" : "int8",
+							 sh, trans, al, bl);
+						check_layout_product(&ops[0], &ops[1], f32, trans, OUT, what);
+					}
+				}
+			}
+		}
+	}
+}
+
+/* One SFU case: the accumulator of a small GEMM (2 rows per PE tile), then the record's ops (isa.md
+ * "SFU parameter record", vector-units.md "SFU residual operand"), the residual tiles and the column
+ * vectors laid out side by side over the PEs or apart. */
+struct sfu_case {
+	uint8_t kind;		/* 0 fp32, 1 int32, 2 int8 (REQUANT), 3 int8 through QCOL records */
+	uint8_t ops;		/* BIAS / RELU / CLAMP / RESIDUAL (fp32 and kind 2 may add REQUANT) */
+	bool r_whole, v_whole;
+};
+
+static void sfu_case_run(const struct sfu_case *sc, uint64_t *seed)
+{
+	enum { TM = 2, TN = 3, K = 4, P = 2, A0 = 0, B0 = 256, V0 = 1024, R0 = 2048, O0 = 4096, OUT = 8192 };
+	bool f32 = sc->kind == 0, qcol = sc->kind == 3, i8 = sc->kind >= 2;
+	unsigned e = f32 ? 4 : 1, vb = qcol ? 12 : 4, oe = i8 ? 1 : 4;
+	uint8_t dt = f32 ? TNPU_DTYPE_FP32 : TNPU_DTYPE_INT8, acc_dt = f32 ? TNPU_DTYPE_FP32 : TNPU_DTYPE_INT32;
+	uint8_t ops = (uint8_t)(sc->ops | (i8 ? TNPU_SFU_OP_REQUANT : 0) | (qcol ? TNPU_SFU_OP_QCOL : 0));
+	uint32_t rps = sc->r_whole ? TN * 4 : TN * 4 + 16, rpitch = P * rps + 8;
+	int32_t vps = sc->v_whole ? (int32_t)(TN * vb) : (int32_t)(TN * vb + 8);
+	float flo = -0.75f, fhi = 1.5f, fsc = 0.375f;
+	int32_t ilo = -3000, ihi = 4000, iscale = 12345;
+	uint16_t ins[] = { TNPU_INSN_LD(0, 0, 0, 0), TNPU_INSN_LD(1, 0, 1, 0), TNPU_INSN_MAC(0, 0, 0, 0, 0),
+			   TNPU_INSN_SFU(TNPU_SFU_FN_APPLY, 3, 0), TNPU_INSN_ST(0, 2, 0) };
+	struct tnpu_operand ops_[5] = {
+		opnd(A0, TM * K * e, 0, K * e, TM, K, dt, 0),
+		opnd(B0, (int32_t)(K * P * TN * e), (int32_t)(TN * e), P * TN * e, K, TN, dt, 0),
+		opnd(O0, TM * P * TN * oe, (int32_t)(TN * oe), P * TN * oe, TM, TN, i8 ? TNPU_DTYPE_INT8 : acc_dt, 0),
+		{ 0 },
+		opnd(R0, (int32_t)(TM * rpitch), (int32_t)rps, rpitch, TM, TN, acc_dt, 0),
+	};
+	struct tnpu_sfu_param sp = {
+		.bias_addr = V0, .bias_col_stride = 2 * vps + 4, .bias_pe_stride = vps, .ops = ops,
+		.shift = i8 && !qcol ? 9 : 0, .zero_point = i8 ? -3 : 0, .out_dtype = i8 ? TNPU_DTYPE_INT8 : acc_dt,
+	};
+
+	if (f32) {
+		memcpy(&sp.lo, &flo, 4);
+		memcpy(&sp.hi, &fhi, 4);
+		if (ops & TNPU_SFU_OP_REQUANT)
+			memcpy(&sp.scale, &fsc, 4);
+	} else {
+		sp.lo = (uint32_t)ilo;
+		sp.hi = (uint32_t)ihi;
+		sp.scale = i8 && !qcol ? (uint32_t)iscale : 0;
+	}
+	for (uint32_t i = 0; i < O0; i += 4) {
+		uint64_t r = trng(seed);
+		float f = (float)(int32_t)(r >> 32) * 0x1p-28f;
+		int32_t v = (int32_t)(r % 20001) - 10000;
+
+		if (i >= V0 && qcol && (i - V0) % 12 == 8)
+			v = (int32_t)(r % 20);	/* a QCOL record's shift */
+		else if (i >= V0 && qcol && (i - V0) % 12 == 4)
+			v = (int32_t)(r >> 40);	/* its multiplier */
+		if (f32)
+			memcpy(H(i), &f, 4);
+		else
+			memcpy(H(i), i < V0 ? (void *)&r : (void *)&v, 4);
+	}
+	memcpy(&ops_[3], &sp, 32);
+	put(0, 0, O0);
+	config(0, (struct tnpu_cfg_hdr){ .n_instr = 5, .n_operands = (ops & TNPU_SFU_OP_RESIDUAL) ? 5 : 4, .loop_end = 2,
+					 .repeat = 1 }, ins, ops_);
+	exe(0, LAST, 0);
+	get(O0, OUT, 2 * TM * P * TN * oe);
+	cr_assert_eq(run(), 0, "%s", tnpu_err_name(res.error));
+	for (unsigned c = 0; c < 2; c++)
+		for (unsigned p = 0; p < P; p++)
+			for (unsigned i = 0; i < TM; i++)
+				for (unsigned j = 0; j < TN; j++) {
+					const uint8_t *vec = H(V0 + c * (uint32_t)sp.bias_col_stride + p * (uint32_t)vps + vb * j);
+					const uint8_t *r = H(R0 + c * TM * rpitch + p * rps + i * rpitch + 4 * j);
+					const uint8_t *o = H(OUT + ((c * TM + i) * P * TN + p * TN + j) * oe);
+					float fs = 0.0f, fb, fr;
+					int32_t is = 0, ib, ir, m = iscale;
+					uint32_t sh = sp.shift;
+					int64_t y;
+
+					for (unsigned k = 0; k < K; k++) {
+						const uint8_t *x = H(A0 + c * TM * K * e + i * K * e + k * e);
+						const uint8_t *w = H(B0 + c * K * P * TN * e + p * TN * e + k * P * TN * e + j * e);
+						float xf, wf;
+
+						memcpy(&xf, x, 4);
+						memcpy(&wf, w, 4);
+						if (f32)
+							fs = fmaf(xf, wf, fs);
+						else
+							is += (int8_t)*x * (int8_t)*w;
+					}
+					memcpy(&fb, vec, 4);
+					memcpy(&ib, vec, 4);
+					memcpy(&fr, r, 4);
+					memcpy(&ir, r, 4);
+					if (f32) {
+						if (ops & TNPU_SFU_OP_BIAS)
+							fs = fs + fb;
+						if (ops & TNPU_SFU_OP_RESIDUAL)
+							fs = fs + fr;
+						if (ops & TNPU_SFU_OP_RELU)
+							fs = fs < 0.0f ? 0.0f : fs;
+						if (ops & TNPU_SFU_OP_CLAMP)
+							fs = fs < flo ? flo : (fs > fhi ? fhi : fs);
+						if (ops & TNPU_SFU_OP_REQUANT)
+							fs = fs * fsc;
+						cr_assert(!memcmp(o, &fs, 4), "fp32 ops 0x%x whole %d/%d PE (%u,%u) [%u][%u]", ops,
+							  sc->r_whole, sc->v_whole, c, p, i, j);
+						continue;
+					}
+					if (ops & TNPU_SFU_OP_BIAS)
+						is = (int32_t)((uint32_t)is + (uint32_t)ib);
+					if (ops & TNPU_SFU_OP_RESIDUAL)
+						is = (int32_t)((uint32_t)is + (uint32_t)ir);
+					if (ops & TNPU_SFU_OP_RELU)
+						is = is < 0 ? 0 : is;
+					if (ops & TNPU_SFU_OP_CLAMP)
+						is = is < ilo ? ilo : (is > ihi ? ihi : is);
+					if (!i8) {
+						cr_assert(!memcmp(o, &is, 4), "int32 ops 0x%x whole %d/%d PE (%u,%u) [%u][%u]", ops,
+							  sc->r_whole, sc->v_whole, c, p, i, j);
+						continue;
+					}
+					if (qcol) {
+						memcpy(&m, vec + 4, 4);
+						memcpy(&sh, vec + 8, 4);
+						sh = sh > 62 ? 62 : sh;	/* isa.md: a shift above 62 acts as 62 */
+					}
+					y = (((int64_t)is * m + (sh ? (int64_t)1 << (sh - 1) : 0)) >> sh) - 3;
+					y = y < -128 ? -128 : (y > 127 ? 127 : y);
+					cr_assert_eq((int8_t)*o, (int8_t)y, "int8 kind %u ops 0x%x whole %d/%d PE (%u,%u) [%u][%u]",
+						     sc->kind, ops, sc->r_whole, sc->v_whole, c, p, i, j);
+				}
+}
+
+/* The SFU on every layout the model runs differently — the column vectors (bias, QCOL records) and
+ * the residual tiles side by side over a cluster's PEs (a row of the whole cluster at once) or apart
+ * (PE by PE) — fp32, int32, int8 and QCOL int8, every combination of BIAS, RESIDUAL, RELU and CLAMP
+ * (and fp32 REQUANT), against the per-element definition in the spec's order: bias, residual, ReLU,
+ * clamp, requantisation. */
+Test(isa, sfu_every_layout_and_op_matches_the_definition)
+{
+	static const uint8_t opsets[] = {
+		0, TNPU_SFU_OP_BIAS, TNPU_SFU_OP_RELU, TNPU_SFU_OP_BIAS | TNPU_SFU_OP_RELU, TNPU_SFU_OP_CLAMP,
+		TNPU_SFU_OP_BIAS | TNPU_SFU_OP_RELU | TNPU_SFU_OP_CLAMP,
+	};
+	uint64_t seed = 0x5eedfe11;
+
+	for (uint8_t kind = 0; kind < 4; kind++)
+		for (unsigned o = 0; o < sizeof(opsets) / sizeof(opsets[0]); o++)
+			for (unsigned m = 0; m < (kind ? 8u : 16u); m++) {
+				struct sfu_case sc = { .kind = kind, .ops = opsets[o], .r_whole = m & 2, .v_whole = m & 4 };
+
+				if (m & 1)
+					sc.ops |= TNPU_SFU_OP_RESIDUAL;
+				if (m & 8)
+					sc.ops |= TNPU_SFU_OP_REQUANT;	/* fp32: a scale */
+				sfu_case_run(&sc, &seed);
+			}
 }

@@ -76,6 +76,45 @@ Test(stream, mcast_ld_skips_clean_lines_and_a_zero_fill_cleans)
 	cr_assert_eq(res.counters[TNPU_CNT_BYTES_DISPATCH] - res.counters[TNPU_CNT_BYTES_CONFIG], 1 + box_w);
 }
 
+/* Lines written by DMAs that span many words of the line bitmap (64 lines each), start and end
+ * inside a word or on its boundary: a multicast LD over the first 16 KiB delivers exactly their
+ * lines (64 bytes each), whatever the writes' overlap. */
+Test(stream, mcast_ld_delivers_every_line_a_long_write_touched)
+{
+	static const uint32_t writes[][2][2] = {	/* up to two (offset, bytes) writes per job */
+		{ { 100, 10000 }, { 0, 0 } },	 { { 4095, 2 }, { 0, 0 } },	 { { 8192, 4096 }, { 0, 0 } },
+		{ { 130, 1 }, { 4000, 9000 } },	 { { 0, 16384 }, { 0, 0 } },	 { { 64, 4032 }, { 12288, 64 } },
+		{ { 1, 4094 }, { 4097, 8190 } },
+	};
+	struct tnpu_operand ops[1] = { t_opnd(0, 0, 0, 64, 256, 64, TNPU_DTYPE_INT8, 0) };
+	uint16_t ld = TNPU_INSN_LD(0, 0, 0, 0) | TNPU_LD_MCAST;
+	struct tnpu_cfg_hdr h = { .n_instr = 1, .n_operands = 1, .repeat = 1 };
+
+	memset(H(0), 3, 16384);
+	for (unsigned t = 0; t < sizeof(writes) / sizeof(writes[0]); t++) {
+		bool line[256] = { false };
+		uint64_t want = 0;
+
+		for (unsigned w = 0; w < 2; w++) {
+			uint32_t off = writes[t][w][0], len = writes[t][w][1];
+
+			if (!len)
+				continue;
+			tcb_dma(&cb, true, 0, host, 0, 0, TNPU_DMA_ROW_ALL, 0, off, 0, 0, len, 1, 1);
+			for (uint32_t l = off / 64; l <= (off + len - 1) / 64; l++)
+				line[l] = true;
+		}
+		for (unsigned l = 0; l < 256; l++)
+			want += line[l] ? 64 : 0;
+		dispatch(h, &ld, ops, 0);
+		cr_assert_eq(run(), 0, "%s", tnpu_err_name(res.error));
+		cr_assert_eq(res.counters[TNPU_CNT_BYTES_DISPATCH] - res.counters[TNPU_CNT_BYTES_CONFIG], 1 + want,
+			     "writes %u: %llu bytes delivered, %llu in written lines", t,
+			     (unsigned long long)(res.counters[TNPU_CNT_BYTES_DISPATCH] - res.counters[TNPU_CNT_BYTES_CONFIG] - 1),
+			     (unsigned long long)want);
+	}
+}
+
 /* Row busy of one EXE whose single LD reads SRAM row `k` (W bytes) of a STREAM band of D rows. */
 static uint64_t busy_reading_row(uint32_t k, uint8_t band_flags, uint32_t D, uint32_t W)
 {

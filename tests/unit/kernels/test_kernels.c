@@ -107,6 +107,9 @@ static size_t c_elems(const struct shape *s) { return (s->m + 1) * (s->n + s->pa
 
 /* ---- fp32 ------------------------------------------------------------------ */
 
+/* The fp32 product under test: NULL = the public entry points, else this driver called directly. */
+static kern_f32_direct_fn f32_direct;
+
 static void check_f32(bool nt, const struct shape *s)
 {
 	const size_t lda = s->k + s->pad_a;
@@ -129,8 +132,11 @@ static void check_f32(bool nt, const struct shape *s)
 	memcpy(c, c0, c_n * sizeof(float));
 	memcpy(c_ref, c0, c_n * sizeof(float));
 
-	(nt ? tnpu_kern_gemm_f32_nt : tnpu_kern_gemm_f32_nn)(s->m, s->n, s->k, a, lda, b, ldb, c, ldc,
-							      s->accumulate);
+	if (f32_direct)
+		f32_direct(nt, s->m, s->n, s->k, a, lda, b, ldb, c, ldc, s->accumulate);
+	else
+		(nt ? tnpu_kern_gemm_f32_nt : tnpu_kern_gemm_f32_nn)(s->m, s->n, s->k, a, lda, b, ldb, c, ldc,
+								      s->accumulate);
 	(nt ? tnpu_kern_gemm_f32_nt_ref : tnpu_kern_gemm_f32_nn_ref)(s->m, s->n, s->k, a, lda, b, ldb,
 								      c_ref, ldc, s->accumulate);
 
@@ -349,6 +355,51 @@ Test(kernels, f32_nn_random, .timeout = 120) { FOR_EACH_ISA(run_random_shapes(ch
 Test(kernels, f32_nt_random, .timeout = 120) { FOR_EACH_ISA(run_random_shapes(check_f32, true, 30)); }
 Test(kernels, i8_nn_random, .timeout = 120) { FOR_EACH_ISA(run_random_shapes(check_i8, false, 30)); }
 Test(kernels, i8_nt_random, .timeout = 120) { FOR_EACH_ISA(run_random_shapes(check_i8, true, 30)); }
+
+/*
+ * The AVX-512 path that reads A in place (kern_f32_avx512_direct.c), called directly whatever the
+ * dispatcher would pick: every m up to 40 (tiles of 1..16 rows one vector wide and 1..12 two wide,
+ * split into near-equal heights), n across its 16- and 32-column blocks, masked edges and 4096-column
+ * packing blocks, k from 1 across the 256-deep slices, padded leading dimensions, both B layouts and
+ * accumulate modes.
+ */
+Test(kernels, f32_direct, .timeout = 120)
+{
+#if defined(__x86_64__)
+	static const size_t ns[] = { 1, 2, 15, 16, 17, 31, 32, 33, 47, 48, 63, 64, 65, 100 };
+	static const size_t ks[] = { 1, 2, 3, 4, 5, 6, 7, 8, 9, 16, 17, 255, 256, 257, 600 };
+	const size_t nn = sizeof(ns) / sizeof(ns[0]), nk = sizeof(ks) / sizeof(ks[0]);
+
+	seed_rng();
+	if (!tnpu_kern_isa_supported("avx512")) {
+		cr_log_info("no AVX-512 here: skipped");
+		return;
+	}
+	f32_direct = kern_gemm_f32_direct_avx512;
+	for (size_t m = 1; m <= 40; m++)
+		for (int nt = 0; nt < 2; nt++)
+			for (size_t ni = 0; ni < nn; ni++) {
+				struct shape s = { m, ns[ni], ks[(m * 7 + ni + (size_t)nt) % nk], rng_below(3),
+						   rng_below(3) * 5, rng_below(3), (m + ni) & 1 };
+
+				check_f32(nt, &s);
+			}
+	/* every small k on every tile height */
+	for (size_t k = 1; k <= 9; k++)
+		for (size_t m = 1; m <= 33; m++) {
+			struct shape s = { m, 16 + 16 * (m % 3) + (k & 1), k, 0, m % 2, 1, k & 1 };
+
+			check_f32(m & 1, &s);
+		}
+	/* B wider than the 4096 columns packed at a time */
+	for (int nt = 0; nt < 2; nt++) {
+		struct shape s = { 5, 4096 + 37, 3, 1, 2, 3, nt };
+
+		check_f32(nt, &s);
+	}
+	f32_direct = NULL;
+#endif
+}
 
 Test(kernels, f32_large_k, .timeout = 120)
 {

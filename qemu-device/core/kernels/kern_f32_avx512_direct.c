@@ -1,0 +1,194 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * AVX-512F fp32, A read in place: the micro-kernels broadcast A's elements straight from its rows
+ * (any leading dimension) and multiply them by 16 or 32 columns of B, so A is never packed.
+ *
+ * The model's convolutions give the kernels A operands that are strided windows of a resident image
+ * (a direct convolution's tap: rows = output pixels at the stride's pitch, k = the channels), narrow
+ * B operands (n = a cluster's PEs x their channels: 16 or 32) and a fresh call per tap: packing A cost
+ * as much as the products, and the 8 x 32 packed micro-tile wasted half its lanes on n = 16.  Here
+ * B is the only operand copied (n x k stored "nt" is transposed to k x 16 panels per KC slice, O(nk)
+ * against the O(mnk) products; "nn" B is read in place with masked loads), and the row tiles are
+ * as tall as the registers allow for the call's width: up to 16 rows x 16 columns (16 accumulators,
+ * each broadcast folded into its FMA) or 12 rows x 32 columns (24 accumulators).  m is split into
+ * tiles of near-equal height, so 14- or 56-row outputs need no padded rows.
+ *
+ * Numerics are the micro-kernel's: each C element is one fmadd chain over p in order, from C or +0.
+ */
+#if defined(__x86_64__)	/* x86-64 only: other hosts build the generic variant alone */
+#include <immintrin.h>
+
+#include "kern_internal.h"
+
+#define KERN_ISA "avx512f,avx512vl,avx512bw,avx512dq,fma"
+
+/* Every loop over a tile's rows is unrolled (the accumulators must stay in registers): gcc's pragma,
+ * or clang's (which does not take gcc's for a bound that is constant only after inlining). */
+#if defined(__clang__)
+#define UNROLL _Pragma("clang loop unroll(full)")
+#else
+#define UNROLL _Pragma("GCC unroll 16")
+#endif
+
+#define KC 256		/* k slice: a 16-column B panel is 16 KiB, a 32-column pair 32 KiB (L1d) */
+#define MR1 16		/* rows of a tile one vector wide */
+#define MR2 12		/* rows of a tile two vectors wide */
+#define NB 4096		/* columns of B packed at a time ("nt") */
+
+TNPU_TARGET(KERN_ISA)
+static inline __mmask16 cols_mask(size_t nre, size_t j0)
+{
+	size_t left = nre > j0 ? nre - j0 : 0;
+	return left >= 16 ? (__mmask16)0xffff : (__mmask16)((1u << left) - 1);
+}
+
+/*
+ * One MR x (16 NV) tile over kc: C (+)= A . B, A row i at a + i * lda, B row p at b + p * ldb
+ * (columns 16.. at b + b1 + p * ldb), columns past nre neither read nor written.  Rows are addressed
+ * as four-row groups off a few base pointers (row 4g + r at ag[r * lda]) so the compiler needs no
+ * register per row.  Full-width tiles load and store C unmasked: consecutive taps accumulate into
+ * the same C, and a masked store's data is not forwarded to the next call's load of it (the load
+ * waits for the store to retire: a third of the time of the stem's k = 3 taps).
+ */
+TNPU_TARGET(KERN_ISA)
+static inline __attribute__((always_inline)) void direct_tile(const size_t MR, const size_t NV, size_t kc,
+							   const float *a, size_t lda, const float *b, size_t b1,
+							   size_t ldb, float *c, size_t ldc, bool load_c, size_t nre)
+{
+	const __mmask16 m0 = cols_mask(nre, 0), m1 = cols_mask(nre, 16);
+	const float *ag[4];
+	__m512 c0[MR1], c1[MR2];
+
+UNROLL
+	for (size_t g = 0; g < (MR + 3) / 4; g++)
+		ag[g] = a + 4 * g * lda;
+	if (!load_c) {
+UNROLL
+		for (size_t i = 0; i < MR; i++) {
+			c0[i] = _mm512_setzero_ps();
+			if (NV == 2)
+				c1[i] = _mm512_setzero_ps();
+		}
+	} else if (nre == 16 * NV) {
+UNROLL
+		for (size_t i = 0; i < MR; i++) {
+			c0[i] = _mm512_loadu_ps(c + i * ldc);
+			if (NV == 2)
+				c1[i] = _mm512_loadu_ps(c + i * ldc + 16);
+		}
+	} else {
+UNROLL
+		for (size_t i = 0; i < MR; i++) {
+			c0[i] = _mm512_maskz_loadu_ps(m0, c + i * ldc);
+			if (NV == 2)
+				c1[i] = _mm512_maskz_loadu_ps(m1, c + i * ldc + 16);
+		}
+	}
+	for (size_t p = 0; p < kc; p++, b += ldb) {
+		__m512 b0v = _mm512_maskz_loadu_ps(m0, b);
+		__m512 b1v = NV == 2 ? _mm512_maskz_loadu_ps(m1, b + b1) : b0v;
+
+UNROLL
+		for (size_t i = 0; i < MR; i++) {
+			__m512 av = _mm512_set1_ps(ag[i / 4][(i % 4) * lda + p]);
+
+			c0[i] = _mm512_fmadd_ps(av, b0v, c0[i]);
+			if (NV == 2)
+				c1[i] = _mm512_fmadd_ps(av, b1v, c1[i]);
+		}
+	}
+	if (nre == 16 * NV) {
+UNROLL
+		for (size_t i = 0; i < MR; i++) {
+			_mm512_storeu_ps(c + i * ldc, c0[i]);
+			if (NV == 2)
+				_mm512_storeu_ps(c + i * ldc + 16, c1[i]);
+		}
+		return;
+	}
+UNROLL
+	for (size_t i = 0; i < MR; i++) {
+		_mm512_mask_storeu_ps(c + i * ldc, m0, c0[i]);
+		if (NV == 2)
+			_mm512_mask_storeu_ps(c + i * ldc + 16, m1, c1[i]);
+	}
+}
+
+typedef void (*direct_fn)(size_t kc, const float *a, size_t lda, const float *b, size_t b1, size_t ldb, float *c,
+			  size_t ldc, bool load_c, size_t nre);
+
+#define DIRECT_TILE(mr, nv)                                                                                  \
+	TNPU_TARGET(KERN_ISA)                                                                                \
+	static void direct_##mr##x##nv(size_t kc, const float *a, size_t lda, const float *b, size_t b1,      \
+				       size_t ldb, float *c, size_t ldc, bool load_c, size_t nre)             \
+	{                                                                                                    \
+		direct_tile(mr, nv, kc, a, lda, b, b1, ldb, c, ldc, load_c, nre);                            \
+	}
+#define DIRECT_TILES_1_12(nv)                                                                                \
+	DIRECT_TILE(1, nv) DIRECT_TILE(2, nv) DIRECT_TILE(3, nv) DIRECT_TILE(4, nv) DIRECT_TILE(5, nv)        \
+	DIRECT_TILE(6, nv) DIRECT_TILE(7, nv) DIRECT_TILE(8, nv) DIRECT_TILE(9, nv) DIRECT_TILE(10, nv)       \
+	DIRECT_TILE(11, nv) DIRECT_TILE(12, nv)
+DIRECT_TILES_1_12(1)
+DIRECT_TILE(13, 1)
+DIRECT_TILE(14, 1)
+DIRECT_TILE(15, 1)
+DIRECT_TILE(16, 1)
+DIRECT_TILES_1_12(2)
+
+/* Tiles by height (index = rows), one vector and two vectors wide. */
+static const direct_fn tiles1[MR1 + 1] = {
+	NULL, direct_1x1, direct_2x1, direct_3x1, direct_4x1, direct_5x1, direct_6x1, direct_7x1, direct_8x1,
+	direct_9x1, direct_10x1, direct_11x1, direct_12x1, direct_13x1, direct_14x1, direct_15x1, direct_16x1,
+};
+static const direct_fn tiles2[MR2 + 1] = {
+	NULL, direct_1x2, direct_2x2, direct_3x2, direct_4x2, direct_5x2, direct_6x2,
+	direct_7x2, direct_8x2, direct_9x2, direct_10x2, direct_11x2, direct_12x2,
+};
+
+/* The whole product (kern_f32_direct_fn): per KC slice of k and NB block of columns, B's block as
+ * 16-column panels ("nt": packed; "nn": in place), then every 32 columns of C in row tiles of
+ * near-equal height.  The scratch is at most KC x NB floats whatever n. */
+TNPU_TARGET(KERN_ISA)
+void kern_gemm_f32_direct_avx512(bool nt, size_t m, size_t n, size_t k, const float *a, size_t lda,
+				 const float *b, size_t ldb, float *c, size_t ldc, bool accumulate)
+{
+	float *bpk = NULL;
+
+	if (nt) {
+		bpk = kern_scratch(kern_min(KC, k) * kern_min(NB, kern_div_up(n, 16) * 16) * sizeof(float));
+		if (!bpk) {
+			tnpu_kern_gemm_f32_nt_ref(m, n, k, a, lda, b, ldb, c, ldc, accumulate);
+			return;
+		}
+	}
+	for (size_t pc = 0; pc < k; pc += KC) {
+		size_t kc = kern_min(KC, k - pc);
+		bool load_c = accumulate || pc > 0;
+
+		for (size_t jb = 0; jb < n; jb += NB) {
+			size_t nb = kern_min(NB, n - jb);
+			/* panel q (columns jb + 16q..) row p at bs + q * pstep + p * bld */
+			const float *bs = nt ? bpk : b + pc * ldb + jb;
+			size_t bld = nt ? 16 : ldb, pstep = nt ? kc * 16 : 16;
+
+			if (nt)
+				kern_pack_rows_f32_avx512(16, nb, kc, b + jb * ldb + pc, ldb, bpk);
+			for (size_t j0 = 0; j0 < nb; j0 += 32) {
+				size_t nre = kern_min(32, nb - j0), nv = nre > 16 ? 2 : 1, mr = nv == 2 ? MR2 : MR1;
+				size_t tiles = kern_div_up(m, mr), h = m / tiles, taller = m % tiles;
+				const direct_fn *tab = nv == 2 ? tiles2 : tiles1;
+				const float *bj = bs + j0 / 16 * pstep;
+
+				/* the first m % tiles tiles have one row more */
+				for (size_t t = 0, i0 = 0; t < tiles; t++) {
+					size_t rows = h + (t < taller);
+
+					tab[rows](kc, a + i0 * lda + pc, lda, bj, pstep, bld, c + i0 * ldc + jb + j0, ldc,
+						  load_c, nre);
+					i0 += rows;
+				}
+			}
+		}
+	}
+}
+#endif /* __x86_64__ */
