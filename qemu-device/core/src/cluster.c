@@ -119,7 +119,7 @@ static void exe_wait_lines(struct rowctx *rc, uint64_t lo, uint64_t hi)
 
 	if (!rc->rs->sb_in.n || hi <= lo)
 		return;
-	ready = tnpu_sb_ready(&rc->rs->sb_in, lo, hi);
+	ready = tnpu_sb_ready(&rc->rs->sb_in, lo, hi, rc->t0 + TNPU_CYC_EXE * rc->clkdiv);
 	if (ready <= rc->t0 + TNPU_CYC_EXE * rc->clkdiv)
 		return;
 	if (rc->n_wait == EXE_WAITS) {

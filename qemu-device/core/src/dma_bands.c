@@ -179,8 +179,8 @@ uint32_t tnpu_cmd_dma_bands(struct tnpu_exec *ex, const uint8_t *c, bool h2d, bo
 						t += rc;
 						tnpu_sb_add(&rs->sb_in, so, se, t);
 					} else {
-						t = TNPU_MAX(t, TNPU_MAX(tnpu_sb_ready(&rs->sb_out, so, se),
-									 tnpu_sb_ready(&rs->sb_in, so, se))) + rc;
+						t = tnpu_sb_ready(&rs->sb_out, so, se, tnpu_sb_ready(&rs->sb_in, so, se, t)) +
+						    rc;
 					}
 				}
 			}

@@ -78,9 +78,15 @@ struct sb_ent {
 	uint32_t lo, hi;	/* byte range of the row's SRAM (both halves) */
 	uint64_t t;		/* cycle the range is written */
 };
+#define TNPU_SB_CAP 1024	/* entries of a scoreboard ring */
+#define TNPU_SB_BLK 32		/* ring slots summarised together (tnpu_sb_ready skips whole blocks) */
 struct scoreboard {
 	struct sb_ent *e;
-	unsigned head, n, cap;	/* ring of n entries from head (oldest first) */
+	unsigned head, n, cap;	/* ring of n entries from head (oldest first), cap = TNPU_SB_CAP */
+	/* per block of TNPU_SB_BLK slots: the latest time and the byte range of every entry written to
+	 * it since the job start -- a superset of its valid entries (a stale slot only costs a scan) */
+	uint64_t bt[TNPU_SB_CAP / TNPU_SB_BLK];
+	uint32_t blo[TNPU_SB_CAP / TNPU_SB_BLK], bhi[TNPU_SB_CAP / TNPU_SB_BLK];
 };
 
 struct row_state {
@@ -347,7 +353,7 @@ void tnpu_lines_set(struct row_state *rs, uint64_t lo, uint64_t hi);
 void tnpu_lines_clean(struct row_state *rs, uint64_t lo, uint64_t hi);
 uint64_t tnpu_lines_written_bytes(const struct row_state *rs, uint64_t lo, uint64_t hi);
 void tnpu_sb_add(struct scoreboard *sb, uint64_t lo, uint64_t hi, uint64_t t);
-uint64_t tnpu_sb_ready(const struct scoreboard *sb, uint64_t lo, uint64_t hi);
+uint64_t tnpu_sb_ready(const struct scoreboard *sb, uint64_t lo, uint64_t hi, uint64_t after);
 
 /* Every write to a row's SRAM calls this, before the write or right after it: the job start zeroes
  * the lines marked here and nothing else (linestate.c tnpu_lines_reset), so an unmarked write would

@@ -7,12 +7,15 @@
  * never reads it.
  */
 #include <stdlib.h>
+#include <string.h>
 
 #include "internal.h"
 
 /* A scoreboard keeps its newest entries; when full, the two oldest merge into one covering both
  * ranges at the later time, which can only delay a reader (never let it run early). */
-#define SB_CAP 1024
+#define SB_CAP TNPU_SB_CAP
+
+static void sb_reset(struct scoreboard *sb);
 
 int tnpu_lines_alloc(struct row_state *rs, uint32_t sram)
 {
@@ -22,6 +25,8 @@ int tnpu_lines_alloc(struct row_state *rs, uint32_t sram)
 	rs->sb_in.e = malloc(SB_CAP * sizeof(struct sb_ent));
 	rs->sb_out.e = malloc(SB_CAP * sizeof(struct sb_ent));
 	rs->sb_in.cap = rs->sb_out.cap = SB_CAP;
+	sb_reset(&rs->sb_in);
+	sb_reset(&rs->sb_out);
 	return rs->lines && rs->sb_in.e && rs->sb_out.e ? 0 : -1;
 }
 
@@ -30,6 +35,14 @@ void tnpu_lines_free(struct row_state *rs)
 	free(rs->lines);
 	free(rs->sb_in.e);
 	free(rs->sb_out.e);
+}
+
+static void sb_reset(struct scoreboard *sb)
+{
+	sb->n = sb->head = 0;
+	memset(sb->bt, 0, sizeof(sb->bt));
+	memset(sb->blo, 0xff, sizeof(sb->blo));
+	memset(sb->bhi, 0, sizeof(sb->bhi));
 }
 
 /*
@@ -71,8 +84,8 @@ void tnpu_lines_reset(struct row_state *rs)
 			memset(rs->sram + run * TNPU_SRAM_LINE, 0, n * TNPU_SRAM_LINE);
 		memset(rs->lines + w0, 0, (w1 - w0 + 1) * sizeof(uint64_t));
 	}
-	rs->sb_in.n = rs->sb_out.n = 0;
-	rs->sb_in.head = rs->sb_out.head = 0;
+	sb_reset(&rs->sb_in);
+	sb_reset(&rs->sb_out);
 }
 
 /* Lines [lo / LINE, (hi - 1) / LINE] written, a bitmap word at a time (a band or a tile spans
@@ -135,33 +148,60 @@ uint64_t tnpu_lines_written_bytes(const struct row_state *rs, uint64_t lo, uint6
 	return n;
 }
 
+/* The summary of the block holding slot i covers the entry now there (it only grows). */
+static void sb_note(struct scoreboard *sb, unsigned i)
+{
+	const struct sb_ent *e = &sb->e[i];
+	unsigned b = i / TNPU_SB_BLK;
+
+	sb->bt[b] = TNPU_MAX(sb->bt[b], e->t);
+	sb->blo[b] = TNPU_MIN(sb->blo[b], e->lo);
+	sb->bhi[b] = TNPU_MAX(sb->bhi[b], e->hi);
+}
+
 /* Entries live in a ring (head = oldest); a full ring merges its two oldest entries. */
 void tnpu_sb_add(struct scoreboard *sb, uint64_t lo, uint64_t hi, uint64_t t)
 {
+	unsigned i;
+
 	if (hi <= lo)
 		return;
 	if (sb->n == sb->cap) {
-		struct sb_ent *a = &sb->e[sb->head], *b = &sb->e[(sb->head + 1) % sb->cap];
+		unsigned j = (sb->head + 1) % sb->cap;
+		struct sb_ent *a = &sb->e[sb->head], *b = &sb->e[j];
 
 		b->lo = TNPU_MIN(a->lo, b->lo);
 		b->hi = TNPU_MAX(a->hi, b->hi);
 		b->t = TNPU_MAX(a->t, b->t);
-		sb->head = (sb->head + 1) % sb->cap;
+		sb_note(sb, j);
+		sb->head = j;
 		sb->n--;
 	}
-	sb->e[(sb->head + sb->n++) % sb->cap] = (struct sb_ent){ .lo = (uint32_t)lo, .hi = (uint32_t)hi, .t = t };
+	i = (sb->head + sb->n++) % sb->cap;
+	sb->e[i] = (struct sb_ent){ .lo = (uint32_t)lo, .hi = (uint32_t)hi, .t = t };
+	sb_note(sb, i);
 }
 
-/* The cycle by which every tracked write overlapping [lo, hi) is done (0: none). */
-uint64_t tnpu_sb_ready(const struct scoreboard *sb, uint64_t lo, uint64_t hi)
+/*
+ * max(after, the cycle by which every tracked write overlapping [lo, hi) is done): callers compare the
+ * result with `after` (an EXE's start, a D2H row's earliest time), so entries done by then cannot
+ * matter, and whole blocks of slots whose summary is done by then, or lies outside [lo, hi), are
+ * skipped unread (a full ring holds 1024 entries; an LD or a D2H row asks once each).
+ */
+uint64_t tnpu_sb_ready(const struct scoreboard *sb, uint64_t lo, uint64_t hi, uint64_t after)
 {
-	uint64_t t = 0;
+	uint64_t t = after;
 
-	for (unsigned i = 0; i < sb->n; i++) {
-		const struct sb_ent *e = &sb->e[(sb->head + i) % sb->cap];
+	for (unsigned i = 0; i < sb->n;) {
+		unsigned p = (sb->head + i) % sb->cap, b = p / TNPU_SB_BLK;
+		unsigned run = TNPU_MIN(TNPU_SB_BLK - p % TNPU_SB_BLK, sb->n - i);
 
-		if (e->lo < hi && lo < e->hi)
-			t = TNPU_MAX(t, e->t);
+		i += run;
+		if (sb->bt[b] <= t || sb->blo[b] >= hi || lo >= sb->bhi[b])
+			continue;
+		for (const struct sb_ent *e = &sb->e[p]; run; run--, e++)
+			if (e->t > t && e->lo < hi && lo < e->hi)
+				t = e->t;
 	}
 	return t;
 }
