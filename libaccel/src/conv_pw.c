@@ -733,6 +733,8 @@ static uint64_t pw_sim_d2h(const struct pwg *g, const struct pwp *d, const uint6
 	return rows ? s0 + ACCEL_MAX(TNPU_CYC_CMD + TNPU_CYC_DMA_SETUP + rows * c, t - s0) : s0;
 }
 
+#define PW_STATE 9	/* the replay's times carried from one segment to the next */
+
 /* Modeled job cycles of plan d (cycle-model.md applied to the stream pw_emit writes). */
 static double pw_sim(const struct pwg *g, const struct pwp *d)
 {
@@ -743,6 +745,9 @@ static double pw_sim(const struct pwg *g, const struct pwp *d)
 	struct pw_band bw = band_w(g, d), bb = band_b(g, d);
 	struct pwp rp;
 	bool first_cfg = true;
+	uint32_t period = g->rowm ? (d->nsi % 2 ? 2 * d->nsi : d->nsi) : 2;
+	uint64_t snap[2][PW_STATE];
+	unsigned nsnap = 0;
 
 	memset(wl, 0, sizeof(wl));
 	for (unsigned t = 0; t < PW_MAX_TAPS; t++)
@@ -760,9 +765,39 @@ static double pw_sim(const struct pwg *g, const struct pwp *d)
 		pw_sim_cfg(&e, pw_cfg_len(g, 1, true));
 	}
 	for (uint32_t s = 0; s < d->nseg; s++) {
-		struct pw_seg sg = seg_at(g, d, s);
-		unsigned h = sg.h, j = sg.j;
-		struct pw_band bi = band_in(g, d, &sg), brs = band_res(g, d, &sg);
+		struct pw_seg sg;
+		unsigned h, j;
+		struct pw_band bi, brs;
+
+		if (s >= 2 && (s - 2) % period == 0 && s + period <= d->nseg - 2) {
+			/* Segments 2 .. nseg-3 repeat with the period (the halves alternate; in row mode an
+			 * image's segments).  Once two consecutive periods advanced every time of the replay
+			 * by the same amounts, later ones do too (max and + only: the times of the next
+			 * period are those of this one plus the same amounts), so the regular periods left
+			 * are added, not replayed (a batch of 1000 images: 2000+ segments per candidate). */
+			uint64_t now[PW_STATE] = { e.fl, e.aux, e.fc, e.r, e.fs, tok_c[0], tok_c[1], tok_s[0], tok_s[1] };
+			bool steady = nsnap == 2;
+
+			for (unsigned i = 0; steady && i < PW_STATE; i++)
+				steady = now[i] >= snap[1][i] && snap[1][i] >= snap[0][i] &&
+					 now[i] - snap[1][i] == snap[1][i] - snap[0][i];
+			if (steady) {
+				uint64_t m = (d->nseg - 2 - s) / period, *x[PW_STATE] = {
+					&e.fl, &e.aux, &e.fc, &e.r, &e.fs, &tok_c[0], &tok_c[1], &tok_s[0], &tok_s[1] };
+
+				for (unsigned i = 0; i < PW_STATE; i++)
+					*x[i] += m * (now[i] - snap[1][i]);
+				s += (uint32_t)(m * period);
+				nsnap = 0;
+			} else {
+				memcpy(snap[0], snap[1], sizeof(snap[1]));
+				memcpy(snap[1], now, sizeof(now));
+				nsnap = nsnap < 2 ? nsnap + 1 : 2;
+			}
+		}
+		sg = seg_at(g, d, s);
+		h = sg.h, j = sg.j;
+		bi = band_in(g, d, &sg), brs = band_res(g, d, &sg);
 		struct pw_land in = { .n = 0 }, rl = { .n = 0 };
 		struct pw_simseg ss = { &in, &rl, &wl[h], ACCEL_MIN(d->kr, g->K), prev_b };
 		uint32_t fl[4][3], nf, T = main_T(d, sg.T);
@@ -919,17 +954,16 @@ static bool pw_finish(const struct pwg *g, struct pwp *d, uint64_t in_bytes, uin
 	/* host reads (issue #6: at most 1.1 x the footprint, input + weights): every half used holds its
 	 * own copy of the weights and records; row mode reads the halo rows of each segment again */
 	d->h2d = (uint64_t)(d->one_half ? 1 : ACCEL_MIN(d->nseg, 2)) * g->K * (g_wrow(g) + g->colb);
-	for (uint32_t s = 0; s < d->nseg; s++) {
-		struct pw_seg sg = seg_at(g, d, s);
-
-		if (g->rowm) {
+	if (g->rowm) {	/* every image has the same nsi segments */
+		for (uint32_t s = 0; s < d->nsi; s++) {
+			struct pw_seg sg = seg_at(g, d, s);
 			int64_t r0 = ACCEL_MAX((int64_t)sg.y0 * g->sy - g->pt, 0);
 			int64_t r1 = ACCEL_MIN((int64_t)(sg.y0 + sg.nrows - 1) * g->sy - g->pt + (g->R - 1) * g->dy + 1, g->H);
 
-			d->h2d += r1 > r0 ? (uint64_t)(r1 - r0) * g->cin * g->C * g->e : 0;
-		} else {
-			d->h2d += sg.npix * g->C * g->e;
+			d->h2d += r1 > r0 ? (uint64_t)g->N * (uint64_t)(r1 - r0) * g->cin * g->C * g->e : 0;
 		}
+	} else {	/* the segments tile the M pixels */
+		d->h2d += (uint64_t)g->M * g->C * g->e;
 	}
 	if (d->h2d * 10 > ((g->rowm ? (uint64_t)g->N * g->H * g->W : g->M) * g->C * g->e + g->K * g_wrow(g)) * 11 +
 				  20ull * g->K * g->colb)
@@ -941,8 +975,11 @@ static bool pw_finish(const struct pwg *g, struct pwp *d, uint64_t in_bytes, uin
 			       cdiv((uint64_t)d->tm * d->tn, g->sfu ? TNPU_RATE_SFU : TNPU_RATE_OQ) +
 			       cdiv((uint64_t)d->tm * d->tn * g->oe * g->pes, TNPU_RATE_ST), lb = TNPU_CYC_JOB;
 
-		for (uint32_t s = 0; s < d->nseg; s++)
-			lb += (uint64_t)seg_at(g, d, s).T * d->nct * per;
+		if (g->rowm)	/* per image, as above */
+			for (uint32_t s = 0; s < d->nsi; s++)
+				lb += (uint64_t)g->N * seg_at(g, d, s).T * d->nct * per;
+		else
+			lb += (uint64_t)d->nseg * d->T * d->nct * per;
 		if ((double)lb > bound) {
 			d->est = 1e300;	/* a valid plan, not worth replaying (a remainder may still be) */
 			return true;
