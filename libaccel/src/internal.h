@@ -55,6 +55,7 @@ struct accel_dev {
 	uint8_t stream_off;	/* sim option stream=off (1): depthwise without STREAM bands; =only (2): only with */
 	uint8_t pw_mode;	/* sim option pw=auto|off|on (0/1/2): the pointwise lowering (conv_pw.c) when
 				 * faster / never / whenever eligible */
+	bool pwdw_off;		/* sim option pwdw=off: accel_conv2d_pwdw always runs two jobs (before/after) */
 	bool qcol_off;		/* sim option qcol=off: CAP_FEATURES without bit 19 (SFU QCOL) */
 	bool qadd_off;		/* sim option qadd=off: CAP_FEATURES without bit 20 (VEC QADD) */
 	struct accel_trace *trace;	/* job-timeline recording (trace.c), NULL if never begun */
