@@ -52,6 +52,7 @@ struct fz {
 				 * sub-tiles and their size are the segment's) */
 	struct pwp rd;
 	uint32_t x_off, xp;	/* the expansion's input rows in each half: offset, pitch (Wpu pixels) */
+	uint32_t guard;		/* positions after the image area and the input rows (0 or FZ_GUARD) */
 	uint32_t padl, padr;	/* bytes of the left and (real) right padding columns of an image row */
 	double est;
 };
@@ -106,7 +107,7 @@ static struct fz_seg fz_seg_at(const struct fz *z, uint32_t s)
 
 			if ((uint64_t)tm * z->rd.tn <= z->pg.acc && tm <= 65535) {
 				uint64_t end = (uint64_t)(q.j0 + q.rr) * d->Wpu;
-				uint64_t area = (uint64_t)d->in_rows * d->Wpu + FZ_GUARD;
+				uint64_t area = (uint64_t)d->in_rows * d->Wpu + z->guard;
 
 				q.rT = T;
 				q.rtm = tm;
@@ -423,11 +424,66 @@ static bool fz_rem_plan(struct fz *z, unsigned rmap, uint32_t rnct)
 		/* its blocks (and the input rows they read) stay in the segment's image area */
 		if (q.rr && (!q.rT || (int64_t)z->x_off + (int64_t)q.rs0 * z->pg.C * z->pg.e < 0 ||
 			     (uint64_t)q.j0 * z->d.Wpu + (uint64_t)((int64_t)q.rs0 + q.rpos) >
-				     (uint64_t)z->d.in_rows * z->d.Wpu + FZ_GUARD))
+				     (uint64_t)z->d.in_rows * z->d.Wpu + z->guard))
 			return false;
 		any |= q.rr > 0;
 	}
 	return any;
+}
+
+/* The work of a row for the segments' remainders: per channel tile an EXE of the weights' LD (one
+ * multicast block on the wide path) and the sub-tiles' LDs and MACs (overlapping), SFU and ST. */
+static uint64_t fz_rem_work(const struct fz *z)
+{
+	const struct pwp *r = &z->rd;
+	const struct pwg *g = &z->pg;
+	uint64_t w = 0, wt = (uint64_t)r->gch * r->tn * g->C * g->e;
+
+	for (uint32_t s = 0; s < g->N * z->d.nseg; s++) {
+		struct fz_seg q = fz_seg_at(z, s);
+		uint64_t dist, mac;
+
+		if (!q.rr)
+			continue;
+		dist = cdiv(wt, g->wide ? TNPU_RATE_WIDE_MCAST : TNPU_RATE_DISPATCH) +
+		       cdiv((uint64_t)q.rT * r->gp * q.rtm * g->C * g->e, TNPU_RATE_DISPATCH);
+		mac = q.rT * cdiv((uint64_t)q.rtm * r->tn * g->C, g->rate);
+		w += r->nct * (TNPU_CYC_EXE + ACCEL_MAX(dist, mac) +
+			       q.rT * (cdiv((uint64_t)q.rtm * r->tn, g->sfu ? TNPU_RATE_SFU : TNPU_RATE_OQ) +
+				       cdiv((uint64_t)q.rtm * r->tn * g->oe * g->pes, TNPU_RATE_ST)));
+	}
+	return w;
+}
+
+#define FZ_REM_TOP 3	/* remainder plans replayed per main plan: the least work */
+
+/* The remainder mappings (and channel tiles) of least work for z's main plan, up to FZ_REM_TOP, as
+ * rmap | rnct << 8 in top[]; their count. */
+static unsigned fz_best_rems(struct fz *z, unsigned top[FZ_REM_TOP])
+{
+	uint64_t w[FZ_REM_TOP];
+	unsigned n = 0;
+
+	for (unsigned rmap = 0; rmap < 4; rmap++)
+		for (uint32_t rnct = 1; rnct <= 8; rnct++) {
+			uint64_t v;
+			unsigned k;
+
+			if (!fz_rem_plan(z, rmap, rnct))
+				continue;
+			v = fz_rem_work(z);
+			for (k = n; k > 0 && w[k - 1] > v; k--)
+				if (k < FZ_REM_TOP) {
+					w[k] = w[k - 1];
+					top[k] = top[k - 1];
+				}
+			if (k < FZ_REM_TOP) {
+				w[k] = v;
+				top[k] = rmap | rnct << 8;
+				n += n < FZ_REM_TOP;
+			}
+		}
+	return n;
 }
 
 /* A lower bound of plan z's cycles: the work of its main groups' sub-tiles on a row. */
@@ -443,14 +499,16 @@ static double fz_bound(const struct fz *z)
 	return (double)(n * per + TNPU_CYC_JOB);
 }
 
-/* z with depthwise plan d: the expansion's view of the image and of its input rows. */
-static void fz_set_dw(struct fz *z, const struct dwp *d)
+/* z with depthwise plan d (laid out with guard positions): the expansion's view of the image and of its
+ * input rows. */
+static void fz_set_dw(struct fz *z, const struct dwp *d, uint32_t guard)
 {
 	const struct dwg *g = &z->g;
 	int64_t reach = ((int64_t)g->OW - 1) * g->sx + (int64_t)(g->S - 1) * g->dx + 1;	/* columns read */
 
 	z->d = *d;
 	z->d.cf = z->d.cl = z->d.cm = 1;
+	z->guard = guard;
 	z->pg.orp = d->P_in;
 	z->pg.Wp = d->Wpu;
 	z->pg.pl = g->pl;
@@ -491,6 +549,7 @@ static bool fz_set_main(struct fz *z, unsigned map, uint32_t nct, uint32_t xch)
 static void fz_try_mains(const struct accel_caps *c, struct fz *z, bool dw_sfu, struct fz *best, bool *found)
 {
 	uint32_t min_nr = UINT32_MAX;
+	unsigned top[FZ_REM_TOP], nr;
 
 	z->pd.gp = 1;
 	z->rem = false;
@@ -511,16 +570,17 @@ static void fz_try_mains(const struct accel_caps *c, struct fz *z, bool dw_sfu, 
 					continue;
 				if (z->pd.gp <= min_nr)	/* the last group moved up (every segment has gp rows) */
 					fz_keep(c, z, dw_sfu, best, found);
+				/* or a remainder: the mappings whose sub-tiles do the least work, replayed */
 				z->rem = true;
-				for (unsigned rmap = 0; rmap < 4; rmap++)
-					for (uint32_t rnct = 1; rnct <= 8; rnct++)
-						if (fz_rem_plan(z, rmap, rnct))
-							fz_keep(c, z, dw_sfu, best, found);
+				nr = fz_best_rems(z, top);
+				for (unsigned t = 0; t < nr; t++)
+					if (fz_rem_plan(z, top[t] & 0xFF, top[t] >> 8))
+						fz_keep(c, z, dw_sfu, best, found);
 			}
 	z->rem = false;
 }
 
-#define FZ_DW_MAX 64	/* depthwise plans: 3 mappings x th */
+#define FZ_DW_MAX 128	/* depthwise plans: 3 mappings x th x with and without the guard */
 #define FZ_DW_TOP 3	/* the depthwise plans the second search covers */
 
 /*
@@ -534,6 +594,7 @@ static void fz_try_mains(const struct accel_caps *c, struct fz *z, bool dw_sfu, 
 static bool fz_plan(const struct accel_caps *c, struct fz *z, bool dw_sfu, struct fz *best)
 {
 	struct dwp dws[FZ_DW_MAX];
+	uint32_t guard[FZ_DW_MAX];
 	double est[FZ_DW_MAX];
 	unsigned n = 0, top[FZ_DW_TOP], nt = 0;
 	bool found = false;
@@ -545,25 +606,38 @@ static bool fz_plan(const struct accel_caps *c, struct fz *z, bool dw_sfu, struc
 		if (!dw_split_init(c, &z->g, true, m > 0, true, m == 2, &d0))
 			continue;
 		/* the bytes a half keeps after the depthwise buffers: the expansion's weights and records,
-		 * and its input rows (one padded row per image row of a segment) */
-		z->g.xfix = al64((uint64_t)d0.Cu * z->pg.C * z->pg.e) + 64 +
-			    al64((uint64_t)d0.Cu * ACCEL_MAX(z->pg.colb, 4u)) + 64 + FZ_GUARD * z->pg.C * z->pg.e;
+		 * and its input rows (one padded row per image row of a segment); a guard after the image
+		 * area and the input rows lets a remainder's last blocks run past the segment's rows, where
+		 * it costs no segment rows */
 		z->g.xrow = d0.Wpu * z->pg.C * z->pg.e;
-		z->g.ximg = FZ_GUARD * d0.Cu * z->g.e;
-		for (uint32_t th = 1; th <= (m ? 32u : 8u) && n < FZ_DW_MAX; th++) {
-			struct dwp d = d0;
-			int r = dw_split_th(c, &z->g, &d, th);
+		for (uint32_t th = 1; th <= (m ? 32u : 8u) && n + 2 <= FZ_DW_MAX; th++) {
+			struct dwp d[2];
+			int r[2];
 
-			if (r < 0)
+			for (unsigned gd = 0; gd < 2; gd++) {
+				d[gd] = d0;
+				z->g.xfix = al64((uint64_t)d0.Cu * z->pg.C * z->pg.e) + 64 +
+					    al64((uint64_t)d0.Cu * ACCEL_MAX(z->pg.colb, 4u)) + 64 +
+					    (gd ? FZ_GUARD * z->pg.C * z->pg.e : 0);
+				z->g.ximg = gd ? FZ_GUARD * d0.Cu * z->g.e : 0;
+				r[gd] = dw_split_th(c, &z->g, &d[gd], th);
+			}
+			if (r[0] < 0)
 				break;
-			if (r && d.nx == 1)
-				dws[n++] = d;
+			if (r[1] > 0 && d[1].nx == 1) {
+				guard[n] = FZ_GUARD;
+				dws[n++] = d[1];
+			}
+			if (r[0] > 0 && d[0].nx == 1 && (r[1] <= 0 || d[1].ob != d[0].ob)) {
+				guard[n] = 0;
+				dws[n++] = d[0];
+			}
 		}
 	}
 	if (!n)
 		return false;
 	/* every expansion plan on the first depthwise plan */
-	fz_set_dw(z, &dws[0]);
+	fz_set_dw(z, &dws[0], guard[0]);
 	fz_try_mains(c, z, dw_sfu, &a, &found);
 	if (!found)
 		return false;
@@ -574,7 +648,7 @@ static bool fz_plan(const struct accel_caps *c, struct fz *z, bool dw_sfu, struc
 		bool ok;
 
 		est[i] = 1e300;
-		fz_set_dw(&y, &dws[i]);
+		fz_set_dw(&y, &dws[i], guard[i]);
 		if (!fz_set_main(&y, map, a.pd.nct, a.pd.xch))
 			continue;
 		y.rem = a.rem;
@@ -606,7 +680,7 @@ static bool fz_plan(const struct accel_caps *c, struct fz *z, bool dw_sfu, struc
 	}
 	*best = a;
 	for (unsigned k = 0; k < nt; k++) {
-		fz_set_dw(z, &dws[top[k]]);
+		fz_set_dw(z, &dws[top[k]], guard[top[k]]);
 		fz_try_mains(c, z, dw_sfu, best, &found);
 	}
 	return found;
