@@ -26,6 +26,7 @@
  * windows, input and weight slots).  fz_sim replays the cycle model for each candidate mapping; the
  * caller falls back to two jobs when no plan fits or the device lacks what the job needs.
  */
+#include <stdlib.h>
 #include <string.h>
 
 #include "conv_parts.h"
@@ -790,6 +791,84 @@ static void fz_emit(struct accel_cmdstream *cs, const struct fz *z, const struct
 	}
 }
 
+/*
+ * A compiled model submits the same pairs every run: the plans (or the two jobs' being faster) of the
+ * last FZ_CACHE pairs are kept per device, keyed by everything the planner and the two lowerings'
+ * estimates read -- the two layers' geometries without their tensors' addresses, the epilogues' kinds,
+ * the flags and the device's options -- so a repeated call skips the planning (2-40 ms of host time
+ * with the estimates) and only fills in the addresses.
+ */
+#define FZ_CACHE 32
+
+struct fz_key {
+	struct dwg g;
+	struct pwg pg;
+	uint32_t ops_p, ops_q;
+	uint8_t dw_sfu, one_job, pw_mode, dw_map, stream_off, conv_mode, no_direct, force_direct;
+};
+
+struct pwdw_cache {
+	struct {
+		bool used, split;
+		struct fz_key k;
+		struct fz plan;
+	} e[FZ_CACHE];
+	unsigned next;
+};
+
+void accel_pwdw_cache_free(struct accel_dev *dev)
+{
+	free(dev->pwdw_cache);
+	dev->pwdw_cache = NULL;
+}
+
+/* z's key (z zeroed before it was filled: the padding bytes compare equal). */
+static void fz_key(const struct accel_dev *dev, const struct mm_ctx *x, const struct fz *z, const struct mm_problem *pp,
+		   const struct mm_problem *pq, uint32_t flags, struct fz_key *k)
+{
+	memset(k, 0, sizeof(*k));
+	k->g = z->g;
+	k->pg = z->pg;
+	k->g.in_va = k->g.w_va = k->g.out_va = 0;
+	k->pg.in_va = k->pg.w_va = k->pg.out_va = k->pg.b_va = k->pg.res_va = 0;
+	k->ops_p = pp->sfu.ops;
+	k->ops_q = pq->sfu.ops;
+	k->dw_sfu = pq->use_sfu;
+	k->one_job = (flags & ACCEL_PWDW_ONE_JOB) != 0;
+	k->pw_mode = dev->pw_mode;
+	k->dw_map = dev->dw_map;
+	k->stream_off = dev->stream_off;
+	k->conv_mode = dev->conv_mode;
+	k->no_direct = x->no_direct;
+	k->force_direct = x->force_direct;
+}
+
+/* The cached entry for key k (-1 none). */
+static int fz_cache_find(const struct accel_dev *dev, const struct fz_key *k)
+{
+	const struct pwdw_cache *c = dev->pwdw_cache;
+
+	for (unsigned i = 0; c && i < FZ_CACHE; i++)
+		if (c->e[i].used && !memcmp(&c->e[i].k, k, sizeof(*k)))
+			return (int)i;
+	return -1;
+}
+
+static void fz_cache_put(struct accel_dev *dev, const struct fz_key *k, const struct fz *plan)
+{
+	struct pwdw_cache *c = dev->pwdw_cache;
+	unsigned i;
+
+	if (!c && !(c = dev->pwdw_cache = calloc(1, sizeof(*c))))
+		return;	/* no memory: plan again next time */
+	i = c->next++ % FZ_CACHE;
+	c->e[i].used = true;
+	c->e[i].split = plan == NULL;
+	c->e[i].k = *k;
+	if (plan)
+		c->e[i].plan = *plan;
+}
+
 static bool packed_nhwc(const struct accel_tensor *t, uint32_t e)
 {
 	return t->layout == ACCEL_LAYOUT_NHWC && t->strides[1] == (int64_t)e &&
@@ -804,7 +883,9 @@ static int fz_lower(struct accel_dev *dev, struct mm_ctx *x, const struct accel_
 	const struct accel_caps *c = x->caps;
 	uint32_t e = pp->f32 ? 4 : 1, oe = pq->out_dtype == TNPU_DTYPE_INT8 ? 1 : 4;
 	struct fz z, best;
+	struct fz_key key;
 	uint64_t bytes = 4096;
+	int hit;
 
 	if (dev->pwdw_off) {
 		*why = "the sim option pwdw=off";
@@ -869,12 +950,26 @@ static int fz_lower(struct accel_dev *dev, struct mm_ctx *x, const struct accel_
 	z.pg.in_va = cp->input->buf->va + cp->input->offset;
 	z.pg.in_sn = (uint64_t)cp->input->strides[0];
 	z.pg.w_va = cp->weights->buf->va + cp->weights->offset;
-	if (!fz_plan(c, &z, pq->use_sfu, &best)) {
+	fz_key(dev, x, &z, pp, pq, dd->flags, &key);
+	hit = fz_cache_find(dev, &key);
+	if (hit >= 0 && dev->pwdw_cache->e[hit].split) {
+		*why = "the two jobs' plans are faster";
+		return 1;
+	}
+	if (hit >= 0) {	/* the plan, with this call's addresses */
+		best = dev->pwdw_cache->e[hit].plan;
+		best.g.w_va = z.g.w_va;
+		best.g.out_va = z.g.out_va;
+		best.pg.b_va = z.pg.b_va;
+		best.pg.in_va = best.rg.in_va = z.pg.in_va;
+		best.pg.w_va = best.rg.w_va = z.pg.w_va;
+		best.rg.b_va = z.pg.b_va;
+	} else if (!fz_plan(c, &z, pq->use_sfu, &best)) {
 		*why = "no mapping fits the storage units (the expanded channels must split evenly over the "
 		       "units and their PEs, and a segment's rows with both layers' weights must fit a half)";
 		return 1;
 	}
-	if (!(dd->flags & ACCEL_PWDW_ONE_JOB)) {
+	if (hit < 0 && !(dd->flags & ACCEL_PWDW_ONE_JOB)) {
 		/* the two lowerings' own estimates: two jobs when they are faster */
 		struct mm_problem qp = *pp, qq = *pq;
 		double ep, eq;
@@ -884,10 +979,13 @@ static int fz_lower(struct accel_dev *dev, struct mm_ctx *x, const struct accel_
 		ep = conv_pw_est(dev, x, cp, &qp);
 		eq = conv_dw_est(dev, x, cq, &qq);
 		if (ep > 0 && eq > 0 && best.est > ep + eq) {
+			fz_cache_put(dev, &key, NULL);
 			*why = "the two jobs' plans are faster";
 			return 1;
 		}
 	}
+	if (hit < 0)
+		fz_cache_put(dev, &key, &best);
 	for (uint32_t s = 0; s < best.g.N * best.d.nseg; s++) {
 		struct fz_exe ex[FZ_MAX_EXES];
 		struct fz_seg q = fz_seg_at(&best, s);

@@ -626,3 +626,29 @@ Test(pwdw, asynchronous_job_after_a_dependency)
 	pd_free(&B);
 	accel_close(dev);
 }
+
+/* A repeated pair takes the device's cached plan: the same cycles, and right results in other buffers
+ * with other data (the plan's addresses are the call's). */
+Test(pwdw, repeated_pair_in_other_buffers)
+{
+	struct accel_dev *dev = open_dev(NULL);
+	struct pdcase t[2] = {
+		{ .n = 1, .cin = 24, .c = 64, .h = 14, .w = 14, .r = 3, .s = 3, .sh = 2, .sw = 2, .pt = 1, .pl = 1, .pb = 1,
+		  .pr = 1, .dh = 1, .dw = 1, .qcol = true, .act_pw = 1, .act_dw = 1, .zmid = -128, .zout = -128 },
+		{ .n = 2, .cin = 8, .c = 32, .h = 9, .w = 11, .r = 3, .s = 3, .sh = 1, .sw = 1, .pt = 1, .pl = 1, .pb = 1,
+		  .pr = 1, .dh = 1, .dw = 1, .f32 = true, .act_pw = 2, .act_dw = 1 },
+	};
+
+	for (unsigned k = 0; k < 2; k++) {
+		uint64_t first;
+
+		cr_assert(pd_run(dev, &t[k], 11 + k, ACCEL_PWDW_ONE_JOB));
+		first = pd_cycles;
+		for (unsigned r = 0; r < 3; r++) {	/* new buffers, new data each time */
+			cr_assert(pd_run(dev, &t[k], 100 * r + k, ACCEL_PWDW_ONE_JOB));
+			cr_assert_eq(pd_cycles, first, "case %u run %u: %llu cycles, first %llu", k, r,
+				     (unsigned long long)pd_cycles, (unsigned long long)first);
+		}
+	}
+	accel_close(dev);
+}
