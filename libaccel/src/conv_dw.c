@@ -50,17 +50,18 @@ bool dw_split_init(const struct accel_caps *c, const struct dwg *g, bool csplit,
 	memset(d0, 0, sizeof(*d0));
 	d0->stream = stream;
 	d0->csplit = csplit;
-	d0->ccs = ccs || px;
+	d0->ccs = ccs;
 	d0->px = px;
 	d0->Cu = csplit ? g->C / c->rows : g->C;
 	if (csplit && (g->C % c->rows || (uint64_t)g->C * ACCEL_MAX(g->e, g->oe) > 65535))
 		return false;	/* the band group (one pixel's channels) is a 16-bit field */
-	if (px && (!csplit || !stream || d0->Cu % c->cols))
+	if (px && (!csplit || !stream || d0->Cu % kc))
 		return false;
 	if (!px && d0->Cu % (c->pes * kc))
 		return false;
-	d0->tn = px ? d0->Cu / c->cols : d0->Cu / (c->pes * kc);
-	d0->kcl = px ? d0->tn : ccs ? d0->tn * c->pes : 0;
+	/* px: the clusters split the unit's channels (ccs) or take an output row each */
+	d0->tn = px ? d0->Cu / kc : d0->Cu / (c->pes * kc);
+	d0->kcl = ccs ? (px ? d0->tn : d0->tn * c->pes) : 0;
 	if (!d0->tn || d0->tn > c->acc_elems)
 		return false;
 	d0->OWu = csplit ? g->OW : (uint32_t)cdiv(g->OW, c->rows);

@@ -153,9 +153,10 @@ struct dwp {
 	bool stream;		/* line-tracked bands: no FULL/DONE semaphores, one EXE per segment */
 	bool csplit;		/* channel split: unit u takes channels [u*Cu, u*Cu + Cu) of every pixel */
 	bool ccs;		/* clusters split the unit's channels (all take the same rows) */
-	bool px;		/* (with ccs, channel split, STREAM) PE p takes output pixels [p*tw, p*tw + tw) of
-				 * one output row per iteration (E = th = 1); the unit's channels need only be a
-				 * multiple of the clusters (24, 36: MobileNet's 96, 144-channel layers) */
+	bool px;		/* (channel split, STREAM) PE p takes output pixels [p*tw, p*tw + tw) of an output row,
+				 * th = 1: with ccs the clusters split the unit's channels (E = 1), else each takes all
+				 * of them and an output row of its own (E = cols); the unit's channels need not be
+				 * a multiple of the PEs (24, 36: MobileNet's 96, 144-channel layers) */
 	uint32_t kcl;		/* ccs: channels between consecutive clusters (tn * pes), else 0 */
 	uint32_t Cu;		/* channels per storage unit (C for the column split) */
 	uint32_t OWu;		/* output columns per storage unit (unit u: [u*OWu, u*OWu + OWu)) */

@@ -206,42 +206,78 @@ static unsigned fz_fix(const struct fz *z, const struct fz_seg *q, struct dw_fil
 	return n;
 }
 
-/* Bytes of [a, a + w) in the 64-byte lines that touch [wa, wa + ww) (line state: a written line
- * travels whole, a clean one not at all). */
-static uint64_t fz_lines(uint64_t a, uint64_t w, uint64_t wa, uint64_t ww)
-{
-	uint64_t l0, l1;
-
-	if (!ww || wa >= a + w || wa + ww <= a)
-		return 0;
-	l0 = ACCEL_MAX(wa / TNPU_SRAM_LINE * TNPU_SRAM_LINE, a);
-	l1 = ACCEL_MIN(cdiv(wa + ww, TNPU_SRAM_LINE) * TNPU_SRAM_LINE, a + w);
-	return l1 - l0;
-}
-
-/* Written bytes of segment q's image row j (SRAM row) in the run's window block (the row): the image,
- * the padding the fills write (pad != 0: the padding rows, the padding columns), a remainder's rows. */
-static uint64_t fz_row_bytes(const struct fz *z, const struct fz_seg *q, uint32_t j)
+/*
+ * The written range [*lo, *hi) of segment q's SRAM row j (lo == hi: none): a remainder's rows and the
+ * padding rows a non-zero padding byte fills, whole; an image row, the span the expansion's STs mark
+ * over it -- an ST marks its PE tiles' whole span as written, so a group of gp rows marks its rows
+ * between its first and last pixel entirely (padding and px columns included) -- and the padding
+ * columns the FILLs write.
+ */
+static void fz_row_span(const struct fz *z, const struct fz_seg *q, int64_t j, uint64_t *lo, uint64_t *hi)
 {
 	const struct dwp *d = &z->d;
-	uint64_t a = d->in_off + (uint64_t)j * d->P_in, img = fz_img(z, j), iw = (uint64_t)z->g.W * d->Cu * z->g.e;
-	uint64_t b, lo, hi;
-	int64_t iy = q->iy0 + j;
+	uint64_t a = d->in_off + (uint64_t)j * d->P_in, img, iw = (uint64_t)z->g.W * d->Cu * z->g.e;
+	int64_t iy = q->iy0 + j, r = j - q->j0, gp = z->pd.gp;
+	bool first, last;
 
-	if ((q->rr && j >= q->ra && j < q->rb) || (z->g.pad && (iy < 0 || iy >= (int64_t)z->g.H)))
-		return d->P_in;
+	*lo = *hi = 0;
+	if (j < 0 || j >= d->in_rows)
+		return;
+	if ((q->rr && j >= q->ra && j < q->rb) || (z->g.pad && (iy < 0 || iy >= (int64_t)z->g.H))) {
+		*lo = a;
+		*hi = a + d->P_in;
+		return;
+	}
 	if (iy < 0 || iy >= (int64_t)z->g.H)
-		return 0;
-	if (!z->g.pad)
-		return fz_lines(a, d->P_in, img, iw);
-	/* the left padding, the image and the right padding are one written range (the columns past them
-	 * in px plans stay clean) */
-	lo = img - z->padl;
-	hi = img + iw + z->padr;
-	b = fz_lines(a, d->P_in, lo, hi - lo);
-	/* the previous row's right padding and the next row's left padding share the row's end lines */
-	b += fz_lines(a, d->P_in, a + d->P_in, z->padl) + fz_lines(a, d->P_in, a - (d->padx ? 0 : z->padr), z->padr);
-	return ACCEL_MIN(b, d->P_in);
+		return;
+	img = fz_img(z, (uint32_t)j);
+	if (z->rem) {	/* groups of gp rows after the remainder's */
+		first = (r - q->rr) % gp == 0;
+		last = (r - q->rr) % gp == gp - 1;
+	} else {	/* the last group moved up: its rows are in two groups' spans */
+		int64_t ls = (int64_t)q->nr - gp;
+
+		first = (r % gp == 0 && r < ls) || r == ls;
+		last = (r % gp == gp - 1 && r < ls) || r == (int64_t)q->nr - 1;
+		if (r > ls && r < (int64_t)q->nr - 1)
+			first = last = false;
+	}
+	*lo = first ? img : a;
+	*hi = last ? img + iw : a + d->P_in;
+	if (z->g.pad) {	/* the padding columns' FILLs */
+		*lo = ACCEL_MIN(*lo, img - z->padl);
+		*hi = ACCEL_MAX(*hi, img + iw + z->padr);
+	}
+}
+
+/* Bytes of segment q's row j in written lines (the window's block is the whole row): the 64-byte lines
+ * that touch its written range or the neighbours' (a line that straddles two rows). */
+static uint64_t fz_row_bytes(const struct fz *z, const struct fz_seg *q, uint32_t j)
+{
+	uint64_t a = z->d.in_off + (uint64_t)j * z->d.P_in, b = a + z->d.P_in, iv[3][2], n = 0, t = 0, end = a;
+
+	for (int k = -1; k <= 1; k++) {
+		uint64_t lo, hi;
+
+		fz_row_span(z, q, (int64_t)j + k, &lo, &hi);
+		if (hi <= lo)
+			continue;
+		lo = ACCEL_MAX(lo / TNPU_SRAM_LINE * TNPU_SRAM_LINE, a);
+		hi = ACCEL_MIN(cdiv(hi, TNPU_SRAM_LINE) * TNPU_SRAM_LINE, b);
+		if (hi > lo) {
+			iv[n][0] = lo;
+			iv[n++][1] = hi;
+		}
+	}
+	/* the union of the (row-ordered) ranges */
+	for (uint64_t i = 0; i < n; i++) {
+		uint64_t lo = ACCEL_MAX(iv[i][0], end);
+
+		if (iv[i][1] > lo)
+			t += iv[i][1] - lo;
+		end = ACCEL_MAX(end, iv[i][1]);
+	}
+	return t;
 }
 
 /* Modeled job cycles of plan z (cycle-model.md applied to the stream fz_emit writes; the expansion's
@@ -581,7 +617,7 @@ static void fz_try_mains(const struct accel_caps *c, struct fz *z, bool dw_sfu, 
 	z->rem = false;
 }
 
-#define FZ_DW_MAX 128	/* depthwise plans: 3 mappings x th x with and without the guard */
+#define FZ_DW_MAX 160	/* depthwise plans: 4 mappings x th x with and without the guard */
 #define FZ_DW_TOP 3	/* the depthwise plans the second search covers */
 
 /*
@@ -601,17 +637,17 @@ static bool fz_plan(const struct accel_caps *c, struct fz *z, bool dw_sfu, struc
 	bool found = false;
 	struct fz a;
 
-	for (unsigned m = 0; m < 3; m++) {	/* clusters on rows, on channels, PEs on pixels */
+	for (unsigned m = 0; m < 4; m++) {	/* clusters on rows, on channels; PEs on pixels with either */
 		struct dwp d0;
 
-		if (!dw_split_init(c, &z->g, true, m > 0, true, m == 2, &d0))
+		if (!dw_split_init(c, &z->g, true, m & 1, true, m >= 2, &d0))
 			continue;
 		/* the bytes a half keeps after the depthwise buffers: the expansion's weights and records,
 		 * and its input rows (one padded row per image row of a segment); a guard after the image
 		 * area and the input rows lets a remainder's last blocks run past the segment's rows, where
 		 * it costs no segment rows */
 		z->g.xrow = d0.Wpu * z->pg.C * z->pg.e;
-		for (uint32_t th = 1; th <= (m ? 32u : 8u) && n + 2 <= FZ_DW_MAX; th++) {
+		for (uint32_t th = 1; th <= (m & 1 ? 32u : 8u) && n + 2 <= FZ_DW_MAX; th++) {
 			struct dwp d[2];
 			int r[2];
 
