@@ -1,14 +1,14 @@
 /* SPDX-License-Identifier: MIT */
 /*
  * accel-bench pwdw --h H [--w W] --cin CIN --c C --stride S [--n N] [--r R --s S --pad P]
- *                  [--dtype int8|fp32] [--device PATH|sim] [--trace FILE] [--json]
+ *                  [--dtype int8|fp32] [--zp Z] [--device PATH|sim] [--trace FILE] [--json]
  *
  * A MobileNet inverted residual's expansion (1x1, CIN -> C, ReLU6) and depthwise layer (R x S, stride
  * S, padding P, ReLU6) through accel_conv2d_pwdw: the fused job, the same pair as two jobs
  * (ACCEL_PWDW_SPLIT), the pointwise convolution alone and the depthwise one alone (accel_conv2d), each
  * checked against a CPU reference (int8 exact, fp32 within the libaccel tolerance).  int8 as a QDQ
- * model runs it: per-channel requantisation records, the intermediate's zero point -128 (uint8 0) as
- * the depthwise padding.  dw_util_fused = depthwise MACs / ((fused cycles - pointwise-alone cycles) x
+ * model runs it: per-channel requantisation records, the intermediate's zero point -128 (uint8 0; --zp)
+ * as the depthwise padding.  dw_util_fused = depthwise MACs / ((fused cycles - pointwise-alone cycles) x
  * peak MACs/cycle): the cycles the depthwise layer adds to its expansion (Documentation/tools.md).
  */
 #include <math.h>
@@ -26,6 +26,7 @@ int bench_pwdw_main(int argc, char **argv);
 
 struct pwdw_opts {
 	uint32_t n, h, w, cin, c, r, s, stride, pad;
+	int32_t zp;	/* int8: the intermediate's zero point (the expansion's output, the depthwise padding) */
 	bool f32, json;
 	const char *device, *trace;
 };
@@ -81,7 +82,7 @@ static double ref_out(const struct pwdw_opts *o, const struct pwdw_bufs *B, uint
 
 			if (iy < 0 || ix < 0 || iy >= o->h || ix >= o->w) {
 				if (!o->f32)	/* padding reads the intermediate's zero point */
-					iacc += -128 * ((int8_t *)accel_buffer_ptr(B->wd))[wi];
+					iacc += o->zp * ((int8_t *)accel_buffer_ptr(B->wd))[wi];
 				continue;
 			}
 			size_t pix = ((size_t)b * o->h + (size_t)iy) * o->w + (size_t)ix;
@@ -101,7 +102,7 @@ static double ref_out(const struct pwdw_opts *o, const struct pwdw_bufs *B, uint
 				for (uint32_t ci = 0; ci < Ci; ci++)
 					m += ((int8_t *)accel_buffer_ptr(B->x))[pix * Ci + ci] *
 					     ((int8_t *)accel_buffer_ptr(B->wp))[(size_t)k * Ci + ci];
-				iacc += requant(m, (int32_t *)accel_buffer_ptr(B->bp) + 3 * k, 0, 1 << 30, -128) *
+				iacc += requant(m, (int32_t *)accel_buffer_ptr(B->bp) + 3 * k, 0, 1 << 30, o->zp) *
 					((int8_t *)accel_buffer_ptr(B->wd))[wi];
 			}
 		}
@@ -198,8 +199,9 @@ static void pwdw_descs(const struct pwdw_opts *o, struct pwdw_bufs *B, struct ac
 		d->pw.epi.clamp_hi_f = d->dw.epi.clamp_hi_f = 6;
 	} else {	/* a QDQ ReLU6: a ReLU below the output range's top, zero point -128 (uint8 0) */
 		d->pw.epi.act = d->dw.epi.act = ACCEL_ACT_RELU;
-		d->pw.epi.zero_point = d->dw.epi.zero_point = -128;
-		d->dw.input_zero_point = -128;
+		d->pw.epi.zero_point = o->zp;
+		d->dw.epi.zero_point = -128;
+		d->dw.input_zero_point = o->zp;
 	}
 }
 
@@ -253,7 +255,7 @@ static bool verify(const struct pwdw_opts *o, const struct pwdw_bufs *B)
 
 int bench_pwdw_main(int argc, char **argv)
 {
-	struct pwdw_opts o = { .n = 1, .r = 3, .s = 3, .pad = 1 };
+	struct pwdw_opts o = { .n = 1, .r = 3, .s = 3, .pad = 1, .zp = -128 };
 	struct { const char *name; uint32_t *v; uint32_t min, max; bool req; } nums[] = {
 		{ "--h", &o.h, 1, 65535, true }, { "--w", &o.w, 1, 65535, false }, { "--cin", &o.cin, 1, 65535, true },
 		{ "--c", &o.c, 1, 65535, true }, { "--stride", &o.stride, 1, 255, true }, { "--n", &o.n, 1, 4096, false },
@@ -275,6 +277,16 @@ int bench_pwdw_main(int argc, char **argv)
 
 		if (!strcmp(argv[i], "--json")) {
 			o.json = true;
+			continue;
+		}
+		if (!strcmp(argv[i], "--zp")) {
+			char *end;
+			long v = i + 1 < argc ? strtol(argv[i + 1], &end, 0) : 0;
+
+			if (i + 1 >= argc || *end || end == argv[i + 1] || v < -128 || v > 127)
+				return cli_usage_error(PROG, "--zp: needs a value in -128..127");
+			o.zp = (int32_t)v;
+			i++;
 			continue;
 		}
 		if (!strcmp(argv[i], "--dtype") || !strcmp(argv[i], "--device") || !strcmp(argv[i], "--trace")) {
@@ -352,11 +364,11 @@ int bench_pwdw_main(int argc, char **argv)
 		bool all = ok[0] && ok[1] && ok[3];
 
 		printf("{\"op\":\"pwdw\",\"n\":%u,\"h\":%u,\"w\":%u,\"cin\":%u,\"c\":%u,\"r\":%u,\"s\":%u,\"stride\":%u,"
-		       "\"pad\":%u,\"oh\":%u,\"ow\":%u,\"dtype\":\"%s\",\"device\":\"%s\",\"fused_cycles\":%llu,"
+		       "\"pad\":%u,\"zp\":%d,\"oh\":%u,\"ow\":%u,\"dtype\":\"%s\",\"device\":\"%s\",\"fused_cycles\":%llu,"
 		       "\"fused_hw_jobs\":%u,\"split_cycles\":%llu,\"pw_cycles\":%llu,\"dw_cycles\":%llu,"
 		       "\"pw_macs\":%.0f,\"dw_macs\":%.0f,\"dw_added_cycles\":%.0f,\"dw_util_fused\":%.4f,"
 		       "\"dw_util_alone\":%.4f,\"pair_util_fused\":%.4f,\"pair_util_split\":%.4f,\"verified\":%s}\n",
-		       o.n, o.h, o.w, o.cin, o.c, o.r, o.s, o.stride, o.pad, B.oh, B.ow, o.f32 ? "fp32" : "int8",
+		       o.n, o.h, o.w, o.cin, o.c, o.r, o.s, o.stride, o.pad, o.f32 ? 0 : o.zp, B.oh, B.ow, o.f32 ? "fp32" : "int8",
 		       caps.backend, (unsigned long long)cyc[0], hw[0], (unsigned long long)cyc[1],
 		       (unsigned long long)cyc[2], (unsigned long long)cyc[3], pw_macs, dw_macs, add,
 		       add > 0 ? dw_macs / (add * peak) : 0.0, dw_macs / ((double)cyc[3] * peak),
