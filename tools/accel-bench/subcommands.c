@@ -19,6 +19,6 @@ const struct bench_subcommand bench_subcommands[] = {
 	{ "plan", "[--n N --c C --h H --w W --k K --r R --s S --stride S --pad P --dilation D --c-block CB --dtype int8|fp32] [--device PATH|sim] [--json]", bench_plan_main },
 	{ "vec", "[--json] [--device PATH|sim]", bench_vec_main },
 	{ "model", "MODEL.onnx [--dtype fp32|int8] [--device PATH|sim] [--repeat N] [--seed S] [--nchw] [--no-pwdw] [--json]", bench_model_main },
-	{ "pwdw", "--h H [--w W] --cin CIN --c C --stride S [--n N] [--r R --s S --pad P] [--dtype int8|fp32] [--device sim] [--trace FILE] [--json]", bench_pwdw_main },
+	{ "pwdw", "--h H [--w W] --cin CIN --c C --stride S [--n N] [--r R --s S --pad P] [--dtype int8|fp32] [--zp Z] [--device PATH|sim] [--trace FILE] [--json]", bench_pwdw_main },
 	{ NULL, NULL, NULL },
 };
