@@ -308,6 +308,28 @@ struct accel_conv2d_desc {
 ACCEL_API int accel_conv2d(struct accel_dev *dev, const struct accel_conv2d_desc *d, const struct accel_submit *sub,
 			   struct accel_job **job);
 
+/*
+ * A pointwise convolution whose output feeds a depthwise convolution (a MobileNet inverted residual's
+ * expansion and depthwise layers), in one job where the device can: the expansion's output tiles are
+ * written straight into the depthwise layer's padded input image in the storage units and never leave
+ * the chip (libaccel.md "Fused expansion and depthwise").  pw: 1x1, stride 1, unpadded, groups 1; dw:
+ * depthwise (groups == C == K) reading pw's output: dw.input and pw.output are the same tensor, the
+ * intermediate, which only the two-job form writes.  Each half is validated as accel_conv2d (its own
+ * epilogue; int8: dw.input_zero_point is the intermediate's zero point, its padding value).  Where one
+ * job cannot take the pair (layout, dtype, an epilogue residual, the storage units, the device) the
+ * operation runs the two convolutions one after the other through the intermediate (two hardware jobs),
+ * as it does where their plans are estimated faster than the one job's; with ACCEL_PWDW_ONE_JOB it runs
+ * the one job whenever there is one, else fails with -E2BIG and a message naming the reason.
+ */
+#define ACCEL_PWDW_SPLIT 1u	/* always the two jobs (tests, before/after figures) */
+#define ACCEL_PWDW_ONE_JOB 2u	/* one job or -E2BIG, never the two jobs */
+struct accel_conv2d_pwdw_desc {
+	struct accel_conv2d_desc pw, dw;
+	uint32_t flags;		/* ACCEL_PWDW_* */
+};
+ACCEL_API int accel_conv2d_pwdw(struct accel_dev *dev, const struct accel_conv2d_pwdw_desc *d,
+				const struct accel_submit *sub, struct accel_job **job);
+
 enum accel_pool_kind {
 	ACCEL_POOL_MAX = 0,
 	ACCEL_POOL_AVG = 1,	/* average over the window including padding (count = R*S) */

@@ -376,6 +376,12 @@ static int parse_opts(struct accel_dev *dev, struct tnpu_config *cfg, uint32_t *
 			dev->qcol_off = !strcmp(eq + 1, "off");
 			continue;
 		}
+		if (!strcmp(tok, "pwdw")) {
+			if (strcmp(eq + 1, "on") && strcmp(eq + 1, "off"))
+				return accel_seterr(dev, -EINVAL, "sim option pwdw=%s: expected on or off", eq + 1);
+			dev->pwdw_off = !strcmp(eq + 1, "off");
+			continue;
+		}
 		if (!strcmp(tok, "qadd")) {
 			if (strcmp(eq + 1, "on") && strcmp(eq + 1, "off"))
 				return accel_seterr(dev, -EINVAL, "sim option qadd=%s: expected on or off", eq + 1);

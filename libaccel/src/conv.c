@@ -116,8 +116,9 @@ static int conv_output_ok(struct accel_dev *dev, const struct accel_tensor *out,
 	return 0;
 }
 
-/* Build the problems of a convolution into x (shared with pooling). */
-int conv_lower(struct accel_dev *dev, struct mm_ctx *x, const struct accel_conv2d_desc *d)
+/* Validate convolution d and set up its matmul problem p (epilogue, IM2COL template, buffers used). */
+static int conv_setup(struct accel_dev *dev, struct mm_ctx *x, const struct accel_conv2d_desc *d, struct conv_geom *cgp,
+		      struct mm_problem *pp)
 {
 	const struct accel_tensor *in = d->input, *wt = d->weights, *out = d->output;
 	struct conv_geom cg;
@@ -187,6 +188,31 @@ int conv_lower(struct accel_dev *dev, struct mm_ctx *x, const struct accel_conv2
 			return accel_seterr(dev, -EINVAL, "conv2d: the residual needs the output's layout, shape and strides");
 		cs_use(x->cs, r->buf);
 	}
+	*cgp = cg;
+	*pp = p;
+	return 0;
+}
+
+int conv_prepare(struct accel_dev *dev, struct mm_ctx *x, const struct accel_conv2d_desc *d, struct mm_problem *p)
+{
+	struct conv_geom cg;
+
+	return conv_setup(dev, x, d, &cg, p);
+}
+
+/* Build the problems of a convolution into x (shared with pooling). */
+int conv_lower(struct accel_dev *dev, struct mm_ctx *x, const struct accel_conv2d_desc *d)
+{
+	const struct accel_tensor *in = d->input, *wt = d->weights, *out = d->output;
+	struct conv_geom cg;
+	struct mm_problem p;
+	uint32_t oe;
+	int ret;
+
+	ret = conv_setup(dev, x, d, &cg, &p);
+	if (ret)
+		return ret;
+	oe = p.out_dtype == TNPU_DTYPE_INT8 ? 1 : 4;
 	if (cg.g > 1 && cg.cg == 1 && cg.kg == 1 && !x->conv_sp && !x->conv_zskip_lb && x->pin_row == 0xFF &&
 	    !p.res_tensor) {
 		struct mm_problem q = p;

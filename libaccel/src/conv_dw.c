@@ -18,39 +18,12 @@
  */
 #include <string.h>
 
-#include "epilogue.h"
+#include "conv_parts.h"
 
 #define AS TNPU_CMD_F_ASYNC
 enum { DS_FULL = 0, DS_DONE = 1, DS_CFREE = 2, DS_SFREE = 4, DS_W = 6, DS_PAD = 7 };
-#define DW_MAX_CHUNKS 12	/* first + up to 10 middle + last */
 
-struct dwg {
-	uint32_t N, C, H, W, K, R, S, sy, sx, dy, dx, pt, pl, OH, OW, e, oe;	/* K == C */
-	uint64_t in_va, in_sn, in_sh, w_va, out_va, out_sn, out_sh;
-	uint8_t dt, out_dt;
-	uint8_t pad;		/* the padding byte: the int8 input zero point (0: the SRAM's own zeros) */
-	uint32_t colb;		/* bytes per channel of the SFU column vector (bias 4, QCOL records 12; loaded
-			 * in the prologue), 0: none */
-	bool wide;		/* WIDE multicast LDs: the window crosses at 256 B/cycle (isa.md "WIDE") */
-	uint32_t rate_mc;	/* bytes/cycle of the window's multicast (wide path or distribution unit) */
-};
 
-struct dwp {
-	bool stream;		/* line-tracked bands: no FULL/DONE semaphores, one EXE per segment */
-	bool csplit;		/* channel split: unit u takes channels [u*Cu, u*Cu + Cu) of every pixel */
-	bool ccs;		/* clusters split the unit's channels (all take the same rows) */
-	uint32_t kcl;		/* ccs: channels between consecutive clusters (tn * pes), else 0 */
-	uint32_t Cu;		/* channels per storage unit (C for the column split) */
-	uint32_t OWu;		/* output columns per storage unit (unit u: [u*OWu, u*OWu + OWu)) */
-	uint32_t Wpu;		/* padded input columns of a unit band */
-	uint32_t tn, tw, nx, th, E;	/* channels per PE, pixels per PE row, x chunks, rows per cluster */
-	uint32_t ob, nseg, in_rows, P_in, out_rp;
-	uint32_t in_off, out_off, w_off, b_off;
-	uint32_t padl, padr;	/* pad != 0: bytes of the padding columns at the start / end of every unit's
-				 * rows (ROW_ALL: the widest of any unit with outputs) */
-	uint32_t cf, cl, cm;	/* chunks: first and last chunk iterations, middle chunks */
-	double est;
-};
 
 static unsigned dw_chunks(const struct dwp *d, uint32_t n, uint32_t k0[DW_MAX_CHUNKS + 1]);
 static double dw_sim(const struct accel_caps *c, const struct dwg *g, const struct dwp *d, bool sfu);
@@ -66,75 +39,125 @@ static uint64_t cdiv(uint64_t a, uint64_t b)
 	return (a + b - 1) / b;
 }
 
-/* Plans of one split (units: column or channel split; clusters: rows or channels); keeps the
- * fastest in *best. */
-static bool dw_plan_split(const struct accel_caps *c, const struct dwg *g, bool sfu, bool csplit, bool ccs,
-			  bool stream, struct dwp *best, bool found)
+/* The parts of a plan of one split (units: column or channel split; clusters: rows or channels, or with
+ * px the PEs on the pixels of an output row) that do not depend on the rows per iteration; false if the
+ * split cannot take the layer. */
+bool dw_split_init(const struct accel_caps *c, const struct dwg *g, bool csplit, bool ccs, bool stream, bool px,
+		   struct dwp *d0)
 {
-	uint32_t half = c->sram_bytes / 2, kc = ccs ? c->cols : 1;
-	struct dwp d0 = { 0 };
+	uint32_t kc = ccs ? c->cols : 1;
 
-	d0.stream = stream;
-	d0.csplit = csplit;
-	d0.ccs = ccs;
-	d0.Cu = csplit ? g->C / c->rows : g->C;
+	memset(d0, 0, sizeof(*d0));
+	d0->stream = stream;
+	d0->csplit = csplit;
+	d0->ccs = ccs;
+	d0->px = px;
+	d0->Cu = csplit ? g->C / c->rows : g->C;
 	if (csplit && (g->C % c->rows || (uint64_t)g->C * ACCEL_MAX(g->e, g->oe) > 65535))
-		return found;	/* the band group (one pixel's channels) is a 16-bit field */
-	if (d0.Cu % (c->pes * kc))
-		return found;
-	d0.tn = d0.Cu / (c->pes * kc);
-	d0.kcl = ccs ? d0.tn * c->pes : 0;
-	if (!d0.tn || d0.tn > c->acc_elems)
-		return found;
-	d0.OWu = csplit ? g->OW : (uint32_t)cdiv(g->OW, c->rows);
-	d0.Wpu = (d0.OWu - 1) * g->sx + (g->S - 1) * g->dx + 1;
-	if (csplit && g->pl + g->W > d0.Wpu)
-		return found;	/* the image row must fit the padded SRAM row */
-	if (g->pad) {	/* the padding columns every unit's rows need (their image columns: a band) */
-		uint32_t rp = d0.Wpu;
+		return false;	/* the band group (one pixel's channels) is a 16-bit field */
+	if (px && (!csplit || !stream || d0->Cu % kc))
+		return false;
+	if (!px && d0->Cu % (c->pes * kc))
+		return false;
+	/* px: the clusters split the unit's channels (ccs) or take an output row each */
+	d0->tn = px ? d0->Cu / kc : d0->Cu / (c->pes * kc);
+	d0->kcl = ccs ? (px ? d0->tn : d0->tn * c->pes) : 0;
+	if (!d0->tn || d0->tn > c->acc_elems)
+		return false;
+	d0->OWu = csplit ? g->OW : (uint32_t)cdiv(g->OW, c->rows);
+	d0->Wpu = (d0->OWu - 1) * g->sx + (g->S - 1) * g->dx + 1;
+	if (csplit && g->pl + g->W > d0->Wpu) {
+		if (!g->fused)
+			return false;	/* the image row must fit the padded SRAM row */
+		d0->Wpu = g->pl + g->W;	/* the expansion writes every column: room for the ones no window reads */
+	}
+	if (px) {
+		/* PE p takes output pixels [p*tw, p*tw + tw) of the row: the padded row holds every PE's
+		 * window (those past OW compute what is never stored), so the window stays one multicast
+		 * block; the columns past the padding are never written (clean, not delivered) */
+		uint32_t wreal = d0->Wpu;
 
-		for (uint32_t u = 0; u < (csplit ? 1u : c->rows) && u * d0.OWu < g->OW; u++) {
-			int64_t r = (int64_t)g->pl + g->W - (int64_t)u * d0.OWu * g->sx;
+		d0->tw = (uint32_t)cdiv(d0->OWu, c->pes);
+		d0->Wpu = ACCEL_MAX(d0->Wpu, (c->pes * d0->tw - 1) * g->sx + (g->S - 1) * g->dx + 1);
+		d0->padx = (d0->Wpu - wreal) * d0->Cu * g->e;
+		if ((uint64_t)d0->tw * d0->tn > c->acc_elems)
+			return false;
+	}
+	if (g->pad) {	/* the padding columns every unit's rows need (their image columns: a band) */
+		uint32_t rp = d0->Wpu;
+
+		for (uint32_t u = 0; u < (csplit ? 1u : c->rows) && u * d0->OWu < g->OW; u++) {
+			int64_t r = (int64_t)g->pl + g->W - (int64_t)u * d0->OWu * g->sx;
 
 			rp = (uint32_t)ACCEL_MIN((int64_t)rp, ACCEL_MAX(r, 0));
 		}
-		d0.padl = ACCEL_MIN(g->pl, d0.Wpu) * d0.Cu * g->e;
-		d0.padr = (d0.Wpu - rp) * d0.Cu * g->e;
+		d0->padl = ACCEL_MIN(g->pl, d0->Wpu) * d0->Cu * g->e;
+		d0->padr = (d0->Wpu - rp) * d0->Cu * g->e;
 	}
-	d0.tw = ACCEL_MIN(d0.OWu, c->acc_elems / d0.tn);
-	d0.nx = (uint32_t)cdiv(d0.OWu, d0.tw);
-	d0.P_in = d0.Wpu * d0.Cu * g->e;
-	d0.out_rp = d0.OWu * d0.Cu * g->oe;
-	if (((uint64_t)(d0.tw - 1) * g->sx + (uint64_t)(g->S - 1) * g->dx) * d0.Cu + d0.tn > 65535)
+	/* written bytes of an image row in the window's block: the padding columns stay clean unless
+	 * they are filled with a non-zero padding byte (then the padding rows are written too) */
+	d0->wrow = (uint64_t)(g->pad ? d0->Wpu : ACCEL_MIN(d0->Wpu, g->W)) * d0->Cu * g->e - (g->pad ? d0->padx : 0);
+	if (!px)
+		d0->tw = ACCEL_MIN(d0->OWu, c->acc_elems / d0->tn);
+	d0->nx = (uint32_t)cdiv(d0->OWu, d0->tw * (px ? c->pes : 1));
+	d0->P_in = d0->Wpu * d0->Cu * g->e;
+	d0->out_rp = (px ? c->pes * d0->tw : d0->OWu) * d0->Cu * g->oe;
+	return ((uint64_t)(d0->tw - 1) * g->sx + (uint64_t)(g->S - 1) * g->dx) * d0->Cu + d0->tn <= 65535;
+}
+
+/* Plan d (from dw_split_init) with th output rows per cluster and iteration: the tallest segment that
+ * fits a half next to the weights (and g's reserved bytes).  -1: no larger th can fit either, 0: this
+ * th does not, 1: d is set (segments, layout). */
+int dw_split_th(const struct accel_caps *c, const struct dwg *g, struct dwp *d, uint32_t th)
+{
+	uint32_t half = c->sram_bytes / 2;
+	uint64_t need;
+
+	if (th > 1 && (d->nx > 1 || d->px || (uint64_t)th * d->tw * d->tn > c->acc_elems))
+		return -1;
+	if ((uint64_t)(th - 1) * g->sy + (uint64_t)(g->R - 1) * g->dy + 1 > 65535)
+		return -1;
+	d->th = th;
+	d->E = d->ccs ? th : c->cols * th;
+	d->ob = (uint32_t)(cdiv(g->OH, d->E) * d->E);
+	for (; d->ob >= d->E; d->ob -= d->E) {
+		/* the column fill (dw_fills) writes the right padding of a row -1 and the left one of
+		 * a row in_rows when a row has both: room for them around the input area */
+		bool both = d->padl && d->padr;
+
+		d->in_rows = (d->ob - 1) * g->sy + (g->R - 1) * g->dy + 1;
+		d->in_off = both ? al64(d->padr) : 0;
+		d->out_off = al64(d->in_off + (uint64_t)d->in_rows * d->P_in + (both ? d->padl : 0) + g->ximg);
+		d->w_off = d->out_off + al64((uint64_t)d->ob * d->out_rp);
+		d->b_off = d->w_off + al64((uint64_t)d->Cu * g->R * g->S * g->e);
+		need = (uint64_t)d->b_off + (uint64_t)d->Cu * ACCEL_MAX(g->colb, 4u);
+		if (g->xrow || g->xfix)	/* the fused lowering's buffers after the depthwise ones */
+			need = al64(need) + g->xfix + (uint64_t)d->in_rows * g->xrow;
+		if (need <= half)
+			break;
+	}
+	if (d->ob < d->E)
+		return 0;
+	d->nseg = (uint32_t)cdiv(g->OH, d->ob);
+	return 1;
+}
+
+/* Plans of one split; keeps the fastest in *best. */
+static bool dw_plan_split(const struct accel_caps *c, const struct dwg *g, bool sfu, bool csplit, bool ccs,
+			  bool stream, struct dwp *best, bool found)
+{
+	struct dwp d0;
+
+	if (!dw_split_init(c, g, csplit, ccs, stream, false, &d0))
 		return found;
 	for (uint32_t th = 1; th <= (ccs ? 32u : 8u); th++) {
 		struct dwp d = d0;
-		uint64_t need;
+		int r = dw_split_th(c, g, &d, th);
 
-		if (th > 1 && (d.nx > 1 || (uint64_t)th * d.tw * d.tn > c->acc_elems))
+		if (r < 0)
 			break;
-		if ((uint64_t)(th - 1) * g->sy + (uint64_t)(g->R - 1) * g->dy + 1 > 65535)
-			break;
-		d.th = th;
-		d.E = ccs ? th : c->cols * th;
-		d.ob = (uint32_t)(cdiv(g->OH, d.E) * d.E);
-		for (; d.ob >= d.E; d.ob -= d.E) {
-			/* the column fill (dw_fills) writes the right padding of a row -1 and the left one of
-			 * a row in_rows when a row has both: room for them around the input area */
-			bool both = d.padl && d.padr;
-
-			d.in_rows = (d.ob - 1) * g->sy + (g->R - 1) * g->dy + 1;
-			d.in_off = both ? al64(d.padr) : 0;
-			d.out_off = al64(d.in_off + (uint64_t)d.in_rows * d.P_in + (both ? d.padl : 0));
-			d.w_off = d.out_off + al64((uint64_t)d.ob * d.out_rp);
-			d.b_off = d.w_off + al64((uint64_t)d.Cu * g->R * g->S * g->e);
-			need = (uint64_t)d.b_off + (uint64_t)d.Cu * ACCEL_MAX(g->colb, 4u);
-			if (need <= half)
-				break;
-		}
-		if (d.ob < d.E)
+		if (!r)
 			continue;
-		d.nseg = (uint32_t)cdiv(g->OH, d.ob);
 		if (stream) {	/* the lines pace the run: one chunk per segment */
 			if (d.nx > 1)
 				continue;
@@ -174,7 +197,7 @@ static bool dw_plan(const struct accel_caps *c, const struct dwg *g, bool sfu, u
 }
 
 /* group 0: AXIS_X bands of every row's bytes; else AXIS_G bands of every group of `group` bytes. */
-static void dw_bands(struct accel_cmdstream *cs, bool h2d, uint64_t va, uint64_t pz, unsigned half, uint32_t off,
+void dw_bands(struct accel_cmdstream *cs, bool h2d, uint64_t va, uint64_t pz, unsigned half, uint32_t off,
 		     uint32_t spz, uint32_t width, uint32_t depth, int64_t first, uint32_t step, uint32_t len,
 		     uint32_t group, uint8_t flags)
 {
@@ -190,12 +213,8 @@ static void dw_bands(struct accel_cmdstream *cs, bool h2d, uint64_t va, uint64_t
 	cs_raw(cs, &b, sizeof(b));
 }
 
-/* A FILL of the padding byte over `height` rows of `width` bytes, `pitch` apart, in every unit. */
-struct dw_fill {
-	uint32_t off, width, pitch, height;
-};
 
-static uint64_t dw_fill_cycles(const struct dw_fill *f)
+uint64_t dw_fill_cycles(const struct dw_fill *f)
 {
 	return TNPU_CYC_CMD + TNPU_CYC_DMA_SETUP + (uint64_t)f->height * ACCEL_MAX(1, cdiv(f->width, TNPU_RATE_DMA));
 }
@@ -208,13 +227,14 @@ static struct dw_fill dw_rows_fill(const struct dwp *d, uint32_t r0, uint32_t ro
 
 /*
  * The FILLs before the band of SRAM rows [lo, hi) of segment s (dw_segment emits them, dw_sim and
- * dw_sim_stream count them), at most 3.  Padding taps must read the padding byte: the SRAM's own
+ * dw_sim_stream count them), at most DW_MAX_FILLS.  Padding taps must read the padding byte: the SRAM's own
  * zeros at pad 0 (clean lines since the job start), else the int8 input zero point.
  * - Padding rows (outside the image): at a half's first use when pad != 0; when an earlier segment
  *   on the half wrote them (several segments per image: another segment's image rows sit there;
  *   with one segment per image every segment of a half puts the same image rows at the same SRAM
  *   rows, so its padding rows are never overwritten).  Rows above and below the image in one chunk
- *   take one FILL of two rows when that is cheaper.
+ *   take one FILL of two rows when that is cheaper (not in the fused job, whose expansion writes the
+ *   image rows that FILL would cover before or while it runs).
  * - Padding columns (pad != 0, first chunk of a half's first use): no band ever writes them, so one
  *   FILL serves every segment.  Row r's right padding and row r + 1's left padding are adjacent:
  *   one FILL row covers both: ceil((left + right bytes) / 128) cycles per SRAM row (filling whole
@@ -222,8 +242,8 @@ static struct dw_fill dw_rows_fill(const struct dwp *d, uint32_t r0, uint32_t ro
  *   ROW_ALL writes these bytes in every unit, also where they are a unit's image columns: the band
  *   that follows overwrites them.
  */
-static unsigned dw_fills(const struct dwg *g, const struct dwp *d, uint32_t s, uint32_t lo, uint32_t hi,
-			 struct dw_fill f[3])
+unsigned dw_fills(const struct dwg *g, const struct dwp *d, uint32_t s, uint32_t lo, uint32_t hi,
+			 struct dw_fill f[DW_MAX_FILLS])
 {
 	uint32_t y0 = (s % d->nseg) * d->ob, rows = ACCEL_MIN(d->ob, g->OH - y0), n = 0, nt, nb;
 	int64_t iy0 = (int64_t)y0 * g->sy - g->pt;	/* image row of SRAM row 0 */
@@ -237,13 +257,22 @@ static unsigned dw_fills(const struct dwg *g, const struct dwp *d, uint32_t s, u
 	nt = (uint32_t)(t1 - lo);
 	nb = (uint32_t)(hi - b0);
 
-	if (g->pad && s < 2 && lo == 0 && (d->padl || d->padr))
+	if (g->pad && s < 2 && lo == 0 && d->padx) {
+		/* the columns past the right padding stay clean: a FILL per padding side */
+		if (d->padl)
+			f[n++] = (struct dw_fill){ .off = d->in_off, .width = d->padl, .pitch = d->P_in,
+						   .height = d->in_rows };
+		if (d->padr > d->padx)
+			f[n++] = (struct dw_fill){ .off = d->in_off + d->P_in - d->padr, .width = d->padr - d->padx,
+						   .pitch = d->P_in, .height = d->in_rows };
+	} else if (g->pad && s < 2 && lo == 0 && (d->padl || d->padr)) {
 		f[n++] = (struct dw_fill){ .off = d->in_off + (d->padl ? 0 : d->P_in) - d->padr,
 					   .width = d->padl + d->padr, .pitch = d->P_in,
 					   .height = d->in_rows + (d->padl && d->padr) };
+	}
 	if (!(s >= 2 && d->nseg > 1) && !(g->pad && s < 2))
 		return n;
-	if (nt && nb && b0 > t1) {
+	if (nt && nb && b0 > t1 && !g->fused) {
 		/* [lo, lo + m) and [hi - m, hi): rows of the image in between that the wider one also
 		 * covers get the band after it */
 		uint32_t m = ACCEL_MAX(nt, nb);
@@ -257,6 +286,9 @@ static unsigned dw_fills(const struct dwg *g, const struct dwp *d, uint32_t s, u
 			f[n++] = top;
 			f[n++] = bot;
 		}
+	} else if (nt && nb && b0 > t1) {	/* the image rows in between are written already (fused) */
+		f[n++] = dw_rows_fill(d, lo, nt);
+		f[n++] = dw_rows_fill(d, (uint32_t)b0, nb);
 	} else if (nt || nb) {	/* one run of rows: above, below or (both) the whole chunk */
 		uint32_t r0 = nt ? lo : (uint32_t)b0, r1 = nb ? hi : (uint32_t)t1;
 
@@ -265,7 +297,7 @@ static unsigned dw_fills(const struct dwg *g, const struct dwp *d, uint32_t s, u
 	return n;
 }
 
-static void dw_fill_emit(struct accel_cmdstream *cs, unsigned half, const struct dw_fill *fl, uint8_t fill)
+void dw_fill_emit(struct accel_cmdstream *cs, unsigned half, const struct dw_fill *fl, uint8_t fill)
 {
 	struct tnpu_cmd_dma f = {
 		.hdr = { .opcode = TNPU_CMD_DMA_H2D, .flags = AS, .size = sizeof(f) },
@@ -288,7 +320,7 @@ static struct tnpu_operand opnd(uint32_t addr, int32_t cs, int32_t ps, uint32_t 
 }
 
 /* CONFIG of instruction buffer `buf` broadcast to every row. */
-static void dw_config(struct accel_cmdstream *cs, unsigned buf, unsigned half, const struct tnpu_cfg_hdr *h,
+void dw_config(struct accel_cmdstream *cs, unsigned buf, unsigned half, const struct tnpu_cfg_hdr *h,
 		      const uint16_t *ins, const void *recs)
 {
 	uint8_t pkt[1 + 16 + 2 * 4 + 32 * 5];
@@ -304,14 +336,27 @@ static void dw_config(struct accel_cmdstream *cs, unsigned buf, unsigned half, c
 	cs_dispatch(cs, AS, TNPU_DISPATCH_ROW_ALL, half, 0, pkt, (uint32_t)n);
 }
 
-/* Buffer 1 = `iters` passes of {LD window (multicast, sliding), DW MAC (+ chained SFU), ST} from
- * iteration k0 of x chunk xc; the scalar unit moves both windows E rows down per pass. */
-static void dw_config_run(struct accel_cmdstream *cs, const struct dwg *g, const struct dwp *d,
-			  const struct mm_problem *p, unsigned h, uint32_t k0, uint32_t iters, uint32_t xc)
+/* The layer's own job: the weight-slot LD in buffer 0 (register window 0), the run in buffer 1
+ * (window 16), input and weight slot 0. */
+const struct dw_prog dw_prog_own = { .buf_w = 0, .buf_run = 1, .rf_w = 0, .rf_run = 16, .islot = 0, .wslot = 0 };
+
+/* The weight operand: C x R*S, one row per channel (OHWI with I = 1; the channel split: each unit its
+ * Cu channels' rows), PE p of cluster c its tn channels' rows. */
+static struct tnpu_operand dw_wopnd(const struct dwg *g, const struct dwp *d)
 {
-	uint32_t twx = ACCEL_MIN(d->tw, d->OWu - xc * d->tw);
-	uint8_t recs[4][32];
-	struct tnpu_operand a, o;
+	return opnd(d->w_off, (int32_t)(d->kcl * g->R * g->S * g->e), d->px ? 0 : (int32_t)(d->tn * g->R * g->S * g->e),
+		    g->R * g->S * g->e, d->tn, g->R * g->S, g->dt, TNPU_OPF_TRANS, 0);
+}
+
+/* Buffer r->buf_run = `iters` passes of {LD window (multicast, sliding), DW MAC (+ chained SFU), ST} from
+ * iteration k0 of x chunk xc; the scalar unit moves both windows E rows down per pass.  r->wl_run: the
+ * weight-slot LD first, once per EXE (a job whose other programs use the weight slots in between). */
+void dw_config_run(struct accel_cmdstream *cs, const struct dwg *g, const struct dwp *d, const struct mm_problem *p,
+		   const struct dw_prog *r, unsigned h, uint32_t k0, uint32_t iters, uint32_t xc)
+{
+	uint32_t twx = ACCEL_MIN(d->tw, d->OWu - xc * d->tw), w = r->wl_run, nrec = p->use_sfu ? 4 : 3;
+	uint8_t recs[5][32];
+	struct tnpu_operand a, o, wo = dw_wopnd(g, d);
 	struct tnpu_dw_param dp = {
 		.oh = (uint16_t)d->th, .ow = (uint16_t)twx, .pix = (uint16_t)d->Cu, .r = (uint8_t)g->R,
 		.s = (uint8_t)g->S, .stride_y = (uint8_t)g->sy, .stride_x = (uint8_t)g->sx,
@@ -319,47 +364,56 @@ static void dw_config_run(struct accel_cmdstream *cs, const struct dwg *g, const
 	};
 	struct tnpu_sfu_param sp = p->sfu;
 	struct tnpu_cfg_hdr hd = {
-		.n_instr = 3, .n_operands = p->use_sfu ? 4 : 3, .rf_base = 16,
-		.mode = TNPU_CFG_MODE_PIPE4 | TNPU_CFG_MODE_WQ_PUT(TNPU_WQ_RQ), .loop_start = 0, .loop_end = 2,
-		.repeat = (uint16_t)iters, .sfu_rf = 3, .dw_rf = 2,
+		.n_instr = (uint8_t)(3 + w), .n_operands = (uint8_t)(nrec + w), .rf_base = r->rf_run,
+		.mode = TNPU_CFG_MODE_PIPE4 | TNPU_CFG_MODE_WQ_PUT(TNPU_WQ_RQ), .loop_start = (uint8_t)w,
+		.loop_end = (uint8_t)(2 + w), .repeat = (uint16_t)iters, .sfu_rf = 3, .dw_rf = 2,
 	};
-	uint16_t ins[3] = {
-		(uint16_t)(TNPU_INSN_LD(0, 0, false, false) | TNPU_LD_MCAST | (g->wide ? TNPU_LD_WIDE : 0)),
-		(uint16_t)(TNPU_INSN_MAC(0, 0, 0, false, p->use_sfu) | TNPU_MAC_DW),
+	uint16_t ins[4] = {
+		TNPU_INSN_LD(nrec, r->wslot, true, false),
+		(uint16_t)(TNPU_INSN_LD(0, r->islot, false, false) | TNPU_LD_MCAST | (g->wide ? TNPU_LD_WIDE : 0)),
+		(uint16_t)(TNPU_INSN_MAC(r->islot, r->wslot, 0, false, p->use_sfu) | TNPU_MAC_DW),
 		TNPU_INSN_ST(0, 1, !p->use_sfu),
 	};
 
+	/* PE p: channel block p (or with px the pixels [p*tw, p*tw + tw) of the row) */
 	a = opnd(d->in_off + k0 * d->E * g->sy * d->P_in + xc * d->tw * g->sx * d->Cu * g->e,
-		 (int32_t)(d->ccs ? d->kcl * g->e : d->th * g->sy * d->P_in), (int32_t)(d->tn * g->e), d->P_in,
+		 (int32_t)(d->ccs ? d->kcl * g->e : d->th * g->sy * d->P_in),
+		 (int32_t)(d->px ? d->tw * g->sx * d->Cu * g->e : d->tn * g->e), d->P_in,
 		 (d->th - 1) * g->sy + (g->R - 1) * g->dy + 1, ((twx - 1) * g->sx + (g->S - 1) * g->dx) * d->Cu + d->tn,
 		 g->dt, 0, (int32_t)(d->E * g->sy * d->P_in));
 	o = opnd(d->out_off + k0 * d->E * d->out_rp + xc * d->tw * d->Cu * g->oe,
 		 (int32_t)(d->ccs ? d->kcl * g->oe : d->th * d->out_rp),
-		 (int32_t)(d->tn * g->oe), d->Cu * g->oe, d->th * twx, d->tn, g->out_dt, 0, (int32_t)(d->E * d->out_rp));
+		 (int32_t)((d->px ? d->tw * d->Cu : d->tn) * g->oe), d->Cu * g->oe, d->th * twx, d->tn, g->out_dt, 0,
+		 (int32_t)(d->E * d->out_rp));
 	sp.bias_addr = d->b_off;
 	sp.bias_col_stride = (int32_t)(d->kcl * ACCEL_MAX(g->colb, 4u));
-	sp.bias_pe_stride = (int32_t)(d->tn * ACCEL_MAX(g->colb, 4u));
+	sp.bias_pe_stride = d->px ? 0 : (int32_t)(d->tn * ACCEL_MAX(g->colb, 4u));
 	memcpy(recs[0], &a, 32);
 	memcpy(recs[1], &o, 32);
 	memcpy(recs[2], &dp, 32);
 	memcpy(recs[3], &sp, 32);
-	dw_config(cs, 1, h, &hd, ins, recs);
+	memcpy(recs[nrec], &wo, 32);
+	dw_config(cs, r->buf_run, h, &hd, ins + !w, recs);
 }
 
-/* Job prologue: weights (C x R*S, one row per channel = OHWI with I = 1) and bias in the halves (the
- * channel split: each unit its Cu channels' rows), buffer 0 = LD of the weights into weight slot 0
- * (RQ: it stays valid for every DW MAC). */
+/* Buffer r->buf_w = the LD of the weights into weight slot r->wslot (RQ: it stays valid for every DW
+ * MAC), register window r->rf_w. */
+void dw_config_wslot(struct accel_cmdstream *cs, const struct dwg *g, const struct dwp *d, const struct dw_prog *r)
+{
+	struct tnpu_operand b = dw_wopnd(g, d);
+	struct tnpu_cfg_hdr hd = { .n_instr = 1, .n_operands = 1, .rf_base = r->rf_w,
+				   .mode = TNPU_CFG_MODE_WQ_PUT(TNPU_WQ_RQ), .repeat = 1 };
+	uint16_t ins = TNPU_INSN_LD(0, r->wslot, true, false);
+
+	dw_config(cs, r->buf_w, 0, &hd, &ins, &b);
+}
+
+/* Job prologue: weights and bias in the halves (the channel split: each unit its Cu channels' rows),
+ * then buffer 0 = the weight-slot LD (dw_config_wslot), run once. */
 static void dw_prologue(struct accel_cmdstream *cs, const struct dwg *g, const struct dwp *d,
 			const struct mm_problem *p, unsigned halves)
 {
-	struct tnpu_operand b = opnd(d->w_off, (int32_t)(d->kcl * g->R * g->S * g->e),
-				     (int32_t)(d->tn * g->R * g->S * g->e), g->R * g->S * g->e, d->tn,
-				     g->R * g->S, g->dt, TNPU_OPF_TRANS, 0);
-	struct tnpu_cfg_hdr hd = { .n_instr = 1, .n_operands = 1, .rf_base = 0,
-				   .mode = TNPU_CFG_MODE_WQ_PUT(TNPU_WQ_RQ), .repeat = 1 };
-	uint16_t ins = TNPU_INSN_LD(0, 0, true, false);
 	uint8_t exe = TNPU_PKT_EXE_BYTE(0, 0);
-
 	uint32_t wl = d->Cu * g->R * g->S * g->e, ws = d->csplit ? wl : 0;
 	uint8_t fl = (uint8_t)(TNPU_BANDS_F_AUX | (d->stream ? TNPU_BANDS_F_STREAM : 0));
 
@@ -374,7 +428,7 @@ static void dw_prologue(struct accel_cmdstream *cs, const struct dwg *g, const s
 		if (!h && !d->stream)	/* half 0's weights are in: the weight-slot LD may read them */
 			cs_sem(cs, true, AS, TNPU_ENGINE_LOAD, DS_W, 1);
 	}
-	dw_config(cs, 0, 0, &hd, &ins, &b);
+	dw_config_wslot(cs, g, d, &dw_prog_own);
 	if (!d->stream)
 		cs_sem(cs, false, AS, TNPU_ENGINE_COMPUTE, DS_W, 1);
 	cs_dispatch(cs, AS, TNPU_DISPATCH_ROW_ALL, 0, 0, &exe, 1);
@@ -442,7 +496,7 @@ static double dw_sim(const struct accel_caps *c, const struct dwg *g, const stru
 		for (unsigned j = 0; j < nch; j++) {
 			uint32_t hi = ACCEL_MIN(d->in_rows, (k0[j + 1] * d->E - 1) * g->sy + (g->R - 1) * g->dy + 1);
 			int64_t r0 = ACCEL_MAX(iy0 + lo, 0), r1 = ACCEL_MIN(iy0 + hi, (int64_t)g->H);
-			struct dw_fill f[3];
+			struct dw_fill f[DW_MAX_FILLS];
 			unsigned nf = dw_fills(g, d, s, lo, hi, f);
 
 			for (unsigned i = 0; i < nf; i++)
@@ -479,13 +533,8 @@ static double dw_sim(const struct accel_caps *c, const struct dwg *g, const stru
 	return (double)(ACCEL_MAX(ACCEL_MAX(L, C), S) + TNPU_CYC_JOB);
 }
 
-/* Work of a run's prefix or suffix after the fill (cycle-model.md, DW runs): issued instructions,
- * the slowest of distribution, MACs and drain, and one tile's exposed drain. */
-struct dw_work {
-	uint64_t issued, dist, mac, drain;
-};
 
-static uint64_t dw_work_cycles(const struct dw_work *a, const struct dw_work *b, uint64_t tile_drain,
+uint64_t dw_work_cycles(const struct dw_work *a, const struct dw_work *b, uint64_t tile_drain,
 			       uint32_t rate_mc)
 {
 	return (a->issued - b->issued) +
@@ -507,9 +556,7 @@ static double dw_sim_stream(const struct accel_caps *c, const struct dwg *g, con
 	st = cdiv(th * tw * d->tn * g->oe * c->pes, 128);
 	lrow = cdiv((uint64_t)(d->csplit ? g->W : d->Wpu) * d->Cu * g->e, TNPU_RATE_DMA_PORT);
 	srow = cdiv(d->out_rp, TNPU_RATE_DMA_PORT);
-	/* written bytes of one input row in the multicast block: padding columns stay clean, unless
-	 * they are filled with a non-zero padding byte (then the padding rows are written too) */
-	wrow = (uint64_t)(g->pad ? d->Wpu : ACCEL_MIN(d->Wpu, g->W)) * d->Cu * g->e;
+	wrow = d->wrow;	/* written bytes of one input row in the multicast block */
 	wb = (uint64_t)d->Cu * g->R * g->S * g->e;
 	wx = cdiv(wb, TNPU_RATE_DMA_PORT);
 	bx = g->colb ? cdiv((uint64_t)d->Cu * g->colb, TNPU_RATE_DMA_PORT) : 0;
@@ -530,7 +577,7 @@ static double dw_sim_stream(const struct accel_caps *c, const struct dwg *g, con
 		uint64_t land0, t0, out_prev = 0, pad_t = 0;
 		struct dw_work w = { 0 }, pre[256];
 		uint64_t ready[256];
-		struct dw_fill f[3];
+		struct dw_fill f[DW_MAX_FILLS];
 		unsigned nw = 0, nf;
 
 		if (s >= 2)
@@ -587,7 +634,7 @@ static void dw_segment(struct accel_cmdstream *cs, const struct dwg *g, const st
 	uint32_t b = s / d->nseg, y0 = (s % d->nseg) * d->ob, rows = ACCEL_MIN(d->ob, g->OH - y0);
 	uint32_t n = (uint32_t)cdiv(rows, d->E), k0[DW_MAX_CHUNKS + 1], lo = 0;
 	int64_t iy0 = (int64_t)y0 * g->sy - g->pt;	/* image row of SRAM row 0 */
-	struct dw_fill f[3];
+	struct dw_fill f[DW_MAX_FILLS];
 	unsigned nf;
 	bool pad_wait;
 	uint8_t exe = TNPU_PKT_EXE_BYTE(1, TNPU_PKT_LAST | TNPU_PKT_SHIFT_OUT);
@@ -628,14 +675,14 @@ static void dw_segment(struct accel_cmdstream *cs, const struct dwg *g, const st
 		cs_sem(cs, false, AS, TNPU_ENGINE_COMPUTE, DS_SFREE + h, 1);
 	for (unsigned j = 0; j < nch; j++) {
 		/* the first CONFIG does not touch the chunk's rows: it is issued before the wait */
-		dw_config_run(cs, g, d, p, h, k0[j], k0[j + 1] - k0[j], 0);
+		dw_config_run(cs, g, d, p, &dw_prog_own, h, k0[j], k0[j + 1] - k0[j], 0);
 		if (!d->stream)
 			cs_sem(cs, false, AS, TNPU_ENGINE_COMPUTE, DS_FULL, 1);
 		else if (pad_wait)
 			cs_sem(cs, false, AS, TNPU_ENGINE_COMPUTE, DS_PAD, 1);
 		for (uint32_t xc = 0; xc < d->nx; xc++) {
 			if (xc)
-				dw_config_run(cs, g, d, p, h, k0[j], k0[j + 1] - k0[j], xc);
+				dw_config_run(cs, g, d, p, &dw_prog_own, h, k0[j], k0[j + 1] - k0[j], xc);
 			cs_dispatch(cs, AS, TNPU_DISPATCH_ROW_ALL, h, 0, &exe, 1);
 		}
 		if (!d->stream)
@@ -662,16 +709,13 @@ static void dw_segment(struct accel_cmdstream *cs, const struct dwg *g, const st
 		cs_sem(cs, true, AS, TNPU_ENGINE_STORE, DS_SFREE + h, 1);
 }
 
-/* Returns 1 if the convolution is not eligible (caller takes another lowering), 0 or -errno. */
-int conv_dw_lower(struct accel_dev *dev, struct mm_ctx *x, const struct accel_conv2d_desc *cd,
-		  const struct mm_problem *p)
+/* The geometry of a depthwise convolution the block can take into g (its plan into d); 1 if it cannot. */
+static int dw_geom(const struct accel_dev *dev, const struct mm_ctx *x, const struct accel_conv2d_desc *cd,
+		   const struct mm_problem *p, struct dwg *gp, struct dwp *dp)
 {
 	const struct accel_tensor *in = cd->input, *wt = cd->weights, *out = cd->output;
 	const struct accel_caps *c = x->caps;
 	struct dwg g;
-	struct dwp d = { 0 };
-	uint32_t total;
-	uint64_t est_bytes;
 
 	if (dev->dw_off || !(c->features & TNPU_FEAT_DEPTHWISE) || x->no_direct)
 		return 1;
@@ -698,9 +742,24 @@ int conv_dw_lower(struct accel_dev *dev, struct mm_ctx *x, const struct accel_co
 	    wt->strides[0] != (int64_t)g.R * g.S * g.e ||
 	    out->strides[3] != (int64_t)g.C * g.oe || out->strides[1] != (int64_t)g.oe)
 		return 1;
-	if (!dw_plan(c, &g, p->use_sfu, dev->dw_map,
-		     (c->features & TNPU_FEAT_STREAM) && dev->stream_off != 1, dev->stream_off == 2,
-		     &d))
+	if (!dw_plan(c, &g, p->use_sfu, dev->dw_map, (c->features & TNPU_FEAT_STREAM) && dev->stream_off != 1,
+		     dev->stream_off == 2, dp))
+		return 1;
+	*gp = g;
+	return 0;
+}
+
+/* Returns 1 if the convolution is not eligible (caller takes another lowering), 0 or -errno. */
+int conv_dw_lower(struct accel_dev *dev, struct mm_ctx *x, const struct accel_conv2d_desc *cd,
+		  const struct mm_problem *p)
+{
+	const struct accel_tensor *in = cd->input, *wt = cd->weights, *out = cd->output;
+	struct dwg g;
+	struct dwp d = { 0 };
+	uint32_t total;
+	uint64_t est_bytes;
+
+	if (dw_geom(dev, x, cd, p, &g, &d))
 		return 1;
 	total = g.N * d.nseg;
 	/* per segment: up to DW_MAX_CHUNKS chunks, each with up to 3 FILLs (dw_fills) and their token */
@@ -724,4 +783,15 @@ int conv_dw_lower(struct accel_dev *dev, struct mm_ctx *x, const struct accel_co
 	if (x->cs->err)
 		return accel_seterr(dev, x->cs->err, "out of memory while building the command stream");
 	return 0;
+}
+
+/* The modeled cycles of the plan conv_lower runs for a depthwise convolution (p: its problem with M
+ * set): the block's replay, else the direct or IM2COL lowering's estimate. */
+double conv_dw_est(const struct accel_dev *dev, const struct mm_ctx *x, const struct accel_conv2d_desc *cd,
+		   const struct mm_problem *p)
+{
+	struct dwg g;
+	struct dwp d = { 0 };
+
+	return dw_geom(dev, x, cd, p, &g, &d) ? conv_direct_est(x->caps, cd, p) : d.est;
 }

@@ -33,62 +33,16 @@
  */
 #include <string.h>
 
-#include "epilogue.h"
+#include "conv_parts.h"
 
 #define AS TNPU_CMD_F_ASYNC
 enum { PS_CFREE = 0, PS_SFREE = 2, PS_FILL = 4 };
 #define PW_MAX_ROWS_PER_BAND 256	/* DMA rows per unit and band: the STREAM scoreboard stays small */
 #define PW_ROW_BYTES 2048		/* preferred bytes per DMA row (8 port cycles) */
-#define PW_MAX_SUB 1024			/* sub-tiles per segment */
-#define PW_MAX_TAPS 4			/* filter rows: one weight slot each */
 #define PW_REM_BUF 5			/* the remainder's instruction buffer (1..4: main runs of n sub-tiles) */
 #define PW_REM_RF 16			/* and its register window */
 
-struct pwg {
-	uint32_t M, C, K, e, oe, rate, colb;	/* flat: M pixels; colb: bytes per column record (0: none) */
-	uint32_t rows, cols, pes, acc, half;
-	bool sfu;				/* chained SFU (else ST RAW) */
-	bool wide;				/* weight LDs as WIDE multicast blocks (CAP_FEATURES bit 17) */
-	uint64_t in_va, w_va, out_va, b_va;
-	/* row mode: N images of H x W inputs, OH x OW outputs, R filter rows of S*C elements */
-	bool rowm;
-	uint32_t N, H, W, OH, OW, R, S, sy, sx, dy, dx, pt, pl, Wp, cin;	/* cin: image columns of a padded row */
-	uint8_t pad;				/* the padding byte (int8 input zero point) */
-	uint64_t in_sn, out_sn;
-	/* ISA 2 residual (SFU RESIDUAL): a 32-bit tensor laid out as the output, staged in the output
-	 * buffer where the SFU reads it before the ST overwrites it with the result */
-	bool res;
-	uint64_t res_va;
-};
 
-struct pwp {
-	bool over_n;		/* units take blocks of output channels (else runs of pixels or rows) */
-	bool cl_pix, pe_pix;	/* clusters / PEs take pixel blocks (else channel blocks) */
-	uint32_t gp, gch;	/* PEs of a row along pixels and along channels (gp * gch = cols * pes) */
-	uint32_t tm, tn;	/* one PE's tile: pixels x channels */
-	uint32_t kr;		/* real output channels per unit (over_n: ceil(K/rows), else K) */
-	uint32_t ku;		/* channels per unit in SRAM: nct * gch * tn >= kr (output pitch) */
-	uint32_t nct;		/* channel tiles of gch * tn channels */
-	uint32_t sg;		/* output pixels per unit and segment (over_n: of every unit) */
-	uint32_t ru, xch, br;	/* row mode: output rows per unit, x chunks (tm = OW / xch), input rows loaded */
-	uint32_t nsi;		/* row mode: segments per image */
-	uint32_t T;		/* pixel sub-tiles per segment */
-	uint32_t spe;		/* sub-tiles per EXE (accumulators) */
-	uint32_t qi, qo, qw;	/* pixels per input / output DMA row, weight channels per DMA row */
-	uint32_t in0, w0, res0;	/* pixels (flat) / channels per unit in the first bands */
-	uint32_t nseg;
-	bool one_half;		/* segments alternate two input/output buffers in half 0 (weights read once),
-				 * else the two halves (each its own copy of the weights) */
-	uint32_t in_off[2], out_off[2], w_off, b_off;	/* the buffers of segments s & 1 */
-	/* remainder (flat, units on channel blocks, one segment): the last sub-tile's rpix pixels run as
-	 * one sub-tile of their own mapping (rgp pixel blocks of rtm pixels, all of the unit's channels in
-	 * one tile: rtn per PE, rku >= kr) with its output in a buffer of its own (pitch rku), so a few
-	 * pixels past a multiple of gp do not take a whole sub-tile of idle PEs */
-	bool rem, rcl, rpe;
-	uint32_t rpix, rtm, rtn, rku, rem_off;
-	double est;
-	uint64_t h2d;		/* host bytes read */
-};
 
 static uint64_t cdiv(uint64_t a, uint64_t b)
 {
@@ -108,7 +62,7 @@ static uint64_t zrow(uint64_t w)
 
 /* Elements per DMA row for n elements of b bytes: a divisor of n near PW_ROW_BYTES, at most
  * PW_MAX_ROWS_PER_BAND rows (else the smallest divisor that keeps the row count). */
-static uint32_t row_elems(uint32_t n, uint64_t b)
+uint32_t pw_row_elems(uint32_t n, uint64_t b)
 {
 	uint32_t best = 0;
 
@@ -177,10 +131,18 @@ static uint64_t sub_in(const struct pwg *g, const struct pwp *d, uint32_t k)
 	return (uint64_t)(k / d->xch) * d->gp * g->sy * g_prow(g) + (uint64_t)(k % d->xch) * d->tm * g->sx * g->C * g->e;
 }
 
+/* Row mode: SRAM bytes between output rows (packed, or the fused lowering's padded image rows). */
+static uint64_t g_orow(const struct pwg *g, const struct pwp *d)
+{
+	return g->orp ? g->orp : (uint64_t)g->OW * d->ku * g->oe;
+}
+
 static uint64_t sub_out(const struct pwg *g, const struct pwp *d, uint32_t k)
 {
 	uint64_t lo, hi;
 
+	if (g->rowm && g->orp)
+		return (uint64_t)(k / d->xch) * d->gp * g->orp + (uint64_t)(k % d->xch) * d->tm * d->ku * g->oe;
 	sub_pix(g, d, k, &lo, &hi);
 	return lo * d->ku * g->oe;
 }
@@ -234,16 +196,6 @@ static struct pwp rem_plan(const struct pwg *g, const struct pwp *d)
 	return r;
 }
 
-/* A segment: half and buffer, host addresses of its first input element / output pixel, pixels, rows;
- * sub-tiles and output pixels per unit (row mode: output and input rows per unit: a short last segment
- * of an image gives each unit fewer rows). */
-struct pw_seg {
-	unsigned h, j;
-	uint32_t in_off, out_off;
-	uint64_t in_va, out_va, res_va, npix;
-	uint32_t y0, nrows;	/* row mode: first output row in its image, output rows */
-	uint32_t T, sg, ru, br;
-};
 
 static struct pw_seg seg_at(const struct pwg *g, const struct pwp *d, uint32_t s)
 {
@@ -281,16 +233,6 @@ static struct pw_seg seg_at(const struct pwg *g, const struct pwp *d, uint32_t s
 
 /* ---- bands: one tensor split over the units (axis Z, one DMA row per plane) ---- */
 
-/*
- * n elements of esz host bytes, contiguous from va, in DMA rows of q elements; unit u takes elements
- * [u*ul, u*ul + ul) (ul a multiple of q; 0: every unit all of them) at off + (element - u*ul) * sesz.
- * sesz != esz (an SRAM pitch wider than the element) only with q == 1.  A last row of fewer than q
- * elements (the host tensor ends there) is a command of its own, the tail.
- */
-struct pw_band {
-	uint64_t va, esz, sesz, n, q, ul;
-	uint32_t off;
-};
 
 static uint64_t band_full(const struct pw_band *b)
 {
@@ -316,7 +258,7 @@ static bool band_tail(const struct pw_band *b, uint64_t *t0)
 	return true;
 }
 
-static void band_emit(struct accel_cmdstream *cs, bool h2d, const struct pw_band *b, uint64_t e0, uint64_t e1,
+void pw_band_emit(struct accel_cmdstream *cs, bool h2d, const struct pw_band *b, uint64_t e0, uint64_t e1,
 		      unsigned half, uint8_t flags)
 {
 	uint64_t full = band_full(b), L = b->ul / b->q;
@@ -333,7 +275,7 @@ static void band_emit(struct accel_cmdstream *cs, bool h2d, const struct pw_band
 		cs_raw(cs, &c, sizeof(c));
 }
 
-static void band_emit_tail(struct accel_cmdstream *cs, bool h2d, const struct pw_band *b, unsigned half, uint8_t flags)
+void pw_band_emit_tail(struct accel_cmdstream *cs, bool h2d, const struct pw_band *b, unsigned half, uint8_t flags)
 {
 	uint64_t full = band_full(b), L = b->ul / b->q, t0, u = b->ul ? full / L : 0;
 	struct tnpu_cmd_dma_bands c = {
@@ -352,7 +294,7 @@ static void band_emit_tail(struct accel_cmdstream *cs, bool h2d, const struct pw
 
 /* Row mode: band rows [r0, r1) of segment sg's units (unit u's row 0 is input row (y0 + u*ru)*sy - pt;
  * rows outside the image are not written: the padding stays as filled). */
-static void rows_emit(struct accel_cmdstream *cs, const struct pwg *g, const struct pwp *d, const struct pw_seg *sg,
+void pw_rows_emit(struct accel_cmdstream *cs, const struct pwg *g, const struct pwp *d, const struct pw_seg *sg,
 		      uint32_t r0, uint32_t r1, uint8_t flags)
 {
 	struct tnpu_cmd_dma_bands c = {
@@ -476,16 +418,6 @@ static void pw_ld(struct pw_row *r, uint64_t ready, uint64_t bytes, bool wide)
 		r->a.wide += bytes;
 }
 
-/* Unit elements [e0, e1) landing in rows of q from the command start t: row j at t + CMD + SETUP +
- * (j+1)*c.  A tensor lands in up to two bands and a tail. */
-struct pw_piece {
-	uint64_t e0, e1, q, t, c;
-};
-
-struct pw_land {
-	struct pw_piece p[3];
-	unsigned n;
-};
 
 /* When elements [lo, hi) have landed (0: nothing of them is in flight). */
 static uint64_t pw_ready(const struct pw_land *l, uint64_t lo, uint64_t hi)
@@ -504,13 +436,10 @@ static uint64_t pw_ready(const struct pw_land *l, uint64_t lo, uint64_t hi)
 	return t;
 }
 
-struct pw_eng {
-	uint64_t fl, aux, fc, r, fs;
-};
 
 /* A band command of `rows` rows of c port cycles on the load engine (AUX queue or not); returns its
  * start (commands.md "AUX queue", cycle-model.md "DMA_BANDS"). */
-static uint64_t pw_h2d(struct pw_eng *e, bool aux, uint64_t rows, uint64_t c)
+uint64_t pw_h2d(struct pw_eng *e, bool aux, uint64_t rows, uint64_t c)
 {
 	uint64_t s0 = e->fl, s = aux ? ACCEL_MAX(s0, e->aux) : s0, xfer = rows * c;
 
@@ -523,8 +452,8 @@ static uint64_t pw_h2d(struct pw_eng *e, bool aux, uint64_t rows, uint64_t c)
 	return s;
 }
 
-/* Replay band_emit (unit elements [e0, e1)) and record its landing in l. */
-static void pw_sim_band(struct pw_eng *e, bool aux, const struct pw_band *b, uint64_t e0, uint64_t e1,
+/* Replay pw_band_emit (unit elements [e0, e1)) and record its landing in l. */
+void pw_sim_band(struct pw_eng *e, bool aux, const struct pw_band *b, uint64_t e0, uint64_t e1,
 			struct pw_land *l)
 {
 	uint64_t rows = band_rows0(b, e0, e1), c = zrow(b->q * b->esz);
@@ -534,7 +463,7 @@ static void pw_sim_band(struct pw_eng *e, bool aux, const struct pw_band *b, uin
 	l->p[l->n++] = (struct pw_piece){ e0, e0 + rows * b->q, b->q, pw_h2d(e, aux, rows, c), c };
 }
 
-static void pw_sim_tail(struct pw_eng *e, bool aux, const struct pw_band *b, struct pw_land *l)
+void pw_sim_tail(struct pw_eng *e, bool aux, const struct pw_band *b, struct pw_land *l)
 {
 	uint64_t t0, rem = b->n % b->q;
 
@@ -549,12 +478,12 @@ static struct pw_band band_in(const struct pwg *g, const struct pwp *d, const st
 				 d->over_n ? 0 : sg->sg, sg->in_off };
 }
 
-static struct pw_band band_w(const struct pwg *g, const struct pwp *d)
+struct pw_band pw_band_w(const struct pwg *g, const struct pwp *d)
 {
 	return (struct pw_band){ g->w_va, g_wrow(g), g_wrow(g), g->K, d->qw, d->over_n ? d->kr : 0, d->w_off };
 }
 
-static struct pw_band band_b(const struct pwg *g, const struct pwp *d)
+struct pw_band pw_band_b(const struct pwg *g, const struct pwp *d)
 {
 	return (struct pw_band){ g->b_va, g->colb, g->colb, g->K, d->over_n ? d->kr : g->K, d->over_n ? d->kr : 0,
 				 d->b_off };
@@ -641,21 +570,15 @@ static void pw_cfgs(const struct pwg *g, const struct pwp *d, bool cfg[TNPU_NUM_
 	}
 }
 
-/* Replay state of a segment: its bands' landing and the weight slots' tiles (MCAST reuse). */
-struct pw_simseg {
-	const struct pw_land *in, *res, *w;
-	uint64_t kr0;
-	uint64_t *prev_b;
-};
 
 /* CONFIG of an instruction buffer: compute-engine issue and the rows' parsing. */
-static void pw_sim_cfg(struct pw_eng *e, uint64_t len)
+void pw_sim_cfg(struct pw_eng *e, uint64_t len)
 {
 	e->fc += TNPU_CYC_CMD + TNPU_CYC_DISPATCH + cdiv(len, TNPU_RATE_DISPATCH);
 	e->r = ACCEL_MAX(e->r, e->fc) + cdiv(len, TNPU_RATE_DISPATCH);
 }
 
-static uint64_t pw_cfg_len(const struct pwg *g, uint32_t n, bool recs)
+uint64_t pw_cfg_len(const struct pwg *g, uint32_t n, bool recs)
 {
 	uint32_t taps = g_taps(g);
 
@@ -664,7 +587,7 @@ static uint64_t pw_cfg_len(const struct pwg *g, uint32_t n, bool recs)
 
 /* One EXE of plan d (the main mapping or the remainder's): sub-tiles k0..k0+n-1, channel tile ct; the
  * sub-tiles' ST times into stt[]. */
-static void pw_sim_exe(const struct pwg *g, const struct pwp *d, const struct pw_simseg *ss, struct pw_eng *e,
+void pw_sim_exe(const struct pwg *g, const struct pwp *d, const struct pw_simseg *ss, struct pw_eng *e,
 		       uint32_t k0, uint32_t n, uint32_t ct, uint64_t p0, uint64_t *stt)
 {
 	uint32_t taps = g_taps(g), cpt = g_cpt(g);
@@ -742,7 +665,7 @@ static double pw_sim(const struct pwg *g, const struct pwp *d)
 	uint64_t tok_c[2] = { 0, 0 }, tok_s[2] = { 0, 0 }, stt[PW_MAX_SUB + 1], prev_b[PW_MAX_TAPS];
 	struct pw_land wl[2];
 	bool used[2] = { false, false }, fresh[2] = { true, true }, cfg[TNPU_NUM_ACCS + 1] = { false };
-	struct pw_band bw = band_w(g, d), bb = band_b(g, d);
+	struct pw_band bw = pw_band_w(g, d), bb = pw_band_b(g, d);
 	struct pwp rp;
 	bool first_cfg = true;
 	uint32_t period = g->rowm ? (d->nsi % 2 ? 2 * d->nsi : d->nsi) : 2;
@@ -903,7 +826,7 @@ static double pw_sim(const struct pwg *g, const struct pwp *d)
 /* ---- planning ---- */
 
 /* The parts of a plan that do not depend on the pixel tiling: mapping, channel tiles, weights. */
-static bool pw_chan(const struct pwg *g, bool over_n, unsigned map, uint32_t tn, struct pwp *d)
+bool pw_chan(const struct pwg *g, bool over_n, unsigned map, uint32_t tn, struct pwp *d)
 {
 	memset(d, 0, sizeof(*d));
 	d->over_n = over_n;
@@ -918,7 +841,7 @@ static bool pw_chan(const struct pwg *g, bool over_n, unsigned map, uint32_t tn,
 	d->w_off = 0;
 	d->b_off = al64((uint64_t)d->ku * g_wrow(g));
 	d->in_off[0] = al64((uint64_t)d->b_off + (uint64_t)d->ku * (g->colb ? g->colb : 4));
-	d->qw = row_elems(d->kr, g_wrow(g));
+	d->qw = pw_row_elems(d->kr, g_wrow(g));
 	return d->ku <= 65535;
 }
 
@@ -938,13 +861,13 @@ static bool pw_finish(const struct pwg *g, struct pwp *d, uint64_t in_bytes, uin
 	if ((uint64_t)d->out_off[1] + out_pix * d->ku * g->oe > g->half)
 		return false;
 	/* row mode: whole fractions of an output row (every segment's unit share is a multiple) */
-	d->qo = d->over_n || d->ku != g->K ? 1 : row_elems(g->rowm ? g->OW : d->sg, (uint64_t)g->K * g->oe);
+	d->qo = d->over_n || d->ku != g->K ? 1 : pw_row_elems(g->rowm ? g->OW : d->sg, (uint64_t)g->K * g->oe);
 	if (d->sg / d->qo > 4 * PW_MAX_ROWS_PER_BAND)
 		return false;
 	/* the first EXE's data first: its first sub-tile's pixels, its channel tile's weights (EXEs run the
 	 * channel tiles of a pixel group in turn) */
 	if (!g->rowm) {
-		d->qi = row_elems(d->sg, (uint64_t)g->C * g->e);
+		d->qi = pw_row_elems(d->sg, (uint64_t)g->C * g->e);
 		if (d->sg / d->qi > PW_MAX_ROWS_PER_BAND)
 			return false;
 		d->in0 = (uint32_t)ACCEL_MIN(cdiv(sub, d->qi) * d->qi, d->sg);
@@ -1166,14 +1089,14 @@ static bool pw_plan(const struct pwg *g, struct pwp *best)
 
 /* CONFIG of instruction buffer buf: n sub-tiles of plan d, its records (when recs) from register-file
  * entry rf_base on. */
-static void pw_config(struct accel_cmdstream *cs, const struct pwg *g, const struct pwp *d, const struct mm_problem *p,
+void pw_config(struct accel_cmdstream *cs, const struct pwg *g, const struct pwp *d, const struct mm_problem *p,
 		      unsigned buf, uint32_t n, bool recs, unsigned rf_base)
 {
 	uint32_t e = g->e, oe = g->oe, P = g->pes, taps = g_taps(g), cpt = g_cpt(g), cb = g->colb ? g->colb : 4;
 	/* a pixel block: tm pixels (flat) or one output row (row mode); the stride from one sub-tile of
 	 * the run to the next; the stride from one filter row to the next */
 	uint64_t blk_in = g->rowm ? g->sy * g_prow(g) : (uint64_t)d->tm * g->C * e;
-	uint64_t blk_out = (uint64_t)(g->rowm ? g->OW : d->tm) * d->ku * oe;
+	uint64_t blk_out = g->rowm ? g_orow(g, d) : (uint64_t)d->tm * d->ku * oe;
 	uint64_t in_step = g->rowm && d->xch > 1 ? (uint64_t)d->tm * g->sx * g->C * e : (uint64_t)d->gp * blk_in;
 	uint64_t out_step = g->rowm && d->xch > 1 ? (uint64_t)d->tm * d->ku * oe : (uint64_t)d->gp * blk_out;
 	uint64_t tap = g->rowm ? g->dy * g_prow(g) : 0;
@@ -1259,7 +1182,7 @@ static void pw_config(struct accel_cmdstream *cs, const struct pwg *g, const str
 
 /* The EXE of instruction buffer buf: sub-tiles k0.. of plan d (whose buffers start at in_off / out_off)
  * and channel tile ct, with its address patches; every row on its own band. */
-static void exe_emit(struct accel_cmdstream *cs, const struct pwg *g, const struct pwp *d, const struct pw_seg *sg,
+void pw_exe_emit(struct accel_cmdstream *cs, const struct pwg *g, const struct pwp *d, const struct pw_seg *sg,
 		     unsigned buf, uint32_t k0, uint32_t ct, uint32_t in_off, uint32_t out_off)
 {
 	struct tnpu_exe_patch pt[5];
@@ -1283,7 +1206,7 @@ static void exe_emit(struct accel_cmdstream *cs, const struct pwg *g, const stru
 
 static void pw_emit(struct accel_cmdstream *cs, const struct pwg *g, const struct pwp *d, const struct mm_problem *p)
 {
-	struct pw_band bw = band_w(g, d), bb = band_b(g, d);
+	struct pw_band bw = pw_band_w(g, d), bb = pw_band_b(g, d);
 	bool used[2] = { false, false }, fresh[2] = { true, true }, cfg[TNPU_NUM_ACCS + 1] = { false }, first = true;
 	uint8_t sf = TNPU_BANDS_F_STREAM, aux = TNPU_BANDS_F_AUX | TNPU_BANDS_F_STREAM;
 	struct pwp rp;
@@ -1323,16 +1246,16 @@ static void pw_emit(struct accel_cmdstream *cs, const struct pwg *g, const struc
 		if (nf)
 			cs_sem(cs, true, AS, TNPU_ENGINE_LOAD, PS_FILL, 1);
 		if (!used[h] && g->colb) {
-			band_emit(cs, true, &bb, 0, bb.ul ? bb.ul : bb.n, h, aux);
-			band_emit_tail(cs, true, &bb, h, aux);
+			pw_band_emit(cs, true, &bb, 0, bb.ul ? bb.ul : bb.n, h, aux);
+			pw_band_emit_tail(cs, true, &bb, h, aux);
 		}
 		if (!used[h])
-			band_emit(cs, true, &bw, 0, d->w0, h, aux);
+			pw_band_emit(cs, true, &bw, 0, d->w0, h, aux);
 		/* row mode: one band (a split would read the halo rows a unit shares with the next twice) */
 		if (g->rowm)
-			rows_emit(cs, g, d, &sg, 0, sg.br, sf);
+			pw_rows_emit(cs, g, d, &sg, 0, sg.br, sf);
 		else
-			band_emit(cs, true, &bi, 0, d->in0, h, sf);
+			pw_band_emit(cs, true, &bi, 0, d->in0, h, sf);
 		if (g->res) {
 			/* the residual into the output buffer, once segment s-2's outputs have left it */
 			if (s >= 2)
@@ -1340,22 +1263,22 @@ static void pw_emit(struct accel_cmdstream *cs, const struct pwg *g, const struc
 			if (d->over_n) {
 				xbands_emit(cs, true, g, d, &sg, sg.res_va, sf);
 			} else {
-				band_emit(cs, true, &brs, 0, g->rowm ? sg.sg : d->res0, h, sf);
+				pw_band_emit(cs, true, &brs, 0, g->rowm ? sg.sg : d->res0, h, sf);
 				if (g->rowm)
-					band_emit_tail(cs, true, &brs, h, sf);
+					pw_band_emit_tail(cs, true, &brs, h, sf);
 			}
 		}
 		if (!used[h]) {
-			band_emit(cs, true, &bw, d->w0, d->kr, h, aux);
-			band_emit_tail(cs, true, &bw, h, aux);
+			pw_band_emit(cs, true, &bw, d->w0, d->kr, h, aux);
+			pw_band_emit_tail(cs, true, &bw, h, aux);
 			used[h] = true;
 		}
 		if (!g->rowm) {
-			band_emit(cs, true, &bi, d->in0, d->sg, h, sf);
-			band_emit_tail(cs, true, &bi, h, sf);
+			pw_band_emit(cs, true, &bi, d->in0, d->sg, h, sf);
+			pw_band_emit_tail(cs, true, &bi, h, sf);
 			if (g->res && !d->over_n) {
-				band_emit(cs, true, &brs, d->res0, d->sg, h, sf);
-				band_emit_tail(cs, true, &brs, h, sf);
+				pw_band_emit(cs, true, &brs, d->res0, d->sg, h, sf);
+				pw_band_emit_tail(cs, true, &brs, h, sf);
 			}
 		}
 		/* compute engine: one EXE per sub-tile run and channel tile, every row on its own band */
@@ -1365,9 +1288,9 @@ static void pw_emit(struct accel_cmdstream *cs, const struct pwg *g, const struc
 			cs_sem(cs, false, AS, TNPU_ENGINE_COMPUTE, PS_FILL, 1);
 		for (uint32_t k0 = 0; k0 < T; k0 += exe_subs(g, d, T, k0))
 			for (uint32_t ct = 0; ct < d->nct; ct++)
-				exe_emit(cs, g, d, &sg, exe_subs(g, d, T, k0), k0, ct, d->in_off[sg.j], d->out_off[sg.j]);
+				pw_exe_emit(cs, g, d, &sg, exe_subs(g, d, T, k0), k0, ct, d->in_off[sg.j], d->out_off[sg.j]);
 		if (d->rem)
-			exe_emit(cs, g, &rp, &sg, PW_REM_BUF, 0, 0, rp.in_off[0], rp.out_off[0]);
+			pw_exe_emit(cs, g, &rp, &sg, PW_REM_BUF, 0, 0, rp.in_off[0], rp.out_off[0]);
 		if (s + 2 < d->nseg)
 			cs_sem(cs, true, AS, TNPU_ENGINE_COMPUTE, PS_CFREE + j, 1);
 		/* store engine: each unit's rows leave as their STs write them */
@@ -1376,15 +1299,14 @@ static void pw_emit(struct accel_cmdstream *cs, const struct pwg *g, const struc
 		} else {
 			struct pw_band bo = band_out(g, d, &sg);
 
-			band_emit(cs, false, &bo, 0, sg.sg, h, sf);
-			band_emit_tail(cs, false, &bo, h, sf);
+			pw_band_emit(cs, false, &bo, 0, sg.sg, h, sf);
+			pw_band_emit_tail(cs, false, &bo, h, sf);
 		}
 		if (s + 2 < d->nseg)	/* for the compute of s+2 and, with a residual, its load */
 			cs_sem(cs, true, AS, TNPU_ENGINE_STORE, PS_SFREE + j, g->res ? 2 : 1);
 	}
 }
 
-/* Plan and emit g; 1 if no plan fits or its replay is slower than other_est (0: none), else 0/-errno. */
 /*
  * The planner replays the cycle model for every candidate, which costs more host time than simulating
  * a small layer, and a network asks the same question for every batch: a few recent answers are kept
@@ -1422,12 +1344,9 @@ static bool pw_plan_cached(const struct pwg *g, struct pwp *best)
 	return ok;
 }
 
-static int pw_lower(struct accel_dev *dev, struct mm_ctx *x, struct pwg *g, const struct mm_problem *p,
-		    double (*other)(const void *), const void *arg)
+/* The device and epilogue fields of g. */
+static void pw_setup(const struct accel_caps *c, struct pwg *g, const struct mm_problem *p)
 {
-	const struct accel_caps *c = x->caps;
-	struct pwp d;
-
 	g->rate = p->f32 ? c->rate_fp32 : c->rate_int8;
 	g->colb = mm_has_cols(p) ? mm_col_bytes(p) : 0;
 	g->sfu = p->use_sfu;
@@ -1438,6 +1357,15 @@ static int pw_lower(struct accel_dev *dev, struct mm_ctx *x, struct pwg *g, cons
 	g->acc = ACCEL_MIN(c->acc_elems, TNPU_ACC_ELEMS);
 	g->half = c->sram_bytes / 2;
 	g->b_va = p->bias_va;
+}
+
+/* Plan and emit g; 1 if no plan fits or its replay is slower than other_est (0: none), else 0/-errno. */
+static int pw_lower(struct accel_dev *dev, struct mm_ctx *x, struct pwg *g, const struct mm_problem *p,
+		    double (*other)(const void *), const void *arg)
+{
+	struct pwp d;
+
+	pw_setup(x->caps, g, p);
 	if (!pw_plan_cached(g, &d))
 		return 1;
 	/* one hardware job: CONFIGs, then per segment its fills, bands, semaphores and EXEs (16-byte
@@ -1482,12 +1410,11 @@ static double pw_conv_other(const void *arg)
 	return conv_direct_est(a->c, a->cd, a->p);
 }
 
-/* Returns 1 if the convolution is not eligible or another lowering is faster, 0 or -errno. */
-int conv_pw_lower(struct accel_dev *dev, struct mm_ctx *x, const struct accel_conv2d_desc *cd,
-		  const struct mm_problem *p)
+/* The geometry of a convolution the lowering can take into g; 1 if it cannot. */
+static int pw_conv_geom(const struct accel_dev *dev, const struct mm_ctx *x, const struct accel_conv2d_desc *cd,
+			const struct mm_problem *p, struct pwg *gp)
 {
 	const struct accel_tensor *in = cd->input, *wt = cd->weights, *out = cd->output;
-	struct pw_conv_arg arg = { x->caps, cd, p };
 	struct pwg g;
 	int64_t e = p->f32 ? 4 : 1, oe = p->out_dtype == TNPU_DTYPE_INT8 ? 1 : 4;
 
@@ -1516,7 +1443,8 @@ int conv_pw_lower(struct accel_dev *dev, struct mm_ctx *x, const struct accel_co
 	    out->strides[0] == (int64_t)g.OH * g.OW * g.K * oe && (uint64_t)g.N * g.H * g.W <= 0xFFFFFFFFull) {
 		/* flat: the pixels of the whole batch are one matrix, and so are the outputs */
 		g.M = g.N * g.H * g.W;
-		return pw_lower(dev, x, &g, p, pw_conv_other, &arg);
+		*gp = g;
+		return 0;
 	}
 	/* row mode: a filter row is S*C contiguous elements of an input row (dilation 1 along x) */
 	if ((g.S > 1 && g.dx != 1) || g.R > PW_MAX_TAPS || (uint64_t)g.S * g.C > 65535)
@@ -1528,7 +1456,38 @@ int conv_pw_lower(struct accel_dev *dev, struct mm_ctx *x, const struct accel_co
 	g.M = g.OH * g.OW;
 	if (!g.cin || g.pl >= g.Wp)
 		return 1;
+	*gp = g;
+	return 0;
+}
+
+/* Returns 1 if the convolution is not eligible or another lowering is faster, 0 or -errno. */
+int conv_pw_lower(struct accel_dev *dev, struct mm_ctx *x, const struct accel_conv2d_desc *cd,
+		  const struct mm_problem *p)
+{
+	struct pw_conv_arg arg = { x->caps, cd, p };
+	struct pwg g;
+
+	if (pw_conv_geom(dev, x, cd, p, &g))
+		return 1;
 	return pw_lower(dev, x, &g, p, pw_conv_other, &arg);
+}
+
+/* The modeled cycles of the plan conv_lower runs for an NHWC groups-1 convolution (p: its problem with
+ * M set): this lowering's replay where it is eligible and not slower, else the direct or IM2COL
+ * lowering's estimate. */
+double conv_pw_est(const struct accel_dev *dev, const struct mm_ctx *x, const struct accel_conv2d_desc *cd,
+		   const struct mm_problem *p)
+{
+	double o = conv_direct_est(x->caps, cd, p);
+	struct pwg g;
+	struct pwp d;
+
+	if (x->force_direct || pw_conv_geom(dev, x, cd, p, &g))
+		return o;
+	pw_setup(x->caps, &g, p);
+	if (!pw_plan_cached(&g, &d))
+		return o;
+	return dev->pw_mode == 2 || o <= 0 || d.est <= o ? d.est : o;
 }
 
 struct pw_gemm_arg {

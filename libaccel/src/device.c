@@ -118,6 +118,7 @@ void accel_close(struct accel_dev *dev)
 	if (dev->ops && dev->ops->close)
 		dev->ops->close(dev);
 	accel_trace_free(dev);
+	accel_pwdw_cache_free(dev);
 	free(dev);
 }
 

@@ -6,6 +6,8 @@ int epi_setup(struct accel_dev *dev, const struct accel_epilogue *ep, bool f32, 
 	      struct mm_problem *p);
 /* Validate a tensor argument: well formed, inside its buffer, of this device. */
 int conv_lower(struct accel_dev *dev, struct mm_ctx *x, const struct accel_conv2d_desc *d);
+/* conv_lower's validation and problem set-up alone (the fused expansion + depthwise lowering). */
+int conv_prepare(struct accel_dev *dev, struct mm_ctx *x, const struct accel_conv2d_desc *d, struct mm_problem *p);
 int conv_direct_lower(struct accel_dev *dev, struct mm_ctx *x, const struct accel_conv2d_desc *cd,
 		      const struct mm_problem *p);
 /* conv_direct.c: the estimate of the plan conv_direct_lower (or its IM2COL fallback) would run */
@@ -15,6 +17,12 @@ double conv_direct_est(const struct accel_caps *c, const struct accel_conv2d_des
 int conv_pw_lower(struct accel_dev *dev, struct mm_ctx *x, const struct accel_conv2d_desc *cd,
 		  const struct mm_problem *p);
 int gemm_pw_lower(struct accel_dev *dev, struct mm_ctx *x, const struct mm_problem *p);
+/* conv_pw.c, conv_dw.c: the modeled cycles of what conv_lower runs for a groups-1 / depthwise NHWC
+ * convolution (p with M set) */
+double conv_pw_est(const struct accel_dev *dev, const struct mm_ctx *x, const struct accel_conv2d_desc *cd,
+		   const struct mm_problem *p);
+double conv_dw_est(const struct accel_dev *dev, const struct mm_ctx *x, const struct accel_conv2d_desc *cd,
+		   const struct mm_problem *p);
 /* The NCHW-described shape of a convolution (batch, channels, image, filter, strides, dilations,
  * top/left padding, output) copied into the same-named uint32_t fields of a lowering's geometry `g`
  * (struct dconv in conv_direct.c, struct dwg in conv_dw.c). */

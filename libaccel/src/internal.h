@@ -55,9 +55,11 @@ struct accel_dev {
 	uint8_t stream_off;	/* sim option stream=off (1): depthwise without STREAM bands; =only (2): only with */
 	uint8_t pw_mode;	/* sim option pw=auto|off|on (0/1/2): the pointwise lowering (conv_pw.c) when
 				 * faster / never / whenever eligible */
+	bool pwdw_off;		/* sim option pwdw=off: accel_conv2d_pwdw always runs two jobs (before/after) */
 	bool qcol_off;		/* sim option qcol=off: CAP_FEATURES without bit 19 (SFU QCOL) */
 	bool qadd_off;		/* sim option qadd=off: CAP_FEATURES without bit 20 (VEC QADD) */
 	struct accel_trace *trace;	/* job-timeline recording (trace.c), NULL if never begun */
+	struct pwdw_cache *pwdw_cache;	/* accel_conv2d_pwdw's recent plans (conv_pwdw.c), NULL if none yet */
 	char err[320];
 	/* chain #9: islands (filled by the backend) */
 	unsigned n_islands;
@@ -175,6 +177,9 @@ bool accel_trace_on(const struct accel_dev *dev);
 void accel_trace_job_begin(struct accel_dev *dev, struct tnpu_exec *ex);
 void accel_trace_job_end(struct accel_dev *dev, struct tnpu_exec *ex, uint64_t total_cycles);
 void accel_trace_free(struct accel_dev *dev);
+
+/* conv_pwdw.c: free the device's plan cache */
+void accel_pwdw_cache_free(struct accel_dev *dev);
 
 /* tensor.c */
 int accel_tensor_va(const struct accel_tensor *t, uint64_t *va);

@@ -17,8 +17,9 @@
 #include "builder.h"
 
 static struct accel_dev *dev;
-/* [0]: the fp32 model; [1]: an int8 QDQ model (compile_qdq.c's steps: per-channel conv, add, global
- * average pool, view, per-channel gemm); byte 0 bit 1 of an input chooses */
+/* [0]: the fp32 model; [1]: an int8 QDQ model (compile_qdq.c's steps: per-channel conv, add, an
+ * expansion + depthwise pair (compile_fuse_pwdw.c), global average pool, view, per-channel gemm); byte 0
+ * bit 1 of an input chooses */
 static struct onnx_model *models[2];
 static struct onnx_tensor xs[2];
 static uint8_t *valids[2];
@@ -52,12 +53,12 @@ static void q_pair(struct mb *b, const char *in, const char *q, const char *dq, 
 
 static void dq_w(struct mb *b, const char *w, unsigned nd, const int64_t *d, const char *out)
 {
-	int8_t v[64], z[4] = { 0 };
-	float sc[4] = { 0.01f, 0.02f, 0.015f, 0.03f };
+	int8_t v[128], z[8] = { 0 };
+	float sc[8] = { 0.01f, 0.02f, 0.015f, 0.03f, 0.025f, 0.01f, 0.02f, 0.012f };
 	int64_t k = d[0];
 	char sn[32], zn[32], ins[96];
 
-	for (int i = 0; i < 64; i++)
+	for (int i = 0; i < 128; i++)
 		v[i] = (int8_t)((i * 29) % 61 - 30);
 	mb_init(b, w, ONNX_INT8, nd, d, v);
 	snprintf(sn, sizeof(sn), "%s_s", w);
@@ -96,7 +97,8 @@ static void save_valid(int i)
 
 static void setup_qdq(void)
 {
-	static const int64_t xd[4] = { 1, 2, 4, 4 }, wd[4] = { 3, 2, 3, 3 }, gd[2] = { 2, 3 };
+	static const int64_t xd[4] = { 1, 2, 4, 4 }, wd[4] = { 3, 2, 3, 3 }, gd[2] = { 2, 8 };
+	static const int64_t ed[4] = { 8, 3, 1, 1 }, dd[4] = { 8, 1, 3, 3 };
 	static const int64_t pads[4] = { 1, 1, 1, 1 };
 	struct mb *b = mb_new(13);
 	char err[512];
@@ -119,7 +121,19 @@ static void setup_qdq(void)
 	mb_node(b, "Add", "cf,cf2", "s");
 	mb_node(b, "Relu", "s", "r");
 	q_pair(b, "r", "rq", "rf", 0.05f, 0);
-	mb_node(b, "GlobalAveragePool", "rf", "gp");
+	dq_w(b, "we", 4, ed, "wef");	/* the expansion 1x1 and its depthwise conv: one job */
+	mb_node(b, "Conv", "rf,wef", "e");
+	q_pair(b, "e", "eq", "ef", 0.04f, 128);
+	dq_w(b, "wd", 4, dd, "wdf");
+	{
+		Onnx__NodeProto *n = mb_node(b, "Conv", "ef,wdf", "dw");
+
+		mb_attr_ints(b, n, "pads", pads, 4);
+		mb_attr_i(b, n, "group", 8);
+	}
+	mb_node(b, "Relu", "dw", "dwr");
+	q_pair(b, "dwr", "dwq", "dwf", 0.05f, 0);
+	mb_node(b, "GlobalAveragePool", "dwf", "gp");
 	q_pair(b, "gp", "gq", "gf", 0.03f, 0);
 	mb_node(b, "Flatten", "gf", "fl");
 	q_pair(b, "fl", "fq", "ff", 0.03f, 0);

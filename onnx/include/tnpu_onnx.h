@@ -147,6 +147,7 @@ struct onnx_compiled;
 #define ONNX_COMPILE_NO_QDQ 0x2u	/* QDQ patterns run node by node (Q/DQ on the host), no int8 lowering */
 #define ONNX_COMPILE_NO_VIEWS 0x4u	/* Split/Slice/Gather/Concat as host steps, no in-place Concat inputs */
 #define ONNX_COMPILE_NCHW 0x8u	/* every activation NCHW (no NHWC layout pass; comparisons, tests) */
+#define ONNX_COMPILE_NO_PWDW 0x10u	/* no expansion + depthwise fusion (accel_conv2d_pwdw); the rest as usual */
 ONNX_API int onnx_compile(struct onnx_model *m, struct accel_dev *dev, const struct onnx_tensor *shapes, unsigned n_shapes,
 		 unsigned flags, struct onnx_compiled **out, char *err, size_t errlen);
 ONNX_API int onnx_compiled_run(struct onnx_compiled *cm, const struct onnx_tensor *inputs, unsigned n_inputs,

@@ -24,10 +24,11 @@
 #include "compile.h"
 
 #define CM_MAGIC "TNPUCMDL"
-#define CM_VERSION 2u	/* 2: CS_COPY steps, the epilogue residual, the values' nhwc field, the int8 QDQ steps */
+#define CM_VERSION 3u	/* 2: CS_COPY steps, the epilogue residual, the values' nhwc field, the int8 QDQ steps;
+			 * 3: the expansion + depthwise pairs (the steps' pair field) */
 #define CM_MAX_FILE ((uint64_t)1 << 33)
 #define VAL_REC 100u	/* bytes of one value record */
-#define STEP_REC 500u	/* bytes of one step record */
+#define STEP_REC 504u	/* bytes of one step record */
 
 static const char *const geom_names[8] = { "rows", "cols", "rate_fp32", "rate_int8", "sram_bytes", "acc_elems",
 					   "features", "pes" };
@@ -234,6 +235,7 @@ int onnx_compiled_save(const struct onnx_compiled *cm, const char *path, char *e
 		STEP_QDQ_FIELDS(Q32, Q64)
 #undef Q32
 #undef Q64
+		put_u32(&w, (uint32_t)s->pair);	/* version 3 */
 	}
 	put(&w, cm->wimg, cm->wbytes);
 	if (!w.oom)
@@ -473,10 +475,50 @@ static int check_qdq_step(struct rbuf *r, struct onnx_compiled *cm, unsigned i)
 	return 0;
 }
 
+static int check_step(struct rbuf *r, struct onnx_compiled *cm, unsigned i);
+
+/* An expansion step's pair (compile_fuse_pwdw.c): a later fused step of the matching kind, named by no
+ * other step, that reads the expansion's output, and whose own fields pass a device step's checks. */
+static int check_pair(struct rbuf *r, struct onnx_compiled *cm, unsigned i)
+{
+	struct cstep *s = &cm->steps[i], *q;
+	enum cstep_kind fk;
+
+	if (s->pair == -1)
+		return 0;
+	if ((s->kind != CS_CONV && s->kind != CS_QCONV) || s->pair <= (int)i || (unsigned)s->pair >= cm->n_steps)
+		return bad(r, -EBADMSG, "step %u: field 'pair' (%d) names no later step of this step's kind", i, s->pair);
+	q = &cm->steps[s->pair];
+	fk = s->kind == CS_CONV ? CS_FUSED : CS_QFUSED;
+	if (q->kind != fk || q->in[0] != s->out || q->pair != -1)
+		return bad(r, -EBADMSG, "step %u: field 'pair' (%d) names no fused depthwise step reading its output", i,
+			   s->pair);
+	for (unsigned k = 0; k < i; k++)
+		if (cm->steps[k].pair == s->pair)
+			return bad(r, -EBADMSG, "step %u: field 'pair' (%d) is another step's pair too", i, s->pair);
+	/* the fused step's fields, checked as the device step it runs as */
+	q->kind = s->kind;
+	check_step(r, cm, (unsigned)s->pair);
+	q->kind = fk;
+	return r->ret;
+}
+
 /* Device steps: operands in range, and every tensor the step describes inside its buffer. */
 static int check_steps(struct rbuf *r, struct onnx_compiled *cm)
 {
 	for (unsigned i = 0; i < cm->n_steps; i++) {
+		if (check_pair(r, cm, i))
+			return r->ret;
+		if (check_step(r, cm, i))
+			return r->ret;
+	}
+	return 0;
+}
+
+/* One step: the device steps' operands in range, every tensor the step describes inside its buffer. */
+static int check_step(struct rbuf *r, struct onnx_compiled *cm, unsigned i)
+{
+	{
 		struct cstep *s = &cm->steps[i];
 		uint64_t wbytes;
 
@@ -485,11 +527,11 @@ static int check_steps(struct rbuf *r, struct onnx_compiled *cm)
 		if (s->node < 0 || (unsigned)s->node >= cm->m->n_nodes || cm->m->nodes[s->node].folded)
 			return bad(r, -EBADMSG, "step %u: field 'node' (%d) is not a node of the model", i, s->node);
 		if (!CS_IS_DEVICE(s->kind))
-			continue;
+			return 0;
 		if (CS_IS_QDQ(s->kind)) {
 			if (check_qdq_step(r, cm, i))
 				return r->ret;
-			continue;
+			return 0;
 		}
 		if (s->res != -1 && (!val_ok(cm, s->res, true) || cm->vals[s->res].loc != LOC_ARENA ||
 				     (s->kind != CS_CONV && s->kind != CS_GEMM)))
@@ -706,6 +748,7 @@ int onnx_compiled_load_mem(struct onnx_model *m, struct accel_dev *dev, const st
 		STEP_QDQ_FIELDS(Q32, Q64)
 #undef Q32
 #undef Q64
+		s->pair = (int)get_u32(&r, "step.pair");
 		s->reason = CS_IS_DEVICE(s->kind)	  ? "device step of the plan" :
 			    s->kind == CS_ALIAS  ? "a view of its input (addressing, no step)" :
 			    s->kind == CS_FUSED  ? "fused into the step before it (SFU epilogue)" :
@@ -719,6 +762,10 @@ int onnx_compiled_load_mem(struct onnx_model *m, struct accel_dev *dev, const st
 		goto fail;
 	if (check_vals(&r, cm) || check_steps(&r, cm))
 		goto fail;
+	for (unsigned i = 0; i < cm->n_steps; i++)
+		if (cm->steps[i].pair >= 0)	/* compile_fuse_pwdw.c's words */
+			cm->steps[cm->steps[i].pair].reason = "fused into the expansion Conv before it (one "
+							      "accel_conv2d_pwdw job)";
 	{
 		uint64_t sum = 0, big = 0, sc = 0;
 

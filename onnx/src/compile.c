@@ -89,6 +89,18 @@ static void live_ranges(struct onnx_compiled *cm)
 
 		if (cm->steps[i].kind == CS_FUSED || cm->steps[i].kind == CS_QFUSED)
 			continue;	/* its output is written by the step it is fused into */
+		if (cm->steps[i].pair >= 0) {	/* the fused depthwise step's output: written by this one */
+			int po = cm->steps[cm->steps[i].pair].out;
+
+			if (po >= 0 && cm->vals[po].loc == LOC_ARENA) {
+				struct cval *r = &cm->vals[cm->vals[po].root];
+
+				if (r->def < 0)
+					r->def = (int)i;
+				if ((int)i > r->last)
+					r->last = (int)i;
+			}
+		}
 		if (CS_IS_QDQ(cm->steps[i].kind)) {	/* operands are the step's, not its node's */
 			const struct cstep *s = &cm->steps[i];
 
@@ -254,6 +266,7 @@ int onnx_compile(struct onnx_model *m, struct accel_dev *dev, const struct onnx_
 		if ((ret = cm_lower_node(cm, i, &cm->steps[cm->n_steps])))
 			goto fail;
 		cm->steps[cm->n_steps].res = -1;
+		cm->steps[cm->n_steps].pair = -1;
 		cm->n_steps++;
 	}
 	for (unsigned v = 0; v < m->n_vals; v++)
@@ -278,6 +291,8 @@ int onnx_compile(struct onnx_model *m, struct accel_dev *dev, const struct onnx_
 		if ((ret = cm_plan_layouts(cm)))
 			goto fail;
 	}
+	if (!(flags & (ONNX_COMPILE_NO_FUSE | ONNX_COMPILE_NO_PWDW)))
+		cm_fuse_pwdw(cm);
 	for (unsigned i = 0; i < cm->n_steps; i++) {
 		enum cstep_kind k = cm->steps[i].kind;
 
@@ -368,7 +383,7 @@ int onnx_compiled_step_info(const struct onnx_compiled *cm, unsigned node, struc
 
 		if (s->node != (int)node)
 			continue;
-		o->kind = kind_names[s->kind];
+		o->kind = s->pair >= 0 ? (s->kind == CS_QCONV ? "qpwdw" : "pwdw") : kind_names[s->kind];
 		o->device = CS_IS_DEVICE(s->kind);
 		if (s->reason)
 			o->reason = s->reason;

@@ -84,6 +84,9 @@ struct cstep {
 	uint32_t ad[4], bd[4], od[4];
 	/* CS_CONV/CS_GEMM: the epilogue residual (compile_fuse_residual.c), -1 none */
 	int res;
+	/* CS_CONV/CS_QCONV, a 1x1 expansion: the depthwise step fused into it (compile_fuse_pwdw.c; that step
+	 * is CS_FUSED/CS_QFUSED and keeps its fields): the two run as one accel_conv2d_pwdw job; -1 none */
+	int pair;
 	/* CS_COPY (compile_views.c): element size; element offsets and strides of the box in in[0]
 	 * (source) and out (destination), relative to the value's own start */
 	int64_t esz, src_off, dst_off, sst[4], dstr[4];
@@ -145,6 +148,9 @@ int cm_expand_bn(struct onnx_compiled *cm);
 /* Residual fusion (compile_fuse_residual.c): Conv/Gemm -> Add(other) [-> Relu] becomes one step with
  * the SFU's residual operand (ISA 2, CAP_FEATURES bit 16). */
 void cm_fuse_residual(struct onnx_compiled *cm);
+/* Expansion + depthwise fusion (compile_fuse_pwdw.c, after the layout pass): a 1x1 Conv whose output only
+ * a depthwise Conv reads runs with it as one accel_conv2d_pwdw job (fp32 and int8 QDQ). */
+void cm_fuse_pwdw(struct onnx_compiled *cm);
 /* Layout pass (after the views): which 4-D activations are NHWC; repacks their convolutions' weights
  * (compile_layout.c). */
 int cm_plan_layouts(struct onnx_compiled *cm);

@@ -928,11 +928,50 @@ static int job_requant(struct onnx_compiled *cm, const struct cstep *s, struct a
 	return accel_requant(cm->dev, &d, sub, job);
 }
 
+/* The accel_conv2d descriptor of a CS_QCONV step's convolution (its tensors in x, w, y, bt). */
+static void qconv_desc(const struct onnx_compiled *cm, const struct cstep *s, struct accel_conv2d_desc *d,
+		       struct accel_tensor *x, struct accel_tensor *w, struct accel_tensor *y, struct accel_tensor *bt)
+{
+	uint32_t xd[4] = { (uint32_t)s->n, (uint32_t)s->c, (uint32_t)s->h, (uint32_t)s->w };
+	uint32_t wd[4] = { (uint32_t)s->k, (uint32_t)s->cg, (uint32_t)s->kh, (uint32_t)s->kw };
+	uint32_t yd[4] = { (uint32_t)s->n, (uint32_t)s->k, (uint32_t)s->oh, (uint32_t)s->ow };
+
+	memset(d, 0, sizeof(*d));
+	if (s->qpool)
+		at4(cm->arena, s->sc_off, ACCEL_INT8, lay(cm, s->in[0]), xd, x);
+	else
+		vt(cm, s->in[0], ACCEL_INT8, xd, x);
+	at4(cm->wbuf, s->w_off, ACCEL_INT8, lay(cm, s->in[0]), wd, w);	/* OHWI for an NHWC input */
+	if (s->odt == ACCEL_INT32)
+		at4(cm->arena, s->sc_off, ACCEL_INT32, lay(cm, s->out), yd, y);
+	else
+		vt(cm, s->out, ACCEL_INT8, yd, y);
+	if (cm_qdq_qcol(s))	/* column records {bias, multiplier, shift}, K x 3 */
+		accel_tensor_2d(cm->wbuf, s->b_off, ACCEL_INT32, (uint32_t)s->k, 3, bt);
+	else
+		accel_tensor_2d(cm->wbuf, s->b_off, ACCEL_INT32, 1, (uint32_t)s->k, bt);
+	d->input = x;
+	d->weights = w;
+	d->output = y;
+	d->stride_h = (uint32_t)s->sh, d->stride_w = (uint32_t)s->sw;
+	d->dil_h = (uint32_t)s->dh, d->dil_w = (uint32_t)s->dw;
+	d->pad_top = (uint32_t)s->pt, d->pad_left = (uint32_t)s->pl;
+	d->pad_bottom = (uint32_t)s->pb, d->pad_right = (uint32_t)s->pr;
+	d->groups = (uint32_t)s->groups;
+	d->input_zero_point = s->izp;
+	d->epi.bias = bt;
+	d->epi.act = (enum accel_act)s->act;
+	if (s->odt == ACCEL_INT8) {
+		d->epi.multiplier = s->mult;
+		d->epi.shift = (uint8_t)s->shift;
+		d->epi.zero_point = (int16_t)s->ozp;
+	}
+}
+
 static int job_conv(struct onnx_compiled *cm, const struct cstep *s, unsigned k, const struct accel_submit *sub,
 		    struct accel_job **job, const char **what)
 {
 	uint32_t xd[4] = { (uint32_t)s->n, (uint32_t)s->c, (uint32_t)s->h, (uint32_t)s->w };
-	uint32_t wd[4] = { (uint32_t)s->k, (uint32_t)s->cg, (uint32_t)s->kh, (uint32_t)s->kw };
 	uint32_t yd[4] = { (uint32_t)s->n, (uint32_t)s->k, (uint32_t)s->oh, (uint32_t)s->ow };
 	struct accel_tensor x, w, y, bt, acc;
 	struct accel_conv2d_desc d;
@@ -951,36 +990,18 @@ static int job_conv(struct onnx_compiled *cm, const struct cstep *s, unsigned k,
 		vt(cm, s->out, ACCEL_INT8, yd, &y);
 		return job_requant(cm, s, &acc, &y, 1, sub, job);
 	}
-	memset(&d, 0, sizeof(d));
-	if (s->qpool)
-		at4(cm->arena, s->sc_off, ACCEL_INT8, lay(cm, s->in[0]), xd, &x);
-	else
-		vt(cm, s->in[0], ACCEL_INT8, xd, &x);
-	at4(cm->wbuf, s->w_off, ACCEL_INT8, lay(cm, s->in[0]), wd, &w);	/* OHWI for an NHWC input */
-	if (s->odt == ACCEL_INT32)
-		at4(cm->arena, s->sc_off, ACCEL_INT32, lay(cm, s->out), yd, &y);
-	else
-		vt(cm, s->out, ACCEL_INT8, yd, &y);
-	if (cm_qdq_qcol(s))	/* column records {bias, multiplier, shift}, K x 3 */
-		accel_tensor_2d(cm->wbuf, s->b_off, ACCEL_INT32, (uint32_t)s->k, 3, &bt);
-	else
-		accel_tensor_2d(cm->wbuf, s->b_off, ACCEL_INT32, 1, (uint32_t)s->k, &bt);
-	d.input = &x;
-	d.weights = &w;
-	d.output = &y;
-	d.stride_h = (uint32_t)s->sh, d.stride_w = (uint32_t)s->sw;
-	d.dil_h = (uint32_t)s->dh, d.dil_w = (uint32_t)s->dw;
-	d.pad_top = (uint32_t)s->pt, d.pad_left = (uint32_t)s->pl;
-	d.pad_bottom = (uint32_t)s->pb, d.pad_right = (uint32_t)s->pr;
-	d.groups = (uint32_t)s->groups;
-	d.input_zero_point = s->izp;
-	d.epi.bias = &bt;
-	d.epi.act = (enum accel_act)s->act;
-	if (s->odt == ACCEL_INT8) {
-		d.epi.multiplier = s->mult;
-		d.epi.shift = (uint8_t)s->shift;
-		d.epi.zero_point = (int16_t)s->ozp;
+	if (s->pair >= 0) {	/* compile_fuse_pwdw.c: the depthwise step's convolution after it */
+		struct accel_conv2d_pwdw_desc pd = { .flags = 0 };
+		struct accel_tensor x2, w2, y2, bt2;
+		struct cstep q = cm->steps[s->pair];
+
+		q.kind = CS_QCONV;	/* fused away, it describes its convolution as it did */
+		qconv_desc(cm, s, &pd.pw, &x, &w, &y, &bt);
+		qconv_desc(cm, &q, &pd.dw, &x2, &w2, &y2, &bt2);
+		*what = "accel_conv2d_pwdw (int8)";
+		return accel_conv2d_pwdw(cm->dev, &pd, sub, job);
 	}
+	qconv_desc(cm, s, &d, &x, &w, &y, &bt);
 	*what = "accel_conv2d (int8)";
 	return accel_conv2d(cm->dev, &d, sub, job);
 }

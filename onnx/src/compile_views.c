@@ -86,6 +86,7 @@ static void copy_step(struct cstep *c, const struct cstep *of, int src, int dst,
 	c->in[1] = -1;
 	c->out = dst;
 	c->res = -1;
+	c->pair = -1;
 	c->esz = esz;
 	c->b_off = UINT64_MAX;
 	c->reason = "device copy (the vector unit's strided copy): not expressible as a view";

@@ -180,6 +180,39 @@ static void copy_tensors(const struct onnx_compiled *cm, const struct cstep *s, 
 	}
 }
 
+/* The accel_conv2d descriptor of a CS_CONV step (its tensors in x, w, y, bt, rt). */
+static void conv_desc(const struct onnx_compiled *cm, const struct cstep *s, struct accel_conv2d_desc *d,
+		      struct accel_tensor *x, struct accel_tensor *w, struct accel_tensor *y, struct accel_tensor *bt,
+		      struct accel_tensor *rt)
+{
+	memset(d, 0, sizeof(*d));
+	t4l(cm, s->in[0], nhwc(cm, s->in[0]), (uint32_t)s->n, (uint32_t)s->c, (uint32_t)s->h, (uint32_t)s->w, x);
+	/* OIHW weights for an NCHW input, OHWI (repacked by the layout pass) for NHWC */
+	accel_tensor_4d(cm->wbuf, s->w_off, ACCEL_FP32, nhwc(cm, s->in[0]) ? ACCEL_LAYOUT_NHWC : ACCEL_LAYOUT_NCHW,
+			(uint32_t)s->k, (uint32_t)s->cg, (uint32_t)s->kh, (uint32_t)s->kw, w);
+	t4l(cm, s->out, nhwc(cm, s->out), (uint32_t)s->n, (uint32_t)s->k, (uint32_t)s->oh, (uint32_t)s->ow, y);
+	d->input = x;
+	d->weights = w;
+	d->output = y;
+	d->stride_h = (uint32_t)s->sh, d->stride_w = (uint32_t)s->sw;
+	d->dil_h = (uint32_t)s->dh, d->dil_w = (uint32_t)s->dw;
+	d->pad_top = (uint32_t)s->pt, d->pad_left = (uint32_t)s->pl;
+	d->pad_bottom = (uint32_t)s->pb, d->pad_right = (uint32_t)s->pr;
+	d->groups = (uint32_t)s->groups;
+	if (s->b_off != UINT64_MAX) {
+		accel_tensor_2d(cm->wbuf, s->b_off, ACCEL_FP32, 1, (uint32_t)s->k, bt);
+		d->epi.bias = bt;
+	}
+	d->epi.act = (enum accel_act)s->act;
+	d->epi.clamp_lo_f = s->lo;
+	d->epi.clamp_hi_f = s->hi;
+	if (s->res >= 0) {	/* compile_fuse_residual.c: the skip tensor, the output's shape */
+		t4l(cm, s->res, nhwc(cm, s->res), (uint32_t)s->n, (uint32_t)s->k, (uint32_t)s->oh, (uint32_t)s->ow,
+		    rt);
+		d->epi.residual = rt;
+	}
+}
+
 static int submit_step(struct run_state *rs, const struct cstep *s)
 {
 	struct onnx_compiled *cm = rs->cm;
@@ -201,32 +234,17 @@ static int submit_step(struct run_state *rs, const struct cstep *s)
 	case CS_CONV: {
 		struct accel_conv2d_desc d;
 
-		memset(&d, 0, sizeof(d));
-		t4l(cm, s->in[0], nhwc(cm, s->in[0]), (uint32_t)s->n, (uint32_t)s->c, (uint32_t)s->h, (uint32_t)s->w, &x);
-		/* OIHW weights for an NCHW input, OHWI (repacked by the layout pass) for NHWC */
-		accel_tensor_4d(cm->wbuf, s->w_off, ACCEL_FP32, nhwc(cm, s->in[0]) ? ACCEL_LAYOUT_NHWC : ACCEL_LAYOUT_NCHW,
-				(uint32_t)s->k, (uint32_t)s->cg, (uint32_t)s->kh, (uint32_t)s->kw, &w);
-		t4l(cm, s->out, nhwc(cm, s->out), (uint32_t)s->n, (uint32_t)s->k, (uint32_t)s->oh, (uint32_t)s->ow, &y);
-		d.input = &x;
-		d.weights = &w;
-		d.output = &y;
-		d.stride_h = (uint32_t)s->sh, d.stride_w = (uint32_t)s->sw;
-		d.dil_h = (uint32_t)s->dh, d.dil_w = (uint32_t)s->dw;
-		d.pad_top = (uint32_t)s->pt, d.pad_left = (uint32_t)s->pl;
-		d.pad_bottom = (uint32_t)s->pb, d.pad_right = (uint32_t)s->pr;
-		d.groups = (uint32_t)s->groups;
-		if (s->b_off != UINT64_MAX) {
-			accel_tensor_2d(cm->wbuf, s->b_off, ACCEL_FP32, 1, (uint32_t)s->k, &bt);
-			d.epi.bias = &bt;
+		if (s->pair >= 0) {	/* compile_fuse_pwdw.c: the depthwise step's convolution after it */
+			struct accel_conv2d_pwdw_desc pd = { .flags = 0 };
+			struct accel_tensor x2, w2, y2, bt2, rt2;
+
+			conv_desc(cm, s, &pd.pw, &x, &w, &y, &bt, &rt);
+			conv_desc(cm, &cm->steps[s->pair], &pd.dw, &x2, &w2, &y2, &bt2, &rt2);
+			what = "accel_conv2d_pwdw";
+			ret = accel_conv2d_pwdw(cm->dev, &pd, &sub, &job);
+			break;
 		}
-		d.epi.act = (enum accel_act)s->act;
-		d.epi.clamp_lo_f = s->lo;
-		d.epi.clamp_hi_f = s->hi;
-		if (s->res >= 0) {	/* compile_fuse_residual.c: the skip tensor, the output's shape */
-			t4l(cm, s->res, nhwc(cm, s->res), (uint32_t)s->n, (uint32_t)s->k, (uint32_t)s->oh,
-			    (uint32_t)s->ow, &rt);
-			d.epi.residual = &rt;
-		}
+		conv_desc(cm, s, &d, &x, &w, &y, &bt, &rt);
 		what = "accel_conv2d";
 		ret = accel_conv2d(cm->dev, &d, &sub, &job);
 		break;

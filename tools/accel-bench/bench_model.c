@@ -1,12 +1,14 @@
 /* SPDX-License-Identifier: MIT */
 /*
- * accel-bench model MODEL.onnx [--dtype fp32|int8] [--device PATH|sim] [--repeat N] [--seed S] [--nchw] [--json]
+ * accel-bench model MODEL.onnx [--dtype fp32|int8] [--device PATH|sim] [--repeat N] [--seed S] [--nchw] [--no-pwdw]
+ *                   [--json]
  * (issue 16 targets): the model compiled once (onnx_compile) on seeded random inputs of its declared
  * shapes (dynamic dimensions 1), one checked run against the CPU reference executor (the project's
  * default tolerance), then N timed runs.  Prints wall ms per inference (median), device cycles of one
  * run, whole-model PE utilisation = device MACs / (cycles x peak MACs per cycle of --dtype, default
  * fp32), host nodes, host<->device bytes the executor copied, and verified.  Exit 0 only when verified.
- * --nchw compiles without the layout pass (ONNX_COMPILE_NCHW: every activation NCHW, the plan before it).
+ * --nchw compiles without the layout pass (ONNX_COMPILE_NCHW: every activation NCHW, the plan before it);
+ * --no-pwdw without the expansion + depthwise fusion (ONNX_COMPILE_NO_PWDW: the two conv steps).
  */
 #include <stdio.h>
 #include <stdlib.h>
@@ -84,7 +86,7 @@ int bench_model_main(int argc, char **argv)
 {
 	const char *path = NULL, *device = "sim";
 	unsigned repeat = 5, n_in = 0, n_out;
-	bool json = false, int8 = false, ok = true, nchw = false;
+	bool json = false, int8 = false, ok = true, nchw = false, no_pwdw = false;
 	uint64_t seed = 0;
 	struct onnx_tensor in[MAX_IO], out[MAX_IO], ref[MAX_IO];
 	struct onnx_tolerance tol = { ONNX_TOL_ATOL, ONNX_TOL_RTOL, 1 };
@@ -103,6 +105,8 @@ int bench_model_main(int argc, char **argv)
 			json = true;
 		else if (!strcmp(argv[i], "--nchw"))
 			nchw = true;
+		else if (!strcmp(argv[i], "--no-pwdw"))
+			no_pwdw = true;
 		else if (!strcmp(argv[i], "--dtype") && i + 1 < argc) {
 			int8 = !strcmp(argv[++i], "int8");
 			if (!int8 && strcmp(argv[i], "fp32")) {
@@ -119,7 +123,7 @@ int bench_model_main(int argc, char **argv)
 			path = argv[i];
 		else {
 			fprintf(stderr, "usage: accel-bench model MODEL.onnx [--dtype fp32|int8] [--device PATH|sim] "
-					"[--repeat N] [--seed S] [--nchw] [--json]\n");
+					"[--repeat N] [--seed S] [--nchw] [--no-pwdw] [--json]\n");
 			return 2;
 		}
 	}
@@ -138,7 +142,8 @@ int bench_model_main(int argc, char **argv)
 	n_out = onnx_model_n_outputs(m);
 	if (n_out > MAX_IO || make_inputs(m, seed, in, &n_in))
 		goto out_dev;
-	if (onnx_compile(m, dev, in, n_in, nchw ? ONNX_COMPILE_NCHW : 0, &cm, err, sizeof(err))) {
+	if (onnx_compile(m, dev, in, n_in, (nchw ? ONNX_COMPILE_NCHW : 0) | (no_pwdw ? ONNX_COMPILE_NO_PWDW : 0), &cm, err,
+			 sizeof(err))) {
 		fprintf(stderr, "accel-bench model: compile: %s\n", err);
 		goto out_in;
 	}

@@ -818,3 +818,165 @@ Test(onnx_compile, relu_of_bool_is_an_error)
 	onnx_tensor_release(&x);
 	onnx_model_free(m);
 }
+
+/* ---- expansion + depthwise pairs (compile_fuse_pwdw.c) ------------------------------------- */
+
+/* x[n,32,28,28] -> Conv1x1(192)+bias -> Clip(0,6) -> depthwise Conv3x3 stride s (+bias) -> Clip(0,6)
+ * -> Conv1x1(32): a MobileNetV2 inverted residual without its skip. */
+static struct onnx_model *pwdw_model(int64_t stride)
+{
+	static const int64_t w1d[4] = { 192, 32, 1, 1 }, w2d[4] = { 192, 1, 3, 3 }, w3d[4] = { 32, 192, 1, 1 };
+	static const int64_t b1d[1] = { 192 }, pads[4] = { 1, 1, 1, 1 };
+	const int64_t st[2] = { stride, stride };
+	float lo = 0, hi = 6;
+	struct mb *b = mb_new(13);
+	struct onnx_model *m = NULL;
+	Onnx__NodeProto *n;
+	char err[512] = "";
+	const uint8_t *buf;
+	size_t len;
+
+	init_rand(b, "w1", 4, w1d);
+	init_rand(b, "b1", 1, b1d);
+	init_rand(b, "w2", 4, w2d);
+	init_rand(b, "b2", 1, b1d);
+	init_rand(b, "w3", 4, w3d);
+	mb_init(b, "lo", ONNX_FLOAT, 0, NULL, &lo);
+	mb_init(b, "hi", ONNX_FLOAT, 0, NULL, &hi);
+	mb_input(b, "x");
+	mb_node(b, "Conv", "x,w1,b1", "e");
+	mb_node(b, "Clip", "e,lo,hi", "er");
+	n = mb_node(b, "Conv", "er,w2,b2", "d");
+	mb_attr_ints(b, n, "pads", pads, 4);
+	mb_attr_ints(b, n, "strides", st, 2);
+	mb_attr_i(b, n, "group", 192);
+	mb_node(b, "Clip", "d,lo,hi", "dr");
+	mb_node(b, "Conv", "dr,w3", "y");
+	mb_output(b, "y");
+	buf = mb_pack(b, &len);
+	cr_assert_eq(onnx_model_load_mem(buf, len, 0, &m, err, sizeof(err)), 0, "load: %s", err);
+	mb_free(b);
+	return m;
+}
+
+/* The expansion and its depthwise Conv are one accel_conv2d_pwdw step ("pwdw"; the depthwise node
+ * "fused"), the CPU reference's result in fewer cycles than the two steps of ONNX_COMPILE_NO_PWDW;
+ * through a compiled-model file too, whose reader checks the pair. */
+Test(onnx_compile, expansion_and_depthwise_fuse_and_match_cpu_reference)
+{
+	for (int64_t stride = 1; stride <= 2; stride++) {
+		static const int64_t xd[4] = { 2, 32, 28, 28 };
+		struct onnx_model *m = pwdw_model(stride);
+		struct onnx_compiled *cm = NULL;
+		struct onnx_compiled_info ci;
+		struct onnx_compiled_step s0, s2;
+		struct onnx_tensor x, ref;
+		char err[512] = "", path[] = "/tmp/tnpu-cm-XXXXXX";
+		uint64_t fused, twojobs;
+		size_t len;
+		uint8_t *p;
+		int fd;
+
+		cr_assert_eq(onnx_tensor_alloc(&x, ONNX_FLOAT, 4, xd), 0);
+		for (size_t i = 0; i < x.count; i++)
+			((float *)x.data)[i] = frand();
+		cr_assert_eq(onnx_run(m, NULL, &x, 1, &ref, 1, NULL), 0);
+		cr_assert_eq(onnx_compile(m, dev, &x, 1, 0, &cm, err, sizeof(err)), 0, "compile: %s", err);
+		cr_assert_eq(onnx_compiled_step_info(cm, 0, &s0), 0);
+		cr_assert_eq(onnx_compiled_step_info(cm, 2, &s2), 0);
+		cr_assert_str_eq(s0.kind, "pwdw");
+		cr_assert_str_eq(s2.kind, "fused");
+		cr_assert(strstr(s2.reason, "accel_conv2d_pwdw"), "%s", s2.reason);
+		cr_assert_eq(onnx_compiled_info(cm, &ci), 0);
+		cr_assert_eq(ci.jobs_per_run, 2, "jobs %u", ci.jobs_per_run);
+		cr_assert_eq(ci.device_steps, 2);
+		/* saved, loaded and run: the pair survives the file */
+		fd = mkstemp(path);
+		cr_assert_geq(fd, 0);
+		close(fd);
+		cr_assert_eq(onnx_compiled_save(cm, path, err, sizeof(err)), 0, "%s", err);
+		onnx_compiled_free(cm);
+		p = slurp(path, &len);
+		unlink(path);
+		cr_assert_eq(onnx_compiled_load_mem(m, dev, &x, 1, p, len, &cm, err, sizeof(err)), 0, "%s", err);
+		cr_assert_eq(onnx_compiled_step_info(cm, 0, &s0), 0);
+		cr_assert_str_eq(s0.kind, "pwdw");
+		onnx_compiled_free(cm);
+		{
+			/* the first step record's pair field (its last 4 bytes) naming itself: rejected */
+			uint32_t nv = (uint32_t)p[52] | (uint32_t)p[53] << 8 | (uint32_t)p[54] << 16 | (uint32_t)p[55] << 24;
+			size_t at = 104 + (size_t)nv * 100 + 504 - 4;
+
+			cr_assert_eq(p[at], 1, "step 0 pairs with step 1 (%u)", p[at]);
+			p[at] = 0;
+			fix_crc(p, len);
+			cr_assert_eq(load(m, dev, &x, p, len, err, sizeof(err)), -EBADMSG);
+			cr_assert(strstr(err, "field 'pair'"), "%s", err);
+		}
+		free(p);
+		fused = run_cycles(m, 0, &x, &ref);
+		twojobs = run_cycles(m, ONNX_COMPILE_NO_PWDW, &x, &ref);
+		cr_assert_lt(fused, twojobs, "stride %lld: fused %llu cycles, two steps %llu", (long long)stride,
+			     (unsigned long long)fused, (unsigned long long)twojobs);
+		onnx_tensor_release(&ref);
+		onnx_tensor_release(&x);
+		onnx_model_free(m);
+	}
+}
+
+/* ONNX_COMPILE_NO_PWDW (and NO_FUSE) keep the two conv steps; a depthwise input another node reads
+ * too is not fused. */
+Test(onnx_compile, expansion_and_depthwise_fusion_conditions)
+{
+	static const int64_t xd[4] = { 1, 32, 14, 14 };
+	struct onnx_model *m = pwdw_model(1);
+	struct onnx_compiled *cm = NULL;
+	struct onnx_compiled_step s0;
+	struct onnx_tensor x;
+	char err[512] = "";
+
+	cr_assert_eq(onnx_tensor_alloc(&x, ONNX_FLOAT, 4, xd), 0);
+	for (unsigned f = 0; f < 2; f++) {
+		cr_assert_eq(onnx_compile(m, dev, &x, 1, f ? ONNX_COMPILE_NO_FUSE : ONNX_COMPILE_NO_PWDW, &cm, err,
+					  sizeof(err)), 0, "%s", err);
+		cr_assert_eq(onnx_compiled_step_info(cm, 0, &s0), 0);
+		cr_assert_str_eq(s0.kind, "conv");
+		onnx_compiled_free(cm);
+	}
+	/* the all-NCHW plan: the one job needs NHWC tensors */
+	cr_assert_eq(onnx_compile(m, dev, &x, 1, ONNX_COMPILE_NCHW, &cm, err, sizeof(err)), 0, "%s", err);
+	cr_assert_eq(onnx_compiled_step_info(cm, 0, &s0), 0);
+	cr_assert_str_eq(s0.kind, "conv");
+	onnx_compiled_free(cm);
+	onnx_tensor_release(&x);
+	onnx_model_free(m);
+	{
+		/* the expansion's output is also a graph output: two steps */
+		static const int64_t w1d[4] = { 64, 8, 1, 1 }, w2d[4] = { 64, 1, 3, 3 }, pads[4] = { 1, 1, 1, 1 };
+		static const int64_t x2d[4] = { 1, 8, 10, 10 };
+		struct mb *b = mb_new(13);
+		const uint8_t *buf;
+		size_t len;
+		Onnx__NodeProto *n;
+
+		init_rand(b, "w1", 4, w1d);
+		init_rand(b, "w2", 4, w2d);
+		mb_input(b, "x");
+		mb_node(b, "Conv", "x,w1", "e");
+		n = mb_node(b, "Conv", "e,w2", "y");
+		mb_attr_ints(b, n, "pads", pads, 4);
+		mb_attr_i(b, n, "group", 64);
+		mb_output(b, "y");
+		mb_output(b, "e");
+		buf = mb_pack(b, &len);
+		cr_assert_eq(onnx_model_load_mem(buf, len, 0, &m, err, sizeof(err)), 0, "load: %s", err);
+		mb_free(b);
+		cr_assert_eq(onnx_tensor_alloc(&x, ONNX_FLOAT, 4, x2d), 0);
+		cr_assert_eq(onnx_compile(m, dev, &x, 1, 0, &cm, err, sizeof(err)), 0, "%s", err);
+		cr_assert_eq(onnx_compiled_step_info(cm, 0, &s0), 0);
+		cr_assert_str_eq(s0.kind, "conv");
+		onnx_compiled_free(cm);
+		onnx_tensor_release(&x);
+		onnx_model_free(m);
+	}
+}

@@ -681,3 +681,92 @@ Test(onnx_qdq, host_quantised_input_goes_nhwc)
 	check(&qc, 4, "qconv", 2, 1);
 }
 
+
+/* uint8 x -> DQ -> Conv 1x1 (per-channel) -> Relu -> Q uint8 -> DQ -> depthwise Conv 3x3 stride s
+ * (per-channel) -> Relu -> Q -> DQ -> Conv 1x1 -> Q uint8: the Q/DQ pair between the first two folds (the intermediate's scale and
+ * zero point are the expansion's requantisation and the depthwise input zero point) and the two run as
+ * one accel_conv2d_pwdw job ("qpwdw"; the depthwise node "fused"); within 1 LSB of qdq_ref.py, the same
+ * bytes as the two qconv steps of ONNX_COMPILE_NO_PWDW, in fewer cycles; through a compiled-model
+ * file too. */
+static void pwdw_case(int64_t stride, int64_t n)
+{
+	const int64_t xd[4] = { n, 16, 12, 12 }, st[2] = { stride, stride };
+	static const int64_t w1d[4] = { 64, 16, 1, 1 }, w2d[4] = { 64, 1, 3, 3 }, w3d[4] = { 16, 64, 1, 1 };
+	static const int64_t pads[4] = { 1, 1, 1, 1 };
+	struct mb *b = mb_new(13);
+	struct qcase qc;
+	struct onnx_compiled *cm = NULL;
+	struct onnx_compiled_step s0, sd;
+	struct onnx_run_stats stats;
+	struct onnx_tensor y[2];
+	char err[512] = "", path[] = "/tmp/test-qdq-cm-XXXXXX";
+	uint64_t cycles[2];
+	uint8_t *ref;
+	Onnx__NodeProto *nd;
+	int fd;
+
+	mb_input_typed(b, "x", ONNX_UINT8, 4, xd);
+	dq_node(b, "x", "xf", 0.02f, ONNX_UINT8, 131);		/* node 0 */
+	dq_weights(b, "w1", 4, w1d, 64, 0, "w1f");		/* 1 */
+	dq_bias(b, "b1", 64, 0.02f, "b1f");			/* 2 */
+	mb_node(b, "Conv", "xf,w1f,b1f", "e");			/* 3: the expansion */
+	mb_node(b, "Relu", "e", "er");				/* 4 */
+	q_node(b, "er", "eq", 0.03f, ONNX_UINT8, 0);		/* 5 */
+	dq_node(b, "eq", "ef", 0.03f, ONNX_UINT8, 0);		/* 6 */
+	dq_weights(b, "w2", 4, w2d, 64, 0, "w2f");		/* 7 */
+	dq_bias(b, "b2", 64, 0.03f, "b2f");			/* 8 */
+	nd = mb_node(b, "Conv", "ef,w2f,b2f", "d");		/* 9: the depthwise conv */
+	mb_attr_ints(b, nd, "pads", pads, 4);
+	mb_attr_ints(b, nd, "strides", st, 2);
+	mb_attr_i(b, nd, "group", 64);
+	mb_node(b, "Relu", "d", "dr");				/* 10 */
+	q_node(b, "dr", "dq", 0.05f, ONNX_UINT8, 0);		/* 11 */
+	dq_node(b, "dq", "df", 0.05f, ONNX_UINT8, 0);		/* 12 */
+	dq_weights(b, "w3", 4, w3d, 16, 0, "w3f");		/* 13 */
+	mb_node(b, "Conv", "df,w3f", "p");			/* 14: the projection */
+	q_node(b, "p", "y", 0.1f, ONNX_UINT8, 128);		/* 15 */
+	mb_output(b, "y");
+	finish(b, &qc, ONNX_UINT8, 4, xd);
+	for (unsigned f = 0; f < 2; f++) {
+		cr_assert_eq(onnx_compile(qc.m, dev, &qc.x, 1, f ? ONNX_COMPILE_NO_PWDW : 0, &cm, err, sizeof(err)), 0,
+			     "compile: %s", err);
+		cr_assert_eq(onnx_compiled_step_info(cm, 3, &s0), 0);
+		cr_assert_eq(onnx_compiled_step_info(cm, 9, &sd), 0);
+		cr_assert_str_eq(s0.kind, f ? "qconv" : "qpwdw");
+		cr_assert_str_eq(sd.kind, f ? "qconv" : "fused");
+		if (!f) {	/* through a file */
+			fd = mkstemp(path);
+			cr_assert_geq(fd, 0);
+			close(fd);
+			cr_assert_eq(onnx_compiled_save(cm, path, err, sizeof(err)), 0, "%s", err);
+			onnx_compiled_free(cm);
+			cr_assert_eq(onnx_compiled_load(qc.m, dev, &qc.x, 1, path, &cm, err, sizeof(err)), 0, "%s", err);
+			unlink(path);
+			cr_assert_eq(onnx_compiled_step_info(cm, 3, &s0), 0);
+			cr_assert_str_eq(s0.kind, "qpwdw");
+		}
+		cr_assert_eq(onnx_compiled_run(cm, &qc.x, 1, &y[f], 1, &stats), 0, "run: %s", onnx_compiled_error(cm));
+		cycles[f] = stats.counters.total_cycles;
+		cr_assert_eq(stats.counters.hw_jobs, f ? 3u : 2u, "hardware jobs %u", stats.counters.hw_jobs);
+		onnx_compiled_free(cm);
+	}
+	cr_assert_eq(memcmp(y[0].data, y[1].data, y[0].count), 0, "one job and two steps differ");
+	cr_assert_lt(cycles[0], cycles[1], "fused %llu cycles, two steps %llu", (unsigned long long)cycles[0],
+		     (unsigned long long)cycles[1]);
+	ref = reference(&qc, y[0].count);
+	for (size_t i = 0; i < y[0].count; i++)
+		cr_assert(abs((int)((uint8_t *)y[0].data)[i] - (int)ref[i]) <= 1, "y[%zu] = %u, reference %u", i,
+			  ((uint8_t *)y[0].data)[i], ref[i]);
+	free(ref);
+	onnx_tensor_release(&y[0]);
+	onnx_tensor_release(&y[1]);
+	onnx_model_free(qc.m);
+	onnx_tensor_release(&qc.x);
+	unlink(qc.path);
+}
+
+Test(onnx_qdq, expansion_and_depthwise_one_job)
+{
+	pwdw_case(1, 1);
+	pwdw_case(2, 2);
+}
