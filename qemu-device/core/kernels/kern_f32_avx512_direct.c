@@ -146,18 +146,29 @@ static const direct_fn tiles2[MR2 + 1] = {
 };
 
 /* The whole product (kern_f32_direct_fn): per KC slice of k and NB block of columns, B's block as
- * 16-column panels ("nt": packed; "nn": in place), then every 32 columns of C in row tiles of
- * near-equal height.  The scratch is at most KC x NB floats whatever n. */
+ * 16-column panels ("nt": packed; "nn": in place), then, for each product of the batch, every 32
+ * columns of C in row tiles of near-equal height.  A shared B (sb = 0) is packed once for the batch
+ * (a cluster's PEs: one copy instead of one per PE); the scratch is at most KC x NB floats whatever n. */
 TNPU_TARGET(KERN_ISA)
-void kern_gemm_f32_direct_avx512(bool nt, size_t m, size_t n, size_t k, const float *a, size_t lda,
-				 const float *b, size_t ldb, float *c, size_t ldc, bool accumulate)
+void kern_gemm_f32_direct_batch_avx512(bool nt, size_t count, size_t m, size_t n, size_t k, const float *a, size_t lda,
+				       ptrdiff_t sa, const float *b, size_t ldb, ptrdiff_t sb, float *c, size_t ldc,
+				       ptrdiff_t sc, bool accumulate)
 {
 	float *bpk = NULL;
 
+	if (sb && count > 1) {
+		for (size_t t = 0; t < count; t++)
+			kern_gemm_f32_direct_batch_avx512(nt, 1, m, n, k, a + (ptrdiff_t)t * sa, lda, 0,
+							  b + (ptrdiff_t)t * sb, ldb, 0, c + (ptrdiff_t)t * sc, ldc, 0,
+							  accumulate);
+		return;
+	}
 	if (nt) {
 		bpk = kern_scratch(kern_min(KC, k) * kern_min(NB, kern_div_up(n, 16) * 16) * sizeof(float));
 		if (!bpk) {
-			tnpu_kern_gemm_f32_nt_ref(m, n, k, a, lda, b, ldb, c, ldc, accumulate);
+			for (size_t t = 0; t < count; t++)
+				tnpu_kern_gemm_f32_nt_ref(m, n, k, a + (ptrdiff_t)t * sa, lda, b, ldb,
+							  c + (ptrdiff_t)t * sc, ldc, accumulate);
 			return;
 		}
 	}
@@ -173,22 +184,35 @@ void kern_gemm_f32_direct_avx512(bool nt, size_t m, size_t n, size_t k, const fl
 
 			if (nt)
 				kern_pack_rows_f32_avx512(16, nb, kc, b + jb * ldb + pc, ldb, bpk);
-			for (size_t j0 = 0; j0 < nb; j0 += 32) {
-				size_t nre = kern_min(32, nb - j0), nv = nre > 16 ? 2 : 1, mr = nv == 2 ? MR2 : MR1;
-				size_t tiles = kern_div_up(m, mr), h = m / tiles, taller = m % tiles;
-				const direct_fn *tab = nv == 2 ? tiles2 : tiles1;
-				const float *bj = bs + j0 / 16 * pstep;
+			for (size_t t = 0; t < count; t++) {
+				const float *at = a + (ptrdiff_t)t * sa + pc;
+				float *ct = c + (ptrdiff_t)t * sc + jb;
 
-				/* the first m % tiles tiles have one row more */
-				for (size_t t = 0, i0 = 0; t < tiles; t++) {
-					size_t rows = h + (t < taller);
+				for (size_t j0 = 0; j0 < nb; j0 += 32) {
+					size_t nre = kern_min(32, nb - j0), nv = nre > 16 ? 2 : 1,
+					       mr = nv == 2 ? MR2 : MR1;
+					size_t tiles = kern_div_up(m, mr), h = m / tiles, taller = m % tiles;
+					const direct_fn *tab = nv == 2 ? tiles2 : tiles1;
+					const float *bj = bs + j0 / 16 * pstep;
 
-					tab[rows](kc, a + i0 * lda + pc, lda, bj, pstep, bld, c + i0 * ldc + jb + j0, ldc,
-						  load_c, nre);
-					i0 += rows;
+					/* the first m % tiles tiles have one row more */
+					for (size_t tl = 0, i0 = 0; tl < tiles; tl++) {
+						size_t rows = h + (tl < taller);
+
+						tab[rows](kc, at + i0 * lda, lda, bj, pstep, bld, ct + i0 * ldc + j0,
+							  ldc, load_c, nre);
+						i0 += rows;
+					}
 				}
 			}
 		}
 	}
+}
+
+TNPU_TARGET(KERN_ISA)
+void kern_gemm_f32_direct_avx512(bool nt, size_t m, size_t n, size_t k, const float *a, size_t lda, const float *b,
+				 size_t ldb, float *c, size_t ldc, bool accumulate)
+{
+	kern_gemm_f32_direct_batch_avx512(nt, 1, m, n, k, a, lda, 0, b, ldb, 0, c, ldc, 0, accumulate);
 }
 #endif /* __x86_64__ */

@@ -523,6 +523,46 @@ static uint32_t gemm(struct rowctx *rc, unsigned dt, bool trans, size_t m, size_
 	return 0;
 }
 
+/* The host-work units gemm() charges for one m x n x k product (its K panels). */
+static uint64_t gemm_units(size_t m, size_t n, size_t k)
+{
+	size_t kp = TNPU_MAX((size_t)TNPU_PANEL_MACS / TNPU_MAX(m * n, (size_t)1), (size_t)TNPU_PANEL_MIN_K);
+	uint64_t full = k / kp, rest = k % kp;
+
+	return full * (1 + (uint64_t)kp * m * n / TNPU_WORK_MACS) + (rest ? 1 + rest * m * n / TNPU_WORK_MACS : 0);
+}
+
+/*
+ * count products C_t (+)= A_t * B of m x n x k sharing B (fp32 or int8), A_t at a + t * sa bytes, C_t at
+ * c + t * sc elements: one batched kernel call per K panel (B packed once, not once per product), each
+ * element the chain of its own plain call.  The caller charged the host work; the panels (about
+ * TNPU_PANEL_MACS each) only check for an abort.
+ */
+static uint32_t gemm_shared_b(struct rowctx *rc, unsigned dt, bool trans, size_t count, size_t m, size_t n, size_t k,
+			      const uint8_t *a, size_t lda, ptrdiff_t sa, const uint8_t *b, size_t ldb, void *c,
+			      size_t ldc, ptrdiff_t sc, bool acc)
+{
+	size_t kp = TNPU_MAX((size_t)TNPU_PANEL_MACS / TNPU_MAX(count * m * n, (size_t)1), (size_t)TNPU_PANEL_MIN_K);
+	size_t esz = dt == TNPU_DTYPE_INT8 ? 1 : 4;
+
+	for (size_t k0 = 0; k0 < k; k0 += kp) { /* k >= 1: an LD refuses empty tiles */
+		size_t kc = TNPU_MIN(kp, k - k0);
+		const uint8_t *ak = a + k0 * esz, *bk = trans ? b + k0 * esz : b + k0 * ldb;
+
+		if (tnpu_stopped(rc->ex, 0))
+			return tnpu_stop_fail(rc->ex);
+		if (dt == TNPU_DTYPE_INT8)
+			(trans ? tnpu_kern_gemm_i8_nt_batch
+			       : tnpu_kern_gemm_i8_nn_batch)(count, m, n, kc, (const int8_t *)ak, lda, sa,
+							     (const int8_t *)bk, ldb, 0, c, ldc, sc, acc || k0);
+		else
+			(trans ? tnpu_kern_gemm_f32_nt_batch : tnpu_kern_gemm_f32_nn_batch)(
+				count, m, n, kc, (const float *)(const void *)ak, lda / 4, sa / 4,
+				(const float *)(const void *)bk, ldb / 4, 0, c, ldc, sc, acc || k0);
+	}
+	return 0;
+}
+
 /* Sparse (value, index) weights: C[i][n] += sum_s A[i][idx_s] * val_s. */
 static uint32_t sparse_mac(struct rowctx *rc, const uint8_t *at, uint32_t apitch, const uint8_t *wt,
 			   const struct tnpu_operand *wo, unsigned tm, unsigned tn, unsigned K, unsigned dt,
@@ -721,6 +761,32 @@ static uint32_t do_mac(struct rowctx *rc, uint16_t w, struct exe_acct *acct)
 				err = gemm(rc, dt, trans, tm, ld, K, rc->base + pe_addr(A, c, 0), A->pitch,
 					   rc->base + pe_addr(B, c, 0), B->pitch,
 					   (uint8_t *)accp + (size_t)c * tm * ld * 4, ld, accumulate);
+		} else if (!sparse && B->pe_stride == 0 && dt != TNPU_DTYPE_BF16) {
+			/* One B per cluster, shared by its PEs, and A per PE (the pointwise lowering's
+			 * pixel blocks over PEs): per cluster one batched call, B packed once.  PE p's
+			 * tile is rows c*tm.. at columns p*tn of the accumulator; the batch runs over the
+			 * PEs (tm rows a pitch apart), or, when that makes fewer row tiles, over the tile's
+			 * rows (pes rows a PE stride apart: the C rows tn apart).  Charged as the per-PE
+			 * calls it replaces. */
+			uint64_t units = (uint64_t)pes * gemm_units(tm, tn, K);
+			bool by_row =
+				A->pe_stride > 0 && (size_t)tm * ((pes + 15) / 16) < (size_t)pes * ((tm + 15) / 16);
+
+			for (unsigned c = 0; c < cols && !err; c++) {
+				const uint8_t *at = rc->base + pe_addr(A, c, 0), *bt = rc->base + pe_addr(B, c, 0);
+				uint8_t *cc = (uint8_t *)accp + (size_t)c * tm * ld * 4;
+
+				if (tnpu_stopped(rc->ex, units))
+					return tnpu_stop_fail(rc->ex);
+				if (by_row)
+					err = gemm_shared_b(rc, dt, trans, tm, pes, tn, K, at, (size_t)A->pe_stride,
+							    (ptrdiff_t)A->pitch, bt, B->pitch, cc, tn, (ptrdiff_t)ld,
+							    accumulate);
+				else
+					err = gemm_shared_b(rc, dt, trans, pes, tm, tn, K, at, A->pitch,
+							    (ptrdiff_t)A->pe_stride, bt, B->pitch, cc, ld,
+							    (ptrdiff_t)tn, accumulate);
+			}
 		} else {
 			for (unsigned c = 0; c < cols; c++) {
 				for (unsigned p = 0; p < pes; p++) {
@@ -1244,6 +1310,11 @@ static uint32_t do_st(struct rowctx *rc, uint16_t w)
 
 				if (es == 4 && tn == 16) {	/* the usual tile: an inlined 64-byte copy */
 					memcpy(dst, s, 64);
+				} else if (es == 4 && tn <= 4) {
+					/* a few channels per PE (the pointwise lowering's pixel blocks over
+					 * PEs): inlined word copies, not a library call per tile row */
+					for (unsigned j = 0; j < tn; j++)
+						memcpy(dst + 4 * j, s + 4 * j, 4);
 				} else if (es == 4) {
 					memcpy(dst, s, (size_t)tn * 4);
 				} else {
