@@ -1197,9 +1197,13 @@ static uint32_t sfu_apply(struct rowctx *rc, unsigned a, const struct tnpu_opera
 	if (p.ops & TNPU_SFU_OP_RESIDUAL)	/* ISA 2: vector-units.md "SFU residual operand" */
 		return sfu_residual(rc, a, prec, &p, chained);
 	/* A row's PE tiles lie side by side in the accumulator and output queue: with no column vector,
-	 * or the PEs' vectors side by side too, one call covers the row (the same element operations). */
+	 * or the PEs' vectors side by side too, one call covers the row (the same element operations).
+	 * PEs sharing their cluster's vector (bps = 0: the pointwise lowering's pixel blocks over PEs,
+	 * tn often 1 or 2) read it repeated across the row from a copy made once per cluster. */
 	bool whole = !colvec || (int64_t)p.bps == (int64_t)tn * cb;
-	unsigned n_pe = whole ? 1 : pes, n = whole ? (unsigned)ld : tn;
+	bool rep = colvec && !whole && p.bps == 0 && pes > 1 && (uint64_t)ld * cb <= TNPU_SFU_REP_MAX;
+	uint8_t *repv = rep ? tnpu_scratch(rc->ex, (size_t)ld * cb) : NULL;
+	unsigned n_pe = whole || repv ? 1 : pes, n = whole || repv ? (unsigned)ld : tn;
 
 	for (unsigned c = 0; c < cols; c++) {
 		for (unsigned pe = 0; pe < n_pe; pe++) {
@@ -1209,6 +1213,11 @@ static uint32_t sfu_apply(struct rowctx *rc, unsigned a, const struct tnpu_opera
 				int64_t ba = (int64_t)p.bias_addr + (int64_t)c * p.bcs + (int64_t)pe * p.bps;
 
 				bias = rc->base + ba;
+			}
+			if (repv) {
+				for (unsigned q = 0; q < pes; q++)
+					memcpy(repv + (size_t)q * tn * cb, bias, (size_t)tn * cb);
+				bias = repv;
 			}
 			size_t o = (size_t)c * tm * ld + (size_t)pe * tn;	/* the tile's first row */
 
@@ -1259,6 +1268,24 @@ static uint32_t do_sfu(struct rowctx *rc, uint16_t w)
 
 /* ---- ST ------------------------------------------------------------------------- */
 
+/* 32-bit tiles of tn (a constant after inlining) columns, each PE's rows in turn (the order of the
+ * general loop, so overlapping tiles end the same): fixed-size copies, no library call per row. */
+static inline __attribute__((always_inline)) void st_small(struct rowctx *rc, const struct tnpu_operand *o,
+							   const uint8_t *data, unsigned tm, unsigned tn)
+{
+	size_t ld = (size_t)rc->pes * tn;
+
+	for (unsigned c = 0; c < rc->cols; c++) {
+		for (unsigned p = 0; p < rc->pes; p++) {
+			uint8_t *d = rc->base + pe_addr(o, c, p);
+			const uint8_t *s = data + ((size_t)c * tm * ld + (size_t)p * tn) * 4;
+
+			for (unsigned i = 0; i < tm; i++, d += o->pitch, s += ld * 4)
+				memcpy(d, s, 4 * tn);
+		}
+	}
+}
+
 static uint32_t do_st(struct rowctx *rc, uint16_t w)
 {
 	struct row_state *rs = rc->rs;
@@ -1300,6 +1327,31 @@ static uint32_t do_st(struct rowctx *rc, uint16_t w)
 		}
 		goto stored;
 	}
+	if (es == 4 && tn <= 4) {
+		/* a few channels per PE (the pointwise lowering's pixel blocks over PEs) */
+		switch (tn) {
+		case 1:
+			st_small(rc, o, data, tm, 1);
+			break;
+		case 2:
+			st_small(rc, o, data, tm, 2);
+			break;
+		case 3:
+			st_small(rc, o, data, tm, 3);
+			break;
+		default:
+			st_small(rc, o, data, tm, 4);
+			break;
+		}
+		for (unsigned c = 0; c < cols; c++)
+			for (unsigned p = 0; p < pes; p++) {
+				uint64_t pa = (uint64_t)pe_addr(o, c, p);
+
+				lo = TNPU_MIN(lo, pa);
+				hi = TNPU_MAX(hi, pa + (uint64_t)(tm - 1) * o->pitch + (uint64_t)tn * es);
+			}
+		goto stored;
+	}
 	for (unsigned c = 0; c < cols; c++) {
 		for (unsigned p = 0; p < pes; p++) {
 			uint64_t pa = (uint64_t)pe_addr(o, c, p);
@@ -1310,11 +1362,6 @@ static uint32_t do_st(struct rowctx *rc, uint16_t w)
 
 				if (es == 4 && tn == 16) {	/* the usual tile: an inlined 64-byte copy */
 					memcpy(dst, s, 64);
-				} else if (es == 4 && tn <= 4) {
-					/* a few channels per PE (the pointwise lowering's pixel blocks over
-					 * PEs): inlined word copies, not a library call per tile row */
-					for (unsigned j = 0; j < tn; j++)
-						memcpy(dst + 4 * j, s + 4 * j, 4);
 				} else if (es == 4) {
 					memcpy(dst, s, (size_t)tn * 4);
 				} else {

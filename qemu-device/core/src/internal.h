@@ -206,6 +206,8 @@ uint32_t tnpu_fail(struct tnpu_exec *ex, uint32_t err, uint32_t info, uint64_t a
 #define TNPU_PANEL_MIN_K	64u
 #define TNPU_CVT_SCRATCH_MAX	(4u << 20)
 #define TNPU_SCRATCH_MAX	(TNPU_IM2COL_MAX_FOOTPRINT + (1u << 20))
+/* An SFU column vector repeated across a row of PEs that share it (cluster.c sfu_apply). */
+#define TNPU_SFU_REP_MAX	(64u << 10)
 #define TNPU_SCRATCH_KEEP	(1u << 20)
 #define TNPU_IM2COL_K_CHUNK	65536u	/* K indices decoded at a time (12 bytes each) */
 

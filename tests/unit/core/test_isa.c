@@ -833,6 +833,7 @@ struct sfu_case {
 	uint8_t kind;		/* 0 fp32, 1 int32, 2 int8 (REQUANT), 3 int8 through QCOL records */
 	uint8_t ops;		/* BIAS / RELU / CLAMP / RESIDUAL (fp32 and kind 2 may add REQUANT) */
 	bool r_whole, v_whole;
+	bool v_shared;		/* one column vector for all the PEs of a cluster (bias PE stride 0) */
 };
 
 static void sfu_case_run(const struct sfu_case *sc, uint64_t *seed)
@@ -843,7 +844,7 @@ static void sfu_case_run(const struct sfu_case *sc, uint64_t *seed)
 	uint8_t dt = f32 ? TNPU_DTYPE_FP32 : TNPU_DTYPE_INT8, acc_dt = f32 ? TNPU_DTYPE_FP32 : TNPU_DTYPE_INT32;
 	uint8_t ops = (uint8_t)(sc->ops | (i8 ? TNPU_SFU_OP_REQUANT : 0) | (qcol ? TNPU_SFU_OP_QCOL : 0));
 	uint32_t rps = sc->r_whole ? TN * 4 : TN * 4 + 16, rpitch = P * rps + 8;
-	int32_t vps = sc->v_whole ? (int32_t)(TN * vb) : (int32_t)(TN * vb + 8);
+	int32_t vps = sc->v_shared ? 0 : sc->v_whole ? (int32_t)(TN * vb) : (int32_t)(TN * vb + 8);
 	float flo = -0.75f, fhi = 1.5f, fsc = 0.375f;
 	int32_t ilo = -3000, ihi = 4000, iscale = 12345;
 	uint16_t ins[] = { TNPU_INSN_LD(0, 0, 0, 0), TNPU_INSN_LD(1, 0, 1, 0), TNPU_INSN_MAC(0, 0, 0, 0, 0),
@@ -961,9 +962,9 @@ static void sfu_case_run(const struct sfu_case *sc, uint64_t *seed)
 
 /* The SFU on every layout the model runs differently — the column vectors (bias, QCOL records) and
  * the residual tiles side by side over a cluster's PEs (a row of the whole cluster at once) or apart
- * (PE by PE) — fp32, int32, int8 and QCOL int8, every combination of BIAS, RESIDUAL, RELU and CLAMP
- * (and fp32 REQUANT), against the per-element definition in the spec's order: bias, residual, ReLU,
- * clamp, requantisation. */
+ * (PE by PE), or one vector shared by the cluster's PEs (repeated across the row once) — fp32, int32,
+ * int8 and QCOL int8, every combination of BIAS, RESIDUAL, RELU and CLAMP (and fp32 REQUANT), against
+ * the per-element definition in the spec's order: bias, residual, ReLU, clamp, requantisation. */
 Test(isa, sfu_every_layout_and_op_matches_the_definition)
 {
 	static const uint8_t opsets[] = {
@@ -974,8 +975,12 @@ Test(isa, sfu_every_layout_and_op_matches_the_definition)
 
 	for (uint8_t kind = 0; kind < 4; kind++)
 		for (unsigned o = 0; o < sizeof(opsets) / sizeof(opsets[0]); o++)
-			for (unsigned m = 0; m < (kind ? 8u : 16u); m++) {
-				struct sfu_case sc = { .kind = kind, .ops = opsets[o], .r_whole = m & 2, .v_whole = m & 4 };
+			for (unsigned m = 0; m < 32; m++) {
+				struct sfu_case sc = { .kind = kind, .ops = opsets[o], .r_whole = m & 2, .v_whole = m & 4,
+						       .v_shared = m & 16 };
+
+				if ((kind && (m & 8)) || ((m & 16) && (m & 4)))
+					continue;
 
 				if (m & 1)
 					sc.ops |= TNPU_SFU_OP_RESIDUAL;
