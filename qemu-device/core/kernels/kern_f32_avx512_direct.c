@@ -117,6 +117,32 @@ UNROLL
 typedef void (*direct_fn)(size_t kc, const float *a, size_t lda, const float *b, size_t b1, size_t ldb, float *c,
 			  size_t ldc, bool load_c, size_t nre);
 
+/* A batch of products of at most 16 rows and 16 columns (a cluster's PEs sharing their B, one
+ * product per pixel row or per PE): the tile above for each product in one call, the tile's row
+ * pointers stepped by sa and sc (a call and its setup per product cost as much as a 16-row tile of
+ * k = 3). */
+typedef void (*direct_batch_fn)(size_t count, size_t kc, const float *a, size_t lda, ptrdiff_t sa, const float *b,
+				size_t ldb, float *c, size_t ldc, ptrdiff_t sc, bool load_c, size_t nre);
+
+#define DIRECT_BATCH(mr)                                                                                     \
+	TNPU_TARGET(KERN_ISA)                                                                                \
+	static void direct_batch_##mr(size_t count, size_t kc, const float *a, size_t lda, ptrdiff_t sa,      \
+				      const float *b, size_t ldb, float *c, size_t ldc, ptrdiff_t sc, bool load_c, \
+				      size_t nre)                                                            \
+	{                                                                                                    \
+		for (size_t t = 0; t < count; t++, a += sa, c += sc)                                         \
+			direct_tile(mr, 1, kc, a, lda, b, 0, ldb, c, ldc, load_c, nre);                      \
+	}
+DIRECT_BATCH(1) DIRECT_BATCH(2) DIRECT_BATCH(3) DIRECT_BATCH(4) DIRECT_BATCH(5) DIRECT_BATCH(6) DIRECT_BATCH(7)
+DIRECT_BATCH(8) DIRECT_BATCH(9) DIRECT_BATCH(10) DIRECT_BATCH(11) DIRECT_BATCH(12) DIRECT_BATCH(13)
+DIRECT_BATCH(14) DIRECT_BATCH(15) DIRECT_BATCH(16)
+
+static const direct_batch_fn batch1[MR1 + 1] = {
+	NULL,		  direct_batch_1,  direct_batch_2,  direct_batch_3,  direct_batch_4,  direct_batch_5,
+	direct_batch_6,	  direct_batch_7,  direct_batch_8,  direct_batch_9,  direct_batch_10, direct_batch_11,
+	direct_batch_12, direct_batch_13, direct_batch_14, direct_batch_15, direct_batch_16,
+};
+
 #define DIRECT_TILE(mr, nv)                                                                                  \
 	TNPU_TARGET(KERN_ISA)                                                                                \
 	static void direct_##mr##x##nv(size_t kc, const float *a, size_t lda, const float *b, size_t b1,      \
@@ -184,6 +210,10 @@ void kern_gemm_f32_direct_batch_avx512(bool nt, size_t count, size_t m, size_t n
 
 			if (nt)
 				kern_pack_rows_f32_avx512(16, nb, kc, b + jb * ldb + pc, ldb, bpk);
+			if (count > 1 && m <= MR1 && nb <= 16) {
+				batch1[m](count, kc, a + pc, lda, sa, bs, bld, c + jb, ldc, sc, load_c, nb);
+				continue;
+			}
 			for (size_t t = 0; t < count; t++) {
 				const float *at = a + (ptrdiff_t)t * sa + pc;
 				float *ct = c + (ptrdiff_t)t * sc + jb;
