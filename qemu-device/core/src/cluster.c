@@ -954,10 +954,11 @@ static unsigned sfu_col_bytes(const struct sfu_p *p)
 
 /* The SFU functions run `rows` rows of n columns, ld elements apart in x and y (a PE tile, or a row
  * of all PEs: one call per tile keeps the call and the flag tests out of the row loop); every row
- * takes the same column vector. */
+ * takes the same column vector.  x, y and the vector never overlap (accumulator or staging buffer,
+ * output queue, SRAM): restrict lets the loops vectorise without run-time overlap checks. */
 TNPU_CLONES
-static void sfu_int_rows(const int32_t *x, int32_t *y, unsigned n, unsigned rows, size_t ld, const int32_t *bias,
-			 const struct sfu_p *p)
+static void sfu_int_rows(const int32_t *restrict x, int32_t *restrict y, unsigned n, unsigned rows, size_t ld,
+			 const int32_t *restrict bias, const struct sfu_p *p)
 {
 	/* shift is only validated (<= 62) when REQUANT is on; found by libFuzzer/UBSan. */
 	int64_t rnd = (p->ops & TNPU_SFU_OP_REQUANT) && p->shift ? (int64_t)1 << (p->shift - 1) : 0;
@@ -984,8 +985,8 @@ static void sfu_int_rows(const int32_t *x, int32_t *y, unsigned n, unsigned rows
 
 /* QCOL: as sfu_int_rows with column j's bias, multiplier and shift from its 12-byte record. */
 TNPU_CLONES
-static void sfu_qcol_rows(const int32_t *x, int32_t *y, unsigned n, unsigned rows, size_t ld, const uint8_t *recs,
-			  const struct sfu_p *p)
+static void sfu_qcol_rows(const int32_t *restrict x, int32_t *restrict y, unsigned n, unsigned rows, size_t ld,
+			  const uint8_t *restrict recs, const struct sfu_p *p)
 {
 	for (unsigned i = 0; i < rows; i++, x += ld, y += ld) {
 		const uint8_t *rec = recs;
@@ -1009,8 +1010,8 @@ static void sfu_qcol_rows(const int32_t *x, int32_t *y, unsigned n, unsigned row
 }
 
 TNPU_CLONES
-static void sfu_f32_rows(const float *x, float *y, unsigned n, unsigned rows, size_t ld, const float *bias,
-			 const struct sfu_p *p)
+static void sfu_f32_rows(const float *restrict x, float *restrict y, unsigned n, unsigned rows, size_t ld,
+			 const float *restrict bias, const struct sfu_p *p)
 {
 	float lo, hi, sc;
 

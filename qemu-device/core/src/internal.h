@@ -13,14 +13,22 @@
 #include "tnpu/tnpu_core.h"
 
 /* Hot element loops are compiled for several x86-64 levels and picked at
- * load time (ifunc); nothing that ships uses -march=native. */
+ * load time (ifunc); nothing that ships uses -march=native.  GCC at -O2 vectorises
+ * only loops whose trip count is a known multiple of the vector (its "very cheap"
+ * cost model), so these loops ask for its dynamic model: vector body plus scalar
+ * tail, the same element operations (no reassociation without -ffast-math). */
+#if defined(__GNUC__) && !defined(__clang__)
+#define TNPU_VECTORIZE __attribute__((optimize("tree-vectorize", "vect-cost-model=dynamic")))
+#else
+#define TNPU_VECTORIZE
+#endif
 #if defined(__x86_64__) && defined(__has_attribute) && !defined(TNPU_NO_CLONES)
 #if __has_attribute(target_clones)
-#define TNPU_CLONES __attribute__((target_clones("default", "avx2", "avx512f")))
+#define TNPU_CLONES __attribute__((target_clones("default", "avx2", "avx512f"))) TNPU_VECTORIZE
 #endif
 #endif
 #ifndef TNPU_CLONES
-#define TNPU_CLONES
+#define TNPU_CLONES TNPU_VECTORIZE
 #endif
 
 #include "tnpu_uninit.h"
