@@ -570,6 +570,33 @@ static union val bin_one(const struct vcmd *v, const uint8_t *pa, const uint8_t 
 	}
 }
 
+/* One tap of a window over a run of n channels packed in the input (channel stride = the element):
+ * the per-channel operations of pool_run's general loops, in loops the compiler vectorises. */
+TNPU_CLONES
+static void pool_tap_f32(union val *restrict o, const uint8_t *restrict p, uint32_t n, bool avg, bool first)
+{
+	if (avg) {
+		for (uint32_t c = 0; c < n; c++)
+			o[c].f += ld_f(p + 4 * (size_t)c);
+		return;
+	}
+	for (uint32_t c = 0; c < n; c++) {
+		float x = ld_f(p + 4 * (size_t)c), y = o[c].f;
+
+		o[c].f = first || x > y || x != x ? x : y;
+	}
+}
+
+TNPU_CLONES
+static void pool_tap_max_i8(union val *restrict o, const uint8_t *restrict p, uint32_t n, bool first)
+{
+	for (uint32_t c = 0; c < n; c++) {
+		int32_t x = (int8_t)p[c], y = o[c].i;
+
+		o[c].i = first || x > y ? x : y;
+	}
+}
+
 /*
  * One window position (i[0], i[1], i[2]) for all n[3] channels at once: which taps are inside the image
  * depends only on the position, so the taps run outer and the channels inner (a contiguous run in NHWC),
@@ -602,7 +629,11 @@ static void pool_run(const struct vcmd *v, const uint8_t *half, const uint32_t *
 				continue;
 			p = half + base + iy * v->a_st[1] + ix * v->a_st[2];
 			cnt++;
-			if (f && avg) {
+			if (f && cst == 4) {
+				pool_tap_f32(out, p, nc, avg, !any);
+			} else if (!f && !avg && cst == 1) {
+				pool_tap_max_i8(out, p, nc, !any);
+			} else if (f && avg) {
 				for (uint32_t c = 0; c < nc; c++)
 					out[c].f += ld_f(p + c * cst);
 			} else if (f && !any) {
@@ -747,6 +778,15 @@ static uint32_t run_row(struct tnpu_exec *ex, const struct vcmd *v, unsigned r, 
 					     (int64_t)i[2] * v->d_st[2];
 				int64_t lo = d0, hi = d0 + eout;
 
+				if (v->n[3] && v->d_st[3] == (int64_t)eout && eout == 4) {
+					/* a packed run of 32-bit results: one copy, the same bytes */
+					memcpy(half + d0, out + o, (size_t)v->n[3] * 4);
+					o += v->n[3];
+					i[3] = v->n[3];
+					hi = d0 + (int64_t)v->n[3] * 4;
+					sram_mark(rs, (uint64_t)v->half * ex->half + lo, (uint64_t)v->half * ex->half + hi);
+					continue;
+				}
 				for (i[3] = 0; i[3] < v->n[3]; i[3]++, o++) {
 					int64_t d = d0 + (int64_t)i[3] * v->d_st[3];
 					uint8_t *p = half + d;
