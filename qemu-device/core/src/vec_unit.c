@@ -571,9 +571,9 @@ static union val bin_one(const struct vcmd *v, const uint8_t *pa, const uint8_t 
 }
 
 /* One tap of a window over a run of n channels packed in the input (channel stride = the element):
- * the per-channel operations of pool_run's general loops, in loops the compiler vectorises. */
-TNPU_CLONES
-static void pool_tap_f32(union val *restrict o, const uint8_t *restrict p, uint32_t n, bool avg, bool first)
+ * the per-channel operations of pool_run's general loops, in loops the compiler vectorises (inside
+ * pool_row's clones). */
+static inline __attribute__((always_inline)) void pool_tap_f32(union val *restrict o, const uint8_t *restrict p, uint32_t n, bool avg, bool first)
 {
 	if (avg) {
 		for (uint32_t c = 0; c < n; c++)
@@ -587,8 +587,7 @@ static void pool_tap_f32(union val *restrict o, const uint8_t *restrict p, uint3
 	}
 }
 
-TNPU_CLONES
-static void pool_tap_max_i8(union val *restrict o, const uint8_t *restrict p, uint32_t n, bool first)
+static inline __attribute__((always_inline)) void pool_tap_max_i8(union val *restrict o, const uint8_t *restrict p, uint32_t n, bool first)
 {
 	for (uint32_t c = 0; c < n; c++) {
 		int32_t x = (int8_t)p[c], y = o[c].i;
@@ -602,7 +601,8 @@ static void pool_tap_max_i8(union val *restrict o, const uint8_t *restrict p, ui
  * depends only on the position, so the taps run outer and the channels inner (a contiguous run in NHWC),
  * each channel seeing its taps in the same order as a per-element loop would — the same result bits.
  */
-static void pool_run(const struct vcmd *v, const uint8_t *half, const uint32_t *i, union val *out, int64_t *sum)
+static inline __attribute__((always_inline)) void pool_run(const struct vcmd *v, const uint8_t *half,
+							     const uint32_t *i, union val *out, int64_t *sum)
 {
 	const struct tnpu_vec_pool_win *w = &v->pw;
 	int64_t y0 = (int64_t)i[1] * w->stride_y - w->pad_top, x0 = (int64_t)i[2] * w->stride_x - w->pad_left;
@@ -675,6 +675,17 @@ static void pool_run(const struct vcmd *v, const uint8_t *half, const uint32_t *
 	}
 }
 
+/* The window positions (i[0], i[1], 0 .. n[2]-1) of a row, one call (compiled per x86-64 level, so
+ * the channel loops of pool_run vectorise inside it), outputs in order from out. */
+TNPU_CLONES
+static void pool_row(const struct vcmd *v, const uint8_t *half, uint32_t i0, uint32_t i1, union val *out, int64_t *sum)
+{
+	uint32_t i[4] = { i0, i1, 0, 0 };
+
+	for (; i[2] < v->n[2]; i[2]++, out += v->n[3])
+		pool_run(v, half, i, out, sum);
+}
+
 static union val red_one(const struct vcmd *v, const uint8_t *p)
 {
 	uint32_t L = v->rw.red_len;
@@ -740,13 +751,12 @@ static uint32_t run_row(struct tnpu_exec *ex, const struct vcmd *v, unsigned r, 
 		for (i[1] = 0; i[1] < v->n[1]; i[1]++) {
 			if (tnpu_stopped(ex, 1 + (uint64_t)v->n[2] * v->n[3] / 4))
 				return tnpu_stop_fail(ex);
+			if (v->op == TNPU_VEC_POOL) {
+				pool_row(v, half, i[0], i[1], out + o, sum);
+				o += (uint64_t)v->n[2] * v->n[3];
+				continue;
+			}
 			for (i[2] = 0; i[2] < v->n[2]; i[2]++) {
-				if (v->op == TNPU_VEC_POOL) {
-					i[3] = 0;
-					pool_run(v, half, i, out + o, sum);
-					o += v->n[3];
-					continue;
-				}
 				for (i[3] = 0; i[3] < v->n[3]; i[3]++, o++) {
 					int64_t a = (int64_t)v->a_off, b = (int64_t)v->b_off;
 
