@@ -573,26 +573,50 @@ static union val bin_one(const struct vcmd *v, const uint8_t *pa, const uint8_t 
 /* One tap of a window over a run of n channels packed in the input (channel stride = the element):
  * the per-channel operations of pool_run's general loops, in loops the compiler vectorises (inside
  * pool_row's clones). */
+/* A little-endian fp32 element: a plain load on little-endian hosts (which vectorises; ld32's byte
+ * assembly does not), ld_f elsewhere. */
+static inline float ld_f_run(const uint8_t *p)
+{
+#if defined(__BYTE_ORDER__) && __BYTE_ORDER__ == __ORDER_LITTLE_ENDIAN__
+	float f;
+
+	memcpy(&f, p, 4);
+	return f;
+#else
+	return ld_f(p);
+#endif
+}
+
 static inline __attribute__((always_inline)) void pool_tap_f32(union val *restrict o, const uint8_t *restrict p, uint32_t n, bool avg, bool first)
 {
+	/* the results as plain 32-bit words (a union member access does not vectorise) */
 	if (avg) {
-		for (uint32_t c = 0; c < n; c++)
-			o[c].f += ld_f(p + 4 * (size_t)c);
+		for (uint32_t c = 0; c < n; c++) {
+			float y;
+
+			memcpy(&y, &o[c], 4);
+			y += ld_f_run(p + 4 * (size_t)c);
+			memcpy(&o[c], &y, 4);
+		}
 		return;
 	}
 	for (uint32_t c = 0; c < n; c++) {
-		float x = ld_f(p + 4 * (size_t)c), y = o[c].f;
+		float x = ld_f_run(p + 4 * (size_t)c), y;
 
-		o[c].f = first || x > y || x != x ? x : y;
+		memcpy(&y, &o[c], 4);
+		y = first || x > y || x != x ? x : y;
+		memcpy(&o[c], &y, 4);
 	}
 }
 
 static inline __attribute__((always_inline)) void pool_tap_max_i8(union val *restrict o, const uint8_t *restrict p, uint32_t n, bool first)
 {
 	for (uint32_t c = 0; c < n; c++) {
-		int32_t x = (int8_t)p[c], y = o[c].i;
+		int32_t x = (int8_t)p[c], y;
 
-		o[c].i = first || x > y ? x : y;
+		memcpy(&y, &o[c], 4);
+		y = first || x > y ? x : y;
+		memcpy(&o[c], &y, 4);
 	}
 }
 
