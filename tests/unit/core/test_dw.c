@@ -167,6 +167,17 @@ Test(dw, dw_mac_int8_matches_cpu_reference)
 {
 	for (uint64_t seed = 1; seed <= 40; seed++)
 		dw_case(seed * 0x9E3779B97F4A7C15ull, false, seed & 1, 1);
+	/* runs of channels across the model's vector loops and its 64-channel blocks */
+	for (unsigned t = 0; t < 3; t++) {
+		static const unsigned tns[] = { 17, 40, 67 };
+
+		dw_tn = tns[t];
+		dw_fitted = 0;
+		for (uint64_t seed = 1; seed <= 400 && dw_fitted < 12; seed++)
+			dw_case(seed * 0xD1B54A32D192ED03ull + t, false, seed & 1, 1);
+		cr_assert_geq(dw_fitted, 3, "tn %u: %u cases fitted", dw_tn, dw_fitted);
+		dw_tn = 0;
+	}
 }
 
 Test(dw, dw_mac_fp32_matches_cpu_reference)
