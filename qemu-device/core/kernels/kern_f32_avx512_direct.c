@@ -76,6 +76,16 @@ UNROLL
 			if (NV == 2)
 				c1[i] = _mm512_loadu_ps(c + i * ldc + 16);
 		}
+	} else if (NV == 1 && (nre == 1 || nre == 2 || nre == 4 || nre == 8)) {
+		/* Narrow C (a PE's few channels, rows a few elements apart, the next product's rows right
+		 * after): accesses of exactly the row's width.  A 64-byte masked store spans the rows after
+		 * its own, and a later load of them waits until it retires (masked stores do not forward). */
+UNROLL
+		for (size_t i = 0; i < MR; i++)
+			c0[i] = nre == 1   ? _mm512_zextps128_ps512(_mm_load_ss(c + i * ldc))
+				: nre == 2 ? _mm512_zextps128_ps512(_mm_castpd_ps(_mm_load_sd((const double *)(c + i * ldc))))
+				: nre == 4 ? _mm512_zextps128_ps512(_mm_loadu_ps(c + i * ldc))
+					   : _mm512_zextps256_ps512(_mm256_loadu_ps(c + i * ldc));
 	} else {
 UNROLL
 		for (size_t i = 0; i < MR; i++) {
@@ -103,6 +113,20 @@ UNROLL
 			_mm512_storeu_ps(c + i * ldc, c0[i]);
 			if (NV == 2)
 				_mm512_storeu_ps(c + i * ldc + 16, c1[i]);
+		}
+		return;
+	}
+	if (NV == 1 && (nre == 1 || nre == 2 || nre == 4 || nre == 8)) {
+UNROLL
+		for (size_t i = 0; i < MR; i++) {
+			if (nre == 1)
+				_mm_store_ss(c + i * ldc, _mm512_castps512_ps128(c0[i]));
+			else if (nre == 2)
+				_mm_store_sd((double *)(c + i * ldc), _mm_castps_pd(_mm512_castps512_ps128(c0[i])));
+			else if (nre == 4)
+				_mm_storeu_ps(c + i * ldc, _mm512_castps512_ps128(c0[i]));
+			else
+				_mm256_storeu_ps(c + i * ldc, _mm512_castps512_ps256(c0[i]));
 		}
 		return;
 	}

@@ -367,7 +367,7 @@ Test(kernels, i8_nt_random, .timeout = 120) { FOR_EACH_ISA(run_random_shapes(che
 Test(kernels, f32_direct, .timeout = 120)
 {
 #if defined(__x86_64__)
-	static const size_t ns[] = { 1, 2, 15, 16, 17, 31, 32, 33, 47, 48, 63, 64, 65, 100 };
+	static const size_t ns[] = { 1, 2, 4, 8, 15, 16, 17, 31, 32, 33, 47, 48, 63, 64, 65, 100 };
 	static const size_t ks[] = { 1, 2, 3, 4, 5, 6, 7, 8, 9, 16, 17, 255, 256, 257, 600 };
 	const size_t nn = sizeof(ns) / sizeof(ns[0]), nk = sizeof(ks) / sizeof(ks[0]);
 
