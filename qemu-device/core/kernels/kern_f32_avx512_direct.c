@@ -161,6 +161,96 @@ DIRECT_BATCH(1) DIRECT_BATCH(2) DIRECT_BATCH(3) DIRECT_BATCH(4) DIRECT_BATCH(5) 
 DIRECT_BATCH(8) DIRECT_BATCH(9) DIRECT_BATCH(10) DIRECT_BATCH(11) DIRECT_BATCH(12) DIRECT_BATCH(13)
 DIRECT_BATCH(14) DIRECT_BATCH(15) DIRECT_BATCH(16)
 
+/*
+ * Products of at most 16 rows and N = 2 or 4 columns whose C rows are contiguous (ldc = N: a PE
+ * row of the pointwise lowering's pixels over PEs, tn channels each): the tile's C is 16 N
+ * consecutive floats, N full vectors whose lane l holds row l / N (+ 16 v / N), column l % N.  A's rows
+ * (up to 4 of k at a time, masked loads) are gathered into four registers of four rows each and
+ * spread over the lanes by permutes, B's row k repeated every N lanes, so every FMA lane is an
+ * output (a one-vector tile uses 2 of 16).  Each element is the same fmadd chain over k in order.
+ */
+TNPU_TARGET(KERN_ISA)
+static inline __attribute__((always_inline)) void tiny_tile(const size_t N, size_t m, size_t kc, const float *a,
+							 size_t lda, const float *b, size_t ldb, float *c,
+							 bool load_c)
+{
+	const size_t NV = N;	/* vectors per 16 rows: 16 N elements */
+	size_t elems = m * N;
+	__m512 acc[4];
+	__mmask16 cm[4];
+	__m512i bidx = N == 2 ? _mm512_set_epi32(1, 0, 1, 0, 1, 0, 1, 0, 1, 0, 1, 0, 1, 0, 1, 0)
+			      : _mm512_set_epi32(3, 2, 1, 0, 3, 2, 1, 0, 3, 2, 1, 0, 3, 2, 1, 0);
+
+UNROLL
+	for (size_t v = 0; v < NV; v++) {
+		size_t left = elems > 16 * v ? elems - 16 * v : 0;
+
+		cm[v] = left >= 16 ? (__mmask16)0xffff : (__mmask16)((1u << left) - 1);
+		acc[v] = load_c ? _mm512_maskz_loadu_ps(cm[v], c + 16 * v) : _mm512_setzero_ps();
+	}
+	for (size_t k0 = 0; k0 < kc; k0 += 4) {
+		size_t kk = kc - k0 < 4 ? kc - k0 : 4;
+		__mmask8 km = (__mmask8)((1u << kk) - 1);
+		__m512 z[4];
+
+UNROLL
+		for (size_t g = 0; g < 4; g++) {
+			__m512 t = _mm512_setzero_ps();
+
+UNROLL
+			for (size_t q = 0; q < 4; q++) {
+				size_t r = 4 * g + q;
+
+				if (r < m)
+					t = _mm512_insertf32x4(t, _mm_maskz_loadu_ps(km, a + r * lda + k0), q);
+			}
+			z[g] = t;
+		}
+		for (size_t k = 0; k < kk; k++) {
+			__m512 bk = _mm512_permutexvar_ps(bidx, _mm512_maskz_loadu_ps((__mmask16)((1u << N) - 1),
+										       b + (k0 + k) * ldb));
+
+			if (N == 2) {
+				/* lane l: row l / 2 of rows 0..7 (z[0], z[1]) or 8..15 (z[2], z[3]) */
+				__m512i ia = _mm512_add_epi32(_mm512_set_epi32(28, 28, 24, 24, 20, 20, 16, 16, 12, 12, 8, 8,
+										  4, 4, 0, 0),
+							      _mm512_set1_epi32((int)k));
+
+				acc[0] = _mm512_fmadd_ps(_mm512_permutex2var_ps(z[0], ia, z[1]), bk, acc[0]);
+				acc[1] = _mm512_fmadd_ps(_mm512_permutex2var_ps(z[2], ia, z[3]), bk, acc[1]);
+			} else {
+				/* lane l: row l / 4 of the register's four */
+				__m512i ia = _mm512_add_epi32(_mm512_set_epi32(12, 12, 12, 12, 8, 8, 8, 8, 4, 4, 4, 4, 0, 0,
+										  0, 0),
+							      _mm512_set1_epi32((int)k));
+
+UNROLL
+				for (size_t v = 0; v < 4; v++)
+					acc[v] = _mm512_fmadd_ps(_mm512_permutexvar_ps(ia, z[v]), bk, acc[v]);
+			}
+		}
+	}
+UNROLL
+	for (size_t v = 0; v < NV; v++) {
+		if (cm[v] == 0xffff)
+			_mm512_storeu_ps(c + 16 * v, acc[v]);
+		else if (cm[v])
+			_mm512_mask_storeu_ps(c + 16 * v, cm[v], acc[v]);
+	}
+}
+
+TNPU_TARGET(KERN_ISA)
+static void tiny_batch(size_t N, size_t count, size_t m, size_t kc, const float *a, size_t lda, ptrdiff_t sa,
+		       const float *b, size_t ldb, float *c, ptrdiff_t sc, bool load_c)
+{
+	if (N == 2)
+		for (size_t t = 0; t < count; t++, a += sa, c += sc)
+			tiny_tile(2, m, kc, a, lda, b, ldb, c, load_c);
+	else
+		for (size_t t = 0; t < count; t++, a += sa, c += sc)
+			tiny_tile(4, m, kc, a, lda, b, ldb, c, load_c);
+}
+
 static const direct_batch_fn batch1[MR1 + 1] = {
 	NULL,		  direct_batch_1,  direct_batch_2,  direct_batch_3,  direct_batch_4,  direct_batch_5,
 	direct_batch_6,	  direct_batch_7,  direct_batch_8,  direct_batch_9,  direct_batch_10, direct_batch_11,
@@ -234,6 +324,10 @@ void kern_gemm_f32_direct_batch_avx512(bool nt, size_t count, size_t m, size_t n
 
 			if (nt)
 				kern_pack_rows_f32_avx512(16, nb, kc, b + jb * ldb + pc, ldb, bpk);
+			if (m <= MR1 && (nb == 2 || nb == 4) && ldc == nb) {
+				tiny_batch(nb, count, m, kc, a + pc, lda, sa, bs, bld, c + jb, sc, load_c);
+				continue;
+			}
 			if (count > 1 && m <= MR1 && nb <= 16) {
 				batch1[m](count, kc, a + pc, lda, sa, bs, bld, c + jb, ldc, sc, load_c, nb);
 				continue;

@@ -783,6 +783,18 @@ Test(kernels, f32_direct_batch, .timeout = 120)
 		struct batch b = {16, 28, 2, 3, 1, 3, 32, 30, 0, 2, nt};
 
 		check_f32_batch(nt, &b, kern_gemm_f32_direct_batch_avx512);
+		/* the same as a batch over the pixel rows: 16 PE rows 30 elements apart, C rows 2 apart
+		 * (contiguous tiles: the lane-dense path); 4 columns, k in chunks of 4, partial tiles */
+		b = (struct batch){ 28, 16, 2, 3, 30, nt ? 3 : 2, 2, 1, 0, 32, nt };
+		check_f32_batch(nt, &b, kern_gemm_f32_direct_batch_avx512);
+		for (size_t m = 1; m <= 16; m++)
+			for (size_t k = 1; k <= 10; k += 3) {
+				size_t n = m % 2 ? 2 : 4;
+
+				b = (struct batch){ 3 + m % 4, m, n, k, k + m % 3, nt ? k + 1 : n + 1, n,
+						    (ptrdiff_t)(m * (k + 2)), 0, (ptrdiff_t)(m * n + m % 2), (m + k) & 1 };
+				check_f32_batch(nt, &b, kern_gemm_f32_direct_batch_avx512);
+			}
 		/* B wider than the 4096 columns packed at a time, shared */
 		b = (struct batch){
 			3, 5, 4096 + 37, 3, 3, nt ? 3 : 4096 + 37, 4096 + 40, 15, 0, (ptrdiff_t)(5 * (4096 + 40)), !nt};
