@@ -150,3 +150,31 @@ void tnpu_kern_gemm_i8_nt(size_t m, size_t n, size_t k, const int8_t *a, size_t 
 {
 	kern_gemm_i8(variant()->i8, true, m, n, k, a, lda, b, ldb, c, ldc, accumulate);
 }
+
+void tnpu_kern_gemm_f32_nn_batch(size_t count, size_t m, size_t n, size_t k, const float *a, size_t lda, ptrdiff_t sa,
+				 const float *b, size_t ldb, ptrdiff_t sb, float *c, size_t ldc, ptrdiff_t sc,
+				 bool accumulate)
+{
+	kern_gemm_f32_batch(variant()->f32, false, count, m, n, k, a, lda, sa, b, ldb, sb, c, ldc, sc, accumulate);
+}
+
+void tnpu_kern_gemm_f32_nt_batch(size_t count, size_t m, size_t n, size_t k, const float *a, size_t lda, ptrdiff_t sa,
+				 const float *b, size_t ldb, ptrdiff_t sb, float *c, size_t ldc, ptrdiff_t sc,
+				 bool accumulate)
+{
+	kern_gemm_f32_batch(variant()->f32, true, count, m, n, k, a, lda, sa, b, ldb, sb, c, ldc, sc, accumulate);
+}
+
+void tnpu_kern_gemm_i8_nn_batch(size_t count, size_t m, size_t n, size_t k, const int8_t *a, size_t lda, ptrdiff_t sa,
+				const int8_t *b, size_t ldb, ptrdiff_t sb, int32_t *c, size_t ldc, ptrdiff_t sc,
+				bool accumulate)
+{
+	kern_gemm_i8_batch(variant()->i8, false, count, m, n, k, a, lda, sa, b, ldb, sb, c, ldc, sc, accumulate);
+}
+
+void tnpu_kern_gemm_i8_nt_batch(size_t count, size_t m, size_t n, size_t k, const int8_t *a, size_t lda, ptrdiff_t sa,
+				const int8_t *b, size_t ldb, ptrdiff_t sb, int32_t *c, size_t ldc, ptrdiff_t sc,
+				bool accumulate)
+{
+	kern_gemm_i8_batch(variant()->i8, true, count, m, n, k, a, lda, sa, b, ldb, sb, c, ldc, sc, accumulate);
+}

@@ -44,20 +44,32 @@ void kern_gemm_f32(const struct kern_f32_impl *impl, bool nt, size_t m, size_t n
 		   const float *a, size_t lda, const float *b, size_t ldb,
 		   float *c, size_t ldc, bool accumulate)
 {
-	if (m == 0 || n == 0)
+	kern_gemm_f32_batch(impl, nt, 1, m, n, k, a, lda, 0, b, ldb, 0, c, ldc, 0, accumulate);
+}
+
+/* The products t of a batch run one after the other inside the loop nest, after the B block they
+ * share is packed (a per-product B, sb != 0, is packed for each); each is the plain call's. */
+void kern_gemm_f32_batch(const struct kern_f32_impl *impl, bool nt, size_t count, size_t m, size_t n, size_t k,
+			 const float *a, size_t lda, ptrdiff_t sa, const float *b, size_t ldb, ptrdiff_t sb, float *c,
+			 size_t ldc, ptrdiff_t sc, bool accumulate)
+{
+	if (count == 0 || m == 0 || n == 0)
 		return;
 	if (k == 0) {
 		if (!accumulate)
-			zero_c_f32(m, n, c, ldc);
+			for (size_t t = 0; t < count; t++)
+				zero_c_f32(m, n, c + (ptrdiff_t)t * sc, ldc);
 		return;
 	}
 
 	if (impl->direct && kern_f32_use_direct(nt, m, n, k)) {
-		impl->direct(nt, m, n, k, a, lda, b, ldb, c, ldc, accumulate);
+		impl->direct(nt, count, m, n, k, a, lda, sa, b, ldb, sb, c, ldc, sc, accumulate);
 		return;
 	}
 	if (k <= KERN_SMALL_K && impl->small_k) {
-		impl->small_k(nt, m, n, k, a, lda, b, ldb, c, ldc, accumulate);
+		for (size_t t = 0; t < count; t++)
+			impl->small_k(nt, m, n, k, a + (ptrdiff_t)t * sa, lda, b + (ptrdiff_t)t * sb, ldb,
+				      c + (ptrdiff_t)t * sc, ldc, accumulate);
 		return;
 	}
 
@@ -69,8 +81,10 @@ void kern_gemm_f32(const struct kern_f32_impl *impl, bool nt, size_t m, size_t n
 	float *bpk = kern_scratch((b_elems + KC * MC) * sizeof(float));
 
 	if (!bpk) {
-		(nt ? tnpu_kern_gemm_f32_nt_ref : tnpu_kern_gemm_f32_nn_ref)(
-			m, n, k, a, lda, b, ldb, c, ldc, accumulate);
+		for (size_t t = 0; t < count; t++)
+			(nt ? tnpu_kern_gemm_f32_nt_ref
+			    : tnpu_kern_gemm_f32_nn_ref)(m, n, k, a + (ptrdiff_t)t * sa, lda, b + (ptrdiff_t)t * sb,
+							 ldb, c + (ptrdiff_t)t * sc, ldc, accumulate);
 		return;
 	}
 	float *apk = bpk + b_elems;
@@ -81,28 +95,33 @@ void kern_gemm_f32(const struct kern_f32_impl *impl, bool nt, size_t m, size_t n
 			size_t kc = kern_min(KC, k - pc);
 			bool load_c = accumulate || pc > 0;
 
-			if (nt)
-				impl->pack_rows(nr, nc, kc, b + jc * ldb + pc, ldb, bpk);
-			else
-				impl->pack_cols(nr, nc, kc, b + pc * ldb + jc, ldb, bpk);
+			for (size_t t = 0; t < count; t++) {
+				const float *at = a + (ptrdiff_t)t * sa, *bt = b + (ptrdiff_t)t * sb;
+				float *cb = c + (ptrdiff_t)t * sc;
 
-			for (size_t ic = 0; ic < m; ic += MC) {
-				size_t mc = kern_min(MC, m - ic);
-				impl->pack_rows(mr, mc, kc, a + ic * lda + pc, lda, apk);
+				if (t == 0 || sb) {
+					if (nt)
+						impl->pack_rows(nr, nc, kc, bt + jc * ldb + pc, ldb, bpk);
+					else
+						impl->pack_cols(nr, nc, kc, bt + pc * ldb + jc, ldb, bpk);
+				}
+				for (size_t ic = 0; ic < m; ic += MC) {
+					size_t mc = kern_min(MC, m - ic);
+					impl->pack_rows(mr, mc, kc, at + ic * lda + pc, lda, apk);
 
-				for (size_t jr = 0; jr < nc; jr += nr) {
-					size_t nre = kern_min(nr, nc - jr);
-					const float *bp = bpk + jr * kc;
-					for (size_t ir = 0; ir < mc; ir += mr) {
-						size_t mre = kern_min(mr, mc - ir);
-						const float *ap = apk + ir * kc;
-						float *ct = c + (ic + ir) * ldc + jc + jr;
-						if (impl->edges || (mre == mr && nre == nr))
-							impl->ukernel(kc, ap, bp, ct, ldc, load_c,
-								      mre, nre);
-						else
-							edge_tile_f32(impl, kc, ap, bp, ct, ldc, load_c,
-								      mre, nre);
+					for (size_t jr = 0; jr < nc; jr += nr) {
+						size_t nre = kern_min(nr, nc - jr);
+						const float *bp = bpk + jr * kc;
+						for (size_t ir = 0; ir < mc; ir += mr) {
+							size_t mre = kern_min(mr, mc - ir);
+							const float *ap = apk + ir * kc;
+							float *ct = cb + (ic + ir) * ldc + jc + jr;
+							if (impl->edges || (mre == mr && nre == nr))
+								impl->ukernel(kc, ap, bp, ct, ldc, load_c, mre, nre);
+							else
+								edge_tile_f32(impl, kc, ap, bp, ct, ldc, load_c, mre,
+									      nre);
+						}
 					}
 				}
 			}

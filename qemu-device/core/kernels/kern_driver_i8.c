@@ -37,11 +37,20 @@ void kern_gemm_i8(const struct kern_i8_impl *impl, bool nt, size_t m, size_t n, 
 		  const int8_t *a, size_t lda, const int8_t *b, size_t ldb,
 		  int32_t *c, size_t ldc, bool accumulate)
 {
-	if (m == 0 || n == 0)
+	kern_gemm_i8_batch(impl, nt, 1, m, n, k, a, lda, 0, b, ldb, 0, c, ldc, 0, accumulate);
+}
+
+/* As kern_gemm_f32_batch: the products of a batch share the packed B block when sb = 0. */
+void kern_gemm_i8_batch(const struct kern_i8_impl *impl, bool nt, size_t count, size_t m, size_t n, size_t k,
+			const int8_t *a, size_t lda, ptrdiff_t sa, const int8_t *b, size_t ldb, ptrdiff_t sb,
+			int32_t *c, size_t ldc, ptrdiff_t sc, bool accumulate)
+{
+	if (count == 0 || m == 0 || n == 0)
 		return;
 	if (k == 0) {
 		if (!accumulate)
-			zero_c_i32(m, n, c, ldc);
+			for (size_t t = 0; t < count; t++)
+				zero_c_i32(m, n, c + (ptrdiff_t)t * sc, ldc);
 		return;
 	}
 
@@ -56,8 +65,10 @@ void kern_gemm_i8(const struct kern_i8_impl *impl, bool nt, size_t m, size_t n, 
 	unsigned char *bpk = kern_scratch(b_block + a_panel * (MC / mr));
 
 	if (!bpk) {
-		(nt ? tnpu_kern_gemm_i8_nt_ref : tnpu_kern_gemm_i8_nn_ref)(
-			m, n, k, a, lda, b, ldb, c, ldc, accumulate);
+		for (size_t t = 0; t < count; t++)
+			(nt ? tnpu_kern_gemm_i8_nt_ref
+			    : tnpu_kern_gemm_i8_nn_ref)(m, n, k, a + (ptrdiff_t)t * sa, lda, b + (ptrdiff_t)t * sb, ldb,
+							c + (ptrdiff_t)t * sc, ldc, accumulate);
 		return;
 	}
 	unsigned char *apk = bpk + b_block;
@@ -72,28 +83,33 @@ void kern_gemm_i8(const struct kern_i8_impl *impl, bool nt, size_t m, size_t n, 
 			size_t b_ps = nr * ng * kg * impl->b_bytes + impl->b_extra;
 			bool load_c = accumulate || pc > 0;
 
-			if (nt)
-				impl->pack_b_nt(nr, nc, kc, b + jc * ldb + pc, ldb, bpk);
-			else
-				impl->pack_b_nn(nr, nc, kc, b + pc * ldb + jc, ldb, bpk);
+			for (size_t t = 0; t < count; t++) {
+				const int8_t *at = a + (ptrdiff_t)t * sa, *bt = b + (ptrdiff_t)t * sb;
+				int32_t *cb = c + (ptrdiff_t)t * sc;
 
-			for (size_t ic = 0; ic < m; ic += MC) {
-				size_t mc = kern_min(MC, m - ic);
-				impl->pack_a(mr, mc, kc, a + ic * lda + pc, lda, apk);
+				if (t == 0 || sb) {
+					if (nt)
+						impl->pack_b_nt(nr, nc, kc, bt + jc * ldb + pc, ldb, bpk);
+					else
+						impl->pack_b_nn(nr, nc, kc, bt + pc * ldb + jc, ldb, bpk);
+				}
+				for (size_t ic = 0; ic < m; ic += MC) {
+					size_t mc = kern_min(MC, m - ic);
+					impl->pack_a(mr, mc, kc, at + ic * lda + pc, lda, apk);
 
-				for (size_t jr = 0; jr < nc; jr += nr) {
-					size_t nre = kern_min(nr, nc - jr);
-					const void *bp = bpk + (jr / nr) * b_ps;
-					for (size_t ir = 0; ir < mc; ir += mr) {
-						size_t mre = kern_min(mr, mc - ir);
-						const void *ap = apk + (ir / mr) * a_ps;
-						int32_t *ct = c + (ic + ir) * ldc + jc + jr;
-						if (impl->edges || (mre == mr && nre == nr))
-							impl->ukernel(ng, ap, bp, ct, ldc, load_c,
-								      mre, nre);
-						else
-							edge_tile_i8(impl, ng, ap, bp, ct, ldc, load_c,
-								     mre, nre);
+					for (size_t jr = 0; jr < nc; jr += nr) {
+						size_t nre = kern_min(nr, nc - jr);
+						const void *bp = bpk + (jr / nr) * b_ps;
+						for (size_t ir = 0; ir < mc; ir += mr) {
+							size_t mre = kern_min(mr, mc - ir);
+							const void *ap = apk + (ir / mr) * a_ps;
+							int32_t *ct = cb + (ic + ir) * ldc + jc + jr;
+							if (impl->edges || (mre == mr && nre == nr))
+								impl->ukernel(ng, ap, bp, ct, ldc, load_c, mre, nre);
+							else
+								edge_tile_i8(impl, ng, ap, bp, ct, ldc, load_c, mre,
+									     nre);
+						}
 					}
 				}
 			}

@@ -54,9 +54,12 @@ typedef void (*kern_f32_small_k_fn)(bool nt, size_t m, size_t n, size_t k, const
 				    const float *b, size_t ldb, float *c, size_t ldc, bool accumulate);
 
 /* The whole product with A read in place (never packed): any m, n, k >= 1, same chains as the
- * micro-kernel.  Optional; the driver prefers it for the shapes kern_f32_use_direct() names. */
-typedef void (*kern_f32_direct_fn)(bool nt, size_t m, size_t n, size_t k, const float *a, size_t lda,
-				   const float *b, size_t ldb, float *c, size_t ldc, bool accumulate);
+ * micro-kernel, for each of `count` products t (operands at a + t * sa, b + t * sb, c + t * sc; a
+ * shared B, sb = 0, is copied once for all of them).  Optional; the driver prefers it for the shapes
+ * kern_f32_use_direct() names. */
+typedef void (*kern_f32_direct_fn)(bool nt, size_t count, size_t m, size_t n, size_t k, const float *a, size_t lda,
+				   ptrdiff_t sa, const float *b, size_t ldb, ptrdiff_t sb, float *c, size_t ldc,
+				   ptrdiff_t sc, bool accumulate);
 
 /* Where the A-direct path beats packing (kbench --conv and sweeps of cold operands, AVX-512): B at
  * most 64 columns wide (a convolution tap's PE channels, whatever k); B stored n x k (packed either
@@ -147,17 +150,29 @@ void kern_pack_cols_i16p_avx512(size_t r, size_t cols, size_t kc, const int8_t *
 void kern_pack_cols_q8_avx512(size_t r, size_t cols, size_t kc, const int8_t *src, size_t ld,
 			      uint8_t *dst, size_t panel);
 
-/* AVX-512 fp32 with A read in place (kern_f32_avx512_direct.c). */
+/* AVX-512 fp32 with A read in place (kern_f32_avx512_direct.c): one product, or a batch
+ * (kern_f32_direct_fn). */
 void kern_gemm_f32_direct_avx512(bool nt, size_t m, size_t n, size_t k, const float *a, size_t lda,
 				 const float *b, size_t ldb, float *c, size_t ldc, bool accumulate);
+void kern_gemm_f32_direct_batch_avx512(bool nt, size_t count, size_t m, size_t n, size_t k, const float *a, size_t lda,
+				       ptrdiff_t sa, const float *b, size_t ldb, ptrdiff_t sb, float *c, size_t ldc,
+				       ptrdiff_t sc, bool accumulate);
 
-/* Blocked drivers (kern_driver_*.c). */
+/* Blocked drivers (kern_driver_*.c): one product, or `count` products of one shape with their
+ * operands sa, sb, sc elements apart (tnpu_kern_gemm_*_batch); a shared B (sb = 0) is packed once
+ * per block for the whole batch. */
 void kern_gemm_f32(const struct kern_f32_impl *impl, bool nt, size_t m, size_t n, size_t k,
 		   const float *a, size_t lda, const float *b, size_t ldb,
 		   float *c, size_t ldc, bool accumulate);
+void kern_gemm_f32_batch(const struct kern_f32_impl *impl, bool nt, size_t count, size_t m, size_t n, size_t k,
+			 const float *a, size_t lda, ptrdiff_t sa, const float *b, size_t ldb, ptrdiff_t sb, float *c,
+			 size_t ldc, ptrdiff_t sc, bool accumulate);
 void kern_gemm_i8(const struct kern_i8_impl *impl, bool nt, size_t m, size_t n, size_t k,
 		  const int8_t *a, size_t lda, const int8_t *b, size_t ldb,
 		  int32_t *c, size_t ldc, bool accumulate);
+void kern_gemm_i8_batch(const struct kern_i8_impl *impl, bool nt, size_t count, size_t m, size_t n, size_t k,
+			const int8_t *a, size_t lda, ptrdiff_t sa, const int8_t *b, size_t ldb, ptrdiff_t sb,
+			int32_t *c, size_t ldc, ptrdiff_t sc, bool accumulate);
 
 /* Per-thread scratch (kern_scratch.c): 64-byte aligned, NULL on allocation failure. */
 void *kern_scratch(size_t bytes);

@@ -72,6 +72,26 @@ void tnpu_kern_gemm_i8_nn(size_t m, size_t n, size_t k, const int8_t *a, size_t 
 void tnpu_kern_gemm_i8_nt(size_t m, size_t n, size_t k, const int8_t *a, size_t lda,
 			  const int8_t *b, size_t ldb, int32_t *c, size_t ldc, bool accumulate);
 
+/*
+ * Batches of one shape: for t = 0 .. count-1, C + t*sc (+)= (A + t*sa) * (B + t*sb), strides in
+ * elements (any sign; 0 shares the operand), each product exactly the plain call's (the same chain
+ * per element; the products' C regions must not overlap).  The golden model's PEs sharing a cluster's
+ * weights (sb = 0): B is packed once per block for the whole batch instead of once per PE, and the
+ * products run back to back.
+ */
+void tnpu_kern_gemm_f32_nn_batch(size_t count, size_t m, size_t n, size_t k, const float *a, size_t lda, ptrdiff_t sa,
+				 const float *b, size_t ldb, ptrdiff_t sb, float *c, size_t ldc, ptrdiff_t sc,
+				 bool accumulate);
+void tnpu_kern_gemm_f32_nt_batch(size_t count, size_t m, size_t n, size_t k, const float *a, size_t lda, ptrdiff_t sa,
+				 const float *b, size_t ldb, ptrdiff_t sb, float *c, size_t ldc, ptrdiff_t sc,
+				 bool accumulate);
+void tnpu_kern_gemm_i8_nn_batch(size_t count, size_t m, size_t n, size_t k, const int8_t *a, size_t lda, ptrdiff_t sa,
+				const int8_t *b, size_t ldb, ptrdiff_t sb, int32_t *c, size_t ldc, ptrdiff_t sc,
+				bool accumulate);
+void tnpu_kern_gemm_i8_nt_batch(size_t count, size_t m, size_t n, size_t k, const int8_t *a, size_t lda, ptrdiff_t sa,
+				const int8_t *b, size_t ldb, ptrdiff_t sb, int32_t *c, size_t ldc, ptrdiff_t sc,
+				bool accumulate);
+
 /* Reference versions: plain triple loops (fp32: fmaf chain in k order, as above). */
 void tnpu_kern_gemm_f32_nn_ref(size_t m, size_t n, size_t k, const float *a, size_t lda,
 			       const float *b, size_t ldb, float *c, size_t ldc, bool accumulate);

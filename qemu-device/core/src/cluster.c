@@ -523,6 +523,46 @@ static uint32_t gemm(struct rowctx *rc, unsigned dt, bool trans, size_t m, size_
 	return 0;
 }
 
+/* The host-work units gemm() charges for one m x n x k product (its K panels). */
+static uint64_t gemm_units(size_t m, size_t n, size_t k)
+{
+	size_t kp = TNPU_MAX((size_t)TNPU_PANEL_MACS / TNPU_MAX(m * n, (size_t)1), (size_t)TNPU_PANEL_MIN_K);
+	uint64_t full = k / kp, rest = k % kp;
+
+	return full * (1 + (uint64_t)kp * m * n / TNPU_WORK_MACS) + (rest ? 1 + rest * m * n / TNPU_WORK_MACS : 0);
+}
+
+/*
+ * count products C_t (+)= A_t * B of m x n x k sharing B (fp32 or int8), A_t at a + t * sa bytes, C_t at
+ * c + t * sc elements: one batched kernel call per K panel (B packed once, not once per product), each
+ * element the chain of its own plain call.  The caller charged the host work; the panels (about
+ * TNPU_PANEL_MACS each) only check for an abort.
+ */
+static uint32_t gemm_shared_b(struct rowctx *rc, unsigned dt, bool trans, size_t count, size_t m, size_t n, size_t k,
+			      const uint8_t *a, size_t lda, ptrdiff_t sa, const uint8_t *b, size_t ldb, void *c,
+			      size_t ldc, ptrdiff_t sc, bool acc)
+{
+	size_t kp = TNPU_MAX((size_t)TNPU_PANEL_MACS / TNPU_MAX(count * m * n, (size_t)1), (size_t)TNPU_PANEL_MIN_K);
+	size_t esz = dt == TNPU_DTYPE_INT8 ? 1 : 4;
+
+	for (size_t k0 = 0; k0 < k; k0 += kp) { /* k >= 1: an LD refuses empty tiles */
+		size_t kc = TNPU_MIN(kp, k - k0);
+		const uint8_t *ak = a + k0 * esz, *bk = trans ? b + k0 * esz : b + k0 * ldb;
+
+		if (tnpu_stopped(rc->ex, 0))
+			return tnpu_stop_fail(rc->ex);
+		if (dt == TNPU_DTYPE_INT8)
+			(trans ? tnpu_kern_gemm_i8_nt_batch
+			       : tnpu_kern_gemm_i8_nn_batch)(count, m, n, kc, (const int8_t *)ak, lda, sa,
+							     (const int8_t *)bk, ldb, 0, c, ldc, sc, acc || k0);
+		else
+			(trans ? tnpu_kern_gemm_f32_nt_batch : tnpu_kern_gemm_f32_nn_batch)(
+				count, m, n, kc, (const float *)(const void *)ak, lda / 4, sa / 4,
+				(const float *)(const void *)bk, ldb / 4, 0, c, ldc, sc, acc || k0);
+	}
+	return 0;
+}
+
 /* Sparse (value, index) weights: C[i][n] += sum_s A[i][idx_s] * val_s. */
 static uint32_t sparse_mac(struct rowctx *rc, const uint8_t *at, uint32_t apitch, const uint8_t *wt,
 			   const struct tnpu_operand *wo, unsigned tm, unsigned tn, unsigned K, unsigned dt,
@@ -721,6 +761,32 @@ static uint32_t do_mac(struct rowctx *rc, uint16_t w, struct exe_acct *acct)
 				err = gemm(rc, dt, trans, tm, ld, K, rc->base + pe_addr(A, c, 0), A->pitch,
 					   rc->base + pe_addr(B, c, 0), B->pitch,
 					   (uint8_t *)accp + (size_t)c * tm * ld * 4, ld, accumulate);
+		} else if (!sparse && B->pe_stride == 0 && dt != TNPU_DTYPE_BF16) {
+			/* One B per cluster, shared by its PEs, and A per PE (the pointwise lowering's
+			 * pixel blocks over PEs): per cluster one batched call, B packed once.  PE p's
+			 * tile is rows c*tm.. at columns p*tn of the accumulator; the batch runs over the
+			 * PEs (tm rows a pitch apart), or, when that makes fewer row tiles, over the tile's
+			 * rows (pes rows a PE stride apart: the C rows tn apart).  Charged as the per-PE
+			 * calls it replaces. */
+			uint64_t units = (uint64_t)pes * gemm_units(tm, tn, K);
+			bool by_row =
+				A->pe_stride > 0 && (size_t)tm * ((pes + 15) / 16) < (size_t)pes * ((tm + 15) / 16);
+
+			for (unsigned c = 0; c < cols && !err; c++) {
+				const uint8_t *at = rc->base + pe_addr(A, c, 0), *bt = rc->base + pe_addr(B, c, 0);
+				uint8_t *cc = (uint8_t *)accp + (size_t)c * tm * ld * 4;
+
+				if (tnpu_stopped(rc->ex, units))
+					return tnpu_stop_fail(rc->ex);
+				if (by_row)
+					err = gemm_shared_b(rc, dt, trans, tm, pes, tn, K, at, (size_t)A->pe_stride,
+							    (ptrdiff_t)A->pitch, bt, B->pitch, cc, tn, (ptrdiff_t)ld,
+							    accumulate);
+				else
+					err = gemm_shared_b(rc, dt, trans, pes, tm, tn, K, at, A->pitch,
+							    (ptrdiff_t)A->pe_stride, bt, B->pitch, cc, ld,
+							    (ptrdiff_t)tn, accumulate);
+			}
 		} else {
 			for (unsigned c = 0; c < cols; c++) {
 				for (unsigned p = 0; p < pes; p++) {
@@ -888,10 +954,11 @@ static unsigned sfu_col_bytes(const struct sfu_p *p)
 
 /* The SFU functions run `rows` rows of n columns, ld elements apart in x and y (a PE tile, or a row
  * of all PEs: one call per tile keeps the call and the flag tests out of the row loop); every row
- * takes the same column vector. */
+ * takes the same column vector.  x, y and the vector never overlap (accumulator or staging buffer,
+ * output queue, SRAM): restrict lets the loops vectorise without run-time overlap checks. */
 TNPU_CLONES
-static void sfu_int_rows(const int32_t *x, int32_t *y, unsigned n, unsigned rows, size_t ld, const int32_t *bias,
-			 const struct sfu_p *p)
+static void sfu_int_rows(const int32_t *restrict x, int32_t *restrict y, unsigned n, unsigned rows, size_t ld,
+			 const int32_t *restrict bias, const struct sfu_p *p)
 {
 	/* shift is only validated (<= 62) when REQUANT is on; found by libFuzzer/UBSan. */
 	int64_t rnd = (p->ops & TNPU_SFU_OP_REQUANT) && p->shift ? (int64_t)1 << (p->shift - 1) : 0;
@@ -918,8 +985,8 @@ static void sfu_int_rows(const int32_t *x, int32_t *y, unsigned n, unsigned rows
 
 /* QCOL: as sfu_int_rows with column j's bias, multiplier and shift from its 12-byte record. */
 TNPU_CLONES
-static void sfu_qcol_rows(const int32_t *x, int32_t *y, unsigned n, unsigned rows, size_t ld, const uint8_t *recs,
-			  const struct sfu_p *p)
+static void sfu_qcol_rows(const int32_t *restrict x, int32_t *restrict y, unsigned n, unsigned rows, size_t ld,
+			  const uint8_t *restrict recs, const struct sfu_p *p)
 {
 	for (unsigned i = 0; i < rows; i++, x += ld, y += ld) {
 		const uint8_t *rec = recs;
@@ -943,8 +1010,8 @@ static void sfu_qcol_rows(const int32_t *x, int32_t *y, unsigned n, unsigned row
 }
 
 TNPU_CLONES
-static void sfu_f32_rows(const float *x, float *y, unsigned n, unsigned rows, size_t ld, const float *bias,
-			 const struct sfu_p *p)
+static void sfu_f32_rows(const float *restrict x, float *restrict y, unsigned n, unsigned rows, size_t ld,
+			 const float *restrict bias, const struct sfu_p *p)
 {
 	float lo, hi, sc;
 
@@ -1131,9 +1198,13 @@ static uint32_t sfu_apply(struct rowctx *rc, unsigned a, const struct tnpu_opera
 	if (p.ops & TNPU_SFU_OP_RESIDUAL)	/* ISA 2: vector-units.md "SFU residual operand" */
 		return sfu_residual(rc, a, prec, &p, chained);
 	/* A row's PE tiles lie side by side in the accumulator and output queue: with no column vector,
-	 * or the PEs' vectors side by side too, one call covers the row (the same element operations). */
+	 * or the PEs' vectors side by side too, one call covers the row (the same element operations).
+	 * PEs sharing their cluster's vector (bps = 0: the pointwise lowering's pixel blocks over PEs,
+	 * tn often 1 or 2) read it repeated across the row from a copy made once per cluster. */
 	bool whole = !colvec || (int64_t)p.bps == (int64_t)tn * cb;
-	unsigned n_pe = whole ? 1 : pes, n = whole ? (unsigned)ld : tn;
+	bool rep = colvec && !whole && p.bps == 0 && pes > 1 && (uint64_t)ld * cb <= TNPU_SFU_REP_MAX;
+	uint8_t *repv = rep ? tnpu_scratch(rc->ex, (size_t)ld * cb) : NULL;
+	unsigned n_pe = whole || repv ? 1 : pes, n = whole || repv ? (unsigned)ld : tn;
 
 	for (unsigned c = 0; c < cols; c++) {
 		for (unsigned pe = 0; pe < n_pe; pe++) {
@@ -1143,6 +1214,11 @@ static uint32_t sfu_apply(struct rowctx *rc, unsigned a, const struct tnpu_opera
 				int64_t ba = (int64_t)p.bias_addr + (int64_t)c * p.bcs + (int64_t)pe * p.bps;
 
 				bias = rc->base + ba;
+			}
+			if (repv) {
+				for (unsigned q = 0; q < pes; q++)
+					memcpy(repv + (size_t)q * tn * cb, bias, (size_t)tn * cb);
+				bias = repv;
 			}
 			size_t o = (size_t)c * tm * ld + (size_t)pe * tn;	/* the tile's first row */
 
@@ -1193,6 +1269,24 @@ static uint32_t do_sfu(struct rowctx *rc, uint16_t w)
 
 /* ---- ST ------------------------------------------------------------------------- */
 
+/* 32-bit tiles of tn (a constant after inlining) columns, each PE's rows in turn (the order of the
+ * general loop, so overlapping tiles end the same): fixed-size copies, no library call per row. */
+static inline __attribute__((always_inline)) void st_small(struct rowctx *rc, const struct tnpu_operand *o,
+							   const uint8_t *data, unsigned tm, unsigned tn)
+{
+	size_t ld = (size_t)rc->pes * tn;
+
+	for (unsigned c = 0; c < rc->cols; c++) {
+		for (unsigned p = 0; p < rc->pes; p++) {
+			uint8_t *d = rc->base + pe_addr(o, c, p);
+			const uint8_t *s = data + ((size_t)c * tm * ld + (size_t)p * tn) * 4;
+
+			for (unsigned i = 0; i < tm; i++, d += o->pitch, s += ld * 4)
+				memcpy(d, s, 4 * tn);
+		}
+	}
+}
+
 static uint32_t do_st(struct rowctx *rc, uint16_t w)
 {
 	struct row_state *rs = rc->rs;
@@ -1232,6 +1326,31 @@ static uint32_t do_st(struct rowctx *rc, uint16_t w)
 			lo = TNPU_MIN(lo, pa);
 			hi = TNPU_MAX(hi, pa + (uint64_t)(tm - 1) * o->pitch + (uint64_t)ld * 4);
 		}
+		goto stored;
+	}
+	if (es == 4 && tn <= 4) {
+		/* a few channels per PE (the pointwise lowering's pixel blocks over PEs) */
+		switch (tn) {
+		case 1:
+			st_small(rc, o, data, tm, 1);
+			break;
+		case 2:
+			st_small(rc, o, data, tm, 2);
+			break;
+		case 3:
+			st_small(rc, o, data, tm, 3);
+			break;
+		default:
+			st_small(rc, o, data, tm, 4);
+			break;
+		}
+		for (unsigned c = 0; c < cols; c++)
+			for (unsigned p = 0; p < pes; p++) {
+				uint64_t pa = (uint64_t)pe_addr(o, c, p);
+
+				lo = TNPU_MIN(lo, pa);
+				hi = TNPU_MAX(hi, pa + (uint64_t)(tm - 1) * o->pitch + (uint64_t)tn * es);
+			}
 		goto stored;
 	}
 	for (unsigned c = 0; c < cols; c++) {

@@ -99,6 +99,93 @@ static float dw_f(const uint8_t *q, unsigned dt)
 	return f;
 }
 
+/*
+ * fp32 with the weights stored taps x channels: one PE's block with the taps outer and a run of up to
+ * 64 channels inner (contiguous in the input pixel and in the weight tap), each channel's fmaf chain
+ * still over the taps in (ry, rx) order from +0 -- the same bits as the per-channel loop, in loops that
+ * vectorise (compiled per x86-64 level: a hardware FMA where the level has one, not a libm call per
+ * tap).  False if an abort arrived (checked per output row, as the general loop).
+ */
+#define DW_RUN 64
+TNPU_CLONES
+static bool dw_pe_f32(const struct tnpu_dw_param *p, const uint8_t *restrict at, uint64_t apitch,
+		      const uint8_t *restrict bt, uint64_t wt_tap, unsigned tn, size_t ld, uint8_t *restrict cp,
+		      atomic_bool *abort)
+{
+	float acc[DW_RUN];
+
+	for (unsigned oy = 0; oy < p->oh; oy++) {
+		if (abort && atomic_load_explicit(abort, memory_order_relaxed))
+			return false;
+		for (unsigned ox = 0; ox < p->ow; ox++) {
+			uint8_t *out = cp + ((size_t)(oy * p->ow + ox) * ld) * 4;
+
+			for (unsigned c0 = 0; c0 < tn; c0 += DW_RUN) {
+				unsigned n = tn - c0 < DW_RUN ? tn - c0 : DW_RUN;
+
+				for (unsigned c = 0; c < n; c++)
+					acc[c] = 0.0f;
+				for (unsigned ry = 0; ry < p->r; ry++) {
+					const uint8_t *arow = at + (uint64_t)(oy * p->stride_y + ry * p->dil_y) * apitch;
+
+					for (unsigned rx = 0; rx < p->s; rx++) {
+						const uint8_t *a = arow + ((uint64_t)(ox * p->stride_x + rx * p->dil_x) * p->pix + c0) * 4;
+						const uint8_t *w = bt + (uint64_t)(ry * p->s + rx) * wt_tap + (uint64_t)c0 * 4;
+
+						for (unsigned c = 0; c < n; c++) {
+							float x, y;
+
+							memcpy(&x, a + 4 * (size_t)c, 4);
+							memcpy(&y, w + 4 * (size_t)c, 4);
+							acc[c] = fmaf(x, y, acc[c]);
+						}
+					}
+				}
+				memcpy(out + 4 * (size_t)c0, acc, (size_t)n * 4);
+			}
+		}
+	}
+	return true;
+}
+
+/* int8 likewise (weights taps x channels): each channel's sum modulo 2^32, exact in any order. */
+TNPU_CLONES
+static bool dw_pe_i8(const struct tnpu_dw_param *p, const uint8_t *restrict at, uint64_t apitch,
+		     const uint8_t *restrict bt, uint64_t wt_tap, unsigned tn, size_t ld, uint8_t *restrict cp,
+		     atomic_bool *abort)
+{
+	uint32_t acc[DW_RUN];
+
+	for (unsigned oy = 0; oy < p->oh; oy++) {
+		if (abort && atomic_load_explicit(abort, memory_order_relaxed))
+			return false;
+		for (unsigned ox = 0; ox < p->ow; ox++) {
+			uint8_t *out = cp + ((size_t)(oy * p->ow + ox) * ld) * 4;
+
+			for (unsigned c0 = 0; c0 < tn; c0 += DW_RUN) {
+				unsigned n = tn - c0 < DW_RUN ? tn - c0 : DW_RUN;
+
+				for (unsigned c = 0; c < n; c++)
+					acc[c] = 0;
+				for (unsigned ry = 0; ry < p->r; ry++) {
+					const uint8_t *arow = at + (uint64_t)(oy * p->stride_y + ry * p->dil_y) * apitch;
+
+					for (unsigned rx = 0; rx < p->s; rx++) {
+						const int8_t *a = (const int8_t *)arow +
+								  (uint64_t)(ox * p->stride_x + rx * p->dil_x) * p->pix + c0;
+						const int8_t *w = (const int8_t *)bt + (uint64_t)(ry * p->s + rx) * wt_tap + c0;
+
+						for (unsigned c = 0; c < n; c++)
+							acc[c] += (uint32_t)((int32_t)a[c] * (int32_t)w[c]);
+					}
+				}
+				memcpy(out + 4 * (size_t)c0, acc, (size_t)n * 4);
+			}
+		}
+	}
+	return true;
+}
+
 uint32_t tnpu_dw_run(struct tnpu_dw_job *j)
 {
 	const struct tnpu_operand *A = j->A, *B = j->B;
@@ -114,6 +201,12 @@ uint32_t tnpu_dw_run(struct tnpu_dw_job *j)
 			const uint8_t *bt = j->base + dw_pe_addr(B, c, pe);
 			uint8_t *cp = (uint8_t *)j->acc + ((size_t)c * tm * ld + (size_t)pe * tn) * 4;
 
+			if ((dt == TNPU_DTYPE_FP32 || dt == TNPU_DTYPE_INT8) && !trans) {
+				if (!(dt == TNPU_DTYPE_FP32 ? dw_pe_f32 : dw_pe_i8)(p, at, A->pitch, bt, wt_tap, tn, ld, cp,
+										    j->abort))
+					return TNPU_ERR_ABORTED;
+				continue;
+			}
 			for (unsigned oy = 0; oy < p->oh; oy++) {
 				/* up to tm x tn x 255^2 taps per PE: abort per output row */
 				if (j->abort && atomic_load_explicit(j->abort, memory_order_relaxed))

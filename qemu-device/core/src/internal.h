@@ -13,14 +13,22 @@
 #include "tnpu/tnpu_core.h"
 
 /* Hot element loops are compiled for several x86-64 levels and picked at
- * load time (ifunc); nothing that ships uses -march=native. */
+ * load time (ifunc); nothing that ships uses -march=native.  GCC at -O2 vectorises
+ * only loops whose trip count is a known multiple of the vector (its "very cheap"
+ * cost model), so these loops ask for its dynamic model: vector body plus scalar
+ * tail, the same element operations (no reassociation without -ffast-math). */
+#if defined(__GNUC__) && !defined(__clang__)
+#define TNPU_VECTORIZE __attribute__((optimize("tree-vectorize", "vect-cost-model=dynamic")))
+#else
+#define TNPU_VECTORIZE
+#endif
 #if defined(__x86_64__) && defined(__has_attribute) && !defined(TNPU_NO_CLONES)
 #if __has_attribute(target_clones)
-#define TNPU_CLONES __attribute__((target_clones("default", "avx2", "avx512f")))
+#define TNPU_CLONES __attribute__((target_clones("default", "avx2", "avx512f"))) TNPU_VECTORIZE
 #endif
 #endif
 #ifndef TNPU_CLONES
-#define TNPU_CLONES
+#define TNPU_CLONES TNPU_VECTORIZE
 #endif
 
 #include "tnpu_uninit.h"
@@ -206,6 +214,8 @@ uint32_t tnpu_fail(struct tnpu_exec *ex, uint32_t err, uint32_t info, uint64_t a
 #define TNPU_PANEL_MIN_K	64u
 #define TNPU_CVT_SCRATCH_MAX	(4u << 20)
 #define TNPU_SCRATCH_MAX	(TNPU_IM2COL_MAX_FOOTPRINT + (1u << 20))
+/* An SFU column vector repeated across a row of PEs that share it (cluster.c sfu_apply). */
+#define TNPU_SFU_REP_MAX	(64u << 10)
 #define TNPU_SCRATCH_KEEP	(1u << 20)
 #define TNPU_IM2COL_K_CHUNK	65536u	/* K indices decoded at a time (12 bytes each) */
 

@@ -14,6 +14,8 @@
 /* A scoreboard keeps its newest entries; when full, the two oldest merge into one covering both
  * ranges at the later time, which can only delay a reader (never let it run early). */
 #define SB_CAP TNPU_SB_CAP
+_Static_assert((TNPU_SB_CAP & (TNPU_SB_CAP - 1)) == 0 && TNPU_SB_CAP % TNPU_SB_BLK == 0,
+	       "the ring wraps by a mask, in whole blocks");
 
 static void sb_reset(struct scoreboard *sb);
 
@@ -166,8 +168,8 @@ void tnpu_sb_add(struct scoreboard *sb, uint64_t lo, uint64_t hi, uint64_t t)
 
 	if (hi <= lo)
 		return;
-	if (sb->n == sb->cap) {
-		unsigned j = (sb->head + 1) % sb->cap;
+	if (sb->n == TNPU_SB_CAP) {
+		unsigned j = (sb->head + 1) & (TNPU_SB_CAP - 1);
 		struct sb_ent *a = &sb->e[sb->head], *b = &sb->e[j];
 
 		b->lo = TNPU_MIN(a->lo, b->lo);
@@ -177,7 +179,7 @@ void tnpu_sb_add(struct scoreboard *sb, uint64_t lo, uint64_t hi, uint64_t t)
 		sb->head = j;
 		sb->n--;
 	}
-	i = (sb->head + sb->n++) % sb->cap;
+	i = (sb->head + sb->n++) & (TNPU_SB_CAP - 1);
 	sb->e[i] = (struct sb_ent){ .lo = (uint32_t)lo, .hi = (uint32_t)hi, .t = t };
 	sb_note(sb, i);
 }
@@ -192,16 +194,17 @@ uint64_t tnpu_sb_ready(const struct scoreboard *sb, uint64_t lo, uint64_t hi, ui
 {
 	uint64_t t = after;
 
-	for (unsigned i = 0; i < sb->n;) {
-		unsigned p = (sb->head + i) % sb->cap, b = p / TNPU_SB_BLK;
-		unsigned run = TNPU_MIN(TNPU_SB_BLK - p % TNPU_SB_BLK, sb->n - i);
+	/* ring positions by masks, not divisions (a reader asks per LD and per D2H row, and almost
+	 * always skips every block: the summaries are what it reads) */
+	for (unsigned p = sb->head, left = sb->n; left;) {
+		unsigned b = p / TNPU_SB_BLK, run = TNPU_MIN(TNPU_SB_BLK - p % TNPU_SB_BLK, left);
 
-		i += run;
-		if (sb->bt[b] <= t || sb->blo[b] >= hi || lo >= sb->bhi[b])
-			continue;
-		for (const struct sb_ent *e = &sb->e[p]; run; run--, e++)
-			if (e->t > t && e->lo < hi && lo < e->hi)
-				t = e->t;
+		if (!(sb->bt[b] <= t || sb->blo[b] >= hi || lo >= sb->bhi[b]))
+			for (const struct sb_ent *e = &sb->e[p], *end = e + run; e < end; e++)
+				if (e->t > t && e->lo < hi && lo < e->hi)
+					t = e->t;
+		left -= run;
+		p = (p + run) & (TNPU_SB_CAP - 1);
 	}
 	return t;
 }

@@ -570,12 +570,63 @@ static union val bin_one(const struct vcmd *v, const uint8_t *pa, const uint8_t 
 	}
 }
 
+/* One tap of a window over a run of n channels packed in the input (channel stride = the element):
+ * the per-channel operations of pool_run's general loops, in loops the compiler vectorises (inside
+ * pool_row's clones). */
+/* A little-endian fp32 element: a plain load on little-endian hosts (which vectorises; ld32's byte
+ * assembly does not), ld_f elsewhere. */
+static inline float ld_f_run(const uint8_t *p)
+{
+#if defined(__BYTE_ORDER__) && __BYTE_ORDER__ == __ORDER_LITTLE_ENDIAN__
+	float f;
+
+	memcpy(&f, p, 4);
+	return f;
+#else
+	return ld_f(p);
+#endif
+}
+
+static inline __attribute__((always_inline)) void pool_tap_f32(union val *restrict o, const uint8_t *restrict p, uint32_t n, bool avg, bool first)
+{
+	/* the results as plain 32-bit words (a union member access does not vectorise) */
+	if (avg) {
+		for (uint32_t c = 0; c < n; c++) {
+			float y;
+
+			memcpy(&y, &o[c], 4);
+			y += ld_f_run(p + 4 * (size_t)c);
+			memcpy(&o[c], &y, 4);
+		}
+		return;
+	}
+	for (uint32_t c = 0; c < n; c++) {
+		float x = ld_f_run(p + 4 * (size_t)c), y;
+
+		memcpy(&y, &o[c], 4);
+		y = first || x > y || x != x ? x : y;
+		memcpy(&o[c], &y, 4);
+	}
+}
+
+static inline __attribute__((always_inline)) void pool_tap_max_i8(union val *restrict o, const uint8_t *restrict p, uint32_t n, bool first)
+{
+	for (uint32_t c = 0; c < n; c++) {
+		int32_t x = (int8_t)p[c], y;
+
+		memcpy(&y, &o[c], 4);
+		y = first || x > y ? x : y;
+		memcpy(&o[c], &y, 4);
+	}
+}
+
 /*
  * One window position (i[0], i[1], i[2]) for all n[3] channels at once: which taps are inside the image
  * depends only on the position, so the taps run outer and the channels inner (a contiguous run in NHWC),
  * each channel seeing its taps in the same order as a per-element loop would — the same result bits.
  */
-static void pool_run(const struct vcmd *v, const uint8_t *half, const uint32_t *i, union val *out, int64_t *sum)
+static inline __attribute__((always_inline)) void pool_run(const struct vcmd *v, const uint8_t *half,
+							     const uint32_t *i, union val *out, int64_t *sum)
 {
 	const struct tnpu_vec_pool_win *w = &v->pw;
 	int64_t y0 = (int64_t)i[1] * w->stride_y - w->pad_top, x0 = (int64_t)i[2] * w->stride_x - w->pad_left;
@@ -602,7 +653,11 @@ static void pool_run(const struct vcmd *v, const uint8_t *half, const uint32_t *
 				continue;
 			p = half + base + iy * v->a_st[1] + ix * v->a_st[2];
 			cnt++;
-			if (f && avg) {
+			if (f && cst == 4) {
+				pool_tap_f32(out, p, nc, avg, !any);
+			} else if (!f && !avg && cst == 1) {
+				pool_tap_max_i8(out, p, nc, !any);
+			} else if (f && avg) {
 				for (uint32_t c = 0; c < nc; c++)
 					out[c].f += ld_f(p + c * cst);
 			} else if (f && !any) {
@@ -642,6 +697,17 @@ static void pool_run(const struct vcmd *v, const uint8_t *half, const uint32_t *
 		else
 			out[c].i = requant(sum[c], (int32_t)v->scale, v->shift, v->zp);
 	}
+}
+
+/* The window positions (i[0], i[1], 0 .. n[2]-1) of a row, one call (compiled per x86-64 level, so
+ * the channel loops of pool_run vectorise inside it), outputs in order from out. */
+TNPU_CLONES
+static void pool_row(const struct vcmd *v, const uint8_t *half, uint32_t i0, uint32_t i1, union val *out, int64_t *sum)
+{
+	uint32_t i[4] = { i0, i1, 0, 0 };
+
+	for (; i[2] < v->n[2]; i[2]++, out += v->n[3])
+		pool_run(v, half, i, out, sum);
 }
 
 static union val red_one(const struct vcmd *v, const uint8_t *p)
@@ -709,13 +775,12 @@ static uint32_t run_row(struct tnpu_exec *ex, const struct vcmd *v, unsigned r, 
 		for (i[1] = 0; i[1] < v->n[1]; i[1]++) {
 			if (tnpu_stopped(ex, 1 + (uint64_t)v->n[2] * v->n[3] / 4))
 				return tnpu_stop_fail(ex);
+			if (v->op == TNPU_VEC_POOL) {
+				pool_row(v, half, i[0], i[1], out + o, sum);
+				o += (uint64_t)v->n[2] * v->n[3];
+				continue;
+			}
 			for (i[2] = 0; i[2] < v->n[2]; i[2]++) {
-				if (v->op == TNPU_VEC_POOL) {
-					i[3] = 0;
-					pool_run(v, half, i, out + o, sum);
-					o += v->n[3];
-					continue;
-				}
 				for (i[3] = 0; i[3] < v->n[3]; i[3]++, o++) {
 					int64_t a = (int64_t)v->a_off, b = (int64_t)v->b_off;
 
@@ -747,6 +812,15 @@ static uint32_t run_row(struct tnpu_exec *ex, const struct vcmd *v, unsigned r, 
 					     (int64_t)i[2] * v->d_st[2];
 				int64_t lo = d0, hi = d0 + eout;
 
+				if (v->n[3] && v->d_st[3] == (int64_t)eout && eout == 4) {
+					/* a packed run of 32-bit results: one copy, the same bytes */
+					memcpy(half + d0, out + o, (size_t)v->n[3] * 4);
+					o += v->n[3];
+					i[3] = v->n[3];
+					hi = d0 + (int64_t)v->n[3] * 4;
+					sram_mark(rs, (uint64_t)v->half * ex->half + lo, (uint64_t)v->half * ex->half + hi);
+					continue;
+				}
 				for (i[3] = 0; i[3] < v->n[3]; i[3]++, o++) {
 					int64_t d = d0 + (int64_t)i[3] * v->d_st[3];
 					uint8_t *p = half + d;

@@ -44,12 +44,16 @@ static void dw_case(uint64_t seed, bool f32, bool trans, unsigned repeat)
 	dw_case_expect(seed, f32, trans, repeat, 0);
 }
 
+/* Channels per PE of the next cases (0: 1..3 at random), and how many of them fit the storage unit
+ * (a case too large for it is skipped when tn is forced). */
+static unsigned dw_tn, dw_fitted;
+
 /* dw_case that expects error `want` (0: success, checked against the CPU reference). */
 static void dw_case_expect(uint64_t seed, bool f32, bool trans, unsigned repeat, uint32_t want)
 {
 	uint64_t st = seed;
 	unsigned cols = cfg.cols, pes = cfg.pes;
-	unsigned tn = 1 + trng(&st) % 3, oh = 1 + trng(&st) % 3, ow = 1 + trng(&st) % 5;
+	unsigned tn = dw_tn ? (trng(&st), dw_tn) : 1 + trng(&st) % 3, oh = 1 + trng(&st) % 3, ow = 1 + trng(&st) % 5;
 	unsigned r = 1 + trng(&st) % 3, sx = 1 + trng(&st) % 2, sy = 1 + trng(&st) % 2;
 	unsigned dy = 1 + trng(&st) % 2, dx = 1 + trng(&st) % 2, s_ = 1 + trng(&st) % 3;
 	unsigned C = pes * tn, e = f32 ? 4 : 1, tm = oh * ow, taps = r * s_;
@@ -78,10 +82,14 @@ static void dw_case_expect(uint64_t seed, bool f32, bool trans, unsigned repeat,
 	if (seed & 1)	/* WIDE multicast: same results (isa.md "WIDE") */
 		ins[0] |= TNPU_LD_WIDE;
 
+	if (dw_tn && oof + cols * tm * C * 4 > cfg.sram / 2)
+		return;
+	dw_fitted++;
 	cr_assert_leq(oof + cols * tm * C * 4, cfg.sram / 2, "seed %llu: test case too large", (unsigned long long)seed);
 	for (unsigned i = 0; i < IH * IW * C; i++) {
 		if (f32) {
-			float v = (float)rnd8(&st) / 16.0f;
+			/* full mantissas: the products round, so the order of the chain shows in the bits */
+			float v = (float)rnd8(&st) / 16.0f + (float)rnd8(&st) * 0x1.234567p-13f;
 
 			memcpy(H(hin + 4 * i), &v, 4);
 		} else {
@@ -90,7 +98,7 @@ static void dw_case_expect(uint64_t seed, bool f32, bool trans, unsigned repeat,
 	}
 	for (unsigned i = 0; i < taps * C; i++) {
 		if (f32) {
-			float v = (float)rnd8(&st) / 32.0f;
+			float v = (float)rnd8(&st) / 32.0f + (float)rnd8(&st) * 0x1.7654321p-14f;
 
 			memcpy(H(hw + 4 * i), &v, 4);
 		} else {
@@ -112,6 +120,7 @@ static void dw_case_expect(uint64_t seed, bool f32, bool trans, unsigned repeat,
 						unsigned ch = p * tn + k, o = ((c * tm + oy * ow + ox) * C + ch) * 4;
 						int64_t si = 0;
 						double sf = 0;
+						float chain = 0.0f;	/* isa.md "DW MAC": one fmaf chain in (ry, rx) order */
 
 						for (unsigned ry = 0; ry < r; ry++)
 							for (unsigned rx = 0; rx < s_; rx++) {
@@ -126,6 +135,7 @@ static void dw_case_expect(uint64_t seed, bool f32, bool trans, unsigned repeat,
 									memcpy(&a, H(hin + 4 * ai), 4);
 									memcpy(&w, trans ? H(hw + 4 * wi) : H(hw + 4 * wi), 4);
 									sf += (double)a * w;
+									chain = fmaf(a, w, chain);
 								} else {
 									si += (int64_t)*(int8_t *)H(hin + ai) * *(int8_t *)H(hw + wi);
 								}
@@ -137,6 +147,8 @@ static void dw_case_expect(uint64_t seed, bool f32, bool trans, unsigned repeat,
 							cr_assert_float_eq(got, (float)sf, 1e-4 + 1e-5 * fabs(sf),
 									   "seed %llu PE (%u,%u) px (%u,%u) ch %u", (unsigned long long)seed,
 									   c, p, oy, ox, k);
+							cr_assert(!memcmp(&got, &chain, 4), "seed %llu PE (%u,%u) px (%u,%u) ch %u: %a, chain %a",
+								  (unsigned long long)seed, c, p, oy, ox, k, (double)got, (double)chain);
 						} else {
 							int32_t got;
 
@@ -155,12 +167,34 @@ Test(dw, dw_mac_int8_matches_cpu_reference)
 {
 	for (uint64_t seed = 1; seed <= 40; seed++)
 		dw_case(seed * 0x9E3779B97F4A7C15ull, false, seed & 1, 1);
+	/* runs of channels across the model's vector loops and its 64-channel blocks */
+	for (unsigned t = 0; t < 3; t++) {
+		static const unsigned tns[] = { 17, 40, 67 };
+
+		dw_tn = tns[t];
+		dw_fitted = 0;
+		for (uint64_t seed = 1; seed <= 400 && dw_fitted < 12; seed++)
+			dw_case(seed * 0xD1B54A32D192ED03ull + t, false, seed & 1, 1);
+		cr_assert_geq(dw_fitted, 3, "tn %u: %u cases fitted", dw_tn, dw_fitted);
+		dw_tn = 0;
+	}
 }
 
 Test(dw, dw_mac_fp32_matches_cpu_reference)
 {
 	for (uint64_t seed = 1; seed <= 20; seed++)
 		dw_case(seed * 0xD1B54A32D192ED03ull, true, seed & 1, 1);
+	/* runs of channels across the model's vector loops and its 64-channel blocks */
+	for (unsigned t = 0; t < 3; t++) {
+		static const unsigned tns[] = { 17, 40, 67 };
+
+		dw_tn = tns[t];
+		dw_fitted = 0;
+		for (uint64_t seed = 1; seed <= 400 && dw_fitted < 12; seed++)
+			dw_case(seed * 0x9E3779B97F4A7C15ull + t, true, seed & 1, 1);
+		cr_assert_geq(dw_fitted, 3, "tn %u: %u cases fitted", dw_tn, dw_fitted);
+		dw_tn = 0;
+	}
 }
 
 /* chain #9: a DW MAC obeys its island's data types like any MAC (it skipped the check). */

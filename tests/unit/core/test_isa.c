@@ -833,6 +833,7 @@ struct sfu_case {
 	uint8_t kind;		/* 0 fp32, 1 int32, 2 int8 (REQUANT), 3 int8 through QCOL records */
 	uint8_t ops;		/* BIAS / RELU / CLAMP / RESIDUAL (fp32 and kind 2 may add REQUANT) */
 	bool r_whole, v_whole;
+	bool v_shared;		/* one column vector for all the PEs of a cluster (bias PE stride 0) */
 };
 
 static void sfu_case_run(const struct sfu_case *sc, uint64_t *seed)
@@ -843,7 +844,7 @@ static void sfu_case_run(const struct sfu_case *sc, uint64_t *seed)
 	uint8_t dt = f32 ? TNPU_DTYPE_FP32 : TNPU_DTYPE_INT8, acc_dt = f32 ? TNPU_DTYPE_FP32 : TNPU_DTYPE_INT32;
 	uint8_t ops = (uint8_t)(sc->ops | (i8 ? TNPU_SFU_OP_REQUANT : 0) | (qcol ? TNPU_SFU_OP_QCOL : 0));
 	uint32_t rps = sc->r_whole ? TN * 4 : TN * 4 + 16, rpitch = P * rps + 8;
-	int32_t vps = sc->v_whole ? (int32_t)(TN * vb) : (int32_t)(TN * vb + 8);
+	int32_t vps = sc->v_shared ? 0 : sc->v_whole ? (int32_t)(TN * vb) : (int32_t)(TN * vb + 8);
 	float flo = -0.75f, fhi = 1.5f, fsc = 0.375f;
 	int32_t ilo = -3000, ihi = 4000, iscale = 12345;
 	uint16_t ins[] = { TNPU_INSN_LD(0, 0, 0, 0), TNPU_INSN_LD(1, 0, 1, 0), TNPU_INSN_MAC(0, 0, 0, 0, 0),
@@ -961,9 +962,9 @@ static void sfu_case_run(const struct sfu_case *sc, uint64_t *seed)
 
 /* The SFU on every layout the model runs differently — the column vectors (bias, QCOL records) and
  * the residual tiles side by side over a cluster's PEs (a row of the whole cluster at once) or apart
- * (PE by PE) — fp32, int32, int8 and QCOL int8, every combination of BIAS, RESIDUAL, RELU and CLAMP
- * (and fp32 REQUANT), against the per-element definition in the spec's order: bias, residual, ReLU,
- * clamp, requantisation. */
+ * (PE by PE), or one vector shared by the cluster's PEs (repeated across the row once) — fp32, int32,
+ * int8 and QCOL int8, every combination of BIAS, RESIDUAL, RELU and CLAMP (and fp32 REQUANT), against
+ * the per-element definition in the spec's order: bias, residual, ReLU, clamp, requantisation. */
 Test(isa, sfu_every_layout_and_op_matches_the_definition)
 {
 	static const uint8_t opsets[] = {
@@ -974,8 +975,12 @@ Test(isa, sfu_every_layout_and_op_matches_the_definition)
 
 	for (uint8_t kind = 0; kind < 4; kind++)
 		for (unsigned o = 0; o < sizeof(opsets) / sizeof(opsets[0]); o++)
-			for (unsigned m = 0; m < (kind ? 8u : 16u); m++) {
-				struct sfu_case sc = { .kind = kind, .ops = opsets[o], .r_whole = m & 2, .v_whole = m & 4 };
+			for (unsigned m = 0; m < 32; m++) {
+				struct sfu_case sc = { .kind = kind, .ops = opsets[o], .r_whole = m & 2, .v_whole = m & 4,
+						       .v_shared = m & 16 };
+
+				if ((kind && (m & 8)) || ((m & 16) && (m & 4)))
+					continue;
 
 				if (m & 1)
 					sc.ops |= TNPU_SFU_OP_RESIDUAL;
@@ -983,4 +988,160 @@ Test(isa, sfu_every_layout_and_op_matches_the_definition)
 					sc.ops |= TNPU_SFU_OP_REQUANT;	/* fp32: a scale */
 				sfu_case_run(&sc, &seed);
 			}
+}
+
+/*
+ * One B per cluster shared by its 16 PEs (B's PE stride 0) and A per PE: the pointwise lowering's
+ * pixel blocks over PEs (row mode: a PE's A is an output row's window, rows one stride apart and
+ * overlapping, k = S*C).  The model runs such a MAC as one batched product per cluster, over the PEs
+ * or over the tile's rows (qemu-device.md "How the model computes"); here two MACs into one
+ * accumulator (the second accumulates), every A and B layout, fp32 (bit for bit against one fmaf
+ * chain in k order) and int8 (exact), against the plain definition.
+ */
+static struct tsim s16;
+static uint64_t host16;
+
+static void setup16(void)
+{
+	struct tnpu_config cfg = small_cfg();
+
+	cfg.rows = 1;
+	cfg.cols = 2;
+	cfg.pes = 16;
+	cfg.sram = 512 * 1024;
+	cr_assert_eq(tsim_init(&s16, &cfg, 32 << 20), 0);
+	host16 = tsim_buf(&s16, 512 * 1024);
+	tcb_init(&cb);
+}
+
+static void teardown16(void)
+{
+	tcb_free(&cb);
+	tsim_fini(&s16);
+}
+
+static uint8_t *H16(uint32_t off)
+{
+	return (uint8_t *)tsim_ptr(&s16, host16) + off;
+}
+
+/* PE (c, p)'s element (i, k) of A (or (k, j) of B) at host offset addr + c*cs + p*ps + ... */
+static uint32_t op_at(const struct tnpu_operand *o, unsigned c, unsigned p, unsigned r, unsigned q, unsigned e)
+{
+	return (uint32_t)((int64_t)o->addr + (int64_t)c * o->col_stride + (int64_t)p * o->pe_stride) + r * o->pitch +
+	       q * e;
+}
+
+Test(isa16, mac_b_shared_by_the_pes_a_per_pe_matches_the_definition, .init = setup16, .fini = teardown16)
+{
+	static const unsigned shapes[][3] = {{28, 2, 3}, {1, 6, 40}, {3, 5, 24}, {17, 1, 9}, {2, 16, 11}};
+	const uint32_t B0 = 96 * 1024, C0 = 160 * 1024, OUT = 256 * 1024, P = 16;
+	uint16_t ins[] = {TNPU_INSN_LD(0, 0, 0, 0), TNPU_INSN_LD(1, 0, 1, 0),	  TNPU_INSN_MAC(0, 0, 0, 0, 0),
+			  TNPU_INSN_LD(3, 1, 0, 0), TNPU_INSN_MAC(1, 0, 0, 0, 0), TNPU_INSN_ST(0, 2, 1)};
+	uint64_t seed = 0x5eed4321;
+	unsigned cases = 0;
+
+	for (unsigned f32 = 0; f32 < 2; f32++) {
+		unsigned e = f32 ? 4 : 1;
+		uint8_t dt = f32 ? TNPU_DTYPE_FP32 : TNPU_DTYPE_INT8;
+
+		for (uint32_t i = 0; i < C0; i += 4) {
+			uint64_t r = trng(&seed);
+			float v = (float)(int32_t)(r >> 32) * 0x1p-30f; /* full mantissas, [-2, 2) */
+
+			memcpy(H16(i), f32 ? (void *)&v : (void *)&r, 4);
+		}
+		for (unsigned sh = 0; sh < sizeof(shapes) / sizeof(shapes[0]); sh++) {
+			unsigned tm = shapes[sh][0], tn = shapes[sh][1], K = shapes[sh][2];
+			/* A: rows a window apart (overlapping, as row mode's), stacked, or padded; PEs one
+			 * padded image row apart, a cluster's pixels after the other's, or shared */
+			uint32_t pitches[3] = {e * (1 + sh % 3), K * e, K * e + 8};
+
+			for (unsigned al = 0; al < 6; al++) {
+				uint32_t ap = pitches[al % 3];
+				int32_t prow = (int32_t)(tm * ap + 2 * e * K), ps = al < 3    ? prow
+										    : al == 3 ? 0
+											      : (int32_t)(tm * ap);
+				int32_t cs = al >= 4 ? (int32_t)P * ps + 64 : 0;
+
+				for (unsigned bl = 0; bl < 4; bl++) {
+					bool trans = bl & 1;
+					uint32_t bp = trans ? K * e + 4 * (bl >> 1) : tn * e + 8 * (bl >> 1);
+					int32_t bcs = (bl >> 1) ? (int32_t)((trans ? tn : K) * bp + 32) : 0;
+					struct tnpu_operand ops[] = {
+						opnd(0, cs, ps, ap, (uint16_t)tm, (uint16_t)K, dt, 0),
+						trans ? opnd(B0, bcs, 0, bp, (uint16_t)tn, (uint16_t)K, dt,
+							     TNPU_OPF_TRANS)
+						      : opnd(B0, bcs, 0, bp, (uint16_t)K, (uint16_t)tn, dt, 0),
+						opnd(C0, (int32_t)(tm * P * tn * 4), (int32_t)(tn * 4), P * tn * 4,
+						     (uint16_t)tm, (uint16_t)tn,
+						     f32 ? TNPU_DTYPE_FP32 : TNPU_DTYPE_INT32, 0),
+						opnd(e * 5, cs, ps, ap, (uint16_t)tm, (uint16_t)K, dt, 0),
+					};
+					struct tpkt pk;
+
+					tcb_dma(&cb, true, 0, host16, 0, 0, TNPU_DMA_ROW_ALL, 0, 0, 0, 0, C0, 1, 1);
+					tpkt_config(&pk, 0,
+						    &(struct tnpu_cfg_hdr){.n_instr = 6,
+									   .n_operands = 4,
+									   .loop_end = 5,
+									   .repeat = 1,
+									   .mode = TNPU_CFG_MODE_WQ_PUT(TNPU_WQ_RQ)},
+						    ins, ops);
+					tcb_dispatch(&cb, 0, 0, 0, 0, pk.buf, pk.len);
+					tpkt_exe(&pk, 0, LAST, NULL, 0);
+					tcb_dispatch(&cb, 0, 0, 0, 0, pk.buf, pk.len);
+					tcb_dma(&cb, false, 0, host16 + OUT, 0, 0, 0, 0, C0, 0, 0, 2 * tm * P * tn * 4,
+						1, 1);
+					tsim_run(&s16, &cb, 0, &res);
+					cb.len = 0;
+					cr_assert_eq(res.error, 0, "%s", tnpu_err_name(res.error));
+					cr_assert_eq(res.counters[TNPU_CNT_MACS_DENSE], 2ull * 2 * P * tm * tn * K);
+					for (unsigned c = 0; c < 2; c++)
+						for (unsigned p = 0; p < P; p++)
+							for (unsigned i = 0; i < tm; i++)
+								for (unsigned j = 0; j < tn; j++) {
+									float fs = 0.0f;
+									int32_t is = 0;
+
+									for (unsigned m = 0; m < 2; m++)
+										for (unsigned k = 0; k < K; k++) {
+											const uint8_t *x = H16(
+												op_at(&ops[m ? 3 : 0],
+												      c, p, i, k, e));
+											const uint8_t *y = H16(
+												trans ? op_at(&ops[1],
+													      c, 0, j,
+													      k, e)
+												      : op_at(&ops[1],
+													      c, 0, k,
+													      j, e));
+											float xf, yf;
+
+											memcpy(&xf, x, 4);
+											memcpy(&yf, y, 4);
+											if (f32)
+												fs = fmaf(xf, yf, fs);
+											else
+												is += (int8_t)*x *
+												      (int8_t)*y;
+										}
+									cr_assert(
+										!memcmp(H16(OUT +
+											    ((c * tm + i) * P * tn +
+											     p * tn + j) *
+												    4),
+											f32 ? (void *)&fs : (void *)&is,
+											4),
+										"%s tm %u tn %u K %u A %u B %u: PE "
+										"(%u,%u) [%u][%u]",
+										f32 ? "fp32" : "int8", tm, tn, K, al,
+										bl, c, p, i, j);
+								}
+					cases++;
+				}
+			}
+		}
+	}
+	cr_assert_eq(cases, 2 * 5 * 6 * 4);
 }

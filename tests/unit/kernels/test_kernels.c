@@ -108,7 +108,8 @@ static size_t c_elems(const struct shape *s) { return (s->m + 1) * (s->n + s->pa
 /* ---- fp32 ------------------------------------------------------------------ */
 
 /* The fp32 product under test: NULL = the public entry points, else this driver called directly. */
-static kern_f32_direct_fn f32_direct;
+static void (*f32_direct)(bool nt, size_t m, size_t n, size_t k, const float *a, size_t lda, const float *b, size_t ldb,
+			  float *c, size_t ldc, bool accumulate);
 
 static void check_f32(bool nt, const struct shape *s)
 {
@@ -366,7 +367,7 @@ Test(kernels, i8_nt_random, .timeout = 120) { FOR_EACH_ISA(run_random_shapes(che
 Test(kernels, f32_direct, .timeout = 120)
 {
 #if defined(__x86_64__)
-	static const size_t ns[] = { 1, 2, 15, 16, 17, 31, 32, 33, 47, 48, 63, 64, 65, 100 };
+	static const size_t ns[] = { 1, 2, 4, 8, 15, 16, 17, 31, 32, 33, 47, 48, 63, 64, 65, 100 };
 	static const size_t ks[] = { 1, 2, 3, 4, 5, 6, 7, 8, 9, 16, 17, 255, 256, 257, 600 };
 	const size_t nn = sizeof(ns) / sizeof(ns[0]), nk = sizeof(ks) / sizeof(ks[0]);
 
@@ -550,4 +551,254 @@ Test(kernels, threads, .timeout = 120)
 		cr_assert(jobs[i].ok, "thread %d mismatch seed=%" PRIu64 " isa=%s", i, test_seed,
 			  tnpu_kern_isa());
 	}
+}
+
+/* ---- batches (tnpu_kern_gemm_*_batch) --------------------------------------------------------- */
+
+/*
+ * count products of one shape, operands sa / sb / sc elements apart, against the plain definition
+ * (every fp32 element one fmaf chain over p from C or +0; int8 exact modulo 2^32): C either
+ * interleaved (product t's row i at t * n + i * ldc, ldc >= count * n: the golden model's PEs side
+ * by side in a cluster's accumulator) or stacked (t * (m * ldc + gap)); A and B shared (stride 0),
+ * overlapping (stride below a row: a convolution's sliding window), disjoint, or walked backwards.
+ * Elements no product owns keep their sentinel.
+ */
+struct batch {
+	size_t count, m, n, k, lda, ldb, ldc;
+	ptrdiff_t sa, sb, sc;
+	bool accumulate;
+};
+
+/* The smallest and largest element offsets of a product's operand over the batch. */
+static void batch_span(size_t count, ptrdiff_t s, size_t last, ptrdiff_t *lo, ptrdiff_t *hi)
+{
+	ptrdiff_t end = (ptrdiff_t)(count - 1) * s;
+
+	*lo = end < 0 ? end : 0;
+	*hi = (end > 0 ? end : 0) + (ptrdiff_t)last;
+}
+
+static void random_batch(struct batch *b, bool nt)
+{
+	size_t w;
+
+	b->count = 1 + rng_below(20);
+	b->m = 1 + rng_below(rng_below(2) ? 40 : 6);
+	b->n = 1 + rng_below(rng_below(2) ? 70 : 5);
+	b->k = 1 + rng_below(rng_below(3) ? 10 : 300);
+	b->lda = b->k + rng_below(3) * rng_below(9);
+	if (rng_below(4) == 0)
+		b->lda = 1 + rng_below(b->k); /* overlapping rows: a strided window */
+	b->ldb = (nt ? b->k : b->n) + rng_below(3);
+	switch (rng_below(4)) {
+	case 0:
+		b->sa = 0;
+		break;
+	case 1:
+		b->sa = (ptrdiff_t)(1 + rng_below(b->lda * 2));
+		break;
+	case 2:
+		b->sa = -(ptrdiff_t)(b->m * b->lda + rng_below(5));
+		break;
+	default:
+		b->sa = (ptrdiff_t)(b->m * b->lda + rng_below(5));
+	}
+	b->sb = rng_below(3) ? 0 : (ptrdiff_t)((nt ? b->n : b->k) * b->ldb + rng_below(7)) * (rng_below(2) ? 1 : -1);
+	if (rng_below(2)) {
+		b->sc = (ptrdiff_t)b->n;
+		b->ldc = b->count * b->n + rng_below(3);
+	} else {
+		b->ldc = b->n + rng_below(3);
+		w = b->m * b->ldc + rng_below(4);
+		b->sc = rng_below(2) ? (ptrdiff_t)w : -(ptrdiff_t)w;
+	}
+	b->accumulate = rng_below(2);
+}
+
+#define BATCH_CTX \
+	"seed=%" PRIu64 " isa=%s %s count=%zu m=%zu n=%zu k=%zu lda=%zu ldb=%zu ldc=%zu sa=%td sb=%td sc=%td acc=%d"
+#define BATCH_ARGS(name, b)                                                                                          \
+	test_seed, tnpu_kern_isa(), name, (b)->count, (b)->m, (b)->n, (b)->k, (b)->lda, (b)->ldb, (b)->ldc, (b)->sa, \
+		(b)->sb, (b)->sc, (int)(b)->accumulate
+
+/* Owner map of C: for each element, 1 + the product and row/column that writes it, or 0. */
+static size_t *batch_owners(const struct batch *b, ptrdiff_t c_lo, size_t c_n)
+{
+	size_t *own = calloc(c_n, sizeof(size_t));
+
+	cr_assert(own);
+	for (size_t t = 0; t < b->count; t++)
+		for (size_t i = 0; i < b->m; i++)
+			for (size_t j = 0; j < b->n; j++) {
+				size_t idx = (size_t)((ptrdiff_t)t * b->sc + (ptrdiff_t)(i * b->ldc + j) - c_lo);
+
+				cr_assert(!own[idx], "test bug: products overlap");
+				own[idx] = 1 + (t * b->m + i) * b->n + j;
+			}
+	return own;
+}
+
+static void check_f32_batch(bool nt, const struct batch *bt, kern_f32_direct_fn direct)
+{
+	ptrdiff_t a_lo, a_hi, b_lo, b_hi, c_lo, c_hi;
+	size_t b_rows = nt ? bt->n : bt->k, b_cols = nt ? bt->k : bt->n;
+	const char *name = nt ? "f32_nt_batch" : "f32_nn_batch";
+
+	batch_span(bt->count, bt->sa, (bt->m - 1) * bt->lda + bt->k, &a_lo, &a_hi);
+	batch_span(bt->count, bt->sb, (b_rows - 1) * bt->ldb + b_cols, &b_lo, &b_hi);
+	batch_span(bt->count, bt->sc, (bt->m - 1) * bt->ldc + bt->n, &c_lo, &c_hi);
+
+	size_t a_n = (size_t)(a_hi - a_lo), b_n = (size_t)(b_hi - b_lo), c_n = (size_t)(c_hi - c_lo) + 1;
+	struct guarded ga, gb;
+	float *a = guarded_alloc(&ga, a_n * sizeof(float)), *b = guarded_alloc(&gb, b_n * sizeof(float));
+	float *c = malloc(c_n * sizeof(float)), *c0 = malloc(c_n * sizeof(float));
+	size_t *own = batch_owners(bt, c_lo, c_n);
+
+	cr_assert(c && c0);
+	for (size_t i = 0; i < a_n; i++)
+		a[i] = rng_f32();
+	for (size_t i = 0; i < b_n; i++)
+		b[i] = rng_f32();
+	for (size_t i = 0; i < c_n; i++)
+		c0[i] = rng_f32() * 4.0f;
+	memcpy(c, c0, c_n * sizeof(float));
+	if (direct)
+		direct(nt, bt->count, bt->m, bt->n, bt->k, a - a_lo, bt->lda, bt->sa, b - b_lo, bt->ldb, bt->sb,
+		       c - c_lo, bt->ldc, bt->sc, bt->accumulate);
+	else
+		(nt ? tnpu_kern_gemm_f32_nt_batch
+		    : tnpu_kern_gemm_f32_nn_batch)(bt->count, bt->m, bt->n, bt->k, a - a_lo, bt->lda, bt->sa, b - b_lo,
+						   bt->ldb, bt->sb, c - c_lo, bt->ldc, bt->sc, bt->accumulate);
+	for (size_t idx = 0; idx < c_n; idx++) {
+		if (!own[idx]) {
+			cr_assert(!memcmp(&c[idx], &c0[idx], sizeof(float)), "write outside C at %zu " BATCH_CTX, idx,
+				  BATCH_ARGS(name, bt));
+			continue;
+		}
+		size_t o = own[idx] - 1, j = o % bt->n, i = o / bt->n % bt->m, t = o / bt->n / bt->m;
+		const float *at = a - a_lo + (ptrdiff_t)t * bt->sa + i * bt->lda;
+		const float *btp = b - b_lo + (ptrdiff_t)t * bt->sb;
+		float chain = bt->accumulate ? c0[idx] : 0.0f;
+
+		for (size_t p = 0; p < bt->k; p++)
+			chain = fmaf(at[p], nt ? btp[j * bt->ldb + p] : btp[p * bt->ldb + j], chain);
+		cr_assert(!memcmp(&c[idx], &chain, sizeof(float)),
+			  "product %zu (%zu,%zu) got %.9g, chain %.9g " BATCH_CTX, t, i, j, (double)c[idx],
+			  (double)chain, BATCH_ARGS(name, bt));
+	}
+	guarded_free(&ga), guarded_free(&gb), free(c), free(c0), free(own);
+}
+
+static void check_i8_batch(bool nt, const struct batch *bt)
+{
+	ptrdiff_t a_lo, a_hi, b_lo, b_hi, c_lo, c_hi;
+	size_t b_rows = nt ? bt->n : bt->k, b_cols = nt ? bt->k : bt->n;
+	const char *name = nt ? "i8_nt_batch" : "i8_nn_batch";
+
+	batch_span(bt->count, bt->sa, (bt->m - 1) * bt->lda + bt->k, &a_lo, &a_hi);
+	batch_span(bt->count, bt->sb, (b_rows - 1) * bt->ldb + b_cols, &b_lo, &b_hi);
+	batch_span(bt->count, bt->sc, (bt->m - 1) * bt->ldc + bt->n, &c_lo, &c_hi);
+
+	size_t a_n = (size_t)(a_hi - a_lo), b_n = (size_t)(b_hi - b_lo), c_n = (size_t)(c_hi - c_lo) + 1;
+	struct guarded ga, gb;
+	int8_t *a = guarded_alloc(&ga, a_n), *b = guarded_alloc(&gb, b_n);
+	int32_t *c = malloc(c_n * sizeof(int32_t)), *c0 = malloc(c_n * sizeof(int32_t));
+	size_t *own = batch_owners(bt, c_lo, c_n);
+	enum fill f = rng_below(4) ? FILL_RANDOM : FILL_MIXED_EXTREMES;
+
+	cr_assert(c && c0);
+	for (size_t i = 0; i < a_n; i++)
+		a[i] = fill_i8(f);
+	for (size_t i = 0; i < b_n; i++)
+		b[i] = fill_i8(f);
+	for (size_t i = 0; i < c_n; i++)
+		c0[i] = (int32_t)(uint32_t)rng_next();
+	memcpy(c, c0, c_n * sizeof(int32_t));
+	(nt ? tnpu_kern_gemm_i8_nt_batch : tnpu_kern_gemm_i8_nn_batch)(bt->count, bt->m, bt->n, bt->k, a - a_lo,
+								       bt->lda, bt->sa, b - b_lo, bt->ldb, bt->sb,
+								       c - c_lo, bt->ldc, bt->sc, bt->accumulate);
+	for (size_t idx = 0; idx < c_n; idx++) {
+		if (!own[idx]) {
+			cr_assert(c[idx] == c0[idx], "write outside C at %zu " BATCH_CTX, idx, BATCH_ARGS(name, bt));
+			continue;
+		}
+		size_t o = own[idx] - 1, j = o % bt->n, i = o / bt->n % bt->m, t = o / bt->n / bt->m;
+		const int8_t *at = a - a_lo + (ptrdiff_t)t * bt->sa + i * bt->lda;
+		const int8_t *btp = b - b_lo + (ptrdiff_t)t * bt->sb;
+		uint32_t sum = bt->accumulate ? (uint32_t)c0[idx] : 0;
+
+		for (size_t p = 0; p < bt->k; p++)
+			sum += (uint32_t)((int32_t)at[p] * (nt ? btp[j * bt->ldb + p] : btp[p * bt->ldb + j]));
+		cr_assert(c[idx] == (int32_t)sum, "product %zu (%zu,%zu) got %" PRId32 " want %" PRId32 " " BATCH_CTX,
+			  t, i, j, c[idx], (int32_t)sum, BATCH_ARGS(name, bt));
+	}
+	guarded_free(&ga), guarded_free(&gb), free(c), free(c0), free(own);
+}
+
+Test(kernels, f32_batch, .timeout = 120)
+{
+	FOR_EACH_ISA({
+		for (int r = 0; r < 60; r++) {
+			struct batch b;
+			bool nt = r & 1;
+
+			random_batch(&b, nt);
+			check_f32_batch(nt, &b, NULL);
+		}
+	});
+}
+
+Test(kernels, i8_batch, .timeout = 120)
+{
+	FOR_EACH_ISA({
+		for (int r = 0; r < 60; r++) {
+			struct batch b;
+			bool nt = r & 1;
+
+			random_batch(&b, nt);
+			check_i8_batch(nt, &b);
+		}
+	});
+}
+
+/* The AVX-512 A-direct path's batches called directly (the dispatcher takes it only for some shapes):
+ * a cluster's 16 PEs' per-pixel-row products of the pointwise lowering's row mode among them. */
+Test(kernels, f32_direct_batch, .timeout = 120)
+{
+#if defined(__x86_64__)
+	seed_rng();
+	if (!tnpu_kern_isa_supported("avx512")) {
+		cr_log_info("no AVX-512 here: skipped");
+		return;
+	}
+	for (int r = 0; r < 200; r++) {
+		struct batch b;
+		bool nt = r & 1;
+
+		random_batch(&b, nt);
+		check_f32_batch(nt, &b, kern_gemm_f32_direct_batch_avx512);
+	}
+	for (int nt = 0; nt < 2; nt++) {
+		/* 16 PEs x 28 pixels x 2 channels, k = 3 taps of a 1-channel row, rows 1 element apart */
+		struct batch b = {16, 28, 2, 3, 1, 3, 32, 30, 0, 2, nt};
+
+		check_f32_batch(nt, &b, kern_gemm_f32_direct_batch_avx512);
+		/* the same as a batch over the pixel rows: 16 PE rows 30 elements apart, C rows 2 apart
+		 * (contiguous tiles: the lane-dense path); 4 columns, k in chunks of 4, partial tiles */
+		b = (struct batch){ 28, 16, 2, 3, 30, nt ? 3 : 2, 2, 1, 0, 32, nt };
+		check_f32_batch(nt, &b, kern_gemm_f32_direct_batch_avx512);
+		for (size_t m = 1; m <= 16; m++)
+			for (size_t k = 1; k <= 10; k += 3) {
+				size_t n = m % 2 ? 2 : 4;
+
+				b = (struct batch){ 3 + m % 4, m, n, k, k + m % 3, nt ? k + 1 : n + 1, n,
+						    (ptrdiff_t)(m * (k + 2)), 0, (ptrdiff_t)(m * n + m % 2), (m + k) & 1 };
+				check_f32_batch(nt, &b, kern_gemm_f32_direct_batch_avx512);
+			}
+		/* B wider than the 4096 columns packed at a time, shared */
+		b = (struct batch){
+			3, 5, 4096 + 37, 3, 3, nt ? 3 : 4096 + 37, 4096 + 40, 15, 0, (ptrdiff_t)(5 * (4096 + 40)), !nt};
+		check_f32_batch(nt, &b, kern_gemm_f32_direct_batch_avx512);
+	}
+#endif
 }
