@@ -382,6 +382,20 @@ static int parse_opts(struct accel_dev *dev, struct tnpu_config *cfg, uint32_t *
 			dev->pwdw_off = !strcmp(eq + 1, "off");
 			continue;
 		}
+		if (!strcmp(tok, "pwdw-host")) {
+			if (!strcmp(eq + 1, "auto"))
+				dev->pwdw_host = 0;
+			else if (!strcmp(eq + 1, "off"))
+				dev->pwdw_host = 1;
+			else if (!strcmp(eq + 1, "on"))
+				dev->pwdw_host = 2;
+			else if (!strcmp(eq + 1, "all"))
+				dev->pwdw_host = 3;
+			else
+				return accel_seterr(dev, -EINVAL, "sim option pwdw-host=%s: expected auto, off, on or all",
+						    eq + 1);
+			continue;
+		}
 		if (!strcmp(tok, "qadd")) {
 			if (strcmp(eq + 1, "on") && strcmp(eq + 1, "off"))
 				return accel_seterr(dev, -EINVAL, "sim option qadd=%s: expected on or off", eq + 1);

@@ -348,14 +348,10 @@ static struct tnpu_operand dw_wopnd(const struct dwg *g, const struct dwp *d)
 		    g->R * g->S * g->e, d->tn, g->R * g->S, g->dt, TNPU_OPF_TRANS, 0);
 }
 
-/* Buffer r->buf_run = `iters` passes of {LD window (multicast, sliding), DW MAC (+ chained SFU), ST} from
- * iteration k0 of x chunk xc; the scalar unit moves both windows E rows down per pass.  r->wl_run: the
- * weight-slot LD first, once per EXE (a job whose other programs use the weight slots in between). */
-void dw_config_run(struct accel_cmdstream *cs, const struct dwg *g, const struct dwp *d, const struct mm_problem *p,
-		   const struct dw_prog *r, unsigned h, uint32_t k0, uint32_t iters, uint32_t xc)
+void dw_run_recs(const struct dwg *g, const struct dwp *d, const struct mm_problem *p, uint32_t k0, uint32_t xc,
+		 uint8_t recs[5][32])
 {
-	uint32_t twx = ACCEL_MIN(d->tw, d->OWu - xc * d->tw), w = r->wl_run, nrec = p->use_sfu ? 4 : 3;
-	uint8_t recs[5][32];
+	uint32_t twx = ACCEL_MIN(d->tw, d->OWu - xc * d->tw), nrec = p->use_sfu ? 4 : 3;
 	struct tnpu_operand a, o, wo = dw_wopnd(g, d);
 	struct tnpu_dw_param dp = {
 		.oh = (uint16_t)d->th, .ow = (uint16_t)twx, .pix = (uint16_t)d->Cu, .r = (uint8_t)g->R,
@@ -363,17 +359,6 @@ void dw_config_run(struct accel_cmdstream *cs, const struct dwg *g, const struct
 		.dil_y = (uint8_t)g->dy, .dil_x = (uint8_t)g->dx,
 	};
 	struct tnpu_sfu_param sp = p->sfu;
-	struct tnpu_cfg_hdr hd = {
-		.n_instr = (uint8_t)(3 + w), .n_operands = (uint8_t)(nrec + w), .rf_base = r->rf_run,
-		.mode = TNPU_CFG_MODE_PIPE4 | TNPU_CFG_MODE_WQ_PUT(TNPU_WQ_RQ), .loop_start = (uint8_t)w,
-		.loop_end = (uint8_t)(2 + w), .repeat = (uint16_t)iters, .sfu_rf = 3, .dw_rf = 2,
-	};
-	uint16_t ins[4] = {
-		TNPU_INSN_LD(nrec, r->wslot, true, false),
-		(uint16_t)(TNPU_INSN_LD(0, r->islot, false, false) | TNPU_LD_MCAST | (g->wide ? TNPU_LD_WIDE : 0)),
-		(uint16_t)(TNPU_INSN_MAC(r->islot, r->wslot, 0, false, p->use_sfu) | TNPU_MAC_DW),
-		TNPU_INSN_ST(0, 1, !p->use_sfu),
-	};
 
 	/* PE p: channel block p (or with px the pixels [p*tw, p*tw + tw) of the row) */
 	a = opnd(d->in_off + k0 * d->E * g->sy * d->P_in + xc * d->tw * g->sx * d->Cu * g->e,
@@ -388,11 +373,38 @@ void dw_config_run(struct accel_cmdstream *cs, const struct dwg *g, const struct
 	sp.bias_addr = d->b_off;
 	sp.bias_col_stride = (int32_t)(d->kcl * ACCEL_MAX(g->colb, 4u));
 	sp.bias_pe_stride = d->px ? 0 : (int32_t)(d->tn * ACCEL_MAX(g->colb, 4u));
+	memset(recs, 0, 5 * 32);
 	memcpy(recs[0], &a, 32);
 	memcpy(recs[1], &o, 32);
 	memcpy(recs[2], &dp, 32);
-	memcpy(recs[3], &sp, 32);
+	if (p->use_sfu)
+		memcpy(recs[3], &sp, 32);
 	memcpy(recs[nrec], &wo, 32);
+	if (nrec == 3)
+		memcpy(recs[4], &wo, 32);
+}
+
+/* Buffer r->buf_run = `iters` passes of {LD window (multicast, sliding), DW MAC (+ chained SFU), ST} from
+ * iteration k0 of x chunk xc; the scalar unit moves both windows E rows down per pass.  r->wl_run: the
+ * weight-slot LD first, once per EXE (a job whose other programs use the weight slots in between). */
+void dw_config_run(struct accel_cmdstream *cs, const struct dwg *g, const struct dwp *d, const struct mm_problem *p,
+		   const struct dw_prog *r, unsigned h, uint32_t k0, uint32_t iters, uint32_t xc)
+{
+	uint32_t w = r->wl_run, nrec = p->use_sfu ? 4 : 3;
+	uint8_t recs[5][32];
+	struct tnpu_cfg_hdr hd = {
+		.n_instr = (uint8_t)(3 + w), .n_operands = (uint8_t)(nrec + w), .rf_base = r->rf_run,
+		.mode = TNPU_CFG_MODE_PIPE4 | TNPU_CFG_MODE_WQ_PUT(TNPU_WQ_RQ), .loop_start = (uint8_t)w,
+		.loop_end = (uint8_t)(2 + w), .repeat = (uint16_t)iters, .sfu_rf = 3, .dw_rf = 2,
+	};
+	uint16_t ins[4] = {
+		TNPU_INSN_LD(nrec, r->wslot, true, false),
+		(uint16_t)(TNPU_INSN_LD(0, r->islot, false, false) | TNPU_LD_MCAST | (g->wide ? TNPU_LD_WIDE : 0)),
+		(uint16_t)(TNPU_INSN_MAC(r->islot, r->wslot, 0, false, p->use_sfu) | TNPU_MAC_DW),
+		TNPU_INSN_ST(0, 1, !p->use_sfu),
+	};
+
+	dw_run_recs(g, d, p, k0, xc, recs);
 	dw_config(cs, r->buf_run, h, &hd, ins + !w, recs);
 }
 

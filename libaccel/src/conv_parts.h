@@ -127,8 +127,19 @@ void pw_sim_band(struct pw_eng *e, bool aux, const struct pw_band *b, uint64_t e
 void pw_sim_tail(struct pw_eng *e, bool aux, const struct pw_band *b, struct pw_land *l);
 void pw_sim_cfg(struct pw_eng *e, uint64_t len);
 uint64_t pw_cfg_len(const struct pwg *g, uint32_t n, bool recs);
+/* Work another program adds to an EXE after its sub-tiles (the fused lowering's depthwise iterations):
+ * packet bytes, issued instructions, delivered bytes (of them on the wide path), MAC, SFU and ST
+ * cycles, and the time its first LD waits for (0: none). */
+struct pw_extra {
+	uint64_t plen, issued, dist, wide, mac, sfu, st, ready;
+};
+
+#define PW_MAX_XPATCH 4		/* patches pw_exe_emit_x adds */
+void pw_exe_emit_x(struct accel_cmdstream *cs, const struct pwg *g, const struct pwp *d, const struct pw_seg *sg,
+		   unsigned buf, uint32_t k0, uint32_t ct, uint32_t in_off, uint32_t out_off,
+		   const struct tnpu_exe_patch *xp, unsigned nx);
 void pw_sim_exe(const struct pwg *g, const struct pwp *d, const struct pw_simseg *ss, struct pw_eng *e,
-		uint32_t k0, uint32_t n, uint32_t ct, uint64_t p0, uint64_t *stt);
+		uint32_t k0, uint32_t n, uint32_t ct, uint64_t p0, uint64_t *stt, const struct pw_extra *x);
 
 /* ---- depthwise (conv_dw.c) ---- */
 
@@ -193,6 +204,10 @@ struct dw_prog {
 	uint8_t buf_w, buf_run, rf_w, rf_run, islot, wslot, wl_run;
 };
 extern const struct dw_prog dw_prog_own;
+/* The run's records from iteration k0 of x chunk xc: window, output, depthwise parameters, SFU, weights
+ * (recs[4]; recs[3] only with the SFU, else the weights are recs[3] too). */
+void dw_run_recs(const struct dwg *g, const struct dwp *d, const struct mm_problem *p, uint32_t k0, uint32_t xc,
+		 uint8_t recs[5][32]);
 void dw_config_run(struct accel_cmdstream *cs, const struct dwg *g, const struct dwp *d, const struct mm_problem *p,
 		   const struct dw_prog *r, unsigned h, uint32_t k0, uint32_t iters, uint32_t xc);
 void dw_config_wslot(struct accel_cmdstream *cs, const struct dwg *g, const struct dwp *d, const struct dw_prog *r);

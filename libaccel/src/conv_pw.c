@@ -588,7 +588,7 @@ uint64_t pw_cfg_len(const struct pwg *g, uint32_t n, bool recs)
 /* One EXE of plan d (the main mapping or the remainder's): sub-tiles k0..k0+n-1, channel tile ct; the
  * sub-tiles' ST times into stt[]. */
 void pw_sim_exe(const struct pwg *g, const struct pwp *d, const struct pw_simseg *ss, struct pw_eng *e,
-		       uint32_t k0, uint32_t n, uint32_t ct, uint64_t p0, uint64_t *stt)
+		uint32_t k0, uint32_t n, uint32_t ct, uint64_t p0, uint64_t *stt, const struct pw_extra *x)
 {
 	uint32_t taps = g_taps(g), cpt = g_cpt(g);
 	uint64_t nb = (uint64_t)d->gch * d->tn, c0 = ct * nb, key = c0 | (uint64_t)d->tn << 24 | (uint64_t)d->gp << 48;
@@ -596,6 +596,8 @@ void pw_sim_exe(const struct pwg *g, const struct pwp *d, const struct pw_simseg
 	struct pw_row r;
 
 	memset(&r, 0, sizeof(r));
+	if (x)
+		plen += x->plen;
 	e->fc += TNPU_CYC_CMD + TNPU_CYC_DISPATCH + cdiv(plen, TNPU_RATE_DISPATCH);
 	r.t0 = ACCEL_MAX(e->r, e->fc);
 	r.a.dist = plen;
@@ -634,6 +636,18 @@ void pw_sim_exe(const struct pwg *g, const struct pwp *d, const struct pw_simseg
 		if (!g->sfu)
 			r.a.sfu += cdiv((uint64_t)d->tm * d->tn, TNPU_RATE_OQ);
 		stt[k0 + i] = pw_time(&r);	/* the sub-tile's last ST so far */
+	}
+	if (x) {	/* another program's work after the sub-tiles (conv_pwdw.c: depthwise iterations) */
+		if (x->ready > r.t0 + TNPU_CYC_EXE && r.n_wait < PW_WAITS) {
+			r.ready[r.n_wait] = x->ready;
+			r.pre[r.n_wait++] = r.a;
+		}
+		r.a.issued += x->issued;
+		r.a.dist += x->dist;
+		r.a.wide += x->wide;
+		r.a.mac += x->mac;
+		r.a.sfu += x->sfu;
+		r.a.st += x->st;
 	}
 	e->r = pw_time(&r);
 }
@@ -786,9 +800,9 @@ static double pw_sim(const struct pwg *g, const struct pwp *d)
 			e.fc = ACCEL_MAX(e.fc, tok_f) + TNPU_CYC_CMD;
 		for (uint32_t k0 = 0; k0 < T; k0 += exe_subs(g, d, T, k0))
 			for (uint32_t ct = 0; ct < d->nct; ct++)
-				pw_sim_exe(g, d, &ss, &e, k0, exe_subs(g, d, T, k0), ct, 0, stt);
+				pw_sim_exe(g, d, &ss, &e, k0, exe_subs(g, d, T, k0), ct, 0, stt, NULL);
 		if (d->rem)
-			pw_sim_exe(g, &rp, &ss, &e, 0, 1, 0, p0, stt + T);
+			pw_sim_exe(g, &rp, &ss, &e, 0, 1, 0, p0, stt + T, NULL);
 		if (s + 2 < d->nseg) {
 			tok_c[j] = ACCEL_MAX(e.fc, e.r);
 			e.fc += TNPU_CYC_CMD;
@@ -1183,9 +1197,17 @@ void pw_config(struct accel_cmdstream *cs, const struct pwg *g, const struct pwp
 /* The EXE of instruction buffer buf: sub-tiles k0.. of plan d (whose buffers start at in_off / out_off)
  * and channel tile ct, with its address patches; every row on its own band. */
 void pw_exe_emit(struct accel_cmdstream *cs, const struct pwg *g, const struct pwp *d, const struct pw_seg *sg,
-		     unsigned buf, uint32_t k0, uint32_t ct, uint32_t in_off, uint32_t out_off)
+		 unsigned buf, uint32_t k0, uint32_t ct, uint32_t in_off, uint32_t out_off)
 {
-	struct tnpu_exe_patch pt[5];
+	pw_exe_emit_x(cs, g, d, sg, buf, k0, ct, in_off, out_off, NULL, 0);
+}
+
+/* pw_exe_emit with nx more patches (another program's records in the buffer's window). */
+void pw_exe_emit_x(struct accel_cmdstream *cs, const struct pwg *g, const struct pwp *d, const struct pw_seg *sg,
+		   unsigned buf, uint32_t k0, uint32_t ct, uint32_t in_off, uint32_t out_off,
+		   const struct tnpu_exe_patch *xp, unsigned nx)
+{
+	struct tnpu_exe_patch pt[5 + PW_MAX_XPATCH];
 	uint8_t pkt[1 + sizeof(pt)];
 	unsigned np = 0;
 	uint32_t c0 = ct * d->gch * d->tn, out = out_off + (uint32_t)sub_out(g, d, k0) + c0 * g->oe;
@@ -1199,6 +1221,8 @@ void pw_exe_emit(struct accel_cmdstream *cs, const struct pwg *g, const struct p
 						    .value = d->w_off + (uint32_t)(c0 * g_wrow(g)) };
 	if (d->nct > 1 && g->colb)
 		pt[np++] = (struct tnpu_exe_patch){ .rf = 3, .field = TNPU_PATCH_ADDR, .value = d->b_off + c0 * g->colb };
+	for (unsigned i = 0; i < nx && i < PW_MAX_XPATCH; i++)
+		pt[np++] = xp[i];
 	pkt[0] = TNPU_PKT_EXE_BYTE(buf, TNPU_PKT_LAST | TNPU_PKT_SHIFT_OUT);
 	memcpy(pkt + 1, pt, 8 * np);
 	cs_dispatch(cs, AS, TNPU_DISPATCH_ROW_ALL, sg->h, 0, pkt, 1 + 8 * np);

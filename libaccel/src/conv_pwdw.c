@@ -40,8 +40,23 @@ enum { FZ_CFREE = 0, FZ_SFREE = 2, FZ_PAD = 4, FZ_RFILL = 5 };
 #define FZ_GUARD 64		/* positions after the image area and the input rows: a remainder's last blocks */
 
 /* The depthwise run: a buffer, register window and slots the expansion's (buffers 1..5, windows 0 and
- * 16, input and weight slot 0) leave alone; it loads its weight slot itself. */
+ * 16, input and weight slot 0) leave alone; it loads its weight slot itself, unless an EXE of the
+ * segment that hosted iterations did (fz_prog_held). */
 static const struct dw_prog fz_prog = { .buf_run = 7, .rf_run = 48, .islot = 1, .wslot = 1, .wl_run = 1 };
+static const struct dw_prog fz_prog_held = { .buf_run = 7, .rf_run = 48, .islot = 1, .wslot = 1, .wl_run = 0 };
+
+/* Hosted depthwise iterations (fz_host): the main EXEs that run some of the segment's depthwise
+ * iterations after their sub-tiles use buffers FZ_MIX_BUF0.. (one per sub-tile count, iteration count
+ * and weight-slot LD), the main register window 0 with the depthwise records in entries FZ_MIX_REC..+4
+ * (window, output, depthwise parameters, SFU, weights), written once by a CONFIG of buffer FZ_REC_BUF. */
+#define FZ_REC_BUF 6
+#define FZ_MIX_REC 4
+#define FZ_MIX_BUF0 8
+#define FZ_MIX_BUFS 24		/* buffers 8..31 */
+#define FZ_MIX_MAXM 64		/* iterations per hosting EXE */
+#define FZ_HOST_EXES 256	/* hosting only in segments of at most this many main EXEs (and groups) */
+#define FZ_HOST_X0 1		/* the first main EXE of a segment that may host: the padding fills land
+				 * during the one before (its wait would idle the rows) */
 
 struct fz {
 	struct dwg g;		/* the depthwise layer (its input image = the expansion's output) */
@@ -55,6 +70,9 @@ struct fz {
 	uint32_t x_off, xp;	/* the expansion's input rows in each half: offset, pitch (Wpu pixels) */
 	uint32_t guard;		/* positions after the image area and the input rows (0 or FZ_GUARD) */
 	uint32_t padl, padr;	/* bytes of the left and (real) right padding columns of an image row */
+	uint8_t mix;		/* main EXEs host depthwise iterations: 0 never, 1 while their MACs hide the
+				 * windows' delivery, 2 as soon as the rows are stored */
+	uint8_t spe;		/* sub-tiles per main EXE at most (0: 4; fewer: more EXEs to host iterations) */
 	double est;
 };
 
@@ -138,12 +156,13 @@ struct fz_exe {
 static unsigned fz_exes(const struct fz *z, const struct fz_seg *q, struct fz_exe *ex)
 {
 	uint32_t xch = z->pd.xch, T = q->ng * xch, Tm = (q->ng - (q->shift ? 1 : 0)) * xch, m;
+	uint32_t spe = z->spe ? z->spe : TNPU_NUM_ACCS;
 	unsigned n = 0;
 
 	for (uint32_t k = 0; k < T; k += m) {
 		bool last = k >= Tm;
 
-		m = xch > 1 ? ACCEL_MIN(TNPU_NUM_ACCS, xch - k % xch) : last ? 1 : ACCEL_MIN(TNPU_NUM_ACCS, Tm - k);
+		m = xch > 1 ? ACCEL_MIN(spe, xch - k % xch) : last ? 1 : ACCEL_MIN(spe, Tm - k);
 		ex[n++] = (struct fz_exe){ k, m, last ? -(int32_t)q->shift : (int32_t)q->rr };
 	}
 	return n;
@@ -280,6 +299,224 @@ static uint64_t fz_row_bytes(const struct fz *z, const struct fz_seg *q, uint32_
 	return t;
 }
 
+/* SRAM rows [0, *hi) of segment q that depthwise iteration k's windows read. */
+static uint32_t fz_iter_hi(const struct fz *z, uint32_t k)
+{
+	const struct dwg *g = &z->g;
+
+	return ACCEL_MIN(z->d.in_rows, ((k + 1) * z->d.E - 1) * g->sy + (g->R - 1) * g->dy + 1);
+}
+
+/* The depthwise iterations' share of an EXE's work (cycle-model.md): MACs, SFU (or the output queue
+ * with ST RAW) and ST of one iteration's tiles. */
+static void fz_iter_costs(const struct accel_caps *c, const struct fz *z, bool dw_sfu, uint64_t *mac, uint64_t *sfu,
+			  uint64_t *st)
+{
+	const struct dwg *g = &z->g;
+	const struct dwp *d = &z->d;
+	uint64_t el = (uint64_t)d->th * d->tw * d->tn;
+
+	*mac = cdiv(el * g->R * g->S, g->dt == TNPU_DTYPE_INT8 ? c->rate_int8 : c->rate_fp32);
+	*sfu = dw_sfu ? cdiv(el, TNPU_RATE_SFU) : cdiv(el, TNPU_RATE_OQ);
+	*st = cdiv(el * g->oe * c->pes, TNPU_RATE_ST);
+}
+
+/* The hosting of segment q (fz_host): main EXE x (emission order: ex[i], then its channel tiles) runs
+ * depthwise iterations [sum of m[0..x-1], + m[x]) after its sub-tiles; iterations [kt, q->n) run as the
+ * segment's own run after the main EXEs; pre (0: none): the last main EXE then loads the run's first
+ * window block shifted up to start at SRAM row pre (only rows already stored), so the run's LD slides
+ * and delivers only the rows that EXE wrote. */
+struct fz_hostp {
+	unsigned nx;		/* main EXEs (0: no hosting) */
+	uint32_t kt, pre;
+	uint16_t m[FZ_HOST_EXES];
+};
+
+/* SRAM rows of a depthwise iteration's window block (all clusters' windows). */
+static uint32_t fz_box(const struct fz *z)
+{
+	return (z->d.E - 1) * z->g.sy + (z->g.R - 1) * z->g.dy + 1;
+}
+
+/*
+ * Which of segment q's depthwise iterations its main EXEs host (*hp).  An EXE hosts an iteration only if
+ * every image row its window reads was stored by the remainder or by earlier EXEs (never by the EXE
+ * itself: its windows stream in while its sub-tiles multiply, cycle-model.md's distribution and MACs
+ * overlapping, and read nothing those sub-tiles write); with z->mix 1 only while the EXE's delivered
+ * bytes stay within its MAC cycles (the windows then cost nothing but their MACs, SFU and ST).  No EXE
+ * before FZ_HOST_X0 hosts (the padding fills land meanwhile).
+ */
+static void fz_host(const struct accel_caps *c, const struct fz *z, bool dw_sfu, const struct fz_seg *q,
+		    const struct fz_exe *ex, unsigned nex, struct fz_hostp *hp)
+{
+	const struct pwg *pg = &z->pg;
+	const struct pwp *pd = &z->pd;
+	uint32_t gp = pd->gp, nct = pd->nct, xch = pd->xch, ng = q->ng, nx = nex * nct, k = 0, lo = 0, done = 0, D = 0;
+	uint16_t cnt[FZ_HOST_EXES];
+	uint64_t smac = cdiv((uint64_t)pd->tm * pd->tn * pg->C, pg->rate), dmac, dsfu, dst;
+	uint64_t wb = (uint64_t)z->d.Cu * z->g.R * z->g.S * z->g.e;
+	unsigned x = 0;
+
+	hp->nx = 0;
+	hp->kt = hp->pre = 0;
+	if (!z->mix || !q->n || nx > FZ_HOST_EXES || ng > FZ_HOST_EXES)
+		return;
+	fz_iter_costs(c, z, dw_sfu, &dmac, &dsfu, &dst);
+	memset(cnt, 0, sizeof(cnt));
+	for (unsigned i = 0; i < nex; i++) {
+		for (uint32_t ct = 0; ct < nct; ct++, x++) {
+			uint32_t n = ex[i].n;
+			uint64_t mac = n * smac, d2, plen = 1 + 8 * (2 + (nct > 1) + (nct > 1 && pg->colb) + 3);
+
+			/* rows stored before this EXE: the remainder's, then whole groups from the first */
+			D = ACCEL_MIN(done == ng ? q->nr : q->rr + done * gp, q->nr);
+			/* delivered bytes, in half cycles of the wide path: the packet and pixels at 128 B/cycle,
+			 * the expansion's weights (a new channel tile) on the wide path */
+			d2 = 2 * (plen + (uint64_t)n * gp * pd->tm * pg->C * pg->e) +
+			     (nct > 1 ? (uint64_t)pd->gch * pd->tn * pg->C * pg->e : 0);
+			hp->m[x] = 0;
+			while (x >= FZ_HOST_X0 && k < q->n && hp->m[x] < FZ_MIX_MAXM) {
+				uint32_t hi = fz_iter_hi(z, k), need = hi > q->j0 ? ACCEL_MIN(hi - q->j0, q->nr) : 0;
+				uint64_t b = 0;
+
+				if (need > D)
+					break;
+				for (uint32_t j = lo; j < hi; j++)
+					b += fz_row_bytes(z, q, j);
+				b = z->g.wide ? b : 2 * b;
+				if (!k)
+					b += 2 * wb;	/* the weight-slot LD (plain) */
+				if (z->mix == 1 && d2 + b > 2 * TNPU_RATE_DMA * (mac + dmac))
+					break;
+				d2 += b;
+				mac += dmac;
+				hp->m[x]++;
+				k++;
+				lo = hi;
+			}
+			/* groups whose every x chunk and channel tile is done */
+			for (uint32_t t = ex[i].k0; t < ex[i].k0 + n; t++)
+				if (t / xch < ng)
+					cnt[t / xch]++;
+			while (done < ng && cnt[done] == xch * nct)
+				done++;
+		}
+	}
+	hp->nx = nx;
+	hp->kt = k;
+	/* the preload: after a hosted iteration (the slot slides down from its block), in an EXE that may
+	 * host, its block within the rows stored before the last EXE and overlapping the run's first */
+	if (k && k < q->n && nx - 1 >= FZ_HOST_X0) {
+		uint32_t T = k * z->d.E * z->g.sy, B = fz_box(z), end = q->j0 + D;
+
+		if (end >= B && end - B > (k - 1) * z->d.E * z->g.sy && end - B + B > T)
+			hp->pre = ACCEL_MIN(T, end - B);
+	}
+}
+
+/* The hosting EXEs' buffer for n sub-tiles, m iterations, the weight-slot LD or not, the preload or not:
+ * a key in tab[] (n | wl << 3 | pre << 4 | m << 5), its buffer FZ_MIX_BUF0 + index; -1 if the table is
+ * full. */
+static int fz_mixbuf(uint16_t tab[FZ_MIX_BUFS], unsigned *nt, unsigned n, unsigned m, bool wl, bool pre)
+{
+	uint16_t key = (uint16_t)(n | (unsigned)wl << 3 | (unsigned)pre << 4 | m << 5);
+
+	for (unsigned i = 0; i < *nt; i++)
+		if (tab[i] == key)
+			return (int)(FZ_MIX_BUF0 + i);
+	if (*nt == FZ_MIX_BUFS)
+		return -1;
+	tab[(*nt)++] = key;
+	return (int)(FZ_MIX_BUF0 + *nt - 1);
+}
+
+/* CONFIG of hosting buffer b: n sub-tiles of the expansion (conv_pw.c's program), [the depthwise
+ * weight-slot LD,] m passes of {LD window, DW MAC into the last sub-tile's accumulator (its tile is
+ * stored), SFU APPLY with the depthwise record (the chained SFU is the expansion's), ST}, [the preload
+ * LD of the next window]. */
+static void fz_config_mix(struct accel_cmdstream *cs, const struct fz *z, bool dw_sfu, unsigned b, unsigned n,
+			  unsigned m, bool wl, bool pre)
+{
+	const struct pwg *pg = &z->pg;
+	uint16_t ins[1 + 3 * TNPU_NUM_ACCS + 1 + 4 + 1], win;
+	uint8_t pkt[1 + 16 + sizeof(ins)];
+	struct tnpu_cfg_hdr h;
+	unsigned ni = 0, a = n - 1, r = FZ_MIX_REC;
+
+	win = (uint16_t)(TNPU_LD_MCAST | (z->g.wide ? TNPU_LD_WIDE : 0));
+	ins[ni++] = (uint16_t)(TNPU_INSN_LD(1, 0, 1, 0) | (pg->wide ? TNPU_LD_MCAST | TNPU_LD_WIDE : 0));
+	for (unsigned k = 0; k < n; k++) {
+		ins[ni++] = TNPU_INSN_LD(0, 0, 0, 0);
+		ins[ni++] = TNPU_INSN_MAC(0, 0, k, 0, pg->sfu);
+		ins[ni++] = TNPU_INSN_ST(k, 2, !pg->sfu);
+	}
+	if (wl)
+		ins[ni++] = TNPU_INSN_LD(r + 4, fz_prog.wslot, true, false);
+	memset(&h, 0, sizeof(h));
+	h.loop_start = (uint8_t)ni;
+	h.repeat = 1;
+	if (m) {
+		ins[ni++] = (uint16_t)(TNPU_INSN_LD(r, fz_prog.islot, false, false) | win);
+		ins[ni++] = (uint16_t)(TNPU_INSN_MAC(fz_prog.islot, fz_prog.wslot, a, false, false) | TNPU_MAC_DW);
+		if (dw_sfu)
+			ins[ni++] = TNPU_INSN_SFU(TNPU_SFU_FN_APPLY, r + 3, a);
+		ins[ni++] = TNPU_INSN_ST(a, r + 1, !dw_sfu);
+		h.repeat = (uint16_t)m;
+	}
+	h.loop_end = (uint8_t)(m ? ni - 1 : ni);
+	if (pre)
+		ins[ni++] = (uint16_t)(TNPU_INSN_LD(r + 5, fz_prog.islot, false, false) | win);
+	h.n_instr = (uint8_t)ni;
+	h.mode = TNPU_CFG_MODE_PIPE4 | TNPU_CFG_MODE_WQ_PUT(TNPU_WQ_RQ);
+	h.sfu_rf = 3;
+	h.dw_rf = (uint8_t)(r + 2);
+	pkt[0] = TNPU_PKT_CONFIG_BYTE(b);
+	memcpy(pkt + 1, &h, 16);
+	memcpy(pkt + 17, ins, 2 * ni);
+	cs_dispatch(cs, AS, TNPU_DISPATCH_ROW_ALL, 0, 0, pkt, 17 + 2 * ni);
+}
+
+static uint64_t fz_mix_cfg_len(unsigned n, unsigned m, bool wl, bool pre, bool dw_sfu)
+{
+	return 17 + 2 * (1 + 3 * n + wl + (m ? 3 + dw_sfu : 0) + pre);
+}
+
+/* The depthwise records into entries FZ_MIX_REC.. of the main window: window, output, parameters, SFU,
+ * weights and the preload's copy of the window (a CONFIG of buffer FZ_REC_BUF, whose one instruction
+ * never runs). */
+#define FZ_REC_CFG_LEN (17 + 2 + 6 * 32)
+static void fz_config_recs(struct accel_cmdstream *cs, const struct fz *z, const struct mm_problem *pq)
+{
+	uint8_t recs[5][32], pkt[FZ_REC_CFG_LEN];
+	uint16_t ins = TNPU_INSN_LD(4, fz_prog.wslot, true, false);
+	struct tnpu_cfg_hdr h = { .n_instr = 1, .n_operands = 6, .rf_base = FZ_MIX_REC,
+				  .mode = TNPU_CFG_MODE_PIPE4 | TNPU_CFG_MODE_WQ_PUT(TNPU_WQ_RQ), .repeat = 1 };
+
+	dw_run_recs(&z->g, &z->d, pq, 0, 0, recs);
+	pkt[0] = TNPU_PKT_CONFIG_BYTE(FZ_REC_BUF);
+	memcpy(pkt + 1, &h, 16);
+	memcpy(pkt + 17, &ins, 2);
+	memcpy(pkt + 19, recs, 5 * 32);
+	memcpy(pkt + 19 + 5 * 32, recs[0], 32);
+	cs_dispatch(cs, AS, TNPU_DISPATCH_ROW_ALL, 0, 0, pkt, FZ_REC_CFG_LEN);
+}
+
+/* Whether the first segment hosts depthwise iterations or preloads (the depthwise records are then
+ * sent with the first CONFIGs, where the rows wait for their data anyway; else before the first EXE
+ * that needs them). */
+static bool fz_hosts_first(const struct accel_caps *c, const struct fz *z, bool dw_sfu)
+{
+	struct fz_exe ex[FZ_MAX_EXES];
+	struct fz_seg q;
+	struct fz_hostp hp;
+
+	if (!z->mix)
+		return false;
+	q = fz_seg_at(z, 0);
+	fz_host(c, z, dw_sfu, &q, ex, fz_exes(z, &q, ex), &hp);
+	return hp.kt || hp.pre;
+}
+
 /* Modeled job cycles of plan z (cycle-model.md applied to the stream fz_emit writes; the expansion's
  * EXEs by conv_pw.c's replay, the depthwise run by conv_dw.c's work formula). */
 static double fz_sim(const struct accel_caps *c, const struct fz *z, bool dw_sfu)
@@ -295,9 +532,14 @@ static double fz_sim(const struct accel_caps *c, const struct fz *z, bool dw_sfu
 	struct pw_land wl[2];
 	struct pw_eng e = { 0 };
 	struct fz_exe ex[FZ_MAX_EXES];
-	bool used[2] = { false, false }, cfg[TNPU_NUM_ACCS + 1] = { false }, first = true;
+	bool used[2] = { false, false }, cfg[TNPU_NUM_ACCS + 1] = { false }, first = true, mcfg[FZ_MIX_BUFS] = { false };
+	bool recs = false;
+	uint16_t tab[FZ_MIX_BUFS];
+	uint64_t dmac, dsfu, dst;
+	unsigned ntab = 0;
 
 	memset(wl, 0, sizeof(wl));
+	fz_iter_costs(c, z, dw_sfu, &dmac, &dsfu, &dst);
 	mac = cdiv(th * tw * d->tn * g->R * g->S, rate);
 	sfu_c = dw_sfu ? cdiv(th * tw * d->tn, TNPU_RATE_SFU) : cdiv(th * tw * d->tn, TNPU_RATE_OQ);
 	st = cdiv(th * tw * d->tn * g->oe * c->pes, TNPU_RATE_ST);
@@ -311,6 +553,10 @@ static double fz_sim(const struct accel_caps *c, const struct fz *z, bool dw_sfu
 			first = false;
 		}
 	}
+	if (fz_hosts_first(c, z, dw_sfu)) {	/* the depthwise records with the CONFIGs */
+		pw_sim_cfg(&e, FZ_REC_CFG_LEN);
+		recs = true;
+	}
 	for (uint32_t s = 0; s < total; s++) {
 		struct fz_seg q = fz_seg_at(z, s);
 		unsigned h = q.h, nf, nex;
@@ -320,7 +566,9 @@ static double fz_sim(const struct accel_caps *c, const struct fz *z, bool dw_sfu
 		struct dw_fill f[DW_MAX_FILLS + FZ_MAX_FIX];
 		struct dw_work w = { 0 };
 		uint64_t tok_f = 0, t0, out_t = 0, S;
-		uint32_t lo = 0;
+		uint32_t lo = 0, kt = 0, kd = 0;
+		struct fz_hostp hp;
+		bool waited = false;
 
 		/* the weight slot holds the other half's tile: its first LD here moves it all */
 		for (unsigned t = 0; t < PW_MAX_TAPS; t++)
@@ -360,7 +608,7 @@ static double fz_sim(const struct accel_caps *c, const struct fz *z, bool dw_sfu
 
 			pw_sim_cfg(&e, pw_cfg_len(&z->rg, q.rT, true));
 			for (uint32_t ct = 0; ct < rd.nct; ct++)
-				pw_sim_exe(&z->rg, &rd, &ssr, &e, 0, q.rT, ct, (uint64_t)(int64_t)q.rs0, stt);
+				pw_sim_exe(&z->rg, &rd, &ssr, &e, 0, q.rT, ct, (uint64_t)(int64_t)q.rs0, stt, NULL);
 			e.fl = ACCEL_MAX(e.fl, ACCEL_MAX(e.fc, e.r)) + TNPU_CYC_CMD;
 			e.fc += TNPU_CYC_CMD;
 		}
@@ -372,24 +620,92 @@ static double fz_sim(const struct accel_caps *c, const struct fz *z, bool dw_sfu
 			tok_f = e.fl;
 			e.fl += TNPU_CYC_CMD;
 		}
-		/* compute: the main EXEs, the run's CONFIG, waits, EXE */
+		/* compute: the main EXEs (those hosting depthwise iterations after the fills and the
+		 * output buffer's release), then the run's CONFIG, waits, EXE for the iterations left */
 		nex = fz_exes(z, &q, ex);
-		for (unsigned i = 0; i < nex; i++)
-			for (uint32_t ct = 0; ct < pd->nct; ct++)
-				pw_sim_exe(pg, pd, &ss, &e, ex[i].k0, ex[i].n, ct, (uint64_t)(int64_t)ex[i].drow, stt);
-		pw_sim_cfg(&e, 1 + 16 + 8 + 32u * (dw_sfu ? 5 : 4));
-		if (nf)
-			e.fc = ACCEL_MAX(e.fc, tok_f) + TNPU_CYC_CMD;
-		if (s >= 2)
-			e.fc = ACCEL_MAX(e.fc, tok_s[h]) + TNPU_CYC_CMD;
-		e.fc += TNPU_CYC_CMD + TNPU_CYC_DISPATCH + 1;
-		t0 = ACCEL_MAX(e.r, e.fc);
+		fz_host(c, z, dw_sfu, &q, ex, nex, &hp);
+		kt = hp.kt;
 		S = e.fs + TNPU_CYC_CMD + TNPU_CYC_DMA_SETUP;
-		/* the weight-slot LD (plain: twice the wide path's time), waiting for the weights' lines */
-		w.issued = 1;
-		w.dist = (g->wide ? 2 : 1) * wb;
-		t0 = ACCEL_MAX(t0, dww[h] > TNPU_CYC_EXE ? dww[h] - TNPU_CYC_EXE : 0);
-		for (uint32_t k = 0; k < q.n; k++) {
+		for (unsigned i = 0, x = 0; i < nex; i++)
+			for (uint32_t ct = 0; ct < pd->nct; ct++, x++) {
+				struct pw_extra xe = { 0 };
+				uint32_t m = hp.nx ? hp.m[x] : 0;
+				bool pre = hp.pre && x + 1 == hp.nx;
+
+				if (m || pre) {
+					bool wsl = !kd && m;
+					int b = fz_mixbuf(tab, &ntab, ex[i].n, m, wsl, pre);
+
+					if (b < 0)
+						return 1e300;
+					if (!recs) {	/* the depthwise records, before the first hosting EXE */
+						pw_sim_cfg(&e, FZ_REC_CFG_LEN);
+						recs = true;
+					}
+					if (!mcfg[b - FZ_MIX_BUF0]) {
+						pw_sim_cfg(&e, fz_mix_cfg_len(ex[i].n, m, wsl, pre, dw_sfu));
+						mcfg[b - FZ_MIX_BUF0] = true;
+					}
+					if (!waited) {
+						if (nf)
+							e.fc = ACCEL_MAX(e.fc, tok_f) + TNPU_CYC_CMD;
+						if (s >= 2)
+							e.fc = ACCEL_MAX(e.fc, tok_s[h]) + TNPU_CYC_CMD;
+						waited = true;
+					}
+					xe.plen = 8 * (2 + pre);
+					xe.issued = (uint64_t)m * (dw_sfu ? 4 : 3) + wsl + pre;
+					for (uint32_t k = kd; k < kd + m; k++) {
+						uint32_t hi = fz_iter_hi(z, k);
+
+						for (uint32_t j = lo; j < hi; j++)
+							xe.wide += fz_row_bytes(z, &q, j);
+						lo = hi;
+					}
+					if (pre) {	/* the rows of the preloaded block not yet delivered */
+						for (uint32_t j = lo; j < hp.pre + fz_box(z); j++)
+							xe.wide += fz_row_bytes(z, &q, j);
+						lo = ACCEL_MAX(lo, hp.pre + fz_box(z));
+					}
+					xe.dist = xe.wide;
+					if (!g->wide)
+						xe.wide = 0;
+					if (wsl) {
+						xe.dist += wb;
+						xe.ready = dww[h];
+					}
+					xe.mac = m * dmac;
+					xe.sfu = m * dsfu;
+					xe.st = m * dst;
+				}
+				pw_sim_exe(pg, pd, &ss, &e, ex[i].k0, ex[i].n, ct, (uint64_t)(int64_t)ex[i].drow, stt,
+					   m || pre ? &xe : NULL);
+				for (uint32_t k = kd; k < kd + m; k++)	/* the rows leave once the EXE wrote them */
+					S = ACCEL_MAX(S, e.r) + (uint64_t)(ACCEL_MIN((k + 1) * d->E, q.rows) - k * d->E) * srow;
+				kd += m;
+			}
+		if (kt < q.n) {
+			pw_sim_cfg(&e, 1 + 16 + 2 * (3 + !kt) + 32u * ((dw_sfu ? 4 : 3) + !kt));
+			if (!waited) {
+				if (nf)
+					e.fc = ACCEL_MAX(e.fc, tok_f) + TNPU_CYC_CMD;
+				if (s >= 2)
+					e.fc = ACCEL_MAX(e.fc, tok_s[h]) + TNPU_CYC_CMD;
+			}
+			e.fc += TNPU_CYC_CMD + TNPU_CYC_DISPATCH + 1;
+			t0 = ACCEL_MAX(e.r, e.fc);
+			out_t = e.r;
+		} else {
+			t0 = out_t = e.r;
+		}
+		/* the weight-slot LD (plain: twice the wide path's time), waiting for the weights' lines,
+		 * unless a hosting EXE of the segment loaded the slot */
+		if (!kt) {
+			w.issued = 1;
+			w.dist = (g->wide ? 2 : 1) * wb;
+			t0 = ACCEL_MAX(t0, dww[h] > TNPU_CYC_EXE ? dww[h] - TNPU_CYC_EXE : 0);
+		}
+		for (uint32_t k = kt; k < q.n; k++) {
 			uint32_t hi = ACCEL_MIN(d->in_rows, ((k + 1) * d->E - 1) * g->sy + (g->R - 1) * g->dy + 1);
 			uint32_t o0 = k * d->E, o1 = ACCEL_MIN((k + 1) * d->E, q.rows);
 			uint64_t img = 0;
@@ -555,14 +871,25 @@ static void fz_set_dw(struct fz *z, const struct dwp *d, uint32_t guard)
 	z->padr = (uint32_t)ACCEL_MIN((int64_t)d->Wpu - g->pl - g->W, ACCEL_MAX(reach - g->pl - g->W, 0)) * d->Cu * g->e;
 }
 
-/* Keep z in *best if it is faster. */
-static void fz_keep(const struct accel_caps *c, struct fz *z, bool dw_sfu, struct fz *best, bool *found)
+/* Keep z in *best if it is faster: without hosting depthwise iterations, and hosting them (both
+ * policies) with main EXEs of up to 4, 2 and 1 sub-tiles (host: the sim option pwdw-host, 1 never, 2
+ * only hosting plans, 3 only the most hosting: one sub-tile per EXE, no budget). */
+static void fz_keep(const struct accel_caps *c, struct fz *z, bool dw_sfu, uint8_t host, struct fz *best, bool *found)
 {
-	z->est = fz_sim(c, z, dw_sfu);
-	if (!*found || z->est < best->est) {
-		*best = *z;
-		*found = true;
-	}
+	static const uint8_t spes[] = { 0, 2, 1 };
+
+	for (uint8_t mix = host == 3 ? 2 : host == 2; mix < (host == 1 ? 1 : 3); mix++)
+		for (unsigned i = host == 3 ? 2 : 0; i < (mix ? 3u : 1u); i++) {
+			z->mix = mix;
+			z->spe = spes[i];
+			z->est = fz_sim(c, z, dw_sfu);
+			if (z->est < 1e300 && (!*found || z->est < best->est)) {
+				*best = *z;
+				*found = true;
+			}
+		}
+	z->mix = 0;
+	z->spe = 0;
 }
 
 /* The expansion's main mapping (map, nct, xch) on z's depthwise plan; false if it cannot take it. */
@@ -583,7 +910,8 @@ static bool fz_set_main(struct fz *z, unsigned map, uint32_t nct, uint32_t xch)
 
 /* Every main mapping (each with the last group moved, or a remainder of every mapping) on z's
  * depthwise plan. */
-static void fz_try_mains(const struct accel_caps *c, struct fz *z, bool dw_sfu, struct fz *best, bool *found)
+static void fz_try_mains(const struct accel_caps *c, struct fz *z, bool dw_sfu, uint8_t host, struct fz *best,
+			 bool *found)
 {
 	uint32_t min_nr = UINT32_MAX;
 	unsigned top[FZ_REM_TOP], nr;
@@ -606,13 +934,13 @@ static void fz_try_mains(const struct accel_caps *c, struct fz *z, bool dw_sfu, 
 				if (*found && fz_bound(z) >= best->est)
 					continue;
 				if (z->pd.gp <= min_nr)	/* the last group moved up (every segment has gp rows) */
-					fz_keep(c, z, dw_sfu, best, found);
+					fz_keep(c, z, dw_sfu, host, best, found);
 				/* or a remainder: the mappings whose sub-tiles do the least work, replayed */
 				z->rem = true;
 				nr = fz_best_rems(z, top);
 				for (unsigned t = 0; t < nr; t++)
 					if (fz_rem_plan(z, top[t] & 0xFF, top[t] >> 8))
-						fz_keep(c, z, dw_sfu, best, found);
+						fz_keep(c, z, dw_sfu, host, best, found);
 			}
 	z->rem = false;
 }
@@ -628,7 +956,7 @@ static void fz_try_mains(const struct accel_caps *c, struct fz *z, bool dw_sfu, 
  * expansion plan on the first depthwise plan, every depthwise plan with the expansion plan found, then
  * every expansion plan on the best few depthwise plans.
  */
-static bool fz_plan(const struct accel_caps *c, struct fz *z, bool dw_sfu, struct fz *best)
+static bool fz_plan(const struct accel_caps *c, struct fz *z, bool dw_sfu, uint8_t host, struct fz *best)
 {
 	struct dwp dws[FZ_DW_MAX];
 	uint32_t guard[FZ_DW_MAX];
@@ -675,7 +1003,7 @@ static bool fz_plan(const struct accel_caps *c, struct fz *z, bool dw_sfu, struc
 		return false;
 	/* every expansion plan on the first depthwise plan */
 	fz_set_dw(z, &dws[0], guard[0]);
-	fz_try_mains(c, z, dw_sfu, &a, &found);
+	fz_try_mains(c, z, dw_sfu, host, &a, &found);
 	if (!found)
 		return false;
 	/* every depthwise plan with that expansion plan (where it fits) */
@@ -718,13 +1046,13 @@ static bool fz_plan(const struct accel_caps *c, struct fz *z, bool dw_sfu, struc
 	*best = a;
 	for (unsigned k = 0; k < nt; k++) {
 		fz_set_dw(z, &dws[top[k]], guard[top[k]]);
-		fz_try_mains(c, z, dw_sfu, best, &found);
+		fz_try_mains(c, z, dw_sfu, host, best, &found);
 	}
 	return found;
 }
 
-static void fz_emit(struct accel_cmdstream *cs, const struct fz *z, const struct mm_problem *pp,
-		    const struct mm_problem *pd_prob)
+static void fz_emit(struct accel_cmdstream *cs, const struct accel_caps *c, const struct fz *z,
+		    const struct mm_problem *pp, const struct mm_problem *pd_prob)
 {
 	const struct dwg *g = &z->g;
 	const struct dwp *d = &z->d;
@@ -736,14 +1064,24 @@ static void fz_emit(struct accel_cmdstream *cs, const struct fz *z, const struct
 	uint8_t exe_run = TNPU_PKT_EXE_BYTE(fz_prog.buf_run, TNPU_PKT_LAST | TNPU_PKT_SHIFT_OUT);
 	bool used[2] = { false, false }, cfg[TNPU_NUM_ACCS + 1] = { false }, first = true;
 	struct fz_exe ex[FZ_MAX_EXES];
+	uint16_t tab[FZ_MIX_BUFS];
+	bool mcfg[FZ_MIX_BUFS] = { false }, waited, recs_sent = false;
+	struct fz_hostp hp;
+	unsigned ntab = 0;
+	uint32_t kt, kd;
 
-	/* CONFIGs: the main buffer n runs n sub-tiles (records with the first) */
+	/* CONFIGs: the main buffer n runs n sub-tiles (records with the first); the depthwise records
+	 * of the hosting EXEs */
 	fz_cfgs(z, cfg);
 	for (uint32_t n = TNPU_NUM_ACCS; n >= 1; n--) {
 		if (cfg[n]) {
 			pw_config(cs, pg, pd, pp, n, n, first, 0);
 			first = false;
 		}
+	}
+	if (fz_hosts_first(c, z, pd_prob->use_sfu)) {
+		fz_config_recs(cs, z, pd_prob);
+		recs_sent = true;
 	}
 	for (uint32_t s = 0; s < total; s++) {
 		struct fz_seg q = fz_seg_at(z, s);
@@ -802,20 +1140,65 @@ static void fz_emit(struct accel_cmdstream *cs, const struct fz *z, const struct
 			dw_fill_emit(cs, h, &f[i], g->pad);
 		if (nf)
 			cs_sem(cs, true, AS, TNPU_ENGINE_LOAD, FZ_PAD, 1);
-		/* compute engine: the expansion's groups into the image, then the depthwise run over it */
+		/*
+		 * compute engine: the expansion's groups into the image, those EXEs that host depthwise
+		 * iterations (fz_host) after the fills and the output buffer's release, each with its first
+		 * iteration's window and output addresses; then the depthwise run over the iterations left
+		 */
 		nex = fz_exes(z, &q, ex);
-		for (unsigned i = 0; i < nex; i++)
-			for (uint32_t ct = 0; ct < pd->nct; ct++)
-				pw_exe_emit(cs, pg, pd, &sg, ex[i].n, ex[i].k0, ct,
-					    (uint32_t)((int64_t)z->x_off + g->pl * pg->C * pg->e +
-						       (int64_t)ex[i].drow * z->xp),
-					    (uint32_t)((int64_t)fz_img(z, q.j0) + (int64_t)ex[i].drow * d->P_in));
-		dw_config_run(cs, g, d, pd_prob, &fz_prog, h, 0, q.n, 0);
-		if (nf)
-			cs_sem(cs, false, AS, TNPU_ENGINE_COMPUTE, FZ_PAD, 1);
-		if (s >= 2)
-			cs_sem(cs, false, AS, TNPU_ENGINE_COMPUTE, FZ_SFREE + h, 1);
-		cs_dispatch(cs, AS, TNPU_DISPATCH_ROW_ALL, h, 0, &exe_run, 1);
+		fz_host(c, z, pd_prob->use_sfu, &q, ex, nex, &hp);
+		kt = hp.kt;
+		waited = false;
+		kd = 0;
+		for (unsigned i = 0, x = 0; i < nex; i++)
+			for (uint32_t ct = 0; ct < pd->nct; ct++, x++) {
+				uint32_t m = hp.nx ? hp.m[x] : 0, in = (uint32_t)((int64_t)z->x_off + g->pl * pg->C * pg->e +
+									       (int64_t)ex[i].drow * z->xp);
+				uint32_t out = (uint32_t)((int64_t)fz_img(z, q.j0) + (int64_t)ex[i].drow * d->P_in);
+				bool pre = hp.pre && x + 1 == hp.nx, wsl = !kd && m;
+				struct tnpu_exe_patch xp[3];
+				struct tnpu_operand ra, ro;
+				uint8_t recs[5][32];
+				int b;
+
+				if (!m && !pre) {
+					pw_exe_emit(cs, pg, pd, &sg, ex[i].n, ex[i].k0, ct, in, out);
+					continue;
+				}
+				b = fz_mixbuf(tab, &ntab, ex[i].n, m, wsl, pre);
+				if (!recs_sent) {
+					fz_config_recs(cs, z, pd_prob);
+					recs_sent = true;
+				}
+				if (!mcfg[b - FZ_MIX_BUF0]) {
+					fz_config_mix(cs, z, pd_prob->use_sfu, (unsigned)b, ex[i].n, m, wsl, pre);
+					mcfg[b - FZ_MIX_BUF0] = true;
+				}
+				if (!waited) {
+					if (nf)
+						cs_sem(cs, false, AS, TNPU_ENGINE_COMPUTE, FZ_PAD, 1);
+					if (s >= 2)
+						cs_sem(cs, false, AS, TNPU_ENGINE_COMPUTE, FZ_SFREE + h, 1);
+					waited = true;
+				}
+				dw_run_recs(g, d, pd_prob, kd, 0, recs);
+				memcpy(&ra, recs[0], 32);
+				memcpy(&ro, recs[1], 32);
+				xp[0] = (struct tnpu_exe_patch){ .rf = FZ_MIX_REC, .field = TNPU_PATCH_ADDR, .value = ra.addr };
+				xp[1] = (struct tnpu_exe_patch){ .rf = FZ_MIX_REC + 1, .field = TNPU_PATCH_ADDR, .value = ro.addr };
+				xp[2] = (struct tnpu_exe_patch){ .rf = FZ_MIX_REC + 5, .field = TNPU_PATCH_ADDR,
+								 .value = d->in_off + hp.pre * d->P_in };
+				pw_exe_emit_x(cs, pg, pd, &sg, (unsigned)b, ex[i].k0, ct, in, out, xp, 2 + pre);
+				kd += m;
+			}
+		if (kt < q.n) {
+			dw_config_run(cs, g, d, pd_prob, kt ? &fz_prog_held : &fz_prog, h, kt, q.n - kt, 0);
+			if (!waited && nf)
+				cs_sem(cs, false, AS, TNPU_ENGINE_COMPUTE, FZ_PAD, 1);
+			if (!waited && s >= 2)
+				cs_sem(cs, false, AS, TNPU_ENGINE_COMPUTE, FZ_SFREE + h, 1);
+			cs_dispatch(cs, AS, TNPU_DISPATCH_ROW_ALL, h, 0, &exe_run, 1);
+		}
 		if (s + 2 < total)
 			cs_sem(cs, true, AS, TNPU_ENGINE_COMPUTE, FZ_CFREE + h, 1);
 		/* store engine: each unit's channels of the output rows as the run writes them */
@@ -840,7 +1223,7 @@ struct fz_key {
 	struct dwg g;
 	struct pwg pg;
 	uint32_t ops_p, ops_q;
-	uint8_t dw_sfu, one_job, pw_mode, dw_map, stream_off, conv_mode, no_direct, force_direct;
+	uint8_t dw_sfu, one_job, pw_mode, dw_map, stream_off, conv_mode, no_direct, force_direct, host;
 };
 
 struct pwdw_cache {
@@ -877,6 +1260,7 @@ static void fz_key(const struct accel_dev *dev, const struct mm_ctx *x, const st
 	k->conv_mode = dev->conv_mode;
 	k->no_direct = x->no_direct;
 	k->force_direct = x->force_direct;
+	k->host = dev->pwdw_host;
 }
 
 /* The cached entry for key k (-1 none). */
@@ -1000,7 +1384,7 @@ static int fz_lower(struct accel_dev *dev, struct mm_ctx *x, const struct accel_
 		best.pg.in_va = best.rg.in_va = z.pg.in_va;
 		best.pg.w_va = best.rg.w_va = z.pg.w_va;
 		best.rg.b_va = z.pg.b_va;
-	} else if (!fz_plan(c, &z, pq->use_sfu, &best)) {
+	} else if (!fz_plan(c, &z, pq->use_sfu, dev->pwdw_host, &best)) {
 		*why = "no mapping fits the storage units (the expanded channels must split evenly over the "
 		       "units and their PEs, and a segment's rows with both layers' weights must fit a half)";
 		return 1;
@@ -1035,7 +1419,7 @@ static int fz_lower(struct accel_dev *dev, struct mm_ctx *x, const struct accel_
 	if (cs_segment_len(x->cs))
 		cs_cut(x->cs);
 	x->prob_seq++;
-	fz_emit(x->cs, &best, pp, pq);
+	fz_emit(x->cs, c, &best, pp, pq);
 	if (x->cs->err)
 		return accel_seterr(dev, x->cs->err, "out of memory while building the command stream");
 	return 0;

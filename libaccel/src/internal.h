@@ -56,6 +56,9 @@ struct accel_dev {
 	uint8_t pw_mode;	/* sim option pw=auto|off|on (0/1/2): the pointwise lowering (conv_pw.c) when
 				 * faster / never / whenever eligible */
 	bool pwdw_off;		/* sim option pwdw=off: accel_conv2d_pwdw always runs two jobs (before/after) */
+	uint8_t pwdw_host;	/* sim option pwdw-host=auto|off|on|all (0..3): the fused job's main EXEs host
+				 * depthwise iterations when faster / never / in every plan / in plans of one
+				 * sub-tile per EXE, as soon as the rows are stored (tests; conv_pwdw.c) */
 	bool qcol_off;		/* sim option qcol=off: CAP_FEATURES without bit 19 (SFU QCOL) */
 	bool qadd_off;		/* sim option qadd=off: CAP_FEATURES without bit 20 (VEC QADD) */
 	struct accel_trace *trace;	/* job-timeline recording (trace.c), NULL if never begun */

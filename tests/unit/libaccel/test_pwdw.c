@@ -22,7 +22,7 @@ struct pdbufs {
 	size_t out_bytes, mid_bytes;
 };
 
-static uint64_t pd_cycles;	/* device cycles and hardware jobs of the last pd_run */
+static uint64_t pd_cycles, pd_oq;	/* device cycles, output-queue accesses and hardware jobs of the last pd_run */
 static unsigned pd_hw;
 
 static void pd_alloc(struct accel_dev *dev, const struct pdcase *t, struct pdbufs *B, uint64_t seed)
@@ -315,6 +315,7 @@ static bool pd_run(struct accel_dev *dev, const struct pdcase *t, uint64_t seed,
 	cr_assert_eq(accel_job_counters(job, &k), 0);
 	accel_job_free(job);
 	pd_cycles = k.total_cycles;
+	pd_oq = k.oq_accesses;
 	pd_hw = k.hw_jobs;
 	for (size_t i = 0; i < B.mid_bytes; i++)
 		mid_kept &= ((const uint8_t *)accel_buffer_ptr(B.mid))[i] == 0xA5;
@@ -474,6 +475,93 @@ Test(pwdw, segments_on_small_storage_units)
 
 		cr_assert(pd_run(dev, &t, 300 + i, ACCEL_PWDW_ONE_JOB), "shape %u: no one-job plan", i);
 	}
+	accel_close(dev);
+}
+
+/* The expansion's EXEs hosting depthwise iterations (sim option pwdw-host=on: every plan hosts what it
+ * can; the last main EXE preloads the run's first window): the reference results on the default
+ * geometry, the 2 x 2 x 4 one and small storage units (several segments in both halves, remainders,
+ * batches), with int8 zero points, per-channel and per-tensor requantisation, activations, int32
+ * outputs and fp32. */
+Test(pwdw, hosted_depthwise_iterations_match_reference)
+{
+	static const struct {
+		const char *dev;
+		uint32_t maxhw, cases, mbv2, min_fused;
+	} cfgs[] = {	/* random cases up to maxhw pixels a side, then mbv2 MobileNet-like ones */
+		{ "sim:pwdw-host=on", 30, 24, 16, 32 },
+		{ "sim:pwdw-host=all", 0, 0, 16, 14 },
+		{ "sim:rows=2,cols=2,pes=4,sram=65536,pwdw-host=all", 40, 60, 0, 45 },
+		{ "sim:sram=262144,pwdw-host=all", 0, 0, 12, 10 },
+	};
+	uint64_t s = 0x4057ED01ull;
+
+	if (!test_is_sim())
+		cr_skip_test("sim options");
+	for (unsigned i = 0; i < sizeof(cfgs) / sizeof(cfgs[0]); i++) {
+		struct accel_dev *dev = open_dev(cfgs[i].dev);
+		struct accel_caps caps;
+		unsigned fused = 0;
+
+		cr_assert_eq(accel_query_caps(dev, &caps), 0);
+		for (unsigned j = 0; j < cfgs[i].cases + cfgs[i].mbv2; j++) {
+			uint64_t seed = xrng(&s), st = seed;
+			struct pdcase t;
+
+			if (j < cfgs[i].cases) {
+				t = pd_random(&st, caps.rows * caps.cols, cfgs[i].maxhw, true);
+			} else {	/* 3 x 3, stride 1 or 2, pad 1: many row groups, several segments */
+				uint32_t k = j - cfgs[i].cases;
+
+				t = (struct pdcase){ .n = 1 + (k % 5 == 4), .cin = 8 + (uint32_t)(seed % 40),
+						     .c = 16 * (2 + (uint32_t)(seed >> 6) % 10), .h = 14 + (uint32_t)(seed >> 12) % 50,
+						     .r = 3, .s = 3, .sh = 1 + (k % 3 != 0), .pt = 1, .pl = 1, .pb = 1, .pr = 1,
+						     .dh = 1, .dw = 1, .f32 = k % 4 == 3, .qcol = k % 6 != 5, .act_pw = 1,
+						     .act_dw = 2, .zmid = k % 4 == 3 ? 0 : -128 + (int)(k % 3), .zout = 7,
+						     .out32 = k % 6 == 5 && k % 4 != 3 };
+				t.w = t.h - (uint32_t)(seed >> 20) % 5;
+				t.sw = t.sh;
+			}
+			fused += pd_run_any(dev, &t, seed);
+		}
+		cr_assert(fused >= cfgs[i].min_fused, "%s: only %u of %u cases had a one-job plan", cfgs[i].dev, fused,
+			  cfgs[i].cases + cfgs[i].mbv2);
+		accel_close(dev);
+	}
+}
+
+/* MobileNetV2's stride-2 pairs (int8 as its QDQ model runs them): the default plan hosts depthwise
+ * iterations in the expansion's EXEs -- their SFU APPLY makes three output-queue accesses per element
+ * where the run's chained SFU makes one -- and is faster than the best plan without (pwdw-host=off). */
+Test(pwdw, hosting_speeds_up_stride_2_pairs)
+{
+	static const uint32_t pairs[][3] = { { 112, 16, 96 }, { 56, 24, 144 }, { 28, 32, 192 }, { 14, 96, 576 } };
+	struct accel_dev *dev, *off;
+	struct accel_caps caps;
+
+	if (!test_is_sim())
+		cr_skip_test("sim options");
+	dev = open_dev("sim");
+	off = open_dev("sim:pwdw-host=off");
+	cr_assert_eq(accel_query_caps(dev, &caps), 0);
+	if (caps.rows != 4 || caps.cols != 4 || caps.pes != 16)
+		cr_skip_test("default geometry only");
+	for (unsigned i = 0; i < sizeof(pairs) / sizeof(pairs[0]); i++) {
+		struct pdcase t = { .n = 1, .cin = pairs[i][1], .c = pairs[i][2], .h = pairs[i][0], .w = pairs[i][0],
+				    .r = 3, .s = 3, .sh = 2, .sw = 2, .pt = 1, .pl = 1, .pb = 1, .pr = 1, .dh = 1, .dw = 1,
+				    .qcol = true, .act_pw = 1, .act_dw = 1, .zmid = -128, .zout = -128 };
+		uint64_t cyc, oq;
+
+		cr_assert(pd_run(dev, &t, 500 + i, ACCEL_PWDW_ONE_JOB));
+		cyc = pd_cycles;
+		oq = pd_oq;
+		cr_assert(pd_run(off, &t, 500 + i, ACCEL_PWDW_ONE_JOB));
+		cr_assert(cyc < pd_cycles, "pair %u: %llu cycles hosting, %llu without", i, (unsigned long long)cyc,
+			  (unsigned long long)pd_cycles);
+		cr_assert(oq > pd_oq, "pair %u: no hosted iteration (%llu output-queue accesses, %llu without)", i,
+			  (unsigned long long)oq, (unsigned long long)pd_oq);
+	}
+	accel_close(off);
 	accel_close(dev);
 }
 
