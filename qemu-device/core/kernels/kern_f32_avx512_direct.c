@@ -83,7 +83,7 @@ UNROLL
 UNROLL
 		for (size_t i = 0; i < MR; i++)
 			c0[i] = nre == 1   ? _mm512_zextps128_ps512(_mm_load_ss(c + i * ldc))
-				: nre == 2 ? _mm512_zextps128_ps512(_mm_castpd_ps(_mm_load_sd((const double *)(c + i * ldc))))
+				: nre == 2 ? _mm512_zextps128_ps512(_mm_castsi128_ps(_mm_loadl_epi64((const __m128i_u *)(c + i * ldc))))
 				: nre == 4 ? _mm512_zextps128_ps512(_mm_loadu_ps(c + i * ldc))
 					   : _mm512_zextps256_ps512(_mm256_loadu_ps(c + i * ldc));
 	} else {
@@ -122,7 +122,7 @@ UNROLL
 			if (nre == 1)
 				_mm_store_ss(c + i * ldc, _mm512_castps512_ps128(c0[i]));
 			else if (nre == 2)
-				_mm_store_sd((double *)(c + i * ldc), _mm_castps_pd(_mm512_castps512_ps128(c0[i])));
+				_mm_storel_epi64((__m128i_u *)(c + i * ldc), _mm_castps_si128(_mm512_castps512_ps128(c0[i])));
 			else if (nre == 4)
 				_mm_storeu_ps(c + i * ldc, _mm512_castps512_ps128(c0[i]));
 			else
@@ -201,8 +201,10 @@ UNROLL
 			for (size_t q = 0; q < 4; q++) {
 				size_t r = 4 * g + q;
 
+				/* lanes 4q..4q+3 (a masked broadcast: clang wants insertf32x4's lane as a constant before unrolling) */
 				if (r < m)
-					t = _mm512_insertf32x4(t, _mm_maskz_loadu_ps(km, a + r * lda + k0), q);
+					t = _mm512_mask_broadcast_f32x4(t, (__mmask16)(0xfu << (4 * q)),
+								       _mm_maskz_loadu_ps(km, a + r * lda + k0));
 			}
 			z[g] = t;
 		}
