@@ -396,6 +396,17 @@ static int parse_opts(struct accel_dev *dev, struct tnpu_config *cfg, uint32_t *
 						    eq + 1);
 			continue;
 		}
+		if (!strcmp(tok, "cpair")) {
+			if (!strcmp(eq + 1, "on"))
+				dev->cpair_mode = 0;
+			else if (!strcmp(eq + 1, "off"))
+				dev->cpair_mode = 1;
+			else if (!strcmp(eq + 1, "all"))
+				dev->cpair_mode = 2;
+			else
+				return accel_seterr(dev, -EINVAL, "sim option cpair=%s: expected on, off or all", eq + 1);
+			continue;
+		}
 		if (!strcmp(tok, "qadd")) {
 			if (strcmp(eq + 1, "on") && strcmp(eq + 1, "off"))
 				return accel_seterr(dev, -EINVAL, "sim option qadd=%s: expected on or off", eq + 1);
@@ -497,7 +508,8 @@ int accel_sim_open(struct accel_dev *dev, const char *opts)
 	/* qcol=off / qadd=off: report a device without per-column requantisation / the vector units'
 	 * quantised add (software's older-device paths) */
 	c->features = TNPU_FEATURES & (dev->qcol_off ? ~(uint32_t)TNPU_FEAT_SFU_QCOL : ~0u) &
-		      (dev->qadd_off ? ~(uint32_t)TNPU_FEAT_VEC_QADD : ~0u);
+		      (dev->qadd_off ? ~(uint32_t)TNPU_FEAT_VEC_QADD : ~0u) &
+		      (dev->cpair_mode == 1 ? ~(uint32_t)TNPU_FEAT_CPAIR : ~0u);
 	{
 		/* chain #9: the islands the executor was built with (same table as the registers). */
 		struct tnpu_island_cfg isl[TNPU_MAX_ISLANDS];

@@ -21,6 +21,8 @@ struct pwg {
 	uint32_t rows, cols, pes, acc, half;
 	bool sfu;				/* chained SFU (else ST RAW) */
 	bool wide;				/* weight LDs as WIDE multicast blocks (CAP_FEATURES bit 17) */
+	uint8_t cpair;				/* CPAIR operand records (CAP_FEATURES bit 21): 0 no, 1 yes,
+						 * 2 the only remainder mapping (sim option cpair=all) */
 	uint64_t in_va, w_va, out_va, b_va;
 	/* row mode: N images of H x W inputs, OH x OW outputs, R filter rows of S*C elements */
 	bool rowm;
@@ -61,6 +63,10 @@ struct pwp {
 	 * pixels past a multiple of gp do not take a whole sub-tile of idle PEs */
 	bool rem, rcl, rpe;
 	uint32_t rpix, rtm, rtn, rku, rem_off;
+	/* cluster pairs (CPAIR, CAP_FEATURES bit 21; flat, clusters on pixels, PEs on channels): cluster c's
+	 * block starts (c & 1) * pcs + (c >> 1) * pair pixels after its sub-tile's, which starts cols / 2
+	 * pairs on (the fused lowering's remainder: two half image rows per pair); pair 0: one run */
+	uint32_t pair, pcs;
 	double est;
 	uint64_t h2d;		/* host bytes read */
 };

@@ -113,7 +113,10 @@ static uint32_t g_band_rows(const struct pwg *g, uint32_t ru)
  * elements (pixels; row mode: band rows) tap t reads. */
 static void sub_pix(const struct pwg *g, const struct pwp *d, uint32_t k, uint64_t *lo, uint64_t *hi)
 {
-	if (!g->rowm) {
+	if (d->pair) {	/* cols / 2 pairs per sub-tile: from its first block to its last one's end */
+		*lo = (uint64_t)k * (g->cols / 2) * d->pair;
+		*hi = *lo + (uint64_t)((g->cols - 1) / 2) * d->pair + (g->cols > 1 ? d->pcs : 0) + d->tm;
+	} else if (!g->rowm) {
 		*lo = (uint64_t)k * d->gp * d->tm;
 		*hi = *lo + (uint64_t)d->gp * d->tm;
 	} else {
@@ -126,6 +129,8 @@ static void sub_pix(const struct pwg *g, const struct pwp *d, uint32_t k, uint64
 
 static uint64_t sub_in(const struct pwg *g, const struct pwp *d, uint32_t k)
 {
+	if (d->pair)
+		return (uint64_t)k * (g->cols / 2) * d->pair * g->C * g->e;
 	if (!g->rowm)
 		return (uint64_t)k * d->gp * d->tm * g->C * g->e;
 	return (uint64_t)(k / d->xch) * d->gp * g->sy * g_prow(g) + (uint64_t)(k % d->xch) * d->tm * g->sx * g->C * g->e;
@@ -1132,6 +1137,14 @@ void pw_config(struct accel_cmdstream *cs, const struct pwg *g, const struct pwp
 					.rows = (uint16_t)d->tm, .cols = (uint16_t)cpt, .dtype = dt,
 					.su_wrap = (uint16_t)taps, .su_delta = (int32_t)tap,
 					.su_wrap_delta = (int32_t)((int64_t)in_step - (int64_t)(taps * tap)) };
+	/* cluster pairs: the pair stride takes the wrap's field (flat: one filter row, no wrap needed) */
+	if (d->pair) {
+		ops[0].flags = TNPU_OPF_CPAIR;
+		ops[0].col_stride = (int32_t)(d->pcs * g->C * e);
+		ops[0].su_wrap = 0;
+		ops[0].su_delta = (int32_t)((g->cols / 2) * d->pair * g->C * e);
+		ops[0].su_wrap_delta = (int32_t)(d->pair * g->C * e);
+	}
 	/* B: one LD per filter row (its slice of the weight rows; the EXE patches the address back) */
 	ops[1] = (struct tnpu_operand){ .addr = d->w_off, .col_stride = (int32_t)(cc * d->tn * g_wrow(g)),
 					.pe_stride = (int32_t)(cp * d->tn * g_wrow(g)), .pitch = (uint32_t)g_wrow(g),
@@ -1141,6 +1154,12 @@ void pw_config(struct accel_cmdstream *cs, const struct pwg *g, const struct pwp
 					.pe_stride = (int32_t)(pp * blk_out + cp * d->tn * oe), .pitch = d->ku * oe,
 					.rows = (uint16_t)d->tm, .cols = (uint16_t)d->tn, .dtype = p->out_dtype,
 					.su_delta = (int32_t)out_step };
+	if (d->pair) {
+		ops[2].flags = TNPU_OPF_CPAIR;
+		ops[2].col_stride = (int32_t)((uint64_t)d->pcs * d->ku * oe);
+		ops[2].su_delta = (int32_t)((uint64_t)(g->cols / 2) * d->pair * d->ku * oe);
+		ops[2].su_wrap_delta = (int32_t)((uint64_t)d->pair * d->ku * oe);
+	}
 	sfu.bias_addr = d->b_off;
 	sfu.bias_col_stride = (int32_t)(cc * d->tn * cb);
 	sfu.bias_pe_stride = (int32_t)(cp * d->tn * cb);

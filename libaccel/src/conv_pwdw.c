@@ -118,7 +118,24 @@ static struct fz_seg fz_seg_at(const struct fz *z, uint32_t s)
 	q.nr = r1 > r0 ? (uint32_t)(r1 - r0) : 0;
 	q.j0 = (uint32_t)(r0 - q.iy0);
 	q.hi = ACCEL_MIN(d->in_rows, (q.n * d->E - 1) * g->sy + (g->R - 1) * g->dy + 1);
-	if (z->rem) {
+	if (z->rem && z->rd.pair) {
+		/* cluster pairs: a sub-tile per cols / 2 rows, each row two blocks of the image's columns
+		 * (from position pl: the padding columns stay as they are) */
+		uint32_t half = z->pg.cols / 2, T;
+
+		q.rr = q.nr % gp;
+		q.ng = q.nr / gp;
+		T = q.rr / half;
+		if (q.rr && q.rr % half == 0 && T <= TNPU_NUM_ACCS &&
+		    (uint64_t)z->rd.tm * z->rd.tn <= z->pg.acc) {
+			q.rT = T;
+			q.rtm = z->rd.tm;
+			q.rs0 = (int32_t)z->g.pl;
+			q.rpos = q.rr * d->Wpu - z->g.pl;
+			q.ra = q.j0;
+			q.rb = q.j0 + q.rr;
+		}
+	} else if (z->rem) {
 		q.rr = q.nr % gp;
 		q.ng = q.nr / gp;
 		for (uint32_t T = 1; q.rr && T <= TNPU_NUM_ACCS; T++) {
@@ -769,8 +786,20 @@ static bool fz_rem_plan(struct fz *z, unsigned rmap, uint32_t rnct)
 
 	z->rg = z->pg;
 	z->rg.rowm = false;
-	if (!fz_pw_chan(z, &z->rg, rmap, rnct, 1, &z->rd))
+	if (!fz_pw_chan(z, &z->rg, rmap & 3, rnct, 1, &z->rd))
 		return false;
+	/* rmap bit 2: cluster pairs (clusters on pixels, PEs on channels), each row's image columns as
+	 * two blocks of ceil(W / 2) (overlapping by one column when W is odd) */
+	if (rmap & 4) {
+		uint32_t tm = (z->g.W + 1) / 2;
+
+		if (!z->pg.cpair || (rmap & 3) != 1 || z->pg.cols < 2 || z->pg.cols % 2 ||
+		    z->d.P_in != (uint64_t)z->d.Wpu * z->d.Cu * z->g.e || (uint64_t)tm * z->rd.tn > z->pg.acc)
+			return false;
+		z->rd.tm = tm;
+		z->rd.pair = z->d.Wpu;
+		z->rd.pcs = z->g.W - tm;
+	}
 	for (uint32_t s = 0; s < z->d.nseg; s++) {
 		struct fz_seg q = fz_seg_at(z, s);
 
@@ -816,11 +845,18 @@ static unsigned fz_best_rems(struct fz *z, unsigned top[FZ_REM_TOP])
 {
 	uint64_t w[FZ_REM_TOP];
 	unsigned n = 0;
+	bool only_pairs = false;
 
-	for (unsigned rmap = 0; rmap < 4; rmap++)
+	/* sim option cpair=all: only cluster pairs (rmap 5) where they fit */
+	for (uint32_t rnct = 1; z->pg.cpair == 2 && rnct <= 8; rnct++)
+		only_pairs |= fz_rem_plan(z, 5, rnct);
+	for (unsigned rmap = 0; rmap < 6; rmap++)
 		for (uint32_t rnct = 1; rnct <= 8; rnct++) {
 			uint64_t v;
 			unsigned k;
+
+			if (rmap == 4 || (rmap < 4 && only_pairs))	/* pairs: clusters on pixels only (5) */
+				continue;
 
 			if (!fz_rem_plan(z, rmap, rnct))
 				continue;
@@ -933,11 +969,15 @@ static void fz_try_mains(const struct accel_caps *c, struct fz *z, bool dw_sfu, 
 				/* the main groups' MACs and drains alone already slower: not replayed */
 				if (*found && fz_bound(z) >= best->est)
 					continue;
-				if (z->pd.gp <= min_nr)	/* the last group moved up (every segment has gp rows) */
-					fz_keep(c, z, dw_sfu, host, best, found);
-				/* or a remainder: the mappings whose sub-tiles do the least work, replayed */
+				/* a remainder: the mappings whose sub-tiles do the least work, replayed */
 				z->rem = true;
 				nr = fz_best_rems(z, top);
+				z->rem = false;
+				/* or the last group moved up (every segment has gp rows); not with sim option
+				 * cpair=all where cluster pairs fit */
+				if (z->pd.gp <= min_nr && !(z->pg.cpair == 2 && nr && (top[0] & 4)))
+					fz_keep(c, z, dw_sfu, host, best, found);
+				z->rem = true;
 				for (unsigned t = 0; t < nr; t++)
 					if (fz_rem_plan(z, top[t] & 0xFF, top[t] >> 8))
 						fz_keep(c, z, dw_sfu, host, best, found);
@@ -1017,7 +1057,8 @@ static bool fz_plan(const struct accel_caps *c, struct fz *z, bool dw_sfu, uint8
 		if (!fz_set_main(&y, map, a.pd.nct, a.pd.xch))
 			continue;
 		y.rem = a.rem;
-		ok = !y.rem || fz_rem_plan(&y, (a.rd.cl_pix ? 1 : 0) | (a.rd.pe_pix ? 2 : 0), a.rd.nct);
+		ok = !y.rem || fz_rem_plan(&y, (a.rd.cl_pix ? 1 : 0) | (a.rd.pe_pix ? 2 : 0) | (a.rd.pair ? 4 : 0),
+					   a.rd.nct);
 		y.rem = y.rem && ok;
 		if (!y.rem && a.rem) {
 			bool fits = true;
@@ -1361,6 +1402,7 @@ static int fz_lower(struct accel_dev *dev, struct mm_ctx *x, const struct accel_
 	z.pg.colb = mm_has_cols(pp) ? mm_col_bytes(pp) : 0;
 	z.pg.sfu = pp->use_sfu;
 	z.pg.wide = c->features & TNPU_FEAT_DW_WIDE;
+	z.pg.cpair = !(c->features & TNPU_FEAT_CPAIR) ? 0 : dev->cpair_mode == 2 ? 2 : 1;
 	z.pg.rows = c->rows;
 	z.pg.cols = c->cols;
 	z.pg.pes = c->pes;

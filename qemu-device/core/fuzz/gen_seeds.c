@@ -313,6 +313,37 @@ int main(int argc, char **argv)
 		tcb_free(&cb);
 	}
 	{
+		/* cluster pairs (CPAIR, CAP_FEATURES bit 21): A's and the output's cluster blocks as
+		 * (c & 1) * col_stride + (c >> 1) * su_wrap_delta, with the SFU residual record paired too */
+		uint16_t ins[] = { TNPU_INSN_LD(0, 0, 0, 0), TNPU_INSN_LD(1, 0, 1, 0), TNPU_INSN_MAC(0, 0, 0, 0, 1),
+				   TNPU_INSN_ST(0, 2, 0) };
+		struct tnpu_operand ops[5] = {
+			{ .addr = 0, .col_stride = 8, .pitch = 4, .rows = 2, .cols = 4, .dtype = TNPU_DTYPE_INT8,
+			  .flags = TNPU_OPF_CPAIR, .su_wrap_delta = 24 },
+			{ .addr = 256, .pitch = 2, .rows = 4, .cols = 2, .dtype = TNPU_DTYPE_INT8 },
+			{ .addr = 1024, .col_stride = 16, .pe_stride = 64, .pitch = 8, .rows = 2, .cols = 2,
+			  .dtype = TNPU_DTYPE_INT32, .flags = TNPU_OPF_CPAIR, .su_wrap_delta = 40 },
+			{ 0 },
+			{ .addr = 2048, .col_stride = 16, .pe_stride = 64, .pitch = 8, .rows = 2, .cols = 2,
+			  .dtype = TNPU_DTYPE_INT32, .flags = TNPU_OPF_CPAIR, .su_wrap_delta = -8 },
+		};
+		struct tnpu_sfu_param sp = { .ops = TNPU_SFU_OP_RESIDUAL, .out_dtype = TNPU_DTYPE_INT32 };
+		struct tnpu_cfg_hdr h = { .n_instr = 4, .n_operands = 5, .loop_end = 2, .repeat = 1, .sfu_rf = 3,
+					  .mode = TNPU_CFG_MODE_PIPE4 };
+		struct tpkt p;
+
+		memcpy(&ops[3], &sp, 32);
+		tcb_init(&cb);
+		tcb_dma(&cb, true, 0, va, 0, 0, 0xFF, 0, 0, 0, 0, 4096, 1, 1);
+		tpkt_config(&p, 0, &h, ins, ops);
+		tcb_dispatch(&cb, 0, 0, 0, 0, p.buf, p.len);
+		tpkt_exe(&p, 0, TNPU_PKT_LAST | TNPU_PKT_SHIFT_OUT, NULL, 0);
+		tcb_dispatch(&cb, 0, 0, 0, 0, p.buf, p.len);
+		tcb_dma(&cb, false, 0, va + 32768, 0, 0, 0, 0, 1024, 0, 0, 512, 1, 1);
+		save(argv[1], "cpair", &cb);
+		tcb_free(&cb);
+	}
+	{
 		/* VEC BINARY QADD (CAP_FEATURES bit 20): int8 A + B, each with its own zero point and
 		 * multiplier, RELU, B broadcast along dim 2; then an in-place SUB */
 		struct tnpu_cmd_vec v;

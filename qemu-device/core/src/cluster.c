@@ -147,7 +147,7 @@ static void rec_load(struct tnpu_operand *o, const uint8_t *p)
 
 static inline int64_t pe_addr(const struct tnpu_operand *o, unsigned c, unsigned p)
 {
-	return (int64_t)o->addr + (int64_t)c * o->col_stride + (int64_t)p * o->pe_stride;
+	return tnpu_pe_addr(o, c, p);
 }
 
 static unsigned esize(unsigned dtype)
@@ -176,20 +176,23 @@ static unsigned slot_val(unsigned dt)
 }
 
 /* Check that every PE's region [a, a + extent) lies in the half (corners
- * suffice: the address is affine in c and p). */
+ * suffice: the address is affine in c and p; with CPAIR every cluster is checked). */
 static uint32_t check_range(struct rowctx *rc, const struct tnpu_operand *o, uint64_t extent, unsigned align)
 {
 	unsigned cs[2] = { 0, rc->cols - 1 }, ps[2] = { 0, rc->pes - 1 };
+	bool pair = o->flags & TNPU_OPF_CPAIR;
+	unsigned nc = pair ? rc->cols : 2;
 
-	for (unsigned i = 0; i < 2; i++) {
+	for (unsigned i = 0; i < nc; i++) {
 		for (unsigned j = 0; j < 2; j++) {
-			int64_t a = pe_addr(o, cs[i], ps[j]);
+			int64_t a = pe_addr(o, pair ? i : cs[i], ps[j]);
 
 			if (a < 0 || (uint64_t)a + extent > rc->half)
 				return cfail_addr(rc, TNPU_ERR_SRAM_RANGE, (uint64_t)a);
 		}
 	}
-	if (align > 1 && ((o->addr | (uint32_t)o->col_stride | (uint32_t)o->pe_stride | o->pitch) & (align - 1)))
+	if (align > 1 && ((o->addr | (uint32_t)o->col_stride | (uint32_t)o->pe_stride | o->pitch |
+			   (pair ? (uint32_t)o->su_wrap_delta : 0)) & (align - 1)))
 		return cfail_addr(rc, TNPU_ERR_ALIGN, o->addr);
 	return 0;
 }
@@ -299,6 +302,13 @@ static void ld_span(const struct rowctx *rc, const struct tnpu_operand *o, uint6
 		a3 = pe_addr(o, rc->cols - 1, rc->pes - 1);
 	uint64_t base = (uint64_t)(rc->base - rc->rs->sram);
 
+	/* CPAIR: the extremes over every cluster (the address is affine in c & 1 and c >> 1) */
+	for (unsigned c = 1; (o->flags & TNPU_OPF_CPAIR) && c + 1 < rc->cols; c++) {
+		int64_t b0 = pe_addr(o, c, 0), b1 = pe_addr(o, c, rc->pes - 1);
+
+		a0 = TNPU_MIN(a0, TNPU_MIN(b0, b1));
+		a3 = TNPU_MAX(a3, TNPU_MAX(b0, b1));
+	}
 	*lo = base + (uint64_t)TNPU_MIN(TNPU_MIN(a0, a1), TNPU_MIN(a2, a3));
 	*hi = base + (uint64_t)TNPU_MAX(TNPU_MAX(a0, a1), TNPU_MAX(a2, a3)) + extent;
 }
@@ -315,7 +325,8 @@ static uint32_t do_ld(struct rowctx *rc, uint16_t w)
 
 	if ((o->dtype != TNPU_DTYPE_INT8 && o->dtype != TNPU_DTYPE_FP32 && o->dtype != TNPU_DTYPE_BF16) ||
 	    !o->rows || !o->cols ||
-	    (o->flags & ~TNPU_OPF_MASK) || (!to_wq && o->flags) ||
+	    (o->flags & ~(TNPU_OPF_MASK | TNPU_OPF_CPAIR)) || (!to_wq && (o->flags & TNPU_OPF_MASK)) ||
+	    tnpu_cpair_bad(o) ||
 	    (o->flags == (TNPU_OPF_SPARSE | TNPU_OPF_TRANS)) || ((w & TNPU_LD_MCAST) && sparse))
 		return cfail(rc, TNPU_ERR_OPERAND);
 	if (sparse)
@@ -325,7 +336,8 @@ static uint32_t do_ld(struct rowctx *rc, uint16_t w)
 	err = check_range(rc, o, extent, sparse ? (o->dtype == TNPU_DTYPE_FP32 ? 4 : 2) : esize(o->dtype));
 	if (err)
 		return err;
-	u = (uint64_t)(o->col_stride ? rc->cols : 1) * (o->pe_stride ? rc->pes : 1);
+	u = (uint64_t)(o->col_stride || ((o->flags & TNPU_OPF_CPAIR) && o->su_wrap_delta) ? rc->cols : 1) *
+	    (o->pe_stride ? rc->pes : 1);
 	bytes = tile_bytes(o);
 	/* a slot's rows are reused only for the same half: the buffer holds that half's bytes */
 	held = s->valid && s->half_off == half_off;
@@ -334,7 +346,8 @@ static uint32_t do_ld(struct rowctx *rc, uint16_t w)
 
 		if (p->pitch && p->pitch == o->pitch && p->rows == o->rows && p->cols == o->cols &&
 		    p->dtype == o->dtype && p->flags == o->flags && p->col_stride == o->col_stride &&
-		    p->pe_stride == o->pe_stride) {
+		    p->pe_stride == o->pe_stride &&
+		    (!(o->flags & TNPU_OPF_CPAIR) || p->su_wrap_delta == o->su_wrap_delta)) {
 			int64_t delta = (int64_t)o->addr - (int64_t)p->addr;
 
 			if (delta % (int64_t)o->pitch == 0) {
@@ -749,9 +762,10 @@ static uint32_t do_mac(struct rowctx *rc, uint16_t w, struct exe_acct *acct)
 		 * (each element the same chain over k, whatever the call's n). */
 		bool b_pes = !sparse && (trans ? (int64_t)B->pe_stride == (int64_t)tn * B->pitch
 					       : (int64_t)B->pe_stride == (int64_t)tn * (int64_t)esz);
-		bool b_contig = b_pes && B->col_stride == 0;
+		bool b_contig = b_pes && B->col_stride == 0 && !(B->flags & TNPU_OPF_CPAIR);
 
-		if (b_contig && A->pe_stride == 0 && (int64_t)A->col_stride == (int64_t)tm * A->pitch) {
+		if (b_contig && A->pe_stride == 0 && (int64_t)A->col_stride == (int64_t)tm * A->pitch &&
+		    !(A->flags & TNPU_OPF_CPAIR)) {
 			/* Whole row: one call of (cols*tm) x (pes*tn) x K. */
 			err = gemm(rc, dt, trans, (size_t)cols * tm, ld, K, rc->base + A->addr, A->pitch,
 				   rc->base + B->addr, B->pitch, accp, ld, accumulate);
@@ -1106,7 +1120,7 @@ static uint32_t sfu_residual(struct rowctx *rc, unsigned a, const struct tnpu_op
 
 	if (win + 1 >= TNPU_RF_WINDOW)
 		return cfail(rc, TNPU_ERR_SFU_PARAM);
-	if (ro->flags)
+	if ((ro->flags & ~TNPU_OPF_CPAIR) || tnpu_cpair_bad(ro))
 		return cfail(rc, TNPU_ERR_OPERAND);
 	if (ro->rows != tm || ro->cols != tn)
 		return cfail(rc, TNPU_ERR_ACC_SHAPE);
@@ -1304,7 +1318,7 @@ static uint32_t do_st(struct rowctx *rc, uint16_t w)
 		return cfail(rc, TNPU_ERR_SLOT_EMPTY);
 	tm = src->tm;
 	tn = src->tn;
-	if (o->flags)
+	if ((o->flags & ~TNPU_OPF_CPAIR) || tnpu_cpair_bad(o))
 		return cfail(rc, TNPU_ERR_OPERAND);
 	if (o->rows != tm || o->cols != tn)
 		return cfail(rc, TNPU_ERR_ACC_SHAPE);

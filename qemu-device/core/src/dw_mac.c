@@ -21,7 +21,7 @@ static unsigned dw_esize(unsigned dt)
 
 static int64_t dw_pe_addr(const struct tnpu_operand *o, unsigned c, unsigned p)
 {
-	return (int64_t)o->addr + (int64_t)c * o->col_stride + (int64_t)p * o->pe_stride;
+	return tnpu_pe_addr(o, c, p);
 }
 
 /* The register file keeps decoded operand fields; re-encode the 32 raw bytes to reinterpret. */
@@ -271,7 +271,8 @@ uint64_t tnpu_dw_mcast_bytes(const struct row_state *rs, uint64_t base, unsigned
 	*hi = *lo + (box_rows - 1) * o->pitch + box_w;
 	if (prev && prev->pitch == o->pitch && prev->rows == o->rows && prev->cols == o->cols &&
 	    prev->dtype == o->dtype && prev->flags == o->flags && prev->col_stride == o->col_stride &&
-	    prev->pe_stride == o->pe_stride) {
+	    prev->pe_stride == o->pe_stride &&
+	    (!(o->flags & TNPU_OPF_CPAIR) || prev->su_wrap_delta == o->su_wrap_delta)) {
 		int64_t delta = (int64_t)o->addr - (int64_t)prev->addr;
 
 		if (delta % (int64_t)o->pitch == 0) {

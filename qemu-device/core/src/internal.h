@@ -54,6 +54,22 @@ static inline uint64_t ld64(const uint8_t *p)
 	return (uint64_t)ld32(p) | ((uint64_t)ld32(p + 4) << 32);
 }
 
+/* Per-PE rewrite of an operand record (isa.md "Operand record"): PE p of cluster c; with CPAIR the
+ * cluster's index in its pair and the pair's index each have a stride (the pair's in su_wrap_delta). */
+static inline int64_t tnpu_pe_addr(const struct tnpu_operand *o, unsigned c, unsigned p)
+{
+	if (o->flags & TNPU_OPF_CPAIR)
+		return (int64_t)o->addr + (int64_t)(c & 1) * o->col_stride + (int64_t)(c >> 1) * o->su_wrap_delta +
+		       (int64_t)p * o->pe_stride;
+	return (int64_t)o->addr + (int64_t)c * o->col_stride + (int64_t)p * o->pe_stride;
+}
+
+/* A CPAIR record is well-formed: no scalar-unit wrap (its field is the pair stride), not SPARSE. */
+static inline bool tnpu_cpair_bad(const struct tnpu_operand *o)
+{
+	return (o->flags & TNPU_OPF_CPAIR) && (o->su_wrap || (o->flags & TNPU_OPF_SPARSE));
+}
+
 /* One operand captured in an input-buffer or weight-queue slot. */
 struct slot {
 	bool valid;

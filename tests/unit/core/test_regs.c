@@ -476,7 +476,8 @@ Test(regs, counters_feature_bit_is_advertised)
 	cr_assert_eq(rd(c, TNPU_REG_CAP_FEATURES) & TNPU_FEAT_COUNTERS, TNPU_FEAT_COUNTERS);
 	cr_assert_eq(TNPU_FEAT_COUNTERS, 1u << 18);
 	cr_assert_eq(TNPU_FEAT_VEC_QADD, 1u << 20);
-	cr_assert_eq(rd(c, TNPU_REG_CAP_FEATURES), 0x1FFFFFu);	/* registers.md: bits 0..20 */
+	cr_assert_eq(TNPU_FEAT_CPAIR, 1u << 21);
+	cr_assert_eq(rd(c, TNPU_REG_CAP_FEATURES), 0x3FFFFFu);	/* registers.md: bits 0..21 */
 	tnpu_core_free(c);
 }
 

@@ -565,6 +565,73 @@ Test(pwdw, hosting_speeds_up_stride_2_pairs)
 	accel_close(dev);
 }
 
+/* Cluster pairs (CAP_FEATURES bit 21, CPAIR records) for the expansion's remainder rows: two half image
+ * rows per cluster pair (blocks of ceil(W / 2) columns, overlapping by one when W is odd) instead of one
+ * run over the rows and their padding columns.  MobileNetV2's 14 x 14 pairs are faster with them than
+ * without (sim option cpair=off) and both match the reference; MobileNet-like shapes of even and odd
+ * widths match the reference with them where they win (default), wherever they fit (cpair=all, which
+ * takes them in many cases, odd widths too) and without them. */
+Test(pwdw, cluster_pairs_for_remainder_rows)
+{
+	static const uint32_t pairs[][4] = { { 14, 96, 576, 2 }, { 14, 96, 576, 1 }, { 14, 64, 384, 1 } };
+	struct accel_dev *dev, *off, *all;
+	struct accel_caps caps;
+	uint64_t s = 0xC9A1F05Eull;
+	unsigned used = 0, used_odd = 0;
+
+	if (!test_is_sim())
+		cr_skip_test("sim options");
+	dev = open_dev("sim");
+	off = open_dev("sim:cpair=off");
+	all = open_dev("sim:cpair=all");
+	cr_assert_eq(accel_query_caps(dev, &caps), 0);
+	cr_assert(caps.features & (1u << 21));	/* CAP_FEATURES bit 21 */
+	cr_assert_eq(accel_query_caps(off, &caps), 0);
+	cr_assert(!(caps.features & (1u << 21)));
+	if (caps.rows != 4 || caps.cols != 4 || caps.pes != 16)
+		cr_skip_test("default geometry only");
+	for (unsigned i = 0; i < sizeof(pairs) / sizeof(pairs[0]); i++)
+		for (unsigned f = 0; f < 2; f++) {
+			struct pdcase t = { .n = 1, .cin = pairs[i][1], .c = pairs[i][2], .h = pairs[i][0],
+					    .w = pairs[i][0], .r = 3, .s = 3, .sh = pairs[i][3], .sw = pairs[i][3],
+					    .pt = 1, .pl = 1, .pb = 1, .pr = 1, .dh = 1, .dw = 1, .f32 = f, .qcol = true,
+					    .act_pw = f ? 2 : 1, .act_dw = f ? 2 : 1, .zmid = f ? 0 : -128,
+					    .zout = f ? 0 : -128 };
+			uint64_t cyc;
+
+			cr_assert(pd_run(dev, &t, 700 + i, ACCEL_PWDW_ONE_JOB));
+			cyc = pd_cycles;
+			cr_assert(pd_run(off, &t, 700 + i, ACCEL_PWDW_ONE_JOB));
+			cr_assert(cyc < pd_cycles, "pair %u %s: %llu cycles with cluster pairs, %llu without", i,
+				  f ? "fp32" : "int8", (unsigned long long)cyc, (unsigned long long)pd_cycles);
+		}
+	for (unsigned j = 0; j < 40; j++) {
+		uint64_t seed = xrng(&s);
+		struct pdcase t = { .n = 1 + (j % 7 == 6), .cin = 8 + (uint32_t)(seed % 40),
+				    .c = 16 * (2 + (uint32_t)(seed >> 6) % 12), .h = 6 + 4 * (uint32_t)((seed >> 12) % 5),
+				    .r = 3, .s = 3, .sh = 1 + (j % 3 != 0), .pt = 1, .pl = 1, .pb = 1, .pr = 1, .dh = 1,
+				    .dw = 1, .f32 = j % 4 == 3, .qcol = j % 5 != 4, .act_pw = 1, .act_dw = 2,
+				    .zmid = j % 4 == 3 ? 0 : -128 + (int)(j % 3), .zout = 3 };
+		uint64_t cyc;
+		bool one;
+
+		t.w = t.h - (uint32_t)(seed >> 20) % 4;	/* h 2 mod 4: remainders of 2 rows */
+		t.sw = t.sh;
+		pd_run_any(dev, &t, seed);
+		one = pd_run_any(all, &t, seed);
+		cyc = pd_cycles;
+		pd_run_any(off, &t, seed);
+		if (one && cyc != pd_cycles) {	/* another plan: the pairs' */
+			used++;
+			used_odd += t.w % 2;
+		}
+	}
+	cr_assert(used >= 6 && used_odd >= 2, "cluster pairs taken in %u cases (%u of odd width)", used, used_odd);
+	accel_close(all);
+	accel_close(off);
+	accel_close(dev);
+}
+
 /* The two-job form (ACCEL_PWDW_SPLIT, and sim:pwdw=off) gives the results the reference gives. */
 Test(pwdw, two_job_form_matches_reference)
 {

@@ -159,7 +159,8 @@ extern "C" {
 			 TNPU_FEAT_ROW_BUSY | TNPU_FEAT_SPARSE_CNT | \
 			 TNPU_FEAT_ISLANDS | TNPU_FEAT_RINGS | TNPU_FEAT_RING_DMA | TNPU_FEAT_PLAN | \
 			 TNPU_FEAT_STREAM | TNPU_FEAT_VEC | TNPU_FEAT_SFU_RESIDUAL | \
-			 TNPU_FEAT_DW_WIDE | TNPU_FEAT_COUNTERS | TNPU_FEAT_SFU_QCOL | TNPU_FEAT_VEC_QADD)
+			 TNPU_FEAT_DW_WIDE | TNPU_FEAT_COUNTERS | TNPU_FEAT_SFU_QCOL | TNPU_FEAT_VEC_QADD | \
+			 TNPU_FEAT_CPAIR)
 #define TNPU_REG_CAP_CMDBUF	0x0034	/* RO max command-buffer bytes */
 
 #define TNPU_REG_CTRL		0x0040	/* RW */
@@ -651,6 +652,8 @@ _Static_assert(offsetof(struct tnpu_operand, su_delta) == 24, "operand");
 #define TNPU_OPF_TRANS		TNPU_BIT(0)	/* weights stored N x K (rows = N, cols = K) */
 #define TNPU_OPF_SPARSE		TNPU_BIT(1)	/* weights as (value, index): cols = N, rows = slots */
 #define TNPU_OPF_MASK		0x03u
+/* CAP_FEATURES bit 21: cluster c's rewrite is (c & 1)*col_stride + (c >> 1)*su_wrap_delta (su_wrap 0) */
+#define TNPU_OPF_CPAIR		TNPU_BIT(2)
 
 enum tnpu_dtype {
 	TNPU_DTYPE_INT8 = 0,
@@ -831,6 +834,7 @@ _Static_assert(offsetof(struct tnpu_cmd_dma_bands, band_first) == 56, "dma bands
 #define TNPU_FEAT_COUNTERS	TNPU_BIT(18)	/* ring entry COUNTERS: per-job counter record (queues.md) */
 #define TNPU_FEAT_SFU_QCOL	TNPU_BIT(19)	/* SFU record op QCOL: per-column requantisation (issue #16) */
 #define TNPU_FEAT_VEC_QADD	TNPU_BIT(20)	/* VEC BINARY vflags QADD: per-operand int8 quantisation (#16) */
+#define TNPU_FEAT_CPAIR		TNPU_BIT(21)	/* operand flags CPAIR: cluster pairs, a second stride (#16) */
 
 /* Depthwise parameter record (register-file entry named by the CONFIG header's dw_rf). */
 struct tnpu_dw_param {
