@@ -105,6 +105,8 @@ Test(format, features_of_the_v1_device)
 	cr_assert_str_eq(buf, "job-counters");
 	ai_format_features(0x180000, buf, sizeof(buf));	/* SFU QCOL bit 19, VEC QADD bit 20 */
 	cr_assert_str_eq(buf, "sfu-qcol vec-qadd");
+	ai_format_features(0x200000, buf, sizeof(buf));	/* operand flag CPAIR: bit 21 */
+	cr_assert_str_eq(buf, "cluster-pairs");
 }
 
 Test(format, class_names)
