@@ -396,6 +396,18 @@ static int parse_opts(struct accel_dev *dev, struct tnpu_config *cfg, uint32_t *
 						    eq + 1);
 			continue;
 		}
+		if (!strcmp(tok, "pwdw-ovl")) {
+			if (!strcmp(eq + 1, "auto"))
+				dev->pwdw_ovl = 0;
+			else if (!strcmp(eq + 1, "off"))
+				dev->pwdw_ovl = 1;
+			else if (!strcmp(eq + 1, "all"))
+				dev->pwdw_ovl = 2;
+			else
+				return accel_seterr(dev, -EINVAL, "sim option pwdw-ovl=%s: expected auto, off or all",
+						    eq + 1);
+			continue;
+		}
 		if (!strcmp(tok, "cpair")) {
 			if (!strcmp(eq + 1, "on"))
 				dev->cpair_mode = 0;

@@ -48,6 +48,7 @@ struct pwp {
 	uint32_t nct;		/* channel tiles of gch * tn channels */
 	uint32_t sg;		/* output pixels per unit and segment (over_n: of every unit) */
 	uint32_t ru, xch, br;	/* row mode: output rows per unit, x chunks (tm = OW / xch), input rows loaded */
+	uint32_t gs;		/* row mode: rows from one row group to the next (0: gp; fewer: the groups overlap) */
 	uint32_t nsi;		/* row mode: segments per image */
 	uint32_t T;		/* pixel sub-tiles per segment */
 	uint32_t spe;		/* sub-tiles per EXE (accumulators) */

@@ -108,6 +108,12 @@ static uint32_t g_band_rows(const struct pwg *g, uint32_t ru)
 	return (ru - 1) * g->sy + (g->R - 1) * g->dy + 1;
 }
 
+/* Row mode: rows from one row group to the next (conv_pwdw.c may overlap the groups). */
+static uint64_t g_step(const struct pwp *d)
+{
+	return d->gs ? d->gs : d->gp;
+}
+
 /* Sub-tile k of a segment: unit pixels [*lo, *hi) its ST spans (an output row per pixel block in row
  * mode, tm pixels each), its tap-0 A and its output offsets from its buffer, the unit's input
  * elements (pixels; row mode: band rows) tap t reads. */
@@ -122,7 +128,7 @@ static void sub_pix(const struct pwg *g, const struct pwp *d, uint32_t k, uint64
 	} else {
 		uint64_t rg = k / d->xch, xc = k % d->xch;
 
-		*lo = rg * d->gp * g->OW + xc * d->tm;
+		*lo = rg * g_step(d) * g->OW + xc * d->tm;
 		*hi = *lo + (uint64_t)(d->gp - 1) * g->OW + d->tm;
 	}
 }
@@ -133,7 +139,8 @@ static uint64_t sub_in(const struct pwg *g, const struct pwp *d, uint32_t k)
 		return (uint64_t)k * (g->cols / 2) * d->pair * g->C * g->e;
 	if (!g->rowm)
 		return (uint64_t)k * d->gp * d->tm * g->C * g->e;
-	return (uint64_t)(k / d->xch) * d->gp * g->sy * g_prow(g) + (uint64_t)(k % d->xch) * d->tm * g->sx * g->C * g->e;
+	return (uint64_t)(k / d->xch) * g_step(d) * g->sy * g_prow(g) +
+	       (uint64_t)(k % d->xch) * d->tm * g->sx * g->C * g->e;
 }
 
 /* Row mode: SRAM bytes between output rows (packed, or the fused lowering's padded image rows). */
@@ -147,7 +154,7 @@ static uint64_t sub_out(const struct pwg *g, const struct pwp *d, uint32_t k)
 	uint64_t lo, hi;
 
 	if (g->rowm && g->orp)
-		return (uint64_t)(k / d->xch) * d->gp * g->orp + (uint64_t)(k % d->xch) * d->tm * d->ku * g->oe;
+		return (uint64_t)(k / d->xch) * g_step(d) * g->orp + (uint64_t)(k % d->xch) * d->tm * d->ku * g->oe;
 	sub_pix(g, d, k, &lo, &hi);
 	return lo * d->ku * g->oe;
 }
@@ -157,7 +164,7 @@ static void sub_reads(const struct pwg *g, const struct pwp *d, uint32_t k, uint
 	if (!g->rowm) {
 		sub_pix(g, d, k, lo, hi);
 	} else {
-		uint64_t r0 = (uint64_t)(k / d->xch) * d->gp;
+		uint64_t r0 = (uint64_t)(k / d->xch) * g_step(d);
 
 		*lo = r0 * g->sy + (uint64_t)t * g->dy;
 		*hi = (r0 + d->gp - 1) * g->sy + (uint64_t)t * g->dy + 1;
@@ -1116,8 +1123,9 @@ void pw_config(struct accel_cmdstream *cs, const struct pwg *g, const struct pwp
 	 * the run to the next; the stride from one filter row to the next */
 	uint64_t blk_in = g->rowm ? g->sy * g_prow(g) : (uint64_t)d->tm * g->C * e;
 	uint64_t blk_out = g->rowm ? g_orow(g, d) : (uint64_t)d->tm * d->ku * oe;
-	uint64_t in_step = g->rowm && d->xch > 1 ? (uint64_t)d->tm * g->sx * g->C * e : (uint64_t)d->gp * blk_in;
-	uint64_t out_step = g->rowm && d->xch > 1 ? (uint64_t)d->tm * d->ku * oe : (uint64_t)d->gp * blk_out;
+	uint64_t gstep = g->rowm ? g_step(d) : d->gp;
+	uint64_t in_step = g->rowm && d->xch > 1 ? (uint64_t)d->tm * g->sx * g->C * e : gstep * blk_in;
+	uint64_t out_step = g->rowm && d->xch > 1 ? (uint64_t)d->tm * d->ku * oe : gstep * blk_out;
 	uint64_t tap = g->rowm ? g->dy * g_prow(g) : 0;
 	uint8_t dt = p->f32 ? TNPU_DTYPE_FP32 : TNPU_DTYPE_INT8;
 	struct tnpu_operand ops[6];

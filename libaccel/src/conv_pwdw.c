@@ -22,7 +22,7 @@
  * remainder of its own mapping over the padded image's positions (padding columns included: a flat run
  * of pixel blocks), and the padding those blocks wrote is filled again before the run reads it (the
  * load engine waits for the remainder's EXE); without a remainder the last group moves up to end at
- * the last row.  The two layers' programs use different resources (instruction buffers, register
+ * the last row, or the groups overlap at one uniform step (the last one in the others' EXEs).  The two layers' programs use different resources (instruction buffers, register
  * windows, input and weight slots).  fz_sim replays the cycle model for each candidate mapping; the
  * caller falls back to two jobs when no plan fits or the device lacks what the job needs.
  */
@@ -73,6 +73,9 @@ struct fz {
 	uint8_t mix;		/* main EXEs host depthwise iterations: 0 never, 1 while their MACs hide the
 				 * windows' delivery, 2 as soon as the rows are stored */
 	uint8_t spe;		/* sub-tiles per main EXE at most (0: 4; fewer: more EXEs to host iterations) */
+	bool ovl;		/* no remainder: the groups overlap at a uniform step (pd.gs rows) instead of the
+				 * last one moving up, so it runs in the others' EXEs */
+	uint8_t ovl_mode;	/* sim option pwdw-ovl: 0 auto, 1 off, 2 all (overlapping groups where they fit) */
 	double est;
 };
 
@@ -172,7 +175,7 @@ struct fz_exe {
 
 static unsigned fz_exes(const struct fz *z, const struct fz_seg *q, struct fz_exe *ex)
 {
-	uint32_t xch = z->pd.xch, T = q->ng * xch, Tm = (q->ng - (q->shift ? 1 : 0)) * xch, m;
+	uint32_t xch = z->pd.xch, T = q->ng * xch, Tm = (q->ng - (q->shift && !z->ovl ? 1 : 0)) * xch, m;
 	uint32_t spe = z->spe ? z->spe : TNPU_NUM_ACCS;
 	unsigned n = 0;
 
@@ -270,6 +273,14 @@ static void fz_row_span(const struct fz *z, const struct fz_seg *q, int64_t j, u
 	if (z->rem) {	/* groups of gp rows after the remainder's */
 		first = (r - q->rr) % gp == 0;
 		last = (r - q->rr) % gp == gp - 1;
+	} else if (z->ovl) {	/* groups [k * gs, k * gs + gp): a span starts before r / ends after it */
+		int64_t gs = z->pd.gs;
+
+		first = last = true;
+		for (int64_t k = 0; k < (int64_t)q->ng; k++) {
+			first &= !(k * gs < r && r < k * gs + gp);
+			last &= !(k * gs <= r && r < k * gs + gp - 1);
+		}
 	} else {	/* the last group moved up: its rows are in two groups' spans */
 		int64_t ls = (int64_t)q->nr - gp;
 
@@ -914,7 +925,7 @@ static void fz_keep(const struct accel_caps *c, struct fz *z, bool dw_sfu, uint8
 {
 	static const uint8_t spes[] = { 0, 2, 1 };
 
-	for (uint8_t mix = host == 3 ? 2 : host == 2; mix < (host == 1 ? 1 : 3); mix++)
+	for (uint8_t mix = host == 3 ? 2 : host == 2; mix < (host == 1 || z->ovl ? 1 : 3); mix++)
 		for (unsigned i = host == 3 ? 2 : 0; i < (mix ? 3u : 1u); i++) {
 			z->mix = mix;
 			z->spe = spes[i];
@@ -944,8 +955,36 @@ static bool fz_set_main(struct fz *z, unsigned map, uint32_t nct, uint32_t xch)
 	return T <= PW_MAX_SUB && T <= FZ_MAX_EXES;
 }
 
-/* Every main mapping (each with the last group moved, or a remainder of every mapping) on z's
- * depthwise plan. */
+/* Overlapping groups for z's main plan (no remainder): every segment's ng >= 2 groups of gp rows at
+ * one uniform step gs < gp ((ng - 1) * gs = nr - gp: the rows two groups share are computed twice,
+ * written twice with the same values), so the last group needs no EXE of its own; false if a segment
+ * has no such step or the segments' steps differ (one program's records). */
+static bool fz_set_ovl(struct fz *z)
+{
+	uint32_t gp = z->pd.gp, gs = 0;
+
+	for (uint32_t s = 0; s < z->d.nseg; s++) {
+		struct fz_seg q = fz_seg_at(z, s);
+		uint32_t t;
+
+		if (!q.nr)
+			continue;
+		if (q.ng < 2 || !q.shift || (q.nr - gp) % (q.ng - 1))
+			return false;
+		t = (q.nr - gp) / (q.ng - 1);
+		if (gs && t != gs)
+			return false;
+		gs = t;
+	}
+	if (!gs)
+		return false;
+	z->ovl = true;
+	z->pd.gs = gs;
+	return true;
+}
+
+/* Every main mapping (each with the last group moved, or overlapping, or a remainder of every
+ * mapping) on z's depthwise plan. */
 static void fz_try_mains(const struct accel_caps *c, struct fz *z, bool dw_sfu, uint8_t host, struct fz *best,
 			 bool *found)
 {
@@ -963,6 +1002,8 @@ static void fz_try_mains(const struct accel_caps *c, struct fz *z, bool dw_sfu, 
 	for (unsigned map = 0; map < 4; map++)
 		for (uint32_t nct = 1; nct <= 8; nct++)
 			for (uint32_t xch = 1; xch <= 8; xch++) {
+				bool ov = false;
+
 				z->rem = false;
 				if (!fz_set_main(z, map, nct, xch))
 					continue;
@@ -975,10 +1016,22 @@ static void fz_try_mains(const struct accel_caps *c, struct fz *z, bool dw_sfu, 
 				z->rem = false;
 				/* or the last group moved up (every segment has gp rows); not with sim option
 				 * cpair=all where cluster pairs fit */
-				if (z->pd.gp <= min_nr && !(z->pg.cpair == 2 && nr && (top[0] & 4)))
-					fz_keep(c, z, dw_sfu, host, best, found);
+				if (z->pd.gp <= min_nr && !(z->pg.cpair == 2 && nr && (top[0] & 4))) {
+					/* or the groups overlapping at a uniform step, all in the same EXEs (sim
+					 * option pwdw-ovl: off never, all only they, where they fit) */
+					ov = z->ovl_mode != 1 && fz_set_ovl(z);
+
+					z->ovl = false;
+					z->pd.gs = 0;
+					if (!ov || z->ovl_mode != 2)
+						fz_keep(c, z, dw_sfu, host, best, found);
+					if (ov && fz_set_ovl(z))
+						fz_keep(c, z, dw_sfu, host, best, found);
+					z->ovl = false;
+					z->pd.gs = 0;
+				}
 				z->rem = true;
-				for (unsigned t = 0; t < nr; t++)
+				for (unsigned t = 0; t < nr && !(ov && z->ovl_mode == 2); t++)
 					if (fz_rem_plan(z, top[t] & 0xFF, top[t] >> 8))
 						fz_keep(c, z, dw_sfu, host, best, found);
 			}
@@ -1055,6 +1108,9 @@ static bool fz_plan(const struct accel_caps *c, struct fz *z, bool dw_sfu, uint8
 		est[i] = 1e300;
 		fz_set_dw(&y, &dws[i], guard[i]);
 		if (!fz_set_main(&y, map, a.pd.nct, a.pd.xch))
+			continue;
+		y.ovl = false;
+		if (a.ovl && !fz_set_ovl(&y))
 			continue;
 		y.rem = a.rem;
 		ok = !y.rem || fz_rem_plan(&y, (a.rd.cl_pix ? 1 : 0) | (a.rd.pe_pix ? 2 : 0) | (a.rd.pair ? 4 : 0),
@@ -1264,7 +1320,7 @@ struct fz_key {
 	struct dwg g;
 	struct pwg pg;
 	uint32_t ops_p, ops_q;
-	uint8_t dw_sfu, one_job, pw_mode, dw_map, stream_off, conv_mode, no_direct, force_direct, host;
+	uint8_t dw_sfu, one_job, pw_mode, dw_map, stream_off, conv_mode, no_direct, force_direct, host, ovl;
 };
 
 struct pwdw_cache {
@@ -1302,6 +1358,7 @@ static void fz_key(const struct accel_dev *dev, const struct mm_ctx *x, const st
 	k->no_direct = x->no_direct;
 	k->force_direct = x->force_direct;
 	k->host = dev->pwdw_host;
+	k->ovl = dev->pwdw_ovl;
 }
 
 /* The cached entry for key k (-1 none). */
@@ -1379,6 +1436,7 @@ static int fz_lower(struct accel_dev *dev, struct mm_ctx *x, const struct accel_
 	z.g.wide = (c->features & TNPU_FEAT_DW_WIDE) && !dev->dw_narrow;
 	z.g.rate_mc = z.g.wide ? TNPU_RATE_WIDE_MCAST : c->rate_dispatch;
 	z.g.fused = true;
+	z.ovl_mode = dev->pwdw_ovl;
 	if (z.g.R > 255 || z.g.S > 255 || z.g.C > 65535 || cp->input->shape[1] > 65535) {
 		*why = "a dimension beyond the depthwise block's fields";
 		return 1;

@@ -59,6 +59,9 @@ struct accel_dev {
 	uint8_t pwdw_host;	/* sim option pwdw-host=auto|off|on|all (0..3): the fused job's main EXEs host
 				 * depthwise iterations when faster / never / in every plan / in plans of one
 				 * sub-tile per EXE, as soon as the rows are stored (tests; conv_pwdw.c) */
+	uint8_t pwdw_ovl;	/* sim option pwdw-ovl=auto|off|all (0..2): the fused job's row groups overlap
+				 * (no EXE of its own for the last one) when faster / never / wherever they can
+				 * (before/after figures, tests; conv_pwdw.c) */
 	bool qcol_off;		/* sim option qcol=off: CAP_FEATURES without bit 19 (SFU QCOL) */
 	bool qadd_off;		/* sim option qadd=off: CAP_FEATURES without bit 20 (VEC QADD) */
 	uint8_t cpair_mode;	/* sim option cpair: 0 on, 1 off (CAP_FEATURES without bit 21, CPAIR operands),

@@ -632,6 +632,77 @@ Test(pwdw, cluster_pairs_for_remainder_rows)
 	accel_close(dev);
 }
 
+/* Overlapping row groups (no remainder, rows no multiple of the groups' gp rows): the groups at one
+ * uniform step, the rows two groups share computed twice, instead of the last group moved up into an
+ * EXE of its own.  MobileNetV2's 7 x 7 x 960 pair is faster with them than without (sim option
+ * pwdw-ovl=off) and both match the reference; MobileNet-like shapes (several segments on small storage
+ * units, batches, the 2 x 2 x 4 geometry) match the reference wherever they fit (pwdw-ovl=all). */
+Test(pwdw, overlapping_row_groups_match_reference)
+{
+	static const struct {
+		const char *all, *off;
+		uint32_t cases, min_used;
+	} cfgs[] = {
+		{ "sim:pwdw-ovl=all", "sim:pwdw-ovl=off", 30, 12 },
+		{ "sim:sram=262144,pwdw-ovl=all", "sim:sram=262144,pwdw-ovl=off", 16, 3 },
+		{ "sim:rows=2,cols=2,pes=4,sram=65536,pwdw-ovl=all", "sim:rows=2,cols=2,pes=4,sram=65536,pwdw-ovl=off",
+		  30, 5 },
+	};
+	struct pdcase p7 = { .n = 1, .cin = 160, .c = 960, .h = 7, .w = 7, .r = 3, .s = 3, .sh = 1, .sw = 1, .pt = 1,
+			     .pl = 1, .pb = 1, .pr = 1, .dh = 1, .dw = 1, .qcol = true, .act_pw = 1, .act_dw = 1,
+			     .zmid = -128, .zout = -128 };
+	/* half the cases of heights whose rows a uniform step covers (groups of 4 rows: 5, 6, 7, 10, 13, 19;
+	 * of 2: 3) or not */
+	static const uint32_t hs[8] = { 5, 6, 7, 10, 13, 3, 18, 19 };
+	struct accel_dev *dev, *off;
+	struct accel_caps caps;
+	uint64_t s = 0x0F1A7E5Dull, cyc;
+
+	if (!test_is_sim())
+		cr_skip_test("sim options");
+	dev = open_dev("sim");
+	off = open_dev("sim:pwdw-ovl=off");
+	cr_assert_eq(accel_query_caps(dev, &caps), 0);
+	if (caps.rows == 4 && caps.cols == 4 && caps.pes == 16) {
+		cr_assert(pd_run(dev, &p7, 900, ACCEL_PWDW_ONE_JOB));
+		cyc = pd_cycles;
+		cr_assert(pd_run(off, &p7, 900, ACCEL_PWDW_ONE_JOB));
+		cr_assert(cyc < pd_cycles, "7 x 7 x 960: %llu cycles with overlapping groups, %llu without",
+			  (unsigned long long)cyc, (unsigned long long)pd_cycles);
+	}
+	accel_close(off);
+	accel_close(dev);
+	for (unsigned i = 0; i < sizeof(cfgs) / sizeof(cfgs[0]); i++) {
+		unsigned used = 0;
+
+		dev = open_dev(cfgs[i].all);
+		off = open_dev(cfgs[i].off);
+		cr_assert_eq(accel_query_caps(dev, &caps), 0);
+		for (unsigned j = 0; j < cfgs[i].cases; j++) {
+			uint64_t seed = xrng(&s);
+			/* 3 x 3, stride 1 or 2, pad 1, heights of every residue mod 4 */
+			struct pdcase t = { .n = 1 + (j % 5 == 4), .cin = 8 + (uint32_t)(seed % 40),
+					    .c = caps.rows * caps.pes * (1 + (uint32_t)(seed >> 6) % 6),
+					    .h = j % 2 ? hs[(seed >> 12) % 8] : 5 + (uint32_t)(seed >> 12) % 40, .r = 3, .s = 3, .sh = 1 + (j % 3 == 2),
+					    .pt = 1, .pl = 1, .pb = 1, .pr = 1, .dh = 1, .dw = 1, .f32 = j % 4 == 3,
+					    .qcol = j % 6 != 5, .act_pw = 1, .act_dw = 2,
+					    .zmid = j % 4 == 3 ? 0 : -128 + (int)(j % 3), .zout = 3 };
+			bool one;
+
+			t.w = t.h > 4 ? t.h - (uint32_t)(seed >> 20) % 4 : t.h;
+			t.sw = t.sh;
+			one = pd_run_any(dev, &t, seed);
+			cyc = pd_cycles;
+			if (one && pd_run_any(off, &t, seed) && cyc != pd_cycles)	/* another plan: overlapping */
+				used++;
+		}
+		cr_assert(used >= cfgs[i].min_used, "%s: overlapping groups taken in %u of %u cases", cfgs[i].all, used,
+			  cfgs[i].cases);
+		accel_close(off);
+		accel_close(dev);
+	}
+}
+
 /* The two-job form (ACCEL_PWDW_SPLIT, and sim:pwdw=off) gives the results the reference gives. */
 Test(pwdw, two_job_form_matches_reference)
 {
