@@ -169,8 +169,11 @@ ACCEL_API int accel_tensor_check(const struct accel_tensor *t);
 struct accel_submit {
 	struct accel_job *const *deps;	/* jobs that must complete before this one starts */
 	uint32_t n_deps;
-	uint32_t flags;			/* must be 0 */
+	uint32_t flags;			/* 0 or ACCEL_SUBMIT_KEEP */
 };
+
+/* accel_submit.flags: keep the job's command buffers so accel_job_replay can run them again. */
+#define ACCEL_SUBMIT_KEEP 0x1u
 
 /* Per-job device counters (sum over the job's hardware command buffers). */
 struct accel_counters {
@@ -204,6 +207,19 @@ ACCEL_API int accel_job_wait(struct accel_job *job, int64_t timeout_ns);
 ACCEL_API int accel_job_counters(struct accel_job *job, struct accel_counters *out);
 /* Release a job (waits for it if still running). NULL is a no-op. */
 ACCEL_API void accel_job_free(struct accel_job *job);
+/*
+ * Run a job's commands again, as a new job *out, without lowering the operation again: the same
+ * operation on the same buffers at the same offsets (their contents may change between runs), after
+ * the jobs in sub (sub->flags: 0 or ACCEL_SUBMIT_KEEP, which the new job inherits anyway).  The job
+ * must come from a submission with ACCEL_SUBMIT_KEEP or from accel_job_replay; it may still be
+ * running or have failed.  Its command buffers and the library's own constants live until the last
+ * job that shares them is freed.  An automatic operation (accel_auto_gemm, accel_auto_conv2d) replays
+ * the path its first lowering chose from the data.  -EINVAL: no job or out, unknown sub->flags;
+ * -EOPNOTSUPP: the job kept no commands (submitted without ACCEL_SUBMIT_KEEP, or an operation that
+ * ran on the host); -ESTALE: a buffer the commands use was freed; -ECANCELED: a dependency failed;
+ * else the submission's error.
+ */
+ACCEL_API int accel_job_replay(struct accel_job *job, const struct accel_submit *sub, struct accel_job **out);
 
 /* ---- job timelines (sim backend) --------------------------------------------------------- */
 /*

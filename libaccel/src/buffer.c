@@ -30,6 +30,7 @@ int accel_buffer_alloc(struct accel_dev *dev, uint64_t size, struct accel_buffer
 		free(b);
 		return ret;
 	}
+	b->serial = ++dev->buf_serial;
 	accel_obj_add(&dev->objs, &b->link, ACCEL_OBJ_BUFFER);
 	*out = b;
 	return 0;

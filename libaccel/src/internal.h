@@ -74,6 +74,7 @@ struct accel_dev {
 	struct accel_island islands[ACCEL_MAX_ISLANDS];
 	uint32_t ring_mem;	/* on-chip ring-memory bytes, 0 = no ring DMA */
 	uint32_t rings;		/* ring descriptors per job, 0 = no rings */
+	uint64_t buf_serial;	/* the last accel_buffer.serial given */
 	struct accel_link jobs;	/* live jobs (waited for and freed first by accel_close) */
 	struct accel_link objs;	/* live buffers, graphs, packed weights, command streams (newest at next) */
 };
@@ -87,6 +88,8 @@ struct accel_buffer {
 	uint64_t va;
 	uint32_t handle;	/* drm GEM handle */
 	uint32_t pad;
+	uint64_t serial;	/* unique per device (accel_buffer_alloc): a kept stream's check that its
+				 * buffers are the ones it was lowered for, not new ones at a freed address */
 	void *priv;
 	/* A library object's pointer to this buffer (a plan's device copy): cleared when the buffer is
 	 * freed, so accel_close can free it while the object lives on. */
@@ -113,6 +116,25 @@ struct accel_job {
 	int status;		/* 1 = not yet known */
 	struct accel_counters sum;
 	struct accel_buffer *owned[4];	/* library-internal buffers (constants), freed with the job */
+	unsigned n_owned;
+	struct accel_kept *kept;	/* ACCEL_SUBMIT_KEEP: the commands, shared with its replays */
+};
+
+/*
+ * A job's command stream kept for accel_job_replay: the bytes, segment cuts and referenced buffers
+ * (with their serials), and the library constants the commands read (moved here from the job).
+ * Shared by the job and its replays; freed with the last of them.
+ */
+struct accel_kept {
+	unsigned refs;
+	uint8_t *buf;
+	size_t len;
+	size_t *cuts;
+	unsigned n_cuts;
+	struct accel_buffer **bos;
+	uint64_t *serials;
+	unsigned n_bos;
+	struct accel_buffer *owned[4];
 	unsigned n_owned;
 };
 
@@ -152,6 +174,8 @@ void cs_dispatch(struct accel_cmdstream *cs, unsigned flags, unsigned row, unsig
 		 const void *pkt, uint32_t len);
 void cs_sem(struct accel_cmdstream *cs, bool signal, unsigned flags, unsigned engine, unsigned sem, unsigned count);
 int cs_submit(struct accel_cmdstream *cs, const struct accel_submit *sub, struct accel_job **job);
+/* submit.c: drop a reference to a kept stream (frees it and its constants with the last) */
+void accel_kept_put(struct accel_kept *k);
 
 /* program.c */
 struct accel_program {

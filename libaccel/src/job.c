@@ -123,6 +123,7 @@ void accel_job_free(struct accel_job *job)
 			job->dev->ops->hw_release(job->dev, &job->hw[i]);
 	for (unsigned i = 0; i < job->n_owned; i++)
 		accel_buffer_free(job->owned[i]);
+	accel_kept_put(job->kept);
 	accel_obj_del(&job->link);
 	free(job->hw);
 	free(job);
@@ -131,8 +132,13 @@ void accel_job_free(struct accel_job *job)
 int accel_op_finish_owned(struct accel_dev *dev, struct accel_job *j, struct accel_buffer **owned, unsigned n,
 			  struct accel_job **job)
 {
-	for (unsigned i = 0; i < n && j->n_owned < 4; i++)
-		j->owned[j->n_owned++] = owned[i];
+	/* kept commands read the constants: they live as long as the last replay */
+	for (unsigned i = 0; i < n; i++) {
+		if (j->kept && j->kept->n_owned < 4)
+			j->kept->owned[j->kept->n_owned++] = owned[i];
+		else if (!j->kept && j->n_owned < 4)
+			j->owned[j->n_owned++] = owned[i];
+	}
 	return accel_op_finish(dev, j, job);
 }
 

@@ -139,7 +139,9 @@ ONNX_API int onnx_run_profile(struct onnx_model *m, struct accel_dev *dev, const
  * not read): fused steps, one activation arena laid out by live ranges, the weights packed into one
  * device buffer uploaded here, once.  onnx_compiled_run() then runs it any number of times: the
  * device steps between two host steps are submitted as a chain of asynchronous jobs, each depending
- * on the one before, with no host copy in between.  The model must outlive the compiled form.
+ * on the one before, with no host copy in between; the first run keeps each device step's commands
+ * and later runs replay them (accel_job_replay) instead of lowering the steps again, unless compiled
+ * with ONNX_COMPILE_NO_REPLAY.  The model must outlive the compiled form.
  * Errors: negative errno, message in onnx_compiled_error() (compile: in err).
  */
 struct onnx_compiled;
@@ -148,6 +150,8 @@ struct onnx_compiled;
 #define ONNX_COMPILE_NO_VIEWS 0x4u	/* Split/Slice/Gather/Concat as host steps, no in-place Concat inputs */
 #define ONNX_COMPILE_NCHW 0x8u	/* every activation NCHW (no NHWC layout pass; comparisons, tests) */
 #define ONNX_COMPILE_NO_PWDW 0x10u	/* no expansion + depthwise fusion (accel_conv2d_pwdw); the rest as usual */
+#define ONNX_COMPILE_NO_REPLAY 0x20u	/* every run lowers its device steps again (default: the first run keeps
+					 * their commands, later runs replay them: accel_job_replay) */
 ONNX_API int onnx_compile(struct onnx_model *m, struct accel_dev *dev, const struct onnx_tensor *shapes, unsigned n_shapes,
 		 unsigned flags, struct onnx_compiled **out, char *err, size_t errlen);
 ONNX_API int onnx_compiled_run(struct onnx_compiled *cm, const struct onnx_tensor *inputs, unsigned n_inputs,

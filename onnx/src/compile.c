@@ -317,6 +317,7 @@ void onnx_compiled_free(struct onnx_compiled *cm)
 {
 	if (!cm)
 		return;
+	cm_drop_kept(cm);
 	accel_buffer_free(cm->arena);
 	accel_buffer_free(cm->wbuf);
 	free(cm->vals);

@@ -123,10 +123,17 @@ struct onnx_compiled {
 	unsigned n_before;	/* graph nodes left to run after the loader's folding */
 	unsigned n_device, n_host, n_alias, n_fused;
 	uint8_t *qrole;		/* per graph node: the QDQ matcher's role (compile_qdq.c), compile time only */
+	/* Replays (compiled_run.c): the jobs of device step i's first run, kept (ACCEL_SUBMIT_KEEP) at
+	 * tmpl[i * CS_MAX_JOBS + k], k < tmpl_n[i]; later runs replay them instead of lowering again.
+	 * tmpl_off[i]: the step's jobs keep no commands (an operation run on the host): lowered each run. */
+	struct accel_job **tmpl;
+	uint8_t *tmpl_n, *tmpl_off;
 	char err[512];
 };
 
 int cm_seterr(struct onnx_compiled *cm, int err, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
+/* Free the kept jobs of every step (compiled_run.c): before the buffers they use. */
+void cm_drop_kept(struct onnx_compiled *cm);
 /* Lower graph node i into step s (compile_lower.c); the probe tensors of its outputs are set. */
 int cm_lower_node(struct onnx_compiled *cm, unsigned i, struct cstep *s);
 /* Fusion: an element-wise step whose only consumer is a Relu takes it. */

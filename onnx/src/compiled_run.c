@@ -4,7 +4,10 @@
  * step is submitted at once as an asynchronous job depending on the previous device job (one chain,
  * which also orders the arena's reuse of freed ranges); a host step first waits for the chain, reads
  * its inputs from the arena, runs the node-by-node kernel and writes its outputs back.  The outputs
- * are copied out after the last job.  Weights are never uploaded here.
+ * are copied out after the last job.  Weights are never uploaded here.  A device step's first run
+ * keeps its jobs' commands (ACCEL_SUBMIT_KEEP) and later runs replay them (accel_job_replay): the
+ * buffers and offsets never change between runs, only the arena's contents, so lowering the same
+ * step again would only produce the same commands (in a TCG guest it cost a fifth of a batch).
  */
 #include <stdio.h>
 #include <stdlib.h>
@@ -16,6 +19,8 @@
 struct run_state {
 	struct onnx_compiled *cm;
 	struct accel_job **jobs;
+	bool *kept;		/* jobs[i] is also a step's kept job (cm->tmpl): waited for, not freed */
+	int rec;		/* the step whose first run is being kept, -1 none */
 	int *job_node;		/* with prof: the graph node (its step's anchor) of each job */
 	unsigned n_jobs, done;	/* submitted; retired (waited and freed) */
 	struct accel_job *prev;	/* the chain's last job */
@@ -31,13 +36,29 @@ static double now_ms(void)
 	return (double)ts.tv_sec * 1e3 + (double)ts.tv_nsec / 1e6;
 }
 
-/* A submitted job of step s (the chain's newest: the next one depends on it). */
+/* A submitted job of step s (the chain's newest: the next one depends on it); while the step's first
+ * run is kept (rs->rec), also one of its kept jobs. */
 static void push_job(struct run_state *rs, const struct cstep *s, struct accel_job *job)
 {
+	struct onnx_compiled *cm = rs->cm;
+	int si = (int)(s - cm->steps);
+
 	if (rs->prof)
 		rs->job_node[rs->n_jobs] = s->node;
+	rs->kept[rs->n_jobs] = false;
+	if (rs->rec == si && cm->tmpl_n[si] < CS_MAX_JOBS) {
+		cm->tmpl[(size_t)si * CS_MAX_JOBS + cm->tmpl_n[si]++] = job;
+		rs->kept[rs->n_jobs] = true;
+	}
 	rs->jobs[rs->n_jobs++] = job;
 	rs->prev = job;
+}
+
+/* The submission options of a step's next job: after the chain's last job; kept while recording. */
+static struct accel_submit next_sub(struct run_state *rs)
+{
+	return (struct accel_submit){ .deps = &rs->prev, .n_deps = rs->prev ? 1 : 0,
+				      .flags = rs->rec >= 0 ? ACCEL_SUBMIT_KEEP : 0 };
 }
 
 static void counters_add(struct accel_counters *d, const struct accel_counters *k)
@@ -70,7 +91,8 @@ static int retire(struct run_state *rs, unsigned upto)
 			if (rs->prof)
 				counters_add(&rs->prof[rs->job_node[i]].counters, &k);
 		}
-		accel_job_free(rs->jobs[i]);
+		if (!rs->kept[i])
+			accel_job_free(rs->jobs[i]);
 		rs->jobs[i] = NULL;
 	}
 	rs->done = upto;
@@ -127,13 +149,13 @@ static int step_err(struct onnx_compiled *cm, const struct cstep *s, int ret, co
 			 p->op_type, what, accel_last_error(cm->dev));
 }
 
-/* An int8 QDQ step: its jobs (compile_qdq.c), each depending on the one before. */
-static int submit_qdq(struct run_state *rs, const struct cstep *s)
+/* An int8 QDQ step: its jobs from k0 on (compile_qdq.c), each depending on the one before. */
+static int submit_qdq(struct run_state *rs, const struct cstep *s, unsigned k0)
 {
 	struct onnx_compiled *cm = rs->cm;
 
-	for (unsigned k = 0;; k++) {
-		struct accel_submit sub = { .deps = &rs->prev, .n_deps = rs->prev ? 1 : 0 };
+	for (unsigned k = k0;; k++) {
+		struct accel_submit sub = next_sub(rs);
 		struct accel_job *job = NULL;
 		const char *what = "";
 		int ret = cm_qdq_job(cm, s, k, &sub, &job, &what);
@@ -213,10 +235,10 @@ static void conv_desc(const struct onnx_compiled *cm, const struct cstep *s, str
 	}
 }
 
-static int submit_step(struct run_state *rs, const struct cstep *s)
+static int lower_step(struct run_state *rs, const struct cstep *s)
 {
 	struct onnx_compiled *cm = rs->cm;
-	struct accel_submit sub = { .deps = &rs->prev, .n_deps = rs->prev ? 1 : 0 };
+	struct accel_submit sub = next_sub(rs);
 	struct accel_tensor x, w, y, bt, b2, rt;
 	struct accel_job *job = NULL;
 	const char *what = "";
@@ -404,7 +426,7 @@ static int submit_step(struct run_state *rs, const struct cstep *s)
 	}
 	default:
 		if (CS_IS_QDQ(s->kind))
-			return submit_qdq(rs, s);
+			return submit_qdq(rs, s, 0);
 		break;
 	}
 	if (ret) {
@@ -416,6 +438,75 @@ static int submit_step(struct run_state *rs, const struct cstep *s)
 	push_job(rs, s, job);
 	/* the oldest ones: the newest stays as the next step's dependency */
 	return rs->n_jobs - rs->done > MAX_IN_FLIGHT ? retire(rs, rs->n_jobs - MAX_IN_FLIGHT / 2) : 0;
+}
+
+
+/* Free step si's kept jobs of an earlier run (none of them is in this run's chain). */
+static void drop_kept(struct onnx_compiled *cm, unsigned si)
+{
+	for (unsigned k = 0; k < cm->tmpl_n[si]; k++) {
+		accel_job_free(cm->tmpl[(size_t)si * CS_MAX_JOBS + k]);
+		cm->tmpl[(size_t)si * CS_MAX_JOBS + k] = NULL;
+	}
+	cm->tmpl_n[si] = 0;
+}
+
+/* Step si's first run failed after keeping some jobs: they are this run's chain's to free. */
+static void unkeep(struct run_state *rs, unsigned si, unsigned first)
+{
+	struct onnx_compiled *cm = rs->cm;
+
+	for (unsigned k = 0; k < cm->tmpl_n[si]; k++) {
+		unsigned i = first + k;
+
+		if (i < rs->done)	/* already waited for and dropped from the chain */
+			accel_job_free(cm->tmpl[(size_t)si * CS_MAX_JOBS + k]);
+		else
+			rs->kept[i] = false;
+		cm->tmpl[(size_t)si * CS_MAX_JOBS + k] = NULL;
+	}
+	cm->tmpl_n[si] = 0;
+}
+
+/*
+ * A device step: the replays of its kept jobs, or its lowering (kept when it is the step's first
+ * run).  A replay refused (-EOPNOTSUPP: the operation ran on the host, so no commands were kept;
+ * -ESTALE: a buffer of its commands is gone) lowers the step's remaining jobs instead; the step is
+ * kept again on its next run unless it keeps no commands.
+ */
+static int submit_step(struct run_state *rs, const struct cstep *s)
+{
+	struct onnx_compiled *cm = rs->cm;
+	unsigned si = (unsigned)(s - cm->steps), first = rs->n_jobs, k = 0;
+	int ret;
+
+	if (cm->tmpl && cm->tmpl_n[si]) {
+		for (; k < cm->tmpl_n[si]; k++) {
+			struct accel_submit sub = next_sub(rs);
+			struct accel_job *job = NULL;
+
+			ret = accel_job_replay(cm->tmpl[(size_t)si * CS_MAX_JOBS + k], &sub, &job);
+			if (ret)
+				break;
+			push_job(rs, s, job);
+			if (rs->n_jobs - rs->done > MAX_IN_FLIGHT && (ret = retire(rs, rs->n_jobs - MAX_IN_FLIGHT / 2)))
+				return ret;
+		}
+		if (k == cm->tmpl_n[si])
+			return 0;
+		if (ret != -EOPNOTSUPP && ret != -ESTALE)
+			return step_err(cm, s, ret, "accel_job_replay");
+		cm->tmpl_off[si] = ret == -EOPNOTSUPP;
+		drop_kept(cm, si);
+		if (k)		/* only a QDQ step has more than one job */
+			return submit_qdq(rs, s, k);
+	}
+	rs->rec = cm->tmpl && !cm->tmpl_off[si] ? (int)si : -1;
+	ret = lower_step(rs, s);
+	if (rs->rec >= 0 && ret)
+		unkeep(rs, si, first);
+	rs->rec = -1;
+	return ret;
 }
 
 /* UINT8 values live in the arena as int8 (value - 128, the byte ^ 0x80) and the int8 steps' 4-D
@@ -567,7 +658,7 @@ static int compiled_run(struct onnx_compiled *cm, const struct onnx_tensor *inpu
 {
 	struct onnx_model *m = cm->m;
 	struct onnx_run_stats local;
-	struct run_state rs = { .cm = cm, .stats = stats ? stats : &local, .prof = prof };
+	struct run_state rs = { .cm = cm, .stats = stats ? stats : &local, .prof = prof, .rec = -1 };
 	double t0 = now_ms();
 	int ret, r2;
 
@@ -577,10 +668,23 @@ static int compiled_run(struct onnx_compiled *cm, const struct onnx_tensor *inpu
 		return cm_seterr(cm, -EINVAL, "the model has %u outputs, %u requested", m->n_outputs, n_outputs);
 	for (unsigned i = 0; i < n_outputs; i++)
 		memset(&outputs[i], 0, sizeof(outputs[i]));
+	if (!cm->tmpl && !(cm->flags & ONNX_COMPILE_NO_REPLAY)) {
+		size_t n = cm->n_steps ? cm->n_steps : 1;
+
+		cm->tmpl = calloc(n * CS_MAX_JOBS, sizeof(*cm->tmpl));
+		cm->tmpl_n = calloc(n, 1);
+		cm->tmpl_off = calloc(n, 1);
+		if (!cm->tmpl || !cm->tmpl_n || !cm->tmpl_off) {
+			cm_drop_kept(cm);
+			return cm_seterr(cm, -ENOMEM, "out of memory");
+		}
+	}
 	rs.jobs = calloc(cm->n_steps ? (size_t)cm->n_steps * CS_MAX_JOBS : 1, sizeof(*rs.jobs));
+	rs.kept = calloc(cm->n_steps ? (size_t)cm->n_steps * CS_MAX_JOBS : 1, sizeof(*rs.kept));
 	rs.job_node = prof ? calloc(cm->n_steps ? (size_t)cm->n_steps * CS_MAX_JOBS : 1, sizeof(int)) : NULL;
-	if (!rs.jobs || (prof && !rs.job_node)) {
+	if (!rs.jobs || !rs.kept || (prof && !rs.job_node)) {
 		free(rs.jobs);
+		free(rs.kept);
 		free(rs.job_node);
 		return cm_seterr(cm, -ENOMEM, "out of memory");
 	}
@@ -632,8 +736,21 @@ static int compiled_run(struct onnx_compiled *cm, const struct onnx_tensor *inpu
 		if (!m->vals[v].is_const)
 			onnx_tensor_release(&m->vals[v].t);
 	free(rs.jobs);
+	free(rs.kept);
 	free(rs.job_node);
 	return ret;
+}
+
+void cm_drop_kept(struct onnx_compiled *cm)
+{
+	if (cm->tmpl && cm->tmpl_n)
+		for (unsigned si = 0; si < cm->n_steps; si++)
+			drop_kept(cm, si);
+	free(cm->tmpl);
+	free(cm->tmpl_n);
+	free(cm->tmpl_off);
+	cm->tmpl = NULL;
+	cm->tmpl_n = cm->tmpl_off = NULL;
 }
 
 int onnx_compiled_run(struct onnx_compiled *cm, const struct onnx_tensor *inputs, unsigned n_inputs,

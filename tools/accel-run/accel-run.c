@@ -5,8 +5,8 @@
  *   accel-run MODEL.onnx [--input in.pb ... | --random-input [--seed N] [--shape NAME=D0xD1x... ...]]
  *             [--expect out.pb ...] [--device PATH|sim] [--cpu] [--atol A] [--rtol R] [--itol N]
  *             [--save-outputs PREFIX] [--info] [--repeat N] [--profile [--trace FILE]]
- *             [--no-compile] [--save-compiled FILE] [--compiled FILE]
- *   accel-run MODEL.onnx --mnist IMAGES LABELS [--batch N] [--device PATH|sim] [--cpu] [--no-compile]
+ *             [--no-compile | --no-replay] [--save-compiled FILE] [--compiled FILE]
+ *   accel-run MODEL.onnx --mnist IMAGES LABELS [--batch N] [--device PATH|sim] [--cpu] [--no-compile | --no-replay]
  *             [--save-predictions FILE] [--reference-predictions FILE]
  *
  * Prints each output (name, type, shape, leading values) or, with --expect, PASS/FAIL per output
@@ -15,7 +15,8 @@
  * Perfetto trace.  --mnist classifies an idx image file (e.g. Fashion-MNIST's t10k set) on the device
  * and on the CPU reference and prints both accuracies.  On a device the model is compiled once for the
  * inputs' shapes (onnx_compile) and every run uses the compiled form; --no-compile runs node by node
- * (as --profile does), --save-compiled/--compiled write/read the compiled form (onnx.md, "The compiler").
+ * (as --profile does), --no-replay lowers every run's device steps again (ONNX_COMPILE_NO_REPLAY),
+ * --save-compiled/--compiled write/read the compiled form (onnx.md, "The compiler").
  */
 #include <errno.h>
 #include <stdio.h>
@@ -38,8 +39,9 @@ static void usage(FILE *f)
 	fprintf(f, "usage: accel-run MODEL.onnx [--input in.pb ... | --random-input [--seed N] [--shape NAME=D0xD1x...]]\n"
 		   "                 [--expect out.pb ...] [--device PATH|sim] [--cpu] [--atol A] [--rtol R] [--itol N]\n"
 		   "                 [--save-outputs PREFIX] [--info] [--repeat N] [--profile [--trace FILE]]\n"
-		   "                 [--no-compile] [--save-compiled FILE] [--compiled FILE]\n"
-		   "       accel-run MODEL.onnx --mnist IMAGES LABELS [--batch N] [--device PATH|sim] [--cpu] [--no-compile]\n"
+		   "                 [--no-compile | --no-replay] [--save-compiled FILE] [--compiled FILE]\n"
+		   "       accel-run MODEL.onnx --mnist IMAGES LABELS [--batch N] [--device PATH|sim] [--cpu]\n"
+		   "                 [--no-compile | --no-replay]\n"
 		   "                 [--save-predictions FILE] [--reference-predictions FILE]\n"
 		   "       accel-run --help | --version\n"
 		   "Without --input or --random-input, prints the model's inputs (name, type, shape) and exits 2.\n"
@@ -203,7 +205,7 @@ int main(int argc, char **argv)
 	const char *mnist_img = NULL, *mnist_lbl = NULL, *ref_preds = NULL, *save_preds = NULL;
 	const char *trace = NULL, *save_cm = NULL, *load_cm = NULL;
 	struct onnx_compiled *cm = NULL;
-	bool no_compile = false;
+	bool no_compile = false, no_replay = false;
 	struct onnx_tolerance tol = { ONNX_TOL_ATOL, ONNX_TOL_RTOL, ONNX_TOL_ITOL };
 	struct onnx_tensor in[MAX_IO], out[MAX_IO], exp;
 	struct shape_arg shapes[MAX_SHAPES];
@@ -250,6 +252,9 @@ int main(int argc, char **argv)
 			continue;
 		} else if (!strcmp(a, "--no-compile")) {
 			no_compile = true;
+			continue;
+		} else if (!strcmp(a, "--no-replay")) {
+			no_replay = true;
 			continue;
 		} else if (!strcmp(a, "--mnist")) {
 			if (i + 2 >= argc)
@@ -333,6 +338,9 @@ int main(int argc, char **argv)
 		return cli_usage_error(PROG, "--trace: writes the trace of --profile: give both");
 	if (!trace)
 		trace = "accel-run-trace.json";
+	if (no_replay && (no_compile || cpu || load_cm))
+		return cli_usage_error(PROG, "--no-replay: applies to onnx_compile (not with --no-compile, --cpu or "
+				       "--compiled)");
 	if ((save_cm || load_cm) && (no_compile || cpu || profile))
 		return cli_usage_error(PROG, "%s: needs the compiled path (not with --no-compile, --cpu or --profile)",
 				       save_cm ? "--save-compiled" : "--compiled");
@@ -359,7 +367,8 @@ int main(int argc, char **argv)
 		}
 	}
 	if (mnist_img) {
-		ret = classify_mnist(m, model_path, dev, !no_compile, mnist_img, mnist_lbl, batch, ref_preds, save_preds);
+		ret = classify_mnist(m, model_path, dev, !no_compile, no_replay ? ONNX_COMPILE_NO_REPLAY : 0, mnist_img,
+				     mnist_lbl, batch, ref_preds, save_preds);
 		accel_close(dev);
 		onnx_model_free(m);
 		return ret ? 1 : 0;
@@ -420,7 +429,7 @@ int main(int argc, char **argv)
 		goto out;
 	}
 	if (dev && !no_compile) {
-		ret = compiled_prepare(m, dev, in, n_in, load_cm, save_cm, &cm);
+		ret = compiled_prepare(m, dev, in, n_in, no_replay ? ONNX_COMPILE_NO_REPLAY : 0, load_cm, save_cm, &cm);
 		if (ret) {
 			ret = 1;
 			goto out;

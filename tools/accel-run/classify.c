@@ -64,6 +64,7 @@ static double now_s(void)
  * arrives); NULL: node by node. */
 static struct onnx_compiled *batch_cm;
 static int64_t batch_cm_n = -1;
+static unsigned batch_cflags;	/* onnx_compile flags (--no-replay) */
 
 static int run_batch(struct onnx_model *m, struct accel_dev *dev, bool compile, const struct onnx_tensor *in,
 		     struct onnx_tensor *out)
@@ -77,7 +78,7 @@ static int run_batch(struct onnx_model *m, struct accel_dev *dev, bool compile, 
 		onnx_compiled_free(batch_cm);
 		batch_cm = NULL;
 		batch_cm_n = -1;
-		ret = onnx_compile(m, dev, in, 1, 0, &batch_cm, err, sizeof(err));
+		ret = onnx_compile(m, dev, in, 1, batch_cflags, &batch_cm, err, sizeof(err));
 		if (ret) {
 			fprintf(stderr, "accel-run: compile: %s\n", err);
 			return ret;
@@ -135,7 +136,7 @@ static uint8_t *read_preds(const char *path, uint32_t n)
 	return p;
 }
 
-int classify_mnist(struct onnx_model *m, const char *model_path, struct accel_dev *dev, bool compile,
+int classify_mnist(struct onnx_model *m, const char *model_path, struct accel_dev *dev, bool compile, unsigned cflags,
 		   const char *images, const char *labels, unsigned batch, const char *ref_preds, const char *save_preds)
 {
 	uint8_t *given = NULL, *saved = NULL;
@@ -148,6 +149,7 @@ int classify_mnist(struct onnx_model *m, const char *model_path, struct accel_de
 	struct onnx_tensor in;
 	char err[512];
 
+	batch_cflags = cflags;
 	if (!img || !lbl)
 		goto out;
 	if (nl != n) {

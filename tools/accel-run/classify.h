@@ -12,7 +12,7 @@
  * runs in the VM).  save_preds: write this run's predictions (device, or CPU with dev == NULL).
  * compile: run the device's batches through onnx_compile()/onnx_compiled_run() (else node by node).
  * Returns 0 when the accuracies match (or only the CPU ran), 1 otherwise. */
-int classify_mnist(struct onnx_model *m, const char *model_path, struct accel_dev *dev, bool compile,
+int classify_mnist(struct onnx_model *m, const char *model_path, struct accel_dev *dev, bool compile, unsigned cflags,
 		   const char *images, const char *labels, unsigned batch, const char *ref_preds, const char *save_preds);
 
 #endif

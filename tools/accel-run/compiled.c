@@ -6,7 +6,7 @@
 #include "compiled.h"
 
 int compiled_prepare(struct onnx_model *m, struct accel_dev *dev, const struct onnx_tensor *in, unsigned n_in,
-		     const char *load_cm, const char *save_cm, struct onnx_compiled **out)
+		     unsigned flags, const char *load_cm, const char *save_cm, struct onnx_compiled **out)
 {
 	char err[600];
 	int ret;
@@ -14,7 +14,7 @@ int compiled_prepare(struct onnx_model *m, struct accel_dev *dev, const struct o
 	if (load_cm)
 		ret = onnx_compiled_load(m, dev, in, n_in, load_cm, out, err, sizeof(err));
 	else
-		ret = onnx_compile(m, dev, in, n_in, 0, out, err, sizeof(err));
+		ret = onnx_compile(m, dev, in, n_in, flags, out, err, sizeof(err));
 	if (ret) {
 		fprintf(stderr, "accel-run: %s: %s\n", load_cm ? load_cm : "compile", err);
 		return ret;

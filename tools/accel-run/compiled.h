@@ -8,7 +8,7 @@
 /* load_cm: read the compiled form from that file (it must match the model, the inputs' shapes and the
  * device); else compile.  save_cm: then write it there.  Prints the reason on failure. */
 int compiled_prepare(struct onnx_model *m, struct accel_dev *dev, const struct onnx_tensor *in, unsigned n_in,
-		     const char *load_cm, const char *save_cm, struct onnx_compiled **out);
+		     unsigned flags, const char *load_cm, const char *save_cm, struct onnx_compiled **out);
 /* --info: the plan's summary and, per graph node, what the compiler made of it. */
 void print_compiled(const struct onnx_model *m, const struct onnx_compiled *cm);
 

@@ -169,7 +169,7 @@ Test(api, gemm_rejects_every_bad_argument)
 	d = f.d; d.epi.scale_f = 2.0f;					/* fp32 scale on int8 */
 	ASSERT_ERR(accel_gemm(dev, &d, NULL, NULL), -EINVAL);
 	{
-		struct accel_submit sub = { .flags = 1 };
+		struct accel_submit sub = { .flags = ~ACCEL_SUBMIT_KEEP };
 
 		ASSERT_ERR(accel_gemm(dev, &f.d, &sub, NULL), -EINVAL);
 		sub.flags = 0;

@@ -216,6 +216,17 @@ Test(accel_run, bad_random_input_arguments_are_clear_errors)
 	cr_expect(matches(out, "^accel-run: .*Conv"), "%s", out);
 }
 
+/* --no-replay (every run lowered again) is a compile option: not with the node-by-node path */
+Test(accel_run, no_replay_is_an_option_of_the_compiled_path)
+{
+	char out[4096];
+
+	cr_assert_eq(accel_run("--random-input --repeat 2 --device sim --no-replay", out, sizeof(out)), 0, "%s", out);
+	cr_expect(matches(out, "^run: [0-9]+\\.[0-9]{3} ms per inference \\(median of 2\\)$"), "%s", out);
+	cr_expect_eq(accel_run("--random-input --no-replay --no-compile --device sim", out, sizeof(out)), 2);
+	cr_expect(matches(out, "--no-replay: applies to onnx_compile"), "%s", out);
+}
+
 Test(accel_run, repeat_prints_the_median)
 {
 	char out[4096];
