@@ -23,6 +23,8 @@ struct pwg {
 	bool wide;				/* weight LDs as WIDE multicast blocks (CAP_FEATURES bit 17) */
 	uint8_t cpair;				/* CPAIR operand records (CAP_FEATURES bit 21): 0 no, 1 yes,
 						 * 2 the only remainder mapping (sim option cpair=all) */
+	uint8_t wrap;				/* WRAP operand records (CAP_FEATURES bit 22): 0 no, 1 yes,
+						 * 2 the only remainder mapping (sim option wrap=all) */
 	uint64_t in_va, w_va, out_va, b_va;
 	/* row mode: N images of H x W inputs, OH x OW outputs, R filter rows of S*C elements */
 	bool rowm;
@@ -68,6 +70,11 @@ struct pwp {
 	 * block starts (c & 1) * pcs + (c >> 1) * pair pixels after its sub-tile's, which starts cols / 2
 	 * pairs on (the fused lowering's remainder: two half image rows per pair); pair 0: one run */
 	uint32_t pair, pcs;
+	/* row wrap (WRAP, CAP_FEATURES bit 22; flat, clusters on pixels, PEs on channels, one sub-tile):
+	 * cluster c's block starts c * wcs image pixels on, the image's rows of wrap pixels a padded row
+	 * (Wp positions) apart, so no slot is spent on padding columns (the fused lowering's remainder);
+	 * 0: none */
+	uint32_t wrap, wcs;
 	double est;
 	uint64_t h2d;		/* host bytes read */
 };

@@ -119,7 +119,12 @@ static uint64_t g_step(const struct pwp *d)
  * elements (pixels; row mode: band rows) tap t reads. */
 static void sub_pix(const struct pwg *g, const struct pwp *d, uint32_t k, uint64_t *lo, uint64_t *hi)
 {
-	if (d->pair) {	/* cols / 2 pairs per sub-tile: from its first block to its last one's end */
+	if (d->wrap) {	/* one sub-tile: from its first pixel to its last one's end, in padded positions */
+		uint64_t last = (uint64_t)(g->cols - 1) * d->wcs + d->tm - 1;
+
+		*lo = 0;
+		*hi = last / d->wrap * g->Wp + last % d->wrap + 1;
+	} else if (d->pair) {	/* cols / 2 pairs per sub-tile: from its first block to its last one's end */
 		*lo = (uint64_t)k * (g->cols / 2) * d->pair;
 		*hi = *lo + (uint64_t)((g->cols - 1) / 2) * d->pair + (g->cols > 1 ? d->pcs : 0) + d->tm;
 	} else if (!g->rowm) {
@@ -135,6 +140,8 @@ static void sub_pix(const struct pwg *g, const struct pwp *d, uint32_t k, uint64
 
 static uint64_t sub_in(const struct pwg *g, const struct pwp *d, uint32_t k)
 {
+	if (d->wrap)
+		return 0;
 	if (d->pair)
 		return (uint64_t)k * (g->cols / 2) * d->pair * g->C * g->e;
 	if (!g->rowm)
@@ -1153,6 +1160,14 @@ void pw_config(struct accel_cmdstream *cs, const struct pwg *g, const struct pwp
 		ops[0].su_delta = (int32_t)((g->cols / 2) * d->pair * g->C * e);
 		ops[0].su_wrap_delta = (int32_t)(d->pair * g->C * e);
 	}
+	/* row wrap: the image rows of wrap pixels a padded row apart (the wrap's fields), one sub-tile */
+	if (d->wrap) {
+		ops[0].flags = TNPU_OPF_WRAP;
+		ops[0].col_stride = (int32_t)(d->wcs * g->C * e);
+		ops[0].su_wrap = (uint16_t)d->wrap;
+		ops[0].su_delta = 0;
+		ops[0].su_wrap_delta = (int32_t)((uint64_t)g->Wp * g->C * e);
+	}
 	/* B: one LD per filter row (its slice of the weight rows; the EXE patches the address back) */
 	ops[1] = (struct tnpu_operand){ .addr = d->w_off, .col_stride = (int32_t)(cc * d->tn * g_wrow(g)),
 					.pe_stride = (int32_t)(cp * d->tn * g_wrow(g)), .pitch = (uint32_t)g_wrow(g),
@@ -1167,6 +1182,13 @@ void pw_config(struct accel_cmdstream *cs, const struct pwg *g, const struct pwp
 		ops[2].col_stride = (int32_t)((uint64_t)d->pcs * d->ku * oe);
 		ops[2].su_delta = (int32_t)((uint64_t)(g->cols / 2) * d->pair * d->ku * oe);
 		ops[2].su_wrap_delta = (int32_t)((uint64_t)d->pair * d->ku * oe);
+	}
+	if (d->wrap) {
+		ops[2].flags = TNPU_OPF_WRAP;
+		ops[2].col_stride = (int32_t)((uint64_t)d->wcs * d->ku * oe);
+		ops[2].su_wrap = (uint16_t)d->wrap;
+		ops[2].su_delta = 0;
+		ops[2].su_wrap_delta = (int32_t)(g->orp ? g->orp : (uint64_t)g->Wp * d->ku * oe);
 	}
 	sfu.bias_addr = d->b_off;
 	sfu.bias_col_stride = (int32_t)(cc * d->tn * cb);
