@@ -660,9 +660,15 @@ static double fz_sim(const struct accel_caps *c, const struct fz *z, bool dw_sfu
 		if (q.rr) {
 			struct pwp rd = fz_rem_at(z, &q);
 
-			pw_sim_cfg(&e, pw_cfg_len(&z->rg, q.rT, true));
-			for (uint32_t ct = 0; ct < rd.nct; ct++)
-				pw_sim_exe(&z->rg, &rd, &ssr, &e, 0, q.rT, ct, (uint64_t)(int64_t)q.rs0, stt, NULL);
+			if (rd.ctx) {	/* every channel tile in one EXE */
+				pw_sim_cfg(&e, pw_cfg_len_ct(&z->rg, &rd));
+				pw_sim_exe_ct(&z->rg, &rd, &ssr, &e, (uint64_t)(int64_t)q.rs0);
+			} else {
+				pw_sim_cfg(&e, pw_cfg_len(&z->rg, q.rT, true));
+				for (uint32_t ct = 0; ct < rd.nct; ct++)
+					pw_sim_exe(&z->rg, &rd, &ssr, &e, 0, q.rT, ct, (uint64_t)(int64_t)q.rs0, stt,
+						   NULL);
+			}
 			if (!rd.wrap) {	/* the fills of the padding it wrote wait for it */
 				e.fl = ACCEL_MAX(e.fl, ACCEL_MAX(e.fc, e.r)) + TNPU_CYC_CMD;
 				e.fc += TNPU_CYC_CMD;
@@ -834,6 +840,10 @@ static bool fz_rem_plan(struct fz *z, unsigned rmap, uint32_t rnct)
 		    z->g.W > 65535)
 			return false;
 		z->rd.wrap = z->g.W;
+		/* bit 4: every channel tile in one EXE (each its own accumulator and SFU record) */
+		if ((rmap & 16) && (z->rd.nct < 2 || z->rd.nct > TNPU_NUM_ACCS))
+			return false;
+		z->rd.ctx = (rmap & 16) != 0;
 	}
 	/* rmap bit 2: cluster pairs (clusters on pixels, PEs on channels), each row's image columns as
 	 * two blocks of ceil(W / 2) (overlapping by one column when W is odd) */
@@ -870,16 +880,19 @@ static uint64_t fz_rem_work(const struct fz *z)
 
 	for (uint32_t s = 0; s < g->N * z->d.nseg; s++) {
 		struct fz_seg q = fz_seg_at(z, s);
-		uint64_t dist, mac;
+		uint64_t dist, mac, drain;
 
 		if (!q.rr)
 			continue;
 		dist = cdiv(wt, g->wide ? TNPU_RATE_WIDE_MCAST : TNPU_RATE_DISPATCH) +
 		       cdiv((uint64_t)q.rT * r->gp * q.rtm * g->C * g->e, TNPU_RATE_DISPATCH);
 		mac = q.rT * cdiv((uint64_t)q.rtm * r->tn * g->C, g->rate);
-		w += r->nct * (TNPU_CYC_EXE + ACCEL_MAX(dist, mac) +
-			       q.rT * (cdiv((uint64_t)q.rtm * r->tn, g->sfu ? TNPU_RATE_SFU : TNPU_RATE_OQ) +
-				       cdiv((uint64_t)q.rtm * r->tn * g->oe * g->pes, TNPU_RATE_ST)));
+		drain = q.rT * (cdiv((uint64_t)q.rtm * r->tn, g->sfu ? TNPU_RATE_SFU : TNPU_RATE_OQ) +
+				cdiv((uint64_t)q.rtm * r->tn * g->oe * g->pes, TNPU_RATE_ST));
+		if (r->ctx)	/* one EXE for every channel tile */
+			w += TNPU_CYC_EXE + r->nct * (ACCEL_MAX(dist, mac) + drain);
+		else
+			w += r->nct * (TNPU_CYC_EXE + ACCEL_MAX(dist, mac) + drain);
 	}
 	return w;
 }
@@ -890,7 +903,7 @@ static uint64_t fz_rem_work(const struct fz *z)
  * rmap | rnct << 8 in top[]; their count. */
 static unsigned fz_best_rems(struct fz *z, unsigned top[FZ_REM_TOP])
 {
-	static const unsigned rmaps[] = { 0, 1, 2, 3, 5, 9 };
+	static const unsigned rmaps[] = { 0, 1, 2, 3, 5, 9, 25 };
 	uint64_t w[FZ_REM_TOP];
 	unsigned n = 0;
 	bool only_pairs = false, only_wrap = false;
@@ -906,7 +919,7 @@ static unsigned fz_best_rems(struct fz *z, unsigned top[FZ_REM_TOP])
 			unsigned k, rmap = rmaps[i];
 			uint64_t v;
 
-			if ((only_wrap && rmap != 9) || (only_pairs && rmap != 5))
+			if ((only_wrap && !(rmap & 8)) || (only_pairs && rmap != 5))
 				continue;
 
 			if (!fz_rem_plan(z, rmap, rnct))
@@ -1155,7 +1168,7 @@ static bool fz_plan(const struct accel_caps *c, struct fz *z, bool dw_sfu, uint8
 			continue;
 		y.rem = a.rem;
 		ok = !y.rem || fz_rem_plan(&y, (a.rd.cl_pix ? 1 : 0) | (a.rd.pe_pix ? 2 : 0) | (a.rd.pair ? 4 : 0) |
-						       (a.rd.wrap ? 8 : 0),
+						       (a.rd.wrap ? 8 : 0) | (a.rd.ctx ? 16 : 0),
 					   a.rd.nct);
 		y.rem = y.rem && ok;
 		if (!y.rem && a.rem) {
@@ -1264,12 +1277,18 @@ static void fz_emit(struct accel_cmdstream *cs, const struct accel_caps *c, cons
 		if (q.rr) {	/* its own CONFIG: the segment's block size */
 			struct pwp rd = fz_rem_at(z, &q);
 
-			pw_config(cs, &z->rg, &rd, pp, FZ_REM_BUF, q.rT, true, FZ_REM_RF);
-			for (uint32_t ct = 0; ct < rd.nct; ct++)
-				pw_exe_emit(cs, &z->rg, &rd, &sg, FZ_REM_BUF, 0, ct,
-					    (uint32_t)((int64_t)z->x_off + (int64_t)q.rs0 * pg->C * pg->e),
-					    (uint32_t)((int64_t)d->in_off + (int64_t)q.j0 * d->P_in +
-						       (int64_t)q.rs0 * d->Cu * g->e));
+			uint32_t in = (uint32_t)((int64_t)z->x_off + (int64_t)q.rs0 * pg->C * pg->e),
+				 out = (uint32_t)((int64_t)d->in_off + (int64_t)q.j0 * d->P_in +
+						  (int64_t)q.rs0 * d->Cu * g->e);
+
+			if (rd.ctx) {	/* every channel tile in one EXE */
+				pw_config_ct(cs, &z->rg, &rd, pp, FZ_REM_BUF, FZ_REM_RF);
+				pw_exe_emit_ct(cs, &z->rg, &rd, &sg, FZ_REM_BUF, in, out);
+			} else {
+				pw_config(cs, &z->rg, &rd, pp, FZ_REM_BUF, q.rT, true, FZ_REM_RF);
+				for (uint32_t ct = 0; ct < rd.nct; ct++)
+					pw_exe_emit(cs, &z->rg, &rd, &sg, FZ_REM_BUF, 0, ct, in, out);
+			}
 			if (!rd.wrap) {	/* the fills of the padding it wrote wait for it */
 				cs_sem(cs, true, AS, TNPU_ENGINE_COMPUTE, FZ_RFILL, 1);
 				cs_sem(cs, false, AS, TNPU_ENGINE_LOAD, FZ_RFILL, 1);

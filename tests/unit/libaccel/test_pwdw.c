@@ -707,7 +707,8 @@ Test(pwdw, overlapping_row_groups_match_reference)
 
 /* Row wraps (CAP_FEATURES bit 22, WRAP records) for the expansion's remainder rows: one sub-tile whose
  * clusters' blocks run across the image rows without the padding columns (7 x 7: 13 pixels per cluster
- * for 49, not 8 row slots or flat runs over 9-wide rows).  MobileNetV2's 7 x 7 x 960 pair is faster with
+ * for 49, not 8 row slots or flat runs over 9-wide rows), its channel tiles in an EXE each or all in one
+ * (own accumulators and SFU records: 7 x 7 x 960's plan).  MobileNetV2's 7 x 7 x 960 pair is faster with
  * them than without (sim option wrap=off), int8 and fp32, and both match the reference; MobileNet-like
  * shapes (odd and even sizes, several segments, batches) match the reference with them where they win
  * (default), wherever they fit (wrap=all) and without them; the 2 x 2 x 4 geometry too. */
