@@ -408,6 +408,17 @@ static int parse_opts(struct accel_dev *dev, struct tnpu_config *cfg, uint32_t *
 						    eq + 1);
 			continue;
 		}
+		if (!strcmp(tok, "wrap")) {
+			if (!strcmp(eq + 1, "on"))
+				dev->wrap_mode = 0;
+			else if (!strcmp(eq + 1, "off"))
+				dev->wrap_mode = 1;
+			else if (!strcmp(eq + 1, "all"))
+				dev->wrap_mode = 2;
+			else
+				return accel_seterr(dev, -EINVAL, "sim option wrap=%s: expected on, off or all", eq + 1);
+			continue;
+		}
 		if (!strcmp(tok, "cpair")) {
 			if (!strcmp(eq + 1, "on"))
 				dev->cpair_mode = 0;
@@ -521,7 +532,8 @@ int accel_sim_open(struct accel_dev *dev, const char *opts)
 	 * quantised add (software's older-device paths) */
 	c->features = TNPU_FEATURES & (dev->qcol_off ? ~(uint32_t)TNPU_FEAT_SFU_QCOL : ~0u) &
 		      (dev->qadd_off ? ~(uint32_t)TNPU_FEAT_VEC_QADD : ~0u) &
-		      (dev->cpair_mode == 1 ? ~(uint32_t)TNPU_FEAT_CPAIR : ~0u);
+		      (dev->cpair_mode == 1 ? ~(uint32_t)TNPU_FEAT_CPAIR : ~0u) &
+		      (dev->wrap_mode == 1 ? ~(uint32_t)TNPU_FEAT_WRAP : ~0u);
 	{
 		/* chain #9: the islands the executor was built with (same table as the registers). */
 		struct tnpu_island_cfg isl[TNPU_MAX_ISLANDS];

@@ -23,6 +23,8 @@ struct pwg {
 	bool wide;				/* weight LDs as WIDE multicast blocks (CAP_FEATURES bit 17) */
 	uint8_t cpair;				/* CPAIR operand records (CAP_FEATURES bit 21): 0 no, 1 yes,
 						 * 2 the only remainder mapping (sim option cpair=all) */
+	uint8_t wrap;				/* WRAP operand records (CAP_FEATURES bit 22): 0 no, 1 yes,
+						 * 2 the only remainder mapping (sim option wrap=all) */
 	uint64_t in_va, w_va, out_va, b_va;
 	/* row mode: N images of H x W inputs, OH x OW outputs, R filter rows of S*C elements */
 	bool rowm;
@@ -68,6 +70,13 @@ struct pwp {
 	 * block starts (c & 1) * pcs + (c >> 1) * pair pixels after its sub-tile's, which starts cols / 2
 	 * pairs on (the fused lowering's remainder: two half image rows per pair); pair 0: one run */
 	uint32_t pair, pcs;
+	/* row wrap (WRAP, CAP_FEATURES bit 22; flat, clusters on pixels, PEs on channels, one sub-tile):
+	 * cluster c's block starts c * wcs image pixels on, the image's rows of wrap pixels a padded row
+	 * (Wp positions) apart, so no slot is spent on padding columns (the fused lowering's remainder);
+	 * 0: none.  ctx: every channel tile in one EXE (nct <= accumulators): per tile its weights' LD, a
+	 * MAC into its own accumulator, an SFU APPLY with its own record (its columns' records), the ST */
+	uint32_t wrap, wcs;
+	bool ctx;
 	double est;
 	uint64_t h2d;		/* host bytes read */
 };
@@ -129,6 +138,14 @@ void pw_config(struct accel_cmdstream *cs, const struct pwg *g, const struct pwp
 	       unsigned buf, uint32_t n, bool recs, unsigned rf_base);
 void pw_exe_emit(struct accel_cmdstream *cs, const struct pwg *g, const struct pwp *d, const struct pw_seg *sg,
 		 unsigned buf, uint32_t k0, uint32_t ct, uint32_t in_off, uint32_t out_off);
+/* Plan d with ctx (conv_pwdw.c's row-wrap remainder): its CONFIG, its one EXE, the EXE's replay and the
+ * CONFIG's length. */
+void pw_config_ct(struct accel_cmdstream *cs, const struct pwg *g, const struct pwp *d, const struct mm_problem *p,
+		  unsigned buf, unsigned rf_base);
+void pw_exe_emit_ct(struct accel_cmdstream *cs, const struct pwg *g, const struct pwp *d, const struct pw_seg *sg,
+		    unsigned buf, uint32_t in_off, uint32_t out_off);
+void pw_sim_exe_ct(const struct pwg *g, const struct pwp *d, const struct pw_simseg *ss, struct pw_eng *e, uint64_t p0);
+uint64_t pw_cfg_len_ct(const struct pwg *g, const struct pwp *d);
 uint64_t pw_h2d(struct pw_eng *e, bool aux, uint64_t rows, uint64_t c);
 void pw_sim_band(struct pw_eng *e, bool aux, const struct pw_band *b, uint64_t e0, uint64_t e1, struct pw_land *l);
 void pw_sim_tail(struct pw_eng *e, bool aux, const struct pw_band *b, struct pw_land *l);

@@ -119,7 +119,12 @@ static uint64_t g_step(const struct pwp *d)
  * elements (pixels; row mode: band rows) tap t reads. */
 static void sub_pix(const struct pwg *g, const struct pwp *d, uint32_t k, uint64_t *lo, uint64_t *hi)
 {
-	if (d->pair) {	/* cols / 2 pairs per sub-tile: from its first block to its last one's end */
+	if (d->wrap) {	/* one sub-tile: from its first pixel to its last one's end, in padded positions */
+		uint64_t last = (uint64_t)(g->cols - 1) * d->wcs + d->tm - 1;
+
+		*lo = 0;
+		*hi = last / d->wrap * g->Wp + last % d->wrap + 1;
+	} else if (d->pair) {	/* cols / 2 pairs per sub-tile: from its first block to its last one's end */
 		*lo = (uint64_t)k * (g->cols / 2) * d->pair;
 		*hi = *lo + (uint64_t)((g->cols - 1) / 2) * d->pair + (g->cols > 1 ? d->pcs : 0) + d->tm;
 	} else if (!g->rowm) {
@@ -135,6 +140,8 @@ static void sub_pix(const struct pwg *g, const struct pwp *d, uint32_t k, uint64
 
 static uint64_t sub_in(const struct pwg *g, const struct pwp *d, uint32_t k)
 {
+	if (d->wrap)
+		return 0;
 	if (d->pair)
 		return (uint64_t)k * (g->cols / 2) * d->pair * g->C * g->e;
 	if (!g->rowm)
@@ -1153,6 +1160,14 @@ void pw_config(struct accel_cmdstream *cs, const struct pwg *g, const struct pwp
 		ops[0].su_delta = (int32_t)((g->cols / 2) * d->pair * g->C * e);
 		ops[0].su_wrap_delta = (int32_t)(d->pair * g->C * e);
 	}
+	/* row wrap: the image rows of wrap pixels a padded row apart (the wrap's fields), one sub-tile */
+	if (d->wrap) {
+		ops[0].flags = TNPU_OPF_WRAP;
+		ops[0].col_stride = (int32_t)(d->wcs * g->C * e);
+		ops[0].su_wrap = (uint16_t)d->wrap;
+		ops[0].su_delta = 0;
+		ops[0].su_wrap_delta = (int32_t)((uint64_t)g->Wp * g->C * e);
+	}
 	/* B: one LD per filter row (its slice of the weight rows; the EXE patches the address back) */
 	ops[1] = (struct tnpu_operand){ .addr = d->w_off, .col_stride = (int32_t)(cc * d->tn * g_wrow(g)),
 					.pe_stride = (int32_t)(cp * d->tn * g_wrow(g)), .pitch = (uint32_t)g_wrow(g),
@@ -1167,6 +1182,13 @@ void pw_config(struct accel_cmdstream *cs, const struct pwg *g, const struct pwp
 		ops[2].col_stride = (int32_t)((uint64_t)d->pcs * d->ku * oe);
 		ops[2].su_delta = (int32_t)((uint64_t)(g->cols / 2) * d->pair * d->ku * oe);
 		ops[2].su_wrap_delta = (int32_t)((uint64_t)d->pair * d->ku * oe);
+	}
+	if (d->wrap) {
+		ops[2].flags = TNPU_OPF_WRAP;
+		ops[2].col_stride = (int32_t)((uint64_t)d->wcs * d->ku * oe);
+		ops[2].su_wrap = (uint16_t)d->wrap;
+		ops[2].su_delta = 0;
+		ops[2].su_wrap_delta = (int32_t)(g->orp ? g->orp : (uint64_t)g->Wp * d->ku * oe);
 	}
 	sfu.bias_addr = d->b_off;
 	sfu.bias_col_stride = (int32_t)(cc * d->tn * cb);
@@ -1253,6 +1275,127 @@ void pw_exe_emit_x(struct accel_cmdstream *cs, const struct pwg *g, const struct
 	pkt[0] = TNPU_PKT_EXE_BYTE(buf, TNPU_PKT_LAST | TNPU_PKT_SHIFT_OUT);
 	memcpy(pkt + 1, pt, 8 * np);
 	cs_dispatch(cs, AS, TNPU_DISPATCH_ROW_ALL, sg->h, 0, pkt, 1 + 8 * np);
+}
+
+/*
+ * Every channel tile of plan d in one EXE (d->ctx; flat, one pixel sub-tile: conv_pwdw.c's row-wrap
+ * remainder): the A tile loaded once, then per channel tile t its weights' LD (the scalar unit steps the
+ * weight record by a tile), a MAC into accumulator t, an SFU APPLY with record 3 + t (its columns'
+ * bias/requantisation records; the chained SFU has one record) and the ST (the scalar unit steps the
+ * output record by a tile's channels).  One EXE's fixed cost instead of nct; the costs of the MACs, SFU
+ * and STs are those of the nct EXEs.
+ */
+uint64_t pw_cfg_len_ct(const struct pwg *g, const struct pwp *d)
+{
+	return 1 + 16 + 2 * (1 + d->nct * (g->sfu ? 4 : 3)) + 32 * (3 + (g->sfu ? d->nct : 0));
+}
+
+void pw_config_ct(struct accel_cmdstream *cs, const struct pwg *g, const struct pwp *d, const struct mm_problem *p,
+		  unsigned buf, unsigned rf_base)
+{
+	uint32_t e = g->e, oe = g->oe, cpt = g_cpt(g), cb = g->colb ? g->colb : 4, nb = d->gch * d->tn;
+	uint8_t dt = p->f32 ? TNPU_DTYPE_FP32 : TNPU_DTYPE_INT8;
+	struct tnpu_operand ops[3 + TNPU_NUM_ACCS];
+	struct tnpu_cfg_hdr h;
+	uint16_t ins[1 + 4 * TNPU_NUM_ACCS];
+	uint8_t pkt[1 + 16 + sizeof(ins) + sizeof(ops)];
+	uint32_t len = 0, ni = 0, nops = 3 + (g->sfu ? d->nct : 0);
+
+	memset(ops, 0, sizeof(ops));
+	ops[0] = (struct tnpu_operand){ .addr = d->in_off[0], .col_stride = (int32_t)(d->wcs * g->C * e),
+					.pitch = g->C * e, .rows = (uint16_t)d->tm, .cols = (uint16_t)cpt, .dtype = dt,
+					.flags = TNPU_OPF_WRAP, .su_wrap = (uint16_t)d->wrap,
+					.su_wrap_delta = (int32_t)((uint64_t)g->Wp * g->C * e) };
+	ops[1] = (struct tnpu_operand){ .addr = d->w_off, .pe_stride = (int32_t)(d->tn * g_wrow(g)),
+					.pitch = (uint32_t)g_wrow(g), .rows = (uint16_t)d->tn, .cols = (uint16_t)cpt,
+					.dtype = dt, .flags = TNPU_OPF_TRANS, .su_delta = (int32_t)(nb * g_wrow(g)) };
+	ops[2] = (struct tnpu_operand){ .addr = d->out_off[0], .col_stride = (int32_t)((uint64_t)d->wcs * d->ku * oe),
+					.pe_stride = (int32_t)(d->tn * oe), .pitch = d->ku * oe, .rows = (uint16_t)d->tm,
+					.cols = (uint16_t)d->tn, .dtype = p->out_dtype, .flags = TNPU_OPF_WRAP,
+					.su_wrap = (uint16_t)d->wrap, .su_delta = (int32_t)(nb * oe),
+					.su_wrap_delta = (int32_t)(g->orp ? g->orp : (uint64_t)g->Wp * d->ku * oe) };
+	for (uint32_t t = 0; g->sfu && t < d->nct; t++) {
+		struct tnpu_sfu_param sfu = p->sfu;
+
+		sfu.bias_addr = d->b_off + t * nb * cb;
+		sfu.bias_col_stride = 0;
+		sfu.bias_pe_stride = (int32_t)(d->tn * cb);
+		memcpy(&ops[3 + t], &sfu, 32);
+	}
+	for (uint32_t t = 0; t < d->nct; t++) {
+		ins[ni++] = (uint16_t)(TNPU_INSN_LD(1, 0, 1, 0) | (g->wide ? TNPU_LD_MCAST | TNPU_LD_WIDE : 0));
+		if (!t)
+			ins[ni++] = TNPU_INSN_LD(0, 0, 0, 0);
+		ins[ni++] = TNPU_INSN_MAC(0, 0, t, 0, 0);
+		if (g->sfu)
+			ins[ni++] = TNPU_INSN_SFU(TNPU_SFU_FN_APPLY, 3 + t, t);
+		ins[ni++] = TNPU_INSN_ST(t, 2, !g->sfu);
+	}
+	memset(&h, 0, sizeof(h));
+	h.n_instr = (uint8_t)ni;
+	h.n_operands = (uint8_t)nops;
+	h.mode = TNPU_CFG_MODE_PIPE4 | TNPU_CFG_MODE_WQ_PUT(TNPU_WQ_RQ);
+	h.loop_end = (uint8_t)(ni - 1);
+	h.repeat = 1;
+	h.rf_base = (uint8_t)rf_base;
+	pkt[len++] = TNPU_PKT_CONFIG_BYTE(buf);
+	memcpy(pkt + len, &h, 16);
+	len += 16;
+	memcpy(pkt + len, ins, 2 * ni);
+	len += 2 * ni;
+	memcpy(pkt + len, ops, 32 * nops);
+	len += 32 * nops;
+	cs_dispatch(cs, AS, TNPU_DISPATCH_ROW_ALL, 0, 0, pkt, len);
+}
+
+/* The EXE of pw_config_ct's buffer: the A, output and weight records back at the segment's buffers. */
+void pw_exe_emit_ct(struct accel_cmdstream *cs, const struct pwg *g, const struct pwp *d, const struct pw_seg *sg,
+		    unsigned buf, uint32_t in_off, uint32_t out_off)
+{
+	struct tnpu_exe_patch pt[3] = {
+		{ .rf = 0, .field = TNPU_PATCH_ADDR, .value = in_off },
+		{ .rf = 2, .field = TNPU_PATCH_ADDR, .value = out_off },
+		{ .rf = 1, .field = TNPU_PATCH_ADDR, .value = d->w_off },
+	};
+	uint8_t pkt[1 + sizeof(pt)];
+
+	(void)g;
+	pkt[0] = TNPU_PKT_EXE_BYTE(buf, TNPU_PKT_LAST | TNPU_PKT_SHIFT_OUT);
+	memcpy(pkt + 1, pt, sizeof(pt));
+	cs_dispatch(cs, AS, TNPU_DISPATCH_ROW_ALL, sg->h, 0, pkt, sizeof(pkt));
+}
+
+/* Replay of pw_exe_emit_ct's EXE (pw_sim_exe's accounting, in the program's order). */
+void pw_sim_exe_ct(const struct pwg *g, const struct pwp *d, const struct pw_simseg *ss, struct pw_eng *e, uint64_t p0)
+{
+	uint32_t cpt = g_cpt(g);
+	uint64_t nb = (uint64_t)d->gch * d->tn, plen = 1 + 8 * 3, lo, hi;
+	struct pw_row r;
+
+	memset(&r, 0, sizeof(r));
+	e->fc += TNPU_CYC_CMD + TNPU_CYC_DISPATCH + cdiv(plen, TNPU_RATE_DISPATCH);
+	r.t0 = ACCEL_MAX(e->r, e->fc);
+	r.a.dist = plen;
+	for (uint32_t t = 0; t < d->nct; t++) {
+		uint64_t c0 = t * nb, key = c0 | (uint64_t)d->tn << 24 | (uint64_t)d->gp << 48;
+		uint64_t ready = pw_ready(ss->w, c0, c0 + nb);
+
+		if (g->wide) {
+			pw_ld(&r, ready, ss->prev_b[0] == key ? 0 : wblock_bytes(g, d, c0, nb, ss->kr0, 0), true);
+			ss->prev_b[0] = key;
+		} else {
+			pw_ld(&r, ready, nb * cpt * g->e, false);
+		}
+		if (!t) {
+			sub_reads(g, d, 0, 0, &lo, &hi);
+			pw_ld(&r, pw_ready(ss->in, p0 + lo, p0 + hi), (uint64_t)d->gp * d->tm * cpt * g->e, false);
+		}
+		r.a.issued += 2 + g->sfu;
+		r.a.mac += cdiv((uint64_t)d->tm * d->tn * cpt, g->rate);
+		r.a.sfu += cdiv((uint64_t)d->tm * d->tn, g->sfu ? TNPU_RATE_SFU : TNPU_RATE_OQ);
+		r.a.st += cdiv((uint64_t)d->tm * d->tn * g->oe * g->pes, TNPU_RATE_ST);
+	}
+	e->r = pw_time(&r);
 }
 
 static void pw_emit(struct accel_cmdstream *cs, const struct pwg *g, const struct pwp *d, const struct mm_problem *p)

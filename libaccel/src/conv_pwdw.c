@@ -21,7 +21,8 @@
  * row or a chunk of one); when the segment's rows are no multiple of gp, its first rows run first as a
  * remainder of its own mapping over the padded image's positions (padding columns included: a flat run
  * of pixel blocks), and the padding those blocks wrote is filled again before the run reads it (the
- * load engine waits for the remainder's EXE); without a remainder the last group moves up to end at
+ * load engine waits for the remainder's EXE; with row wraps, WRAP records, the blocks run across the image
+ * rows without their padding columns and nothing is filled again); without a remainder the last group moves up to end at
  * the last row, or the groups overlap at one uniform step (the last one in the others' EXEs).  The two layers' programs use different resources (instruction buffers, register
  * windows, input and weight slots).  fz_sim replays the cycle model for each candidate mapping; the
  * caller falls back to two jobs when no plan fits or the device lacks what the job needs.
@@ -98,6 +99,7 @@ static uint32_t al64(uint64_t v)
 struct fz_seg {
 	unsigned h;
 	uint32_t b, y0, rows, n, r0, nr, j0, hi, rr, ng, shift, rT, rtm, rpos, ra, rb;
+	uint32_t rwcs;	/* row wrap: the clusters' blocks rwcs image pixels apart */
 	int32_t rs0;
 	int64_t iy0;
 };
@@ -121,7 +123,30 @@ static struct fz_seg fz_seg_at(const struct fz *z, uint32_t s)
 	q.nr = r1 > r0 ? (uint32_t)(r1 - r0) : 0;
 	q.j0 = (uint32_t)(r0 - q.iy0);
 	q.hi = ACCEL_MIN(d->in_rows, (q.n * d->E - 1) * g->sy + (g->R - 1) * g->dy + 1);
-	if (z->rem && z->rd.pair) {
+	if (z->rem && z->rd.wrap) {
+		/* row wrap: one sub-tile over the remainder's rr * W image pixels from position pl (the
+		 * padding columns stay as they are), the clusters' blocks of tm pixels rwcs apart with
+		 * (cols - 1) * rwcs + tm = rr * W exactly (blocks overlap rather than run past the rows) */
+		uint32_t cols = z->pg.cols, npx;
+
+		q.rr = q.nr % gp;
+		q.ng = q.nr / gp;
+		npx = q.rr * g->W;
+		for (uint32_t tm = (uint32_t)cdiv(npx, cols); q.rr && tm <= npx; tm++) {
+			if (cols > 1 && (npx - tm) % (cols - 1))
+				continue;
+			if ((uint64_t)tm * z->rd.tn > z->pg.acc || tm > 65535)
+				break;
+			q.rT = 1;
+			q.rtm = tm;
+			q.rwcs = cols > 1 ? (npx - tm) / (cols - 1) : 0;
+			q.rs0 = (int32_t)g->pl;
+			q.rpos = (q.rr - 1) * d->Wpu + g->W;
+			q.ra = q.j0;
+			q.rb = q.j0 + q.rr;
+			break;
+		}
+	} else if (z->rem && z->rd.pair) {
 		/* cluster pairs: a sub-tile per cols / 2 rows, each row two blocks of the image's columns
 		 * (from position pl: the padding columns stay as they are) */
 		uint32_t half = z->pg.cols / 2, T;
@@ -209,6 +234,7 @@ static struct pwp fz_rem_at(const struct fz *z, const struct fz_seg *q)
 
 	r.tm = q->rtm;
 	r.T = q->rT;
+	r.wcs = q->rwcs;
 	return r;
 }
 
@@ -226,7 +252,7 @@ static unsigned fz_fix(const struct fz *z, const struct fz_seg *q, struct dw_fil
 	uint32_t j0 = q->j0, j1 = ACCEL_MIN(q->rb, j0 + q->nr), jb = ACCEL_MIN(q->rb, d->in_rows), n = 0;
 	uint32_t iw = z->g.W * d->Cu * z->g.e;
 
-	if (!q->rr)
+	if (!q->rr || z->rd.wrap)	/* row wrap: the remainder wrote image pixels only */
 		return 0;
 	if (q->ra < j0)	/* padding rows above the image */
 		f[n++] = (struct dw_fill){ .off = d->in_off + q->ra * d->P_in, .width = (j0 - q->ra) * d->P_in,
@@ -634,11 +660,19 @@ static double fz_sim(const struct accel_caps *c, const struct fz *z, bool dw_sfu
 		if (q.rr) {
 			struct pwp rd = fz_rem_at(z, &q);
 
-			pw_sim_cfg(&e, pw_cfg_len(&z->rg, q.rT, true));
-			for (uint32_t ct = 0; ct < rd.nct; ct++)
-				pw_sim_exe(&z->rg, &rd, &ssr, &e, 0, q.rT, ct, (uint64_t)(int64_t)q.rs0, stt, NULL);
-			e.fl = ACCEL_MAX(e.fl, ACCEL_MAX(e.fc, e.r)) + TNPU_CYC_CMD;
-			e.fc += TNPU_CYC_CMD;
+			if (rd.ctx) {	/* every channel tile in one EXE */
+				pw_sim_cfg(&e, pw_cfg_len_ct(&z->rg, &rd));
+				pw_sim_exe_ct(&z->rg, &rd, &ssr, &e, (uint64_t)(int64_t)q.rs0);
+			} else {
+				pw_sim_cfg(&e, pw_cfg_len(&z->rg, q.rT, true));
+				for (uint32_t ct = 0; ct < rd.nct; ct++)
+					pw_sim_exe(&z->rg, &rd, &ssr, &e, 0, q.rT, ct, (uint64_t)(int64_t)q.rs0, stt,
+						   NULL);
+			}
+			if (!rd.wrap) {	/* the fills of the padding it wrote wait for it */
+				e.fl = ACCEL_MAX(e.fl, ACCEL_MAX(e.fc, e.r)) + TNPU_CYC_CMD;
+				e.fc += TNPU_CYC_CMD;
+			}
 		}
 		nf = dw_fills(g, d, s, 0, q.hi, f);
 		nf += fz_fix(z, &q, f + nf);
@@ -799,6 +833,18 @@ static bool fz_rem_plan(struct fz *z, unsigned rmap, uint32_t rnct)
 	z->rg.rowm = false;
 	if (!fz_pw_chan(z, &z->rg, rmap & 3, rnct, 1, &z->rd))
 		return false;
+	/* rmap bit 3: row wrap (clusters on pixels, PEs on channels), one sub-tile of blocks that run
+	 * across the image rows without their padding columns (fz_seg_at) */
+	if (rmap & 8) {
+		if (!z->pg.wrap || (rmap & 7) != 1 || z->pg.res || z->d.P_in < (uint64_t)z->g.W * z->d.Cu * z->g.e ||
+		    z->g.W > 65535)
+			return false;
+		z->rd.wrap = z->g.W;
+		/* bit 4: every channel tile in one EXE (each its own accumulator and SFU record) */
+		if ((rmap & 16) && (z->rd.nct < 2 || z->rd.nct > TNPU_NUM_ACCS))
+			return false;
+		z->rd.ctx = (rmap & 16) != 0;
+	}
 	/* rmap bit 2: cluster pairs (clusters on pixels, PEs on channels), each row's image columns as
 	 * two blocks of ceil(W / 2) (overlapping by one column when W is odd) */
 	if (rmap & 4) {
@@ -834,16 +880,19 @@ static uint64_t fz_rem_work(const struct fz *z)
 
 	for (uint32_t s = 0; s < g->N * z->d.nseg; s++) {
 		struct fz_seg q = fz_seg_at(z, s);
-		uint64_t dist, mac;
+		uint64_t dist, mac, drain;
 
 		if (!q.rr)
 			continue;
 		dist = cdiv(wt, g->wide ? TNPU_RATE_WIDE_MCAST : TNPU_RATE_DISPATCH) +
 		       cdiv((uint64_t)q.rT * r->gp * q.rtm * g->C * g->e, TNPU_RATE_DISPATCH);
 		mac = q.rT * cdiv((uint64_t)q.rtm * r->tn * g->C, g->rate);
-		w += r->nct * (TNPU_CYC_EXE + ACCEL_MAX(dist, mac) +
-			       q.rT * (cdiv((uint64_t)q.rtm * r->tn, g->sfu ? TNPU_RATE_SFU : TNPU_RATE_OQ) +
-				       cdiv((uint64_t)q.rtm * r->tn * g->oe * g->pes, TNPU_RATE_ST)));
+		drain = q.rT * (cdiv((uint64_t)q.rtm * r->tn, g->sfu ? TNPU_RATE_SFU : TNPU_RATE_OQ) +
+				cdiv((uint64_t)q.rtm * r->tn * g->oe * g->pes, TNPU_RATE_ST));
+		if (r->ctx)	/* one EXE for every channel tile */
+			w += TNPU_CYC_EXE + r->nct * (ACCEL_MAX(dist, mac) + drain);
+		else
+			w += r->nct * (TNPU_CYC_EXE + ACCEL_MAX(dist, mac) + drain);
 	}
 	return w;
 }
@@ -854,19 +903,23 @@ static uint64_t fz_rem_work(const struct fz *z)
  * rmap | rnct << 8 in top[]; their count. */
 static unsigned fz_best_rems(struct fz *z, unsigned top[FZ_REM_TOP])
 {
+	static const unsigned rmaps[] = { 0, 1, 2, 3, 5, 9, 25 };
 	uint64_t w[FZ_REM_TOP];
 	unsigned n = 0;
-	bool only_pairs = false;
+	bool only_pairs = false, only_wrap = false;
 
-	/* sim option cpair=all: only cluster pairs (rmap 5) where they fit */
-	for (uint32_t rnct = 1; z->pg.cpair == 2 && rnct <= 8; rnct++)
+	/* sim options cpair=all / wrap=all: only cluster pairs (rmap 5) / row wraps (rmap 9) where they
+	 * fit */
+	for (uint32_t rnct = 1; z->pg.wrap == 2 && rnct <= 8; rnct++)
+		only_wrap |= fz_rem_plan(z, 9, rnct);
+	for (uint32_t rnct = 1; !only_wrap && z->pg.cpair == 2 && rnct <= 8; rnct++)
 		only_pairs |= fz_rem_plan(z, 5, rnct);
-	for (unsigned rmap = 0; rmap < 6; rmap++)
+	for (unsigned i = 0; i < sizeof(rmaps) / sizeof(rmaps[0]); i++)
 		for (uint32_t rnct = 1; rnct <= 8; rnct++) {
+			unsigned k, rmap = rmaps[i];
 			uint64_t v;
-			unsigned k;
 
-			if (rmap == 4 || (rmap < 4 && only_pairs))	/* pairs: clusters on pixels only (5) */
+			if ((only_wrap && !(rmap & 8)) || (only_pairs && rmap != 5))
 				continue;
 
 			if (!fz_rem_plan(z, rmap, rnct))
@@ -1016,7 +1069,8 @@ static void fz_try_mains(const struct accel_caps *c, struct fz *z, bool dw_sfu, 
 				z->rem = false;
 				/* or the last group moved up (every segment has gp rows); not with sim option
 				 * cpair=all where cluster pairs fit */
-				if (z->pd.gp <= min_nr && !(z->pg.cpair == 2 && nr && (top[0] & 4))) {
+				if (z->pd.gp <= min_nr && !(z->pg.cpair == 2 && nr && (top[0] & 4)) &&
+				    !(z->pg.wrap == 2 && nr && (top[0] & 8))) {
 					/* or the groups overlapping at a uniform step, all in the same EXEs (sim
 					 * option pwdw-ovl: off never, all only they, where they fit) */
 					ov = z->ovl_mode != 1 && fz_set_ovl(z);
@@ -1113,7 +1167,8 @@ static bool fz_plan(const struct accel_caps *c, struct fz *z, bool dw_sfu, uint8
 		if (a.ovl && !fz_set_ovl(&y))
 			continue;
 		y.rem = a.rem;
-		ok = !y.rem || fz_rem_plan(&y, (a.rd.cl_pix ? 1 : 0) | (a.rd.pe_pix ? 2 : 0) | (a.rd.pair ? 4 : 0),
+		ok = !y.rem || fz_rem_plan(&y, (a.rd.cl_pix ? 1 : 0) | (a.rd.pe_pix ? 2 : 0) | (a.rd.pair ? 4 : 0) |
+						       (a.rd.wrap ? 8 : 0) | (a.rd.ctx ? 16 : 0),
 					   a.rd.nct);
 		y.rem = y.rem && ok;
 		if (!y.rem && a.rem) {
@@ -1222,14 +1277,22 @@ static void fz_emit(struct accel_cmdstream *cs, const struct accel_caps *c, cons
 		if (q.rr) {	/* its own CONFIG: the segment's block size */
 			struct pwp rd = fz_rem_at(z, &q);
 
-			pw_config(cs, &z->rg, &rd, pp, FZ_REM_BUF, q.rT, true, FZ_REM_RF);
-			for (uint32_t ct = 0; ct < rd.nct; ct++)
-				pw_exe_emit(cs, &z->rg, &rd, &sg, FZ_REM_BUF, 0, ct,
-					    (uint32_t)((int64_t)z->x_off + (int64_t)q.rs0 * pg->C * pg->e),
-					    (uint32_t)((int64_t)d->in_off + (int64_t)q.j0 * d->P_in +
-						       (int64_t)q.rs0 * d->Cu * g->e));
-			cs_sem(cs, true, AS, TNPU_ENGINE_COMPUTE, FZ_RFILL, 1);
-			cs_sem(cs, false, AS, TNPU_ENGINE_LOAD, FZ_RFILL, 1);
+			uint32_t in = (uint32_t)((int64_t)z->x_off + (int64_t)q.rs0 * pg->C * pg->e),
+				 out = (uint32_t)((int64_t)d->in_off + (int64_t)q.j0 * d->P_in +
+						  (int64_t)q.rs0 * d->Cu * g->e);
+
+			if (rd.ctx) {	/* every channel tile in one EXE */
+				pw_config_ct(cs, &z->rg, &rd, pp, FZ_REM_BUF, FZ_REM_RF);
+				pw_exe_emit_ct(cs, &z->rg, &rd, &sg, FZ_REM_BUF, in, out);
+			} else {
+				pw_config(cs, &z->rg, &rd, pp, FZ_REM_BUF, q.rT, true, FZ_REM_RF);
+				for (uint32_t ct = 0; ct < rd.nct; ct++)
+					pw_exe_emit(cs, &z->rg, &rd, &sg, FZ_REM_BUF, 0, ct, in, out);
+			}
+			if (!rd.wrap) {	/* the fills of the padding it wrote wait for it */
+				cs_sem(cs, true, AS, TNPU_ENGINE_COMPUTE, FZ_RFILL, 1);
+				cs_sem(cs, false, AS, TNPU_ENGINE_LOAD, FZ_RFILL, 1);
+			}
 		}
 		nf = dw_fills(g, d, s, 0, q.hi, f);
 		nf += fz_fix(z, &q, f + nf);
@@ -1461,6 +1524,7 @@ static int fz_lower(struct accel_dev *dev, struct mm_ctx *x, const struct accel_
 	z.pg.sfu = pp->use_sfu;
 	z.pg.wide = c->features & TNPU_FEAT_DW_WIDE;
 	z.pg.cpair = !(c->features & TNPU_FEAT_CPAIR) ? 0 : dev->cpair_mode == 2 ? 2 : 1;
+	z.pg.wrap = !(c->features & TNPU_FEAT_WRAP) ? 0 : dev->wrap_mode == 2 ? 2 : 1;
 	z.pg.rows = c->rows;
 	z.pg.cols = c->cols;
 	z.pg.pes = c->pes;

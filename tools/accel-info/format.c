@@ -113,7 +113,7 @@ void ai_format_features(uint32_t features, char *out, size_t len)
 		"dma-fill", [7] = "depthwise", [8] = "row-busy", [9] = "sparse-counters", [10] = "islands",
 		[11] = "rings", [12] = "ring-dma", [13] = "static-plans", [14] = "line-stream",
 		[15] = "vector-units", [16] = "sfu-residual", [17] = "dw-wide", [18] = "job-counters",
-		[19] = "sfu-qcol", [20] = "vec-qadd", [21] = "cluster-pairs",
+		[19] = "sfu-qcol", [20] = "vec-qadd", [21] = "cluster-pairs", [22] = "row-wrap",
 	};
 
 	format_bits(features, names, sizeof(names) / sizeof(names[0]), out, len);

@@ -344,6 +344,35 @@ int main(int argc, char **argv)
 		tcb_free(&cb);
 	}
 	{
+		/* row wrap (WRAP, CAP_FEATURES bit 22): A's and the output's rows taken in a packed space of
+		 * layout rows of 3 pixels, the layout rows a padded row apart (blocks of 4 pixels across them) */
+		uint16_t ins[] = { TNPU_INSN_LD(0, 0, 0, 1), TNPU_INSN_LD(1, 0, 1, 0), TNPU_INSN_MAC(0, 0, 0, 0, 1),
+				   TNPU_INSN_ST(0, 2, 0) };
+		struct tnpu_operand ops[4] = {
+			{ .addr = 4, .col_stride = 16, .pitch = 4, .rows = 4, .cols = 4, .dtype = TNPU_DTYPE_INT8,
+			  .flags = TNPU_OPF_WRAP, .su_wrap = 3, .su_wrap_delta = 20, .su_delta = 60 },
+			{ .addr = 512, .pitch = 2, .rows = 4, .cols = 2, .dtype = TNPU_DTYPE_INT8 },
+			{ .addr = 1032, .col_stride = 32, .pe_stride = 8, .pitch = 32, .rows = 4, .cols = 2,
+			  .dtype = TNPU_DTYPE_INT32, .flags = TNPU_OPF_WRAP, .su_wrap = 3, .su_wrap_delta = 160 },
+			{ 0 },
+		};
+		struct tnpu_sfu_param sp = { .out_dtype = TNPU_DTYPE_INT32 };
+		struct tnpu_cfg_hdr h = { .n_instr = 4, .n_operands = 4, .loop_end = 3, .repeat = 1, .sfu_rf = 3,
+					  .mode = TNPU_CFG_MODE_PIPE4 };
+		struct tpkt p;
+
+		memcpy(&ops[3], &sp, 32);
+		tcb_init(&cb);
+		tcb_dma(&cb, true, 0, va, 0, 0, 0xFF, 0, 0, 0, 0, 4096, 1, 1);
+		tpkt_config(&p, 0, &h, ins, ops);
+		tcb_dispatch(&cb, 0, 0, 0, 0, p.buf, p.len);
+		tpkt_exe(&p, 0, TNPU_PKT_LAST | TNPU_PKT_SHIFT_OUT, NULL, 0);
+		tcb_dispatch(&cb, 0, 0, 0, 0, p.buf, p.len);
+		tcb_dma(&cb, false, 0, va + 32768, 0, 0, 0, 0, 1024, 0, 0, 1024, 1, 1);
+		save(argv[1], "wrap", &cb);
+		tcb_free(&cb);
+	}
+	{
 		/* VEC BINARY QADD (CAP_FEATURES bit 20): int8 A + B, each with its own zero point and
 		 * multiplier, RELU, B broadcast along dim 2; then an in-place SUB */
 		struct tnpu_cmd_vec v;

@@ -183,6 +183,22 @@ static uint32_t check_range(struct rowctx *rc, const struct tnpu_operand *o, uin
 	bool pair = o->flags & TNPU_OPF_CPAIR;
 	unsigned nc = pair ? rc->cols : 2;
 
+	if (o->flags & TNPU_OPF_WRAP) {
+		/* addresses grow with the packed offset: the first PE's row 0 and the last PE's last row
+		 * (extent = its rows' span without WRAP: the last row's own bytes are what is past it) */
+		int64_t a = tnpu_row_addr(o, 0, 0, 0),
+			b = tnpu_row_addr(o, rc->cols - 1, rc->pes - 1, o->rows - 1) +
+			    (int64_t)(extent - (uint64_t)(o->rows - 1) * o->pitch);
+
+		if (a < 0)
+			return cfail_addr(rc, TNPU_ERR_SRAM_RANGE, (uint64_t)a);
+		if ((uint64_t)b > rc->half)
+			return cfail_addr(rc, TNPU_ERR_SRAM_RANGE, (uint64_t)tnpu_row_addr(o, rc->cols - 1, rc->pes - 1, 0));
+		if (align > 1 && ((o->addr | (uint32_t)o->col_stride | (uint32_t)o->pe_stride | o->pitch |
+				   (uint32_t)o->su_wrap_delta) & (align - 1)))
+			return cfail_addr(rc, TNPU_ERR_ALIGN, o->addr);
+		return 0;
+	}
 	for (unsigned i = 0; i < nc; i++) {
 		for (unsigned j = 0; j < 2; j++) {
 			int64_t a = pe_addr(o, pair ? i : cs[i], ps[j]);
@@ -279,7 +295,7 @@ static void scalar_update(struct rowctx *rc, unsigned e)
 	if (!(rc->ib->mode & TNPU_CFG_MODE_PIPE4))
 		return;
 	o->addr += (uint32_t)o->su_delta;
-	if (o->su_wrap && ++rc->rs->rf_cnt[e] >= o->su_wrap) {
+	if (o->su_wrap && !(o->flags & TNPU_OPF_WRAP) && ++rc->rs->rf_cnt[e] >= o->su_wrap) {
 		rc->rs->rf_cnt[e] = 0;
 		o->addr += (uint32_t)o->su_wrap_delta;
 	}
@@ -302,6 +318,12 @@ static void ld_span(const struct rowctx *rc, const struct tnpu_operand *o, uint6
 		a3 = pe_addr(o, rc->cols - 1, rc->pes - 1);
 	uint64_t base = (uint64_t)(rc->base - rc->rs->sram);
 
+	if (o->flags & TNPU_OPF_WRAP) {	/* from the first PE's row 0 to the last PE's last row */
+		*lo = base + (uint64_t)a0;
+		*hi = base + (uint64_t)tnpu_row_addr(o, rc->cols - 1, rc->pes - 1, o->rows - 1) + extent -
+		      (uint64_t)(o->rows - 1) * o->pitch;
+		return;
+	}
 	/* CPAIR: the extremes over every cluster (the address is affine in c & 1 and c >> 1) */
 	for (unsigned c = 1; (o->flags & TNPU_OPF_CPAIR) && c + 1 < rc->cols; c++) {
 		int64_t b0 = pe_addr(o, c, 0), b1 = pe_addr(o, c, rc->pes - 1);
@@ -325,8 +347,9 @@ static uint32_t do_ld(struct rowctx *rc, uint16_t w)
 
 	if ((o->dtype != TNPU_DTYPE_INT8 && o->dtype != TNPU_DTYPE_FP32 && o->dtype != TNPU_DTYPE_BF16) ||
 	    !o->rows || !o->cols ||
-	    (o->flags & ~(TNPU_OPF_MASK | TNPU_OPF_CPAIR)) || (!to_wq && (o->flags & TNPU_OPF_MASK)) ||
-	    tnpu_cpair_bad(o) ||
+	    (o->flags & ~(TNPU_OPF_MASK | TNPU_OPF_CPAIR | TNPU_OPF_WRAP)) || (!to_wq && (o->flags & TNPU_OPF_MASK)) ||
+	    tnpu_cpair_bad(o) || tnpu_wrap_bad(o) ||
+	    ((o->flags & TNPU_OPF_WRAP) && (to_wq || (w & TNPU_LD_MCAST))) ||
 	    (o->flags == (TNPU_OPF_SPARSE | TNPU_OPF_TRANS)) || ((w & TNPU_LD_MCAST) && sparse))
 		return cfail(rc, TNPU_ERR_OPERAND);
 	if (sparse)
@@ -764,18 +787,24 @@ static uint32_t do_mac(struct rowctx *rc, uint16_t w, struct exe_acct *acct)
 					       : (int64_t)B->pe_stride == (int64_t)tn * (int64_t)esz);
 		bool b_contig = b_pes && B->col_stride == 0 && !(B->flags & TNPU_OPF_CPAIR);
 
+		bool wrap = A->flags & TNPU_OPF_WRAP;
+
 		if (b_contig && A->pe_stride == 0 && (int64_t)A->col_stride == (int64_t)tm * A->pitch &&
-		    !(A->flags & TNPU_OPF_CPAIR)) {
+		    !(A->flags & (TNPU_OPF_CPAIR | TNPU_OPF_WRAP))) {
 			/* Whole row: one call of (cols*tm) x (pes*tn) x K. */
 			err = gemm(rc, dt, trans, (size_t)cols * tm, ld, K, rc->base + A->addr, A->pitch,
 				   rc->base + B->addr, B->pitch, accp, ld, accumulate);
 		} else if (b_pes && A->pe_stride == 0) {
 			/* One call per cluster (clusters over N: each its own block of B). */
 			for (unsigned c = 0; c < cols && !err; c++)
-				err = gemm(rc, dt, trans, tm, ld, K, rc->base + pe_addr(A, c, 0), A->pitch,
-					   rc->base + pe_addr(B, c, 0), B->pitch,
-					   (uint8_t *)accp + (size_t)c * tm * ld * 4, ld, accumulate);
-		} else if (!sparse && B->pe_stride == 0 && dt != TNPU_DTYPE_BF16) {
+				/* WRAP: per run of rows in one layout row (each element the same chain) */
+				for (uint32_t i = 0, n; i < tm && !err; i += n) {
+					n = tnpu_wrap_run(A, c, 0, i, tm);
+					err = gemm(rc, dt, trans, n, ld, K, rc->base + tnpu_row_addr(A, c, 0, i), A->pitch,
+						   rc->base + pe_addr(B, c, 0), B->pitch,
+						   (uint8_t *)accp + ((size_t)c * tm + i) * ld * 4, ld, accumulate);
+				}
+		} else if (!sparse && !wrap && B->pe_stride == 0 && dt != TNPU_DTYPE_BF16) {
 			/* One B per cluster, shared by its PEs, and A per PE (the pointwise lowering's
 			 * pixel blocks over PEs): per cluster one batched call, B packed once.  PE p's
 			 * tile is rows c*tm.. at columns p*tn of the accumulator; the batch runs over the
@@ -811,6 +840,13 @@ static uint32_t do_mac(struct rowctx *rc, uint16_t w, struct exe_acct *acct)
 					if (sparse)
 						err = sparse_mac(rc, at, A->pitch, bt, B, tm, tn, K, dt, cp, ld,
 								 accumulate);
+					else if (wrap)	/* per run of rows in one layout row */
+						for (uint32_t i = 0, n; i < tm && !err; i += n) {
+							n = tnpu_wrap_run(A, c, p, i, tm);
+							err = gemm(rc, dt, trans, n, tn, K,
+								   rc->base + tnpu_row_addr(A, c, p, i), A->pitch, bt,
+								   B->pitch, cp + (size_t)i * ld * 4, ld, accumulate);
+						}
 					else
 						err = gemm(rc, dt, trans, tm, tn, K, at, A->pitch, bt, B->pitch, cp,
 							   ld, accumulate);
@@ -841,7 +877,17 @@ static uint32_t do_mac(struct rowctx *rc, uint16_t w, struct exe_acct *acct)
 				const uint8_t *bt = rc->base + pe_addr(B, c, p);
 				uint64_t e = 0, cyc;
 
-				if (si->zskip)
+				if (si->zskip && (A->flags & TNPU_OPF_WRAP)) {
+					/* per run of rows, summed (nzb: scratch until the weights' counts) */
+					for (unsigned k = 0; k < K; k++)
+						nza[k] = 0;
+					for (uint32_t i = 0, n; i < tm; i += n) {
+						n = tnpu_wrap_run(A, c, p, i, tm);
+						col_nnz(rc->base + tnpu_row_addr(A, c, p, i), A->pitch, n, K, dt, nzb);
+						for (unsigned k = 0; k < K; k++)
+							nza[k] += nzb[k];
+					}
+				} else if (si->zskip)
 					col_nnz(at, A->pitch, tm, K, dt, nza);
 				else
 					for (unsigned k = 0; k < K; k++)
@@ -1318,7 +1364,7 @@ static uint32_t do_st(struct rowctx *rc, uint16_t w)
 		return cfail(rc, TNPU_ERR_SLOT_EMPTY);
 	tm = src->tm;
 	tn = src->tn;
-	if ((o->flags & ~TNPU_OPF_CPAIR) || tnpu_cpair_bad(o))
+	if ((o->flags & ~(TNPU_OPF_CPAIR | TNPU_OPF_WRAP)) || tnpu_cpair_bad(o) || tnpu_wrap_bad(o))
 		return cfail(rc, TNPU_ERR_OPERAND);
 	if (o->rows != tm || o->cols != tn)
 		return cfail(rc, TNPU_ERR_ACC_SHAPE);
@@ -1331,6 +1377,24 @@ static uint32_t do_st(struct rowctx *rc, uint16_t w)
 	ld = (size_t)pes * tn;
 	/* fp32/int32 PE tiles side by side in SRAM (pe_stride = tn elements) and rows that do not
 	 * overlap: a row of all PEs is one run on both sides, copied at once (the same bytes). */
+	if (o->flags & TNPU_OPF_WRAP) {
+		/* rows where the layout puts them (isa.md "Row wrap"), each PE in turn as below */
+		for (unsigned c = 0; c < cols; c++)
+			for (unsigned p = 0; p < pes; p++)
+				for (unsigned i = 0; i < tm; i++) {
+					uint8_t *dst = rc->base + tnpu_row_addr(o, c, p, i);
+					const uint8_t *s = data + (((size_t)c * tm + i) * ld + (size_t)p * tn) * 4;
+
+					if (es == 4)
+						memcpy(dst, s, (size_t)tn * 4);
+					else
+						for (unsigned j = 0; j < tn; j++)
+							dst[j] = s[4 * j];
+				}
+		lo = (uint64_t)tnpu_row_addr(o, 0, 0, 0);
+		hi = (uint64_t)tnpu_row_addr(o, cols - 1, pes - 1, tm - 1) + (uint64_t)tn * es;
+		goto stored;
+	}
 	if (es == 4 && (int64_t)o->pe_stride == (int64_t)tn * 4 && (tm == 1 || (uint64_t)o->pitch >= ld * 4)) {
 		for (unsigned c = 0; c < cols; c++) {
 			uint64_t pa = (uint64_t)pe_addr(o, c, 0);

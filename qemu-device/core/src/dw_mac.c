@@ -64,6 +64,8 @@ uint32_t tnpu_dw_check(struct tnpu_dw_job *j)
 	if (!p->oh || !p->ow || !p->pix || !p->r || !p->s || !p->stride_y || !p->stride_x || !p->dil_y ||
 	    !p->dil_x)
 		return TNPU_ERR_DW_PARAM;
+	if (A->flags & TNPU_OPF_WRAP)	/* a window is a 2-D box, never a wrapped run (isa.md "Row wrap") */
+		return TNPU_ERR_OPERAND;
 	if (B->flags & TNPU_OPF_SPARSE)
 		return TNPU_ERR_DW_SHAPE;
 	if (B->flags & TNPU_OPF_TRANS) {

@@ -56,12 +56,55 @@ static inline uint64_t ld64(const uint8_t *p)
 
 /* Per-PE rewrite of an operand record (isa.md "Operand record"): PE p of cluster c; with CPAIR the
  * cluster's index in its pair and the pair's index each have a stride (the pair's in su_wrap_delta). */
+static inline int64_t tnpu_row_addr(const struct tnpu_operand *o, unsigned c, unsigned p, uint64_t i);
+
 static inline int64_t tnpu_pe_addr(const struct tnpu_operand *o, unsigned c, unsigned p)
 {
+	if (o->flags & TNPU_OPF_WRAP)
+		return tnpu_row_addr(o, c, p, 0);
 	if (o->flags & TNPU_OPF_CPAIR)
 		return (int64_t)o->addr + (int64_t)(c & 1) * o->col_stride + (int64_t)(c >> 1) * o->su_wrap_delta +
 		       (int64_t)p * o->pe_stride;
 	return (int64_t)o->addr + (int64_t)c * o->col_stride + (int64_t)p * o->pe_stride;
+}
+
+/* Row i of PE (c,p)'s tile (isa.md "Row wrap"): with WRAP the rewrite and the row are taken in a packed
+ * space of su_wrap rows per layout row, the layout's rows su_wrap_delta bytes apart (no padding between
+ * them in packed space); the address never decreases with the packed offset (su_wrap_delta >= W * pitch,
+ * strides >= 0: tnpu_wrap_bad). */
+static inline int64_t tnpu_row_addr(const struct tnpu_operand *o, unsigned c, unsigned p, uint64_t i)
+{
+	if (o->flags & TNPU_OPF_WRAP) {
+		uint64_t span = (uint64_t)o->su_wrap * o->pitch;
+		uint64_t off =
+			(uint64_t)c * (uint32_t)o->col_stride + (uint64_t)p * (uint32_t)o->pe_stride + i * o->pitch;
+
+		return (int64_t)o->addr + (int64_t)(off / span) * o->su_wrap_delta + (int64_t)(off % span);
+	}
+	return tnpu_pe_addr(o, c, p) + (int64_t)i * o->pitch;
+}
+
+/* The rows from row i of PE (c,p)'s WRAP tile (i < rows) that lie in the same layout row: a run of rows
+ * pitch apart (without WRAP: all the remaining rows). */
+static inline uint32_t tnpu_wrap_run(const struct tnpu_operand *o, unsigned c, unsigned p, uint32_t i, uint32_t rows)
+{
+	uint64_t span, r;
+
+	if (!(o->flags & TNPU_OPF_WRAP))
+		return rows - i;
+	span = (uint64_t)o->su_wrap * o->pitch;
+	r = ((uint64_t)c * (uint32_t)o->col_stride + (uint64_t)p * (uint32_t)o->pe_stride + (uint64_t)i * o->pitch) %
+	    span;
+	return (uint32_t)TNPU_MIN((uint64_t)(rows - i), (span - 1 - r) / o->pitch + 1);
+}
+
+/* A WRAP record is well-formed: no other flag, a layout row of su_wrap >= 1 rows of pitch >= 1 bytes that
+ * fits its row pitch, non-negative strides (so addresses grow with the packed offset). */
+static inline bool tnpu_wrap_bad(const struct tnpu_operand *o)
+{
+	return (o->flags & TNPU_OPF_WRAP) &&
+	       (o->flags != TNPU_OPF_WRAP || !o->su_wrap || !o->pitch || o->col_stride < 0 || o->pe_stride < 0 ||
+		(int64_t)o->su_wrap_delta < (int64_t)o->su_wrap * o->pitch);
 }
 
 /* A CPAIR record is well-formed: no scalar-unit wrap (its field is the pair stride), not SPARSE. */

@@ -270,7 +270,7 @@ Test(cpair, malformed_pair_records_stop)
 	b.r.flags |= TNPU_OPF_SPARSE;
 	cr_assert_eq(run_case(&b), TNPU_ERR_OPERAND);
 	b = q;
-	b.a.flags |= 1u << 3; /* still reserved */
+	b.a.flags |= 1u << 4; /* still reserved */
 	cr_assert_eq(run_case(&b), TNPU_ERR_OPERAND);
 	/* cluster 1 (pair 0, second) past the half; clusters 0 and 3 (the plain rewrite's corners) inside */
 	b = q;

@@ -486,9 +486,14 @@ Test(dw, bad_encodings_stop_with_documented_errors)
 	struct tnpu_operand a = t_opnd(0, 0, 1, 64, 3, 4 * 4 + 1, TNPU_DTYPE_INT8, 0);
 	struct tnpu_operand w = t_opnd(1024, 0, 1, 4, 9, 1, TNPU_DTYPE_INT8, 0);
 	struct tnpu_operand o = t_opnd(2048, 64, 8, 4, 2, 1, TNPU_DTYPE_INT32, 0);
+	struct tnpu_operand a_wrap = a;
 	uint16_t ins[] = { TNPU_INSN_LD(0, 0, 0, 0), TNPU_INSN_LD(1, 0, 1, 0),
 			   TNPU_INSN_MAC(0, 0, 0, 0, 0) | TNPU_MAC_DW, TNPU_INSN_ST(0, 2, 1) };
 	struct tnpu_cfg_hdr h = { .n_instr = 4, .n_operands = 4, .loop_end = 3, .repeat = 1, .dw_rf = 3 };
+
+	a_wrap.flags = TNPU_OPF_WRAP;
+	a_wrap.su_wrap = 3;
+	a_wrap.su_wrap_delta = 3 * 64;
 	struct {
 		struct tnpu_dw_param p;
 		struct tnpu_operand a, w;
@@ -514,6 +519,8 @@ Test(dw, bad_encodings_stop_with_documented_errors)
 		{ ok, a, t_opnd(1024, 0, 4, 4, 9, 1, TNPU_DTYPE_INT8, TNPU_OPF_SPARSE), TNPU_ERR_DW_SHAPE },
 		/* dtype mismatch */
 		{ ok, a, t_opnd(1024, 0, 4, 4, 9, 1, TNPU_DTYPE_FP32, 0), TNPU_ERR_DTYPE },
+		/* a window is never a WRAP tile (isa.md "Row wrap"; the LD itself is valid) */
+		{ ok, a_wrap, w, TNPU_ERR_OPERAND },
 	};
 
 	for (unsigned i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {

@@ -477,7 +477,8 @@ Test(regs, counters_feature_bit_is_advertised)
 	cr_assert_eq(TNPU_FEAT_COUNTERS, 1u << 18);
 	cr_assert_eq(TNPU_FEAT_VEC_QADD, 1u << 20);
 	cr_assert_eq(TNPU_FEAT_CPAIR, 1u << 21);
-	cr_assert_eq(rd(c, TNPU_REG_CAP_FEATURES), 0x3FFFFFu);	/* registers.md: bits 0..21 */
+	cr_assert_eq(TNPU_FEAT_WRAP, 1u << 22);
+	cr_assert_eq(rd(c, TNPU_REG_CAP_FEATURES), 0x7FFFFFu);	/* registers.md: bits 0..22 */
 	tnpu_core_free(c);
 }
 

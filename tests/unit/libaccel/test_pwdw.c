@@ -581,9 +581,10 @@ Test(pwdw, cluster_pairs_for_remainder_rows)
 
 	if (!test_is_sim())
 		cr_skip_test("sim options");
-	dev = open_dev("sim");
-	off = open_dev("sim:cpair=off");
-	all = open_dev("sim:cpair=all");
+	/* without row wraps, which take these remainders where they tie or win (row_wraps_for_remainder_rows) */
+	dev = open_dev("sim:wrap=off");
+	off = open_dev("sim:wrap=off,cpair=off");
+	all = open_dev("sim:wrap=off,cpair=all");
 	cr_assert_eq(accel_query_caps(dev, &caps), 0);
 	cr_assert(caps.features & (1u << 21));	/* CAP_FEATURES bit 21 */
 	cr_assert_eq(accel_query_caps(off, &caps), 0);
@@ -643,10 +644,10 @@ Test(pwdw, overlapping_row_groups_match_reference)
 		const char *all, *off;
 		uint32_t cases, min_used;
 	} cfgs[] = {
-		{ "sim:pwdw-ovl=all", "sim:pwdw-ovl=off", 30, 12 },
-		{ "sim:sram=262144,pwdw-ovl=all", "sim:sram=262144,pwdw-ovl=off", 16, 3 },
-		{ "sim:rows=2,cols=2,pes=4,sram=65536,pwdw-ovl=all", "sim:rows=2,cols=2,pes=4,sram=65536,pwdw-ovl=off",
-		  30, 5 },
+		{ "sim:wrap=off,pwdw-ovl=all", "sim:wrap=off,pwdw-ovl=off", 30, 12 },
+		{ "sim:sram=262144,wrap=off,pwdw-ovl=all", "sim:sram=262144,wrap=off,pwdw-ovl=off", 16, 3 },
+		{ "sim:rows=2,cols=2,pes=4,sram=65536,wrap=off,pwdw-ovl=all",
+		  "sim:rows=2,cols=2,pes=4,sram=65536,wrap=off,pwdw-ovl=off", 30, 5 },
 	};
 	struct pdcase p7 = { .n = 1, .cin = 160, .c = 960, .h = 7, .w = 7, .r = 3, .s = 3, .sh = 1, .sw = 1, .pt = 1,
 			     .pl = 1, .pb = 1, .pr = 1, .dh = 1, .dw = 1, .qcol = true, .act_pw = 1, .act_dw = 1,
@@ -660,8 +661,9 @@ Test(pwdw, overlapping_row_groups_match_reference)
 
 	if (!test_is_sim())
 		cr_skip_test("sim options");
-	dev = open_dev("sim");
-	off = open_dev("sim:pwdw-ovl=off");
+	/* without row wraps, whose plan for 7 x 7 x 960 has no row groups (row_wraps_for_remainder_rows) */
+	dev = open_dev("sim:wrap=off");
+	off = open_dev("sim:wrap=off,pwdw-ovl=off");
 	cr_assert_eq(accel_query_caps(dev, &caps), 0);
 	if (caps.rows == 4 && caps.cols == 4 && caps.pes == 16) {
 		cr_assert(pd_run(dev, &p7, 900, ACCEL_PWDW_ONE_JOB));
@@ -701,6 +703,78 @@ Test(pwdw, overlapping_row_groups_match_reference)
 		accel_close(off);
 		accel_close(dev);
 	}
+}
+
+/* Row wraps (CAP_FEATURES bit 22, WRAP records) for the expansion's remainder rows: one sub-tile whose
+ * clusters' blocks run across the image rows without the padding columns (7 x 7: 13 pixels per cluster
+ * for 49, not 8 row slots or flat runs over 9-wide rows), its channel tiles in an EXE each or all in one
+ * (own accumulators and SFU records: 7 x 7 x 960's plan).  MobileNetV2's 7 x 7 x 960 pair is faster with
+ * them than without (sim option wrap=off), int8 and fp32, and both match the reference; MobileNet-like
+ * shapes (odd and even sizes, several segments, batches) match the reference with them where they win
+ * (default), wherever they fit (wrap=all) and without them; the 2 x 2 x 4 geometry too. */
+Test(pwdw, row_wraps_for_remainder_rows)
+{
+	struct accel_dev *dev, *off, *all, *small, *small_off;
+	struct accel_caps caps;
+	uint64_t s = 0x3A7E5EEDull;
+	unsigned used = 0, used_small = 0;
+
+	if (!test_is_sim())
+		cr_skip_test("sim options");
+	dev = open_dev("sim");
+	off = open_dev("sim:wrap=off");
+	all = open_dev("sim:wrap=all");
+	small = open_dev("sim:rows=2,cols=2,pes=4,sram=65536,wrap=all");
+	small_off = open_dev("sim:rows=2,cols=2,pes=4,sram=65536,wrap=off");
+	cr_assert_eq(accel_query_caps(dev, &caps), 0);
+	cr_assert(caps.features & (1u << 22));	/* CAP_FEATURES bit 22 */
+	cr_assert_eq(accel_query_caps(off, &caps), 0);
+	cr_assert(!(caps.features & (1u << 22)));
+	if (caps.rows == 4 && caps.cols == 4 && caps.pes == 16)
+		for (unsigned f = 0; f < 2; f++) {
+			struct pdcase t = { .n = 1, .cin = 160, .c = 960, .h = 7, .w = 7, .r = 3, .s = 3, .sh = 1,
+					    .sw = 1, .pt = 1, .pl = 1, .pb = 1, .pr = 1, .dh = 1, .dw = 1, .f32 = f,
+					    .qcol = true, .act_pw = f ? 2 : 1, .act_dw = f ? 2 : 1, .zmid = f ? 0 : -128,
+					    .zout = f ? 0 : -128 };
+			uint64_t cyc;
+
+			cr_assert(pd_run(dev, &t, 800 + f, ACCEL_PWDW_ONE_JOB));
+			cyc = pd_cycles;
+			cr_assert(pd_run(off, &t, 800 + f, ACCEL_PWDW_ONE_JOB));
+			cr_assert(cyc < pd_cycles, "7x7x960 %s: %llu cycles with row wraps, %llu without",
+				  f ? "fp32" : "int8", (unsigned long long)cyc, (unsigned long long)pd_cycles);
+		}
+	for (unsigned j = 0; j < 64; j++) {
+		uint64_t seed = xrng(&s);
+		struct pdcase t = { .n = 1 + (j % 7 == 6), .cin = 8 + (uint32_t)(seed % 40),
+				    .c = 16 * (2 + (uint32_t)(seed >> 6) % 12), .h = 5 + (uint32_t)((seed >> 12) % 12),
+				    .r = 3, .s = 3, .sh = 1 + (j % 3 == 0), .pt = 1, .pl = 1, .pb = 1, .pr = 1, .dh = 1,
+				    .dw = 1, .f32 = j % 4 == 3, .qcol = j % 5 != 4, .act_pw = 1, .act_dw = 2,
+				    .zmid = j % 4 == 3 ? 0 : -128 + (int)(j % 3), .zout = 3 };
+		uint64_t cyc;
+		bool one;
+
+		t.w = t.h - (uint32_t)(seed >> 20) % 3;
+		t.sw = t.sh;
+		pd_run_any(dev, &t, seed);
+		one = pd_run_any(all, &t, seed);
+		cyc = pd_cycles;
+		pd_run_any(off, &t, seed);
+		used += one && cyc != pd_cycles;	/* another plan: the row wraps' */
+		if (j % 4 == 0) {	/* 2 x 2 x 4 */
+			t.c = 4 * (1 + (uint32_t)(seed >> 30) % 6);
+			one = pd_run_any(small, &t, seed);
+			cyc = pd_cycles;
+			pd_run_any(small_off, &t, seed);
+			used_small += one && cyc != pd_cycles;
+		}
+	}
+	cr_assert(used >= 6 && used_small >= 2, "row wraps taken in %u cases (2 x 2 x 4: %u)", used, used_small);
+	accel_close(small_off);
+	accel_close(small);
+	accel_close(all);
+	accel_close(off);
+	accel_close(dev);
 }
 
 /* The two-job form (ACCEL_PWDW_SPLIT, and sim:pwdw=off) gives the results the reference gives. */

@@ -107,6 +107,8 @@ Test(format, features_of_the_v1_device)
 	cr_assert_str_eq(buf, "sfu-qcol vec-qadd");
 	ai_format_features(0x200000, buf, sizeof(buf));	/* operand flag CPAIR: bit 21 */
 	cr_assert_str_eq(buf, "cluster-pairs");
+	ai_format_features(0x400000, buf, sizeof(buf));	/* operand flag WRAP: bit 22 */
+	cr_assert_str_eq(buf, "row-wrap");
 }
 
 Test(format, class_names)

@@ -160,7 +160,7 @@ extern "C" {
 			 TNPU_FEAT_ISLANDS | TNPU_FEAT_RINGS | TNPU_FEAT_RING_DMA | TNPU_FEAT_PLAN | \
 			 TNPU_FEAT_STREAM | TNPU_FEAT_VEC | TNPU_FEAT_SFU_RESIDUAL | \
 			 TNPU_FEAT_DW_WIDE | TNPU_FEAT_COUNTERS | TNPU_FEAT_SFU_QCOL | TNPU_FEAT_VEC_QADD | \
-			 TNPU_FEAT_CPAIR)
+			 TNPU_FEAT_CPAIR | TNPU_FEAT_WRAP)
 #define TNPU_REG_CAP_CMDBUF	0x0034	/* RO max command-buffer bytes */
 
 #define TNPU_REG_CTRL		0x0040	/* RW */
@@ -654,6 +654,10 @@ _Static_assert(offsetof(struct tnpu_operand, su_delta) == 24, "operand");
 #define TNPU_OPF_MASK		0x03u
 /* CAP_FEATURES bit 21: cluster c's rewrite is (c & 1)*col_stride + (c >> 1)*su_wrap_delta (su_wrap 0) */
 #define TNPU_OPF_CPAIR		TNPU_BIT(2)
+/* CAP_FEATURES bit 22: the tile's rows wrap every su_wrap rows by su_wrap_delta bytes (isa.md "Row wrap"):
+ * row i of PE (c,p) at packed o = c*col_stride + p*pe_stride + i*pitch, address
+ * addr + (o / (su_wrap*pitch)) * su_wrap_delta + o % (su_wrap*pitch) */
+#define TNPU_OPF_WRAP		TNPU_BIT(3)
 
 enum tnpu_dtype {
 	TNPU_DTYPE_INT8 = 0,
@@ -835,6 +839,7 @@ _Static_assert(offsetof(struct tnpu_cmd_dma_bands, band_first) == 56, "dma bands
 #define TNPU_FEAT_SFU_QCOL	TNPU_BIT(19)	/* SFU record op QCOL: per-column requantisation (issue #16) */
 #define TNPU_FEAT_VEC_QADD	TNPU_BIT(20)	/* VEC BINARY vflags QADD: per-operand int8 quantisation (#16) */
 #define TNPU_FEAT_CPAIR		TNPU_BIT(21)	/* operand flags CPAIR: cluster pairs, a second stride (#16) */
+#define TNPU_FEAT_WRAP		TNPU_BIT(22)	/* operand flags WRAP: a tile's rows wrap by a row pitch (#16) */
 
 /* Depthwise parameter record (register-file entry named by the CONFIG header's dw_rf). */
 struct tnpu_dw_param {

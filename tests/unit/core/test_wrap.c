@@ -1,0 +1,408 @@
+/* SPDX-License-Identifier: MIT */
+/* Row wrap (CAP_FEATURES bit 22; Documentation/hardware/isa.md "Operand record", WRAP): an operand record
+ * with flags bit 3 takes its per-PE rewrite and row index in a packed space of su_wrap rows per layout
+ * row, the layout rows su_wrap_delta bytes apart, on LDs into an input slot and STs; range/alignment use
+ * the wrapped addresses, malformed or misplaced WRAP records stop with OPERAND, and the costs are those of
+ * the same tile without WRAP.  The reference is written here from the spec. */
+#include "common.h"
+
+enum { COLS = 4, PES = 4 };
+
+static struct tsim s;
+static uint64_t host;
+static struct tcb cb;
+static struct tnpu_result res;
+static struct tnpu_config cfg;
+
+static void setup(void)
+{
+	cfg = small_cfg();
+	cfg.cols = COLS;
+	cr_assert_eq(tsim_init(&s, &cfg, 16 << 20), 0);
+	host = tsim_buf(&s, 64 * 1024);
+	tcb_init(&cb);
+}
+
+static void teardown(void)
+{
+	tcb_free(&cb);
+	tsim_fini(&s);
+}
+
+TestSuite(wrap, .init = setup, .fini = teardown);
+
+static uint8_t *H(uint32_t off)
+{
+	return (uint8_t *)tsim_ptr(&s, host) + off;
+}
+
+static uint32_t run(void)
+{
+	tsim_run(&s, &cb, 0, &res);
+	cb.len = 0;
+	return res.error;
+}
+
+enum {
+	KD = 8,
+	TN = 3,
+	A_OFF = 64,
+	B_OFF = 14336,
+	O_OFF = 16384,
+	O_LEN = 12288,
+	R_OFF = 28672,
+	HOST_OUT = 32768,
+	IMG = 32768
+};
+
+/* One GEMM tile per PE of row 0: A (tm x KD), B per PE (KD x TN), the output (and a plain residual) with
+ * their own records; the instruction buffer LD A (ZSKIP or not), LD B, MAC (chained), ST. */
+struct wcase {
+	struct tnpu_operand a, o, r;
+	unsigned tm;
+	bool f32, residual, zskip;
+};
+
+/* isa.md "Row wrap": row i of PE (c,p) at packed offset c*col_stride + p*pe_stride + i*pitch, i.e. at
+ * addr + floor(o / (W*pitch)) * P + o mod (W*pitch); without WRAP a(c,p) + i*pitch. */
+static int64_t ref_row(const struct tnpu_operand *o, unsigned c, unsigned p, unsigned i)
+{
+	int64_t off = (int64_t)c * o->col_stride + (int64_t)p * o->pe_stride + (int64_t)i * o->pitch;
+
+	if (o->flags & TNPU_OPF_WRAP) {
+		int64_t span = (int64_t)o->su_wrap * o->pitch;
+
+		return (int64_t)o->addr + off / span * o->su_wrap_delta + off % span;
+	}
+	return (int64_t)o->addr + off;
+}
+
+static uint32_t run_exes(const struct wcase *q, unsigned n_exe)
+{
+	uint8_t dt = q->f32 ? TNPU_DTYPE_FP32 : TNPU_DTYPE_INT8, e = q->f32 ? 4 : 1;
+	uint16_t ins[] = {TNPU_INSN_LD(0, 0, 0, q->zskip), TNPU_INSN_LD(1, 0, 1, 0), TNPU_INSN_MAC(0, 0, 0, 0, 1),
+			  TNPU_INSN_ST(0, 2, 0)};
+	struct tnpu_operand ops[5] = {q->a, t_opnd(B_OFF, 0, TN * e, PES * TN * e, KD, TN, dt, 0), q->o};
+	struct tnpu_sfu_param sp = {.ops = (uint8_t)(q->residual ? TNPU_SFU_OP_RESIDUAL : 0),
+				    .out_dtype = q->f32 ? TNPU_DTYPE_FP32 : TNPU_DTYPE_INT32};
+	struct tpkt p;
+
+	memcpy(&ops[3], &sp, 32);
+	ops[4] = q->r;
+	tcb_dma(&cb, true, 0, host, 0, 0, TNPU_DMA_ROW_ALL, 0, 0, 0, 0, IMG, 1, 1);
+	tpkt_config(&p, 0,
+		    &(struct tnpu_cfg_hdr){.n_instr = 4,
+					   .n_operands = q->residual ? 5 : 4,
+					   .loop_end = 3,
+					   .repeat = 1,
+					   .sfu_rf = 3,
+					   .mode = TNPU_CFG_MODE_PIPE4},
+		    ins, ops);
+	tcb_dispatch(&cb, 0, 0, 0, 0, p.buf, p.len);
+	for (unsigned x = 0; x < n_exe; x++) {
+		tpkt_exe(&p, 0, TNPU_PKT_LAST | TNPU_PKT_SHIFT_OUT, NULL, 0);
+		tcb_dispatch(&cb, 0, 0, 0, 0, p.buf, p.len);
+	}
+	tcb_dma(&cb, false, 0, host + HOST_OUT, 0, 0, 0, 0, O_OFF, 0, 0, O_LEN, 1, 1);
+	return run();
+}
+
+static uint32_t run_case(const struct wcase *q)
+{
+	return run_exes(q, 1);
+}
+
+/* The expected output area: the input's bytes there, then every PE's tile written in (c, p) order (want:
+ * the area so far, or NULL: the input's bytes). */
+static unsigned check_into(const struct wcase *q, const uint8_t *img, uint8_t *want)
+{
+	unsigned e = q->f32 ? 4 : 1, wrong = 0;
+
+	for (unsigned c = 0; c < COLS; c++)
+		for (unsigned p = 0; p < PES; p++)
+			for (unsigned i = 0; i < q->tm; i++) {
+				int64_t aa = ref_row(&q->a, c, p, i), ra = ref_row(&q->r, c, p, i);
+				uint8_t *d = want + ref_row(&q->o, c, p, i) - O_OFF;
+
+				for (unsigned j = 0; j < TN; j++, d += 4) {
+					if (q->f32) {
+						float v = 0, x, w;
+
+						for (unsigned k = 0; k < KD; k++) {
+							memcpy(&x, img + aa + 4 * k, 4);
+							memcpy(&w, img + B_OFF + k * PES * TN * e + p * TN * e + 4 * j,
+							       4);
+							v = fmaf(x, w, v);
+						}
+						if (q->residual) {
+							memcpy(&x, img + ra + 4 * j, 4);
+							v += x;
+						}
+						memcpy(d, &v, 4);
+					} else {
+						int32_t v = 0, r;
+
+						for (unsigned k = 0; k < KD; k++)
+							v += (int8_t)img[aa + k] *
+							     (int8_t)img[B_OFF + k * PES * TN + p * TN + j];
+						if (q->residual) {
+							memcpy(&r, img + ra + 4 * j, 4);
+							v = (int32_t)((uint32_t)v + (uint32_t)r);
+						}
+						memcpy(d, &v, 4);
+					}
+				}
+			}
+	for (unsigned i = 0; i < O_LEN; i++)
+		wrong += H(HOST_OUT)[i] != want[i];
+	return wrong;
+}
+
+static unsigned check_case(const struct wcase *q, const uint8_t *img)
+{
+	static uint8_t want[O_LEN];
+
+	memcpy(want, img + O_OFF, O_LEN);
+	return check_into(q, img, want);
+}
+
+/* Random data; about a third of A's elements zero (the ZSKIP counts have something to skip). */
+static void fill(uint64_t *seed, bool f32)
+{
+	for (unsigned i = 0; i < IMG; i += 4) {
+		if (f32) {
+			float v = (float)((int)(trng(seed) % 2001) - 1000) / 256.0f;
+
+			if (i < B_OFF && trng(seed) % 3 == 0)
+				v = 0;
+			memcpy(H(i), &v, 4);
+		} else {
+			uint32_t v = (uint32_t)trng(seed);
+
+			if (i < B_OFF && trng(seed) % 3 == 0)
+				v &= 0xFF00FF00u;
+			memcpy(H(i), &v, 4);
+		}
+	}
+}
+
+/* A random case: A's layout rows of W pixels (KD channels, maybe a gap after each) P bytes apart (gaps of
+ * up to two pixels: the padding columns), the clusters' blocks tm or tm - 1 pixels apart (overlapping by
+ * one), the PEs on channels or on further pixel blocks; the output the same kind of layout over 32-bit
+ * elements (WRAP or plain), the residual plain. */
+static struct wcase rand_case(uint64_t *seed, bool f32)
+{
+	struct wcase q = {.tm = 1 + (unsigned)(trng(seed) % 6),
+			  .f32 = f32,
+			  .residual = trng(seed) % 2,
+			  .zskip = trng(seed) % 3 == 0};
+	unsigned e = f32 ? 4 : 1, ap = (KD + (unsigned)(trng(seed) % 2) * 4) * e, W = 1 + (unsigned)(trng(seed) % 5);
+	unsigned Wo = 1 + (unsigned)(trng(seed) % 6);
+	int32_t acs = (int32_t)((q.tm - (q.tm > 1 ? trng(seed) % 2 : 0)) * ap);
+	int32_t aps = trng(seed) % 2 ? 0 : (int32_t)(COLS * q.tm * ap);
+
+	q.a = t_opnd(A_OFF, acs, aps, ap, q.tm, KD, f32 ? TNPU_DTYPE_FP32 : TNPU_DTYPE_INT8, TNPU_OPF_WRAP);
+	q.a.su_wrap = (uint16_t)W;
+	q.a.su_wrap_delta = (int32_t)((W + trng(seed) % 3) * ap);
+	/* output pixels of PES * TN int32 (the PEs on channels), 48 bytes apart */
+	q.o = t_opnd(O_OFF, (int32_t)(q.tm * 48), TN * 4, 48, q.tm, TN, f32 ? TNPU_DTYPE_FP32 : TNPU_DTYPE_INT32,
+		     trng(seed) % 4 ? TNPU_OPF_WRAP : 0);
+	if (q.o.flags) {
+		q.o.su_wrap = (uint16_t)Wo;
+		q.o.su_wrap_delta = (int32_t)(Wo * 48 + 16 * (trng(seed) % 3));
+	}
+	q.r = t_opnd(R_OFF, (int32_t)(q.tm * 48), TN * 4, 48, q.tm, TN, q.o.dtype, 0);
+	return q;
+}
+
+Test(wrap, every_pe_reads_and_writes_its_wrapped_rows)
+{
+	uint64_t seed = 0x5eedea01;
+	static uint8_t img[IMG];
+	unsigned wrapped = 0;
+
+	for (unsigned t = 0; t < 64; t++) {
+		struct wcase q = rand_case(&seed, t % 3 == 2);
+		unsigned wrong;
+
+		fill(&seed, q.f32);
+		memcpy(img, H(0), IMG);
+		cr_assert_eq(run_case(&q), 0, "case %u: %s (info 0x%x)", t, tnpu_err_name(res.error), res.err_info);
+		wrong = check_case(&q, img);
+		cr_assert_eq(wrong, 0, "case %u (tm %u f32 %d zskip %d a %d/%d W %u P %d o %u/%d): %u bytes wrong", t,
+			     q.tm, q.f32, q.zskip, q.a.col_stride, q.a.pe_stride, q.a.su_wrap, q.a.su_wrap_delta,
+			     q.o.su_wrap, q.o.su_wrap_delta, wrong);
+		wrapped += q.a.su_wrap_delta > (int32_t)(q.a.su_wrap * q.a.pitch);
+	}
+	cr_assert_gt(wrapped, 16, "the sweep has layout rows with gaps");
+}
+
+/* The costs of a WRAP tile are those of the same tile without WRAP: every counter (cycles, distribution
+ * bytes, MACs, effective MACs with ZSKIP: the same elements) equals the plain run over the same rows
+ * copied to a plain layout. */
+Test(wrap, costs_are_the_plain_tiles)
+{
+	uint64_t seed = 0x5eedea02;
+	static uint8_t img[IMG];
+
+	for (unsigned t = 0; t < 12; t++) {
+		struct wcase q = rand_case(&seed, t % 2), plain;
+		uint64_t cnt[TNPU_CNT_NUM];
+		unsigned e = q.f32 ? 4 : 1;
+
+		q.zskip = t % 3 == 0;
+		q.a.pe_stride = 0;
+		q.a.col_stride = (int32_t)(q.tm * q.a.pitch);
+		fill(&seed, q.f32);
+		cr_assert_eq(run_case(&q), 0, "%s", tnpu_err_name(res.error));
+		memcpy(cnt, res.counters, sizeof(cnt));
+		memcpy(img, H(0), IMG);
+		cr_assert_eq(check_case(&q, img), 0, "case %u", t);
+		/* the same A rows packed after each other at A_OFF of the copy (plain: cluster c at c*tm rows) */
+		plain = q;
+		plain.a.flags = 0;
+		plain.a.su_wrap = 0;
+		plain.a.su_wrap_delta = 0;
+		plain.o.flags = 0;
+		plain.o.su_wrap = 0;
+		plain.o.su_wrap_delta = 0;
+		for (unsigned c = 0; c < COLS; c++)
+			for (unsigned i = 0; i < q.tm; i++)
+				memcpy(H(A_OFF + (c * q.tm + i) * q.a.pitch), img + ref_row(&q.a, c, 0, i), KD * e);
+		cr_assert_eq(run_case(&plain), 0, "%s", tnpu_err_name(res.error));
+		for (unsigned k = 0; k < TNPU_CNT_NUM; k++)
+			cr_assert_eq(cnt[k], res.counters[k], "case %u counter %u: %llu vs %llu", t, k,
+				     (unsigned long long)cnt[k], (unsigned long long)res.counters[k]);
+	}
+}
+
+/* A WRAP record whose layout row is longer than any tile's reach is the plain record: the same bytes. */
+Test(wrap, unreached_wrap_is_the_plain_record)
+{
+	uint64_t seed = 0x5eedea03;
+	static uint8_t img[IMG], out[O_LEN];
+
+	for (unsigned t = 0; t < 8; t++) {
+		struct wcase q = rand_case(&seed, t % 2), plain;
+
+		q.a.su_wrap = 4096;
+		q.a.su_wrap_delta = (int32_t)(4096 * q.a.pitch);
+		q.o.flags = TNPU_OPF_WRAP;
+		q.o.su_wrap = 2048;
+		q.o.su_wrap_delta = 2048 * 48;
+		plain = q;
+		plain.a.flags = plain.o.flags = 0;
+		plain.a.su_wrap = plain.o.su_wrap = 0;
+		plain.a.su_wrap_delta = plain.o.su_wrap_delta = 0;
+		fill(&seed, q.f32);
+		memcpy(img, H(0), IMG);
+		cr_assert_eq(run_case(&q), 0, "%s", tnpu_err_name(res.error));
+		memcpy(out, H(HOST_OUT), O_LEN);
+		memcpy(H(0), img, IMG);
+		cr_assert_eq(run_case(&plain), 0, "%s", tnpu_err_name(res.error));
+		cr_assert_eq(memcmp(out, H(HOST_OUT), O_LEN), 0, "case %u", t);
+	}
+}
+
+/* The scalar unit steps a WRAP record by su_delta after every issue and never wraps (su_wrap and
+ * su_wrap_delta are the layout's): a second EXE reads and writes su_delta further on. */
+Test(wrap, scalar_unit_steps_without_wrapping)
+{
+	uint64_t seed = 0x5eedea05;
+	static uint8_t img[IMG], want[O_LEN];
+
+	for (unsigned t = 0; t < 8; t++) {
+		struct wcase q = rand_case(&seed, t % 2), q2;
+
+		q.a.su_wrap = (uint16_t)(1 + t % 2);
+		q.a.su_wrap_delta = (int32_t)((q.a.su_wrap + 1) * q.a.pitch);
+		q.a.su_delta = (int32_t)(q.a.su_wrap_delta * 2);
+		q.o.flags = TNPU_OPF_WRAP;
+		q.o.su_wrap = 1;
+		q.o.su_wrap_delta = 64;
+		q.o.su_delta = O_LEN / 2;
+		q.residual = false;
+		q2 = q;
+		q2.a.addr += (uint32_t)q.a.su_delta;
+		q2.o.addr += (uint32_t)q.o.su_delta;
+		fill(&seed, q.f32);
+		memcpy(img, H(0), IMG);
+		cr_assert_eq(run_exes(&q, 2), 0, "%s", tnpu_err_name(res.error));
+		memcpy(want, img + O_OFF, O_LEN);
+		check_into(&q, img, want);
+		cr_assert_eq(check_into(&q2, img, want), 0, "case %u", t);
+	}
+}
+
+/* WRAP needs su_wrap >= 1, pitch >= 1, non-negative strides, a row pitch of at least W rows and no other
+ * flag; it is refused on the weight queue, with MCAST and on the residual record; the last PE's last row
+ * must lie in the half; su_wrap_delta is aligned. */
+Test(wrap, malformed_wrap_records_stop)
+{
+	uint64_t seed = 0x5eedea04;
+	struct wcase q = rand_case(&seed, false), b;
+
+	q.residual = true;
+	q.o.flags = TNPU_OPF_WRAP;
+	q.o.su_wrap = 3;
+	q.o.su_wrap_delta = 3 * 48 + 16;
+	memset(H(0), 0, IMG);
+	cr_assert_eq(run_case(&q), 0, "%s", tnpu_err_name(res.error));
+	b = q;
+	b.a.su_wrap = 0;
+	cr_assert_eq(run_case(&b), TNPU_ERR_OPERAND);
+	b = q;
+	b.a.pitch = 0;
+	cr_assert_eq(run_case(&b), TNPU_ERR_OPERAND);
+	b = q;
+	b.a.col_stride = -(int32_t)b.a.pitch;
+	b.a.addr += 8 * b.a.pitch;
+	cr_assert_eq(run_case(&b), TNPU_ERR_OPERAND);
+	b = q;
+	b.o.pe_stride = -4;
+	b.o.addr += 64;
+	cr_assert_eq(run_case(&b), TNPU_ERR_OPERAND);
+	b = q;
+	b.a.su_wrap_delta = (int32_t)(b.a.su_wrap * b.a.pitch) - 1;
+	cr_assert_eq(run_case(&b), TNPU_ERR_OPERAND);
+	b = q;
+	b.a.flags |= TNPU_OPF_CPAIR;
+	cr_assert_eq(run_case(&b), TNPU_ERR_OPERAND);
+	b = q;
+	b.r.flags = TNPU_OPF_WRAP;
+	b.r.su_wrap = 2;
+	b.r.su_wrap_delta = 2 * 48;
+	cr_assert_eq(run_case(&b), TNPU_ERR_OPERAND);
+	b = q;
+	b.a.flags = TNPU_OPF_WRAP | 1u << 4; /* still reserved */
+	cr_assert_eq(run_case(&b), TNPU_ERR_OPERAND);
+	/* the last PE's last row past the half (its row 0 and the first PE's inside) */
+	b = q;
+	b.o.addr = O_OFF;
+	b.o.su_wrap = 1;
+	b.o.su_wrap_delta = (int32_t)(cfg.sram / 2 - O_OFF) / (int32_t)(COLS * q.tm - 1) + 4;
+	b.o.su_wrap_delta &= ~3;
+	cr_assert_eq(run_case(&b), TNPU_ERR_SRAM_RANGE);
+	b = q;
+	b.o.su_wrap_delta += 2; /* int32 tiles: a multiple of 4 */
+	cr_assert_eq(run_case(&b), TNPU_ERR_ALIGN);
+}
+
+/* An LD of a WRAP record to the weight queue or with MCAST stops with OPERAND (isa.md "Row wrap"). */
+Test(wrap, wrap_only_on_plain_input_loads)
+{
+	struct tnpu_operand a = t_opnd(A_OFF, KD, 0, KD, 2, KD, TNPU_DTYPE_INT8, TNPU_OPF_WRAP);
+	uint16_t lds[] = {TNPU_INSN_LD(0, 0, 1, 0), TNPU_INSN_LD(0, 0, 0, 0) | TNPU_LD_MCAST, TNPU_INSN_LD(0, 0, 0, 1)};
+
+	a.su_wrap = 3;
+	a.su_wrap_delta = 5 * KD;
+	for (unsigned i = 0; i < 3; i++) {
+		struct tpkt p;
+
+		tpkt_config(&p, 0, &(struct tnpu_cfg_hdr){.n_instr = 1, .n_operands = 1, .repeat = 1}, &lds[i], &a);
+		tcb_dispatch(&cb, 0, 0, 0, 0, p.buf, p.len);
+		tpkt_exe(&p, 0, TNPU_PKT_LAST, NULL, 0);
+		tcb_dispatch(&cb, 0, 0, 0, 0, p.buf, p.len);
+		cr_assert_eq(run(), i < 2 ? TNPU_ERR_OPERAND : 0, "LD %u: %s", i, tnpu_err_name(res.error));
+	}
+}
