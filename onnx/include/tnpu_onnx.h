@@ -141,7 +141,8 @@ ONNX_API int onnx_run_profile(struct onnx_model *m, struct accel_dev *dev, const
  * device steps between two host steps are submitted as a chain of asynchronous jobs, each depending
  * on the one before, with no host copy in between; the first run keeps each device step's commands
  * and later runs replay them (accel_job_replay) instead of lowering the steps again, unless compiled
- * with ONNX_COMPILE_NO_REPLAY.  The model must outlive the compiled form.
+ * with ONNX_COMPILE_NO_REPLAY.  The model must outlive the compiled form, and the compiled form must be
+ * freed (onnx_compiled_free) before its device is closed: it owns device buffers and kept jobs.
  * Errors: negative errno, message in onnx_compiled_error() (compile: in err).
  */
 struct onnx_compiled;
