@@ -186,12 +186,15 @@ static uint32_t check_range(struct rowctx *rc, const struct tnpu_operand *o, uin
 	if (o->flags & TNPU_OPF_WRAP) {
 		/* addresses grow with the packed offset: the first PE's row 0 and the last PE's last row
 		 * (extent = its rows' span without WRAP: the last row's own bytes are what is past it) */
-		int64_t a = tnpu_row_addr(o, 0, 0, 0),
-			b = tnpu_row_addr(o, rc->cols - 1, rc->pes - 1, o->rows - 1) +
-			    (int64_t)(extent - (uint64_t)(o->rows - 1) * o->pitch);
+		int64_t a = tnpu_row_addr(o, 0, 0, 0), b;
 
 		if (a < 0)
 			return cfail_addr(rc, TNPU_ERR_SRAM_RANGE, (uint64_t)a);
+		/* the last row's start, checked for overflow (then no other row's address overflows) */
+		if (!tnpu_wrap_addr_checked(o, rc->cols - 1, rc->pes - 1, o->rows - 1, &b) ||
+		    b > (int64_t)rc->half)
+			return cfail_addr(rc, TNPU_ERR_SRAM_RANGE, o->addr);
+		b += (int64_t)(extent - (uint64_t)(o->rows - 1) * o->pitch);
 		if ((uint64_t)b > rc->half)
 			return cfail_addr(rc, TNPU_ERR_SRAM_RANGE, (uint64_t)tnpu_row_addr(o, rc->cols - 1, rc->pes - 1, 0));
 		if (align > 1 && ((o->addr | (uint32_t)o->col_stride | (uint32_t)o->pe_stride | o->pitch |

@@ -84,6 +84,25 @@ static inline int64_t tnpu_row_addr(const struct tnpu_operand *o, unsigned c, un
 	return tnpu_pe_addr(o, c, p) + (int64_t)i * o->pitch;
 }
 
+/* tnpu_row_addr of a WRAP record with its products checked: false when the address does not fit in
+ * 63 bits (a malformed record whose wrap count times su_wrap_delta overflows; every smaller packed
+ * offset of the record gives a smaller address, so checking the last row of the last PE is enough). */
+static inline bool tnpu_wrap_addr_checked(const struct tnpu_operand *o, unsigned c, unsigned p, uint64_t i,
+					  int64_t *out)
+{
+	uint64_t span = (uint64_t)o->su_wrap * o->pitch;
+	uint64_t off = (uint64_t)c * (uint32_t)o->col_stride + (uint64_t)p * (uint32_t)o->pe_stride + i * o->pitch;
+	int64_t q, a;
+
+	if (!span || o->su_wrap_delta < 0)
+		return false;
+	if (__builtin_mul_overflow((int64_t)(off / span), (int64_t)o->su_wrap_delta, &q) ||
+	    __builtin_add_overflow(q, (int64_t)o->addr + (int64_t)(off % span), &a))
+		return false;
+	*out = a;
+	return true;
+}
+
 /* The rows from row i of PE (c,p)'s WRAP tile (i < rows) that lie in the same layout row: a run of rows
  * pitch apart (without WRAP: all the remaining rows). */
 static inline uint32_t tnpu_wrap_run(const struct tnpu_operand *o, unsigned c, unsigned p, uint32_t i, uint32_t rows)

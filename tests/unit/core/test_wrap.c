@@ -386,6 +386,22 @@ Test(wrap, malformed_wrap_records_stop)
 	b = q;
 	b.o.su_wrap_delta += 2; /* int32 tiles: a multiple of 4 */
 	cr_assert_eq(run_case(&b), TNPU_ERR_ALIGN);
+	/* wrap count x su_wrap_delta past 2^63 (a one-byte layout row, the largest strides): a range
+	 * error, not an address that wrapped around into the half */
+	b = q;
+	b.a.su_wrap = 1;
+	b.a.pitch = 1;
+	b.a.col_stride = INT32_MAX;
+	b.a.pe_stride = INT32_MAX;
+	b.a.su_wrap_delta = INT32_MAX;
+	cr_assert_eq(run_case(&b), TNPU_ERR_SRAM_RANGE);
+	b = q;
+	b.o.su_wrap = 1;
+	b.o.pitch = 4;
+	b.o.col_stride = INT32_MAX - 3;
+	b.o.pe_stride = INT32_MAX - 3;
+	b.o.su_wrap_delta = INT32_MAX - 3;
+	cr_assert_eq(run_case(&b), TNPU_ERR_SRAM_RANGE);
 }
 
 /* An LD of a WRAP record to the weight queue or with MCAST stops with OPERAND (isa.md "Row wrap"). */
