@@ -274,7 +274,14 @@ static int drm_wait(struct accel_dev *dev, struct accel_hwjob *hw, int64_t timeo
 		accel_seterr(dev, hw->status, "job failed: status %d (%s), hardware error %s (code %u)", c.status,
 			     strerror(c.status < 0 ? -c.status : EIO), c.hw_error ? tnpu_err_name(c.hw_error) : "none",
 			     c.hw_error);
+		return 0;	/* a failed job keeps its objects until it is freed (the kernel's dump reads them) */
 	}
+	/* Done: the device reads the command buffer no more and the counters are copied, so both objects
+	 * go back to the cache now, not when the application frees the job (a kept job, replayed for the
+	 * life of a compiled model, would hold them all along while its replays made new ones). */
+	bo_put(dev, hw->cmd_bo);
+	bo_put(dev, hw->cnt_bo);
+	hw->cmd_bo = hw->cnt_bo = NULL;
 	return 0;
 }
 
