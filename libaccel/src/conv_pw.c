@@ -1122,6 +1122,30 @@ static bool pw_plan(const struct pwg *g, struct pwp *best)
 
 /* CONFIG of instruction buffer buf: n sub-tiles of plan d, its records (when recs) from register-file
  * entry rf_base on. */
+/* A CONFIG packet's opening for instruction buffer buf: the header (PIPE4, the weight queue in RQ mode:
+ * the weight slots stay valid for the run's sub-tiles) and the ni instructions; the records follow.
+ * Returns the bytes written. */
+static uint32_t pw_config_head(uint8_t *pkt, unsigned buf, const uint16_t *ins, uint32_t ni, uint32_t nops,
+			       unsigned sfu_rf, uint32_t rf_base)
+{
+	struct tnpu_cfg_hdr h;
+	uint32_t len = 0;
+
+	memset(&h, 0, sizeof(h));
+	h.n_instr = (uint8_t)ni;
+	h.n_operands = (uint8_t)nops;
+	h.mode = TNPU_CFG_MODE_PIPE4 | TNPU_CFG_MODE_WQ_PUT(TNPU_WQ_RQ);
+	h.loop_end = (uint8_t)(ni - 1);
+	h.repeat = 1;
+	h.sfu_rf = (uint8_t)sfu_rf;
+	h.rf_base = (uint8_t)rf_base;
+	pkt[len++] = TNPU_PKT_CONFIG_BYTE(buf);
+	memcpy(pkt + len, &h, 16);
+	len += 16;
+	memcpy(pkt + len, ins, 2 * ni);
+	return len + 2 * ni;
+}
+
 void pw_config(struct accel_cmdstream *cs, const struct pwg *g, const struct pwp *d, const struct mm_problem *p,
 		      unsigned buf, uint32_t n, bool recs, unsigned rf_base)
 {
@@ -1137,7 +1161,6 @@ void pw_config(struct accel_cmdstream *cs, const struct pwg *g, const struct pwp
 	uint8_t dt = p->f32 ? TNPU_DTYPE_FP32 : TNPU_DTYPE_INT8;
 	struct tnpu_operand ops[6];
 	struct tnpu_sfu_param sfu = p->sfu;
-	struct tnpu_cfg_hdr h;
 	uint16_t ins[PW_MAX_TAPS + TNPU_NUM_ACCS * (2 * PW_MAX_TAPS + 2)];
 	uint8_t pkt[1 + 16 + sizeof(ins) + 6 * 32];
 	uint32_t len = 0, ni = 0;
@@ -1214,20 +1237,8 @@ void pw_config(struct accel_cmdstream *cs, const struct pwg *g, const struct pwp
 		}
 		ins[ni++] = TNPU_INSN_ST(k, g->res ? 4 : 2, !g->sfu);
 	}
-	memset(&h, 0, sizeof(h));
-	h.n_instr = (uint8_t)ni;
-	h.n_operands = recs ? (uint8_t)(g->res ? 6 : g->sfu ? 4 : 3) : 0;
-	/* RQ: the weight slots stay valid for the run's sub-tiles (one LD per filter row) */
-	h.mode = TNPU_CFG_MODE_PIPE4 | TNPU_CFG_MODE_WQ_PUT(TNPU_WQ_RQ);
-	h.loop_end = (uint8_t)(ni - 1);
-	h.repeat = 1;
-	h.sfu_rf = 3;
-	h.rf_base = (uint8_t)rf_base;
-	pkt[len++] = TNPU_PKT_CONFIG_BYTE(buf);
-	memcpy(pkt + len, &h, 16);
-	len += 16;
-	memcpy(pkt + len, ins, 2 * ni);
-	len += 2 * ni;
+	/* one weight LD per filter row, valid for every sub-tile (RQ) */
+	len = pw_config_head(pkt, buf, ins, ni, recs ? (g->res ? 6 : g->sfu ? 4 : 3) : 0, 3, rf_base);
 	if (recs) {
 		memcpy(pkt + len, ops, 3 * 32);
 		len += 3 * 32;
@@ -1296,7 +1307,6 @@ void pw_config_ct(struct accel_cmdstream *cs, const struct pwg *g, const struct 
 	uint32_t e = g->e, oe = g->oe, cpt = g_cpt(g), cb = g->colb ? g->colb : 4, nb = d->gch * d->tn;
 	uint8_t dt = p->f32 ? TNPU_DTYPE_FP32 : TNPU_DTYPE_INT8;
 	struct tnpu_operand ops[3 + TNPU_NUM_ACCS];
-	struct tnpu_cfg_hdr h;
 	uint16_t ins[1 + 4 * TNPU_NUM_ACCS];
 	uint8_t pkt[1 + 16 + sizeof(ins) + sizeof(ops)];
 	uint32_t len = 0, ni = 0, nops = 3 + (g->sfu ? d->nct : 0);
@@ -1331,18 +1341,7 @@ void pw_config_ct(struct accel_cmdstream *cs, const struct pwg *g, const struct 
 			ins[ni++] = TNPU_INSN_SFU(TNPU_SFU_FN_APPLY, 3 + t, t);
 		ins[ni++] = TNPU_INSN_ST(t, 2, !g->sfu);
 	}
-	memset(&h, 0, sizeof(h));
-	h.n_instr = (uint8_t)ni;
-	h.n_operands = (uint8_t)nops;
-	h.mode = TNPU_CFG_MODE_PIPE4 | TNPU_CFG_MODE_WQ_PUT(TNPU_WQ_RQ);
-	h.loop_end = (uint8_t)(ni - 1);
-	h.repeat = 1;
-	h.rf_base = (uint8_t)rf_base;
-	pkt[len++] = TNPU_PKT_CONFIG_BYTE(buf);
-	memcpy(pkt + len, &h, 16);
-	len += 16;
-	memcpy(pkt + len, ins, 2 * ni);
-	len += 2 * ni;
+	len = pw_config_head(pkt, buf, ins, ni, nops, 0, rf_base);
 	memcpy(pkt + len, ops, 32 * nops);
 	len += 32 * nops;
 	cs_dispatch(cs, AS, TNPU_DISPATCH_ROW_ALL, 0, 0, pkt, len);
