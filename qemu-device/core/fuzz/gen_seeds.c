@@ -19,6 +19,25 @@ static void save(const char *dir, const char *name, const struct tcb *cb)
 	fclose(f);
 }
 
+/* A seed of one CONFIG and one EXE on every row: in_len bytes of the data buffer into the storage units,
+ * the program, out_len bytes from SRAM offset 1024 back to the buffer's second half. */
+static void save_one_exe(const char *dir, const char *name, uint64_t va, const struct tnpu_cfg_hdr *h,
+			 const uint16_t *ins, const struct tnpu_operand *ops, uint32_t in_len, uint32_t out_len)
+{
+	struct tcb cb;
+	struct tpkt p;
+
+	tcb_init(&cb);
+	tcb_dma(&cb, true, 0, va, 0, 0, 0xFF, 0, 0, 0, 0, in_len, 1, 1);
+	tpkt_config(&p, 0, h, ins, ops);
+	tcb_dispatch(&cb, 0, 0, 0, 0, p.buf, p.len);
+	tpkt_exe(&p, 0, TNPU_PKT_LAST | TNPU_PKT_SHIFT_OUT, NULL, 0);
+	tcb_dispatch(&cb, 0, 0, 0, 0, p.buf, p.len);
+	tcb_dma(&cb, false, 0, va + 32768, 0, 0, 0, 0, 1024, 0, 0, out_len, 1, 1);
+	save(dir, name, &cb);
+	tcb_free(&cb);
+}
+
 int main(int argc, char **argv)
 {
 	struct tnpu_config cfg;
@@ -272,18 +291,9 @@ int main(int argc, char **argv)
 					     .ops = TNPU_SFU_OP_BIAS | TNPU_SFU_OP_RESIDUAL | TNPU_SFU_OP_RELU,
 					     .out_dtype = TNPU_DTYPE_FP32 };
 		struct tnpu_cfg_hdr h = { .n_instr = 5, .n_operands = 5, .loop_end = 2, .repeat = 1 };
-		struct tpkt p;
 
 		memcpy(&ops[3], &sp, 32);
-		tcb_init(&cb);
-		tcb_dma(&cb, true, 0, va, 0, 0, 0xFF, 0, 0, 0, 0, 1024, 1, 1);
-		tpkt_config(&p, 0, &h, ins, ops);
-		tcb_dispatch(&cb, 0, 0, 0, 0, p.buf, p.len);
-		tpkt_exe(&p, 0, TNPU_PKT_LAST | TNPU_PKT_SHIFT_OUT, NULL, 0);
-		tcb_dispatch(&cb, 0, 0, 0, 0, p.buf, p.len);
-		tcb_dma(&cb, false, 0, va + 32768, 0, 0, 0, 0, 1024, 0, 0, 16, 1, 1);
-		save(argv[1], "sfu-residual", &cb);
-		tcb_free(&cb);
+		save_one_exe(argv[1], "sfu-residual", va, &h, ins, ops, 1024, 16);
 	}
 	{
 		/* SFU per-column requantisation (QCOL): int8 GEMM 2x4 x 4x2, column records at 512 */
@@ -299,18 +309,9 @@ int main(int argc, char **argv)
 						    TNPU_SFU_OP_QCOL,
 					     .zero_point = -3, .out_dtype = TNPU_DTYPE_INT8 };
 		struct tnpu_cfg_hdr h = { .n_instr = 4, .n_operands = 4, .loop_end = 2, .repeat = 1, .sfu_rf = 3 };
-		struct tpkt p;
 
 		memcpy(&ops[3], &sp, 32);
-		tcb_init(&cb);
-		tcb_dma(&cb, true, 0, va, 0, 0, 0xFF, 0, 0, 0, 0, 1024, 1, 1);
-		tpkt_config(&p, 0, &h, ins, ops);
-		tcb_dispatch(&cb, 0, 0, 0, 0, p.buf, p.len);
-		tpkt_exe(&p, 0, TNPU_PKT_LAST | TNPU_PKT_SHIFT_OUT, NULL, 0);
-		tcb_dispatch(&cb, 0, 0, 0, 0, p.buf, p.len);
-		tcb_dma(&cb, false, 0, va + 32768, 0, 0, 0, 0, 1024, 0, 0, 4, 1, 1);
-		save(argv[1], "sfu-qcol", &cb);
-		tcb_free(&cb);
+		save_one_exe(argv[1], "sfu-qcol", va, &h, ins, ops, 1024, 4);
 	}
 	{
 		/* cluster pairs (CPAIR, CAP_FEATURES bit 21): A's and the output's cluster blocks as
@@ -330,18 +331,9 @@ int main(int argc, char **argv)
 		struct tnpu_sfu_param sp = { .ops = TNPU_SFU_OP_RESIDUAL, .out_dtype = TNPU_DTYPE_INT32 };
 		struct tnpu_cfg_hdr h = { .n_instr = 4, .n_operands = 5, .loop_end = 2, .repeat = 1, .sfu_rf = 3,
 					  .mode = TNPU_CFG_MODE_PIPE4 };
-		struct tpkt p;
 
 		memcpy(&ops[3], &sp, 32);
-		tcb_init(&cb);
-		tcb_dma(&cb, true, 0, va, 0, 0, 0xFF, 0, 0, 0, 0, 4096, 1, 1);
-		tpkt_config(&p, 0, &h, ins, ops);
-		tcb_dispatch(&cb, 0, 0, 0, 0, p.buf, p.len);
-		tpkt_exe(&p, 0, TNPU_PKT_LAST | TNPU_PKT_SHIFT_OUT, NULL, 0);
-		tcb_dispatch(&cb, 0, 0, 0, 0, p.buf, p.len);
-		tcb_dma(&cb, false, 0, va + 32768, 0, 0, 0, 0, 1024, 0, 0, 512, 1, 1);
-		save(argv[1], "cpair", &cb);
-		tcb_free(&cb);
+		save_one_exe(argv[1], "cpair", va, &h, ins, ops, 4096, 512);
 	}
 	{
 		/* row wrap (WRAP, CAP_FEATURES bit 22): A's and the output's rows taken in a packed space of
@@ -359,18 +351,9 @@ int main(int argc, char **argv)
 		struct tnpu_sfu_param sp = { .out_dtype = TNPU_DTYPE_INT32 };
 		struct tnpu_cfg_hdr h = { .n_instr = 4, .n_operands = 4, .loop_end = 3, .repeat = 1, .sfu_rf = 3,
 					  .mode = TNPU_CFG_MODE_PIPE4 };
-		struct tpkt p;
 
 		memcpy(&ops[3], &sp, 32);
-		tcb_init(&cb);
-		tcb_dma(&cb, true, 0, va, 0, 0, 0xFF, 0, 0, 0, 0, 4096, 1, 1);
-		tpkt_config(&p, 0, &h, ins, ops);
-		tcb_dispatch(&cb, 0, 0, 0, 0, p.buf, p.len);
-		tpkt_exe(&p, 0, TNPU_PKT_LAST | TNPU_PKT_SHIFT_OUT, NULL, 0);
-		tcb_dispatch(&cb, 0, 0, 0, 0, p.buf, p.len);
-		tcb_dma(&cb, false, 0, va + 32768, 0, 0, 0, 0, 1024, 0, 0, 1024, 1, 1);
-		save(argv[1], "wrap", &cb);
-		tcb_free(&cb);
+		save_one_exe(argv[1], "wrap", va, &h, ins, ops, 4096, 1024);
 	}
 	{
 		/* VEC BINARY QADD (CAP_FEATURES bit 20): int8 A + B, each with its own zero point and
