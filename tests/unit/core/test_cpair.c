@@ -3,64 +3,10 @@
  * record with flags bit 2 rewrites cluster c's address as (c & 1)*col_stride + (c >> 1)*su_wrap_delta, on
  * LDs into either slot, STs and the SFU residual record; its range/alignment is checked for every
  * cluster and malformed CPAIR records stop with OPERAND.  The reference is written here from the spec. */
-#include "common.h"
-
-enum { COLS = 4, PES = 4 };
-
-static struct tsim s;
-static uint64_t host;
-static struct tcb cb;
-static struct tnpu_result res;
-static struct tnpu_config cfg;
-
-static void setup(void)
-{
-	cfg = small_cfg();
-	cfg.cols = COLS; /* two pairs: the pair stride matters */
-	cr_assert_eq(tsim_init(&s, &cfg, 16 << 20), 0);
-	host = tsim_buf(&s, 64 * 1024);
-	tcb_init(&cb);
-}
-
-static void teardown(void)
-{
-	tcb_free(&cb);
-	tsim_fini(&s);
-}
+#define TILE_B_OFF 12288
+#include "tile_case.h"
 
 TestSuite(cpair, .init = setup, .fini = teardown);
-
-static uint8_t *H(uint32_t off)
-{
-	return (uint8_t *)tsim_ptr(&s, host) + off;
-}
-
-static uint32_t run(void)
-{
-	tsim_run(&s, &cb, 0, &res);
-	cb.len = 0;
-	return res.error;
-}
-
-enum {
-	KD = 8,
-	TN = 3,
-	A_OFF = 64,
-	B_OFF = 12288,
-	O_OFF = 16384,
-	O_LEN = 12288,
-	R_OFF = 28672,
-	HOST_OUT = 32768,
-	IMG = 32768
-};
-
-/* One GEMM tile per PE of row 0: A (tm x KD, pixel blocks per cluster), B per PE (KD x TN), the output
- * and the residual with their own records; the instruction buffer LD A, LD B, MAC (chained), ST. */
-struct pcase {
-	struct tnpu_operand a, o, r;
-	unsigned tm;
-	bool f32, residual;
-};
 
 static int64_t ref_addr(const struct tnpu_operand *o, unsigned c, unsigned p)
 {
@@ -71,81 +17,16 @@ static int64_t ref_addr(const struct tnpu_operand *o, unsigned c, unsigned p)
 	return a + (int64_t)c * o->col_stride;
 }
 
-static uint32_t run_case(const struct pcase *q)
+/* Row i of PE (c, p)'s tile: its rewritten address (ref_addr) plus i rows. */
+static int64_t ref_row(const struct tnpu_operand *o, unsigned c, unsigned p, unsigned i)
 {
-	uint8_t dt = q->f32 ? TNPU_DTYPE_FP32 : TNPU_DTYPE_INT8, e = q->f32 ? 4 : 1;
-	uint16_t ins[] = {TNPU_INSN_LD(0, 0, 0, 0), TNPU_INSN_LD(1, 0, 1, 0), TNPU_INSN_MAC(0, 0, 0, 0, 1),
-			  TNPU_INSN_ST(0, 2, 0)};
-	struct tnpu_operand ops[5] = {q->a, t_opnd(B_OFF, 0, TN * e, PES * TN * e, KD, TN, dt, 0), q->o};
-	struct tnpu_sfu_param sp = {.ops = (uint8_t)(q->residual ? TNPU_SFU_OP_RESIDUAL : 0),
-				    .out_dtype = q->f32 ? TNPU_DTYPE_FP32 : TNPU_DTYPE_INT32};
-	struct tpkt p;
-
-	memcpy(&ops[3], &sp, 32);
-	ops[4] = q->r;
-	tcb_dma(&cb, true, 0, host, 0, 0, TNPU_DMA_ROW_ALL, 0, 0, 0, 0, IMG, 1, 1);
-	tpkt_config(&p, 0,
-		    &(struct tnpu_cfg_hdr){.n_instr = 4,
-					   .n_operands = q->residual ? 5 : 4,
-					   .loop_end = 3,
-					   .repeat = 1,
-					   .sfu_rf = 3,
-					   .mode = TNPU_CFG_MODE_PIPE4},
-		    ins, ops);
-	tcb_dispatch(&cb, 0, 0, 0, 0, p.buf, p.len);
-	tpkt_exe(&p, 0, TNPU_PKT_LAST | TNPU_PKT_SHIFT_OUT, NULL, 0);
-	tcb_dispatch(&cb, 0, 0, 0, 0, p.buf, p.len);
-	tcb_dma(&cb, false, 0, host + HOST_OUT, 0, 0, 0, 0, O_OFF, 0, 0, O_LEN, 1, 1);
-	return run();
+	return ref_addr(o, c, p) + (int64_t)i * o->pitch;
 }
 
 /* The expected output area: the input's bytes there, then every PE's tile written in (c, p) order. */
-static unsigned check_case(const struct pcase *q, const uint8_t *img)
+static unsigned check_case(const struct tile_case *q, const uint8_t *img)
 {
-	static uint8_t want[O_LEN];
-	unsigned e = q->f32 ? 4 : 1, wrong = 0;
-
-	memcpy(want, img + O_OFF, O_LEN);
-	for (unsigned c = 0; c < COLS; c++)
-		for (unsigned p = 0; p < PES; p++) {
-			int64_t aa = ref_addr(&q->a, c, p), oa = ref_addr(&q->o, c, p) - O_OFF;
-			int64_t ra = ref_addr(&q->r, c, p);
-
-			for (unsigned i = 0; i < q->tm; i++)
-				for (unsigned j = 0; j < TN; j++) {
-					uint8_t *d = want + oa + (int64_t)i * q->o.pitch + 4 * j;
-
-					if (q->f32) {
-						float v = 0, x, w;
-
-						for (unsigned k = 0; k < KD; k++) {
-							memcpy(&x, img + aa + i * q->a.pitch + 4 * k, 4);
-							memcpy(&w, img + B_OFF + k * PES * TN * e + p * TN * e + 4 * j,
-							       4);
-							v = fmaf(x, w, v);
-						}
-						if (q->residual) {
-							memcpy(&x, img + ra + i * q->r.pitch + 4 * j, 4);
-							v += x;
-						}
-						memcpy(d, &v, 4);
-					} else {
-						int32_t v = 0, r;
-
-						for (unsigned k = 0; k < KD; k++)
-							v += (int8_t)img[aa + i * q->a.pitch + k] *
-							     (int8_t)img[B_OFF + k * PES * TN + p * TN + j];
-						if (q->residual) {
-							memcpy(&r, img + ra + i * q->r.pitch + 4 * j, 4);
-							v = (int32_t)((uint32_t)v + (uint32_t)r);
-						}
-						memcpy(d, &v, 4);
-					}
-				}
-		}
-	for (unsigned i = 0; i < O_LEN; i++)
-		wrong += H(HOST_OUT)[i] != want[i];
-	return wrong;
+	return check_tile(q, ref_row, img);
 }
 
 static void fill(uint64_t *seed, bool f32)
@@ -165,9 +46,9 @@ static void fill(uint64_t *seed, bool f32)
 
 /* A random case: A's clusters a half-block apart within a pair, the pairs a row pitch apart (any sign,
  * gaps or overlaps), the PEs on channels; the output the same layout over 32-bit elements. */
-static struct pcase rand_case(uint64_t *seed, bool f32)
+static struct tile_case rand_case(uint64_t *seed, bool f32)
 {
-	struct pcase q = {.tm = 1 + (unsigned)(trng(seed) % 5), .f32 = f32, .residual = trng(seed) % 2};
+	struct tile_case q = {.tm = 1 + (unsigned)(trng(seed) % 5), .f32 = f32, .residual = trng(seed) % 2};
 	unsigned e = f32 ? 4 : 1, ae = KD * e;
 	int32_t acs = (int32_t)(q.tm + trng(seed) % 3) * (int32_t)ae,
 		aps = (int32_t)(2 * q.tm + trng(seed) % 4) * (int32_t)ae;
@@ -196,7 +77,7 @@ Test(cpair, every_cluster_reads_and_writes_its_pair_block)
 	static uint8_t img[IMG];
 
 	for (unsigned t = 0; t < 48; t++) {
-		struct pcase q = rand_case(&seed, t % 3 == 2);
+		struct tile_case q = rand_case(&seed, t % 3 == 2);
 		unsigned wrong;
 
 		fill(&seed, q.f32);
@@ -217,7 +98,7 @@ Test(cpair, pair_stride_of_two_blocks_is_the_plain_record)
 	static uint8_t img[IMG], out[O_LEN];
 
 	for (unsigned t = 0; t < 8; t++) {
-		struct pcase q = rand_case(&seed, t % 2), plain;
+		struct tile_case q = rand_case(&seed, t % 2), plain;
 		uint64_t cnt[TNPU_CNT_NUM];
 
 		q.a.su_wrap_delta = 2 * q.a.col_stride;
@@ -248,7 +129,7 @@ Test(cpair, pair_stride_of_two_blocks_is_the_plain_record)
 Test(cpair, malformed_pair_records_stop)
 {
 	uint64_t seed = 0x5eedc9a3;
-	struct pcase q = rand_case(&seed, false), b;
+	struct tile_case q = rand_case(&seed, false), b;
 
 	q.residual = true;
 	memset(H(0), 0, IMG);

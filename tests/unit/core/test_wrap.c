@@ -4,64 +4,10 @@
  * row, the layout rows su_wrap_delta bytes apart, on LDs into an input slot and STs; range/alignment use
  * the wrapped addresses, malformed or misplaced WRAP records stop with OPERAND, and the costs are those of
  * the same tile without WRAP.  The reference is written here from the spec. */
-#include "common.h"
-
-enum { COLS = 4, PES = 4 };
-
-static struct tsim s;
-static uint64_t host;
-static struct tcb cb;
-static struct tnpu_result res;
-static struct tnpu_config cfg;
-
-static void setup(void)
-{
-	cfg = small_cfg();
-	cfg.cols = COLS;
-	cr_assert_eq(tsim_init(&s, &cfg, 16 << 20), 0);
-	host = tsim_buf(&s, 64 * 1024);
-	tcb_init(&cb);
-}
-
-static void teardown(void)
-{
-	tcb_free(&cb);
-	tsim_fini(&s);
-}
+#define TILE_B_OFF 14336
+#include "tile_case.h"
 
 TestSuite(wrap, .init = setup, .fini = teardown);
-
-static uint8_t *H(uint32_t off)
-{
-	return (uint8_t *)tsim_ptr(&s, host) + off;
-}
-
-static uint32_t run(void)
-{
-	tsim_run(&s, &cb, 0, &res);
-	cb.len = 0;
-	return res.error;
-}
-
-enum {
-	KD = 8,
-	TN = 3,
-	A_OFF = 64,
-	B_OFF = 14336,
-	O_OFF = 16384,
-	O_LEN = 12288,
-	R_OFF = 28672,
-	HOST_OUT = 32768,
-	IMG = 32768
-};
-
-/* One GEMM tile per PE of row 0: A (tm x KD), B per PE (KD x TN), the output (and a plain residual) with
- * their own records; the instruction buffer LD A (ZSKIP or not), LD B, MAC (chained), ST. */
-struct wcase {
-	struct tnpu_operand a, o, r;
-	unsigned tm;
-	bool f32, residual, zskip;
-};
 
 /* isa.md "Row wrap": row i of PE (c,p) at packed offset c*col_stride + p*pe_stride + i*pitch, i.e. at
  * addr + floor(o / (W*pitch)) * P + o mod (W*pitch); without WRAP a(c,p) + i*pitch. */
@@ -77,93 +23,14 @@ static int64_t ref_row(const struct tnpu_operand *o, unsigned c, unsigned p, uns
 	return (int64_t)o->addr + off;
 }
 
-static uint32_t run_exes(const struct wcase *q, unsigned n_exe)
+static unsigned check_into_rows(const struct tile_case *q, const uint8_t *img, uint8_t *want)
 {
-	uint8_t dt = q->f32 ? TNPU_DTYPE_FP32 : TNPU_DTYPE_INT8, e = q->f32 ? 4 : 1;
-	uint16_t ins[] = {TNPU_INSN_LD(0, 0, 0, q->zskip), TNPU_INSN_LD(1, 0, 1, 0), TNPU_INSN_MAC(0, 0, 0, 0, 1),
-			  TNPU_INSN_ST(0, 2, 0)};
-	struct tnpu_operand ops[5] = {q->a, t_opnd(B_OFF, 0, TN * e, PES * TN * e, KD, TN, dt, 0), q->o};
-	struct tnpu_sfu_param sp = {.ops = (uint8_t)(q->residual ? TNPU_SFU_OP_RESIDUAL : 0),
-				    .out_dtype = q->f32 ? TNPU_DTYPE_FP32 : TNPU_DTYPE_INT32};
-	struct tpkt p;
-
-	memcpy(&ops[3], &sp, 32);
-	ops[4] = q->r;
-	tcb_dma(&cb, true, 0, host, 0, 0, TNPU_DMA_ROW_ALL, 0, 0, 0, 0, IMG, 1, 1);
-	tpkt_config(&p, 0,
-		    &(struct tnpu_cfg_hdr){.n_instr = 4,
-					   .n_operands = q->residual ? 5 : 4,
-					   .loop_end = 3,
-					   .repeat = 1,
-					   .sfu_rf = 3,
-					   .mode = TNPU_CFG_MODE_PIPE4},
-		    ins, ops);
-	tcb_dispatch(&cb, 0, 0, 0, 0, p.buf, p.len);
-	for (unsigned x = 0; x < n_exe; x++) {
-		tpkt_exe(&p, 0, TNPU_PKT_LAST | TNPU_PKT_SHIFT_OUT, NULL, 0);
-		tcb_dispatch(&cb, 0, 0, 0, 0, p.buf, p.len);
-	}
-	tcb_dma(&cb, false, 0, host + HOST_OUT, 0, 0, 0, 0, O_OFF, 0, 0, O_LEN, 1, 1);
-	return run();
+	return check_into(q, ref_row, img, want);
 }
 
-static uint32_t run_case(const struct wcase *q)
+static unsigned check_case(const struct tile_case *q, const uint8_t *img)
 {
-	return run_exes(q, 1);
-}
-
-/* The expected output area: the input's bytes there, then every PE's tile written in (c, p) order (want:
- * the area so far, or NULL: the input's bytes). */
-static unsigned check_into(const struct wcase *q, const uint8_t *img, uint8_t *want)
-{
-	unsigned e = q->f32 ? 4 : 1, wrong = 0;
-
-	for (unsigned c = 0; c < COLS; c++)
-		for (unsigned p = 0; p < PES; p++)
-			for (unsigned i = 0; i < q->tm; i++) {
-				int64_t aa = ref_row(&q->a, c, p, i), ra = ref_row(&q->r, c, p, i);
-				uint8_t *d = want + ref_row(&q->o, c, p, i) - O_OFF;
-
-				for (unsigned j = 0; j < TN; j++, d += 4) {
-					if (q->f32) {
-						float v = 0, x, w;
-
-						for (unsigned k = 0; k < KD; k++) {
-							memcpy(&x, img + aa + 4 * k, 4);
-							memcpy(&w, img + B_OFF + k * PES * TN * e + p * TN * e + 4 * j,
-							       4);
-							v = fmaf(x, w, v);
-						}
-						if (q->residual) {
-							memcpy(&x, img + ra + 4 * j, 4);
-							v += x;
-						}
-						memcpy(d, &v, 4);
-					} else {
-						int32_t v = 0, r;
-
-						for (unsigned k = 0; k < KD; k++)
-							v += (int8_t)img[aa + k] *
-							     (int8_t)img[B_OFF + k * PES * TN + p * TN + j];
-						if (q->residual) {
-							memcpy(&r, img + ra + 4 * j, 4);
-							v = (int32_t)((uint32_t)v + (uint32_t)r);
-						}
-						memcpy(d, &v, 4);
-					}
-				}
-			}
-	for (unsigned i = 0; i < O_LEN; i++)
-		wrong += H(HOST_OUT)[i] != want[i];
-	return wrong;
-}
-
-static unsigned check_case(const struct wcase *q, const uint8_t *img)
-{
-	static uint8_t want[O_LEN];
-
-	memcpy(want, img + O_OFF, O_LEN);
-	return check_into(q, img, want);
+	return check_tile(q, ref_row, img);
 }
 
 /* Random data; about a third of A's elements zero (the ZSKIP counts have something to skip). */
@@ -190,9 +57,9 @@ static void fill(uint64_t *seed, bool f32)
  * up to two pixels: the padding columns), the clusters' blocks tm or tm - 1 pixels apart (overlapping by
  * one), the PEs on channels or on further pixel blocks; the output the same kind of layout over 32-bit
  * elements (WRAP or plain), the residual plain. */
-static struct wcase rand_case(uint64_t *seed, bool f32)
+static struct tile_case rand_case(uint64_t *seed, bool f32)
 {
-	struct wcase q = {.tm = 1 + (unsigned)(trng(seed) % 6),
+	struct tile_case q = {.tm = 1 + (unsigned)(trng(seed) % 6),
 			  .f32 = f32,
 			  .residual = trng(seed) % 2,
 			  .zskip = trng(seed) % 3 == 0};
@@ -222,7 +89,7 @@ Test(wrap, every_pe_reads_and_writes_its_wrapped_rows)
 	unsigned wrapped = 0;
 
 	for (unsigned t = 0; t < 64; t++) {
-		struct wcase q = rand_case(&seed, t % 3 == 2);
+		struct tile_case q = rand_case(&seed, t % 3 == 2);
 		unsigned wrong;
 
 		fill(&seed, q.f32);
@@ -246,7 +113,7 @@ Test(wrap, costs_are_the_plain_tiles)
 	static uint8_t img[IMG];
 
 	for (unsigned t = 0; t < 12; t++) {
-		struct wcase q = rand_case(&seed, t % 2), plain;
+		struct tile_case q = rand_case(&seed, t % 2), plain;
 		uint64_t cnt[TNPU_CNT_NUM];
 		unsigned e = q.f32 ? 4 : 1;
 
@@ -283,7 +150,7 @@ Test(wrap, unreached_wrap_is_the_plain_record)
 	static uint8_t img[IMG], out[O_LEN];
 
 	for (unsigned t = 0; t < 8; t++) {
-		struct wcase q = rand_case(&seed, t % 2), plain;
+		struct tile_case q = rand_case(&seed, t % 2), plain;
 
 		q.a.su_wrap = 4096;
 		q.a.su_wrap_delta = (int32_t)(4096 * q.a.pitch);
@@ -312,7 +179,7 @@ Test(wrap, scalar_unit_steps_without_wrapping)
 	static uint8_t img[IMG], want[O_LEN];
 
 	for (unsigned t = 0; t < 8; t++) {
-		struct wcase q = rand_case(&seed, t % 2), q2;
+		struct tile_case q = rand_case(&seed, t % 2), q2;
 
 		q.a.su_wrap = (uint16_t)(1 + t % 2);
 		q.a.su_wrap_delta = (int32_t)((q.a.su_wrap + 1) * q.a.pitch);
@@ -329,8 +196,8 @@ Test(wrap, scalar_unit_steps_without_wrapping)
 		memcpy(img, H(0), IMG);
 		cr_assert_eq(run_exes(&q, 2), 0, "%s", tnpu_err_name(res.error));
 		memcpy(want, img + O_OFF, O_LEN);
-		check_into(&q, img, want);
-		cr_assert_eq(check_into(&q2, img, want), 0, "case %u", t);
+		check_into_rows(&q, img, want);
+		cr_assert_eq(check_into_rows(&q2, img, want), 0, "case %u", t);
 	}
 }
 
@@ -340,7 +207,7 @@ Test(wrap, scalar_unit_steps_without_wrapping)
 Test(wrap, malformed_wrap_records_stop)
 {
 	uint64_t seed = 0x5eedea04;
-	struct wcase q = rand_case(&seed, false), b;
+	struct tile_case q = rand_case(&seed, false), b;
 
 	q.residual = true;
 	q.o.flags = TNPU_OPF_WRAP;
