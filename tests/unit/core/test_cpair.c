@@ -29,21 +29,6 @@ static unsigned check_case(const struct tile_case *q, const uint8_t *img)
 	return check_tile(q, ref_row, img);
 }
 
-static void fill(uint64_t *seed, bool f32)
-{
-	for (unsigned i = 0; i < IMG; i += 4) {
-		if (f32) {
-			float v = (float)((int)(trng(seed) % 2001) - 1000) / 256.0f;
-
-			memcpy(H(i), &v, 4);
-		} else {
-			uint32_t v = (uint32_t)trng(seed);
-
-			memcpy(H(i), &v, 4);
-		}
-	}
-}
-
 /* A random case: A's clusters a half-block apart within a pair, the pairs a row pitch apart (any sign,
  * gaps or overlaps), the PEs on channels; the output the same layout over 32-bit elements. */
 static struct tile_case rand_case(uint64_t *seed, bool f32)
@@ -80,7 +65,7 @@ Test(cpair, every_cluster_reads_and_writes_its_pair_block)
 		struct tile_case q = rand_case(&seed, t % 3 == 2);
 		unsigned wrong;
 
-		fill(&seed, q.f32);
+		fill(&seed, q.f32, false);
 		memcpy(img, H(0), IMG);
 		cr_assert_eq(run_case(&q), 0, "case %u: %s (info 0x%x)", t, tnpu_err_name(res.error), res.err_info);
 		wrong = check_case(&q, img);
@@ -109,7 +94,7 @@ Test(cpair, pair_stride_of_two_blocks_is_the_plain_record)
 		plain = q;
 		plain.a.flags = plain.o.flags = 0;
 		plain.a.su_wrap_delta = plain.o.su_wrap_delta = 0;
-		fill(&seed, q.f32);
+		fill(&seed, q.f32, false);
 		memcpy(img, H(0), IMG);
 		cr_assert_eq(run_case(&q), 0, "%s", tnpu_err_name(res.error));
 		cr_assert_eq(check_case(&q, img), 0, "case %u", t);

@@ -33,26 +33,6 @@ static unsigned check_case(const struct tile_case *q, const uint8_t *img)
 	return check_tile(q, ref_row, img);
 }
 
-/* Random data; about a third of A's elements zero (the ZSKIP counts have something to skip). */
-static void fill(uint64_t *seed, bool f32)
-{
-	for (unsigned i = 0; i < IMG; i += 4) {
-		if (f32) {
-			float v = (float)((int)(trng(seed) % 2001) - 1000) / 256.0f;
-
-			if (i < B_OFF && trng(seed) % 3 == 0)
-				v = 0;
-			memcpy(H(i), &v, 4);
-		} else {
-			uint32_t v = (uint32_t)trng(seed);
-
-			if (i < B_OFF && trng(seed) % 3 == 0)
-				v &= 0xFF00FF00u;
-			memcpy(H(i), &v, 4);
-		}
-	}
-}
-
 /* A random case: A's layout rows of W pixels (KD channels, maybe a gap after each) P bytes apart (gaps of
  * up to two pixels: the padding columns), the clusters' blocks tm or tm - 1 pixels apart (overlapping by
  * one), the PEs on channels or on further pixel blocks; the output the same kind of layout over 32-bit
@@ -92,7 +72,7 @@ Test(wrap, every_pe_reads_and_writes_its_wrapped_rows)
 		struct tile_case q = rand_case(&seed, t % 3 == 2);
 		unsigned wrong;
 
-		fill(&seed, q.f32);
+		fill(&seed, q.f32, true);
 		memcpy(img, H(0), IMG);
 		cr_assert_eq(run_case(&q), 0, "case %u: %s (info 0x%x)", t, tnpu_err_name(res.error), res.err_info);
 		wrong = check_case(&q, img);
@@ -120,7 +100,7 @@ Test(wrap, costs_are_the_plain_tiles)
 		q.zskip = t % 3 == 0;
 		q.a.pe_stride = 0;
 		q.a.col_stride = (int32_t)(q.tm * q.a.pitch);
-		fill(&seed, q.f32);
+		fill(&seed, q.f32, true);
 		cr_assert_eq(run_case(&q), 0, "%s", tnpu_err_name(res.error));
 		memcpy(cnt, res.counters, sizeof(cnt));
 		memcpy(img, H(0), IMG);
@@ -161,7 +141,7 @@ Test(wrap, unreached_wrap_is_the_plain_record)
 		plain.a.flags = plain.o.flags = 0;
 		plain.a.su_wrap = plain.o.su_wrap = 0;
 		plain.a.su_wrap_delta = plain.o.su_wrap_delta = 0;
-		fill(&seed, q.f32);
+		fill(&seed, q.f32, true);
 		memcpy(img, H(0), IMG);
 		cr_assert_eq(run_case(&q), 0, "%s", tnpu_err_name(res.error));
 		memcpy(out, H(HOST_OUT), O_LEN);
@@ -192,7 +172,7 @@ Test(wrap, scalar_unit_steps_without_wrapping)
 		q2 = q;
 		q2.a.addr += (uint32_t)q.a.su_delta;
 		q2.o.addr += (uint32_t)q.o.su_delta;
-		fill(&seed, q.f32);
+		fill(&seed, q.f32, true);
 		memcpy(img, H(0), IMG);
 		cr_assert_eq(run_exes(&q, 2), 0, "%s", tnpu_err_name(res.error));
 		memcpy(want, img + O_OFF, O_LEN);

@@ -149,6 +149,27 @@ static unsigned check_into(const struct tile_case *q, tile_row_fn row, const uin
 	return wrong;
 }
 
+/* Random data over the image; with zero_a about a third of A's elements zero (before B: the ZSKIP
+ * counts have something to skip). */
+static void fill(uint64_t *seed, bool f32, bool zero_a)
+{
+	for (unsigned i = 0; i < IMG; i += 4) {
+		if (f32) {
+			float v = (float)((int)(trng(seed) % 2001) - 1000) / 256.0f;
+
+			if (zero_a && i < B_OFF && trng(seed) % 3 == 0)
+				v = 0;
+			memcpy(H(i), &v, 4);
+		} else {
+			uint32_t v = (uint32_t)trng(seed);
+
+			if (zero_a && i < B_OFF && trng(seed) % 3 == 0)
+				v &= 0xFF00FF00u;
+			memcpy(H(i), &v, 4);
+		}
+	}
+}
+
 /* check_into starting from the input's bytes in the output area. */
 static unsigned check_tile(const struct tile_case *q, tile_row_fn row, const uint8_t *img)
 {
