@@ -7,6 +7,7 @@
  * synchronously in accel submit (the executor is the same code the QEMU device runs, so results and
  * counters are identical); waiting is therefore immediate.
  */
+#include <stddef.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -317,6 +318,54 @@ static const struct accel_backend_ops sim_ops = {
 	.close = sim_close,
 };
 
+/*
+ * The sim options that pick one of a few named behaviours (before/after figures, tests): value k of the
+ * list is stored as k in the device's one-byte field.
+ */
+static const struct sim_choice {
+	const char *key;
+	const char *vals[5];	/* NULL-terminated */
+	size_t off;		/* of a uint8_t in struct accel_dev */
+} sim_choices[] = {
+/* the field's offset, and a compile error unless it is one byte */
+#define CHOICE(f) (offsetof(struct accel_dev, f) + 0 * sizeof(char[sizeof(((struct accel_dev *)0)->f) == 1 ? 1 : -1]))
+	{ "conv", { "auto", "im2col", "direct" }, CHOICE(conv_mode) },
+	{ "dw-wide", { "on", "off" }, CHOICE(dw_narrow) },
+	{ "qcol", { "on", "off" }, CHOICE(qcol_off) },
+	{ "pwdw", { "on", "off" }, CHOICE(pwdw_off) },
+	{ "pwdw-host", { "auto", "off", "on", "all" }, CHOICE(pwdw_host) },
+	{ "pwdw-ovl", { "auto", "off", "all" }, CHOICE(pwdw_ovl) },
+	{ "wrap", { "on", "off", "all" }, CHOICE(wrap_mode) },
+	{ "cpair", { "on", "off", "all" }, CHOICE(cpair_mode) },
+	{ "qadd", { "on", "off" }, CHOICE(qadd_off) },
+	{ "pw", { "auto", "off", "on" }, CHOICE(pw_mode) },
+	{ "stream", { "on", "off", "only" }, CHOICE(stream_off) },
+#undef CHOICE
+};
+
+/* key=val for a sim_choices entry: 1 not such a key, 0 set, or the error of a value not in its list. */
+static int parse_choice(struct accel_dev *dev, const char *key, const char *val)
+{
+	for (size_t i = 0; i < sizeof(sim_choices) / sizeof(sim_choices[0]); i++) {
+		const struct sim_choice *c = &sim_choices[i];
+		char expect[64] = "";
+		unsigned n = 0;
+
+		if (strcmp(key, c->key))
+			continue;
+		for (; c->vals[n]; n++)
+			if (!strcmp(val, c->vals[n])) {
+				*((uint8_t *)dev + c->off) = (uint8_t)n;
+				return 0;
+			}
+		for (unsigned k = 0; k < n; k++)	/* "a, b or c" */
+			snprintf(expect + strlen(expect), sizeof(expect) - strlen(expect), "%s%s",
+				 k ? (k == n - 1 ? " or " : ", ") : "", c->vals[k]);
+		return accel_seterr(dev, -EINVAL, "sim option %s=%s: expected %s", key, val, expect);
+	}
+	return 1;
+}
+
 static int parse_opts(struct accel_dev *dev, struct tnpu_config *cfg, uint32_t *cmdbuf, const char *opts)
 {
 	char buf[256], *save = NULL, *tok;
@@ -327,20 +376,15 @@ static int parse_opts(struct accel_dev *dev, struct tnpu_config *cfg, uint32_t *
 	for (tok = strtok_r(buf, ",", &save); tok; tok = strtok_r(NULL, ",", &save)) {
 		char *eq = strchr(tok, '='), *end;
 		unsigned long v;
+		int ret;
 
 		if (!eq)
 			return accel_seterr(dev, -EINVAL, "sim option '%s': expected key=value", tok);
 		*eq = 0;
-		if (!strcmp(tok, "conv")) {
-			if (!strcmp(eq + 1, "auto"))
-				dev->conv_mode = 0;
-			else if (!strcmp(eq + 1, "im2col"))
-				dev->conv_mode = 1;
-			else if (!strcmp(eq + 1, "direct"))
-				dev->conv_mode = 2;
-			else
-				return accel_seterr(dev, -EINVAL, "sim option conv=%s: expected auto, im2col or direct",
-						    eq + 1);
+		ret = parse_choice(dev, tok, eq + 1);
+		if (ret <= 0) {
+			if (ret)
+				return ret;
 			continue;
 		}
 		if (!strcmp(tok, "islands")) {
@@ -362,95 +406,6 @@ static int parse_opts(struct accel_dev *dev, struct tnpu_config *cfg, uint32_t *
 				return accel_seterr(dev, -EINVAL,
 						    "sim option dw=%s: expected on, off, col, col-kc, ch or ch-kc", eq + 1);
 			dev->dw_off = !strcmp(eq + 1, "off");
-			continue;
-		}
-		if (!strcmp(tok, "dw-wide")) {
-			if (strcmp(eq + 1, "on") && strcmp(eq + 1, "off"))
-				return accel_seterr(dev, -EINVAL, "sim option dw-wide=%s: expected on or off", eq + 1);
-			dev->dw_narrow = !strcmp(eq + 1, "off");
-			continue;
-		}
-		if (!strcmp(tok, "qcol")) {
-			if (strcmp(eq + 1, "on") && strcmp(eq + 1, "off"))
-				return accel_seterr(dev, -EINVAL, "sim option qcol=%s: expected on or off", eq + 1);
-			dev->qcol_off = !strcmp(eq + 1, "off");
-			continue;
-		}
-		if (!strcmp(tok, "pwdw")) {
-			if (strcmp(eq + 1, "on") && strcmp(eq + 1, "off"))
-				return accel_seterr(dev, -EINVAL, "sim option pwdw=%s: expected on or off", eq + 1);
-			dev->pwdw_off = !strcmp(eq + 1, "off");
-			continue;
-		}
-		if (!strcmp(tok, "pwdw-host")) {
-			if (!strcmp(eq + 1, "auto"))
-				dev->pwdw_host = 0;
-			else if (!strcmp(eq + 1, "off"))
-				dev->pwdw_host = 1;
-			else if (!strcmp(eq + 1, "on"))
-				dev->pwdw_host = 2;
-			else if (!strcmp(eq + 1, "all"))
-				dev->pwdw_host = 3;
-			else
-				return accel_seterr(dev, -EINVAL, "sim option pwdw-host=%s: expected auto, off, on or all",
-						    eq + 1);
-			continue;
-		}
-		if (!strcmp(tok, "pwdw-ovl")) {
-			if (!strcmp(eq + 1, "auto"))
-				dev->pwdw_ovl = 0;
-			else if (!strcmp(eq + 1, "off"))
-				dev->pwdw_ovl = 1;
-			else if (!strcmp(eq + 1, "all"))
-				dev->pwdw_ovl = 2;
-			else
-				return accel_seterr(dev, -EINVAL, "sim option pwdw-ovl=%s: expected auto, off or all",
-						    eq + 1);
-			continue;
-		}
-		if (!strcmp(tok, "wrap")) {
-			if (!strcmp(eq + 1, "on"))
-				dev->wrap_mode = 0;
-			else if (!strcmp(eq + 1, "off"))
-				dev->wrap_mode = 1;
-			else if (!strcmp(eq + 1, "all"))
-				dev->wrap_mode = 2;
-			else
-				return accel_seterr(dev, -EINVAL, "sim option wrap=%s: expected on, off or all", eq + 1);
-			continue;
-		}
-		if (!strcmp(tok, "cpair")) {
-			if (!strcmp(eq + 1, "on"))
-				dev->cpair_mode = 0;
-			else if (!strcmp(eq + 1, "off"))
-				dev->cpair_mode = 1;
-			else if (!strcmp(eq + 1, "all"))
-				dev->cpair_mode = 2;
-			else
-				return accel_seterr(dev, -EINVAL, "sim option cpair=%s: expected on, off or all", eq + 1);
-			continue;
-		}
-		if (!strcmp(tok, "qadd")) {
-			if (strcmp(eq + 1, "on") && strcmp(eq + 1, "off"))
-				return accel_seterr(dev, -EINVAL, "sim option qadd=%s: expected on or off", eq + 1);
-			dev->qadd_off = !strcmp(eq + 1, "off");
-			continue;
-		}
-		if (!strcmp(tok, "pw")) {
-			if (!strcmp(eq + 1, "auto"))
-				dev->pw_mode = 0;
-			else if (!strcmp(eq + 1, "off"))
-				dev->pw_mode = 1;
-			else if (!strcmp(eq + 1, "on"))
-				dev->pw_mode = 2;
-			else
-				return accel_seterr(dev, -EINVAL, "sim option pw=%s: expected auto, off or on", eq + 1);
-			continue;
-		}
-		if (!strcmp(tok, "stream")) {
-			if (strcmp(eq + 1, "on") && strcmp(eq + 1, "off") && strcmp(eq + 1, "only"))
-				return accel_seterr(dev, -EINVAL, "sim option stream=%s: expected on, off or only", eq + 1);
-			dev->stream_off = !strcmp(eq + 1, "off") ? 1 : !strcmp(eq + 1, "only") ? 2 : 0;
 			continue;
 		}
 		v = strtoul(eq + 1, &end, 0);

@@ -55,15 +55,15 @@ struct accel_dev {
 	uint8_t stream_off;	/* sim option stream=off (1): depthwise without STREAM bands; =only (2): only with */
 	uint8_t pw_mode;	/* sim option pw=auto|off|on (0/1/2): the pointwise lowering (conv_pw.c) when
 				 * faster / never / whenever eligible */
-	bool pwdw_off;		/* sim option pwdw=off: accel_conv2d_pwdw always runs two jobs (before/after) */
+	uint8_t pwdw_off;		/* sim option pwdw=off: accel_conv2d_pwdw always runs two jobs (before/after) */
 	uint8_t pwdw_host;	/* sim option pwdw-host=auto|off|on|all (0..3): the fused job's main EXEs host
 				 * depthwise iterations when faster / never / in every plan / in plans of one
 				 * sub-tile per EXE, as soon as the rows are stored (tests; conv_pwdw.c) */
 	uint8_t pwdw_ovl;	/* sim option pwdw-ovl=auto|off|all (0..2): the fused job's row groups overlap
 				 * (no EXE of its own for the last one) when faster / never / wherever they can
 				 * (before/after figures, tests; conv_pwdw.c) */
-	bool qcol_off;		/* sim option qcol=off: CAP_FEATURES without bit 19 (SFU QCOL) */
-	bool qadd_off;		/* sim option qadd=off: CAP_FEATURES without bit 20 (VEC QADD) */
+	uint8_t qcol_off;		/* sim option qcol=off: CAP_FEATURES without bit 19 (SFU QCOL) */
+	uint8_t qadd_off;		/* sim option qadd=off: CAP_FEATURES without bit 20 (VEC QADD) */
 	uint8_t wrap_mode;	/* sim option wrap: 0 on, 1 off (CAP_FEATURES without bit 22, WRAP operands),
 				 * 2 all (the fused lowering's remainders only as row wraps: tests) */
 	uint8_t cpair_mode;	/* sim option cpair: 0 on, 1 off (CAP_FEATURES without bit 21, CPAIR operands),
