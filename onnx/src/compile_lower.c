@@ -333,7 +333,7 @@ static int lower_rows(struct onnx_compiled *cm, struct onnx_ctx *c, struct cstep
 	const struct onnx_node *n = c->n;
 	const struct onnx_tensor *x = node_in(c, 0);
 	int64_t def = n->op == OP_SOFTMAX && cm->m->opset < 13 ? 1 : -1;
-	int64_t axis = attr_int(n->pb, "axis", def);
+	int64_t axis = n->op == OP_LAYERNORM ? layernorm_axis(n) : attr_int(n->pb, "axis", def);
 	int ret;
 
 	if (!has_isa2(cm) || !is_f32_act(cm->m, n->in[0]) || !x->ndim || !x->count)
@@ -353,7 +353,7 @@ static int lower_rows(struct onnx_compiled *cm, struct onnx_ctx *c, struct cstep
 		    (b && (!is_f32_const(cm->m, n->in[2]) || b->count != (size_t)s->N)) ||
 		    attr_int(n->pb, "stash_type", 1) != 1)
 			return ONNX_FALLBACK;
-		s->scale = attr_float(n->pb, "epsilon", 1e-5f);
+		s->scale = layernorm_epsilon(n);
 		if ((ret = weight_of(cm, n->in[1], &s->w_off)))
 			return ret;
 		s->b_off = UINT64_MAX;

@@ -116,6 +116,13 @@ int onnx_op_lookup(const char *name);
 /* Attributes of a node (absent: default). */
 int64_t attr_int(const Onnx__NodeProto *n, const char *name, int64_t def);
 float attr_float(const Onnx__NodeProto *n, const char *name, float def);
+/*
+ * A LayerNormalization node's axis and epsilon: its attributes, or, when onnx_fuse_layernorm() made it from
+ * the decomposed form, the values the fusion found (the node's protobuf is then the first ReduceMean's,
+ * which has neither).  The one accessor for the host kernel and the device lowering.
+ */
+int64_t layernorm_axis(const struct onnx_node *n);
+float layernorm_epsilon(const struct onnx_node *n);
 const char *attr_string(const Onnx__NodeProto *n, const char *name, char *buf, size_t len, const char *def);
 /* INTS attribute: count or -1 when absent; copies at most max into out. */
 int attr_ints(const Onnx__NodeProto *n, const char *name, int64_t *out, int max);

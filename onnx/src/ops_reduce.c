@@ -200,11 +200,21 @@ static int host_softmax_any(struct onnx_ctx *c)
 	return 0;
 }
 
+int64_t layernorm_axis(const struct onnx_node *n)
+{
+	return n->ln_fused ? n->ln_axis : attr_int(n->pb, "axis", -1);
+}
+
+float layernorm_epsilon(const struct onnx_node *n)
+{
+	return n->ln_fused ? n->ln_eps : attr_float(n->pb, "epsilon", 1e-5f);
+}
+
 /* LayerNormalization (opset 17): normalise over dimensions axis..rank-1, then * Scale + B (broadcast). */
 static int host_layernorm(struct onnx_ctx *c)
 {
 	const struct onnx_tensor *x, *sc, *b = node_in(c, 2), *t[3];
-	double eps = c->n->ln_fused ? c->n->ln_eps : attr_float(c->n->pb, "epsilon", 1e-5f);
+	double eps = layernorm_epsilon(c->n);
 	int64_t axis, outer = 1, len = 1, sdims[ONNX_MAX_DIMS];
 	struct bcast bc;
 	int ret, r1, r2;
@@ -215,7 +225,7 @@ static int host_layernorm(struct onnx_ctx *c)
 		return node_err(c, -EOPNOTSUPP, "X, Scale and B must be FLOAT");
 	if (attr_int(c->n->pb, "stash_type", 1) != 1)
 		return node_err(c, -EOPNOTSUPP, "stash_type %lld (1 = FLOAT)", (long long)attr_int(c->n->pb, "stash_type", 1));
-	if ((ret = axis_norm(c, c->n->ln_fused ? c->n->ln_axis : attr_int(c->n->pb, "axis", -1), x->ndim, &axis)))
+	if ((ret = axis_norm(c, layernorm_axis(c->n), x->ndim, &axis)))
 		return ret;
 	t[0] = x;
 	t[1] = sc;

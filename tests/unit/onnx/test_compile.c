@@ -992,3 +992,90 @@ Test(onnx_compile, expansion_and_depthwise_fusion_conditions)
 		onnx_model_free(m);
 	}
 }
+
+/* ---- the decomposed layer_norm (torch.onnx before opset 17) on the device ---------------------- */
+
+/*
+ * ReduceMean(axes) → Sub → Pow 2 → ReduceMean(axes) → Add eps → Sqrt → Div → Mul W → Add B over the
+ * last `k` axes of x[2,3,4,8], compiled for the sim device, against the definition evaluated here in
+ * double.  onnx_fuse_layernorm() makes it one LayerNormalization node whose epsilon and axis live in the
+ * node, not in its (ReduceMean's) attributes: a device lowering that read the attributes ran ConvNeXt's
+ * eps = 1e-6 as the default 1e-5 (a 6e-5 error at the output's scale) and normalised over the last axis
+ * only.  eps is large here so a wrong one is far outside the tolerance.
+ */
+static void decomposed_layer_norm_case(unsigned k, float eps)
+{
+	static const int64_t xd[4] = { 2, 3, 4, 8 };
+	int64_t ax[2] = { -2, -1 }, wd[1] = { xd[3] }, one = 1;
+	size_t inner = k == 2 ? 32 : 8;	/* W and B: 1-D over the last axis, broadcast (what the fusion takes) */
+	float two = 2, w[8], bias[8];
+	struct mb *b = mb_new(13);
+	struct onnx_model *m = NULL;
+	struct onnx_compiled *cm = NULL;
+	struct onnx_tensor x, y;
+	Onnx__NodeProto *n;
+	char err[512] = "";
+	const uint8_t *buf;
+	size_t len;
+
+	for (size_t j = 0; j < 8; j++) {
+		w[j] = 0.5f + frand();
+		bias[j] = frand();
+	}
+	mb_init(b, "W", ONNX_FLOAT, 1, wd, w);
+	mb_init(b, "B", ONNX_FLOAT, 1, wd, bias);
+	mb_init(b, "two", ONNX_FLOAT, 0, &one, &two);
+	mb_init(b, "eps", ONNX_FLOAT, 0, &one, &eps);
+	mb_input(b, "x");
+	n = mb_node(b, "ReduceMean", "x", "m");
+	mb_attr_ints(b, n, "axes", k == 2 ? ax : &ax[1], k);
+	mb_node(b, "Sub", "x,m", "d");
+	mb_node(b, "Pow", "d,two", "p");
+	n = mb_node(b, "ReduceMean", "p", "v");
+	mb_attr_ints(b, n, "axes", k == 2 ? ax : &ax[1], k);
+	mb_node(b, "Add", "v,eps", "ve");
+	mb_node(b, "Sqrt", "ve", "s");
+	mb_node(b, "Div", "d,s", "q");
+	mb_node(b, "Mul", "q,W", "qw");
+	mb_node(b, "Add", "qw,B", "y");
+	mb_output(b, "y");
+	buf = mb_pack(b, &len);
+	cr_assert_eq(onnx_model_load_mem(buf, len, 0, &m, err, sizeof(err)), 0, "load: %s", err);
+	mb_free(b);
+	cr_assert_eq(onnx_tensor_alloc(&x, ONNX_FLOAT, 4, xd), 0);
+	for (size_t i = 0; i < x.count; i++)
+		((float *)x.data)[i] = 0.1f * frand();	/* variance ~1e-3: eps matters */
+	cr_assert_eq(onnx_compile(m, dev, &x, 1, 0, &cm, err, sizeof(err)), 0, "compile: %s", err);
+	cr_assert_eq(onnx_compiled_run(cm, &x, 1, &y, 1, NULL), 0, "%s", onnx_compiled_error(cm));
+	cr_assert_eq(y.count, x.count);
+	for (size_t r = 0; r < x.count / inner; r++) {
+		const float *xr = (const float *)x.data + r * inner, *yr = (const float *)y.data + r * inner;
+		double mu = 0, var = 0;
+
+		for (size_t j = 0; j < inner; j++)
+			mu += xr[j] / (double)inner;
+		for (size_t j = 0; j < inner; j++)
+			var += (xr[j] - mu) * (xr[j] - mu) / (double)inner;
+		for (size_t j = 0; j < inner; j++) {
+			double want = (xr[j] - mu) / sqrt(var + (double)eps) * w[j % 8] + bias[j % 8];
+
+			cr_assert(fabs(yr[j] - want) <= 1e-5 * (1 + fabs(want)), "k %u eps %g: y[%zu] = %.9g, expected %.9g", k,
+				  (double)eps, r * inner + j, (double)yr[j], want);
+		}
+	}
+	onnx_tensor_release(&y);
+	onnx_tensor_release(&x);
+	onnx_compiled_free(cm);
+	onnx_model_free(m);
+}
+
+Test(onnx_compile, decomposed_layer_norm_keeps_its_epsilon_on_the_device)
+{
+	decomposed_layer_norm_case(1, 1e-6f);
+	decomposed_layer_norm_case(1, 0.5f);
+}
+
+Test(onnx_compile, decomposed_layer_norm_over_two_axes_normalises_both)
+{
+	decomposed_layer_norm_case(2, 1e-3f);
+}
