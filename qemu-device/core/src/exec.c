@@ -97,6 +97,11 @@ float *tnpu_cvt_scratch(struct tnpu_exec *ex, size_t bytes)
 	return p;
 }
 
+uint64_t tnpu_exec_work_units(const struct tnpu_exec *ex)
+{
+	return ex->work;
+}
+
 size_t tnpu_exec_scratch_bytes(const struct tnpu_exec *ex)
 {
 	return ex->scratch_cap + ex->cvt_cap;
