@@ -387,12 +387,17 @@ static uint32_t do_ld(struct rowctx *rc, uint16_t w)
 		}
 	}
 	if (w & TNPU_LD_MCAST) {
-		uint64_t lo, hi;
-		uint64_t d = tnpu_dw_mcast_bytes(rc->rs, half_off, rc->cols, rc->pes, o,
-						 held && s->mcast ? &s->op : NULL, u * tile_bytes(o), &lo, &hi);
+		struct tnpu_mcast_block b;
+		uint64_t lo, hi, d = u * tile_bytes(o);
 
-		if (hi <= lo)
+		tnpu_dw_mcast_block(rc->cols, rc->pes, o, held && s->mcast ? &s->op : NULL, &b);
+		if (b.ok) {
+			d = TNPU_MIN(d, tnpu_dw_mcast_bytes(rc->rs, half_off, &b));
+			lo = half_off + b.lo;
+			hi = half_off + b.hi;
+		} else {
 			ld_span(rc, o, extent, &lo, &hi);
+		}
 		exe_wait_lines(rc, lo, hi);
 		rc->a.dist_bytes += d;
 		if (w & TNPU_LD_WIDE)
@@ -870,7 +875,6 @@ static uint32_t do_mac(struct rowctx *rc, uint16_t w, struct exe_acct *acct)
 		uint32_t *nza = (uint32_t *)(void *)tnpu_scratch(rc->ex, (size_t)K * 8 + (size_t)tn * 4 + 64);
 		uint32_t *nzb;
 		uint64_t prev = 0;
-
 		if (!nza)
 			return cfail(rc, TNPU_ERR_NOMEM);
 		nzb = nza + K;

@@ -179,6 +179,7 @@ struct row_state {
 	uint8_t *sram;		/* cfg.sram bytes */
 	uint32_t dirty_lo, dirty_hi;	/* written range, zeroed at job start */
 	uint64_t *lines;	/* one bit per TNPU_SRAM_LINE: written since the job start (else zero) */
+	uint64_t n_lines;	/* bits of lines[] that stand for SRAM (sram / TNPU_SRAM_LINE) */
 	struct scoreboard sb_in;	/* STREAM band writes (LDs wait for them) */
 	struct scoreboard sb_out;	/* ST writes (STREAM D2H waits for them) */
 	struct ibuf ibuf[TNPU_NUM_IBUFS];
@@ -405,10 +406,16 @@ struct tnpu_dw_job {
 };
 uint32_t tnpu_dw_check(struct tnpu_dw_job *j);
 uint32_t tnpu_dw_run(struct tnpu_dw_job *j);
-/* Bytes an MCAST LD delivers (written lines only); [*lo, *hi) = the block it reads (0, 0: none). */
-uint64_t tnpu_dw_mcast_bytes(const struct row_state *rs, uint64_t base, unsigned cols, unsigned pes,
-			     const struct tnpu_operand *o, const struct tnpu_operand *prev, uint64_t unicast_bytes,
-			     uint64_t *lo, uint64_t *hi);
+/* The block an MCAST LD reads (isa.md "MCAST"), half-relative: rows r0 <= r < r1 of [lo + r * pitch,
+ * + w), all of it below hi (the end of the furthest tile).  ok = false: no block (a plain LD's cost). */
+struct tnpu_mcast_block {
+	bool ok;
+	uint64_t lo, hi, pitch, w, r0, r1;
+};
+void tnpu_dw_mcast_block(unsigned cols, unsigned pes, const struct tnpu_operand *o, const struct tnpu_operand *prev,
+			 struct tnpu_mcast_block *b);
+/* Bytes of the block's rows r0..r1 in written lines (a half at `base`). */
+uint64_t tnpu_dw_mcast_bytes(const struct row_state *rs, uint64_t base, const struct tnpu_mcast_block *b);
 
 /* cluster.c */
 uint32_t tnpu_cluster_dispatch(struct tnpu_exec *ex, unsigned row, unsigned half, unsigned dflags,
