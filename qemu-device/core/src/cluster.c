@@ -875,6 +875,12 @@ static uint32_t do_mac(struct rowctx *rc, uint16_t w, struct exe_acct *acct)
 		uint32_t *nza = (uint32_t *)(void *)tnpu_scratch(rc->ex, (size_t)K * 8 + (size_t)tn * 4 + 64);
 		uint32_t *nzb;
 		uint64_t prev = 0;
+		/* Elements the counts below read per PE: A's tm x K (or K counts set), the weights' tn x K
+		 * or sparse slots, and the K products.  Up to 2^26 per PE (pitch-0 operands), ~0.1 s of host
+		 * time: charged, and an abort or the budget stops the loop, PE by PE (issue #28). */
+		uint64_t nnz_elems = (uint64_t)K * (si->zskip ? tm : 1) + (uint64_t)K +
+				     (sparse ? (uint64_t)tn * B->rows : (uint64_t)K * (sw->zskip ? tn : 1));
+
 		if (!nza)
 			return cfail(rc, TNPU_ERR_NOMEM);
 		nzb = nza + K;
@@ -884,6 +890,8 @@ static uint32_t do_mac(struct rowctx *rc, uint16_t w, struct exe_acct *acct)
 				const uint8_t *bt = rc->base + pe_addr(B, c, p);
 				uint64_t e = 0, cyc;
 
+				if (tnpu_stopped(rc->ex, 1 + nnz_elems / TNPU_WORK_NNZ))
+					return tnpu_stop_fail(rc->ex);
 				if (si->zskip && (A->flags & TNPU_OPF_WRAP)) {
 					/* per run of rows, summed (nzb: scratch until the weights' counts) */
 					for (unsigned k = 0; k < K; k++)

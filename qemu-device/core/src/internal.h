@@ -310,6 +310,7 @@ static inline bool tnpu_aborted(struct tnpu_exec *ex)
  * each unit is roughly 20..100 ns of host time. */
 #define TNPU_WORK_BYTES		1024u
 #define TNPU_WORK_MACS		1024u
+#define TNPU_WORK_NNZ		64u	/* elements a zero-skipping count reads (MAC with ZSKIP) */
 
 /* Charges `units` of host work to the job (cycle-model.md "Host-work budget") and says whether it
  * must stop: aborted, or past its host-work budget.  Every loop whose trip count the guest chooses

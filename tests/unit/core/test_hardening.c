@@ -260,6 +260,74 @@ Test(hardening, host_work_budget_counts_the_whole_job)
 	tsim_fini(&t);
 }
 
+/* Runs cb on a fresh small-geometry executor with `budget` host-work units (0: the default);
+ * returns the units the job was charged. */
+static uint64_t work_of(const struct tcb *c, uint64_t budget, struct tnpu_result *r)
+{
+	struct tnpu_config cfg = small_cfg();
+	struct tsim t;
+	uint64_t w;
+
+	cfg.host_work = budget;
+	cr_assert_eq(tsim_init(&t, &cfg, 16 << 20), 0);
+	tsim_run(&t, c, 0, r);
+	w = tnpu_exec_work_units(t.ex);
+	tsim_fini(&t);
+	return w;
+}
+
+/* Issue #28: after a MAC with ZSKIP the non-zero counts read every PE's tm x K input tile (2^26
+ * elements at pitch 0), uncharged and without an abort check: an abort waited 8.4 s on the default
+ * array.  Now each PE's count is charged (one unit per TNPU_WORK_NNZ = 64 elements) and the loop
+ * stops at the budget or an abort (the same check). */
+static size_t zskip_mac_job(struct tcb *c, bool zskip)
+{
+	const unsigned tm = 1024, K = 2048;
+	uint16_t ins[] = { TNPU_INSN_LD(0, 0, 0, zskip), TNPU_INSN_LD(1, 0, 1, 0), TNPU_INSN_MAC(0, 0, 0, 0, 0) };
+	struct tnpu_operand ops[] = {
+		t_opnd(0, 0, 0, 0, tm, K, TNPU_DTYPE_INT8, 0),	/* every row and PE the same */
+		t_opnd(8192, 0, 0, 1, K, 1, TNPU_DTYPE_INT8, 0),	/* one shared K x 1 column */
+	};
+	struct tpkt p;
+	size_t exe_at;
+
+	tcb_init(c);
+	tcb_dma_fill(c, 0, 0, 0, 0, 16384, 1);
+	tpkt_config(&p, 0, &(struct tnpu_cfg_hdr){ .n_instr = 3, .n_operands = 2, .loop_end = 2, .repeat = 1 },
+		    ins, ops);
+	tcb_dispatch(c, 0, 0, 0, 0, p.buf, p.len);
+	tpkt_exe(&p, 0, 0, NULL, 0);
+	exe_at = c->len;
+	tcb_dispatch(c, 0, 0, 0, 0, p.buf, p.len);
+	return exe_at;
+}
+
+Test(hardening, zskip_counts_are_charged_and_stop_at_the_budget, .timeout = 60)
+{
+	const uint64_t pes = 2 * 4, per_pe = 1024ull * 2048 / 64;	/* row 0: 2 clusters x 4 PEs */
+	struct tcb plain, zs;
+	struct tnpu_result r;
+	uint64_t w_plain, w_zs, exe_at;
+
+	zskip_mac_job(&plain, false);
+	exe_at = zskip_mac_job(&zs, true);
+	w_plain = work_of(&plain, 0, &r);
+	ASSERT_OK(r);
+	w_zs = work_of(&zs, 0, &r);
+	ASSERT_OK(r);
+	cr_log_info("host work: %llu units without ZSKIP, %llu with", (unsigned long long)w_plain,
+		    (unsigned long long)w_zs);
+	cr_assert_geq(w_zs, w_plain + pes * per_pe, "the ZSKIP counts were not charged: %llu vs %llu units",
+		      (unsigned long long)w_zs, (unsigned long long)w_plain);
+	/* a budget the MAC fits but its counts do not: stopped in the counting loop, at the EXE */
+	work_of(&zs, w_plain + per_pe / 2, &r);
+	cr_assert_eq(r.error, TNPU_ERR_WATCHDOG, "%s", tnpu_err_name(r.error));
+	cr_assert_eq(r.err_info, 1);
+	cr_assert_eq(r.err_cmd_offset, exe_at);
+	tcb_free(&plain);
+	tcb_free(&zs);
+}
+
 /* A duration close to 2^64 plus the engine's free time wrapped past the watchdog check. */
 Test(hardening, dma_watchdog_sum_does_not_wrap, .timeout = 60)
 {
