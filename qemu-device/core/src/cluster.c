@@ -391,6 +391,11 @@ static uint32_t do_ld(struct rowctx *rc, uint16_t w)
 		uint64_t lo, hi, d = u * tile_bytes(o);
 
 		tnpu_dw_mcast_block(rc->cols, rc->pes, o, held && s->mcast ? &s->op : NULL, &b);
+		/* the block scan: every PE's address, then the written-line bitmap of every block row
+		 * (a word per 4 KiB) -- a 32 Ki-row block is a millisecond (issue #28) */
+		if (tnpu_stopped(rc->ex, (uint64_t)rc->cols * rc->pes / 8 +
+					 (b.r1 - b.r0) * (1 + b.w / (64 * TNPU_SRAM_LINE))))
+			return tnpu_stop_fail(rc->ex);
 		if (b.ok) {
 			d = TNPU_MIN(d, tnpu_dw_mcast_bytes(rc->rs, half_off, &b));
 			lo = half_off + b.lo;

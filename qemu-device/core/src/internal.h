@@ -306,7 +306,8 @@ static inline bool tnpu_aborted(struct tnpu_exec *ex)
 }
 
 /* Host-work units (cycle-model.md "Host-work budget"): one per step of a guest-sized loop, plus one
- * per TNPU_WORK_BYTES moved, TNPU_WORK_MACS multiply-adds, 8 gathered or 4 vector-unit elements;
+ * per TNPU_WORK_BYTES moved, TNPU_WORK_MACS multiply-adds, TNPU_WORK_NNZ zero-skipping counts, 8
+ * gathered elements or 4 vector-unit element-taps;
  * each unit is roughly 20..100 ns of host time. */
 #define TNPU_WORK_BYTES		1024u
 #define TNPU_WORK_MACS		1024u

@@ -773,7 +773,8 @@ static uint32_t run_row(struct tnpu_exec *ex, const struct vcmd *v, unsigned r, 
 
 	for (i[0] = 0; i[0] < v->n[0]; i[0]++)
 		for (i[1] = 0; i[1] < v->n[1]; i[1]++) {
-			if (tnpu_stopped(ex, 1 + (uint64_t)v->n[2] * v->n[3] / 4))
+			/* per element-tap: a POOL window or REDUCE length multiplies the work (issue #28) */
+			if (tnpu_stopped(ex, 1 + (uint64_t)v->n[2] * v->n[3] * v->taps / 4))
 				return tnpu_stop_fail(ex);
 			if (v->op == TNPU_VEC_POOL) {
 				pool_row(v, half, i[0], i[1], out + o, sum);

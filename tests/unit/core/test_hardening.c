@@ -328,6 +328,96 @@ Test(hardening, zskip_counts_are_charged_and_stop_at_the_budget, .timeout = 60)
 	tcb_free(&zs);
 }
 
+/* Issue #28: an MCAST LD scans the written-line bitmap of every block row, but was charged as one
+ * instruction: a block of 30000 one-byte rows (pitch 1) is 30000 row scans.  Now one unit per
+ * block row (and per 4 KiB of it). */
+static size_t one_ld_job(struct tcb *c, uint16_t ld)
+{
+	struct tnpu_operand ops[] = { t_opnd(0, 0, 0, 1, 30000, 1, TNPU_DTYPE_INT8, 0) };
+	struct tpkt p;
+	size_t exe_at;
+
+	tcb_init(c);
+	tcb_dma_fill(c, 0, 0, 0, 0, 30000, 1);
+	tpkt_config(&p, 0, &(struct tnpu_cfg_hdr){ .n_instr = 1, .n_operands = 1, .repeat = 1 }, &ld, ops);
+	tcb_dispatch(c, 0, 0, 0, 0, p.buf, p.len);
+	tpkt_exe(&p, 0, 0, NULL, 0);
+	exe_at = c->len;
+	tcb_dispatch(c, 0, 0, 0, 0, p.buf, p.len);
+	return exe_at;
+}
+
+Test(hardening, mcast_block_scan_is_charged_per_block_row)
+{
+	struct tcb plain, mc;
+	struct tnpu_result r;
+	uint64_t w_plain, w_mc;
+	size_t exe_at;
+
+	one_ld_job(&plain, TNPU_INSN_LD(0, 0, 0, 0));
+	exe_at = one_ld_job(&mc, TNPU_INSN_LD(0, 0, 0, 0) | TNPU_LD_MCAST);
+	w_plain = work_of(&plain, 0, &r);
+	ASSERT_OK(r);
+	w_mc = work_of(&mc, 0, &r);
+	ASSERT_OK(r);
+	cr_assert_geq(w_mc, w_plain + 30000, "block scan of 30000 rows charged %llu units",
+		      (unsigned long long)(w_mc - w_plain));
+	work_of(&mc, w_plain + 1000, &r);
+	cr_assert_eq(r.error, TNPU_ERR_WATCHDOG, "%s", tnpu_err_name(r.error));
+	cr_assert_eq(r.err_info, 1);
+	cr_assert_eq(r.err_cmd_offset, exe_at);
+	tcb_free(&plain);
+	tcb_free(&mc);
+}
+
+/* Issue #28: VEC POOL and REDUCE were charged per output element, not per element-tap: one output
+ * of a 128 x 128 window is 2^14 taps.  A command of 2^12 outputs x 2^14 taps (2^26, the shape limit)
+ * is 2^24 units, past the small array's 2^22 budget: refused (it ran to the end charged 2^10). */
+static void pool_cmd(struct tcb *c, uint16_t win, uint32_t outs)
+{
+	struct tnpu_cmd_vec v;
+
+	memset(&v, 0, sizeof(v));
+	v.hdr.opcode = TNPU_CMD_VEC;
+	v.hdr.size = sizeof(v);
+	v.op = TNPU_VEC_POOL;
+	v.func = TNPU_VEC_POOL_MAX;
+	v.in_dtype = v.out_dtype = TNPU_DTYPE_INT8;
+	v.n[0] = v.n[1] = v.n[2] = 1;
+	v.n[3] = outs;	/* channels of one window position, every tap on the same pixel (strides 0) */
+	v.a_st[3] = 1;
+	v.d_off = 16384;
+	v.d_st[3] = 1;
+	v.win.pool = (struct tnpu_vec_pool_win){ .win_h = win, .win_w = win, .stride_y = 1, .stride_x = 1,
+						 .in_h = win, .in_w = win };
+	tcb_raw(c, &v, sizeof(v));
+}
+
+Test(hardening, vec_pool_is_charged_per_window_tap)
+{
+	struct tcb c;
+	struct tnpu_result r;
+	uint64_t w1, w64;
+
+	tcb_init(&c);
+	pool_cmd(&c, 1, 64);
+	w1 = work_of(&c, 0, &r);
+	ASSERT_OK(r);
+	c.len = 0;
+	pool_cmd(&c, 8, 64);	/* 64 taps per output */
+	w64 = work_of(&c, 0, &r);
+	ASSERT_OK(r);
+	/* 63 more taps per output, 4 element-taps a unit */
+	cr_assert_geq(w64, w1 + 63 * 64 / 4, "64 x 63 more element-taps charged %llu units",
+		      (unsigned long long)(w64 - w1));
+	c.len = 0;
+	pool_cmd(&c, 128, 4096);
+	work_of(&c, 0, &r);
+	cr_assert_eq(r.error, TNPU_ERR_WATCHDOG, "%s", tnpu_err_name(r.error));
+	cr_assert_eq(r.err_info, 1);
+	tcb_free(&c);
+}
+
 /* A duration close to 2^64 plus the engine's free time wrapped past the watchdog check. */
 Test(hardening, dma_watchdog_sum_does_not_wrap, .timeout = 60)
 {

@@ -1067,7 +1067,10 @@ Test(vec, random_commands_complete_or_fail_cleanly)
 		run();
 		cr_assert(res.error == 0 || res.error == TNPU_ERR_VEC_DESC || res.error == TNPU_ERR_VEC_SHAPE ||
 				  res.error == TNPU_ERR_SRAM_RANGE || res.error == TNPU_ERR_ALIGN ||
-				  res.error == TNPU_ERR_ISLAND_ACCESS,
+				  res.error == TNPU_ERR_ISLAND_ACCESS ||
+				  /* the host-work budget: 2^26 element-taps (VEC_SHAPE's limit) on both rows of this
+				   * 8-PE array are 2^25 units of its 2^21 (cycle-model.md "Host-work budget") */
+				  (res.error == TNPU_ERR_WATCHDOG && res.err_info == 1),
 			  "iteration %d: %s", it, tnpu_err_name(res.error));
 		count[res.error < 64 ? res.error : 63]++;
 	}
