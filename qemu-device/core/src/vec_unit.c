@@ -421,12 +421,18 @@ static int8_t sat8(int64_t x)
 	return (int8_t)(x < -128 ? -128 : (x > 127 ? 127 : x));
 }
 
-/* SFU REQUANT formula (isa.md): sat8(((x*M + rnd) >> s) + zp) in 64-bit. */
+/*
+ * SFU REQUANT formula (isa.md): sat8(((x*M + rnd) >> s) + zp), exact.  x is at most an int8 average
+ * pool's sum, 2^26 taps x 128 = 2^33 in magnitude, so x*M needs up to 65 bits (issue #28: signed
+ * overflow in 64): the product, rounding and arithmetic shift run in 128 bits, the same result
+ * wherever 64 sufficed.
+ */
 static int8_t requant(int64_t x, int32_t m, unsigned s, int16_t zp)
 {
-	int64_t y = x * m + (s ? (int64_t)1 << (s - 1) : 0);
+	__int128 y = (__int128)x * m + (s ? (__int128)1 << (s - 1) : 0);
 
-	return sat8((y >> s) + zp);
+	y = (y >> s) + zp;
+	return (int8_t)(y < -128 ? -128 : (y > 127 ? 127 : y));
 }
 
 /* Results are kept as 32-bit words (int32 / fp32 bits / int8 sign-extended) until written. */

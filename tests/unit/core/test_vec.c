@@ -521,6 +521,50 @@ Test(vec, pool_max_int8_and_avg_fp32_nhwc_with_padding)
 	}
 }
 
+/* Issue #28: the int8 average's exact sum reaches 2^26 taps x -128 = -2^33, and x·M with M = 2^31 - 1
+ * needs 65 bits: requant() overflowed int64 (UBSan: signed-integer-overflow; the wrapped product gave
+ * 0 here).  The exact formula: (-2^33 (2^31 - 1) + 2^61) >> 62 = floor(-3.5 + 2^-29) = -4, and with
+ * M = -2^31: (2^64 + 2^61) >> 62 = 4. */
+Test(vec, int8_avg_pool_requantises_the_widest_sum_exactly, .timeout = 120)
+{
+	static const struct {
+		uint32_t scale;
+		int8_t want;
+	} cases[] = { { 0x7FFFFFFFu, -4 }, { 0x80000000u, 4 } };
+	struct tnpu_config c = small_cfg();
+	struct tsim t;
+	struct tcb b;
+	struct tnpu_result r;
+	uint64_t va;
+
+	c.host_work = 1ull << 40;	/* 2^26 element-taps: past the small array's budget */
+	cr_assert_eq(tsim_init(&t, &c, 16 << 20), 0);
+	va = tsim_buf(&t, 4096);
+	for (unsigned i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
+		struct tnpu_cmd_vec v = vcmd(TNPU_VEC_POOL, TNPU_VEC_POOL_AVG, TNPU_DTYPE_INT8, TNPU_DTYPE_INT8);
+		uint8_t *h = tsim_ptr(&t, va);
+
+		h[0] = 0x80;	/* -128 at SRAM 0; every tap reads it (strides 0) */
+		h[64] = 0x55;
+		v.vflags = TNPU_VEC_F_COUNT_PAD;
+		v.scale = cases[i].scale;
+		v.shift = 62;
+		v.d_off = 64;
+		v.win.pool = (struct tnpu_vec_pool_win){ .win_h = 8192, .win_w = 8192, .stride_y = 1, .stride_x = 1,
+							 .in_h = 8192, .in_w = 8192 };
+		tcb_init(&b);
+		tcb_dma(&b, true, 0, va, 0, 0, 0, 0, 0, 0, 0, 1, 1, 1);
+		tcb_raw(&b, &v, sizeof(v));
+		tcb_dma(&b, false, 0, va + 64, 0, 0, 0, 0, 64, 0, 0, 1, 1, 1);
+		tsim_run(&t, &b, 0, &r);
+		ASSERT_OK(r);
+		cr_assert_eq((int8_t)h[64], cases[i].want, "M = 0x%08x: %d, the exact formula gives %d", cases[i].scale,
+			     (int8_t)h[64], cases[i].want);
+		tcb_free(&b);
+	}
+	tsim_fini(&t);
+}
+
 /* ---- REDUCE and a device Softmax ------------------------------------------------------------- */
 
 /* POOL as vector-units.md defines it, one output element at a time (the model runs the channels of a
