@@ -117,8 +117,8 @@ void tnpu_exec_release_scratch(struct tnpu_exec *ex)
 	ex->cvt_cap = 0;
 }
 
-/* Job end: a big scratch (a large IM2COL box) is not kept across jobs. */
-static void scratch_trim(struct tnpu_exec *ex)
+/* Job end (and before a VEC command's output buffer): a big scratch (a large IM2COL box) is not kept. */
+void tnpu_scratch_trim(struct tnpu_exec *ex)
 {
 	if (ex->scratch_cap > TNPU_SCRATCH_KEEP) {
 		tnpu_host_free(ex->scratch, ex->scratch_cap);
@@ -1166,7 +1166,7 @@ static uint32_t job_end(struct tnpu_exec *ex)
 	}
 	ex->mem = NULL;
 	ex->res = NULL;
-	scratch_trim(ex);
+	tnpu_scratch_trim(ex);
 	return res->error;
 }
 

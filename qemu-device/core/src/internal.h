@@ -427,6 +427,7 @@ void tnpu_cluster_reset(struct tnpu_exec *ex);
 void *tnpu_host_alloc(size_t bytes);
 void tnpu_host_free(void *p, size_t bytes);
 uint8_t *tnpu_scratch(struct tnpu_exec *ex, size_t bytes);
+void tnpu_scratch_trim(struct tnpu_exec *ex);	/* frees the scratch if above TNPU_SCRATCH_KEEP */
 float *tnpu_cvt_scratch(struct tnpu_exec *ex, size_t bytes);
 
 /* plan.c: static address plans (PLAN_LOAD / GATHER / PLAN_FREE) */
