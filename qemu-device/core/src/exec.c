@@ -684,7 +684,7 @@ static uint32_t cmd_im2col(struct tnpu_exec *ex, const uint8_t *c, bool async)
 		box_bytes *= ny * nx;
 		if (box_bytes > TNPU_IM2COL_MAX_FOOTPRINT)
 			return tnpu_fail(ex, TNPU_ERR_TOO_LARGE, 0, 0);
-		box = tnpu_scratch(ex, box_bytes + (uint64_t)TNPU_MIN(cv.kt, TNPU_IM2COL_K_CHUNK) * 28 + 16);
+		box = tnpu_scratch(ex, box_bytes + (uint64_t)TNPU_MIN(cv.kt, TNPU_IM2COL_K_CHUNK) * TNPU_IM2COL_K_BYTES + 16);
 		if (!box)
 			return tnpu_fail(ex, TNPU_ERR_NOMEM, 0, 0);
 		/* Read the box as runs along the contiguous axis.  Box layout:

@@ -292,11 +292,16 @@ uint32_t tnpu_fail(struct tnpu_exec *ex, uint32_t err, uint32_t info, uint64_t a
 #define TNPU_PANEL_MACS		(1u << 22)
 #define TNPU_PANEL_MIN_K	64u
 #define TNPU_CVT_SCRATCH_MAX	(4u << 20)
-#define TNPU_SCRATCH_MAX	(TNPU_IM2COL_MAX_FOOTPRINT + (1u << 20))
+/* the box plus, for IM2COL, its K decode tables (TNPU_IM2COL_K_BYTES per index of a chunk: 1.75 MiB;
+ * issue #28: a 1 MiB margin failed boxes near the limit with NOMEM), for GATHER its line map */
+#define TNPU_SCRATCH_MAX	(TNPU_IM2COL_MAX_FOOTPRINT + (2u << 20))
 /* An SFU column vector repeated across a row of PEs that share it (cluster.c sfu_apply). */
 #define TNPU_SFU_REP_MAX	(64u << 10)
 #define TNPU_SCRATCH_KEEP	(1u << 20)
-#define TNPU_IM2COL_K_CHUNK	65536u	/* K indices decoded at a time (12 bytes each) */
+#define TNPU_IM2COL_K_CHUNK	65536u	/* K indices decoded at a time */
+#define TNPU_IM2COL_K_BYTES	28u	/* per K index: an int64 offset and five 32-bit fields (exec.c) */
+_Static_assert((uint64_t)TNPU_IM2COL_K_CHUNK * TNPU_IM2COL_K_BYTES + 16 <= TNPU_SCRATCH_MAX - TNPU_IM2COL_MAX_FOOTPRINT,
+	       "an IM2COL box at the footprint limit and a full K chunk fit the scratch");
 
 /* tnpu_exec_abort() was called: every loop whose trip count the guest chooses (per row, per page,
  * per K panel) checks this, so an abort stops a job within one such step whatever it asked for. */

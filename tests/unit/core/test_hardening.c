@@ -566,6 +566,49 @@ Test(hardening, bf16_mac_k65535_pitch0_scratch_is_capped, .timeout = 120)
 	tsim_fini(&t);
 }
 
+/* ---- IM2COL box next to the footprint limit --------------------------------------------------- */
+
+/* Issue #28: an IM2COL box just under the 16 MiB footprint limit plus its K decode tables (28 bytes
+ * per K index, up to 65536 at a time: 1.75 MiB) asked the scratch for more than its cap (16 + 1 MiB)
+ * and failed with NOMEM, a host-memory error for a command the spec allows.  Two output pixels 255
+ * rows apart over 65535 channels: a box of 256 x 65535 bytes (16 MiB - 256), K = 65535. */
+Test(hardening, im2col_box_at_the_footprint_limit_with_a_large_k_runs, .timeout = 60)
+{
+	struct tnpu_config cfg = small_cfg();
+	struct tsim t;
+	struct tcb c;
+	struct tnpu_result r;
+	const uint32_t C = 65535, H = 256;
+	struct tnpu_cmd_im2col ic = {
+		.stride_c = 1, .stride_w = C, .stride_h = C, .stride_n = (uint64_t)H * C, .n = 1, .h = H, .w = 1,
+		.c = C, .r = 1, .s = 1, .oh = 2, .ow = 1, .stride_y = 255, .stride_x = 1, .dil_y = 1, .dil_x = 1,
+		.layout = TNPU_LAYOUT_NHWC, .dtype = TNPU_DTYPE_INT8, .m0 = 0, .mt = 2, .k0 = 0, .kt = C,
+		.sram_off = 0, .sram_pitch = C, .row = 0, .half = 0,
+	};
+	uint64_t in, out;
+	uint8_t *src, *dst;
+
+	cfg.sram = 512u << 10;	/* the 2 x 65535 tile fits a half */
+	cr_assert_eq(tsim_init(&t, &cfg, 64 << 20), 0);
+	in = tsim_buf(&t, (uint64_t)H * C);
+	out = tsim_buf(&t, 2 * C);
+	src = tsim_ptr(&t, in);
+	for (uint64_t i = 0; i < (uint64_t)H * C; i++)
+		src[i] = (uint8_t)(i * 2654435761u >> 24);
+	ic.src_va = in;
+	tcb_init(&c);
+	tcb_im2col(&c, 0, &ic);
+	tcb_dma(&c, false, 0, out, 0, 0, 0, 0, 0, 0, 0, 2 * C, 1, 1);
+	tsim_run(&t, &c, 0, &r);
+	ASSERT_OK(r);
+	dst = tsim_ptr(&t, out);
+	cr_assert(!memcmp(dst, src, C), "row 0: pixel (0, 0)");
+	cr_assert(!memcmp(dst + C, src + (uint64_t)255 * C, C), "row 1: pixel (255, 0)");
+	cr_assert_leq(tnpu_exec_scratch_bytes(t.ex), (size_t)8 << 20, "the box scratch is not kept");
+	tcb_free(&c);
+	tsim_fini(&t);
+}
+
 /* ---- configuration totals ------------------------------------------------------------------- */
 
 Test(hardening, config_refuses_more_on_chip_memory_than_the_host_cap)
