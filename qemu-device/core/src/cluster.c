@@ -387,12 +387,22 @@ static uint32_t do_ld(struct rowctx *rc, uint16_t w)
 		}
 	}
 	if (w & TNPU_LD_MCAST) {
-		uint64_t lo, hi;
-		uint64_t d = tnpu_dw_mcast_bytes(rc->rs, half_off, rc->cols, rc->pes, o,
-						 held && s->mcast ? &s->op : NULL, u * tile_bytes(o), &lo, &hi);
+		struct tnpu_mcast_block b;
+		uint64_t lo, hi, d = u * tile_bytes(o);
 
-		if (hi <= lo)
+		tnpu_dw_mcast_block(rc->cols, rc->pes, o, held && s->mcast ? &s->op : NULL, &b);
+		/* the block scan: every PE's address, then the written-line bitmap of every block row
+		 * (a word per 4 KiB) -- a 32 Ki-row block is a millisecond (issue #28) */
+		if (tnpu_stopped(rc->ex, (uint64_t)rc->cols * rc->pes / 8 +
+					 (b.r1 - b.r0) * (1 + b.w / (64 * TNPU_SRAM_LINE))))
+			return tnpu_stop_fail(rc->ex);
+		if (b.ok) {
+			d = TNPU_MIN(d, tnpu_dw_mcast_bytes(rc->rs, half_off, &b));
+			lo = half_off + b.lo;
+			hi = half_off + b.hi;
+		} else {
 			ld_span(rc, o, extent, &lo, &hi);
+		}
 		exe_wait_lines(rc, lo, hi);
 		rc->a.dist_bytes += d;
 		if (w & TNPU_LD_WIDE)
@@ -870,6 +880,11 @@ static uint32_t do_mac(struct rowctx *rc, uint16_t w, struct exe_acct *acct)
 		uint32_t *nza = (uint32_t *)(void *)tnpu_scratch(rc->ex, (size_t)K * 8 + (size_t)tn * 4 + 64);
 		uint32_t *nzb;
 		uint64_t prev = 0;
+		/* Elements the counts below read per PE: A's tm x K (or K counts set), the weights' tn x K
+		 * or sparse slots, and the K products.  Up to 2^26 per PE (pitch-0 operands), ~0.1 s of host
+		 * time: charged, and an abort or the budget stops the loop, PE by PE (issue #28). */
+		uint64_t nnz_elems = (uint64_t)K * (si->zskip ? tm : 1) + (uint64_t)K +
+				     (sparse ? (uint64_t)tn * B->rows : (uint64_t)K * (sw->zskip ? tn : 1));
 
 		if (!nza)
 			return cfail(rc, TNPU_ERR_NOMEM);
@@ -880,6 +895,8 @@ static uint32_t do_mac(struct rowctx *rc, uint16_t w, struct exe_acct *acct)
 				const uint8_t *bt = rc->base + pe_addr(B, c, p);
 				uint64_t e = 0, cyc;
 
+				if (tnpu_stopped(rc->ex, 1 + nnz_elems / TNPU_WORK_NNZ))
+					return tnpu_stop_fail(rc->ex);
 				if (si->zskip && (A->flags & TNPU_OPF_WRAP)) {
 					/* per run of rows, summed (nzb: scratch until the weights' counts) */
 					for (unsigned k = 0; k < K; k++)

@@ -245,16 +245,21 @@ uint32_t tnpu_dw_run(struct tnpu_dw_job *j)
 	return 0;
 }
 
-uint64_t tnpu_dw_mcast_bytes(const struct row_state *rs, uint64_t base, unsigned cols, unsigned pes,
-			     const struct tnpu_operand *o, const struct tnpu_operand *prev, uint64_t unicast_bytes,
-			     uint64_t *lo, uint64_t *hi)
+/*
+ * The block of an MCAST LD (isa.md "MCAST"): the rectangle over every PE's tile, cut at the last
+ * byte a PE reads.  The rectangle's width comes from one PE and its height from another, so its last
+ * row can run up to a pitch past every tile -- past the storage unit when the tiles end at its edge
+ * (issue #28) -- but only its last row: every tile ends at or after (rows - 1) pitches into it.
+ */
+void tnpu_dw_mcast_block(unsigned cols, unsigned pes, const struct tnpu_operand *o, const struct tnpu_operand *prev,
+			 struct tnpu_mcast_block *b)
 {
-	uint64_t e = dw_esize(o->dtype), box_w = 0, box_rows = 0, r0 = 0, r1, bytes = 0;
+	uint64_t e = dw_esize(o->dtype), box_w = 0, box_rows = 0, end = 0;
 	int64_t amin = INT64_MAX;
 
-	*lo = *hi = 0;
+	memset(b, 0, sizeof(*b));
 	if (!o->pitch)
-		return unicast_bytes;
+		return;
 	for (unsigned c = 0; c < cols; c++)
 		for (unsigned p = 0; p < pes; p++)
 			amin = TNPU_MIN(amin, dw_pe_addr(o, c, p));
@@ -264,13 +269,17 @@ uint64_t tnpu_dw_mcast_bytes(const struct row_state *rs, uint64_t base, unsigned
 
 			box_rows = TNPU_MAX(box_rows, d / o->pitch + o->rows);
 			box_w = TNPU_MAX(box_w, d % o->pitch + o->cols * e);
+			end = TNPU_MAX(end, d + (uint64_t)(o->rows - 1) * o->pitch + o->cols * e);
 		}
 	}
 	if (box_w > o->pitch)
-		return unicast_bytes;	/* the tiles do not form a block of rows: no multicast saving */
-	r1 = box_rows;
-	*lo = base + (uint64_t)amin;
-	*hi = *lo + (box_rows - 1) * o->pitch + box_w;
+		return;	/* the tiles do not form a block of rows: no multicast saving */
+	b->ok = true;
+	b->pitch = o->pitch;
+	b->w = box_w;
+	b->r1 = box_rows;
+	b->lo = (uint64_t)amin;
+	b->hi = b->lo + TNPU_MIN((box_rows - 1) * o->pitch + box_w, end);
 	if (prev && prev->pitch == o->pitch && prev->rows == o->rows && prev->cols == o->cols &&
 	    prev->dtype == o->dtype && prev->flags == o->flags && prev->col_stride == o->col_stride &&
 	    prev->pe_stride == o->pe_stride &&
@@ -281,13 +290,22 @@ uint64_t tnpu_dw_mcast_bytes(const struct row_state *rs, uint64_t base, unsigned
 			uint64_t d = (uint64_t)(delta < 0 ? -delta : delta) / o->pitch;
 
 			if (d < box_rows) {	/* sliding block: only the new rows travel */
-				r0 = delta < 0 ? 0 : box_rows - d;
-				r1 = delta < 0 ? d : box_rows;
+				b->r0 = delta < 0 ? 0 : box_rows - d;
+				b->r1 = delta < 0 ? d : box_rows;
 			}
 		}
 	}
+}
+
+uint64_t tnpu_dw_mcast_bytes(const struct row_state *rs, uint64_t base, const struct tnpu_mcast_block *b)
+{
+	uint64_t bytes = 0;
+
 	/* clean lines (never written this job) read as zero and are not delivered (line state) */
-	for (uint64_t r = r0; r < r1; r++)
-		bytes += tnpu_lines_written_bytes(rs, *lo + r * o->pitch, *lo + r * o->pitch + box_w);
-	return TNPU_MIN(bytes, unicast_bytes);
+	for (uint64_t r = b->r0; r < b->r1; r++) {
+		uint64_t lo = b->lo + r * b->pitch;
+
+		bytes += tnpu_lines_written_bytes(rs, base + lo, base + TNPU_MIN(lo + b->w, b->hi));
+	}
+	return bytes;
 }

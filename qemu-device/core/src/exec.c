@@ -97,6 +97,11 @@ float *tnpu_cvt_scratch(struct tnpu_exec *ex, size_t bytes)
 	return p;
 }
 
+uint64_t tnpu_exec_work_units(const struct tnpu_exec *ex)
+{
+	return ex->work;
+}
+
 size_t tnpu_exec_scratch_bytes(const struct tnpu_exec *ex)
 {
 	return ex->scratch_cap + ex->cvt_cap;
@@ -112,8 +117,8 @@ void tnpu_exec_release_scratch(struct tnpu_exec *ex)
 	ex->cvt_cap = 0;
 }
 
-/* Job end: a big scratch (a large IM2COL box) is not kept across jobs. */
-static void scratch_trim(struct tnpu_exec *ex)
+/* Job end (and before a VEC command's output buffer): a big scratch (a large IM2COL box) is not kept. */
+void tnpu_scratch_trim(struct tnpu_exec *ex)
 {
 	if (ex->scratch_cap > TNPU_SCRATCH_KEEP) {
 		tnpu_host_free(ex->scratch, ex->scratch_cap);
@@ -679,7 +684,7 @@ static uint32_t cmd_im2col(struct tnpu_exec *ex, const uint8_t *c, bool async)
 		box_bytes *= ny * nx;
 		if (box_bytes > TNPU_IM2COL_MAX_FOOTPRINT)
 			return tnpu_fail(ex, TNPU_ERR_TOO_LARGE, 0, 0);
-		box = tnpu_scratch(ex, box_bytes + (uint64_t)TNPU_MIN(cv.kt, TNPU_IM2COL_K_CHUNK) * 28 + 16);
+		box = tnpu_scratch(ex, box_bytes + (uint64_t)TNPU_MIN(cv.kt, TNPU_IM2COL_K_CHUNK) * TNPU_IM2COL_K_BYTES + 16);
 		if (!box)
 			return tnpu_fail(ex, TNPU_ERR_NOMEM, 0, 0);
 		/* Read the box as runs along the contiguous axis.  Box layout:
@@ -1161,7 +1166,7 @@ static uint32_t job_end(struct tnpu_exec *ex)
 	}
 	ex->mem = NULL;
 	ex->res = NULL;
-	scratch_trim(ex);
+	tnpu_scratch_trim(ex);
 	return res->error;
 }
 

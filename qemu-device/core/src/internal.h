@@ -179,6 +179,7 @@ struct row_state {
 	uint8_t *sram;		/* cfg.sram bytes */
 	uint32_t dirty_lo, dirty_hi;	/* written range, zeroed at job start */
 	uint64_t *lines;	/* one bit per TNPU_SRAM_LINE: written since the job start (else zero) */
+	uint64_t n_lines;	/* bits of lines[] that stand for SRAM (sram / TNPU_SRAM_LINE) */
 	struct scoreboard sb_in;	/* STREAM band writes (LDs wait for them) */
 	struct scoreboard sb_out;	/* ST writes (STREAM D2H waits for them) */
 	struct ibuf ibuf[TNPU_NUM_IBUFS];
@@ -291,11 +292,16 @@ uint32_t tnpu_fail(struct tnpu_exec *ex, uint32_t err, uint32_t info, uint64_t a
 #define TNPU_PANEL_MACS		(1u << 22)
 #define TNPU_PANEL_MIN_K	64u
 #define TNPU_CVT_SCRATCH_MAX	(4u << 20)
-#define TNPU_SCRATCH_MAX	(TNPU_IM2COL_MAX_FOOTPRINT + (1u << 20))
+/* the box plus, for IM2COL, its K decode tables (TNPU_IM2COL_K_BYTES per index of a chunk: 1.75 MiB;
+ * issue #28: a 1 MiB margin failed boxes near the limit with NOMEM), for GATHER its line map */
+#define TNPU_SCRATCH_MAX	(TNPU_IM2COL_MAX_FOOTPRINT + (2u << 20))
 /* An SFU column vector repeated across a row of PEs that share it (cluster.c sfu_apply). */
 #define TNPU_SFU_REP_MAX	(64u << 10)
 #define TNPU_SCRATCH_KEEP	(1u << 20)
-#define TNPU_IM2COL_K_CHUNK	65536u	/* K indices decoded at a time (12 bytes each) */
+#define TNPU_IM2COL_K_CHUNK	65536u	/* K indices decoded at a time */
+#define TNPU_IM2COL_K_BYTES	28u	/* per K index: an int64 offset and five 32-bit fields (exec.c) */
+_Static_assert((uint64_t)TNPU_IM2COL_K_CHUNK * TNPU_IM2COL_K_BYTES + 16 <= TNPU_SCRATCH_MAX - TNPU_IM2COL_MAX_FOOTPRINT,
+	       "an IM2COL box at the footprint limit and a full K chunk fit the scratch");
 
 /* tnpu_exec_abort() was called: every loop whose trip count the guest chooses (per row, per page,
  * per K panel) checks this, so an abort stops a job within one such step whatever it asked for. */
@@ -305,10 +311,12 @@ static inline bool tnpu_aborted(struct tnpu_exec *ex)
 }
 
 /* Host-work units (cycle-model.md "Host-work budget"): one per step of a guest-sized loop, plus one
- * per TNPU_WORK_BYTES moved, TNPU_WORK_MACS multiply-adds, 8 gathered or 4 vector-unit elements;
+ * per TNPU_WORK_BYTES moved, TNPU_WORK_MACS multiply-adds, TNPU_WORK_NNZ zero-skipping counts, 8
+ * gathered elements or 4 vector-unit element-taps;
  * each unit is roughly 20..100 ns of host time. */
 #define TNPU_WORK_BYTES		1024u
 #define TNPU_WORK_MACS		1024u
+#define TNPU_WORK_NNZ		64u	/* elements a zero-skipping count reads (MAC with ZSKIP) */
 
 /* Charges `units` of host work to the job (cycle-model.md "Host-work budget") and says whether it
  * must stop: aborted, or past its host-work budget.  Every loop whose trip count the guest chooses
@@ -405,10 +413,16 @@ struct tnpu_dw_job {
 };
 uint32_t tnpu_dw_check(struct tnpu_dw_job *j);
 uint32_t tnpu_dw_run(struct tnpu_dw_job *j);
-/* Bytes an MCAST LD delivers (written lines only); [*lo, *hi) = the block it reads (0, 0: none). */
-uint64_t tnpu_dw_mcast_bytes(const struct row_state *rs, uint64_t base, unsigned cols, unsigned pes,
-			     const struct tnpu_operand *o, const struct tnpu_operand *prev, uint64_t unicast_bytes,
-			     uint64_t *lo, uint64_t *hi);
+/* The block an MCAST LD reads (isa.md "MCAST"), half-relative: rows r0 <= r < r1 of [lo + r * pitch,
+ * + w), all of it below hi (the end of the furthest tile).  ok = false: no block (a plain LD's cost). */
+struct tnpu_mcast_block {
+	bool ok;
+	uint64_t lo, hi, pitch, w, r0, r1;
+};
+void tnpu_dw_mcast_block(unsigned cols, unsigned pes, const struct tnpu_operand *o, const struct tnpu_operand *prev,
+			 struct tnpu_mcast_block *b);
+/* Bytes of the block's rows r0..r1 in written lines (a half at `base`). */
+uint64_t tnpu_dw_mcast_bytes(const struct row_state *rs, uint64_t base, const struct tnpu_mcast_block *b);
 
 /* cluster.c */
 uint32_t tnpu_cluster_dispatch(struct tnpu_exec *ex, unsigned row, unsigned half, unsigned dflags,
@@ -418,6 +432,7 @@ void tnpu_cluster_reset(struct tnpu_exec *ex);
 void *tnpu_host_alloc(size_t bytes);
 void tnpu_host_free(void *p, size_t bytes);
 uint8_t *tnpu_scratch(struct tnpu_exec *ex, size_t bytes);
+void tnpu_scratch_trim(struct tnpu_exec *ex);	/* frees the scratch if above TNPU_SCRATCH_KEEP */
 float *tnpu_cvt_scratch(struct tnpu_exec *ex, size_t bytes);
 
 /* plan.c: static address plans (PLAN_LOAD / GATHER / PLAN_FREE) */

@@ -24,6 +24,7 @@ int tnpu_lines_alloc(struct row_state *rs, uint32_t sram)
 	size_t words = ((size_t)sram / TNPU_SRAM_LINE + 63) / 64;
 
 	rs->lines = calloc(words ? words : 1, sizeof(uint64_t));
+	rs->n_lines = (uint64_t)sram / TNPU_SRAM_LINE;
 	rs->sb_in.e = malloc(SB_CAP * sizeof(struct sb_ent));
 	rs->sb_out.e = malloc(SB_CAP * sizeof(struct sb_ent));
 	rs->sb_in.cap = rs->sb_out.cap = SB_CAP;
@@ -134,13 +135,16 @@ static uint64_t lines_written(const struct row_state *rs, uint64_t l0, uint64_t 
 	return n;
 }
 
-/* Bytes of [lo, hi) that lie in written lines. */
+/* Bytes of [lo, hi) that lie in written lines (SRAM past the unit has none: never read the bitmap there). */
 uint64_t tnpu_lines_written_bytes(const struct row_state *rs, uint64_t lo, uint64_t hi)
 {
-	uint64_t l0 = lo / TNPU_SRAM_LINE, l1 = (hi - 1) / TNPU_SRAM_LINE, n;
+	uint64_t l0, l1, n;
 
+	hi = TNPU_MIN(hi, rs->n_lines * TNPU_SRAM_LINE);
 	if (hi <= lo)
 		return 0;
+	l0 = lo / TNPU_SRAM_LINE;
+	l1 = (hi - 1) / TNPU_SRAM_LINE;
 	n = lines_written(rs, l0, l1 + 1) * TNPU_SRAM_LINE;
 	/* the first and last lines count only their bytes inside [lo, hi) */
 	if (line_written(rs, l0))

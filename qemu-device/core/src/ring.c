@@ -204,6 +204,9 @@ static uint32_t check_run(struct tnpu_exec *ex, bool h2d, uint64_t a, uint64_t w
 			continue;
 		if (ex->cur != (h2d ? rg->consumer : rg->producer))
 			return tnpu_fail(ex, TNPU_ERR_RING_ACCESS, i | (ex->cur << 8), a);
+		/* a row can cover every slot of every ring (8 x 4096): one unit per slot (issue #28) */
+		if (tnpu_stopped(ex, (hi - 1 - rg->base) / rg->pitch - (lo - rg->base) / rg->pitch + 1))
+			return tnpu_stop_fail(ex);
 		for (uint64_t s = (lo - rg->base) / rg->pitch; s <= (hi - 1 - rg->base) / rg->pitch; s++) {
 			bool ok = h2d ? in_window(rg, (uint32_t)s, rg->released, rg->acquired - rg->released)
 				      : in_window(rg, (uint32_t)s, rg->published, rg->reserved - rg->published);

@@ -421,13 +421,22 @@ static int8_t sat8(int64_t x)
 	return (int8_t)(x < -128 ? -128 : (x > 127 ? 127 : x));
 }
 
-/* SFU REQUANT formula (isa.md): sat8(((x*M + rnd) >> s) + zp) in 64-bit. */
+/*
+ * SFU REQUANT formula (isa.md): sat8(((x*M + rnd) >> s) + zp), exact.  x is at most an int8 average
+ * pool's sum, 2^26 taps x 128 = 2^33 in magnitude, so x*M needs up to 65 bits (issue #28: signed
+ * overflow in 64): the product, rounding and arithmetic shift run in 128 bits, the same result
+ * wherever 64 sufficed.
+ */
 static int8_t requant(int64_t x, int32_t m, unsigned s, int16_t zp)
 {
-	int64_t y = x * m + (s ? (int64_t)1 << (s - 1) : 0);
+	__int128 y = (__int128)x * m + (s ? (__int128)1 << (s - 1) : 0);
 
-	return sat8((y >> s) + zp);
+	y = (y >> s) + zp;
+	return (int8_t)(y < -128 ? -128 : (y > 127 ? 127 : y));
 }
+
+/* int8 average pooling: channels summed at a time (their int64 sums: 32 KiB, not 8 bytes per channel) */
+#define VEC_SUM_CHANNELS 4096u
 
 /* Results are kept as 32-bit words (int32 / fp32 bits / int8 sign-extended) until written. */
 union val {
@@ -706,6 +715,20 @@ static void pool_row(const struct vcmd *v, const uint8_t *half, uint32_t i0, uin
 {
 	uint32_t i[4] = { i0, i1, 0, 0 };
 
+	if (sum && v->n[3] > VEC_SUM_CHANNELS) {
+		/* int8 average over more channels than the sums hold: runs of VEC_SUM_CHANNELS channels, each
+		 * channel's taps in the same order (channels are independent: the same result bits) */
+		struct vcmd run = *v;
+
+		for (; i[2] < v->n[2]; i[2]++, out += v->n[3])
+			for (uint32_t c0 = 0; c0 < v->n[3]; c0 += VEC_SUM_CHANNELS) {
+				/* A(0, 0, 0, c0) is an address of the operand (Checks 3), so it fits */
+				run.a_off = (uint32_t)((int64_t)v->a_off + (int64_t)c0 * v->a_st[3]);
+				run.n[3] = TNPU_MIN(v->n[3] - c0, VEC_SUM_CHANNELS);
+				pool_run(&run, half, i, out + c0, sum);
+			}
+		return;
+	}
 	for (; i[2] < v->n[2]; i[2]++, out += v->n[3])
 		pool_run(v, half, i, out, sum);
 }
@@ -773,7 +796,8 @@ static uint32_t run_row(struct tnpu_exec *ex, const struct vcmd *v, unsigned r, 
 
 	for (i[0] = 0; i[0] < v->n[0]; i[0]++)
 		for (i[1] = 0; i[1] < v->n[1]; i[1]++) {
-			if (tnpu_stopped(ex, 1 + (uint64_t)v->n[2] * v->n[3] / 4))
+			/* per element-tap: a POOL window or REDUCE length multiplies the work (issue #28) */
+			if (tnpu_stopped(ex, 1 + (uint64_t)v->n[2] * v->n[3] * v->taps / 4))
 				return tnpu_stop_fail(ex);
 			if (v->op == TNPU_VEC_POOL) {
 				pool_row(v, half, i[0], i[1], out + o, sum);
@@ -911,18 +935,26 @@ uint32_t tnpu_vec_cmd(struct tnpu_exec *ex, const uint8_t *c, bool async)
 			return tnpu_fail(ex, TNPU_ERR_WATCHDOG, 0, 0);
 	/* int8 average pooling sums a channel run's taps in 64 bits (65535² taps × 128 overflow 32) */
 	bool i8_avg = v.op == TNPU_VEC_POOL && v.fn == TNPU_VEC_POOL_AVG && v.in != TNPU_DTYPE_FP32;
+	size_t out_bytes = v.elems * sizeof(*out), sum_bytes = VEC_SUM_CHANNELS * sizeof(*sum);
 
-	out = malloc(v.elems * sizeof(*out));
+	/*
+	 * Host memory (qemu-device.md "Host resources", issue #28): the outputs of every element (up to
+	 * 16 MiB) live until the write phase; an anonymous mapping returns them when the command ends (a
+	 * malloc block would stay in the worker's arena once glibc's mmap threshold has risen).  An idle
+	 * IM2COL/GATHER box scratch goes first, so the two never add up.
+	 */
+	tnpu_scratch_trim(ex);
+	out = tnpu_host_alloc(out_bytes);
 	if (i8_avg)
-		sum = malloc((v.n[3] ? v.n[3] : 1) * sizeof(*sum));
+		sum = malloc(sum_bytes);
 	if (!out || (i8_avg && !sum)) {
-		free(out);
+		tnpu_host_free(out, out_bytes);
 		return tnpu_fail(ex, TNPU_ERR_NOMEM, 0, 0);
 	}
 	for (unsigned r = r0; r <= r1 && !err; r++)
 		err = run_row(ex, &v, r, out, sum);
 	free(sum);
-	free(out);
+	tnpu_host_free(out, out_bytes);
 	if (err)
 		return err;
 	ex->res->counters[TNPU_CNT_VEC_OPS] += v.elems * v.taps * (r1 - r0 + 1);

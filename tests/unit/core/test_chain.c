@@ -405,6 +405,37 @@ Test(chain_err, producer_writing_an_unreserved_slot_is_refused)
 	run_expect(&cb, TNPU_ERR_RING_ACCESS, at);
 }
 
+/* Issue #28: a ring-memory DMA checks every slot each row covers (a row can cover all 4096 slots of
+ * a ring of one-byte slots) but was charged one unit per row.  Now one per slot: 2048 rows x 4096
+ * slots are 2^23 units, past the 2^22 budget of this 16-PE array (before: 2048 units, it ran). */
+Test(chain_err, ring_dma_slot_checks_count_against_the_host_work_budget)
+{
+	struct tcb cb;
+	struct tnpu_result res;
+	struct tnpu_cmd_dma d = { .hdr = { TNPU_CMD_DMA_D2H, TNPU_CMD_F_ASYNC, 0, sizeof(d) }, .width = 4096,
+				  .height = 2048, .depth = 1, .dma_flags = TNPU_DMA_F_RING };	/* every pitch 0 */
+	size_t at;
+
+	tcb_init(&cb);
+	cb_ring_init(&cb, 0, 0, 1, 4096, 0, 1);
+	cb_ring(&cb, false, TNPU_ENGINE_STORE, 0, TNPU_RING_WAIT_SPACE, 4096);
+	cb_ring_dma(&cb, false, 0, 0, 0, 4096);	/* one row: checked and charged */
+	tsim_run(&es, &cb, 0, &res);
+	ASSERT_OK(res);
+	cr_assert_geq(tnpu_exec_work_units(es.ex), 4096, "a row of 4096 slots charged %llu units in all",
+		      (unsigned long long)tnpu_exec_work_units(es.ex));
+	cb.len = 0;
+	cb_ring_init(&cb, 0, 0, 1, 4096, 0, 1);
+	cb_ring(&cb, false, TNPU_ENGINE_STORE, 0, TNPU_RING_WAIT_SPACE, 4096);
+	at = cb.len;
+	tcb_raw(&cb, &d, sizeof(d));
+	tsim_run(&es, &cb, 0, &res);
+	cr_assert_eq(res.error, TNPU_ERR_WATCHDOG, "%s", tnpu_err_name(res.error));
+	cr_assert_eq(res.err_info, 1);
+	cr_assert_eq(res.err_cmd_offset, at);
+	tcb_free(&cb);
+}
+
 Test(chain_err, bad_ring_descriptors_and_roles)
 {
 	struct tcb cb;

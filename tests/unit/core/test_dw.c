@@ -268,6 +268,48 @@ Test(dw, mcast_ld_on_the_other_half_moves_the_whole_block)
 		     1 + box_rows * box_w + 1 + 1 + box_rows * box_w);
 }
 
+/*
+ * Issue #28: the block's width comes from one PE (PE (c, 1): a row down less 4 bytes, byte 12 of 16)
+ * and its height from another (PE (1, 3): rows 3.., bytes 4..8), so the rectangle's last row runs 8
+ * bytes past every tile.  The block ends at the furthest tile's last byte: 19 rows x 16 B - 8.
+ */
+#define CUT_PITCH 16u
+#define CUT_ROWS 16u
+#define CUT_BLOCK ((CUT_ROWS + 3) * CUT_PITCH - 8)	/* 296 bytes, the unicast tiles 8 x 64 */
+
+static void mcast_cut_ld(uint8_t half, uint32_t addr)
+{
+	struct tnpu_operand ops[1] = { t_opnd(addr, (int32_t)CUT_PITCH, (int32_t)CUT_PITCH - 4, CUT_PITCH, CUT_ROWS, 4,
+					      TNPU_DTYPE_INT8, 0) };
+	uint16_t ld = TNPU_INSN_LD(0, 0, 0, 0) | TNPU_LD_MCAST;
+	struct tnpu_cfg_hdr h = { .n_instr = 1, .n_operands = 1, .repeat = 1 };
+	uint8_t exe = TNPU_PKT_EXE;
+	struct tpkt p;
+
+	cr_assert_eq(cfg.cols, 2);
+	cr_assert_eq(cfg.pes, 4);
+	tcb_dma_fill(&cb, 0, TNPU_DMA_ROW_ALL, half, 0, (uint32_t)(cfg.sram / 2), 1);	/* every line written */
+	tpkt_config(&p, 0, &h, &ld, ops);
+	tcb_dispatch(&cb, 0, 0, half, 0, p.buf, p.len);
+	tcb_dispatch(&cb, 0, 0, half, 0, &exe, 1);
+	cr_assert_eq(run(), 0, "%s", tnpu_err_name(res.error));
+}
+
+Test(dw, mcast_block_ends_at_the_furthest_tile)
+{
+	mcast_cut_ld(0, 0);
+	/* the old rectangle counted 304 bytes: 8 no PE reads */
+	cr_assert_eq(res.counters[TNPU_CNT_BYTES_DISPATCH] - res.counters[TNPU_CNT_BYTES_CONFIG], 1 + CUT_BLOCK);
+}
+
+/* The same block with its furthest tile ending at the storage unit's last byte: the old rectangle
+ * read the written-line bitmap past its end (ASan: heap-buffer-overflow) and counted what it found. */
+Test(dw, mcast_block_at_the_end_of_the_unit_stays_inside)
+{
+	mcast_cut_ld(1, (uint32_t)(cfg.sram / 2 - CUT_BLOCK));
+	cr_assert_eq(res.counters[TNPU_CNT_BYTES_DISPATCH] - res.counters[TNPU_CNT_BYTES_CONFIG], 1 + CUT_BLOCK);
+}
+
 /* A DW run overlaps SFU/ST with the MACs; the last tile's drain is exposed. */
 Test(dw, dw_exe_busy_follows_the_cycle_model)
 {

@@ -260,6 +260,164 @@ Test(hardening, host_work_budget_counts_the_whole_job)
 	tsim_fini(&t);
 }
 
+/* Runs cb on a fresh small-geometry executor with `budget` host-work units (0: the default);
+ * returns the units the job was charged. */
+static uint64_t work_of(const struct tcb *c, uint64_t budget, struct tnpu_result *r)
+{
+	struct tnpu_config cfg = small_cfg();
+	struct tsim t;
+	uint64_t w;
+
+	cfg.host_work = budget;
+	cr_assert_eq(tsim_init(&t, &cfg, 16 << 20), 0);
+	tsim_run(&t, c, 0, r);
+	w = tnpu_exec_work_units(t.ex);
+	tsim_fini(&t);
+	return w;
+}
+
+/* Issue #28: after a MAC with ZSKIP the non-zero counts read every PE's tm x K input tile (2^26
+ * elements at pitch 0), uncharged and without an abort check: an abort waited 8.4 s on the default
+ * array.  Now each PE's count is charged (one unit per TNPU_WORK_NNZ = 64 elements) and the loop
+ * stops at the budget or an abort (the same check). */
+static size_t zskip_mac_job(struct tcb *c, bool zskip)
+{
+	const unsigned tm = 1024, K = 2048;
+	uint16_t ins[] = { TNPU_INSN_LD(0, 0, 0, zskip), TNPU_INSN_LD(1, 0, 1, 0), TNPU_INSN_MAC(0, 0, 0, 0, 0) };
+	struct tnpu_operand ops[] = {
+		t_opnd(0, 0, 0, 0, tm, K, TNPU_DTYPE_INT8, 0),	/* every row and PE the same */
+		t_opnd(8192, 0, 0, 1, K, 1, TNPU_DTYPE_INT8, 0),	/* one shared K x 1 column */
+	};
+	struct tpkt p;
+	size_t exe_at;
+
+	tcb_init(c);
+	tcb_dma_fill(c, 0, 0, 0, 0, 16384, 1);
+	tpkt_config(&p, 0, &(struct tnpu_cfg_hdr){ .n_instr = 3, .n_operands = 2, .loop_end = 2, .repeat = 1 },
+		    ins, ops);
+	tcb_dispatch(c, 0, 0, 0, 0, p.buf, p.len);
+	tpkt_exe(&p, 0, 0, NULL, 0);
+	exe_at = c->len;
+	tcb_dispatch(c, 0, 0, 0, 0, p.buf, p.len);
+	return exe_at;
+}
+
+Test(hardening, zskip_counts_are_charged_and_stop_at_the_budget, .timeout = 60)
+{
+	const uint64_t pes = 2 * 4, per_pe = 1024ull * 2048 / 64;	/* row 0: 2 clusters x 4 PEs */
+	struct tcb plain, zs;
+	struct tnpu_result r;
+	uint64_t w_plain, w_zs, exe_at;
+
+	zskip_mac_job(&plain, false);
+	exe_at = zskip_mac_job(&zs, true);
+	w_plain = work_of(&plain, 0, &r);
+	ASSERT_OK(r);
+	w_zs = work_of(&zs, 0, &r);
+	ASSERT_OK(r);
+	cr_log_info("host work: %llu units without ZSKIP, %llu with", (unsigned long long)w_plain,
+		    (unsigned long long)w_zs);
+	cr_assert_geq(w_zs, w_plain + pes * per_pe, "the ZSKIP counts were not charged: %llu vs %llu units",
+		      (unsigned long long)w_zs, (unsigned long long)w_plain);
+	/* a budget the MAC fits but its counts do not: stopped in the counting loop, at the EXE */
+	work_of(&zs, w_plain + per_pe / 2, &r);
+	cr_assert_eq(r.error, TNPU_ERR_WATCHDOG, "%s", tnpu_err_name(r.error));
+	cr_assert_eq(r.err_info, 1);
+	cr_assert_eq(r.err_cmd_offset, exe_at);
+	tcb_free(&plain);
+	tcb_free(&zs);
+}
+
+/* Issue #28: an MCAST LD scans the written-line bitmap of every block row, but was charged as one
+ * instruction: a block of 30000 one-byte rows (pitch 1) is 30000 row scans.  Now one unit per
+ * block row (and per 4 KiB of it). */
+static size_t one_ld_job(struct tcb *c, uint16_t ld)
+{
+	struct tnpu_operand ops[] = { t_opnd(0, 0, 0, 1, 30000, 1, TNPU_DTYPE_INT8, 0) };
+	struct tpkt p;
+	size_t exe_at;
+
+	tcb_init(c);
+	tcb_dma_fill(c, 0, 0, 0, 0, 30000, 1);
+	tpkt_config(&p, 0, &(struct tnpu_cfg_hdr){ .n_instr = 1, .n_operands = 1, .repeat = 1 }, &ld, ops);
+	tcb_dispatch(c, 0, 0, 0, 0, p.buf, p.len);
+	tpkt_exe(&p, 0, 0, NULL, 0);
+	exe_at = c->len;
+	tcb_dispatch(c, 0, 0, 0, 0, p.buf, p.len);
+	return exe_at;
+}
+
+Test(hardening, mcast_block_scan_is_charged_per_block_row)
+{
+	struct tcb plain, mc;
+	struct tnpu_result r;
+	uint64_t w_plain, w_mc;
+	size_t exe_at;
+
+	one_ld_job(&plain, TNPU_INSN_LD(0, 0, 0, 0));
+	exe_at = one_ld_job(&mc, TNPU_INSN_LD(0, 0, 0, 0) | TNPU_LD_MCAST);
+	w_plain = work_of(&plain, 0, &r);
+	ASSERT_OK(r);
+	w_mc = work_of(&mc, 0, &r);
+	ASSERT_OK(r);
+	cr_assert_geq(w_mc, w_plain + 30000, "block scan of 30000 rows charged %llu units",
+		      (unsigned long long)(w_mc - w_plain));
+	work_of(&mc, w_plain + 1000, &r);
+	cr_assert_eq(r.error, TNPU_ERR_WATCHDOG, "%s", tnpu_err_name(r.error));
+	cr_assert_eq(r.err_info, 1);
+	cr_assert_eq(r.err_cmd_offset, exe_at);
+	tcb_free(&plain);
+	tcb_free(&mc);
+}
+
+/* Issue #28: VEC POOL and REDUCE were charged per output element, not per element-tap: one output
+ * of a 128 x 128 window is 2^14 taps.  A command of 2^12 outputs x 2^14 taps (2^26, the shape limit)
+ * is 2^24 units, past the small array's 2^22 budget: refused (it ran to the end charged 2^10). */
+static void pool_cmd(struct tcb *c, uint16_t win, uint32_t outs)
+{
+	struct tnpu_cmd_vec v;
+
+	memset(&v, 0, sizeof(v));
+	v.hdr.opcode = TNPU_CMD_VEC;
+	v.hdr.size = sizeof(v);
+	v.op = TNPU_VEC_POOL;
+	v.func = TNPU_VEC_POOL_MAX;
+	v.in_dtype = v.out_dtype = TNPU_DTYPE_INT8;
+	v.n[0] = v.n[1] = v.n[2] = 1;
+	v.n[3] = outs;	/* channels of one window position, every tap on the same pixel (strides 0) */
+	v.a_st[3] = 1;
+	v.d_off = 16384;
+	v.d_st[3] = 1;
+	v.win.pool = (struct tnpu_vec_pool_win){ .win_h = win, .win_w = win, .stride_y = 1, .stride_x = 1,
+						 .in_h = win, .in_w = win };
+	tcb_raw(c, &v, sizeof(v));
+}
+
+Test(hardening, vec_pool_is_charged_per_window_tap)
+{
+	struct tcb c;
+	struct tnpu_result r;
+	uint64_t w1, w64;
+
+	tcb_init(&c);
+	pool_cmd(&c, 1, 64);
+	w1 = work_of(&c, 0, &r);
+	ASSERT_OK(r);
+	c.len = 0;
+	pool_cmd(&c, 8, 64);	/* 64 taps per output */
+	w64 = work_of(&c, 0, &r);
+	ASSERT_OK(r);
+	/* 63 more taps per output, 4 element-taps a unit */
+	cr_assert_geq(w64, w1 + 63 * 64 / 4, "64 x 63 more element-taps charged %llu units",
+		      (unsigned long long)(w64 - w1));
+	c.len = 0;
+	pool_cmd(&c, 128, 4096);
+	work_of(&c, 0, &r);
+	cr_assert_eq(r.error, TNPU_ERR_WATCHDOG, "%s", tnpu_err_name(r.error));
+	cr_assert_eq(r.err_info, 1);
+	tcb_free(&c);
+}
+
 /* A duration close to 2^64 plus the engine's free time wrapped past the watchdog check. */
 Test(hardening, dma_watchdog_sum_does_not_wrap, .timeout = 60)
 {
@@ -404,6 +562,49 @@ Test(hardening, bf16_mac_k65535_pitch0_scratch_is_capped, .timeout = 120)
 			cr_assert(!memcmp(&out[i * N + j], &want, 4), "C[%u][%u] = %a, the fmaf chain gives %a", i, j,
 				  out[i * N + j], want);
 	}
+	tcb_free(&c);
+	tsim_fini(&t);
+}
+
+/* ---- IM2COL box next to the footprint limit --------------------------------------------------- */
+
+/* Issue #28: an IM2COL box just under the 16 MiB footprint limit plus its K decode tables (28 bytes
+ * per K index, up to 65536 at a time: 1.75 MiB) asked the scratch for more than its cap (16 + 1 MiB)
+ * and failed with NOMEM, a host-memory error for a command the spec allows.  Two output pixels 255
+ * rows apart over 65535 channels: a box of 256 x 65535 bytes (16 MiB - 256), K = 65535. */
+Test(hardening, im2col_box_at_the_footprint_limit_with_a_large_k_runs, .timeout = 60)
+{
+	struct tnpu_config cfg = small_cfg();
+	struct tsim t;
+	struct tcb c;
+	struct tnpu_result r;
+	const uint32_t C = 65535, H = 256;
+	struct tnpu_cmd_im2col ic = {
+		.stride_c = 1, .stride_w = C, .stride_h = C, .stride_n = (uint64_t)H * C, .n = 1, .h = H, .w = 1,
+		.c = C, .r = 1, .s = 1, .oh = 2, .ow = 1, .stride_y = 255, .stride_x = 1, .dil_y = 1, .dil_x = 1,
+		.layout = TNPU_LAYOUT_NHWC, .dtype = TNPU_DTYPE_INT8, .m0 = 0, .mt = 2, .k0 = 0, .kt = C,
+		.sram_off = 0, .sram_pitch = C, .row = 0, .half = 0,
+	};
+	uint64_t in, out;
+	uint8_t *src, *dst;
+
+	cfg.sram = 512u << 10;	/* the 2 x 65535 tile fits a half */
+	cr_assert_eq(tsim_init(&t, &cfg, 64 << 20), 0);
+	in = tsim_buf(&t, (uint64_t)H * C);
+	out = tsim_buf(&t, 2 * C);
+	src = tsim_ptr(&t, in);
+	for (uint64_t i = 0; i < (uint64_t)H * C; i++)
+		src[i] = (uint8_t)(i * 2654435761u >> 24);
+	ic.src_va = in;
+	tcb_init(&c);
+	tcb_im2col(&c, 0, &ic);
+	tcb_dma(&c, false, 0, out, 0, 0, 0, 0, 0, 0, 0, 2 * C, 1, 1);
+	tsim_run(&t, &c, 0, &r);
+	ASSERT_OK(r);
+	dst = tsim_ptr(&t, out);
+	cr_assert(!memcmp(dst, src, C), "row 0: pixel (0, 0)");
+	cr_assert(!memcmp(dst + C, src + (uint64_t)255 * C, C), "row 1: pixel (255, 0)");
+	cr_assert_leq(tnpu_exec_scratch_bytes(t.ex), (size_t)8 << 20, "the box scratch is not kept");
 	tcb_free(&c);
 	tsim_fini(&t);
 }

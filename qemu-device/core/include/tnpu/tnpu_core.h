@@ -204,6 +204,9 @@ void tnpu_exec_tlb_invalidate(struct tnpu_exec *ex);
  * before the last tnpu_exec_tlb_invalidate() (false once it dropped them,
  * and whenever no job runs). */
 bool tnpu_exec_tlb_pending(struct tnpu_exec *ex);
+/* Host-work units charged to the executor's last job so far (cycle-model.md "Host-work budget";
+ * tests: a command's charge grows with the host work it does).  Call only between jobs. */
+uint64_t tnpu_exec_work_units(const struct tnpu_exec *ex);
 /* Host bytes held by the executor's scratch buffers (tests: they stay capped). */
 size_t tnpu_exec_scratch_bytes(const struct tnpu_exec *ex);
 /* Frees every scratch the executor keeps between jobs (the bf16 widening panel and the small kept
