@@ -205,6 +205,13 @@ ACCEL_API int accel_job_wait(struct accel_job *job, int64_t timeout_ns);
 /* Counters of a job (waits for it first).  A job the device stopped with an error (-EIO) still has
  * its counters up to the failure and returns 0 here; other job errors are returned. */
 ACCEL_API int accel_job_counters(struct accel_job *job, struct accel_counters *out);
+/*
+ * Add every counter of add to sum: several jobs' counters summed as if they were one job (as
+ * accel_job_counters sums the hardware jobs of one job).  Each counter is added, except busy_rows
+ * (rows used), which becomes the maximum of the two.  Use it instead of adding fields by hand, so
+ * that counters added to the struct later are summed too.  NULL sum or add: no-op.
+ */
+ACCEL_API void accel_counters_add(struct accel_counters *sum, const struct accel_counters *add);
 /* Release a job (waits for it if still running). NULL is a no-op. */
 ACCEL_API void accel_job_free(struct accel_job *job);
 /*

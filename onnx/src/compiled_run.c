@@ -61,16 +61,6 @@ static struct accel_submit next_sub(struct run_state *rs)
 				      .flags = rs->rec >= 0 ? ACCEL_SUBMIT_KEEP : 0 };
 }
 
-static void counters_add(struct accel_counters *d, const struct accel_counters *k)
-{
-	uint64_t *dst = (uint64_t *)d;
-	const uint64_t *src = (const uint64_t *)k;
-
-	for (size_t i = 0; i < offsetof(struct accel_counters, hw_jobs) / sizeof(uint64_t); i++)
-		dst[i] += src[i];
-	d->hw_jobs += k->hw_jobs;
-}
-
 /* Jobs in flight before the oldest are retired (bounds the kernel objects a long chain holds). */
 #define MAX_IN_FLIGHT 64
 
@@ -87,9 +77,9 @@ static int retire(struct run_state *rs, unsigned upto)
 			ret = cm_seterr(rs->cm, r, "device job %u of the chain: %s", i, accel_last_error(rs->cm->dev));
 		if (!r && (rs->stats || rs->prof) && !accel_job_counters(rs->jobs[i], &k)) {
 			if (rs->stats)
-				counters_add(&rs->stats->counters, &k);
+				accel_counters_add(&rs->stats->counters, &k);
 			if (rs->prof)
-				counters_add(&rs->prof[rs->job_node[i]].counters, &k);
+				accel_counters_add(&rs->prof[rs->job_node[i]].counters, &k);
 		}
 		if (!rs->kept[i])
 			accel_job_free(rs->jobs[i]);

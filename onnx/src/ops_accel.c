@@ -46,14 +46,8 @@ int ajob_finish(struct onnx_ctx *c, int ret, struct accel_job *job, const char *
 		accel_job_free(job);
 		return ret;
 	}
-	if (c->stats && !accel_job_counters(job, &k)) {
-		uint64_t *dst = (uint64_t *)&c->stats->counters;
-		const uint64_t *src = (const uint64_t *)&k;
-
-		for (size_t i = 0; i < offsetof(struct accel_counters, hw_jobs) / sizeof(uint64_t); i++)
-			dst[i] += src[i];
-		c->stats->counters.hw_jobs += k.hw_jobs;
-	}
+	if (c->stats && !accel_job_counters(job, &k))
+		accel_counters_add(&c->stats->counters, &k);
 	accel_job_free(job);
 	c->on_accel = true;
 	return 0;
