@@ -438,15 +438,14 @@ static unsigned gemm_i8_requant_wrong(struct accel_dev *dev, uint32_t M, uint32_
 			continue;
 		}
 		rec[3 * j] = (int32_t)(xrng(&s) % 40001) - 20000;
-		cr_assert_eq(accel_quant_from_scale(exp2((double)(xrng(&s) % 4097) / 512.0 - 12.0), &rec[3 * j + 1], &sh),
-			     0);
+		cr_assert_eq(accel_quant_from_scale(exp2((double)(xrng(&s) % 4097) / 512.0 - 12.0), &rec[3 * j + 1],
+						    &sh), 0);
 		rec[3 * j + 2] = sh;
 	}
 	cr_assert_eq(accel_tensor_2d(ba, 0, ACCEL_INT8, M, K, &A), 0);
 	cr_assert_eq(accel_tensor_2d(bb, 0, ACCEL_INT8, K, N, &B), 0);
 	cr_assert_eq(accel_tensor_2d(bc, 0, ACCEL_INT8, M, N, &C), 0);
-	cr_assert_eq(qcol ? accel_tensor_2d(br, 0, ACCEL_INT32, N, 3, &R) : accel_tensor_2d(br, 0, ACCEL_INT32, 1, N, &R),
-		     0);
+	cr_assert_eq(accel_tensor_2d(br, 0, ACCEL_INT32, qcol ? N : 1, qcol ? 3 : N, &R), 0);
 	memset(&d, 0, sizeof(d));
 	d.a = &A;
 	d.b = &B;
@@ -466,7 +465,8 @@ static unsigned gemm_i8_requant_wrong(struct accel_dev *dev, uint32_t M, uint32_
 			for (uint32_t j = 0; j < N; j++)
 				acc[j] += a[(size_t)i * K + k] * b[(size_t)k * N + j];
 		for (uint32_t j = 0; j < N; j++) {
-			int8_t want = qcol ? ref_requant(acc[j] + rec[3 * j], rec[3 * j + 1], (unsigned)rec[3 * j + 2], 5)
+			int8_t want = qcol ? ref_requant(acc[j] + rec[3 * j], rec[3 * j + 1],
+							 (unsigned)rec[3 * j + 2], 5)
 					   : ref_requant(acc[j] + rec[j], mult, shift, 5);
 
 			wrong += c[(size_t)i * N + j] != want;

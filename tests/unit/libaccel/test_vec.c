@@ -860,7 +860,8 @@ Test(vec, counters_add_adds_every_field)
 {
 	struct accel_counters sum, add;
 	uint64_t *s = (uint64_t *)&sum, *a = (uint64_t *)&add;
-	const size_t n = sizeof(sum) / sizeof(uint64_t), hw = offsetof(struct accel_counters, hw_jobs) / sizeof(uint64_t);
+	const size_t n = sizeof(sum) / sizeof(uint64_t);
+	const size_t hw = offsetof(struct accel_counters, hw_jobs) / sizeof(uint64_t);
 	const size_t busy = offsetof(struct accel_counters, busy_rows) / sizeof(uint64_t);
 
 	cr_assert_eq(sizeof(sum) % sizeof(uint64_t), 0);
