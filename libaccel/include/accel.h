@@ -152,10 +152,13 @@ struct accel_tensor {
 };
 
 ACCEL_API size_t accel_dtype_size(enum accel_dtype dt);
-/* Packed row-major matrix rows x cols (row pitch = cols * elem).  buf == NULL: -EINVAL. */
+/* Packed row-major matrix rows x cols (row pitch = cols * elem).  buf == NULL, an unknown dtype or a
+ * zero dimension: -EINVAL.  Both constructors zero *out first, on every path: on failure *out is
+ * all-zero (buf NULL), which every operation rejects with -EINVAL. */
 ACCEL_API int accel_tensor_2d(struct accel_buffer *buf, uint64_t offset, enum accel_dtype dt, uint32_t rows,
 			      uint32_t cols, struct accel_tensor *out);
-/* Packed 4-D tensor in the given layout (NHWC or NCHW), logical shape {n, c, h, w}. */
+/* Packed 4-D tensor in the given layout (NHWC or NCHW), logical shape {n, c, h, w}; errors as
+ * accel_tensor_2d (*out zeroed first). */
 ACCEL_API int accel_tensor_4d(struct accel_buffer *buf, uint64_t offset, enum accel_dtype dt, enum accel_layout layout,
 			      uint32_t n, uint32_t c, uint32_t h, uint32_t w, struct accel_tensor *out);
 /* Bytes from the first to one past the last element; -EINVAL on a malformed tensor. */

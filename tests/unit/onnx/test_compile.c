@@ -1067,3 +1067,48 @@ Test(onnx_compile, vector_unit_counters_reach_the_interpreted_run_stats)
 	onnx_tensor_release(&x);
 	onnx_model_free(m);
 }
+
+/* ---- invalid tensors on the device path (issue #27 B5) -------------------------------------- */
+
+/* A Conv whose input has batch 0 cannot be described to libaccel (accel_tensor_4d rejects a zero
+ * dimension): the device path reports that, naming the node, instead of handing accel_conv2d an
+ * uninitialised tensor.  Interpreter and compiler both. */
+Test(onnx_compile, batch_0_conv_on_the_device_is_a_clear_error)
+{
+	static const int64_t wd[4] = { 4, 4, 3, 3 }, pads[4] = { 1, 1, 1, 1 }, xd[4] = { 0, 4, 8, 8 };
+	struct mb *b = mb_new(13);
+	struct onnx_model *m = NULL;
+	struct onnx_compiled *cm = NULL;
+	struct onnx_tensor x, y;
+	Onnx__NodeProto *n;
+	char err[512] = "";
+	const uint8_t *buf;
+	size_t len;
+	int ret;
+
+	init_rand(b, "w", 4, wd);
+	mb_input(b, "x");
+	n = mb_node(b, "Conv", "x,w", "y");
+	mb_attr_ints(b, n, "pads", pads, 4);
+	mb_output(b, "y");
+	buf = mb_pack(b, &len);
+	cr_assert_eq(onnx_model_load_mem(buf, len, 0, &m, err, sizeof(err)), 0, "load: %s", err);
+	mb_free(b);
+	cr_assert_eq(onnx_tensor_alloc(&x, ONNX_FLOAT, 4, xd), 0);
+	ret = onnx_run(m, dev, &x, 1, &y, 1, NULL);
+	cr_assert_eq(ret, -EINVAL, "interpreter: %d (%s)", ret, onnx_model_error(m));
+	cr_assert(strstr(onnx_model_error(m), "Conv") && strstr(onnx_model_error(m), "must be >= 1"),
+		  "the message names the node and the reason: %s", onnx_model_error(m));
+	ret = onnx_compile(m, dev, &x, 1, 0, &cm, err, sizeof(err));
+	if (!ret) {
+		ret = onnx_compiled_run(cm, &x, 1, &y, 1, NULL);
+		cr_assert_eq(ret, -EINVAL, "compiled run: %d (%s)", ret, onnx_compiled_error(cm));
+		cr_assert(strstr(onnx_compiled_error(cm), "Conv") && strstr(onnx_compiled_error(cm), "must be >= 1"),
+			  "the message names the node and the reason: %s", onnx_compiled_error(cm));
+		onnx_compiled_free(cm);
+	} else {
+		cr_assert_eq(ret, -EINVAL, "compile: %d (%s)", ret, err);
+	}
+	onnx_tensor_release(&x);
+	onnx_model_free(m);
+}
