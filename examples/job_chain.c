@@ -42,12 +42,13 @@ int main(int argc, char **argv)
 	    (ret = accel_buffer_alloc(dev, 4 * M * N1, &bh)) || (ret = accel_buffer_alloc(dev, 4 * M * N1, &bh2)) ||
 	    (ret = accel_buffer_alloc(dev, 4 * N1 * N2, &bw2)) || (ret = accel_buffer_alloc(dev, 4 * M * N2, &by)))
 		return fail(dev, "alloc", ret);
-	accel_tensor_2d(bx, 0, ACCEL_FP32, M, K, &x);
-	accel_tensor_2d(bw1, 0, ACCEL_FP32, K, N1, &w1);
-	accel_tensor_2d(bh, 0, ACCEL_FP32, M, N1, &h);
-	accel_tensor_2d(bh2, 0, ACCEL_FP32, M, N1, &h2);
-	accel_tensor_2d(bw2, 0, ACCEL_FP32, N1, N2, &w2);
-	accel_tensor_2d(by, 0, ACCEL_FP32, M, N2, &y);
+	if ((ret = accel_tensor_2d(bx, 0, ACCEL_FP32, M, K, &x)) ||
+	    (ret = accel_tensor_2d(bw1, 0, ACCEL_FP32, K, N1, &w1)) ||
+	    (ret = accel_tensor_2d(bh, 0, ACCEL_FP32, M, N1, &h)) ||
+	    (ret = accel_tensor_2d(bh2, 0, ACCEL_FP32, M, N1, &h2)) ||
+	    (ret = accel_tensor_2d(bw2, 0, ACCEL_FP32, N1, N2, &w2)) ||
+	    (ret = accel_tensor_2d(by, 0, ACCEL_FP32, M, N2, &y)))
+		return fail(dev, "tensor", ret);
 	float *X = accel_buffer_ptr(bx), *W1 = accel_buffer_ptr(bw1), *W2 = accel_buffer_ptr(bw2);
 
 	for (int i = 0; i < M * K; i++)
