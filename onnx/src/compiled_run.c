@@ -427,6 +427,7 @@ static int lower_step(struct run_state *rs, const struct cstep *s)
 	default:
 		if (CS_IS_QDQ(s->kind))
 			return submit_qdq(rs, s, 0);
+		what = "";	/* no such step kind: -EINVAL */
 		break;
 	}
 	if (ret) {
