@@ -45,12 +45,13 @@ int main(int argc, char **argv)
 	    (ret = accel_buffer_alloc(dev, 4 * M * H, &bh)) || (ret = accel_buffer_alloc(dev, 4 * M * H, &bh2)) ||
 	    (ret = accel_buffer_alloc(dev, 4 * H * N, &bw2)) || (ret = accel_buffer_alloc(dev, 4 * M * N, &by)))
 		return fail(dev, "alloc", ret);
-	accel_tensor_2d(bx, 0, ACCEL_FP32, M, K, &x);
-	accel_tensor_2d(bw1, 0, ACCEL_FP32, K, H, &w1);
-	accel_tensor_2d(bh, 0, ACCEL_FP32, M, H, &h);
-	accel_tensor_2d(bh2, 0, ACCEL_FP32, M, H, &h2);
-	accel_tensor_2d(bw2, 0, ACCEL_FP32, H, N, &w2);
-	accel_tensor_2d(by, 0, ACCEL_FP32, M, N, &y);
+	if ((ret = accel_tensor_2d(bx, 0, ACCEL_FP32, M, K, &x)) ||
+	    (ret = accel_tensor_2d(bw1, 0, ACCEL_FP32, K, H, &w1)) ||
+	    (ret = accel_tensor_2d(bh, 0, ACCEL_FP32, M, H, &h)) ||
+	    (ret = accel_tensor_2d(bh2, 0, ACCEL_FP32, M, H, &h2)) ||
+	    (ret = accel_tensor_2d(bw2, 0, ACCEL_FP32, H, N, &w2)) ||
+	    (ret = accel_tensor_2d(by, 0, ACCEL_FP32, M, N, &y)))
+		return fail(dev, "tensor", ret);
 	float *X = accel_buffer_ptr(bx), *W1 = accel_buffer_ptr(bw1), *W2 = accel_buffer_ptr(bw2);
 
 	for (int i = 0; i < M * K; i++)

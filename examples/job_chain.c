@@ -7,7 +7,8 @@
  *   cc job_chain.c $(pkg-config --cflags --libs libaccel) -lm -o job_chain && ./job_chain [DEVICE]
  *
  * Each job lists the job it needs in struct accel_submit.deps; the device (or the sim) runs them in
- * order. The result is compared with a double-precision reference; the counters of each job are printed.
+ * order. The result is compared with a double-precision reference; the counters of each job and their sum
+ * (accel_counters_add) are printed.
  */
 #include <accel.h>
 #include <math.h>
@@ -41,12 +42,13 @@ int main(int argc, char **argv)
 	    (ret = accel_buffer_alloc(dev, 4 * M * N1, &bh)) || (ret = accel_buffer_alloc(dev, 4 * M * N1, &bh2)) ||
 	    (ret = accel_buffer_alloc(dev, 4 * N1 * N2, &bw2)) || (ret = accel_buffer_alloc(dev, 4 * M * N2, &by)))
 		return fail(dev, "alloc", ret);
-	accel_tensor_2d(bx, 0, ACCEL_FP32, M, K, &x);
-	accel_tensor_2d(bw1, 0, ACCEL_FP32, K, N1, &w1);
-	accel_tensor_2d(bh, 0, ACCEL_FP32, M, N1, &h);
-	accel_tensor_2d(bh2, 0, ACCEL_FP32, M, N1, &h2);
-	accel_tensor_2d(bw2, 0, ACCEL_FP32, N1, N2, &w2);
-	accel_tensor_2d(by, 0, ACCEL_FP32, M, N2, &y);
+	if ((ret = accel_tensor_2d(bx, 0, ACCEL_FP32, M, K, &x)) ||
+	    (ret = accel_tensor_2d(bw1, 0, ACCEL_FP32, K, N1, &w1)) ||
+	    (ret = accel_tensor_2d(bh, 0, ACCEL_FP32, M, N1, &h)) ||
+	    (ret = accel_tensor_2d(bh2, 0, ACCEL_FP32, M, N1, &h2)) ||
+	    (ret = accel_tensor_2d(bw2, 0, ACCEL_FP32, N1, N2, &w2)) ||
+	    (ret = accel_tensor_2d(by, 0, ACCEL_FP32, M, N2, &y)))
+		return fail(dev, "tensor", ret);
 	float *X = accel_buffer_ptr(bx), *W1 = accel_buffer_ptr(bw1), *W2 = accel_buffer_ptr(bw2);
 
 	for (int i = 0; i < M * K; i++)
@@ -83,14 +85,21 @@ int main(int argc, char **argv)
 	struct accel_job *jobs[] = { j1, j2, j3 };
 	const char *names[] = { "gemm X*W1", "relu", "gemm H*W2" };
 
+	struct accel_counters sum;
+
+	memset(&sum, 0, sizeof(sum));
 	for (int i = 0; i < 3; i++) {
 		struct accel_counters cnt;
 
-		if (!accel_job_counters(jobs[i], &cnt))
+		if (!accel_job_counters(jobs[i], &cnt)) {
 			printf("job_chain: job %d (%s): %llu cycles, %llu bytes in\n", i + 1, names[i],
 			       (unsigned long long)cnt.total_cycles, (unsigned long long)cnt.bytes_h2d);
+			accel_counters_add(&sum, &cnt);	/* every counter, not only the printed ones */
+		}
 		accel_job_free(jobs[i]);
 	}
+	printf("job_chain: the chain: %llu cycles, %llu bytes in, %u hardware job(s)\n",
+	       (unsigned long long)sum.total_cycles, (unsigned long long)sum.bytes_h2d, sum.hw_jobs);
 	const float *Y = accel_buffer_ptr(by);
 
 	for (int m = 0; m < M; m++)

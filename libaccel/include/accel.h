@@ -152,10 +152,13 @@ struct accel_tensor {
 };
 
 ACCEL_API size_t accel_dtype_size(enum accel_dtype dt);
-/* Packed row-major matrix rows x cols (row pitch = cols * elem).  buf == NULL: -EINVAL. */
+/* Packed row-major matrix rows x cols (row pitch = cols * elem).  buf == NULL, an unknown dtype or a
+ * zero dimension: -EINVAL.  Both constructors zero *out first, on every path: on failure *out is
+ * all-zero (buf NULL), which every operation rejects with -EINVAL. */
 ACCEL_API int accel_tensor_2d(struct accel_buffer *buf, uint64_t offset, enum accel_dtype dt, uint32_t rows,
 			      uint32_t cols, struct accel_tensor *out);
-/* Packed 4-D tensor in the given layout (NHWC or NCHW), logical shape {n, c, h, w}. */
+/* Packed 4-D tensor in the given layout (NHWC or NCHW), logical shape {n, c, h, w}; errors as
+ * accel_tensor_2d (*out zeroed first). */
 ACCEL_API int accel_tensor_4d(struct accel_buffer *buf, uint64_t offset, enum accel_dtype dt, enum accel_layout layout,
 			      uint32_t n, uint32_t c, uint32_t h, uint32_t w, struct accel_tensor *out);
 /* Bytes from the first to one past the last element; -EINVAL on a malformed tensor. */
@@ -205,6 +208,13 @@ ACCEL_API int accel_job_wait(struct accel_job *job, int64_t timeout_ns);
 /* Counters of a job (waits for it first).  A job the device stopped with an error (-EIO) still has
  * its counters up to the failure and returns 0 here; other job errors are returned. */
 ACCEL_API int accel_job_counters(struct accel_job *job, struct accel_counters *out);
+/*
+ * Add every counter of add to sum: several jobs' counters summed as if they were one job (as
+ * accel_job_counters sums the hardware jobs of one job).  Each counter is added, except busy_rows
+ * (rows used), which becomes the maximum of the two.  Use it instead of adding fields by hand, so
+ * that counters added to the struct later are summed too.  NULL sum or add: no-op.
+ */
+ACCEL_API void accel_counters_add(struct accel_counters *sum, const struct accel_counters *add);
 /* Release a job (waits for it if still running). NULL is a no-op. */
 ACCEL_API void accel_job_free(struct accel_job *job);
 /*

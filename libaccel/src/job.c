@@ -1,5 +1,6 @@
 /* SPDX-License-Identifier: MIT */
 /* job.c - jobs: one or more hardware command buffers, a status and summed counters. */
+#include <stddef.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -110,6 +111,31 @@ int accel_job_counters(struct accel_job *job, struct accel_counters *out)
 	ret = accel_job_wait(job, -1);
 	*out = job->sum;
 	return ret == -EIO ? 0 : ret;
+}
+
+/* The 64-bit counters are two runs of uint64_t around hw_jobs/pad; walking them (rather than naming
+ * each) sums a counter added to the struct later too (issue #27: per-field sums lost vec_ops). */
+_Static_assert(offsetof(struct accel_counters, hw_jobs) % sizeof(uint64_t) == 0 &&
+		       offsetof(struct accel_counters, pad) + sizeof(uint32_t) ==
+			       offsetof(struct accel_counters, hw_jobs) + sizeof(uint64_t) &&
+		       sizeof(struct accel_counters) % sizeof(uint64_t) == 0,
+	       "struct accel_counters: uint64_t counters around one uint32_t hw_jobs + pad");
+
+void accel_counters_add(struct accel_counters *sum, const struct accel_counters *add)
+{
+	const size_t lo = offsetof(struct accel_counters, hw_jobs) / sizeof(uint64_t);
+	const size_t n = sizeof(*sum) / sizeof(uint64_t);
+	uint64_t *d = (uint64_t *)sum, busy;
+	const uint64_t *s = (const uint64_t *)add;
+
+	if (!sum || !add)
+		return;
+	busy = ACCEL_MAX(sum->busy_rows, add->busy_rows);
+	for (size_t i = 0; i < n; i++)
+		if (i != lo)	/* hw_jobs and pad */
+			d[i] += s[i];
+	sum->hw_jobs += add->hw_jobs;
+	sum->busy_rows = busy;	/* rows used: a maximum, as over one job's hardware jobs */
 }
 
 void accel_job_free(struct accel_job *job)

@@ -19,6 +19,27 @@
 
 #include "sparse.h"
 
+/*
+ * Everything the plan search reads, and the plan cache's key: estimate() and mm_plan_search() take
+ * nothing else, so an input the search depends on cannot be missing from the key.
+ */
+struct mm_plan_ic {		/* the IM2COL / GATHER geometry of A (zero for matrices) */
+	uint16_t n, h, w, c, r, s, ow;
+	uint8_t stride_y, dil_y;
+};
+
+struct mm_plan_in {
+	struct accel_caps caps;
+	uint32_t M, N, K;
+	uint32_t col_bytes;	/* mm_col_bytes(): the SFU column record of an output column */
+	uint8_t a_kind, b_kind;	/* enum mm_src_kind */
+	uint8_t b_dma_flags;
+	uint8_t out_dtype;
+	bool f32, use_sfu, c_trans;
+	struct mm_plan_ic ic;
+	const struct accel_sparse_weights *sp;	/* MM_SPARSE only */
+};
+
 static uint64_t up(uint64_t a, uint64_t b)
 {
 	return (a + b - 1) / b;
@@ -29,8 +50,9 @@ static uint32_t align64(uint32_t v)
 	return (v + 63u) & ~63u;
 }
 
-static void estimate(const struct accel_caps *c, const struct mm_problem *p, struct mm_plan *pl)
+static void estimate(const struct mm_plan_in *p, struct mm_plan *pl)
 {
+	const struct accel_caps *c = &p->caps;
 	uint64_t e = p->f32 ? 4 : 1, oe = p->out_dtype == TNPU_DTYPE_INT8 ? 1 : 4;
 	uint64_t R = c->rows, Mb = (uint64_t)c->cols * pl->tm, Nb = (uint64_t)c->pes * pl->tn, kt = pl->kt;
 	uint64_t n_mb = up(p->M, Mb), n_nb = up(p->N, Nb), n_k = up(p->K, kt);
@@ -46,7 +68,7 @@ static void estimate(const struct accel_caps *c, const struct mm_problem *p, str
 	double cost_a, cost_b, cost_st, cost_b_rows, a_loads, b_loads, steps = (double)(n_mg * n_ng * n_k);
 	double compute, load, store, bytes_a, bytes_b, im2col_box = 0;
 
-	switch (p->a.kind) {
+	switch (p->a_kind) {
 	case MM_MAT:
 		cost_a = 36.0 + (double)(Mb * up(kt * e, 128));
 		break;
@@ -56,7 +78,7 @@ static void estimate(const struct accel_caps *c, const struct mm_problem *p, str
 	default: {
 		/* IM2COL reads the bounding box of the tile's footprint: the input rows under
 		 * ceil(Mb / OW) + 1 output rows plus the filter halo, all columns and channels. */
-		const struct tnpu_cmd_im2col *ic = &p->a.ic;
+		const struct mm_plan_ic *ic = &p->ic;
 		double orows = (double)up(Mb, ic->ow) + 1.0;
 		double irows = fmin((double)ic->h * ic->n, orows * ic->stride_y + (double)(ic->r - 1) * ic->dil_y);
 		double box = irows * ic->w * ic->c * (double)e;
@@ -68,10 +90,10 @@ static void estimate(const struct accel_caps *c, const struct mm_problem *p, str
 		break;
 	}
 	}
-	cost_b = 36.0 + (p->b.kind == MM_MAT ? (double)(kt * up(Nb * e, 128)) : (double)(Nb * up(kt * e, 128)));
-	if (p->b.kind == MM_SPARSE) {
+	cost_b = 36.0 + (p->b_kind == MM_MAT ? (double)(kt * up(Nb * e, 128)) : (double)(Nb * up(kt * e, 128)));
+	if (p->b_kind == MM_SPARSE) {
 		/* Packed weights: slot bytes instead of dense bytes, MACs only on non-zero weights. */
-		const struct accel_sparse_weights *sw = p->b.sp;
+		const struct accel_sparse_weights *sw = p->sp;
 		double sb = (double)kt * sparse_slot_density(sw) * sw->ss;
 
 		cost_b = 36.0 + (double)c->pes * ceil((double)pl->tn * sb / 128.0);
@@ -81,8 +103,8 @@ static void estimate(const struct accel_caps *c, const struct mm_problem *p, str
 		exe = TNPU_CYC_EXE + 4 + fmax(mac, dist) + TNPU_CYC_CMD + TNPU_CYC_DISPATCH + 16;
 	}
 	cost_st = 36.0 + (p->c_trans ? (double)(Mb * Nb) : (double)(Mb * up(Nb * oe, 128)));
-	bytes_a = p->a.kind == MM_IM2COL ? im2col_box : (double)(Mb * kt * e);
-	bytes_b = p->b.kind == MM_SPARSE ? (double)Nb * kt * sparse_slot_density(p->b.sp) * p->b.sp->ss
+	bytes_a = p->a_kind == MM_IM2COL ? im2col_box : (double)(Mb * kt * e);
+	bytes_b = p->b_kind == MM_SPARSE ? (double)Nb * kt * sparse_slot_density(p->sp) * p->sp->ss
 					 : (double)(Nb * kt * e);
 	if (n_k == 1 && pl->order == MM_ORDER_M_OUTER) {
 		a_loads = (double)(n_mg * ACCEL_MIN(n_ng, 2));
@@ -102,9 +124,9 @@ static void estimate(const struct accel_caps *c, const struct mm_problem *p, str
 	 * convolutions' choice between IM2COL and the direct lowering keeps its host-read budget
 	 * (libaccel.md; an IM2COL plan that looks cheaper would re-read its input), and their IM2COL
 	 * plans use the bands where they apply anyway. */
-	if ((c->features & TNPU_FEAT_DEPTHWISE) && pl->rows_over_n && b_rows >= 2 && p->a.kind != MM_IM2COL &&
-	    (p->b.kind == MM_MAT || p->b.kind == MM_MAT_T) && !p->b.dma_flags)
-		cost_b_rows = 36.0 + (p->b.kind == MM_MAT ? (double)(kt * up(Nb * e, 256)) : (double)(Nb * up(kt * e, 256)));
+	if ((c->features & TNPU_FEAT_DEPTHWISE) && pl->rows_over_n && b_rows >= 2 && p->a_kind != MM_IM2COL &&
+	    (p->b_kind == MM_MAT || p->b_kind == MM_MAT_T) && !p->b_dma_flags)
+		cost_b_rows = 36.0 + (p->b_kind == MM_MAT ? (double)(kt * up(Nb * e, 256)) : (double)(Nb * up(kt * e, 256)));
 	else
 		cost_b_rows = (double)b_rows * cost_b;
 	compute = (double)(n_mg * n_ng) * ((double)n_k * exe + epi);
@@ -144,74 +166,72 @@ static bool dup(unsigned i, uint32_t v, uint32_t dim, uint32_t lanes, uint32_t l
 	return false;
 }
 
+static void mm_plan_input(const struct accel_caps *c, const struct mm_problem *p, struct mm_plan_in *in)
+{
+	memset(in, 0, sizeof(*in));	/* padding too: the cache compares inputs with memcmp */
+	in->caps = *c;
+	in->M = p->M;
+	in->N = p->N;
+	in->K = p->K;
+	in->col_bytes = mm_col_bytes(p);
+	in->a_kind = (uint8_t)p->a.kind;
+	in->b_kind = (uint8_t)p->b.kind;
+	in->b_dma_flags = p->b.dma_flags;
+	in->f32 = p->f32;
+	in->out_dtype = p->out_dtype;
+	in->use_sfu = p->use_sfu;
+	in->c_trans = p->c_trans;
+	if (p->a.kind != MM_MAT && p->a.kind != MM_MAT_T) {
+		in->ic.n = p->a.ic.n;
+		in->ic.h = p->a.ic.h;
+		in->ic.w = p->a.ic.w;
+		in->ic.c = p->a.ic.c;
+		in->ic.r = p->a.ic.r;
+		in->ic.s = p->a.ic.s;
+		in->ic.ow = p->a.ic.ow;
+		in->ic.stride_y = p->a.ic.stride_y;
+		in->ic.dil_y = p->a.ic.dil_y;
+	}
+	if (p->b.kind == MM_SPARSE)
+		in->sp = p->b.sp;
+}
+
 /*
- * The search above costs about as much host time as a small layer's simulation, and networks ask
- * the same question for every image and batch.  A few recent answers are kept per thread, keyed
- * by everything the search reads (caps, shape, dtypes, operand kinds, the IM2COL geometry);
- * packed sparse weights are never cached (their densities are behind a pointer).
+ * The search costs about as much host time as a small layer's simulation, and networks ask the same
+ * question for every image and batch.  A few recent answers are kept per thread.  The key is the
+ * search's whole input (struct mm_plan_in), which is all the search can read: a plan can only be
+ * reused for an input it was searched for (issue #27: a key that left out the column-record size
+ * handed a per-tensor plan to a per-column requantisation, whose records then ran past the half).
+ * Packed sparse weights are never cached (their densities are behind a pointer).
  */
-struct plan_key {
-	uint32_t rows, cols, pes, acc_elems, sram_bytes, rate_int8, rate_fp32, rate_dispatch;
-	uint32_t M, N, K, a_kind, b_kind;
-	uint16_t n, h, w, c, r, s, ow, stride_y, dil_y;
-	uint8_t f32, out_dtype, use_sfu, c_trans;
-};
 #define PLAN_CACHE 16
 static _Thread_local struct {
-	struct plan_key key;
+	struct mm_plan_in key;
 	struct mm_plan plan;
 	int ret;
 	bool used;
 } plan_cache[PLAN_CACHE];
 static _Thread_local unsigned plan_cache_next;
 
-static int mm_plan_search(const struct accel_caps *c, const struct mm_problem *p, struct mm_plan *out);
+static int mm_plan_search(const struct mm_plan_in *p, struct mm_plan *out);
 
 int mm_plan_choose(const struct accel_caps *c, const struct mm_problem *p, struct mm_plan *out)
 {
-	struct plan_key k;
+	struct mm_plan_in in;
 	int ret;
 
-	if (p->b.kind == MM_SPARSE)
-		return mm_plan_search(c, p, out);
-	memset(&k, 0, sizeof(k));	/* padding too: keys compare with memcmp */
-	k.rows = c->rows;
-	k.cols = c->cols;
-	k.pes = c->pes;
-	k.acc_elems = c->acc_elems;
-	k.sram_bytes = c->sram_bytes;
-	k.rate_int8 = c->rate_int8;
-	k.rate_fp32 = c->rate_fp32;
-	k.rate_dispatch = c->rate_dispatch;
-	k.M = p->M;
-	k.N = p->N;
-	k.K = p->K;
-	k.a_kind = p->a.kind;
-	k.b_kind = p->b.kind;
-	if (p->a.kind != MM_MAT && p->a.kind != MM_MAT_T) {
-		k.n = p->a.ic.n;
-		k.h = p->a.ic.h;
-		k.w = p->a.ic.w;
-		k.c = p->a.ic.c;
-		k.r = p->a.ic.r;
-		k.s = p->a.ic.s;
-		k.ow = p->a.ic.ow;
-		k.stride_y = p->a.ic.stride_y;
-		k.dil_y = p->a.ic.dil_y;
-	}
-	k.f32 = p->f32;
-	k.out_dtype = p->out_dtype;
-	k.use_sfu = p->use_sfu;
-	k.c_trans = p->c_trans;
+	mm_plan_input(c, p, &in);
+	if (in.sp)
+		return mm_plan_search(&in, out);
 	for (unsigned i = 0; i < PLAN_CACHE; i++) {
-		if (plan_cache[i].used && !memcmp(&plan_cache[i].key, &k, sizeof(k))) {
+		if (plan_cache[i].used && !memcmp(&plan_cache[i].key, &in, sizeof(in))) {
 			if (!plan_cache[i].ret)
 				*out = plan_cache[i].plan;
 			return plan_cache[i].ret;
 		}
 	}
-	ret = mm_plan_search(c, p, out);
-	plan_cache[plan_cache_next].key = k;
+	ret = mm_plan_search(&in, out);
+	memcpy(&plan_cache[plan_cache_next].key, &in, sizeof(in));	/* with its zeroed padding */
 	plan_cache[plan_cache_next].ret = ret;
 	if (!ret)
 		plan_cache[plan_cache_next].plan = *out;
@@ -220,8 +240,9 @@ int mm_plan_choose(const struct accel_caps *c, const struct mm_problem *p, struc
 	return ret;
 }
 
-static int mm_plan_search(const struct accel_caps *c, const struct mm_problem *p, struct mm_plan *out)
+static int mm_plan_search(const struct mm_plan_in *p, struct mm_plan *out)
 {
+	const struct accel_caps *c = &p->caps;
 	static const uint32_t kts[] = { 8192, 4096, 2048, 1024, 512, 256, 128, 64, 32, 16, 8, 4, 2, 1 };
 	uint32_t e = p->f32 ? 4 : 1, oe = p->out_dtype == TNPU_DTYPE_INT8 ? 1 : 4;
 	uint32_t half = c->sram_bytes / 2;
@@ -254,7 +275,7 @@ static int mm_plan_search(const struct accel_caps *c, const struct mm_problem *p
 				if (kt > p->K || kt > 65535 || (ki && kt == p->K))
 					continue;
 				/* Packed weights fix the K step to their block size. */
-				if (p->b.kind == MM_SPARSE && (ki || (kt = p->b.sp->k_block) > p->K))
+				if (p->b_kind == MM_SPARSE && (ki || (kt = p->sp->k_block) > p->K))
 					continue;
 				if (ki && p->K % kt && kt < 64 && p->K > 64)
 					continue;
@@ -264,12 +285,12 @@ static int mm_plan_search(const struct accel_caps *c, const struct mm_problem *p
 				pl.kt = kt;
 				pl.a_off = 0;
 				pl.b_off = align64(Mb * kt * e);
-				if (p->b.kind == MM_SPARSE && (uint64_t)Nb * p->b.sp->s_max * p->b.sp->ss > half)
+				if (p->b_kind == MM_SPARSE && (uint64_t)Nb * p->sp->s_max * p->sp->ss > half)
 					continue;
-				pl.c_off = pl.b_off + align64(p->b.kind == MM_SPARSE ? Nb * p->b.sp->s_max * p->b.sp->ss
+				pl.c_off = pl.b_off + align64(p->b_kind == MM_SPARSE ? Nb * p->sp->s_max * p->sp->ss
 										     : Nb * kt * e);
 				pl.bias_off = pl.c_off + align64(Mb * Nb * oe);
-				need = (uint64_t)pl.bias_off + Nb * mm_col_bytes(p);
+				need = (uint64_t)pl.bias_off + Nb * p->col_bytes;
 				if (need > half)
 					continue;
 				for (int o = 0; o < 4; o++) {
@@ -277,7 +298,7 @@ static int mm_plan_search(const struct accel_caps *c, const struct mm_problem *p
 					pl.rows_over_n = o >= 2;
 					if (pl.rows_over_n && c->rows == 1)
 						continue;
-					estimate(c, p, &pl);
+					estimate(p, &pl);
 					if (pass == 0) {
 						if (!found || pl.est_cycles < best.est_cycles) {
 							best = pl;

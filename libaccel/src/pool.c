@@ -270,7 +270,11 @@ int accel_pool2d(struct accel_dev *dev, const struct accel_pool2d_desc *d, const
 		else
 			((int8_t *)w->ptr)[i] = 1;
 	}
-	accel_tensor_4d(w, 0, d->input->dtype, d->input->layout, C, 1, d->win_h, d->win_w, &wt);
+	ret = accel_tensor_4d(w, 0, d->input->dtype, d->input->layout, C, 1, d->win_h, d->win_w, &wt);
+	if (ret) {
+		accel_buffer_free(w);
+		return ret;
+	}
 	memset(&cd, 0, sizeof(cd));
 	cd.input = d->input;
 	cd.output = d->output;

@@ -19,12 +19,15 @@ int accel_tensor_2d(struct accel_buffer *buf, uint64_t offset, enum accel_dtype 
 {
 	size_t e = accel_dtype_size(dt);
 
+	/* first, on every path: a caller that misses the error holds a tensor without a buffer, which
+	 * every operation rejects, never stale stack bytes (issue #27) */
+	if (out)
+		memset(out, 0, sizeof(*out));
 	if (!buf)
 		return -EINVAL;
 	if (!out || !e || !rows || !cols)
 		return accel_seterr(buf->dev, -EINVAL, "accel_tensor_2d: %s", !out ? "out is NULL"
 				    : !e ? "unknown dtype" : "rows and cols must be >= 1");
-	memset(out, 0, sizeof(*out));
 	out->buf = buf;
 	out->offset = offset;
 	out->dtype = dt;
@@ -42,6 +45,8 @@ int accel_tensor_4d(struct accel_buffer *buf, uint64_t offset, enum accel_dtype 
 {
 	int64_t e = (int64_t)accel_dtype_size(dt);
 
+	if (out)	/* as accel_tensor_2d */
+		memset(out, 0, sizeof(*out));
 	if (!buf)
 		return -EINVAL;
 	if (!out || !e || !n || !c || !h || !w)
@@ -49,7 +54,6 @@ int accel_tensor_4d(struct accel_buffer *buf, uint64_t offset, enum accel_dtype 
 				    : !e ? "unknown dtype" : "n, c, h and w must be >= 1");
 	if (layout != ACCEL_LAYOUT_NHWC && layout != ACCEL_LAYOUT_NCHW)
 		return accel_seterr(buf->dev, -EINVAL, "accel_tensor_4d: layout must be ACCEL_LAYOUT_NHWC or _NCHW");
-	memset(out, 0, sizeof(*out));
 	out->buf = buf;
 	out->offset = offset;
 	out->dtype = dt;

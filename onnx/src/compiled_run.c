@@ -61,16 +61,6 @@ static struct accel_submit next_sub(struct run_state *rs)
 				      .flags = rs->rec >= 0 ? ACCEL_SUBMIT_KEEP : 0 };
 }
 
-static void counters_add(struct accel_counters *d, const struct accel_counters *k)
-{
-	uint64_t *dst = (uint64_t *)d;
-	const uint64_t *src = (const uint64_t *)k;
-
-	for (size_t i = 0; i < offsetof(struct accel_counters, hw_jobs) / sizeof(uint64_t); i++)
-		dst[i] += src[i];
-	d->hw_jobs += k->hw_jobs;
-}
-
 /* Jobs in flight before the oldest are retired (bounds the kernel objects a long chain holds). */
 #define MAX_IN_FLIGHT 64
 
@@ -87,9 +77,9 @@ static int retire(struct run_state *rs, unsigned upto)
 			ret = cm_seterr(rs->cm, r, "device job %u of the chain: %s", i, accel_last_error(rs->cm->dev));
 		if (!r && (rs->stats || rs->prof) && !accel_job_counters(rs->jobs[i], &k)) {
 			if (rs->stats)
-				counters_add(&rs->stats->counters, &k);
+				accel_counters_add(&rs->stats->counters, &k);
 			if (rs->prof)
-				counters_add(&rs->prof[rs->job_node[i]].counters, &k);
+				accel_counters_add(&rs->prof[rs->job_node[i]].counters, &k);
 		}
 		if (!rs->kept[i])
 			accel_job_free(rs->jobs[i]);
@@ -116,24 +106,34 @@ static void place(const struct onnx_compiled *cm, int v, struct accel_buffer **b
 	*off = cv->off;
 }
 
-static void t4l(const struct onnx_compiled *cm, int v, bool nhwc, uint32_t n, uint32_t c, uint32_t h, uint32_t w,
-		struct accel_tensor *t)
+static int t4l(const struct onnx_compiled *cm, int v, bool nhwc, uint32_t n, uint32_t c, uint32_t h, uint32_t w,
+	       struct accel_tensor *t)
 {
 	struct accel_buffer *b;
 	uint64_t off;
 
 	place(cm, v, &b, &off);
-	accel_tensor_4d(b, off, ACCEL_FP32, nhwc ? ACCEL_LAYOUT_NHWC : ACCEL_LAYOUT_NCHW, n, c, h, w, t);
+	return accel_tensor_4d(b, off, ACCEL_FP32, nhwc ? ACCEL_LAYOUT_NHWC : ACCEL_LAYOUT_NCHW, n, c, h, w, t);
+}
+
+/* A 2-D FP32 descriptor of value v's bytes. */
+static int t2(const struct onnx_compiled *cm, int v, uint32_t rows, uint32_t cols, struct accel_tensor *t)
+{
+	struct accel_buffer *b;
+	uint64_t off;
+
+	place(cm, v, &b, &off);
+	return accel_tensor_2d(b, off, ACCEL_FP32, rows, cols, t);
 }
 
 /*
  * NCHW descriptor of a value's bytes.  Element-wise steps and activations read and write equally
  * shaped operands as flat arrays, so an NHWC group (compile_layout.c) runs through them unchanged.
  */
-static void t4(const struct onnx_compiled *cm, int v, uint32_t n, uint32_t c, uint32_t h, uint32_t w,
-	       struct accel_tensor *t)
+static int t4(const struct onnx_compiled *cm, int v, uint32_t n, uint32_t c, uint32_t h, uint32_t w,
+	      struct accel_tensor *t)
 {
-	t4l(cm, v, false, n, c, h, w, t);
+	return t4l(cm, v, false, n, c, h, w, t);
 }
 
 static bool nhwc(const struct onnx_compiled *cm, int v)
@@ -202,17 +202,28 @@ static void copy_tensors(const struct onnx_compiled *cm, const struct cstep *s, 
 	}
 }
 
-/* The accel_conv2d descriptor of a CS_CONV step (its tensors in x, w, y, bt, rt). */
-static void conv_desc(const struct onnx_compiled *cm, const struct cstep *s, struct accel_conv2d_desc *d,
-		      struct accel_tensor *x, struct accel_tensor *w, struct accel_tensor *y, struct accel_tensor *bt,
-		      struct accel_tensor *rt)
+/* The accel_conv2d descriptor of a CS_CONV step (its tensors in x, w, y, bt, rt); 0 or a constructor's
+ * -errno (message in accel_last_error). */
+static int conv_desc(const struct onnx_compiled *cm, const struct cstep *s, struct accel_conv2d_desc *d,
+		     struct accel_tensor *x, struct accel_tensor *w, struct accel_tensor *y, struct accel_tensor *bt,
+		     struct accel_tensor *rt)
 {
+	int ret;
+
 	memset(d, 0, sizeof(*d));
-	t4l(cm, s->in[0], nhwc(cm, s->in[0]), (uint32_t)s->n, (uint32_t)s->c, (uint32_t)s->h, (uint32_t)s->w, x);
 	/* OIHW weights for an NCHW input, OHWI (repacked by the layout pass) for NHWC */
-	accel_tensor_4d(cm->wbuf, s->w_off, ACCEL_FP32, nhwc(cm, s->in[0]) ? ACCEL_LAYOUT_NHWC : ACCEL_LAYOUT_NCHW,
-			(uint32_t)s->k, (uint32_t)s->cg, (uint32_t)s->kh, (uint32_t)s->kw, w);
-	t4l(cm, s->out, nhwc(cm, s->out), (uint32_t)s->n, (uint32_t)s->k, (uint32_t)s->oh, (uint32_t)s->ow, y);
+	if ((ret = t4l(cm, s->in[0], nhwc(cm, s->in[0]), (uint32_t)s->n, (uint32_t)s->c, (uint32_t)s->h, (uint32_t)s->w,
+		       x)) ||
+	    (ret = accel_tensor_4d(cm->wbuf, s->w_off, ACCEL_FP32,
+				   nhwc(cm, s->in[0]) ? ACCEL_LAYOUT_NHWC : ACCEL_LAYOUT_NCHW, (uint32_t)s->k,
+				   (uint32_t)s->cg, (uint32_t)s->kh, (uint32_t)s->kw, w)) ||
+	    (ret = t4l(cm, s->out, nhwc(cm, s->out), (uint32_t)s->n, (uint32_t)s->k, (uint32_t)s->oh, (uint32_t)s->ow,
+		       y)) ||
+	    (s->b_off != UINT64_MAX &&
+	     (ret = accel_tensor_2d(cm->wbuf, s->b_off, ACCEL_FP32, 1, (uint32_t)s->k, bt))) ||
+	    (s->res >= 0 && (ret = t4l(cm, s->res, nhwc(cm, s->res), (uint32_t)s->n, (uint32_t)s->k, (uint32_t)s->oh,
+				       (uint32_t)s->ow, rt))))
+		return ret;
 	d->input = x;
 	d->weights = w;
 	d->output = y;
@@ -221,18 +232,14 @@ static void conv_desc(const struct onnx_compiled *cm, const struct cstep *s, str
 	d->pad_top = (uint32_t)s->pt, d->pad_left = (uint32_t)s->pl;
 	d->pad_bottom = (uint32_t)s->pb, d->pad_right = (uint32_t)s->pr;
 	d->groups = (uint32_t)s->groups;
-	if (s->b_off != UINT64_MAX) {
-		accel_tensor_2d(cm->wbuf, s->b_off, ACCEL_FP32, 1, (uint32_t)s->k, bt);
+	if (s->b_off != UINT64_MAX)
 		d->epi.bias = bt;
-	}
 	d->epi.act = (enum accel_act)s->act;
 	d->epi.clamp_lo_f = s->lo;
 	d->epi.clamp_hi_f = s->hi;
-	if (s->res >= 0) {	/* compile_fuse_residual.c: the skip tensor, the output's shape */
-		t4l(cm, s->res, nhwc(cm, s->res), (uint32_t)s->n, (uint32_t)s->k, (uint32_t)s->oh, (uint32_t)s->ow,
-		    rt);
+	if (s->res >= 0)	/* compile_fuse_residual.c: the skip tensor, the output's shape */
 		d->epi.residual = rt;
-	}
+	return 0;
 }
 
 static int lower_step(struct run_state *rs, const struct cstep *s)
@@ -241,10 +248,10 @@ static int lower_step(struct run_state *rs, const struct cstep *s)
 	struct accel_submit sub = next_sub(rs);
 	struct accel_tensor x, w, y, bt, b2, rt;
 	struct accel_job *job = NULL;
-	const char *what = "";
+	/* until the operation is called: a shape libaccel's tensor constructors refuse (their message) */
+	const char *what = "device tensor";
 	int ret = -EINVAL;
 
-	/* a shape libaccel's constructors refuse leaves buf NULL: the operation then reports it */
 	memset(&x, 0, sizeof(x));
 	memset(&w, 0, sizeof(w));
 	memset(&y, 0, sizeof(y));
@@ -260,48 +267,44 @@ static int lower_step(struct run_state *rs, const struct cstep *s)
 			struct accel_conv2d_pwdw_desc pd = { .flags = 0 };
 			struct accel_tensor x2, w2, y2, bt2, rt2;
 
-			conv_desc(cm, s, &pd.pw, &x, &w, &y, &bt, &rt);
-			conv_desc(cm, &cm->steps[s->pair], &pd.dw, &x2, &w2, &y2, &bt2, &rt2);
+			if ((ret = conv_desc(cm, s, &pd.pw, &x, &w, &y, &bt, &rt)) ||
+			    (ret = conv_desc(cm, &cm->steps[s->pair], &pd.dw, &x2, &w2, &y2, &bt2, &rt2)))
+				break;
 			what = "accel_conv2d_pwdw";
 			ret = accel_conv2d_pwdw(cm->dev, &pd, &sub, &job);
 			break;
 		}
-		conv_desc(cm, s, &d, &x, &w, &y, &bt, &rt);
+		if ((ret = conv_desc(cm, s, &d, &x, &w, &y, &bt, &rt)))
+			break;
 		what = "accel_conv2d";
 		ret = accel_conv2d(cm->dev, &d, &sub, &job);
 		break;
 	}
 	case CS_GEMM: {
 		struct accel_gemm_desc d;
-		struct accel_buffer *bb;
-		uint64_t bo;
 
 		memset(&d, 0, sizeof(d));
-		place(cm, s->in[0], &bb, &bo);
-		accel_tensor_2d(bb, bo, ACCEL_FP32, (uint32_t)(s->ta ? s->K : s->M), (uint32_t)(s->ta ? s->M : s->K), &x);
-		place(cm, s->in[1], &bb, &bo);
-		accel_tensor_2d(bb, bo, ACCEL_FP32, (uint32_t)(s->tb ? s->N : s->K), (uint32_t)(s->tb ? s->K : s->N), &w);
-		place(cm, s->out, &bb, &bo);
-		accel_tensor_2d(bb, bo, ACCEL_FP32, (uint32_t)s->M, (uint32_t)s->N, &y);
+		if ((ret = t2(cm, s->in[0], (uint32_t)(s->ta ? s->K : s->M), (uint32_t)(s->ta ? s->M : s->K), &x)) ||
+		    (ret = t2(cm, s->in[1], (uint32_t)(s->tb ? s->N : s->K), (uint32_t)(s->tb ? s->K : s->N), &w)) ||
+		    (ret = t2(cm, s->out, (uint32_t)s->M, (uint32_t)s->N, &y)) ||
+		    (s->b_off != UINT64_MAX &&
+		     (ret = accel_tensor_2d(cm->wbuf, s->b_off, ACCEL_FP32, 1, (uint32_t)s->N, &bt))) ||
+		    (s->res >= 0 && (ret = t2(cm, s->res, (uint32_t)s->M, (uint32_t)s->N, &rt))))
+			break;
 		d.a = &x;
 		d.b = &w;
 		d.c = &y;
 		d.trans_a = s->ta;
 		d.trans_b = s->tb;
-		if (s->b_off != UINT64_MAX) {
-			accel_tensor_2d(cm->wbuf, s->b_off, ACCEL_FP32, 1, (uint32_t)s->N, &bt);
+		if (s->b_off != UINT64_MAX)
 			d.epi.bias = &bt;
-		}
 		if (s->scale != 1.0f)
 			d.epi.scale_f = s->scale;
 		d.epi.act = (enum accel_act)s->act;
 		d.epi.clamp_lo_f = s->lo;
 		d.epi.clamp_hi_f = s->hi;
-		if (s->res >= 0) {
-			place(cm, s->res, &bb, &bo);
-			accel_tensor_2d(bb, bo, ACCEL_FP32, (uint32_t)s->M, (uint32_t)s->N, &rt);
+		if (s->res >= 0)
 			d.epi.residual = &rt;
-		}
 		what = "accel_gemm";
 		ret = accel_gemm(cm->dev, &d, &sub, &job);
 		break;
@@ -311,8 +314,11 @@ static int lower_step(struct run_state *rs, const struct cstep *s)
 
 		memset(&d, 0, sizeof(d));
 		/* input and output share a layout (one group; a 1x1 output has the same bytes in both) */
-		t4l(cm, s->in[0], nhwc(cm, s->in[0]), (uint32_t)s->n, (uint32_t)s->c, (uint32_t)s->h, (uint32_t)s->w, &x);
-		t4l(cm, s->out, nhwc(cm, s->in[0]), (uint32_t)s->n, (uint32_t)s->c, (uint32_t)s->oh, (uint32_t)s->ow, &y);
+		if ((ret = t4l(cm, s->in[0], nhwc(cm, s->in[0]), (uint32_t)s->n, (uint32_t)s->c, (uint32_t)s->h,
+			       (uint32_t)s->w, &x)) ||
+		    (ret = t4l(cm, s->out, nhwc(cm, s->in[0]), (uint32_t)s->n, (uint32_t)s->c, (uint32_t)s->oh,
+			       (uint32_t)s->ow, &y)))
+			break;
 		d.input = &x;
 		d.output = &y;
 		d.kind = (enum accel_pool_kind)s->op;
@@ -328,13 +334,13 @@ static int lower_step(struct run_state *rs, const struct cstep *s)
 		struct accel_eltwise_desc d;
 
 		memset(&d, 0, sizeof(d));
-		t4(cm, s->in[0], s->ad[0], s->ad[1], s->ad[2], s->ad[3], &x);
-		if (s->b_off != UINT64_MAX)	/* Div by a constant: its packed reciprocals */
-			accel_tensor_4d(cm->wbuf, s->b_off, ACCEL_FP32, ACCEL_LAYOUT_NCHW, s->bd[0], s->bd[1], s->bd[2],
-					s->bd[3], &b2);
-		else
-			t4(cm, s->in[1], s->bd[0], s->bd[1], s->bd[2], s->bd[3], &b2);
-		t4(cm, s->out, s->od[0], s->od[1], s->od[2], s->od[3], &y);
+		if ((ret = t4(cm, s->in[0], s->ad[0], s->ad[1], s->ad[2], s->ad[3], &x)) ||
+		    /* Div by a constant: its packed reciprocals */
+		    (ret = s->b_off != UINT64_MAX ? accel_tensor_4d(cm->wbuf, s->b_off, ACCEL_FP32, ACCEL_LAYOUT_NCHW,
+								    s->bd[0], s->bd[1], s->bd[2], s->bd[3], &b2)
+						  : t4(cm, s->in[1], s->bd[0], s->bd[1], s->bd[2], s->bd[3], &b2)) ||
+		    (ret = t4(cm, s->out, s->od[0], s->od[1], s->od[2], s->od[3], &y)))
+			break;
 		d.a = &x;
 		d.b = &b2;
 		d.out = &y;
@@ -346,15 +352,11 @@ static int lower_step(struct run_state *rs, const struct cstep *s)
 	}
 	case CS_ACT: {
 		struct accel_activation_desc d;
-		struct accel_buffer *bb;
-		uint64_t bo;
 		uint32_t cnt = (uint32_t)(cm->vals[s->out].bytes / 4);
 
 		memset(&d, 0, sizeof(d));
-		place(cm, s->in[0], &bb, &bo);
-		accel_tensor_2d(bb, bo, ACCEL_FP32, 1, cnt, &x);
-		place(cm, s->out, &bb, &bo);
-		accel_tensor_2d(bb, bo, ACCEL_FP32, 1, cnt, &y);
+		if ((ret = t2(cm, s->in[0], 1, cnt, &x)) || (ret = t2(cm, s->out, 1, cnt, &y)))
+			break;
 		d.input = &x;
 		d.output = &y;
 		d.act = (enum accel_act)s->act;
@@ -371,13 +373,9 @@ static int lower_step(struct run_state *rs, const struct cstep *s)
 	}
 	case CS_SOFTMAX:
 	case CS_LAYERNORM: {
-		struct accel_buffer *bb;
-		uint64_t bo;
-
-		place(cm, s->in[0], &bb, &bo);
-		accel_tensor_2d(bb, bo, ACCEL_FP32, (uint32_t)s->M, (uint32_t)s->N, &x);
-		place(cm, s->out, &bb, &bo);
-		accel_tensor_2d(bb, bo, ACCEL_FP32, (uint32_t)s->M, (uint32_t)s->N, &y);
+		if ((ret = t2(cm, s->in[0], (uint32_t)s->M, (uint32_t)s->N, &x)) ||
+		    (ret = t2(cm, s->out, (uint32_t)s->M, (uint32_t)s->N, &y)))
+			break;
 		if (s->kind == CS_SOFTMAX) {
 			struct accel_softmax_desc d = { .input = &x, .output = &y };
 
@@ -386,12 +384,13 @@ static int lower_step(struct run_state *rs, const struct cstep *s)
 		} else {
 			struct accel_layernorm_desc d = { .input = &x, .output = &y, .epsilon = s->scale };
 
-			accel_tensor_2d(cm->wbuf, s->w_off, ACCEL_FP32, 1, (uint32_t)s->N, &w);
+			if ((ret = accel_tensor_2d(cm->wbuf, s->w_off, ACCEL_FP32, 1, (uint32_t)s->N, &w)) ||
+			    (s->b_off != UINT64_MAX &&
+			     (ret = accel_tensor_2d(cm->wbuf, s->b_off, ACCEL_FP32, 1, (uint32_t)s->N, &bt))))
+				break;
 			d.gamma = &w;
-			if (s->b_off != UINT64_MAX) {
-				accel_tensor_2d(cm->wbuf, s->b_off, ACCEL_FP32, 1, (uint32_t)s->N, &bt);
+			if (s->b_off != UINT64_MAX)
 				d.beta = &bt;
-			}
 			what = "accel_layernorm";
 			ret = accel_layernorm(cm->dev, &d, &sub, &job);
 		}
@@ -401,8 +400,9 @@ static int lower_step(struct run_state *rs, const struct cstep *s)
 		struct accel_transpose_desc d;
 
 		memset(&d, 0, sizeof(d));
-		t4(cm, s->in[0], s->ad[0], s->ad[1], s->ad[2], s->ad[3], &x);
-		t4(cm, s->out, s->od[0], s->od[1], s->od[2], s->od[3], &y);
+		if ((ret = t4(cm, s->in[0], s->ad[0], s->ad[1], s->ad[2], s->ad[3], &x)) ||
+		    (ret = t4(cm, s->out, s->od[0], s->od[1], s->od[2], s->od[3], &y)))
+			break;
 		d.input = &x;
 		d.output = &y;
 		for (int k = 0; k < 4; k++)
@@ -427,6 +427,7 @@ static int lower_step(struct run_state *rs, const struct cstep *s)
 	default:
 		if (CS_IS_QDQ(s->kind))
 			return submit_qdq(rs, s, 0);
+		what = "";	/* no such step kind: -EINVAL */
 		break;
 	}
 	if (ret) {

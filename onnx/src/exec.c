@@ -158,31 +158,23 @@ static double now_ms(void)
 	return (double)ts.tv_sec * 1e3 + ts.tv_nsec * 1e-6;
 }
 
-/* A node's share of the run's counters: after - before. */
-static void counters_sub(struct accel_counters *d, const struct accel_counters *after,
-			 const struct accel_counters *before)
-{
-	const uint64_t *a = (const uint64_t *)after, *b = (const uint64_t *)before;
-	uint64_t *o = (uint64_t *)d;
-
-	memset(d, 0, sizeof(*d));
-	for (size_t i = 0; i < offsetof(struct accel_counters, hw_jobs) / sizeof(uint64_t); i++)
-		o[i] = a[i] - b[i];
-	d->hw_jobs = after->hw_jobs - before->hw_jobs;
-}
-
+/* The node's jobs add their counters into c->stats (ajob_finish): from zero, they are the node's
+ * share, which then joins the run's sum. */
 static int run_profiled(struct onnx_ctx *c, struct onnx_node_profile *p, double t0)
 {
-	struct accel_counters before = c->stats->counters;
+	struct accel_counters run = c->stats->counters;
 	double t = now_ms();
 	int ret;
 
 	memset(p, 0, sizeof(*p));
 	p->ran = true;
 	p->start_ms = t - t0;
+	memset(&c->stats->counters, 0, sizeof(c->stats->counters));
 	ret = onnx_run_node(c);
 	p->host_ms = now_ms() - t;
-	counters_sub(&p->counters, &c->stats->counters, &before);
+	p->counters = c->stats->counters;
+	c->stats->counters = run;
+	accel_counters_add(&c->stats->counters, &p->counters);
 	p->on_device = !ret && c->on_accel;
 	p->failed = ret != 0;
 	return ret;

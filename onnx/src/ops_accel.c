@@ -27,6 +27,13 @@ int abuf_new(struct onnx_ctx *c, struct abufs *bs, const void *src, size_t bytes
 	return 0;
 }
 
+/* A device tensor its constructor rejected (a zero dimension, an unknown dtype): the node's error, with
+ * libaccel's reason, never an uninitialised tensor handed to the operation. */
+static int tensor_err(struct onnx_ctx *c, int ret)
+{
+	return node_err(c, ret, "device tensor: %s", accel_last_error(c->dev));
+}
+
 void abufs_free(struct abufs *bs)
 {
 	for (unsigned i = 0; i < bs->n; i++)
@@ -46,14 +53,8 @@ int ajob_finish(struct onnx_ctx *c, int ret, struct accel_job *job, const char *
 		accel_job_free(job);
 		return ret;
 	}
-	if (c->stats && !accel_job_counters(job, &k)) {
-		uint64_t *dst = (uint64_t *)&c->stats->counters;
-		const uint64_t *src = (const uint64_t *)&k;
-
-		for (size_t i = 0; i < offsetof(struct accel_counters, hw_jobs) / sizeof(uint64_t); i++)
-			dst[i] += src[i];
-		c->stats->counters.hw_jobs += k.hw_jobs;
-	}
+	if (c->stats && !accel_job_counters(job, &k))
+		accel_counters_add(&c->stats->counters, &k);
 	accel_job_free(job);
 	c->on_accel = true;
 	return 0;
@@ -73,12 +74,14 @@ static int conv_run(struct onnx_ctx *c, const struct conv_geom *g, enum accel_dt
 	    g->win.oh > 65535 || g->win.ow > 65535)
 		return ONNX_FALLBACK;	/* and planes beyond 16-bit dimensions (the implicit im2col) */
 	memset(&d, 0, sizeof(d));
-	accel_tensor_4d(xb, 0, dt, ACCEL_LAYOUT_NCHW, (uint32_t)g->n, (uint32_t)g->c, (uint32_t)g->h, (uint32_t)g->w,
-			&xt);
-	accel_tensor_4d(wb, 0, dt, ACCEL_LAYOUT_NCHW, (uint32_t)g->k, (uint32_t)g->cg, (uint32_t)g->kh,
-			(uint32_t)g->kw, &wt);
-	accel_tensor_4d(yb, 0, dt == ACCEL_INT8 ? ACCEL_INT32 : ACCEL_FP32, ACCEL_LAYOUT_NCHW, (uint32_t)g->n,
-			(uint32_t)g->k, (uint32_t)g->win.oh, (uint32_t)g->win.ow, &yt);
+	if ((ret = accel_tensor_4d(xb, 0, dt, ACCEL_LAYOUT_NCHW, (uint32_t)g->n, (uint32_t)g->c, (uint32_t)g->h,
+				   (uint32_t)g->w, &xt)) ||
+	    (ret = accel_tensor_4d(wb, 0, dt, ACCEL_LAYOUT_NCHW, (uint32_t)g->k, (uint32_t)g->cg, (uint32_t)g->kh,
+				   (uint32_t)g->kw, &wt)) ||
+	    (ret = accel_tensor_4d(yb, 0, dt == ACCEL_INT8 ? ACCEL_INT32 : ACCEL_FP32, ACCEL_LAYOUT_NCHW,
+				   (uint32_t)g->n, (uint32_t)g->k, (uint32_t)g->win.oh, (uint32_t)g->win.ow, &yt)) ||
+	    (bb && (ret = accel_tensor_2d(bb, 0, dt == ACCEL_INT8 ? ACCEL_INT32 : ACCEL_FP32, 1, (uint32_t)g->k, &bt))))
+		return tensor_err(c, ret);
 	d.input = &xt;
 	d.weights = &wt;
 	d.output = &yt;
@@ -92,10 +95,8 @@ static int conv_run(struct onnx_ctx *c, const struct conv_geom *g, enum accel_dt
 	d.pad_right = (uint32_t)g->win.pr;
 	d.groups = (uint32_t)g->groups;
 	d.input_zero_point = zp;
-	if (bb) {
-		accel_tensor_2d(bb, 0, dt == ACCEL_INT8 ? ACCEL_INT32 : ACCEL_FP32, 1, (uint32_t)g->k, &bt);
+	if (bb)
 		d.epi.bias = &bt;
-	}
 	if (c->n->fused_relu)
 		d.epi.act = ACCEL_ACT_RELU;	/* int8 family nodes are never fused (fold.c) */
 	if (c->n->fused_clamp) {	/* Clip (ReLU6 and any other constant bounds): the SFU's CLAMP */
@@ -188,8 +189,13 @@ int accel_requant_i32(struct onnx_ctx *c, const int32_t *acc, size_t count, int6
 			goto out;	/* ONNX_FALLBACK */
 	if ((ret = abuf_new(c, &bs, acc, count * 4, &ab)) || (ret = abuf_new(c, &bs, NULL, count, &ob)))
 		goto out;
-	accel_tensor_4d(ab, 0, ACCEL_INT32, ACCEL_LAYOUT_NCHW, (uint32_t)outer, (uint32_t)n_ch, (uint32_t)inner, 1, &at);
-	accel_tensor_4d(ob, 0, ACCEL_INT8, ACCEL_LAYOUT_NCHW, (uint32_t)outer, (uint32_t)n_ch, (uint32_t)inner, 1, &ot);
+	if ((ret = accel_tensor_4d(ab, 0, ACCEL_INT32, ACCEL_LAYOUT_NCHW, (uint32_t)outer, (uint32_t)n_ch,
+				   (uint32_t)inner, 1, &at)) ||
+	    (ret = accel_tensor_4d(ob, 0, ACCEL_INT8, ACCEL_LAYOUT_NCHW, (uint32_t)outer, (uint32_t)n_ch,
+				   (uint32_t)inner, 1, &ot))) {
+		ret = tensor_err(c, ret);
+		goto out;
+	}
 	memset(&d, 0, sizeof(d));
 	d.input = &at;
 	d.output = &ot;
@@ -219,9 +225,11 @@ static int gemm_run(struct onnx_ctx *c, enum accel_dtype dt, struct accel_buffer
 	int ret;
 
 	memset(&d, 0, sizeof(d));
-	accel_tensor_2d(ab, aoff, dt, (uint32_t)(ta ? K : M), (uint32_t)(ta ? M : K), &at);
-	accel_tensor_2d(bb, boff, dt, (uint32_t)(tb ? N : K), (uint32_t)(tb ? K : N), &bt);
-	accel_tensor_2d(cb, coff, dt == ACCEL_INT8 ? ACCEL_INT32 : ACCEL_FP32, (uint32_t)M, (uint32_t)N, &ct);
+	if ((ret = accel_tensor_2d(ab, aoff, dt, (uint32_t)(ta ? K : M), (uint32_t)(ta ? M : K), &at)) ||
+	    (ret = accel_tensor_2d(bb, boff, dt, (uint32_t)(tb ? N : K), (uint32_t)(tb ? K : N), &bt)) ||
+	    (ret = accel_tensor_2d(cb, coff, dt == ACCEL_INT8 ? ACCEL_INT32 : ACCEL_FP32, (uint32_t)M, (uint32_t)N,
+				   &ct)))
+		return tensor_err(c, ret);
 	d.a = &at;
 	d.b = &bt;
 	d.c = &ct;
@@ -248,7 +256,10 @@ int accel_gemm_i8(struct onnx_ctx *c, int64_t M, int64_t K, int64_t N, const int
 	    (ret = abuf_new(c, &bs, NULL, (size_t)(M * N) * 4, &cb)))
 		goto out;
 	if (zb) {
-		accel_tensor_2d(zb, 0, ACCEL_INT32, 1, (uint32_t)N, &zt);
+		if ((ret = accel_tensor_2d(zb, 0, ACCEL_INT32, 1, (uint32_t)N, &zt))) {
+			ret = tensor_err(c, ret);
+			goto out;
+		}
 		epi.bias = &zt;
 	}
 	ret = gemm_run(c, ACCEL_INT8, ab, 0, bb, 0, cb, 0, M, K, N, false, false, &epi);
@@ -298,7 +309,10 @@ static int accel_gemm_op(struct onnx_ctx *c)
 			goto out;
 		for (int64_t j = 0; j < N; j++)
 			((float *)accel_buffer_ptr(zb))[j] = beta * ((const float *)cm->data)[j] / alpha;
-		accel_tensor_2d(zb, 0, ACCEL_FP32, 1, (uint32_t)N, &zt);
+		if ((ret = accel_tensor_2d(zb, 0, ACCEL_FP32, 1, (uint32_t)N, &zt))) {
+			ret = tensor_err(c, ret);
+			goto out;
+		}
 		epi.bias = &zt;
 	}
 	if (alpha != 1.0f)
@@ -391,8 +405,11 @@ static int accel_act(struct onnx_ctx *c, enum accel_act act, float lo, float hi)
 		return node_err(c, ret, "cannot allocate the output");
 	if ((ret = abuf_new(c, &bs, x->data, x->count * es, &xb)) || (ret = abuf_new(c, &bs, NULL, x->count * es, &yb)))
 		goto out;
-	accel_tensor_2d(xb, 0, dt, 1, (uint32_t)x->count, &xt);
-	accel_tensor_2d(yb, 0, dt, 1, (uint32_t)x->count, &yt);
+	if ((ret = accel_tensor_2d(xb, 0, dt, 1, (uint32_t)x->count, &xt)) ||
+	    (ret = accel_tensor_2d(yb, 0, dt, 1, (uint32_t)x->count, &yt))) {
+		ret = tensor_err(c, ret);
+		goto out;
+	}
 	memset(&d, 0, sizeof(d));
 	d.input = &xt;
 	d.output = &yt;
@@ -470,10 +487,13 @@ static int accel_pool(struct onnx_ctx *c, enum accel_pool_kind kind, bool global
 	y = node_out(c, 0);
 	if ((ret = abuf_new(c, &bs, x->data, x->count * 4, &xb)) || (ret = abuf_new(c, &bs, NULL, y->count * 4, &yb)))
 		goto out;
-	accel_tensor_4d(xb, 0, ACCEL_FP32, ACCEL_LAYOUT_NCHW, (uint32_t)g.n, (uint32_t)g.c, (uint32_t)g.h,
-			(uint32_t)g.w, &xt);
-	accel_tensor_4d(yb, 0, ACCEL_FP32, ACCEL_LAYOUT_NCHW, (uint32_t)g.n, (uint32_t)g.c, (uint32_t)g.win.oh,
-			(uint32_t)g.win.ow, &yt);
+	if ((ret = accel_tensor_4d(xb, 0, ACCEL_FP32, ACCEL_LAYOUT_NCHW, (uint32_t)g.n, (uint32_t)g.c, (uint32_t)g.h,
+				   (uint32_t)g.w, &xt)) ||
+	    (ret = accel_tensor_4d(yb, 0, ACCEL_FP32, ACCEL_LAYOUT_NCHW, (uint32_t)g.n, (uint32_t)g.c,
+				   (uint32_t)g.win.oh, (uint32_t)g.win.ow, &yt))) {
+		ret = tensor_err(c, ret);
+		goto out;
+	}
 	d.input = &xt;
 	d.output = &yt;
 	ret = accel_pool2d(c->dev, &d, NULL, &job);

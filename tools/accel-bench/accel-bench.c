@@ -240,9 +240,10 @@ static int run_gemm(struct accel_dev *dev, const struct opts *o, const struct ac
 	    (ret = accel_buffer_alloc(dev, (uint64_t)o->k * o->n * e, &bb)) ||
 	    (ret = accel_buffer_alloc(dev, (uint64_t)o->m * o->n * 4, &bc)))
 		return fail(dev, "buffer", ret);
-	accel_tensor_2d(ba, 0, o->f32 ? ACCEL_FP32 : ACCEL_INT8, o->m, o->k, &A);
-	accel_tensor_2d(bb, 0, o->f32 ? ACCEL_FP32 : ACCEL_INT8, o->k, o->n, &B);
-	accel_tensor_2d(bc, 0, o->f32 ? ACCEL_FP32 : ACCEL_INT32, o->m, o->n, &C);
+	if ((ret = accel_tensor_2d(ba, 0, o->f32 ? ACCEL_FP32 : ACCEL_INT8, o->m, o->k, &A)) ||
+	    (ret = accel_tensor_2d(bb, 0, o->f32 ? ACCEL_FP32 : ACCEL_INT8, o->k, o->n, &B)) ||
+	    (ret = accel_tensor_2d(bc, 0, o->f32 ? ACCEL_FP32 : ACCEL_INT32, o->m, o->n, &C)))
+		return fail(dev, "tensor", ret);
 	fill(accel_buffer_ptr(ba), (size_t)o->m * o->k, o->f32, &s);
 	fill(accel_buffer_ptr(bb), (size_t)o->k * o->n, o->f32, &s);
 	memset(&d, 0, sizeof(d));
@@ -318,10 +319,11 @@ static int run_conv(struct accel_dev *dev, const struct opts *o, const struct ac
 	if ((ret = accel_buffer_alloc(dev, in_b, &bi)) || (ret = accel_buffer_alloc(dev, w_b, &bw)) ||
 	    (ret = accel_buffer_alloc(dev, (uint64_t)o->n * o->k * oh * ow * 4, &bo)))
 		return fail(dev, "buffer", ret);
-	accel_tensor_4d(bi, 0, dt, ACCEL_LAYOUT_NHWC, o->n, o->c, o->h, o->w, &I);
-	accel_tensor_4d(bw, 0, dt, ACCEL_LAYOUT_NHWC, o->k, cg, o->r, o->s, &W);
-	accel_tensor_4d(bo, 0, o->f32 ? ACCEL_FP32 : (o->requant ? ACCEL_INT8 : ACCEL_INT32), ACCEL_LAYOUT_NHWC, o->n, o->k,
-			oh, ow, &O);
+	if ((ret = accel_tensor_4d(bi, 0, dt, ACCEL_LAYOUT_NHWC, o->n, o->c, o->h, o->w, &I)) ||
+	    (ret = accel_tensor_4d(bw, 0, dt, ACCEL_LAYOUT_NHWC, o->k, cg, o->r, o->s, &W)) ||
+	    (ret = accel_tensor_4d(bo, 0, o->f32 ? ACCEL_FP32 : (o->requant ? ACCEL_INT8 : ACCEL_INT32),
+				   ACCEL_LAYOUT_NHWC, o->n, o->k, oh, ow, &O)))
+		return fail(dev, "tensor", ret);
 	fill(accel_buffer_ptr(bi), in_b / e, o->f32, &s);
 	fill(accel_buffer_ptr(bw), w_b / e, o->f32, &s);
 	memset(&d, 0, sizeof(d));

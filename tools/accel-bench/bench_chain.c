@@ -112,11 +112,12 @@ static int side_setup(struct side *s, const char *path, const struct chain_opts 
 		((int8_t *)accel_buffer_ptr(s->bb))[i] = (int8_t)xrng(&seed);
 	for (uint64_t i = 0; i < (uint64_t)o->n * o->p; i++)
 		((int8_t *)accel_buffer_ptr(s->bc))[i] = (int8_t)xrng(&seed);
-	accel_tensor_2d(s->ba, 0, ACCEL_INT8, o->m, o->k, &s->ta);
-	accel_tensor_2d(s->bb, 0, ACCEL_INT8, o->k, o->n, &s->tb);
-	accel_tensor_2d(s->bc, 0, ACCEL_INT8, o->n, o->p, &s->tc);
-	accel_tensor_2d(s->bp, 0, ACCEL_INT8, o->m, o->n, &s->tp);
-	accel_tensor_2d(s->bo, 0, ACCEL_INT32, o->m, o->p, &s->to);
+	if ((ret = accel_tensor_2d(s->ba, 0, ACCEL_INT8, o->m, o->k, &s->ta)) ||
+	    (ret = accel_tensor_2d(s->bb, 0, ACCEL_INT8, o->k, o->n, &s->tb)) ||
+	    (ret = accel_tensor_2d(s->bc, 0, ACCEL_INT8, o->n, o->p, &s->tc)) ||
+	    (ret = accel_tensor_2d(s->bp, 0, ACCEL_INT8, o->m, o->n, &s->tp)) ||
+	    (ret = accel_tensor_2d(s->bo, 0, ACCEL_INT32, o->m, o->p, &s->to)))
+		return ret;
 	memset(&s->g1, 0, sizeof(s->g1));
 	s->g1.a = &s->ta;
 	s->g1.b = &s->tb;

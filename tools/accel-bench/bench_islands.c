@@ -114,7 +114,9 @@ static int run_graph(struct isl_run *r, const char *dev_path, uint32_t m, uint32
 		ret = accel_buffer_alloc(r->dev, (uint64_t)rows * cols * e, &r->b[i]);
 		if (ret)
 			return ret;
-		accel_tensor_2d(r->b[i], 0, shp[i].dt, rows, cols, &r->t[i]);
+		ret = accel_tensor_2d(r->b[i], 0, shp[i].dt, rows, cols, &r->t[i]);
+		if (ret)
+			return ret;
 		for (uint64_t q = 0; q < (uint64_t)rows * cols; q++) {
 			if (shp[i].dt == ACCEL_FP32)
 				((float *)accel_buffer_ptr(r->b[i]))[q] = (float)((int)(xrng(&seed) % 7) - 3);

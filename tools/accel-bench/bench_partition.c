@@ -75,9 +75,10 @@ int bench_partition_main(int argc, char **argv)
 	if ((ret = accel_buffer_alloc(dev, (uint64_t)H * W * C, &bi)) || (ret = accel_buffer_alloc(dev, (uint64_t)KO * R * R * C, &bw)) ||
 	    (ret = accel_buffer_alloc(dev, (uint64_t)H * W * KO * 4, &bo)))
 		goto out;
-	accel_tensor_4d(bi, 0, ACCEL_INT8, ACCEL_LAYOUT_NHWC, 1, C, H, W, &ti);
-	accel_tensor_4d(bw, 0, ACCEL_INT8, ACCEL_LAYOUT_NHWC, KO, C, R, R, &tw);
-	accel_tensor_4d(bo, 0, ACCEL_INT32, ACCEL_LAYOUT_NHWC, 1, KO, H, W, &to);
+	if ((ret = accel_tensor_4d(bi, 0, ACCEL_INT8, ACCEL_LAYOUT_NHWC, 1, C, H, W, &ti)) ||
+	    (ret = accel_tensor_4d(bw, 0, ACCEL_INT8, ACCEL_LAYOUT_NHWC, KO, C, R, R, &tw)) ||
+	    (ret = accel_tensor_4d(bo, 0, ACCEL_INT32, ACCEL_LAYOUT_NHWC, 1, KO, H, W, &to)))
+		goto out;
 	in = accel_buffer_ptr(bi);
 	wt = accel_buffer_ptr(bw);
 	for (uint32_t y = 0; y < H; y++) {

@@ -194,7 +194,7 @@ static int bench_layout(struct accel_dev *dev, const struct popts *o, enum accel
 {
 	uint32_t e = o->f32 ? 4 : 1, eh = o->dil * (o->r - 1) + 1, ew = o->dil * (o->s - 1) + 1, oh, ow;
 	size_t in_n = (size_t)o->n * o->c * o->h * o->w, out_b;
-	enum accel_dtype dt = o->f32 ? ACCEL_FP32 : ACCEL_INT8;
+	enum accel_dtype dt = o->f32 ? ACCEL_FP32 : ACCEL_INT8, odt = o->f32 ? ACCEL_FP32 : ACCEL_INT32;
 	struct accel_plan_conv_desc d = {
 		.layout = L, .c_block = L == ACCEL_PLAN_NCHWC ? o->cb : 0, .dtype = dt, .n = o->n, .c = o->c, .h = o->h,
 		.w = o->w, .k = o->k, .r = o->r, .s = o->s, .stride_h = o->stride, .stride_w = o->stride,
@@ -265,12 +265,15 @@ static int bench_layout(struct accel_dev *dev, const struct popts *o, enum accel
 
 					memcpy((uint8_t *)accel_buffer_ptr(bw2) + pi * e, (const uint8_t *)wt + li * e, e);
 				}
-	accel_tensor_2d(bwp, 0, dt, o->k, info.n_offsets, &W);
-	accel_tensor_4d(bo1, 0, o->f32 ? ACCEL_FP32 : ACCEL_INT32, ACCEL_LAYOUT_NHWC, o->n, o->k, oh, ow, &O1);
-	accel_tensor_4d(bo2, 0, o->f32 ? ACCEL_FP32 : ACCEL_INT32, ACCEL_LAYOUT_NHWC, o->n, o->k, oh, ow, &O2);
-	accel_tensor_4d(bo3, 0, o->f32 ? ACCEL_FP32 : ACCEL_INT32, ACCEL_LAYOUT_NHWC, o->n, o->k, oh, ow, &O3);
-	accel_tensor_4d(bin2, 0, dt, il, o->n, o->c, o->h, o->w, &I2);
-	accel_tensor_4d(bw2, 0, dt, il, o->k, o->c, o->r, o->s, &W2);
+	if ((ret = accel_tensor_2d(bwp, 0, dt, o->k, info.n_offsets, &W)) ||
+	    (ret = accel_tensor_4d(bo1, 0, odt, ACCEL_LAYOUT_NHWC, o->n, o->k, oh, ow, &O1)) ||
+	    (ret = accel_tensor_4d(bo2, 0, odt, ACCEL_LAYOUT_NHWC, o->n, o->k, oh, ow, &O2)) ||
+	    (ret = accel_tensor_4d(bo3, 0, odt, ACCEL_LAYOUT_NHWC, o->n, o->k, oh, ow, &O3)) ||
+	    (ret = accel_tensor_4d(bin2, 0, dt, il, o->n, o->c, o->h, o->w, &I2)) ||
+	    (ret = accel_tensor_4d(bw2, 0, dt, il, o->k, o->c, o->r, o->s, &W2))) {
+		ret = bench_fail(dev, "tensor", ret);
+		goto out;
+	}
 	if ((ret = run_plan_conv(dev, plan, bin, &W, &O1, &first)) ||
 	    (ret = run_plan_conv(dev, plan, bin, &W, &O2, &reuse))) {
 		ret = bench_fail(dev, "plan conv", ret);

@@ -131,17 +131,16 @@ static int pwdw_setup(struct accel_dev *dev, const struct pwdw_opts *o, struct p
 	B->out = balloc(dev, (uint64_t)o->n * B->oh * B->ow * C * e);
 	if (!B->x || !B->wp || !B->bp || !B->mid || !B->wd || !B->bd || !B->out)
 		return -1;
-	accel_tensor_4d(B->x, 0, dt, ACCEL_LAYOUT_NHWC, o->n, o->cin, o->h, o->w, &B->X);
-	accel_tensor_4d(B->wp, 0, dt, ACCEL_LAYOUT_NHWC, C, o->cin, 1, 1, &B->Wp);
-	accel_tensor_4d(B->mid, 0, dt, ACCEL_LAYOUT_NHWC, o->n, C, o->h, o->w, &B->Mid);
-	accel_tensor_4d(B->wd, 0, dt, ACCEL_LAYOUT_NHWC, C, 1, o->r, o->s, &B->Wd);
-	accel_tensor_4d(B->out, 0, dt, ACCEL_LAYOUT_NHWC, o->n, C, B->oh, B->ow, &B->Out);
-	if (o->f32) {
-		accel_tensor_2d(B->bp, 0, ACCEL_FP32, 1, C, &B->Bp);
-		accel_tensor_2d(B->bd, 0, ACCEL_FP32, 1, C, &B->Bd);
-	} else {	/* QCOL records {bias, multiplier, shift} */
-		accel_tensor_2d(B->bp, 0, ACCEL_INT32, C, 3, &B->Bp);
-		accel_tensor_2d(B->bd, 0, ACCEL_INT32, C, 3, &B->Bd);
+	/* fp32: 1 x C biases; int8: QCOL records {bias, multiplier, shift}, C x 3 */
+	if (accel_tensor_4d(B->x, 0, dt, ACCEL_LAYOUT_NHWC, o->n, o->cin, o->h, o->w, &B->X) ||
+	    accel_tensor_4d(B->wp, 0, dt, ACCEL_LAYOUT_NHWC, C, o->cin, 1, 1, &B->Wp) ||
+	    accel_tensor_4d(B->mid, 0, dt, ACCEL_LAYOUT_NHWC, o->n, C, o->h, o->w, &B->Mid) ||
+	    accel_tensor_4d(B->wd, 0, dt, ACCEL_LAYOUT_NHWC, C, 1, o->r, o->s, &B->Wd) ||
+	    accel_tensor_4d(B->out, 0, dt, ACCEL_LAYOUT_NHWC, o->n, C, B->oh, B->ow, &B->Out) ||
+	    accel_tensor_2d(B->bp, 0, o->f32 ? ACCEL_FP32 : ACCEL_INT32, o->f32 ? 1 : C, o->f32 ? C : 3, &B->Bp) ||
+	    accel_tensor_2d(B->bd, 0, o->f32 ? ACCEL_FP32 : ACCEL_INT32, o->f32 ? 1 : C, o->f32 ? C : 3, &B->Bd)) {
+		fprintf(stderr, "%s: tensor: %s\n", PROG, accel_last_error(dev));
+		return -1;
 	}
 	for (uint64_t i = 0; i < npix * o->cin; i++)
 		if (o->f32)
@@ -334,7 +333,7 @@ int bench_pwdw_main(int argc, char **argv)
 	accel_query_caps(dev, &caps);
 	memset(&B, 0, sizeof(B));
 	if (pwdw_setup(dev, &o, &B)) {
-		fprintf(stderr, "%s: out of device memory\n", PROG);
+		fprintf(stderr, "%s: cannot set up the buffers and tensors\n", PROG);
 		accel_close(dev);
 		return 1;
 	}

@@ -45,10 +45,11 @@ static int run_case(struct accel_dev *dev, uint32_t M, uint32_t N, uint32_t K, d
 	    (ret = accel_buffer_alloc(dev, (uint64_t)M * N * 4, &bc)) ||
 	    (ret = accel_buffer_alloc(dev, (uint64_t)M * N * 4, &bs)))
 		goto out;
-	accel_tensor_2d(ba, 0, ACCEL_INT8, M, K, &ta);
-	accel_tensor_2d(bw, 0, ACCEL_INT8, K, N, &tw);
-	accel_tensor_2d(bc, 0, ACCEL_INT32, M, N, &tc);
-	accel_tensor_2d(bs, 0, ACCEL_INT32, M, N, &ts);
+	if ((ret = accel_tensor_2d(ba, 0, ACCEL_INT8, M, K, &ta)) ||
+	    (ret = accel_tensor_2d(bw, 0, ACCEL_INT8, K, N, &tw)) ||
+	    (ret = accel_tensor_2d(bc, 0, ACCEL_INT32, M, N, &tc)) ||
+	    (ret = accel_tensor_2d(bs, 0, ACCEL_INT32, M, N, &ts)))
+		goto out;
 	a = accel_buffer_ptr(ba);
 	w = accel_buffer_ptr(bw);
 	for (uint64_t i = 0; i < (uint64_t)M * K; i++)

@@ -84,6 +84,25 @@ static struct accel_buffer *B(struct accel_dev *dev, uint64_t bytes)
 	return b;
 }
 
+/* The tensor constructors, checked as B checks allocations (the shapes are this file's constants). */
+static void T2(struct accel_dev *dev, struct accel_buffer *b, uint64_t off, enum accel_dtype dt, uint32_t rows,
+	       uint32_t cols, struct accel_tensor *t)
+{
+	if (accel_tensor_2d(b, off, dt, rows, cols, t)) {
+		fprintf(stderr, "accel-bench vec: tensor: %s\n", accel_last_error(dev));
+		exit(1);
+	}
+}
+
+static void T4(struct accel_dev *dev, struct accel_buffer *b, uint64_t off, enum accel_dtype dt, enum accel_layout l,
+	       uint32_t n, uint32_t c, uint32_t h, uint32_t w, struct accel_tensor *t)
+{
+	if (accel_tensor_4d(b, off, dt, l, n, c, h, w, t)) {
+		fprintf(stderr, "accel-bench vec: tensor: %s\n", accel_last_error(dev));
+		exit(1);
+	}
+}
+
 static void fill_f(float *p, uint64_t n, uint32_t seed)
 {
 	for (uint64_t i = 0; i < n; i++) {
@@ -132,9 +151,9 @@ int bench_vec_main(int argc, char **argv)
 		struct vcase v = { "eltwise-add-relu-fp32", E, { 0 }, 0, true };
 		float *pa = accel_buffer_ptr(ba), *pb = accel_buffer_ptr(bb), *po = accel_buffer_ptr(bo);
 
-		accel_tensor_4d(ba, 0, ACCEL_FP32, ACCEL_LAYOUT_NHWC, 1, C, H, W, &a);
-		accel_tensor_4d(bb, 0, ACCEL_FP32, ACCEL_LAYOUT_NHWC, 1, C, H, W, &b);
-		accel_tensor_4d(bo, 0, ACCEL_FP32, ACCEL_LAYOUT_NHWC, 1, C, H, W, &o);
+		T4(dev, ba, 0, ACCEL_FP32, ACCEL_LAYOUT_NHWC, 1, C, H, W, &a);
+		T4(dev, bb, 0, ACCEL_FP32, ACCEL_LAYOUT_NHWC, 1, C, H, W, &b);
+		T4(dev, bo, 0, ACCEL_FP32, ACCEL_LAYOUT_NHWC, 1, C, H, W, &o);
 		fill_f(pa, E, 1);
 		fill_f(pb, E, 2);
 		RUN(&v, dev, accel_eltwise(dev, &d, NULL, &j_));
@@ -150,9 +169,9 @@ int bench_vec_main(int argc, char **argv)
 			struct vcase v8 = { "eltwise-add-int8-requant", E, { 0 }, 0, true };
 			int8_t *qa = accel_buffer_ptr(ba), *qb = accel_buffer_ptr(bb), *qo = accel_buffer_ptr(bo);
 
-			accel_tensor_4d(ba, 0, ACCEL_INT8, ACCEL_LAYOUT_NHWC, 1, C, H, W, &a8);
-			accel_tensor_4d(bb, 0, ACCEL_INT8, ACCEL_LAYOUT_NHWC, 1, C, H, W, &b8);
-			accel_tensor_4d(bo, 0, ACCEL_INT8, ACCEL_LAYOUT_NHWC, 1, C, H, W, &o8);
+			T4(dev, ba, 0, ACCEL_INT8, ACCEL_LAYOUT_NHWC, 1, C, H, W, &a8);
+			T4(dev, bb, 0, ACCEL_INT8, ACCEL_LAYOUT_NHWC, 1, C, H, W, &b8);
+			T4(dev, bo, 0, ACCEL_INT8, ACCEL_LAYOUT_NHWC, 1, C, H, W, &o8);
 			fill_b(qa, E, 3);
 			fill_b(qb, E, 4);
 			RUN(&v8, dev, accel_eltwise(dev, &d8, NULL, &j_));
@@ -174,9 +193,9 @@ int bench_vec_main(int argc, char **argv)
 			struct vcase vq = { "qadd-int8-relu", E, { 0 }, 0, true };
 			int8_t *qa = accel_buffer_ptr(ba), *qb = accel_buffer_ptr(bb), *qo = accel_buffer_ptr(bo);
 
-			accel_tensor_4d(ba, 0, ACCEL_INT8, ACCEL_LAYOUT_NHWC, 1, C, H, W, &a8);
-			accel_tensor_4d(bb, 0, ACCEL_INT8, ACCEL_LAYOUT_NHWC, 1, C, H, W, &b8);
-			accel_tensor_4d(bo, 0, ACCEL_INT8, ACCEL_LAYOUT_NHWC, 1, C, H, W, &o8);
+			T4(dev, ba, 0, ACCEL_INT8, ACCEL_LAYOUT_NHWC, 1, C, H, W, &a8);
+			T4(dev, bb, 0, ACCEL_INT8, ACCEL_LAYOUT_NHWC, 1, C, H, W, &b8);
+			T4(dev, bo, 0, ACCEL_INT8, ACCEL_LAYOUT_NHWC, 1, C, H, W, &o8);
 			fill_b(qa, E, 3);
 			fill_b(qb, E, 4);
 			RUN(&vq, dev, accel_qadd(dev, &dq, NULL, &j_));
@@ -218,8 +237,8 @@ int bench_vec_main(int argc, char **argv)
 			struct vcase va = { "activation-sigmoid-int8-lut", E, { 0 }, 0, true };
 			int8_t *qa = accel_buffer_ptr(ba), *qo = accel_buffer_ptr(bo);
 
-			accel_tensor_4d(ba, 0, ACCEL_INT8, ACCEL_LAYOUT_NHWC, 1, C, H, W, &a8);
-			accel_tensor_4d(bo, 0, ACCEL_INT8, ACCEL_LAYOUT_NHWC, 1, C, H, W, &o8);
+			T4(dev, ba, 0, ACCEL_INT8, ACCEL_LAYOUT_NHWC, 1, C, H, W, &a8);
+			T4(dev, bo, 0, ACCEL_INT8, ACCEL_LAYOUT_NHWC, 1, C, H, W, &o8);
 			fill_b(qa, E, 6);
 			RUN(&va, dev, accel_activation(dev, &ad, NULL, &j_));
 			for (uint64_t i = 0; i < E && va.ok; i += 83) {
@@ -236,8 +255,8 @@ int bench_vec_main(int argc, char **argv)
 			struct accel_transpose_desc td = { .input = &ti, .output = &to, .perm = { 0, 1, 2, 3 } };
 			struct vcase vt = { "transpose-nchw-to-nhwc-fp32", E, { 0 }, 0, true };
 
-			accel_tensor_4d(ba, 0, ACCEL_FP32, ACCEL_LAYOUT_NCHW, 1, C, H, W, &ti);
-			accel_tensor_4d(bo, 0, ACCEL_FP32, ACCEL_LAYOUT_NHWC, 1, C, H, W, &to);
+			T4(dev, ba, 0, ACCEL_FP32, ACCEL_LAYOUT_NCHW, 1, C, H, W, &ti);
+			T4(dev, bo, 0, ACCEL_FP32, ACCEL_LAYOUT_NHWC, 1, C, H, W, &to);
 			fill_f(pa, E, 7);
 			RUN(&vt, dev, accel_transpose(dev, &td, NULL, &j_));
 			for (uint64_t i = 0; i < E && vt.ok; i += 79) {
@@ -262,8 +281,8 @@ int bench_vec_main(int argc, char **argv)
 				mult[c] = 1073741824 + c * 1000003;
 				shift[c] = (uint8_t)(38 + c % 3);
 			}
-			accel_tensor_4d(ba, 0, ACCEL_INT32, ACCEL_LAYOUT_NHWC, 1, C, H, W, &ti);
-			accel_tensor_4d(bo, 0, ACCEL_INT8, ACCEL_LAYOUT_NHWC, 1, C, H, W, &to);
+			T4(dev, ba, 0, ACCEL_INT32, ACCEL_LAYOUT_NHWC, 1, C, H, W, &ti);
+			T4(dev, bo, 0, ACCEL_INT8, ACCEL_LAYOUT_NHWC, 1, C, H, W, &to);
 			for (uint64_t i = 0; i < E; i++)
 				xa[i] = (int32_t)(i * 2654435761u % 40000001u) - 20000000;
 			RUN(&vr, dev, accel_requant(dev, &rd, NULL, &j_));
@@ -291,8 +310,8 @@ int bench_vec_main(int argc, char **argv)
 			struct vcase vp = { f32 ? "maxpool-3x3s2-112x112x64-fp32" : "maxpool-3x3s2-112x112x64-int8", E, { 0 }, 0,
 					    true };
 
-			accel_tensor_4d(bi, 0, f32 ? ACCEL_FP32 : ACCEL_INT8, ACCEL_LAYOUT_NHWC, 1, C, SH, SW, &ti);
-			accel_tensor_4d(bo, 0, f32 ? ACCEL_FP32 : ACCEL_INT8, ACCEL_LAYOUT_NHWC, 1, C, H, W, &to);
+			T4(dev, bi, 0, f32 ? ACCEL_FP32 : ACCEL_INT8, ACCEL_LAYOUT_NHWC, 1, C, SH, SW, &ti);
+			T4(dev, bo, 0, f32 ? ACCEL_FP32 : ACCEL_INT8, ACCEL_LAYOUT_NHWC, 1, C, H, W, &to);
 			if (f32)
 				fill_f(accel_buffer_ptr(bi), ie, 8);
 			else
@@ -331,8 +350,8 @@ int bench_vec_main(int argc, char **argv)
 		struct vcase vl = { "layernorm-128x768-fp32", (uint64_t)LR * LL, { 0 }, 0, true };
 		float *x = accel_buffer_ptr(bi), *y = accel_buffer_ptr(bo);
 
-		accel_tensor_2d(bi, 0, ACCEL_FP32, R, L, &ti);
-		accel_tensor_2d(bo, 0, ACCEL_FP32, R, L, &to);
+		T2(dev, bi, 0, ACCEL_FP32, R, L, &ti);
+		T2(dev, bo, 0, ACCEL_FP32, R, L, &to);
 		fill_f(x, (uint64_t)R * L, 9);
 		RUN(&vs, dev, accel_softmax(dev, &sd, NULL, &j_));
 		for (uint32_t r = 0; r < R && vs.ok; r += 37) {
@@ -344,8 +363,8 @@ int bench_vec_main(int argc, char **argv)
 		}
 		report(&vs);
 		all_ok &= vs.ok;
-		accel_tensor_2d(bi, 0, ACCEL_FP32, LR, LL, &ti);
-		accel_tensor_2d(bo, 0, ACCEL_FP32, LR, LL, &to);
+		T2(dev, bi, 0, ACCEL_FP32, LR, LL, &ti);
+		T2(dev, bo, 0, ACCEL_FP32, LR, LL, &to);
 		RUN(&vl, dev, accel_layernorm(dev, &ld, NULL, &j_));
 		for (uint32_t r = 0; r < LR && vl.ok; r += 13) {
 			double m = 0, v = 0;
@@ -374,11 +393,11 @@ int bench_vec_main(int argc, char **argv)
 		struct vcase v1 = { "gemm-then-eltwise: gemm", (uint64_t)M * N, { 0 }, 0, true };
 		struct vcase v2 = { "gemm-then-eltwise: add", (uint64_t)M * N, { 0 }, 0, true };
 
-		accel_tensor_2d(ba, 0, ACCEL_FP32, M, K, &a);
-		accel_tensor_2d(bw, 0, ACCEL_FP32, K, N, &w);
-		accel_tensor_2d(bc, 0, ACCEL_FP32, M, N, &c);
-		accel_tensor_2d(br, 0, ACCEL_FP32, M, N, &r);
-		accel_tensor_2d(bt, 0, ACCEL_FP32, M, N, &t);
+		T2(dev, ba, 0, ACCEL_FP32, M, K, &a);
+		T2(dev, bw, 0, ACCEL_FP32, K, N, &w);
+		T2(dev, bc, 0, ACCEL_FP32, M, N, &c);
+		T2(dev, br, 0, ACCEL_FP32, M, N, &r);
+		T2(dev, bt, 0, ACCEL_FP32, M, N, &t);
 		fill_f(accel_buffer_ptr(ba), (uint64_t)M * K, 10);
 		fill_f(accel_buffer_ptr(bw), (uint64_t)K * N, 11);
 		fill_f(accel_buffer_ptr(br), (uint64_t)M * N, 12);

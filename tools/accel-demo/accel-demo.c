@@ -186,6 +186,7 @@ static int gemm_setup(struct demo *d, struct bufs *bs, const char *what, enum ac
 {
 	char step[64];
 	size_t ei = accel_dtype_size(in), eo = accel_dtype_size(out);
+	int ret;
 
 	snprintf(step, sizeof(step), "%s: alloc A", what);
 	if (alloc(d, bs, (uint64_t)M * K * ei, step, &io->ba))
@@ -196,9 +197,11 @@ static int gemm_setup(struct demo *d, struct bufs *bs, const char *what, enum ac
 	snprintf(step, sizeof(step), "%s: alloc C", what);
 	if (alloc(d, bs, (uint64_t)M * N * eo, step, &io->bc))
 		return -1;
-	accel_tensor_2d(io->ba, 0, in, M, K, &io->A);
-	accel_tensor_2d(io->bb, 0, in, K, N, &io->B);
-	accel_tensor_2d(io->bc, 0, out, M, N, &io->C);
+	snprintf(step, sizeof(step), "%s: tensors", what);
+	if ((ret = accel_tensor_2d(io->ba, 0, in, M, K, &io->A)) ||
+	    (ret = accel_tensor_2d(io->bb, 0, in, K, N, &io->B)) ||
+	    (ret = accel_tensor_2d(io->bc, 0, out, M, N, &io->C)))
+		return lib_fail(d, step, ret);
 	memset(&io->g, 0, sizeof(io->g));
 	io->g.a = &io->A;
 	io->g.b = &io->B;
@@ -334,10 +337,13 @@ static int demo_conv_i8(struct demo *d, struct row *r)
 	    alloc(d, &bs, (uint64_t)geo.k * 4, "conv int8: alloc bias", &bbias) ||
 	    alloc(d, &bs, out_elems, "conv int8: alloc output", &bo))
 		goto out;
-	accel_tensor_4d(bi, 0, ACCEL_INT8, ACCEL_LAYOUT_NHWC, geo.n, geo.c, geo.h, geo.w, &I);
-	accel_tensor_4d(bw, 0, ACCEL_INT8, ACCEL_LAYOUT_NHWC, geo.k, geo.c, geo.r, geo.s, &W);
-	accel_tensor_2d(bbias, 0, ACCEL_INT32, 1, geo.k, &Bias);
-	accel_tensor_4d(bo, 0, ACCEL_INT8, ACCEL_LAYOUT_NHWC, geo.n, geo.k, geo.oh, geo.ow, &O);
+	if ((ret = accel_tensor_4d(bi, 0, ACCEL_INT8, ACCEL_LAYOUT_NHWC, geo.n, geo.c, geo.h, geo.w, &I)) ||
+	    (ret = accel_tensor_4d(bw, 0, ACCEL_INT8, ACCEL_LAYOUT_NHWC, geo.k, geo.c, geo.r, geo.s, &W)) ||
+	    (ret = accel_tensor_2d(bbias, 0, ACCEL_INT32, 1, geo.k, &Bias)) ||
+	    (ret = accel_tensor_4d(bo, 0, ACCEL_INT8, ACCEL_LAYOUT_NHWC, geo.n, geo.k, geo.oh, geo.ow, &O))) {
+		ret = lib_fail(d, "conv int8: tensors", ret);
+		goto out;
+	}
 	fill_i8(&d->rng, accel_buffer_ptr(bi), in_bytes);
 	fill_i8(&d->rng, accel_buffer_ptr(bw), wt_bytes);
 	bias = accel_buffer_ptr(bbias);

@@ -88,6 +88,66 @@ Test(api, buffers_and_tensors_are_validated)
 	accel_close(dev);
 }
 
+/* Issue #27 B5: a failed constructor leaves *out all-zero (never the caller's stale bytes), so a
+ * caller that misses the error hands the operation a tensor without a buffer: a clean -EINVAL, not a
+ * dereference of a garbage buf pointer. */
+static bool all_zero(const struct accel_tensor *t)
+{
+	static const struct accel_tensor z;
+
+	return !memcmp(t, &z, sizeof(z));
+}
+
+Test(api, tensor_constructors_zero_the_tensor_on_failure)
+{
+	struct accel_dev *dev = open_dev(NULL);
+	struct accel_buffer *b = alloc_buf(dev, 4 * 8 * 8 * 4), *bw = alloc_buf(dev, 6 * 4 * 9);
+	struct accel_buffer *bo = alloc_buf(dev, 6 * 64 * 4);
+	struct accel_tensor t, W, O;
+	struct accel_conv2d_desc d;
+
+#define GARBAGE(t) memset(&(t), 0xA5, sizeof(t))	/* an uninitialised stack tensor */
+	GARBAGE(t);
+	cr_assert_eq(accel_tensor_2d(NULL, 0, ACCEL_INT8, 1, 1, &t), -EINVAL);
+	cr_assert(all_zero(&t), "2d, buf NULL");
+	GARBAGE(t);
+	cr_assert_eq(accel_tensor_2d(b, 0, ACCEL_INT8, 0, 10, &t), -EINVAL);
+	cr_assert(all_zero(&t), "2d, rows 0");
+	GARBAGE(t);
+	cr_assert_eq(accel_tensor_2d(b, 0, (enum accel_dtype)9, 1, 1, &t), -EINVAL);
+	cr_assert(all_zero(&t), "2d, unknown dtype");
+	GARBAGE(t);
+	cr_assert_eq(accel_tensor_4d(NULL, 0, ACCEL_INT8, ACCEL_LAYOUT_NHWC, 1, 1, 1, 1, &t), -EINVAL);
+	cr_assert(all_zero(&t), "4d, buf NULL");
+	GARBAGE(t);
+	cr_assert_eq(accel_tensor_4d(b, 0, ACCEL_INT8, ACCEL_LAYOUT_NHWC, 0, 4, 8, 8, &t), -EINVAL);
+	cr_assert(all_zero(&t), "4d, batch 0");
+	GARBAGE(t);
+	cr_assert_eq(accel_tensor_4d(b, 0, ACCEL_INT8, ACCEL_LAYOUT_ROWMAJOR, 1, 1, 1, 1, &t), -EINVAL);
+	cr_assert(all_zero(&t), "4d, 2-D layout");
+	cr_assert_eq(accel_tensor_2d(b, 0, ACCEL_INT8, 1, 1, NULL), -EINVAL);
+	cr_assert_eq(accel_tensor_4d(b, 0, ACCEL_INT8, ACCEL_LAYOUT_NHWC, 1, 1, 1, 1, NULL), -EINVAL);
+
+	/* the batch-0 input of a convolution whose caller ignored the constructor's error */
+	GARBAGE(t);
+	(void)accel_tensor_4d(b, 0, ACCEL_INT8, ACCEL_LAYOUT_NHWC, 0, 4, 8, 8, &t);
+	cr_assert_eq(accel_tensor_4d(bw, 0, ACCEL_INT8, ACCEL_LAYOUT_NHWC, 6, 4, 3, 3, &W), 0);
+	cr_assert_eq(accel_tensor_4d(bo, 0, ACCEL_INT32, ACCEL_LAYOUT_NHWC, 1, 6, 8, 8, &O), 0);
+	memset(&d, 0, sizeof(d));
+	d.input = &t;
+	d.weights = &W;
+	d.output = &O;
+	d.stride_h = d.stride_w = d.dil_h = d.dil_w = d.groups = 1;
+	d.pad_top = d.pad_left = d.pad_bottom = d.pad_right = 1;
+	ASSERT_ERR(accel_conv2d(dev, &d, NULL, NULL), -EINVAL);
+	cr_assert(strstr(accel_last_error(dev), "no buffer") != NULL, "%s", accel_last_error(dev));
+#undef GARBAGE
+	accel_buffer_free(b);
+	accel_buffer_free(bw);
+	accel_buffer_free(bo);
+	accel_close(dev);
+}
+
 struct gemm_fix {
 	struct accel_buffer *ba, *bb, *bc, *bbias;
 	struct accel_tensor A, B, C, BIAS;

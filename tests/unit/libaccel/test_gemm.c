@@ -408,3 +408,100 @@ Test(gemm, per_column_requant_records)
 		accel_close(dev);
 	}
 }
+
+/* C = A x B (int8) requantised to int8 with records rec (N x {bias, multiplier, shift}) when qcol, else
+ * with rec[0..N) as a per-tensor bias and mult/shift/zp; the outputs that differ from the reference. */
+static unsigned gemm_i8_requant_wrong(struct accel_dev *dev, uint32_t M, uint32_t N, uint32_t K, bool qcol,
+				      uint64_t seed)
+{
+	struct accel_buffer *ba = alloc_buf(dev, (uint64_t)M * K), *bb = alloc_buf(dev, (uint64_t)K * N);
+	struct accel_buffer *bc = alloc_buf(dev, (uint64_t)M * N), *br = alloc_buf(dev, (uint64_t)N * 12);
+	int8_t *a = accel_buffer_ptr(ba), *b = accel_buffer_ptr(bb), *c = accel_buffer_ptr(bc);
+	int32_t *rec = accel_buffer_ptr(br), *acc = calloc(N, sizeof(*acc));
+	struct accel_tensor A, B, C, R;
+	struct accel_gemm_desc d;
+	int32_t mult;
+	uint8_t shift;
+	unsigned wrong = 0;
+	uint64_t s = seed;
+	int ret;
+
+	cr_assert(acc);
+	fill_i8(a, (size_t)M * K, &s);
+	fill_i8(b, (size_t)K * N, &s);
+	cr_assert_eq(accel_quant_from_scale(1.0 / (64.0 * sqrt((double)K)), &mult, &shift), 0);
+	for (uint32_t j = 0; j < N; j++) {
+		uint8_t sh;
+
+		if (!qcol) {
+			rec[j] = (int32_t)(xrng(&s) % 20001) - 10000;
+			continue;
+		}
+		rec[3 * j] = (int32_t)(xrng(&s) % 40001) - 20000;
+		cr_assert_eq(accel_quant_from_scale(exp2((double)(xrng(&s) % 4097) / 512.0 - 12.0), &rec[3 * j + 1],
+						    &sh), 0);
+		rec[3 * j + 2] = sh;
+	}
+	cr_assert_eq(accel_tensor_2d(ba, 0, ACCEL_INT8, M, K, &A), 0);
+	cr_assert_eq(accel_tensor_2d(bb, 0, ACCEL_INT8, K, N, &B), 0);
+	cr_assert_eq(accel_tensor_2d(bc, 0, ACCEL_INT8, M, N, &C), 0);
+	cr_assert_eq(accel_tensor_2d(br, 0, ACCEL_INT32, qcol ? N : 1, qcol ? 3 : N, &R), 0);
+	memset(&d, 0, sizeof(d));
+	d.a = &A;
+	d.b = &B;
+	d.c = &C;
+	d.epi.bias = &R;
+	d.epi.zero_point = 5;
+	if (!qcol) {
+		d.epi.multiplier = mult;
+		d.epi.shift = shift;
+	}
+	ret = accel_gemm(dev, &d, NULL, NULL);
+	cr_expect_eq(ret, 0, "%ux%ux%u %s: %s: %s", M, N, K, qcol ? "per-column" : "per-tensor", accel_strerror(ret),
+		     accel_last_error(dev));
+	for (uint32_t i = 0; !ret && i < M; i++) {
+		memset(acc, 0, N * sizeof(*acc));
+		for (uint32_t k = 0; k < K; k++)
+			for (uint32_t j = 0; j < N; j++)
+				acc[j] += a[(size_t)i * K + k] * b[(size_t)k * N + j];
+		for (uint32_t j = 0; j < N; j++) {
+			int8_t want = qcol ? ref_requant(acc[j] + rec[3 * j], rec[3 * j + 1],
+							 (unsigned)rec[3 * j + 2], 5)
+					   : ref_requant(acc[j] + rec[j], mult, shift, 5);
+
+			wrong += c[(size_t)i * N + j] != want;
+		}
+	}
+	free(acc);
+	accel_buffer_free(ba);
+	accel_buffer_free(bb);
+	accel_buffer_free(bc);
+	accel_buffer_free(br);
+	return ret ? M * N : wrong;
+}
+
+/* Issue #27 B1: the plan cache handed the per-tensor GEMM's plan (4-byte bias columns) to the
+ * per-column requantisation of the same shape (12-byte records), whose records then overran the
+ * storage-unit half (-EIO SRAM_RANGE).  Both in one thread (one test process), each checked. */
+Test(gemm, per_column_requant_after_per_tensor_of_the_same_shape)
+{
+	static const struct {
+		const char *dev;
+		uint32_t M, N, K;
+	} cases[] = {
+		{ "sim:sram=65536", 8, 4096, 1024 },
+		{ "sim:sram=65536", 1, 8192, 256 },
+		{ NULL, 1, 65536, 1024 },	/* the default geometry */
+	};
+
+	for (unsigned i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
+		struct accel_dev *dev = open_dev(cases[i].dev);
+		unsigned w;
+
+		w = gemm_i8_requant_wrong(dev, cases[i].M, cases[i].N, cases[i].K, false, 0x2701 + i);
+		cr_expect_eq(w, 0, "case %u per-tensor: %u outputs differ", i, w);
+		w = gemm_i8_requant_wrong(dev, cases[i].M, cases[i].N, cases[i].K, true, 0x2781 + i);
+		cr_expect_eq(w, 0, "case %u per-column: %u outputs differ", i, w);
+		accel_close(dev);
+	}
+}

@@ -788,10 +788,7 @@ static void vec_pair_job(struct accel_dev *dev, float *out, struct accel_counter
 	cr_assert_eq(accel_activation(dev, &ac, &sub, &j2), 0, "%s", accel_last_error(dev));
 	counters(j1, c);
 	counters(j2, &c2);
-	c->total_cycles += c2.total_cycles;
-	c->vec_cycles += c2.vec_cycles;
-	c->vec_ops += c2.vec_ops;
-	c->bytes_h2d += c2.bytes_h2d;
+	accel_counters_add(c, &c2);
 	memcpy(out, F(bo), R * L * 4);
 	accel_job_free(j1);
 	accel_job_free(j2);
@@ -852,5 +849,94 @@ Test(vec, reduce_rows_sum_mean_max_sumsq)
 	}
 	accel_buffer_free(bi);
 	accel_buffer_free(bo);
+	accel_close(dev);
+}
+
+/* ---- summed counters (issue #27 B6) ------------------------------------------------------------ */
+
+/* accel_counters_add: every 64-bit counter added (a distinct value per field, from a walk over the
+ * struct, so a counter added later is covered too), hw_jobs added, busy_rows the maximum, pad kept. */
+Test(vec, counters_add_adds_every_field)
+{
+	struct accel_counters sum, add;
+	uint64_t *s = (uint64_t *)&sum, *a = (uint64_t *)&add;
+	const size_t n = sizeof(sum) / sizeof(uint64_t);
+	const size_t hw = offsetof(struct accel_counters, hw_jobs) / sizeof(uint64_t);
+	const size_t busy = offsetof(struct accel_counters, busy_rows) / sizeof(uint64_t);
+
+	cr_assert_eq(sizeof(sum) % sizeof(uint64_t), 0);
+	for (size_t i = 0; i < n; i++) {
+		s[i] = 0x1000000000ull * (i + 1) + 3 * i;
+		a[i] = 0x10000ull * (i + 7) + 5 * i;
+	}
+	sum.hw_jobs = 7;
+	sum.pad = 0;
+	add.hw_jobs = 11;
+	add.pad = 0;
+	sum.busy_rows = 3;
+	add.busy_rows = 4;
+	accel_counters_add(&sum, &add);
+	for (size_t i = 0; i < n; i++)
+		if (i != hw && i != busy)
+			cr_assert_eq(s[i], 0x1000000000ull * (i + 1) + 3 * i + 0x10000ull * (i + 7) + 5 * i,
+				     "64-bit field %zu (byte offset %zu) not added", i, i * sizeof(uint64_t));
+	cr_assert_eq(sum.hw_jobs, 18);
+	cr_assert_eq(sum.pad, 0);
+	cr_assert_eq(sum.busy_rows, 4, "busy_rows is a maximum (rows used)");
+	{
+		size_t v = offsetof(struct accel_counters, vec_ops) / sizeof(uint64_t);
+
+		cr_assert_eq(sum.vec_ops, 0x1000000000ull * (v + 1) + 3 * v + 0x10000ull * (v + 7) + 5 * v);
+	}
+	add.busy_rows = 2;
+	accel_counters_add(&sum, &add);
+	cr_assert_eq(sum.busy_rows, 4);
+	accel_counters_add(&sum, NULL);	/* no-op, no crash */
+	accel_counters_add(NULL, &add);
+}
+
+/* A GEMM (no vector unit) and a sigmoid (vector units) summed: the sum keeps the sigmoid's vec_ops and
+ * vec_cycles (a hand-written sum of only the fields before hw_jobs lost them). */
+Test(vec, counters_add_keeps_the_vector_unit_counters)
+{
+	struct accel_dev *dev = open_dev(NULL);
+	const uint32_t R = 16, C = 64;
+	struct accel_buffer *bi = buf_of(dev, R * C * 4), *bo = buf_of(dev, R * C * 4), *bg = buf_of(dev, C * C * 4);
+	struct accel_tensor in, out, w;
+	struct accel_activation_desc ad = { .input = &in, .output = &out, .act = ACCEL_ACT_SIGMOID };
+	struct accel_gemm_desc gd = { .a = &out, .b = &w, .c = &in };
+	struct accel_counters sum, k1, k2;
+	struct accel_job *j1 = NULL, *j2 = NULL;
+	uint64_t s = 0x27b6;
+
+	cr_assert_eq(accel_tensor_2d(bi, 0, ACCEL_FP32, R, C, &in), 0);
+	cr_assert_eq(accel_tensor_2d(bo, 0, ACCEL_FP32, R, C, &out), 0);
+	cr_assert_eq(accel_tensor_2d(bg, 0, ACCEL_FP32, C, C, &w), 0);
+	fill_f32(F(bi), R * C, &s);
+	fill_f32(F(bg), C * C, &s);
+	cr_assert_eq(accel_activation(dev, &ad, NULL, &j1), 0, "%s", accel_last_error(dev));
+	{
+		struct accel_submit sub = { .deps = &j1, .n_deps = 1 };
+
+		cr_assert_eq(accel_gemm(dev, &gd, &sub, &j2), 0, "%s", accel_last_error(dev));
+	}
+	counters(j1, &k1);
+	counters(j2, &k2);
+	cr_assert_gt(k1.vec_ops, 0, "the sigmoid runs on the vector units");
+	cr_assert_gt(k1.vec_cycles, 0);
+	cr_assert_gt(k2.macs_dense, 0);
+	memset(&sum, 0, sizeof(sum));
+	accel_counters_add(&sum, &k1);
+	accel_counters_add(&sum, &k2);
+	cr_assert_eq(sum.vec_ops, k1.vec_ops + k2.vec_ops);
+	cr_assert_eq(sum.vec_cycles, k1.vec_cycles + k2.vec_cycles);
+	cr_assert_eq(sum.macs_dense, k1.macs_dense + k2.macs_dense);
+	cr_assert_eq(sum.total_cycles, k1.total_cycles + k2.total_cycles);
+	cr_assert_eq(sum.hw_jobs, k1.hw_jobs + k2.hw_jobs);
+	accel_job_free(j1);
+	accel_job_free(j2);
+	accel_buffer_free(bi);
+	accel_buffer_free(bo);
+	accel_buffer_free(bg);
 	accel_close(dev);
 }

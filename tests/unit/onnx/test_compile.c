@@ -993,6 +993,126 @@ Test(onnx_compile, expansion_and_depthwise_fusion_conditions)
 	}
 }
 
+/* ---- summed counters (issue #27 B6) ---------------------------------------------------------- */
+
+/* x -> op -> y, x of input_x's shape. */
+static struct onnx_model *one_op_model(const char *op)
+{
+	struct mb *b = mb_new(13);
+	struct onnx_model *m = NULL;
+	Onnx__NodeProto *n;
+	char err[512] = "";
+	const uint8_t *buf;
+	size_t len;
+
+	mb_input(b, "x");
+	n = mb_node(b, op, "x", "y");
+	if (!strcmp(op, "MaxPool")) {
+		static const int64_t k2[2] = { 2, 2 };
+
+		mb_attr_ints(b, n, "kernel_shape", k2, 2);
+		mb_attr_ints(b, n, "strides", k2, 2);
+	}
+	mb_output(b, "y");
+	buf = mb_pack(b, &len);
+	cr_assert_eq(onnx_model_load_mem(buf, len, 0, &m, err, sizeof(err)), 0, "load: %s", err);
+	mb_free(b);
+	return m;
+}
+
+/* A Sigmoid-only model runs on the vector units: the compiled run's stats and its node's profile report
+ * the vector-unit counters (they were summed field by field and lost vec_ops/vec_cycles). */
+Test(onnx_compile, vector_unit_counters_reach_the_compiled_run_stats)
+{
+	struct onnx_model *m = one_op_model("Sigmoid");
+	struct onnx_compiled *cm = NULL;
+	struct onnx_node_profile prof[1];
+	struct onnx_tensor x, y;
+	struct onnx_run_stats st;
+	char err[512] = "";
+
+	cr_assert_eq(onnx_model_n_graph_nodes(m), 1);
+	input_x(&x);
+	cr_assert_eq(onnx_compile(m, dev, &x, 1, 0, &cm, err, sizeof(err)), 0, "compile: %s", err);
+	cr_assert_eq(onnx_compiled_run_profile(cm, &x, 1, &y, 1, &st, prof), 0, "%s", onnx_compiled_error(cm));
+	cr_assert(prof[0].ran && prof[0].on_device, "the Sigmoid runs on the device");
+	cr_assert_gt(st.counters.vec_ops, 0, "vec_ops %llu", (unsigned long long)st.counters.vec_ops);
+	cr_assert_gt(st.counters.vec_cycles, 0);
+	cr_assert_eq(prof[0].counters.vec_ops, st.counters.vec_ops);
+	cr_assert_eq(prof[0].counters.vec_cycles, st.counters.vec_cycles);
+	onnx_tensor_release(&y);
+	onnx_tensor_release(&x);
+	onnx_compiled_free(cm);
+	onnx_model_free(m);
+}
+
+/* The same through the interpreter (onnx_run_profile): a MaxPool lowered to accel_pool2d, which runs on
+ * the vector units. */
+Test(onnx_compile, vector_unit_counters_reach_the_interpreted_run_stats)
+{
+	struct onnx_model *m = one_op_model("MaxPool");
+	struct onnx_node_profile prof[1];
+	struct onnx_tensor x, y;
+	struct onnx_run_stats st;
+
+	input_x(&x);
+	cr_assert_eq(onnx_run_profile(m, dev, &x, 1, &y, 1, &st, prof), 0, "%s", onnx_model_error(m));
+	cr_assert_eq(st.accel_nodes, 1, "the MaxPool runs on the device");
+	cr_assert_gt(st.counters.vec_ops, 0, "vec_ops %llu", (unsigned long long)st.counters.vec_ops);
+	cr_assert_gt(st.counters.vec_cycles, 0);
+	cr_assert_eq(prof[0].counters.vec_ops, st.counters.vec_ops);
+	cr_assert_eq(prof[0].counters.vec_cycles, st.counters.vec_cycles);
+	cr_assert_eq(prof[0].counters.total_cycles, st.counters.total_cycles);
+	onnx_tensor_release(&y);
+	onnx_tensor_release(&x);
+	onnx_model_free(m);
+}
+
+/* ---- invalid tensors on the device path (issue #27 B5) -------------------------------------- */
+
+/* A Conv whose input has batch 0 cannot be described to libaccel (accel_tensor_4d rejects a zero
+ * dimension): the device path reports that, naming the node, instead of handing accel_conv2d an
+ * uninitialised tensor.  Interpreter and compiler both. */
+Test(onnx_compile, batch_0_conv_on_the_device_is_a_clear_error)
+{
+	static const int64_t wd[4] = { 4, 4, 3, 3 }, pads[4] = { 1, 1, 1, 1 }, xd[4] = { 0, 4, 8, 8 };
+	struct mb *b = mb_new(13);
+	struct onnx_model *m = NULL;
+	struct onnx_compiled *cm = NULL;
+	struct onnx_tensor x, y;
+	Onnx__NodeProto *n;
+	char err[512] = "";
+	const uint8_t *buf;
+	size_t len;
+	int ret;
+
+	init_rand(b, "w", 4, wd);
+	mb_input(b, "x");
+	n = mb_node(b, "Conv", "x,w", "y");
+	mb_attr_ints(b, n, "pads", pads, 4);
+	mb_output(b, "y");
+	buf = mb_pack(b, &len);
+	cr_assert_eq(onnx_model_load_mem(buf, len, 0, &m, err, sizeof(err)), 0, "load: %s", err);
+	mb_free(b);
+	cr_assert_eq(onnx_tensor_alloc(&x, ONNX_FLOAT, 4, xd), 0);
+	ret = onnx_run(m, dev, &x, 1, &y, 1, NULL);
+	cr_assert_eq(ret, -EINVAL, "interpreter: %d (%s)", ret, onnx_model_error(m));
+	cr_assert(strstr(onnx_model_error(m), "Conv") && strstr(onnx_model_error(m), "must be >= 1"),
+		  "the message names the node and the reason: %s", onnx_model_error(m));
+	ret = onnx_compile(m, dev, &x, 1, 0, &cm, err, sizeof(err));
+	if (!ret) {
+		ret = onnx_compiled_run(cm, &x, 1, &y, 1, NULL);
+		cr_assert_eq(ret, -EINVAL, "compiled run: %d (%s)", ret, onnx_compiled_error(cm));
+		cr_assert(strstr(onnx_compiled_error(cm), "Conv") && strstr(onnx_compiled_error(cm), "must be >= 1"),
+			  "the message names the node and the reason: %s", onnx_compiled_error(cm));
+		onnx_compiled_free(cm);
+	} else {
+		cr_assert_eq(ret, -EINVAL, "compile: %d (%s)", ret, err);
+	}
+	onnx_tensor_release(&x);
+	onnx_model_free(m);
+}
+
 /* ---- the decomposed layer_norm (torch.onnx before opset 17) on the device ---------------------- */
 
 /*
