@@ -58,7 +58,7 @@ int node_err(const struct onnx_ctx *c, int err, const char *fmt, ...)
 	va_start(ap, fmt);
 	vsnprintf(msg, sizeof(msg), fmt, ap);
 	va_end(ap);
-	return onnx_seterr(c->m, err, "node '%s' (%s): %s", p->name && p->name[0] ? p->name : p->output[0],
+	return ctx_seterr(c, err, "node '%s' (%s): %s", p->name && p->name[0] ? p->name : p->output[0],
 			   c->n->op_name ? c->n->op_name : p->op_type, msg);
 }
 

@@ -639,7 +639,7 @@ int onnx_compiled_load_mem(struct onnx_model *m, struct accel_dev *dev, const st
 		snprintf(err, errlen, "field 'crc' does not match the contents: the file is corrupted or truncated");
 		return -EBADMSG;
 	}
-	cm = calloc(1, sizeof(*cm));
+	cm = cm_alloc();
 	if (!cm)
 		return -ENOMEM;
 	cm->m = m;

@@ -130,6 +130,16 @@ int onnx_seterr(struct onnx_model *m, int err, const char *fmt, ...)
 	return err;
 }
 
+int ctx_seterr(const struct onnx_ctx *c, int err, const char *fmt, ...)
+{
+	va_list ap;
+
+	va_start(ap, fmt);
+	vsnprintf(c->err ? c->err : c->m->err, ONNX_ERR_LEN, fmt, ap);
+	va_end(ap);
+	return err;
+}
+
 const char *onnx_model_error(const struct onnx_model *m)
 {
 	return m ? m->err : "";
