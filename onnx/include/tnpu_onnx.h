@@ -22,6 +22,16 @@
 #endif
 
 #define ONNX_MAX_DIMS 8
+/*
+ * Shape limits (Documentation/onnx.md, "Limits"): every dimension a model declares (graph inputs and
+ * outputs, value_info, initializers, Constant values) or a run computes is at most ONNX_MAX_DIM_SIZE,
+ * and the product of a shape's dimensions, a 0 counted as 1, at most ONNX_MAX_SHAPE_ELEMS (the most
+ * elements a tensor may hold: 2 GiB of 1-byte elements).  So no sum, product or stride of shapes
+ * downstream overflows int64; a model beyond them is refused at load (-EINVAL, the message names the
+ * value and the dimension).
+ */
+#define ONNX_MAX_DIM_SIZE INT32_MAX
+#define ONNX_MAX_SHAPE_ELEMS ((int64_t)1 << 31)
 
 /* Element types: the values of onnx.proto's TensorProto.DataType. */
 enum onnx_dtype {

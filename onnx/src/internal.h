@@ -137,6 +137,10 @@ const Onnx__AttributeProto *attr_find(const Onnx__NodeProto *n, const char *name
 /* TensorProto -> onnx_tensor (copies). */
 int tensor_from_proto(const Onnx__TensorProto *p, struct onnx_tensor *t, char *err, size_t errlen);
 size_t tensor_count(unsigned ndim, const int64_t *dims);
+/* A shape within tnpu_onnx.h's limits: 0; -EINVAL when dimension *bad is negative or above
+ * ONNX_MAX_DIM_SIZE; -E2BIG when the product (zeros counted as 1) exceeds ONNX_MAX_SHAPE_ELEMS
+ * (*bad = ndim).  bad may be NULL. */
+int onnx_shape_check(unsigned ndim, const int64_t *dims, unsigned *bad);
 /* Element i of a numeric tensor as double / int64. */
 double tensor_get(const struct onnx_tensor *t, size_t i);
 int64_t tensor_get_i(const struct onnx_tensor *t, size_t i);
