@@ -22,6 +22,16 @@
 #endif
 
 #define ONNX_MAX_DIMS 8
+/*
+ * Shape limits (Documentation/onnx.md, "Limits"): every dimension a model declares (graph inputs and
+ * outputs, value_info, initializers, Constant values) or a run computes is at most ONNX_MAX_DIM_SIZE,
+ * and the product of a shape's dimensions, a 0 counted as 1, at most ONNX_MAX_SHAPE_ELEMS (the most
+ * elements a tensor may hold: 2 GiB of 1-byte elements).  So no sum, product or stride of shapes
+ * downstream overflows int64; a model beyond them is refused at load (-EINVAL, the message names the
+ * value and the dimension).
+ */
+#define ONNX_MAX_DIM_SIZE INT32_MAX
+#define ONNX_MAX_SHAPE_ELEMS ((int64_t)1 << 31)
 
 /* Element types: the values of onnx.proto's TensorProto.DataType. */
 enum onnx_dtype {
@@ -43,6 +53,25 @@ struct onnx_tensor {
 };
 
 struct onnx_model;
+
+/*
+ * Threads (Documentation/onnx.md, "Threads").  A loaded model is read-only once onnx_model_load*()
+ * returns, except for what onnx_run()/onnx_run_profile() record in it (onnx_model_error(), the nodes'
+ * ran_on_device).  Runs keep their values (host steps' tensors, scratch) in their own state, so:
+ *  - one model may be compiled (onnx_compile, onnx_compiled_load*) for several devices, from several
+ *    threads at once, and its compiled forms run concurrently from different threads;
+ *  - one compiled model may be run from several threads: its runs are serialised (a lock held for
+ *    the whole run, as they share its activation arena and kept jobs), so there is no parallelism;
+ *    onnx_compiled_error() is then the message of its most recent failed call from any thread.  For
+ *    parallel runs, compile the model once per device;
+ *  - onnx_run()/onnx_run_profile(): one call at a time per model (they may overlap compilations and
+ *    compiled runs of it);
+ *  - libaccel's rule (accel.h) still holds: a device is used by one thread at a time, so compiling
+ *    for a device, running and freeing its compiled models and onnx_run() on it are serialised by the
+ *    caller, except for the runs of one compiled model, which the lock above serialises;
+ *  - onnx_compiled_free() when no run of it is in progress, onnx_model_free() after every compiled
+ *    form of the model is freed.
+ */
 
 /* Load flags. */
 #define ONNX_LOAD_NO_FOLD 0x1u	/* run the graph as written: no BatchNormalization folding, no Relu fusion */
@@ -193,6 +222,9 @@ struct onnx_compiled_step {
 	const char *reason;		/* why it runs where it does, or what it was fused into */
 	int64_t out_offset;		/* arena offset of its output (-1: none) */
 	uint64_t out_bytes;
+	int ran_on_device;		/* a host step, the compiled model's last run (ask between runs): 1 its
+					 * node's device kernel (own buffers and copies), 0 the host kernel; -1 not
+					 * run or not a host step */
 };
 ONNX_API int onnx_compiled_step_info(const struct onnx_compiled *cm, unsigned node, struct onnx_compiled_step *out);
 

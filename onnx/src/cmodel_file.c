@@ -350,9 +350,13 @@ static int check_vals(struct rbuf *r, struct onnx_compiled *cm)
 			continue;
 		if (cv->ndim > ONNX_MAX_DIMS || !onnx_dtype_size((enum onnx_dtype)cv->dtype))
 			return bad(r, -EBADMSG, "value %u: field 'ndim' or 'dtype' out of range", v);
-		for (unsigned d = 0; d < cv->ndim; d++) {
-			if (cv->dims[d] < 0 || cv->dims[d] > (1LL << 31))
+		{
+			unsigned d = 0;
+
+			if (onnx_shape_check(cv->ndim, cv->dims, &d))
 				return bad(r, -EBADMSG, "value %u: field 'dims[%u]' out of range", v, d);
+		}
+		for (unsigned d = 0; d < cv->ndim; d++) {
 			count = cv->dims[d] && count > (uint64_t)ONNX_MAX_TENSOR_BYTES / (uint64_t)cv->dims[d]
 					? (uint64_t)ONNX_MAX_TENSOR_BYTES + 1 : count * (uint64_t)cv->dims[d];
 		}
@@ -639,7 +643,7 @@ int onnx_compiled_load_mem(struct onnx_model *m, struct accel_dev *dev, const st
 		snprintf(err, errlen, "field 'crc' does not match the contents: the file is corrupted or truncated");
 		return -EBADMSG;
 	}
-	cm = calloc(1, sizeof(*cm));
+	cm = cm_alloc();
 	if (!cm)
 		return -ENOMEM;
 	cm->m = m;

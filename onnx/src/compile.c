@@ -42,21 +42,24 @@ const char *onnx_compiled_error(const struct onnx_compiled *cm)
 static int probe_inputs(struct onnx_compiled *cm, const struct onnx_tensor *shapes, unsigned n)
 {
 	struct onnx_model *m = cm->m;
+	char msg[ONNX_ERR_LEN];
 
 	if (n != m->n_inputs)
 		return cm_seterr(cm, -EINVAL, "the model has %u inputs, %u shapes given", m->n_inputs, n);
 	for (unsigned i = 0; i < n; i++) {
-		struct onnx_value *v = &m->vals[m->inputs[i]];
+		const struct onnx_value *v = &m->vals[m->inputs[i]];
+		struct onnx_ctx c = { .m = m, .vt = cm->probe, .err = msg };
 		int ret;
 
 		if (!onnx_dtype_size(shapes[i].dtype) || shapes[i].ndim > ONNX_MAX_DIMS)
 			return cm_seterr(cm, -EINVAL, "input '%s': bad dtype or rank", v->name);
-		ret = onnx_tensor_alloc(&v->t, shapes[i].dtype, shapes[i].ndim, shapes[i].dims);
+		ret = onnx_tensor_alloc(cm_val(cm, m->inputs[i]), shapes[i].dtype, shapes[i].ndim, shapes[i].dims);
 		if (ret)
 			return cm_seterr(cm, ret, "input '%s': %s", v->name,
-					 ret == -E2BIG ? "shape too large" : "bad shape or out of memory");
-		if ((ret = onnx_check_static_shape(m, v)))
-			return cm_seterr(cm, ret, "%s", m->err);
+					 ret == -E2BIG ? "shape too large" : ret == -EINVAL ? "dimension out of range"
+											    : "out of memory");
+		if ((ret = onnx_check_static_shape(&c, m->inputs[i], cm_val(cm, m->inputs[i]))))
+			return cm_seterr(cm, ret, "%s", msg);
 	}
 	return 0;
 }
@@ -190,11 +193,22 @@ int cm_plan_and_upload(struct onnx_compiled *cm)
 	return 0;
 }
 
-static void release_probe(struct onnx_model *m)
+static void release_probe(struct onnx_compiled *cm)
 {
-	for (unsigned i = 0; i < m->n_vals; i++)
-		if (!m->vals[i].is_const)
-			onnx_tensor_release(&m->vals[i].t);
+	if (cm->probe)
+		for (unsigned i = 0; i < cm->n_vals; i++)
+			onnx_tensor_release(&cm->probe[i]);
+}
+
+struct onnx_compiled *cm_alloc(void)
+{
+	struct onnx_compiled *cm = calloc(1, sizeof(*cm));
+
+	if (cm && pthread_mutex_init(&cm->lock, NULL)) {
+		free(cm);
+		return NULL;
+	}
+	return cm;
 }
 
 /* Value locations after lowering: arena for every non-constant, alias roots followed. */
@@ -234,7 +248,7 @@ int onnx_compile(struct onnx_model *m, struct accel_dev *dev, const struct onnx_
 			snprintf(err, errlen, "onnx_compile: needs a model and a device");
 		return -EINVAL;
 	}
-	cm = calloc(1, sizeof(*cm));
+	cm = cm_alloc();
 	if (!cm)
 		return -ENOMEM;
 	cm->m = m;
@@ -243,7 +257,8 @@ int onnx_compile(struct onnx_model *m, struct accel_dev *dev, const struct onnx_
 	cm->n_vals = m->n_vals;
 	cm->vals = calloc(m->n_vals ? m->n_vals : 1, sizeof(*cm->vals));
 	cm->steps = calloc(m->n_nodes ? m->n_nodes : 1, sizeof(*cm->steps));
-	if (!cm->vals || !cm->steps) {
+	cm->probe = calloc(m->n_vals ? m->n_vals : 1, sizeof(*cm->probe));
+	if (!cm->vals || !cm->steps || !cm->probe) {
 		ret = cm_seterr(cm, -ENOMEM, "out of memory");
 		goto fail;
 	}
@@ -270,14 +285,14 @@ int onnx_compile(struct onnx_model *m, struct accel_dev *dev, const struct onnx_
 		cm->n_steps++;
 	}
 	for (unsigned v = 0; v < m->n_vals; v++)
-		if (!m->vals[v].is_const && m->vals[v].t.data)
-			record_shape(&cm->vals[v], &m->vals[v].t);
+		if (!m->vals[v].is_const && cm->probe[v].data)
+			record_shape(&cm->vals[v], &cm->probe[v]);
 	for (unsigned o = 0; o < m->n_outputs; o++)
-		if (!m->vals[m->outputs[o]].t.data) {
+		if (!cm_val(cm, m->outputs[o])->data) {
 			ret = cm_seterr(cm, -EINVAL, "output '%s' is not computed by the graph", m->vals[m->outputs[o]].name);
 			goto fail;
 		}
-	release_probe(m);
+	release_probe(cm);
 	if (!(flags & ONNX_COMPILE_NO_FUSE)) {
 		cm_fuse_elt_relu(cm);
 		cm_fuse_residual(cm);
@@ -303,10 +318,12 @@ int onnx_compile(struct onnx_model *m, struct accel_dev *dev, const struct onnx_
 	}
 	if ((ret = cm_plan_and_upload(cm)))
 		goto fail;
+	free(cm->probe);	/* cm_plan_views used it as scratch too */
+	cm->probe = NULL;
 	*out = cm;
 	return 0;
 fail:
-	release_probe(m);
+	release_probe(cm);
 	if (err && errlen)
 		snprintf(err, errlen, "%s", cm->err[0] ? cm->err : "compile failed");
 	onnx_compiled_free(cm);
@@ -320,6 +337,10 @@ void onnx_compiled_free(struct onnx_compiled *cm)
 	cm_drop_kept(cm);
 	accel_buffer_free(cm->arena);
 	accel_buffer_free(cm->wbuf);
+	release_probe(cm);
+	free(cm->probe);
+	free(cm->run_vals);
+	pthread_mutex_destroy(&cm->lock);
 	free(cm->vals);
 	free(cm->steps);
 	free(cm->qrole);
@@ -379,6 +400,7 @@ int onnx_compiled_step_info(const struct onnx_compiled *cm, unsigned node, struc
 	o->kind = "folded";
 	o->reason = ni.reason;
 	o->out_offset = -1;
+	o->ran_on_device = -1;
 	for (unsigned i = 0; i < cm->n_steps; i++) {
 		const struct cstep *s = &cm->steps[i];
 
@@ -386,6 +408,7 @@ int onnx_compiled_step_info(const struct onnx_compiled *cm, unsigned node, struc
 			continue;
 		o->kind = s->pair >= 0 ? (s->kind == CS_QCONV ? "qpwdw" : "pwdw") : kind_names[s->kind];
 		o->device = CS_IS_DEVICE(s->kind);
+		o->ran_on_device = s->kind == CS_HOST ? (int)s->ran - 1 : -1;
 		if (s->reason)
 			o->reason = s->reason;
 		else if (ni.place == ONNX_PLACE_DEVICE)

@@ -9,6 +9,8 @@
 #ifndef TNPU_ONNX_COMPILE_H
 #define TNPU_ONNX_COMPILE_H
 
+#include <pthread.h>
+
 #include "internal.h"
 
 enum cstep_kind {
@@ -104,6 +106,8 @@ struct cstep {
 				 * job) Ma, Mb are sa/sy, sb/sy * 2^shift, else sa/S, sb/S * 2^21 */
 	int qpool;		/* CS_QCONV: a max pool first; pool input dims in ad[], window in pw[] */
 	uint32_t pw[8];		/* kh, kw, sh, sw, pt, pl, pb, pr of that pool (or CS_QPOOL's) */
+	uint8_t ran;		/* CS_HOST, the last run (under the lock; not saved): 0 not run, 1 the host
+				 * kernel, 2 the node's device kernel (onnx_compiled_step_info) */
 };
 
 struct onnx_compiled {
@@ -128,8 +132,30 @@ struct onnx_compiled {
 	 * tmpl_off[i]: the step's jobs keep no commands (an operation run on the host): lowered each run. */
 	struct accel_job **tmpl;
 	uint8_t *tmpl_n, *tmpl_off;
-	char err[512];
+	/* Compile time only: the shape probe's value tensors, indexed as the model's values (a constant's
+	 * slot unused: cm_val gives the model's).  The model itself is never written. */
+	struct onnx_tensor *probe;
+	/* A run's host copies of the values (compiled_run.c: allocated by the first run, empty between
+	 * runs: a host step releases them); the run's own, as the lock makes it the only one. */
+	struct onnx_tensor *run_vals;
+	/* Held for a whole run: the arena, the kept jobs, the steps' ran and err are one run's at a time
+	 * (tnpu_onnx.h, "Threads"). */
+	pthread_mutex_t lock;
+	char err[ONNX_ERR_LEN];
 };
+
+/* A zeroed compiled model with its lock (NULL: out of memory); onnx_compiled_free releases it. */
+struct onnx_compiled *cm_alloc(void);
+/* Value v's probe tensor while compiling (a constant: the model's, read-only). */
+static inline struct onnx_tensor *cm_val(const struct onnx_compiled *cm, int v)
+{
+	return cm->m->vals[v].is_const ? &cm->m->vals[v].t : &cm->probe[v];
+}
+/* A node context of the compile-time probe (kernel messages into err, ONNX_ERR_LEN bytes). */
+static inline struct onnx_ctx cm_probe_ctx(const struct onnx_compiled *cm, unsigned node, char *err)
+{
+	return (struct onnx_ctx){ .m = cm->m, .vt = cm->probe, .err = err, .n = &cm->m->nodes[node] };
+}
 
 int cm_seterr(struct onnx_compiled *cm, int err, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
 /* Free the kept jobs of every step (compiled_run.c): before the buffers they use. */

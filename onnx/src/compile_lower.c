@@ -66,9 +66,9 @@ static int weight_of(struct onnx_compiled *cm, int v, uint64_t *off)
 	return 0;
 }
 
-static bool is_f32_act(const struct onnx_model *m, int v)
+static bool is_f32_act(const struct onnx_compiled *cm, int v)
 {
-	return v >= 0 && !m->vals[v].is_const && m->vals[v].t.dtype == ONNX_FLOAT;
+	return v >= 0 && !cm->m->vals[v].is_const && cm->probe[v].dtype == ONNX_FLOAT;
 }
 
 static bool is_f32_const(const struct onnx_model *m, int v)
@@ -97,7 +97,7 @@ static int lower_conv(struct onnx_compiled *cm, struct onnx_ctx *c, struct cstep
 	unsigned ond;
 	int ret;
 
-	if (!is_f32_act(cm->m, n->in[0]) || !is_f32_const(cm->m, n->in[1]) ||
+	if (!is_f32_act(cm, n->in[0]) || !is_f32_const(cm->m, n->in[1]) ||
 	    (n->n_in > 2 && n->in[2] >= 0 && !is_f32_const(cm->m, n->in[2])))
 		return ONNX_FALLBACK;
 	if (conv_geom(c, node_in(c, 0), node_in(c, 1), &g))
@@ -127,7 +127,7 @@ static int lower_gemm(struct onnx_compiled *cm, struct onnx_ctx *c, struct cstep
 	int64_t dims[2];
 	int ret;
 
-	if (!is_f32_act(cm->m, n->in[0]) || !b || b->dtype != ONNX_FLOAT || a->ndim != 2 || b->ndim != 2 ||
+	if (!is_f32_act(cm, n->in[0]) || !b || b->dtype != ONNX_FLOAT || a->ndim != 2 || b->ndim != 2 ||
 	    alpha <= 0.0f)
 		return ONNX_FALLBACK;
 	s->ta = attr_int(n->pb, "transA", 0) != 0;
@@ -172,7 +172,7 @@ static int lower_matmul(struct onnx_compiled *cm, struct onnx_ctx *c, struct cst
 	struct matmul_geom g;
 	int ret;
 
-	if (!is_f32_act(cm->m, c->n->in[0]) || !is_f32_const(cm->m, c->n->in[1]) || a->ndim < 2 || b->ndim != 2)
+	if (!is_f32_act(cm, c->n->in[0]) || !is_f32_const(cm->m, c->n->in[1]) || a->ndim < 2 || b->ndim != 2)
 		return ONNX_FALLBACK;
 	if (matmul_geom(c, a, b, &g) || !g.m || !g.k || !g.nn || !g.batch ||
 	    (size_t)(g.batch * g.m * g.k) != a->count)
@@ -197,7 +197,7 @@ static int lower_pool(struct onnx_compiled *cm, struct onnx_ctx *c, struct cstep
 	int64_t od[4];
 	unsigned ond;
 
-	if (!is_f32_act(cm->m, n->in[0]) || pool_geom(c, node_in(c, 0), global, &g))
+	if (!is_f32_act(cm, n->in[0]) || pool_geom(c, node_in(c, 0), global, &g))
 		return ONNX_FALLBACK;
 	s->pb = g.win.pb + g.win.ceil_extra_h;
 	s->pr = g.win.pr + g.win.ceil_extra_w;
@@ -229,7 +229,7 @@ static int lower_elt(struct onnx_compiled *cm, struct onnx_ctx *c, struct cstep 
 	if (!(cm->geom[6] & (1u << 15)) || n->n_in != 2 || !a || !b || a->dtype != ONNX_FLOAT ||
 	    b->dtype != ONNX_FLOAT || a->ndim > 4 || b->ndim > 4 || !a->count || !b->count)
 		return ONNX_FALLBACK;
-	if (!is_f32_act(cm->m, n->in[0]) && !is_f32_act(cm->m, n->in[1]))
+	if (!is_f32_act(cm, n->in[0]) && !is_f32_act(cm, n->in[1]))
 		return ONNX_FALLBACK;
 	nd = a->ndim > b->ndim ? a->ndim : b->ndim;
 	for (unsigned i = 0; i < 4; i++) {
@@ -247,7 +247,7 @@ static int lower_elt(struct onnx_compiled *cm, struct onnx_ctx *c, struct cstep 
 	if (op == -1) {	/* Div by a constant: Mul by its reciprocals, packed here */
 		float *rc;
 
-		if (!is_f32_const(cm->m, n->in[1]) || !is_f32_act(cm->m, n->in[0]))
+		if (!is_f32_const(cm->m, n->in[1]) || !is_f32_act(cm, n->in[0]))
 			return ONNX_FALLBACK;
 		s->b_off = cm_wimg_add(cm, NULL, (uint64_t)b->count * 4);
 		if (s->b_off == UINT64_MAX)
@@ -272,7 +272,7 @@ static int lower_act(struct onnx_compiled *cm, struct onnx_ctx *c, struct cstep 
 	const struct onnx_node *n = c->n;
 	const struct onnx_tensor *x = node_in(c, 0);
 
-	if (!is_f32_act(cm->m, n->in[0]) || !x->count)
+	if (!is_f32_act(cm, n->in[0]) || !x->count)
 		return ONNX_FALLBACK;
 	if (n->op == OP_CLIP) {
 		for (unsigned i = 1; i < n->n_in; i++)
@@ -300,7 +300,7 @@ static int lower_vact(struct onnx_compiled *cm, struct onnx_ctx *c, struct cstep
 	const struct onnx_tensor *x = node_in(c, 0);
 	char buf[16];
 
-	if (!has_isa2(cm) || !is_f32_act(cm->m, n->in[0]) || !x->count || x->count > UINT32_MAX)
+	if (!has_isa2(cm) || !is_f32_act(cm, n->in[0]) || !x->count || x->count > UINT32_MAX)
 		return ONNX_FALLBACK;
 	switch (n->op) {
 	case OP_SIGMOID: s->act = ACCEL_ACT_SIGMOID; break;
@@ -336,7 +336,7 @@ static int lower_rows(struct onnx_compiled *cm, struct onnx_ctx *c, struct cstep
 	int64_t axis = n->op == OP_LAYERNORM ? layernorm_axis(n) : attr_int(n->pb, "axis", def);
 	int ret;
 
-	if (!has_isa2(cm) || !is_f32_act(cm->m, n->in[0]) || !x->ndim || !x->count)
+	if (!has_isa2(cm) || !is_f32_act(cm, n->in[0]) || !x->ndim || !x->count)
 		return ONNX_FALLBACK;
 	if (axis < 0)
 		axis += x->ndim;
@@ -377,7 +377,7 @@ static int lower_transpose(struct onnx_compiled *cm, struct onnx_ctx *c, struct 
 	unsigned r;
 	int np;
 
-	if (!has_isa2(cm) || !is_f32_act(cm->m, n->in[0]) || x->ndim > ONNX_MAX_DIMS || x->ndim < 2 || !x->count)
+	if (!has_isa2(cm) || !is_f32_act(cm, n->in[0]) || x->ndim > ONNX_MAX_DIMS || x->ndim < 2 || !x->count)
 		return ONNX_FALLBACK;
 	r = x->ndim;
 	np = attr_ints(n->pb, "perm", perm, ONNX_MAX_DIMS);
@@ -410,7 +410,8 @@ static bool is_alias_op(enum onnx_op op)
 int cm_lower_node(struct onnx_compiled *cm, unsigned i, struct cstep *s)
 {
 	struct onnx_model *m = cm->m;
-	struct onnx_ctx c = { .m = m, .n = &m->nodes[i] };
+	char msg[ONNX_ERR_LEN];
+	struct onnx_ctx c = cm_probe_ctx(cm, i, msg);
 	const struct onnx_node *n = c.n;
 	int ret = ONNX_FALLBACK;
 
@@ -506,9 +507,9 @@ host:
 			onnx_tensor_release(node_out(&c, k));
 	ret = onnx_run_node(&c);
 	if (ret)
-		return cm_seterr(cm, ret, "compile: %s", m->err);
+		return cm_seterr(cm, ret, "compile: %s", msg);
 	if (is_alias_op(n->op) && n->in[0] >= 0 && !m->vals[n->in[0]].is_const && n->out[0] >= 0 &&
-	    m->vals[n->in[0]].t.dtype == node_out(&c, 0)->dtype && m->vals[n->in[0]].t.count == node_out(&c, 0)->count) {
+	    cm->probe[n->in[0]].dtype == node_out(&c, 0)->dtype && cm->probe[n->in[0]].count == node_out(&c, 0)->count) {
 		s->kind = CS_ALIAS;
 		s->reason = "a view of its input (addressing, no step)";
 	} else {

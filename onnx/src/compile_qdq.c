@@ -421,9 +421,9 @@ static int qcol_records(struct onnx_compiled *cm, struct cstep *s, const int32_t
 	return 0;
 }
 
-static int alloc_y(struct onnx_model *m, const struct qpat *p, unsigned nd, const int64_t *dims)
+static int alloc_y(struct onnx_compiled *cm, const struct qpat *p, unsigned nd, const int64_t *dims)
 {
-	return onnx_tensor_alloc(&m->vals[p->y].t, (enum onnx_dtype)p->yq.dtype, nd, dims) ? -ENOMEM : 0;
+	return onnx_tensor_alloc(cm_val(cm, p->y), (enum onnx_dtype)p->yq.dtype, nd, dims) ? -ENOMEM : 0;
 }
 
 /* Pack weights/bias (int8 K x per_k, int32 K) and set the requantisation of a conv/GEMM step. */
@@ -478,7 +478,7 @@ out:
 static int lower_qconv(struct onnx_compiled *cm, struct onnx_ctx *c, struct cstep *s, const struct qpat *p)
 {
 	struct onnx_model *m = cm->m;
-	const struct onnx_tensor *x = &m->vals[p->x[0]].t, *w = cval_t(m, m->nodes[p->wdq].in[0]);
+	const struct onnx_tensor *x = cm_val(cm, p->x[0]), *w = cval_t(m, m->nodes[p->wdq].in[0]);
 	struct conv_geom g;
 	int8_t *weff = NULL;
 	double *sw = NULL;
@@ -509,7 +509,7 @@ static int lower_qconv(struct onnx_compiled *cm, struct onnx_ctx *c, struct cste
 	if (s->odt == ACCEL_INT32)
 		s->sc_bytes = (uint64_t)(g.n * g.k * g.win.oh * g.win.ow) * 4;
 	conv_out_dims(&g, od, &ond);
-	ret = alloc_y(m, p, ond, od);
+	ret = alloc_y(cm, p, ond, od);
 out:
 	free(weff);
 	free(sw);
@@ -522,7 +522,7 @@ static int lower_qgemm(struct onnx_compiled *cm, struct onnx_ctx *c, struct cste
 {
 	struct onnx_model *m = cm->m;
 	const struct onnx_node *n = c->n;
-	const struct onnx_tensor *x = &m->vals[p->x[0]].t, *b = cval_t(m, m->nodes[p->wdq].in[0]);
+	const struct onnx_tensor *x = cm_val(cm, p->x[0]), *b = cval_t(m, m->nodes[p->wdq].in[0]);
 	int8_t *weff = NULL;
 	double *sw = NULL;
 	int64_t *bacc = NULL, od[ONNX_MAX_DIMS];
@@ -568,7 +568,7 @@ static int lower_qgemm(struct onnx_compiled *cm, struct onnx_ctx *c, struct cste
 	memcpy(od, x->dims, sizeof(od));
 	od[x->ndim - 1] = s->N;
 	ond = x->ndim;
-	ret = alloc_y(m, p, ond, od);
+	ret = alloc_y(cm, p, ond, od);
 out:
 	free(weff);
 	free(sw);
@@ -578,9 +578,8 @@ out:
 
 static int lower_qpool(struct onnx_compiled *cm, struct onnx_ctx *c, struct cstep *s, const struct qpat *p)
 {
-	struct onnx_model *m = cm->m;
 	const struct onnx_node *n = c->n;
-	const struct onnx_tensor *x = &m->vals[p->x[0]].t;
+	const struct onnx_tensor *x = cm_val(cm, p->x[0]);
 	bool avg = n->op != OP_MAXPOOL;
 	struct pool_geom g;
 	int64_t od[4], C, RS;
@@ -610,7 +609,7 @@ static int lower_qpool(struct onnx_compiled *cm, struct onnx_ctx *c, struct cste
 		s->ad[0] = (uint32_t)g.n, s->ad[1] = (uint32_t)C, s->ad[2] = (uint32_t)g.h, s->ad[3] = (uint32_t)g.w;
 		if (p->xq[0].scale_f == p->yq.scale_f && p->xq[0].zp == p->yq.zp) {
 			s->kind = CS_QPOOL;
-			return alloc_y(m, p, ond, od);
+			return alloc_y(cm, p, ond, od);
 		}
 		/* then a 1x1 ones depthwise conv requantises: acc = x - zx */
 		s->qpool = 1;
@@ -648,7 +647,7 @@ static int lower_qpool(struct onnx_compiled *cm, struct onnx_ctx *c, struct cste
 		return cm_seterr(cm, -ENOMEM, "weights: out of memory");
 	if ((ret = set_requant(cm, s, &r, 1)))
 		return ret;
-	return alloc_y(m, p, ond, od);
+	return alloc_y(cm, p, ond, od);
 }
 
 /*
@@ -675,8 +674,7 @@ static bool qadd1_mults(double ra, double rb, int32_t *ma, int32_t *mb, int *shi
  * quantised add, else six (two int32 rescales each, an int32 add, accel_requant). */
 static int lower_qadd(struct onnx_compiled *cm, struct cstep *s, const struct qpat *p)
 {
-	struct onnx_model *m = cm->m;
-	const struct onnx_tensor *a = &m->vals[p->x[0]].t, *b = &m->vals[p->x[1]].t;
+	const struct onnx_tensor *a = cm_val(cm, p->x[0]), *b = cm_val(cm, p->x[1]);
 	double S = p->xq[0].scale > p->xq[1].scale ? p->xq[0].scale : p->xq[1].scale, r;
 	int32_t ma = (int32_t)lrint(p->xq[0].scale / S * 2097152.0), mb = (int32_t)lrint(p->xq[1].scale / S * 2097152.0);
 	int8_t za = (int8_t)p->xq[0].zp, zb = (int8_t)p->xq[1].zp;
@@ -708,7 +706,7 @@ static int lower_qadd(struct onnx_compiled *cm, struct cstep *s, const struct qp
 	if (one) {	/* nrq 0 marks it (cm_qdq_qadd1): Ma, Mb at k_off[1], k_off[3], s in shift */
 		s->shift = sh;
 		s->odt = ACCEL_INT8;
-		return alloc_y(m, p, a->ndim, a->dims);
+		return alloc_y(cm, p, a->ndim, a->dims);
 	}
 	cnt4 = (a->count * 4 + CM_ALIGN - 1) / CM_ALIGN * CM_ALIGN;
 	s->sc_bytes = 2 * cnt4;
@@ -724,15 +722,14 @@ static int lower_qadd(struct onnx_compiled *cm, struct cstep *s, const struct qp
 		memcpy(cm->wimg + s->rq_off + 4ull * i, &s->mult, 4);
 		cm->wimg[s->rq_off + 4ull * s->nrq + i] = (uint8_t)s->shift;
 	}
-	return alloc_y(m, p, a->ndim, a->dims);
+	return alloc_y(cm, p, a->ndim, a->dims);
 }
 
 /* DQ -> view -> Q with one quantisation: the view of the int8 tensor. */
 static int lower_qview(struct onnx_compiled *cm, struct onnx_ctx *c, struct cstep *s, const struct qpat *p)
 {
-	struct onnx_model *m = cm->m;
-	const struct onnx_tensor *x = &m->vals[p->x[0]].t;
-	struct onnx_tensor *fin = &m->vals[c->n->in[0]].t, *fout = &m->vals[c->n->out[0]].t;
+	const struct onnx_tensor *x = cm_val(cm, p->x[0]);
+	struct onnx_tensor *fin = cm_val(cm, c->n->in[0]), *fout = cm_val(cm, c->n->out[0]);
 	int ret;
 
 	/* the output shape: the view's kernel on a float probe of the input's shape */
@@ -744,7 +741,7 @@ static int lower_qview(struct onnx_compiled *cm, struct onnx_ctx *c, struct cste
 		onnx_tensor_release(fout);
 		return ONNX_FALLBACK;
 	}
-	ret = fout->count == x->count ? alloc_y(m, p, fout->ndim, fout->dims) : ONNX_FALLBACK;
+	ret = fout->count == x->count ? alloc_y(cm, p, fout->ndim, fout->dims) : ONNX_FALLBACK;
 	onnx_tensor_release(fout);
 	if (ret)
 		return ret;
@@ -782,7 +779,8 @@ static int unabsorb(struct onnx_compiled *cm, const struct qpat *p)
 int cm_qdq_lower(struct onnx_compiled *cm, unsigned i, struct cstep *s)
 {
 	struct onnx_model *m = cm->m;
-	struct onnx_ctx c = { .m = m, .n = &m->nodes[i] };
+	char msg[ONNX_ERR_LEN];
+	struct onnx_ctx c = cm_probe_ctx(cm, i, msg);
 	struct qpat p;
 	int ret, *uses, *cons;
 
@@ -812,7 +810,7 @@ int cm_qdq_lower(struct onnx_compiled *cm, unsigned i, struct cstep *s)
 	/* the int8 inputs must be what their zero points say (a DQ of INT32 data, or a zero point that
 	 * contradicts its tensor, is the host kernel's to run or to report) */
 	for (unsigned k = 0; k < 2; k++)
-		if (p.x[k] >= 0 && (!m->vals[p.x[k]].t.data || (int)m->vals[p.x[k]].t.dtype != p.xq[k].dtype))
+		if (p.x[k] >= 0 && (!cm_val(cm, p.x[k])->data || (int)cm_val(cm, p.x[k])->dtype != p.xq[k].dtype))
 			goto declined;
 	switch (m->nodes[i].op) {
 	case OP_CONV:
@@ -842,8 +840,7 @@ int cm_qdq_lower(struct onnx_compiled *cm, unsigned i, struct cstep *s)
 		return 0;
 	}
 declined:
-	if (m->vals[p.y].t.data)
-		onnx_tensor_release(&m->vals[p.y].t);
+	onnx_tensor_release(cm_val(cm, p.y));
 	memset(s, 0, sizeof(*s));
 	s->node = (int)i;
 	s->in[0] = m->nodes[i].n_in ? m->nodes[i].in[0] : -1;

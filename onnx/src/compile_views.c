@@ -141,9 +141,10 @@ static int slice_views(struct vstate *st, unsigned si)
 	struct onnx_model *m = cm->m;
 	struct cstep *s = &cm->steps[si];
 	const struct onnx_node *n = &m->nodes[s->node];
-	struct onnx_ctx c = { .m = m, .n = n };
+	char msg[ONNX_ERR_LEN];
+	struct onnx_ctx c = cm_probe_ctx(cm, (unsigned)s->node, msg);
 	const struct cval *x = &cm->vals[n->in[0]];
-	struct onnx_tensor *xt = &m->vals[n->in[0]].t;
+	struct onnx_tensor *xt = cm_val(cm, n->in[0]);
 	int64_t esz = (int64_t)onnx_dtype_size((enum onnx_dtype)x->dtype);
 	struct cstep copies[8];
 	unsigned n_copies = 0;
@@ -151,7 +152,8 @@ static int slice_views(struct vstate *st, unsigned si)
 	bool view[8];
 	int ret = 0;
 
-	if (n->n_out > 8 || !esz || !x->bytes || x->bytes / (uint64_t)esz > ((uint64_t)1 << 26))
+	if (n->n_out > 8 || !esz || !x->bytes || x->bytes / (uint64_t)esz > ((uint64_t)1 << 26) ||
+	    m->vals[n->in[0]].is_const)
 		return 0;
 	for (unsigned k = 1; k < n->n_in; k++)
 		if (n->in[k] >= 0 && !m->vals[n->in[k]].is_const)
@@ -166,7 +168,7 @@ static int slice_views(struct vstate *st, unsigned si)
 	if (onnx_run_node(&c))
 		goto out;	/* the host step reports it at run time */
 	for (unsigned k = 0; k < n->n_out; k++) {
-		const struct onnx_tensor *o = &m->vals[n->out[k]].t;
+		const struct onnx_tensor *o = cm_val(cm, n->out[k]);
 		const struct cval *ov = &cm->vals[n->out[k]];
 		const int64_t *idx = o->data;
 		uint32_t box[4];
@@ -205,7 +207,7 @@ static int slice_views(struct vstate *st, unsigned si)
 out:
 	onnx_tensor_release(xt);
 	for (unsigned k = 0; k < n->n_out; k++)
-		onnx_tensor_release(&m->vals[n->out[k]].t);
+		onnx_tensor_release(cm_val(cm, n->out[k]));
 	return ret;
 }
 

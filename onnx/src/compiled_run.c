@@ -18,6 +18,8 @@
 
 struct run_state {
 	struct onnx_compiled *cm;
+	struct onnx_tensor *vt;	/* the host steps' values, indexed as the model's: cm->run_vals, never the
+				 * model's own */
 	struct accel_job **jobs;
 	bool *kept;		/* jobs[i] is also a step's kept job (cm->tmpl): waited for, not freed */
 	int rec;		/* the step whose first run is being kept, -1 none */
@@ -580,12 +582,23 @@ static int same_shape(const struct cval *cv, const struct onnx_tensor *t)
 	return 1;
 }
 
+/* The run's host copies of the model's values (they live for one host step). */
+static void release_values(struct run_state *rs)
+{
+	const struct onnx_model *m = rs->cm->m;
+
+	for (unsigned v = 0; v < m->n_vals; v++)
+		if (!m->vals[v].is_const)
+			onnx_tensor_release(&rs->vt[v]);
+}
+
 static int run_host_step(struct run_state *rs, const struct cstep *s)
 {
 	struct onnx_compiled *cm = rs->cm;
-	struct onnx_model *m = cm->m;
+	const struct onnx_model *m = cm->m;
 	const struct onnx_node *n = &m->nodes[s->node];
-	struct onnx_ctx c = { .m = m, .dev = cm->dev, .n = n, .stats = rs->stats };
+	char msg[ONNX_ERR_LEN];
+	struct onnx_ctx c = { .m = cm->m, .vt = rs->vt, .err = msg, .dev = cm->dev, .n = n, .stats = rs->stats };
 	int ret;
 
 	if ((ret = drain(rs)))
@@ -593,37 +606,35 @@ static int run_host_step(struct run_state *rs, const struct cstep *s)
 	for (unsigned k = 0; k < n->n_in; k++) {
 		int v = n->in[k];
 
-		if (v < 0 || m->vals[v].is_const || m->vals[v].t.data)
+		if (v < 0 || m->vals[v].is_const || rs->vt[v].data)
 			continue;
 		if (cm->vals[v].loc != LOC_ARENA)
 			return cm_seterr(cm, -EINVAL, "node %d: input '%s' has no value", s->node, m->vals[v].name);
-		if ((ret = arena_read(cm, v, &m->vals[v].t)))
+		if ((ret = arena_read(cm, v, &rs->vt[v])))
 			return ret;
 		count_copy(rs, cm->vals[v].bytes);
 	}
 	ret = onnx_run_node(&c);
 	if (ret)
-		return cm_seterr(cm, ret, "%s", m->err);
+		return cm_seterr(cm, ret, "%s", msg);
+	cm->steps[s - cm->steps].ran = c.on_accel ? 2 : 1;
 	for (unsigned k = 0; k < n->n_out; k++) {
 		int v = n->out[k];
 		const struct cval *cv;
 
-		if (v < 0 || !m->vals[v].t.data)
+		if (v < 0 || !rs->vt[v].data)
 			continue;
 		cv = &cm->vals[v];
 		if (cv->loc != LOC_ARENA)
 			continue;
-		if (!same_shape(cv, &m->vals[v].t))
+		if (!same_shape(cv, &rs->vt[v]))
 			return cm_seterr(cm, -EINVAL,
 					 "value '%s': its shape or type differs from the compiled one (data-dependent "
 					 "shape: run without compiling)", m->vals[v].name);
-		arena_copy(cv, (uint8_t *)accel_buffer_ptr(cm->arena) + cv->off, m->vals[v].t.data, true);
+		arena_copy(cv, (uint8_t *)accel_buffer_ptr(cm->arena) + cv->off, rs->vt[v].data, true);
 		count_copy(rs, cv->bytes);
 	}
-	/* the host copies live for this step only */
-	for (unsigned v = 0; v < m->n_vals; v++)
-		if (!m->vals[v].is_const)
-			onnx_tensor_release(&m->vals[v].t);
+	release_values(rs);
 	return 0;
 }
 
@@ -653,9 +664,9 @@ static int bind(struct run_state *rs, const struct onnx_tensor *in, unsigned n)
 	return 0;
 }
 
-static int compiled_run(struct onnx_compiled *cm, const struct onnx_tensor *inputs, unsigned n_inputs,
-			struct onnx_tensor *outputs, unsigned n_outputs, struct onnx_run_stats *stats,
-			struct onnx_node_profile *prof)
+static int compiled_run_locked(struct onnx_compiled *cm, const struct onnx_tensor *inputs, unsigned n_inputs,
+			       struct onnx_tensor *outputs, unsigned n_outputs, struct onnx_run_stats *stats,
+			       struct onnx_node_profile *prof)
 {
 	struct onnx_model *m = cm->m;
 	struct onnx_run_stats local;
@@ -683,7 +694,10 @@ static int compiled_run(struct onnx_compiled *cm, const struct onnx_tensor *inpu
 	rs.jobs = calloc(cm->n_steps ? (size_t)cm->n_steps * CS_MAX_JOBS : 1, sizeof(*rs.jobs));
 	rs.kept = calloc(cm->n_steps ? (size_t)cm->n_steps * CS_MAX_JOBS : 1, sizeof(*rs.kept));
 	rs.job_node = prof ? calloc(cm->n_steps ? (size_t)cm->n_steps * CS_MAX_JOBS : 1, sizeof(int)) : NULL;
-	if (!rs.jobs || !rs.kept || (prof && !rs.job_node)) {
+	if (!cm->run_vals)
+		cm->run_vals = calloc(m->n_vals ? m->n_vals : 1, sizeof(*cm->run_vals));
+	rs.vt = cm->run_vals;
+	if (!rs.jobs || !rs.kept || (prof && !rs.job_node) || !rs.vt) {
 		free(rs.jobs);
 		free(rs.kept);
 		free(rs.job_node);
@@ -733,12 +747,23 @@ static int compiled_run(struct onnx_compiled *cm, const struct onnx_tensor *inpu
 	if (ret)
 		for (unsigned i = 0; i < n_outputs; i++)
 			onnx_tensor_release(&outputs[i]);
-	for (unsigned v = 0; v < m->n_vals; v++)
-		if (!m->vals[v].is_const)
-			onnx_tensor_release(&m->vals[v].t);
+	release_values(&rs);	/* a failed host step's */
 	free(rs.jobs);
 	free(rs.kept);
 	free(rs.job_node);
+	return ret;
+}
+
+/* One run at a time per compiled model: they share its arena, its kept jobs and its messages. */
+static int compiled_run(struct onnx_compiled *cm, const struct onnx_tensor *inputs, unsigned n_inputs,
+			struct onnx_tensor *outputs, unsigned n_outputs, struct onnx_run_stats *stats,
+			struct onnx_node_profile *prof)
+{
+	int ret;
+
+	pthread_mutex_lock(&cm->lock);
+	ret = compiled_run_locked(cm, inputs, n_inputs, outputs, n_outputs, stats, prof);
+	pthread_mutex_unlock(&cm->lock);
 	return ret;
 }
 

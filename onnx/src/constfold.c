@@ -361,19 +361,20 @@ int onnx_const_fold(struct onnx_model *m)
 }
 
 /* A computed value whose declared shape a folded Shape used must have that shape. */
-int onnx_check_static_shape(struct onnx_model *m, const struct onnx_value *v)
+int onnx_check_static_shape(const struct onnx_ctx *c, int vi, const struct onnx_tensor *t)
 {
+	const struct onnx_value *v = &c->m->vals[vi];
 	char a[128], b[128];
 	struct onnx_tensor s = { .ndim = v->sndim };
 
-	if (!v->shape_used || !v->t.data)
+	if (!v->shape_used || !t->data)
 		return 0;
-	if (v->t.ndim == v->sndim && !memcmp(v->t.dims, v->sdims, v->sndim * sizeof(int64_t)))
+	if (t->ndim == v->sndim && !memcmp(t->dims, v->sdims, v->sndim * sizeof(int64_t)))
 		return 0;
-	s.dtype = v->t.dtype;
+	s.dtype = t->dtype;
 	memcpy(s.dims, v->sdims, sizeof(s.dims));
-	onnx_tensor_describe(&v->t, a, sizeof(a));
+	onnx_tensor_describe(t, a, sizeof(a));
 	onnx_tensor_describe(&s, b, sizeof(b));
-	return onnx_seterr(m, -EINVAL, "value '%s' is %s, but the model declares %s and a Shape was folded with it",
-			   v->name, a, b);
+	return ctx_seterr(c, -EINVAL, "value '%s' is %s, but the model declares %s and a Shape was folded with it",
+			  v->name, a, b);
 }

@@ -6,33 +6,38 @@
  * Output shapes are inferred per node from its actual input shapes.
  */
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 #include <time.h>
 
 #include "compile.h"
 
-static void release_runtime(struct onnx_model *m)
+/* The run's values (constants are the model's and stay). */
+static void release_values(const struct onnx_model *m, struct onnx_tensor *vt)
 {
 	for (unsigned i = 0; i < m->n_vals; i++)
 		if (!m->vals[i].is_const)
-			onnx_tensor_release(&m->vals[i].t);
+			onnx_tensor_release(&vt[i]);
 }
 
-static int bind_inputs(struct onnx_model *m, const struct onnx_tensor *in, unsigned n)
+static int bind_inputs(const struct onnx_ctx *c, const struct onnx_tensor *in, unsigned n)
 {
+	const struct onnx_model *m = c->m;
+
 	if (n != m->n_inputs)
-		return onnx_seterr(m, -EINVAL, "the model has %u inputs, %u given", m->n_inputs, n);
+		return ctx_seterr(c, -EINVAL, "the model has %u inputs, %u given", m->n_inputs, n);
 	for (unsigned i = 0; i < n; i++) {
-		struct onnx_value *v = &m->vals[m->inputs[i]];
+		int v = m->inputs[i];
 		int ret;
 
 		if (!in[i].data || !onnx_dtype_size(in[i].dtype) || in[i].ndim > ONNX_MAX_DIMS ||
 		    tensor_count(in[i].ndim, in[i].dims) != in[i].count)
-			return onnx_seterr(m, -EINVAL, "input '%s': malformed tensor", v->name);
-		ret = tensor_copy(&v->t, &in[i]);
+			return ctx_seterr(c, -EINVAL, "input '%s': malformed tensor", m->vals[v].name);
+		ret = tensor_copy(&c->vt[v], &in[i]);
 		if (ret)
-			return onnx_seterr(m, ret, "input '%s': out of memory", v->name);
-		if ((ret = onnx_check_static_shape(m, v)))
+			return ctx_seterr(c, ret, "input '%s': %s", m->vals[v].name,
+					  ret == -ENOMEM ? "out of memory" : "shape out of range");
+		if ((ret = onnx_check_static_shape(c, v, &c->vt[v])))
 			return ret;
 	}
 	return 0;
@@ -119,7 +124,7 @@ int onnx_run_node(struct onnx_ctx *c)
 		return ret;
 	ret = ONNX_FALLBACK;
 	for (unsigned i = 0; i < c->n->n_in; i++)
-		if (c->n->in[i] >= 0 && !c->m->vals[c->n->in[i]].t.data)
+		if (c->n->in[i] >= 0 && !node_in(c, i)->data)
 			return node_err(c, -EINVAL, "input '%s' has no value", c->m->vals[c->n->in[i]].name);
 	c->on_accel = false;
 	if (ak)
@@ -135,12 +140,8 @@ int onnx_run_node(struct onnx_ctx *c)
 	if (ret)
 		return ret;
 	for (unsigned i = 0; i < c->n->n_out; i++)
-		if (c->n->out[i] >= 0 && (ret = onnx_check_static_shape(c->m, &c->m->vals[c->n->out[i]])))
+		if (c->n->out[i] >= 0 && (ret = onnx_check_static_shape(c, c->n->out[i], node_out(c, i))))
 			return ret;
-	if (c->dev) {
-		((struct onnx_node *)c->n)->ran = true;
-		((struct onnx_node *)c->n)->ran_on_accel = c->on_accel;
-	}
 	if (c->stats) {
 		if (c->on_accel)
 			c->stats->accel_nodes++;
@@ -203,24 +204,35 @@ int onnx_run_profile(struct onnx_model *m, struct accel_dev *dev, const struct o
 		return onnx_seterr(m, -EINVAL, "the model has %u outputs, %u requested", m->n_outputs, n_outputs);
 	for (unsigned i = 0; i < n_outputs; i++)
 		memset(&outputs[i], 0, sizeof(outputs[i]));
-	ret = bind_inputs(m, inputs, n_inputs);
+	c.vt = calloc(m->n_vals ? m->n_vals : 1, sizeof(*c.vt));
+	if (!c.vt)
+		return onnx_seterr(m, -ENOMEM, "out of memory");
+	ret = bind_inputs(&c, inputs, n_inputs);
 	for (unsigned i = 0; !ret && i < m->n_nodes; i++) {
-		if (m->nodes[i].folded)
+		struct onnx_node *n = &m->nodes[i];
+
+		if (n->folded)
 			continue;
-		c.n = &m->nodes[i];
+		c.n = n;
 		ret = prof ? run_profiled(&c, &prof[i], t0) : onnx_run_node(&c);
+		if (!ret && dev) {	/* onnx_model_node_info's ran_on_device: the last onnx_run's */
+			n->ran = true;
+			n->ran_on_accel = c.on_accel;
+		}
 	}
 	for (unsigned i = 0; !ret && i < n_outputs; i++) {
 		const struct onnx_value *v = &m->vals[m->outputs[i]];
+		const struct onnx_tensor *t = ctx_val(&c, m->outputs[i]);
 
-		if (!v->t.data)
+		if (!t->data)
 			ret = onnx_seterr(m, -EINVAL, "output '%s' was not computed", v->name);
 		else
-			ret = tensor_copy(&outputs[i], &v->t);
+			ret = tensor_copy(&outputs[i], t);
 	}
 	if (ret)
 		for (unsigned i = 0; i < n_outputs; i++)
 			onnx_tensor_release(&outputs[i]);
-	release_runtime(m);
+	release_values(m, c.vt);
+	free(c.vt);
 	return ret;
 }

@@ -43,6 +43,8 @@ enum onnx_op {
 
 /* Bounds on what one node may declare (adversarial graphs: huge input/output/attribute lists). */
 #define ONNX_MAX_NODE_IO 4096
+/* Size of every error message buffer (the model's, a compiled model's, a run's). */
+#define ONNX_ERR_LEN 512
 
 struct onnx_value {
 	const char *name;
@@ -53,7 +55,9 @@ struct onnx_value {
 	int shape_origin;	/* the value whose declared shape sdims derives from (-1: a constant) */
 	unsigned sndim;
 	int64_t sdims[ONNX_MAX_DIMS];
-	struct onnx_tensor t;	/* runtime values: valid during onnx_run */
+	struct onnx_tensor t;	/* constants (is_const), read-only after the load (whose shape inference
+				 * also uses the others as scratch); a run's values live in its own tensors
+				 * (struct onnx_ctx's vt), never here */
 };
 
 struct onnx_node {
@@ -87,12 +91,19 @@ struct onnx_model {
 	unsigned n_nodes, n_folded, n_const_folded;
 	int *inputs, *outputs;
 	unsigned n_inputs, n_outputs;
-	char err[512];
+	char err[ONNX_ERR_LEN];	/* the loader's message, and onnx_run()'s */
 };
 
-/* Execution context of one node. */
+/*
+ * Execution context of one node.  A run (onnx_run, a compiled model's run or its compile-time shape
+ * probe) keeps the tensors of the model's non-constant values in its own array vt and its kernels'
+ * messages in its own err, so a loaded model is read-only to the runs that share it (tnpu_onnx.h,
+ * "Threads").  vt == NULL only while the loader folds constants: the values are then the model's.
+ */
 struct onnx_ctx {
 	struct onnx_model *m;
+	struct onnx_tensor *vt;		/* the run's values, indexed as m->vals (constants: m->vals[].t) */
+	char *err;			/* ONNX_ERR_LEN bytes for the message (NULL: m->err) */
 	struct accel_dev *dev;		/* NULL = CPU reference */
 	const struct onnx_node *n;
 	struct onnx_run_stats *stats;
@@ -100,6 +111,8 @@ struct onnx_ctx {
 };
 
 int onnx_seterr(struct onnx_model *m, int err, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
+/* The message of a run (c->err, else the model's). */
+int ctx_seterr(const struct onnx_ctx *c, int err, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
 const char *onnx_op_name(enum onnx_op op);
 int onnx_value_add(struct onnx_model *m, const char *name);
 int onnx_fold_batchnorm(struct onnx_model *m);
@@ -131,6 +144,10 @@ const Onnx__AttributeProto *attr_find(const Onnx__NodeProto *n, const char *name
 /* TensorProto -> onnx_tensor (copies). */
 int tensor_from_proto(const Onnx__TensorProto *p, struct onnx_tensor *t, char *err, size_t errlen);
 size_t tensor_count(unsigned ndim, const int64_t *dims);
+/* A shape within tnpu_onnx.h's limits: 0; -EINVAL when dimension *bad is negative or above
+ * ONNX_MAX_DIM_SIZE; -E2BIG when the product (zeros counted as 1) exceeds ONNX_MAX_SHAPE_ELEMS
+ * (*bad = ndim).  bad may be NULL. */
+int onnx_shape_check(unsigned ndim, const int64_t *dims, unsigned *bad);
 /* Element i of a numeric tensor as double / int64. */
 double tensor_get(const struct onnx_tensor *t, size_t i);
 int64_t tensor_get_i(const struct onnx_tensor *t, size_t i);
@@ -140,14 +157,19 @@ void tensor_set_i(struct onnx_tensor *t, size_t i, int64_t v);
 #define ONNX_MAX_TENSOR_BYTES ((size_t)1 << 31)
 int tensor_copy(struct onnx_tensor *dst, const struct onnx_tensor *src);
 
+/* Value v's tensor in a run: a constant's is the model's, any other the run's. */
+static inline struct onnx_tensor *ctx_val(const struct onnx_ctx *c, int v)
+{
+	return c->vt && !c->m->vals[v].is_const ? &c->vt[v] : &c->m->vals[v].t;
+}
 /* Node inputs/outputs. */
 static inline const struct onnx_tensor *node_in(const struct onnx_ctx *c, unsigned i)
 {
-	return i < c->n->n_in && c->n->in[i] >= 0 ? &c->m->vals[c->n->in[i]].t : NULL;
+	return i < c->n->n_in && c->n->in[i] >= 0 ? ctx_val(c, c->n->in[i]) : NULL;
 }
 static inline struct onnx_tensor *node_out(const struct onnx_ctx *c, unsigned i)
 {
-	return &c->m->vals[c->n->out[i]].t;
+	return ctx_val(c, c->n->out[i]);
 }
 int node_err(const struct onnx_ctx *c, int err, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
 /* The node has the inputs its operator requires and an output 0 (exec.c); else -EINVAL + message. */
@@ -173,7 +195,8 @@ extern const onnx_kernel onnx_elem_kernels[OP_COUNT], onnx_shape_kernels[OP_COUN
 	onnx_nn_kernels[OP_COUNT];
 /* The host kernel of an operator (whichever ops_*.c defines it), NULL if none. */
 onnx_kernel onnx_host_kernel(enum onnx_op op);
-int onnx_check_static_shape(struct onnx_model *m, const struct onnx_value *v);
+/* Value v computed as t in a run: the shape a folded Shape relied on (else -EINVAL, message in c's). */
+int onnx_check_static_shape(const struct onnx_ctx *c, int v, const struct onnx_tensor *t);
 /* Clip's bounds when min/max are constants (fusion); Shape's start/end clamped to rank. */
 int clip_const_bounds(const struct onnx_model *m, const struct onnx_node *n, float *lo, float *hi);
 int clip_runtime_bounds(const struct onnx_ctx *c, float *lo, float *hi);

@@ -130,6 +130,16 @@ int onnx_seterr(struct onnx_model *m, int err, const char *fmt, ...)
 	return err;
 }
 
+int ctx_seterr(const struct onnx_ctx *c, int err, const char *fmt, ...)
+{
+	va_list ap;
+
+	va_start(ap, fmt);
+	vsnprintf(c->err ? c->err : c->m->err, ONNX_ERR_LEN, fmt, ap);
+	va_end(ap);
+	return err;
+}
+
 const char *onnx_model_error(const struct onnx_model *m)
 {
 	return m ? m->err : "";
@@ -308,6 +318,42 @@ static int load_nodes(struct onnx_model *m, const Onnx__GraphProto *g)
 	return 0;
 }
 
+/*
+ * The fixed dimensions of declared shapes (graph inputs, value_info, graph outputs) within the limits
+ * of tnpu_onnx.h, symbolic ones skipped: every later sum of padded sizes, product or stride of them
+ * then fits int64 (issue #27: [0, 1, 2^63 - 1, 1] has no elements, so no allocation refused it, and
+ * the Conv window after it overflowed).
+ */
+static int check_declared(struct onnx_model *m, Onnx__ValueInfoProto *const *vis, size_t n, const char *what)
+{
+	for (size_t i = 0; i < n; i++) {
+		const Onnx__TensorShapeProto *s;
+		int64_t dims[ONNX_MAX_DIMS];
+		unsigned nd = 0, at[ONNX_MAX_DIMS], bad = 0;
+		int ret;
+
+		if (!vis[i]->type || vis[i]->type->value_case != ONNX__TYPE_PROTO__VALUE_TENSOR_TYPE ||
+		    !vis[i]->type->tensor_type || !(s = vis[i]->type->tensor_type->shape))
+			continue;
+		if (s->n_dim > ONNX_MAX_DIMS)
+			continue;	/* refused where it is read (rank) */
+		for (size_t d = 0; d < s->n_dim; d++)
+			if (s->dim[d]->value_case == ONNX__TENSOR_SHAPE_PROTO__DIMENSION__VALUE_DIM_VALUE) {
+				at[nd] = (unsigned)d;
+				dims[nd++] = s->dim[d]->dim_value;
+			}
+		ret = onnx_shape_check(nd, dims, &bad);
+		if (ret == -EINVAL)
+			return onnx_seterr(m, -EINVAL, "%s '%s': declared dimension %u is %lld (0 to %d)", what,
+					   vis[i]->name ? vis[i]->name : "", at[bad], (long long)dims[bad], ONNX_MAX_DIM_SIZE);
+		if (ret)
+			return onnx_seterr(m, -EINVAL, "%s '%s': the declared dimensions multiply to more than %lld "
+					   "elements (a 0 counted as 1)", what, vis[i]->name ? vis[i]->name : "",
+					   (long long)ONNX_MAX_SHAPE_ELEMS);
+	}
+	return 0;
+}
+
 static int load_graph(struct onnx_model *m)
 {
 	const Onnx__GraphProto *g = m->pb->graph;
@@ -323,6 +369,12 @@ static int load_graph(struct onnx_model *m)
 			m->opset = o->version;
 	}
 	ret = load_initializers(m, g);
+	if (!ret)
+		ret = check_declared(m, g->input, g->n_input, "graph input");
+	if (!ret)
+		ret = check_declared(m, g->value_info, g->n_value_info, "value");
+	if (!ret)
+		ret = check_declared(m, g->output, g->n_output, "graph output");
 	if (ret)
 		return ret;
 	m->inputs = calloc(g->n_input + 1, sizeof(int));

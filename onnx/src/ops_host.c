@@ -433,7 +433,7 @@ static int host_reshape(struct onnx_ctx *c)
 				return node_err(c, -EINVAL, "more than one -1 in shape");
 			infer = (int)i;
 			d = 1;
-		} else if (d < 0 || d > (1LL << 31)) {
+		} else if (d < 0 || d > ONNX_MAX_DIM_SIZE) {
 			return node_err(c, -EINVAL, "shape[%zu] = %lld", i, (long long)d);
 		}
 		if (known > (1LL << 32))

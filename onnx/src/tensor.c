@@ -51,18 +51,38 @@ size_t tensor_count(unsigned ndim, const int64_t *dims)
 	return zero ? 0 : n;
 }
 
+int onnx_shape_check(unsigned ndim, const int64_t *dims, unsigned *bad)
+{
+	int64_t prod = 1;
+
+	for (unsigned i = 0; i < ndim; i++) {
+		if (dims[i] < 0 || dims[i] > ONNX_MAX_DIM_SIZE) {
+			if (bad)
+				*bad = i;
+			return -EINVAL;
+		}
+		/* both factors are below 2^32 here: no overflow */
+		if (dims[i] > 1 && (prod *= dims[i]) > ONNX_MAX_SHAPE_ELEMS) {
+			if (bad)
+				*bad = ndim;
+			return -E2BIG;
+		}
+	}
+	return 0;
+}
+
 int onnx_tensor_alloc(struct onnx_tensor *t, enum onnx_dtype dt, unsigned ndim, const int64_t *dims)
 {
 	size_t es = onnx_dtype_size(dt);
+	int ret;
 
 	memset(t, 0, sizeof(*t));
 	if (!es || ndim > ONNX_MAX_DIMS)
 		return -EINVAL;
-	for (unsigned i = 0; i < ndim; i++) {
-		if (dims[i] < 0 || dims[i] > (1LL << 31))
-			return -EINVAL;
+	if ((ret = onnx_shape_check(ndim, dims, NULL)))
+		return ret;
+	for (unsigned i = 0; i < ndim; i++)
 		t->dims[i] = dims[i];
-	}
 	t->dtype = dt;
 	t->ndim = ndim;
 	t->count = tensor_count(ndim, dims);
@@ -203,11 +223,18 @@ int tensor_from_proto(const Onnx__TensorProto *p, struct onnx_tensor *t, char *e
 		snprintf(err, errlen, "%zu dimensions (at most %d)", p->n_dims, ONNX_MAX_DIMS);
 		return -EOPNOTSUPP;
 	}
-	for (size_t i = 0; i < p->n_dims; i++)
-		if (p->dims[i] < 0 || p->dims[i] > (1LL << 31)) {
-			snprintf(err, errlen, "dimension %zu is %lld", i, (long long)p->dims[i]);
+	{
+		unsigned bad = 0;
+
+		ret = onnx_shape_check((unsigned)p->n_dims, p->dims, &bad);
+		if (ret == -EINVAL)
+			snprintf(err, errlen, "dimension %u is %lld (0 to %d)", bad, (long long)p->dims[bad], ONNX_MAX_DIM_SIZE);
+		else if (ret)
+			snprintf(err, errlen, "its dimensions multiply to more than %lld elements",
+				 (long long)ONNX_MAX_SHAPE_ELEMS);
+		if (ret)
 			return -EINVAL;
-		}
+	}
 	ret = onnx_tensor_alloc(t, (enum onnx_dtype)dt, (unsigned)p->n_dims, p->dims);
 	if (ret) {
 		snprintf(err, errlen, "cannot allocate the tensor (%d)", ret);

@@ -55,7 +55,7 @@ static void print_compiled_placement(const struct onnx_model *m, const struct on
 		} else if (!strcmp(s.kind, "fused")) {
 			snprintf(buf, sizeof(buf), "device: %s", s.reason);
 			dev++;
-		} else if (ni.ran_on_device == 1) {
+		} else if (s.ran_on_device == 1) {
 			snprintf(buf, sizeof(buf), "device (node by node: own buffers and copies)");
 			dev++;
 		} else {

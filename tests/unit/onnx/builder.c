@@ -12,7 +12,7 @@ struct mb {
 	Onnx__OperatorSetIdProto *opsets[1];
 	Onnx__NodeProto *nodes[64];
 	Onnx__TensorProto *inits[32];
-	Onnx__ValueInfoProto *ins[8], *outs[8];
+	Onnx__ValueInfoProto *ins[8], *outs[8], *vis[8];
 	void *mem[4096];
 	unsigned n_mem;
 	uint8_t *packed;
@@ -56,6 +56,7 @@ struct mb *mb_new(int64_t opset)
 	b->graph.initializer = b->inits;
 	b->graph.input = b->ins;
 	b->graph.output = b->outs;
+	b->graph.value_info = b->vis;
 	return b;
 }
 
@@ -182,7 +183,7 @@ void mb_input(struct mb *b, const char *name)
 	b->ins[b->graph.n_input++] = vi(b, name);
 }
 
-void mb_input_typed(struct mb *b, const char *name, int dtype, unsigned ndim, const int64_t *dims)
+static Onnx__ValueInfoProto *typed_vi(struct mb *b, const char *name, int dtype, unsigned ndim, const int64_t *dims)
 {
 	Onnx__ValueInfoProto *v = vi(b, name);
 	Onnx__TypeProto *t = zalloc(b, sizeof(*t));
@@ -213,7 +214,17 @@ void mb_input_typed(struct mb *b, const char *name, int dtype, unsigned ndim, co
 	t->value_case = ONNX__TYPE_PROTO__VALUE_TENSOR_TYPE;
 	t->tensor_type = tt;
 	v->type = t;
-	b->ins[b->graph.n_input++] = v;
+	return v;
+}
+
+void mb_input_typed(struct mb *b, const char *name, int dtype, unsigned ndim, const int64_t *dims)
+{
+	b->ins[b->graph.n_input++] = typed_vi(b, name, dtype, ndim, dims);
+}
+
+void mb_value_info(struct mb *b, const char *name, int dtype, unsigned ndim, const int64_t *dims)
+{
+	b->vis[b->graph.n_value_info++] = typed_vi(b, name, dtype, ndim, dims);
 }
 
 void mb_output(struct mb *b, const char *name)

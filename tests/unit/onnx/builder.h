@@ -29,6 +29,8 @@ void mb_input(struct mb *b, const char *name);
 void mb_output(struct mb *b, const char *name);
 /* Graph input with a declared tensor type; a dimension INT64_MIN is symbolic ("N"). */
 void mb_input_typed(struct mb *b, const char *name, int dtype, unsigned ndim, const int64_t *dims);
+/* A value_info entry (the declared type of an intermediate value), dimensions as mb_input_typed. */
+void mb_value_info(struct mb *b, const char *name, int dtype, unsigned ndim, const int64_t *dims);
 /* Serialize; the buffer belongs to b. */
 const uint8_t *mb_pack(struct mb *b, size_t *len);
 
