@@ -205,6 +205,8 @@ struct tnpu_job {
 	u64 hw_seqno;
 	struct dma_fence *hw_fence;	/* allocated at submit, initialised in run_job */
 	bool hw_fence_init;
+	bool run_called;		/* run_job saw the job (scheduler work item only) */
+	struct dma_fence_cb scheduled_cb;	/* on s_fence->scheduled: tnpu_job_armed() */
 	bool pm_ref;			/* holds a runtime-PM reference (SUBMIT to release) */
 	struct list_head node;		/* ring->inflight */
 	struct drm_gem_object **bos;
@@ -313,6 +315,7 @@ int tnpu_jobs_runtime_suspend(struct tnpu_device *tdev);
 void tnpu_jobs_runtime_resume(struct tnpu_device *tdev);
 void tnpu_rings_set_timeout(struct tnpu_device *tdev, unsigned int ms);
 void tnpu_job_created(void);
+void tnpu_job_armed(struct tnpu_job *job);
 void tnpu_job_destroyed(void);
 
 /* tnpu_queue.c */
@@ -326,6 +329,7 @@ void tnpu_job_release(struct tnpu_job *job);
 
 /* tnpu_perfmon.c */
 void tnpu_job_write_counters(struct tnpu_job *job, int status, u32 hw_error, bool captured);
+void tnpu_job_write_status(struct tnpu_job *job, int status);
 void tnpu_perfmon_put(struct tnpu_perfmon *perfmon);
 struct tnpu_perfmon *tnpu_perfmon_find(struct tnpu_file *tfile, u32 id);
 void tnpu_file_perfmons_fini(struct tnpu_file *tfile);

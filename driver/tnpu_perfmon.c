@@ -62,6 +62,23 @@ void tnpu_file_perfmons_fini(struct tnpu_file *tfile)
 	xa_destroy(&tfile->perfmons);
 }
 
+/* Writes the SUBMIT counters BO, if the job has one (vmapped at SUBMIT). */
+static void tnpu_job_fill_counters_bo(struct tnpu_job *job, int status, u32 hw_error,
+				      const u64 *vals)
+{
+	struct drm_tnpu_job_counters *c;
+	unsigned int i;
+
+	if (!job->counters_bo)
+		return;
+	c = job->counters_map.vaddr + job->counters_offset;
+	c->status = status;
+	c->hw_error = hw_error;
+	/* every slot: counters added to the model reach userspace unchanged */
+	for (i = 0; i < DRM_TNPU_MAX_COUNTERS; i++)
+		c->counter[i] = vals[i];
+}
+
 /*
  * The job completed with @status (0 or the errno its fence carries) and hardware error @hw_error;
  * @captured: the device wrote its counter record (completion or job error), false for a timeout
@@ -98,15 +115,20 @@ void tnpu_job_write_counters(struct tnpu_job *job, int status, u32 hw_error, boo
 		spin_unlock(&job->perfmon->lock);
 	}
 
-	if (job->counters_bo) {
-		struct drm_tnpu_job_counters *c = job->counters_map.vaddr + job->counters_offset;
+	tnpu_job_fill_counters_bo(job, status, hw_error, vals);
+}
 
-		c->status = status;
-		c->hw_error = hw_error;
-		/* every slot: counters added to the model reach userspace unchanged */
-		for (i = 0; i < DRM_TNPU_MAX_COUNTERS; i++)
-			c->counter[i] = vals[i];
-	}
+/*
+ * The job ends without having been handed to the hardware (cancelled, or the device is gone):
+ * its counters BO gets @status and zero counters, and nothing is added to the perfmon or the
+ * file's usage. Called on the fence-signalling path before the job's out-fence signals: the BO
+ * was vmapped at SUBMIT, so this neither sleeps nor allocates, and takes no lock.
+ */
+void tnpu_job_write_status(struct tnpu_job *job, int status)
+{
+	static const u64 zero[DRM_TNPU_MAX_COUNTERS];
+
+	tnpu_job_fill_counters_bo(job, status, 0, zero);
 }
 
 int tnpu_ioctl_perfmon_create(struct drm_device *drm, void *data, struct drm_file *file)

@@ -186,6 +186,17 @@ void tnpu_rings_process(struct tnpu_device *tdev, u32 irq_status)
 }
 
 /*
+ * A job that ends without reaching the hardware: the scheduler signals its out-fence with @err
+ * right after run_job returns, so its counters BO status is written here, first (uapi.md: user
+ * space reads the job's result there).
+ */
+static struct dma_fence *tnpu_job_cancel(struct tnpu_job *job, int err)
+{
+	tnpu_job_write_status(job, err);
+	return ERR_PTR(err);
+}
+
+/*
  * drm_sched run_job: hand the job to its ring. No allocation and no runtime-PM here (fence
  * signalling path): the hardware fence was allocated at submit.
  */
@@ -194,23 +205,29 @@ static struct dma_fence *tnpu_job_run(struct drm_sched_job *sched_job)
 	struct tnpu_job *job = to_tnpu_job(sched_job);
 	struct tnpu_ring *ring = job->ring;
 	struct tnpu_device *tdev = job->tdev;
+	int err;
 
+	job->run_called = true;
 	/*
 	 * drm_sched_resubmit_jobs() after drm_sched_stop() in the timeout handler: the job keeps
 	 * its hardware fence (and its ring entry, which recovery rewrites after a reset).
 	 */
 	if (job->hw_fence_init)
 		return dma_fence_get(job->hw_fence);
-	if (unlikely(sched_job->s_fence->finished.error))
+	err = sched_job->s_fence->finished.error;
+	if (unlikely(err)) {
+		/* the scheduler signals the finished fence with the error it already carries */
+		tnpu_job_write_status(job, err);
 		return NULL;
+	}
 	/* uapi.md: jobs of a faulted context that have not started are cancelled */
 	if (READ_ONCE(job->ctx->faulted))
-		return ERR_PTR(-ECANCELED);
+		return tnpu_job_cancel(job, -ECANCELED);
 
 	spin_lock(&tdev->lock);
 	if (tdev->unplugged) {
 		spin_unlock(&tdev->lock);
-		return ERR_PTR(-ENODEV);
+		return tnpu_job_cancel(job, -ENODEV);
 	}
 	job->hw_seqno = ++ring->seqno;
 	dma_fence_init(job->hw_fence, &tnpu_fence_ops, &ring->fence_lock, ring->fence_context,
@@ -237,6 +254,32 @@ static struct dma_fence *tnpu_job_run(struct drm_sched_job *sched_job)
 	spin_unlock(&tdev->lock);
 
 	return dma_fence_get(job->hw_fence);
+}
+
+/*
+ * A job left in a destroyed queue (QUEUE_DESTROY, close) is cancelled by drm_sched_entity_fini()
+ * without run_job: drm_sched_entity_kill_jobs_work() signals its scheduled fence, then its
+ * finished fence (the out-fence) with -ESRCH. This callback on the scheduled fence is therefore
+ * the driver's last chance to write the job's status before the out-fence signals (the kill path
+ * signals the scheduled fence since a 6.12.y stable fix, which the Debian 6.12 kernel we build
+ * against has). For every other job the scheduled fence signals after run_job, which has handed
+ * the job to its ring or written its status (tnpu_job_cancel()). Runs under the fence's lock: no
+ * sleeping, no allocation.
+ */
+static void tnpu_job_scheduled(struct dma_fence *fence, struct dma_fence_cb *cb)
+{
+	struct tnpu_job *job = container_of(cb, struct tnpu_job, scheduled_cb);
+
+	if (!job->run_called)
+		tnpu_job_write_status(job, -ESRCH);
+}
+
+/* SUBMIT, after drm_sched_job_arm() and before the push: neither fence can have signalled. */
+void tnpu_job_armed(struct tnpu_job *job)
+{
+	/* the job is freed after its finished fence, so it outlives the callback */
+	dma_fence_add_callback(&job->base.s_fence->scheduled, &job->scheduled_cb,
+			       tnpu_job_scheduled);
 }
 
 /* The oldest job on its ring, which has made no progress for timeout_ms. tdev->lock held. */

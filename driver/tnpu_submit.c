@@ -343,6 +343,7 @@ int tnpu_ioctl_submit(struct drm_device *drm, void *data, struct drm_file *file)
 
 	/* point of no return */
 	drm_sched_job_arm(&job->base);
+	tnpu_job_armed(job);
 	job->id = atomic64_inc_return(&tdev->job_ids);
 	args->seqno = job->id;
 	fence = &job->base.s_fence->finished;

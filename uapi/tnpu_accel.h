@@ -495,7 +495,12 @@ struct drm_tnpu_sync {
  * device's per-job counter record: asking for them does not hold other jobs of the ring back.
  */
 struct drm_tnpu_job_counters {
-	/** @status: 0 on success, else the negative errno the job's fence carries. */
+	/**
+	 * @status: 0 on success, else the negative errno the job's fence carries: -EIO, -EFAULT,
+	 * -ETIMEDOUT for a job that failed on the hardware; -ECANCELED (its file faulted), -ESRCH
+	 * (its queue was destroyed or its file closed) or -ENODEV (unplug) for a job that never
+	 * reached it. Written for every job before its fence signals (Documentation/uapi.md).
+	 */
 	__s32 status;
 	/** @hw_error: hardware error code (errors.md), 0 if none. */
 	__u32 hw_error;

@@ -6,16 +6,20 @@
  * buffer is copied into its own BO and submitted on the file's queue with every buffer the stream
  * references in the BO list (read+write: the lowering does not track direction per buffer), the
  * dependencies' syncobjs as in-fences and a fresh syncobj as out-fence; the driver writes the job's
- * counters into a small counters BO before the fence signals.  Waiting is drmSyncobjWait.
+ * counters into a small counters BO before the fence signals.  Waiting is drmSyncobjWait; a job
+ * failed if its counters say so or its fence signalled with an error (drm_fence_error).
  */
 #include <xf86drm.h>	/* before tnpu_accel.h: both drm.h copies share the _DRM_H_ guard */
 #include <fcntl.h>
 #include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/ioctl.h>
 #include <sys/mman.h>
 #include <time.h>
 #include <unistd.h>
+
+#include <linux/sync_file.h>
 
 #include "internal.h"
 #include "tnpu/tnpu_core.h"
@@ -245,6 +249,25 @@ fail:
 	return ret;
 }
 
+/*
+ * The error the signalled fence of @syncobj carries (0: none, or not known). The driver writes it
+ * into the counters' status too (uapi.md), but a tnpu.ko from before issue #28 left the status of
+ * a job that never reached the hardware (cancelled with its queue, or after a fault of this file)
+ * unwritten: zero, which reads as success.  The fence is the one authority, asked separately.
+ */
+static int drm_fence_error(struct drm *d, uint32_t syncobj)
+{
+	struct sync_file_info info;
+	int fd = -1, ret;
+
+	if (drmSyncobjExportSyncFile(d->fd, syncobj, &fd))
+		return 0;	/* the counters' status decides alone */
+	memset(&info, 0, sizeof(info));
+	ret = ioctl(fd, SYNC_IOC_FILE_INFO, &info);
+	close(fd);
+	return !ret && info.status < 0 ? info.status : 0;
+}
+
 static int drm_wait(struct accel_dev *dev, struct accel_hwjob *hw, int64_t timeout_ns)
 {
 	struct drm *d = dev->priv;
@@ -269,6 +292,8 @@ static int drm_wait(struct accel_dev *dev, struct accel_hwjob *hw, int64_t timeo
 		hw->counters[i] = c.counter[i];
 	if (dev->caps.features & TNPU_FEAT_ROW_BUSY)
 		drm_row_busy(d, hw);
+	if (!c.status)
+		c.status = drm_fence_error(d, hw->syncobj);
 	if (c.status || c.hw_error) {
 		hw->status = c.hw_error ? -EIO : (c.status < 0 ? c.status : -EIO);
 		accel_seterr(dev, hw->status, "job failed: status %d (%s), hardware error %s (code %u)", c.status,

@@ -4,6 +4,7 @@
  * between files and processes, MMU faults, device errors, and hang/fault/error injection with
  * recovery (the next job succeeds).
  */
+#include <poll.h>
 #include <sys/wait.h>
 
 #include "kselftest_harness.h"
@@ -534,6 +535,252 @@ TEST_F(job, injected_error_irq_fails_with_eio_and_next_job_succeeds)
 	EXPECT_EQ(before + 1, counters(self->c.fd).hw_errors);
 	EXPECT_EQ(0, tnpu_run_fence(&self->c, 64, self->c.data.va, 2));
 	EXPECT_EQ(2, ((uint64_t *)self->c.data.map)[0]);
+}
+
+/*
+ * Jobs that end without reaching the hardware (issue #28): libaccel zero-fills the counters BO and
+ * reads status 0 as success, so the driver must write their error there before their fence
+ * signals. The counters BOs below start zeroed the same way.
+ */
+
+/* A queue of @fd whose hardware ring is not @ring (queues are spread round-robin), or 0. */
+static uint32_t queue_on_other_ring(int fd, uint32_t ring)
+{
+	uint32_t i;
+
+	for (i = 0; i < 8; i++) {
+		struct drm_tnpu_queue_create cr = { .priority = DRM_TNPU_QUEUE_PRIORITY_NORMAL };
+
+		if (tnpu_ioctl(fd, DRM_IOCTL_TNPU_QUEUE_CREATE, &cr))
+			return 0;
+		if (cr.hw_queue != ring)
+			return cr.handle;
+	}
+	return 0;
+}
+
+/* A new queue of @fd in @handle and its hardware ring in @ring. */
+static int queue_create_on_ring(int fd, uint32_t *handle, uint32_t *ring)
+{
+	struct drm_tnpu_queue_create cr = { .priority = DRM_TNPU_QUEUE_PRIORITY_NORMAL };
+	int ret = tnpu_ioctl(fd, DRM_IOCTL_TNPU_QUEUE_CREATE, &cr);
+
+	*handle = cr.handle;
+	*ring = cr.hw_queue;
+	return ret;
+}
+
+/*
+ * Submits a NOP on @queue that the hang injection stops on its ring: its fence (in @out_sync)
+ * signals -ETIMEDOUT after timeout_ms. Jobs on other rings that depend on it wait that long.
+ */
+static int submit_hung_job(struct tnpu_ctx *c, uint32_t queue, uint32_t out_sync)
+{
+	struct drm_tnpu_bo_ref ref = { c->data.handle, DRM_TNPU_BO_REF_READ };
+	struct tnpu_job_args j = { .queue = queue, .cmd = &c->cmd, .cmd_offset = 1024,
+				   .refs = &ref, .nrefs = 1, .out_sync = out_sync };
+	int ret = tnpu_write_file("inject_hang", "1");
+
+	if (ret)
+		return ret;
+	j.cmd_size = tnpu_cmd_nop((char *)c->cmd.map + 1024);
+	ret = tnpu_submit(c->fd, &j);
+	usleep(200000);	/* it takes the injected hang before anything else runs */
+	return ret;
+}
+
+/* Status of the fence in sync file @sync_fd once it signals (0 ok, -errno), -ETIME after @ms. */
+static int sync_file_status(int sync_fd, int ms)
+{
+	struct pollfd p = { .fd = sync_fd, .events = POLLIN };
+	struct sync_file_info info = { 0 };
+
+	if (poll(&p, 1, ms) != 1)
+		return -ETIME;
+	if (ioctl(sync_fd, SYNC_IOC_FILE_INFO, &info))
+		return -errno;
+	return info.status == 1 ? 0 : info.status;
+}
+
+#define NCANCEL 3
+
+/*
+ * Submits NCANCEL jobs on @queue of @c, the first waiting for @dep (a syncobj of @c), each with
+ * its own out-syncobj in @syncs and its counters at data + 4096 + i * 512 (zeroed first); none
+ * of them can run before @dep signals.
+ */
+static int submit_blocked_jobs(struct tnpu_ctx *c, uint32_t queue, uint32_t dep, uint32_t *syncs)
+{
+	struct drm_tnpu_bo_ref ref = { c->data.handle, DRM_TNPU_BO_REF_WRITE };
+	struct drm_tnpu_sync in = { .handle = dep };
+	int i, ret;
+
+	memset((char *)c->data.map + 4096, 0, NCANCEL * 512);
+	for (i = 0; i < NCANCEL; i++) {
+		struct tnpu_job_args j = { .queue = queue, .cmd = &c->cmd, .cmd_offset = 64 * i,
+					   .refs = &ref, .nrefs = 1, .in = &in, .nin = i == 0,
+					   .counters_bo = c->data.handle,
+					   .counters_offset = 4096 + 512 * i };
+
+		ret = drmSyncobjCreate(c->fd, 0, &syncs[i]) ? -errno : 0;
+		if (ret)
+			return ret;
+		j.out_sync = syncs[i];
+		j.cmd_size = tnpu_cmd_fence((char *)c->cmd.map + 64 * i, c->data.va + 8 * i,
+					    200 + i);
+		ret = tnpu_submit(c->fd, &j);
+		if (ret)
+			return ret;
+	}
+	return 0;
+}
+
+static struct drm_tnpu_job_counters *job_counters(struct tnpu_ctx *c, int i)
+{
+	return (void *)((char *)c->data.map + 4096 + 512 * i);
+}
+
+TEST_F(job, queue_destroy_writes_esrch_status_of_cancelled_jobs)
+{
+	struct drm_tnpu_queue_destroy d = { 0 };
+	uint32_t hung, blocked, ring, hq, syncs[NCANCEL];
+	uint64_t *data = self->c.data.map;
+	char old[32];
+	int i;
+
+	ASSERT_EQ(0, queue_create_on_ring(self->c.fd, &hq, &ring));
+	/* on another ring: the scheduler does not pipeline the dependency onto the hung ring */
+	blocked = queue_on_other_ring(self->c.fd, ring);
+	if (!blocked)
+		SKIP(return, "needs two hardware queues");
+	ASSERT_EQ(0, drmSyncobjCreate(self->c.fd, 0, &hung));
+	get_timeout_ms(old, sizeof(old));
+	ASSERT_EQ(0, set_timeout_ms("3000"));
+	ASSERT_EQ(0, submit_hung_job(&self->c, hq, hung));
+	ASSERT_EQ(0, submit_blocked_jobs(&self->c, blocked, hung, syncs));
+	d.handle = blocked;
+	ASSERT_EQ(0, tnpu_ioctl(self->c.fd, DRM_IOCTL_TNPU_QUEUE_DESTROY, &d));
+
+	EXPECT_EQ(-ETIMEDOUT, tnpu_sync_status(self->c.fd, hung, 0, 30000));
+	for (i = 0; i < NCANCEL; i++) {
+		struct drm_tnpu_job_counters *jc = job_counters(&self->c, i);
+
+		EXPECT_EQ(-ESRCH, tnpu_sync_status(self->c.fd, syncs[i], 0, 30000));
+		EXPECT_EQ(-ESRCH, jc->status) TH_LOG("job %d: status %d", i, jc->status);
+		EXPECT_EQ(0, jc->hw_error);
+		EXPECT_EQ(0, data[i]);
+	}
+	set_timeout_ms(old);
+}
+
+/*
+ * The same through close(). A BO mmap holds the DRM file open, so the counters BO is read through
+ * a mapping of its dma-buf, which does not; the fences through sync files.
+ */
+TEST_F(job, close_writes_esrch_status_of_cancelled_jobs)
+{
+	uint32_t hung, ring, hq, dep, syncs[NCANCEL];
+	int i, sync_fd = -1, dmabuf = -1, out_fd[NCANCEL];
+	struct tnpu_ctx other;
+	char old[32];
+	void *map;
+
+	ASSERT_EQ(0, queue_create_on_ring(self->c.fd, &hq, &ring));
+	ASSERT_EQ(0, tnpu_ctx_init(&other));
+	/* a queue of the other file on another ring than the hung job */
+	other.queue = queue_on_other_ring(other.fd, ring);
+	if (!other.queue) {
+		tnpu_ctx_fini(&other);
+		SKIP(return, "needs two hardware queues");
+	}
+	ASSERT_EQ(0, drmSyncobjCreate(self->c.fd, 0, &hung));
+	get_timeout_ms(old, sizeof(old));
+	ASSERT_EQ(0, set_timeout_ms("3000"));
+	ASSERT_EQ(0, submit_hung_job(&self->c, hq, hung));
+	/* the other file waits for the hung job through an imported sync file */
+	ASSERT_EQ(0, drmSyncobjExportSyncFile(self->c.fd, hung, &sync_fd));
+	ASSERT_EQ(0, drmSyncobjCreate(other.fd, 0, &dep));
+	ASSERT_EQ(0, drmSyncobjImportSyncFile(other.fd, dep, sync_fd));
+	close(sync_fd);
+	ASSERT_EQ(0, submit_blocked_jobs(&other, other.queue, dep, syncs));
+	for (i = 0; i < NCANCEL; i++)
+		ASSERT_EQ(0, drmSyncobjExportSyncFile(other.fd, syncs[i], &out_fd[i]));
+	ASSERT_EQ(0, drmPrimeHandleToFD(other.fd, other.data.handle, DRM_CLOEXEC | DRM_RDWR,
+					&dmabuf));
+	map = mmap(NULL, other.data.size, PROT_READ, MAP_SHARED, dmabuf, 0);
+	ASSERT_NE(MAP_FAILED, map);
+	close(dmabuf);
+	munmap(other.cmd.map, other.cmd.size);
+	munmap(other.data.map, other.data.size);
+	other.data.map = map;
+	close(other.fd);
+	other.fd = -1;
+
+	EXPECT_EQ(-ETIMEDOUT, tnpu_sync_status(self->c.fd, hung, 0, 30000));
+	for (i = 0; i < NCANCEL; i++) {
+		struct drm_tnpu_job_counters *jc = job_counters(&other, i);
+
+		EXPECT_EQ(-ESRCH, sync_file_status(out_fd[i], 30000));
+		EXPECT_EQ(-ESRCH, jc->status) TH_LOG("job %d: status %d", i, jc->status);
+		EXPECT_EQ(0, jc->hw_error);
+		EXPECT_EQ(0, ((uint64_t *)map)[i]);
+		close(out_fd[i]);
+	}
+	munmap(map, other.data.size);
+	set_timeout_ms(old);
+}
+
+/*
+ * A job of a file whose context faulted while the job waited for its dependency is cancelled in
+ * run_job (-ECANCELED, uapi.md) and never runs: its status says so. The faulting job is held
+ * behind a hung job on its ring, so the dependent job is surely submitted before the fault.
+ */
+TEST_F(job, job_cancelled_by_a_fault_of_its_file_reports_ecanceled)
+{
+	struct drm_tnpu_bo_ref ref = { self->c.data.handle, DRM_TNPU_BO_REF_WRITE };
+	struct drm_tnpu_job_counters *jc = job_counters(&self->c, 0);
+	uint32_t ring, qa, qb, hung, faulted, dependent;
+	struct drm_tnpu_sync in = { 0 };
+	uint64_t *data = self->c.data.map;
+	char old[32];
+	struct tnpu_job_args j = { .cmd = &self->c.cmd, .refs = &ref, .nrefs = 1 };
+
+	ASSERT_EQ(0, queue_create_on_ring(self->c.fd, &qa, &ring));
+	qb = queue_on_other_ring(self->c.fd, ring);
+	if (!qb)
+		SKIP(return, "needs two hardware queues");
+	ASSERT_EQ(0, drmSyncobjCreate(self->c.fd, 0, &hung));
+	ASSERT_EQ(0, drmSyncobjCreate(self->c.fd, 0, &faulted));
+	ASSERT_EQ(0, drmSyncobjCreate(self->c.fd, 0, &dependent));
+	get_timeout_ms(old, sizeof(old));
+	ASSERT_EQ(0, set_timeout_ms("1000"));
+	ASSERT_EQ(0, submit_hung_job(&self->c, qa, hung));
+	/* behind the hung job on ring A: runs after the reset and takes an MMU fault (guard page) */
+	j.queue = qa;
+	j.out_sync = faulted;
+	j.cmd_size = tnpu_cmd_fence(self->c.cmd.map, self->c.data.va + self->c.data.size, 1);
+	ASSERT_EQ(0, tnpu_submit(self->c.fd, &j));
+	/* on ring B, waiting for the faulting job's fence */
+	memset(jc, 0, sizeof(*jc));
+	j.queue = qb;
+	j.in = &in;
+	j.nin = 1;
+	in.handle = faulted;
+	j.out_sync = dependent;
+	j.counters_bo = self->c.data.handle;
+	j.counters_offset = 4096;
+	j.cmd_offset = 64;
+	j.cmd_size = tnpu_cmd_fence((char *)self->c.cmd.map + 64, self->c.data.va, 5);
+	ASSERT_EQ(0, tnpu_submit(self->c.fd, &j));
+
+	EXPECT_EQ(-ETIMEDOUT, tnpu_sync_status(self->c.fd, hung, 0, 30000));
+	EXPECT_EQ(-EFAULT, tnpu_sync_status(self->c.fd, faulted, 0, 30000));
+	EXPECT_EQ(-ECANCELED, tnpu_sync_status(self->c.fd, dependent, 0, 30000));
+	EXPECT_EQ(-ECANCELED, jc->status) TH_LOG("status %d", jc->status);
+	EXPECT_EQ(0, jc->hw_error);
+	EXPECT_EQ(0, jc->counter[CNT_COMMANDS]);
+	EXPECT_EQ(0, data[0]);
+	set_timeout_ms(old);
 }
 
 TEST_F(job, close_with_jobs_in_flight_is_safe)
