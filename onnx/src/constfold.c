@@ -91,7 +91,9 @@ static bool shape_preserving(enum onnx_op op)
 	case OP_SELU: case OP_SOFTPLUS: case OP_SOFTSIGN: case OP_SQRT: case OP_RECIPROCAL: case OP_NEG:
 	case OP_ABS: case OP_FLOOR: case OP_CEIL: case OP_SOFTMAX: case OP_LOGSOFTMAX: case OP_LAYERNORM:
 	case OP_BATCHNORM: case OP_DROPOUT: case OP_IDENTITY: case OP_CAST: case OP_NOT: case OP_QUANTIZELINEAR:
-	case OP_DEQUANTIZELINEAR:
+	case OP_DEQUANTIZELINEAR: case OP_SIN: case OP_COS: case OP_TAN: case OP_ASIN: case OP_ACOS: case OP_ATAN:
+	case OP_SINH: case OP_COSH: case OP_ASINH: case OP_ACOSH: case OP_ATANH: case OP_SHRINK:
+	case OP_THRESHOLDEDRELU:
 		return true;
 	default:
 		return false;

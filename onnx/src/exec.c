@@ -95,6 +95,8 @@ static unsigned required_inputs(enum onnx_op op)
 	case OP_QUANTIZELINEAR:
 	case OP_DEQUANTIZELINEAR:
 	case OP_LAYERNORM:
+	case OP_MOD:
+	case OP_BITSHIFT:
 		return 2;
 	default:
 		return 1;

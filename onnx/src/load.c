@@ -105,6 +105,21 @@ static const char *const op_names[OP_COUNT] = {
 	[OP_OR] = "Or",
 	[OP_XOR] = "Xor",
 	[OP_SIZE] = "Size",
+	[OP_SIN] = "Sin",
+	[OP_COS] = "Cos",
+	[OP_TAN] = "Tan",
+	[OP_ASIN] = "Asin",
+	[OP_ACOS] = "Acos",
+	[OP_ATAN] = "Atan",
+	[OP_SINH] = "Sinh",
+	[OP_COSH] = "Cosh",
+	[OP_ASINH] = "Asinh",
+	[OP_ACOSH] = "Acosh",
+	[OP_ATANH] = "Atanh",
+	[OP_SHRINK] = "Shrink",
+	[OP_THRESHOLDEDRELU] = "ThresholdedRelu",
+	[OP_MOD] = "Mod",
+	[OP_BITSHIFT] = "BitShift",
 };
 
 const char *onnx_op_name(enum onnx_op op)

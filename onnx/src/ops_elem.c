@@ -2,9 +2,10 @@
 /*
  * ops_elem.c - element-wise host kernels (issue 15), written from the ONNX operator specification:
  * activations (Sigmoid, HardSigmoid, HardSwish, Tanh, Exp, Log, Erf, Gelu, LeakyRelu, Elu, Selu,
- * Softplus, Softsign, Sqrt, Reciprocal, Floor, Ceil, Neg, Abs), Clip, PRelu, the broadcasting binary
- * operators (Sub, Mul, Div, Pow, Equal, Greater, Less), the variadic Min/Max/Sum/Mean, Where, Not and
- * Cast.  Float math runs in double and rounds once to float; integer arithmetic runs in int64 and
+ * Softplus, Softsign, Sqrt, Reciprocal, Floor, Ceil, Neg, Abs; issue 30: the trigonometric and
+ * hyperbolic functions, Shrink, ThresholdedRelu), Clip, PRelu, the broadcasting binary operators (Sub,
+ * Mul, Div, Pow, Equal, Greater, Less; issue 30: Mod, BitShift), the variadic Min/Max/Sum/Mean, Where,
+ * Not and Cast.  Float math runs in double and rounds once to float; integer arithmetic runs in int64 and
  * wraps to the element type (numpy's behaviour).  They are the CPU reference and the host fallback.
  */
 #include <float.h>
@@ -140,6 +141,32 @@ static double unary_f(enum onnx_op op, double x, double alpha, double beta, doub
 		return -x;
 	case OP_ABS:
 		return fabs(x);
+	case OP_SIN:
+		return sin(x);
+	case OP_COS:
+		return cos(x);
+	case OP_TAN:
+		return tan(x);
+	case OP_ASIN:
+		return asin(x);
+	case OP_ACOS:
+		return acos(x);
+	case OP_ATAN:
+		return atan(x);
+	case OP_SINH:
+		return sinh(x);
+	case OP_COSH:
+		return cosh(x);
+	case OP_ASINH:
+		return asinh(x);
+	case OP_ACOSH:
+		return acosh(x);
+	case OP_ATANH:
+		return atanh(x);
+	case OP_SHRINK:	/* alpha = lambd, beta = bias */
+		return x < -alpha ? x + beta : x > alpha ? x - beta : 0;
+	case OP_THRESHOLDEDRELU:
+		return x > alpha ? x : 0;
 	default:
 		return x;
 	}
@@ -175,6 +202,15 @@ static int host_unary(struct onnx_ctx *c)
 	case OP_SELU:
 		alpha = attr_float(p, "alpha", 1.67326319217681884765625f);
 		gamma = attr_float(p, "gamma", 1.05070102214813232421875f);
+		break;
+	case OP_SHRINK:
+		alpha = attr_float(p, "lambd", 0.5f);
+		beta = attr_float(p, "bias", 0.0f);
+		if (alpha < 0)	/* the spec's two pieces would overlap */
+			return node_err(c, -EINVAL, "lambd %g is negative", alpha);
+		break;
+	case OP_THRESHOLDEDRELU:
+		alpha = attr_float(p, "alpha", 1.0f);
 		break;
 	case OP_GELU: {
 		const char *a = attr_string(p, "approximate", buf, sizeof(buf), "none");
@@ -595,6 +631,88 @@ static int host_cast(struct onnx_ctx *c)
 	return 0;
 }
 
+/* Mod: fmod = 0 is the integer remainder with the divisor's sign (Python's %), fmod = 1 the C fmod
+ * (the dividend's sign); the specification requires fmod = 1 for floating-point inputs.  x mod 0 is 0
+ * (numpy's result; the specification leaves it open). */
+static int64_t mod_i(int64_t a, int64_t b, bool fmod_)
+{
+	int64_t r;
+
+	if (b == 0 || b == -1)	/* -1: INT64_MIN % -1 traps in C */
+		return 0;
+	r = a % b;
+	if (!fmod_ && r != 0 && (r < 0) != (b < 0))
+		r += b;
+	return r;
+}
+
+static int host_mod(struct onnx_ctx *c)
+{
+	const struct onnx_tensor *t[2];
+	int64_t fm = attr_int(c->n->pb, "fmod", 0);
+	struct onnx_tensor *y;
+	struct bcast bc;
+	int ret;
+
+	if ((ret = in_req(c, 0, "A", &t[0])) || (ret = in_req(c, 1, "B", &t[1])))
+		return ret;
+	if (fm != 0 && fm != 1)
+		return node_err(c, -EINVAL, "fmod %lld (0 or 1)", (long long)fm);
+	if (t[0]->dtype != t[1]->dtype)
+		return node_err(c, -EINVAL, "A and B have different element types (%s, %s)",
+				onnx_dtype_name(t[0]->dtype), onnx_dtype_name(t[1]->dtype));
+	if (t[0]->dtype == ONNX_BOOL)
+		return node_err(c, -EINVAL, "element type BOOL (Mod takes numbers)");
+	if (t[0]->dtype == ONNX_FLOAT && !fm)
+		return node_err(c, -EINVAL, "fmod must be 1 for floating-point inputs");
+	if ((ret = bcast_init(c, &bc, t, 2)) || (ret = out_alloc(c, 0, t[0]->dtype, bc.nd, bc.dims)))
+		return ret;
+	y = node_out(c, 0);
+	for (size_t o = 0; o < y->count; o++, bcast_next(&bc)) {
+		if (y->dtype == ONNX_FLOAT)
+			((float *)y->data)[o] = (float)fmod(((const float *)t[0]->data)[bc.off[0]],
+							   ((const float *)t[1]->data)[bc.off[1]]);
+		else
+			tensor_set_i(y, o, mod_i(tensor_get_i(t[0], bc.off[0]), tensor_get_i(t[1], bc.off[1]), fm));
+	}
+	return 0;
+}
+
+/* BitShift of unsigned integers; a shift by the element width or more gives 0 (C leaves it undefined). */
+static int host_bitshift(struct onnx_ctx *c)
+{
+	const struct onnx_tensor *t[2];
+	char buf[8];
+	const char *dir = attr_string(c->n->pb, "direction", buf, sizeof(buf), "");
+	struct onnx_tensor *y;
+	struct bcast bc;
+	unsigned bits;
+	bool left;
+	int ret;
+
+	if ((ret = in_req(c, 0, "X", &t[0])) || (ret = in_req(c, 1, "Y", &t[1])))
+		return ret;
+	if (strcmp(dir, "LEFT") && strcmp(dir, "RIGHT"))
+		return node_err(c, -EINVAL, "direction '%s' (LEFT or RIGHT, required)", dir);
+	left = !strcmp(dir, "LEFT");
+	if (t[0]->dtype != t[1]->dtype)
+		return node_err(c, -EINVAL, "X and Y have different element types (%s, %s)",
+				onnx_dtype_name(t[0]->dtype), onnx_dtype_name(t[1]->dtype));
+	if (t[0]->dtype != ONNX_UINT8)	/* the other unsigned types are not tensor types of this importer */
+		return node_err(c, -EINVAL, "element type %s (BitShift takes unsigned integers: UINT8)",
+				onnx_dtype_name(t[0]->dtype));
+	bits = 8 * (unsigned)onnx_dtype_size(t[0]->dtype);
+	if ((ret = bcast_init(c, &bc, t, 2)) || (ret = out_alloc(c, 0, t[0]->dtype, bc.nd, bc.dims)))
+		return ret;
+	y = node_out(c, 0);
+	for (size_t o = 0; o < y->count; o++, bcast_next(&bc)) {
+		uint64_t x = (uint64_t)tensor_get_i(t[0], bc.off[0]), s = (uint64_t)tensor_get_i(t[1], bc.off[1]);
+
+		tensor_set_i(y, o, s >= bits ? 0 : (int64_t)(left ? x << s : x >> s));
+	}
+	return 0;
+}
+
 const onnx_kernel onnx_elem_kernels[OP_COUNT] = {
 	[OP_SIGMOID] = host_unary,	[OP_HARDSIGMOID] = host_unary, [OP_HARDSWISH] = host_unary,
 	[OP_TANH] = host_unary,		[OP_EXP] = host_unary,	       [OP_LOG] = host_unary,
@@ -610,4 +728,9 @@ const onnx_kernel onnx_elem_kernels[OP_COUNT] = {
 	[OP_NOT] = host_not,		[OP_CAST] = host_cast,	       [OP_GREATEREQUAL] = host_binary,
 	[OP_LESSEQUAL] = host_binary,	[OP_AND] = host_binary,	       [OP_OR] = host_binary,
 	[OP_XOR] = host_binary,		[OP_SIZE] = host_size,
+	[OP_SIN] = host_unary,		[OP_COS] = host_unary,	       [OP_TAN] = host_unary,
+	[OP_ASIN] = host_unary,		[OP_ACOS] = host_unary,	       [OP_ATAN] = host_unary,
+	[OP_SINH] = host_unary,		[OP_COSH] = host_unary,	       [OP_ASINH] = host_unary,
+	[OP_ACOSH] = host_unary,	[OP_ATANH] = host_unary,       [OP_SHRINK] = host_unary,
+	[OP_THRESHOLDEDRELU] = host_unary, [OP_MOD] = host_mod,	       [OP_BITSHIFT] = host_bitshift,
 };

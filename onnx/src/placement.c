@@ -16,6 +16,11 @@ static const char *host_reason(enum onnx_op op)
 	case OP_RECIPROCAL: case OP_POW: case OP_DIV: case OP_LAYERNORM: case OP_REDUCELOGSUM:
 	case OP_REDUCELOGSUMEXP: case OP_REDUCEL2:
 		return "needs exp/log/sqrt/division: the v1 SFU has ReLU and CLAMP only";
+	case OP_SIN: case OP_COS: case OP_TAN: case OP_ASIN: case OP_ACOS: case OP_ATAN: case OP_SINH:
+	case OP_COSH: case OP_ASINH: case OP_ACOSH: case OP_ATANH:
+		return "a transcendental function: the v1 SFU has ReLU and CLAMP only";
+	case OP_MOD: case OP_BITSHIFT: case OP_SHRINK: case OP_THRESHOLDEDRELU:
+		return "element-wise arithmetic: ISA v1 has no element-wise unit";
 	case OP_REDUCEMEAN: case OP_REDUCESUM: case OP_REDUCEMAX: case OP_REDUCEMIN: case OP_REDUCEPROD:
 	case OP_REDUCESUMSQUARE: case OP_REDUCEL1: case OP_ARGMAX: case OP_ARGMIN:
 		return "a reduction: ISA v1 has no reduction unit";

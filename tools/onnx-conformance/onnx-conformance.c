@@ -35,6 +35,9 @@ static const char *const node_ops[] = {
 	"resize", "upsample", "convtranspose", "cast", "where", "equal", "greater", "less", "not", "dropout",
 	"quantizelinear", "dequantizelinear", "constantofshape", "range", "tile", "identity", "size", "and",
 	"or", "xor",
+	/* issue 30 (reach) */
+	"sin", "cos", "tan", "asin", "acos", "atan", "sinh", "cosh", "asinh", "acosh", "atanh", "shrink",
+	"thresholdedrelu", "mod", "bitshift",
 };
 
 struct counts {
