@@ -93,7 +93,7 @@ static bool shape_preserving(enum onnx_op op)
 	case OP_BATCHNORM: case OP_DROPOUT: case OP_IDENTITY: case OP_CAST: case OP_NOT: case OP_QUANTIZELINEAR:
 	case OP_DEQUANTIZELINEAR: case OP_SIN: case OP_COS: case OP_TAN: case OP_ASIN: case OP_ACOS: case OP_ATAN:
 	case OP_SINH: case OP_COSH: case OP_ASINH: case OP_ACOSH: case OP_ATANH: case OP_SHRINK:
-	case OP_THRESHOLDEDRELU:
+	case OP_THRESHOLDEDRELU: case OP_TRILU: case OP_CUMSUM: case OP_HARDMAX:
 		return true;
 	default:
 		return false;
@@ -140,6 +140,8 @@ static bool value_sensitive(enum onnx_op op, unsigned k)
 		return k == 1;
 	case OP_DROPOUT:
 		return k == 2;
+	case OP_ONEHOT:
+		return k == 1;
 	case OP_CONSTANTOFSHAPE: case OP_RANGE:
 		return true;
 	default:

@@ -46,7 +46,7 @@ static int bind_inputs(const struct onnx_ctx *c, const struct onnx_tensor *in, u
 onnx_kernel onnx_host_kernel(enum onnx_op op)
 {
 	const onnx_kernel *tables[] = { onnx_host_kernels, onnx_elem_kernels, onnx_shape_kernels, onnx_reduce_kernels,
-					onnx_nn_kernels };
+					onnx_nn_kernels, onnx_index_kernels };
 
 	if (op >= OP_COUNT)
 		return NULL;
@@ -68,6 +68,10 @@ static unsigned required_inputs(enum onnx_op op)
 		return 5;
 	case OP_WHERE:
 	case OP_RANGE:
+	case OP_ONEHOT:
+	case OP_SCATTERELEMENTS:
+	case OP_SCATTER:
+	case OP_SCATTERND:
 		return 3;
 	case OP_CONV:
 	case OP_GEMM:
@@ -97,6 +101,8 @@ static unsigned required_inputs(enum onnx_op op)
 	case OP_LAYERNORM:
 	case OP_MOD:
 	case OP_BITSHIFT:
+	case OP_CUMSUM:
+	case OP_GATHERELEMENTS:
 		return 2;
 	default:
 		return 1;

@@ -40,7 +40,9 @@ enum onnx_op {
 	OP_TILE, OP_GREATEREQUAL, OP_LESSEQUAL, OP_AND, OP_OR, OP_XOR, OP_SIZE,
 	/* issue 30 (reach) */
 	OP_SIN, OP_COS, OP_TAN, OP_ASIN, OP_ACOS, OP_ATAN, OP_SINH, OP_COSH, OP_ASINH, OP_ACOSH, OP_ATANH,
-	OP_SHRINK, OP_THRESHOLDEDRELU, OP_MOD, OP_BITSHIFT,
+	OP_SHRINK, OP_THRESHOLDEDRELU, OP_MOD, OP_BITSHIFT, OP_TRILU, OP_CUMSUM, OP_DEPTHTOSPACE,
+	OP_SPACETODEPTH, OP_GATHERELEMENTS, OP_ONEHOT, OP_SCATTERELEMENTS, OP_SCATTER, OP_SCATTERND,
+	OP_EYELIKE, OP_HARDMAX,
 	OP_COUNT
 };
 
@@ -195,7 +197,7 @@ typedef int (*onnx_kernel)(struct onnx_ctx *c);
 extern const onnx_kernel onnx_host_kernels[OP_COUNT];
 extern const onnx_kernel onnx_accel_kernels[OP_COUNT];
 extern const onnx_kernel onnx_elem_kernels[OP_COUNT], onnx_shape_kernels[OP_COUNT], onnx_reduce_kernels[OP_COUNT],
-	onnx_nn_kernels[OP_COUNT];
+	onnx_nn_kernels[OP_COUNT], onnx_index_kernels[OP_COUNT];
 /* The host kernel of an operator (whichever ops_*.c defines it), NULL if none. */
 onnx_kernel onnx_host_kernel(enum onnx_op op);
 /* Value v computed as t in a run: the shape a folded Shape relied on (else -EINVAL, message in c's). */

@@ -120,6 +120,17 @@ static const char *const op_names[OP_COUNT] = {
 	[OP_THRESHOLDEDRELU] = "ThresholdedRelu",
 	[OP_MOD] = "Mod",
 	[OP_BITSHIFT] = "BitShift",
+	[OP_TRILU] = "Trilu",
+	[OP_CUMSUM] = "CumSum",
+	[OP_DEPTHTOSPACE] = "DepthToSpace",
+	[OP_SPACETODEPTH] = "SpaceToDepth",
+	[OP_GATHERELEMENTS] = "GatherElements",
+	[OP_ONEHOT] = "OneHot",
+	[OP_SCATTERELEMENTS] = "ScatterElements",
+	[OP_SCATTER] = "Scatter",
+	[OP_SCATTERND] = "ScatterND",
+	[OP_EYELIKE] = "EyeLike",
+	[OP_HARDMAX] = "Hardmax",
 };
 
 const char *onnx_op_name(enum onnx_op op)

@@ -21,6 +21,10 @@ static const char *host_reason(enum onnx_op op)
 		return "a transcendental function: the v1 SFU has ReLU and CLAMP only";
 	case OP_MOD: case OP_BITSHIFT: case OP_SHRINK: case OP_THRESHOLDEDRELU:
 		return "element-wise arithmetic: ISA v1 has no element-wise unit";
+	case OP_CUMSUM: case OP_HARDMAX:
+		return "a scan or reduction along an axis: ISA v1 has no reduction unit";
+	case OP_GATHERELEMENTS: case OP_SCATTERELEMENTS: case OP_SCATTER: case OP_SCATTERND: case OP_ONEHOT:
+		return "data-dependent indexing: ISA v1 has no gather/scatter unit";
 	case OP_REDUCEMEAN: case OP_REDUCESUM: case OP_REDUCEMAX: case OP_REDUCEMIN: case OP_REDUCEPROD:
 	case OP_REDUCESUMSQUARE: case OP_REDUCEL1: case OP_ARGMAX: case OP_ARGMIN:
 		return "a reduction: ISA v1 has no reduction unit";

@@ -35,9 +35,10 @@ static const char *const node_ops[] = {
 	"resize", "upsample", "convtranspose", "cast", "where", "equal", "greater", "less", "not", "dropout",
 	"quantizelinear", "dequantizelinear", "constantofshape", "range", "tile", "identity", "size", "and",
 	"or", "xor",
-	/* issue 30 (reach) */
+	/* issue 30 (reach); "gather" above selects the gather_elements tests */
 	"sin", "cos", "tan", "asin", "acos", "atan", "sinh", "cosh", "asinh", "acosh", "atanh", "shrink",
-	"thresholdedrelu", "mod", "bitshift",
+	"thresholdedrelu", "mod", "bitshift", "tril", "triu", "cumsum", "depthtospace", "spacetodepth", "onehot",
+	"scatter", "scatter_elements", "scatternd", "eyelike", "hardmax",
 };
 
 struct counts {

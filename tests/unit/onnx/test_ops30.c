@@ -1,7 +1,8 @@
 /* SPDX-License-Identifier: MIT */
 /*
  * The host operators of issue 30's first batch at what the ONNX backend tests leave out: the edge cases
- * the specification defines (Mod's signs, BitShift past the width) and the malformed inputs each kernel rejects
+ * the specification defines (Mod's signs, BitShift past the width, CumSum's exclusive/reverse on the
+ * types this importer has, Hardmax's opset < 13 coercion) and the malformed inputs each kernel rejects
  * with the node's name and the reason.  Expected values are worked by hand from the specification.
  */
 #include <criterion/criterion.h>
@@ -145,4 +146,137 @@ Test(onnx_ops30, bitshift_by_the_width_or_more_gives_zero_and_direction_is_requi
 	mb_free(b);
 	onnx_tensor_release(&in[0]);
 	onnx_tensor_release(&in[1]);
+}
+
+Test(onnx_ops30, cumsum_exclusive_reverse_along_the_last_axis)
+{
+	/* [[1, 2, 3], [4, 5, 6]], axis -1, exclusive + reverse: the sum of what follows = [[5, 3, 0], [11, 6, 0]] */
+	int64_t d[2] = { 2, 3 }, ad[1] = { 1 }, axis = -1;
+	double x[6] = { 1, 2, 3, 4, 5, 6 }, want[6] = { 5, 3, 0, 11, 6, 0 }, wi[6] = { 1, 2, 3, 5, 7, 9 };
+	struct onnx_tensor in;
+	Onnx__NodeProto *n;
+	struct mb *b = mb_new(14);
+
+	mb_init(b, "axis", ONNX_INT64, 0, ad, &axis);
+	mb_input(b, "x");
+	n = mb_node(b, "CumSum", "x,axis", "y");
+	mb_output(b, "y");
+	mb_attr_i(b, n, "exclusive", 1);
+	mb_attr_i(b, n, "reverse", 1);
+	tin(&in, ONNX_FLOAT, 2, d, x);
+	expect_out(b, &in, 1, ONNX_FLOAT, 2, d, want);
+	mb_free(b);
+	onnx_tensor_release(&in);
+
+	b = mb_new(14);	/* INT64 along axis 0, inclusive */
+	axis = 0;
+	mb_init(b, "axis", ONNX_INT64, 0, ad, &axis);
+	mb_input(b, "x");
+	mb_node(b, "CumSum", "x,axis", "y");
+	mb_output(b, "y");
+	tin(&in, ONNX_INT64, 2, d, x);
+	expect_out(b, &in, 1, ONNX_INT64, 2, d, wi);
+	mb_free(b);
+	onnx_tensor_release(&in);
+}
+
+Test(onnx_ops30, hardmax_before_opset_13_coerces_to_2d_at_axis)
+{
+	/* 2x2x2, axis 1: each batch row's 4 values are one row, one 1 at the first maximum */
+	int64_t d[3] = { 2, 2, 2 };
+	double x[8] = { 1, 9, 3, 9, 5, 4, 3, 2 }, want[8] = { 0, 1, 0, 0, 1, 0, 0, 0 };
+	struct onnx_tensor in;
+	Onnx__NodeProto *n;
+	struct mb *b = one_node(11, "Hardmax", "x", &n);
+
+	tin(&in, ONNX_FLOAT, 3, d, x);
+	expect_out(b, &in, 1, ONNX_FLOAT, 3, d, want);
+	mb_free(b);
+	onnx_tensor_release(&in);
+}
+
+Test(onnx_ops30, trilu_rejects_a_rank_1_input)
+{
+	int64_t d[1] = { 3 };
+	double x[3] = { 1, 2, 3 };
+	struct onnx_tensor in;
+	Onnx__NodeProto *n;
+	struct mb *b = one_node(14, "Trilu", "x", &n);
+
+	tin(&in, ONNX_FLOAT, 1, d, x);
+	expect_error(b, &in, 1, "(Trilu): input has rank 1 (Trilu needs at least 2)");
+	mb_free(b);
+	onnx_tensor_release(&in);
+}
+
+Test(onnx_ops30, depthtospace_rejects_channels_not_a_multiple_of_blocksize_squared)
+{
+	int64_t d[4] = { 1, 6, 1, 1 };
+	double x[6] = { 0 };
+	struct onnx_tensor in;
+	Onnx__NodeProto *n;
+	struct mb *b = one_node(13, "DepthToSpace", "x", &n);
+
+	mb_attr_i(b, n, "blocksize", 2);
+	tin(&in, ONNX_FLOAT, 4, d, x);
+	expect_error(b, &in, 1, "(DepthToSpace): channels 6 are not a multiple of blocksize^2 = 4");
+	mb_free(b);
+	onnx_tensor_release(&in);
+}
+
+Test(onnx_ops30, gather_and_scatter_elements_reject_an_out_of_range_index)
+{
+	int64_t d[1] = { 3 };
+	double x[3] = { 1, 2, 3 }, idx[3] = { 0, -3, 3 };
+	struct onnx_tensor in[3];
+	Onnx__NodeProto *n;
+	struct mb *b = one_node(13, "GatherElements", "x,i", &n);
+
+	tin(&in[0], ONNX_FLOAT, 1, d, x);
+	tin(&in[1], ONNX_INT64, 1, d, idx);
+	tin(&in[2], ONNX_FLOAT, 1, d, x);
+	expect_error(b, in, 2, "(GatherElements): index 3 is out of range for a dimension of 3");
+	mb_free(b);
+	b = one_node(16, "ScatterElements", "x,i,u", &n);
+	expect_error(b, in, 3, "(ScatterElements): index 3 is out of range for a dimension of 3");
+	mb_attr_s(b, n, "reduction", "avg");
+	expect_error(b, in, 3, "(ScatterElements): reduction 'avg'");
+	mb_free(b);
+	for (int i = 0; i < 3; i++)
+		onnx_tensor_release(&in[i]);
+}
+
+Test(onnx_ops30, scatternd_rejects_updates_of_the_wrong_shape)
+{
+	/* data [4], indices [[1], [2]] (k = 1): updates must be [2], here [3] */
+	int64_t dd[1] = { 4 }, id[2] = { 2, 1 }, ud[1] = { 3 };
+	double x[4] = { 0 }, idx[2] = { 1, 2 }, u[3] = { 0 };
+	struct onnx_tensor in[3];
+	Onnx__NodeProto *n;
+	struct mb *b = one_node(16, "ScatterND", "x,i,u", &n);
+
+	tin(&in[0], ONNX_FLOAT, 1, dd, x);
+	tin(&in[1], ONNX_INT64, 2, id, idx);
+	tin(&in[2], ONNX_FLOAT, 1, ud, u);
+	expect_error(b, in, 3, "(ScatterND): updates must have the shape indices.shape[:-1] + data.shape[1:]");
+	mb_free(b);
+	for (int i = 0; i < 3; i++)
+		onnx_tensor_release(&in[i]);
+}
+
+Test(onnx_ops30, onehot_rejects_a_depth_below_one)
+{
+	int64_t d[1] = { 2 }, sd[1] = { 1 };
+	double idx[2] = { 0, 1 }, depth[1] = { 0 }, v[2] = { 0, 1 };
+	struct onnx_tensor in[3];
+	Onnx__NodeProto *n;
+	struct mb *b = one_node(11, "OneHot", "i,depth,v", &n);
+
+	tin(&in[0], ONNX_INT64, 1, d, idx);
+	tin(&in[1], ONNX_FLOAT, 1, sd, depth);
+	tin(&in[2], ONNX_FLOAT, 1, d, v);
+	expect_error(b, in, 3, "(OneHot): depth 0 (1 to");
+	mb_free(b);
+	for (int i = 0; i < 3; i++)
+		onnx_tensor_release(&in[i]);
 }
