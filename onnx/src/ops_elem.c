@@ -205,9 +205,7 @@ static int host_unary(struct onnx_ctx *c)
 		break;
 	case OP_SHRINK:
 		alpha = attr_float(p, "lambd", 0.5f);
-		beta = attr_float(p, "bias", 0.0f);
-		if (alpha < 0)	/* the spec's two pieces would overlap */
-			return node_err(c, -EINVAL, "lambd %g is negative", alpha);
+		beta = attr_float(p, "bias", 0.0f);	/* a negative lambd: x < -lambd is tested first */
 		break;
 	case OP_THRESHOLDEDRELU:
 		alpha = attr_float(p, "alpha", 1.0f);

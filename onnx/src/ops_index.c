@@ -213,6 +213,9 @@ static int host_spacetodepth(struct onnx_ctx *c)
 	if (x->dims[2] % b || x->dims[3] % b)
 		return node_err(c, -EINVAL, "height %lld and width %lld must be multiples of blocksize %lld",
 				(long long)x->dims[2], (long long)x->dims[3], (long long)b);
+	if (x->dims[1] > ONNX_MAX_DIM_SIZE / (b * b))	/* C * b * b within int64 (H = 0 allows any b) */
+		return node_err(c, -EINVAL, "channels %lld times blocksize^2 = %lld exceed %d", (long long)x->dims[1],
+				(long long)(b * b), ONNX_MAX_DIM_SIZE);
 	n = x->dims[0];
 	cc = x->dims[1];
 	oh_n = x->dims[2] / b;

@@ -280,3 +280,21 @@ Test(onnx_ops30, onehot_rejects_a_depth_below_one)
 	for (int i = 0; i < 3; i++)
 		onnx_tensor_release(&in[i]);
 }
+
+Test(onnx_ops30, shrink_with_a_negative_lambd_tests_the_lower_piece_first)
+{
+	/* the specification's reference: where(x < -lambd, x + bias, where(x > lambd, x - bias, 0)); lambd -1,
+	 * bias 0.5: 0 and -2 are below 1 (x + 0.5), 2 is above -1 (x - 0.5) */
+	int64_t d[1] = { 3 };
+	double x[3] = { 0, 2, -2 }, want[3] = { 0.5, 1.5, -1.5 };
+	struct onnx_tensor in;
+	Onnx__NodeProto *n;
+	struct mb *b = one_node(9, "Shrink", "x", &n);
+
+	mb_attr_f(b, n, "lambd", -1);
+	mb_attr_f(b, n, "bias", 0.5f);
+	tin(&in, ONNX_FLOAT, 1, d, x);
+	expect_out(b, &in, 1, ONNX_FLOAT, 1, d, want);
+	mb_free(b);
+	onnx_tensor_release(&in);
+}
