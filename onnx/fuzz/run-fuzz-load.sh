@@ -2,8 +2,9 @@
 # run-fuzz-load.sh SECONDS BUILD_DIR
 # Runs the ONNX loader's libFuzzer target (onnx/fuzz/fuzz_load.c) for a bounded time in the fuzz build
 # directory that qemu-device/core/fuzz/run-fuzz.sh configured (clang, ASan+UBSan), seeded with the ONNX
-# backend node tests' models of Debian's libonnx-testdata (the smallest 300).  Prints executions and
-# crashes; exits non-zero on a crash, leak, timeout or out-of-memory.
+# backend node tests' models of Debian's libonnx-testdata (the smallest 300, and those of issue 30's
+# host operators).  Prints executions and crashes; exits non-zero on a crash, leak, timeout or
+# out-of-memory.
 set -euo pipefail
 secs=${1:-10}
 bdir=$2
@@ -18,6 +19,10 @@ if [ -d "$data" ]; then
 	for m in "${models[@]}"; do
 		p=${m#* }
 		cp "$p" "$seeds/$(basename "$(dirname "$p")").onnx"
+	done
+	# issue 30's host operators (index-checked kernels: the fuzzer's best targets), whatever their size
+	for p in "$data"/test_{mod,bitshift,tril,triu,cumsum,depthtospace,spacetodepth,gather_elements,onehot,scatter,eyelike,hardmax,shrink,thresholdedrelu}*/model.onnx; do
+		if [ -f "$p" ]; then cp "$p" "$seeds/$(basename "$(dirname "$p")").onnx"; fi
 	done
 fi
 # malloc limit above the loader's own 2 GiB tensor cap (ONNX_MAX_TENSOR_BYTES): a refused shape is the
