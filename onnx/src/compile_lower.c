@@ -9,6 +9,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "accel_util.h"
 #include "compile.h"
 #include "geom.h"
 
@@ -103,6 +104,10 @@ static int lower_conv(struct onnx_compiled *cm, struct onnx_ctx *c, struct cstep
 	if (conv_geom(c, node_in(c, 0), node_in(c, 1), &g))
 		return ONNX_FALLBACK;	/* the host step reports it */
 	if (node_in(c, 2) && node_in(c, 2)->count != (size_t)g.k)
+		return ONNX_FALLBACK;
+	/* libaccel decides what the device runs (#27 B3): a refused Conv is a host step, with its reason */
+	if (accel_conv_query(cm->dev, &g, ACCEL_FP32, node_in(c, 2) != NULL, n->fused_relu, n->fused_clamp, n->clamp_lo,
+			     n->clamp_hi, s->why, sizeof(s->why)))
 		return ONNX_FALLBACK;
 	s->kind = CS_CONV;
 	s->n = g.n, s->c = g.c, s->h = g.h, s->w = g.w, s->k = g.k, s->cg = g.cg, s->kh = g.kh, s->kw = g.kw;
@@ -201,13 +206,15 @@ static int lower_pool(struct onnx_compiled *cm, struct onnx_ctx *c, struct cstep
 		return ONNX_FALLBACK;
 	s->pb = g.win.pb + g.win.ceil_extra_h;
 	s->pr = g.win.pr + g.win.ceil_extra_w;
-	if (g.win.dh != 1 || g.win.dw != 1 || g.win.pt >= g.win.kh || s->pb >= g.win.kh || g.win.pl >= g.win.kw ||
-	    s->pr >= g.win.kw)
+	if (g.win.dh != 1 || g.win.dw != 1)
 		return ONNX_FALLBACK;
 	if (kind == ACCEL_POOL_AVG &&
 	    (g.win.ceil_extra_h || g.win.ceil_extra_w ||
 	     ((g.win.pt || g.win.pl || g.win.pb || g.win.pr) && !attr_int(n->pb, "count_include_pad", 0) &&
 	      !n->pad_counts)))
+		return ONNX_FALLBACK;
+	/* libaccel decides what the device runs (#27 B3): a refused pool is a host step, with its reason */
+	if (accel_pool_query(cm->dev, &g, (enum accel_pool_kind)kind, s->why, sizeof(s->why)))
 		return ONNX_FALLBACK;
 	s->kind = CS_POOL;
 	s->op = kind;
@@ -492,10 +499,17 @@ int cm_lower_node(struct onnx_compiled *cm, unsigned i, struct cstep *s)
 		return ret == -ENOMEM && !cm->err[0] ? cm_seterr(cm, ret, "node '%s': out of memory", node_name(m, i))
 						      : ret;
 	if (ret == 0) {
+		s->why[0] = 0;	/* an earlier pattern's refusal, not this step's */
 		s->reason = "device step of the plan";
 		return 0;
 	}
-	memset(s, 0, sizeof(*s));
+	{
+		char why[sizeof(s->why)];
+
+		memcpy(why, s->why, sizeof(why));	/* libaccel's refusal, if it was asked */
+		memset(s, 0, sizeof(*s));
+		memcpy(s->why, why, sizeof(why));
+	}
 	s->node = (int)i;
 	s->in[0] = n->n_in ? n->in[0] : -1;
 	s->in[1] = -1;
@@ -514,7 +528,8 @@ host:
 		s->reason = "a view of its input (addressing, no step)";
 	} else {
 		s->kind = CS_HOST;
-		s->reason = NULL;	/* onnx_compiled_step_info gives the placement's reason */
+		s->reason = NULL;	/* onnx_compiled_step_info gives the placement's reason (libaccel's refusal
+					 * in s->why, else the node's) */
 	}
 	return 0;
 }
