@@ -164,6 +164,10 @@ static int lower_gemm(struct onnx_compiled *cm, struct onnx_ctx *c, struct cstep
 	epi_from_node(n, s);
 	if (s->act == ACCEL_ACT_CLAMP && alpha != 1.0f)
 		return ONNX_FALLBACK;	/* CLAMP bounds apply before the scale */
+	/* libaccel decides what the device runs (#27): a refused Gemm is a host step, with its reason */
+	if (accel_gemm_query(cm->dev, s->M, s->K, s->N, s->ta, s->tb, s->b_off != UINT64_MAX, s->act, s->lo, s->hi,
+			     s->scale, s->why, sizeof(s->why)))
+		return ONNX_FALLBACK;
 	s->kind = CS_GEMM;
 	dims[0] = s->M;
 	dims[1] = s->N;
@@ -189,6 +193,9 @@ static int lower_matmul(struct onnx_compiled *cm, struct onnx_ctx *c, struct cst
 	s->b_off = UINT64_MAX;
 	s->in[1] = c->n->in[1];
 	s->scale = 1.0f;
+	if (accel_gemm_query(cm->dev, s->M, s->K, s->N, false, false, false, ACCEL_ACT_NONE, 0.0f, 0.0f, 1.0f, s->why,
+			     sizeof(s->why)))
+		return ONNX_FALLBACK;	/* libaccel refused it (#27): a host step, with its reason */
 	if ((ret = weight_of(cm, c->n->in[1], &s->w_off)))
 		return ret;
 	return onnx_tensor_alloc(node_out(c, 0), ONNX_FLOAT, g.out_ndim, g.out_dims) ? -ENOMEM : 0;

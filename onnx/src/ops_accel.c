@@ -273,6 +273,40 @@ out:
 	return ret;
 }
 
+int accel_gemm_query(struct accel_dev *dev, int64_t M, int64_t K, int64_t N, bool ta, bool tb, bool bias, int act,
+		     float lo, float hi, float scale, char *why, size_t len)
+{
+	const uint32_t as[2] = { (uint32_t)(ta ? K : M), (uint32_t)(ta ? M : K) };
+	const uint32_t bs[2] = { (uint32_t)(tb ? N : K), (uint32_t)(tb ? K : N) };
+	const uint32_t cs[2] = { (uint32_t)M, (uint32_t)N }, vs[2] = { 1, (uint32_t)N };
+	struct accel_tensor at, bt, ct, vt;
+	struct accel_gemm_desc d;
+	struct accel_op op;
+
+	if (M <= 0 || K <= 0 || N <= 0 || M > UINT32_MAX || K > UINT32_MAX || N > UINT32_MAX) {
+		snprintf(why, len, "gemm: M, K, N (%lld, %lld, %lld) outside 1..2^32-1", (long long)M, (long long)K,
+			 (long long)N);
+		return -EOPNOTSUPP;
+	}
+	shape_only(ACCEL_FP32, 2, as, &at);
+	shape_only(ACCEL_FP32, 2, bs, &bt);
+	shape_only(ACCEL_FP32, 2, cs, &ct);
+	shape_only(ACCEL_FP32, 2, vs, &vt);
+	memset(&d, 0, sizeof(d));
+	d.a = &at;
+	d.b = &bt;
+	d.c = &ct;
+	d.trans_a = ta;
+	d.trans_b = tb;
+	d.epi.bias = bias ? &vt : NULL;
+	d.epi.act = (enum accel_act)act;
+	d.epi.clamp_lo_f = lo;
+	d.epi.clamp_hi_f = hi;
+	d.epi.scale_f = scale != 1.0f ? scale : 0.0f;
+	op = ACCEL_OP_INIT(ACCEL_OP_GEMM, gemm, &d);
+	return accel_op_supported(dev, &op, why, len);
+}
+
 /* One GEMM on device buffers: C[M x N] = op(A) op(B) with the given epilogue. */
 static int gemm_run(struct onnx_ctx *c, enum accel_dtype dt, struct accel_buffer *ab, uint64_t aoff,
 		    struct accel_buffer *bb, uint64_t boff, struct accel_buffer *cb, uint64_t coff, int64_t M, int64_t K,
