@@ -868,4 +868,7 @@ ACCEL_API int accel_plan_conv2d(struct accel_dev *dev, const struct accel_plan *
 }
 #endif
 
+/* The operation IR and the support query (accel_op, accel_op_supported). */
+#include "accel_op.h"
+
 #endif /* ACCEL_H */

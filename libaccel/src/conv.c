@@ -57,9 +57,19 @@ static int conv_check(struct accel_dev *dev, const struct accel_conv2d_desc *d, 
 		return accel_seterr(dev, -EINVAL, "conv2d: groups must be >= 1");
 	if (!d->stride_h || !d->stride_w || !d->dil_h || !d->dil_w)
 		return accel_seterr(dev, -EINVAL, "conv2d: stride and dilation must be >= 1");
-	if (d->stride_h > 255 || d->stride_w > 255 || d->dil_h > 255 || d->dil_w > 255 || d->pad_top > 255 ||
-	    d->pad_left > 255 || d->pad_bottom > 255 || d->pad_right > 255)
-		return accel_seterr(dev, -EINVAL, "conv2d: stride, dilation and padding must be <= 255");
+	/* IM2COL's stride, dilation and padding fields are 8 bits (commands.md) */
+	{
+		const struct { const char *name; uint32_t v; } f8[] = {
+			{ "stride_h", d->stride_h }, { "stride_w", d->stride_w }, { "dil_h", d->dil_h },
+			{ "dil_w", d->dil_w }, { "pad_top", d->pad_top }, { "pad_left", d->pad_left },
+			{ "pad_bottom", d->pad_bottom }, { "pad_right", d->pad_right },
+		};
+
+		for (unsigned i = 0; i < sizeof(f8) / sizeof(f8[0]); i++)
+			if (f8[i].v > 255)
+				return accel_limit(dev, -EINVAL, "conv2d: %s %u > 255 (stride, dilation and padding "
+						   "must be <= 255: 8-bit IM2COL fields)", f8[i].name, f8[i].v);
+	}
 	if (cg->c % cg->g || cg->k % cg->g)
 		return accel_seterr(dev, -EINVAL, "conv2d: groups (%u) must divide input (%u) and output (%u) channels",
 				    cg->g, cg->c, cg->k);
@@ -68,8 +78,18 @@ static int conv_check(struct accel_dev *dev, const struct accel_conv2d_desc *d, 
 	if (wt->shape[1] != cg->cg)
 		return accel_seterr(dev, -EINVAL, "conv2d: weights have %u input channels, expected C/groups = %u",
 				    wt->shape[1], cg->cg);
-	if (cg->n > 65535 || cg->h > 65535 || cg->w > 65535 || cg->c > 65535 || cg->r > 65535 || cg->s > 65535)
-		return accel_seterr(dev, -E2BIG, "conv2d: dimensions above 65535 are not supported by IM2COL");
+	/* IM2COL's dimensions are 16 bits */
+	{
+		const struct { const char *name; uint32_t v; } f16[] = {
+			{ "input N", cg->n }, { "input H", cg->h }, { "input W", cg->w }, { "input C", cg->c },
+			{ "weights R", cg->r }, { "weights S", cg->s },
+		};
+
+		for (unsigned i = 0; i < sizeof(f16) / sizeof(f16[0]); i++)
+			if (f16[i].v > 65535)
+				return accel_limit(dev, -E2BIG, "conv2d: %s %u > 65535 (dimensions above 65535 are not "
+						   "supported by IM2COL)", f16[i].name, f16[i].v);
+	}
 	eh = (uint64_t)d->dil_h * (cg->r - 1) + 1;
 	ew = (uint64_t)d->dil_w * (cg->s - 1) + 1;
 	if ((uint64_t)cg->h + d->pad_top + d->pad_bottom < eh || (uint64_t)cg->w + d->pad_left + d->pad_right < ew)
@@ -81,7 +101,8 @@ static int conv_check(struct accel_dev *dev, const struct accel_conv2d_desc *d, 
 				    out->shape[0], out->shape[1], out->shape[2], out->shape[3], cg->n, cg->k, cg->oh,
 				    cg->ow);
 	if (cg->oh > 65535 || cg->ow > 65535)
-		return accel_seterr(dev, -E2BIG, "conv2d: output dimensions above 65535");
+		return accel_limit(dev, -E2BIG, "conv2d: output %s %u > 65535 (output dimensions above 65535)",
+				   cg->oh > 65535 ? "OH" : "OW", cg->oh > 65535 ? cg->oh : cg->ow);
 	/* IM2COL needs the layout's contiguous axis (commands.md). */
 	if (cg->nchw ? in->strides[3] != e : in->strides[1] != e)
 		return accel_seterr(dev, -EINVAL, "conv2d: the input's %s axis must be contiguous",
@@ -91,7 +112,7 @@ static int conv_check(struct accel_dev *dev, const struct accel_conv2d_desc *d, 
 		     : (wt->strides[1] != e || wt->strides[3] != e * cg->cg || wt->strides[2] != e * cg->cg * cg->s))
 		return accel_seterr(dev, -EINVAL, "conv2d: weights must be packed %s per output channel",
 				    cg->nchw ? "OIHW" : "OHWI");
-	if (cg->f32 && ((in->buf->va + in->offset) % 4 || (wt->buf->va + wt->offset) % 4 || wt->strides[0] % 4))
+	if (cg->f32 && (tensor_addr(in) % 4 || tensor_addr(wt) % 4 || wt->strides[0] % 4))
 		return accel_seterr(dev, -EINVAL, "conv2d: fp32 tensors must be 4-byte aligned");
 	if (d->input_zero_point < -128 || d->input_zero_point > 127 || (cg->f32 && d->input_zero_point))
 		return accel_seterr(dev, -EINVAL, "conv2d: input_zero_point must be -128..127 (int8 only)");
@@ -111,9 +132,47 @@ static int conv_output_ok(struct accel_dev *dev, const struct accel_tensor *out,
 		if (st[3] != (int64_t)oe || st[2] != (int64_t)oe * cg->ow)
 			return accel_seterr(dev, -EINVAL, "conv2d: NCHW output needs contiguous H x W planes");
 	}
-	if (oe == 4 && ((out->buf->va + out->offset) % 4 || st[0] % 4 || st[1] % 4 || st[2] % 4 || st[3] % 4))
+	if (oe == 4 && (tensor_addr(out) % 4 || st[0] % 4 || st[1] % 4 || st[2] % 4 || st[3] % 4))
 		return accel_seterr(dev, -EINVAL, "conv2d: 32-bit output must be 4-byte aligned");
 	return 0;
+}
+
+/* Everything accel_conv2d checks before it lowers (accel_op_supported asks the same): the descriptor,
+ * the device's limits, the epilogue (into p) and the output's layout.  Touches no buffer. */
+static int conv_validate(struct accel_dev *dev, const struct accel_conv2d_desc *d, struct conv_geom *cg,
+			 struct mm_problem *p)
+{
+	const struct accel_tensor *out = d->output;
+	int ret;
+
+	ret = conv_check(dev, d, cg);
+	if (ret)
+		return ret;
+	memset(p, 0, sizeof(*p));
+	/* The bias (or column records) covers all K output channels; each group takes its slice below. */
+	ret = epi_setup(dev, &d->epi, cg->f32, out->dtype, cg->k, p);
+	if (ret)
+		return ret;
+	ret = conv_output_ok(dev, out, cg, p->out_dtype == TNPU_DTYPE_INT8 ? 1 : 4);
+	if (ret)
+		return ret;
+	if (p->res_tensor) {
+		/* ISA 2 residual: the implicit-im2col lowering stages it in the C tile (matmul.c) */
+		const struct accel_tensor *r = p->res_tensor;
+
+		if (r->ndim != 4 || r->layout != out->layout || memcmp(r->shape, out->shape, sizeof(r->shape)) ||
+		    memcmp(r->strides, out->strides, sizeof(r->strides)))
+			return accel_seterr(dev, -EINVAL, "conv2d: the residual needs the output's layout, shape and strides");
+	}
+	return 0;
+}
+
+int conv2d_validate(struct accel_dev *dev, const struct accel_conv2d_desc *d)
+{
+	struct conv_geom cg;
+	struct mm_problem p;
+
+	return conv_validate(dev, d, &cg, &p);
 }
 
 /* Validate convolution d and set up its matmul problem p (epilogue, IM2COL template, buffers used). */
@@ -123,19 +182,9 @@ static int conv_setup(struct accel_dev *dev, struct mm_ctx *x, const struct acce
 	const struct accel_tensor *in = d->input, *wt = d->weights, *out = d->output;
 	struct conv_geom cg;
 	struct mm_problem p;
-	uint32_t oe;
 	int ret;
 
-	ret = conv_check(dev, d, &cg);
-	if (ret)
-		return ret;
-	memset(&p, 0, sizeof(p));
-	/* The bias (or column records) covers all K output channels; each group takes its slice below. */
-	ret = epi_setup(dev, &d->epi, cg.f32, out->dtype, cg.k, &p);
-	if (ret)
-		return ret;
-	oe = p.out_dtype == TNPU_DTYPE_INT8 ? 1 : 4;
-	ret = conv_output_ok(dev, out, &cg, oe);
+	ret = conv_validate(dev, d, &cg, &p);
 	if (ret)
 		return ret;
 	p.f32 = cg.f32;
@@ -179,15 +228,8 @@ static int conv_setup(struct accel_dev *dev, struct mm_ctx *x, const struct acce
 	cs_use(x->cs, wt->buf);
 	cs_use(x->cs, out->buf);
 	cs_use(x->cs, p.bias_buf);
-	if (p.res_tensor) {
-		/* ISA 2 residual: the implicit-im2col lowering stages it in the C tile (matmul.c) */
-		const struct accel_tensor *r = p.res_tensor;
-
-		if (r->ndim != 4 || r->layout != out->layout || memcmp(r->shape, out->shape, sizeof(r->shape)) ||
-		    memcmp(r->strides, out->strides, sizeof(r->strides)))
-			return accel_seterr(dev, -EINVAL, "conv2d: the residual needs the output's layout, shape and strides");
-		cs_use(x->cs, r->buf);
-	}
+	if (p.res_tensor)
+		cs_use(x->cs, p.res_tensor->buf);
 	*cgp = cg;
 	*pp = p;
 	return 0;

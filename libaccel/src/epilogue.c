@@ -71,18 +71,18 @@ int epi_setup(struct accel_dev *dev, const struct accel_epilogue *ep, bool f32, 
 	}
 	if (ep->bias) {
 		const struct accel_tensor *b = ep->bias;
-		int ret = accel_tensor_check(b);
+		int ret = tensor_usable(dev, b);
 		bool qcol = epi_is_qcol(ep, f32, out_dt, N);
 
 		if (ret)
 			return accel_seterr(dev, ret, "bias tensor is malformed or outside its buffer");
-		if (b->buf->dev != dev)
+		if (b->buf && b->buf->dev != dev)
 			return accel_seterr(dev, -EINVAL, "bias buffer belongs to another device");
 		if (qcol) {
 			if (!(dev->caps.features & TNPU_FEAT_SFU_QCOL))
 				return accel_seterr(dev, -EOPNOTSUPP, "per-column requantisation records: the device has "
 						    "no SFU_QCOL (CAP_FEATURES bit 19)");
-			if (b->strides[0] != 12 || b->strides[1] != 4 || (b->buf->va + b->offset) % 4)
+			if (b->strides[0] != 12 || b->strides[1] != 4 || tensor_addr(b) % 4)
 				return accel_seterr(dev, -EINVAL, "column records must be a contiguous, 4-byte aligned "
 						    "%u x 3 INT32 tensor", N);
 			if (ep->multiplier || ep->shift)
@@ -97,7 +97,7 @@ int epi_setup(struct accel_dev *dev, const struct accel_epilogue *ep, bool f32, 
 			return accel_seterr(dev, -EINVAL, "bias dtype must be %s", f32 ? "FP32" : "INT32");
 		s->ops |= qcol ? TNPU_SFU_OP_BIAS | TNPU_SFU_OP_QCOL : TNPU_SFU_OP_BIAS;
 		p->bias_buf = b->buf;
-		p->bias_va = b->buf->va + b->offset;
+		p->bias_va = tensor_addr(b);
 	}
 	switch (ep->act) {
 	case ACCEL_ACT_NONE:
@@ -148,18 +148,18 @@ int epi_setup(struct accel_dev *dev, const struct accel_epilogue *ep, bool f32, 
 		return accel_seterr(dev, -EINVAL, "scale_f applies to fp32 operations only");
 	if (ep->residual) {
 		const struct accel_tensor *r = ep->residual;
-		int ret = accel_tensor_check(r);
+		int ret = tensor_usable(dev, r);
 
 		if (ret)
 			return accel_seterr(dev, ret, "residual tensor is malformed or outside its buffer");
-		if (r->buf->dev != dev)
+		if (r->buf && r->buf->dev != dev)
 			return accel_seterr(dev, -EINVAL, "residual buffer belongs to another device");
 		if (!(dev->caps.features & TNPU_FEAT_SFU_RESIDUAL))
 			return accel_seterr(dev, -EOPNOTSUPP, "residual: the device has no SFU residual operand (ISA 2)");
 		if (r->dtype != (f32 ? ACCEL_FP32 : ACCEL_INT32) || (s->ops & TNPU_SFU_OP_REQUANT))
 			return accel_seterr(dev, -EINVAL, "residual must be %s and the output 32-bit without requantisation",
 					    f32 ? "FP32" : "INT32");
-		if ((r->buf->va + r->offset) % 4)
+		if (tensor_addr(r) % 4)
 			return accel_seterr(dev, -EINVAL, "residual must be 4-byte aligned");
 		s->ops |= TNPU_SFU_OP_RESIDUAL;
 		p->res_tensor = r;

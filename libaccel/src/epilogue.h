@@ -7,6 +7,10 @@ int epi_setup(struct accel_dev *dev, const struct accel_epilogue *ep, bool f32, 
 /* Validate a tensor argument: well formed, inside its buffer, of this device. */
 int conv_lower(struct accel_dev *dev, struct mm_ctx *x, const struct accel_conv2d_desc *d);
 /* conv_lower's validation and problem set-up alone (the fused expansion + depthwise lowering). */
+/* The validate-only halves of accel_conv2d, accel_gemm and accel_pool2d (accel_op_supported, op.c). */
+int conv2d_validate(struct accel_dev *dev, const struct accel_conv2d_desc *d);
+int gemm_validate(struct accel_dev *dev, const struct accel_gemm_desc *d, struct mm_problem *p);
+int pool2d_validate(struct accel_dev *dev, const struct accel_pool2d_desc *d);
 int conv_prepare(struct accel_dev *dev, struct mm_ctx *x, const struct accel_conv2d_desc *d, struct mm_problem *p);
 int conv_direct_lower(struct accel_dev *dev, struct mm_ctx *x, const struct accel_conv2d_desc *cd,
 		      const struct mm_problem *p);
@@ -48,6 +52,9 @@ double conv_dw_est(const struct accel_dev *dev, const struct mm_ctx *x, const st
 int conv_dw_lower(struct accel_dev *dev, struct mm_ctx *x, const struct accel_conv2d_desc *cd,
 		  const struct mm_problem *p);
 int arg_tensor(struct accel_dev *dev, const struct accel_tensor *t, const char *what);
+/* accel_tensor_check, except that in a support query (dev->query) a tensor without a buffer is checked
+ * for its shape, strides, layout and dtype only. */
+int tensor_usable(struct accel_dev *dev, const struct accel_tensor *t);
 /* -EINVAL with a message if the byte ranges (first to one past the last element) of the output out and the
  * input in overlap in one buffer: the device stores output tiles while later input tiles are still read,
  * so no operation works in place. NULL tensors never overlap. */

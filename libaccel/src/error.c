@@ -18,6 +18,18 @@ int accel_seterr(struct accel_dev *dev, int err, const char *fmt, ...)
 	return err;
 }
 
+int accel_limit(struct accel_dev *dev, int err, const char *fmt, ...)
+{
+	va_list ap;
+
+	if (dev) {
+		va_start(ap, fmt);
+		vsnprintf(dev->err, sizeof(dev->err), fmt, ap);
+		va_end(ap);
+	}
+	return dev && dev->query ? -EOPNOTSUPP : err;
+}
+
 void accel_clearerr(struct accel_dev *dev)
 {
 	if (dev)

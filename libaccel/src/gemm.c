@@ -11,6 +11,11 @@ int arg_tensor(struct accel_dev *dev, const struct accel_tensor *t, const char *
 
 	if (!t)
 		return accel_seterr(dev, -EINVAL, "%s tensor is NULL", what);
+	if (!t->buf && dev->query) {
+		ret = tensor_usable(dev, t);
+		return ret ? accel_seterr(dev, ret, "%s tensor is malformed (ndim, shape, strides, layout or dtype)", what)
+			   : 0;
+	}
 	if (!t->buf)
 		return accel_seterr(dev, -EINVAL, "%s tensor has no buffer", what);
 	if (t->buf->dev != dev)
@@ -29,12 +34,27 @@ int arg_tensor(struct accel_dev *dev, const struct accel_tensor *t, const char *
 	return 0;
 }
 
+int tensor_usable(struct accel_dev *dev, const struct accel_tensor *t)
+{
+	uint64_t ext;
+
+	if (t && !t->buf && dev->query) {
+		if (accel_tensor_extent(t, &ext) || (t->ndim == 2 && t->layout != ACCEL_LAYOUT_ROWMAJOR) ||
+		    (t->ndim == 4 && t->layout != ACCEL_LAYOUT_NHWC && t->layout != ACCEL_LAYOUT_NCHW))
+			return -EINVAL;
+		return 0;
+	}
+	if (!t || !t->buf)
+		return -EINVAL;
+	return accel_tensor_check(t);
+}
+
 int arg_no_overlap(struct accel_dev *dev, const struct accel_tensor *out, const char *oname,
 		   const struct accel_tensor *in, const char *iname)
 {
 	uint64_t eo, ei;
 
-	if (!in || !out || in->buf != out->buf || accel_tensor_extent(out, &eo) || accel_tensor_extent(in, &ei))
+	if (!in || !out || !out->buf || in->buf != out->buf || accel_tensor_extent(out, &eo) || accel_tensor_extent(in, &ei))
 		return 0;
 	if (out->offset < in->offset + ei && in->offset < out->offset + eo)
 		return accel_seterr(dev, -EINVAL, "%s overlaps %s in the same buffer (bytes %llu..%llu and %llu..%llu): "
@@ -49,7 +69,7 @@ int mat_arg(struct accel_dev *dev, const struct accel_tensor *t, const char *wha
 	int ret;
 
 	/* Say what is wrong with the inner stride before the range check blames the buffer size. */
-	if (t && t->buf && t->ndim == 2 && accel_dtype_size(t->dtype) &&
+	if (t && (t->buf || dev->query) && t->ndim == 2 && accel_dtype_size(t->dtype) &&
 	    (size_t)t->strides[1] != accel_dtype_size(t->dtype))
 		return accel_seterr(dev, -EINVAL, "%s: the column dimension must be contiguous (inner stride %lld bytes, "
 				    "element size %zu)", what, (long long)t->strides[1], accel_dtype_size(t->dtype));
@@ -60,7 +80,7 @@ int mat_arg(struct accel_dev *dev, const struct accel_tensor *t, const char *wha
 		return accel_seterr(dev, -EINVAL, "%s must be a 2-D tensor", what);
 	if (t->strides[0] < t->strides[1] * (int64_t)t->shape[1] && t->shape[0] > 1)
 		return accel_seterr(dev, -EINVAL, "%s: rows overlap (row stride too small)", what);
-	if (t->dtype == ACCEL_FP32 && ((t->buf->va + t->offset) % 4 || t->strides[0] % 4))
+	if (t->dtype == ACCEL_FP32 && (tensor_addr(t) % 4 || t->strides[0] % 4))
 		return accel_seterr(dev, -EINVAL, "%s: fp32 data must be 4-byte aligned", what);
 	return 0;
 }
@@ -81,19 +101,15 @@ int sparse_gemm_zskip(struct accel_dev *dev, const struct accel_gemm_desc *d, co
 	return gemm_run(dev, d, sub, job, true);
 }
 
-static int gemm_run(struct accel_dev *dev, const struct accel_gemm_desc *d, const struct accel_submit *sub,
-		    struct accel_job **job, bool zskip_a)
+/* Everything accel_gemm checks before it lowers (accel_op_supported asks the same): operands, shapes,
+ * the epilogue (into p, with M, N, K and f32) and the residual.  Touches no buffer. */
+int gemm_validate(struct accel_dev *dev, const struct accel_gemm_desc *d, struct mm_problem *pp)
 {
-	struct accel_cmdstream cs;
 	struct mm_problem p;
-	struct mm_ctx x;
 	uint32_t M, N, K, kb;
 	bool f32;
 	int ret;
 
-	ret = accel_op_begin(dev, d, "accel_gemm", job);
-	if (ret)
-		return ret;
 	if ((ret = mat_arg(dev, d->a, "A")) || (ret = mat_arg(dev, d->b, "B")) || (ret = mat_arg(dev, d->c, "C")))
 		return ret;
 	if ((ret = arg_no_overlap(dev, d->c, "C", d->a, "A")) || (ret = arg_no_overlap(dev, d->c, "C", d->b, "B")) ||
@@ -118,6 +134,32 @@ static int gemm_run(struct accel_dev *dev, const struct accel_gemm_desc *d, cons
 	ret = epi_setup(dev, &d->epi, f32, d->c->dtype, N, &p);
 	if (ret)
 		return ret;
+	if (p.out_dtype != TNPU_DTYPE_INT8 && (tensor_addr(d->c) % 4 || d->c->strides[0] % 4))
+		return accel_seterr(dev, -EINVAL, "C: 32-bit output must be 4-byte aligned");
+	if (p.res_tensor) {
+		const struct accel_tensor *r = p.res_tensor;
+
+		if (r->ndim != 2 || r->shape[0] != M || r->shape[1] != N || r->strides[1] != 4 || r->strides[0] % 4)
+			return accel_seterr(dev, -EINVAL, "residual must be an %ux%u matrix with contiguous rows", M, N);
+	}
+	*pp = p;
+	return 0;
+}
+
+static int gemm_run(struct accel_dev *dev, const struct accel_gemm_desc *d, const struct accel_submit *sub,
+		    struct accel_job **job, bool zskip_a)
+{
+	struct accel_cmdstream cs;
+	struct mm_problem p;
+	struct mm_ctx x;
+	int ret;
+
+	ret = accel_op_begin(dev, d, "accel_gemm", job);
+	if (ret)
+		return ret;
+	ret = gemm_validate(dev, d, &p);
+	if (ret)
+		return ret;
 	p.a.kind = d->trans_a ? MM_MAT_T : MM_MAT;
 	p.a.buf = d->a->buf;
 	p.a.va = d->a->buf->va + d->a->offset;
@@ -130,15 +172,9 @@ static int gemm_run(struct accel_dev *dev, const struct accel_gemm_desc *d, cons
 	p.c_va = d->c->buf->va + d->c->offset;
 	p.c_pitch = (uint64_t)d->c->strides[0];
 	p.zskip_a = zskip_a;
-	if (p.out_dtype != TNPU_DTYPE_INT8 && (p.c_va % 4 || p.c_pitch % 4))
-		return accel_seterr(dev, -EINVAL, "C: 32-bit output must be 4-byte aligned");
 	if (p.res_tensor) {
-		const struct accel_tensor *r = p.res_tensor;
-
-		if (r->ndim != 2 || r->shape[0] != M || r->shape[1] != N || r->strides[1] != 4 || r->strides[0] % 4)
-			return accel_seterr(dev, -EINVAL, "residual must be an %ux%u matrix with contiguous rows", M, N);
-		p.res_va = r->buf->va + r->offset;
-		p.res_pitch = (uint64_t)r->strides[0];
+		p.res_va = p.res_tensor->buf->va + p.res_tensor->offset;
+		p.res_pitch = (uint64_t)p.res_tensor->strides[0];
 	}
 	cs_init(&cs, dev);
 	cs_use(&cs, p.a.buf);

@@ -71,6 +71,9 @@ struct accel_dev {
 	struct accel_trace *trace;	/* job-timeline recording (trace.c), NULL if never begun */
 	struct pwdw_cache *pwdw_cache;	/* accel_conv2d_pwdw's recent plans (conv_pwdw.c), NULL if none yet */
 	char err[320];
+	/* accel_op_supported is validating (op.c): tensors without a buffer are checked for their shape
+	 * only (arg_tensor, tensor_usable), and nothing that needs memory is looked at */
+	bool query;
 	/* chain #9: islands (filled by the backend) */
 	unsigned n_islands;
 	struct accel_island islands[ACCEL_MAX_ISLANDS];
@@ -153,9 +156,20 @@ struct accel_cmdstream {
 	int err;		/* sticky: first append failure */
 };
 
+/* Address of a tensor's first element; a support query's bufferless tensor: its offset (so the
+ * alignment checks still see it). */
+static inline uint64_t tensor_addr(const struct accel_tensor *t)
+{
+	return (t->buf ? t->buf->va : 0) + t->offset;
+}
+
 /* error.c */
 int accel_seterr(struct accel_dev *dev, int err, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
 void accel_clearerr(struct accel_dev *dev);
+/* A well-formed operation beyond a limit of the device (a field too wide for a hardware encoding): the
+ * message names the field.  The operation calls return err, their documented errno (-EINVAL, -E2BIG);
+ * a support query (dev->query, accel_op_supported) answers -EOPNOTSUPP. */
+int accel_limit(struct accel_dev *dev, int err, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
 
 /* backends */
 int accel_sim_open(struct accel_dev *dev, const char *opts);

@@ -9,6 +9,7 @@
  *  - max pooling runs on the host CPU (after the dependencies) and is reported as a job without
  *    hardware command buffers (hw_jobs = 0).  See Documentation/libaccel.md.
  */
+#include <stdio.h>
 #include <string.h>
 
 #include "epilogue.h"
@@ -54,6 +55,56 @@ static bool packed(const struct accel_tensor *t, uint64_t *elems)
 	return !accel_tensor_extent(t, &ext) && ext == n * accel_dtype_size(t->dtype);
 }
 
+/* accel_activation's checks of NONE/RELU/CLAMP (the SFU epilogue of an identity GEMM): the epilogue in
+ * ep and p, the element count in L. */
+static int act_sfu_validate(struct accel_dev *dev, const struct accel_activation_desc *d, struct accel_epilogue *ep,
+			    struct mm_problem *p, uint64_t *L)
+{
+	bool f32;
+	int ret;
+
+	if ((ret = arg_tensor(dev, d->input, "input")) || (ret = arg_tensor(dev, d->output, "output")))
+		return ret;
+	if (!packed_same(d->input, d->output))
+		return accel_seterr(dev, -EINVAL, "activation: input and output need the same shape, strides, layout and dtype");
+	if (d->input->dtype != ACCEL_INT8 && d->input->dtype != ACCEL_FP32)
+		return accel_seterr(dev, -EINVAL, "activation: dtype must be INT8 or FP32");
+	if (!packed(d->input, L))
+		return accel_seterr(dev, -EINVAL, "activation: tensors must be packed (no gaps)");
+	if (d->act != ACCEL_ACT_RELU && d->act != ACCEL_ACT_CLAMP && d->act != ACCEL_ACT_NONE)
+		return accel_seterr(dev, -EINVAL, "activation: act: unknown function %d", (int)d->act);
+	f32 = d->input->dtype == ACCEL_FP32;
+	memset(ep, 0, sizeof(*ep));
+	ep->act = d->act;
+	ep->clamp_lo_i = d->clamp_lo_i;
+	ep->clamp_hi_i = d->clamp_hi_i;
+	ep->clamp_lo_f = d->clamp_lo_f;
+	ep->clamp_hi_f = d->clamp_hi_f;
+	if (!f32) {
+		/* ((x * 2^30 + 2^29) >> 30) == x: the requantisation is the identity. */
+		ep->multiplier = 1 << 30;
+		ep->shift = 30;
+	}
+	memset(p, 0, sizeof(*p));
+	return epi_setup(dev, ep, f32, d->output->dtype, ID_W, p);
+}
+
+/* accel_op_supported's check of an activation: what accel_activation checks before it lowers. */
+int activation_validate(struct accel_dev *dev, const struct accel_activation_desc *d)
+{
+	struct accel_epilogue ep;
+	struct mm_problem p;
+	uint64_t L;
+	int ret;
+
+	if (d->act >= ACCEL_ACT_SIGMOID && d->act <= ACCEL_ACT_RSQRT) {
+		if ((ret = arg_tensor(dev, d->input, "input")) || (ret = arg_tensor(dev, d->output, "output")))
+			return ret;
+		return activation_vec_validate(dev, d);
+	}
+	return act_sfu_validate(dev, d, &ep, &p, &L);
+}
+
 int accel_activation(struct accel_dev *dev, const struct accel_activation_desc *d, const struct accel_submit *sub,
 		     struct accel_job **job)
 {
@@ -70,35 +121,16 @@ int accel_activation(struct accel_dev *dev, const struct accel_activation_desc *
 	ret = accel_op_begin(dev, d, "accel_activation", job);
 	if (ret)
 		return ret;
-	if ((ret = arg_tensor(dev, d->input, "input")) || (ret = arg_tensor(dev, d->output, "output")))
-		return ret;
-	if (d->act >= ACCEL_ACT_SIGMOID && d->act <= ACCEL_ACT_RSQRT)	/* ISA 2 vector units */
+	if (d->act >= ACCEL_ACT_SIGMOID && d->act <= ACCEL_ACT_RSQRT) {	/* ISA 2 vector units */
+		if ((ret = arg_tensor(dev, d->input, "input")) || (ret = arg_tensor(dev, d->output, "output")))
+			return ret;
 		return accel_activation_vec(dev, d, sub, job);
-	if (!packed_same(d->input, d->output))
-		return accel_seterr(dev, -EINVAL, "activation: input and output need the same shape, strides, layout and dtype");
-	if (d->input->dtype != ACCEL_INT8 && d->input->dtype != ACCEL_FP32)
-		return accel_seterr(dev, -EINVAL, "activation: dtype must be INT8 or FP32");
-	if (!packed(d->input, &L))
-		return accel_seterr(dev, -EINVAL, "activation: tensors must be packed (no gaps)");
-	if (d->act != ACCEL_ACT_RELU && d->act != ACCEL_ACT_CLAMP && d->act != ACCEL_ACT_NONE)
-		return accel_seterr(dev, -EINVAL, "activation: unknown function %d", (int)d->act);
-	f32 = d->input->dtype == ACCEL_FP32;
-	e = f32 ? 4 : 1;
-	memset(&ep, 0, sizeof(ep));
-	ep.act = d->act;
-	ep.clamp_lo_i = d->clamp_lo_i;
-	ep.clamp_hi_i = d->clamp_hi_i;
-	ep.clamp_lo_f = d->clamp_lo_f;
-	ep.clamp_hi_f = d->clamp_hi_f;
-	if (!f32) {
-		/* ((x * 2^30 + 2^29) >> 30) == x: the requantisation is the identity. */
-		ep.multiplier = 1 << 30;
-		ep.shift = 30;
 	}
-	memset(&p, 0, sizeof(p));
-	ret = epi_setup(dev, &ep, f32, d->output->dtype, ID_W, &p);
+	ret = act_sfu_validate(dev, d, &ep, &p, &L);
 	if (ret)
 		return ret;
+	f32 = d->input->dtype == ACCEL_FP32;
+	e = f32 ? 4 : 1;
 	ret = accel_buffer_alloc(dev, (uint64_t)ID_W * ID_W * e, &id);
 	if (ret)
 		return ret;
@@ -224,6 +256,66 @@ static void max_pool_host(const struct accel_pool2d_desc *d, uint32_t oh, uint32
 				}
 }
 
+/* An average pool is a depthwise convolution with 1/(R*S) weights wt ({C, 1, R, S}). */
+static int avg_conv_desc(const struct accel_pool2d_desc *d, const struct accel_tensor *wt,
+			 struct accel_conv2d_desc *cd)
+{
+	memset(cd, 0, sizeof(*cd));
+	cd->input = d->input;
+	cd->output = d->output;
+	cd->weights = wt;
+	cd->stride_h = d->stride_h;
+	cd->stride_w = d->stride_w;
+	cd->pad_top = d->pad_top;
+	cd->pad_left = d->pad_left;
+	cd->pad_bottom = d->pad_bottom;
+	cd->pad_right = d->pad_right;
+	cd->dil_h = cd->dil_w = 1;
+	cd->groups = d->input->shape[1];
+	if (d->input->dtype != ACCEL_FP32) {
+		if (d->multiplier) {
+			cd->epi.multiplier = d->multiplier;
+			cd->epi.shift = d->shift;
+		} else {
+			return accel_quant_from_scale(1.0 / ((double)d->win_h * d->win_w), &cd->epi.multiplier,
+						      &cd->epi.shift);
+		}
+	}
+	return 0;
+}
+
+/* accel_op_supported's check of a pool (dev->query set): accel_pool2d's own checks, then for AVG the
+ * depthwise convolution's validation (which accel_pool2d runs in conv_lower) on shape-only weights.  MAX
+ * always runs (the vector units, else the host). */
+int pool2d_validate(struct accel_dev *dev, const struct accel_pool2d_desc *d)
+{
+	struct accel_buffer shape_only = { .dev = dev };
+	struct accel_conv2d_desc cd;
+	struct accel_tensor wt;
+	uint32_t oh, ow;
+	int ret;
+
+	ret = pool_check(dev, d, &oh, &ow);
+	if (ret || d->kind != ACCEL_POOL_AVG)
+		return ret;
+	ret = accel_tensor_4d(&shape_only, 0, d->input->dtype, d->input->layout, d->input->shape[1], 1, d->win_h,
+			      d->win_w, &wt);
+	if (ret)
+		return ret;
+	wt.buf = NULL;
+	ret = avg_conv_desc(d, &wt, &cd);
+	if (ret)
+		return accel_seterr(dev, ret, "pool2d: no requantisation for a %ux%u window", d->win_h, d->win_w);
+	ret = conv2d_validate(dev, &cd);
+	if (ret) {
+		char why[sizeof(dev->err)];
+
+		snprintf(why, sizeof(why), "%s", dev->err);
+		return accel_seterr(dev, ret, "pool2d (average as a depthwise convolution): %s", why);
+	}
+	return 0;
+}
+
 int accel_pool2d(struct accel_dev *dev, const struct accel_pool2d_desc *d, const struct accel_submit *sub,
 		 struct accel_job **job)
 {
@@ -275,26 +367,7 @@ int accel_pool2d(struct accel_dev *dev, const struct accel_pool2d_desc *d, const
 		accel_buffer_free(w);
 		return ret;
 	}
-	memset(&cd, 0, sizeof(cd));
-	cd.input = d->input;
-	cd.output = d->output;
-	cd.weights = &wt;
-	cd.stride_h = d->stride_h;
-	cd.stride_w = d->stride_w;
-	cd.pad_top = d->pad_top;
-	cd.pad_left = d->pad_left;
-	cd.pad_bottom = d->pad_bottom;
-	cd.pad_right = d->pad_right;
-	cd.dil_h = cd.dil_w = 1;
-	cd.groups = C;
-	if (!f32) {
-		if (d->multiplier) {
-			cd.epi.multiplier = d->multiplier;
-			cd.epi.shift = d->shift;
-		} else {
-			ret = accel_quant_from_scale(1.0 / RS, &cd.epi.multiplier, &cd.epi.shift);
-		}
-	}
+	ret = avg_conv_desc(d, &wt, &cd);
 	cs_init(&cs, dev);
 	cs_use(&cs, w);
 	mm_ctx_init(&x, dev, &cs);

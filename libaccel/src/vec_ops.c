@@ -64,17 +64,12 @@ static int bcast_check(struct accel_dev *dev, const struct accel_tensor *a, cons
 	return 0;
 }
 
-int accel_eltwise(struct accel_dev *dev, const struct accel_eltwise_desc *d, const struct accel_submit *sub,
-		  struct accel_job **job)
+/* Everything accel_eltwise checks before it lowers (accel_op_supported asks the same). */
+int eltwise_validate(struct accel_dev *dev, const struct accel_eltwise_desc *d)
 {
-	const struct accel_tensor *ts[3];
 	enum accel_dtype dt;
-	struct vx_job j;
 	int ret;
 
-	ret = accel_op_begin(dev, d, "accel_eltwise", job);
-	if (ret)
-		return ret;
 	if ((ret = arg_tensor(dev, d->a, "a")) || (ret = arg_tensor(dev, d->b, "b")) ||
 	    (ret = arg_tensor(dev, d->out, "out")))
 		return ret;
@@ -89,11 +84,28 @@ int accel_eltwise(struct accel_dev *dev, const struct accel_eltwise_desc *d, con
 	if ((ret = bcast_check(dev, d->a, d->b, d->out, "eltwise")))
 		return ret;
 	if ((unsigned)d->op > ACCEL_ELT_MIN)
-		return accel_seterr(dev, -EINVAL, "eltwise: unknown op %d", (int)d->op);
+		return accel_seterr(dev, -EINVAL, "eltwise: op: unknown op %d", (int)d->op);
 	if (d->act != ACCEL_ACT_NONE && d->act != ACCEL_ACT_RELU)
 		return accel_seterr(dev, -EINVAL, "eltwise: act must be NONE or RELU");
 	if (d->out->dtype == ACCEL_INT8 && !int8_q_ok(d->multiplier, d->shift, d->zero_point))
 		return accel_seterr(dev, -EINVAL, "eltwise: shift must be 0..62 and zero_point -128..127");
+	return 0;
+}
+
+int accel_eltwise(struct accel_dev *dev, const struct accel_eltwise_desc *d, const struct accel_submit *sub,
+		  struct accel_job **job)
+{
+	const struct accel_tensor *ts[3];
+	enum accel_dtype dt;
+	struct vx_job j;
+	int ret;
+
+	ret = accel_op_begin(dev, d, "accel_eltwise", job);
+	if (ret)
+		return ret;
+	if ((ret = eltwise_validate(dev, d)))
+		return ret;
+	dt = d->a->dtype;
 	job_init(&j, d->out);
 	j.n_in = 2;
 	vx_opnd_of(d->a, &j.in[0]);
@@ -203,14 +215,9 @@ void accel_act_lut(enum accel_act a, float alpha, float beta, float in_scale, in
 	}
 }
 
-int accel_activation_vec(struct accel_dev *dev, const struct accel_activation_desc *d, const struct accel_submit *sub,
-			 struct accel_job **job)
+/* The vector-unit functions' checks (the tensors passed arg_tensor). */
+int activation_vec_validate(struct accel_dev *dev, const struct accel_activation_desc *d)
 {
-	const struct accel_tensor *ts[2] = { d->input, d->output };
-	float alpha = d->alpha, beta = d->beta;
-	struct tnpu_cmd_vec_lut lut;
-	struct vx_job j;
-	bool f32;
 	int ret;
 
 	if ((ret = vx_need(dev, "accel_activation")))
@@ -222,14 +229,30 @@ int accel_activation_vec(struct accel_dev *dev, const struct accel_activation_de
 			return accel_seterr(dev, -EINVAL, "activation: input and output need the same shape and dtype");
 	if (d->input->dtype != ACCEL_INT8 && d->input->dtype != ACCEL_FP32)
 		return accel_seterr(dev, -EINVAL, "activation: dtype must be INT8 or FP32");
+	if (d->input->dtype != ACCEL_FP32 &&
+	    (!(d->in_scale > 0) || !(d->out_scale > 0) || d->in_zero_point < -128 || d->in_zero_point > 127 ||
+	     d->out_zero_point < -128 || d->out_zero_point > 127))
+		return accel_seterr(dev, -EINVAL, "activation: INT8 functions need in_scale, out_scale > 0 and zero points -128..127");
+	return 0;
+}
+
+int accel_activation_vec(struct accel_dev *dev, const struct accel_activation_desc *d, const struct accel_submit *sub,
+			 struct accel_job **job)
+{
+	const struct accel_tensor *ts[2] = { d->input, d->output };
+	float alpha = d->alpha, beta = d->beta;
+	struct tnpu_cmd_vec_lut lut;
+	struct vx_job j;
+	bool f32;
+	int ret;
+
+	if ((ret = activation_vec_validate(dev, d)))
+		return ret;
 	f32 = d->input->dtype == ACCEL_FP32;
 	if (d->act == ACCEL_ACT_HARDSIGMOID && alpha == 0.0f && beta == 0.0f) {
 		alpha = 0.2f;
 		beta = 0.5f;
 	}
-	if (!f32 && (!(d->in_scale > 0) || !(d->out_scale > 0) || d->in_zero_point < -128 || d->in_zero_point > 127 ||
-		     d->out_zero_point < -128 || d->out_zero_point > 127))
-		return accel_seterr(dev, -EINVAL, "activation: INT8 functions need in_scale, out_scale > 0 and zero points -128..127");
 	job_init(&j, d->output);
 	j.n_in = 1;
 	vx_opnd_of(d->input, &j.in[0]);
@@ -252,17 +275,12 @@ int accel_activation_vec(struct accel_dev *dev, const struct accel_activation_de
 
 /* ---- accel_transpose ----------------------------------------------------------------------- */
 
-int accel_transpose(struct accel_dev *dev, const struct accel_transpose_desc *d, const struct accel_submit *sub,
-		    struct accel_job **job)
+/* Everything accel_transpose checks before it lowers (accel_op_supported asks the same). */
+int transpose_validate(struct accel_dev *dev, const struct accel_transpose_desc *d)
 {
-	const struct accel_tensor *ts[2];
-	struct vx_job j;
 	unsigned nd, seen = 0;
 	int ret;
 
-	ret = accel_op_begin(dev, d, "accel_transpose", job);
-	if (ret)
-		return ret;
 	if ((ret = arg_tensor(dev, d->input, "input")) || (ret = arg_tensor(dev, d->output, "output")))
 		return ret;
 	if ((ret = vx_need(dev, "accel_transpose")))
@@ -272,15 +290,33 @@ int accel_transpose(struct accel_dev *dev, const struct accel_transpose_desc *d,
 		return accel_seterr(dev, -EINVAL, "transpose: input and output need the same ndim and dtype");
 	for (unsigned i = 0; i < nd; i++) {
 		if (d->perm[i] >= nd || (seen & (1u << d->perm[i])))
-			return accel_seterr(dev, -EINVAL, "transpose: perm is not a permutation of 0..%u", nd - 1);
+			return accel_seterr(dev, -EINVAL, "transpose: perm[%u] %u: perm is not a permutation of 0..%u", i,
+					    d->perm[i], nd - 1);
 		seen |= 1u << d->perm[i];
 		if (d->output->shape[i] != d->input->shape[d->perm[i]])
 			return accel_seterr(dev, -EINVAL, "transpose: output dim %u must be input dim %u (%u)", i, d->perm[i],
 					    d->input->shape[d->perm[i]]);
 	}
+	return 0;
+}
+
+int accel_transpose(struct accel_dev *dev, const struct accel_transpose_desc *d, const struct accel_submit *sub,
+		    struct accel_job **job)
+{
+	const struct accel_tensor *ts[2];
+	struct vx_job j;
+	unsigned nd;
+	int ret;
+
+	ret = accel_op_begin(dev, d, "accel_transpose", job);
+	if (ret)
+		return ret;
+	if ((ret = transpose_validate(dev, d)))
+		return ret;
+	nd = d->input->ndim;
 	job_init(&j, d->output);
 	j.n_in = 1;
-	j.in[0].va = d->input->buf->va + d->input->offset;
+	j.in[0].va = tensor_addr(d->input);
 	j.in[0].e = (unsigned)accel_dtype_size(d->input->dtype);
 	for (unsigned i = 0; i < nd; i++)
 		j.in[0].st[4 - nd + i] = d->output->shape[i] > 1 ? (uint64_t)d->input->strides[d->perm[i]] : 0;
@@ -471,6 +507,12 @@ static void rows_job(struct vx_job *j, const struct accel_tensor *in, const stru
 	j->in[0].st[3] = (uint64_t)in->strides[1];
 }
 
+/* Everything accel_softmax checks before it lowers (accel_op_supported asks the same). */
+int softmax_validate(struct accel_dev *dev, const struct accel_softmax_desc *d)
+{
+	return rows_arg(dev, d->input, d->output, "accel_softmax");
+}
+
 int accel_softmax(struct accel_dev *dev, const struct accel_softmax_desc *d, const struct accel_submit *sub,
 		  struct accel_job **job)
 {
@@ -481,7 +523,7 @@ int accel_softmax(struct accel_dev *dev, const struct accel_softmax_desc *d, con
 	ret = accel_op_begin(dev, d, "accel_softmax", job);
 	if (ret)
 		return ret;
-	if ((ret = rows_arg(dev, d->input, d->output, "accel_softmax")))
+	if ((ret = softmax_validate(dev, d)))
 		return ret;
 	rows_job(&j, d->input, d->output);
 	j.emit = softmax_emit;
@@ -564,9 +606,26 @@ static int vec_arg(struct accel_dev *dev, const struct accel_tensor *t, uint32_t
 	    (t->shape[0] != 1 && t->shape[1] != 1))
 		return accel_seterr(dev, -EINVAL, "layernorm: %s must be a 1 x %u (or %u x 1) FP32 vector", what, L, L);
 	memset(o, 0, sizeof(*o));
-	o->va = t->buf->va + t->offset;
+	o->va = tensor_addr(t);
 	o->e = 4;
 	o->st[3] = (uint64_t)(t->shape[1] != 1 ? t->strides[1] : t->strides[0]);
+	return 0;
+}
+
+/* Everything accel_layernorm checks before it lowers (accel_op_supported asks the same). */
+int layernorm_validate(struct accel_dev *dev, const struct accel_layernorm_desc *d)
+{
+	struct vx_opnd o;
+	int ret;
+
+	if ((ret = rows_arg(dev, d->input, d->output, "accel_layernorm")))
+		return ret;
+	if (!(d->epsilon >= 0) || isinf(d->epsilon))
+		return accel_seterr(dev, -EINVAL, "layernorm: epsilon %g: must be finite and >= 0", (double)d->epsilon);
+	if (d->gamma && (ret = vec_arg(dev, d->gamma, d->input->shape[1], "gamma", &o)))
+		return ret;
+	if (d->beta && (ret = vec_arg(dev, d->beta, d->input->shape[1], "beta", &o)))
+		return ret;
 	return 0;
 }
 
@@ -580,10 +639,8 @@ int accel_layernorm(struct accel_dev *dev, const struct accel_layernorm_desc *d,
 	ret = accel_op_begin(dev, d, "accel_layernorm", job);
 	if (ret)
 		return ret;
-	if ((ret = rows_arg(dev, d->input, d->output, "accel_layernorm")))
+	if ((ret = layernorm_validate(dev, d)))
 		return ret;
-	if (!(d->epsilon >= 0) || isinf(d->epsilon))
-		return accel_seterr(dev, -EINVAL, "layernorm: epsilon must be finite and >= 0");
 	rows_job(&j, d->input, d->output);
 	if (d->gamma && (ret = vec_arg(dev, d->gamma, d->input->shape[1], "gamma", &j.in[j.n_in++])))
 		return ret;

@@ -5,6 +5,14 @@
 
 #include "internal.h"
 
+/* The validate-only halves of the operations (accel_op_supported, op.c): what the operation checks
+ * before it lowers, nothing that needs a buffer's memory. */
+int activation_vec_validate(struct accel_dev *dev, const struct accel_activation_desc *d);
+int activation_validate(struct accel_dev *dev, const struct accel_activation_desc *d);
+int eltwise_validate(struct accel_dev *dev, const struct accel_eltwise_desc *d);
+int softmax_validate(struct accel_dev *dev, const struct accel_softmax_desc *d);
+int layernorm_validate(struct accel_dev *dev, const struct accel_layernorm_desc *d);
+int transpose_validate(struct accel_dev *dev, const struct accel_transpose_desc *d);
 /* accel_activation for ACCEL_ACT_SIGMOID..RSQRT (descriptor and tensors already checked non-NULL). */
 int accel_activation_vec(struct accel_dev *dev, const struct accel_activation_desc *d, const struct accel_submit *sub,
 			 struct accel_job **job);

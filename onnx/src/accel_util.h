@@ -17,6 +17,21 @@ void abufs_free(struct abufs *bs);
 /* Wait for a job started by a libaccel call that returned ret; add its counters to the stats. */
 int ajob_finish(struct onnx_ctx *c, int ret, struct accel_job *job, const char *what);
 
+/* Would the device run this Conv (dt INT8 or FP32, NCHW, bias or not, the fused ReLU/Clip)?  libaccel's
+ * answer (accel_op_supported on shape-only tensors): 0, -EOPNOTSUPP with the reason in why, or -EINVAL. */
+int accel_conv_query(struct accel_dev *dev, const struct conv_geom *g, enum accel_dtype dt, bool bias, bool relu,
+		     bool clamp, float lo, float hi, char *why, size_t len);
+
+/* Would the device run this fp32 MaxPool/AveragePool (padding bottom/right including the ceil_mode
+ * overhang)?  libaccel's answer, as accel_conv_query. */
+int accel_pool_query(struct accel_dev *dev, const struct pool_geom *g, enum accel_pool_kind kind, char *why,
+		     size_t len);
+
+/* Would the device run this fp32 GEMM, C[M x N] = op(A) op(B) with a 1 x N bias (or none), act (enum accel_act)
+ * with CLAMP bounds lo..hi and the output scale?  libaccel's answer, as accel_conv_query. */
+int accel_gemm_query(struct accel_dev *dev, int64_t M, int64_t K, int64_t N, bool ta, bool tb, bool bias, int act,
+		     float lo, float hi, float scale, char *why, size_t len);
+
 /* int8 conv / matmul on the device with int32 results (ops_accel.c), used by the int8 family:
  * x8 (int8, NCHW), w8 (int8, OIHW), bias (int32 K, may be NULL), pad value x_zp. */
 int accel_conv_i8(struct onnx_ctx *c, const struct conv_geom *g, const int8_t *x8, const int8_t *w8,

@@ -409,7 +409,9 @@ int onnx_compiled_step_info(const struct onnx_compiled *cm, unsigned node, struc
 		o->kind = s->pair >= 0 ? (s->kind == CS_QCONV ? "qpwdw" : "pwdw") : kind_names[s->kind];
 		o->device = CS_IS_DEVICE(s->kind);
 		o->ran_on_device = s->kind == CS_HOST ? (int)s->ran - 1 : -1;
-		if (s->reason)
+		if (s->kind == CS_HOST && s->why[0])
+			o->reason = s->why;	/* libaccel refused it: its reason (compile_lower.c) */
+		else if (s->reason)
 			o->reason = s->reason;
 		else if (ni.place == ONNX_PLACE_DEVICE)
 			o->reason = "node-by-node device kernel (its own buffers and copies): no plan lowering for "

@@ -93,6 +93,9 @@ struct cstep {
 	 * (source) and out (destination), relative to the value's own start */
 	int64_t esz, src_off, dst_off, sst[4], dstr[4];
 	const char *reason;
+	/* CS_HOST: why the device refused the node (accel_op_supported's reason; not saved).  reason does
+	 * not point here: steps are copied and reallocated; onnx_compiled_step_info reads it. */
+	char why[160];
 	/* int8 QDQ steps (compile_qdq.c).  Activations are INT8 on the device: a UINT8 value is stored
 	 * in the arena as value - 128 (byte ^ 0x80), so zero points here are in that domain. */
 	int32_t izp, izp2, ozp;	/* input zero points (a, b), output zero point */

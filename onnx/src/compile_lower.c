@@ -9,6 +9,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "accel_util.h"
 #include "compile.h"
 #include "geom.h"
 
@@ -104,6 +105,10 @@ static int lower_conv(struct onnx_compiled *cm, struct onnx_ctx *c, struct cstep
 		return ONNX_FALLBACK;	/* the host step reports it */
 	if (node_in(c, 2) && node_in(c, 2)->count != (size_t)g.k)
 		return ONNX_FALLBACK;
+	/* libaccel decides what the device runs (#27 B3): a refused Conv is a host step, with its reason */
+	if (accel_conv_query(cm->dev, &g, ACCEL_FP32, node_in(c, 2) != NULL, n->fused_relu, n->fused_clamp, n->clamp_lo,
+			     n->clamp_hi, s->why, sizeof(s->why)))
+		return ONNX_FALLBACK;
 	s->kind = CS_CONV;
 	s->n = g.n, s->c = g.c, s->h = g.h, s->w = g.w, s->k = g.k, s->cg = g.cg, s->kh = g.kh, s->kw = g.kw;
 	s->groups = g.groups, s->oh = g.win.oh, s->ow = g.win.ow, s->sh = g.win.sh, s->sw = g.win.sw;
@@ -159,6 +164,10 @@ static int lower_gemm(struct onnx_compiled *cm, struct onnx_ctx *c, struct cstep
 	epi_from_node(n, s);
 	if (s->act == ACCEL_ACT_CLAMP && alpha != 1.0f)
 		return ONNX_FALLBACK;	/* CLAMP bounds apply before the scale */
+	/* libaccel decides what the device runs (#27): a refused Gemm is a host step, with its reason */
+	if (accel_gemm_query(cm->dev, s->M, s->K, s->N, s->ta, s->tb, s->b_off != UINT64_MAX, s->act, s->lo, s->hi,
+			     s->scale, s->why, sizeof(s->why)))
+		return ONNX_FALLBACK;
 	s->kind = CS_GEMM;
 	dims[0] = s->M;
 	dims[1] = s->N;
@@ -184,6 +193,9 @@ static int lower_matmul(struct onnx_compiled *cm, struct onnx_ctx *c, struct cst
 	s->b_off = UINT64_MAX;
 	s->in[1] = c->n->in[1];
 	s->scale = 1.0f;
+	if (accel_gemm_query(cm->dev, s->M, s->K, s->N, false, false, false, ACCEL_ACT_NONE, 0.0f, 0.0f, 1.0f, s->why,
+			     sizeof(s->why)))
+		return ONNX_FALLBACK;	/* libaccel refused it (#27): a host step, with its reason */
 	if ((ret = weight_of(cm, c->n->in[1], &s->w_off)))
 		return ret;
 	return onnx_tensor_alloc(node_out(c, 0), ONNX_FLOAT, g.out_ndim, g.out_dims) ? -ENOMEM : 0;
@@ -201,13 +213,15 @@ static int lower_pool(struct onnx_compiled *cm, struct onnx_ctx *c, struct cstep
 		return ONNX_FALLBACK;
 	s->pb = g.win.pb + g.win.ceil_extra_h;
 	s->pr = g.win.pr + g.win.ceil_extra_w;
-	if (g.win.dh != 1 || g.win.dw != 1 || g.win.pt >= g.win.kh || s->pb >= g.win.kh || g.win.pl >= g.win.kw ||
-	    s->pr >= g.win.kw)
+	if (g.win.dh != 1 || g.win.dw != 1)
 		return ONNX_FALLBACK;
 	if (kind == ACCEL_POOL_AVG &&
 	    (g.win.ceil_extra_h || g.win.ceil_extra_w ||
 	     ((g.win.pt || g.win.pl || g.win.pb || g.win.pr) && !attr_int(n->pb, "count_include_pad", 0) &&
 	      !n->pad_counts)))
+		return ONNX_FALLBACK;
+	/* libaccel decides what the device runs (#27 B3): a refused pool is a host step, with its reason */
+	if (accel_pool_query(cm->dev, &g, (enum accel_pool_kind)kind, s->why, sizeof(s->why)))
 		return ONNX_FALLBACK;
 	s->kind = CS_POOL;
 	s->op = kind;
@@ -492,10 +506,17 @@ int cm_lower_node(struct onnx_compiled *cm, unsigned i, struct cstep *s)
 		return ret == -ENOMEM && !cm->err[0] ? cm_seterr(cm, ret, "node '%s': out of memory", node_name(m, i))
 						      : ret;
 	if (ret == 0) {
+		s->why[0] = 0;	/* an earlier pattern's refusal, not this step's */
 		s->reason = "device step of the plan";
 		return 0;
 	}
-	memset(s, 0, sizeof(*s));
+	{
+		char why[sizeof(s->why)];
+
+		memcpy(why, s->why, sizeof(why));	/* libaccel's refusal, if it was asked */
+		memset(s, 0, sizeof(*s));
+		memcpy(s->why, why, sizeof(why));
+	}
 	s->node = (int)i;
 	s->in[0] = n->n_in ? n->in[0] : -1;
 	s->in[1] = -1;
@@ -514,7 +535,8 @@ host:
 		s->reason = "a view of its input (addressing, no step)";
 	} else {
 		s->kind = CS_HOST;
-		s->reason = NULL;	/* onnx_compiled_step_info gives the placement's reason */
+		s->reason = NULL;	/* onnx_compiled_step_info gives the placement's reason (libaccel's refusal
+					 * in s->why, else the node's) */
 	}
 	return 0;
 }

@@ -38,6 +38,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "accel_util.h"
 #include "compile.h"
 #include "geom.h"
 
@@ -487,6 +488,9 @@ static int lower_qconv(struct onnx_compiled *cm, struct onnx_ctx *c, struct cste
 	int ret = ONNX_FALLBACK;
 
 	if (conv_geom(c, x, w, &g) || x->ndim != 4)
+		return ONNX_FALLBACK;
+	/* libaccel decides what the device runs (#27 B3); the int32 form has the limits of every form */
+	if (accel_conv_query(cm->dev, &g, ACCEL_INT8, true, false, false, 0.0f, 0.0f, s->why, sizeof(s->why)))
 		return ONNX_FALLBACK;
 	weff = malloc(w->count + 1);
 	sw = malloc(((size_t)g.k + 1) * sizeof(double));

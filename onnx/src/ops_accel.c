@@ -6,6 +6,7 @@
  * AveragePool / GlobalAveragePool -> accel_pool2d.  Cases outside what the device lowering expresses
  * return ONNX_FALLBACK and run on the host kernel (Documentation/onnx.md lists them).
  */
+#include <stdio.h>
 #include <string.h>
 
 #include "accel_util.h"
@@ -60,20 +61,98 @@ int ajob_finish(struct onnx_ctx *c, int ret, struct accel_job *job, const char *
 	return 0;
 }
 
+/* A packed NCHW (ndim 4) or row-major (ndim 2: {1, k}) tensor without a buffer: the shape a support
+ * query (accel_op_supported) validates before any memory exists. */
+static void shape_only(enum accel_dtype dt, unsigned ndim, const uint32_t *sh, struct accel_tensor *t)
+{
+	int64_t e = (int64_t)accel_dtype_size(dt);
+
+	memset(t, 0, sizeof(*t));
+	t->dtype = dt;
+	t->ndim = ndim;
+	t->layout = ndim == 4 ? ACCEL_LAYOUT_NCHW : ACCEL_LAYOUT_ROWMAJOR;
+	for (unsigned i = 0; i < ndim; i++)
+		t->shape[i] = sh[i];
+	t->strides[ndim - 1] = e;
+	for (unsigned i = ndim - 1; i-- > 0;)
+		t->strides[i] = t->strides[i + 1] * sh[i + 1];
+}
+
+/* The accel_conv2d descriptor of a Conv node (tensors x, w, y, bt already built; bt NULL: no bias). */
+static void conv_fill(const struct conv_geom *g, int32_t zp, bool relu, bool clamp, float lo, float hi,
+		      const struct accel_tensor *xt, const struct accel_tensor *wt, const struct accel_tensor *yt,
+		      const struct accel_tensor *bt, struct accel_conv2d_desc *d)
+{
+	memset(d, 0, sizeof(*d));
+	d->input = xt;
+	d->weights = wt;
+	d->output = yt;
+	d->stride_h = (uint32_t)g->win.sh;
+	d->stride_w = (uint32_t)g->win.sw;
+	d->dil_h = (uint32_t)g->win.dh;
+	d->dil_w = (uint32_t)g->win.dw;
+	d->pad_top = (uint32_t)g->win.pt;
+	d->pad_left = (uint32_t)g->win.pl;
+	d->pad_bottom = (uint32_t)g->win.pb;
+	d->pad_right = (uint32_t)g->win.pr;
+	d->groups = (uint32_t)g->groups;
+	d->input_zero_point = zp;
+	d->epi.bias = bt;
+	if (relu)
+		d->epi.act = ACCEL_ACT_RELU;	/* int8 family nodes are never fused (fold.c) */
+	if (clamp) {	/* Clip (ReLU6 and any other constant bounds): the SFU's CLAMP */
+		d->epi.act = ACCEL_ACT_CLAMP;
+		d->epi.clamp_lo_f = lo;
+		d->epi.clamp_hi_f = hi;
+	}
+}
+
+int accel_conv_query(struct accel_dev *dev, const struct conv_geom *g, enum accel_dtype dt, bool bias, bool relu,
+		     bool clamp, float lo, float hi, char *why, size_t len)
+{
+	const enum accel_dtype acc = dt == ACCEL_INT8 ? ACCEL_INT32 : ACCEL_FP32;
+	const uint32_t xs[4] = { (uint32_t)g->n, (uint32_t)g->c, (uint32_t)g->h, (uint32_t)g->w };
+	const uint32_t ws[4] = { (uint32_t)g->k, (uint32_t)g->cg, (uint32_t)g->kh, (uint32_t)g->kw };
+	const uint32_t ys[4] = { (uint32_t)g->n, (uint32_t)g->k, (uint32_t)g->win.oh, (uint32_t)g->win.ow };
+	const uint32_t bs[2] = { 1, (uint32_t)g->k };
+	struct accel_tensor xt, wt, yt, bt;
+	struct accel_conv2d_desc d;
+	struct accel_op op;
+
+	/* an ONNX value wider than libaccel's 32-bit fields: refused before the narrowing above matters */
+	const int64_t wide[] = { g->n, g->c, g->h, g->w, g->k, g->cg, g->kh, g->kw, g->win.oh, g->win.ow,
+				 g->win.sh, g->win.sw, g->win.dh, g->win.dw, g->win.pt, g->win.pl, g->win.pb,
+				 g->win.pr, g->groups };
+
+	for (unsigned i = 0; i < sizeof(wide) / sizeof(wide[0]); i++)
+		if (wide[i] < 0 || wide[i] > UINT32_MAX) {
+			snprintf(why, len, "conv2d: a dimension, stride, dilation or padding beyond 32 bits (%lld)",
+				 (long long)wide[i]);
+			return -EOPNOTSUPP;
+		}
+	shape_only(dt, 4, xs, &xt);
+	shape_only(dt, 4, ws, &wt);
+	shape_only(acc, 4, ys, &yt);
+	shape_only(acc, 2, bs, &bt);
+	conv_fill(g, 0, relu, clamp, lo, hi, &xt, &wt, &yt, bias ? &bt : NULL, &d);
+	op = ACCEL_OP_INIT(ACCEL_OP_CONV2D, conv2d, &d);
+	return accel_op_supported(dev, &op, why, len);
+}
+
 static int conv_run(struct onnx_ctx *c, const struct conv_geom *g, enum accel_dtype dt, struct accel_buffer *xb,
 		    struct accel_buffer *wb, struct accel_buffer *bb, struct accel_buffer *yb, int32_t zp)
 {
 	struct accel_tensor xt, wt, yt, bt;
 	struct accel_conv2d_desc d;
 	struct accel_job *job = NULL;
+	char why[160];
 	int ret;
 
-	/* the conv2d descriptor's fields are 8 bits (libaccel): larger values run on the host */
-	if (g->win.sh > 255 || g->win.sw > 255 || g->win.dh > 255 || g->win.dw > 255 || g->win.pt > 255 ||
-	    g->win.pl > 255 || g->win.pb > 255 || g->win.pr > 255 || g->h > 65535 || g->w > 65535 ||
-	    g->win.oh > 65535 || g->win.ow > 65535)
-		return ONNX_FALLBACK;	/* and planes beyond 16-bit dimensions (the implicit im2col) */
-	memset(&d, 0, sizeof(d));
+	/* what the device cannot take (libaccel's answer: strides and padding past its 8-bit fields, planes
+	 * past 16 bits, ...) runs on the host */
+	if (accel_conv_query(c->dev, g, dt, bb != NULL, c->n->fused_relu, c->n->fused_clamp, c->n->clamp_lo,
+			     c->n->clamp_hi, why, sizeof(why)) == -EOPNOTSUPP)
+		return ONNX_FALLBACK;
 	if ((ret = accel_tensor_4d(xb, 0, dt, ACCEL_LAYOUT_NCHW, (uint32_t)g->n, (uint32_t)g->c, (uint32_t)g->h,
 				   (uint32_t)g->w, &xt)) ||
 	    (ret = accel_tensor_4d(wb, 0, dt, ACCEL_LAYOUT_NCHW, (uint32_t)g->k, (uint32_t)g->cg, (uint32_t)g->kh,
@@ -82,28 +161,8 @@ static int conv_run(struct onnx_ctx *c, const struct conv_geom *g, enum accel_dt
 				   (uint32_t)g->n, (uint32_t)g->k, (uint32_t)g->win.oh, (uint32_t)g->win.ow, &yt)) ||
 	    (bb && (ret = accel_tensor_2d(bb, 0, dt == ACCEL_INT8 ? ACCEL_INT32 : ACCEL_FP32, 1, (uint32_t)g->k, &bt))))
 		return tensor_err(c, ret);
-	d.input = &xt;
-	d.weights = &wt;
-	d.output = &yt;
-	d.stride_h = (uint32_t)g->win.sh;
-	d.stride_w = (uint32_t)g->win.sw;
-	d.dil_h = (uint32_t)g->win.dh;
-	d.dil_w = (uint32_t)g->win.dw;
-	d.pad_top = (uint32_t)g->win.pt;
-	d.pad_left = (uint32_t)g->win.pl;
-	d.pad_bottom = (uint32_t)g->win.pb;
-	d.pad_right = (uint32_t)g->win.pr;
-	d.groups = (uint32_t)g->groups;
-	d.input_zero_point = zp;
-	if (bb)
-		d.epi.bias = &bt;
-	if (c->n->fused_relu)
-		d.epi.act = ACCEL_ACT_RELU;	/* int8 family nodes are never fused (fold.c) */
-	if (c->n->fused_clamp) {	/* Clip (ReLU6 and any other constant bounds): the SFU's CLAMP */
-		d.epi.act = ACCEL_ACT_CLAMP;
-		d.epi.clamp_lo_f = c->n->clamp_lo;
-		d.epi.clamp_hi_f = c->n->clamp_hi;
-	}
+	conv_fill(g, zp, c->n->fused_relu, c->n->fused_clamp, c->n->clamp_lo, c->n->clamp_hi, &xt, &wt, &yt,
+		  bb ? &bt : NULL, &d);
 	ret = accel_conv2d(c->dev, &d, NULL, &job);
 	return ajob_finish(c, ret, job, "accel_conv2d");
 }
@@ -212,6 +271,40 @@ out:
 	free(mult);
 	free(shift);
 	return ret;
+}
+
+int accel_gemm_query(struct accel_dev *dev, int64_t M, int64_t K, int64_t N, bool ta, bool tb, bool bias, int act,
+		     float lo, float hi, float scale, char *why, size_t len)
+{
+	const uint32_t as[2] = { (uint32_t)(ta ? K : M), (uint32_t)(ta ? M : K) };
+	const uint32_t bs[2] = { (uint32_t)(tb ? N : K), (uint32_t)(tb ? K : N) };
+	const uint32_t cs[2] = { (uint32_t)M, (uint32_t)N }, vs[2] = { 1, (uint32_t)N };
+	struct accel_tensor at, bt, ct, vt;
+	struct accel_gemm_desc d;
+	struct accel_op op;
+
+	if (M <= 0 || K <= 0 || N <= 0 || M > UINT32_MAX || K > UINT32_MAX || N > UINT32_MAX) {
+		snprintf(why, len, "gemm: M, K, N (%lld, %lld, %lld) outside 1..2^32-1", (long long)M, (long long)K,
+			 (long long)N);
+		return -EOPNOTSUPP;
+	}
+	shape_only(ACCEL_FP32, 2, as, &at);
+	shape_only(ACCEL_FP32, 2, bs, &bt);
+	shape_only(ACCEL_FP32, 2, cs, &ct);
+	shape_only(ACCEL_FP32, 2, vs, &vt);
+	memset(&d, 0, sizeof(d));
+	d.a = &at;
+	d.b = &bt;
+	d.c = &ct;
+	d.trans_a = ta;
+	d.trans_b = tb;
+	d.epi.bias = bias ? &vt : NULL;
+	d.epi.act = (enum accel_act)act;
+	d.epi.clamp_lo_f = lo;
+	d.epi.clamp_hi_f = hi;
+	d.epi.scale_f = scale != 1.0f ? scale : 0.0f;
+	op = ACCEL_OP_INIT(ACCEL_OP_GEMM, gemm, &d);
+	return accel_op_supported(dev, &op, why, len);
 }
 
 /* One GEMM on device buffers: C[M x N] = op(A) op(B) with the given epilogue. */
@@ -441,6 +534,42 @@ static int accel_clip(struct onnx_ctx *c)
 	return accel_act(c, ACCEL_ACT_CLAMP, lo, hi);
 }
 
+int accel_pool_query(struct accel_dev *dev, const struct pool_geom *g, enum accel_pool_kind kind, char *why,
+		     size_t len)
+{
+	const int64_t wide[] = { g->n, g->c, g->h, g->w, g->win.oh, g->win.ow, g->win.kh, g->win.kw, g->win.sh,
+				 g->win.sw, g->win.pt, g->win.pl, g->win.pb + g->win.ceil_extra_h,
+				 g->win.pr + g->win.ceil_extra_w };
+	const uint32_t xs[4] = { (uint32_t)g->n, (uint32_t)g->c, (uint32_t)g->h, (uint32_t)g->w };
+	const uint32_t ys[4] = { (uint32_t)g->n, (uint32_t)g->c, (uint32_t)g->win.oh, (uint32_t)g->win.ow };
+	struct accel_tensor xt, yt;
+	struct accel_pool2d_desc d;
+	struct accel_op op;
+
+	for (unsigned i = 0; i < sizeof(wide) / sizeof(wide[0]); i++)
+		if (wide[i] < 0 || wide[i] > UINT32_MAX) {
+			snprintf(why, len, "pool2d: a dimension, window, stride or padding beyond 32 bits (%lld)",
+				 (long long)wide[i]);
+			return -EOPNOTSUPP;
+		}
+	shape_only(ACCEL_FP32, 4, xs, &xt);
+	shape_only(ACCEL_FP32, 4, ys, &yt);
+	memset(&d, 0, sizeof(d));
+	d.input = &xt;
+	d.output = &yt;
+	d.kind = kind;
+	d.win_h = (uint32_t)g->win.kh;
+	d.win_w = (uint32_t)g->win.kw;
+	d.stride_h = (uint32_t)g->win.sh;
+	d.stride_w = (uint32_t)g->win.sw;
+	d.pad_top = (uint32_t)g->win.pt;
+	d.pad_left = (uint32_t)g->win.pl;
+	d.pad_bottom = (uint32_t)(g->win.pb + g->win.ceil_extra_h);
+	d.pad_right = (uint32_t)(g->win.pr + g->win.ceil_extra_w);
+	op = ACCEL_OP_INIT(ACCEL_OP_POOL2D, pool2d, &d);
+	return accel_op_supported(dev, &op, why, len);
+}
+
 static int accel_pool(struct onnx_ctx *c, enum accel_pool_kind kind, bool global)
 {
 	const struct onnx_tensor *x = node_in(c, 0);
@@ -470,16 +599,20 @@ static int accel_pool(struct onnx_ctx *c, enum accel_pool_kind kind, bool global
 	d.pad_bottom = (uint32_t)(g.win.pb + g.win.ceil_extra_h);
 	d.pad_right = (uint32_t)(g.win.pr + g.win.ceil_extra_w);
 	/* the device pool has no dilation; its average counts padding (count_include_pad = 1) and
-	 * would count the ceil_mode overhang too; padding must stay smaller than the window */
-	if (g.h > 65535 || g.w > 65535)
-		return ONNX_FALLBACK;	/* libaccel's pooling planes are 16-bit */
-	if (g.win.dh != 1 || g.win.dw != 1 || d.pad_top >= d.win_h || d.pad_bottom >= d.win_h ||
-	    d.pad_left >= d.win_w || d.pad_right >= d.win_w)
+	 * would count the ceil_mode overhang too; the rest (padding smaller than the window, the planes
+	 * and fields an average pool's depthwise convolution takes) is libaccel's answer */
+	if (g.win.dh != 1 || g.win.dw != 1)
 		return ONNX_FALLBACK;
 	if (kind == ACCEL_POOL_AVG && (g.win.ceil_extra_h || g.win.ceil_extra_w ||
 				       ((g.win.pt || g.win.pl || g.win.pb || g.win.pr) &&
 					!attr_int(c->n->pb, "count_include_pad", 0) && !c->n->pad_counts)))
 		return ONNX_FALLBACK;
+	{
+		char why[160];
+
+		if (accel_pool_query(c->dev, &g, kind, why, sizeof(why)))
+			return ONNX_FALLBACK;
+	}
 	pool_out_dims(&g, od, &ond);
 	ret = onnx_tensor_alloc(node_out(c, 0), ONNX_FLOAT, ond, od);
 	if (ret)

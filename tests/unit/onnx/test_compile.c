@@ -1199,3 +1199,122 @@ Test(onnx_compile, decomposed_layer_norm_over_two_axes_normalises_both)
 {
 	decomposed_layer_norm_case(2, 1e-3f);
 }
+
+/* ---- #27 B3: placement asks libaccel (accel_op_supported) ----------------------------------- */
+
+/* x -> Conv(w, b; strides, pads) -> Relu -> y, x of shape xd, w of shape wd. */
+static struct onnx_model *one_conv_model(const int64_t *wd, int64_t stride, int64_t pad)
+{
+	const int64_t bd[1] = { wd[0] }, st[2] = { stride, stride }, pads[4] = { pad, pad, pad, pad };
+	struct mb *b = mb_new(13);
+	struct onnx_model *m = NULL;
+	Onnx__NodeProto *n;
+	char err[512] = "";
+	const uint8_t *buf;
+	size_t len;
+
+	init_rand(b, "w", 4, wd);
+	init_rand(b, "b", 1, bd);
+	mb_input(b, "x");
+	n = mb_node(b, "Conv", "x,w,b", "c");
+	mb_attr_ints(b, n, "strides", st, 2);
+	mb_attr_ints(b, n, "pads", pads, 4);
+	mb_node(b, "Relu", "c", "y");
+	mb_output(b, "y");
+	buf = mb_pack(b, &len);
+	cr_assert_eq(onnx_model_load_mem(buf, len, 0, &m, err, sizeof(err)), 0, "load: %s", err);
+	mb_free(b);
+	return m;
+}
+
+/* The compiled path places a Conv the device refuses on the host, says libaccel's reason, and runs it
+ * correctly (before #27 B3 it lowered it and failed: "stride, dilation and padding must be <= 255"). */
+static void refused_conv_runs_on_the_host(const int64_t *xd, const int64_t *wd, int64_t stride, int64_t pad,
+					  const char *why)
+{
+	struct onnx_model *m = one_conv_model(wd, stride, pad);
+	struct onnx_compiled *cm = NULL;
+	struct onnx_compiled_step cs;
+	struct onnx_tensor x, y, ref;
+	char err[512] = "";
+	bool found = false;
+
+	cr_assert_eq(onnx_tensor_alloc(&x, ONNX_FLOAT, 4, xd), 0);
+	for (size_t i = 0; i < x.count; i++)
+		((float *)x.data)[i] = frand();
+	cr_assert_eq(onnx_run(m, NULL, &x, 1, &ref, 1, NULL), 0);
+	cr_assert_eq(onnx_compile(m, dev, &x, 1, 0, &cm, err, sizeof(err)), 0, "compile: %s", err);
+	cr_assert_eq(onnx_compiled_run(cm, &x, 1, &y, 1, NULL), 0, "run: %s", onnx_compiled_error(cm));
+	expect_equal_close(&y, &ref);
+	for (unsigned i = 0; i < m->n_nodes; i++) {
+		cr_assert_eq(onnx_compiled_step_info(cm, i, &cs), 0);
+		if (strcmp(cs.op, "Conv"))
+			continue;
+		found = true;
+		cr_assert(!cs.device, "the refused Conv is a device step");
+		cr_assert_str_eq(cs.kind, "host");
+		cr_assert(cs.reason && strstr(cs.reason, why), "reason '%s' does not say '%s'", cs.reason, why);
+		cr_assert_eq(cs.ran_on_device, 0, "the node-by-node kernel did not fall back to the host");
+	}
+	cr_assert(found);
+	onnx_tensor_release(&y);
+	onnx_tensor_release(&ref);
+	onnx_tensor_release(&x);
+	onnx_compiled_free(cm);
+	onnx_model_free(m);
+}
+
+Test(onnx_compile, conv_with_stride_300_runs_on_the_host_with_libaccels_reason)
+{
+	static const int64_t xd[4] = { 1, 2, 605, 605 }, wd[4] = { 3, 2, 3, 3 };
+
+	refused_conv_runs_on_the_host(xd, wd, 300, 1, "stride_h 300 > 255");
+}
+
+Test(onnx_compile, conv_with_a_plane_above_65535_runs_on_the_host_with_libaccels_reason)
+{
+	static const int64_t xd[4] = { 1, 1, 1, 70000 }, wd[4] = { 2, 1, 1, 3 };
+
+	refused_conv_runs_on_the_host(xd, wd, 1, 0, "input W 70000 > 65535");
+}
+
+/* An AveragePool is a depthwise convolution on the device: a window and stride of 300 are past its 8-bit
+ * fields.  The compiled path places it on the host with libaccel's reason (before #27 B3 it failed). */
+Test(onnx_compile, average_pool_with_stride_300_runs_on_the_host_with_libaccels_reason)
+{
+	static const int64_t xd[4] = { 1, 2, 600, 600 }, k[2] = { 300, 300 };
+	struct mb *b = mb_new(13);
+	struct onnx_model *m = NULL;
+	struct onnx_compiled *cm = NULL;
+	struct onnx_compiled_step cs;
+	struct onnx_tensor x, y, ref;
+	Onnx__NodeProto *n;
+	char err[512] = "";
+	const uint8_t *buf;
+	size_t len;
+
+	mb_input(b, "x");
+	n = mb_node(b, "AveragePool", "x", "y");
+	mb_attr_ints(b, n, "kernel_shape", k, 2);
+	mb_attr_ints(b, n, "strides", k, 2);
+	mb_output(b, "y");
+	buf = mb_pack(b, &len);
+	cr_assert_eq(onnx_model_load_mem(buf, len, 0, &m, err, sizeof(err)), 0, "load: %s", err);
+	mb_free(b);
+	cr_assert_eq(onnx_tensor_alloc(&x, ONNX_FLOAT, 4, xd), 0);
+	for (size_t i = 0; i < x.count; i++)
+		((float *)x.data)[i] = frand();
+	cr_assert_eq(onnx_run(m, NULL, &x, 1, &ref, 1, NULL), 0);
+	cr_assert_eq(onnx_compile(m, dev, &x, 1, 0, &cm, err, sizeof(err)), 0, "compile: %s", err);
+	cr_assert_eq(onnx_compiled_run(cm, &x, 1, &y, 1, NULL), 0, "run: %s", onnx_compiled_error(cm));
+	expect_equal_close(&y, &ref);
+	cr_assert_eq(onnx_compiled_step_info(cm, 0, &cs), 0);
+	cr_assert(!cs.device);
+	cr_assert(cs.reason && strstr(cs.reason, "stride_h 300 > 255"), "reason '%s'", cs.reason);
+	cr_assert_eq(cs.ran_on_device, 0);
+	onnx_tensor_release(&y);
+	onnx_tensor_release(&ref);
+	onnx_tensor_release(&x);
+	onnx_compiled_free(cm);
+	onnx_model_free(m);
+}
