@@ -7,15 +7,16 @@
  * depthwise block and IM2COL's channel runs all need the channels contiguous; on NCHW a ResNet-18 at
  * 224x224 ran at 0.53 PE utilisation, its 7x7 stem at 0.14), so every activation whose producer and
  * consumers can all take NHWC is planned NHWC:
- *  - values that must share a layout are grouped (union-find): a pooling step's input and output, and
- *    the operands of an element-wise step or an activation (those read and write their operands as
- *    flat, equally shaped arrays, so they work on either layout unchanged);
+ *  - values that must share a layout are grouped (union-find): a pooling step's input and output, the
+ *    operands of an activation (flat, equally shaped arrays: either layout unchanged) and the operands
+ *    of an element-wise step that have its output's shape (elt_takes(): a broadcast operand with one
+ *    spatial position or one channel, such as a squeeze-and-excite gate, is read in its own layout);
  *  - a group is NHWC when every member is a 4-D fp32 or int8 arena value produced by a convolution,
  *    pooling, element-wise step, activation, or is a graph input or a host step's result (the host
  *    transposes it while copying it in; such a value alone in its group only when a convolution
  *    reading it also writes NHWC), and
  *    every reader is a convolution (its input), a pooling step, an activation or an element-wise step
- *    whose operands all have one shape; graph outputs, views (Reshape/Flatten & co), host steps and
+ *    whose other operands have its shape or a layout-free broadcast shape; graph outputs, views (Reshape/Flatten & co), host steps and
  *    every other step keep NCHW;
  *  - int8 QDQ steps (compile_qdq.c) likewise: CS_QCONV is a convolution (a max pool before it, and its
  *    int32 accumulators before accel_requant, take its input's / output's layout), CS_QPOOL a pooling
@@ -95,6 +96,33 @@ static bool layout_free(const struct cval *cv)
 static bool same4(const uint32_t *a, const uint32_t *b)
 {
 	return a[0] == b[0] && a[1] == b[1] && a[2] == b[2] && a[3] == b[3];
+}
+
+/*
+ * An element-wise step runs in NHWC when each operand either has the output's shape (an arena value,
+ * read with the output's layout) or a layout-free broadcast shape: one spatial position ([N|1, C, 1, 1]:
+ * a squeeze-and-excite gate, a per-channel constant) or one channel (a scalar, [N, 1, H, W]).  Those
+ * have the same bytes in NCHW and NHWC, and the step describes each operand in its own layout
+ * (compiled_run.c), so the vector units broadcast the per-channel vector, contiguous over C, along
+ * H and W; every output element is the same single fp32 operation as in the NCHW plan.
+ */
+static bool elt_takes(const struct onnx_compiled *cm, const struct cstep *s)
+{
+	for (unsigned k = 0; k < 2; k++) {
+		const uint32_t *d = k ? s->bd : s->ad;
+		bool packed = k == 1 && s->b_off != UINT64_MAX;	/* a Div's reciprocals, a BatchNorm's s */
+		int v = s->in[k];
+
+		if (same4(d, s->od)) {
+			if (packed || v < 0 || cm->vals[v].loc != LOC_ARENA)
+				return false;	/* a full constant would need repacking */
+		} else if (!((d[2] == 1 && d[3] == 1) || d[1] == 1)) {
+			return false;
+		} else if (!packed && (v < 0 || (cm->vals[v].loc != LOC_ARENA && cm->vals[v].loc != LOC_WEIGHT))) {
+			return false;
+		}
+	}
+	return true;
 }
 
 /* OIHW -> OHWI of k x cg x kh x kw elements of esz bytes (fp32 or int8) at off. */
@@ -314,8 +342,7 @@ int cm_plan_layouts(struct onnx_compiled *cm)
 			takes = cm->vals[s->in[0]].loc == LOC_ARENA && cm->vals[s->in[1]].loc == LOC_ARENA;
 			break;
 		case CS_ELT:
-			takes = same4(s->ad, s->bd) && same4(s->ad, s->od) && s->b_off == UINT64_MAX &&
-				cm->vals[s->in[0]].loc == LOC_ARENA && cm->vals[s->in[1]].loc == LOC_ARENA;
+			takes = elt_takes(cm, s);
 			break;
 		default:
 			break;
@@ -332,9 +359,15 @@ int cm_plan_layouts(struct onnx_compiled *cm)
 		}
 		if (takes) {
 			made[s->out] = true;
-			if (!is_conv(s->kind)) {
+			if (s->kind == CS_ELT) {
+				/* only the full operands: a broadcast one is read in its own layout */
+				if (same4(s->ad, s->od))
+					join(p, s->in[0], s->out);
+				if (same4(s->bd, s->od) && s->b_off == UINT64_MAX)
+					join(p, s->in[1], s->out);
+			} else if (!is_conv(s->kind)) {
 				join(p, s->in[0], s->out);
-				if (s->kind == CS_ELT || s->kind == CS_QADD)
+				if (s->kind == CS_QADD)
 					join(p, s->in[1], s->out);
 			}
 		} else if (s->kind == CS_HOST) {

@@ -129,8 +129,8 @@ static int t2(const struct onnx_compiled *cm, int v, uint32_t rows, uint32_t col
 }
 
 /*
- * NCHW descriptor of a value's bytes.  Element-wise steps and activations read and write equally
- * shaped operands as flat arrays, so an NHWC group (compile_layout.c) runs through them unchanged.
+ * NCHW descriptor of a value's bytes.  Activations read and write equally shaped operands as flat
+ * arrays, so an NHWC group (compile_layout.c) runs through them unchanged.
  */
 static int t4(const struct onnx_compiled *cm, int v, uint32_t n, uint32_t c, uint32_t h, uint32_t w,
 	      struct accel_tensor *t)
@@ -336,12 +336,15 @@ static int lower_step(struct run_state *rs, const struct cstep *s)
 		struct accel_eltwise_desc d;
 
 		memset(&d, 0, sizeof(d));
-		if ((ret = t4(cm, s->in[0], s->ad[0], s->ad[1], s->ad[2], s->ad[3], &x)) ||
+		/* each operand in its own layout: a broadcast one ([N, C, 1, 1], a scalar: compile_layout.c)
+		 * may be NCHW beside an NHWC output, the vector units broadcast it by its strides */
+		if ((ret = t4l(cm, s->in[0], nhwc(cm, s->in[0]), s->ad[0], s->ad[1], s->ad[2], s->ad[3], &x)) ||
 		    /* Div by a constant: its packed reciprocals */
 		    (ret = s->b_off != UINT64_MAX ? accel_tensor_4d(cm->wbuf, s->b_off, ACCEL_FP32, ACCEL_LAYOUT_NCHW,
 								    s->bd[0], s->bd[1], s->bd[2], s->bd[3], &b2)
-						  : t4(cm, s->in[1], s->bd[0], s->bd[1], s->bd[2], s->bd[3], &b2)) ||
-		    (ret = t4(cm, s->out, s->od[0], s->od[1], s->od[2], s->od[3], &y)))
+						  : t4l(cm, s->in[1], nhwc(cm, s->in[1]), s->bd[0], s->bd[1], s->bd[2],
+							s->bd[3], &b2)) ||
+		    (ret = t4l(cm, s->out, nhwc(cm, s->out), s->od[0], s->od[1], s->od[2], s->od[3], &y)))
 			break;
 		d.a = &x;
 		d.b = &b2;

@@ -500,6 +500,105 @@ Test(onnx_compile, flatten_into_gemm_keeps_the_map_nhwc)
 	onnx_tensor_release(&x);
 }
 
+/* x[1,16,14,14] -> Conv1x1(32)+bias -> Relu -> depthwise Conv3x3(32)+bias -> Relu (d) -> a
+ * squeeze-and-excite gate: GlobalAveragePool -> Conv1x1(8)+bias -> Relu -> Conv1x1(32)+bias ->
+ * HardSigmoid, or Sigmoid (s) -> Mul(d, s), or Mul(s, d) (m) -> [Div by the scalar 2 (h)] ->
+ * Conv1x1(16) (y): a MobileNetV3 / EfficientNet block. */
+static struct onnx_model *se_model(int variant)
+{
+	static const int64_t w1d[4] = { 32, 16, 1, 1 }, wdd[4] = { 32, 1, 3, 3 }, w2d[4] = { 8, 32, 1, 1 };
+	static const int64_t w3d[4] = { 32, 8, 1, 1 }, w4d[4] = { 16, 32, 1, 1 }, b32[1] = { 32 }, b8[1] = { 8 };
+	static const int64_t pads[4] = { 1, 1, 1, 1 };
+	float two = 2;
+	struct mb *b = mb_new(13);
+	struct onnx_model *m = NULL;
+	Onnx__NodeProto *n;
+	char err[512] = "";
+	const uint8_t *buf;
+	size_t len;
+
+	init_rand(b, "w1", 4, w1d);
+	init_rand(b, "b1", 1, b32);
+	init_rand(b, "wd", 4, wdd);
+	init_rand(b, "bd", 1, b32);
+	init_rand(b, "w2", 4, w2d);
+	init_rand(b, "b2", 1, b8);
+	init_rand(b, "w3", 4, w3d);
+	init_rand(b, "b3", 1, b32);
+	init_rand(b, "w4", 4, w4d);
+	mb_init(b, "two", ONNX_FLOAT, 0, NULL, &two);
+	mb_input(b, "x");
+	mb_node(b, "Conv", "x,w1,b1", "e");
+	mb_node(b, "Relu", "e", "er");
+	n = mb_node(b, "Conv", "er,wd,bd", "dc");
+	mb_attr_ints(b, n, "pads", pads, 4);
+	mb_attr_i(b, n, "group", 32);
+	mb_node(b, "Relu", "dc", "d");
+	mb_node(b, "GlobalAveragePool", "d", "gp");
+	mb_node(b, "Conv", "gp,w2,b2", "q1");
+	mb_node(b, "Relu", "q1", "q1r");
+	mb_node(b, "Conv", "q1r,w3,b3", "q2");
+	mb_node(b, variant ? "Sigmoid" : "HardSigmoid", "q2", "s");
+	mb_node(b, "Mul", variant ? "s,d" : "d,s", "m");
+	if (variant) {
+		mb_node(b, "Div", "m,two", "h");
+		mb_node(b, "Conv", "h,w4", "y");
+	} else {
+		mb_node(b, "Conv", "m,w4", "y");
+	}
+	mb_output(b, "y");
+	buf = mb_pack(b, &len);
+	cr_assert_eq(onnx_model_load_mem(buf, len, 0, &m, err, sizeof(err)), 0, "load: %s", err);
+	mb_free(b);
+	return m;
+}
+
+/* A squeeze-and-excite Mul of the block's map by its per-channel gate ([N,C,1,1]: the same bytes in
+ * both layouts) stays NHWC on the vector units, and with it the depthwise convolution before it (a
+ * regression: only equally shaped element-wise operands were taken, so every SE block ran NCHW, its
+ * depthwise convolution up to 500x slower); so does a Div by a scalar constant after it.  The result
+ * is the CPU reference's, in fewer cycles than the all-NCHW plan. */
+Test(onnx_compile, squeeze_excite_mul_keeps_the_block_nhwc)
+{
+	static const int64_t xd[4] = { 1, 16, 14, 14 };
+
+	for (int variant = 0; variant < 2; variant++) {
+		struct onnx_model *m = se_model(variant);
+		struct onnx_compiled *cm = NULL;
+		struct onnx_tensor x, y, ref;
+		char err[512] = "";
+		uint64_t nhwc, nchw;
+		bool mul_on_device = false;
+
+		cr_assert_eq(onnx_tensor_alloc(&x, ONNX_FLOAT, 4, xd), 0);
+		for (size_t i = 0; i < x.count; i++)
+			((float *)x.data)[i] = frand();
+		cr_assert_eq(onnx_run(m, NULL, &x, 1, &ref, 1, NULL), 0);
+		cr_assert_eq(onnx_compile(m, dev, &x, 1, 0, &cm, err, sizeof(err)), 0, "compile: %s", err);
+		for (unsigned i = 0; i < cm->n_steps; i++)
+			if (cm->steps[i].out == value_index(m, "m"))
+				mul_on_device = cm->steps[i].kind == CS_ELT;
+		cr_assert(mul_on_device, "variant %d: the Mul is not a device element-wise step", variant);
+		/* the depthwise convolution writes d (its Relu fused) */
+		cr_assert_eq(cm->vals[value_index(m, "d")].nhwc, 1, "variant %d: the depthwise output went NCHW",
+			     variant);
+		cr_assert_eq(cm->vals[value_index(m, "m")].nhwc, 1, "variant %d: the SE Mul went NCHW", variant);
+		if (variant)
+			cr_assert_eq(cm->vals[value_index(m, "h")].nhwc, 1, "variant 1: the Div by 2 went NCHW");
+		cr_assert_eq(onnx_compiled_run(cm, &x, 1, &y, 1, NULL), 0, "run: %s", onnx_compiled_error(cm));
+		expect_equal_close(&y, &ref);
+		onnx_tensor_release(&y);
+		onnx_compiled_free(cm);
+		nhwc = run_cycles(m, 0, &x, &ref);
+		nchw = run_cycles(m, ONNX_COMPILE_NCHW, &x, &ref);
+		cr_assert_lt(nhwc, nchw, "variant %d: NHWC plan %llu cycles, NCHW plan %llu", variant,
+			     (unsigned long long)nhwc, (unsigned long long)nchw);
+		onnx_tensor_release(&ref);
+		onnx_tensor_release(&x);
+		onnx_model_free(m);
+	}
+}
+
 /* One weight tensor read by a convolution on an NHWC input (the graph input) and by one on an NCHW
  * input (behind a view, which reads NCHW): the NHWC one gets a repacked OHWI copy, the other keeps
  * the OIHW weights. */
