@@ -59,24 +59,45 @@ MODULE_PARM_DESC(fault_inject, "create the debugfs fault-injection knobs (load t
 static int tnpu_open(struct drm_device *drm, struct drm_file *file)
 {
 	struct tnpu_device *tdev = to_tnpu(drm);
+	struct tnpu_user *user;
 	struct tnpu_file *tfile;
+	bool exempt;
 	int ret;
 
 	tfile = kzalloc(sizeof(*tfile), GFP_KERNEL);
 	if (!tfile)
 		return -ENOMEM;
 	tfile->tdev = tdev;
+	user = tnpu_user_get_current();
+	if (!user) {
+		ret = -ENOMEM;
+		goto err_free;
+	}
+	/* at open, like the file's credentials: a passed file keeps its opener's standing */
+	exempt = capable(CAP_SYS_ADMIN);
+	ret = tnpu_user_charge_context(user, exempt);
+	if (ret)
+		goto err_user;
 	tfile->ctx = tnpu_ctx_create(tdev);
 	if (IS_ERR(tfile->ctx)) {
 		ret = PTR_ERR(tfile->ctx);
-		kfree(tfile);
-		return ret;
+		tnpu_user_uncharge_context(user);
+		goto err_user;
 	}
+	/* the context owns the charge and the reference from here on (tnpu_ctx_release()) */
+	tfile->ctx->user = user;
+	tfile->ctx->limits_exempt = exempt;
 	mutex_init(&tfile->queue_lock);
 	xa_init_flags(&tfile->queues, XA_FLAGS_ALLOC1);
 	xa_init_flags(&tfile->perfmons, XA_FLAGS_ALLOC1);
 	file->driver_priv = tfile;
 	return 0;
+
+err_user:
+	tnpu_user_put(user);
+err_free:
+	kfree(tfile);
+	return ret;
 }
 
 static void tnpu_postclose(struct drm_device *drm, struct drm_file *file)

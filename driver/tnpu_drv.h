@@ -23,7 +23,7 @@
 
 #define TNPU_RING_ENTRIES	256
 #define TNPU_CREDITS		(TNPU_RING_ENTRIES - 2)	/* drm_sched credit limit per ring */
-#define TNPU_MAX_CTX		512	/* context-table entries the driver programs */
+#define TNPU_MAX_CTX		4096	/* context-table entries the driver programs (64 KiB) */
 #define TNPU_MAX_FILE_QUEUES	64
 #define TNPU_VA_START		0x100000ULL		/* keep VA 0 and the first MiB unmapped */
 #define TNPU_VA_END		BIT_ULL(40)
@@ -39,6 +39,17 @@ extern bool tnpu_fault_inject;
 
 struct tnpu_device;
 struct tnpu_perfmon;
+
+/**
+ * struct tnpu_user - what one uid holds of every tnpu device (tnpu_limits.c).
+ *
+ * Referenced by each context of the uid, so that BOs and jobs outliving their file still uncharge.
+ */
+struct tnpu_user {
+	refcount_t ref;
+	u32 uid;			/* in the initial user namespace */
+	atomic_t contexts;		/* contexts (open files and what outlives them) */
+};
 
 /**
  * struct tnpu_usage - what one file's jobs used of each ring (fdinfo), under tdev->lock.
@@ -77,6 +88,8 @@ struct tnpu_ctx {
 	u32 fault_code, fault_info, fault_cmd_offset, fault_queue;
 	u64 fault_addr;
 	struct tnpu_usage usage;	/* fdinfo; under tdev->lock */
+	struct tnpu_user *user;		/* charged with it; set by tnpu_open() */
+	bool limits_exempt;		/* CAP_SYS_ADMIN opener: limits not enforced */
 };
 
 /** struct tnpu_file - per-open-file state. */
@@ -347,6 +360,13 @@ void tnpu_pm_fini(struct tnpu_device *tdev);
 int tnpu_pm_get(struct tnpu_device *tdev);
 void tnpu_pm_put(struct tnpu_device *tdev);
 int tnpu_pm_get_if_active(struct tnpu_device *tdev);
+
+/* tnpu_limits.c */
+extern unsigned int tnpu_max_contexts_per_user;
+struct tnpu_user *tnpu_user_get_current(void);
+void tnpu_user_put(struct tnpu_user *user);
+int tnpu_user_charge_context(struct tnpu_user *user, bool exempt);
+void tnpu_user_uncharge_context(struct tnpu_user *user);
 
 /* tnpu_fops.c */
 extern const struct file_operations tnpu_fops;

@@ -227,6 +227,10 @@ static void tnpu_ctx_release(struct kref *ref)
 	drm_mm_takedown(&ctx->mm);
 	ida_free(&tdev->ctx_ida, ctx->id);
 	mutex_destroy(&ctx->lock);
+	if (ctx->user) {
+		tnpu_user_uncharge_context(ctx->user);
+		tnpu_user_put(ctx->user);
+	}
 	kfree(ctx);
 	/* every context pins the DRM device: its tables and the context table live in it */
 	drm_dev_put(&tdev->drm);
