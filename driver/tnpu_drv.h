@@ -49,6 +49,7 @@ struct tnpu_user {
 	refcount_t ref;
 	u32 uid;			/* in the initial user namespace */
 	atomic_t contexts;		/* contexts (open files and what outlives them) */
+	atomic64_t pinned;		/* bytes of the uid's BOs, as in tnpu_pinned_bytes */
 };
 
 /**
@@ -114,7 +115,8 @@ struct tnpu_bo {
 	struct tnpu_ctx *ctx;		/* NULL until mapped */
 	struct drm_mm_node node;	/* VA range including the guard page */
 	u32 flags;
-	u64 charged;			/* bytes counted in tnpu_pinned_bytes */
+	u64 charged;			/* bytes counted in tnpu_pinned_bytes and @pin_user */
+	struct tnpu_user *pin_user;	/* referenced while @charged */
 };
 
 static inline struct tnpu_bo *to_tnpu_bo(struct drm_gem_object *obj)
@@ -363,8 +365,15 @@ int tnpu_pm_get_if_active(struct tnpu_device *tdev);
 
 /* tnpu_limits.c */
 extern unsigned int tnpu_max_contexts_per_user;
+extern unsigned int tnpu_max_pinned_mb_per_user;
 struct tnpu_user *tnpu_user_get_current(void);
 void tnpu_user_put(struct tnpu_user *user);
+static inline struct tnpu_user *tnpu_user_get(struct tnpu_user *user)
+{
+	refcount_inc(&user->ref);
+	return user;
+}
+
 int tnpu_user_charge_context(struct tnpu_user *user, bool exempt);
 void tnpu_user_uncharge_context(struct tnpu_user *user);
 

@@ -21,6 +21,11 @@ module_param_named(max_contexts_per_user, tnpu_max_contexts_per_user, uint, 0644
 MODULE_PARM_DESC(max_contexts_per_user,
 		 "open files (device contexts) one uid may hold, CAP_SYS_ADMIN exempt (128)");
 
+unsigned int tnpu_max_pinned_mb_per_user;
+module_param_named(max_pinned_mb_per_user, tnpu_max_pinned_mb_per_user, uint, 0644);
+MODULE_PARM_DESC(max_pinned_mb_per_user,
+		 "MiB of BOs one uid may pin, CAP_SYS_ADMIN exempt (0: a quarter of the global pin budget, half the RAM)");
+
 /* contexts, BOs and jobs hold users; the xarray finds the one of a uid */
 static DEFINE_XARRAY(tnpu_users);
 static DEFINE_MUTEX(tnpu_users_lock);
@@ -57,7 +62,7 @@ void tnpu_user_put(struct tnpu_user *user)
 		return;
 	xa_erase(&tnpu_users, user->uid);
 	mutex_unlock(&tnpu_users_lock);
-	WARN_ON(atomic_read(&user->contexts));
+	WARN_ON(atomic_read(&user->contexts) || atomic64_read(&user->pinned));
 	kfree(user);
 }
 

@@ -219,4 +219,67 @@ TEST_F(limits, contexts_admin_is_exempt_from_the_user_limit)
 	free(fds);
 }
 
+#define PIN_BO		(4ull << 20)
+
+static int bo_create(int fd, uint64_t size, uint32_t *handle)
+{
+	struct drm_tnpu_bo_create args = { .size = size };
+	int ret = tnpu_ioctl(fd, DRM_IOCTL_TNPU_BO_CREATE, &args);
+
+	if (!ret)
+		*handle = args.handle;
+	return ret;
+}
+
+/* Creates 4 MiB BOs until refused (at most 1024), frees one and creates one again. */
+static void pin_until_refused(struct child_result *r, void *arg)
+{
+	int max = *(int *)arg, fd = tnpu_open_dev(), ret = 0;
+	uint32_t handle = 0, first = 0;
+
+	if (fd < 0) {
+		r->err = errno;
+		return;
+	}
+	while (r->count < max) {
+		ret = bo_create(fd, PIN_BO, &handle);
+		if (ret)
+			break;
+		if (!r->count++)
+			first = handle;
+	}
+	r->err = -ret;
+	if (r->count) {
+		struct drm_gem_close gc = { .handle = first };
+
+		r->extra[0] = ioctl(fd, DRM_IOCTL_GEM_CLOSE, &gc) ? -errno : 0;
+		if (!r->extra[0])
+			r->extra[0] = bo_create(fd, PIN_BO, &handle);
+	}
+	/* the fd and its BOs stay until the test releases the child */
+}
+
+/*
+ * M7: with max_pinned_mb_per_user = 16, uid A gets four 4 MiB BOs, the fifth fails with EDQUOT,
+ * and freeing one gives its budget back; uid B meanwhile pins its own 16 MiB. Before the fix A
+ * pinned up to the global budget (half the RAM) and B's BO_CREATE failed with ENOMEM.
+ */
+TEST_F(limits, pinned_memory_budget_is_per_user)
+{
+	int max = 1024;
+	struct child_result a, b;
+
+	/* absent before the fix: the test then shows what one user can take */
+	set_param(self, "max_pinned_mb_per_user", "16");
+	ASSERT_EQ(0, run_as(self, UID_A, pin_until_refused, &max, &a));
+	ASSERT_EQ(0, run_as(self, UID_B, pin_until_refused, &max, &b));
+	TH_LOG("uid A: %d BOs, then errno %d, again after a free: %d; uid B: %d BOs, errno %d",
+	       a.count, a.err, a.extra[0], b.count, b.err);
+	EXPECT_EQ(4, a.count);
+	EXPECT_EQ(EDQUOT, a.err);
+	EXPECT_EQ(0, a.extra[0]);
+	EXPECT_EQ(4, b.count);
+	EXPECT_EQ(EDQUOT, b.err);
+}
+
 TEST_HARNESS_MAIN
