@@ -64,7 +64,7 @@ static int tnpu_open(struct drm_device *drm, struct drm_file *file)
 	bool exempt;
 	int ret;
 
-	tfile = kzalloc(sizeof(*tfile), GFP_KERNEL);
+	tfile = kzalloc(sizeof(*tfile), GFP_KERNEL_ACCOUNT);
 	if (!tfile)
 		return -ENOMEM;
 	tfile->tdev = tdev;

@@ -91,6 +91,7 @@ struct tnpu_ctx {
 	struct tnpu_usage usage;	/* fdinfo; under tdev->lock */
 	struct tnpu_user *user;		/* charged with it; set by tnpu_open() */
 	bool limits_exempt;		/* CAP_SYS_ADMIN opener: limits not enforced */
+	atomic_t jobs_pending;		/* submitted, not yet released jobs */
 };
 
 /** struct tnpu_file - per-open-file state. */
@@ -366,6 +367,7 @@ int tnpu_pm_get_if_active(struct tnpu_device *tdev);
 /* tnpu_limits.c */
 extern unsigned int tnpu_max_contexts_per_user;
 extern unsigned int tnpu_max_pinned_mb_per_user;
+extern unsigned int tnpu_max_jobs_per_file;
 struct tnpu_user *tnpu_user_get_current(void);
 void tnpu_user_put(struct tnpu_user *user);
 static inline struct tnpu_user *tnpu_user_get(struct tnpu_user *user)

@@ -124,7 +124,7 @@ static const struct drm_gem_object_funcs tnpu_gem_funcs = {
 
 struct drm_gem_object *tnpu_gem_create_object(struct drm_device *drm, size_t size)
 {
-	struct tnpu_bo *bo = kzalloc(sizeof(*bo), GFP_KERNEL);
+	struct tnpu_bo *bo = kzalloc(sizeof(*bo), GFP_KERNEL_ACCOUNT);
 
 	if (!bo)
 		return ERR_PTR(-ENOMEM);

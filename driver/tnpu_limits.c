@@ -26,6 +26,11 @@ module_param_named(max_pinned_mb_per_user, tnpu_max_pinned_mb_per_user, uint, 06
 MODULE_PARM_DESC(max_pinned_mb_per_user,
 		 "MiB of BOs one uid may pin, CAP_SYS_ADMIN exempt (0: a quarter of the global pin budget, half the RAM)");
 
+unsigned int tnpu_max_jobs_per_file = 1024;
+module_param_named(max_jobs_per_file, tnpu_max_jobs_per_file, uint, 0644);
+MODULE_PARM_DESC(max_jobs_per_file,
+		 "jobs one file may have submitted and not yet completed, CAP_SYS_ADMIN exempt (1024)");
+
 /* contexts, BOs and jobs hold users; the xarray finds the one of a uid */
 static DEFINE_XARRAY(tnpu_users);
 static DEFINE_MUTEX(tnpu_users_lock);
@@ -42,12 +47,12 @@ struct tnpu_user *tnpu_user_get_current(void)
 		refcount_inc(&user->ref);
 		goto out;
 	}
-	user = kzalloc(sizeof(*user), GFP_KERNEL);
+	user = kzalloc(sizeof(*user), GFP_KERNEL_ACCOUNT);
 	if (!user)
 		goto out;
 	refcount_set(&user->ref, 1);
 	user->uid = uid;
-	if (xa_err(xa_store(&tnpu_users, uid, user, GFP_KERNEL))) {
+	if (xa_err(xa_store(&tnpu_users, uid, user, GFP_KERNEL_ACCOUNT))) {
 		kfree(user);
 		user = NULL;
 	}

@@ -20,7 +20,8 @@ static int tnpu_pt_alloc(struct tnpu_device *tdev, struct tnpu_pt *pt, bool leaf
 		return -ENOMEM;
 	pt->children = NULL;
 	if (!leaf) {
-		pt->children = kcalloc(TNPU_PT_ENTRIES, sizeof(*pt->children), GFP_KERNEL);
+		pt->children = kcalloc(TNPU_PT_ENTRIES, sizeof(*pt->children),
+				       GFP_KERNEL_ACCOUNT);
 		if (!pt->children) {
 			dma_free_coherent(&tdev->pdev->dev, TNPU_PAGE_SIZE, pt->cpu, pt->dma);
 			pt->cpu = NULL;
@@ -71,7 +72,7 @@ static struct tnpu_pt *tnpu_pt_walk(struct tnpu_ctx *ctx, u64 va, bool alloc)
 		if (!child) {
 			if (!alloc)
 				return NULL;
-			child = kzalloc(sizeof(*child), GFP_KERNEL);
+			child = kzalloc(sizeof(*child), GFP_KERNEL_ACCOUNT);
 			if (!child)
 				return NULL;
 			if (tnpu_pt_alloc(ctx->tdev, child, level == 2)) {
@@ -168,7 +169,7 @@ struct tnpu_ctx *tnpu_ctx_create(struct tnpu_device *tdev)
 	struct tnpu_ctx *ctx;
 	int id, ret;
 
-	ctx = kzalloc(sizeof(*ctx), GFP_KERNEL);
+	ctx = kzalloc(sizeof(*ctx), GFP_KERNEL_ACCOUNT);
 	if (!ctx)
 		return ERR_PTR(-ENOMEM);
 	/* context 0 stays invalid so a zeroed ring entry can never run in someone's context */

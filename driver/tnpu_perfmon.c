@@ -144,7 +144,7 @@ int tnpu_ioctl_perfmon_create(struct drm_device *drm, void *data, struct drm_fil
 		return -EINVAL;
 	if (!(tdev->caps.features & TNPU_FEAT_COUNTERS))
 		return -EOPNOTSUPP;
-	perfmon = kzalloc(sizeof(*perfmon), GFP_KERNEL);
+	perfmon = kzalloc(sizeof(*perfmon), GFP_KERNEL_ACCOUNT);
 	if (!perfmon)
 		return -ENOMEM;
 	kref_init(&perfmon->ref);

@@ -282,4 +282,70 @@ TEST_F(limits, pinned_memory_budget_is_per_user)
 	EXPECT_EQ(EDQUOT, b.err);
 }
 
+#define JOB_TRIES	64
+
+/*
+ * The first job takes the injected hang (its ring stops for timeout_ms); then NOP jobs are
+ * submitted until one is refused; then, once everything drained, one more is accepted.
+ */
+static void queue_until_refused(struct child_result *r, void *arg)
+{
+	struct tnpu_ctx c;
+	struct tnpu_job_args j = { .cmd_offset = 0 };
+	int64_t deadline;
+	int ret, i;
+
+	ret = tnpu_ctx_init(&c);
+	if (ret) {
+		r->err = -ret;
+		return;
+	}
+	j.queue = c.queue;
+	j.cmd = &c.cmd;
+	j.out_sync = c.sync;
+	j.cmd_size = tnpu_cmd_nop(c.cmd.map);
+	for (i = 0; i < JOB_TRIES + 1; i++) {
+		ret = tnpu_submit(c.fd, &j);
+		if (ret)
+			break;
+		r->count++;
+	}
+	r->err = -ret;
+	/* the last accepted job completes after the hang's reset */
+	r->extra[0] = tnpu_sync_status(c.fd, c.sync, 0, 60000);
+	/* released shortly after their fences signalled: the limit frees up */
+	deadline = tnpu_now_ns() + 10000000000ll;
+	do {
+		ret = tnpu_submit(c.fd, &j);
+		if (ret == -EBUSY)
+			usleep(10000);
+	} while (ret == -EBUSY && tnpu_now_ns() < deadline);
+	r->extra[1] = ret;
+	if (!ret)
+		r->extra[2] = tnpu_sync_status(c.fd, c.sync, 0, 60000);
+	tnpu_ctx_fini(&c);
+}
+
+/*
+ * M6: with max_jobs_per_file = 8 and the file's first job hung, SUBMIT accepts 8 jobs and
+ * refuses the 9th with EBUSY; once they have completed, SUBMIT accepts again. Before the fix
+ * every one of the JOB_TRIES + 1 jobs was accepted.
+ */
+TEST_F(limits, queued_jobs_are_bounded_per_file)
+{
+	struct child_result r;
+
+	set_param(self, "max_jobs_per_file", "8");
+	ASSERT_EQ(0, set_param(self, "timeout_ms", "1000"));
+	ASSERT_EQ(0, tnpu_write_file("inject_hang", "1"));
+	ASSERT_EQ(0, run_as(self, UID_A, queue_until_refused, NULL, &r));
+	TH_LOG("%d jobs accepted, then errno %d; last job %d; after the drain: %d, job %d",
+	       r.count, r.err, r.extra[0], r.extra[1], r.extra[2]);
+	EXPECT_EQ(8, r.count);
+	EXPECT_EQ(EBUSY, r.err);
+	EXPECT_EQ(0, r.extra[0]);
+	EXPECT_EQ(0, r.extra[1]);
+	EXPECT_EQ(0, r.extra[2]);
+}
+
 TEST_HARNESS_MAIN
