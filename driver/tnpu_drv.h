@@ -80,6 +80,7 @@ struct tnpu_ctx {
 	struct kref ref;
 	struct tnpu_device *tdev;
 	u32 id;				/* context-table index */
+	u64 serial;			/* never reused, unlike @id (ROW_BUSY owner) */
 	struct mutex lock;		/* page tables and @mm */
 	struct tnpu_pt root;		/* freed at unbind (cpu NULL then) */
 	struct drm_mm mm;
@@ -196,6 +197,7 @@ struct tnpu_device {
 	/* statistics (QUERY_COUNTERS) */
 	atomic64_t jobs_submitted, jobs_completed, jobs_failed, jobs_timedout, resets, mmu_faults;
 	atomic64_t hw_errors, job_ids;
+	u64 last_done_ctx;		/* ctx serial of the last completion; @lock */
 
 	struct tnpu_coredump *coredump;	/* tnpu_coredump.c */
 };

@@ -164,6 +164,9 @@ int tnpu_mmu_map(struct tnpu_ctx *ctx, u64 va, struct sg_table *sgt, u64 size, b
 	return 0;
 }
 
+/* 0 is no context's: QUERY_ROW_BUSY before any job completed matches nobody */
+static atomic64_t tnpu_ctx_serials = ATOMIC64_INIT(0);
+
 struct tnpu_ctx *tnpu_ctx_create(struct tnpu_device *tdev)
 {
 	struct tnpu_ctx *ctx;
@@ -185,6 +188,7 @@ struct tnpu_ctx *tnpu_ctx_create(struct tnpu_device *tdev)
 	kref_init(&ctx->ref);
 	ctx->tdev = tdev;
 	ctx->id = id;
+	ctx->serial = atomic64_inc_return(&tnpu_ctx_serials);
 	mutex_init(&ctx->lock);
 	drm_mm_init(&ctx->mm, TNPU_VA_START, TNPU_VA_END - TNPU_VA_START);
 	mutex_lock(&tdev->ctx_lock);

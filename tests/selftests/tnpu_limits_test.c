@@ -348,4 +348,59 @@ TEST_F(limits, queued_jobs_are_bounded_per_file)
 	EXPECT_EQ(0, r.extra[2]);
 }
 
+/*
+ * Queries the device-wide figures right after another user's job, then its own job's ROW_BUSY.
+ */
+static void query_figures(struct child_result *r, void *arg)
+{
+	struct drm_tnpu_counters *cnt = calloc(1, sizeof(*cnt));
+	struct drm_tnpu_row_busy rb;
+	struct drm_tnpu_caps caps;
+	struct tnpu_ctx c;
+
+	r->err = -tnpu_ctx_init(&c);
+	if (r->err || !cnt)
+		return;
+	r->extra[0] = tnpu_query(c.fd, DRM_TNPU_QUERY_COUNTERS, cnt, sizeof(*cnt));
+	r->extra[1] = tnpu_query(c.fd, DRM_TNPU_QUERY_ROW_BUSY, &rb, sizeof(rb));
+	r->extra[2] = tnpu_query(c.fd, DRM_TNPU_QUERY_CAPS, &caps, sizeof(caps));
+	r->count = tnpu_run_fence(&c, 0, c.data.va, 1);
+	/* the job that completed last is the caller's own: its rows are its to see */
+	r->extra[3] = tnpu_query(c.fd, DRM_TNPU_QUERY_ROW_BUSY, &rb, sizeof(rb));
+	tnpu_ctx_fini(&c);
+	free(cnt);
+}
+
+/*
+ * Telemetry confinement: an unprivileged client gets EPERM for the device-wide QUERY_COUNTERS
+ * and for ROW_BUSY of another tenant's job, but its own job's ROW_BUSY and CAPS; root sees all.
+ * Before the fix every client read every figure.
+ */
+TEST_F(limits, telemetry_of_other_tenants_is_confined)
+{
+	struct drm_tnpu_counters *cnt = calloc(1, sizeof(*cnt));
+	struct drm_tnpu_row_busy rb;
+	struct child_result r;
+	struct tnpu_ctx c;
+
+	ASSERT_NE(NULL, cnt);
+	ASSERT_EQ(0, tnpu_ctx_init(&c));
+	ASSERT_EQ(0, tnpu_run_fence(&c, 0, c.data.va, 1));
+	EXPECT_EQ(0, tnpu_query(c.fd, DRM_TNPU_QUERY_COUNTERS, cnt, sizeof(*cnt)));
+	EXPECT_EQ(0, tnpu_query(c.fd, DRM_TNPU_QUERY_ROW_BUSY, &rb, sizeof(rb)));
+	ASSERT_EQ(0, run_as(self, UID_A, query_figures, NULL, &r));
+	TH_LOG("counters %d, row busy of root's job %d, caps %d, own job %d, its row busy %d",
+	       r.extra[0], r.extra[1], r.extra[2], r.count, r.extra[3]);
+	EXPECT_EQ(0, r.err);
+	EXPECT_EQ(-EPERM, r.extra[0]);
+	EXPECT_EQ(-EPERM, r.extra[1]);
+	EXPECT_EQ(0, r.extra[2]);
+	EXPECT_EQ(0, r.count);
+	EXPECT_EQ(0, r.extra[3]);
+	/* root still reads the device-wide figures */
+	EXPECT_EQ(0, tnpu_query(c.fd, DRM_TNPU_QUERY_COUNTERS, cnt, sizeof(*cnt)));
+	tnpu_ctx_fini(&c);
+	free(cnt);
+}
+
 TEST_HARNESS_MAIN
