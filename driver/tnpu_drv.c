@@ -4,6 +4,7 @@
  * driver, the ioctl table, QUERY and the sysfs geometry attributes.
  */
 #include <linux/bitfield.h>
+#include <linux/capability.h>
 #include <linux/dma-mapping.h>
 #include <linux/ktime.h>
 #include <linux/module.h>
@@ -59,24 +60,45 @@ MODULE_PARM_DESC(fault_inject, "create the debugfs fault-injection knobs (load t
 static int tnpu_open(struct drm_device *drm, struct drm_file *file)
 {
 	struct tnpu_device *tdev = to_tnpu(drm);
+	struct tnpu_user *user;
 	struct tnpu_file *tfile;
+	bool exempt;
 	int ret;
 
-	tfile = kzalloc(sizeof(*tfile), GFP_KERNEL);
+	tfile = kzalloc(sizeof(*tfile), GFP_KERNEL_ACCOUNT);
 	if (!tfile)
 		return -ENOMEM;
 	tfile->tdev = tdev;
+	user = tnpu_user_get_current();
+	if (!user) {
+		ret = -ENOMEM;
+		goto err_free;
+	}
+	/* at open, like the file's credentials: a passed file keeps its opener's standing */
+	exempt = capable(CAP_SYS_ADMIN);
+	ret = tnpu_user_charge_context(user, exempt);
+	if (ret)
+		goto err_user;
 	tfile->ctx = tnpu_ctx_create(tdev);
 	if (IS_ERR(tfile->ctx)) {
 		ret = PTR_ERR(tfile->ctx);
-		kfree(tfile);
-		return ret;
+		tnpu_user_uncharge_context(user);
+		goto err_user;
 	}
+	/* the context owns the charge and the reference from here on (tnpu_ctx_release()) */
+	tfile->ctx->user = user;
+	tfile->ctx->limits_exempt = exempt;
 	mutex_init(&tfile->queue_lock);
 	xa_init_flags(&tfile->queues, XA_FLAGS_ALLOC1);
 	xa_init_flags(&tfile->perfmons, XA_FLAGS_ALLOC1);
 	file->driver_priv = tfile;
 	return 0;
+
+err_user:
+	tnpu_user_put(user);
+err_free:
+	kfree(tfile);
+	return ret;
 }
 
 static void tnpu_postclose(struct drm_device *drm, struct drm_file *file)
@@ -205,6 +227,26 @@ static void tnpu_fill_counters(struct tnpu_device *tdev, struct drm_tnpu_counter
 	spin_unlock(&tdev->lock);
 }
 
+/*
+ * The ROW_BUSY registers hold the rows of the job that completed last on the device: an
+ * unprivileged caller may read them when that job was its own and no other file's job is on a
+ * ring (one could complete, and overwrite them, before the driver noticed). tdev->lock held.
+ */
+static bool tnpu_row_busy_is_callers(struct tnpu_device *tdev, struct tnpu_ctx *ctx)
+{
+	struct tnpu_job *job;
+	u32 q;
+
+	lockdep_assert_held(&tdev->lock);
+	if (tdev->last_done_ctx != ctx->serial)
+		return false;
+	for (q = 0; q < tdev->num_rings; q++)
+		list_for_each_entry(job, &tdev->rings[q].inflight, node)
+			if (job->ctx != ctx)
+				return false;
+	return true;
+}
+
 static int tnpu_ioctl_query(struct drm_device *drm, void *data, struct drm_file *file)
 {
 	struct tnpu_device *tdev = to_tnpu(drm);
@@ -223,6 +265,10 @@ static int tnpu_ioctl_query(struct drm_device *drm, void *data, struct drm_file 
 	case DRM_TNPU_QUERY_COUNTERS: {
 		struct drm_tnpu_counters *cnt;
 		int ret;
+
+		/* every tenant's jobs and busy time: the caller's own are in fdinfo and perfmons */
+		if (!perfmon_capable())
+			return -EPERM;
 
 		/* 832 bytes: too large for the ioctl's stack frame */
 		cnt = kzalloc(sizeof(*cnt), GFP_KERNEL);
@@ -257,11 +303,19 @@ static int tnpu_ioctl_query(struct drm_device *drm, void *data, struct drm_file 
 	}
 	case DRM_TNPU_QUERY_ROW_BUSY: {
 		struct drm_tnpu_row_busy rb = {};
+		bool allowed = perfmon_capable();
 		u32 r;
 
 		rb.rows = FIELD_GET(TNPU_CAP_GEOM_ROWS, tdev->caps.geom);
-		for (r = 0; r < rb.rows && r < DRM_TNPU_MAX_ROW_BUSY; r++)
+		spin_lock(&tdev->lock);
+		/* under the lock: no job completes between the check and the reads */
+		if (!allowed)
+			allowed = tnpu_row_busy_is_callers(tdev, tfile->ctx);
+		for (r = 0; allowed && r < rb.rows && r < DRM_TNPU_MAX_ROW_BUSY; r++)
 			rb.busy[r] = tnpu_read64(tdev, TNPU_REG_ROW_BUSY(r));
+		spin_unlock(&tdev->lock);
+		if (!allowed)
+			return -EPERM;
 		return tnpu_copy_answer(args, &rb, sizeof(rb));
 	}
 	default:

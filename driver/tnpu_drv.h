@@ -23,7 +23,7 @@
 
 #define TNPU_RING_ENTRIES	256
 #define TNPU_CREDITS		(TNPU_RING_ENTRIES - 2)	/* drm_sched credit limit per ring */
-#define TNPU_MAX_CTX		512	/* context-table entries the driver programs */
+#define TNPU_MAX_CTX		4096	/* context-table entries the driver programs (64 KiB) */
 #define TNPU_MAX_FILE_QUEUES	64
 #define TNPU_VA_START		0x100000ULL		/* keep VA 0 and the first MiB unmapped */
 #define TNPU_VA_END		BIT_ULL(40)
@@ -39,6 +39,18 @@ extern bool tnpu_fault_inject;
 
 struct tnpu_device;
 struct tnpu_perfmon;
+
+/**
+ * struct tnpu_user - what one uid holds of every tnpu device (tnpu_limits.c).
+ *
+ * Referenced by each context of the uid, so that BOs and jobs outliving their file still uncharge.
+ */
+struct tnpu_user {
+	refcount_t ref;
+	u32 uid;			/* in the initial user namespace */
+	atomic_t contexts;		/* contexts (open files and what outlives them) */
+	atomic64_t pinned;		/* bytes of the uid's BOs, as in tnpu_pinned_bytes */
+};
 
 /**
  * struct tnpu_usage - what one file's jobs used of each ring (fdinfo), under tdev->lock.
@@ -68,6 +80,7 @@ struct tnpu_ctx {
 	struct kref ref;
 	struct tnpu_device *tdev;
 	u32 id;				/* context-table index */
+	u64 serial;			/* never reused, unlike @id (ROW_BUSY owner) */
 	struct mutex lock;		/* page tables and @mm */
 	struct tnpu_pt root;		/* freed at unbind (cpu NULL then) */
 	struct drm_mm mm;
@@ -77,6 +90,9 @@ struct tnpu_ctx {
 	u32 fault_code, fault_info, fault_cmd_offset, fault_queue;
 	u64 fault_addr;
 	struct tnpu_usage usage;	/* fdinfo; under tdev->lock */
+	struct tnpu_user *user;		/* charged with it; set by tnpu_open() */
+	bool limits_exempt;		/* CAP_SYS_ADMIN opener: limits not enforced */
+	atomic_t jobs_pending;		/* submitted, not yet released jobs */
 };
 
 /** struct tnpu_file - per-open-file state. */
@@ -101,7 +117,8 @@ struct tnpu_bo {
 	struct tnpu_ctx *ctx;		/* NULL until mapped */
 	struct drm_mm_node node;	/* VA range including the guard page */
 	u32 flags;
-	u64 charged;			/* bytes counted in tnpu_pinned_bytes */
+	u64 charged;			/* bytes counted in tnpu_pinned_bytes and @pin_user */
+	struct tnpu_user *pin_user;	/* referenced while @charged */
 };
 
 static inline struct tnpu_bo *to_tnpu_bo(struct drm_gem_object *obj)
@@ -180,6 +197,7 @@ struct tnpu_device {
 	/* statistics (QUERY_COUNTERS) */
 	atomic64_t jobs_submitted, jobs_completed, jobs_failed, jobs_timedout, resets, mmu_faults;
 	atomic64_t hw_errors, job_ids;
+	u64 last_done_ctx;		/* ctx serial of the last completion; @lock */
 
 	struct tnpu_coredump *coredump;	/* tnpu_coredump.c */
 };
@@ -347,6 +365,21 @@ void tnpu_pm_fini(struct tnpu_device *tdev);
 int tnpu_pm_get(struct tnpu_device *tdev);
 void tnpu_pm_put(struct tnpu_device *tdev);
 int tnpu_pm_get_if_active(struct tnpu_device *tdev);
+
+/* tnpu_limits.c */
+extern unsigned int tnpu_max_contexts_per_user;
+extern unsigned int tnpu_max_pinned_mb_per_user;
+extern unsigned int tnpu_max_jobs_per_file;
+struct tnpu_user *tnpu_user_get_current(void);
+void tnpu_user_put(struct tnpu_user *user);
+static inline struct tnpu_user *tnpu_user_get(struct tnpu_user *user)
+{
+	refcount_inc(&user->ref);
+	return user;
+}
+
+int tnpu_user_charge_context(struct tnpu_user *user, bool exempt);
+void tnpu_user_uncharge_context(struct tnpu_user *user);
 
 /* tnpu_fops.c */
 extern const struct file_operations tnpu_fops;

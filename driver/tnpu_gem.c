@@ -25,9 +25,21 @@ static u64 tnpu_pin_limit(void)
 	return ((u64)totalram_pages() << PAGE_SHIFT) / 2;
 }
 
-/* 0, -E2BIG (@size alone is above the limit) or -ENOMEM (with what is pinned already) */
-static int tnpu_pin_charge(u64 size)
+/* A quarter of the global budget unless max_pinned_mb_per_user says otherwise. */
+static u64 tnpu_user_pin_limit(void)
 {
+	u64 mb = READ_ONCE(tnpu_max_pinned_mb_per_user);
+
+	return mb ? mb << 20 : tnpu_pin_limit() / 4;
+}
+
+/*
+ * Charges @size to the global budget and to @ctx's user: 0, -E2BIG (@size alone is above the
+ * global limit), -ENOMEM (the global budget is used up) or -EDQUOT (the user's is).
+ */
+static int tnpu_pin_charge(struct tnpu_ctx *ctx, u64 size)
+{
+	struct tnpu_user *user = ctx->user;
 	u64 limit = tnpu_pin_limit();
 
 	if (size > limit)
@@ -36,7 +48,20 @@ static int tnpu_pin_charge(u64 size)
 		atomic64_sub(size, &tnpu_pinned_bytes);
 		return -ENOMEM;
 	}
+	/* exempt users are counted too, so that every uncharge has its charge */
+	if (atomic64_add_return(size, &user->pinned) > tnpu_user_pin_limit() &&
+	    !ctx->limits_exempt) {
+		atomic64_sub(size, &user->pinned);
+		atomic64_sub(size, &tnpu_pinned_bytes);
+		return -EDQUOT;
+	}
 	return 0;
+}
+
+static void tnpu_pin_uncharge(struct tnpu_user *user, u64 size)
+{
+	atomic64_sub(size, &user->pinned);
+	atomic64_sub(size, &tnpu_pinned_bytes);
 }
 
 static void tnpu_gem_free(struct drm_gem_object *obj)
@@ -50,7 +75,10 @@ static void tnpu_gem_free(struct drm_gem_object *obj)
 		drm_mm_remove_node(&bo->node);
 		mutex_unlock(&ctx->lock);
 	}
-	atomic64_sub(bo->charged, &tnpu_pinned_bytes);
+	if (bo->pin_user) {
+		tnpu_pin_uncharge(bo->pin_user, bo->charged);
+		tnpu_user_put(bo->pin_user);
+	}
 	drm_gem_shmem_free(&bo->base);
 	/* the pages were unmapped above, before shmem releases them; the context goes last */
 	tnpu_ctx_put(ctx);
@@ -96,7 +124,7 @@ static const struct drm_gem_object_funcs tnpu_gem_funcs = {
 
 struct drm_gem_object *tnpu_gem_create_object(struct drm_device *drm, size_t size)
 {
-	struct tnpu_bo *bo = kzalloc(sizeof(*bo), GFP_KERNEL);
+	struct tnpu_bo *bo = kzalloc(sizeof(*bo), GFP_KERNEL_ACCOUNT);
 
 	if (!bo)
 		return ERR_PTR(-ENOMEM);
@@ -142,19 +170,21 @@ int tnpu_ioctl_bo_create(struct drm_device *drm, void *data, struct drm_file *fi
 		return -EINVAL;
 	size = round_up(args->size, TNPU_PAGE_SIZE);
 	/* before any page is allocated: a refused size costs nothing */
-	ret = tnpu_pin_charge(size);
+	ret = tnpu_pin_charge(ctx, size);
 	if (ret)
 		return ret;
 
 	shmem = drm_gem_shmem_create(drm, size);
 	if (IS_ERR(shmem)) {
-		atomic64_sub(size, &tnpu_pinned_bytes);
+		tnpu_pin_uncharge(ctx->user, size);
 		return PTR_ERR(shmem);
 	}
 	obj = &shmem->base;
 	bo = to_tnpu_bo(obj);
 	bo->flags = args->flags;
-	bo->charged = size;	/* uncharged by tnpu_gem_free() from here on */
+	/* uncharged by tnpu_gem_free() from here on */
+	bo->charged = size;
+	bo->pin_user = tnpu_user_get(ctx->user);
 
 	sgt = drm_gem_shmem_get_pages_sgt(shmem);
 	if (IS_ERR(sgt)) {

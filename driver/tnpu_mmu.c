@@ -20,7 +20,8 @@ static int tnpu_pt_alloc(struct tnpu_device *tdev, struct tnpu_pt *pt, bool leaf
 		return -ENOMEM;
 	pt->children = NULL;
 	if (!leaf) {
-		pt->children = kcalloc(TNPU_PT_ENTRIES, sizeof(*pt->children), GFP_KERNEL);
+		pt->children = kcalloc(TNPU_PT_ENTRIES, sizeof(*pt->children),
+				       GFP_KERNEL_ACCOUNT);
 		if (!pt->children) {
 			dma_free_coherent(&tdev->pdev->dev, TNPU_PAGE_SIZE, pt->cpu, pt->dma);
 			pt->cpu = NULL;
@@ -71,7 +72,7 @@ static struct tnpu_pt *tnpu_pt_walk(struct tnpu_ctx *ctx, u64 va, bool alloc)
 		if (!child) {
 			if (!alloc)
 				return NULL;
-			child = kzalloc(sizeof(*child), GFP_KERNEL);
+			child = kzalloc(sizeof(*child), GFP_KERNEL_ACCOUNT);
 			if (!child)
 				return NULL;
 			if (tnpu_pt_alloc(ctx->tdev, child, level == 2)) {
@@ -163,12 +164,15 @@ int tnpu_mmu_map(struct tnpu_ctx *ctx, u64 va, struct sg_table *sgt, u64 size, b
 	return 0;
 }
 
+/* 0 is no context's: QUERY_ROW_BUSY before any job completed matches nobody */
+static atomic64_t tnpu_ctx_serials = ATOMIC64_INIT(0);
+
 struct tnpu_ctx *tnpu_ctx_create(struct tnpu_device *tdev)
 {
 	struct tnpu_ctx *ctx;
 	int id, ret;
 
-	ctx = kzalloc(sizeof(*ctx), GFP_KERNEL);
+	ctx = kzalloc(sizeof(*ctx), GFP_KERNEL_ACCOUNT);
 	if (!ctx)
 		return ERR_PTR(-ENOMEM);
 	/* context 0 stays invalid so a zeroed ring entry can never run in someone's context */
@@ -184,6 +188,7 @@ struct tnpu_ctx *tnpu_ctx_create(struct tnpu_device *tdev)
 	kref_init(&ctx->ref);
 	ctx->tdev = tdev;
 	ctx->id = id;
+	ctx->serial = atomic64_inc_return(&tnpu_ctx_serials);
 	mutex_init(&ctx->lock);
 	drm_mm_init(&ctx->mm, TNPU_VA_START, TNPU_VA_END - TNPU_VA_START);
 	mutex_lock(&tdev->ctx_lock);
@@ -227,6 +232,10 @@ static void tnpu_ctx_release(struct kref *ref)
 	drm_mm_takedown(&ctx->mm);
 	ida_free(&tdev->ctx_ida, ctx->id);
 	mutex_destroy(&ctx->lock);
+	if (ctx->user) {
+		tnpu_user_uncharge_context(ctx->user);
+		tnpu_user_put(ctx->user);
+	}
 	kfree(ctx);
 	/* every context pins the DRM device: its tables and the context table live in it */
 	drm_dev_put(&tdev->drm);

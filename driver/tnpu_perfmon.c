@@ -100,6 +100,10 @@ void tnpu_job_write_counters(struct tnpu_job *job, int status, u32 hw_error, boo
 			vals[i] = le64_to_cpu(READ_ONCE(rec->counter[i]));
 	}
 
+	/* the ROW_BUSY registers now hold this job's rows (QUERY_ROW_BUSY confinement) */
+	if (captured)
+		job->tdev->last_done_ctx = job->ctx->serial;
+
 	/* jobs of a ring run one after the other: this one started when the previous one ended */
 	start = max(job->run_ns, ring->last_done_ns);
 	ring->last_done_ns = now;
@@ -144,7 +148,7 @@ int tnpu_ioctl_perfmon_create(struct drm_device *drm, void *data, struct drm_fil
 		return -EINVAL;
 	if (!(tdev->caps.features & TNPU_FEAT_COUNTERS))
 		return -EOPNOTSUPP;
-	perfmon = kzalloc(sizeof(*perfmon), GFP_KERNEL);
+	perfmon = kzalloc(sizeof(*perfmon), GFP_KERNEL_ACCOUNT);
 	if (!perfmon)
 		return -ENOMEM;
 	kref_init(&perfmon->ref);

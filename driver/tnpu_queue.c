@@ -31,7 +31,7 @@ int tnpu_ioctl_queue_create(struct drm_device *drm, void *data, struct drm_file 
 		return -EINVAL;
 	if (args->priority == DRM_TNPU_QUEUE_PRIORITY_HIGH && !capable(CAP_SYS_NICE))
 		return -EPERM;
-	queue = kzalloc(sizeof(*queue), GFP_KERNEL);
+	queue = kzalloc(sizeof(*queue), GFP_KERNEL_ACCOUNT);
 	if (!queue)
 		return -ENOMEM;
 	queue->ring = (u32)atomic_inc_return(&tdev->next_ring) % tdev->num_rings;

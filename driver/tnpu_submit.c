@@ -37,6 +37,8 @@ void tnpu_job_release(struct tnpu_job *job)
 	tnpu_perfmon_put(job->perfmon);
 	if (job->pm_ref)
 		tnpu_pm_put(job->tdev);
+	if (job->ctx)
+		atomic_dec(&job->ctx->jobs_pending);
 	tnpu_ctx_put(job->ctx);
 	kfree(job);
 	tnpu_job_destroyed();
@@ -86,7 +88,7 @@ static int tnpu_submit_lookup_bos(struct tnpu_job *job, struct drm_file *file,
 	u64 end;
 	int ret = 0;
 
-	use = kvcalloc(total, sizeof(*use), GFP_KERNEL);
+	use = kvcalloc(total, sizeof(*use), GFP_KERNEL_ACCOUNT);
 	if (!use)
 		return -ENOMEM;
 	for (i = 0; i < n; i++) {
@@ -145,8 +147,8 @@ static int tnpu_submit_lookup_bos(struct tnpu_job *job, struct drm_file *file,
 
 	/* drm_gem_lock_reservations() cannot lock one object twice: merge duplicates */
 	sort(use, count, sizeof(*use), tnpu_bo_use_cmp, NULL);
-	job->bos = kvcalloc(count, sizeof(*job->bos), GFP_KERNEL);
-	job->bo_flags = kvcalloc(count, sizeof(*job->bo_flags), GFP_KERNEL);
+	job->bos = kvcalloc(count, sizeof(*job->bos), GFP_KERNEL_ACCOUNT);
+	job->bo_flags = kvcalloc(count, sizeof(*job->bo_flags), GFP_KERNEL_ACCOUNT);
 	if (!job->bos || !job->bo_flags) {
 		ret = -ENOMEM;
 		goto out;
@@ -243,10 +245,22 @@ int tnpu_ioctl_submit(struct drm_device *drm, void *data, struct drm_file *file)
 		return ret;
 	if (READ_ONCE(tfile->ctx->faulted))
 		return -EBADFD;
+	/*
+	 * Not EAGAIN: libdrm's drmIoctl() retries that at once, so its users would spin. A job
+	 * counts until it is released, shortly after its out-fence signals (tnpu_job_release()).
+	 */
+	if (atomic_inc_return(&tfile->ctx->jobs_pending) > READ_ONCE(tnpu_max_jobs_per_file) &&
+	    !tfile->ctx->limits_exempt) {
+		atomic_dec(&tfile->ctx->jobs_pending);
+		return -EBUSY;
+	}
 
-	job = kzalloc(sizeof(*job), GFP_KERNEL);
-	if (!job)
+	/* user space causes these allocations: charged to its memory cgroup */
+	job = kzalloc(sizeof(*job), GFP_KERNEL_ACCOUNT);
+	if (!job) {
+		atomic_dec(&tfile->ctx->jobs_pending);
 		return -ENOMEM;
+	}
 	tnpu_job_created();
 	job->tdev = tdev;
 	job->ctx = tnpu_ctx_get(tfile->ctx);
@@ -258,7 +272,7 @@ int tnpu_ioctl_submit(struct drm_device *drm, void *data, struct drm_file *file)
 		goto err_release;
 	job->pm_ref = true;
 	/* the hardware fence is allocated here because run_job must not allocate */
-	job->hw_fence = kzalloc(sizeof(*job->hw_fence), GFP_KERNEL);
+	job->hw_fence = kzalloc(sizeof(*job->hw_fence), GFP_KERNEL_ACCOUNT);
 	if (!job->hw_fence) {
 		ret = -ENOMEM;
 		goto err_release;
@@ -281,7 +295,8 @@ int tnpu_ioctl_submit(struct drm_device *drm, void *data, struct drm_file *file)
 		}
 	}
 	if (args->in_syncs.count) {
-		in_fences = kcalloc(args->in_syncs.count, sizeof(*in_fences), GFP_KERNEL);
+		in_fences = kcalloc(args->in_syncs.count, sizeof(*in_fences),
+				    GFP_KERNEL_ACCOUNT);
 		if (!in_fences) {
 			ret = -ENOMEM;
 			goto err_release;

@@ -54,10 +54,13 @@ enum drm_tnpu_ioctl_id {
  *
  * @DRM_TNPU_QUERY_CAPS: struct drm_tnpu_caps (device geometry and limits).
  * @DRM_TNPU_QUERY_COUNTERS: struct drm_tnpu_counters (driver statistics + device counter block).
+ *	Every tenant's figures: needs CAP_PERFMON or CAP_SYS_ADMIN, else -EPERM.
  * @DRM_TNPU_QUERY_FAULT: struct drm_tnpu_fault (the first MMU fault of the calling file).
  * @DRM_TNPU_QUERY_ISLANDS: struct drm_tnpu_islands (island capability registers).
  * @DRM_TNPU_QUERY_RESERVED_4: never assigned, so that the values stay contiguous; -EINVAL.
  * @DRM_TNPU_QUERY_ROW_BUSY: struct drm_tnpu_row_busy (per-row busy cycles).
+ *	Without CAP_PERFMON/CAP_SYS_ADMIN: -EPERM unless the job that completed last was the
+ *	caller's and no other file's job is on a ring.
  */
 enum drm_tnpu_query_type {
 	DRM_TNPU_QUERY_CAPS = 0,
