@@ -41,7 +41,7 @@ static int parse_shape(const char *desc, int64_t *dims, unsigned *ndim)
 int main(int argc, char **argv)
 {
 	struct onnx_tensor in[8], dev_out[8], cpu_out[8];
-	struct onnx_tolerance tol = { ONNX_TOL_ATOL, ONNX_TOL_RTOL, ONNX_TOL_ITOL };
+	struct onnx_tolerance tol = { ONNX_MODEL_ATOL, ONNX_MODEL_RTOL, ONNX_TOL_ITOL };
 	struct onnx_model *m;
 	struct accel_dev *dev;
 	struct onnx_run_stats st;
@@ -103,7 +103,7 @@ int main(int argc, char **argv)
 	for (unsigned i = 0; i < n_out; i++) {
 		char desc[96], msg[256];
 		double maxe;
-		int r = onnx_compare(&dev_out[i], &cpu_out[i], &tol, &maxe, msg, sizeof(msg));
+		int r = onnx_compare_scaled(&dev_out[i], &cpu_out[i], &tol, &maxe, msg, sizeof(msg));
 
 		onnx_tensor_describe(&dev_out[i], desc, sizeof(desc));
 		printf("onnx_model: output '%s' %s vs the CPU reference: %s\n", onnx_model_output_name(m, i), desc, msg);

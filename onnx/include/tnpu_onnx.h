@@ -268,6 +268,20 @@ struct onnx_tolerance {
 #define ONNX_TOL_ITOL 0
 ONNX_API int onnx_compare(const struct onnx_tensor *got, const struct onnx_tensor *exp,
 			  const struct onnx_tolerance *tol, double *max_err, char *msg, size_t len);
+/*
+ * A model's output against its reference (Documentation/onnx.md, "Tolerances"): float outputs within
+ * |got - exp| <= atol + rtol * max|exp|, max over the output's finite values (the output's scale: an fp32
+ * network's rounding error grows with the magnitude of what it sums, not with each element's own value,
+ * so a per-element bound fails near zero crossings); NaN matches NaN, an infinity only the same infinity;
+ * integer types as onnx_compare.  Same returns; msg also gives the largest error as a fraction of the
+ * scale.  accel-run --expect, the model zoo, accel-bench model and the Python tests use it with
+ * ONNX_MODEL_ATOL / ONNX_MODEL_RTOL unless told otherwise; onnx_compare (per element) is the ONNX backend
+ * tests' rule.
+ */
+#define ONNX_MODEL_ATOL 1e-6
+#define ONNX_MODEL_RTOL 1e-4
+ONNX_API int onnx_compare_scaled(const struct onnx_tensor *got, const struct onnx_tensor *exp,
+				 const struct onnx_tolerance *tol, double *max_err, char *msg, size_t len);
 /* "FLOAT [1,3,224,224]" */
 ONNX_API void onnx_tensor_describe(const struct onnx_tensor *t, char *buf, size_t len);
 

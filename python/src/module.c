@@ -4,6 +4,7 @@
  * numpy in and out.  Reference: Documentation/python.md.
  */
 #define TNPU_PY_MODULE_C
+#include "tnpu_onnx.h"
 #include "tnpu_py.h"
 
 #ifndef TNPU_VERSION
@@ -40,6 +41,10 @@ PyMODINIT_FUNC PyInit_tnpu(void)
 	if (PyModule_AddStringConstant(m, "__version__", TNPU_VERSION) < 0 ||
 	    PyModule_AddObject(m, "ACCEL_VERSION", Py_BuildValue("(ii)", ACCEL_VERSION_MAJOR,
 								  ACCEL_VERSION_MINOR)) < 0)
+		goto fail;
+	/* a model output's tolerance, |got - want| <= MODEL_ATOL + MODEL_RTOL * max|want| (onnx.md "Tolerances") */
+	if (PyModule_AddObject(m, "MODEL_ATOL", PyFloat_FromDouble(ONNX_MODEL_ATOL)) < 0 ||
+	    PyModule_AddObject(m, "MODEL_RTOL", PyFloat_FromDouble(ONNX_MODEL_RTOL)) < 0)
 		goto fail;
 	if (tnpu_device_type_init(m) < 0 || tnpu_model_type_init(m) < 0)
 		goto fail;

@@ -87,3 +87,20 @@ def read_idx(path):
     ndim = data[3]
     dims = [int.from_bytes(data[4 + 4 * i:8 + 4 * i], "big") for i in range(ndim)]
     return np.frombuffer(data, np.uint8, offset=4 + 4 * ndim).reshape(dims)
+
+
+def assert_model_close(got, want, atol=None, rtol=None):
+    """A model output against its reference with the project's model rule (Documentation/onnx.md,
+    "Tolerances"; onnx_compare_scaled): |got - want| <= atol + rtol * max|want|, the max over the
+    output (its scale), defaults tnpu.MODEL_ATOL / MODEL_RTOL."""
+    import tnpu
+    atol = tnpu.MODEL_ATOL if atol is None else atol
+    rtol = tnpu.MODEL_RTOL if rtol is None else rtol
+    got, want = np.asarray(got, np.float64), np.asarray(want, np.float64)
+    assert got.shape == want.shape, f"shape {got.shape}, expected {want.shape}"
+    finite = np.abs(want[np.isfinite(want)])
+    bound = atol + rtol * (finite.max() if finite.size else 0.0)
+    err = np.abs(got - want)
+    bad = ~((err <= bound) | (got == want) | (np.isnan(got) & np.isnan(want)))
+    assert not bad.any(), (f"{bad.sum()} of {got.size} values differ by more than {bound:.3g} "
+                           f"(max |err| {np.nanmax(err):.3g}); first at {np.argwhere(bad)[0].tolist()}")

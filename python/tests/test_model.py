@@ -7,7 +7,7 @@ import numpy as np
 import pytest
 
 import tnpu
-from numpy_ref import onnx_forward, read_idx
+from numpy_ref import assert_model_close, onnx_forward, read_idx
 
 MODELS = os.environ.get("TNPU_MODELS", os.path.join(os.path.dirname(__file__), "..", "..", "models"))
 FASHION = os.path.join(MODELS, "fashion-mnist", "fashion-mnist-cnn.onnx")
@@ -42,7 +42,7 @@ def test_fashion_mnist_device_matches_cpu_reference_and_labels(dev):
     got = on_dev.run({"image": x})
     ref = on_cpu.run({"image": x})
     assert set(got) == {"logits"} and got["logits"].shape == (BATCH, 10)
-    np.testing.assert_allclose(got["logits"], ref["logits"], rtol=1e-3, atol=1e-4)
+    assert_model_close(got["logits"], ref["logits"])
     assert on_dev.last_stats["accel_nodes"] > 0          # the convolutions ran on the device
     assert on_cpu.last_stats["accel_nodes"] == 0
     if labels is not None:
@@ -55,7 +55,7 @@ def test_fashion_mnist_matches_numpy_forward(dev):
     x, _ = fashion_images()
     want = onnx_forward(onnx.load(FASHION), {"image": x})["logits"]
     got = tnpu.Model(FASHION, dev).run(x)["logits"]
-    np.testing.assert_allclose(got, want, rtol=1e-3, atol=1e-3)
+    assert_model_close(got, want)
     assert (got.argmax(1) == want.argmax(1)).all()
 
 
@@ -64,7 +64,7 @@ def test_fold_false_runs_the_graph_as_written(dev):
     folded = tnpu.Model(FASHION, dev)
     unfolded = tnpu.Model(FASHION, dev, fold=False)
     assert "6 nodes" in repr(folded) and "10 nodes" in repr(unfolded)
-    np.testing.assert_allclose(unfolded.run(x)["logits"], folded.run(x)["logits"], rtol=1e-3, atol=1e-4)
+    assert_model_close(unfolded.run(x)["logits"], folded.run(x)["logits"])
 
 
 def test_model_runs_many_times_and_at_any_batch(dev):

@@ -4,7 +4,7 @@
  *                   [--json]
  * (issue 16 targets): the model compiled once (onnx_compile) on seeded random inputs of its declared
  * shapes (dynamic dimensions 1), one checked run against the CPU reference executor (the project's
- * default tolerance), then N timed runs.  Prints wall ms per inference (median), device cycles of one
+ * model tolerance, onnx_compare_scaled), then N timed runs.  Prints wall ms per inference (median), device cycles of one
  * run, whole-model PE utilisation = device MACs / (cycles x peak MACs per cycle of --dtype, default
  * fp32), host nodes, host<->device bytes the executor copied, and verified.  Exit 0 only when verified.
  * --nchw compiles without the layout pass (ONNX_COMPILE_NCHW: every activation NCHW, the plan before it);
@@ -89,7 +89,7 @@ int bench_model_main(int argc, char **argv)
 	bool json = false, int8 = false, ok = true, nchw = false, no_pwdw = false;
 	uint64_t seed = 0;
 	struct onnx_tensor in[MAX_IO], out[MAX_IO], ref[MAX_IO];
-	struct onnx_tolerance tol = { ONNX_TOL_ATOL, ONNX_TOL_RTOL, 1 };
+	struct onnx_tolerance tol = { ONNX_MODEL_ATOL, ONNX_MODEL_RTOL, 1 };
 	struct onnx_compiled *cm = NULL;
 	struct onnx_compiled_info ci;
 	struct onnx_run_stats st;
@@ -157,7 +157,7 @@ int bench_model_main(int argc, char **argv)
 		char msg[256];
 		double maxe;
 
-		ok &= onnx_compare(&out[i], &ref[i], &tol, &maxe, msg, sizeof(msg)) == 0;
+		ok &= onnx_compare_scaled(&out[i], &ref[i], &tol, &maxe, msg, sizeof(msg)) == 0;
 		onnx_tensor_release(&out[i]);
 		onnx_tensor_release(&ref[i]);
 	}

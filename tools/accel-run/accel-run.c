@@ -3,14 +3,16 @@
  * accel-run - run an ONNX model on a tnpu (issues #10, #15; Documentation/onnx.md).
  *
  *   accel-run MODEL.onnx [--input in.pb ... | --random-input [--seed N] [--shape NAME=D0xD1x... ...]]
- *             [--expect out.pb ...] [--device PATH|sim] [--cpu] [--atol A] [--rtol R] [--itol N]
+ *             [--expect out.pb ...] [--device PATH|sim] [--cpu] [--atol A] [--rtol R] [--itol N] [--elementwise]
  *             [--save-outputs PREFIX] [--info] [--repeat N] [--profile [--trace FILE]]
  *             [--no-compile | --no-replay] [--save-compiled FILE] [--compiled FILE]
  *   accel-run MODEL.onnx --mnist IMAGES LABELS [--batch N] [--device PATH|sim] [--cpu] [--no-compile | --no-replay]
  *             [--save-predictions FILE] [--reference-predictions FILE]
  *
  * Prints each output (name, type, shape, leading values) or, with --expect, PASS/FAIL per output
- * against the expectation with the tolerance used.  --info prints the inputs/outputs and where each
+ * against the expectation with the tolerance used: |got - exp| <= atol + rtol * max|exp| (the output's
+ * scale; onnx_compare_scaled, defaults ONNX_MODEL_ATOL/RTOL), or with --elementwise the ONNX backend
+ * tests' per-element rule atol + rtol * |exp| (onnx_compare, defaults ONNX_TOL_ATOL/RTOL).  --info prints the inputs/outputs and where each
  * node runs (from one run), --repeat N times N more runs, --profile prints per-node cost and writes a
  * Perfetto trace.  --mnist classifies an idx image file (e.g. Fashion-MNIST's t10k set) on the device
  * and on the CPU reference and prints both accuracies.  On a device the model is compiled once for the
@@ -38,6 +40,7 @@ static void usage(FILE *f)
 {
 	fprintf(f, "usage: accel-run MODEL.onnx [--input in.pb ... | --random-input [--seed N] [--shape NAME=D0xD1x...]]\n"
 		   "                 [--expect out.pb ...] [--device PATH|sim] [--cpu] [--atol A] [--rtol R] [--itol N]\n"
+		   "                 [--elementwise]\n"
 		   "                 [--save-outputs PREFIX] [--info] [--repeat N] [--profile [--trace FILE]]\n"
 		   "                 [--no-compile | --no-replay] [--save-compiled FILE] [--compiled FILE]\n"
 		   "       accel-run MODEL.onnx --mnist IMAGES LABELS [--batch N] [--device PATH|sim] [--cpu]\n"
@@ -206,7 +209,8 @@ int main(int argc, char **argv)
 	const char *trace = NULL, *save_cm = NULL, *load_cm = NULL;
 	struct onnx_compiled *cm = NULL;
 	bool no_compile = false, no_replay = false;
-	struct onnx_tolerance tol = { ONNX_TOL_ATOL, ONNX_TOL_RTOL, ONNX_TOL_ITOL };
+	struct onnx_tolerance tol = { -1, -1, ONNX_TOL_ITOL };
+	bool elementwise = false;
 	struct onnx_tensor in[MAX_IO], out[MAX_IO], exp;
 	struct shape_arg shapes[MAX_SHAPES];
 	unsigned n_in = 0, n_exp = 0, n_out = 0, n_shapes = 0, batch = 1000, repeat = 0;	/* --batch: images per run */
@@ -255,6 +259,9 @@ int main(int argc, char **argv)
 			continue;
 		} else if (!strcmp(a, "--no-replay")) {
 			no_replay = true;
+			continue;
+		} else if (!strcmp(a, "--elementwise")) {
+			elementwise = true;
 			continue;
 		} else if (!strcmp(a, "--mnist")) {
 			if (i + 2 >= argc)
@@ -328,6 +335,10 @@ int main(int argc, char **argv)
 	}
 	if (!model_path)
 		return cli_usage_error(PROG, "missing MODEL.onnx");
+	if (tol.atol < 0)
+		tol.atol = elementwise ? ONNX_TOL_ATOL : ONNX_MODEL_ATOL;
+	if (tol.rtol < 0)
+		tol.rtol = elementwise ? ONNX_TOL_RTOL : ONNX_MODEL_RTOL;
 	if (batch_set && !mnist_img)
 		return cli_usage_error(PROG, "--batch: only with --mnist");
 	if (mnist_img && (n_in || n_exp || random_in))
@@ -489,10 +500,10 @@ int main(int argc, char **argv)
 			fails++;
 			continue;
 		}
-		ret = onnx_compare(&out[i], &exp, &tol, &maxe, msg, sizeof(msg));
-		printf("output '%s': %s: %s: %s (tolerance: float |got-exp| <= %g + %g*|exp|, integer <= %lld)\n",
+		ret = (elementwise ? onnx_compare : onnx_compare_scaled)(&out[i], &exp, &tol, &maxe, msg, sizeof(msg));
+		printf("output '%s': %s: %s: %s (tolerance: float |got-exp| <= %g + %g*%s, integer <= %lld)\n",
 		       onnx_model_output_name(m, i), desc, ret ? "FAIL" : "PASS", msg, tol.atol, tol.rtol,
-		       (long long)tol.itol);
+		       elementwise ? "|exp|" : "max|exp|", (long long)tol.itol);
 		fails += ret != 0;
 		onnx_tensor_release(&exp);
 	}

@@ -289,3 +289,56 @@ Test(accel_run, profile_without_device_engines_writes_the_graph_only)
 		 "'%s/c.json'", dir);
 	cr_expect_eq(system(cmd), 0, "a graph-only trace: the two nodes that ran, host lane only");
 }
+
+/* ---- model outputs against references: onnx_compare_scaled (Documentation/onnx.md, "Tolerances") ---- */
+
+static void f32_tensor(struct onnx_tensor *t, const float *v, int64_t n)
+{
+	cr_assert_eq(onnx_tensor_alloc(t, ONNX_FLOAT, 1, &n), 0);
+	memcpy(t->data, v, (size_t)n * sizeof(float));
+}
+
+Test(accel_run, scaled_compare_bounds_the_error_by_the_output_scale)
+{
+	/* scale 8: bound 1e-6 + 1e-4 * 8 = 8.01e-4 for every element, the one near zero included */
+	static const float want[4] = { 8, -4, 1e-3f, 0 }, near[4] = { 8.0007f, -4, 1.7e-3f, -7e-4f },
+			   off[4] = { 8, -4, 2e-3f, 0 };
+	struct onnx_tolerance tol = { ONNX_MODEL_ATOL, ONNX_MODEL_RTOL, 0 };
+	struct onnx_tensor w, g;
+	char msg[256];
+	double e;
+
+	f32_tensor(&w, want, 4);
+	f32_tensor(&g, near, 4);
+	cr_expect_eq(onnx_compare_scaled(&g, &w, &tol, &e, msg, sizeof(msg)), 0, "%s", msg);
+	cr_expect(e > 6.9e-4 && e < 7.1e-4, "max |err| %g", e);
+	cr_expect_eq(onnx_compare(&g, &w, &tol, &e, msg, sizeof(msg)), 1, "per element, 1.7e-3 vs 1e-3 fails");
+	onnx_tensor_release(&g);
+	f32_tensor(&g, off, 4);
+	cr_expect_eq(onnx_compare_scaled(&g, &w, &tol, &e, msg, sizeof(msg)), 1);
+	cr_expect(strstr(msg, "first at 2") && strstr(msg, "of the scale 8"), "%s", msg);
+	onnx_tensor_release(&g);
+	onnx_tensor_release(&w);
+}
+
+Test(accel_run, scaled_compare_nan_and_infinities)
+{
+	float want[3] = { 1, 0, 0 }, got[3] = { 1, 0, 0 };
+	struct onnx_tolerance tol = { ONNX_MODEL_ATOL, ONNX_MODEL_RTOL, 0 };
+	struct onnx_tensor w, g;
+	char msg[256];
+	double e;
+
+	want[1] = got[1] = __builtin_nanf("");
+	want[2] = got[2] = __builtin_inff();	/* an infinite reference is not the scale */
+	f32_tensor(&w, want, 3);
+	f32_tensor(&g, got, 3);
+	cr_expect_eq(onnx_compare_scaled(&g, &w, &tol, &e, msg, sizeof(msg)), 0, "%s", msg);
+	((float *)g.data)[2] = -__builtin_inff();
+	cr_expect_eq(onnx_compare_scaled(&g, &w, &tol, &e, msg, sizeof(msg)), 1, "-inf for +inf: %s", msg);
+	((float *)g.data)[2] = __builtin_inff();
+	((float *)g.data)[0] = __builtin_nanf("");
+	cr_expect_eq(onnx_compare_scaled(&g, &w, &tol, &e, msg, sizeof(msg)), 1, "NaN for 1: %s", msg);
+	onnx_tensor_release(&g);
+	onnx_tensor_release(&w);
+}
