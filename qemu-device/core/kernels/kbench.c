@@ -9,6 +9,7 @@
  * sides and the printed ratio stays meaningful.
  *   usage: kbench [size...]      (default: 512 1024)
  *          kbench --conv           the fp32 paths on ResNet-18's GEMM calls in the model (below)
+ *          kbench --isa            prints the variant the dispatcher picks here (after TNPU_KERN_ISA)
  */
 #include <cblas.h>
 #include <stdio.h>
@@ -282,6 +283,11 @@ int main(int argc, char **argv)
 	const char *default_isa = tnpu_kern_isa();
 
 	openblas_set_num_threads(1);
+	if (argc > 1 && !strcmp(argv[1], "--isa")) {
+		/* the variant this host runs (after TNPU_KERN_ISA): make check names it per stage */
+		printf("%s\n", default_isa);
+		return 0;
+	}
 	if (argc > 1 && !strcmp(argv[1], "--conv")) {
 		conv_bench();
 		return 0;
