@@ -404,6 +404,7 @@ static uint32_t do_ld(struct rowctx *rc, uint16_t w)
 			ld_span(rc, o, extent, &lo, &hi);
 		}
 		exe_wait_lines(rc, lo, hi);
+		tnpu_hz_range(rc->ex, rc->row, false, TNPU_TRACE_EXE, lo, hi);
 		rc->a.dist_bytes += d;
 		if (w & TNPU_LD_WIDE)
 			rc->a.wide_bytes += d;
@@ -413,6 +414,7 @@ static uint32_t do_ld(struct rowctx *rc, uint16_t w)
 		ld_span(rc, o, extent, &lo, &hi);
 		exe_wait_lines(rc, lo, hi);
 		rc->a.dist_bytes += u * bytes;
+		tnpu_hz_range(rc->ex, rc->row, false, TNPU_TRACE_EXE, lo, hi);
 	}
 	s->valid = true;
 	s->half_off = half_off;
@@ -1484,6 +1486,7 @@ stored:
 		uint64_t off = (uint64_t)(rc->base - rs->sram);
 
 		sram_mark(rs, off + lo, off + hi);
+		tnpu_hz_range(rc->ex, rc->row, true, TNPU_TRACE_EXE, off + lo, off + hi);
 		/* the tile's lines are written when the run's work so far is done (STREAM D2H waits) */
 		tnpu_sb_add(&rs->sb_out, off + lo, off + hi, exe_time(rc));
 	}
