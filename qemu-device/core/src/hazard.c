@@ -20,13 +20,13 @@
 
 #include "internal.h"
 
-#define HZ_CMD_CAP	32		/* ranges per command and row before they merge */
+#define HZ_CMD_CAP	1024		/* accesses per command and row before they merge */
 #define HZ_JOB_CAP	(1u << 20)	/* records per job; past it checking stops (hz->overflow) */
 #define HZ_ROW_WORK	(1u << 20)	/* row-pair tests per pattern pair before the bounding box decides */
 
 struct hz_acc {
-	uint64_t base, w, py, pz;	/* bytes [base + z*pz + y*py, + w) for y < h, z < d */
-	uint32_t h, d;
+	uint64_t base, w, py, pz, pe;	/* bytes [base + e*pe + z*pz + y*py, + w) for y < h, z < d, e < n */
+	uint32_t h, d, n;
 	uint64_t lo, hi;		/* bounding range */
 	uint64_t start, end;		/* modelled interval; end == 0: not yet timed */
 	uint32_t cmd;
@@ -114,51 +114,89 @@ static struct hz_acc *hz_new(struct tnpu_hz *hz)
 	return &hz->a[hz->n++];
 }
 
-void tnpu_hz_rec_slow(struct tnpu_exec *ex, unsigned space, unsigned r0, unsigned r1, bool write,
-		      unsigned kind, uint64_t base, uint64_t w, uint32_t h, uint32_t d, uint64_t py, uint64_t pz)
+static void rec4(struct tnpu_exec *ex, unsigned space, unsigned r0, unsigned r1, bool write, unsigned kind,
+		 uint64_t base, uint64_t w, uint32_t h, uint32_t d, uint32_t n, uint64_t py, uint64_t pz, uint64_t pe)
 {
 	struct hz_acc *a;
 
-	if (!w || !h || !d || !(a = hz_new(ex->hz)))
+	if (!w || !h || !d || !n || !(a = hz_new(ex->hz)))
 		return;
-	*a = (struct hz_acc){ .base = base, .w = w, .py = py, .pz = pz, .h = h, .d = d, .lo = base,
-			      .hi = base + (uint64_t)(d - 1) * pz + (uint64_t)(h - 1) * py + w,
+	*a = (struct hz_acc){ .base = base, .w = w, .py = py, .pz = pz, .pe = pe, .h = h, .d = d, .n = n, .lo = base,
+			      .hi = base + (uint64_t)(n - 1) * pe + (uint64_t)(d - 1) * pz + (uint64_t)(h - 1) * py + w,
 			      .cmd = ex->cmd_off, .space = (uint8_t)space, .r0 = (uint8_t)r0, .r1 = (uint8_t)r1,
 			      .write = write, .kind = (uint8_t)kind };
 }
 
-/* A contiguous range of one row by a cluster instruction: loops re-issue LD/ST over neighbouring
- * tiles, so ranges of the same direction that touch merge, and past HZ_CMD_CAP the nearest one
- * grows to cover the new range (a wider range can only report more, never hide a hazard). */
-void tnpu_hz_range_slow(struct tnpu_exec *ex, unsigned row, bool write, unsigned kind, uint64_t lo, uint64_t hi)
+void tnpu_hz_rec_slow(struct tnpu_exec *ex, unsigned space, unsigned r0, unsigned r1, bool write,
+		      unsigned kind, uint64_t base, uint64_t w, uint32_t h, uint32_t d, uint64_t py, uint64_t pz)
+{
+	rec4(ex, space, r0, r1, write, kind, base, w, h, d, 1, py, pz, 0);
+}
+
+/* An access of one row by a cluster instruction: n x d tiles of h rows of w bytes (ST: a tile per
+ * PE).  Loops re-issue LD/ST over the same or neighbouring tiles: a repeat of the last access of the
+ * same direction is dropped, and past HZ_CMD_CAP accesses the command's last one grows to the
+ * bounding range of both (a wider range can only report more, never hide a hazard). */
+void tnpu_hz_tiles_slow(struct tnpu_exec *ex, unsigned row, bool write, unsigned kind, uint64_t base, uint64_t w,
+			uint32_t h, uint32_t d, uint32_t n, uint64_t py, uint64_t pz, uint64_t pe)
 {
 	struct tnpu_hz *hz = ex->hz;
-	struct hz_acc *best = NULL;
-	uint64_t best_gap = UINT64_MAX;
-	size_t mine = 0;
+	struct hz_acc *last = NULL;
+	uint64_t hi = base + (uint64_t)(n - 1) * pe + (uint64_t)(d - 1) * pz + (uint64_t)(h - 1) * py + w;
 
-	if (hi <= lo)
+	if (!w || !h || !d || !n)
 		return;
-	for (size_t i = hz->open; i < hz->n; i++) {
-		struct hz_acc *a = &hz->a[i];
-		uint64_t gap;
-
-		if (a->space != TNPU_HZ_SRAM || a->r0 != row || a->write != write)
-			continue;
-		mine++;
-		gap = hi < a->lo ? a->lo - hi : lo > a->hi ? lo - a->hi : 0;
-		if (gap < best_gap) {
-			best_gap = gap;
-			best = a;
+	for (size_t i = hz->n; i-- > hz->open;)
+		if (hz->a[i].write == write && hz->a[i].r0 == row) {
+			last = &hz->a[i];
+			break;
+		}
+	if (last && last->base == base && last->w == w && last->h == h && last->d == d && last->n == n &&
+	    last->py == py && last->pz == pz && last->pe == pe)
+		return;
+	if (last && h == 1 && d == 1 && n == 1 && last->d == 1 && last->n == 1) {
+		/* a row: it touches the last range (grow it), or continues its rows at one pitch */
+		if (last->h == 1 && base <= last->hi && hi >= last->lo) {
+			last->base = last->lo = TNPU_MIN(last->lo, base);
+			last->hi = TNPU_MAX(last->hi, hi);
+			last->w = last->hi - last->lo;
+			return;
+		}
+		if (last->w == w && base > last->base &&
+		    (last->h == 1 || base == last->base + (uint64_t)last->h * last->py)) {
+			last->py = base - last->base - (uint64_t)(last->h - 1) * (last->h > 1 ? last->py : 0);
+			last->h++;
+			last->hi = hi;
+			return;
 		}
 	}
-	if (best && (best_gap == 0 || mine >= HZ_CMD_CAP)) {
-		best->lo = best->base = TNPU_MIN(best->lo, lo);
-		best->hi = TNPU_MAX(best->hi, hi);
-		best->w = best->hi - best->lo;
-		return;
+	if (hz->n - hz->open >= HZ_CMD_CAP) {
+		/* full: the nearest access of this row and direction grows to cover both */
+		struct hz_acc *best = NULL;
+		uint64_t best_gap = UINT64_MAX;
+
+		for (size_t i = hz->open; i < hz->n; i++) {
+			struct hz_acc *a = &hz->a[i];
+			uint64_t gap;
+
+			if (a->write != write || a->r0 != row)
+				continue;
+			gap = hi < a->lo ? a->lo - hi : base > a->hi ? base - a->hi : 0;
+			if (gap < best_gap) {
+				best_gap = gap;
+				best = a;
+			}
+		}
+		if (best) {
+			uint64_t l = TNPU_MIN(best->lo, base), r = TNPU_MAX(best->hi, hi);
+
+			*best = (struct hz_acc){ .base = l, .w = r - l, .h = 1, .d = 1, .n = 1, .lo = l, .hi = r,
+						 .cmd = best->cmd, .space = best->space, .r0 = best->r0, .r1 = best->r1,
+						 .write = best->write, .kind = best->kind };
+			return;
+		}
 	}
-	tnpu_hz_rec_slow(ex, TNPU_HZ_SRAM, row, row, write, kind, lo, hi - lo, 1, 1, 0, 0);
+	rec4(ex, TNPU_HZ_SRAM, row, row, write, kind, base, w, h, d, n, py, pz, pe);
 }
 
 void tnpu_hz_close_slow(struct tnpu_exec *ex, uint64_t start, uint64_t end)
@@ -191,8 +229,8 @@ static int64_t floordiv(int64_t a, int64_t b)
 /* First row of b meeting [a0, a1): its overlap in *lo, *hi. */
 static bool row_meets(const struct hz_acc *b, uint64_t a0, uint64_t a1, uint64_t *lo, uint64_t *hi)
 {
-	for (uint32_t z = 0; z < b->d; z++) {
-		int64_t bz = (int64_t)(b->base + (uint64_t)z * b->pz), y = 0, s;
+	for (uint64_t ez = 0; ez < (uint64_t)b->d * b->n; ez++) {
+		int64_t bz = (int64_t)(b->base + (ez / b->d) * b->pe + (ez % b->d) * b->pz), y = 0, s;
 
 		if (b->py) {
 			y = floordiv((int64_t)a0 - (int64_t)b->w - bz, (int64_t)b->py) + 1;
@@ -213,7 +251,7 @@ static bool row_meets(const struct hz_acc *b, uint64_t a0, uint64_t a1, uint64_t
 
 static bool bytes_meet(const struct hz_acc *a, const struct hz_acc *b, uint64_t *lo, uint64_t *hi)
 {
-	uint64_t rows_a = (uint64_t)a->h * a->d, rows_b = (uint64_t)b->h * b->d;
+	uint64_t rows_a = (uint64_t)a->h * a->d * a->n, rows_b = (uint64_t)b->h * b->d * b->n;
 
 	if (a->lo >= b->hi || b->lo >= a->hi)
 		return false;
@@ -224,14 +262,14 @@ static bool bytes_meet(const struct hz_acc *a, const struct hz_acc *b, uint64_t 
 		b = t;
 		rows_a = rows_b;
 	}
-	if (rows_a * b->d > HZ_ROW_WORK) {	/* too many to test: the bounding boxes decide */
+	if (rows_a * b->d * b->n > HZ_ROW_WORK) {	/* too many to test: the bounding boxes decide */
 		*lo = TNPU_MAX(a->lo, b->lo);
 		*hi = TNPU_MIN(a->hi, b->hi);
 		return true;
 	}
-	for (uint32_t z = 0; z < a->d; z++)
+	for (uint64_t ez = 0; ez < (uint64_t)a->d * a->n; ez++)
 		for (uint32_t y = 0; y < a->h; y++) {
-			uint64_t s = a->base + (uint64_t)z * a->pz + (uint64_t)y * a->py;
+			uint64_t s = a->base + (ez / a->d) * a->pe + (ez % a->d) * a->pz + (uint64_t)y * a->py;
 
 			if (row_meets(b, s, s + a->w, lo, hi))
 				return true;

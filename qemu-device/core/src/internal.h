@@ -399,7 +399,8 @@ void tnpu_hz_job_start(struct tnpu_exec *ex);
 uint32_t tnpu_hz_check(struct tnpu_exec *ex);
 void tnpu_hz_rec_slow(struct tnpu_exec *ex, unsigned space, unsigned r0, unsigned r1, bool write,
 		      unsigned kind, uint64_t base, uint64_t w, uint32_t h, uint32_t d, uint64_t py, uint64_t pz);
-void tnpu_hz_range_slow(struct tnpu_exec *ex, unsigned row, bool write, unsigned kind, uint64_t lo, uint64_t hi);
+void tnpu_hz_tiles_slow(struct tnpu_exec *ex, unsigned row, bool write, unsigned kind, uint64_t base, uint64_t w,
+			uint32_t h, uint32_t d, uint32_t n, uint64_t py, uint64_t pz, uint64_t pe);
 void tnpu_hz_close_slow(struct tnpu_exec *ex, uint64_t start, uint64_t end);
 void tnpu_hz_cmd_start_slow(struct tnpu_exec *ex);
 
@@ -416,8 +417,16 @@ static inline void tnpu_hz_rec(struct tnpu_exec *ex, unsigned space, unsigned r0
 static inline void tnpu_hz_range(struct tnpu_exec *ex, unsigned row, bool write, unsigned kind, uint64_t lo,
 				 uint64_t hi)
 {
+	if (ex->hz && hi > lo)
+		tnpu_hz_tiles_slow(ex, row, write, kind, lo, hi - lo, 1, 1, 1, 0, 0, 0);
+}
+
+/* ST: a tile of h rows of w bytes, pitch py, per PE (pe_stride pz, col_stride pc; both >= 0). */
+static inline void tnpu_hz_tiles(struct tnpu_exec *ex, unsigned row, bool write, unsigned kind, uint64_t base,
+				 uint64_t w, uint32_t h, uint32_t d, uint32_t n, uint64_t py, uint64_t pz, uint64_t pc)
+{
 	if (ex->hz)
-		tnpu_hz_range_slow(ex, row, write, kind, lo, hi);
+		tnpu_hz_tiles_slow(ex, row, write, kind, base, w, h, d, n, py, pz, pc);
 }
 
 static inline void tnpu_hz_close(struct tnpu_exec *ex, uint64_t start, uint64_t end)

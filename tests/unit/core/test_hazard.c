@@ -144,3 +144,48 @@ Test(hazard, off_records_nothing)
 	cr_assert_eq(hazards(), 0);
 	cr_assert_eq(tnpu_exec_hazard_mode(s.ex), TNPU_HAZARD_OFF);
 }
+
+/* An ASYNC EXE whose LD reads the bytes an ASYNC DMA is still loading (one LD of 16 rows x 64
+ * bytes per PE at pitch 64 from offset 0 of row 0, half 0). */
+static void load_then_exe(bool sem)
+{
+	uint16_t ins[] = { TNPU_INSN_LD(0, 0, 0, 0) };
+	struct tnpu_operand ops[] = { { .pitch = 64, .rows = 16, .cols = 64, .dtype = TNPU_DTYPE_INT8 } };
+	struct tnpu_cfg_hdr h = { .n_instr = 1, .n_operands = 1, .repeat = 1 };
+	struct tpkt p;
+
+	tpkt_config(&p, 0, &h, ins, ops);
+	tcb_dispatch(&cb, 0, 0, 0, 0, p.buf, p.len);
+	tcb_dma(&cb, true, TNPU_CMD_F_ASYNC, host, 1024, 0, 0, 0, 0, 1024, 0, 1024, 1, 1);
+	if (sem) {
+		tcb_sem(&cb, true, TNPU_CMD_F_ASYNC, TNPU_ENGINE_LOAD, 2, 1);
+		tcb_sem(&cb, false, TNPU_CMD_F_ASYNC, TNPU_ENGINE_COMPUTE, 2, 1);
+	}
+	tpkt_exe(&p, 0, 0, NULL, 0);
+	tcb_dispatch(&cb, TNPU_CMD_F_ASYNC, 0, 0, 0, p.buf, p.len);
+}
+
+Test(hazard, async_exe_reading_what_an_async_dma_loads_is_reported)
+{
+	uint32_t exe_off;
+
+	tnpu_exec_set_hazard(s.ex, TNPU_HAZARD_REPORT);
+	load_then_exe(false);
+	exe_off = (uint32_t)cb.len - 24;	/* DISPATCH: 16-byte header + the 1-byte EXE packet, padded */
+	cr_assert_eq(run(), 0);
+	cr_assert_eq(hazards(), 1);
+	cr_assert_eq(hz.kind_a, TNPU_TRACE_DMA_H2D);
+	cr_assert_eq(hz.kind_b, TNPU_TRACE_EXE);
+	cr_assert_eq(hz.cmd_b, exe_off);
+	cr_assert(hz.write_a && !hz.write_b);
+	cr_assert_eq(hz.space, TNPU_HZ_SRAM);
+	cr_assert_eq(hz.lo, 0);
+}
+
+Test(hazard, async_exe_after_a_semaphore_on_the_load_is_clean)
+{
+	tnpu_exec_set_hazard(s.ex, TNPU_HAZARD_FAIL);
+	load_then_exe(true);
+	cr_assert_eq(run(), 0);
+	cr_assert_eq(hazards(), 0);
+}
