@@ -404,6 +404,7 @@ static uint32_t do_ld(struct rowctx *rc, uint16_t w)
 			ld_span(rc, o, extent, &lo, &hi);
 		}
 		exe_wait_lines(rc, lo, hi);
+		tnpu_hz_range(rc->ex, rc->row, false, TNPU_TRACE_EXE, lo, hi);
 		rc->a.dist_bytes += d;
 		if (w & TNPU_LD_WIDE)
 			rc->a.wide_bytes += d;
@@ -413,6 +414,7 @@ static uint32_t do_ld(struct rowctx *rc, uint16_t w)
 		ld_span(rc, o, extent, &lo, &hi);
 		exe_wait_lines(rc, lo, hi);
 		rc->a.dist_bytes += u * bytes;
+		tnpu_hz_range(rc->ex, rc->row, false, TNPU_TRACE_EXE, lo, hi);
 	}
 	s->valid = true;
 	s->half_off = half_off;
@@ -1484,6 +1486,27 @@ stored:
 		uint64_t off = (uint64_t)(rc->base - rs->sram);
 
 		sram_mark(rs, off + lo, off + hi);
+		/* a tile per PE when the strides make one pattern (the plain case), else every PE's row where
+		 * the rewrite puts it (row wrap, cluster pairs; a run of PEs when they are side by side), so
+		 * the layout rows' padding between segments stays out: the order of work of the copy above */
+		if (!(o->flags & (TNPU_OPF_CPAIR | TNPU_OPF_WRAP)) && o->pe_stride >= 0 && o->col_stride >= 0) {
+			tnpu_hz_tiles(rc->ex, rc->row, true, TNPU_TRACE_EXE, off + (uint64_t)o->addr, (uint64_t)tn * es,
+				      tm, pes, cols, o->pitch, (uint64_t)o->pe_stride, (uint64_t)o->col_stride);
+		} else if (rc->ex->hz) {
+			for (unsigned c = 0; c < cols; c++)
+				for (unsigned i = 0; i < tm; i++)
+					for (unsigned p = 0; p < pes;) {
+						uint64_t ra = (uint64_t)tnpu_row_addr(o, c, p, i);
+						unsigned q = p + 1;
+
+						while (q < pes && (uint64_t)tnpu_row_addr(o, c, q, i) ==
+									  ra + (uint64_t)(q - p) * (uint64_t)tn * es)
+							q++;
+						tnpu_hz_range(rc->ex, rc->row, true, TNPU_TRACE_EXE, off + ra,
+							      off + ra + (uint64_t)(q - p) * tn * es);
+						p = q;
+					}
+		}
 		/* the tile's lines are written when the run's work so far is done (STREAM D2H waits) */
 		tnpu_sb_add(&rs->sb_out, off + lo, off + hi, exe_time(rc));
 	}

@@ -178,6 +178,8 @@ int tnpu_exec_new(const struct tnpu_config *cfg, struct tnpu_exec **out, char *m
 		rs->dirty_lo = cfg->sram;
 		rs->dirty_hi = 0;
 	}
+	if (tnpu_hz_init(ex))
+		goto nomem;
 	*out = ex;
 	return 0;
 nomem:
@@ -206,6 +208,7 @@ void tnpu_exec_free(struct tnpu_exec *ex)
 	free(ex->isl_rt);
 	tnpu_rings_free(ex);
 	tnpu_plan_cache_free(ex);
+	tnpu_hz_free(ex);
 	free(ex);
 }
 
@@ -359,6 +362,7 @@ void tnpu_engine_run(struct tnpu_exec *ex, unsigned e, unsigned kind, bool async
 
 	ex->F[e] = s + dur;
 	trace(ex, e, TNPU_TRACE_ROW_NONE, kind, s, s + dur);
+	tnpu_hz_close(ex, s, s + dur);
 	ex->P = ex->F[e];
 	if (e == TNPU_ENGINE_LOAD)
 		CNT(ex, LOAD_CYCLES) += dur;
@@ -513,6 +517,12 @@ static uint32_t cmd_dma(struct tnpu_exec *ex, const uint8_t *c, bool h2d, bool a
 	} else {
 		CNT(ex, BYTES_D2H) += (uint64_t)width * height * depth;
 	}
+	/* ring memory is on-chip and ordered by RING_WAIT/SIGNAL: only host and SRAM are checked */
+	if (!ring && !(flags & TNPU_DMA_F_FILL))
+		tnpu_hz_rec(ex, TNPU_HZ_HOST, 0, 0, !h2d, h2d ? TNPU_TRACE_DMA_H2D : TNPU_TRACE_DMA_D2H, host_va,
+			    width, height, depth, hpy, hpz);
+	tnpu_hz_rec(ex, TNPU_HZ_SRAM, r0, r1, h2d, h2d ? TNPU_TRACE_DMA_H2D : TNPU_TRACE_DMA_D2H,
+		    (uint64_t)half * ex->half + off, width, height, depth, spy, spz);
 	tnpu_engine_run(ex, h2d ? TNPU_ENGINE_LOAD : TNPU_ENGINE_STORE, h2d ? TNPU_TRACE_DMA_H2D : TNPU_TRACE_DMA_D2H,
 		   async, dur);
 	return 0;
@@ -899,6 +909,7 @@ static uint32_t cmd_dispatch(struct tnpu_exec *ex, const uint8_t *c, uint32_t si
 		/* A slower island clock stretches the row's busy time (chain #9). */
 		end = start + busy * ex->isl[ex->cur].clkdiv;
 		ex->R[r] = end;
+		tnpu_hz_close(ex, start, end);
 		ex->res->row_busy[r] += busy;
 		trace(ex, TNPU_ENGINE_COMPUTE, r, (c[16] & TNPU_PKT_EXE) ? TNPU_TRACE_EXE : TNPU_TRACE_CONFIG, start, end);
 		if (end > ex->compute_end) {
@@ -1044,6 +1055,8 @@ static uint32_t run_commands(struct tnpu_exec *ex, uint64_t cmd_va, uint32_t cmd
 
 		ex->cmd_off = off;
 		ex->res->counters[TNPU_CNT_COMMANDS]++;
+		if (ex->hz)
+			tnpu_hz_cmd_start_slow(ex);
 		if (tnpu_stopped(ex, 1)) {
 			err = tnpu_stop_fail(ex);
 			break;
@@ -1152,12 +1165,22 @@ static void job_begin(struct tnpu_exec *ex, const struct tnpu_mem_ops *mem, stru
 	ex->mem = mem;
 	ex->res = res;
 	job_reset(ex);
+	if (ex->hz)
+		tnpu_hz_job_start(ex);
 }
 
 static uint32_t job_end(struct tnpu_exec *ex)
 {
 	struct tnpu_result *res = ex->res;
 
+	/* a hazard is the job's error only if nothing else went wrong first (errors.md HAZARD) */
+	if (ex->hz && tnpu_hz_check(ex) && tnpu_exec_hazard_mode(ex) == TNPU_HAZARD_FAIL && !res->error) {
+		struct tnpu_hazard h;
+
+		tnpu_exec_hazard(ex, &h);
+		ex->cmd_off = h.cmd_b;
+		tnpu_fail(ex, TNPU_ERR_HAZARD, h.cmd_a, h.lo);
+	}
 	res->counters[TNPU_CNT_TOTAL_CYCLES] = job_time(ex) + TNPU_CYC_JOB;
 	for (unsigned r = 0; r < ex->cfg.rows; r++) {
 		res->counters[TNPU_CNT_ROW_BUSY_MAX] = TNPU_MAX(res->counters[TNPU_CNT_ROW_BUSY_MAX], res->row_busy[r]);

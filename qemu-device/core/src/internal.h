@@ -272,6 +272,7 @@ struct tnpu_exec {
 	uint64_t watchdog;
 	tnpu_trace_fn trace;		/* NULL: tracing off (cycle-model.md "Trace") */
 	void *trace_opaque;
+	struct tnpu_hz *hz;		/* hazard.c: NULL = checker off (hazards.md) */
 	/* scratch */
 	uint8_t *scratch;
 	size_t scratch_cap;
@@ -389,6 +390,50 @@ uint32_t tnpu_va_write_rows(struct tnpu_exec *ex, uint64_t va, const uint8_t *sr
 
 /* exec.c: a load/store engine command of `dur` cycles (timeline, counters, trace) */
 void tnpu_engine_run(struct tnpu_exec *ex, unsigned e, unsigned kind, bool async, uint64_t dur);
+
+/* hazard.c: the hazard checker.  Records are appended while a command runs and get the
+ * command's (or the cluster row's) modelled interval from tnpu_hz_close. */
+int tnpu_hz_init(struct tnpu_exec *ex);
+void tnpu_hz_free(struct tnpu_exec *ex);
+void tnpu_hz_job_start(struct tnpu_exec *ex);
+uint32_t tnpu_hz_check(struct tnpu_exec *ex);
+void tnpu_hz_rec_slow(struct tnpu_exec *ex, unsigned space, unsigned r0, unsigned r1, bool write,
+		      unsigned kind, uint64_t base, uint64_t w, uint32_t h, uint32_t d, uint64_t py, uint64_t pz);
+void tnpu_hz_tiles_slow(struct tnpu_exec *ex, unsigned row, bool write, unsigned kind, uint64_t base, uint64_t w,
+			uint32_t h, uint32_t d, uint32_t n, uint64_t py, uint64_t pz, uint64_t pe);
+void tnpu_hz_close_slow(struct tnpu_exec *ex, uint64_t start, uint64_t end);
+void tnpu_hz_cmd_start_slow(struct tnpu_exec *ex);
+
+/* A strided pattern (DMA side) of host memory or of SRAM rows r0..r1. */
+static inline void tnpu_hz_rec(struct tnpu_exec *ex, unsigned space, unsigned r0, unsigned r1, bool write,
+			       unsigned kind, uint64_t base, uint64_t w, uint32_t h, uint32_t d, uint64_t py,
+			       uint64_t pz)
+{
+	if (ex->hz)
+		tnpu_hz_rec_slow(ex, space, r0, r1, write, kind, base, w, h, d, py, pz);
+}
+
+/* A contiguous SRAM range of one row read or written by a cluster instruction. */
+static inline void tnpu_hz_range(struct tnpu_exec *ex, unsigned row, bool write, unsigned kind, uint64_t lo,
+				 uint64_t hi)
+{
+	if (ex->hz && hi > lo)
+		tnpu_hz_tiles_slow(ex, row, write, kind, lo, hi - lo, 1, 1, 1, 0, 0, 0);
+}
+
+/* ST: a tile of h rows of w bytes, pitch py, per PE (pe_stride pz, col_stride pc; both >= 0). */
+static inline void tnpu_hz_tiles(struct tnpu_exec *ex, unsigned row, bool write, unsigned kind, uint64_t base,
+				 uint64_t w, uint32_t h, uint32_t d, uint32_t n, uint64_t py, uint64_t pz, uint64_t pc)
+{
+	if (ex->hz)
+		tnpu_hz_tiles_slow(ex, row, write, kind, base, w, h, d, n, py, pz, pc);
+}
+
+static inline void tnpu_hz_close(struct tnpu_exec *ex, uint64_t start, uint64_t end)
+{
+	if (ex->hz)
+		tnpu_hz_close_slow(ex, start, end);
+}
 
 /* dma_bands.c (depthwise block) */
 uint32_t tnpu_cmd_dma_bands(struct tnpu_exec *ex, const uint8_t *c, bool h2d, bool async);

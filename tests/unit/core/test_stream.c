@@ -64,14 +64,14 @@ Test(stream, mcast_ld_skips_clean_lines_and_a_zero_fill_cleans)
 	tcb_dma_fill(&cb, 0, TNPU_DMA_ROW_ALL, 0, pitch, 64, 7);
 	tcb_dma_fill(&cb, 0, TNPU_DMA_ROW_ALL, 0, pitch, 64, 0);
 	tcb_dma(&cb, true, 0, host + 64, 0, 0, TNPU_DMA_ROW_ALL, 0, 2 * pitch, 0, 0, 64, 1, 1);
-	dispatch(h, &ld, ops, 0);
+	dispatch_f(h, &ld, ops, 0, 0);	/* after the DMAs: an ASYNC EXE would race them (hazards.md) */
 	cr_assert_eq(run(), 0, "%s", tnpu_err_name(res.error));
 	cr_assert_eq(res.counters[TNPU_CNT_BYTES_DISPATCH] - res.counters[TNPU_CNT_BYTES_CONFIG], 1 + 2 * box_w);
 	cr_assert_gt(box_rows, 3);
 
 	/* a partly written line counts whole: 1 byte of row 3 makes its block bytes travel */
 	tcb_dma(&cb, true, 0, host, 0, 0, TNPU_DMA_ROW_ALL, 0, 3 * pitch + 63, 0, 0, 1, 1, 1);
-	dispatch(h, &ld, ops, 0);
+	dispatch_f(h, &ld, ops, 0, 0);
 	cr_assert_eq(run(), 0, "%s", tnpu_err_name(res.error));
 	cr_assert_eq(res.counters[TNPU_CNT_BYTES_DISPATCH] - res.counters[TNPU_CNT_BYTES_CONFIG], 1 + box_w);
 }
@@ -106,7 +106,7 @@ Test(stream, mcast_ld_delivers_every_line_a_long_write_touched)
 		}
 		for (unsigned l = 0; l < 256; l++)
 			want += line[l] ? 64 : 0;
-		dispatch(h, &ld, ops, 0);
+		dispatch_f(h, &ld, ops, 0, 0);	/* ordered after the DMAs */
 		cr_assert_eq(run(), 0, "%s", tnpu_err_name(res.error));
 		cr_assert_eq(res.counters[TNPU_CNT_BYTES_DISPATCH] - res.counters[TNPU_CNT_BYTES_CONFIG], 1 + want,
 			     "writes %u: %llu bytes delivered, %llu in written lines", t,

@@ -243,6 +243,36 @@ typedef void (*tnpu_trace_fn)(void *opaque, const struct tnpu_trace_event *ev);
 /* Call fn for every interval of the following jobs, in command order, from the thread running the
  * job; fn == NULL turns tracing off.  Tracing never changes results or counters. */
 void tnpu_exec_set_trace(struct tnpu_exec *ex, tnpu_trace_fn fn, void *opaque);
+
+/*
+ * Hazard checker (Documentation/hardware/hazards.md): records, per command, its modelled interval
+ * [start, end) and the host and SRAM byte ranges it reads and writes; two accesses of one job that
+ * overlap in bytes and in modelled time, at least one a write, are a hazard (an ordering edge --
+ * in-order queue, semaphore, FENCE -- always separates them in time).  A new executor takes its
+ * mode from the environment, TNPU_HAZARD=off|report|fail (unset/empty: off).
+ */
+enum tnpu_hazard_mode {
+	TNPU_HAZARD_OFF = 0,	/* nothing recorded (no cost) */
+	TNPU_HAZARD_REPORT = 1,	/* recorded and checked; tnpu_exec_hazard() tells, the job result is untouched */
+	TNPU_HAZARD_FAIL = 2,	/* as REPORT, and a job that had no other error fails with TNPU_ERR_HAZARD */
+};
+enum tnpu_hazard_space { TNPU_HZ_HOST = 0, TNPU_HZ_SRAM = 1 };
+struct tnpu_hazard {
+	uint32_t cmd_a, cmd_b;		/* command offsets: a was issued first in the stream */
+	uint8_t kind_a, kind_b;		/* enum tnpu_trace_kind of each access */
+	uint8_t write_a, write_b;	/* 1 = that access writes the bytes */
+	uint8_t space;			/* enum tnpu_hazard_space */
+	uint8_t row;			/* SRAM: the storage unit (absolute row); host: 0 */
+	uint16_t pad;
+	uint64_t lo, hi;		/* first overlapping byte range found: host VA or SRAM row offset */
+	uint64_t a_start, a_end, b_start, b_end;	/* the two modelled intervals, cycles */
+};
+/* Set the mode for the following jobs. */
+void tnpu_exec_set_hazard(struct tnpu_exec *ex, enum tnpu_hazard_mode mode);
+enum tnpu_hazard_mode tnpu_exec_hazard_mode(const struct tnpu_exec *ex);
+/* Number of hazards of the last job (0 with the checker off); *first (if non-NULL) gets the first
+ * (earliest second access in stream order). */
+uint32_t tnpu_exec_hazard(const struct tnpu_exec *ex, struct tnpu_hazard *first);
 /* ISA 2 vector unit: the fp32 function `func` (TNPU_VEC_SIGMOID..TNPU_VEC_RSQRT) of t, bit-exactly as
  * the device computes it (vector-units.md); NAN for another func. */
 float tnpu_vec_eval(unsigned func, float t);

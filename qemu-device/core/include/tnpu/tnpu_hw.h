@@ -341,6 +341,7 @@ enum tnpu_err {
 	TNPU_ERR_VEC_DESC = 53,		/* VEC / VEC_LUT field rules (vector-units.md) */
 	TNPU_ERR_VEC_SHAPE = 54,	/* VEC work above the per-command bound, bad pooling window */
 	TNPU_ERR_COUNTERS_WRITE = 55,	/* bus error writing the job's counter record */
+	TNPU_ERR_HAZARD = 56,		/* hazard checker in FAIL mode: unordered overlapping accesses (hazards.md) */
 	TNPU_ERR_COUNT
 };
 
