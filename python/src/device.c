@@ -100,10 +100,37 @@ static int device_init(PyObject *self, PyObject *args, PyObject *kw)
 	return 0;
 }
 
+void tnpu_device_add_user(DeviceObject *d, struct tnpu_dev_user *u)
+{
+	for (struct tnpu_dev_user *p = d->users; p; p = p->next)
+		if (p == u)
+			return;
+	u->next = d->users;
+	d->users = u;
+}
+
+void tnpu_device_remove_user(DeviceObject *d, struct tnpu_dev_user *u)
+{
+	for (struct tnpu_dev_user **p = &d->users; *p; p = &(*p)->next)
+		if (*p == u) {
+			*p = u->next;
+			u->next = NULL;
+			return;
+		}
+}
+
 static void device_close_now(DeviceObject *d)
 {
 	struct accel_dev *dev = d->dev;
 
+	/* what still holds device buffers (compiled models) lets go first: never freed after accel_close */
+	while (d->users) {
+		struct tnpu_dev_user *u = d->users;
+
+		d->users = u->next;
+		u->next = NULL;
+		u->release(u);
+	}
 	d->dev = NULL;
 	if (dev) {
 		Py_BEGIN_ALLOW_THREADS

@@ -6,17 +6,39 @@
  *
  * The runtime's header (at the time this was written) names a model's inputs and outputs but does
  * not describe their declared types and shapes: .inputs report dtype/shape None, .outputs report the
- * dtype/shape of the last run (None before one).  A model holds a per-model lock (onnx_run keeps its
- * intermediate values in the model) and takes the device's lock for a run.
+ * dtype/shape of the last run (None before one).  On a device the model is compiled (onnx_compile) for
+ * each set of input shapes it meets, and runs compiled (onnx_compiled_run); the last MODEL_SHAPES
+ * compiled forms are kept, keyed by the inputs' dtypes and shapes.  compile=False runs node by node
+ * (onnx_run).  A model holds a per-model lock (its compiled forms' runs take turns) and takes the device's
+ * lock for a compile or a run.
  */
+#include <stddef.h>
 #include <string.h>
 
 #include "tnpu_onnx.h"
 #include "tnpu_py.h"
 
+#define MODEL_SHAPES 4	/* compiled forms kept per model: one per set of input shapes, the oldest evicted */
+#define MODEL_MAX_INPUTS 16	/* inputs of a model on the compiled path (compile=False: any number) */
+
+struct compiled_form {
+	struct onnx_compiled *cm;	/* NULL: free slot */
+	unsigned n_in;
+	struct {
+		enum onnx_dtype dtype;
+		unsigned ndim;
+		int64_t dims[ONNX_MAX_DIMS];
+	} key[MODEL_MAX_INPUTS];	/* each input's dtype and shape */
+	uint64_t used;			/* run serial of its last use (eviction: the smallest) */
+};
+
 typedef struct {
 	PyObject_HEAD
 	struct onnx_model *m;
+	int compile;			/* on a device: compile per input shapes (default), else node by node */
+	struct compiled_form forms[MODEL_SHAPES];
+	uint64_t runs;
+	struct tnpu_dev_user user;	/* registered with the device while it has compiled forms */
 	PyObject *dev;			/* a tnpu.Device, or None: CPU reference */
 	PyThread_type_lock lock;
 	PyObject *out_dtype, *out_shape;	/* lists from the last run (None entries before one) */
@@ -65,15 +87,15 @@ static PyObject *model_new(PyTypeObject *type, PyObject *args, PyObject *kw)
 
 static int model_init(PyObject *self, PyObject *args, PyObject *kw)
 {
-	static char *kwlist[] = { "path", "dev", "fold", NULL };
+	static char *kwlist[] = { "path", "dev", "fold", "compile", NULL };
 	ModelObject *mo = (ModelObject *)self;
 	PyObject *path_bytes = NULL, *dev = Py_None;
 	struct onnx_model *m = NULL;
-	int fold = 1, ret;
+	int fold = 1, compile = 1, ret;
 	char err[512] = "";
 
-	if (!PyArg_ParseTupleAndKeywords(args, kw, "O&|O$p:Model", kwlist, PyUnicode_FSConverter, &path_bytes, &dev,
-					 &fold))
+	if (!PyArg_ParseTupleAndKeywords(args, kw, "O&|O$pp:Model", kwlist, PyUnicode_FSConverter, &path_bytes, &dev,
+					 &fold, &compile))
 		return -1;
 	if (mo->m) {
 		Py_DECREF(path_bytes);
@@ -112,14 +134,79 @@ static int model_init(PyObject *self, PyObject *args, PyObject *kw)
 		PyList_SET_ITEM(mo->out_shape, i, Py_NewRef(Py_None));
 	}
 	mo->m = m;
+	mo->compile = compile;
 	Py_SETREF(mo->dev, Py_NewRef(dev));
 	return 0;
+}
+
+/* The compiled form for these inputs' dtypes and shapes, compiled now if there is none (evicting the
+ * least recently used).  Called with the model's and the device's locks held, without the GIL. */
+static int compiled_for(ModelObject *mo, struct accel_dev *dev, const struct onnx_tensor *tin, unsigned n_in,
+			struct onnx_compiled **out, char *err, size_t errlen)
+{
+	struct compiled_form *f, *victim = &mo->forms[0];
+	int ret;
+
+	if (n_in > MODEL_MAX_INPUTS) {
+		snprintf(err, errlen, "%u inputs: at most %d on the compiled path (compile=False runs any)", n_in,
+			 MODEL_MAX_INPUTS);
+		return -E2BIG;
+	}
+	for (f = mo->forms; f < mo->forms + MODEL_SHAPES; f++) {
+		bool same = f->cm && f->n_in == n_in;
+
+		for (unsigned i = 0; same && i < n_in; i++)
+			same = f->key[i].dtype == tin[i].dtype && f->key[i].ndim == tin[i].ndim &&
+			       !memcmp(f->key[i].dims, tin[i].dims, tin[i].ndim * sizeof(int64_t));
+		if (same) {
+			f->used = ++mo->runs;
+			*out = f->cm;
+			return 0;
+		}
+		if (!f->cm || (victim->cm && f->used < victim->used))
+			victim = f;
+	}
+	if (victim->cm)
+		onnx_compiled_free(victim->cm);
+	memset(victim, 0, sizeof(*victim));
+	ret = onnx_compile(mo->m, dev, tin, n_in, 0, &victim->cm, err, errlen);
+	if (ret) {
+		victim->cm = NULL;
+		return ret;
+	}
+	victim->n_in = n_in;
+	for (unsigned i = 0; i < n_in; i++) {
+		victim->key[i].dtype = tin[i].dtype;
+		victim->key[i].ndim = tin[i].ndim;
+		memcpy(victim->key[i].dims, tin[i].dims, sizeof(victim->key[i].dims));
+	}
+	victim->used = ++mo->runs;
+	*out = victim->cm;
+	return 0;
+}
+
+static void free_forms(ModelObject *mo)
+{
+	for (unsigned i = 0; i < MODEL_SHAPES; i++) {
+		if (mo->forms[i].cm)
+			onnx_compiled_free(mo->forms[i].cm);
+		mo->forms[i].cm = NULL;
+	}
+}
+
+/* The device closes: its compiled forms go first (the next run on it raises: the device is closed). */
+static void release_forms(struct tnpu_dev_user *u)
+{
+	free_forms((ModelObject *)((char *)u - offsetof(ModelObject, user)));
 }
 
 static void model_dealloc(PyObject *self)
 {
 	ModelObject *mo = (ModelObject *)self;
 
+	if (mo->dev && mo->dev != Py_None)
+		tnpu_device_remove_user((DeviceObject *)mo->dev, &mo->user);
+	free_forms(mo);	/* before the device (mo->dev) and the model they use */
 	if (mo->m)
 		onnx_model_free(mo->m);
 	if (mo->lock)
@@ -364,17 +451,36 @@ static PyObject *model_run(PyObject *self, PyObject *args, PyObject *kw)
 			goto out;
 		}
 	}
-	Py_BEGIN_ALLOW_THREADS
-	ret = onnx_run(mo->m, d ? d->dev : NULL, tin, n_in, tout, n_out, &st);
-	Py_END_ALLOW_THREADS
-	if (ret) {
-		char msg[1024];
+	{
+		char err[512] = "";
+		struct onnx_compiled *cm = NULL;
+		bool compiled = d && mo->compile;
 
-		snprintf(msg, sizeof(msg), "Model.run: %s", onnx_model_error(mo->m));
-		tnpu_raise(ret, msg);
+		Py_BEGIN_ALLOW_THREADS
+		if (compiled) {
+			ret = compiled_for(mo, d->dev, tin, n_in, &cm, err, sizeof(err));
+			if (!ret && (ret = onnx_compiled_run(cm, tin, n_in, tout, n_out, &st)))
+				snprintf(err, sizeof(err), "%s", onnx_compiled_error(cm));
+		} else {
+			ret = onnx_run(mo->m, d ? d->dev : NULL, tin, n_in, tout, n_out, &st);
+			if (ret)
+				snprintf(err, sizeof(err), "%s", onnx_model_error(mo->m));
+		}
+		Py_END_ALLOW_THREADS
+		if (ret) {
+			char msg[1024];
+
+			snprintf(msg, sizeof(msg), "Model.run: %s%s", cm || !compiled ? "" : "compile: ", err);
+			tnpu_raise(ret, msg);
+		}
 	}
-	if (d)
+	if (d) {
+		if (mo->compile) {
+			mo->user.release = release_forms;
+			tnpu_device_add_user(d, &mo->user);
+		}
 		tnpu_device_release(d);
+	}
 	PyThread_release_lock(mo->lock);
 	if (ret)
 		goto out;
@@ -449,9 +555,11 @@ PyTypeObject tnpu_ModelType = {
 	.tp_name = "tnpu.Model",
 	.tp_basicsize = sizeof(ModelObject),
 	.tp_flags = Py_TPFLAGS_DEFAULT,
-	.tp_doc = "Model(path, dev=None, *, fold=True): load an ONNX model.\n\n"
+	.tp_doc = "Model(path, dev=None, *, fold=True, compile=True): load an ONNX model.\n\n"
 		  "dev: a tnpu.Device (supported operators run on it, the rest on the host) or None (everything on\n"
-		  "the runtime's CPU reference executor).  fold=False runs the graph as written (ONNX_LOAD_NO_FOLD).",
+		  "the runtime's CPU reference executor).  fold=False runs the graph as written (ONNX_LOAD_NO_FOLD).\n"
+		  "On a device the model is compiled once per set of input shapes (onnx_compile; the last 4 kept)\n"
+		  "and runs compiled; compile=False runs it node by node (onnx_run).",
 	.tp_new = model_new,
 	.tp_init = model_init,
 	.tp_dealloc = model_dealloc,

@@ -30,11 +30,18 @@ PyObject *tnpu_raise(int err, const char *msg);
 PyObject *tnpu_raise_dev(int err, struct accel_dev *dev, const char *what);
 
 /* ---- Device (device.c) ---- */
+/* What holds device resources beyond a call (a Model's compiled forms): released before the device closes. */
+struct tnpu_dev_user {
+	struct tnpu_dev_user *next;
+	void (*release)(struct tnpu_dev_user *u);	/* with the GIL and the device lock held */
+};
+
 typedef struct {
 	PyObject_HEAD
 	struct accel_dev *dev;		/* NULL once closed */
 	PyThread_type_lock lock;	/* libaccel: one thread per device at a time */
 	char backend[8];
+	struct tnpu_dev_user *users;	/* registered with tnpu_device_add_user (GIL held) */
 } DeviceObject;
 
 extern PyTypeObject tnpu_DeviceType;
@@ -42,6 +49,9 @@ int tnpu_device_type_init(PyObject *module);
 /* Take the device lock, waiting with the GIL released; then fail with ValueError if closed. */
 int tnpu_device_acquire(DeviceObject *d);
 void tnpu_device_release(DeviceObject *d);
+/* Register / unregister u (GIL held); registering twice is a no-op.  Close calls u->release first. */
+void tnpu_device_add_user(DeviceObject *d, struct tnpu_dev_user *u);
+void tnpu_device_remove_user(DeviceObject *d, struct tnpu_dev_user *u);
 
 /* ---- operations (ops.c): methods of Device ---- */
 PyObject *tnpu_device_gemm(PyObject *self, PyObject *args, PyObject *kw);

@@ -236,3 +236,27 @@ def test_model_arguments_and_closed_device(mlp):
     d.close()
     with pytest.raises(ValueError, match="closed"):
         m.run({"x": np.ones((2, 8), np.float32), "offset": np.ones((2, 3), np.float32)})
+
+
+def test_model_on_a_device_runs_compiled_per_input_shape(dev):
+    x, _ = fashion_images()
+    compiled = tnpu.Model(FASHION, dev)
+    by_node = tnpu.Model(FASHION, dev, compile=False)
+    for batch in (BATCH, 3, BATCH, 5, 1, 2, 3):    # six shapes: more than the 4 compiled forms kept
+        got = compiled.run(x[:batch])["logits"]
+        assert got.shape == (batch, 10)
+        assert_model_close(got, by_node.run(x[:batch])["logits"])
+        assert compiled.last_stats["accel_nodes"] > 0
+    # a compiled form runs again to the same bits
+    np.testing.assert_array_equal(compiled.run(x[:3])["logits"], compiled.run(x[:3])["logits"])
+
+
+def test_closing_the_device_frees_the_compiled_model_first():
+    d = tnpu.Device("sim")
+    m = tnpu.Model(FASHION, d)
+    x, _ = fashion_images()
+    m.run(x[:2])
+    d.close()
+    with pytest.raises(ValueError):
+        m.run(x[:2])
+    del m                                              # nothing left to free on the closed device
