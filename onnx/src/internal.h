@@ -96,6 +96,10 @@ struct onnx_model {
 	unsigned n_nodes, n_folded, n_const_folded;
 	int *inputs, *outputs;
 	unsigned n_inputs, n_outputs;
+	struct {
+		int *slot;	/* value index, -1 empty; cap a power of two, at most half full */
+		unsigned cap, n;
+	} names;		/* name -> value (graph_index.c) */
 	char err[ONNX_ERR_LEN];	/* the loader's message, and onnx_run()'s */
 };
 
@@ -120,6 +124,11 @@ int onnx_seterr(struct onnx_model *m, int err, const char *fmt, ...) __attribute
 int ctx_seterr(const struct onnx_ctx *c, int err, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
 const char *onnx_op_name(enum onnx_op op);
 int onnx_value_add(struct onnx_model *m, const char *name);
+
+/* Graph indexes (graph_index.c).  onnx_value_find: the first value named name, -1 if none (O(1)). */
+int onnx_value_find(const struct onnx_model *m, const char *name);
+int onnx_name_index_add(struct onnx_model *m, int v);
+void onnx_graph_index_free(struct onnx_model *m);
 int onnx_fold_batchnorm(struct onnx_model *m);
 void onnx_fuse_relu(struct onnx_model *m);
 void onnx_fuse_clip(struct onnx_model *m);
