@@ -182,6 +182,8 @@ int onnx_value_add(struct onnx_model *m, const char *name)
 		m->vals = v;
 		m->cap_vals = cap;
 	}
+	if (m->refs && onnx_graph_index_fit(m))
+		return onnx_seterr(m, -ENOMEM, "out of memory");
 	memset(&m->vals[m->n_vals], 0, sizeof(m->vals[0]));
 	m->vals[m->n_vals].name = name;
 	if (onnx_name_index_add(m, (int)m->n_vals))
@@ -451,6 +453,9 @@ int onnx_model_load_mem(const void *buf, size_t len, unsigned flags, struct onnx
 		ret = onnx_seterr(m, -EBADMSG, "not an ONNX model: protobuf parse of ModelProto failed (%zu bytes)", len);
 	else
 		ret = load_graph(m);
+	/* the use-def index the passes below read and keep current (graph_index.c) */
+	if (!ret)
+		ret = onnx_graph_index(m);
 	/* shape-only subgraphs and constant expressions are evaluated once, here; the CPU reference
 	 * (ONNX_LOAD_NO_FOLD) evaluates them at run time, which checks the folding */
 	if (!ret && !(flags & ONNX_LOAD_NO_FOLD))
@@ -459,10 +464,14 @@ int onnx_model_load_mem(const void *buf, size_t len, unsigned flags, struct onnx
 		ret = onnx_const_fold(m);
 	if (!ret && !(flags & ONNX_LOAD_NO_FOLD)) {
 		ret = onnx_fold_batchnorm(m);
-		onnx_fuse_relu(m);
-		onnx_fuse_clip(m);
-		onnx_fuse_gelu(m);
-		onnx_fuse_layernorm(m);
+		if (!ret)
+			ret = onnx_fuse_relu(m);
+		if (!ret)
+			ret = onnx_fuse_clip(m);
+		if (!ret)
+			ret = onnx_fuse_gelu(m);
+		if (!ret)
+			ret = onnx_fuse_layernorm(m);
 		if (!ret)
 			ret = onnx_fuse_pad(m);
 	}
