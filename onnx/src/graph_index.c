@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: MIT */
 /*
- * graph_index.c - the graph's two indexes (issue #27, "[runtime-ir]" deliverable 6).
+ * graph_index.c - the graph's two indexes and its verifier (issue #27, "[runtime-ir]" deliverable 6).
  *
  *   - name -> value: an open-addressing hash table (linear probing, FNV-1a, at most half full) that
  *     onnx_value_add() fills, so resolving a node's input names is O(1) and loading is linear in the
@@ -12,6 +12,8 @@
  *     rewires a node, onnx_node_set_inputs() and onnx_node_set_out().  The lists are raw: a folded or
  *     load-time-evaluated node stays in them, each pass filters by the flags it cares about, so setting
  *     a flag needs no update.
+ *   - onnx_graph_verify(): the invariants every pass keeps, checked after each load-time pass when
+ *     ONNX_VERIFY=1 (or, without it, in builds without NDEBUG; ONNX_VERIFY=0 turns it off).
  */
 #include <stdlib.h>
 #include <string.h>
@@ -209,4 +211,169 @@ const int *onnx_consumers(const struct onnx_model *m, int v, unsigned *n)
 unsigned onnx_graph_output_uses(const struct onnx_model *m, int v)
 {
 	return v >= 0 && m->refs ? m->refs[v].n_graph_out : 0;
+}
+
+bool onnx_graph_verify_enabled(void)
+{
+	const char *e = getenv("ONNX_VERIFY");
+
+	if (e && *e)
+		return strcmp(e, "0") != 0;
+#ifdef NDEBUG
+	return false;
+#else
+	return true;
+#endif
+}
+
+static int cmp_int(const void *a, const void *b)
+{
+	int x = *(const int *)a, y = *(const int *)b;
+
+	return (x > y) - (x < y);
+}
+
+/* The index's list for one value against a fresh scan's (fresh is in node order, hence sorted). */
+static bool list_agrees(const struct onnx_ilist *have, const int *fresh, unsigned n_fresh, int *scratch)
+{
+	if (have->n != n_fresh)
+		return false;
+	memcpy(scratch, have->v, n_fresh * sizeof(int));
+	qsort(scratch, n_fresh, sizeof(int), cmp_int);
+	return !memcmp(scratch, fresh, n_fresh * sizeof(int));
+}
+
+/*
+ * Every node's inputs and outputs name existing values (an output may be -1 only past the first);
+ * every value has at most one producer among the nodes that still run (!folded) and no graph input has
+ * one; a running node reads only constants, graph inputs and values a running node before it wrote
+ * (ONNX's topological order, kept by every fusion); the use-def index, when built, lists exactly what a
+ * fresh scan finds.  A violation is a bug in the pass named by after: -EINVAL with the value's name.
+ */
+int onnx_graph_verify(struct onnx_model *m, const char *after)
+{
+	unsigned nv = m->n_vals, *start = NULL, *fill = NULL, total = 0, total_out = 0;
+	int *live_prod = NULL, *flat = NULL, *scratch = NULL, ret = 0;
+
+#define BAD(...) do { ret = onnx_seterr(m, -EINVAL, __VA_ARGS__); goto out; } while (0)
+	live_prod = malloc((nv + 1) * sizeof(int));
+	if (!live_prod)
+		return onnx_seterr(m, -ENOMEM, "out of memory");
+	for (unsigned v = 0; v < nv; v++)
+		live_prod[v] = -1;
+	for (unsigned i = 0; i < m->n_nodes; i++) {
+		const struct onnx_node *n = &m->nodes[i];
+
+		for (unsigned k = 0; k < n->n_in; k++)
+			if (n->in[k] < -1 || n->in[k] >= (int)nv)
+				BAD("graph check after %s: node %u (%s) input %u is value %d of %u", after, i,
+				    onnx_op_name(n->op), k, n->in[k], nv);
+		if (!n->n_out || n->out[0] < 0)
+			BAD("graph check after %s: node %u (%s) has no first output", after, i, onnx_op_name(n->op));
+		for (unsigned k = 0; k < n->n_out; k++)
+			if (n->out[k] < -1 || n->out[k] >= (int)nv)
+				BAD("graph check after %s: node %u (%s) output %u is value %d of %u", after, i,
+				    onnx_op_name(n->op), k, n->out[k], nv);
+		total += n->n_in;
+		total_out += n->n_out;
+	}
+	for (unsigned i = 0; i < m->n_nodes; i++) {
+		const struct onnx_node *n = &m->nodes[i];
+
+		if (n->folded)
+			continue;
+		for (unsigned k = 0; k < n->n_in; k++) {
+			int v = n->in[k];
+
+			if (v >= 0 && !m->vals[v].is_const && !m->vals[v].is_input && live_prod[v] < 0)
+				BAD("graph check after %s: node %u (%s) reads '%s' before any node writes it", after, i,
+				    onnx_op_name(n->op), m->vals[v].name);
+		}
+		for (unsigned k = 0; k < n->n_out; k++) {
+			int v = n->out[k];
+
+			if (v < 0)
+				continue;
+			if (live_prod[v] >= 0)
+				BAD("graph check after %s: value '%s' is produced twice (nodes %d and %u)", after,
+				    m->vals[v].name, live_prod[v], i);
+			if (m->vals[v].is_input)
+				BAD("graph check after %s: graph input '%s' is produced by node %u", after, m->vals[v].name, i);
+			live_prod[v] = (int)i;
+		}
+	}
+	for (unsigned o = 0; o < m->n_outputs; o++)
+		if (m->outputs[o] < 0 || m->outputs[o] >= (int)nv)
+			BAD("graph check after %s: graph output %u is value %d of %u", after, o, m->outputs[o], nv);
+	if (!m->refs)
+		goto out;
+	if (m->cap_refs < nv)
+		BAD("graph check after %s: the use-def index has %u values of %u", after, m->cap_refs, nv);
+	/* a fresh consumer index (counting sort by value: lists in node order) */
+	start = calloc(nv + 1, sizeof(unsigned));
+	fill = calloc(nv + 1, sizeof(unsigned));
+	flat = malloc((total + 1) * sizeof(int));
+	scratch = malloc(((total > total_out ? total : total_out) + 1) * sizeof(int));
+	if (!start || !fill || !flat || !scratch) {
+		ret = onnx_seterr(m, -ENOMEM, "out of memory");
+		goto out;
+	}
+	for (unsigned i = 0; i < m->n_nodes; i++)
+		for (unsigned k = 0; k < m->nodes[i].n_in; k++)
+			if (m->nodes[i].in[k] >= 0)
+				start[m->nodes[i].in[k] + 1]++;
+	for (unsigned v = 0; v < nv; v++)
+		start[v + 1] += start[v];
+	for (unsigned i = 0; i < m->n_nodes; i++)
+		for (unsigned k = 0; k < m->nodes[i].n_in; k++) {
+			int v = m->nodes[i].in[k];
+
+			if (v >= 0)
+				flat[start[v] + fill[v]++] = (int)i;
+		}
+	for (unsigned v = 0; v < nv; v++)
+		if (!list_agrees(&m->refs[v].cons, &flat[start[v]], start[v + 1] - start[v], scratch))
+			BAD("graph check after %s: the use-def index's readers of '%s' (%u) differ from the graph's (%u)",
+			    after, m->vals[v].name, m->refs[v].cons.n, start[v + 1] - start[v]);
+	/* the same for the writers */
+	memset(start, 0, (nv + 1) * sizeof(unsigned));
+	memset(fill, 0, (nv + 1) * sizeof(unsigned));
+	for (unsigned i = 0; i < m->n_nodes; i++)
+		for (unsigned k = 0; k < m->nodes[i].n_out; k++)
+			if (m->nodes[i].out[k] >= 0)
+				start[m->nodes[i].out[k] + 1]++;
+	for (unsigned v = 0; v < nv; v++)
+		start[v + 1] += start[v];
+	free(flat);
+	flat = malloc((start[nv] + 1) * sizeof(int));
+	if (!flat) {
+		ret = onnx_seterr(m, -ENOMEM, "out of memory");
+		goto out;
+	}
+	for (unsigned i = 0; i < m->n_nodes; i++)
+		for (unsigned k = 0; k < m->nodes[i].n_out; k++) {
+			int v = m->nodes[i].out[k];
+
+			if (v >= 0)
+				flat[start[v] + fill[v]++] = (int)i;
+		}
+	for (unsigned v = 0; v < nv; v++)
+		if (!list_agrees(&m->refs[v].prod, &flat[start[v]], start[v + 1] - start[v], scratch))
+			BAD("graph check after %s: the use-def index's writers of '%s' (%u) differ from the graph's (%u)",
+			    after, m->vals[v].name, m->refs[v].prod.n, start[v + 1] - start[v]);
+	memset(fill, 0, (nv + 1) * sizeof(unsigned));
+	for (unsigned o = 0; o < m->n_outputs; o++)
+		fill[m->outputs[o]]++;
+	for (unsigned v = 0; v < nv; v++)
+		if (fill[v] != m->refs[v].n_graph_out)
+			BAD("graph check after %s: the use-def index counts '%s' as graph output %u times, the graph %u",
+			    after, m->vals[v].name, m->refs[v].n_graph_out, fill[v]);
+out:
+#undef BAD
+	free(live_prod);
+	free(start);
+	free(fill);
+	free(flat);
+	free(scratch);
+	return ret;
 }

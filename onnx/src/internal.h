@@ -145,7 +145,8 @@ int onnx_value_add(struct onnx_model *m, const char *name);
  * only with onnx_node_set_inputs / onnx_node_set_out, which keep it current (flags such as folded need
  * no update: the lists hold every node, each pass filters).  onnx_producers / onnx_consumers: the raw
  * lists of node indices writing / reading value v (a node once per input slot that reads v), in no
- * particular order; valid until the next rewiring.
+ * particular order; valid until the next rewiring.  onnx_graph_verify: the graph's invariants and the
+ * index against a fresh scan; -EINVAL and a message naming the pass and the value.
  */
 int onnx_value_find(const struct onnx_model *m, const char *name);
 int onnx_name_index_add(struct onnx_model *m, int v);
@@ -157,6 +158,8 @@ int onnx_node_set_out(struct onnx_model *m, struct onnx_node *n, unsigned k, int
 const int *onnx_producers(const struct onnx_model *m, int v, unsigned *n);
 const int *onnx_consumers(const struct onnx_model *m, int v, unsigned *n);
 unsigned onnx_graph_output_uses(const struct onnx_model *m, int v);
+bool onnx_graph_verify_enabled(void);
+int onnx_graph_verify(struct onnx_model *m, const char *after);
 int onnx_fold_batchnorm(struct onnx_model *m);
 int onnx_fuse_relu(struct onnx_model *m);
 int onnx_fuse_clip(struct onnx_model *m);

@@ -436,6 +436,12 @@ static int load_graph(struct onnx_model *m)
 	return 0;
 }
 
+/* The graph's invariants after a load-time pass, in debug builds or with ONNX_VERIFY=1 (graph_index.c). */
+static int verify(struct onnx_model *m, const char *after)
+{
+	return onnx_graph_verify_enabled() ? onnx_graph_verify(m, after) : 0;
+}
+
 int onnx_model_load_mem(const void *buf, size_t len, unsigned flags, struct onnx_model **out, char *err,
 			size_t errlen)
 {
@@ -458,22 +464,40 @@ int onnx_model_load_mem(const void *buf, size_t len, unsigned flags, struct onnx
 		ret = onnx_graph_index(m);
 	/* shape-only subgraphs and constant expressions are evaluated once, here; the CPU reference
 	 * (ONNX_LOAD_NO_FOLD) evaluates them at run time, which checks the folding */
+	if (!ret)
+		ret = verify(m, "the load");
 	if (!ret && !(flags & ONNX_LOAD_NO_FOLD))
 		ret = onnx_static_shapes(m);
 	if (!ret && !(flags & ONNX_LOAD_NO_FOLD))
+		ret = verify(m, "onnx_static_shapes");
+	if (!ret && !(flags & ONNX_LOAD_NO_FOLD))
 		ret = onnx_const_fold(m);
+	if (!ret && !(flags & ONNX_LOAD_NO_FOLD))
+		ret = verify(m, "onnx_const_fold");
 	if (!ret && !(flags & ONNX_LOAD_NO_FOLD)) {
 		ret = onnx_fold_batchnorm(m);
 		if (!ret)
+			ret = verify(m, "onnx_fold_batchnorm");
+		if (!ret)
 			ret = onnx_fuse_relu(m);
+		if (!ret)
+			ret = verify(m, "onnx_fuse_relu");
 		if (!ret)
 			ret = onnx_fuse_clip(m);
 		if (!ret)
+			ret = verify(m, "onnx_fuse_clip");
+		if (!ret)
 			ret = onnx_fuse_gelu(m);
+		if (!ret)
+			ret = verify(m, "onnx_fuse_gelu");
 		if (!ret)
 			ret = onnx_fuse_layernorm(m);
 		if (!ret)
+			ret = verify(m, "onnx_fuse_layernorm");
+		if (!ret)
 			ret = onnx_fuse_pad(m);
+		if (!ret)
+			ret = verify(m, "onnx_fuse_pad");
 	}
 	if (ret) {
 		if (err)
