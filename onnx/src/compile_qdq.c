@@ -105,14 +105,17 @@ static bool qparams(const struct onnx_model *m, const struct onnx_node *n, struc
 	return true;
 }
 
+/* The first node (in graph order) that writes v and still runs; -1 if none (the model's use-def index). */
 static int producer(const struct onnx_model *m, int v)
 {
-	for (unsigned i = 0; v >= 0 && i < m->n_nodes; i++)
-		if (!m->nodes[i].folded)
-			for (unsigned k = 0; k < m->nodes[i].n_out; k++)
-				if (m->nodes[i].out[k] == v)
-					return (int)i;
-	return -1;
+	unsigned n_p;
+	const int *p = onnx_producers(m, v, &n_p);
+	int best = -1;
+
+	for (unsigned j = 0; j < n_p; j++)
+		if (!m->nodes[p[j]].folded && (best < 0 || p[j] < best))
+			best = p[j];
+	return best;
 }
 
 /* v = DequantizeLinear(x) of a per-tensor quantised activation: the DQ node, else -1. */

@@ -16,14 +16,6 @@
 
 #include "geom.h"
 
-static int find_value(const struct onnx_model *m, const char *name)
-{
-	for (unsigned i = 0; i < m->n_vals; i++)
-		if (!strcmp(m->vals[i].name, name))
-			return (int)i;
-	return -1;
-}
-
 /* The fixed shape of a ValueInfoProto; 0 = fixed (written to v), 1 = not fixed, <0 = malformed. */
 static int declared_shape(struct onnx_model *m, const Onnx__ValueInfoProto *vi, struct onnx_value *v)
 {
@@ -71,7 +63,7 @@ int onnx_static_shapes(struct onnx_model *m)
 	for (int l = 0; l < 3; l++)
 		for (size_t i = 0; i < counts[l]; i++) {
 			const Onnx__ValueInfoProto *vi = lists[l][i];
-			int v = vi->name ? find_value(m, vi->name) : -1, ret;
+			int v = vi->name ? onnx_value_find(m, vi->name) : -1, ret;
 
 			if (v < 0 || m->vals[v].shape_known)
 				continue;

@@ -10,27 +10,40 @@
 
 #include "internal.h"
 
+/* Reads of v at run time: input slots of nodes not evaluated at load time, and graph outputs. */
 static unsigned uses(const struct onnx_model *m, int v)
 {
-	unsigned n = 0;
+	unsigned n_c, n = onnx_graph_output_uses(m, v);
+	const int *c = onnx_consumers(m, v, &n_c);
 
-	for (unsigned i = 0; i < m->n_nodes; i++)
-		if (!m->nodes[i].const_folded)	/* evaluated at load time: reads nothing at run time */
-			for (unsigned k = 0; k < m->nodes[i].n_in; k++)
-				n += m->nodes[i].in[k] == v;
-	for (unsigned i = 0; i < m->n_outputs; i++)
-		n += m->outputs[i] == v;
+	for (unsigned j = 0; j < n_c; j++)
+		n += !m->nodes[c[j]].const_folded;
 	return n;
 }
 
+/* The first node (in graph order) that writes v and still runs, or a Conv; -1 if none. */
 static int producer(const struct onnx_model *m, int v)
 {
-	for (unsigned i = 0; i < m->n_nodes; i++)
-		if (!m->nodes[i].folded || m->nodes[i].op == OP_CONV)
-			for (unsigned k = 0; k < m->nodes[i].n_out; k++)
-				if (m->nodes[i].out[k] == v)
-					return (int)i;
-	return -1;
+	unsigned n_p;
+	const int *p = onnx_producers(m, v, &n_p);
+	int best = -1;
+
+	for (unsigned j = 0; j < n_p; j++)
+		if ((!m->nodes[p[j]].folded || m->nodes[p[j]].op == OP_CONV) && (best < 0 || p[j] < best))
+			best = p[j];
+	return best;
+}
+
+/* Input k of node n becomes value v (the use-def index follows). */
+static int set_in(struct onnx_model *m, struct onnx_node *n, unsigned k, int v)
+{
+	int in[ONNX_MAX_NODE_IO];
+	unsigned n_in = n->n_in > k ? n->n_in : k + 1;
+
+	for (unsigned j = 0; j < n_in; j++)
+		in[j] = j < n->n_in ? n->in[j] : -1;
+	in[k] = v;
+	return onnx_node_set_inputs(m, n, n_in, in);
 }
 
 static bool const_float(const struct onnx_model *m, int v, size_t count)
@@ -44,7 +57,7 @@ static int fold_one(struct onnx_model *m, struct onnx_node *bn, struct onnx_node
 	int64_t K = w->dims[0];
 	size_t per_k = w->count / (size_t)K;
 	float eps = attr_float(bn->pb, "epsilon", 1e-5f);
-	int bias = conv->n_in > 2 ? conv->in[2] : -1;
+	int bias = conv->n_in > 2 ? conv->in[2] : -1, ret;
 	const float *sc, *bb, *mu, *var;
 	float *wp, *bp;
 
@@ -60,8 +73,9 @@ static int fold_one(struct onnx_model *m, struct onnx_node *bn, struct onnx_node
 		if (onnx_tensor_alloc(&m->vals[bias].t, ONNX_FLOAT, 1, &K))
 			return onnx_seterr(m, -ENOMEM, "out of memory");
 		m->vals[bias].is_const = true;
-		conv->in[2] = bias;
-		conv->n_in = 3;
+		ret = set_in(m, conv, 2, bias);
+		if (ret)
+			return ret;
 	}
 	w = &m->vals[conv->in[1]].t;
 	sc = m->vals[bn->in[1]].t.data;
@@ -77,7 +91,9 @@ static int fold_one(struct onnx_model *m, struct onnx_node *bn, struct onnx_node
 			wp[(size_t)k * per_k + i] = (float)(wp[(size_t)k * per_k + i] * s);
 		bp[k] = (float)((bp[k] - mu[k]) * s + bb[k]);
 	}
-	conv->out[0] = bn->out[0];
+	ret = onnx_node_set_out(m, conv, 0, bn->out[0]);
+	if (ret)
+		return ret;
 	bn->folded = true;
 	m->n_folded++;
 	return 0;
@@ -112,7 +128,7 @@ int onnx_fold_batchnorm(struct onnx_model *m)
  * activation: the SFU applies it in the epilogue on the device (isa.md), so the tensor is not sent
  * through the PE array a second time; the host kernels apply it at the end.
  */
-void onnx_fuse_relu(struct onnx_model *m)
+int onnx_fuse_relu(struct onnx_model *m)
 {
 	for (unsigned i = 0; i < m->n_nodes; i++) {
 		struct onnx_node *r = &m->nodes[i], *p;
@@ -127,9 +143,11 @@ void onnx_fuse_relu(struct onnx_model *m)
 		if ((p->op != OP_CONV && p->op != OP_GEMM) || p->folded || p->fused_relu || p->fused_clamp || p->n_out != 1)
 			continue;
 		p->fused_relu = true;
-		p->out[0] = r->out[0];
+		if (onnx_node_set_out(m, p, 0, r->out[0]))
+			return -ENOMEM;
 		r->folded = true;
 	}
+	return 0;
 }
 
 /*
@@ -137,7 +155,7 @@ void onnx_fuse_relu(struct onnx_model *m)
  * becomes that node's activation: the SFU's CLAMP in the epilogue on the device (fp32 bounds), the same
  * clamp at the end of the host kernels.
  */
-void onnx_fuse_clip(struct onnx_model *m)
+int onnx_fuse_clip(struct onnx_model *m)
 {
 	for (unsigned i = 0; i < m->n_nodes; i++) {
 		struct onnx_node *r = &m->nodes[i], *p;
@@ -156,9 +174,11 @@ void onnx_fuse_clip(struct onnx_model *m)
 		p->fused_clamp = true;
 		p->clamp_lo = lo;
 		p->clamp_hi = hi;
-		p->out[0] = r->out[0];
+		if (onnx_node_set_out(m, p, 0, r->out[0]))
+			return -ENOMEM;
 		r->folded = true;
 	}
+	return 0;
 }
 
 /* The pads of a constant-mode Pad with value 0 over the two spatial axes of a 4-D tensor; -1 if not. */
@@ -209,14 +229,21 @@ int onnx_fuse_pad(struct onnx_model *m)
 		struct onnx_node *p = &m->nodes[i], *q = NULL;
 		char buf[16];
 		int64_t pads[4];
+		unsigned n_c;
+		const int *c;
 
 		if (p->op != OP_PAD || p->folded || p->n_out != 1 || p->in[0] < 0 || zero_pad_4d(m, p, pads))
 			continue;
 		if (uses(m, p->out[0]) != 1)
 			continue;
-		for (unsigned k = i + 1; k < m->n_nodes && !q; k++)
-			if (!m->nodes[k].folded && m->nodes[k].n_in && m->nodes[k].in[0] == p->out[0])
-				q = &m->nodes[k];
+		/* the first node after the Pad that still runs and reads its output as input 0 */
+		c = onnx_consumers(m, p->out[0], &n_c);
+		for (unsigned j = 0; j < n_c; j++) {
+			struct onnx_node *r = &m->nodes[c[j]];
+
+			if ((unsigned)c[j] > i && !r->folded && r->in[0] == p->out[0] && (!q || r < q))
+				q = r;
+		}
 		if (!q || (q->op != OP_CONV && q->op != OP_AVGPOOL) ||
 		    strcmp(attr_string(q->pb, "auto_pad", buf, sizeof(buf), "NOTSET"), "NOTSET"))
 			continue;
@@ -230,7 +257,8 @@ int onnx_fuse_pad(struct onnx_model *m)
 		}
 		for (int k = 0; k < 4; k++)
 			q->extra_pads[k] += pads[k];
-		q->in[0] = p->in[0];
+		if (set_in(m, q, 0, p->in[0]))
+			return onnx_seterr(m, -ENOMEM, "out of memory");
 		p->folded = true;
 	}
 	return 0;
@@ -240,13 +268,15 @@ int onnx_fuse_pad(struct onnx_model *m)
 static struct onnx_node *sole_consumer(struct onnx_model *m, int v)
 {
 	struct onnx_node *found = NULL;
+	unsigned n_c;
+	const int *c;
 
 	if (v < 0 || uses(m, v) != 1)
 		return NULL;
-	for (unsigned i = 0; i < m->n_nodes; i++)
-		for (unsigned k = 0; k < m->nodes[i].n_in; k++)
-			if (m->nodes[i].in[k] == v && !m->nodes[i].folded)
-				found = &m->nodes[i];
+	c = onnx_consumers(m, v, &n_c);
+	for (unsigned j = 0; j < n_c; j++)	/* the last in graph order, as the scan it replaces */
+		if (!m->nodes[c[j]].folded && (!found || &m->nodes[c[j]] > found))
+			found = &m->nodes[c[j]];
 	return found;
 }
 
@@ -276,7 +306,7 @@ static int other_input(const struct onnx_node *n, int v)
  * next, becomes one Gelu host node (the specification's formula, ops_elem.c): 5 host passes over the
  * tensor become 1.
  */
-void onnx_fuse_gelu(struct onnx_model *m)
+int onnx_fuse_gelu(struct onnx_model *m)
 {
 	for (unsigned i = 0; i < m->n_nodes; i++) {
 		struct onnx_node *e = &m->nodes[i], *d, *a, *m1, *m2;
@@ -304,11 +334,12 @@ void onnx_fuse_gelu(struct onnx_model *m)
 		/* the Div node becomes the Gelu; the other four disappear */
 		d->op = OP_GELU;
 		d->op_name = "Gelu";
-		d->n_in = 1;
-		d->out[0] = m2->out[0];
+		if (onnx_node_set_inputs(m, d, 1, &x) || onnx_node_set_out(m, d, 0, m2->out[0]))
+			return -ENOMEM;
 		e->folded = a->folded = m1->folded = m2->folded = true;
 		e->fused_into = a->fused_into = m1->fused_into = m2->fused_into = "part of an Erf-form GELU, run as one Gelu node";
 	}
+	return 0;
 }
 
 /* ReduceMean with the axes attribute naming exactly the last k axes (-k..-1) and keepdims 1: k, else 0. */
@@ -344,7 +375,7 @@ static bool const_1d_float(const struct onnx_model *m, int v)
  *   y = Add(Mul(Div(d, Sqrt(Add(v, eps))), W), B)   (W, B constant 1-D)
  * becomes one LayerNormalization(x, W, B; axis = -k, epsilon = eps) host node: 9 passes become 1.
  */
-void onnx_fuse_layernorm(struct onnx_model *m)
+int onnx_fuse_layernorm(struct onnx_model *m)
 {
 	for (unsigned i = 0; i < m->n_nodes; i++) {
 		struct onnx_node *r1 = &m->nodes[i], *sub, *pw, *r2, *ae, *sq, *dv, *mu, *ab;
@@ -358,15 +389,20 @@ void onnx_fuse_layernorm(struct onnx_model *m)
 		    uses(m, sub->out[0]) != 2)
 			continue;
 		pw = dv = NULL;
-		for (unsigned j = 0; j < m->n_nodes; j++) {
-			struct onnx_node *c = &m->nodes[j];
+		{
+			unsigned n_c;
+			const int *cs = onnx_consumers(m, sub->out[0], &n_c);
 
-			if (c->folded || !c->n_in || c->in[0] != sub->out[0])
-				continue;
-			if (c->op == OP_POW)
-				pw = c;
-			else if (c->op == OP_DIV)
-				dv = c;
+			for (unsigned j = 0; j < n_c; j++) {	/* the last of each in graph order */
+				struct onnx_node *c = &m->nodes[cs[j]];
+
+				if (c->folded || c->in[0] != sub->out[0])
+					continue;
+				if (c->op == OP_POW && (!pw || c > pw))
+					pw = c;
+				else if (c->op == OP_DIV && (!dv || c > dv))
+					dv = c;
+			}
 		}
 		if (!pw || !dv || pw->n_in != 2 || !const_scalar(m, pw->in[1], 2.0, 0))
 			continue;
@@ -400,13 +436,11 @@ void onnx_fuse_layernorm(struct onnx_model *m)
 		r1->ln_fused = true;
 		r1->ln_axis = -k;
 		r1->ln_eps = eps;
-		r1->n_in = 3;
-		r1->in[0] = x;
-		r1->in[1] = w;
-		r1->in[2] = b;
-		r1->out[0] = ab->out[0];
+		if (onnx_node_set_inputs(m, r1, 3, (const int[]){ x, w, b }) || onnx_node_set_out(m, r1, 0, ab->out[0]))
+			return -ENOMEM;
 		sub->folded = pw->folded = r2->folded = ae->folded = sq->folded = dv->folded = mu->folded = ab->folded = true;
 		sub->fused_into = pw->fused_into = r2->fused_into = ae->fused_into = sq->fused_into = dv->fused_into =
 			mu->fused_into = ab->fused_into = "part of a decomposed layer_norm, run as one LayerNormalization node";
 	}
+	return 0;
 }

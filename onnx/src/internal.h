@@ -87,6 +87,18 @@ struct onnx_node {
 	bool ran, ran_on_accel;	/* the last onnx_run with a device ran it, on the device */
 };
 
+/* graph_index.c: a growable list of node indices, and the readers and writers of one value. */
+struct onnx_ilist {
+	int *v;
+	unsigned n, cap;
+};
+
+struct onnx_vrefs {
+	struct onnx_ilist prod;		/* nodes writing the value, folded ones included */
+	struct onnx_ilist cons;		/* nodes reading it, once per input slot, folded ones included */
+	unsigned n_graph_out;		/* times it is listed as a graph output */
+};
+
 struct onnx_model {
 	Onnx__ModelProto *pb;
 	int64_t opset;		/* default-domain opset */
@@ -96,6 +108,12 @@ struct onnx_model {
 	unsigned n_nodes, n_folded, n_const_folded;
 	int *inputs, *outputs;
 	unsigned n_inputs, n_outputs;
+	struct {
+		int *slot;	/* value index, -1 empty; cap a power of two, at most half full */
+		unsigned cap, n;
+	} names;		/* name -> value (graph_index.c) */
+	struct onnx_vrefs *refs;	/* use-def index, cap_refs entries (NULL before onnx_graph_index) */
+	unsigned cap_refs;
 	char err[ONNX_ERR_LEN];	/* the loader's message, and onnx_run()'s */
 };
 
@@ -120,11 +138,33 @@ int onnx_seterr(struct onnx_model *m, int err, const char *fmt, ...) __attribute
 int ctx_seterr(const struct onnx_ctx *c, int err, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
 const char *onnx_op_name(enum onnx_op op);
 int onnx_value_add(struct onnx_model *m, const char *name);
+
+/*
+ * Graph indexes (graph_index.c).  onnx_value_find: the first value named name, -1 if none (O(1)).
+ * onnx_graph_index builds the use-def index over the current nodes; from then on a pass rewires a node
+ * only with onnx_node_set_inputs / onnx_node_set_out, which keep it current (flags such as folded need
+ * no update: the lists hold every node, each pass filters).  onnx_producers / onnx_consumers: the raw
+ * lists of node indices writing / reading value v (a node once per input slot that reads v), in no
+ * particular order; valid until the next rewiring.  onnx_graph_verify: the graph's invariants and the
+ * index against a fresh scan; -EINVAL and a message naming the pass and the value.
+ */
+int onnx_value_find(const struct onnx_model *m, const char *name);
+int onnx_name_index_add(struct onnx_model *m, int v);
+int onnx_graph_index(struct onnx_model *m);
+int onnx_graph_index_fit(struct onnx_model *m);
+void onnx_graph_index_free(struct onnx_model *m);
+int onnx_node_set_inputs(struct onnx_model *m, struct onnx_node *n, unsigned n_in, const int *in);
+int onnx_node_set_out(struct onnx_model *m, struct onnx_node *n, unsigned k, int v);
+const int *onnx_producers(const struct onnx_model *m, int v, unsigned *n);
+const int *onnx_consumers(const struct onnx_model *m, int v, unsigned *n);
+unsigned onnx_graph_output_uses(const struct onnx_model *m, int v);
+bool onnx_graph_verify_enabled(void);
+int onnx_graph_verify(struct onnx_model *m, const char *after);
 int onnx_fold_batchnorm(struct onnx_model *m);
-void onnx_fuse_relu(struct onnx_model *m);
-void onnx_fuse_clip(struct onnx_model *m);
-void onnx_fuse_gelu(struct onnx_model *m);
-void onnx_fuse_layernorm(struct onnx_model *m);
+int onnx_fuse_relu(struct onnx_model *m);
+int onnx_fuse_clip(struct onnx_model *m);
+int onnx_fuse_gelu(struct onnx_model *m);
+int onnx_fuse_layernorm(struct onnx_model *m);
 int onnx_fuse_pad(struct onnx_model *m);
 int onnx_const_fold(struct onnx_model *m);
 int onnx_static_shapes(struct onnx_model *m);

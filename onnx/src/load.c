@@ -171,14 +171,6 @@ const char *onnx_model_error(const struct onnx_model *m)
 	return m ? m->err : "";
 }
 
-static int find_value(const struct onnx_model *m, const char *name)
-{
-	for (unsigned i = 0; i < m->n_vals; i++)
-		if (!strcmp(m->vals[i].name, name))
-			return (int)i;
-	return -1;
-}
-
 int onnx_value_add(struct onnx_model *m, const char *name)
 {
 	if (m->n_vals == m->cap_vals) {
@@ -190,8 +182,12 @@ int onnx_value_add(struct onnx_model *m, const char *name)
 		m->vals = v;
 		m->cap_vals = cap;
 	}
+	if (m->refs && onnx_graph_index_fit(m))
+		return onnx_seterr(m, -ENOMEM, "out of memory");
 	memset(&m->vals[m->n_vals], 0, sizeof(m->vals[0]));
 	m->vals[m->n_vals].name = name;
+	if (onnx_name_index_add(m, (int)m->n_vals))
+		return onnx_seterr(m, -ENOMEM, "out of memory");
 	return (int)m->n_vals++;
 }
 
@@ -212,7 +208,7 @@ static int load_initializers(struct onnx_model *m, const Onnx__GraphProto *g)
 
 		if (!p->name || !p->name[0])
 			return onnx_seterr(m, -EINVAL, "initializer %zu has no name", i);
-		if (find_value(m, p->name) >= 0)
+		if (onnx_value_find(m, p->name) >= 0)
 			return onnx_seterr(m, -EINVAL, "initializer '%s' defined twice", p->name);
 		v = onnx_value_add(m, p->name);
 		if (v < 0)
@@ -314,7 +310,7 @@ static int load_nodes(struct onnx_model *m, const Onnx__GraphProto *g)
 				nd->in[k] = -1;
 				continue;
 			}
-			nd->in[k] = find_value(m, p->input[k]);
+			nd->in[k] = onnx_value_find(m, p->input[k]);
 			if (nd->in[k] < 0)
 				return onnx_seterr(m, -EINVAL,
 						   "node '%s' (%s): input '%s' is not a graph input, initializer or earlier node's output",
@@ -325,7 +321,7 @@ static int load_nodes(struct onnx_model *m, const Onnx__GraphProto *g)
 				nd->out[k] = -1;
 				continue;
 			}
-			if (find_value(m, p->output[k]) >= 0)
+			if (onnx_value_find(m, p->output[k]) >= 0)
 				return onnx_seterr(m, -EINVAL, "node '%s' (%s): output '%s' is produced twice",
 						   node_label(p), p->op_type, p->output[k]);
 			nd->out[k] = onnx_value_add(m, p->output[k]);
@@ -413,7 +409,7 @@ static int load_graph(struct onnx_model *m)
 
 		if (!name || !name[0])
 			return onnx_seterr(m, -EINVAL, "graph input %zu has no name", i);
-		if (find_value(m, name) >= 0)
+		if (onnx_value_find(m, name) >= 0)
 			continue;	/* an initializer listed as input (IR < 4): a constant */
 		if (g->input[i]->type && g->input[i]->type->value_case != ONNX__TYPE_PROTO__VALUE_TENSOR_TYPE)
 			return onnx_seterr(m, -EOPNOTSUPP, "graph input '%s' is not a tensor (sequence, map or optional)",
@@ -429,7 +425,7 @@ static int load_graph(struct onnx_model *m)
 		return ret;
 	for (size_t i = 0; i < g->n_output; i++) {
 		const char *name = g->output[i]->name;
-		int v = name ? find_value(m, name) : -1;
+		int v = name ? onnx_value_find(m, name) : -1;
 
 		if (v < 0)
 			return onnx_seterr(m, -EINVAL, "graph output '%s' is produced by no node", name ? name : "");
@@ -438,6 +434,12 @@ static int load_graph(struct onnx_model *m)
 	if (!m->n_outputs)
 		return onnx_seterr(m, -EINVAL, "graph has no outputs");
 	return 0;
+}
+
+/* The graph's invariants after a load-time pass, in debug builds or with ONNX_VERIFY=1 (graph_index.c). */
+static int verify(struct onnx_model *m, const char *after)
+{
+	return onnx_graph_verify_enabled() ? onnx_graph_verify(m, after) : 0;
 }
 
 int onnx_model_load_mem(const void *buf, size_t len, unsigned flags, struct onnx_model **out, char *err,
@@ -457,20 +459,45 @@ int onnx_model_load_mem(const void *buf, size_t len, unsigned flags, struct onnx
 		ret = onnx_seterr(m, -EBADMSG, "not an ONNX model: protobuf parse of ModelProto failed (%zu bytes)", len);
 	else
 		ret = load_graph(m);
+	/* the use-def index the passes below read and keep current (graph_index.c) */
+	if (!ret)
+		ret = onnx_graph_index(m);
 	/* shape-only subgraphs and constant expressions are evaluated once, here; the CPU reference
 	 * (ONNX_LOAD_NO_FOLD) evaluates them at run time, which checks the folding */
+	if (!ret)
+		ret = verify(m, "the load");
 	if (!ret && !(flags & ONNX_LOAD_NO_FOLD))
 		ret = onnx_static_shapes(m);
 	if (!ret && !(flags & ONNX_LOAD_NO_FOLD))
+		ret = verify(m, "onnx_static_shapes");
+	if (!ret && !(flags & ONNX_LOAD_NO_FOLD))
 		ret = onnx_const_fold(m);
+	if (!ret && !(flags & ONNX_LOAD_NO_FOLD))
+		ret = verify(m, "onnx_const_fold");
 	if (!ret && !(flags & ONNX_LOAD_NO_FOLD)) {
 		ret = onnx_fold_batchnorm(m);
-		onnx_fuse_relu(m);
-		onnx_fuse_clip(m);
-		onnx_fuse_gelu(m);
-		onnx_fuse_layernorm(m);
+		if (!ret)
+			ret = verify(m, "onnx_fold_batchnorm");
+		if (!ret)
+			ret = onnx_fuse_relu(m);
+		if (!ret)
+			ret = verify(m, "onnx_fuse_relu");
+		if (!ret)
+			ret = onnx_fuse_clip(m);
+		if (!ret)
+			ret = verify(m, "onnx_fuse_clip");
+		if (!ret)
+			ret = onnx_fuse_gelu(m);
+		if (!ret)
+			ret = verify(m, "onnx_fuse_gelu");
+		if (!ret)
+			ret = onnx_fuse_layernorm(m);
+		if (!ret)
+			ret = verify(m, "onnx_fuse_layernorm");
 		if (!ret)
 			ret = onnx_fuse_pad(m);
+		if (!ret)
+			ret = verify(m, "onnx_fuse_pad");
 	}
 	if (ret) {
 		if (err)
@@ -534,6 +561,7 @@ void onnx_model_free(struct onnx_model *m)
 	free(m->nodes);
 	free(m->inputs);
 	free(m->outputs);
+	onnx_graph_index_free(m);
 	if (m->pb)
 		onnx__model_proto__free_unpacked(m->pb, NULL);
 	free(m);
