@@ -8,12 +8,8 @@
  * duration. When the last reference goes, the device is suspended after autosuspend_ms without one
  * (the PCI core then puts it in D3hot). Runtime suspend holds off hardware access like a PCI
  * function reset's prepare; runtime resume programs the device again (context table, rings,
- * fences, interrupt masks) like after a function reset. A BO freed while the device is suspended
- * skips the MMU invalidate: no job runs, and resume invalidates anyway.
- *
- * System sleep quiesces the device (tnpu_jobs_suspend(): schedulers stopped, jobs on the hardware
- * drained, device reset) and resume resets it before restarting, so no job runs across the sleep
- * or twice; no lock is held from suspend to resume.
+ * fences, interrupt masks) through the same path as a system resume. A BO freed while the device
+ * is suspended skips the MMU invalidate: no job runs, and resume invalidates anyway.
  */
 #include <linux/module.h>
 #include <linux/pci.h>

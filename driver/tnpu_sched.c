@@ -9,7 +9,6 @@
  * it sleeps or allocates. tdev->reset_lock serialises recovery, function reset, system sleep
  * and unplug.
  */
-#include <linux/delay.h>
 #include <linux/jiffies.h>
 #include <linux/ktime.h>
 #include <linux/module.h>
@@ -449,84 +448,21 @@ void tnpu_pci_reset_done(struct tnpu_device *tdev)
 	tnpu_unhold(tdev, "function reset", true);
 }
 
-/* true once no ring has a job on the hardware; retires what the device completed. */
-static bool tnpu_rings_idle(struct tnpu_device *tdev)
-{
-	bool idle = true;
-	u32 q;
-
-	tnpu_rings_process(tdev, 0);
-	spin_lock(&tdev->lock);
-	for (q = 0; q < tdev->num_rings; q++)
-		if (!list_empty(&tdev->rings[q].inflight))
-			idle = false;
-	spin_unlock(&tdev->lock);
-	return idle;
-}
-
 /*
- * System sleep (suspend, freeze for a hibernation image, poweroff): nothing may run across it. A
- * job left running would write memory while the hibernation image is taken, and on resume without
- * a reset (s2idle, pm_test, thaw) the device may still finish it while its entry is written again:
- * it would run twice. So the schedulers stop handing out jobs, the jobs already on the hardware get
- * up to timeout_ms to complete (the IRQ thread is not frozen; we also poll), and then the device is
- * reset, abandoning whatever is still running; those jobs stay in flight and run again, from their
- * start, after resume. No lock is held across the sleep: in_reset alone holds off hardware access
- * (suspend and resume run in different PM workers).
+ * System sleep: the device loses its state (QEMU resets it on S3 resume). Like a function reset:
+ * no hardware access in between (jobs that run_job takes meanwhile are only queued in the
+ * driver), and on resume the device is programmed again and every job that was on the hardware
+ * and not complete is written to its ring again, from its start.
  */
 void tnpu_jobs_suspend(struct tnpu_device *tdev)
 {
-	unsigned long end = jiffies + msecs_to_jiffies(READ_ONCE(tnpu_timeout_ms));
-	u32 q;
-
-	for (q = 0; q < tdev->num_rings; q++)
-		if (tdev->rings[q].sched_ready)
-			drm_sched_wqueue_stop(&tdev->rings[q].sched);
-	while (!tnpu_rings_idle(tdev) && time_before(jiffies, end))
-		usleep_range(500, 1000);
-
-	mutex_lock(&tdev->reset_lock);
-	spin_lock(&tdev->lock);
-	if (!tdev->unplugged && !tdev->in_reset) {
-		tnpu_write(tdev, TNPU_REG_IRQ_MASK, 0xffffffff);
-		tnpu_hw_reset(tdev);
-		/* what completed before the reset is done and is not written again on resume */
-		for (q = 0; q < tdev->num_rings; q++) {
-			tnpu_ring_retire(&tdev->rings[q]);
-			if (!list_empty(&tdev->rings[q].inflight))
-				dev_warn(tdev->drm.dev,
-					 "suspend: queue %u: jobs still running, reset; they run again after resume\n",
-					 q);
-		}
-	}
-	tdev->in_reset = true;
-	spin_unlock(&tdev->lock);
-	mutex_unlock(&tdev->reset_lock);
+	tnpu_hold(tdev);
+	tnpu_write(tdev, TNPU_REG_IRQ_MASK, 0xffffffff);
 }
 
-/*
- * System resume: the device may have kept its state (s2idle, pm_test, hibernation thaw) or lost it
- * (S3, restore): reset it either way, program it and write back only the jobs the suspend reset
- * abandoned, then let the schedulers run again.
- */
 void tnpu_jobs_resume(struct tnpu_device *tdev)
 {
-	u32 q;
-
-	mutex_lock(&tdev->reset_lock);
-	spin_lock(&tdev->lock);
-	if (!tdev->unplugged) {
-		tnpu_hw_reset(tdev);
-		for (q = 0; q < tdev->num_rings; q++)
-			tnpu_ring_retire(&tdev->rings[q]);
-		tnpu_restart(tdev);
-	}
-	tdev->in_reset = false;
-	spin_unlock(&tdev->lock);
-	mutex_unlock(&tdev->reset_lock);
-	for (q = 0; q < tdev->num_rings; q++)
-		if (tdev->rings[q].sched_ready)
-			drm_sched_wqueue_start(&tdev->rings[q].sched);
+	tnpu_unhold(tdev, "resume", false);
 }
 
 /*

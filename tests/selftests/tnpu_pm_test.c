@@ -96,90 +96,10 @@ static int system_sleep(int secs)
 	return ret;
 }
 
-#define PM_TEST "/sys/power/pm_test"
-#define PM_TEST_DELAY "/sys/module/suspend/parameters/pm_test_delay"
-#define SHIFT_WORDS 128
-
-/* a DMA_H2D (0x01) or DMA_D2H (0x02) command: @height rows of @width bytes, host and SRAM pitches */
-static uint32_t cmd_dma(void *buf, uint8_t op, uint64_t va, uint64_t host_pitch, uint32_t sram_off,
-			uint32_t sram_pitch, uint32_t width, uint32_t height, uint8_t half)
-{
-	uint64_t *p = buf;
-	uint32_t *w = buf;
-	uint8_t *b = buf;
-
-	memset(buf, 0, 64);
-	p[0] = op | (uint64_t)64 << 32;
-	p[1] = va;
-	p[2] = host_pitch;
-	w[8] = sram_off;
-	w[9] = sram_pitch;
-	w[11] = width;
-	w[12] = height;
-	w[13] = 1;
-	b[57] = half;
-	return 64;
-}
-
-/*
- * A job that is not idempotent: it shifts data[0..SHIFT_WORDS-2] up by one word (through the
- * storage unit), then keeps the device busy with @busy_rows one-word loads into the other half
- * (host work only). Run k times over data[i] = i + 1: data[i] = max(i - k, 0) + 1.
- */
-static uint32_t cmd_shift_then_busy(void *buf, uint64_t va, uint32_t busy_rows)
-{
-	char *c = buf;
-	uint32_t n = 0;
-
-	n += cmd_dma(c + n, 0x01, va, 0, 0, 0, 8 * (SHIFT_WORDS - 1), 1, 0);
-	n += cmd_dma(c + n, 0x02, va + 8, 0, 0, 0, 8 * (SHIFT_WORDS - 1), 1, 0);
-	n += cmd_dma(c + n, 0x01, va, 0, 0, 0, 8, busy_rows, 1);
-	return n;
-}
-
-/* s2idle with pm_test "devices": the device callbacks run, the system does not sleep */
-static int pm_test_cycle(void)
-{
-	char delay[16] = "5";
-	int ret;
-
-	read_line(PM_TEST_DELAY, delay, sizeof(delay));
-	ret = tnpu_write_file(PM_TEST_DELAY, "1");
-	if (!ret)
-		ret = tnpu_write_file(PM_TEST, "devices");
-	if (!ret)
-		ret = tnpu_write_file("/sys/power/state", "freeze");
-	tnpu_write_file(PM_TEST, "none");
-	tnpu_write_file(PM_TEST_DELAY, delay);
-	return ret;
-}
-
 FIXTURE(pm) {
 	struct tnpu_ctx c;
 	char delay[32];
 };
-
-/* one shift job on data[i] = i + 1; its round trip in ms */
-static int64_t run_shift_job(struct __test_metadata *_metadata, FIXTURE_DATA(pm) *self,
-			     uint32_t busy_rows)
-{
-	struct drm_tnpu_bo_ref ref = { self->c.data.handle, DRM_TNPU_BO_REF_WRITE };
-	struct tnpu_job_args j = { .queue = self->c.queue, .cmd = &self->c.cmd, .refs = &ref,
-				   .nrefs = 1, .out_sync = self->c.sync };
-	uint64_t *data = self->c.data.map;
-	int64_t t0;
-	int i;
-
-	for (i = 0; i < SHIFT_WORDS; i++)
-		data[i] = i + 1;
-	j.cmd_size = cmd_shift_then_busy(self->c.cmd.map, self->c.data.va, busy_rows);
-	t0 = tnpu_now_ns();
-	EXPECT_EQ(0, tnpu_submit(self->c.fd, &j));
-	EXPECT_EQ(0, tnpu_sync_status(self->c.fd, self->c.sync, 0, 60000));
-	EXPECT_EQ(1, data[1]);
-	EXPECT_EQ(2, data[2]);
-	return (tnpu_now_ns() - t0) / 1000000;
-}
 
 FIXTURE_SETUP(pm)
 {
@@ -277,70 +197,6 @@ TEST_F(pm, jobs_across_and_after_system_sleep_complete_without_a_reset)
 	ASSERT_EQ(0, tnpu_query(self->c.fd, DRM_TNPU_QUERY_COUNTERS, &after, sizeof(after)));
 	EXPECT_EQ(before.resets, after.resets);
 	EXPECT_EQ(before.jobs_timedout, after.jobs_timedout);
-}
-
-/*
- * A system suspend quiesces the device and a resume resets it: jobs on the hardware when the
- * system goes to sleep finish (or are abandoned by a reset) before it sleeps, and none runs
- * twice. Before the fix, suspend left the device running and resume re-wrote every job still in
- * flight into a re-enabled ring without a reset; the job the device was executing at that moment
- * finished and ran again (here: one shift too many). s2idle with pm_test "devices" (no real sleep,
- * so the guest's timers keep working and this runs in every run).
- */
-TEST_F(pm, jobs_in_flight_across_a_suspend_run_exactly_once)
-{
-	struct drm_tnpu_bo_ref ref = { self->c.data.handle, DRM_TNPU_BO_REF_WRITE };
-	struct drm_tnpu_counters before = { 0 }, after = { 0 };
-	uint64_t *data = self->c.data.map;
-	uint32_t busy_rows = 1u << 20, cmd_size = 0;
-	int64_t base_ms, job_ms;
-	int i, njobs;
-
-	if (requested_alone())
-		SKIP(return, "runs in the default run of all suites, not in the S3 run");
-	if (access(PM_TEST, W_OK) || access(PM_TEST_DELAY, W_OK))
-		SKIP(return, "no %s or %s (CONFIG_PM_DEBUG)", PM_TEST, PM_TEST_DELAY);
-	/*
-	 * calibrate: under TCG the guest's own latency dwarfs short jobs, so the device time of a job
-	 * is its round trip minus that of a job without busy rows; then ~3 s of them go in flight
-	 */
-	base_ms = run_shift_job(_metadata, self, 1);
-	for (;;) {
-		job_ms = run_shift_job(_metadata, self, busy_rows) - base_ms;
-		if (job_ms >= 150 || busy_rows >= 1u << 23)
-			break;
-		busy_rows <<= 1;
-	}
-	njobs = job_ms > 0 ? 3000 / job_ms : 64;
-	njobs = njobs < 4 ? 4 : njobs > SHIFT_WORDS - 8 ? SHIFT_WORDS - 8 : njobs;
-	TH_LOG("%d jobs of %lld ms (%u busy rows; %lld ms round trip without) in flight across the suspend",
-	       njobs, (long long)job_ms, busy_rows, (long long)base_ms);
-
-	for (i = 0; i < SHIFT_WORDS; i++)
-		data[i] = i + 1;
-	cmd_size = cmd_shift_then_busy(self->c.cmd.map, self->c.data.va, busy_rows);
-	ASSERT_EQ(0, tnpu_query(self->c.fd, DRM_TNPU_QUERY_COUNTERS, &before, sizeof(before)));
-	for (i = 0; i < njobs; i++) {
-		struct tnpu_job_args j = { .queue = self->c.queue, .cmd = &self->c.cmd,
-					   .cmd_size = cmd_size, .refs = &ref, .nrefs = 1,
-					   .out_sync = self->c.sync };
-
-		ASSERT_EQ(0, tnpu_submit(self->c.fd, &j));
-	}
-	ASSERT_EQ(0, pm_test_cycle());
-	ASSERT_EQ(0, tnpu_sync_status(self->c.fd, self->c.sync, 0, 60000));
-	/* exactly njobs shifts: data[njobs] is the first word 1, data[njobs + 1] is 2 */
-	for (i = 0; i < njobs + 4; i++)
-		EXPECT_EQ((uint64_t)(i > njobs ? i - njobs : 0) + 1, data[i])
-			TH_LOG("word %d after %d shift jobs (a value one lower: a job ran twice)",
-			       i, njobs);
-	ASSERT_EQ(0, tnpu_query(self->c.fd, DRM_TNPU_QUERY_COUNTERS, &after, sizeof(after)));
-	EXPECT_EQ(before.jobs_completed + njobs, after.jobs_completed);
-	EXPECT_EQ(before.jobs_failed, after.jobs_failed);
-	EXPECT_EQ(before.jobs_timedout, after.jobs_timedout);
-	/* a job still left to the suspend's reset would run again from its start, shifting twice */
-	EXPECT_EQ(0, tnpu_run_fence(&self->c, 8192, self->c.data.va + 8 * SHIFT_WORDS, 7));
-	EXPECT_EQ(7, data[SHIFT_WORDS]);
 }
 
 TEST_HARNESS_MAIN
