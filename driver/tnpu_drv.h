@@ -207,6 +207,23 @@ static inline struct tnpu_device *to_tnpu(struct drm_device *drm)
 	return container_of(drm, struct tnpu_device, drm);
 }
 
+/**
+ * struct tnpu_fence - a job's hardware fence (the parent of its scheduler fences).
+ *
+ * Its ops are module code and its lock is its ring's, while its scheduler fence (which a sync_file,
+ * syncobj or dma_resv may keep long after the job) points at the ring's scheduler for its timeline
+ * name. So from dma_fence_init() in run_job it holds a reference on the DRM device (tdev, the ring
+ * lock and the scheduler stay allocated after an unbind), and from its job's release one on the
+ * module (rmmod is refused while it lives; module exit waits for the fences of jobs released during
+ * exit). Both are dropped after its release, from tnpu_cleanup_wq (drm_dev_put() may sleep).
+ */
+struct tnpu_fence {
+	struct dma_fence base;		/* first: freed with dma_fence_free() */
+	struct tnpu_device *tdev;	/* referenced once initialised */
+	bool module_ref;
+	struct work_struct free_work;
+};
+
 /** struct tnpu_job - one submitted command buffer. */
 struct tnpu_job {
 	struct drm_sched_job base;
@@ -335,6 +352,8 @@ void tnpu_rings_set_timeout(struct tnpu_device *tdev, unsigned int ms);
 void tnpu_job_created(void);
 void tnpu_job_armed(struct tnpu_job *job);
 void tnpu_job_destroyed(void);
+struct dma_fence *tnpu_fence_alloc(void);
+void tnpu_fence_job_put(struct tnpu_job *job);
 
 /* tnpu_queue.c */
 void tnpu_file_queues_fini(struct tnpu_file *tfile);

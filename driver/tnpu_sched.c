@@ -11,6 +11,7 @@
  */
 #include <linux/jiffies.h>
 #include <linux/ktime.h>
+#include <linux/module.h>
 
 #include <drm/drm_drv.h>
 #include <drm/drm_managed.h>
@@ -33,10 +34,94 @@ static const char *tnpu_fence_timeline_name(struct dma_fence *fence)
 	return "tnpu-ring";
 }
 
+static atomic_t tnpu_live_fences = ATOMIC_INIT(0);
+static DECLARE_WAIT_QUEUE_HEAD(tnpu_jobs_gone);
+
+static struct tnpu_fence *to_tnpu_fence(struct dma_fence *fence)
+{
+	return container_of(fence, struct tnpu_fence, base);
+}
+
+/* After the fence's release: its memory, then the device and module references it held. */
+static void tnpu_fence_free_work(struct work_struct *work)
+{
+	struct tnpu_fence *f = container_of(work, struct tnpu_fence, free_work);
+	struct tnpu_device *tdev = f->tdev;
+	bool module_ref = f->module_ref;
+
+	dma_fence_free(&f->base);
+	/* may be the device's last reference: tears down the schedulers, so not in their work */
+	drm_dev_put(&tdev->drm);
+	if (module_ref) {
+		if (atomic_dec_and_test(&tnpu_live_fences))
+			wake_up_all(&tnpu_jobs_gone);
+		/* module exit drains tnpu_cleanup_wq, so the rest of this function still exists */
+		module_put(THIS_MODULE);
+	}
+}
+
+/* dma_fence_release(): any context, so the references go from the cleanup workqueue */
+static void tnpu_fence_release(struct dma_fence *fence)
+{
+	struct tnpu_fence *f = to_tnpu_fence(fence);
+
+	queue_work(tnpu_cleanup_wq, &f->free_work);
+}
+
 static const struct dma_fence_ops tnpu_fence_ops = {
 	.get_driver_name = tnpu_fence_driver_name,
 	.get_timeline_name = tnpu_fence_timeline_name,
+	.release = tnpu_fence_release,
 };
+
+/* SUBMIT: run_job must not allocate */
+struct dma_fence *tnpu_fence_alloc(void)
+{
+	struct tnpu_fence *f = kzalloc(sizeof(*f), GFP_KERNEL_ACCOUNT);
+
+	BUILD_BUG_ON(offsetof(struct tnpu_fence, base));
+	return f ? &f->base : NULL;
+}
+
+/* run_job: no allocation; a device reference is a kref_get(). */
+static void tnpu_fence_init(struct tnpu_job *job, u64 seqno)
+{
+	struct tnpu_fence *f = to_tnpu_fence(job->hw_fence);
+	struct tnpu_ring *ring = job->ring;
+
+	f->tdev = job->tdev;
+	drm_dev_get(&job->tdev->drm);
+	INIT_WORK(&f->free_work, tnpu_fence_free_work);
+	dma_fence_init(&f->base, &tnpu_fence_ops, &ring->fence_lock, ring->fence_context, seqno);
+	job->hw_fence_init = true;
+}
+
+/*
+ * The job's release. While its job lives, module exit's wait for jobs covers the fence; from here
+ * on it may be held by its scheduler fence (a sync_file, syncobj or dma_resv keeps that one), so
+ * it takes a module reference before it drops the job's, unless the job's is the only one left:
+ * nothing can take a new reference then (the scheduler fence, the only other holder, has dropped
+ * its own), and the release work that follows is drained by module exit like the job's own. The
+ * job holds a reference until this put, so the release cannot run before module_ref is set.
+ */
+void tnpu_fence_job_put(struct tnpu_job *job)
+{
+	struct tnpu_fence *f;
+
+	if (!job->hw_fence)
+		return;
+	f = to_tnpu_fence(job->hw_fence);
+	if (!job->hw_fence_init) {
+		kfree(f);
+		return;
+	}
+	if (kref_read(&f->base.refcount) > 1) {
+		__module_get(THIS_MODULE);
+		atomic_inc(&tnpu_live_fences);
+		f->module_ref = true;
+	}
+	dma_fence_put(&f->base);
+}
 
 static bool tnpu_err_is_mmu(u32 code)
 {
@@ -188,12 +273,21 @@ void tnpu_rings_process(struct tnpu_device *tdev, u32 irq_status)
 /*
  * A job that ends without reaching the hardware: the scheduler signals its out-fence with @err
  * right after run_job returns, so its counters BO status is written here, first (uapi.md: user
- * space reads the job's result there).
+ * space reads the job's result there). It still gets its hardware fence, signalled with @err: as
+ * the scheduler fence's parent it keeps the device (the scheduler's name) for as long as the
+ * out-fence lives. Its seqno is the ring's last one: it is no later than any fence handed out.
  */
 static struct dma_fence *tnpu_job_cancel(struct tnpu_job *job, int err)
 {
+	struct tnpu_device *tdev = job->tdev;
+
 	tnpu_job_write_status(job, err);
-	return ERR_PTR(err);
+	spin_lock(&tdev->lock);
+	tnpu_fence_init(job, job->ring->seqno);
+	spin_unlock(&tdev->lock);
+	dma_fence_set_error(job->hw_fence, err);
+	dma_fence_signal(job->hw_fence);
+	return dma_fence_get(job->hw_fence);
 }
 
 /*
@@ -215,11 +309,8 @@ static struct dma_fence *tnpu_job_run(struct drm_sched_job *sched_job)
 	if (job->hw_fence_init)
 		return dma_fence_get(job->hw_fence);
 	err = sched_job->s_fence->finished.error;
-	if (unlikely(err)) {
-		/* the scheduler signals the finished fence with the error it already carries */
-		tnpu_job_write_status(job, err);
-		return NULL;
-	}
+	if (unlikely(err))	/* the finished fence already carries it */
+		return tnpu_job_cancel(job, err);
 	/* uapi.md: jobs of a faulted context that have not started are cancelled */
 	if (READ_ONCE(job->ctx->faulted))
 		return tnpu_job_cancel(job, -ECANCELED);
@@ -230,9 +321,7 @@ static struct dma_fence *tnpu_job_run(struct drm_sched_job *sched_job)
 		return tnpu_job_cancel(job, -ENODEV);
 	}
 	job->hw_seqno = ++ring->seqno;
-	dma_fence_init(job->hw_fence, &tnpu_fence_ops, &ring->fence_lock, ring->fence_context,
-		       job->hw_seqno);
-	job->hw_fence_init = true;
+	tnpu_fence_init(job, job->hw_seqno);
 	job->inject_hang = atomic_xchg(&tdev->inject_hang, 0);
 	job->inject_fault = atomic_xchg(&tdev->inject_fault, 0);
 	job->inject_error = atomic_xchg(&tdev->inject_error, 0);
@@ -629,7 +718,6 @@ void tnpu_rings_set_timeout(struct tnpu_device *tdev, unsigned int ms)
  * scheduler callbacks before it) run module code, however late the last dependency signals.
  */
 static atomic_t tnpu_live_jobs = ATOMIC_INIT(0);
-static DECLARE_WAIT_QUEUE_HEAD(tnpu_jobs_gone);
 
 void tnpu_job_created(void)
 {
@@ -652,6 +740,12 @@ int tnpu_job_module_init(void)
 void tnpu_job_module_exit(void)
 {
 	wait_event(tnpu_jobs_gone, !atomic_read(&tnpu_live_jobs));
-	/* waits for the release that woke us to return */
+	/*
+	 * Fences of jobs released during exit (rmmod found no reference while they were bound to
+	 * a job): their module reference came too late to refuse the unload, so wait for their
+	 * release (if a sync_file still holds one, until it is closed).
+	 */
+	wait_event(tnpu_jobs_gone, !atomic_read(&tnpu_live_fences));
+	/* waits for the releases that woke us to return */
 	destroy_workqueue(tnpu_cleanup_wq);
 }

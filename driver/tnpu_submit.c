@@ -28,12 +28,7 @@ void tnpu_job_release(struct tnpu_job *job)
 		drm_gem_object_put(job->bos[i]);
 	kvfree(job->bos);
 	kvfree(job->bo_flags);
-	if (job->hw_fence) {
-		if (job->hw_fence_init)
-			dma_fence_put(job->hw_fence);
-		else
-			kfree(job->hw_fence);
-	}
+	tnpu_fence_job_put(job);
 	tnpu_perfmon_put(job->perfmon);
 	if (job->pm_ref)
 		tnpu_pm_put(job->tdev);
@@ -272,7 +267,7 @@ int tnpu_ioctl_submit(struct drm_device *drm, void *data, struct drm_file *file)
 		goto err_release;
 	job->pm_ref = true;
 	/* the hardware fence is allocated here because run_job must not allocate */
-	job->hw_fence = kzalloc(sizeof(*job->hw_fence), GFP_KERNEL_ACCOUNT);
+	job->hw_fence = tnpu_fence_alloc();
 	if (!job->hw_fence) {
 		ret = -ENOMEM;
 		goto err_release;

@@ -30,9 +30,25 @@ static int ko_path(char *buf, size_t len)
 	return 0;
 }
 
-static int unload(void)
+static int unload_once(void)
 {
 	return syscall(SYS_delete_module, "tnpu", O_NONBLOCK) ? -errno : 0;
+}
+
+/*
+ * A job's hardware fence that outlives its job (its scheduler fence still held, e.g. as a later
+ * job's dependency) holds the module until its release, which the driver's cleanup work finishes
+ * shortly after the last job: rmmod right after a close may be refused for that long.
+ */
+static int unload(void)
+{
+	int i, ret = unload_once();
+
+	for (i = 0; ret == -EWOULDBLOCK && i < 250; i++) {
+		usleep(20000);
+		ret = unload_once();
+	}
+	return ret;
 }
 
 static int load_params(const char *params)
@@ -210,7 +226,7 @@ TEST(rmmod_is_refused_while_a_file_is_open)
 		SKIP(return, "no %s (not the tnpu VM image)", KO_PATH_FILE);
 	fd = tnpu_open_dev();
 	ASSERT_GE(fd, 0);
-	EXPECT_EQ(-EWOULDBLOCK, unload());
+	EXPECT_EQ(-EWOULDBLOCK, unload_once());
 	close(fd);
 	ASSERT_EQ(0, one_job());
 }
@@ -356,6 +372,45 @@ TEST(unbind_is_not_held_up_by_a_blocked_bo_wait)
 	ASSERT_EQ(0, tnpu_write_file("/sys/bus/pci/drivers/tnpu/bind", dev));
 	ASSERT_EQ(0, wait_node());
 	tnpu_write_file(TNPU_PARAM, old);
+	ASSERT_EQ(0, one_job());
+}
+
+/*
+ * A job's out-fence exported as a sync_file holds the job's hardware fence, whose ops are module
+ * code and whose lock and scheduler (the sync_file's timeline name) are in the device. Before the
+ * fix, an unbind and close freed the device under it (SYNC_IOC_FILE_INFO read freed memory) and
+ * rmmod went through, so closing the sync_file ran dma_fence_release() on the unloaded module's
+ * ops: an oops. Now the fence holds the device and, once its job is released, the module.
+ */
+TEST(sync_file_of_a_job_outlives_unbind_and_holds_the_module)
+{
+	struct sync_fence_info fi = { 0 };
+	struct sync_file_info info = { .num_fences = 1, .sync_fence_info = (uintptr_t)&fi };
+	char dev[256];
+	struct tnpu_ctx c;
+	int sync_fd = -1;
+
+	if (access(KO_PATH_FILE, R_OK))
+		SKIP(return, "no %s (not the tnpu VM image)", KO_PATH_FILE);
+	ASSERT_EQ(0, pci_name(dev, sizeof(dev)));
+	ASSERT_EQ(0, tnpu_ctx_init(&c));
+	ASSERT_EQ(0, tnpu_run_fence(&c, 0, c.data.va, 3));
+	ASSERT_EQ(0, drmSyncobjExportSyncFile(c.fd, c.sync, &sync_fd));
+	ASSERT_EQ(0, tnpu_write_file("/sys/bus/pci/drivers/tnpu/unbind", dev));
+	tnpu_ctx_fini(&c);
+	/* the job is released (its cleanup is asynchronous): nothing but the sync_file holds it */
+	usleep(500000);
+	ASSERT_EQ(0, ioctl(sync_fd, SYNC_IOC_FILE_INFO, &info));
+	EXPECT_EQ(1, info.status);
+	EXPECT_EQ(1, fi.status);
+	EXPECT_STREQ("drm_sched", fi.driver_name);
+	EXPECT_EQ(0, strncmp(fi.obj_name, "tnpu-q", 6)) TH_LOG("timeline \"%.32s\"", fi.obj_name);
+	EXPECT_EQ(-EWOULDBLOCK, unload_once());
+	close(sync_fd);
+	/* the fence's release drops the module from the driver's cleanup work */
+	ASSERT_EQ(0, unload());
+	ASSERT_EQ(0, load());
+	ASSERT_EQ(0, wait_node());
 	ASSERT_EQ(0, one_job());
 }
 
