@@ -171,7 +171,8 @@ int onnx_node_set_inputs(struct onnx_model *m, struct onnx_node *n, unsigned n_i
 	int idx = (int)(n - m->nodes);
 	int copy[ONNX_MAX_NODE_IO];
 
-	memcpy(copy, in, n_in * sizeof(int));	/* in may be n->in itself */
+	if (n_in)
+		memcpy(copy, in, n_in * sizeof(int));	/* in may be n->in itself */
 	for (unsigned k = 0; m->refs && k < n->n_in; k++)
 		if (n->in[k] >= 0)
 			ilist_drop(&m->refs[n->in[k]].cons, idx);
@@ -238,6 +239,8 @@ static bool list_agrees(const struct onnx_ilist *have, const int *fresh, unsigne
 {
 	if (have->n != n_fresh)
 		return false;
+	if (!n_fresh)
+		return true;	/* (an empty list may have no array: no memcpy/memcmp of NULL) */
 	memcpy(scratch, have->v, n_fresh * sizeof(int));
 	qsort(scratch, n_fresh, sizeof(int), cmp_int);
 	return !memcmp(scratch, fresh, n_fresh * sizeof(int));
