@@ -268,6 +268,14 @@ static int drm_fence_error(struct drm *d, uint32_t syncobj)
 	return !ret && info.status < 0 ? info.status : 0;
 }
 
+static bool counters_all_zero(const struct drm_tnpu_job_counters *c)
+{
+	for (unsigned i = 0; i < ACCEL_MAX_COUNTERS; i++)
+		if (c->counter[i])
+			return false;
+	return true;
+}
+
 static int drm_wait(struct accel_dev *dev, struct accel_hwjob *hw, int64_t timeout_ns)
 {
 	struct drm *d = dev->priv;
@@ -292,7 +300,9 @@ static int drm_wait(struct accel_dev *dev, struct accel_hwjob *hw, int64_t timeo
 		hw->counters[i] = c.counter[i];
 	if (dev->caps.features & TNPU_FEAT_ROW_BUSY)
 		drm_row_busy(d, hw);
-	if (!c.status)
+	/* A job that ran has counters (its commands at least): only one that never reached the hardware
+	 * reads all zero, so only then is the fence asked (a sync_file export per job otherwise). */
+	if (!c.status && !c.hw_error && counters_all_zero(&c))
 		c.status = drm_fence_error(d, hw->syncobj);
 	if (c.status || c.hw_error) {
 		hw->status = c.hw_error ? -EIO : (c.status < 0 ? c.status : -EIO);
