@@ -10,6 +10,26 @@
 #include "tnpu_test.h"
 
 #define CNT_COMMANDS	13
+
+/*
+ * The harness's default per-test timeout is 30 s.  These tests run in about 5 s in a TCG guest, but
+ * on the debug kernel (KASAN, lockdep, kmemleak) with other work on the host they have taken longer:
+ * a timeout there is load, not a lost job, which the tests detect by their counts.  So each gets
+ * STRESS_TIMEOUT_S; the jobs' own waits (300 s, timeout_ms) still catch a hang.
+ */
+#define STRESS_TIMEOUT_S	600
+
+FIXTURE(stress) {
+	int unused;
+};
+
+FIXTURE_SETUP(stress)
+{
+}
+
+FIXTURE_TEARDOWN(stress)
+{
+}
 #define NPROC		4
 #define NJOBS		1000
 
@@ -65,7 +85,7 @@ static int stress_child(unsigned int seed)
 	return 0;
 }
 
-TEST(processes_submit_thousands_of_jobs_without_loss_or_duplication)
+TEST_F_TIMEOUT(stress, processes_submit_thousands_of_jobs_without_loss_or_duplication, STRESS_TIMEOUT_S)
 {
 	struct drm_tnpu_counters before, after;
 	unsigned int seed = (unsigned int)time(NULL) & 0xffff;
@@ -165,7 +185,7 @@ static int doorbell_child(unsigned int seed)
  * device lost would leave its ring idle with entries, and the job would time out (timeout_ms is
  * 5 s here) and reset the device. So: every job completes with its value, no timeout, no reset.
  */
-TEST(many_rings_no_lost_doorbell)
+TEST_F_TIMEOUT(stress, many_rings_no_lost_doorbell, STRESS_TIMEOUT_S)
 {
 	struct drm_tnpu_counters before, after;
 	unsigned int seed = (unsigned int)time(NULL) & 0xffff;
