@@ -385,7 +385,12 @@ static int sample(int fd, struct ai_sample *s, const char *path)
 
 	s->t = now_s();
 	s->num_rings = ret < 0 ? 0 : ai_counters_rings(&s->c, size);
-	if (ret < 0)
+	if (ret == -EPERM)
+		fprintf(stderr,
+			"accel-top: %s: the device-wide counters need CAP_PERFMON or CAP_SYS_ADMIN (run as root);\n"
+			"a client's own engine time is in /proc/PID/fdinfo (Documentation/driver.md, Telemetry)\n",
+			path);
+	else if (ret < 0)
 		fprintf(stderr, "accel-top: %s: QUERY_COUNTERS failed: %s\n", path, strerror(-ret));
 	return ret;
 }
