@@ -202,6 +202,8 @@ static int sim_submit(struct accel_dev *dev, const uint8_t *cmds, size_t len, st
 
 	(void)bos;
 	(void)n_bos;
+	if (dev->submit_off)
+		return accel_seterr(dev, -EPERM, "sim option submit=off: this device runs no job");
 	/* Jobs run at submit in submission order, so every dependency has already completed. */
 	for (unsigned i = 0; i < n_deps; i++)
 		if (deps[i]->status)
@@ -340,6 +342,7 @@ static const struct sim_choice {
 	{ "qadd", { "on", "off" }, CHOICE(qadd_off) },
 	{ "pw", { "auto", "off", "on" }, CHOICE(pw_mode) },
 	{ "stream", { "on", "off", "only" }, CHOICE(stream_off) },
+	{ "submit", { "on", "off" }, CHOICE(submit_off) },
 #undef CHOICE
 };
 

@@ -68,6 +68,8 @@ struct accel_dev {
 				 * 2 all (the fused lowering's remainders only as row wraps: tests) */
 	uint8_t cpair_mode;	/* sim option cpair: 0 on, 1 off (CAP_FEATURES without bit 21, CPAIR operands),
 				 * 2 all (the fused lowering's remainders only as cluster pairs: tests) */
+	uint8_t submit_off;	/* sim option submit=off: every hardware job submission fails (-EPERM): tests
+				 * that something only plans (accel-run --info) */
 	struct accel_trace *trace;	/* job-timeline recording (trace.c), NULL if never begun */
 	struct pwdw_cache *pwdw_cache;	/* accel_conv2d_pwdw's recent plans (conv_pwdw.c), NULL if none yet */
 	char err[320];

@@ -5,7 +5,10 @@
  * executor and a compile + compiled run on a small sim, with inputs made from the declared shapes when
  * they are static and small.  Seeds: the ONNX backend node tests' models (run-fuzz-load.sh).  A load
  * must fail with a negative errno and a message, or succeed; a run may fail (negative errno + message);
- * any crash, sanitizer report, hang or unbounded allocation is a bug.
+ * any crash, sanitizer report, hang or unbounded allocation is a bug.  The graph verifier runs after
+ * every load-time pass (ONNX_VERIFY=1 unless the environment says otherwise): a graph that passed the
+ * check after the load itself and fails it after a pass is a bug in that pass, never a bad input, and
+ * aborts too.
  */
 #include <stdint.h>
 #include <stdio.h>
@@ -64,6 +67,16 @@ static void exercise(struct onnx_model *m)
 		onnx_tensor_release(&in[i]);
 }
 
+int LLVMFuzzerInitialize(int *argc, char ***argv);
+int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
+
+int LLVMFuzzerInitialize(int *argc, char ***argv)
+{
+	(void)argc, (void)argv;
+	setenv("ONNX_VERIFY", "1", 0);	/* opt-in outside the tests (Documentation/onnx.md) */
+	return 0;
+}
+
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 {
 	for (unsigned flags = 0; flags < 2; flags++) {	/* folded, and ONNX_LOAD_NO_FOLD */
@@ -76,6 +89,10 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 		ret = onnx_model_load_mem(data, size, flags ? ONNX_LOAD_NO_FOLD : 0, &m, err, sizeof(err));
 		if (ret > 0 || (ret && (!err[0] || m)) || (!ret && !m))
 			abort();	/* the contract: negative errno + message, or a model */
+		if (ret && strstr(err, "graph check after") && !strstr(err, "graph check after the load")) {
+			fprintf(stderr, "fuzz-load: a load-time pass broke the graph: %s\n", err);
+			abort();
+		}
 		if (!ret) {
 			exercise(m);
 			onnx_model_free(m);

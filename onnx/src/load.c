@@ -436,7 +436,7 @@ static int load_graph(struct onnx_model *m)
 	return 0;
 }
 
-/* The graph's invariants after a load-time pass, in debug builds or with ONNX_VERIFY=1 (graph_index.c). */
+/* The graph's invariants after a load-time pass, with ONNX_VERIFY=1 (opt-in; graph_index.c). */
 static int verify(struct onnx_model *m, const char *after)
 {
 	return onnx_graph_verify_enabled() ? onnx_graph_verify(m, after) : 0;

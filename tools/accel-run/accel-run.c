@@ -13,7 +13,8 @@
  * against the expectation with the tolerance used: |got - exp| <= atol + rtol * max|exp| (the output's
  * scale; onnx_compare_scaled, defaults ONNX_MODEL_ATOL/RTOL), or with --elementwise the ONNX backend
  * tests' per-element rule atol + rtol * |exp| (onnx_compare, defaults ONNX_TOL_ATOL/RTOL).  --info prints the inputs/outputs and where each
- * node runs (from one run), --repeat N times N more runs, --profile prints per-node cost and writes a
+ * node runs: alone, from the compiled plan without running anything (no device job); with
+ * --no-compile, or with an option that needs outputs, from one run.  --repeat N times N more runs, --profile prints per-node cost and writes a
  * Perfetto trace.  --mnist classifies an idx image file (e.g. Fashion-MNIST's t10k set) on the device
  * and on the CPU reference and prints both accuracies.  On a device the model is compiled once for the
  * inputs' shapes (onnx_compile) and every run uses the compiled form; --no-compile runs node by node
@@ -48,6 +49,9 @@ static void usage(FILE *f)
 		   "                 [--save-predictions FILE] [--reference-predictions FILE]\n"
 		   "       accel-run --help | --version\n"
 		   "Without --input or --random-input, prints the model's inputs (name, type, shape) and exits 2.\n"
+		   "--info prints the inputs, outputs and where each node runs; alone (no --expect, --random-input,\n"
+		   "--repeat, --profile or --save-outputs) it plans without running anything: the compiled plan's\n"
+		   "placement (libaccel's accel_op_supported), no device job (--no-compile: from one run).\n"
 		   "Exit status: 0 ran (and every --expect matched), 1 a mismatch or an error, 2 usage error.\n"
 		   "Reference: Documentation/tools.md.\n");
 }
@@ -221,6 +225,7 @@ int main(int argc, char **argv)
 	struct onnx_model *m = NULL;
 	struct onnx_run_stats st;
 	bool cpu = false, info = false, random_in = false, profile = false, engines = false, have_in = false;
+	bool plan_only;
 	char err[768], *end;
 	int ret, fails = 0;
 
@@ -395,7 +400,15 @@ int main(int argc, char **argv)
 		ret = 1;
 		goto out;
 	}
-	/* --info without inputs runs on generated ones: where a node runs depends on its shapes */
+	/*
+	 * --info alone plans and runs nothing (issue #27): on a device, placement is the compiler's decision
+	 * (onnx_compile asks libaccel's accel_op_supported), no job is submitted; with --cpu everything is
+	 * the CPU reference's.  It still needs the input shapes (where a node runs depends on them): from
+	 * the --input files, else generated as --random-input would (declared shapes, --shape).  Anything
+	 * that needs outputs (--expect, --random-input, --repeat, --profile, --save-outputs) runs, and
+	 * --no-compile's table is what the node-by-node executor did in one run.
+	 */
+	plan_only = info && !n_exp && !random_in && !profile && !repeat && !save && !no_compile;
 	if (random_in || (info && !n_in)) {
 		if (random_inputs(m, shapes, n_shapes, seed, in, MAX_IO)) {
 			ret = 1;
@@ -445,10 +458,18 @@ int main(int argc, char **argv)
 			ret = 1;
 			goto out;
 		}
+		if (plan_only) {
+			print_compiled(m, cm);
+			goto out;	/* ret 0 */
+		}
 		/* --profile: per step of the compiled plan (a step's cost on the node it was made from) */
 		ret = onnx_compiled_run_profile(cm, in, n_in, out, n_out, &st, profile ? prof : NULL);
 		if (ret)
 			fprintf(stderr, "accel-run: %s\n", onnx_compiled_error(cm));
+	} else if (plan_only) {	/* --cpu */
+		print_placement(m, NULL, true);
+		ret = 0;
+		goto out;
 	} else {
 		ret = onnx_run_profile(m, dev, in, n_in, out, n_out, &st, prof);
 		if (ret)

@@ -47,8 +47,8 @@
  * steady-state calls do not allocate.  The scratch is at most ~4.5 MiB per
  * thread (reached for n >= 4096; smaller problems need proportionally less).
  * Calls from several threads are safe.
- * A thread may call tnpu_kern_release_scratch() before it exits to free its
- * scratch (otherwise it is leaked at thread exit, at most a few MiB).
+ * A thread's scratch is freed when it exits (a pthread key destructor); a
+ * thread may free it earlier with tnpu_kern_release_scratch().
  * If the scratch cannot be allocated the call falls back to the _ref loops
  * (same bits, slower).
  */

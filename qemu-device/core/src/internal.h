@@ -22,6 +22,13 @@
 #else
 #define TNPU_VECTORIZE
 #endif
+/* ThreadSanitizer: GCC instruments the clones' ifunc resolver, which the dynamic loader runs while it
+ * relocates the program, before the TSan runtime is initialised, and the program dies with SIGSEGV
+ * before main (GCC 12).  A TSan build (tests/check-all tsan) checks the threading, not the ISA
+ * variants, so it keeps the default clone only. */
+#if defined(__SANITIZE_THREAD__) && !defined(TNPU_NO_CLONES)
+#define TNPU_NO_CLONES
+#endif
 #if defined(__x86_64__) && defined(__has_attribute) && !defined(TNPU_NO_CLONES)
 #if __has_attribute(target_clones)
 #define TNPU_CLONES __attribute__((target_clones("default", "avx2", "avx512f"))) TNPU_VECTORIZE

@@ -16,6 +16,7 @@
 #include <criterion/logging.h>
 #include <float.h>
 #include <inttypes.h>
+#include <stdatomic.h>
 #include <math.h>
 #include <pthread.h>
 #include <stdlib.h>
@@ -551,6 +552,57 @@ Test(kernels, threads, .timeout = 120)
 		cr_assert(jobs[i].ok, "thread %d mismatch seed=%" PRIu64 " isa=%s", i, test_seed,
 			  tnpu_kern_isa());
 	}
+}
+
+/*
+ * A thread that exits without tnpu_kern_release_scratch() leaves no scratch behind (a pthread key
+ * destructor frees it): libaccel's sim backend runs the model on its callers' threads, which never call
+ * into the kernels to say goodbye.  The kernels are a static library linked into this program, and
+ * meson.build links it with -Wl,--wrap=aligned_alloc,--wrap=free: the scratch's allocation and its free
+ * are seen here whatever the allocator (glibc's or a sanitizer's).
+ */
+void *__real_aligned_alloc(size_t align, size_t size);
+void __real_free(void *p);
+void *__wrap_aligned_alloc(size_t align, size_t size);
+void __wrap_free(void *p);
+
+static void *_Atomic watched;		/* the last scratch-sized aligned_alloc */
+static _Atomic bool watched_freed;
+
+void *__wrap_aligned_alloc(size_t align, size_t size)
+{
+	void *p = __real_aligned_alloc(align, size);
+
+	if (p && size >= (8u << 20)) {
+		watched_freed = false;
+		watched = p;
+	}
+	return p;
+}
+
+void __wrap_free(void *p)
+{
+	if (p && p == watched)
+		watched_freed = true;
+	__real_free(p);
+}
+
+static void *scratch_and_exit(void *arg)
+{
+	*(void **)arg = kern_scratch(8u << 20);
+	return NULL;	/* no tnpu_kern_release_scratch() */
+}
+
+Test(kernels, thread_exit_frees_the_threads_scratch)
+{
+	void *scratch = NULL;
+	pthread_t th;
+
+	cr_assert(!pthread_create(&th, NULL, scratch_and_exit, &scratch));
+	pthread_join(th, NULL);
+	cr_assert_not_null(scratch, "kern_scratch(8 MiB) failed");
+	cr_assert_eq(scratch, watched, "the scratch did not come from aligned_alloc");
+	cr_expect(watched_freed, "the exited thread's scratch (8 MiB) was not freed");
 }
 
 /* ---- batches (tnpu_kern_gemm_*_batch) --------------------------------------------------------- */

@@ -182,6 +182,32 @@ Test(accel_run, info_lists_io_and_placement)
 	cr_expect(!matches(out, "^compiled plan"), "%s", out);
 }
 
+/*
+ * --info alone runs nothing (issue #27): the compiled plan's placement, no device job.  The device is
+ * sim:submit=off, on which any job submission fails: the same model run on it fails (checked here),
+ * --info on it prints the same placement as on a device that runs jobs.
+ */
+Test(accel_run, info_alone_plans_without_submitting_a_job)
+{
+	char out[8192], cpu[8192];
+
+	cr_assert_eq(accel_run("--random-input --device sim:submit=off", out, sizeof(out)), 1, "%s", out);
+	cr_expect(matches(out, "submit=off: this device runs no job"), "a run submits jobs: %s", out);
+	cr_assert_eq(accel_run("--info --device sim:submit=off", out, sizeof(out)), 0, "%s", out);
+	cr_expect(matches(out, "^  'x': FLOAT \\[\\?,1,4,4\\]$"), "%s", out);
+	cr_expect(matches(out, "^ +0 Conv +device +the_conv$"), "%s", out);
+	cr_expect(matches(out, "^ +1 Relu +folded: fused into the Conv/Gemm before it"), "%s", out);
+	cr_expect(matches(out, "^ +2 Add +device +Add$"), "%s", out);
+	cr_expect(matches(out, "^placement: 2 on the device, 0 on the host, 1 folded at load time$"), "%s", out);
+	cr_expect(matches(out, "^  jobs per run: 2, in 1 chain "), "%s", out);
+	cr_expect(!matches(out, "device cycles"), "nothing ran, so no run line: %s", out);
+	/* --cpu: the CPU reference executor's, without running it either */
+	cr_assert_eq(accel_run("--info --cpu", cpu, sizeof(cpu)), 0, "%s", cpu);
+	cr_expect(matches(cpu, "^ +0 Conv +host: CPU reference executor \\(--cpu\\)"), "%s", cpu);
+	cr_expect(matches(cpu, "^placement: 0 on the device, 2 on the host, 1 folded at load time$"), "%s", cpu);
+	cr_expect(!matches(cpu, "all on the CPU reference executor"), "nothing ran, so no run line: %s", cpu);
+}
+
 Test(accel_run, random_input_is_seeded_and_shaped)
 {
 	char a[4096], b[4096], c[4096], d[4096];

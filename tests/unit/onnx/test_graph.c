@@ -2,8 +2,8 @@
 /*
  * The graph's indexes and verifier (graph_index.c, issue #27 deliverable 6): names resolve through the
  * hash table, the use-def index lists every reader and writer and follows the fusions, and the verifier
- * names the value a broken graph gets wrong.  meson runs these with ONNX_VERIFY=1, so every load here
- * is also checked after each load-time pass.
+ * names the value a broken graph gets wrong.  meson's test setups set ONNX_VERIFY=1 (tests/unit/meson.build),
+ * so every load here is also checked after each load-time pass.
  */
 #include <criterion/criterion.h>
 #include <errno.h>
@@ -163,6 +163,20 @@ Test(onnx_graph, loader_rejects_a_value_produced_twice_naming_it)
 	cr_expect_eq(ret, -EINVAL);
 	cr_expect(strstr(err, "'dup'") && strstr(err, "produced twice"), "message: %s", err);
 	mb_free(b);
+}
+
+/* opt-in in every build type (a debugoptimized build leaves NDEBUG unset): it doubles a large load */
+Test(onnx_graph, verifier_runs_only_when_ONNX_VERIFY_asks_for_it)
+{
+	/* criterion runs each test in its own process: the environment is this test's */
+	cr_assert_eq(unsetenv("ONNX_VERIFY"), 0);
+	cr_expect(!onnx_graph_verify_enabled(), "unset: off");
+	setenv("ONNX_VERIFY", "", 1);
+	cr_expect(!onnx_graph_verify_enabled(), "empty: off");
+	setenv("ONNX_VERIFY", "0", 1);
+	cr_expect(!onnx_graph_verify_enabled(), "0: off");
+	setenv("ONNX_VERIFY", "1", 1);
+	cr_expect(onnx_graph_verify_enabled(), "1: on");
 }
 
 Test(onnx_graph, verifier_rejects_a_value_produced_twice_naming_it)
