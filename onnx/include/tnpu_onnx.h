@@ -33,14 +33,22 @@
 #define ONNX_MAX_DIM_SIZE INT32_MAX
 #define ONNX_MAX_SHAPE_ELEMS ((int64_t)1 << 31)
 
-/* Element types: the values of onnx.proto's TensorProto.DataType. */
+/* Element types: the values of onnx.proto's TensorProto.DataType (STRING and the complex types are not
+ * tensor types of this importer).  Documentation/onnx.md, "Element types". */
 enum onnx_dtype {
 	ONNX_FLOAT = 1,
 	ONNX_UINT8 = 2,
 	ONNX_INT8 = 3,
+	ONNX_UINT16 = 4,
+	ONNX_INT16 = 5,
 	ONNX_INT32 = 6,
 	ONNX_INT64 = 7,
-	ONNX_BOOL = 9,	/* one byte, 0 or 1 */
+	ONNX_BOOL = 9,		/* one byte, 0 or 1 */
+	ONNX_FLOAT16 = 10,	/* IEEE binary16, as uint16_t bits */
+	ONNX_DOUBLE = 11,
+	ONNX_UINT32 = 12,
+	ONNX_UINT64 = 13,
+	ONNX_BFLOAT16 = 16,	/* the top 16 bits of a binary32, as uint16_t bits */
 };
 
 /* A dense host tensor (row-major, as ONNX).  data holds count elements of dtype. */

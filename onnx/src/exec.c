@@ -135,7 +135,7 @@ int onnx_run_node(struct onnx_ctx *c)
 		if (c->n->in[i] >= 0 && !node_in(c, i)->data)
 			return node_err(c, -EINVAL, "input '%s' has no value", c->m->vals[c->n->in[i]].name);
 	c->on_accel = false;
-	if (ak)
+	if (ak && !onnx_dtype_needs_f32(c))	/* FLOAT16/BFLOAT16/DOUBLE operands: the host in FLOAT */
 		ret = ak(c);
 	if (ret == ONNX_FALLBACK) {
 		/* a partly written output of a declined accel attempt is replaced */
@@ -143,7 +143,7 @@ int onnx_run_node(struct onnx_ctx *c)
 			if (c->n->out[i] >= 0)
 				onnx_tensor_release(node_out(c, i));
 		c->on_accel = false;
-		ret = hk ? hk(c) : node_err(c, -EOPNOTSUPP, "no kernel");
+		ret = hk ? onnx_dtype_compute_f32(c, hk) : node_err(c, -EOPNOTSUPP, "no kernel");
 	}
 	if (ret)
 		return ret;

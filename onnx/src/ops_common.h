@@ -28,7 +28,8 @@ static inline int out_alloc(const struct onnx_ctx *c, unsigned i, enum onnx_dtyp
 
 static inline bool is_int_type(enum onnx_dtype dt)
 {
-	return dt == ONNX_UINT8 || dt == ONNX_INT8 || dt == ONNX_INT32 || dt == ONNX_INT64;
+	return dt == ONNX_UINT8 || dt == ONNX_INT8 || dt == ONNX_UINT16 || dt == ONNX_INT16 || dt == ONNX_INT32 ||
+	       dt == ONNX_UINT32 || dt == ONNX_INT64 || dt == ONNX_UINT64;
 }
 
 /* Required input i (not absent). */

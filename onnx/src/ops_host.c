@@ -373,6 +373,12 @@ static int host_add(struct onnx_ctx *c)
 			break;
 		case ONNX_BOOL:
 			break;
+		case ONNX_DOUBLE:	/* in double: onnx_dtype_compute_f32 leaves Add's DOUBLE operands as they are */
+			((double *)y->data)[o] = ((const double *)a->data)[ia] + ((const double *)b->data)[ib];
+			break;
+		default:	/* the other integer types (FLOAT16/BFLOAT16 come widened to FLOAT) */
+			tensor_set_i(y, o, (int64_t)((uint64_t)tensor_get_i(a, (size_t)ia) + (uint64_t)tensor_get_i(b, (size_t)ib)));
+			break;
 		}
 		for (int d = (int)nd - 1; d >= 0; d--) {
 			if (++idx[d] < dims[d])

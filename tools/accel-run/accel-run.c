@@ -89,6 +89,25 @@ static void print_values(const struct onnx_tensor *t)
 		case ONNX_INT64:
 			printf("%s%lld", i ? ", " : "", (long long)((const int64_t *)t->data)[i]);
 			break;
+		case ONNX_UINT64:
+			printf("%s%llu", i ? ", " : "", (unsigned long long)((const uint64_t *)t->data)[i]);
+			break;
+		case ONNX_INT16:
+			printf("%s%d", i ? ", " : "", ((const int16_t *)t->data)[i]);
+			break;
+		case ONNX_UINT16:
+			printf("%s%u", i ? ", " : "", ((const uint16_t *)t->data)[i]);
+			break;
+		case ONNX_UINT32:
+			printf("%s%u", i ? ", " : "", ((const uint32_t *)t->data)[i]);
+			break;
+		case ONNX_DOUBLE:
+			printf("%s%.9g", i ? ", " : "", ((const double *)t->data)[i]);
+			break;
+		case ONNX_FLOAT16:
+		case ONNX_BFLOAT16:	/* the bits: the public API has no 16-bit float conversion */
+			printf("%s0x%04x", i ? ", " : "", ((const uint16_t *)t->data)[i]);
+			break;
 		}
 	}
 	printf("%s]\n", t->count > n ? ", ..." : "");
