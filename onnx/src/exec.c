@@ -46,7 +46,8 @@ static int bind_inputs(const struct onnx_ctx *c, const struct onnx_tensor *in, u
 onnx_kernel onnx_host_kernel(enum onnx_op op)
 {
 	const onnx_kernel *tables[] = { onnx_host_kernels, onnx_elem_kernels, onnx_shape_kernels, onnx_reduce_kernels,
-					onnx_nn_kernels, onnx_index_kernels };
+					onnx_nn_kernels, onnx_index_kernels, onnx_loss_kernels, onnx_misc_kernels,
+					onnx_norm_kernels };
 
 	if (op >= OP_COUNT)
 		return NULL;

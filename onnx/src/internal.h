@@ -255,7 +255,8 @@ bool onnx_dtype_needs_f32(const struct onnx_ctx *c);
 int onnx_dtype_compute_f32(struct onnx_ctx *c, onnx_kernel k);
 extern const onnx_kernel onnx_accel_kernels[OP_COUNT];
 extern const onnx_kernel onnx_elem_kernels[OP_COUNT], onnx_shape_kernels[OP_COUNT], onnx_reduce_kernels[OP_COUNT],
-	onnx_nn_kernels[OP_COUNT], onnx_index_kernels[OP_COUNT];
+	onnx_nn_kernels[OP_COUNT], onnx_index_kernels[OP_COUNT], onnx_loss_kernels[OP_COUNT],
+	onnx_misc_kernels[OP_COUNT], onnx_norm_kernels[OP_COUNT];
 /* The host kernel of an operator (whichever ops_*.c defines it), NULL if none. */
 onnx_kernel onnx_host_kernel(enum onnx_op op);
 /* Value v computed as t in a run: the shape a folded Shape relied on (else -EINVAL, message in c's). */

@@ -32,6 +32,9 @@ static inline bool is_int_type(enum onnx_dtype dt)
 	       dt == ONNX_UINT32 || dt == ONNX_INT64 || dt == ONNX_UINT64;
 }
 
+/* Einsum (ops_einsum.c; in ops_norm.c's table). */
+int host_einsum(struct onnx_ctx *c);
+
 /* Required input i (not absent). */
 int in_req(const struct onnx_ctx *c, unsigned i, const char *what, const struct onnx_tensor **t);
 /* Normalise axis (negative counts from the end) into 0..rank-1; error names the node. */

@@ -21,8 +21,20 @@ static const char *host_reason(enum onnx_op op)
 		return "a transcendental function: the v1 SFU has ReLU and CLAMP only";
 	case OP_MOD: case OP_BITSHIFT: case OP_SHRINK: case OP_THRESHOLDEDRELU:
 		return "element-wise arithmetic: ISA v1 has no element-wise unit";
-	case OP_CUMSUM: case OP_HARDMAX:
+	case OP_CUMSUM: case OP_HARDMAX: case OP_TOPK: case OP_GLOBALMAXPOOL: case OP_DET: case OP_EINSUM:
 		return "a scan or reduction along an axis: ISA v1 has no reduction unit";
+	case OP_NLLLOSS: case OP_SCELOSS:
+		return "a gather and a reduction (SoftmaxCrossEntropyLoss: exp/log): no gather or reduction unit";
+	case OP_INSTANCENORM: case OP_LRN: case OP_MVN:
+		return "needs division, sqrt or pow: the v1 SFU has ReLU and CLAMP only";
+	case OP_ROUND: case OP_SIGN: case OP_CELU: case OP_ISNAN: case OP_ISINF:
+		return "element-wise arithmetic: ISA v1 has no element-wise unit";
+	case OP_DYNQUANTIZELINEAR: case OP_CASTLIKE:
+		return "type conversion: ONNX defines it in float, outside the SFU's fixed-point requantiser";
+	case OP_GATHERND: case OP_COMPRESS: case OP_NONZERO: case OP_REVERSESEQUENCE:
+		return "data-dependent indexing: ISA v1 has no gather/scatter unit";
+	case OP_HANNWINDOW: case OP_HAMMINGWINDOW: case OP_BLACKMANWINDOW:
+		return "a generator (cosines of its size): no input to compute on";
 	case OP_GATHERELEMENTS: case OP_SCATTERELEMENTS: case OP_SCATTER: case OP_SCATTERND: case OP_ONEHOT:
 		return "data-dependent indexing: ISA v1 has no gather/scatter unit";
 	case OP_REDUCEMEAN: case OP_REDUCESUM: case OP_REDUCEMAX: case OP_REDUCEMIN: case OP_REDUCEPROD:
