@@ -154,6 +154,9 @@ static const char *const op_names[OP_COUNT] = {
 	[OP_HAMMINGWINDOW] = "HammingWindow",
 	[OP_BLACKMANWINDOW] = "BlackmanWindow",
 	[OP_DET] = "Det",
+	[OP_RNN] = "RNN",
+	[OP_GRU] = "GRU",
+	[OP_LSTM] = "LSTM",
 };
 
 const char *onnx_op_name(enum onnx_op op)
@@ -350,6 +353,13 @@ static int load_nodes(struct onnx_model *m, const Onnx__GraphProto *g)
 			nd->out[k] = onnx_value_add(m, p->output[k]);
 			if (nd->out[k] < 0)
 				return nd->out[k];
+		}
+		if (nd->out[0] < 0 && nd->n_out > 1 && (nd->op == OP_RNN || nd->op == OP_GRU || nd->op == OP_LSTM)) {
+			/* Y is optional (only Y_h wanted): an unnamed value no one reads takes it, so every
+			 * node keeps an output 0 */
+			nd->out[0] = onnx_value_add(m, p->output[0]);
+			if (nd->out[0] < 0)
+				return nd->out[0];
 		}
 		if (nd->out[0] < 0)
 			return onnx_seterr(m, -EINVAL, "node '%s' (%s): no first output", node_label(p), p->op_type);

@@ -25,6 +25,8 @@ static const char *host_reason(enum onnx_op op)
 		return "a scan or reduction along an axis: ISA v1 has no reduction unit";
 	case OP_NLLLOSS: case OP_SCELOSS:
 		return "a gather and a reduction (SoftmaxCrossEntropyLoss: exp/log): no gather or reduction unit";
+	case OP_RNN: case OP_GRU: case OP_LSTM:
+		return "a recurrence of small gate products with sigmoid/tanh: no device lowering yet (issue 30)";
 	case OP_INSTANCENORM: case OP_LRN: case OP_MVN:
 		return "needs division, sqrt or pow: the v1 SFU has ReLU and CLAMP only";
 	case OP_ROUND: case OP_SIGN: case OP_CELU: case OP_ISNAN: case OP_ISINF:

@@ -475,3 +475,64 @@ Test(onnx_ops30, dynamic_quantize_linear_matches_the_specification_example)
 	mb_free(b);
 	onnx_tensor_release(&in[0]);
 }
+
+static void attr_hidden_3(struct mb *b, Onnx__NodeProto *n)
+{
+	mb_attr_i(b, n, "hidden_size", 3);
+}
+
+static void attr_direction_sideways(struct mb *b, Onnx__NodeProto *n)
+{
+	mb_attr_i(b, n, "hidden_size", 1);
+	mb_attr_s(b, n, "direction", "sideways");
+}
+
+static void attr_kernel_222(struct mb *b, Onnx__NodeProto *n)
+{
+	mb_attr_ints(b, n, "kernel_shape", (const int64_t[3]){ 2, 2, 2 }, 3);
+	mb_attr_ints(b, n, "strides", (const int64_t[2]){ 1, 1 }, 2);
+}
+
+Test(onnx_ops30, recurrent_operators_check_weight_shapes_and_direction)
+{
+	int64_t xd[3] = { 2, 1, 2 }, wd[3] = { 1, 1, 2 }, rd[3] = { 1, 1, 1 };
+	double v[4] = { 0.1, 0.2, 0.3, 0.4 };
+	struct onnx_tensor in[3];
+
+	tin(&in[0], ONNX_FLOAT, 3, xd, v);
+	tin(&in[1], ONNX_FLOAT, 3, wd, v);
+	tin(&in[2], ONNX_FLOAT, 3, rd, v);
+	error_case("LSTM", "x,w,r", 3, in, attr_hidden_3, "(LSTM): W must be [1, 12, 2]");
+	tin(&in[0], ONNX_FLOAT, 3, xd, v);
+	tin(&in[1], ONNX_FLOAT, 3, wd, v);
+	tin(&in[2], ONNX_FLOAT, 3, rd, v);
+	error_case("RNN", "x,w,r", 3, in, attr_direction_sideways,
+		   "(RNN): direction 'sideways' (forward, reverse or bidirectional)");
+}
+
+Test(onnx_ops30, pooling_of_5d_tensors_checks_its_attributes)
+{
+	int64_t xd[5] = { 1, 1, 2, 2, 2 };
+	double v[8] = { 0 };
+	struct onnx_tensor in[1];
+
+	tin(&in[0], ONNX_FLOAT, 5, xd, v);
+	error_case("MaxPool", "x", 1, in, attr_kernel_222, "(MaxPool): strides has 2 values (3)");
+}
+
+Test(onnx_ops30, conv_of_5d_tensors_matches_a_hand_sum)
+{
+	/* X 1x1x2x2x2 = 1..8, W 1x1x2x2x2 all ones, no padding: the one output is 36 */
+	int64_t xd[5] = { 1, 1, 2, 2, 2 }, od[5] = { 1, 1, 1, 1, 1 };
+	double x[8] = { 1, 2, 3, 4, 5, 6, 7, 8 }, ones[8] = { 1, 1, 1, 1, 1, 1, 1, 1 }, want[1] = { 36 };
+	struct onnx_tensor in[2];
+	Onnx__NodeProto *n;
+	struct mb *b = one_node(11, "Conv", "x,w", &n);
+
+	tin(&in[0], ONNX_FLOAT, 5, xd, x);
+	tin(&in[1], ONNX_FLOAT, 5, xd, ones);
+	expect_out(b, in, 2, ONNX_FLOAT, 5, od, want);
+	mb_free(b);
+	onnx_tensor_release(&in[0]);
+	onnx_tensor_release(&in[1]);
+}
