@@ -156,7 +156,7 @@ static bool dtype_native(enum onnx_op op)
 	case OP_GATHERELEMENTS: case OP_GATHERND: case OP_EXPAND: case OP_TILE: case OP_SHAPE: case OP_SIZE:
 	case OP_WHERE: case OP_SCATTERELEMENTS: case OP_SCATTER: case OP_SCATTERND: case OP_DEPTHTOSPACE:
 	case OP_SPACETODEPTH: case OP_TRILU: case OP_CONSTANT: case OP_CONSTANTOFSHAPE: case OP_EYELIKE:
-	case OP_COMPRESS: case OP_NONZERO: case OP_ISNAN: case OP_ISINF: case OP_REVERSESEQUENCE:
+	case OP_COMPRESS: case OP_NONZERO: case OP_ISNAN: case OP_ISINF: case OP_REVERSESEQUENCE: case OP_UNIQUE:
 		return true;
 	default:
 		return false;

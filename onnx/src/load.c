@@ -157,6 +157,9 @@ static const char *const op_names[OP_COUNT] = {
 	[OP_RNN] = "RNN",
 	[OP_GRU] = "GRU",
 	[OP_LSTM] = "LSTM",
+	[OP_NMS] = "NonMaxSuppression",
+	[OP_GRIDSAMPLE] = "GridSample",
+	[OP_UNIQUE] = "Unique",
 };
 
 const char *onnx_op_name(enum onnx_op op)

@@ -25,6 +25,10 @@ static const char *host_reason(enum onnx_op op)
 		return "a scan or reduction along an axis: ISA v1 has no reduction unit";
 	case OP_NLLLOSS: case OP_SCELOSS:
 		return "a gather and a reduction (SoftmaxCrossEntropyLoss: exp/log): no gather or reduction unit";
+	case OP_NMS: case OP_UNIQUE:
+		return "data-dependent control (sorting, selection): no device lowering";
+	case OP_GRIDSAMPLE:
+		return "interpolation: ISA v1 has no gather/interpolation unit";
 	case OP_RNN: case OP_GRU: case OP_LSTM:
 		return "a recurrence of small gate products with sigmoid/tanh: no device lowering yet (issue 30)";
 	case OP_INSTANCENORM: case OP_LRN: case OP_MVN:

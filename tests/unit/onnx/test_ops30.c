@@ -536,3 +536,47 @@ Test(onnx_ops30, conv_of_5d_tensors_matches_a_hand_sum)
 	onnx_tensor_release(&in[0]);
 	onnx_tensor_release(&in[1]);
 }
+
+static void attr_mode_cubic(struct mb *b, Onnx__NodeProto *n)
+{
+	mb_attr_s(b, n, "mode", "cubic");
+}
+
+Test(onnx_ops30, detection_operators_reject_bad_shapes_and_modes)
+{
+	int64_t bd[3] = { 1, 2, 4 }, sd[3] = { 1, 1, 3 }, xd[4] = { 1, 1, 2, 2 }, gd[4] = { 1, 1, 1, 2 };
+	double v[8] = { 0, 0, 1, 1, 0, 0, 1, 1 };
+	struct onnx_tensor in[2];
+
+	tin(&in[0], ONNX_FLOAT, 3, bd, v);
+	tin(&in[1], ONNX_FLOAT, 3, sd, v);
+	error_case("NonMaxSuppression", "b,s", 2, in, NULL, "(NonMaxSuppression): scores must be a floating-point [1, classes, 2] tensor");
+	tin(&in[0], ONNX_FLOAT, 4, xd, v);
+	tin(&in[1], ONNX_FLOAT, 4, gd, v);
+	error_case("GridSample", "x,g", 2, in, attr_mode_cubic, "(GridSample): mode 'cubic' (bilinear, nearest or bicubic)");
+}
+
+Test(onnx_ops30, nms_keeps_the_best_box_of_an_overlapping_pair)
+{
+	/* boxes 0 and 1 overlap with IoU 0.81 > 0.5, box 2 is apart: scores 0.9, 0.8, 0.7 select 0 and 2 */
+	int64_t bd[3] = { 1, 3, 4 }, sd[3] = { 1, 1, 3 }, od[2] = { 2, 3 }, one[1] = { 1 };
+	double boxes[12] = { 0, 0, 1, 1, 0, 0.1, 1, 1.1, 5, 5, 6, 6 }, sc[3] = { 0.9, 0.8, 0.7 };
+	double mo[1] = { 10 }, th[1] = { 0.5 }, want[6] = { 0, 0, 0, 0, 0, 2 };
+	struct onnx_tensor in[4];
+	struct mb *b = mb_new(11);
+
+	mb_input(b, "b");
+	mb_input(b, "s");
+	mb_input(b, "m");
+	mb_input(b, "t");
+	mb_node(b, "NonMaxSuppression", "b,s,m,t", "y");
+	mb_output(b, "y");
+	tin(&in[0], ONNX_FLOAT, 3, bd, boxes);
+	tin(&in[1], ONNX_FLOAT, 3, sd, sc);
+	tin(&in[2], ONNX_INT64, 1, one, mo);
+	tin(&in[3], ONNX_FLOAT, 1, one, th);
+	expect_out(b, in, 4, ONNX_INT64, 2, od, want);
+	mb_free(b);
+	for (int i = 0; i < 4; i++)
+		onnx_tensor_release(&in[i]);
+}
