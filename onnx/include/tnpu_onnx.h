@@ -126,6 +126,12 @@ struct onnx_node_info {
 };
 ONNX_API unsigned onnx_model_n_graph_nodes(const struct onnx_model *m);
 ONNX_API int onnx_model_node_info(const struct onnx_model *m, unsigned i, struct onnx_node_info *out);
+/* A node folded into another at load time (BatchNormalization into its Conv, Relu/Clip into the epilogue of
+ * its Conv/Gemm, a zero Pad into the padding of the Conv after it, the inner nodes of a fused pattern whose
+ * result the fused node writes): the index of the node that now does its work; -1 when the node is not
+ * folded into another (it runs itself, or was evaluated at load time, or is an inner node of a pattern
+ * whose result it does not write); -EINVAL when i is out of range. */
+ONNX_API int onnx_model_node_fused_into(const struct onnx_model *m, unsigned i);
 
 /* A graph input or output as the model declares it (dtype 0 / ndim -1 when not declared; a dimension
  * of -1 is symbolic or unknown). */

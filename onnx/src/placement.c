@@ -102,6 +102,49 @@ int onnx_model_node_info(const struct onnx_model *m, unsigned i, struct onnx_nod
 	return 0;
 }
 
+static int fused_into(const struct onnx_model *m, unsigned i, unsigned depth)
+{
+	const struct onnx_node *n = &m->nodes[i];
+
+	if (!n->folded || n->const_folded || n->op == OP_CONSTANT)
+		return -1;
+	/* BatchNormalization, Relu, Clip and the end of a fused pattern: the node that now writes its output */
+	for (unsigned j = 0; j < m->n_nodes; j++) {
+		const struct onnx_node *o = &m->nodes[j];
+
+		if (o->folded || j == i)
+			continue;
+		for (unsigned k = 0; k < o->n_out; k++)
+			for (unsigned q = 0; q < n->n_out; q++)
+				if (o->out[k] >= 0 && o->out[k] == n->out[q])
+					return (int)j;
+	}
+	/* a Pad folded into the padding of the Conv/AveragePool after it: the one that now reads its input */
+	if (n->op == OP_PAD && n->n_in && n->in[0] >= 0)
+		for (unsigned j = 0; j < m->n_nodes; j++) {
+			const struct onnx_node *o = &m->nodes[j];
+
+			if (!o->folded && (o->op == OP_CONV || o->op == OP_AVGPOOL) && o->n_in && o->in[0] == n->in[0])
+				return (int)j;
+		}
+	/* folded into a node that was itself folded on (BatchNormalization, then its Relu): follow the reader */
+	for (unsigned j = 0; j < m->n_nodes && depth < m->n_nodes; j++) {
+		const struct onnx_node *o = &m->nodes[j];
+
+		if (o->folded && !o->const_folded && j != i && o->n_in && o->in[0] >= 0 && n->n_out &&
+		    o->in[0] == n->out[0])
+			return fused_into(m, j, depth + 1);
+	}
+	return -1;
+}
+
+int onnx_model_node_fused_into(const struct onnx_model *m, unsigned i)
+{
+	if (i >= m->n_nodes)
+		return -EINVAL;
+	return fused_into(m, i, 0);
+}
+
 static int value_desc(const struct onnx_model *m, const char *name, Onnx__ValueInfoProto *const *vis, size_t nvi,
 		      struct onnx_value_desc *o)
 {
