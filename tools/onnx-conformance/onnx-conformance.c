@@ -20,6 +20,7 @@
 #include <sys/stat.h>
 
 #include "cli.h"
+#include "device_check.h"
 #include "tnpu_onnx.h"
 
 #define MAX_IO 16
@@ -157,7 +158,7 @@ static void free_list(char **v, unsigned n)
 
 /* Run one test_data_set directory; 0 pass, else fills why. */
 static int run_set(struct onnx_model *m, struct accel_dev *dev, const char *set, char *why, size_t wl,
-		   struct onnx_run_stats *st)
+		   struct onnx_run_stats *st, struct onnx_node_profile *prof)
 {
 	struct onnx_tensor in[MAX_IO], out[MAX_IO], exp;
 	struct onnx_tolerance tol = { ONNX_TOL_ATOL, ONNX_TOL_RTOL, ONNX_TOL_ITOL };
@@ -181,7 +182,7 @@ static int run_set(struct onnx_model *m, struct accel_dev *dev, const char *set,
 			return ret;
 		}
 	}
-	ret = onnx_run(m, dev, in, n_in, out, n_out, st);
+	ret = onnx_run_profile(m, dev, in, n_in, out, n_out, st, prof);
 	for (unsigned i = 0; i < n_in; i++)
 		onnx_tensor_release(&in[i]);
 	if (ret) {
@@ -204,13 +205,16 @@ static int run_set(struct onnx_model *m, struct accel_dev *dev, const char *set,
 	}
 	for (unsigned i = 0; i < n_out; i++)
 		onnx_tensor_release(&out[i]);
+	if (!ret && dev)
+		ret = device_check(m, prof, why, wl);
 	return ret;
 }
 
 /* Run one test: 0 pass, else fills why (-EOPNOTSUPP: the model needs what is not supported). */
 static int run_test_dir(const char *dir, const char *name, struct accel_dev *dev, struct onnx_run_stats *st,
-			char *why, size_t wl)
+			char *why, size_t wl, struct op_tally *tally)
 {
+	struct onnx_node_profile *prof;
 	struct onnx_model *m = NULL;
 	char path[1024];
 	unsigned n_sets;
@@ -221,28 +225,32 @@ static int run_test_dir(const char *dir, const char *name, struct accel_dev *dev
 	ret = onnx_model_load(path, 0, &m, why, wl);
 	if (ret)
 		return ret;
+	prof = calloc(onnx_model_n_graph_nodes(m) + 1, sizeof(*prof));
 	snprintf(path, sizeof(path), "%s/%s", dir, name);
 	sets = list_dir(path, "test_data_set_", &n_sets);
-	ret = n_sets ? 0 : -ENOENT;
-	snprintf(why, wl, "no test_data_set_* directory");
+	ret = !prof ? -ENOMEM : n_sets ? 0 : -ENOENT;
+	snprintf(why, wl, "%s", prof ? "no test_data_set_* directory" : "out of memory");
 	for (unsigned i = 0; i < n_sets && !ret; i++) {
 		char set[1100];
 
 		snprintf(set, sizeof(set), "%s/%s", path, sets[i]);
-		ret = run_set(m, dev, set, why, wl, st);
+		ret = run_set(m, dev, set, why, wl, st, prof);
 	}
+	if (!ret)
+		op_tally_add(tally, m, prof);
+	free(prof);
 	free_list(sets, n_sets);
 	onnx_model_free(m);
 	return ret;
 }
 
 static void run_test(const char *dir, const char *name, struct accel_dev *dev, struct filters *f,
-		     struct counts *c)
+		     struct counts *c, struct op_tally *tally)
 {
 	struct onnx_run_stats st = { 0 };
 	const char *filtered = filter_reason(f, name);
 	char why[1400];
-	int ret = run_test_dir(dir, name, dev, &st, why, sizeof(why));
+	int ret = run_test_dir(dir, name, dev, &st, why, sizeof(why), filtered ? NULL : tally);
 
 	if (!ret && filtered) {
 		printf("FAIL %s: unexpected pass of a filtered test (filters: %s); remove it from the filters file\n",
@@ -267,6 +275,7 @@ int main(int argc, char **argv)
 	struct filters f = { 0 };
 	struct accel_dev *dev = NULL;
 	struct counts c = { 0, 0, 0 };
+	struct op_tally *tally = op_tally_new();
 	bool list = false;
 	int ret;
 
@@ -324,7 +333,7 @@ int main(int argc, char **argv)
 			if (list)
 				printf("%s/%s\n", suites[s], tests[i]);
 			else
-				run_test(dir, tests[i], dev, &f, &c);
+				run_test(dir, tests[i], dev, &f, &c, tally);
 			fflush(stdout);
 		}
 		free_list(tests, n);
@@ -339,8 +348,12 @@ int main(int argc, char **argv)
 	free(f.name);
 	free(f.reason);
 	free(f.seen);
-	if (list)
+	if (list) {
+		op_tally_free(tally);
 		return 0;
+	}
+	op_tally_print(tally, stdout);
+	op_tally_free(tally);
 	printf("# %u filtered (SKIP lines, reasons in the filters file)\n", c.skip);
 	printf("%u passed, %u failed\n", c.pass, c.fail);
 	return c.fail ? 1 : 0;
