@@ -33,14 +33,22 @@
 #define ONNX_MAX_DIM_SIZE INT32_MAX
 #define ONNX_MAX_SHAPE_ELEMS ((int64_t)1 << 31)
 
-/* Element types: the values of onnx.proto's TensorProto.DataType. */
+/* Element types: the values of onnx.proto's TensorProto.DataType (STRING and the complex types are not
+ * tensor types of this importer).  Documentation/onnx.md, "Element types". */
 enum onnx_dtype {
 	ONNX_FLOAT = 1,
 	ONNX_UINT8 = 2,
 	ONNX_INT8 = 3,
+	ONNX_UINT16 = 4,
+	ONNX_INT16 = 5,
 	ONNX_INT32 = 6,
 	ONNX_INT64 = 7,
-	ONNX_BOOL = 9,	/* one byte, 0 or 1 */
+	ONNX_BOOL = 9,		/* one byte, 0 or 1 */
+	ONNX_FLOAT16 = 10,	/* IEEE binary16, as uint16_t bits */
+	ONNX_DOUBLE = 11,
+	ONNX_UINT32 = 12,
+	ONNX_UINT64 = 13,
+	ONNX_BFLOAT16 = 16,	/* the top 16 bits of a binary32, as uint16_t bits */
 };
 
 /* A dense host tensor (row-major, as ONNX).  data holds count elements of dtype. */
@@ -118,6 +126,12 @@ struct onnx_node_info {
 };
 ONNX_API unsigned onnx_model_n_graph_nodes(const struct onnx_model *m);
 ONNX_API int onnx_model_node_info(const struct onnx_model *m, unsigned i, struct onnx_node_info *out);
+/* A node folded into another at load time (BatchNormalization into its Conv, Relu/Clip into the epilogue of
+ * its Conv/Gemm, a zero Pad into the padding of the Conv after it, the inner nodes of a fused pattern whose
+ * result the fused node writes): the index of the node that now does its work; -1 when the node is not
+ * folded into another (it runs itself, or was evaluated at load time, or is an inner node of a pattern
+ * whose result it does not write); -EINVAL when i is out of range. */
+ONNX_API int onnx_model_node_fused_into(const struct onnx_model *m, unsigned i);
 
 /* A graph input or output as the model declares it (dtype 0 / ndim -1 when not declared; a dimension
  * of -1 is symbolic or unknown). */

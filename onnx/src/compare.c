@@ -16,12 +16,24 @@ void onnx_tensor_describe(const struct onnx_tensor *t, char *buf, size_t len)
 		snprintf(buf + o, len - o, "]");
 }
 
+/* The relative tolerance of a floating-point type: FLOAT's and DOUBLE's as given (DOUBLE is computed in
+ * FLOAT), at least half an ulp of the 16-bit types (FLOAT16: 2^-11, BFLOAT16: 2^-8) plus FLOAT's, since a
+ * result rounded to 16 bits may land one step from the reference's. */
+static double tol_rtol(enum onnx_dtype dt, double rtol)
+{
+	if (dt == ONNX_FLOAT16)
+		return rtol + 1.0 / 1024;
+	if (dt == ONNX_BFLOAT16)
+		return rtol + 1.0 / 128;
+	return rtol;
+}
+
 int onnx_compare(const struct onnx_tensor *got, const struct onnx_tensor *exp, const struct onnx_tolerance *tol,
 		 double *max_err, char *msg, size_t len)
 {
 	char a[96], b[96];
 	size_t bad = 0, first = 0;
-	double worst = 0;
+	double worst = 0, rtol = tol_rtol(got->dtype, tol->rtol);
 
 	*max_err = 0;
 	onnx_tensor_describe(got, a, sizeof(a));
@@ -34,8 +46,8 @@ int onnx_compare(const struct onnx_tensor *got, const struct onnx_tensor *exp, c
 		double g = tensor_get(got, i), e = tensor_get(exp, i), d = fabs(g - e);
 		bool ok;
 
-		if (got->dtype == ONNX_FLOAT) {
-			ok = (isnan(g) && isnan(e)) || g == e || d <= tol->atol + tol->rtol * fabs(e);
+		if (onnx_dtype_is_float(got->dtype)) {
+			ok = (isnan(g) && isnan(e)) || g == e || d <= tol->atol + rtol * fabs(e);
 			if (isnan(d))
 				d = 0;
 		} else {
@@ -63,7 +75,7 @@ int onnx_compare_scaled(const struct onnx_tensor *got, const struct onnx_tensor 
 	size_t bad = 0, first = 0;
 	double worst = 0, scale = 0, bound;
 
-	if (got->dtype != ONNX_FLOAT)
+	if (!onnx_dtype_is_float(got->dtype))
 		return onnx_compare(got, exp, tol, max_err, msg, len);
 	*max_err = 0;
 	onnx_tensor_describe(got, a, sizeof(a));
@@ -78,7 +90,7 @@ int onnx_compare_scaled(const struct onnx_tensor *got, const struct onnx_tensor 
 		if (isfinite(e) && e > scale)
 			scale = e;
 	}
-	bound = tol->atol + tol->rtol * scale;
+	bound = tol->atol + tol_rtol(got->dtype, tol->rtol) * scale;
 	for (size_t i = 0; i < got->count; i++) {
 		double g = tensor_get(got, i), e = tensor_get(exp, i), d = fabs(g - e);
 		bool ok = (isnan(g) && isnan(e)) || g == e || d <= bound;

@@ -268,7 +268,7 @@ static void infer_shapes(struct onnx_model *m, struct onnx_node *n)
 			ok = !onnx_tensor_alloc(&v->t, dt, v->sndim, v->sdims);
 			filled[i] = ok;
 		}
-		if (ok && !onnx_node_check_io(&c) && !k(&c))
+		if (ok && !onnx_node_check_io(&c) && !onnx_dtype_compute_f32(&c, k))
 			for (unsigned i = 0; i < n->n_out; i++) {
 				struct onnx_value *o = n->out[i] >= 0 ? &m->vals[n->out[i]] : NULL;
 
@@ -315,7 +315,7 @@ int onnx_const_fold(struct onnx_model *m)
 
 			ret = onnx_node_check_io(&c);
 			if (!ret)
-				ret = k ? k(&c) : -EOPNOTSUPP;
+				ret = k ? onnx_dtype_compute_f32(&c, k) : -EOPNOTSUPP;
 			if (ret && !k)
 				onnx_seterr(m, ret, "no kernel for %s", onnx_op_name(n->op));
 		} else {

@@ -46,7 +46,8 @@ static int bind_inputs(const struct onnx_ctx *c, const struct onnx_tensor *in, u
 onnx_kernel onnx_host_kernel(enum onnx_op op)
 {
 	const onnx_kernel *tables[] = { onnx_host_kernels, onnx_elem_kernels, onnx_shape_kernels, onnx_reduce_kernels,
-					onnx_nn_kernels, onnx_index_kernels };
+					onnx_nn_kernels, onnx_index_kernels, onnx_loss_kernels, onnx_misc_kernels,
+					onnx_norm_kernels, onnx_rnn_kernels, onnx_detect_kernels };
 
 	if (op >= OP_COUNT)
 		return NULL;
@@ -135,7 +136,7 @@ int onnx_run_node(struct onnx_ctx *c)
 		if (c->n->in[i] >= 0 && !node_in(c, i)->data)
 			return node_err(c, -EINVAL, "input '%s' has no value", c->m->vals[c->n->in[i]].name);
 	c->on_accel = false;
-	if (ak)
+	if (ak && !onnx_dtype_needs_f32(c))	/* FLOAT16/BFLOAT16/DOUBLE operands: the host in FLOAT */
 		ret = ak(c);
 	if (ret == ONNX_FALLBACK) {
 		/* a partly written output of a declined accel attempt is replaced */
@@ -143,7 +144,7 @@ int onnx_run_node(struct onnx_ctx *c)
 			if (c->n->out[i] >= 0)
 				onnx_tensor_release(node_out(c, i));
 		c->on_accel = false;
-		ret = hk ? hk(c) : node_err(c, -EOPNOTSUPP, "no kernel");
+		ret = hk ? onnx_dtype_compute_f32(c, hk) : node_err(c, -EOPNOTSUPP, "no kernel");
 	}
 	if (ret)
 		return ret;

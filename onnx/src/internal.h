@@ -6,6 +6,7 @@
 #include <errno.h>
 #include <stdbool.h>
 
+#include "dtype.h"
 #include "onnx.pb-c.h"
 #include "tnpu_onnx.h"
 
@@ -43,6 +44,11 @@ enum onnx_op {
 	OP_SHRINK, OP_THRESHOLDEDRELU, OP_MOD, OP_BITSHIFT, OP_TRILU, OP_CUMSUM, OP_DEPTHTOSPACE,
 	OP_SPACETODEPTH, OP_GATHERELEMENTS, OP_ONEHOT, OP_SCATTERELEMENTS, OP_SCATTER, OP_SCATTERND,
 	OP_EYELIKE, OP_HARDMAX,
+	/* issue 30: the rest of the backend suite */
+	OP_CASTLIKE, OP_GATHERND, OP_COMPRESS, OP_NONZERO, OP_ISNAN, OP_ISINF, OP_REVERSESEQUENCE, OP_ROUND,
+	OP_SIGN, OP_CELU, OP_GLOBALMAXPOOL, OP_NLLLOSS, OP_SCELOSS, OP_TOPK, OP_INSTANCENORM, OP_LRN,
+	OP_MVN, OP_DYNQUANTIZELINEAR, OP_EINSUM, OP_HANNWINDOW, OP_HAMMINGWINDOW, OP_BLACKMANWINDOW, OP_DET,
+	OP_RNN, OP_GRU, OP_LSTM, OP_NMS, OP_GRIDSAMPLE, OP_UNIQUE,
 	OP_COUNT
 };
 
@@ -131,6 +137,9 @@ struct onnx_ctx {
 	const struct onnx_node *n;
 	struct onnx_run_stats *stats;
 	bool on_accel;			/* set by a kernel that ran on the device */
+	const struct onnx_tensor *in_sub;	/* NULL, or n_in tensors: input i read as in_sub[i] when its
+						 * data is set (FLOAT copies of FLOAT16/BFLOAT16/DOUBLE
+						 * operands, dtype.c) */
 };
 
 int onnx_seterr(struct onnx_model *m, int err, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
@@ -210,6 +219,8 @@ static inline struct onnx_tensor *ctx_val(const struct onnx_ctx *c, int v)
 /* Node inputs/outputs. */
 static inline const struct onnx_tensor *node_in(const struct onnx_ctx *c, unsigned i)
 {
+	if (i < c->n->n_in && c->in_sub && c->in_sub[i].data)
+		return &c->in_sub[i];
 	return i < c->n->n_in && c->n->in[i] >= 0 ? ctx_val(c, c->n->in[i]) : NULL;
 }
 static inline struct onnx_tensor *node_out(const struct onnx_ctx *c, unsigned i)
@@ -235,9 +246,19 @@ int win_resolve(const struct onnx_ctx *c, unsigned spatial, int64_t h, int64_t w
 #define ONNX_FALLBACK 1
 typedef int (*onnx_kernel)(struct onnx_ctx *c);
 extern const onnx_kernel onnx_host_kernels[OP_COUNT];
+/*
+ * Element types (dtype.c).  onnx_dtype_needs_f32: the node is not one of the operators that take every
+ * type as it is, and an input is FLOAT16, BFLOAT16 or DOUBLE.  onnx_dtype_compute_f32 runs host kernel k
+ * on such a node with those inputs widened to FLOAT and its FLOAT outputs narrowed back to the first
+ * widened input's type (any other node: k as it is).  The one way every caller runs a host kernel.
+ */
+bool onnx_dtype_needs_f32(const struct onnx_ctx *c);
+int onnx_dtype_compute_f32(struct onnx_ctx *c, onnx_kernel k);
 extern const onnx_kernel onnx_accel_kernels[OP_COUNT];
 extern const onnx_kernel onnx_elem_kernels[OP_COUNT], onnx_shape_kernels[OP_COUNT], onnx_reduce_kernels[OP_COUNT],
-	onnx_nn_kernels[OP_COUNT], onnx_index_kernels[OP_COUNT];
+	onnx_nn_kernels[OP_COUNT], onnx_index_kernels[OP_COUNT], onnx_loss_kernels[OP_COUNT],
+	onnx_misc_kernels[OP_COUNT], onnx_norm_kernels[OP_COUNT], onnx_rnn_kernels[OP_COUNT],
+	onnx_detect_kernels[OP_COUNT];
 /* The host kernel of an operator (whichever ops_*.c defines it), NULL if none. */
 onnx_kernel onnx_host_kernel(enum onnx_op op);
 /* Value v computed as t in a run: the shape a folded Shape relied on (else -EINVAL, message in c's). */

@@ -131,6 +131,35 @@ static const char *const op_names[OP_COUNT] = {
 	[OP_SCATTERND] = "ScatterND",
 	[OP_EYELIKE] = "EyeLike",
 	[OP_HARDMAX] = "Hardmax",
+	[OP_CASTLIKE] = "CastLike",
+	[OP_GATHERND] = "GatherND",
+	[OP_COMPRESS] = "Compress",
+	[OP_NONZERO] = "NonZero",
+	[OP_ISNAN] = "IsNaN",
+	[OP_ISINF] = "IsInf",
+	[OP_REVERSESEQUENCE] = "ReverseSequence",
+	[OP_ROUND] = "Round",
+	[OP_SIGN] = "Sign",
+	[OP_CELU] = "Celu",
+	[OP_GLOBALMAXPOOL] = "GlobalMaxPool",
+	[OP_NLLLOSS] = "NegativeLogLikelihoodLoss",
+	[OP_SCELOSS] = "SoftmaxCrossEntropyLoss",
+	[OP_TOPK] = "TopK",
+	[OP_INSTANCENORM] = "InstanceNormalization",
+	[OP_LRN] = "LRN",
+	[OP_MVN] = "MeanVarianceNormalization",
+	[OP_DYNQUANTIZELINEAR] = "DynamicQuantizeLinear",
+	[OP_EINSUM] = "Einsum",
+	[OP_HANNWINDOW] = "HannWindow",
+	[OP_HAMMINGWINDOW] = "HammingWindow",
+	[OP_BLACKMANWINDOW] = "BlackmanWindow",
+	[OP_DET] = "Det",
+	[OP_RNN] = "RNN",
+	[OP_GRU] = "GRU",
+	[OP_LSTM] = "LSTM",
+	[OP_NMS] = "NonMaxSuppression",
+	[OP_GRIDSAMPLE] = "GridSample",
+	[OP_UNIQUE] = "Unique",
 };
 
 const char *onnx_op_name(enum onnx_op op)
@@ -327,6 +356,13 @@ static int load_nodes(struct onnx_model *m, const Onnx__GraphProto *g)
 			nd->out[k] = onnx_value_add(m, p->output[k]);
 			if (nd->out[k] < 0)
 				return nd->out[k];
+		}
+		if (nd->out[0] < 0 && nd->n_out > 1 && (nd->op == OP_RNN || nd->op == OP_GRU || nd->op == OP_LSTM)) {
+			/* Y is optional (only Y_h wanted): an unnamed value no one reads takes it, so every
+			 * node keeps an output 0 */
+			nd->out[0] = onnx_value_add(m, p->output[0]);
+			if (nd->out[0] < 0)
+				return nd->out[0];
 		}
 		if (nd->out[0] < 0)
 			return onnx_seterr(m, -EINVAL, "node '%s' (%s): no first output", node_label(p), p->op_type);

@@ -178,6 +178,8 @@ static int accel_conv(struct onnx_ctx *c)
 	unsigned ond;
 	int ret;
 
+	if (x && x->ndim == 5)
+		return ONNX_FALLBACK;	/* 3-D: the host (libaccel's conv2d is 2-D) */
 	if ((ret = conv_geom(c, x, w, &g)))
 		return ret;
 	if (x->dtype != ONNX_FLOAT || w->dtype != ONNX_FLOAT || (b && (b->dtype != ONNX_FLOAT || b->count != (size_t)g.k)))
@@ -584,8 +586,8 @@ static int accel_pool(struct onnx_ctx *c, enum accel_pool_kind kind, bool global
 	unsigned ond;
 	int ret;
 
-	if (x->dtype != ONNX_FLOAT)
-		return ONNX_FALLBACK;
+	if (x->dtype != ONNX_FLOAT || (x->ndim == 5 && !global))
+		return ONNX_FALLBACK;	/* 3-D: the host (libaccel's pool2d is 2-D) */
 	if ((ret = pool_geom(c, x, global, &g)))
 		return ret;
 	memset(&d, 0, sizeof(d));

@@ -28,8 +28,15 @@ static inline int out_alloc(const struct onnx_ctx *c, unsigned i, enum onnx_dtyp
 
 static inline bool is_int_type(enum onnx_dtype dt)
 {
-	return dt == ONNX_UINT8 || dt == ONNX_INT8 || dt == ONNX_INT32 || dt == ONNX_INT64;
+	return dt == ONNX_UINT8 || dt == ONNX_INT8 || dt == ONNX_UINT16 || dt == ONNX_INT16 || dt == ONNX_INT32 ||
+	       dt == ONNX_UINT32 || dt == ONNX_INT64 || dt == ONNX_UINT64;
 }
+
+/* Einsum (ops_einsum.c; in ops_norm.c's table); Conv and pooling of 5-D tensors (ops_nd.c, called by
+ * ops_host.c's Conv/MaxPool/AveragePool). */
+int host_einsum(struct onnx_ctx *c);
+int host_conv3d(struct onnx_ctx *c);
+int host_pool3d(struct onnx_ctx *c, bool max);
 
 /* Required input i (not absent). */
 int in_req(const struct onnx_ctx *c, unsigned i, const char *what, const struct onnx_tensor **t);

@@ -450,6 +450,9 @@ static int binary_into(const struct onnx_ctx *c, enum onnx_op op, const struct o
 			else
 				((uint8_t *)y->data)[o] = v != 0;
 		}
+	} else if (a->dtype == ONNX_DOUBLE && !pow_mixed) {	/* Sub/Mul/Div/comparisons in double (dtype.c) */
+		for (size_t o = 0; o < y->count; o++, bcast_next(&bc))
+			tensor_set(y, o, binary_f(op, tensor_get(a, bc.off[0]), tensor_get(b, bc.off[1])));
 	} else if (pow_mixed || (op == OP_POW && a->dtype != ONNX_INT64)) {
 		for (size_t o = 0; o < y->count; o++, bcast_next(&bc))
 			tensor_set(y, o, pow(tensor_get(a, bc.off[0]), tensor_get(b, bc.off[1])));
@@ -615,17 +618,14 @@ static int host_cast(struct onnx_ctx *c)
 	if (!attr_find(c->n->pb, "to"))
 		return node_err(c, -EINVAL, "attribute 'to' is missing");
 	if (to < 0 || to > 16 || !onnx_dtype_size((enum onnx_dtype)to))
-		return node_err(c, -EOPNOTSUPP, "cast to %s is not supported (FLOAT, UINT8, INT8, INT32, INT64, BOOL)",
+		return node_err(c, -EOPNOTSUPP, "cast to %s is not supported (" ONNX_DTYPES_SUPPORTED ")",
 				onnx_dtype_name((int)to));
 	if ((ret = out_alloc(c, 0, (enum onnx_dtype)to, x->ndim, x->dims)))
 		return ret;
 	y = node_out(c, 0);
-	for (size_t i = 0; i < x->count; i++) {
-		if (x->dtype == ONNX_FLOAT)
-			tensor_set(y, i, tensor_get(x, i));
-		else
-			tensor_set_i(y, i, tensor_get_i(x, i));
-	}
+	onnx_tensor_release(y);
+	if ((ret = onnx_tensor_convert(y, x, (enum onnx_dtype)to)))
+		return node_err(c, ret, "cannot allocate the output");
 	return 0;
 }
 
@@ -696,8 +696,9 @@ static int host_bitshift(struct onnx_ctx *c)
 	if (t[0]->dtype != t[1]->dtype)
 		return node_err(c, -EINVAL, "X and Y have different element types (%s, %s)",
 				onnx_dtype_name(t[0]->dtype), onnx_dtype_name(t[1]->dtype));
-	if (t[0]->dtype != ONNX_UINT8)	/* the other unsigned types are not tensor types of this importer */
-		return node_err(c, -EINVAL, "element type %s (BitShift takes unsigned integers: UINT8)",
+	if (t[0]->dtype != ONNX_UINT8 && t[0]->dtype != ONNX_UINT16 && t[0]->dtype != ONNX_UINT32 &&
+	    t[0]->dtype != ONNX_UINT64)
+		return node_err(c, -EINVAL, "element type %s (BitShift takes unsigned integers)",
 				onnx_dtype_name(t[0]->dtype));
 	bits = 8 * (unsigned)onnx_dtype_size(t[0]->dtype);
 	if ((ret = bcast_init(c, &bc, t, 2)) || (ret = out_alloc(c, 0, t[0]->dtype, bc.nd, bc.dims)))

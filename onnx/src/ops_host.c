@@ -10,6 +10,7 @@
 #include <string.h>
 
 #include "geom.h"
+#include "ops_common.h"
 
 static int need_float(const struct onnx_ctx *c, const struct onnx_tensor *t, const char *what)
 {
@@ -38,6 +39,8 @@ static int host_conv(struct onnx_ctx *c)
 	float *yp;
 	int ret;
 
+	if (x && x->ndim == 5)
+		return host_conv3d(c);	/* ops_nd.c */
 	if ((ret = conv_geom(c, x, w, &g)) || (ret = need_float(c, x, "X")) || (ret = need_float(c, w, "W")))
 		return ret;
 	if (b && (b->dtype != ONNX_FLOAT || b->count != (size_t)g.k))
@@ -248,6 +251,8 @@ static int host_pool(struct onnx_ctx *c, bool max, bool global)
 	unsigned ond;
 	int ret;
 
+	if (x && x->ndim == 5 && !global)
+		return host_pool3d(c, max);	/* ops_nd.c */
 	if ((ret = pool_geom(c, x, global, &g)))
 		return ret;
 	if (x->dtype != ONNX_FLOAT && !(max && (x->dtype == ONNX_UINT8 || x->dtype == ONNX_INT8)))
@@ -372,6 +377,12 @@ static int host_add(struct onnx_ctx *c)
 							    (uint64_t)((const int64_t *)b->data)[ib]);
 			break;
 		case ONNX_BOOL:
+			break;
+		case ONNX_DOUBLE:	/* in double: onnx_dtype_compute_f32 leaves Add's DOUBLE operands as they are */
+			((double *)y->data)[o] = ((const double *)a->data)[ia] + ((const double *)b->data)[ib];
+			break;
+		default:	/* the other integer types (FLOAT16/BFLOAT16 come widened to FLOAT) */
+			tensor_set_i(y, o, (int64_t)((uint64_t)tensor_get_i(a, (size_t)ia) + (uint64_t)tensor_get_i(b, (size_t)ib)));
 			break;
 		}
 		for (int d = (int)nd - 1; d >= 0; d--) {

@@ -512,7 +512,7 @@ static int host_eyelike(struct onnx_ctx *c)
 	if (x->ndim != 2)
 		return node_err(c, -EINVAL, "input has rank %u (EyeLike takes 2-D)", x->ndim);
 	if (dt < 0 || dt > 16 || !onnx_dtype_size((enum onnx_dtype)dt))
-		return node_err(c, -EOPNOTSUPP, "dtype %s is not supported (FLOAT, UINT8, INT8, INT32, INT64, BOOL)",
+		return node_err(c, -EOPNOTSUPP, "dtype %s is not supported (" ONNX_DTYPES_SUPPORTED ")",
 				onnx_dtype_name((int)dt));
 	if ((ret = out_alloc(c, 0, (enum onnx_dtype)dt, 2, x->dims)))
 		return ret;

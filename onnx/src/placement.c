@@ -21,8 +21,26 @@ static const char *host_reason(enum onnx_op op)
 		return "a transcendental function: the v1 SFU has ReLU and CLAMP only";
 	case OP_MOD: case OP_BITSHIFT: case OP_SHRINK: case OP_THRESHOLDEDRELU:
 		return "element-wise arithmetic: ISA v1 has no element-wise unit";
-	case OP_CUMSUM: case OP_HARDMAX:
+	case OP_CUMSUM: case OP_HARDMAX: case OP_TOPK: case OP_GLOBALMAXPOOL: case OP_DET: case OP_EINSUM:
 		return "a scan or reduction along an axis: ISA v1 has no reduction unit";
+	case OP_NLLLOSS: case OP_SCELOSS:
+		return "a gather and a reduction (SoftmaxCrossEntropyLoss: exp/log): no gather or reduction unit";
+	case OP_NMS: case OP_UNIQUE:
+		return "data-dependent control (sorting, selection): no device lowering";
+	case OP_GRIDSAMPLE:
+		return "interpolation: ISA v1 has no gather/interpolation unit";
+	case OP_RNN: case OP_GRU: case OP_LSTM:
+		return "a recurrence of small gate products with sigmoid/tanh: no device lowering yet (issue 30)";
+	case OP_INSTANCENORM: case OP_LRN: case OP_MVN:
+		return "needs division, sqrt or pow: the v1 SFU has ReLU and CLAMP only";
+	case OP_ROUND: case OP_SIGN: case OP_CELU: case OP_ISNAN: case OP_ISINF:
+		return "element-wise arithmetic: ISA v1 has no element-wise unit";
+	case OP_DYNQUANTIZELINEAR: case OP_CASTLIKE:
+		return "type conversion: ONNX defines it in float, outside the SFU's fixed-point requantiser";
+	case OP_GATHERND: case OP_COMPRESS: case OP_NONZERO: case OP_REVERSESEQUENCE:
+		return "data-dependent indexing: ISA v1 has no gather/scatter unit";
+	case OP_HANNWINDOW: case OP_HAMMINGWINDOW: case OP_BLACKMANWINDOW:
+		return "a generator (cosines of its size): no input to compute on";
 	case OP_GATHERELEMENTS: case OP_SCATTERELEMENTS: case OP_SCATTER: case OP_SCATTERND: case OP_ONEHOT:
 		return "data-dependent indexing: ISA v1 has no gather/scatter unit";
 	case OP_REDUCEMEAN: case OP_REDUCESUM: case OP_REDUCEMAX: case OP_REDUCEMIN: case OP_REDUCEPROD:
@@ -82,6 +100,49 @@ int onnx_model_node_info(const struct onnx_model *m, unsigned i, struct onnx_nod
 		o->reason = host_reason(n->op);
 	}
 	return 0;
+}
+
+static int fused_into(const struct onnx_model *m, unsigned i, unsigned depth)
+{
+	const struct onnx_node *n = &m->nodes[i];
+
+	if (!n->folded || n->const_folded || n->op == OP_CONSTANT)
+		return -1;
+	/* BatchNormalization, Relu, Clip and the end of a fused pattern: the node that now writes its output */
+	for (unsigned j = 0; j < m->n_nodes; j++) {
+		const struct onnx_node *o = &m->nodes[j];
+
+		if (o->folded || j == i)
+			continue;
+		for (unsigned k = 0; k < o->n_out; k++)
+			for (unsigned q = 0; q < n->n_out; q++)
+				if (o->out[k] >= 0 && o->out[k] == n->out[q])
+					return (int)j;
+	}
+	/* a Pad folded into the padding of the Conv/AveragePool after it: the one that now reads its input */
+	if (n->op == OP_PAD && n->n_in && n->in[0] >= 0)
+		for (unsigned j = 0; j < m->n_nodes; j++) {
+			const struct onnx_node *o = &m->nodes[j];
+
+			if (!o->folded && (o->op == OP_CONV || o->op == OP_AVGPOOL) && o->n_in && o->in[0] == n->in[0])
+				return (int)j;
+		}
+	/* folded into a node that was itself folded on (BatchNormalization, then its Relu): follow the reader */
+	for (unsigned j = 0; j < m->n_nodes && depth < m->n_nodes; j++) {
+		const struct onnx_node *o = &m->nodes[j];
+
+		if (o->folded && !o->const_folded && j != i && o->n_in && o->in[0] >= 0 && n->n_out &&
+		    o->in[0] == n->out[0])
+			return fused_into(m, j, depth + 1);
+	}
+	return -1;
+}
+
+int onnx_model_node_fused_into(const struct onnx_model *m, unsigned i)
+{
+	if (i >= m->n_nodes)
+		return -EINVAL;
+	return fused_into(m, i, 0);
 }
 
 static int value_desc(const struct onnx_model *m, const char *name, Onnx__ValueInfoProto *const *vis, size_t nvi,

@@ -6,33 +6,6 @@
 
 #include "internal.h"
 
-size_t onnx_dtype_size(enum onnx_dtype dt)
-{
-	switch (dt) {
-	case ONNX_FLOAT:
-	case ONNX_INT32:
-		return 4;
-	case ONNX_UINT8:
-	case ONNX_INT8:
-	case ONNX_BOOL:
-		return 1;
-	case ONNX_INT64:
-		return 8;
-	}
-	return 0;
-}
-
-const char *onnx_dtype_name(int dt)
-{
-	static const char *const names[] = {
-		[0] = "UNDEFINED", [1] = "FLOAT", [2] = "UINT8", [3] = "INT8", [4] = "UINT16", [5] = "INT16",
-		[6] = "INT32", [7] = "INT64", [8] = "STRING", [9] = "BOOL", [10] = "FLOAT16", [11] = "DOUBLE",
-		[12] = "UINT32", [13] = "UINT64", [14] = "COMPLEX64", [15] = "COMPLEX128", [16] = "BFLOAT16",
-	};
-
-	return dt >= 0 && dt <= 16 ? names[dt] : "unknown";
-}
-
 /* Element count; SIZE_MAX when a dimension is negative or the product overflows (never wraps to a
  * small count that a later allocation would believe). */
 size_t tensor_count(unsigned ndim, const int64_t *dims)
@@ -117,40 +90,58 @@ double tensor_get(const struct onnx_tensor *t, size_t i)
 	switch (t->dtype) {
 	case ONNX_FLOAT:
 		return ((const float *)t->data)[i];
-	case ONNX_UINT8:
-	case ONNX_BOOL:
-		return ((const uint8_t *)t->data)[i];
-	case ONNX_INT8:
-		return ((const int8_t *)t->data)[i];
-	case ONNX_INT32:
-		return ((const int32_t *)t->data)[i];
-	case ONNX_INT64:
-		return (double)((const int64_t *)t->data)[i];
+	case ONNX_DOUBLE:
+		return ((const double *)t->data)[i];
+	case ONNX_FLOAT16:
+		return onnx_f16_to_f32(((const uint16_t *)t->data)[i]);
+	case ONNX_BFLOAT16:
+		return onnx_bf16_to_f32(((const uint16_t *)t->data)[i]);
+	case ONNX_UINT64:
+		return (double)((const uint64_t *)t->data)[i];
+	default:
+		return (double)tensor_get_i(t, i);
 	}
-	return 0;
 }
 
-/* double -> element: float rounds to nearest; integer types truncate toward zero and saturate (NaN -> 0),
- * so an out-of-range value never reaches C's undefined float-to-int conversion; BOOL is v != 0. */
+/* double -> element: floating-point types round to nearest; integer types truncate toward zero and
+ * saturate (NaN -> 0), so an out-of-range value never reaches C's undefined float-to-int conversion;
+ * BOOL is v != 0. */
 void tensor_set(struct onnx_tensor *t, size_t i, double v)
 {
-	static const double lo[] = { [ONNX_UINT8] = 0, [ONNX_INT8] = -128, [ONNX_INT32] = -2147483648.0,
-				     [ONNX_INT64] = -9223372036854775808.0 };
-	static const double hi[] = { [ONNX_UINT8] = 255, [ONNX_INT8] = 127, [ONNX_INT32] = 2147483647.0,
-				     [ONNX_INT64] = 9223372036854774784.0 };
+	static const double lo[] = { [ONNX_UINT8] = 0, [ONNX_INT8] = -128, [ONNX_UINT16] = 0,
+				     [ONNX_INT16] = -32768, [ONNX_INT32] = -2147483648.0,
+				     [ONNX_INT64] = -9223372036854775808.0, [ONNX_UINT32] = 0, [ONNX_UINT64] = 0 };
+	static const double hi[] = { [ONNX_UINT8] = 255, [ONNX_INT8] = 127, [ONNX_UINT16] = 65535,
+				     [ONNX_INT16] = 32767, [ONNX_INT32] = 2147483647.0,
+				     [ONNX_INT64] = 9223372036854774784.0, [ONNX_UINT32] = 4294967295.0,
+				     [ONNX_UINT64] = 18446744073709549568.0 };
 
-	if (t->dtype == ONNX_FLOAT) {
+	switch (t->dtype) {
+	case ONNX_FLOAT:
 		((float *)t->data)[i] = (float)v;
 		return;
-	}
-	if (t->dtype == ONNX_BOOL) {
+	case ONNX_DOUBLE:
+		((double *)t->data)[i] = v;
+		return;
+	case ONNX_FLOAT16:
+		((uint16_t *)t->data)[i] = onnx_f32_to_f16((float)v);
+		return;
+	case ONNX_BFLOAT16:
+		((uint16_t *)t->data)[i] = onnx_f32_to_bf16((float)v);
+		return;
+	case ONNX_BOOL:
 		((uint8_t *)t->data)[i] = v != 0;
 		return;
+	default:
+		break;
 	}
 	if (v != v)
 		v = 0;
 	v = v < lo[t->dtype] ? lo[t->dtype] : v > hi[t->dtype] ? hi[t->dtype] : v;
-	tensor_set_i(t, i, (int64_t)v);
+	if (t->dtype == ONNX_UINT64)
+		((uint64_t *)t->data)[i] = (uint64_t)v;
+	else
+		tensor_set_i(t, i, (int64_t)v);
 }
 
 /* int64 -> element: integer types wrap (two's complement, as numpy), BOOL is v != 0. */
@@ -158,7 +149,10 @@ void tensor_set_i(struct onnx_tensor *t, size_t i, int64_t v)
 {
 	switch (t->dtype) {
 	case ONNX_FLOAT:
-		((float *)t->data)[i] = (float)v;
+	case ONNX_DOUBLE:
+	case ONNX_FLOAT16:
+	case ONNX_BFLOAT16:
+		tensor_set(t, i, (double)v);
 		break;
 	case ONNX_UINT8:
 		((uint8_t *)t->data)[i] = (uint8_t)v;
@@ -169,31 +163,53 @@ void tensor_set_i(struct onnx_tensor *t, size_t i, int64_t v)
 	case ONNX_INT8:
 		((int8_t *)t->data)[i] = (int8_t)(uint8_t)v;
 		break;
+	case ONNX_UINT16:
+		((uint16_t *)t->data)[i] = (uint16_t)v;
+		break;
+	case ONNX_INT16:
+		((int16_t *)t->data)[i] = (int16_t)(uint16_t)v;
+		break;
 	case ONNX_INT32:
 		((int32_t *)t->data)[i] = (int32_t)(uint32_t)v;
 		break;
+	case ONNX_UINT32:
+		((uint32_t *)t->data)[i] = (uint32_t)v;
+		break;
 	case ONNX_INT64:
+	case ONNX_UINT64:
 		((int64_t *)t->data)[i] = v;
 		break;
 	}
 }
 
+/* element -> int64: floating-point types truncate toward zero and saturate (NaN -> 0); UINT64 keeps its
+ * bits (values above INT64_MAX read negative, as a wrapped int64). */
 int64_t tensor_get_i(const struct onnx_tensor *t, size_t i)
 {
 	switch (t->dtype) {
-	case ONNX_FLOAT: {
-		float f = ((const float *)t->data)[i];
+	case ONNX_FLOAT:
+	case ONNX_DOUBLE:
+	case ONNX_FLOAT16:
+	case ONNX_BFLOAT16: {
+		double f = tensor_get(t, i);
 
-		return f != f ? 0 : f >= 9.2e18f ? INT64_MAX : f <= -9.2e18f ? INT64_MIN : (int64_t)f;
+		return f != f ? 0 : f >= 9.2e18 ? INT64_MAX : f <= -9.2e18 ? INT64_MIN : (int64_t)f;
 	}
 	case ONNX_UINT8:
 	case ONNX_BOOL:
 		return ((const uint8_t *)t->data)[i];
 	case ONNX_INT8:
 		return ((const int8_t *)t->data)[i];
+	case ONNX_UINT16:
+		return ((const uint16_t *)t->data)[i];
+	case ONNX_INT16:
+		return ((const int16_t *)t->data)[i];
 	case ONNX_INT32:
 		return ((const int32_t *)t->data)[i];
+	case ONNX_UINT32:
+		return ((const uint32_t *)t->data)[i];
 	case ONNX_INT64:
+	case ONNX_UINT64:
 		return ((const int64_t *)t->data)[i];
 	}
 	return 0;
@@ -215,8 +231,7 @@ int tensor_from_proto(const Onnx__TensorProto *p, struct onnx_tensor *t, char *e
 		return -EOPNOTSUPP;
 	}
 	if (!onnx_dtype_size((enum onnx_dtype)dt)) {
-		snprintf(err, errlen, "element type %s is not supported (FLOAT, UINT8, INT8, INT32, INT64, BOOL)",
-			 onnx_dtype_name(dt));
+		snprintf(err, errlen, "element type %s is not supported (%s)", onnx_dtype_name(dt), ONNX_DTYPES_SUPPORTED);
 		return -EOPNOTSUPP;
 	}
 	if (p->n_dims > ONNX_MAX_DIMS) {
@@ -268,13 +283,34 @@ int tensor_from_proto(const Onnx__TensorProto *p, struct onnx_tensor *t, char *e
 			goto count;
 		memcpy(t->data, p->int32_data, n * 4);
 		return 0;
+	case ONNX_DOUBLE:
+		if (p->n_double_data != n)
+			goto count;
+		memcpy(t->data, p->double_data, n * 8);
+		return 0;
+	case ONNX_UINT32:
+	case ONNX_UINT64:
+		if (p->n_uint64_data != n)
+			goto count;
+		for (size_t i = 0; i < n; i++)
+			tensor_set_i(t, i, (int64_t)p->uint64_data[i]);
+		return 0;
 	case ONNX_UINT8:
 	case ONNX_INT8:
 	case ONNX_BOOL:
+	case ONNX_UINT16:
+	case ONNX_INT16:
+	case ONNX_FLOAT16:
+	case ONNX_BFLOAT16:
+		/* int32_data holds these types' bits (FLOAT16/BFLOAT16: the uint16 pattern) */
 		if (p->n_int32_data != n)
 			goto count;
-		for (size_t i = 0; i < n; i++)
-			((uint8_t *)t->data)[i] = (uint8_t)p->int32_data[i];
+		for (size_t i = 0; i < n; i++) {
+			if (es == 2)
+				((uint16_t *)t->data)[i] = (uint16_t)p->int32_data[i];
+			else
+				((uint8_t *)t->data)[i] = (uint8_t)p->int32_data[i];
+		}
 		return 0;
 	}
 count:

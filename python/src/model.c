@@ -53,7 +53,13 @@ static int npy_of_onnx(int dt)
 	case ONNX_INT8: return NPY_INT8;
 	case ONNX_INT32: return NPY_INT32;
 	case ONNX_INT64: return NPY_INT64;
-	default: return -1;
+	case ONNX_FLOAT16: return NPY_FLOAT16;
+	case ONNX_DOUBLE: return NPY_FLOAT64;
+	case ONNX_UINT16: return NPY_UINT16;
+	case ONNX_INT16: return NPY_INT16;
+	case ONNX_UINT32: return NPY_UINT32;
+	case ONNX_UINT64: return NPY_UINT64;
+	default: return -1;	/* BOOL, BFLOAT16: numpy has no such type here */
 	}
 }
 
@@ -65,7 +71,8 @@ static int onnx_of_npy(int t)
 	case NPY_INT8: return ONNX_INT8;
 	case NPY_INT32: return ONNX_INT32;
 	case NPY_INT64: return ONNX_INT64;
-	default: return -1;
+	default: return -1;	/* inputs: the five types Model.run documents (a float64 array is a mistake
+				 * far more often than a DOUBLE model) */
 	}
 }
 

@@ -5,7 +5,7 @@
  *   accel-run MODEL.onnx [--input in.pb ... | --random-input [--seed N] [--shape NAME=D0xD1x... ...]]
  *             [--expect out.pb ...] [--device PATH|sim] [--cpu] [--atol A] [--rtol R] [--itol N] [--elementwise]
  *             [--save-outputs PREFIX] [--info] [--repeat N] [--profile [--trace FILE]]
- *             [--no-compile | --no-replay] [--save-compiled FILE] [--compiled FILE]
+ *             [--no-compile | --no-replay] [--save-compiled FILE] [--compiled FILE] [--placement json]
  *   accel-run MODEL.onnx --mnist IMAGES LABELS [--batch N] [--device PATH|sim] [--cpu] [--no-compile | --no-replay]
  *             [--save-predictions FILE] [--reference-predictions FILE]
  *
@@ -32,6 +32,7 @@
 #include "cli.h"
 #include "compiled.h"
 #include "inputs.h"
+#include "placement.h"
 #include "profile.h"
 #include "tnpu_onnx.h"
 
@@ -44,6 +45,7 @@ static void usage(FILE *f)
 		   "                 [--elementwise]\n"
 		   "                 [--save-outputs PREFIX] [--info] [--repeat N] [--profile [--trace FILE]]\n"
 		   "                 [--no-compile | --no-replay] [--save-compiled FILE] [--compiled FILE]\n"
+		   "                 [--placement json]\n"
 		   "       accel-run MODEL.onnx --mnist IMAGES LABELS [--batch N] [--device PATH|sim] [--cpu]\n"
 		   "                 [--no-compile | --no-replay]\n"
 		   "                 [--save-predictions FILE] [--reference-predictions FILE]\n"
@@ -92,6 +94,25 @@ static void print_values(const struct onnx_tensor *t)
 			break;
 		case ONNX_INT64:
 			printf("%s%lld", i ? ", " : "", (long long)((const int64_t *)t->data)[i]);
+			break;
+		case ONNX_UINT64:
+			printf("%s%llu", i ? ", " : "", (unsigned long long)((const uint64_t *)t->data)[i]);
+			break;
+		case ONNX_INT16:
+			printf("%s%d", i ? ", " : "", ((const int16_t *)t->data)[i]);
+			break;
+		case ONNX_UINT16:
+			printf("%s%u", i ? ", " : "", ((const uint16_t *)t->data)[i]);
+			break;
+		case ONNX_UINT32:
+			printf("%s%u", i ? ", " : "", ((const uint32_t *)t->data)[i]);
+			break;
+		case ONNX_DOUBLE:
+			printf("%s%.9g", i ? ", " : "", ((const double *)t->data)[i]);
+			break;
+		case ONNX_FLOAT16:
+		case ONNX_BFLOAT16:	/* the bits: the public API has no 16-bit float conversion */
+			printf("%s0x%04x", i ? ", " : "", ((const uint16_t *)t->data)[i]);
 			break;
 		}
 	}
@@ -210,8 +231,9 @@ int main(int argc, char **argv)
 {
 	const char *model_path = NULL, *device = NULL, *in_paths[MAX_IO], *exp_paths[MAX_IO], *save = NULL;
 	const char *mnist_img = NULL, *mnist_lbl = NULL, *ref_preds = NULL, *save_preds = NULL;
-	const char *trace = NULL, *save_cm = NULL, *load_cm = NULL;
+	const char *trace = NULL, *save_cm = NULL, *load_cm = NULL, *placement = NULL;
 	struct onnx_compiled *cm = NULL;
+	FILE *json_out = NULL;
 	bool no_compile = false, no_replay = false;
 	struct onnx_tolerance tol = { -1, -1, ONNX_TOL_ITOL };
 	bool elementwise = false;
@@ -279,7 +301,7 @@ int main(int argc, char **argv)
 		    strcmp(a, "--rtol") && strcmp(a, "--itol") && strcmp(a, "--save-outputs") &&
 		    strcmp(a, "--reference-predictions") && strcmp(a, "--save-predictions") && strcmp(a, "--batch") &&
 		    strcmp(a, "--seed") && strcmp(a, "--shape") && strcmp(a, "--repeat") && strcmp(a, "--trace") &&
-		    strcmp(a, "--save-compiled") && strcmp(a, "--compiled"))
+		    strcmp(a, "--save-compiled") && strcmp(a, "--compiled") && strcmp(a, "--placement"))
 			return cli_usage_error(PROG, "%s: unknown option", a);
 		if (!more)
 			return cli_usage_error(PROG, "%s: needs a value", a);
@@ -331,6 +353,8 @@ int main(int argc, char **argv)
 			save_cm = v;
 		} else if (!strcmp(a, "--compiled")) {
 			load_cm = v;
+		} else if (!strcmp(a, "--placement")) {
+			placement = v;
 		} else {	/* --batch */
 			if ((ret = cli_u32(PROG, a, v, 1, 1000000, &u)))
 				return ret;
@@ -360,9 +384,15 @@ int main(int argc, char **argv)
 	if ((save_cm || load_cm) && (no_compile || cpu || profile))
 		return cli_usage_error(PROG, "%s: needs the compiled path (not with --no-compile, --cpu or --profile)",
 				       save_cm ? "--save-compiled" : "--compiled");
-	if (n_shapes && (n_in || (!random_in && !info)))
+	if (placement && strcmp(placement, "json"))
+		return cli_usage_error(PROG, "--placement: '%s' (the one format is json)", placement);
+	if (placement && mnist_img)
+		return cli_usage_error(PROG, "--placement: not with --mnist");
+	if (n_shapes && (n_in || (!random_in && !info && !placement)))
 		return cli_usage_error(PROG, "--shape: only shapes generated inputs (--random-input, or --info without "
 				       "--input)");
+	if (placement && !(json_out = placement_stdout()))
+		return 1;
 	ret = onnx_model_load(model_path, 0, &m, err, sizeof(err));
 	if (ret) {
 		fprintf(stderr, "accel-run: %s\n", err);
@@ -406,10 +436,11 @@ int main(int argc, char **argv)
 	 * the CPU reference's.  It still needs the input shapes (where a node runs depends on them): from
 	 * the --input files, else generated as --random-input would (declared shapes, --shape).  Anything
 	 * that needs outputs (--expect, --random-input, --repeat, --profile, --save-outputs) runs, and
-	 * --no-compile's table is what the node-by-node executor did in one run.
+	 * --no-compile's table is what the node-by-node executor did in one run.  --placement json runs too
+	 * (it reports the jobs that ran each node), on generated inputs when none are given.
 	 */
-	plan_only = info && !n_exp && !random_in && !profile && !repeat && !save && !no_compile;
-	if (random_in || (info && !n_in)) {
+	plan_only = info && !n_exp && !random_in && !profile && !repeat && !save && !no_compile && !placement;
+	if (random_in || (info && !n_in) || (placement && !n_in)) {
 		if (random_inputs(m, shapes, n_shapes, seed, in, MAX_IO)) {
 			ret = 1;
 			goto out;
@@ -463,7 +494,7 @@ int main(int argc, char **argv)
 			goto out;	/* ret 0 */
 		}
 		/* --profile: per step of the compiled plan (a step's cost on the node it was made from) */
-		ret = onnx_compiled_run_profile(cm, in, n_in, out, n_out, &st, profile ? prof : NULL);
+		ret = onnx_compiled_run_profile(cm, in, n_in, out, n_out, &st, profile || placement ? prof : NULL);
 		if (ret)
 			fprintf(stderr, "accel-run: %s\n", onnx_compiled_error(cm));
 	} else if (plan_only) {	/* --cpu */
@@ -475,6 +506,8 @@ int main(int argc, char **argv)
 		if (ret)
 			fprintf(stderr, "accel-run: %s\n", onnx_model_error(m));
 	}
+	if (json_out)	/* a failed run too: the nodes before the failure ran, the rest did not */
+		placement_json(json_out, model_path, device, m, cm, prof, cpu);
 	if (ret) {
 		if (info)
 			print_placement(m, prof, cpu);
@@ -541,5 +574,7 @@ out:
 	onnx_compiled_free(cm);
 	accel_close(dev);
 	onnx_model_free(m);
+	if (json_out && fclose(json_out) && !ret)
+		ret = 1;
 	return ret;
 }

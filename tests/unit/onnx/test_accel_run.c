@@ -368,3 +368,54 @@ Test(accel_run, scaled_compare_nan_and_infinities)
 	onnx_tensor_release(&g);
 	onnx_tensor_release(&w);
 }
+
+/* ---- --placement json (issue 30): every node, device or host, why, and the jobs that ran it ---- */
+
+/* accel-run ARGS with its stdout (only) checked by the python statements CHECK on d = the parsed JSON. */
+static int placement_check(const char *args, const char *check)
+{
+	const char *bin = getenv("ACCEL_RUN");
+	char cmd[2048];
+
+	cr_assert_not_null(bin, "ACCEL_RUN is set by meson");
+	snprintf(cmd, sizeof(cmd),
+		 "cd '%s' && '%s' '%s' --placement json %s 2>/dev/null | python3 -c 'import json,sys; "
+		 "d=json.load(sys.stdin); n=d[\"nodes\"]; %s'", dir, bin, model_path, args, check);
+	return system(cmd);
+}
+
+Test(accel_run, placement_json_of_the_compiled_plan_names_jobs_and_fusions)
+{
+	cr_expect_eq(placement_check("--device sim",
+				     "assert d[\"compiled\"] is True; assert [x[\"op\"] for x in n] == [\"Conv\", \"Relu\", \"Add\"]; "
+				     "assert n[0][\"placement\"] == \"device\" and n[0][\"how\"] == \"job\" and n[0][\"reason\"] is None; "
+				     "assert len(n[0][\"jobs\"]) >= 1 and n[0][\"counters\"][\"macs\"] > 0, n[0]; "
+				     "assert n[0][\"counters\"][\"instructions\"] > 0, n[0]; "
+				     "assert n[1][\"placement\"] == \"device\" and n[1][\"how\"] == \"fused\", n[1]; "
+				     "assert n[1][\"fused_into\"] == \"the_conv\" and n[1][\"jobs\"] == [], n[1]; "
+				     "assert n[2][\"placement\"] == \"device\" and n[2][\"jobs\"], n[2]; "
+				     "j = [k for x in n for k in x[\"jobs\"]]; assert j == list(range(len(j))), j; "
+				     "assert d[\"summary\"] == {\"nodes\": 3, \"device\": 3, \"host\": 0, \"jobs\": len(j)}, d"), 0);
+}
+
+Test(accel_run, placement_json_node_by_node_gives_the_host_reason)
+{
+	cr_expect_eq(placement_check("--device sim --no-compile",
+				     "assert d[\"compiled\"] is False; "
+				     "assert n[0][\"placement\"] == \"device\" and n[0][\"jobs\"] == [0], n[0]; "
+				     "assert n[2][\"placement\"] == \"host\" and n[2][\"jobs\"] == [], n[2]; "
+				     "assert \"element-wise\" in n[2][\"reason\"], n[2]; "
+				     "assert n[2][\"counters\"][\"cycles\"] == 0, n[2]; "
+				     "assert d[\"summary\"][\"host\"] == 1 and d[\"summary\"][\"device\"] == 2, d"), 0);
+	cr_expect_eq(placement_check("--cpu",
+				     "assert all(x[\"placement\"] == \"host\" and not x[\"jobs\"] for x in n), n; "
+				     "assert d[\"device\"] == \"cpu\", d"), 0);
+}
+
+Test(accel_run, placement_takes_only_json)
+{
+	char out[4096];
+
+	cr_expect_eq(accel_run("--placement xml --device sim", out, sizeof(out)), 2, "%s", out);
+	cr_expect(strstr(out, "--placement: 'xml' (the one format is json)"), "%s", out);
+}

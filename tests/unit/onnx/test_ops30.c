@@ -298,3 +298,285 @@ Test(onnx_ops30, shrink_with_a_negative_lambd_tests_the_lower_piece_first)
 	mb_free(b);
 	onnx_tensor_release(&in);
 }
+
+/* ---- issue 30, the rest of the backend suite: the cases the backend tests leave out ---- */
+
+/* Each case: one node, its inputs, and the reason its message must give (with the operator's name). */
+static void error_case(const char *op, const char *inputs, unsigned n_in, struct onnx_tensor *in,
+		       void (*attrs)(struct mb *, Onnx__NodeProto *), const char *what)
+{
+	Onnx__NodeProto *n;
+	struct mb *b = one_node(17, op, inputs, &n);
+
+	if (attrs)
+		attrs(b, n);
+	expect_error(b, in, n_in, what);
+	mb_free(b);
+	for (unsigned i = 0; i < n_in; i++)
+		onnx_tensor_release(&in[i]);
+}
+
+static void attr_reduction_avg(struct mb *b, Onnx__NodeProto *n)
+{
+	mb_attr_s(b, n, "reduction", "avg");
+}
+
+static void attr_equation_bad(struct mb *b, Onnx__NodeProto *n)
+{
+	mb_attr_s(b, n, "equation", "ij,j1->i");
+}
+
+static void attr_equation_three_terms(struct mb *b, Onnx__NodeProto *n)
+{
+	mb_attr_s(b, n, "equation", "ij,jk,k->i");
+}
+
+Test(onnx_ops30, loss_operators_reject_bad_targets_and_reductions)
+{
+	int64_t xd[2] = { 1, 3 }, td[1] = { 1 }, bd[2] = { 2, 2 };
+	double x[3] = { 0.1, 0.2, 0.7 }, t5[1] = { 5 }, t0[1] = { 0 }, x4[4] = { 0 };
+	struct onnx_tensor in[2];
+
+	tin(&in[0], ONNX_FLOAT, 2, xd, x);
+	tin(&in[1], ONNX_INT64, 1, td, t5);
+	error_case("NegativeLogLikelihoodLoss", "x,t", 2, in, NULL,
+		   "(NegativeLogLikelihoodLoss): target 5 at 0 is out of range for 3 classes");
+	tin(&in[0], ONNX_FLOAT, 2, xd, x);
+	tin(&in[1], ONNX_INT64, 1, td, t0);
+	error_case("NegativeLogLikelihoodLoss", "x,t", 2, in, attr_reduction_avg,
+		   "(NegativeLogLikelihoodLoss): reduction 'avg' (none, sum or mean)");
+	tin(&in[0], ONNX_FLOAT, 2, bd, x4);
+	tin(&in[1], ONNX_INT64, 2, bd, x4);
+	error_case("SoftmaxCrossEntropyLoss", "x,t", 2, in, NULL,
+		   "(SoftmaxCrossEntropyLoss): target has rank 2 / batch 2; input [N, C, ...] needs [N, ...]");
+}
+
+Test(onnx_ops30, selection_operators_range_check_indices_and_counts)
+{
+	int64_t d3[1] = { 3 }, d1[1] = { 1 }, d4[1] = { 4 }, d22[2] = { 2, 2 }, d11[2] = { 1, 1 };
+	double x[4] = { 1, 2, 3, 4 }, k4[1] = { 4 }, i7[1] = { 7 }, c4[4] = { 1, 0, 1, 1 }, l3[2] = { 3, 1 };
+	struct onnx_tensor in[2];
+
+	tin(&in[0], ONNX_FLOAT, 1, d3, x);
+	tin(&in[1], ONNX_INT64, 1, d1, k4);
+	error_case("TopK", "x,k", 2, in, NULL, "(TopK): K = 4 is out of range for axis 0 of size 3");
+	tin(&in[0], ONNX_FLOAT, 2, d22, x);
+	tin(&in[1], ONNX_INT64, 2, d11, i7);
+	error_case("GatherND", "x,i", 2, in, NULL, "(GatherND): index 7 is out of range for dimension 0 (2)");
+	tin(&in[0], ONNX_FLOAT, 1, d3, x);
+	tin(&in[1], ONNX_BOOL, 1, d4, c4);
+	error_case("Compress", "x,c", 2, in, NULL, "(Compress): condition has 4 values, the axis only 3");
+	tin(&in[0], ONNX_FLOAT, 2, d22, x);
+	tin(&in[1], ONNX_INT64, 1, (int64_t[1]){ 2 }, l3);
+	error_case("ReverseSequence", "x,l", 2, in, NULL, "(ReverseSequence): sequence_lens[0] = 3 (0 to 2)");
+}
+
+Test(onnx_ops30, einsum_rejects_bad_labels_and_term_counts)
+{
+	int64_t d22[2] = { 2, 2 };
+	double x[4] = { 1, 2, 3, 4 };
+	struct onnx_tensor in[2];
+
+	tin(&in[0], ONNX_FLOAT, 2, d22, x);
+	tin(&in[1], ONNX_FLOAT, 2, d22, x);
+	error_case("Einsum", "a,b", 2, in, attr_equation_bad, "(Einsum): equation: '1' is not a label (a-z, A-Z)");
+	tin(&in[0], ONNX_FLOAT, 2, d22, x);
+	tin(&in[1], ONNX_FLOAT, 2, d22, x);
+	error_case("Einsum", "a,b", 2, in, attr_equation_three_terms, "(Einsum): equation has more terms than the 2 inputs");
+}
+
+Test(onnx_ops30, normalisations_and_generators_reject_bad_shapes)
+{
+	int64_t d4[4] = { 1, 2, 1, 1 }, d2[1] = { 3 }, d0[1] = { 1 }, d23[2] = { 2, 3 };
+	double x[6] = { 1, 2, 3, 4, 5, 6 }, neg[1] = { -1 }, nan1[1] = { NAN };
+	struct onnx_tensor in[3];
+
+	tin(&in[0], ONNX_FLOAT, 4, d4, x);
+	error_case("LRN", "x", 1, in, NULL, "(LRN): size 0 (required, >= 1)");
+	tin(&in[0], ONNX_FLOAT, 4, d4, x);
+	tin(&in[1], ONNX_FLOAT, 1, d2, x);
+	tin(&in[2], ONNX_FLOAT, 1, d2, x);
+	error_case("InstanceNormalization", "x,s,b", 3, in, NULL,
+		   "(InstanceNormalization): scale and B must be [C] = [2] tensors of the input's type");
+	tin(&in[0], ONNX_INT64, 1, d0, neg);
+	error_case("HannWindow", "n", 1, in, NULL, "(HannWindow): size -1 (0 to 2147483647)");
+	tin(&in[0], ONNX_FLOAT, 1, d0, nan1);
+	error_case("DynamicQuantizeLinear", "x", 1, in, NULL, "(DynamicQuantizeLinear): x holds a NaN at 0");
+	tin(&in[0], ONNX_FLOAT, 2, d23, x);
+	error_case("Det", "x", 1, in, NULL, "(Det): X must be a floating-point [..., M, M] tensor");
+}
+
+Test(onnx_ops30, einsum_implicit_output_is_the_single_labels_in_order)
+{
+	/* "ij,jk" = numpy.einsum('ij,jk') = the matrix product [[1,2],[3,4]] @ [[5,6],[7,8]] = [[19,22],[43,50]] */
+	int64_t d[2] = { 2, 2 };
+	double a[4] = { 1, 2, 3, 4 }, b2[4] = { 5, 6, 7, 8 }, want[4] = { 19, 22, 43, 50 };
+	struct onnx_tensor in[2];
+	Onnx__NodeProto *n;
+	struct mb *b = one_node(12, "Einsum", "a,b", &n);
+
+	mb_attr_s(b, n, "equation", "ij,jk");
+	tin(&in[0], ONNX_FLOAT, 2, d, a);
+	tin(&in[1], ONNX_FLOAT, 2, d, b2);
+	expect_out(b, in, 2, ONNX_FLOAT, 2, d, want);
+	mb_free(b);
+	onnx_tensor_release(&in[0]);
+	onnx_tensor_release(&in[1]);
+}
+
+Test(onnx_ops30, round_is_half_to_even_and_topk_ties_keep_the_lower_index)
+{
+	int64_t d6[1] = { 6 }, d1[1] = { 1 }, d2[1] = { 2 };
+	double x[6] = { 0.5, 1.5, 2.5, -0.5, -1.5, 2.4 }, want[6] = { 0, 2, 2, -0.0, -2, 2 };
+	double t[6] = { 3, 1, 3, 2, 1, 3 }, k2[1] = { 2 }, idx[2] = { 0, 2 }, vals[2] = { 3, 3 };
+	struct onnx_tensor in[2];
+	Onnx__NodeProto *n;
+	struct mb *b = one_node(13, "Round", "x", &n);
+
+	tin(&in[0], ONNX_FLOAT, 1, d6, x);
+	expect_out(b, in, 1, ONNX_FLOAT, 1, d6, want);
+	mb_free(b);
+	onnx_tensor_release(&in[0]);
+	/* TopK(k = 2) of [3, 1, 3, 2, 1, 3]: values [3, 3] at indices [0, 2] (the specification: ties by index) */
+	b = mb_new(13);
+	mb_input(b, "x");
+	mb_input(b, "k");
+	mb_node(b, "TopK", "x,k", "v,i");
+	mb_output(b, "i");
+	tin(&in[0], ONNX_FLOAT, 1, d6, t);
+	tin(&in[1], ONNX_INT64, 1, d1, k2);
+	expect_out(b, in, 2, ONNX_INT64, 1, d2, idx);
+	mb_free(b);
+	b = mb_new(13);
+	mb_input(b, "x");
+	mb_input(b, "k");
+	mb_node(b, "TopK", "x,k", "v,i");
+	mb_output(b, "v");
+	expect_out(b, in, 2, ONNX_FLOAT, 1, d2, vals);
+	mb_free(b);
+	onnx_tensor_release(&in[0]);
+	onnx_tensor_release(&in[1]);
+}
+
+Test(onnx_ops30, dynamic_quantize_linear_matches_the_specification_example)
+{
+	/* the specification's example: x = [0, 2, -3, -2.5, 1.34, 0.5] -> scale 5/255, zero point 153,
+	 * y = [153, 255, 0, 26, 221, 179] */
+	int64_t d6[1] = { 6 };
+	double x[6] = { 0, 2, -3, -2.5, 1.34, 0.5 }, want[6] = { 153, 255, 0, 26, 221, 179 };
+	struct onnx_tensor in[1];
+	struct mb *b = mb_new(11);
+
+	mb_input(b, "x");
+	mb_node(b, "DynamicQuantizeLinear", "x", "y,s,z");
+	mb_output(b, "y");
+	tin(&in[0], ONNX_FLOAT, 1, d6, x);
+	expect_out(b, in, 1, ONNX_UINT8, 1, d6, want);
+	mb_free(b);
+	onnx_tensor_release(&in[0]);
+}
+
+static void attr_hidden_3(struct mb *b, Onnx__NodeProto *n)
+{
+	mb_attr_i(b, n, "hidden_size", 3);
+}
+
+static void attr_direction_sideways(struct mb *b, Onnx__NodeProto *n)
+{
+	mb_attr_i(b, n, "hidden_size", 1);
+	mb_attr_s(b, n, "direction", "sideways");
+}
+
+static void attr_kernel_222(struct mb *b, Onnx__NodeProto *n)
+{
+	mb_attr_ints(b, n, "kernel_shape", (const int64_t[3]){ 2, 2, 2 }, 3);
+	mb_attr_ints(b, n, "strides", (const int64_t[2]){ 1, 1 }, 2);
+}
+
+Test(onnx_ops30, recurrent_operators_check_weight_shapes_and_direction)
+{
+	int64_t xd[3] = { 2, 1, 2 }, wd[3] = { 1, 1, 2 }, rd[3] = { 1, 1, 1 };
+	double v[4] = { 0.1, 0.2, 0.3, 0.4 };
+	struct onnx_tensor in[3];
+
+	tin(&in[0], ONNX_FLOAT, 3, xd, v);
+	tin(&in[1], ONNX_FLOAT, 3, wd, v);
+	tin(&in[2], ONNX_FLOAT, 3, rd, v);
+	error_case("LSTM", "x,w,r", 3, in, attr_hidden_3, "(LSTM): W must be [1, 12, 2]");
+	tin(&in[0], ONNX_FLOAT, 3, xd, v);
+	tin(&in[1], ONNX_FLOAT, 3, wd, v);
+	tin(&in[2], ONNX_FLOAT, 3, rd, v);
+	error_case("RNN", "x,w,r", 3, in, attr_direction_sideways,
+		   "(RNN): direction 'sideways' (forward, reverse or bidirectional)");
+}
+
+Test(onnx_ops30, pooling_of_5d_tensors_checks_its_attributes)
+{
+	int64_t xd[5] = { 1, 1, 2, 2, 2 };
+	double v[8] = { 0 };
+	struct onnx_tensor in[1];
+
+	tin(&in[0], ONNX_FLOAT, 5, xd, v);
+	error_case("MaxPool", "x", 1, in, attr_kernel_222, "(MaxPool): strides has 2 values (3)");
+}
+
+Test(onnx_ops30, conv_of_5d_tensors_matches_a_hand_sum)
+{
+	/* X 1x1x2x2x2 = 1..8, W 1x1x2x2x2 all ones, no padding: the one output is 36 */
+	int64_t xd[5] = { 1, 1, 2, 2, 2 }, od[5] = { 1, 1, 1, 1, 1 };
+	double x[8] = { 1, 2, 3, 4, 5, 6, 7, 8 }, ones[8] = { 1, 1, 1, 1, 1, 1, 1, 1 }, want[1] = { 36 };
+	struct onnx_tensor in[2];
+	Onnx__NodeProto *n;
+	struct mb *b = one_node(11, "Conv", "x,w", &n);
+
+	tin(&in[0], ONNX_FLOAT, 5, xd, x);
+	tin(&in[1], ONNX_FLOAT, 5, xd, ones);
+	expect_out(b, in, 2, ONNX_FLOAT, 5, od, want);
+	mb_free(b);
+	onnx_tensor_release(&in[0]);
+	onnx_tensor_release(&in[1]);
+}
+
+static void attr_mode_cubic(struct mb *b, Onnx__NodeProto *n)
+{
+	mb_attr_s(b, n, "mode", "cubic");
+}
+
+Test(onnx_ops30, detection_operators_reject_bad_shapes_and_modes)
+{
+	int64_t bd[3] = { 1, 2, 4 }, sd[3] = { 1, 1, 3 }, xd[4] = { 1, 1, 2, 2 }, gd[4] = { 1, 1, 1, 2 };
+	double v[8] = { 0, 0, 1, 1, 0, 0, 1, 1 };
+	struct onnx_tensor in[2];
+
+	tin(&in[0], ONNX_FLOAT, 3, bd, v);
+	tin(&in[1], ONNX_FLOAT, 3, sd, v);
+	error_case("NonMaxSuppression", "b,s", 2, in, NULL, "(NonMaxSuppression): scores must be a floating-point [1, classes, 2] tensor");
+	tin(&in[0], ONNX_FLOAT, 4, xd, v);
+	tin(&in[1], ONNX_FLOAT, 4, gd, v);
+	error_case("GridSample", "x,g", 2, in, attr_mode_cubic, "(GridSample): mode 'cubic' (bilinear, nearest or bicubic)");
+}
+
+Test(onnx_ops30, nms_keeps_the_best_box_of_an_overlapping_pair)
+{
+	/* boxes 0 and 1 overlap with IoU 0.81 > 0.5, box 2 is apart: scores 0.9, 0.8, 0.7 select 0 and 2 */
+	int64_t bd[3] = { 1, 3, 4 }, sd[3] = { 1, 1, 3 }, od[2] = { 2, 3 }, one[1] = { 1 };
+	double boxes[12] = { 0, 0, 1, 1, 0, 0.1, 1, 1.1, 5, 5, 6, 6 }, sc[3] = { 0.9, 0.8, 0.7 };
+	double mo[1] = { 10 }, th[1] = { 0.5 }, want[6] = { 0, 0, 0, 0, 0, 2 };
+	struct onnx_tensor in[4];
+	struct mb *b = mb_new(11);
+
+	mb_input(b, "b");
+	mb_input(b, "s");
+	mb_input(b, "m");
+	mb_input(b, "t");
+	mb_node(b, "NonMaxSuppression", "b,s,m,t", "y");
+	mb_output(b, "y");
+	tin(&in[0], ONNX_FLOAT, 3, bd, boxes);
+	tin(&in[1], ONNX_FLOAT, 3, sd, sc);
+	tin(&in[2], ONNX_INT64, 1, one, mo);
+	tin(&in[3], ONNX_FLOAT, 1, one, th);
+	expect_out(b, in, 4, ONNX_INT64, 2, od, want);
+	mb_free(b);
+	for (int i = 0; i < 4; i++)
+		onnx_tensor_release(&in[i]);
+}
