@@ -290,6 +290,8 @@ static int place_concat(struct vstate *st, const struct concat *cc)
 
 		for (unsigned j = 0; j < k; j++)
 			dup |= n->in[j] == n->in[k];
+		if (!len || !p->bytes)
+			continue;	/* an empty part (a decoder's past of length 0): nothing to copy */
 		if (cc->outer == 1 && !dup && r != oroot && !off && cm->vals[r].bytes == p->bytes && !st->is_input[r]) {
 			st->par[r] = cc->out;
 			st->poff[r] = (uint64_t)(start * cc->inner * esz);

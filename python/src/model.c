@@ -433,14 +433,6 @@ static PyObject *model_run(PyObject *self, PyObject *args, PyObject *kw)
 
 		if (!obj || to_onnx_tensor(obj, onnx_model_input_name(mo->m, i), &arrs[i], &tin[i]) < 0)
 			goto out;
-		/* The device lowering does not take empty tensors (libaccel dereferences the NULL buffer of a
-		 * 0-byte tensor): refuse them here; the CPU reference runs them. */
-		if (mo->dev != Py_None && PyArray_SIZE(arrs[i]) == 0) {
-			PyErr_Format(PyExc_ValueError, "Model.run: input '%s' is empty; a model on a device runs "
-				     "non-empty inputs only (the CPU reference, dev=None, takes empty ones)",
-				     onnx_model_input_name(mo->m, i));
-			goto out;
-		}
 	}
 
 	lock_wait(mo->lock);

@@ -691,3 +691,40 @@ Test(onnx_views, linear_bias_and_residual_in_the_gemm_epilogue)
 	onnx_tensor_release(&x);
 	onnx_model_free(m);
 }
+
+/* A decoder's prefill: Concat(past, new rows) on the sequence axis with a past of length 0 (issue 29).
+ * The empty part has nothing to copy; before, its device copy was an empty box libaccel refused
+ * ("accel_transpose (copy): input tensor is malformed"). */
+Test(onnx_views, concat_with_an_empty_past_copies_only_the_new_rows)
+{
+	struct mb *b = mb_new(13);
+	int64_t pd[4] = { 1, 2, 0, 4 }, xd[4] = { 1, 2, 3, 4 };
+	struct onnx_tensor in[2], y;
+	struct onnx_compiled *cm = NULL;
+	struct onnx_model *m;
+	char err[512] = "";
+
+	mb_input(b, "past");
+	mb_input(b, "x");
+	mb_node(b, "Relu", "x", "r");
+	concat(b, "past,r", "y", 2);
+	mb_output(b, "y");
+	m = load(b);
+	cr_assert_eq(onnx_tensor_alloc(&in[0], ONNX_FLOAT, 4, pd), 0);
+	input(&in[1], xd[0], xd[1], xd[2], xd[3]);
+	cr_assert_eq(onnx_compile(m, dev, in, 2, 0, &cm, err, sizeof(err)), 0, "compile: %s", err);
+	cr_assert_eq(onnx_compiled_run(cm, in, 2, &y, 1, NULL), 0, "run: %s", onnx_compiled_error(cm));
+	cr_assert_eq(y.count, in[1].count);
+	for (int i = 0; i < 4; i++)
+		cr_assert_eq(y.dims[i], xd[i]);
+	for (size_t i = 0; i < y.count; i++) {
+		float e = ((float *)in[1].data)[i] > 0 ? ((float *)in[1].data)[i] : 0.0f;
+
+		cr_assert_eq(((float *)y.data)[i], e, "y[%zu] = %g, expected %g", i, ((float *)y.data)[i], e);
+	}
+	onnx_tensor_release(&y);
+	onnx_tensor_release(&in[0]);
+	onnx_tensor_release(&in[1]);
+	onnx_compiled_free(cm);
+	onnx_model_free(m);
+}
