@@ -46,7 +46,7 @@ static int bind_inputs(const struct onnx_ctx *c, const struct onnx_tensor *in, u
 onnx_kernel onnx_host_kernel(enum onnx_op op)
 {
 	const onnx_kernel *tables[] = { onnx_host_kernels, onnx_elem_kernels, onnx_shape_kernels, onnx_reduce_kernels,
-					onnx_nn_kernels, onnx_index_kernels };
+					onnx_nn_kernels, onnx_index_kernels, onnx_wq_kernels };
 
 	if (op >= OP_COUNT)
 		return NULL;
@@ -64,6 +64,8 @@ static unsigned required_inputs(enum onnx_op op)
 	case OP_QLINEARCONV:
 	case OP_QLINEARMATMUL:
 		return 8;
+	case OP_MATMULNBITS:
+		return 3;
 	case OP_BATCHNORM:
 		return 5;
 	case OP_WHERE:
