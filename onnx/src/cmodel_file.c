@@ -569,6 +569,15 @@ static int check_step(struct rbuf *r, struct onnx_compiled *cm, unsigned i)
 		case CS_GEMM:
 			if (s->b_off != UINT64_MAX && !in_range(s->b_off, (uint64_t)s->N * 4, cm->wbytes))
 				return bad(r, -EBADMSG, "step %u: field 'b_off' outside the weights", i);
+			/* a batched GEMM (ad[0] slices): every slice inside its value */
+			if (s->ad[0] > 1 &&
+			    (s->ad[0] > CS_MAX_JOBS || s->in[1] < 0 ||
+			     (uint64_t)s->ad[0] * (uint64_t)s->M * (uint64_t)s->K * 4 > cm->vals[s->in[0]].bytes ||
+			     (uint64_t)s->ad[0] * (uint64_t)s->K * (uint64_t)s->N * 4 > cm->vals[s->in[1]].bytes ||
+			     (uint64_t)s->ad[0] * (uint64_t)s->M * (uint64_t)s->N * 4 > cm->vals[s->out].bytes ||
+			     (s->res >= 0 &&
+			      (uint64_t)s->ad[0] * (uint64_t)s->M * (uint64_t)s->N * 4 > cm->vals[s->res].bytes)))
+				return bad(r, -EBADMSG, "step %u: field 'ad' (the batch) does not fit its values", i);
 			break;
 		case CS_LAYERNORM:
 			if (!in_range(s->w_off, (uint64_t)s->N * 4, cm->wbytes) ||

@@ -15,7 +15,9 @@
 
 enum cstep_kind {
 	CS_CONV,	/* accel_conv2d, NCHW or NHWC fp32, bias + activation in the SFU epilogue */
-	CS_GEMM,	/* accel_gemm fp32, row bias + scale + activation in the epilogue */
+	CS_GEMM,	/* accel_gemm fp32, row bias + scale + activation in the epilogue; ad[0] > 1: a batched
+			 * MatMul of two activations, ad[0] GEMMs of M x K by K x N on consecutive slices of
+			 * in[0], in[1], out (and res) -- one job each (attention's scores and context) */
 	CS_POOL,	/* accel_pool2d fp32 */
 	CS_ELT,		/* accel_eltwise fp32 (ISA 2), optional fused ReLU */
 	CS_ACT,		/* accel_activation fp32 (ReLU, CLAMP; ISA 2: sigmoid, tanh, exp, erf, GELU, hard*) */
@@ -40,8 +42,8 @@ enum cstep_kind {
 #define CS_QFIRST CS_QCONV
 #define CS_IS_QDQ(k) ((k) >= CS_QFIRST && (k) < CS_QFUSED)
 #define CS_IS_DEVICE(k) ((k) < CS_ALIAS || CS_IS_QDQ(k))
-/* Most device jobs one step submits (CS_QADD: 6). */
-#define CS_MAX_JOBS 6
+/* Most device jobs one step submits (a batched CS_GEMM: one per batch slice, at most this many). */
+#define CS_MAX_JOBS 16
 
 /* Where a value lives at run time. */
 enum cval_loc {

@@ -728,3 +728,49 @@ Test(onnx_views, concat_with_an_empty_past_copies_only_the_new_rows)
 	onnx_compiled_free(cm);
 	onnx_model_free(m);
 }
+
+/* Attention's scores: MatMul of two activations [2, 3, 4, 5] x [2, 3, 5, 4] (K^T from a Transpose) is one
+ * GEMM step of 6 device jobs on the arena slices, equal to the CPU reference; replayed on the second run
+ * (compile_check runs twice) and kept through a compiled-model file (issue 29). */
+Test(onnx_views, batched_matmul_of_two_activations_is_a_device_gemm_per_slice)
+{
+	static const int64_t perm[4] = { 0, 1, 3, 2 };
+	struct mb *b = mb_new(13);
+	struct onnx_compiled *cm, *cm2 = NULL;
+	struct onnx_compiled_info ci;
+	struct onnx_tensor x, y1, y2;
+	const struct cstep *s;
+	struct onnx_model *m;
+	char err[512] = "", path[] = "/tmp/tnpu-bgemm-XXXXXX";
+	int fd = mkstemp(path);
+
+	cr_assert_geq(fd, 0);
+	close(fd);
+	mb_input(b, "x");
+	mb_node(b, "Relu", "x", "q");
+	mb_attr_ints(b, mb_node(b, "Transpose", "x", "kt"), "perm", perm, 4);
+	mb_node(b, "MatMul", "q,kt", "y");
+	mb_output(b, "y");
+	m = load(b);
+	input(&x, 2, 3, 4, 5);
+	cm = compile_check(m, &x, 0, &ci);
+	s = step_of(cm, "y");
+	cr_assert_eq(s->kind, CS_GEMM);
+	cr_expect_eq(s->ad[0], 6, "batch %u", s->ad[0]);
+	cr_expect_eq(s->M, 4);
+	cr_expect_eq(s->K, 5);
+	cr_expect_eq(s->N, 4);
+	cr_expect_eq(ci.host_steps, 0);
+	cr_assert_eq(onnx_compiled_save(cm, path, err, sizeof(err)), 0, "%s", err);
+	cr_assert_eq(onnx_compiled_load(m, dev, &x, 1, path, &cm2, err, sizeof(err)), 0, "%s", err);
+	unlink(path);
+	cr_assert_eq(onnx_compiled_run(cm, &x, 1, &y1, 1, NULL), 0, "%s", onnx_compiled_error(cm));
+	cr_assert_eq(onnx_compiled_run(cm2, &x, 1, &y2, 1, NULL), 0, "%s", onnx_compiled_error(cm2));
+	cr_assert_eq(memcmp(y1.data, y2.data, y1.count * 4), 0);
+	onnx_tensor_release(&y1);
+	onnx_tensor_release(&y2);
+	onnx_compiled_free(cm2);
+	onnx_compiled_free(cm);
+	onnx_tensor_release(&x);
+	onnx_model_free(m);
+}
