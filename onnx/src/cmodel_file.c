@@ -346,8 +346,8 @@ static int check_vals(struct rbuf *r, struct onnx_compiled *cm)
 			return bad(r, -EBADMSG, "value %u: field 'loc' is %u", v, cv->loc);
 		if (cv->nhwc != 0 && (cv->nhwc != 1 || cv->loc != LOC_ARENA || cv->ndim != 4))
 			return bad(r, -EBADMSG, "value %u: field 'nhwc' is %d (only 4-D arena values)", v, cv->nhwc);
-		if (cv->loc != LOC_ARENA)
-			continue;
+		if (cv->loc != LOC_ARENA && (cv->loc != LOC_WEIGHT || cm->m->vals[v].is_const))
+			continue;	/* a known value (compile_known.c) is a LOC_WEIGHT non-constant: checked */
 		if (cv->ndim > ONNX_MAX_DIMS || !onnx_dtype_size((enum onnx_dtype)cv->dtype))
 			return bad(r, -EBADMSG, "value %u: field 'ndim' or 'dtype' out of range", v);
 		{
@@ -363,6 +363,11 @@ static int check_vals(struct rbuf *r, struct onnx_compiled *cm)
 		if (count > ONNX_MAX_TENSOR_BYTES || cv->bytes != count * onnx_dtype_size((enum onnx_dtype)cv->dtype))
 			return bad(r, -EBADMSG, "value %u: field 'bytes' (%llu) does not match its shape", v,
 				   (unsigned long long)cv->bytes);
+		if (cv->loc == LOC_WEIGHT) {
+			if (!in_range(cv->off, cv->bytes, cm->wbytes))
+				return bad(r, -EBADMSG, "value %u: field 'off' + bytes outside the weights", v);
+			continue;
+		}
 		if (cv->root < 0 || (unsigned)cv->root >= cm->n_vals || cm->vals[cv->root].loc != LOC_ARENA)
 			return bad(r, -EBADMSG, "value %u: field 'root' out of range", v);
 		if (!in_range(cv->off, cv->bytes, cm->arena_bytes))
@@ -370,7 +375,7 @@ static int check_vals(struct rbuf *r, struct onnx_compiled *cm)
 				   (unsigned long long)cm->arena_bytes);
 	}
 	for (unsigned v = 0; v < cm->n_vals; v++)
-		if (cm->vals[v].loc == LOC_WEIGHT && !in_range(cm->vals[v].off, cm->m->vals[v].t.count *
+		if (cm->vals[v].loc == LOC_WEIGHT && cm->m->vals[v].is_const && !in_range(cm->vals[v].off, cm->m->vals[v].t.count *
 				onnx_dtype_size(cm->m->vals[v].t.dtype), cm->wbytes))
 			return bad(r, -EBADMSG, "value %u: field 'off' outside the weights", v);
 	return 0;

@@ -37,6 +37,8 @@ enum cstep_kind {
 			 * requant) */
 	CS_QPOOL,	/* int8 max pool whose output keeps the input's quantisation */
 	CS_QFUSED,	/* a Q/DQ (or Relu) node folded into an int8 step: no step runs */
+	CS_KNOWN,	/* computed at compile time from the input shapes (compile_known.c): no step runs, its
+			 * outputs are LOC_WEIGHT values */
 	CS_KIND_COUNT
 };
 #define CS_QFIRST CS_QCONV
@@ -132,6 +134,7 @@ struct onnx_compiled {
 	unsigned n_before;	/* graph nodes left to run after the loader's folding */
 	unsigned n_device, n_host, n_alias, n_fused;
 	uint8_t *qrole;		/* per graph node: the QDQ matcher's role (compile_qdq.c), compile time only */
+	uint8_t *known;		/* per value: computed at compile time (compile_known.c), compile time only */
 	/* Replays (compiled_run.c): the jobs of device step i's first run, kept (ACCEL_SUBMIT_KEEP) at
 	 * tmpl[i * CS_MAX_JOBS + k], k < tmpl_n[i]; later runs replay them instead of lowering again.
 	 * tmpl_off[i]: the step's jobs keep no commands (an operation run on the host): lowered each run. */
@@ -172,6 +175,12 @@ void cm_fuse_elt_relu(struct onnx_compiled *cm);
 /* Addressing (compile_views.c): Split/Slice/Gather as views or device copies, Concat inputs
  * written in place (zero-copy) or copied on the device; sets every value's root and voff. */
 int cm_plan_views(struct onnx_compiled *cm);
+/* compile_known.c: node i as a CS_KNOWN step when its outputs follow from the input shapes and constants
+ * (ONNX_FALLBACK: not), the known values' bytes into the weight image; cm_is_const: a model constant or
+ * a known value (its tensor: cm_val, during compilation). */
+int cm_lower_known(struct onnx_compiled *cm, unsigned i, struct cstep *s);
+int cm_place_known(struct onnx_compiled *cm);
+bool cm_is_const(const struct onnx_compiled *cm, int v);
 /* A transpose of rank r as one of rank 4 (compile_views.c): size-1 dimensions dropped, dimensions the
  * permutation keeps adjacent merged, leading 1s; ad the 4-D input shape, bd the permutation.  -1 if
  * more than 4 dimensions remain or one exceeds 2^32. */

@@ -156,8 +156,8 @@ static int slice_views(struct vstate *st, unsigned si)
 	    m->vals[n->in[0]].is_const)
 		return 0;
 	for (unsigned k = 1; k < n->n_in; k++)
-		if (n->in[k] >= 0 && !m->vals[n->in[k]].is_const)
-			return 0;	/* data-dependent starts/indices */
+		if (n->in[k] >= 0 && !cm_is_const(cm, n->in[k]))
+			return 0;	/* data-dependent starts/indices (known ones: compile_known.c) */
 	for (unsigned k = 0; k < n->n_out; k++)
 		if (!is_arena(cm, n->out[k]) || cm->vals[n->out[k]].dtype != x->dtype)
 			return 0;

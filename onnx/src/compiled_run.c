@@ -676,6 +676,14 @@ static int run_host_step(struct run_state *rs, const struct cstep *s)
 
 		if (v < 0 || m->vals[v].is_const || rs->vt[v].data)
 			continue;
+		if (cm->vals[v].loc == LOC_WEIGHT) {	/* computed at compile time (compile_known.c) */
+			const struct cval *cv = &cm->vals[v];
+
+			if ((ret = onnx_tensor_alloc(&rs->vt[v], (enum onnx_dtype)cv->dtype, cv->ndim, cv->dims)))
+				return cm_seterr(cm, ret, "value '%s': out of memory", m->vals[v].name);
+			memcpy(rs->vt[v].data, (const uint8_t *)accel_buffer_ptr(cm->wbuf) + cv->off, cv->bytes);
+			continue;
+		}
 		if (cm->vals[v].loc != LOC_ARENA)
 			return cm_seterr(cm, -EINVAL, "node %d: input '%s' has no value", s->node, m->vals[v].name);
 		if ((ret = arena_read(cm, v, &rs->vt[v])))

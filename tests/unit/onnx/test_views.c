@@ -774,3 +774,83 @@ Test(onnx_views, batched_matmul_of_two_activations_is_a_device_gemm_per_slice)
 	onnx_tensor_release(&x);
 	onnx_model_free(m);
 }
+
+/* ---- values known at compile time (compile_known.c) ------------------------------------------------ */
+
+/* x [N, 6] with N symbolic, so the loader folds no Shape: the shape arithmetic of a decoder (Shape ->
+ * Gather -> Unsqueeze -> Concat -> Reshape, a rotary "half = dim / 2" as Slice starts, an Expand's
+ * target shape) is computed when compiling: those nodes are "folded" steps, the Reshape a view, the Slice
+ * a view or a device copy, and the Expand -- still a host step -- reads its known shape from the weight
+ * buffer.  Outputs equal the CPU reference, also after a compiled-model file round trip. */
+Test(onnx_views, shape_arithmetic_is_computed_at_compile_time)
+{
+	static const int64_t xd[2] = { INT64_MIN, 6 }, one = 1, zero = 0, two = 2, big = 1000, ax1 = 1;
+	static const int64_t d23[2] = { 2, 3 }, k2[1] = { 2 };
+	struct mb *b = mb_new(13);
+	struct onnx_tensor x, ref[3], y[3], y2[3];
+	struct onnx_compiled *cm, *cm2 = NULL;
+	struct onnx_compiled_info ci;
+	struct onnx_model *m;
+	char err[512] = "", path[] = "/tmp/tnpu-known-XXXXXX";
+	int fd = mkstemp(path), n_known = 0;
+
+	cr_assert_geq(fd, 0);
+	close(fd);
+	mb_input_typed(b, "x", ONNX_FLOAT, 2, xd);
+	mb_init(b, "i0", ONNX_INT64, 0, NULL, &zero);
+	mb_init(b, "i1", ONNX_INT64, 0, NULL, &one);
+	mb_init(b, "two", ONNX_INT64, 0, NULL, &two);
+	mb_init(b, "ax0", ONNX_INT64, 1, &one, &zero);
+	mb_init(b, "ax1", ONNX_INT64, 1, &one, &ax1);
+	mb_init(b, "big", ONNX_INT64, 1, &one, &big);
+	mb_init(b, "d23", ONNX_INT64, 1, k2, d23);
+	mb_init(b, "k2", ONNX_INT64, 1, &one, &two);
+	mb_node(b, "Relu", "x", "r");
+	mb_node(b, "Shape", "x", "s");
+	mb_node(b, "Gather", "s,i0", "n");
+	mb_node(b, "Unsqueeze", "n,ax0", "nu");
+	concat(b, "nu,d23", "shape3", 0);
+	mb_node(b, "Reshape", "r,shape3", "y0");
+	concat(b, "k2,s", "eshape", 0);
+	mb_node(b, "Expand", "r,eshape", "y1");
+	mb_node(b, "Gather", "s,i1", "w");
+	mb_node(b, "Div", "w,two", "half");
+	mb_node(b, "Unsqueeze", "half,ax0", "start");
+	mb_node(b, "Slice", "r,start,big,ax1", "y2");
+	mb_output(b, "y0");
+	mb_output(b, "y1");
+	mb_output(b, "y2");
+	m = load(b);
+	input(&x, 1, 1, 4, 6);
+	x.ndim = 2;
+	x.dims[0] = 4;
+	x.dims[1] = 6;
+	cr_assert_eq(onnx_run(m, NULL, &x, 1, ref, 3, NULL), 0, "%s", onnx_model_error(m));
+	cr_assert_eq(onnx_compile(m, dev, &x, 1, 0, &cm, err, sizeof(err)), 0, "compile: %s", err);
+	cr_assert_eq(onnx_compiled_info(cm, &ci), 0);
+	for (unsigned i = 0; i < cm->n_steps; i++)
+		n_known += cm->steps[i].kind == CS_KNOWN;
+	cr_expect_eq(n_known, 8, "Shape, 2 Gather, 2 Unsqueeze, 2 Concat, Div: %d folded", n_known);
+	cr_expect_eq(step_of(cm, "y0")->kind, CS_ALIAS);
+	cr_expect_eq(step_of(cm, "y1")->kind, CS_HOST);
+	cr_expect_eq(ci.host_steps, 1, "only the Expand: %u host steps", ci.host_steps);
+	cr_assert_eq(onnx_compiled_save(cm, path, err, sizeof(err)), 0, "%s", err);
+	cr_assert_eq(onnx_compiled_load(m, dev, &x, 1, path, &cm2, err, sizeof(err)), 0, "%s", err);
+	unlink(path);
+	cr_assert_eq(onnx_compiled_run(cm, &x, 1, y, 3, NULL), 0, "%s", onnx_compiled_error(cm));
+	cr_assert_eq(onnx_compiled_run(cm2, &x, 1, y2, 3, NULL), 0, "%s", onnx_compiled_error(cm2));
+	for (int o = 0; o < 3; o++) {
+		cr_assert_eq(y[o].count, ref[o].count, "output %d", o);
+		cr_assert_eq(y[o].ndim, ref[o].ndim, "output %d", o);
+		cr_expect_eq(memcmp(y[o].dims, ref[o].dims, ref[o].ndim * sizeof(int64_t)), 0, "output %d", o);
+		cr_expect_eq(memcmp(y[o].data, ref[o].data, ref[o].count * 4), 0, "output %d", o);
+		cr_expect_eq(memcmp(y2[o].data, ref[o].data, ref[o].count * 4), 0, "output %d (file)", o);
+		onnx_tensor_release(&y[o]);
+		onnx_tensor_release(&y2[o]);
+		onnx_tensor_release(&ref[o]);
+	}
+	onnx_compiled_free(cm2);
+	onnx_compiled_free(cm);
+	onnx_tensor_release(&x);
+	onnx_model_free(m);
+}
