@@ -546,7 +546,7 @@ static int check_step(struct rbuf *r, struct onnx_compiled *cm, unsigned i)
 				     (s->kind != CS_CONV && s->kind != CS_GEMM)))
 			return bad(r, -EBADMSG, "step %u: field 'res' names no placed value", i);
 		if (!val_ok(cm, s->in[0], true) || !val_ok(cm, s->out, true) || cm->vals[s->out].loc != LOC_ARENA ||
-		    !val_ok(cm, s->in[1], s->kind == CS_ELT || s->kind == CS_GEMM))
+		    !val_ok(cm, s->in[1], s->kind == CS_ELT || (s->kind == CS_GEMM && s->ad[0] > 1)))
 			return bad(r, -EBADMSG, "step %u: field 'in'/'out' names no placed value", i);
 		if (s->act < ACCEL_ACT_NONE || s->act > ACCEL_ACT_RSQRT ||
 		    (s->act > ACCEL_ACT_CLAMP && s->kind != CS_ACT))
@@ -574,6 +574,9 @@ static int check_step(struct rbuf *r, struct onnx_compiled *cm, unsigned i)
 		case CS_GEMM:
 			if (s->b_off != UINT64_MAX && !in_range(s->b_off, (uint64_t)s->N * 4, cm->wbytes))
 				return bad(r, -EBADMSG, "step %u: field 'b_off' outside the weights", i);
+			/* B packed at w_off (in[1] -1: ReduceMean's column) */
+			if (s->in[1] == -1 && !in_range(s->w_off, (uint64_t)s->K * (uint64_t)s->N * 4, cm->wbytes))
+				return bad(r, -EBADMSG, "step %u: field 'w_off' outside the weights", i);
 			/* a batched GEMM (ad[0] slices): every slice inside its value */
 			if (s->ad[0] > 1 &&
 			    (s->ad[0] > CS_MAX_JOBS || s->in[1] < 0 ||

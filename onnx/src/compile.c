@@ -124,6 +124,12 @@ static void live_ranges(struct onnx_compiled *cm)
 				if ((int)i > r->last)
 					r->last = (int)i;
 			}
+		for (unsigned k = 0; k < 2; k++) {	/* a step operand that is not its node's input (RSQRT) */
+			int v = cm->steps[i].in[k];
+
+			if (v >= 0 && cm->vals[v].loc == LOC_ARENA && (int)i > cm->vals[cm->vals[v].root].last)
+				cm->vals[cm->vals[v].root].last = (int)i;
+		}
 		if (cm->steps[i].res >= 0 && cm->vals[cm->steps[i].res].loc == LOC_ARENA) {
 			struct cval *r = &cm->vals[cm->vals[cm->steps[i].res].root];	/* the epilogue residual */
 

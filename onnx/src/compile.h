@@ -15,7 +15,8 @@
 
 enum cstep_kind {
 	CS_CONV,	/* accel_conv2d, NCHW or NHWC fp32, bias + activation in the SFU epilogue */
-	CS_GEMM,	/* accel_gemm fp32, row bias + scale + activation in the epilogue; ad[0] > 1: a batched
+	CS_GEMM,	/* accel_gemm fp32, row bias + scale + activation in the epilogue; in[1] -1: B is the
+			 * K x N matrix packed at w_off (ReduceMean's column of 1/K); ad[0] > 1: a batched
 			 * MatMul of two activations, ad[0] GEMMs of M x K by K x N on consecutive slices of
 			 * in[0], in[1], out (and res) -- one job each (attention's scores and context) */
 	CS_POOL,	/* accel_pool2d fp32 */
@@ -181,6 +182,9 @@ int cm_plan_views(struct onnx_compiled *cm);
 int cm_lower_known(struct onnx_compiled *cm, unsigned i, struct cstep *s);
 int cm_place_known(struct onnx_compiled *cm);
 bool cm_is_const(const struct onnx_compiled *cm, int v);
+/* compile_rownorm.c: Pow(x, 2), Neg, ReduceMean over the last axis, Div(1, Sqrt(y)) as device steps
+ * (RMSNorm, rotary embeddings); ONNX_FALLBACK when the node is not one of those forms. */
+int cm_lower_rownorm(struct onnx_compiled *cm, struct onnx_ctx *c, struct cstep *s);
 /* A transpose of rank r as one of rank 4 (compile_views.c): size-1 dimensions dropped, dimensions the
  * permutation keeps adjacent merged, leading 1s; ad the 4-D input shape, bd the permutation.  -1 if
  * more than 4 dimensions remain or one exceeds 2^32. */

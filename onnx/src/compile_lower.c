@@ -500,7 +500,15 @@ int cm_lower_node(struct onnx_compiled *cm, unsigned i, struct cstep *s)
 		ret = lower_elt(cm, &c, s, ACCEL_ELT_MUL);
 		break;
 	case OP_DIV:
-		ret = lower_elt(cm, &c, s, -1);
+		ret = cm_lower_rownorm(cm, &c, s);	/* Div(1, Sqrt(y)): RSQRT */
+		if (ret == ONNX_FALLBACK)
+			ret = lower_elt(cm, &c, s, -1);
+		break;
+	case OP_POW:
+	case OP_NEG:
+	case OP_REDUCEMEAN:
+	case OP_SQRT:
+		ret = cm_lower_rownorm(cm, &c, s);
 		break;
 	case OP_MAX:
 		ret = lower_elt(cm, &c, s, ACCEL_ELT_MAX);
@@ -539,7 +547,8 @@ int cm_lower_node(struct onnx_compiled *cm, unsigned i, struct cstep *s)
 						      : ret;
 	if (ret == 0) {
 		s->why[0] = 0;	/* an earlier pattern's refusal, not this step's */
-		s->reason = "device step of the plan";
+		if (!s->reason)
+			s->reason = "device step of the plan";
 		return 0;
 	}
 	{

@@ -159,7 +159,8 @@ static int slice_views(struct vstate *st, unsigned si)
 		if (n->in[k] >= 0 && !cm_is_const(cm, n->in[k]))
 			return 0;	/* data-dependent starts/indices (known ones: compile_known.c) */
 	for (unsigned k = 0; k < n->n_out; k++)
-		if (!is_arena(cm, n->out[k]) || cm->vals[n->out[k]].dtype != x->dtype)
+		if (!is_arena(cm, n->out[k]) || cm->vals[n->out[k]].dtype != x->dtype ||
+		    cm->vals[n->out[k]].bytes / (uint64_t)esz > ((uint64_t)1 << 26))	/* an Expand's index map */
 			return 0;
 	if (onnx_tensor_alloc(xt, ONNX_INT64, x->ndim, x->dims))
 		return cm_seterr(cm, -ENOMEM, "views: out of memory");
@@ -474,7 +475,7 @@ int cm_plan_views(struct onnx_compiled *cm)
 			const struct onnx_node *n = &m->nodes[cm->steps[i].node];
 
 			if (cm->steps[i].kind == CS_HOST && n->n_in && is_arena(cm, n->in[0]) &&
-			    (n->op == OP_SLICE || n->op == OP_SPLIT || n->op == OP_GATHER))
+			    (n->op == OP_SLICE || n->op == OP_SPLIT || n->op == OP_GATHER || n->op == OP_EXPAND))
 				ret = slice_views(&st, i);
 		}
 		if (!ret)

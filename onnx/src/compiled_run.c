@@ -350,7 +350,10 @@ static int lower_step(struct run_state *rs, const struct cstep *s)
 			return lower_bgemm(rs, s, 0);
 		memset(&d, 0, sizeof(d));
 		if ((ret = t2(cm, s->in[0], (uint32_t)(s->ta ? s->K : s->M), (uint32_t)(s->ta ? s->M : s->K), &x)) ||
-		    (ret = t2(cm, s->in[1], (uint32_t)(s->tb ? s->N : s->K), (uint32_t)(s->tb ? s->K : s->N), &w)) ||
+		    (ret = s->in[1] >= 0 ? t2(cm, s->in[1], (uint32_t)(s->tb ? s->N : s->K), (uint32_t)(s->tb ? s->K : s->N),
+					      &w)
+					 : accel_tensor_2d(cm->wbuf, s->w_off, ACCEL_FP32, (uint32_t)(s->tb ? s->N : s->K),
+							   (uint32_t)(s->tb ? s->K : s->N), &w)) ||
 		    (ret = t2(cm, s->out, (uint32_t)s->M, (uint32_t)s->N, &y)) ||
 		    (s->b_off != UINT64_MAX &&
 		     (ret = accel_tensor_2d(cm->wbuf, s->b_off, ACCEL_FP32, 1, (uint32_t)s->N, &bt))) ||
