@@ -19,7 +19,9 @@
 #include "tnpu_py.h"
 
 #define MODEL_SHAPES 4	/* compiled forms kept per model: one per set of input shapes, the oldest evicted */
-#define MODEL_MAX_INPUTS 16	/* inputs of a model on the compiled path (compile=False: any number) */
+/* inputs of a model on the compiled path (compile=False: any number); a decoder LLM has 3 + 2 per layer
+ * (GPT-2-small 27, a 32-layer model 67) */
+#define MODEL_MAX_INPUTS 128
 
 struct compiled_form {
 	struct onnx_compiled *cm;	/* NULL: free slot */
