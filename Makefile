@@ -11,6 +11,7 @@
 #   make module     tnpu.ko against the installed Debian 6.12 headers
 #   make onnx-conformance  ONNX backend tests of the supported ops, on sim and in the VM
 #   make model-zoo  torchvision models, a ViT, a transformer encoder and a QDQ CNN vs PyTorch, sim + VM
+#   make llm-check  decoder LLMs (GPT-2, Llama; fp32, int8, int4) exported at test time vs PyTorch, on sim
 #   make train-model  retrain models/fashion-mnist (installs python3-torch; not needed by CI)
 #   make install    libraries, headers, pkg-config files, tools, udev rule and tnpu.ko (PREFIX, DESTDIR)
 #   make deb        Debian packages (tnpu-dkms, libaccel0, libaccel-dev, ..., python3-tnpu) in build/deb, lintian
@@ -34,7 +35,7 @@ UDEVRULESDIR ?= $(if $(filter /usr,$(PREFIX)),/usr/lib/udev/rules.d,/etc/udev/ru
 INSTALL_BUILD = $(if $(filter /usr/local,$(PREFIX)),$(MESON_BUILD),$(BUILD)/meson-prefix$(subst /,-,$(PREFIX)))
 
 .PHONY: all deps build unit module qemu qtest vm vm-test vm-shell check demo bench-core fuzz-core fuzz-qemu \
-	checkpatch clean distclean help onnx-conformance train-model debug-kernel vm-debug fuzz-uapi install deb deb-deps model-zoo deps-zoo
+	checkpatch clean distclean help onnx-conformance train-model debug-kernel vm-debug fuzz-uapi install deb deb-deps model-zoo deps-zoo llm-check
 
 all: build module
 
@@ -103,6 +104,9 @@ onnx-conformance: build qemu vm
 
 model-zoo: deps-zoo build qemu vm
 	@$(TOP)/tools/model-zoo/run
+
+llm-check: deps-zoo build
+	@$(TOP)/tools/llm/check
 
 train-model:
 	@$(TOP)/tools/setup-deps --train

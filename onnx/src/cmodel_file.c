@@ -346,8 +346,8 @@ static int check_vals(struct rbuf *r, struct onnx_compiled *cm)
 			return bad(r, -EBADMSG, "value %u: field 'loc' is %u", v, cv->loc);
 		if (cv->nhwc != 0 && (cv->nhwc != 1 || cv->loc != LOC_ARENA || cv->ndim != 4))
 			return bad(r, -EBADMSG, "value %u: field 'nhwc' is %d (only 4-D arena values)", v, cv->nhwc);
-		if (cv->loc != LOC_ARENA)
-			continue;
+		if (cv->loc != LOC_ARENA && (cv->loc != LOC_WEIGHT || cm->m->vals[v].is_const))
+			continue;	/* a known value (compile_known.c) is a LOC_WEIGHT non-constant: checked */
 		if (cv->ndim > ONNX_MAX_DIMS || !onnx_dtype_size((enum onnx_dtype)cv->dtype))
 			return bad(r, -EBADMSG, "value %u: field 'ndim' or 'dtype' out of range", v);
 		{
@@ -363,6 +363,11 @@ static int check_vals(struct rbuf *r, struct onnx_compiled *cm)
 		if (count > ONNX_MAX_TENSOR_BYTES || cv->bytes != count * onnx_dtype_size((enum onnx_dtype)cv->dtype))
 			return bad(r, -EBADMSG, "value %u: field 'bytes' (%llu) does not match its shape", v,
 				   (unsigned long long)cv->bytes);
+		if (cv->loc == LOC_WEIGHT) {
+			if (!in_range(cv->off, cv->bytes, cm->wbytes))
+				return bad(r, -EBADMSG, "value %u: field 'off' + bytes outside the weights", v);
+			continue;
+		}
 		if (cv->root < 0 || (unsigned)cv->root >= cm->n_vals || cm->vals[cv->root].loc != LOC_ARENA)
 			return bad(r, -EBADMSG, "value %u: field 'root' out of range", v);
 		if (!in_range(cv->off, cv->bytes, cm->arena_bytes))
@@ -370,7 +375,7 @@ static int check_vals(struct rbuf *r, struct onnx_compiled *cm)
 				   (unsigned long long)cm->arena_bytes);
 	}
 	for (unsigned v = 0; v < cm->n_vals; v++)
-		if (cm->vals[v].loc == LOC_WEIGHT && !in_range(cm->vals[v].off, cm->m->vals[v].t.count *
+		if (cm->vals[v].loc == LOC_WEIGHT && cm->m->vals[v].is_const && !in_range(cm->vals[v].off, cm->m->vals[v].t.count *
 				onnx_dtype_size(cm->m->vals[v].t.dtype), cm->wbytes))
 			return bad(r, -EBADMSG, "value %u: field 'off' outside the weights", v);
 	return 0;
@@ -541,7 +546,7 @@ static int check_step(struct rbuf *r, struct onnx_compiled *cm, unsigned i)
 				     (s->kind != CS_CONV && s->kind != CS_GEMM)))
 			return bad(r, -EBADMSG, "step %u: field 'res' names no placed value", i);
 		if (!val_ok(cm, s->in[0], true) || !val_ok(cm, s->out, true) || cm->vals[s->out].loc != LOC_ARENA ||
-		    !val_ok(cm, s->in[1], s->kind == CS_ELT || s->kind == CS_GEMM))
+		    !val_ok(cm, s->in[1], s->kind == CS_ELT || (s->kind == CS_GEMM && s->ad[0] > 1)))
 			return bad(r, -EBADMSG, "step %u: field 'in'/'out' names no placed value", i);
 		if (s->act < ACCEL_ACT_NONE || s->act > ACCEL_ACT_RSQRT ||
 		    (s->act > ACCEL_ACT_CLAMP && s->kind != CS_ACT))
@@ -569,6 +574,18 @@ static int check_step(struct rbuf *r, struct onnx_compiled *cm, unsigned i)
 		case CS_GEMM:
 			if (s->b_off != UINT64_MAX && !in_range(s->b_off, (uint64_t)s->N * 4, cm->wbytes))
 				return bad(r, -EBADMSG, "step %u: field 'b_off' outside the weights", i);
+			/* B packed at w_off (in[1] -1: ReduceMean's column) */
+			if (s->in[1] == -1 && !in_range(s->w_off, (uint64_t)s->K * (uint64_t)s->N * 4, cm->wbytes))
+				return bad(r, -EBADMSG, "step %u: field 'w_off' outside the weights", i);
+			/* a batched GEMM (ad[0] slices): every slice inside its value */
+			if (s->ad[0] > 1 &&
+			    (s->ad[0] > CS_MAX_JOBS || s->in[1] < 0 ||
+			     (uint64_t)s->ad[0] * (uint64_t)s->M * (uint64_t)s->K * 4 > cm->vals[s->in[0]].bytes ||
+			     (uint64_t)s->ad[0] * (uint64_t)s->K * (uint64_t)s->N * 4 > cm->vals[s->in[1]].bytes ||
+			     (uint64_t)s->ad[0] * (uint64_t)s->M * (uint64_t)s->N * 4 > cm->vals[s->out].bytes ||
+			     (s->res >= 0 &&
+			      (uint64_t)s->ad[0] * (uint64_t)s->M * (uint64_t)s->N * 4 > cm->vals[s->res].bytes)))
+				return bad(r, -EBADMSG, "step %u: field 'ad' (the batch) does not fit its values", i);
 			break;
 		case CS_LAYERNORM:
 			if (!in_range(s->w_off, (uint64_t)s->N * 4, cm->wbytes) ||

@@ -124,6 +124,12 @@ static void live_ranges(struct onnx_compiled *cm)
 				if ((int)i > r->last)
 					r->last = (int)i;
 			}
+		for (unsigned k = 0; k < 2; k++) {	/* a step operand that is not its node's input (RSQRT) */
+			int v = cm->steps[i].in[k];
+
+			if (v >= 0 && cm->vals[v].loc == LOC_ARENA && (int)i > cm->vals[cm->vals[v].root].last)
+				cm->vals[cm->vals[v].root].last = (int)i;
+		}
 		if (cm->steps[i].res >= 0 && cm->vals[cm->steps[i].res].loc == LOC_ARENA) {
 			struct cval *r = &cm->vals[cm->vals[cm->steps[i].res].root];	/* the epilogue residual */
 
@@ -193,11 +199,19 @@ int cm_plan_and_upload(struct onnx_compiled *cm)
 	return 0;
 }
 
-static void release_probe(struct onnx_compiled *cm)
+/* The shape probe's tensors; keep_known: not the known values' (the views read them, compile_known.c
+ * packs them after the locations are assigned). */
+static void release_probe_but(struct onnx_compiled *cm, bool keep_known)
 {
 	if (cm->probe)
 		for (unsigned i = 0; i < cm->n_vals; i++)
-			onnx_tensor_release(&cm->probe[i]);
+			if (!keep_known || !cm->known || !cm->known[i])
+				onnx_tensor_release(&cm->probe[i]);
+}
+
+static void release_probe(struct onnx_compiled *cm)
+{
+	release_probe_but(cm, false);
 }
 
 struct onnx_compiled *cm_alloc(void)
@@ -221,6 +235,8 @@ static void assign_locations(struct onnx_compiled *cm)
 		if (m->vals[v].is_const) {
 			if (cm->vals[v].loc != LOC_WEIGHT)
 				cm->vals[v].loc = LOC_CONST;
+		} else if (cm->known && cm->known[v]) {
+			cm->vals[v].loc = LOC_WEIGHT;	/* cm_place_known packs it */
 		} else if (cm->vals[v].ndim || cm->vals[v].bytes || cm->vals[v].dtype) {
 			cm->vals[v].loc = LOC_ARENA;
 		}
@@ -258,7 +274,8 @@ int onnx_compile(struct onnx_model *m, struct accel_dev *dev, const struct onnx_
 	cm->vals = calloc(m->n_vals ? m->n_vals : 1, sizeof(*cm->vals));
 	cm->steps = calloc(m->n_nodes ? m->n_nodes : 1, sizeof(*cm->steps));
 	cm->probe = calloc(m->n_vals ? m->n_vals : 1, sizeof(*cm->probe));
-	if (!cm->vals || !cm->steps || !cm->probe) {
+	cm->known = calloc(m->n_vals ? m->n_vals : 1, 1);
+	if (!cm->vals || !cm->steps || !cm->probe || !cm->known) {
 		ret = cm_seterr(cm, -ENOMEM, "out of memory");
 		goto fail;
 	}
@@ -278,7 +295,10 @@ int onnx_compile(struct onnx_model *m, struct accel_dev *dev, const struct onnx_
 		if (m->nodes[i].folded)
 			continue;
 		cm->n_before++;
-		if ((ret = cm_lower_node(cm, i, &cm->steps[cm->n_steps])))
+		ret = cm_lower_known(cm, i, &cm->steps[cm->n_steps]);
+		if (ret == ONNX_FALLBACK)
+			ret = cm_lower_node(cm, i, &cm->steps[cm->n_steps]);
+		if (ret)
 			goto fail;
 		cm->steps[cm->n_steps].res = -1;
 		cm->steps[cm->n_steps].pair = -1;
@@ -292,7 +312,7 @@ int onnx_compile(struct onnx_model *m, struct accel_dev *dev, const struct onnx_
 			ret = cm_seterr(cm, -EINVAL, "output '%s' is not computed by the graph", m->vals[m->outputs[o]].name);
 			goto fail;
 		}
-	release_probe(cm);
+	release_probe_but(cm, true);
 	if (!(flags & ONNX_COMPILE_NO_FUSE)) {
 		cm_fuse_elt_relu(cm);
 		cm_fuse_residual(cm);
@@ -300,6 +320,8 @@ int onnx_compile(struct onnx_model *m, struct accel_dev *dev, const struct onnx_
 	if ((ret = cm_expand_bn(cm)))
 		goto fail;
 	assign_locations(cm);
+	if ((ret = cm_place_known(cm)))
+		goto fail;
 	if ((ret = cm_plan_views(cm)))
 		goto fail;
 	if (!(flags & ONNX_COMPILE_NCHW)) {
@@ -318,8 +340,11 @@ int onnx_compile(struct onnx_model *m, struct accel_dev *dev, const struct onnx_
 	}
 	if ((ret = cm_plan_and_upload(cm)))
 		goto fail;
+	release_probe(cm);	/* the known values' */
 	free(cm->probe);	/* cm_plan_views used it as scratch too */
 	cm->probe = NULL;
+	free(cm->known);
+	cm->known = NULL;
 	*out = cm;
 	return 0;
 fail:
@@ -344,6 +369,7 @@ void onnx_compiled_free(struct onnx_compiled *cm)
 	free(cm->vals);
 	free(cm->steps);
 	free(cm->qrole);
+	free(cm->known);
 	free(cm->wimg);
 	free(cm);
 }
@@ -384,7 +410,7 @@ static const char *const kind_names[CS_KIND_COUNT] = {
 	[CS_ACT] = "act", [CS_SOFTMAX] = "softmax", [CS_LAYERNORM] = "layernorm", [CS_TRANSPOSE] = "transpose",
 	[CS_COPY] = "copy",
 	[CS_ALIAS] = "alias", [CS_HOST] = "host", [CS_FUSED] = "fused", [CS_QCONV] = "qconv", [CS_QGEMM] = "qgemm",
-	[CS_QADD] = "qadd", [CS_QPOOL] = "qpool", [CS_QFUSED] = "fused",
+	[CS_QADD] = "qadd", [CS_QPOOL] = "qpool", [CS_QFUSED] = "fused", [CS_KNOWN] = "folded",
 };
 
 int onnx_compiled_step_info(const struct onnx_compiled *cm, unsigned node, struct onnx_compiled_step *o)

@@ -15,7 +15,10 @@
 
 enum cstep_kind {
 	CS_CONV,	/* accel_conv2d, NCHW or NHWC fp32, bias + activation in the SFU epilogue */
-	CS_GEMM,	/* accel_gemm fp32, row bias + scale + activation in the epilogue */
+	CS_GEMM,	/* accel_gemm fp32, row bias + scale + activation in the epilogue; in[1] -1: B is the
+			 * K x N matrix packed at w_off (ReduceMean's column of 1/K); ad[0] > 1: a batched
+			 * MatMul of two activations, ad[0] GEMMs of M x K by K x N on consecutive slices of
+			 * in[0], in[1], out (and res) -- one job each (attention's scores and context) */
 	CS_POOL,	/* accel_pool2d fp32 */
 	CS_ELT,		/* accel_eltwise fp32 (ISA 2), optional fused ReLU */
 	CS_ACT,		/* accel_activation fp32 (ReLU, CLAMP; ISA 2: sigmoid, tanh, exp, erf, GELU, hard*) */
@@ -35,13 +38,15 @@ enum cstep_kind {
 			 * requant) */
 	CS_QPOOL,	/* int8 max pool whose output keeps the input's quantisation */
 	CS_QFUSED,	/* a Q/DQ (or Relu) node folded into an int8 step: no step runs */
+	CS_KNOWN,	/* computed at compile time from the input shapes (compile_known.c): no step runs, its
+			 * outputs are LOC_WEIGHT values */
 	CS_KIND_COUNT
 };
 #define CS_QFIRST CS_QCONV
 #define CS_IS_QDQ(k) ((k) >= CS_QFIRST && (k) < CS_QFUSED)
 #define CS_IS_DEVICE(k) ((k) < CS_ALIAS || CS_IS_QDQ(k))
-/* Most device jobs one step submits (CS_QADD: 6). */
-#define CS_MAX_JOBS 6
+/* Most device jobs one step submits (a batched CS_GEMM: one per batch slice, at most this many). */
+#define CS_MAX_JOBS 16
 
 /* Where a value lives at run time. */
 enum cval_loc {
@@ -130,6 +135,7 @@ struct onnx_compiled {
 	unsigned n_before;	/* graph nodes left to run after the loader's folding */
 	unsigned n_device, n_host, n_alias, n_fused;
 	uint8_t *qrole;		/* per graph node: the QDQ matcher's role (compile_qdq.c), compile time only */
+	uint8_t *known;		/* per value: computed at compile time (compile_known.c), compile time only */
 	/* Replays (compiled_run.c): the jobs of device step i's first run, kept (ACCEL_SUBMIT_KEEP) at
 	 * tmpl[i * CS_MAX_JOBS + k], k < tmpl_n[i]; later runs replay them instead of lowering again.
 	 * tmpl_off[i]: the step's jobs keep no commands (an operation run on the host): lowered each run. */
@@ -170,6 +176,15 @@ void cm_fuse_elt_relu(struct onnx_compiled *cm);
 /* Addressing (compile_views.c): Split/Slice/Gather as views or device copies, Concat inputs
  * written in place (zero-copy) or copied on the device; sets every value's root and voff. */
 int cm_plan_views(struct onnx_compiled *cm);
+/* compile_known.c: node i as a CS_KNOWN step when its outputs follow from the input shapes and constants
+ * (ONNX_FALLBACK: not), the known values' bytes into the weight image; cm_is_const: a model constant or
+ * a known value (its tensor: cm_val, during compilation). */
+int cm_lower_known(struct onnx_compiled *cm, unsigned i, struct cstep *s);
+int cm_place_known(struct onnx_compiled *cm);
+bool cm_is_const(const struct onnx_compiled *cm, int v);
+/* compile_rownorm.c: Pow(x, 2), Neg, ReduceMean over the last axis, Div(1, Sqrt(y)) as device steps
+ * (RMSNorm, rotary embeddings); ONNX_FALLBACK when the node is not one of those forms. */
+int cm_lower_rownorm(struct onnx_compiled *cm, struct onnx_ctx *c, struct cstep *s);
 /* A transpose of rank r as one of rank 4 (compile_views.c): size-1 dimensions dropped, dimensions the
  * permutation keeps adjacent merged, leading 1s; ad the 4-D input shape, bd the permutation.  -1 if
  * more than 4 dimensions remain or one exceeds 2^32. */

@@ -174,6 +174,36 @@ static int lower_gemm(struct onnx_compiled *cm, struct onnx_ctx *c, struct cstep
 	return onnx_tensor_alloc(node_out(c, 0), ONNX_FLOAT, 2, dims) ? -ENOMEM : 0;
 }
 
+/*
+ * MatMul of two fp32 activations [..., M, K] x [..., K, N] with the same batch dimensions (attention's
+ * Q x K^T and P x V, issue 29): one GEMM per batch slice on the arena values, as one step of ad[0] jobs.
+ */
+static int lower_batched_matmul(struct onnx_compiled *cm, struct onnx_ctx *c, struct cstep *s)
+{
+	const struct onnx_tensor *a = node_in(c, 0), *b = node_in(c, 1);
+	struct matmul_geom g;
+
+	if (!is_f32_act(cm, c->n->in[1]) || a->ndim < 3 || b->ndim != a->ndim ||
+	    memcmp(a->dims, b->dims, (a->ndim - 2) * sizeof(int64_t)))
+		return ONNX_FALLBACK;
+	if (matmul_geom(c, a, b, &g) || !g.m || !g.k || !g.nn || g.batch < 2 || g.batch > CS_MAX_JOBS ||
+	    (size_t)(g.batch * g.m * g.k) != a->count || (size_t)(g.batch * g.k * g.nn) != b->count)
+		return ONNX_FALLBACK;
+	s->kind = CS_GEMM;
+	s->M = g.m;
+	s->K = g.k;
+	s->N = g.nn;
+	s->ad[0] = (uint32_t)g.batch;
+	s->b_off = UINT64_MAX;
+	s->w_off = UINT64_MAX;
+	s->in[1] = c->n->in[1];
+	s->scale = 1.0f;
+	if (accel_gemm_query(cm->dev, s->M, s->K, s->N, false, false, false, ACCEL_ACT_NONE, 0.0f, 0.0f, 1.0f, s->why,
+			     sizeof(s->why)))
+		return ONNX_FALLBACK;
+	return onnx_tensor_alloc(node_out(c, 0), ONNX_FLOAT, g.out_ndim, g.out_dims) ? -ENOMEM : 0;
+}
+
 /* MatMul of an fp32 activation [..., M, K] by a constant 2-D [K, N]: one (batch*M) x K GEMM. */
 static int lower_matmul(struct onnx_compiled *cm, struct onnx_ctx *c, struct cstep *s)
 {
@@ -181,6 +211,8 @@ static int lower_matmul(struct onnx_compiled *cm, struct onnx_ctx *c, struct cst
 	struct matmul_geom g;
 	int ret;
 
+	if (is_f32_act(cm, c->n->in[0]) && c->n->in[1] >= 0 && !cm->m->vals[c->n->in[1]].is_const)
+		return lower_batched_matmul(cm, c, s);
 	if (!is_f32_act(cm, c->n->in[0]) || !is_f32_const(cm->m, c->n->in[1]) || a->ndim < 2 || b->ndim != 2)
 		return ONNX_FALLBACK;
 	if (matmul_geom(c, a, b, &g) || !g.m || !g.k || !g.nn || !g.batch ||
@@ -468,7 +500,15 @@ int cm_lower_node(struct onnx_compiled *cm, unsigned i, struct cstep *s)
 		ret = lower_elt(cm, &c, s, ACCEL_ELT_MUL);
 		break;
 	case OP_DIV:
-		ret = lower_elt(cm, &c, s, -1);
+		ret = cm_lower_rownorm(cm, &c, s);	/* Div(1, Sqrt(y)): RSQRT */
+		if (ret == ONNX_FALLBACK)
+			ret = lower_elt(cm, &c, s, -1);
+		break;
+	case OP_POW:
+	case OP_NEG:
+	case OP_REDUCEMEAN:
+	case OP_SQRT:
+		ret = cm_lower_rownorm(cm, &c, s);
 		break;
 	case OP_MAX:
 		ret = lower_elt(cm, &c, s, ACCEL_ELT_MAX);
@@ -507,7 +547,8 @@ int cm_lower_node(struct onnx_compiled *cm, unsigned i, struct cstep *s)
 						      : ret;
 	if (ret == 0) {
 		s->why[0] = 0;	/* an earlier pattern's refusal, not this step's */
-		s->reason = "device step of the plan";
+		if (!s->reason)
+			s->reason = "device step of the plan";
 		return 0;
 	}
 	{

@@ -156,10 +156,11 @@ static int slice_views(struct vstate *st, unsigned si)
 	    m->vals[n->in[0]].is_const)
 		return 0;
 	for (unsigned k = 1; k < n->n_in; k++)
-		if (n->in[k] >= 0 && !m->vals[n->in[k]].is_const)
-			return 0;	/* data-dependent starts/indices */
+		if (n->in[k] >= 0 && !cm_is_const(cm, n->in[k]))
+			return 0;	/* data-dependent starts/indices (known ones: compile_known.c) */
 	for (unsigned k = 0; k < n->n_out; k++)
-		if (!is_arena(cm, n->out[k]) || cm->vals[n->out[k]].dtype != x->dtype)
+		if (!is_arena(cm, n->out[k]) || cm->vals[n->out[k]].dtype != x->dtype ||
+		    cm->vals[n->out[k]].bytes / (uint64_t)esz > ((uint64_t)1 << 26))	/* an Expand's index map */
 			return 0;
 	if (onnx_tensor_alloc(xt, ONNX_INT64, x->ndim, x->dims))
 		return cm_seterr(cm, -ENOMEM, "views: out of memory");
@@ -290,6 +291,8 @@ static int place_concat(struct vstate *st, const struct concat *cc)
 
 		for (unsigned j = 0; j < k; j++)
 			dup |= n->in[j] == n->in[k];
+		if (!len || !p->bytes)
+			continue;	/* an empty part (a decoder's past of length 0): nothing to copy */
 		if (cc->outer == 1 && !dup && r != oroot && !off && cm->vals[r].bytes == p->bytes && !st->is_input[r]) {
 			st->par[r] = cc->out;
 			st->poff[r] = (uint64_t)(start * cc->inner * esz);
@@ -472,7 +475,7 @@ int cm_plan_views(struct onnx_compiled *cm)
 			const struct onnx_node *n = &m->nodes[cm->steps[i].node];
 
 			if (cm->steps[i].kind == CS_HOST && n->n_in && is_arena(cm, n->in[0]) &&
-			    (n->op == OP_SLICE || n->op == OP_SPLIT || n->op == OP_GATHER))
+			    (n->op == OP_SLICE || n->op == OP_SPLIT || n->op == OP_GATHER || n->op == OP_EXPAND))
 				ret = slice_views(&st, i);
 		}
 		if (!ret)

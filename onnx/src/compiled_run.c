@@ -128,6 +128,17 @@ static int t2(const struct onnx_compiled *cm, int v, uint32_t rows, uint32_t col
 	return accel_tensor_2d(b, off, ACCEL_FP32, rows, cols, t);
 }
 
+/* Matrix slice bi of value v, a stack of rows x cols fp32 matrices (a batched CS_GEMM's operand). */
+static int t2_slice(const struct onnx_compiled *cm, int v, uint32_t bi, uint32_t rows, uint32_t cols,
+		    struct accel_tensor *t)
+{
+	struct accel_buffer *b;
+	uint64_t off;
+
+	place(cm, v, &b, &off);
+	return accel_tensor_2d(b, off + (uint64_t)bi * rows * cols * 4, ACCEL_FP32, rows, cols, t);
+}
+
 /*
  * NCHW descriptor of a value's bytes.  Activations read and write equally shaped operands as flat
  * arrays, so an NHWC group (compile_layout.c) runs through them unchanged.
@@ -244,6 +255,56 @@ static int conv_desc(const struct onnx_compiled *cm, const struct cstep *s, stru
 	return 0;
 }
 
+static int lower_step(struct run_state *rs, const struct cstep *s);
+
+/*
+ * A batched CS_GEMM (compile_lower.c: a MatMul of two activations), slices from..ad[0]-1: one accel_gemm
+ * job per slice, each after the chain's newest job.  The epilogue (a row bias, a residual slice) is the
+ * plain GEMM's.
+ */
+static int lower_bgemm(struct run_state *rs, const struct cstep *s, uint32_t from)
+{
+	struct onnx_compiled *cm = rs->cm;
+
+	for (uint32_t bi = from; bi < s->ad[0]; bi++) {
+		struct accel_submit sub = next_sub(rs);
+		struct accel_tensor x, w, y, bt, rt;
+		struct accel_gemm_desc d;
+		struct accel_job *job = NULL;
+		const char *what = "device tensor";
+		int ret;
+
+		memset(&d, 0, sizeof(d));
+		if (!(ret = t2_slice(cm, s->in[0], bi, (uint32_t)s->M, (uint32_t)s->K, &x)) &&
+		    !(ret = t2_slice(cm, s->in[1], bi, (uint32_t)s->K, (uint32_t)s->N, &w)) &&
+		    !(ret = t2_slice(cm, s->out, bi, (uint32_t)s->M, (uint32_t)s->N, &y)) &&
+		    !(ret = s->b_off == UINT64_MAX ? 0 : accel_tensor_2d(cm->wbuf, s->b_off, ACCEL_FP32, 1, (uint32_t)s->N,
+									 &bt)) &&
+		    !(ret = s->res < 0 ? 0 : t2_slice(cm, s->res, bi, (uint32_t)s->M, (uint32_t)s->N, &rt))) {
+			d.a = &x;
+			d.b = &w;
+			d.c = &y;
+			if (s->b_off != UINT64_MAX)
+				d.epi.bias = &bt;
+			if (s->scale != 1.0f)
+				d.epi.scale_f = s->scale;
+			d.epi.act = (enum accel_act)s->act;
+			d.epi.clamp_lo_f = s->lo;
+			d.epi.clamp_hi_f = s->hi;
+			if (s->res >= 0)
+				d.epi.residual = &rt;
+			what = "accel_gemm";
+			ret = accel_gemm(cm->dev, &d, &sub, &job);
+		}
+		if (ret)
+			return step_err(cm, s, ret, what);
+		push_job(rs, s, job);
+		if (rs->n_jobs - rs->done > MAX_IN_FLIGHT && (ret = retire(rs, rs->n_jobs - MAX_IN_FLIGHT / 2)))
+			return ret;
+	}
+	return 0;
+}
+
 static int lower_step(struct run_state *rs, const struct cstep *s)
 {
 	struct onnx_compiled *cm = rs->cm;
@@ -285,9 +346,14 @@ static int lower_step(struct run_state *rs, const struct cstep *s)
 	case CS_GEMM: {
 		struct accel_gemm_desc d;
 
+		if (s->ad[0] > 1)
+			return lower_bgemm(rs, s, 0);
 		memset(&d, 0, sizeof(d));
 		if ((ret = t2(cm, s->in[0], (uint32_t)(s->ta ? s->K : s->M), (uint32_t)(s->ta ? s->M : s->K), &x)) ||
-		    (ret = t2(cm, s->in[1], (uint32_t)(s->tb ? s->N : s->K), (uint32_t)(s->tb ? s->K : s->N), &w)) ||
+		    (ret = s->in[1] >= 0 ? t2(cm, s->in[1], (uint32_t)(s->tb ? s->N : s->K), (uint32_t)(s->tb ? s->K : s->N),
+					      &w)
+					 : accel_tensor_2d(cm->wbuf, s->w_off, ACCEL_FP32, (uint32_t)(s->tb ? s->N : s->K),
+							   (uint32_t)(s->tb ? s->K : s->N), &w)) ||
 		    (ret = t2(cm, s->out, (uint32_t)s->M, (uint32_t)s->N, &y)) ||
 		    (s->b_off != UINT64_MAX &&
 		     (ret = accel_tensor_2d(cm->wbuf, s->b_off, ACCEL_FP32, 1, (uint32_t)s->N, &bt))) ||
@@ -504,7 +570,9 @@ static int submit_step(struct run_state *rs, const struct cstep *s)
 			return step_err(cm, s, ret, "accel_job_replay");
 		cm->tmpl_off[si] = ret == -EOPNOTSUPP;
 		drop_kept(cm, si);
-		if (k)		/* only a QDQ step has more than one job */
+		if (k && s->kind == CS_GEMM)	/* a batched GEMM: the slices not replayed */
+			return lower_bgemm(rs, s, k);
+		if (k)		/* else only a QDQ step has more than one job */
 			return submit_qdq(rs, s, k);
 	}
 	rs->rec = cm->tmpl && !cm->tmpl_off[si] ? (int)si : -1;
@@ -611,6 +679,14 @@ static int run_host_step(struct run_state *rs, const struct cstep *s)
 
 		if (v < 0 || m->vals[v].is_const || rs->vt[v].data)
 			continue;
+		if (cm->vals[v].loc == LOC_WEIGHT) {	/* computed at compile time (compile_known.c) */
+			const struct cval *cv = &cm->vals[v];
+
+			if ((ret = onnx_tensor_alloc(&rs->vt[v], (enum onnx_dtype)cv->dtype, cv->ndim, cv->dims)))
+				return cm_seterr(cm, ret, "value '%s': out of memory", m->vals[v].name);
+			memcpy(rs->vt[v].data, (const uint8_t *)accel_buffer_ptr(cm->wbuf) + cv->off, cv->bytes);
+			continue;
+		}
 		if (cm->vals[v].loc != LOC_ARENA)
 			return cm_seterr(cm, -EINVAL, "node %d: input '%s' has no value", s->node, m->vals[v].name);
 		if ((ret = arena_read(cm, v, &rs->vt[v])))

@@ -49,6 +49,8 @@ enum onnx_op {
 	OP_SIGN, OP_CELU, OP_GLOBALMAXPOOL, OP_NLLLOSS, OP_SCELOSS, OP_TOPK, OP_INSTANCENORM, OP_LRN,
 	OP_MVN, OP_DYNQUANTIZELINEAR, OP_EINSUM, OP_HANNWINDOW, OP_HAMMINGWINDOW, OP_BLACKMANWINDOW, OP_DET,
 	OP_RNN, OP_GRU, OP_LSTM, OP_NMS, OP_GRIDSAMPLE, OP_UNIQUE,
+	/* com.microsoft (issue 29): the weight-only quantised MatMul ONNX Runtime's quantiser writes */
+	OP_MATMULNBITS,
 	OP_COUNT
 };
 
@@ -175,6 +177,7 @@ int onnx_fuse_clip(struct onnx_model *m);
 int onnx_fuse_gelu(struct onnx_model *m);
 int onnx_fuse_layernorm(struct onnx_model *m);
 int onnx_fuse_pad(struct onnx_model *m);
+int onnx_fold_weight_only(struct onnx_model *m);
 int onnx_const_fold(struct onnx_model *m);
 int onnx_static_shapes(struct onnx_model *m);
 
@@ -258,7 +261,7 @@ extern const onnx_kernel onnx_accel_kernels[OP_COUNT];
 extern const onnx_kernel onnx_elem_kernels[OP_COUNT], onnx_shape_kernels[OP_COUNT], onnx_reduce_kernels[OP_COUNT],
 	onnx_nn_kernels[OP_COUNT], onnx_index_kernels[OP_COUNT], onnx_loss_kernels[OP_COUNT],
 	onnx_misc_kernels[OP_COUNT], onnx_norm_kernels[OP_COUNT], onnx_rnn_kernels[OP_COUNT],
-	onnx_detect_kernels[OP_COUNT];
+	onnx_detect_kernels[OP_COUNT], onnx_wq_kernels[OP_COUNT];
 /* The host kernel of an operator (whichever ops_*.c defines it), NULL if none. */
 onnx_kernel onnx_host_kernel(enum onnx_op op);
 /* Value v computed as t in a run: the shape a folded Shape relied on (else -EINVAL, message in c's). */
@@ -267,6 +270,16 @@ int onnx_check_static_shape(const struct onnx_ctx *c, int v, const struct onnx_t
 int clip_const_bounds(const struct onnx_model *m, const struct onnx_node *n, float *lo, float *hi);
 int clip_runtime_bounds(const struct onnx_ctx *c, float *lo, float *hi);
 int shape_range(const struct onnx_ctx *c, unsigned rank, int64_t *s, int64_t *e);
+
+/*
+ * Weight-only quantisation (ops_wq.c, issue 29).  onnx_wq_gemm_weight: the float32 [K, N] weight (MatMul's
+ * B) that a weight-only quantised MatMul computes with -- a com.microsoft MatMulNBits node's packed blob
+ * dequantised, or the output of the DequantizeLinear of a constant that feeds a MatMul's B.  The one seam
+ * between a packed weight and a GEMM: the load-time pass (fold_wq.c) makes every such MatMul an fp32 one
+ * with this constant, which the device runs as a GEMM step; a device with a weight-decompressing load
+ * would take the packed form here instead.  -EINVAL and a message naming the node for a corrupted blob.
+ */
+int onnx_wq_gemm_weight(const struct onnx_ctx *c, struct onnx_tensor *w);
 
 /* Shared int8 helpers (ops_int8.c). */
 int qlinear_requant(struct onnx_ctx *c, const int32_t *acc, size_t count, const struct onnx_tensor *xs,

@@ -160,7 +160,16 @@ static const char *const op_names[OP_COUNT] = {
 	[OP_NMS] = "NonMaxSuppression",
 	[OP_GRIDSAMPLE] = "GridSample",
 	[OP_UNIQUE] = "Unique",
+	[OP_MATMULNBITS] = "MatMulNBits",
 };
+
+/* The one operator of another domain the loader takes (ONNX Runtime's contrib operators). */
+static bool op_in_domain(int op, const char *domain)
+{
+	bool ms = domain && !strcmp(domain, "com.microsoft");
+
+	return ms == (op == OP_MATMULNBITS);
+}
 
 const char *onnx_op_name(enum onnx_op op)
 {
@@ -306,11 +315,11 @@ static int load_nodes(struct onnx_model *m, const Onnx__GraphProto *g)
 
 		if (!p->op_type)
 			return onnx_seterr(m, -EINVAL, "node %zu has no op_type", i);
-		if (p->domain && p->domain[0] && strcmp(p->domain, "ai.onnx"))
+		op = onnx_op_lookup(p->op_type);
+		if (p->domain && p->domain[0] && strcmp(p->domain, "ai.onnx") && (op < 0 || !op_in_domain(op, p->domain)))
 			return onnx_seterr(m, -EOPNOTSUPP, "unsupported operator '%s' of domain '%s' (node '%s')",
 					   p->op_type, p->domain, node_label(p));
-		op = onnx_op_lookup(p->op_type);
-		if (op < 0)
+		if (op < 0 || !op_in_domain(op, p->domain))
 			return onnx_seterr(m, -EOPNOTSUPP, "unsupported operator '%s' (node '%s')", p->op_type,
 					   node_label(p));
 		if (p->n_input > ONNX_MAX_NODE_IO || p->n_output > ONNX_MAX_NODE_IO || !p->n_output)
@@ -534,6 +543,10 @@ int onnx_model_load_mem(const void *buf, size_t len, unsigned flags, struct onnx
 			ret = onnx_fuse_pad(m);
 		if (!ret)
 			ret = verify(m, "onnx_fuse_pad");
+		if (!ret)
+			ret = onnx_fold_weight_only(m);
+		if (!ret)
+			ret = verify(m, "onnx_fold_weight_only");
 	}
 	if (ret) {
 		if (err)

@@ -54,6 +54,9 @@ static const char *host_reason(enum onnx_op op)
 		return "element-wise arithmetic: ISA v1 has no element-wise unit";
 	case OP_QUANTIZELINEAR: case OP_DEQUANTIZELINEAR: case OP_CAST:
 		return "type conversion: ONNX defines it in float, outside the SFU's fixed-point requantiser";
+	case OP_MATMULNBITS:
+		return "a weight-only quantised MatMul the loader did not dequantise (a bias, g_idx or weights that are "
+		       "not constants): host kernel";
 	case OP_RESIZE: case OP_UPSAMPLE:
 		return "interpolation: ISA v1 has no gather/interpolation unit";
 	default:

@@ -79,10 +79,12 @@ def test_model_runs_many_times_and_at_any_batch(dev):
 def test_fashion_mnist_bad_inputs(dev):
     on_dev = tnpu.Model(FASHION, dev)
     on_cpu = tnpu.Model(FASHION)
-    # a batch of 0: the CPU reference runs it; on the device it is refused (libaccel takes no empty tensors)
+    # a batch of 0: the CPU reference runs it; on the device the Conv refuses it (libaccel takes no empty
+    # tensors) with the node's name, and the model stays usable
     assert on_cpu.run(np.zeros((0, 1, 28, 28), np.float32))["logits"].shape == (0, 10)
-    with pytest.raises(ValueError, match="empty"):
+    with pytest.raises(tnpu.Error, match="Conv.*>= 1") as ei:
         on_dev.run(np.zeros((0, 1, 28, 28), np.float32))
+    assert ei.value.errno == errno.EINVAL
     for m in (on_dev, on_cpu):
         with pytest.raises(tnpu.Error, match="Conv") as ei:
             m.run(np.zeros((1, 2, 28, 28), np.float32))
@@ -168,6 +170,32 @@ def test_int8_model_gives_exact_int32(dev, tmp_path):
     y = m.run(a)["y"]
     assert y.dtype == np.int32
     np.testing.assert_array_equal(y, a.astype(np.int64) @ b)
+
+
+def test_decoder_with_many_inputs_and_an_empty_past_runs_compiled(dev, tmp_path):
+    # a decoder's layout (issue 29): 3 + 2 per layer inputs (here 27, GPT-2-small's count, more than the 16
+    # the binding once kept per compiled form), each past concatenated with new rows, a past of length 0
+    onnx = pytest.importorskip("onnx")
+    h, T = onnx.helper, onnx.TensorProto
+    names = [f"past.{i}" for i in range(24)]
+    nodes = [h.make_node("Relu", ["x"], ["r"])]
+    outs = []
+    for i, n in enumerate(names):
+        nodes.append(h.make_node("Concat", [n, "r"], [f"present.{i}"], axis=1))
+        outs.append(h.make_tensor_value_info(f"present.{i}", T.FLOAT, [1, None, 4]))
+    ins = [h.make_tensor_value_info(n, T.FLOAT, [1, None, 4]) for n in ["x", "pad1", "pad2"] + names]
+    nodes += [h.make_node("Identity", [p], [p + ".out"]) for p in ("pad1", "pad2")]
+    outs += [h.make_tensor_value_info(p + ".out", T.FLOAT, [1, None, 4]) for p in ("pad1", "pad2")]
+    m = tnpu.Model(save(tmp_path, h.make_graph(nodes, "dec", ins, outs)), dev)
+    r = np.random.default_rng(29)
+    for past in (0, 3):
+        feed = {n: r.standard_normal((1, past, 4)).astype(np.float32) for n in names}
+        feed.update(x=r.standard_normal((1, 2, 4)).astype(np.float32),
+                    pad1=np.ones((1, 1, 4), np.float32), pad2=np.ones((1, 1, 4), np.float32))
+        got = m.run(feed)
+        for i, n in enumerate(names):
+            np.testing.assert_array_equal(got[f"present.{i}"],
+                                          np.concatenate([feed[n], np.maximum(feed["x"], 0)], axis=1))
 
 
 # ---- errors ----

@@ -33,7 +33,7 @@ int compiled_prepare(struct onnx_model *m, struct accel_dev *dev, const struct o
 /* The placement table of print_placement() (profile.c), from the plan and the last compiled run. */
 static void print_compiled_placement(const struct onnx_model *m, const struct onnx_compiled *cm)
 {
-	unsigned n = onnx_model_n_graph_nodes(m), dev = 0, host = 0, folded = 0;
+	unsigned n = onnx_model_n_graph_nodes(m), dev = 0, host = 0, folded = 0, known = 0;
 
 	printf("nodes (%u, model order):\n", n);
 	for (unsigned i = 0; i < n; i++) {
@@ -55,6 +55,9 @@ static void print_compiled_placement(const struct onnx_model *m, const struct on
 		} else if (!strcmp(s.kind, "fused")) {
 			snprintf(buf, sizeof(buf), "device: %s", s.reason);
 			dev++;
+		} else if (!strcmp(s.kind, "folded")) {	/* shape arithmetic computed when compiling */
+			snprintf(buf, sizeof(buf), "folded: %s", s.reason);
+			known++;
 		} else if (s.ran_on_device == 1) {
 			snprintf(buf, sizeof(buf), "device (node by node: own buffers and copies)");
 			dev++;
@@ -65,7 +68,10 @@ static void print_compiled_placement(const struct onnx_model *m, const struct on
 		}
 		printf("  %4u %-18s %-64s %s\n", i, ni.op, buf, ni.name && ni.name[0] ? ni.name : "-");
 	}
-	printf("placement: %u on the device, %u on the host, %u folded at load time\n", dev, host, folded);
+	printf("placement: %u on the device, %u on the host, %u folded at load time", dev, host, folded);
+	if (known)
+		printf(", %u computed at compile time", known);
+	printf("\n");
 }
 
 void print_compiled(const struct onnx_model *m, const struct onnx_compiled *cm)

@@ -18,6 +18,7 @@ import hashlib
 import os
 import sys
 import tempfile
+import warnings
 
 import numpy as np
 import onnx
@@ -42,7 +43,10 @@ def export_fp32(model, path):
         dyn[n] = {0: "batch", 2: "past"}
     for n in outs[1:]:
         dyn[n] = {0: "batch", 2: "total"}
-    with torch.no_grad():
+    # the tracer's warnings are about Python ints taken from shapes (head_dim, the past length): constants of
+    # the architecture or values the dynamic axes carry, not errors of the export
+    with torch.no_grad(), warnings.catch_warnings():
+        warnings.simplefilter("ignore", torch.jit.TracerWarning)
         torch.onnx.export(model, args, path, input_names=ins, output_names=outs, dynamic_axes=dyn,
                           opset_version=OPSET, do_constant_folding=True)
 
@@ -142,6 +146,22 @@ def cache_key(args):
     return h.hexdigest()[:16]
 
 
+def cache_dir():
+    return os.path.join(os.environ.get("TNPU_CACHE", os.path.join(os.path.expanduser("~"), ".cache", "tnpu")), "llm")
+
+
+def cached(arch, size="test", scheme="fp32", seed=0):
+    """The path of the cached export of (arch, size, scheme, seed), exporting it first if needed."""
+    args = argparse.Namespace(arch=arch, size=size, quant=scheme, seed=seed)
+    d = os.path.join(cache_dir(), f"{arch}-{size}-{scheme}-s{seed}-{cache_key(args)}")
+    path = os.path.join(d, "model.onnx")
+    if not os.path.exists(path):
+        os.makedirs(d, exist_ok=True)
+        print(f"export.py: exporting {arch}/{size} {scheme} to {d}", file=sys.stderr)
+        export(arch, size, scheme, seed, path)
+    return path
+
+
 def main():
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     ap.add_argument("--arch", required=True, choices=["gpt2", "llama"])
@@ -156,14 +176,7 @@ def main():
         export(args.arch, args.size, args.quant, args.seed, args.out)
         print(args.out)
         return
-    root = os.environ.get("TNPU_CACHE", os.path.join(os.path.expanduser("~"), ".cache", "tnpu"))
-    d = os.path.join(root, "llm", f"{args.arch}-{args.size}-{args.quant}-s{args.seed}-{cache_key(args)}")
-    path = os.path.join(d, "model.onnx")
-    if not os.path.exists(path):
-        os.makedirs(d, exist_ok=True)
-        print(f"export.py: exporting {args.arch}/{args.size} {args.quant} to {d}", file=sys.stderr)
-        export(args.arch, args.size, args.quant, args.seed, path)
-    print(path)
+    print(cached(args.arch, args.size, args.quant, args.seed))
 
 
 if __name__ == "__main__":

@@ -691,3 +691,242 @@ Test(onnx_views, linear_bias_and_residual_in_the_gemm_epilogue)
 	onnx_tensor_release(&x);
 	onnx_model_free(m);
 }
+
+/* A decoder's prefill: Concat(past, new rows) on the sequence axis with a past of length 0 (issue 29).
+ * The empty part has nothing to copy; before, its device copy was an empty box libaccel refused
+ * ("accel_transpose (copy): input tensor is malformed"). */
+Test(onnx_views, concat_with_an_empty_past_copies_only_the_new_rows)
+{
+	struct mb *b = mb_new(13);
+	int64_t pd[4] = { 1, 2, 0, 4 }, xd[4] = { 1, 2, 3, 4 };
+	struct onnx_tensor in[2], y;
+	struct onnx_compiled *cm = NULL;
+	struct onnx_model *m;
+	char err[512] = "";
+
+	mb_input(b, "past");
+	mb_input(b, "x");
+	mb_node(b, "Relu", "x", "r");
+	concat(b, "past,r", "y", 2);
+	mb_output(b, "y");
+	m = load(b);
+	cr_assert_eq(onnx_tensor_alloc(&in[0], ONNX_FLOAT, 4, pd), 0);
+	input(&in[1], xd[0], xd[1], xd[2], xd[3]);
+	cr_assert_eq(onnx_compile(m, dev, in, 2, 0, &cm, err, sizeof(err)), 0, "compile: %s", err);
+	cr_assert_eq(onnx_compiled_run(cm, in, 2, &y, 1, NULL), 0, "run: %s", onnx_compiled_error(cm));
+	cr_assert_eq(y.count, in[1].count);
+	for (int i = 0; i < 4; i++)
+		cr_assert_eq(y.dims[i], xd[i]);
+	for (size_t i = 0; i < y.count; i++) {
+		float e = ((float *)in[1].data)[i] > 0 ? ((float *)in[1].data)[i] : 0.0f;
+
+		cr_assert_eq(((float *)y.data)[i], e, "y[%zu] = %g, expected %g", i, ((float *)y.data)[i], e);
+	}
+	onnx_tensor_release(&y);
+	onnx_tensor_release(&in[0]);
+	onnx_tensor_release(&in[1]);
+	onnx_compiled_free(cm);
+	onnx_model_free(m);
+}
+
+/* Attention's scores: MatMul of two activations [2, 3, 4, 5] x [2, 3, 5, 4] (K^T from a Transpose) is one
+ * GEMM step of 6 device jobs on the arena slices, equal to the CPU reference; replayed on the second run
+ * (compile_check runs twice) and kept through a compiled-model file (issue 29). */
+Test(onnx_views, batched_matmul_of_two_activations_is_a_device_gemm_per_slice)
+{
+	static const int64_t perm[4] = { 0, 1, 3, 2 };
+	struct mb *b = mb_new(13);
+	struct onnx_compiled *cm, *cm2 = NULL;
+	struct onnx_compiled_info ci;
+	struct onnx_tensor x, y1, y2;
+	const struct cstep *s;
+	struct onnx_model *m;
+	char err[512] = "", path[] = "/tmp/tnpu-bgemm-XXXXXX";
+	int fd = mkstemp(path);
+
+	cr_assert_geq(fd, 0);
+	close(fd);
+	mb_input(b, "x");
+	mb_node(b, "Relu", "x", "q");
+	mb_attr_ints(b, mb_node(b, "Transpose", "x", "kt"), "perm", perm, 4);
+	mb_node(b, "MatMul", "q,kt", "y");
+	mb_output(b, "y");
+	m = load(b);
+	input(&x, 2, 3, 4, 5);
+	cm = compile_check(m, &x, 0, &ci);
+	s = step_of(cm, "y");
+	cr_assert_eq(s->kind, CS_GEMM);
+	cr_expect_eq(s->ad[0], 6, "batch %u", s->ad[0]);
+	cr_expect_eq(s->M, 4);
+	cr_expect_eq(s->K, 5);
+	cr_expect_eq(s->N, 4);
+	cr_expect_eq(ci.host_steps, 0);
+	cr_assert_eq(onnx_compiled_save(cm, path, err, sizeof(err)), 0, "%s", err);
+	cr_assert_eq(onnx_compiled_load(m, dev, &x, 1, path, &cm2, err, sizeof(err)), 0, "%s", err);
+	unlink(path);
+	cr_assert_eq(onnx_compiled_run(cm, &x, 1, &y1, 1, NULL), 0, "%s", onnx_compiled_error(cm));
+	cr_assert_eq(onnx_compiled_run(cm2, &x, 1, &y2, 1, NULL), 0, "%s", onnx_compiled_error(cm2));
+	cr_assert_eq(memcmp(y1.data, y2.data, y1.count * 4), 0);
+	onnx_tensor_release(&y1);
+	onnx_tensor_release(&y2);
+	onnx_compiled_free(cm2);
+	onnx_compiled_free(cm);
+	onnx_tensor_release(&x);
+	onnx_model_free(m);
+}
+
+/* ---- values known at compile time (compile_known.c) ------------------------------------------------ */
+
+/* x [N, 6] with N symbolic, so the loader folds no Shape: the shape arithmetic of a decoder (Shape ->
+ * Gather -> Unsqueeze -> Concat -> Reshape, a rotary "half = dim / 2" as Slice starts, an Expand's
+ * target shape) is computed when compiling: those nodes are "folded" steps, the Reshape a view, the Slice
+ * and the Expand (a broadcast: source stride 0) views or device copies, and a Tile -- a host step --
+ * reads its known repeats from the weight buffer.  Outputs equal the CPU reference, also after a
+ * compiled-model file round trip. */
+Test(onnx_views, shape_arithmetic_is_computed_at_compile_time)
+{
+	static const int64_t xd[2] = { INT64_MIN, 6 }, one = 1, zero = 0, two = 2, big = 1000, ax1 = 1;
+	static const int64_t d23[2] = { 2, 3 }, k2[1] = { 2 };
+	struct mb *b = mb_new(13);
+	struct onnx_tensor x, ref[4], y[4], y2[4];
+	struct onnx_compiled *cm, *cm2 = NULL;
+	struct onnx_compiled_info ci;
+	struct onnx_model *m;
+	char err[512] = "", path[] = "/tmp/tnpu-known-XXXXXX";
+	int fd = mkstemp(path), n_known = 0;
+
+	cr_assert_geq(fd, 0);
+	close(fd);
+	mb_input_typed(b, "x", ONNX_FLOAT, 2, xd);
+	mb_init(b, "i0", ONNX_INT64, 0, NULL, &zero);
+	mb_init(b, "i1", ONNX_INT64, 0, NULL, &one);
+	mb_init(b, "two", ONNX_INT64, 0, NULL, &two);
+	mb_init(b, "ax0", ONNX_INT64, 1, &one, &zero);
+	mb_init(b, "ax1", ONNX_INT64, 1, &one, &ax1);
+	mb_init(b, "big", ONNX_INT64, 1, &one, &big);
+	mb_init(b, "d23", ONNX_INT64, 1, k2, d23);
+	mb_init(b, "k2", ONNX_INT64, 1, &one, &two);
+	mb_node(b, "Relu", "x", "r");
+	mb_node(b, "Shape", "x", "s");
+	mb_node(b, "Gather", "s,i0", "n");
+	mb_node(b, "Unsqueeze", "n,ax0", "nu");
+	concat(b, "nu,d23", "shape3", 0);
+	mb_node(b, "Reshape", "r,shape3", "y0");
+	concat(b, "k2,s", "eshape", 0);
+	mb_node(b, "Expand", "r,eshape", "y1");
+	mb_node(b, "Gather", "s,i1", "w");
+	mb_node(b, "Div", "w,two", "half");
+	mb_node(b, "Unsqueeze", "half,ax0", "start");
+	mb_node(b, "Slice", "r,start,big,ax1", "y2");
+	concat(b, "ax0,start", "reps", 0);
+	mb_node(b, "Tile", "r,reps", "y3");
+	mb_output(b, "y0");
+	mb_output(b, "y1");
+	mb_output(b, "y2");
+	mb_output(b, "y3");
+	m = load(b);
+	input(&x, 1, 1, 4, 6);
+	x.ndim = 2;
+	x.dims[0] = 4;
+	x.dims[1] = 6;
+	cr_assert_eq(onnx_run(m, NULL, &x, 1, ref, 4, NULL), 0, "%s", onnx_model_error(m));
+	cr_assert_eq(onnx_compile(m, dev, &x, 1, 0, &cm, err, sizeof(err)), 0, "compile: %s", err);
+	cr_assert_eq(onnx_compiled_info(cm, &ci), 0);
+	for (unsigned i = 0; i < cm->n_steps; i++)
+		n_known += cm->steps[i].kind == CS_KNOWN;
+	cr_expect_eq(n_known, 9, "Shape, 2 Gather, 2 Unsqueeze, 3 Concat, Div: %d folded", n_known);
+	cr_expect_eq(step_of(cm, "y0")->kind, CS_ALIAS);
+	cr_expect(step_of(cm, "y1")->kind == CS_COPY || step_of(cm, "y1")->kind == CS_ALIAS, "Expand: kind %d",
+		  step_of(cm, "y1")->kind);
+	cr_expect_eq(step_of(cm, "y3")->kind, CS_HOST);
+	cr_expect_eq(ci.host_steps, 1, "only the Tile: %u host steps", ci.host_steps);
+	cr_assert_eq(onnx_compiled_save(cm, path, err, sizeof(err)), 0, "%s", err);
+	cr_assert_eq(onnx_compiled_load(m, dev, &x, 1, path, &cm2, err, sizeof(err)), 0, "%s", err);
+	unlink(path);
+	cr_assert_eq(onnx_compiled_run(cm, &x, 1, y, 4, NULL), 0, "%s", onnx_compiled_error(cm));
+	cr_assert_eq(onnx_compiled_run(cm2, &x, 1, y2, 4, NULL), 0, "%s", onnx_compiled_error(cm2));
+	for (int o = 0; o < 4; o++) {
+		cr_assert_eq(y[o].count, ref[o].count, "output %d", o);
+		cr_assert_eq(y[o].ndim, ref[o].ndim, "output %d", o);
+		cr_expect_eq(memcmp(y[o].dims, ref[o].dims, ref[o].ndim * sizeof(int64_t)), 0, "output %d", o);
+		cr_expect_eq(memcmp(y[o].data, ref[o].data, ref[o].count * 4), 0, "output %d", o);
+		cr_expect_eq(memcmp(y2[o].data, ref[o].data, ref[o].count * 4), 0, "output %d (file)", o);
+		onnx_tensor_release(&y[o]);
+		onnx_tensor_release(&y2[o]);
+		onnx_tensor_release(&ref[o]);
+	}
+	onnx_compiled_free(cm2);
+	onnx_compiled_free(cm);
+	onnx_tensor_release(&x);
+	onnx_model_free(m);
+}
+
+/* ---- RMSNorm and rotary embeddings (compile_rownorm.c) ---------------------------------------------- */
+
+/* Llama's RMSNorm as torch exports it, x * (1 / Sqrt(ReduceMean(Pow(x, 2), [-1]) + eps)) * w, and a
+ * rotary rotate-half's Neg: every node a device step (Pow: x*x, ReduceMean: a GEMM by a 1/K column,
+ * Div(1, Sqrt): one RSQRT step with the Sqrt fused), within the operator tolerance of the CPU
+ * reference, also through a compiled-model file. */
+Test(onnx_views, rmsnorm_and_neg_run_as_device_steps)
+{
+	static const float two = 2.0f, eps = 1e-5f, one = 1.0f;
+	static const int64_t ax[1] = { -1 }, d16 = 16;
+	struct mb *b = mb_new(13);
+	struct onnx_compiled *cm, *cm2 = NULL;
+	struct onnx_compiled_info ci;
+	struct onnx_tensor x, ref, y, y2;
+	struct onnx_model *m;
+	Onnx__NodeProto *rm;
+	char err[512] = "", path[] = "/tmp/tnpu-rms-XXXXXX";
+	int fd = mkstemp(path);
+
+	cr_assert_geq(fd, 0);
+	close(fd);
+	mb_input(b, "x");
+	mb_init(b, "two", ONNX_FLOAT, 0, NULL, &two);
+	mb_init(b, "eps", ONNX_FLOAT, 0, NULL, &eps);
+	mb_init(b, "one", ONNX_FLOAT, 0, NULL, &one);
+	init_rand(b, "w", 1, &d16);
+	mb_node(b, "Pow", "x,two", "sq");
+	rm = mb_node(b, "ReduceMean", "sq", "ms");
+	mb_attr_ints(b, rm, "axes", ax, 1);
+	mb_node(b, "Add", "ms,eps", "mse");
+	mb_node(b, "Sqrt", "mse", "rt");
+	mb_node(b, "Div", "one,rt", "inv");
+	mb_node(b, "Mul", "x,inv", "xn");
+	mb_node(b, "Mul", "xn,w", "h");
+	mb_node(b, "Neg", "h", "y");
+	mb_output(b, "y");
+	m = load(b);
+	input(&x, 1, 2, 3, 16);
+	x.ndim = 3;
+	x.dims[0] = 2, x.dims[1] = 3, x.dims[2] = 16;
+	cr_assert_eq(onnx_run(m, NULL, &x, 1, &ref, 1, NULL), 0, "%s", onnx_model_error(m));
+	cr_assert_eq(onnx_compile(m, dev, &x, 1, 0, &cm, err, sizeof(err)), 0, "compile: %s", err);
+	cr_assert_eq(onnx_compiled_info(cm, &ci), 0);
+	cr_expect_eq(ci.host_steps, 0, "%u host steps", ci.host_steps);
+	cr_expect_eq(step_of(cm, "sq")->kind, CS_ELT);
+	cr_expect_eq(step_of(cm, "ms")->kind, CS_GEMM);
+	cr_expect_eq(step_of(cm, "rt")->kind, CS_FUSED);
+	cr_expect_eq(step_of(cm, "inv")->kind, CS_ACT);
+	cr_expect_eq(step_of(cm, "y")->kind, CS_ELT);
+	cr_assert_eq(onnx_compiled_save(cm, path, err, sizeof(err)), 0, "%s", err);
+	cr_assert_eq(onnx_compiled_load(m, dev, &x, 1, path, &cm2, err, sizeof(err)), 0, "%s", err);
+	unlink(path);
+	cr_assert_eq(onnx_compiled_run(cm, &x, 1, &y, 1, NULL), 0, "%s", onnx_compiled_error(cm));
+	cr_assert_eq(onnx_compiled_run(cm2, &x, 1, &y2, 1, NULL), 0, "%s", onnx_compiled_error(cm2));
+	cr_assert_eq(y.count, ref.count);
+	for (size_t i = 0; i < ref.count; i++) {
+		float g = ((float *)y.data)[i], e = ((float *)ref.data)[i];
+
+		cr_expect(fabsf(g - e) <= 1e-4f + 1e-3f * fabsf(e), "y[%zu] = %g, CPU reference %g", i, g, e);
+	}
+	cr_expect_eq(memcmp(y.data, y2.data, y.count * 4), 0);
+	onnx_tensor_release(&y);
+	onnx_tensor_release(&y2);
+	onnx_tensor_release(&ref);
+	onnx_compiled_free(cm2);
+	onnx_compiled_free(cm);
+	onnx_tensor_release(&x);
+	onnx_model_free(m);
+}
