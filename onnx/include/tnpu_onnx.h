@@ -299,4 +299,7 @@ ONNX_API int onnx_compare_scaled(const struct onnx_tensor *got, const struct onn
 /* "FLOAT [1,3,224,224]" */
 ONNX_API void onnx_tensor_describe(const struct onnx_tensor *t, char *buf, size_t len);
 
+/* Text generation with a decoder language model: onnx_generator_* (issue #29). */
+#include "tnpu_onnx_generate.h"
+
 #endif /* TNPU_ONNX_H */

@@ -523,6 +523,20 @@ out:
 	return result;
 }
 
+/* Model.generate(): python/src/generate.c, under the model's lock (the CPU reference runs onnx_run). */
+static PyObject *model_generate(PyObject *self, PyObject *args, PyObject *kw)
+{
+	ModelObject *mo = (ModelObject *)self;
+	PyObject *r;
+
+	if (model_ready(mo) < 0)
+		return NULL;
+	lock_wait(mo->lock);
+	r = tnpu_model_generate(mo->m, mo->dev, args, kw);
+	PyThread_release_lock(mo->lock);
+	return r;
+}
+
 static PyObject *model_repr(PyObject *self)
 {
 	ModelObject *mo = (ModelObject *)self;
@@ -538,6 +552,13 @@ static PyMethodDef model_methods[] = {
 	{ "run", (PyCFunction)(void (*)(void))model_run, METH_VARARGS | METH_KEYWORDS,
 	  "run(inputs) -> dict of numpy arrays by output name\n\n"
 	  "inputs: a dict {name: array}, a list of arrays in .inputs order, or one array for a one-input model." },
+	{ "generate", (PyCFunction)(void (*)(void))model_generate, METH_VARARGS | METH_KEYWORDS,
+	  "generate(ids, max_new_tokens, *, temperature=0, top_k=0, top_p=0, seed=0, max_len=0) -> list of ids\n\n"
+	  "A decoder language model (inputs input_ids, attention_mask, past_key_values.N.key/value; outputs\n"
+	  "logits, present.N.key/value) generates max_new_tokens tokens after the prompt ids through the\n"
+	  "generation runtime (Documentation/llm.md): temperature 0 or top_k 1 is greedy; top_p 0 or 1 keeps\n"
+	  "every candidate; seed seeds the sampler.  max_len: the context (0: len(ids) + max_new_tokens).\n"
+	  "Returns the generated ids (the prompt excluded)." },
 	{ NULL }
 };
 

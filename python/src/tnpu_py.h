@@ -60,6 +60,9 @@ PyObject *tnpu_device_conv2d(PyObject *self, PyObject *args, PyObject *kw);
 /* ---- Model (model.c) ---- */
 extern PyTypeObject tnpu_ModelType;
 int tnpu_model_type_init(PyObject *module);
+struct onnx_model;
+/* Model.generate(ids, max_new_tokens, ...) on model m, dev a tnpu.Device or None (generate.c). */
+PyObject *tnpu_model_generate(struct onnx_model *m, PyObject *dev, PyObject *args, PyObject *kw);
 
 /* ---- numpy staging (array.c) ---- */
 /* obj as a C-contiguous, aligned, native-order array (a copy when it is not one already). */
