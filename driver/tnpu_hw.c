@@ -23,7 +23,7 @@ static const char * const tnpu_err_names[TNPU_ERR_MAX + 1] = {
 	[40] = "RING_DESC", "RING_DEADLOCK", "RING_ACCESS", "ISLAND_ACCESS", "ISLAND_CAP",
 	[45] = "PLAN_DESC", "PLAN_UNKNOWN", "PLAN_BAD", "PLAN_TOO_LARGE",
 	[50] = "DW_PARAM", "DW_SHAPE",
-	[53] = "VEC_DESC", "VEC_SHAPE", "COUNTERS_WRITE", "HAZARD",
+	[53] = "VEC_DESC", "VEC_SHAPE", "COUNTERS_WRITE", "HAZARD", "DEQ_DESC",
 };
 
 const char *tnpu_err_name(u32 code)

@@ -189,7 +189,8 @@ struct tnpu_ctx_entry {
 #define TNPU_ERR_BUS			14
 #define TNPU_ERR_COUNTERS_WRITE		55
 #define TNPU_ERR_HAZARD			56
-#define TNPU_ERR_MAX			56
+#define TNPU_ERR_DEQ_DESC		57
+#define TNPU_ERR_MAX			57
 
 /* ERR_INFO for MMU errors */
 #define TNPU_MMU_INFO_WRITE		BIT(0)

@@ -758,6 +758,48 @@ ACCEL_API int accel_auto_conv2d(struct accel_dev *dev, const struct accel_conv2d
  * -EOPNOTSUPP if another job completed first).  Returns the number of rows written (min(n, rows)). */
 ACCEL_API int accel_job_row_busy(struct accel_job *job, uint64_t *rows, unsigned n);
 
+/* ---- weight-only quantised GEMM: the decompressing load (CAP_FEATURES bit 23) ------------- */
+
+enum accel_qformat {
+	ACCEL_QFMT_INT8 = 0,	/* int8 codes and zero points (default zero point 0) */
+	ACCEL_QFMT_UINT8 = 1,	/* uint8 codes and zero points (default 128) */
+	ACCEL_QFMT_UINT4 = 2,	/* 4-bit codes, low nibble first along K; packed 4-bit zero points (default 8) */
+};
+
+/*
+ * The B operand (K x N) of C = A x B stored packed and N-major, as ONNX Runtime's MatMulNBits blob and
+ * PyTorch's nn.Linear.weight [N][K] are: output column n holds its K codes along K at
+ * codes->va + codes_offset + n * code_pitch (1 byte per code, or half a byte with UINT4), its
+ * ceil(K / block) fp32 scales (binary16 with scale_f16) at scales_offset + n * scale_pitch and, when
+ * zero_points is not NULL, its zero points at zp_offset + n * zp_pitch (one byte per block, or two
+ * 4-bit ones per byte with UINT4, low nibble first).  block: 0 = one scale per column (per output
+ * channel), else a power of two 16..4096.  W[k][n] = (code - zero point) * scale in fp32, one rounding
+ * (Documentation/hardware/commands.md "DMA_DEQ").  The buffers are the caller's; they must stay
+ * alive until the jobs that read them have completed.
+ */
+struct accel_qweights {
+	enum accel_qformat format;
+	uint32_t k, n, block;
+	bool scale_f16;
+	struct accel_buffer *codes, *scales, *zero_points;
+	uint64_t codes_offset, code_pitch;
+	uint64_t scales_offset, scale_pitch;
+	uint64_t zp_offset, zp_pitch;
+};
+
+/* C = op(A) x W (+ epilogue) with W packed (struct accel_qweights): A FP32 (M x K, or K x M with
+ * trans_a), C FP32 M x N.  Each K x N weight tile is expanded on its way into the storage unit, so the
+ * host reads the packed bytes only; the result equals accel_gemm on the dequantised W.  -EOPNOTSUPP on
+ * a device without the decompressing load. */
+struct accel_qgemm_desc {
+	const struct accel_tensor *a, *c;
+	bool trans_a;
+	const struct accel_qweights *w;
+	struct accel_epilogue epi;
+};
+ACCEL_API int accel_qgemm(struct accel_dev *dev, const struct accel_qgemm_desc *d, const struct accel_submit *sub,
+			  struct accel_job **job);
+
 /* Partitioner (seed 003): split an NHWC map into m horizontal sub-maps of whole rows. */
 enum accel_part_metric { ACCEL_PART_NNZ = 0, ACCEL_PART_DENSITY = 1 };
 enum accel_part_mode { ACCEL_PART_OVERLAP = 0, ACCEL_PART_NONOVERLAP = 1 };

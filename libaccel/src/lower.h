@@ -16,6 +16,7 @@ enum mm_src_kind {
 	MM_IM2COL = 2,	/* A only: implicit im2col tile loads (template ic, rows offset m_base) */
 	MM_SPARSE = 3,	/* B only: packed (value, index) weights, struct accel_sparse_weights (sparse.h) */
 	MM_GATHER = 4,	/* A only: plan-driven GATHER tile loads (plan_conv.c; rows offset m_base) */
+	MM_DEQ = 5,	/* B only: packed int8/int4 weights, N-major, expanded by DMA_DEQ (qgemm.c) */
 };
 
 struct mm_src {
@@ -33,6 +34,10 @@ struct mm_src {
 	struct accel_buffer *plan_buf;
 	uint64_t plan_va, plan_tag;
 	uint32_t plan_bytes;
+	/* MM_DEQ: the DMA_DEQ template (src/scale/zp VAs of column 0, pitches, fmt, block, qflags); every
+	 * tile load sets k0, kt, nt, the SRAM fields and moves the VAs to its first column */
+	struct tnpu_cmd_dma_deq deq;
+	struct accel_buffer *scale_buf, *zp_buf;
 };
 
 struct mm_problem {
@@ -113,6 +118,9 @@ struct mm_ctx {
 
 void mm_ctx_init(struct mm_ctx *x, struct accel_dev *dev, struct accel_cmdstream *cs);
 int mm_emit(struct mm_ctx *x, const struct mm_problem *p);
+/* qgemm.c: the DMA_DEQ of B's tile (columns n0.., codes k0..) into b_off, N-major lines of sram_pitch */
+void qgemm_load_b(struct accel_cmdstream *cs, const struct mm_src *b, uint32_t b_off, uint32_t sram_pitch,
+		  unsigned row, unsigned half, uint32_t n0, uint32_t nv, uint32_t k0, uint32_t kv);
 /* plan_conv.c: GATHER of one A tile (PLAN_LOAD first in every hardware job that uses the plan). */
 void plan_emit_gather(struct mm_ctx *x, const struct mm_src *a, unsigned row, unsigned half, uint32_t m0,
 		      uint32_t mt, uint32_t k0, uint32_t kt, uint32_t sram_off, uint32_t pitch);

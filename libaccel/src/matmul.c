@@ -193,6 +193,8 @@ static void load_b(struct mm_ctx *x, const struct mm_problem *p, const struct mm
 
 	if (b->kind == MM_SPARSE)
 		sparse_load_b(x->cs, p, x->caps->pes, pl->tn, pl->b_off, row, h, n0, nv, k0 / pl->kt);
+	else if (b->kind == MM_DEQ)
+		qgemm_load_b(x->cs, b, pl->b_off, pl->kt * e, row, h, n0, nv, k0, kv);
 	else if (b->kind == MM_MAT)
 		cs_dma(x->cs, true, AS, b->va + (uint64_t)k0 * b->pitch + (uint64_t)n0 * e, b->pitch, 0, row, h,
 		       pl->b_off, Nb * e, 0, nv * e, kv, 1);

@@ -38,11 +38,23 @@ struct mm_plan_in {
 	bool f32, use_sfu, c_trans;
 	struct mm_plan_ic ic;
 	const struct accel_sparse_weights *sp;	/* MM_SPARSE only */
+	/* MM_DEQ: bits per code (4 / 8), block (0: per column), scale + zero-point bytes per block */
+	uint16_t b_deq_block;
+	uint8_t b_deq_bits, b_deq_sb;
 };
 
 static uint64_t up(uint64_t a, uint64_t b)
 {
 	return (a + b - 1) / b;
+}
+
+/* Host bytes of one DMA_DEQ tile of Nb columns x kt codes: the codes and, per column, the scales and
+ * zero points of the blocks the tile touches (a block split over K tiles is read by each). */
+static double deq_bytes(const struct mm_plan_in *p, uint64_t Nb, uint64_t kt)
+{
+	uint64_t blocks = p->b_deq_block ? (kt + p->b_deq_block - 1) / p->b_deq_block : 1;
+
+	return (double)Nb * ((double)kt * p->b_deq_bits / 8.0 + (double)blocks * p->b_deq_sb);
 }
 
 static uint32_t align64(uint32_t v)
@@ -91,6 +103,9 @@ static void estimate(const struct mm_plan_in *p, struct mm_plan *pl)
 	}
 	}
 	cost_b = 36.0 + (p->b_kind == MM_MAT ? (double)(kt * up(Nb * e, 128)) : (double)(Nb * up(kt * e, 128)));
+	/* DMA_DEQ: the packed bytes (each tile reads its blocks' scales) or 256 weights per cycle */
+	if (p->b_kind == MM_DEQ)
+		cost_b = 36.0 + fmax(ceil(deq_bytes(p, Nb, kt) / 128.0), ceil((double)Nb * kt / TNPU_RATE_DEQ));
 	if (p->b_kind == MM_SPARSE) {
 		/* Packed weights: slot bytes instead of dense bytes, MACs only on non-zero weights. */
 		const struct accel_sparse_weights *sw = p->sp;
@@ -105,6 +120,7 @@ static void estimate(const struct mm_plan_in *p, struct mm_plan *pl)
 	cost_st = 36.0 + (p->c_trans ? (double)(Mb * Nb) : (double)(Mb * up(Nb * oe, 128)));
 	bytes_a = p->a_kind == MM_IM2COL ? im2col_box : (double)(Mb * kt * e);
 	bytes_b = p->b_kind == MM_SPARSE ? (double)Nb * kt * sparse_slot_density(p->sp) * p->sp->ss
+		  : p->b_kind == MM_DEQ	 ? deq_bytes(p, Nb, kt)
 					 : (double)(Nb * kt * e);
 	if (n_k == 1 && pl->order == MM_ORDER_M_OUTER) {
 		a_loads = (double)(n_mg * ACCEL_MIN(n_ng, 2));
@@ -194,6 +210,11 @@ static void mm_plan_input(const struct accel_caps *c, const struct mm_problem *p
 	}
 	if (p->b.kind == MM_SPARSE)
 		in->sp = p->b.sp;
+	if (p->b.kind == MM_DEQ) {
+		in->b_deq_bits = p->b.deq.fmt == TNPU_DEQ_FMT_U4 ? 4 : 8;
+		in->b_deq_block = (uint16_t)p->b.deq.block;
+		in->b_deq_sb = (uint8_t)(((p->b.deq.qflags & TNPU_DEQ_F_SCALE_F16) ? 2 : 4) + (p->b.deq.zp_va ? 1 : 0));
+	}
 }
 
 /*

@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: MIT */
 /* Writes valid command streams (GEMM int8/fp32, DMA, semaphores, IM2COL, the depthwise block with
- * STREAM bands, the ISA 2 vector units) as fuzzing seeds into argv[1]. */
+ * STREAM bands, the ISA 2 vector units, the decompressing load DMA_DEQ) as fuzzing seeds into argv[1]. */
 #include <stdio.h>
 #include <string.h>
 
@@ -334,6 +334,31 @@ int main(int argc, char **argv)
 
 		memcpy(&ops[3], &sp, 32);
 		save_one_exe(argv[1], "cpair", va, &h, ins, ops, 4096, 512);
+	}
+	{
+		/* DMA_DEQ (CAP_FEATURES bit 23): int4 blockwise weights (block 32, fp32 scales, packed zero
+		 * points) as the N-major weight tile of an fp32 GEMM step, then int8 per column with fp16
+		 * scales as a K-major bf16 tile broadcast to every row; the data buffer's bytes are the codes,
+		 * scales (some NaN / infinite: the fuzzer starts from the full value range) and zero points */
+		struct tnpu_cmd_dma_deq d = { .hdr = { .opcode = TNPU_CMD_DMA_DEQ, .size = sizeof(d) },
+					      .src_va = va, .scale_va = va + 4096, .zp_va = va + 8192,
+					      .src_pitch = 64, .scale_pitch = 16, .zp_pitch = 2, .k0 = 32, .kt = 96,
+					      .nt = 16, .block = 32, .sram_off = 4096, .sram_pitch = 384,
+					      .fmt = TNPU_DEQ_FMT_U4, .out_dtype = TNPU_DTYPE_FP32, .row = 0 };
+
+		tcb_init(&cb);
+		tcb_raw(&cb, &d, sizeof(d));
+		d = (struct tnpu_cmd_dma_deq){ .hdr = { .opcode = TNPU_CMD_DMA_DEQ, .size = sizeof(d),
+							.flags = TNPU_CMD_F_ASYNC },
+					       .src_va = va + 12288, .scale_va = va + 16384, .src_pitch = 128,
+					       .scale_pitch = 2, .kt = 128, .nt = 8, .sram_off = 0, .sram_pitch = 16,
+					       .fmt = TNPU_DEQ_FMT_S8, .out_dtype = TNPU_DTYPE_BF16,
+					       .qflags = TNPU_DEQ_F_SCALE_F16 | TNPU_DEQ_F_KN, .row = TNPU_DMA_ROW_ALL,
+					       .half = 1 };
+		tcb_raw(&cb, &d, sizeof(d));
+		tcb_dma(&cb, false, 0, va + 32768, 0, 0, 0, 0, 4096, 0, 0, 6144, 1, 1);
+		save(argv[1], "dma-deq", &cb);
+		tcb_free(&cb);
 	}
 	{
 		/* row wrap (WRAP, CAP_FEATURES bit 22): A's and the output's rows taken in a packed space of

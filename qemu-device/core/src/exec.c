@@ -1034,6 +1034,8 @@ static uint32_t cmd_size(uint8_t op)
 		return tnpu_plan_cmd_size(op);
 	if (tnpu_vec_cmd_size(op))
 		return tnpu_vec_cmd_size(op);
+	if (op == TNPU_CMD_DMA_DEQ)
+		return sizeof(struct tnpu_cmd_dma_deq);
 	return tnpu_dw_cmd_size(op) ? tnpu_dw_cmd_size(op) : UINT32_MAX;
 }
 
@@ -1127,6 +1129,11 @@ static uint32_t run_commands(struct tnpu_exec *ex, uint64_t cmd_va, uint32_t cmd
 		case TNPU_CMD_VEC_LUT:
 		case TNPU_CMD_VEC:
 			err = tnpu_vec_cmd(ex, c, async);
+			break;
+		case TNPU_CMD_DMA_DEQ:
+			tnpu_va_hold(ex);
+			err = tnpu_cmd_dma_deq(ex, c, async);
+			tnpu_va_unhold(ex);
 			break;
 		}
 		if (!err && job_time(ex) > ex->cfg.watchdog_cycles)

@@ -449,6 +449,9 @@ static inline uint32_t tnpu_dw_cmd_size(unsigned op)
 	return op == TNPU_CMD_DMA_BANDS_H2D || op == TNPU_CMD_DMA_BANDS_D2H ? sizeof(struct tnpu_cmd_dma_bands) : 0;
 }
 
+/* dma_deq.c: DMA_DEQ, the weight-decompressing load (commands.md, CAP_FEATURES bit 23) */
+uint32_t tnpu_cmd_dma_deq(struct tnpu_exec *ex, const uint8_t *c, bool async);
+
 /* dw_mac.c (depthwise block): DW MAC arithmetic and the multicast LD's distribution bytes */
 struct tnpu_dw_job {
 	uint8_t *base;				/* start of the half */

@@ -34,6 +34,7 @@ static const char *const err_names[TNPU_ERR_COUNT] = {
 	[TNPU_ERR_VEC_DESC] = "VEC_DESC", [TNPU_ERR_VEC_SHAPE] = "VEC_SHAPE",
 	[TNPU_ERR_COUNTERS_WRITE] = "COUNTERS_WRITE",
 	[TNPU_ERR_HAZARD] = "HAZARD",
+	[TNPU_ERR_DEQ_DESC] = "DEQ_DESC",
 };
 
 static const char *const cnt_names[TNPU_CNT_NUM] = {

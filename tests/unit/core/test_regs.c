@@ -478,7 +478,8 @@ Test(regs, counters_feature_bit_is_advertised)
 	cr_assert_eq(TNPU_FEAT_VEC_QADD, 1u << 20);
 	cr_assert_eq(TNPU_FEAT_CPAIR, 1u << 21);
 	cr_assert_eq(TNPU_FEAT_WRAP, 1u << 22);
-	cr_assert_eq(rd(c, TNPU_REG_CAP_FEATURES), 0x7FFFFFu);	/* registers.md: bits 0..22 */
+	cr_assert_eq(TNPU_FEAT_WDECOMP, 1u << 23);
+	cr_assert_eq(rd(c, TNPU_REG_CAP_FEATURES), 0xFFFFFFu);	/* registers.md: bits 0..23 */
 	tnpu_core_free(c);
 }
 

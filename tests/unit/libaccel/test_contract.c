@@ -226,6 +226,7 @@ Test(contract, every_error_path_leaves_a_message)
 	SWEEP(accel_activation(dev, NULL, NULL, NULL));
 	SWEEP(accel_activation(dev, &ad, NULL, NULL));
 	SWEEP(accel_sparse_gemm(dev, NULL, NULL, NULL));
+	SWEEP(accel_qgemm(dev, NULL, NULL, NULL));
 	SWEEP(accel_auto_gemm(dev, NULL, NULL, NULL, NULL, NULL));
 	SWEEP(accel_plan_conv2d(dev, NULL, NULL, NULL, NULL));
 	gd.c = &bad;

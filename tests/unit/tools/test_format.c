@@ -109,6 +109,8 @@ Test(format, features_of_the_v1_device)
 	cr_assert_str_eq(buf, "cluster-pairs");
 	ai_format_features(0x400000, buf, sizeof(buf));	/* operand flag WRAP: bit 22 */
 	cr_assert_str_eq(buf, "row-wrap");
+	ai_format_features(0x800000, buf, sizeof(buf));	/* DMA_DEQ, the weight-decompressing load: bit 23 */
+	cr_assert_str_eq(buf, "wdecomp");
 }
 
 Test(format, class_names)

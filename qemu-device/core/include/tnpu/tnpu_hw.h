@@ -160,7 +160,7 @@ extern "C" {
 			 TNPU_FEAT_ISLANDS | TNPU_FEAT_RINGS | TNPU_FEAT_RING_DMA | TNPU_FEAT_PLAN | \
 			 TNPU_FEAT_STREAM | TNPU_FEAT_VEC | TNPU_FEAT_SFU_RESIDUAL | \
 			 TNPU_FEAT_DW_WIDE | TNPU_FEAT_COUNTERS | TNPU_FEAT_SFU_QCOL | TNPU_FEAT_VEC_QADD | \
-			 TNPU_FEAT_CPAIR | TNPU_FEAT_WRAP)
+			 TNPU_FEAT_CPAIR | TNPU_FEAT_WRAP | TNPU_FEAT_WDECOMP)
 #define TNPU_REG_CAP_CMDBUF	0x0034	/* RO max command-buffer bytes */
 
 #define TNPU_REG_CTRL		0x0040	/* RW */
@@ -342,6 +342,7 @@ enum tnpu_err {
 	TNPU_ERR_VEC_SHAPE = 54,	/* VEC work above the per-command bound, bad pooling window */
 	TNPU_ERR_COUNTERS_WRITE = 55,	/* bus error writing the job's counter record */
 	TNPU_ERR_HAZARD = 56,		/* hazard checker in FAIL mode: unordered overlapping accesses (hazards.md) */
+	TNPU_ERR_DEQ_DESC = 57,		/* DMA_DEQ field rules (commands.md); ERR_INFO = the field's offset */
 	TNPU_ERR_COUNT
 };
 
@@ -841,6 +842,7 @@ _Static_assert(offsetof(struct tnpu_cmd_dma_bands, band_first) == 56, "dma bands
 #define TNPU_FEAT_VEC_QADD	TNPU_BIT(20)	/* VEC BINARY vflags QADD: per-operand int8 quantisation (#16) */
 #define TNPU_FEAT_CPAIR		TNPU_BIT(21)	/* operand flags CPAIR: cluster pairs, a second stride (#16) */
 #define TNPU_FEAT_WRAP		TNPU_BIT(22)	/* operand flags WRAP: a tile's rows wrap by a row pitch (#16) */
+#define TNPU_FEAT_WDECOMP	TNPU_BIT(23)	/* DMA_DEQ: packed int8/int4 weights expanded on load (#29) */
 
 /* Depthwise parameter record (register-file entry named by the CONFIG header's dw_rf). */
 struct tnpu_dw_param {
@@ -1013,6 +1015,53 @@ _Static_assert(offsetof(struct tnpu_cmd_vec, win) == 92, "vec cmd");
 _Static_assert(offsetof(struct tnpu_cmd_vec, scale) == 104, "vec cmd");
 _Static_assert(offsetof(struct tnpu_cmd_vec, shift) == 112, "vec cmd");
 _Static_assert(offsetof(struct tnpu_cmd_vec, lo) == 116, "vec cmd");
+
+/* ------------------------------------------------------------------------- */
+/* Weight-decompressing load (issue #29, commands.md "DMA_DEQ")               */
+/* ------------------------------------------------------------------------- */
+#define TNPU_CMD_DMA_DEQ	0x1A	/* load engine: packed int8/int4 weights -> fp32/bf16 tile */
+#define TNPU_RATE_DEQ		256	/* codes expanded per cycle per storage unit */
+
+/* Column n's code k (k from the column's first code): S8/U8 byte C_n + k, U4 nibble k&1 (low first) of
+ * byte C_n + k/2, C_n = src_va + n*src_pitch.  Block b = k / block (0 when block is 0: per column);
+ * scale at scale_va + n*scale_pitch + b*(4 or 2 with SCALE_F16); zero point (zp_va != 0) at
+ * zp_va + n*zp_pitch + b (S8/U8) or nibble b&1 of byte + b/2 (U4), else 0 / 128 / 8.
+ * Element j < kt of column n (k = k0 + j) = (float)(q - z) * s, one fp32 rounding (BF16: then RNE),
+ * at sram_off + n*sram_pitch + j*e, or with KN at sram_off + j*sram_pitch + n*e. */
+struct tnpu_cmd_dma_deq {
+	struct tnpu_cmd_hdr hdr;	/* size 80 */
+	uint64_t src_va;		/* column 0's code 0 */
+	uint64_t scale_va;		/* column 0's block-0 scale */
+	uint64_t zp_va;			/* column 0's block-0 zero point; 0 = default zero points */
+	uint32_t src_pitch;		/* bytes between columns' codes */
+	uint32_t scale_pitch;		/* bytes between columns' scales */
+	uint32_t zp_pitch;		/* bytes between columns' zero points */
+	uint32_t k0;			/* first code of the tile along K */
+	uint32_t kt;			/* codes per column, >= 1 */
+	uint32_t nt;			/* columns, >= 1 */
+	uint32_t block;			/* 0 (per column) or a power of two TNPU_DEQ_BLOCK_MIN..MAX */
+	uint32_t sram_off;		/* tile origin in the half */
+	uint32_t sram_pitch;		/* bytes between tile lines (a column, or a K index with KN) */
+	uint8_t fmt;			/* TNPU_DEQ_FMT_* */
+	uint8_t out_dtype;		/* TNPU_DTYPE_FP32 or TNPU_DTYPE_BF16 */
+	uint8_t qflags;			/* TNPU_DEQ_F_* */
+	uint8_t row;			/* storage unit, or TNPU_DMA_ROW_ALL */
+	uint8_t half;			/* 0 / 1 */
+	uint8_t reserved[7];		/* must be 0 */
+};
+_Static_assert(sizeof(struct tnpu_cmd_dma_deq) == 80, "dma deq cmd");
+_Static_assert(offsetof(struct tnpu_cmd_dma_deq, src_pitch) == 32, "dma deq cmd");
+_Static_assert(offsetof(struct tnpu_cmd_dma_deq, block) == 56, "dma deq cmd");
+_Static_assert(offsetof(struct tnpu_cmd_dma_deq, fmt) == 68, "dma deq cmd");
+_Static_assert(offsetof(struct tnpu_cmd_dma_deq, reserved) == 73, "dma deq cmd");
+#define TNPU_DEQ_FMT_S8		0	/* int8 codes, int8 zero points, default 0 */
+#define TNPU_DEQ_FMT_U8		1	/* uint8 codes, uint8 zero points, default 128 */
+#define TNPU_DEQ_FMT_U4		2	/* 4-bit codes and zero points, low nibble first, default 8 */
+#define TNPU_DEQ_F_SCALE_F16	TNPU_BIT(0)	/* binary16 scales (widened exactly) */
+#define TNPU_DEQ_F_KN		TNPU_BIT(1)	/* K-major destination (plain weight record) */
+#define TNPU_DEQ_F_MASK		0x03u
+#define TNPU_DEQ_BLOCK_MIN	16u
+#define TNPU_DEQ_BLOCK_MAX	4096u
 
 #ifdef __cplusplus
 }
