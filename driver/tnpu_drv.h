@@ -22,7 +22,15 @@
 #include "tnpu_regs.h"
 
 #define TNPU_RING_ENTRIES	256
-#define TNPU_CREDITS		(TNPU_RING_ENTRIES - 2)	/* drm_sched credit limit per ring */
+/*
+ * drm_sched credit limit per ring: not a ring depth. Jobs go from drm_sched to the driver's ready
+ * lists as soon as their dependencies signal (the per-file job limit bounds them); the dispatcher
+ * (tnpu_dispatch.c) puts at most TNPU_DEPTH_HIGH + TNPU_DEPTH_NORMAL of them on the 256-entry ring.
+ */
+#define TNPU_SCHED_CREDITS	BIT(20)
+#define TNPU_NUM_PRIO		3	/* DRM_TNPU_QUEUE_PRIORITY_LOW..HIGH */
+#define TNPU_DEPTH_NORMAL	1	/* NORMAL and LOW jobs on a ring at once */
+#define TNPU_DEPTH_HIGH		2	/* HIGH jobs on a ring at once */
 #define TNPU_MAX_CTX		4096	/* context-table entries the driver programs (64 KiB) */
 #define TNPU_MAX_FILE_QUEUES	64
 #define TNPU_VA_START		0x100000ULL		/* keep VA 0 and the first MiB unmapped */
@@ -63,6 +71,18 @@ struct tnpu_usage {
 	u32 rings_used;			/* rings that completed a job of the file */
 };
 
+/**
+ * struct tnpu_flow - one context's jobs of one priority waiting for one ring (tnpu_dispatch.c).
+ *
+ * Under tdev->lock. @vtime is the device time (fdinfo engine time) its jobs used on the ring,
+ * raised to the ring's virtual clock when the flow becomes active again.
+ */
+struct tnpu_flow {
+	struct list_head jobs;		/* tnpu_job.node, submission order */
+	struct list_head node;		/* ring->flows[prio] while @jobs is not empty */
+	u64 vtime;
+};
+
 /** struct tnpu_pt - one device page table (4 KiB) and its CPU-side children. */
 struct tnpu_pt {
 	__le64 *cpu;
@@ -93,6 +113,7 @@ struct tnpu_ctx {
 	struct tnpu_user *user;		/* charged with it; set by tnpu_open() */
 	bool limits_exempt;		/* CAP_SYS_ADMIN opener: limits not enforced */
 	atomic_t jobs_pending;		/* submitted, not yet released jobs */
+	struct tnpu_flow flows[TNPU_MAX_QUEUES][TNPU_NUM_PRIO];	/* under tdev->lock */
 };
 
 /** struct tnpu_file - per-open-file state. */
@@ -109,6 +130,7 @@ struct tnpu_queue {
 	struct drm_sched_entity entity;
 	u32 handle;
 	u32 ring;
+	u32 prio;			/* DRM_TNPU_QUEUE_PRIORITY_* */
 };
 
 /** struct tnpu_bo - GEM shmem buffer object mapped into its creator's device address space. */
@@ -136,10 +158,14 @@ struct tnpu_ring {
 	dma_addr_t fence_dma;
 	u32 tail;
 	u64 seqno;			/* last seqno handed to the hardware */
-	u64 fence_context;
 	spinlock_t fence_lock;		/* of the hardware fences */
 	unsigned long progress;		/* jiffies of the last start or completion */
 	struct list_head inflight;	/* jobs handed to the hardware, ring order */
+	/* ready lists (tnpu_dispatch.c): active flows per priority, jobs on the ring per class */
+	struct list_head flows[TNPU_NUM_PRIO];
+	u64 vclock[TNPU_NUM_PRIO];	/* vtime of the flow dispatched last */
+	u32 hw_jobs[2];			/* [0] NORMAL and LOW, [1] HIGH, in @inflight */
+	u32 queued;			/* jobs in the ready lists */
 	/* one counter record per ring entry (TNPU_FEAT_COUNTERS), else NULL */
 	struct tnpu_counter_record *counters;
 	dma_addr_t counters_dma;
@@ -231,6 +257,7 @@ struct tnpu_job {
 	struct tnpu_ctx *ctx;
 	struct tnpu_ring *ring;
 	u32 queue_handle;
+	u32 prio;			/* its queue's DRM_TNPU_QUEUE_PRIORITY_* */
 	u64 id;
 	u64 cmd_va;
 	u32 cmd_len;
@@ -243,7 +270,7 @@ struct tnpu_job {
 	bool run_called;		/* run_job saw the job (scheduler work item only) */
 	struct dma_fence_cb scheduled_cb;	/* on s_fence->scheduled: tnpu_job_armed() */
 	bool pm_ref;			/* holds a runtime-PM reference (SUBMIT to release) */
-	struct list_head node;		/* ring->inflight */
+	struct list_head node;		/* its flow's jobs, then ring->inflight */
 	struct drm_gem_object **bos;
 	u32 *bo_flags;
 	u32 bo_count;
@@ -253,6 +280,7 @@ struct tnpu_job {
 	struct tnpu_perfmon *perfmon;	/* SUBMIT perfmon_id, referenced */
 	u32 counters_slot;		/* ring entry index: its counter record */
 	u64 run_ns;			/* ktime_get_ns() when handed to the ring */
+	u64 busy_ns;			/* its engine time, set at completion (fdinfo) */
 	bool inject_hang, inject_fault, inject_error;
 	struct work_struct cleanup;
 };
@@ -354,6 +382,17 @@ void tnpu_job_armed(struct tnpu_job *job);
 void tnpu_job_destroyed(void);
 struct dma_fence *tnpu_fence_alloc(void);
 void tnpu_fence_job_put(struct tnpu_job *job);
+
+/* tnpu_dispatch.c */
+void tnpu_ctx_init_flows(struct tnpu_ctx *ctx);
+void tnpu_ring_init_flows(struct tnpu_ring *ring);
+void tnpu_ring_queue(struct tnpu_ring *ring, struct tnpu_job *job);
+void tnpu_ring_dispatch(struct tnpu_ring *ring);
+void tnpu_rings_dispatch(struct tnpu_device *tdev);
+void tnpu_ring_job_done(struct tnpu_ring *ring, struct tnpu_job *job);
+void tnpu_ring_fail_queued(struct tnpu_ring *ring, int err);
+void tnpu_ring_write_entry(struct tnpu_ring *ring, struct tnpu_job *job);
+void tnpu_ring_kick(struct tnpu_ring *ring);
 
 /* tnpu_queue.c */
 void tnpu_file_queues_fini(struct tnpu_file *tfile);

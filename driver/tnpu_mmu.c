@@ -189,6 +189,7 @@ struct tnpu_ctx *tnpu_ctx_create(struct tnpu_device *tdev)
 	ctx->tdev = tdev;
 	ctx->id = id;
 	ctx->serial = atomic64_inc_return(&tnpu_ctx_serials);
+	tnpu_ctx_init_flows(ctx);
 	mutex_init(&ctx->lock);
 	drm_mm_init(&ctx->mm, TNPU_VA_START, TNPU_VA_END - TNPU_VA_START);
 	mutex_lock(&tdev->ctx_lock);

@@ -107,7 +107,8 @@ void tnpu_job_write_counters(struct tnpu_job *job, int status, u32 hw_error, boo
 	/* jobs of a ring run one after the other: this one started when the previous one ended */
 	start = max(job->run_ns, ring->last_done_ns);
 	ring->last_done_ns = now;
-	usage->busy_ns[ring->idx] += now > start ? now - start : 0;
+	job->busy_ns = now > start ? now - start : 0;
+	usage->busy_ns[ring->idx] += job->busy_ns;
 	usage->cycles[ring->idx] += vals[TNPU_CNT_TOTAL_CYCLES];
 	usage->rings_used |= BIT(ring->idx);
 

@@ -35,6 +35,7 @@ int tnpu_ioctl_queue_create(struct drm_device *drm, void *data, struct drm_file 
 	if (!queue)
 		return -ENOMEM;
 	queue->ring = (u32)atomic_inc_return(&tdev->next_ring) % tdev->num_rings;
+	queue->prio = args->priority;
 	sched = &tdev->rings[queue->ring].sched;
 	ret = drm_sched_entity_init(&queue->entity, tnpu_prio_map[args->priority], &sched, 1, NULL);
 	if (ret)

@@ -83,8 +83,12 @@ struct dma_fence *tnpu_fence_alloc(void)
 	return f ? &f->base : NULL;
 }
 
-/* run_job: no allocation; a device reference is a kref_get(). */
-static void tnpu_fence_init(struct tnpu_job *job, u64 seqno)
+/*
+ * run_job: no allocation; a device reference is a kref_get(). Each hardware fence is its own
+ * timeline: the dispatcher completes a ring's jobs out of run_job order (a HIGH job overtakes
+ * waiting NORMAL ones), and fences of one context must signal in seqno order.
+ */
+static void tnpu_fence_init(struct tnpu_job *job)
 {
 	struct tnpu_fence *f = to_tnpu_fence(job->hw_fence);
 	struct tnpu_ring *ring = job->ring;
@@ -92,7 +96,7 @@ static void tnpu_fence_init(struct tnpu_job *job, u64 seqno)
 	f->tdev = job->tdev;
 	drm_dev_get(&job->tdev->drm);
 	INIT_WORK(&f->free_work, tnpu_fence_free_work);
-	dma_fence_init(&f->base, &tnpu_fence_ops, &ring->fence_lock, ring->fence_context, seqno);
+	dma_fence_init(&f->base, &tnpu_fence_ops, &ring->fence_lock, dma_fence_context_alloc(1), 1);
 	job->hw_fence_init = true;
 }
 
@@ -135,6 +139,7 @@ static void tnpu_job_signal(struct tnpu_job *job, int err)
 	struct tnpu_ring *ring = job->ring;
 
 	list_del_init(&job->node);
+	tnpu_ring_job_done(ring, job);
 	if (list_empty(&ring->inflight))
 		ring->busy_ns += ktime_get_ns() - ring->busy_since;
 	if (err) {
@@ -147,40 +152,6 @@ static void tnpu_job_signal(struct tnpu_job *job, int err)
 	}
 	trace_tnpu_job_complete(job, err);
 	dma_fence_signal(job->hw_fence);
-}
-
-static void tnpu_ring_write_entry(struct tnpu_ring *ring, struct tnpu_job *job)
-{
-	struct tnpu_ring_entry *e = &ring->entries[ring->tail];
-
-	e->ctx = cpu_to_le16(job->ctx->id);
-	e->flags = cpu_to_le16(TNPU_RING_ENTRY_IRQ);
-	e->cmd_len = cpu_to_le32(job->cmd_len);
-	/* fault injection: VA 0 is never mapped (TNPU_VA_START) */
-	e->cmd_va = cpu_to_le64(job->inject_fault ? 0 : job->cmd_va);
-	e->seqno = cpu_to_le64(job->hw_seqno);
-	e->counters_addr = 0;
-	/* every job gets its counter record in the slot of its entry (tnpu_perfmon.c) */
-	if (ring->counters) {
-		memset(&ring->counters[ring->tail], 0, sizeof(*ring->counters));
-		job->counters_slot = ring->tail;
-		e->flags |= cpu_to_le16(TNPU_RING_ENTRY_COUNTERS);
-		e->counters_addr = cpu_to_le64(ring->counters_dma +
-					       ring->tail * sizeof(*ring->counters));
-	}
-	/* fault injection: an odd counters_addr is RING_ENTRY, with or without COUNTERS */
-	if (job->inject_error)
-		e->counters_addr |= cpu_to_le64(1);
-	ring->tail = (ring->tail + 1) % TNPU_RING_ENTRIES;
-}
-
-static void tnpu_ring_kick(struct tnpu_ring *ring)
-{
-	struct tnpu_device *tdev = ring->tdev;
-
-	/* writel orders the coherent-memory entry writes before the doorbell */
-	tnpu_qwrite(tdev, ring->idx, TNPU_Q_TAIL, ring->tail);
-	tnpu_qwrite(tdev, ring->idx, TNPU_Q_DOORBELL, 1);
 }
 
 /* Signals every job whose seqno the device wrote to the ring's fence. tdev->lock held. */
@@ -266,6 +237,7 @@ void tnpu_rings_process(struct tnpu_device *tdev, u32 irq_status)
 		if (tnpu_qread(tdev, q, TNPU_Q_STATUS) & TNPU_Q_STATUS_ERROR)
 			tnpu_ring_error(ring);
 		tnpu_ring_retire(ring);
+		tnpu_ring_dispatch(ring);
 	}
 	spin_unlock(&tdev->lock);
 }
@@ -275,7 +247,7 @@ void tnpu_rings_process(struct tnpu_device *tdev, u32 irq_status)
  * right after run_job returns, so its counters BO status is written here, first (uapi.md: user
  * space reads the job's result there). It still gets its hardware fence, signalled with @err: as
  * the scheduler fence's parent it keeps the device (the scheduler's name) for as long as the
- * out-fence lives. Its seqno is the ring's last one: it is no later than any fence handed out.
+ * out-fence lives.
  */
 static struct dma_fence *tnpu_job_cancel(struct tnpu_job *job, int err)
 {
@@ -283,7 +255,7 @@ static struct dma_fence *tnpu_job_cancel(struct tnpu_job *job, int err)
 
 	tnpu_job_write_status(job, err);
 	spin_lock(&tdev->lock);
-	tnpu_fence_init(job, job->ring->seqno);
+	tnpu_fence_init(job);
 	spin_unlock(&tdev->lock);
 	dma_fence_set_error(job->hw_fence, err);
 	dma_fence_signal(job->hw_fence);
@@ -291,7 +263,8 @@ static struct dma_fence *tnpu_job_cancel(struct tnpu_job *job, int err)
 }
 
 /*
- * drm_sched run_job: hand the job to its ring. No allocation and no runtime-PM here (fence
+ * drm_sched run_job: hand the job to the dispatcher, which puts it on its ring when its priority
+ * and its file's share allow (tnpu_dispatch.c). No allocation and no runtime-PM here (fence
  * signalling path): the hardware fence was allocated at submit.
  */
 static struct dma_fence *tnpu_job_run(struct drm_sched_job *sched_job)
@@ -320,26 +293,10 @@ static struct dma_fence *tnpu_job_run(struct drm_sched_job *sched_job)
 		spin_unlock(&tdev->lock);
 		return tnpu_job_cancel(job, -ENODEV);
 	}
-	job->hw_seqno = ++ring->seqno;
-	tnpu_fence_init(job, job->hw_seqno);
-	job->inject_hang = atomic_xchg(&tdev->inject_hang, 0);
-	job->inject_fault = atomic_xchg(&tdev->inject_fault, 0);
-	job->inject_error = atomic_xchg(&tdev->inject_error, 0);
-	if (list_empty(&ring->inflight)) {
-		ring->progress = jiffies;
-		ring->busy_since = ktime_get_ns();
-	}
-	list_add_tail(&job->node, &ring->inflight);
-	job->run_ns = ktime_get_ns();
-	/* during a PCI function reset the device is not there: tnpu_restart() writes the entry */
-	if (!tdev->in_reset) {
-		tnpu_ring_write_entry(ring, job);
-		/* hang injection: the ring stops fetching, so this job never completes */
-		if (job->inject_hang)
-			tnpu_qwrite(tdev, ring->idx, TNPU_Q_CTRL, 0);
-		tnpu_ring_kick(ring);
-	}
-	trace_tnpu_job_run(job);
+	tnpu_fence_init(job);
+	tnpu_ring_queue(ring, job);
+	/* not during a PCI function reset or sleep: tnpu_unhold() dispatches */
+	tnpu_ring_dispatch(ring);
 	spin_unlock(&tdev->lock);
 
 	return dma_fence_get(job->hw_fence);
@@ -371,7 +328,10 @@ void tnpu_job_armed(struct tnpu_job *job)
 			       tnpu_job_scheduled);
 }
 
-/* The oldest job on its ring, which has made no progress for timeout_ms. tdev->lock held. */
+/*
+ * The oldest job on its ring's hardware, which has made no progress for timeout_ms. Jobs in the
+ * ready lists never expire: they are not on the device. tdev->lock held.
+ */
 static bool tnpu_job_expired(struct tnpu_job *job)
 {
 	struct tnpu_ring *ring = job->ring;
@@ -433,6 +393,8 @@ static void tnpu_unhold(struct tnpu_device *tdev, const char *why, bool count_re
 			atomic64_inc(&tdev->resets);
 	}
 	tdev->in_reset = false;
+	if (!tdev->unplugged)
+		tnpu_rings_dispatch(tdev);
 	spin_unlock(&tdev->lock);
 	mutex_unlock(&tdev->reset_lock);
 }
@@ -478,7 +440,7 @@ int tnpu_jobs_runtime_suspend(struct tnpu_device *tdev)
 	mutex_lock(&tdev->reset_lock);
 	spin_lock(&tdev->lock);
 	for (q = 0; q < tdev->num_rings; q++)
-		if (!list_empty(&tdev->rings[q].inflight))
+		if (!list_empty(&tdev->rings[q].inflight) || tdev->rings[q].queued)
 			ret = -EBUSY;
 	if (!ret && !tdev->in_reset) {
 		tdev->in_reset = true;
@@ -498,11 +460,13 @@ void tnpu_jobs_runtime_resume(struct tnpu_device *tdev)
 }
 
 /*
- * Device reset after @guilty timed out: every ring restarts empty; jobs that were on the hardware
- * and did not complete are written to the rings again, the guilty job fails with -ETIMEDOUT.
+ * Device reset after the oldest job on @ring timed out: every ring restarts empty; jobs that were
+ * on the hardware and did not complete are written to the rings again, the guilty job fails with
+ * -ETIMEDOUT. The scheduler of @ring is stopped: none of its jobs is freed meanwhile.
  */
-static void tnpu_recover(struct tnpu_device *tdev, struct tnpu_job *guilty)
+static void tnpu_recover(struct tnpu_device *tdev, struct tnpu_ring *ring)
 {
+	struct tnpu_job *guilty;
 	u32 q;
 
 	mutex_lock(&tdev->reset_lock);
@@ -512,7 +476,8 @@ static void tnpu_recover(struct tnpu_device *tdev, struct tnpu_job *guilty)
 	for (q = 0; q < tdev->num_rings; q++)
 		tnpu_ring_retire(&tdev->rings[q]);
 	/* it completed after all, or a concurrent recovery restarted it */
-	if (!tnpu_job_expired(guilty))
+	guilty = list_first_entry_or_null(&ring->inflight, struct tnpu_job, node);
+	if (!guilty || !tnpu_job_expired(guilty))
 		goto out;
 
 	list_del_init(&guilty->node);
@@ -540,6 +505,7 @@ static void tnpu_recover(struct tnpu_device *tdev, struct tnpu_job *guilty)
 	tnpu_job_write_counters(guilty, -ETIMEDOUT, 0, false);
 	list_add(&guilty->node, &guilty->ring->inflight);	/* tnpu_job_signal() removes it */
 	tnpu_job_signal(guilty, -ETIMEDOUT);
+	tnpu_rings_dispatch(tdev);
 out:
 	spin_unlock(&tdev->lock);
 	mutex_unlock(&tdev->reset_lock);
@@ -553,7 +519,7 @@ out:
  */
 static enum drm_gpu_sched_stat tnpu_job_timedout(struct drm_sched_job *sched_job)
 {
-	struct tnpu_job *job = to_tnpu_job(sched_job);
+	struct tnpu_job *job = to_tnpu_job(sched_job), *oldest;
 	struct drm_gpu_scheduler *sched = sched_job->sched;
 	struct tnpu_ring *ring = job->ring;
 	struct tnpu_device *tdev = job->tdev;
@@ -567,17 +533,21 @@ static enum drm_gpu_sched_stat tnpu_job_timedout(struct drm_sched_job *sched_job
 		if (tnpu_qread(tdev, ring->idx, TNPU_Q_STATUS) & TNPU_Q_STATUS_ERROR)
 			tnpu_ring_error(ring);
 		tnpu_ring_retire(ring);
+		tnpu_ring_dispatch(ring);
 		/*
 		 * No doorbell is ever rung twice: the device fetches until HEAD == TAIL after every
 		 * doorbell and completion (queues.md), so a ring idle with entries left is a device
 		 * fault and recovered like a hang (tnpu_stress_test many_rings_no_lost_doorbell).
+		 * The scheduler's oldest job may still wait in the ready lists: the ring's oldest
+		 * job on the hardware is the one that can have hung.
 		 */
-		expired = tnpu_job_expired(job);
+		oldest = list_first_entry_or_null(&ring->inflight, struct tnpu_job, node);
+		expired = oldest && tnpu_job_expired(oldest);
 	}
 	spin_unlock(&tdev->lock);
 
 	if (expired)
-		tnpu_recover(tdev, job);
+		tnpu_recover(tdev, ring);
 	/* the guilty job's fence carries -ETIMEDOUT: drm_sched_start() passes it on */
 	drm_sched_resubmit_jobs(sched);
 	drm_sched_start(sched);
@@ -624,7 +594,6 @@ static void tnpu_rings_release(struct drm_device *drm, void *arg)
 
 int tnpu_rings_init(struct tnpu_device *tdev)
 {
-	u64 ctx = dma_fence_context_alloc(tdev->num_rings);
 	u32 q;
 	int ret;
 
@@ -635,9 +604,9 @@ int tnpu_rings_init(struct tnpu_device *tdev)
 		ring->idx = q;
 		ring->fence = &tdev->fences[q];
 		ring->fence_dma = tdev->fences_dma + q * sizeof(u64);
-		ring->fence_context = ctx + q;
 		spin_lock_init(&ring->fence_lock);
 		INIT_LIST_HEAD(&ring->inflight);
+		tnpu_ring_init_flows(ring);
 		snprintf(ring->name, sizeof(ring->name), "tnpu-q%u", q);
 		ring->entries = dmam_alloc_coherent(&tdev->pdev->dev,
 						    TNPU_RING_ENTRIES * TNPU_RING_ENTRY_SIZE,
@@ -661,8 +630,8 @@ int tnpu_rings_init(struct tnpu_device *tdev)
 		struct tnpu_ring *ring = &tdev->rings[q];
 
 		ret = drm_sched_init(&ring->sched, &tnpu_sched_ops, NULL, DRM_SCHED_PRIORITY_COUNT,
-				     TNPU_CREDITS, 0, msecs_to_jiffies(READ_ONCE(tnpu_timeout_ms)),
-				     NULL, NULL,
+				     TNPU_SCHED_CREDITS, 0,
+				     msecs_to_jiffies(READ_ONCE(tnpu_timeout_ms)), NULL, NULL,
 				     ring->name, tdev->drm.dev);
 		if (ret)
 			return ret;
@@ -688,6 +657,7 @@ void tnpu_jobs_unplug(struct tnpu_device *tdev)
 			tnpu_job_write_counters(job, -ENODEV, 0, false);
 			tnpu_job_signal(job, -ENODEV);
 		}
+		tnpu_ring_fail_queued(ring, -ENODEV);
 	}
 	spin_unlock(&tdev->lock);
 	mutex_unlock(&tdev->reset_lock);

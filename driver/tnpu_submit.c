@@ -323,6 +323,7 @@ int tnpu_ioctl_submit(struct drm_device *drm, void *data, struct drm_file *file)
 	}
 	job->ring = &tdev->rings[queue->ring];
 	job->queue_handle = queue->handle;
+	job->prio = queue->prio;
 	ret = drm_sched_job_init(&job->base, &queue->entity, 1, tfile);
 	if (ret)
 		goto err_unlock;

@@ -227,7 +227,8 @@ struct drm_tnpu_counters {
 	__u64 device[DRM_TNPU_MAX_COUNTERS];
 	/*
 	 * Optional tail: a driver without per-ring statistics fills only the fields above
-	 * (offsetof(struct drm_tnpu_counters, num_rings) bytes); the rest of the caller's copy stays zero.
+	 * (offsetof(struct drm_tnpu_counters, num_rings) bytes); the rest of the caller's copy
+	 * stays zero.
 	 */
 	/**
 	 * @num_rings: meaningful entries of @rings (= drm_tnpu_caps.hw_queues); 0 from a driver

@@ -80,6 +80,22 @@ static int drm_err(struct accel_dev *dev, const char *what)
 	return accel_seterr(dev, err, "%s: %s", what, strerror(-err));
 }
 
+/* $ACCEL_QUEUE_PRIORITY: low, normal (unset or empty) or high (the kernel wants CAP_SYS_NICE). */
+static int drm_queue_priority(struct accel_dev *dev, __u32 *prio)
+{
+	const char *v = getenv("ACCEL_QUEUE_PRIORITY");
+
+	if (!v || !*v || !strcmp(v, "normal"))
+		*prio = DRM_TNPU_QUEUE_PRIORITY_NORMAL;
+	else if (!strcmp(v, "low"))
+		*prio = DRM_TNPU_QUEUE_PRIORITY_LOW;
+	else if (!strcmp(v, "high"))
+		*prio = DRM_TNPU_QUEUE_PRIORITY_HIGH;
+	else
+		return accel_seterr(dev, -EINVAL, "ACCEL_QUEUE_PRIORITY: '%s' is not low, normal or high", v);
+	return 0;
+}
+
 static int drm_buf_alloc(struct accel_dev *dev, struct accel_buffer *b)
 {
 	struct drm *d = dev->priv;
@@ -415,7 +431,11 @@ int accel_drm_open(struct accel_dev *dev, const char *path)
 		return ret;
 	}
 	memset(&qc, 0, sizeof(qc));
-	qc.priority = DRM_TNPU_QUEUE_PRIORITY_NORMAL;
+	ret = drm_queue_priority(dev, &qc.priority);
+	if (ret) {
+		close(fd);
+		return ret;
+	}
 	if (drmIoctl(fd, DRM_IOCTL_TNPU_QUEUE_CREATE, &qc)) {
 		ret = drm_err(dev, "DRM_IOCTL_TNPU_QUEUE_CREATE");
 		close(fd);

@@ -270,7 +270,7 @@ TEST_F(coredump, injected_hang_leaves_a_decodable_dump)
 		fclose(f);
 	}
 	ASSERT_EQ(0, tnpu_write_file(TNPU_PARAM, "2000"));
-	if (tnpu_write_file("inject_hang", "1"))
+	if (tnpu_inject("inject_hang"))
 		SKIP(goto out, "no debugfs inject_hang (load tnpu with fault_inject=1)");
 	size += tnpu_cmd_nop(cmd + size);
 	size += tnpu_cmd_fence(cmd + size, self->c.data.va + 8, 0x5eed);

@@ -244,7 +244,7 @@ static int submit_hung_job(struct tnpu_ctx *c, uint32_t queue, uint32_t out_sync
 	struct drm_tnpu_bo_ref ref = { c->data.handle, DRM_TNPU_BO_REF_READ };
 	struct tnpu_job_args j = { .queue = queue, .cmd = &c->cmd, .cmd_offset = 1024,
 				   .refs = &ref, .nrefs = 1, .out_sync = out_sync };
-	int ret = tnpu_write_file("inject_hang", "1");
+	int ret = tnpu_inject("inject_hang");
 
 	if (ret)
 		return ret;
@@ -274,40 +274,6 @@ TEST_F(hostile, lowering_timeout_ms_reaches_a_hung_job)
 	EXPECT_EQ(11, ((uint64_t *)self->c.data.map)[0]);
 }
 
-/* jobs of ring @ring that debugfs `rings` lists as handed to the hardware, or -errno */
-static int ring_jobs_in_flight(unsigned int ring)
-{
-	char path[600] = "", line[256];
-	struct dirent *e;
-	DIR *d = opendir("/sys/kernel/debug/accel");
-	unsigned int q;
-	int n = 0, cur = -1;
-	FILE *f;
-
-	if (!d)
-		return -errno;
-	while ((e = readdir(d))) {
-		if (e->d_name[0] == '.')
-			continue;
-		snprintf(path, sizeof(path), "/sys/kernel/debug/accel/%s/rings", e->d_name);
-		if (!access(path, R_OK))
-			break;
-		path[0] = 0;
-	}
-	closedir(d);
-	f = path[0] ? fopen(path, "r") : NULL;
-	if (!f)
-		return -ENOENT;
-	while (fgets(line, sizeof(line), f)) {
-		if (sscanf(line, "ring %u: tail", &q) == 1)
-			cur = (int)q;
-		else if (!strncmp(line, "  job ", 6) && cur == (int)ring)
-			n++;
-	}
-	fclose(f);
-	return n;
-}
-
 /*
  * A job that wants its counters took every credit of its ring, so it waited for the ring to drain
  * (and stalled every other file's jobs on that ring meanwhile). Now it is handed to the ring like
@@ -330,14 +296,14 @@ TEST_F(hostile, counters_job_does_not_wait_for_its_ring_to_drain)
 	get_timeout_ms(old, sizeof(old));
 	ASSERT_EQ(0, set_timeout_ms("3000"));
 	ASSERT_EQ(0, submit_hung_job(&self->c, cr.handle, hung));
-	ASSERT_EQ(1, ring_jobs_in_flight(cr.hw_queue));
+	ASSERT_EQ(1, tnpu_ring_jobs((int)cr.hw_queue));
 	j.queue = cr.handle;
 	j.counters_bo = cnt.handle;
 	j.cmd_size = tnpu_cmd_fence(self->c.cmd.map, self->c.data.va + 24, 3);
 	ASSERT_EQ(0, tnpu_submit(self->c.fd, &j));
 	usleep(300000);
-	/* on the ring behind the hung job, not held back for all the ring's credits */
-	EXPECT_EQ(2, ring_jobs_in_flight(cr.hw_queue));
+	/* handed to the driver behind the hung job (its ready list), not held back for all the credits */
+	EXPECT_EQ(2, tnpu_ring_jobs((int)cr.hw_queue));
 
 	EXPECT_EQ(-ETIMEDOUT, tnpu_sync_status(self->c.fd, hung, 0, 30000));
 	EXPECT_EQ(0, tnpu_sync_status(self->c.fd, self->c.sync, 0, 30000));

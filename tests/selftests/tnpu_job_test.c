@@ -442,7 +442,7 @@ TEST_F(job, injected_hang_times_out_resets_and_recovers)
 
 	get_timeout_ms(old, sizeof(old));
 	ASSERT_EQ(0, set_timeout_ms("1000"));
-	ASSERT_EQ(0, tnpu_write_file("inject_hang", "1"));
+	ASSERT_EQ(0, tnpu_inject("inject_hang"));
 	j.cmd_size = tnpu_cmd_fence(self->c.cmd.map, self->c.data.va, 1);
 	t0 = tnpu_now_ns();
 	ASSERT_EQ(0, tnpu_submit(self->c.fd, &j));
@@ -491,7 +491,7 @@ TEST_F(job, innocent_jobs_survive_a_reset)
 	for (i = 0; i < 3; i++)
 		ASSERT_EQ(0, drmSyncobjCreate(self->c.fd, 0, &sy[i]));
 	ASSERT_EQ(0, set_timeout_ms("1000"));
-	ASSERT_EQ(0, tnpu_write_file("inject_hang", "1"));
+	ASSERT_EQ(0, tnpu_inject("inject_hang"));
 	for (i = 0; i < 3; i++) {
 		struct tnpu_job_args j = { .queue = qs[i], .cmd = &self->c.cmd, .cmd_offset = 64 * i,
 					   .refs = &ref, .nrefs = 1, .out_sync = sy[i] };
@@ -516,7 +516,7 @@ TEST_F(job, injected_mmu_fault_fails_with_efault)
 	struct drm_tnpu_fault fault = { 0 };
 	struct tnpu_ctx fresh;
 
-	ASSERT_EQ(0, tnpu_write_file("inject_mmu_fault", "1"));
+	ASSERT_EQ(0, tnpu_inject("inject_mmu_fault"));
 	EXPECT_EQ(-EFAULT, tnpu_run_fence(&self->c, 0, self->c.data.va, 1));
 	ASSERT_EQ(0, tnpu_query(self->c.fd, DRM_TNPU_QUERY_FAULT, &fault, sizeof(fault)));
 	EXPECT_EQ(1, fault.faulted);
@@ -530,7 +530,7 @@ TEST_F(job, injected_error_irq_fails_with_eio_and_next_job_succeeds)
 {
 	uint64_t before = counters(self->c.fd).hw_errors;
 
-	ASSERT_EQ(0, tnpu_write_file("inject_error", "1"));
+	ASSERT_EQ(0, tnpu_inject("inject_error"));
 	EXPECT_EQ(-EIO, tnpu_run_fence(&self->c, 0, self->c.data.va, 1));
 	EXPECT_EQ(before + 1, counters(self->c.fd).hw_errors);
 	EXPECT_EQ(0, tnpu_run_fence(&self->c, 64, self->c.data.va, 2));
@@ -579,7 +579,7 @@ static int submit_hung_job(struct tnpu_ctx *c, uint32_t queue, uint32_t out_sync
 	struct drm_tnpu_bo_ref ref = { c->data.handle, DRM_TNPU_BO_REF_READ };
 	struct tnpu_job_args j = { .queue = queue, .cmd = &c->cmd, .cmd_offset = 1024,
 				   .refs = &ref, .nrefs = 1, .out_sync = out_sync };
-	int ret = tnpu_write_file("inject_hang", "1");
+	int ret = tnpu_inject("inject_hang");
 
 	if (ret)
 		return ret;

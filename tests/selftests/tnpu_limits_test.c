@@ -337,7 +337,7 @@ TEST_F(limits, queued_jobs_are_bounded_per_file)
 
 	set_param(self, "max_jobs_per_file", "8");
 	ASSERT_EQ(0, set_param(self, "timeout_ms", "1000"));
-	ASSERT_EQ(0, tnpu_write_file("inject_hang", "1"));
+	ASSERT_EQ(0, tnpu_inject("inject_hang"));
 	ASSERT_EQ(0, run_as(self, UID_A, queue_until_refused, NULL, &r));
 	TH_LOG("%d jobs accepted, then errno %d; last job %d; after the drain: %d, job %d",
 	       r.count, r.err, r.extra[0], r.extra[1], r.extra[2]);

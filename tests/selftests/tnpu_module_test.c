@@ -170,7 +170,7 @@ static int fallback_jobs(void)
 	if (!ret)
 		ret = tnpu_run_fence(&c, 0, c.data.va, 5);
 	if (!ret)
-		ret = tnpu_write_file("inject_error", "1");
+		ret = tnpu_inject("inject_error");
 	if (!ret)
 		ret = tnpu_run_fence(&c, 64, c.data.va, 6) == -EIO ? 0 : -EPROTO;
 	if (!ret)
@@ -266,7 +266,7 @@ TEST(rmmod_with_hung_jobs_of_a_closed_file)
 	if (access(KO_PATH_FILE, R_OK))
 		SKIP(return, "no %s (not the tnpu VM image)", KO_PATH_FILE);
 	ASSERT_EQ(0, tnpu_ctx_init(&c));
-	ASSERT_EQ(0, tnpu_write_file("inject_hang", "1"));
+	ASSERT_EQ(0, tnpu_inject("inject_hang"));
 	submit_many(&c, 20);
 	tnpu_ctx_fini(&c);
 	ASSERT_EQ(0, unload());
@@ -286,7 +286,7 @@ TEST(pci_function_reset_resubmits_jobs_in_flight)
 	ASSERT_EQ(0, tnpu_ctx_init(&c));
 	ASSERT_EQ(0, tnpu_query(c.fd, DRM_TNPU_QUERY_COUNTERS, &before, sizeof(before)));
 	/* the job sits on a stopped ring until the function reset restarts it */
-	ASSERT_EQ(0, tnpu_write_file("inject_hang", "1"));
+	ASSERT_EQ(0, tnpu_inject("inject_hang"));
 	submit_many(&c, 1);
 	EXPECT_EQ(-ETIME, tnpu_sync_status(c.fd, c.sync, 0, 100));
 	ASSERT_EQ(0, tnpu_write_file(path, "1"));
@@ -308,7 +308,7 @@ TEST(unbind_with_open_file_and_jobs_in_flight)
 	ASSERT_EQ(0, pci_name(dev, sizeof(dev)));
 	ASSERT_EQ(0, tnpu_ctx_init(&c));
 	/* the ring stops: every job stays on the hardware until the unbind */
-	ASSERT_EQ(0, tnpu_write_file("inject_hang", "1"));
+	ASSERT_EQ(0, tnpu_inject("inject_hang"));
 	submit_many(&c, 50);
 	ASSERT_EQ(0, drmSyncobjExportSyncFile(c.fd, c.sync, &sync_fd));
 	EXPECT_EQ(-ETIME, sync_file_status(sync_fd, 100));
@@ -350,7 +350,7 @@ TEST(unbind_is_not_held_up_by_a_blocked_bo_wait)
 	}
 	ASSERT_EQ(0, tnpu_write_file(TNPU_PARAM, "20000"));
 	ASSERT_EQ(0, tnpu_ctx_init(&c));
-	ASSERT_EQ(0, tnpu_write_file("inject_hang", "1"));
+	ASSERT_EQ(0, tnpu_inject("inject_hang"));
 	submit_many(&c, 1);
 	w.handle = c.data.handle;
 	w.timeout_ns = tnpu_now_ns() + 60000000000ll;

@@ -86,40 +86,6 @@ static int submit_counted(struct tnpu_ctx *c, uint32_t queue, unsigned int nops,
 	return tnpu_ioctl(c->fd, DRM_IOCTL_TNPU_SUBMIT, &s);
 }
 
-/* jobs of ring @ring that debugfs `rings` lists as handed to the hardware, or -errno */
-static int ring_jobs_in_flight(unsigned int ring)
-{
-	char path[600] = "", line[256];
-	struct dirent *e;
-	DIR *d = opendir("/sys/kernel/debug/accel");
-	unsigned int q;
-	int n = 0, cur = -1;
-	FILE *f;
-
-	if (!d)
-		return -errno;
-	while ((e = readdir(d))) {
-		if (e->d_name[0] == '.')
-			continue;
-		snprintf(path, sizeof(path), "/sys/kernel/debug/accel/%s/rings", e->d_name);
-		if (!access(path, R_OK))
-			break;
-		path[0] = 0;
-	}
-	closedir(d);
-	f = path[0] ? fopen(path, "r") : NULL;
-	if (!f)
-		return -ENOENT;
-	while (fgets(line, sizeof(line), f)) {
-		if (sscanf(line, "ring %u: tail", &q) == 1)
-			cur = (int)q;
-		else if (!strncmp(line, "  job ", 6) && cur == (int)ring)
-			n++;
-	}
-	fclose(f);
-	return n;
-}
-
 static void get_timeout_ms(char *buf, size_t len)
 {
 	FILE *f = fopen(TNPU_PARAM, "r");
@@ -149,9 +115,10 @@ static uint32_t queue_on_ring(int fd, uint32_t ring)
 }
 
 /*
- * Two files on one ring, A asking for counters: B's job is handed to the ring behind A's job at
- * once. The old driver read Q_PERF (the last job's counters) and so held every job behind a
- * counters job until that one completed. A hang injected in front keeps A's job in flight.
+ * Two files on one ring, A asking for counters: B's job is handed to the driver behind A's job at
+ * once (the ring or its ready list, driver.md "Scheduling across clients"). The old driver read
+ * Q_PERF (the last job's counters) and so held every job behind a counters job until that one
+ * completed. A hang injected in front keeps A's job from running.
  */
 TEST_F(perfmon, counters_job_does_not_hold_another_files_jobs)
 {
@@ -174,7 +141,7 @@ TEST_F(perfmon, counters_job_does_not_hold_another_files_jobs)
 	ASSERT_EQ(0, tnpu_write_file(TNPU_PARAM, "3000"));
 
 	/* B: a job the injected hang stops on the ring */
-	ret = tnpu_write_file("inject_hang", "1");
+	ret = tnpu_inject("inject_hang");
 	if (ret)
 		SKIP(tnpu_write_file(TNPU_PARAM, old); return, "no fault injection (fault_inject=1)");
 	ref = (struct drm_tnpu_bo_ref){ b.data.handle, DRM_TNPU_BO_REF_READ };
@@ -183,17 +150,17 @@ TEST_F(perfmon, counters_job_does_not_hold_another_files_jobs)
 	j.cmd_size = tnpu_cmd_nop((char *)b.cmd.map + 1024);
 	ASSERT_EQ(0, tnpu_submit(b.fd, &j));
 	usleep(200000);
-	ASSERT_EQ(1, ring_jobs_in_flight(cr.hw_queue));
+	ASSERT_EQ(1, tnpu_ring_jobs((int)cr.hw_queue));
 
 	/* A: a job that wants its counters, behind the hung one */
 	ASSERT_EQ(0, submit_counted(&self->c, cr.handle, 2, 0, 5, 0, self->c.data.handle, 4096,
 				    self->c.sync));
 	usleep(200000);
-	ASSERT_EQ(2, ring_jobs_in_flight(cr.hw_queue));
-	/* B again: handed to the ring behind A's job, not held until A's job completes */
+	ASSERT_EQ(2, tnpu_ring_jobs((int)cr.hw_queue));
+	/* B again: handed to the driver behind A's job, not held until A's job completes */
 	ASSERT_EQ(0, submit_counted(&b, b_queue, 0, 1, 6, 0, 0, 0, b_sync));
 	usleep(300000);
-	EXPECT_EQ(3, ring_jobs_in_flight(cr.hw_queue));
+	EXPECT_EQ(3, tnpu_ring_jobs((int)cr.hw_queue));
 
 	EXPECT_EQ(-ETIMEDOUT, tnpu_sync_status(b.fd, hung, 0, 30000));
 	EXPECT_EQ(0, tnpu_sync_status(self->c.fd, self->c.sync, 0, 30000));

@@ -235,6 +235,64 @@ static inline int tnpu_write_file(const char *path, const char *val)
 	return ret;
 }
 
+/*
+ * Jobs of ring @ring (-1: every ring) the driver holds: on the hardware (the "  job" lines of
+ * debugfs `rings`) and waiting in its ready lists ("ring N ready: queued Q"); or -errno.
+ */
+static inline int tnpu_ring_jobs(int ring)
+{
+	char path[600] = "", line[256];
+	DIR *d = opendir("/sys/kernel/debug/accel");
+	unsigned int q, queued;
+	int n = 0, cur = -1;
+	struct dirent *e;
+	FILE *f;
+
+	if (!d)
+		return -errno;
+	while ((e = readdir(d))) {
+		if (e->d_name[0] == '.')
+			continue;
+		snprintf(path, sizeof(path), "/sys/kernel/debug/accel/%s/rings", e->d_name);
+		if (!access(path, R_OK))
+			break;
+		path[0] = 0;
+	}
+	closedir(d);
+	f = path[0] ? fopen(path, "r") : NULL;
+	if (!f)
+		return -ENOENT;
+	while (fgets(line, sizeof(line), f)) {
+		if (sscanf(line, "ring %u ready: queued %u", &q, &queued) == 2) {
+			if (ring < 0 || (int)q == ring)
+				n += (int)queued;
+		} else if (sscanf(line, "ring %u: tail", &q) == 1) {
+			cur = (int)q;
+		} else if (!strncmp(line, "  job ", 6) && (ring < 0 || cur == ring)) {
+			n++;
+		}
+	}
+	fclose(f);
+	return n;
+}
+
+/*
+ * Arms a debugfs fault injection ("inject_hang", ...) once the driver holds no job: an injection
+ * is taken by the next job handed to the hardware, which must be the test's, not a job an earlier
+ * test left behind (a closed file's jobs still run, one NORMAL job per ring at a time).
+ */
+static inline int tnpu_inject(const char *what)
+{
+	int64_t deadline = tnpu_now_ns() + 60 * 1000000000ll;
+	int n;
+
+	while ((n = tnpu_ring_jobs(-1)) > 0 && tnpu_now_ns() < deadline)
+		usleep(10000);
+	if (n < 0)
+		return n;
+	return tnpu_write_file(what, "1");
+}
+
 static inline int tnpu_query(int fd, uint32_t type, void *buf, uint32_t size)
 {
 	struct drm_tnpu_query q = { .type = type, .size = size, .pointer = (uintptr_t)buf };

@@ -4,7 +4,8 @@
  *
  *   accel-run MODEL.onnx [--input in.pb ... | --random-input [--seed N] [--shape NAME=D0xD1x... ...]]
  *             [--expect out.pb ...] [--device PATH|sim] [--cpu] [--atol A] [--rtol R] [--itol N] [--elementwise]
- *             [--save-outputs PREFIX] [--info] [--repeat N] [--profile [--trace FILE]]
+ *             [--save-outputs PREFIX] [--info] [--repeat N [--latencies] [--interval MS]]
+ *             [--profile [--trace FILE]]
  *             [--no-compile | --no-replay] [--save-compiled FILE] [--compiled FILE] [--placement json]
  *   accel-run MODEL.onnx --mnist IMAGES LABELS [--batch N] [--device PATH|sim] [--cpu] [--no-compile | --no-replay]
  *             [--save-predictions FILE] [--reference-predictions FILE]
@@ -12,10 +13,12 @@
  * Prints each output (name, type, shape, leading values) or, with --expect, PASS/FAIL per output
  * against the expectation with the tolerance used: |got - exp| <= atol + rtol * max|exp| (the output's
  * scale; onnx_compare_scaled, defaults ONNX_MODEL_ATOL/RTOL), or with --elementwise the ONNX backend
- * tests' per-element rule atol + rtol * |exp| (onnx_compare, defaults ONNX_TOL_ATOL/RTOL).  --info prints the inputs/outputs and where each
- * node runs: alone, from the compiled plan without running anything (no device job); with
- * --no-compile, or with an option that needs outputs, from one run.  --repeat N times N more runs, --profile prints per-node cost and writes a
- * Perfetto trace.  --mnist classifies an idx image file (e.g. Fashion-MNIST's t10k set) on the device
+ * tests' per-element rule atol + rtol * |exp| (onnx_compare, defaults ONNX_TOL_ATOL/RTOL).  --info
+ * prints the inputs/outputs and where each node runs: alone, from the compiled plan without running
+ * anything (no device job); with --no-compile, or with an option that needs outputs, from one run.
+ * --placement json writes every node's placement, reason and jobs as JSON.  --repeat N times N more runs
+ * (--latencies prints each one's time, --interval sleeps between them: tools/bench-tenancy's clients),
+ * --profile prints per-node cost and writes a Perfetto trace.  --mnist classifies an idx image file (e.g. Fashion-MNIST's t10k set) on the device
  * and on the CPU reference and prints both accuracies.  On a device the model is compiled once for the
  * inputs' shapes (onnx_compile) and every run uses the compiled form; --no-compile runs node by node
  * (as --profile does), --no-replay lowers every run's device steps again (ONNX_COMPILE_NO_REPLAY),
@@ -43,7 +46,8 @@ static void usage(FILE *f)
 	fprintf(f, "usage: accel-run MODEL.onnx [--input in.pb ... | --random-input [--seed N] [--shape NAME=D0xD1x...]]\n"
 		   "                 [--expect out.pb ...] [--device PATH|sim] [--cpu] [--atol A] [--rtol R] [--itol N]\n"
 		   "                 [--elementwise]\n"
-		   "                 [--save-outputs PREFIX] [--info] [--repeat N] [--profile [--trace FILE]]\n"
+		   "                 [--save-outputs PREFIX] [--info] [--repeat N [--latencies] [--interval MS]]\n"
+		   "                 [--profile [--trace FILE]]\n"
 		   "                 [--no-compile | --no-replay] [--save-compiled FILE] [--compiled FILE]\n"
 		   "                 [--placement json]\n"
 		   "       accel-run MODEL.onnx --mnist IMAGES LABELS [--batch N] [--device PATH|sim] [--cpu]\n"
@@ -150,6 +154,10 @@ static double median(double *v, unsigned n)
 	return n % 2 ? v[n / 2] : (v[n / 2 - 1] + v[n / 2]) / 2;
 }
 
+/* --repeat N --latencies: `latency: X ms` per run, as it ends; --interval MS: the pause between runs. */
+static bool print_latencies;
+static unsigned interval_ms;
+
 /* --repeat N: `run: X ms per inference (median of N)` (wall clock), then the process CPU time per
  * inference on its own line (a loaded machine's waiting is not counted there; tools/bench-vs-torch). */
 static int repeat_runs(struct onnx_model *m, struct accel_dev *dev, struct onnx_compiled *cm,
@@ -171,6 +179,12 @@ static int repeat_runs(struct onnx_model *m, struct accel_dev *dev, struct onnx_
 		ret = cm ? onnx_compiled_run(cm, in, n_in, out, n_out, NULL) : onnx_run(m, dev, in, n_in, out, n_out, NULL);
 		t[r] = now_ms() - t0;
 		c[r] = cpu_ms_now() - c0;
+		if (print_latencies && !ret) {
+			printf("latency: %.3f ms\n", t[r]);
+			fflush(stdout);
+		}
+		if (interval_ms && r + 1 < repeat)
+			usleep(interval_ms * 1000u);
 		if (ret)
 			fprintf(stderr, "accel-run: repeat %u: %s\n", r + 1, cm ? onnx_compiled_error(cm) : onnx_model_error(m));
 		for (unsigned i = 0; !ret && i < n_out; i++)
@@ -287,6 +301,9 @@ int main(int argc, char **argv)
 		} else if (!strcmp(a, "--no-replay")) {
 			no_replay = true;
 			continue;
+		} else if (!strcmp(a, "--latencies")) {
+			print_latencies = true;
+			continue;
 		} else if (!strcmp(a, "--elementwise")) {
 			elementwise = true;
 			continue;
@@ -301,6 +318,7 @@ int main(int argc, char **argv)
 		    strcmp(a, "--rtol") && strcmp(a, "--itol") && strcmp(a, "--save-outputs") &&
 		    strcmp(a, "--reference-predictions") && strcmp(a, "--save-predictions") && strcmp(a, "--batch") &&
 		    strcmp(a, "--seed") && strcmp(a, "--shape") && strcmp(a, "--repeat") && strcmp(a, "--trace") &&
+		    strcmp(a, "--interval") &&
 		    strcmp(a, "--save-compiled") && strcmp(a, "--compiled") && strcmp(a, "--placement"))
 			return cli_usage_error(PROG, "%s: unknown option", a);
 		if (!more)
@@ -347,6 +365,10 @@ int main(int argc, char **argv)
 			if ((ret = cli_u32(PROG, a, v, 1, 1000000, &u)))
 				return ret;
 			repeat = u;
+		} else if (!strcmp(a, "--interval")) {
+			if ((ret = cli_u32(PROG, a, v, 0, 60000, &u)))
+				return ret;
+			interval_ms = u;
 		} else if (!strcmp(a, "--trace")) {
 			trace = v;
 		} else if (!strcmp(a, "--save-compiled")) {
