@@ -139,6 +139,19 @@ enum tnpu_reg_status tnpu_core_reg_read(struct tnpu_core *core, uint64_t offset,
 enum tnpu_reg_status tnpu_core_reg_write(struct tnpu_core *core, uint64_t offset, unsigned size,
 					 uint64_t val, struct tnpu_effects *fx);
 
+/* ---- migration (Documentation/qemu-device.md "Migration") ------------- */
+/* The register block between jobs as a versioned, size-checked little-endian byte string: magic,
+ * format version, size, the geometry, then the registers.  Size of the snapshot of this core. */
+size_t tnpu_core_snapshot_size(const struct tnpu_core *core);
+/* Writes the snapshot into buf; returns its size, -EBUSY if a queue has a job in flight (drain
+ * first), -ENOSPC if len is too small (msg names the reason). */
+int tnpu_core_snapshot_save(const struct tnpu_core *core, void *buf, size_t len, char *msg, size_t msglen);
+/* Loads a snapshot of a core with the same geometry.  Everything is checked before anything
+ * changes: 0, or -EINVAL with msg naming the field (magic, version, size, a geometry field that
+ * differs from this core's, a busy queue, a head/tail outside an enabled ring).  The reset
+ * generation advances; no job may be in flight. */
+int tnpu_core_snapshot_load(struct tnpu_core *core, const void *buf, size_t len, char *msg, size_t msglen);
+
 /* ---- queue pipeline --------------------------------------------------- */
 /* A fetched ring entry plus everything the executor needs (a value type). */
 struct tnpu_job {
