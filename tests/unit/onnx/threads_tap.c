@@ -209,7 +209,7 @@ int main(void)
 		const char *name, *host_op;
 		bool cpu_reference;
 	} cases[] = {
-		{ "four_threads_two_devices_one_model_match_the_cpu_reference", "Neg", true },
+		{ "four_threads_two_devices_one_model_match_the_cpu_reference", "Sign", true },
 		{ "four_threads_two_devices_b2_graph_bit_exact_with_a_single_threaded_run", "Floor", false },
 	};
 	unsigned n = sizeof(cases) / sizeof(cases[0]), failed = 0;
