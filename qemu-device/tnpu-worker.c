@@ -450,6 +450,36 @@ bool tnpu_workers_wait_dropped(TnpuState *s, unsigned timeout_ms)
     return !busy;
 }
 
+/*
+ * Migration drain: waits (at most timeout_ms) until no worker holds a
+ * handed-over or running job; their results then wait for the completion BH.
+ * Returns -1 when idle, else the first queue still busy.
+ */
+int tnpu_workers_wait_idle(TnpuState *s, unsigned timeout_ms)
+{
+    int64_t deadline = qemu_clock_get_ms(QEMU_CLOCK_REALTIME) + timeout_ms;
+    int busy;
+
+    qemu_mutex_lock(&s->lock);
+    for (;;) {
+        int64_t left;
+
+        busy = -1;
+        for (unsigned q = 0; q < s->cfg.queues && busy < 0; q++) {
+            if (s->workers[q].has_job || s->workers[q].running) {
+                busy = q;
+            }
+        }
+        left = deadline - qemu_clock_get_ms(QEMU_CLOCK_REALTIME);
+        if (busy < 0 || left <= 0) {
+            break;
+        }
+        qemu_cond_timedwait(&s->idle_cond, &s->lock, left);
+    }
+    qemu_mutex_unlock(&s->lock);
+    return busy;
+}
+
 /* MMU_INVALIDATE: every executor drops its TLB before its next access. */
 void tnpu_workers_tlb_invalidate(TnpuState *s)
 {

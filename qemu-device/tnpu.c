@@ -20,12 +20,14 @@
 #include "qemu/log.h"
 #include "qemu/main-loop.h"
 #include "qemu/module.h"
+#include "qemu/units.h"
 #include "hw/pci/msi.h"
 #include "hw/pci/msix.h"
 #include "hw/pci/pcie.h"
 #include "hw/qdev-properties.h"
 #include "hw/resettable.h"
 #include "migration/vmstate.h"
+#include "system/runstate.h"
 #include "trace.h"
 
 #include "tnpu.h"
@@ -119,19 +121,30 @@ void tnpu_complete(TnpuState *s, const struct tnpu_job *job,
     tnpu_apply(s, &fx);
 }
 
+static void tnpu_apply_results(TnpuState *s)
+{
+    struct tnpu_job job;
+    struct tnpu_result res;
+
+    for (unsigned q = 0; q < s->cfg.queues; q++) {
+        if (tnpu_worker_take_result(s, q, &job, &res)) {
+            tnpu_complete(s, &job, &res);
+        }
+    }
+}
+
 static void tnpu_bh(void *opaque)
 {
     TnpuState *s = opaque;
     unsigned nq = s->cfg.queues;
     struct tnpu_job job;
-    struct tnpu_result res;
     uint32_t kicks;
     unsigned start;
 
-    for (unsigned q = 0; q < nq; q++) {
-        if (tnpu_worker_take_result(s, q, &job, &res)) {
-            tnpu_complete(s, &job, &res);
-        }
+    tnpu_apply_results(s);
+    if (s->paused) {
+        /* VM stopped (migration): kicks wait for the resume. */
+        return;
     }
 
     /*
@@ -297,12 +310,158 @@ static void tnpu_reset_hold(Object *obj, ResetType type)
     tnpu_workers_wait_dropped(s, 1000);
 }
 
+/* ---- migration (qemu-device.md "Migration") ------------------------------ */
+
+/* Far above any snapshot (a few KiB): a bound before the stream allocates. */
+#define TNPU_SNAP_MAX (1 * MiB)
+
+static uint32_t tnpu_all_queues(const TnpuState *s)
+{
+    return MAKE_64BIT_MASK(0, s->cfg.queues);
+}
+
+/*
+ * A job is never migrated half-run: when the VM stops, fetching stops and the
+ * jobs in flight run to completion (bounded by x-drain-ms), and their
+ * completions are applied now, before RAM's final pass and the CPU state are
+ * saved.  A job still running at the deadline makes pre_save fail the
+ * migration; the job is left alone (re-running it could repeat its writes).
+ */
+static void tnpu_vm_state_change(void *opaque, bool running, RunState state)
+{
+    TnpuState *s = opaque;
+
+    if (running) {
+        s->paused = false;
+        s->busy_queue = -1;
+        s->kick_pending |= tnpu_all_queues(s);
+        qemu_bh_schedule(s->bh);
+        return;
+    }
+    s->paused = true;
+    if (state == RUN_STATE_SHUTDOWN) {
+        /* QEMU exits: unrealize aborts the jobs, nothing is saved. */
+        return;
+    }
+    s->busy_queue = tnpu_workers_wait_idle(s, s->drain_ms);
+    tnpu_apply_results(s);
+    trace_tnpu_quiesce(state, s->busy_queue);
+}
+
+static int tnpu_pre_save(void *opaque)
+{
+    TnpuState *s = opaque;
+    char msg[160];
+    size_t len;
+    int ret;
+
+    /*
+     * RAM is already saved: a completion applied now would be lost, so a job
+     * that outlived the drain fails the save instead.  (Without a drain, e.g.
+     * a save of a running VM, the model refuses a busy queue itself.)
+     */
+    if (s->busy_queue >= 0) {
+        error_report("tnpu: queue %d still runs a job %u ms after the VM "
+                     "stopped: migration needs an idle device",
+                     s->busy_queue, s->drain_ms);
+        return -EBUSY;
+    }
+    len = tnpu_core_snapshot_size(s->core);
+    s->snap = g_malloc(len);
+    ret = tnpu_core_snapshot_save(s->core, s->snap, len, msg, sizeof(msg));
+    if (ret < 0) {
+        error_report("%s", msg);
+        g_free(s->snap);
+        s->snap = NULL;
+        return ret;
+    }
+    s->snap_len = ret;
+    return 0;
+}
+
+static int tnpu_post_save(void *opaque)
+{
+    TnpuState *s = opaque;
+
+    g_free(s->snap);
+    s->snap = NULL;
+    return 0;
+}
+
+static int tnpu_pre_load(void *opaque)
+{
+    TnpuState *s = opaque;
+
+    s->loading = true;
+    return 0;
+}
+
+/* The VALIDATE steps run on save too (as field tests): they act on load. */
+static bool tnpu_snap_len_ok(void *opaque, int version_id)
+{
+    TnpuState *s = opaque;
+
+    if (!s->loading) {
+        return true;
+    }
+    g_free(s->snap);  /* the field allocates anew */
+    s->snap = NULL;
+    if (s->snap_len > TNPU_SNAP_MAX) {
+        s->loading = false;
+        error_report("tnpu: migration stream: snap_len is %u bytes, more "
+                     "than %u", s->snap_len, (unsigned)TNPU_SNAP_MAX);
+        return false;
+    }
+    return true;
+}
+
+/*
+ * Loads the model's registers before the PCI config and MSI-X state, so a
+ * stream of another geometry is refused with the field named, not as a
+ * config-space or MSI-X table mismatch.
+ */
+static bool tnpu_snap_load(void *opaque, int version_id)
+{
+    TnpuState *s = opaque;
+    char msg[160];
+    int ret;
+
+    if (!s->loading) {
+        return true;
+    }
+    s->loading = false;
+    ret = tnpu_core_snapshot_load(s->core, s->snap, s->snap_len, msg,
+                                  sizeof(msg));
+    g_free(s->snap);
+    s->snap = NULL;
+    if (ret < 0) {
+        error_report("%s", msg);
+        return false;
+    }
+    return true;
+}
+
+static int tnpu_post_load(void *opaque, int version_id)
+{
+    TnpuState *s = opaque;
+
+    /* Executors cache translations only within a job; drop them anyway. */
+    tnpu_workers_tlb_invalidate(s);
+    /* Fetching resumes with the VM (tnpu_vm_state_change). */
+    s->kick_pending = tnpu_all_queues(s);
+    return 0;
+}
+
 /* ---- realize / exit ------------------------------------------------------ */
 
 static void tnpu_exit(PCIDevice *pdev)
 {
     TnpuState *s = TNPU(pdev);
 
+    if (s->vmstate_change) {
+        qemu_del_vm_change_state_handler(s->vmstate_change);
+        s->vmstate_change = NULL;
+    }
     tnpu_workers_stop(s);
     if (s->bh) {
         qemu_bh_delete(s->bh);
@@ -402,6 +561,8 @@ static void tnpu_realize(PCIDevice *pdev, Error **errp)
     s->bh = qemu_bh_new_guarded(tnpu_bh, s, &DEVICE(s)->mem_reentrancy_guard);
     s->kick_pending = 0;
     s->rr_next = 0;
+    s->busy_queue = -1;
+    s->paused = !runstate_is_running();
     if (tnpu_workers_start(s, errp) < 0) {
         qemu_bh_delete(s->bh);
         s->bh = NULL;
@@ -412,6 +573,8 @@ static void tnpu_realize(PCIDevice *pdev, Error **errp)
         s->core = NULL;
         goto fail_msix;
     }
+    s->vmstate_change = qdev_add_vm_change_state_handler(
+        DEVICE(s), tnpu_vm_state_change, s);
     return;
 
 fail_msix:
@@ -438,15 +601,26 @@ static const Property tnpu_properties[] = {
     /* chain #9: e.g. islands=2:i8/2:all:2 (islands-and-chaining.md) */
     DEFINE_PROP_STRING("islands", TnpuState, islands),
     DEFINE_PROP_BOOL("x-sync", TnpuState, sync, false),
+    DEFINE_PROP_UINT32("x-drain-ms", TnpuState, drain_ms, 10000),
 };
 
-/*
- * Job state lives in worker threads and the model's executors: not migratable
- * (yet).
- */
 static const VMStateDescription vmstate_tnpu = {
     .name = TYPE_TNPU,
-    .unmigratable = 1,
+    .version_id = 1,
+    .minimum_version_id = 1,
+    .pre_save = tnpu_pre_save,
+    .post_save = tnpu_post_save,
+    .pre_load = tnpu_pre_load,
+    .post_load = tnpu_post_load,
+    .fields = (const VMStateField[]) {
+        VMSTATE_UINT32(snap_len, TnpuState),
+        VMSTATE_VALIDATE("tnpu snapshot size", tnpu_snap_len_ok),
+        VMSTATE_VBUFFER_ALLOC_UINT32(snap, TnpuState, 1, NULL, snap_len),
+        VMSTATE_VALIDATE("tnpu register block", tnpu_snap_load),
+        VMSTATE_PCI_DEVICE(parent_obj, TnpuState),
+        VMSTATE_MSIX(parent_obj, TnpuState),
+        VMSTATE_END_OF_LIST()
+    },
 };
 
 static void tnpu_class_init(ObjectClass *klass, void *data)

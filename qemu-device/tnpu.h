@@ -15,6 +15,7 @@
 #include "hw/pci/pci_device.h"
 #include "qemu/thread.h"
 #include "qom/object.h"
+#include "system/runstate.h"
 
 #include "tnpu/tnpu_core.h"
 
@@ -89,6 +90,15 @@ struct TnpuState {
     unsigned run_tokens; /* free run tokens (TNPU_RUN_TOKENS at start) */
     bool stopping;
     TnpuWorker workers[TNPU_MAX_QUEUES];
+
+    /* Migration (qemu-device.md "Migration"), under the BQL. */
+    uint32_t drain_ms;     /* x-drain-ms: how long a stop waits for jobs */
+    bool paused;           /* VM stopped: the BH fetches no new job */
+    int busy_queue;        /* a queue still busy after the drain, or -1 */
+    VMChangeStateEntry *vmstate_change;
+    uint8_t *snap;         /* the model's snapshot while it is saved/loaded */
+    uint32_t snap_len;
+    bool loading;          /* between pre_load and the snapshot's load */
 };
 
 /* tnpu-worker.c */
@@ -98,6 +108,7 @@ void tnpu_workers_stop(TnpuState *s);
 void tnpu_workers_drop(TnpuState *s);
 uint32_t tnpu_workers_pending(TnpuState *s);
 bool tnpu_workers_wait_dropped(TnpuState *s, unsigned timeout_ms);
+int tnpu_workers_wait_idle(TnpuState *s, unsigned timeout_ms);
 void tnpu_workers_tlb_invalidate(TnpuState *s);
 void tnpu_worker_submit(TnpuState *s, const struct tnpu_job *job);
 bool tnpu_worker_take_result(TnpuState *s, unsigned q, struct tnpu_job *job,

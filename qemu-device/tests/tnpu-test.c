@@ -2386,6 +2386,263 @@ static void test_fuzz(gconstpointer data)
                    props, seed, execs, jobs);
 }
 
+/* ---- migration (qemu-device.md "Migration") ------------------------------ */
+
+/*
+ * Waits until @qts's migration has ended; returns its error description
+ * (NULL when it completed).  Fails the test if the status is @unexpected.
+ */
+static char *wait_migration_end(QTestState *qts, const char *unexpected)
+{
+    gint64 end = g_get_monotonic_time() + 4 * TIMEOUT_US;
+
+    for (;;) {
+        QDict *resp = qtest_qmp(qts, "{ 'execute': 'query-migrate' }");
+        QDict *ret = qdict_get_qdict(resp, "return");
+        const char *st = ret ? qdict_get_try_str(ret, "status") : NULL;
+        char *desc = NULL;
+        bool done = false;
+
+        if (st && (!strcmp(st, "completed") || !strcmp(st, "failed"))) {
+            done = true;
+            desc = !strcmp(st, "failed") ?
+                g_strdup(qdict_get_try_str(ret, "error-desc") ?: "?") : NULL;
+            if (!strcmp(st, unexpected)) {
+                g_test_message("migration %s: %s", st, desc ?: "");
+                g_assert_not_reached();
+            }
+        }
+        qobject_unref(resp);
+        if (done) {
+            return desc;
+        }
+        g_assert_cmpint(g_get_monotonic_time(), <, end);
+        g_usleep(10000);
+    }
+}
+
+/* Waits until @qts's migration is "completed"; fails on "failed". */
+static void wait_migration(QTestState *qts)
+{
+    g_assert_null(wait_migration_end(qts, "failed"));
+}
+
+/* Every 4-byte register of BAR0. */
+static uint32_t *read_bar0(Tnpu *t)
+{
+    uint32_t *r = g_new(uint32_t, TNPU_BAR0_SIZE / 4);
+
+    for (uint32_t off = 0; off < TNPU_BAR0_SIZE; off += 4) {
+        r[off / 4] = rd(t, off);
+    }
+    return r;
+}
+
+/*
+ * Saves the source to @file and starts a destination from it; @t then drives
+ * the destination (same guest allocator, BARs and MSI-X layout: they are in
+ * the migrated config space and RAM).
+ */
+static void migrate_via_file(Tnpu *t, const char *file, const char *props)
+{
+    g_autofree char *out = g_strdup_printf("exec:cat > %s", file);
+    g_autofree char *in = g_strdup_printf("exec:cat %s", file);
+    QPCIDevice *dev;
+    QTestState *dst;
+
+    qtest_qmp_assert_success(t->qts, "{ 'execute': 'migrate', 'arguments': "
+                             "{ 'uri': %s } }", out);
+    wait_migration(t->qts);
+
+    dst = qtest_initf("-M q35 -device tnpu,addr=04.0%s%s -incoming defer",
+                      props ? "," : "", props ? props : "");
+    qtest_qmp_assert_success(dst, "{ 'execute': 'migrate-incoming', "
+                             "'arguments': { 'uri': %s } }", in);
+    wait_migration(dst);
+
+    qpci_free_pc(t->bus);
+    qtest_quit(t->qts);
+    t->qts = dst;
+    t->bus = qpci_new_pc(dst, &t->alloc);
+    dev = g_memdup2(t->dev, sizeof(*t->dev));
+    dev->bus = t->bus;
+    g_free(t->dev);
+    t->dev = dev;
+}
+
+/*
+ * A device with history (a finished GEMM, a faulted job that halted its queue,
+ * counters, the mapped context) and a job running when the migration starts:
+ * the job completes before the save (fence, result, MSI-X pending), every
+ * register reads the same on the destination, and the destination runs the
+ * next jobs with correct results.
+ */
+static void test_migrate(void)
+{
+    Tnpu *t = tnpu_start(NULL);
+    g_autofree int32_t *ref0 = NULL, *ref1 = NULL;
+    g_autofree uint32_t *before = NULL, *after = NULL;
+    g_autofree char *file = NULL;
+    Cmds bad = { g_byte_array_new() };
+    uint64_t cmd_va, cpa0, cpa1, marker_pa, long_va;
+    uint32_t cmd_len, long_len, m = 8, n = 32, k = 48;
+    int fd;
+
+    fd = g_file_open_tmp("tnpu-migrate-XXXXXX", &file, NULL);
+    g_assert_cmpint(fd, >=, 0);
+    close(fd);
+    tnpu_setup(t);
+
+    cpa0 = gemm_prepare(t, m, n, k, 1, &cmd_va, &cmd_len, &ref0);
+    submit(t, 0, cmd_va, cmd_len, 0x100);
+    g_assert(wait_for(t, TNPU_MSIX_VEC_QUEUE(0)));
+    check_gemm(t, cpa0, ref0, m, n);
+
+    cmd_dma(&bad, true, VA_UNMAPPED + 0x40, 64, 0, 0, 0, 64, 64, 1);
+    cmd_va = cmds_upload(t, &bad, &cmd_len);
+    submit(t, 1, cmd_va, cmd_len, 0x200);
+    g_assert(wait_for(t, TNPU_MSIX_VEC_ERROR));
+    g_assert(rd(t, TNPU_REG_Q(1, TNPU_Q_STATUS)) & TNPU_Q_STATUS_ERROR);
+
+    /* In flight on queue 2 when the VM stops: drained, not migrated half-run */
+    long_va = long_job(t, &long_len, &marker_pa);
+    submit(t, 2, long_va, long_len, 0x300);
+    wait_marker(t, marker_pa);
+    g_assert(rd(t, TNPU_REG_Q(2, TNPU_Q_STATUS)) & TNPU_Q_STATUS_BUSY);
+
+    migrate_via_file(t, file, NULL);
+    g_assert_cmphex(qtest_readq(t->qts, t->fence[2]), ==, 0x300);
+    g_assert_cmphex(rd(t, TNPU_REG_Q(2, TNPU_Q_STATUS)), ==,
+                    TNPU_Q_STATUS_ENABLED);
+    g_assert(qpci_msix_pending(t->dev, TNPU_MSIX_VEC_QUEUE(2)));
+    before = read_bar0(t);
+
+    /* Once more, idle: the registers survive a second hop unchanged. */
+    migrate_via_file(t, file, NULL);
+    after = read_bar0(t);
+    for (uint32_t i = 0; i < TNPU_BAR0_SIZE / 4; i++) {
+        if (before[i] != after[i]) {
+            g_test_message("register 0x%x: 0x%x before, 0x%x after", i * 4,
+                           before[i], after[i]);
+        }
+        g_assert_cmphex(before[i], ==, after[i]);
+    }
+    g_assert_cmphex(rd64(t, TNPU_REG_Q(0, TNPU_Q_DONE_SEQNO_LO)), ==, 0x100);
+    g_assert_cmpuint(rd64(t, TNPU_REG_Q(0, TNPU_Q_PERF(TNPU_CNT_MACS_DENSE))),
+                     ==, (uint64_t)m * n * k);
+    g_assert_cmpuint(rd(t, TNPU_REG_Q(1, TNPU_Q_ERR_CODE)), ==,
+                     TNPU_ERR_MMU_NOT_PRESENT);
+    g_assert_cmpuint(rd(t, TNPU_REG_MMU_FAULTS), ==, 1);
+    g_assert_cmphex(rd64(t, TNPU_REG_MMU_CTX_BASE_LO), ==, t->ctx_table);
+
+    /* The destination runs on: a new GEMM in the migrated context ... */
+    cpa1 = gemm_prepare(t, m, n, k, 2, &cmd_va, &cmd_len, &ref1);
+    submit(t, 0, cmd_va, cmd_len, 0x101);
+    wait_idle(t, 0);
+    g_assert_cmphex(qtest_readq(t->qts, t->fence[0]), ==, 0x101);
+    check_gemm(t, cpa1, ref1, m, n);
+    g_assert_cmpuint(rd(t, TNPU_REG_Q(0, TNPU_Q_JOBS_DONE)), ==, 2);
+    /* ... and the halted queue resumes after SKIP */
+    submit(t, 1, cmd_va, cmd_len, 0x201);
+    wr(t, TNPU_REG_Q(1, TNPU_Q_CTRL), TNPU_Q_CTRL_ENABLE | TNPU_Q_CTRL_SKIP);
+    wait_idle(t, 1);
+    g_assert_cmphex(qtest_readq(t->qts, t->fence[1]), ==, 0x201);
+    check_gemm(t, cpa1, ref1, m, n);
+    unlink(file);
+    tnpu_stop(t);
+}
+
+/*
+ * A job that outlives the drain (x-drain-ms=0, a job running for seconds)
+ * fails the migration in pre_save instead of being saved half-run or lost;
+ * the source resumes, the job completes normally (fence, no error), and the
+ * idle device then migrates.
+ */
+static void test_migrate_busy(void)
+{
+    Tnpu *t = tnpu_start("x-drain-ms=0");
+    g_autofree char *file = NULL, *out = NULL, *desc = NULL;
+    uint64_t page_va, page_pa;
+    gint64 end;
+    int fd;
+
+    fd = g_file_open_tmp("tnpu-migrate-XXXXXX", &file, NULL);
+    g_assert_cmpint(fd, >=, 0);
+    close(fd);
+    out = g_strdup_printf("exec:cat > %s", file);
+    tnpu_setup(t);
+    hostile_job_streaming(t, 0, 0x400, &page_va, &page_pa);
+
+    qtest_qmp_assert_success(t->qts, "{ 'execute': 'migrate', 'arguments': "
+                             "{ 'uri': %s } }", out);
+    desc = wait_migration_end(t->qts, "completed");
+    g_test_message("migration failed as it should: %s", desc);
+    g_assert(strstr(desc, "tnpu"));
+
+    /* The source runs on and the job completes, neither aborted nor re-run */
+    end = g_get_monotonic_time() + TIMEOUT_US;
+    for (;;) {
+        QDict *resp = qtest_qmp(t->qts, "{ 'execute': 'query-status' }");
+        bool running = qdict_get_bool(qdict_get_qdict(resp, "return"),
+                                      "running");
+
+        qobject_unref(resp);
+        if (running) {
+            break;
+        }
+        g_assert_cmpint(g_get_monotonic_time(), <, end);
+        g_usleep(10000);
+    }
+    wait_idle(t, 0);
+    g_assert_cmphex(qtest_readq(t->qts, t->fence[0]), ==, 0x400);
+    g_assert_cmphex(rd(t, TNPU_REG_Q(0, TNPU_Q_STATUS)), ==,
+                    TNPU_Q_STATUS_ENABLED);
+    g_assert_cmpuint(rd(t, TNPU_REG_Q(0, TNPU_Q_JOBS_DONE)), ==, 1);
+
+    migrate_via_file(t, file, "x-drain-ms=0");
+    g_assert_cmphex(rd64(t, TNPU_REG_Q(0, TNPU_Q_DONE_SEQNO_LO)), ==, 0x400);
+    g_assert_cmpuint(rd(t, TNPU_REG_Q(0, TNPU_Q_JOBS_DONE)), ==, 1);
+    unlink(file);
+    tnpu_stop(t);
+}
+
+/*
+ * A destination of another geometry refuses the stream (the model names the
+ * field: "tnpu: migration stream: rows is 4, this device has 2") and exits
+ * with an error instead of running with registers of another device.
+ */
+static void test_migrate_other_geometry(void)
+{
+    Tnpu *t = tnpu_start(NULL);
+    g_autofree char *file = NULL, *out = NULL, *in = NULL;
+    QTestState *dst;
+    gint64 end;
+    int fd;
+
+    fd = g_file_open_tmp("tnpu-migrate-XXXXXX", &file, NULL);
+    g_assert_cmpint(fd, >=, 0);
+    close(fd);
+    out = g_strdup_printf("exec:cat > %s", file);
+    in = g_strdup_printf("exec:cat %s", file);
+    tnpu_setup(t);
+    qtest_qmp_assert_success(t->qts, "{ 'execute': 'migrate', 'arguments': "
+                             "{ 'uri': %s } }", out);
+    wait_migration(t->qts);
+
+    dst = qtest_init("-M q35 -device tnpu,addr=04.0,rows=2 -incoming defer");
+    qtest_set_expected_status(dst, EXIT_FAILURE);
+    qtest_qmp_assert_success(dst, "{ 'execute': 'migrate-incoming', "
+                             "'arguments': { 'uri': %s } }", in);
+    end = g_get_monotonic_time() + TIMEOUT_US;
+    while (qtest_probe_child(dst)) {
+        g_assert_cmpint(g_get_monotonic_time(), <, end);
+        g_usleep(10000);
+    }
+    qtest_quit(dst);
+    unlink(file);
+    tnpu_stop(t);
+}
+
 int main(int argc, char **argv)
 {
     g_test_init(&argc, &argv, NULL);
@@ -2420,6 +2677,9 @@ int main(int argc, char **argv)
     qtest_add_func("/tnpu/sync-mode", test_sync_mode);
     qtest_add_func("/tnpu/msi-fallback", test_msi_fallback);
     qtest_add_func("/tnpu/power-management", test_power_management);
+    qtest_add_func("/tnpu/migrate", test_migrate);
+    qtest_add_func("/tnpu/migrate-busy", test_migrate_busy);
+    qtest_add_func("/tnpu/migrate-other-geometry", test_migrate_other_geometry);
     qtest_add_func("/tnpu/rss-hostile-all-queues",
                    test_rss_hostile_all_queues);
     /*

@@ -134,6 +134,7 @@ size_t tnpu_core_snapshot_size(const struct tnpu_core *core)
 	return s.pos;
 }
 
+__attribute__((format(printf, 4, 5)))
 static int fail(char *msg, size_t msglen, int err, const char *fmt, ...)
 {
 	va_list ap;
