@@ -53,9 +53,9 @@ extern "C" {
 /* Version of this header (the library's run-time version: accel_version()). Kept equal to the meson
  * project version; the build fails if they differ. */
 #define ACCEL_VERSION_MAJOR 0
-#define ACCEL_VERSION_MINOR 1
+#define ACCEL_VERSION_MINOR 2
 #define ACCEL_VERSION_PATCH 0
-#define ACCEL_VERSION_STRING "0.1.0"
+#define ACCEL_VERSION_STRING "0.2.0"
 /* One number for compile-time comparisons: ACCEL_VERSION >= ACCEL_MKVERSION(0, 2, 0). */
 #define ACCEL_MKVERSION(major, minor, patch) (((major) << 16) | ((minor) << 8) | (patch))
 #define ACCEL_VERSION ACCEL_MKVERSION(ACCEL_VERSION_MAJOR, ACCEL_VERSION_MINOR, ACCEL_VERSION_PATCH)

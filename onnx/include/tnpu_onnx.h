@@ -77,8 +77,11 @@ struct onnx_model;
  *  - libaccel's rule (accel.h) still holds: a device is used by one thread at a time, so compiling
  *    for a device, running and freeing its compiled models and onnx_run() on it are serialised by the
  *    caller, except for the runs of one compiled model, which the lock above serialises;
+ *  - a plan cache (onnx_plan_cache_*) serialises its own calls with a lock, as one compiled model does
+ *    (onnx_plan_cache_error() is then the message of its most recent failed call from any thread);
+ *    onnx_plan_cache_free() when no call of it is in progress;
  *  - onnx_compiled_free() when no run of it is in progress, onnx_model_free() after every compiled
- *    form of the model is freed.
+ *    form and plan cache of the model is freed.
  */
 
 /* Load flags. */
@@ -212,6 +215,41 @@ ONNX_API int onnx_compiled_run_profile(struct onnx_compiled *cm, const struct on
 			      struct onnx_node_profile *prof);
 ONNX_API void onnx_compiled_free(struct onnx_compiled *cm);
 ONNX_API const char *onnx_compiled_error(const struct onnx_compiled *cm);
+
+/*
+ * Plan cache, a model's compiled plans kept by input shapes: one per set of input dtypes and shapes for
+ * one device (Documentation/onnx.md, "Plan cache"), so a model with symbolic dimensions compiles once
+ * per shape set, not once per call.  onnx_plan_cache_run() looks the inputs' dtypes and shapes up,
+ * compiles on a miss (onnx_compile with the cache's flags; a failed compile is not kept), evicting the
+ * least recently used plan when the cache holds capacity plans already, and runs the plan
+ * (onnx_compiled_run).
+ * capacity: 1 .. ONNX_PLAN_CACHE_MAX plans, 0 at creation = ONNX_PLAN_CACHE_DEFAULT; lowering it
+ * evicts the least recently used plans at once.  Each plan owns device buffers (its arena and weights).
+ * Threads: a cache may be called from several threads; its calls are serialised by its lock (lookup,
+ * compile and run), as one compiled model's runs are.  It uses its device from inside its calls, so
+ * libaccel's rule applies: the caller serialises the device's other users with the cache's calls.  Free
+ * the cache before its device is closed and before its model is freed.  Errors: negative errno, the
+ * message in onnx_plan_cache_error() ("compile: ..." when the compile failed; creation: in err).
+ */
+struct onnx_plan_cache;
+#define ONNX_PLAN_CACHE_DEFAULT 4u
+#define ONNX_PLAN_CACHE_MAX 256u
+struct onnx_plan_cache_stats {
+	unsigned capacity;		/* plans kept at most */
+	unsigned plans;			/* plans held now */
+	uint64_t runs;			/* onnx_plan_cache_run() calls that found or compiled a plan */
+	uint64_t hits;			/* of those, runs whose shapes had a plan */
+	uint64_t compiles;		/* successful compiles (misses) */
+	uint64_t evictions;		/* plans freed to make room or by a lower capacity */
+};
+ONNX_API int onnx_plan_cache_new(struct onnx_model *m, struct accel_dev *dev, unsigned flags, unsigned capacity,
+				 struct onnx_plan_cache **out, char *err, size_t errlen);
+ONNX_API int onnx_plan_cache_run(struct onnx_plan_cache *pc, const struct onnx_tensor *inputs, unsigned n_inputs,
+				 struct onnx_tensor *outputs, unsigned n_outputs, struct onnx_run_stats *stats);
+ONNX_API int onnx_plan_cache_set_capacity(struct onnx_plan_cache *pc, unsigned capacity);
+ONNX_API int onnx_plan_cache_stats(struct onnx_plan_cache *pc, struct onnx_plan_cache_stats *out);
+ONNX_API const char *onnx_plan_cache_error(const struct onnx_plan_cache *pc);
+ONNX_API void onnx_plan_cache_free(struct onnx_plan_cache *pc);
 
 /* The plan's summary (accel-run --info). */
 struct onnx_compiled_info {

@@ -6,11 +6,11 @@
  *
  * The runtime's header (at the time this was written) names a model's inputs and outputs but does
  * not describe their declared types and shapes: .inputs report dtype/shape None, .outputs report the
- * dtype/shape of the last run (None before one).  On a device the model is compiled (onnx_compile) for
- * each set of input shapes it meets, and runs compiled (onnx_compiled_run); the last MODEL_SHAPES
- * compiled forms are kept, keyed by the inputs' dtypes and shapes.  compile=False runs node by node
- * (onnx_run).  A model holds a per-model lock (its compiled forms' runs take turns) and takes the device's
- * lock for a compile or a run.
+ * dtype/shape of the last run (None before one).  On a device the model runs through the runtime's
+ * plan cache (onnx_plan_cache_run): compiled once per set of input dtypes and shapes it meets, the
+ * last ONNX_PLAN_CACHE_DEFAULT plans kept (least recently used evicted).  compile=False runs node by
+ * node (onnx_run).  A model holds a per-model lock (its runs take turns) and takes the device's lock
+ * for a run.
  */
 #include <stddef.h>
 #include <string.h>
@@ -18,29 +18,13 @@
 #include "tnpu_onnx.h"
 #include "tnpu_py.h"
 
-#define MODEL_SHAPES 4	/* compiled forms kept per model: one per set of input shapes, the oldest evicted */
-/* inputs of a model on the compiled path (compile=False: any number); a decoder LLM has 3 + 2 per layer
- * (GPT-2-small 27, a 32-layer model 67) */
-#define MODEL_MAX_INPUTS 128
-
-struct compiled_form {
-	struct onnx_compiled *cm;	/* NULL: free slot */
-	unsigned n_in;
-	struct {
-		enum onnx_dtype dtype;
-		unsigned ndim;
-		int64_t dims[ONNX_MAX_DIMS];
-	} key[MODEL_MAX_INPUTS];	/* each input's dtype and shape */
-	uint64_t used;			/* run serial of its last use (eviction: the smallest) */
-};
 
 typedef struct {
 	PyObject_HEAD
 	struct onnx_model *m;
 	int compile;			/* on a device: compile per input shapes (default), else node by node */
-	struct compiled_form forms[MODEL_SHAPES];
-	uint64_t runs;
-	struct tnpu_dev_user user;	/* registered with the device while it has compiled forms */
+	struct onnx_plan_cache *plans;	/* on a device with compile: its compiled plans (NULL before a run) */
+	struct tnpu_dev_user user;	/* registered with the device while it has a plan cache */
 	PyObject *dev;			/* a tnpu.Device, or None: CPU reference */
 	PyThread_type_lock lock;
 	PyObject *out_dtype, *out_shape;	/* lists from the last run (None entries before one) */
@@ -148,62 +132,13 @@ static int model_init(PyObject *self, PyObject *args, PyObject *kw)
 	return 0;
 }
 
-/* The compiled form for these inputs' dtypes and shapes, compiled now if there is none (evicting the
- * least recently used).  Called with the model's and the device's locks held, without the GIL. */
-static int compiled_for(ModelObject *mo, struct accel_dev *dev, const struct onnx_tensor *tin, unsigned n_in,
-			struct onnx_compiled **out, char *err, size_t errlen)
-{
-	struct compiled_form *f, *victim = &mo->forms[0];
-	int ret;
-
-	if (n_in > MODEL_MAX_INPUTS) {
-		snprintf(err, errlen, "%u inputs: at most %d on the compiled path (compile=False runs any)", n_in,
-			 MODEL_MAX_INPUTS);
-		return -E2BIG;
-	}
-	for (f = mo->forms; f < mo->forms + MODEL_SHAPES; f++) {
-		bool same = f->cm && f->n_in == n_in;
-
-		for (unsigned i = 0; same && i < n_in; i++)
-			same = f->key[i].dtype == tin[i].dtype && f->key[i].ndim == tin[i].ndim &&
-			       !memcmp(f->key[i].dims, tin[i].dims, tin[i].ndim * sizeof(int64_t));
-		if (same) {
-			f->used = ++mo->runs;
-			*out = f->cm;
-			return 0;
-		}
-		if (!f->cm || (victim->cm && f->used < victim->used))
-			victim = f;
-	}
-	if (victim->cm)
-		onnx_compiled_free(victim->cm);
-	memset(victim, 0, sizeof(*victim));
-	ret = onnx_compile(mo->m, dev, tin, n_in, 0, &victim->cm, err, errlen);
-	if (ret) {
-		victim->cm = NULL;
-		return ret;
-	}
-	victim->n_in = n_in;
-	for (unsigned i = 0; i < n_in; i++) {
-		victim->key[i].dtype = tin[i].dtype;
-		victim->key[i].ndim = tin[i].ndim;
-		memcpy(victim->key[i].dims, tin[i].dims, sizeof(victim->key[i].dims));
-	}
-	victim->used = ++mo->runs;
-	*out = victim->cm;
-	return 0;
-}
-
 static void free_forms(ModelObject *mo)
 {
-	for (unsigned i = 0; i < MODEL_SHAPES; i++) {
-		if (mo->forms[i].cm)
-			onnx_compiled_free(mo->forms[i].cm);
-		mo->forms[i].cm = NULL;
-	}
+	onnx_plan_cache_free(mo->plans);
+	mo->plans = NULL;
 }
 
-/* The device closes: its compiled forms go first (the next run on it raises: the device is closed). */
+/* The device closes: its compiled plans go first (the next run on it raises: the device is closed). */
 static void release_forms(struct tnpu_dev_user *u)
 {
 	free_forms((ModelObject *)((char *)u - offsetof(ModelObject, user)));
@@ -453,15 +388,15 @@ static PyObject *model_run(PyObject *self, PyObject *args, PyObject *kw)
 		}
 	}
 	{
-		char err[512] = "";
-		struct onnx_compiled *cm = NULL;
+		char err[600] = "";
 		bool compiled = d && mo->compile;
 
 		Py_BEGIN_ALLOW_THREADS
 		if (compiled) {
-			ret = compiled_for(mo, d->dev, tin, n_in, &cm, err, sizeof(err));
-			if (!ret && (ret = onnx_compiled_run(cm, tin, n_in, tout, n_out, &st)))
-				snprintf(err, sizeof(err), "%s", onnx_compiled_error(cm));
+			/* the plan cache's errors say "compile: ..." when the compile failed */
+			ret = mo->plans ? 0 : onnx_plan_cache_new(mo->m, d->dev, 0, 0, &mo->plans, err, sizeof(err));
+			if (!ret && (ret = onnx_plan_cache_run(mo->plans, tin, n_in, tout, n_out, &st)))
+				snprintf(err, sizeof(err), "%s", onnx_plan_cache_error(mo->plans));
 		} else {
 			ret = onnx_run(mo->m, d ? d->dev : NULL, tin, n_in, tout, n_out, &st);
 			if (ret)
@@ -471,7 +406,7 @@ static PyObject *model_run(PyObject *self, PyObject *args, PyObject *kw)
 		if (ret) {
 			char msg[1024];
 
-			snprintf(msg, sizeof(msg), "Model.run: %s%s", cm || !compiled ? "" : "compile: ", err);
+			snprintf(msg, sizeof(msg), "Model.run: %s", err);
 			tnpu_raise(ret, msg);
 		}
 	}
@@ -523,6 +458,34 @@ out:
 	return result;
 }
 
+static PyObject *model_get_plan_cache(PyObject *self, void *closure)
+{
+	ModelObject *mo = (ModelObject *)self;
+	struct onnx_plan_cache_stats st;
+
+	(void)closure;
+	lock_wait(mo->lock);	/* a run creates the cache without the GIL, under this lock */
+	if (!mo->plans || onnx_plan_cache_stats(mo->plans, &st)) {
+		PyThread_release_lock(mo->lock);
+		Py_RETURN_NONE;
+	}
+	PyThread_release_lock(mo->lock);
+	return Py_BuildValue("{s:I,s:I,s:K,s:K,s:K,s:K}", "capacity", st.capacity, "plans", st.plans, "runs",
+			     (unsigned long long)st.runs, "hits", (unsigned long long)st.hits, "compiles",
+			     (unsigned long long)st.compiles, "evictions", (unsigned long long)st.evictions);
+}
+
+static PyObject *model_repr(PyObject *self)
+{
+	ModelObject *mo = (ModelObject *)self;
+
+	if (!mo->m)
+		return PyUnicode_FromString("<tnpu.Model not loaded>");
+	return PyUnicode_FromFormat("<tnpu.Model %u inputs, %u outputs, %u nodes, on %s>", onnx_model_n_inputs(mo->m),
+				    onnx_model_n_outputs(mo->m), onnx_model_n_nodes(mo->m),
+				    mo->dev == Py_None ? "the CPU reference" : "a device");
+}
+
 /* Model.generate(): python/src/generate.c, under the model's lock (the CPU reference runs onnx_run). */
 static PyObject *model_generate(PyObject *self, PyObject *args, PyObject *kw)
 {
@@ -535,17 +498,6 @@ static PyObject *model_generate(PyObject *self, PyObject *args, PyObject *kw)
 	r = tnpu_model_generate(mo->m, mo->dev, args, kw);
 	PyThread_release_lock(mo->lock);
 	return r;
-}
-
-static PyObject *model_repr(PyObject *self)
-{
-	ModelObject *mo = (ModelObject *)self;
-
-	if (!mo->m)
-		return PyUnicode_FromString("<tnpu.Model not loaded>");
-	return PyUnicode_FromFormat("<tnpu.Model %u inputs, %u outputs, %u nodes, on %s>", onnx_model_n_inputs(mo->m),
-				    onnx_model_n_outputs(mo->m), onnx_model_n_nodes(mo->m),
-				    mo->dev == Py_None ? "the CPU reference" : "a device");
 }
 
 static PyMethodDef model_methods[] = {
@@ -569,6 +521,8 @@ static PyGetSetDef model_getset[] = {
 	  "None before one).", NULL },
 	{ "device", model_get_device, NULL, "The Device the model runs on, or None (CPU reference).", NULL },
 	{ "last_stats", model_get_last_stats, NULL, "Statistics of the last run (dict) or None.", NULL },
+	{ "plan_cache", model_get_plan_cache, NULL, "The plan cache's counters (dict: capacity, plans, runs, hits, "
+	  "compiles, evictions), or None before the first compiled run.", NULL },
 	{ NULL }
 };
 
@@ -580,8 +534,9 @@ PyTypeObject tnpu_ModelType = {
 	.tp_doc = "Model(path, dev=None, *, fold=True, compile=True): load an ONNX model.\n\n"
 		  "dev: a tnpu.Device (supported operators run on it, the rest on the host) or None (everything on\n"
 		  "the runtime's CPU reference executor).  fold=False runs the graph as written (ONNX_LOAD_NO_FOLD).\n"
-		  "On a device the model is compiled once per set of input shapes (onnx_compile; the last 4 kept)\n"
-		  "and runs compiled; compile=False runs it node by node (onnx_run).",
+		  "On a device the model is compiled once per set of input shapes and runs compiled (the runtime's\n"
+		  "plan cache, onnx_plan_cache_run: the last 4 plans kept); compile=False runs it node by node\n"
+		  "(onnx_run).  plan_cache: the cache's counters.",
 	.tp_new = model_new,
 	.tp_init = model_init,
 	.tp_dealloc = model_dealloc,

@@ -270,13 +270,19 @@ def test_model_on_a_device_runs_compiled_per_input_shape(dev):
     x, _ = fashion_images()
     compiled = tnpu.Model(FASHION, dev)
     by_node = tnpu.Model(FASHION, dev, compile=False)
-    for batch in (BATCH, 3, BATCH, 5, 1, 2, 3):    # six shapes: more than the 4 compiled forms kept
+    assert compiled.plan_cache is None                 # nothing compiled before the first run
+    for batch in (BATCH, 3, BATCH, 5, 1, 2, 3):    # five shapes: more than the 4 plans kept
         got = compiled.run(x[:batch])["logits"]
         assert got.shape == (batch, 10)
         assert_model_close(got, by_node.run(x[:batch])["logits"])
         assert compiled.last_stats["accel_nodes"] > 0
+    # the runtime's plan cache (4 plans): BATCH, 3, 5, 1 compiled, BATCH a hit; 2 evicts 3 (the least
+    # recently used), the last 3 is compiled again and evicts BATCH
+    pc = compiled.plan_cache
+    assert pc == {"capacity": 4, "plans": 4, "runs": 7, "hits": 1, "compiles": 6, "evictions": 2}, pc
     # a compiled form runs again to the same bits
     np.testing.assert_array_equal(compiled.run(x[:3])["logits"], compiled.run(x[:3])["logits"])
+    assert by_node.plan_cache is None                  # compile=False: no plans
 
 
 def test_closing_the_device_frees_the_compiled_model_first():

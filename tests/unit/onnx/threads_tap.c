@@ -16,6 +16,9 @@
  *  - floor: B2's graph (a Floor between the convolutions, where per-run values used to live in the
  *    shared model); every threaded run equals the single-threaded compiled run bit for bit (a Floor
  *    turns the device's rounding differences into whole units, so no tolerance applies).
+ * A third case shares one plan cache (onnx_plan_cache_*, capacity 2) between two threads on one device:
+ * thread 0 runs batches 1 and 2 in turn, thread 1 batches 2 and 3, so each thread's compiles and
+ * evictions meet the other's runs; every output equals the single-threaded cached run of its batch.
  * Runs per thread: TNPU_THREADS_ITERS (default 100; TSan runs them 5-15x slower).
  */
 #include <pthread.h>
@@ -81,15 +84,20 @@ static struct onnx_model *conv_host_conv(const char *host_op)
 	return m;
 }
 
-static int input(struct onnx_tensor *x, uint32_t seed)
+static int input_batch(struct onnx_tensor *x, uint32_t seed, int64_t batch)
 {
-	static const int64_t xd[4] = { 1, 8, 16, 16 };
+	const int64_t xd[4] = { batch, 8, 16, 16 };
 
 	if (onnx_tensor_alloc(x, ONNX_FLOAT, 4, xd))
 		return fail("out of memory");
 	for (size_t i = 0; i < x->count; i++)
 		((float *)x->data)[i] = 4.0f * mb_frand(&seed);	/* across several integers (Floor) */
 	return 0;
+}
+
+static int input(struct onnx_tensor *x, uint32_t seed)
+{
+	return input_batch(x, seed, 1);
 }
 
 struct runner {
@@ -203,6 +211,98 @@ out:
 	return ret;
 }
 
+struct pc_runner {
+	struct onnx_plan_cache *pc;
+	const struct onnx_tensor *x[2], *ref[2];	/* the thread's two batches, in turn */
+	unsigned failed, mismatched;
+	char msg[300];
+};
+
+static void *pc_run_many(void *arg)
+{
+	struct pc_runner *r = arg;
+
+	for (unsigned i = 0, n = iters(); i < n; i++) {
+		const struct onnx_tensor *x = r->x[i % 2], *ref = r->ref[i % 2];
+		struct onnx_tensor y;
+		int ret = onnx_plan_cache_run(r->pc, x, 1, &y, 1, NULL);
+
+		if (ret) {
+			if (!r->failed++)
+				snprintf(r->msg, sizeof(r->msg), "run %u: %d %s", i, ret, onnx_plan_cache_error(r->pc));
+			continue;
+		}
+		if (y.count != ref->count || memcmp(y.data, ref->data, y.count * sizeof(float)))
+			if (!r->mismatched++)
+				snprintf(r->msg, sizeof(r->msg), "run %u (batch %lld): output differs from the "
+					 "single-threaded run", i, (long long)x->dims[0]);
+		onnx_tensor_release(&y);
+	}
+	return NULL;
+}
+
+/* Two threads, one plan cache of 2 plans, three batches: lookups, compiles and evictions under the lock. */
+static int two_threads_one_plan_cache(void)
+{
+	struct onnx_model *m = conv_host_conv("Neg");
+	struct onnx_tensor x[3] = { 0 }, ref[3] = { 0 };
+	struct onnx_plan_cache *pc = NULL;
+	struct onnx_plan_cache_stats st;
+	struct accel_dev *dev = NULL;
+	struct pc_runner r[2];
+	pthread_t t[2];
+	unsigned started = 0;
+	char err[512] = "";
+	int ret = -1;
+
+	if (!m)
+		return -1;
+	if (accel_open("sim", &dev)) {
+		fail("accel_open(sim) failed");
+		goto out;
+	}
+	if (onnx_plan_cache_new(m, dev, 0, 2, &pc, err, sizeof(err))) {
+		fail("onnx_plan_cache_new: %s", err);
+		goto out;
+	}
+	for (unsigned b = 0; b < 3; b++)
+		if (input_batch(&x[b], 41 + b, b + 1) || onnx_plan_cache_run(pc, &x[b], 1, &ref[b], 1, NULL)) {
+			fail("single-threaded run of batch %u: %s", b + 1, onnx_plan_cache_error(pc));
+			goto out;
+		}
+	for (; started < 2; started++) {
+		r[started] = (struct pc_runner){ .pc = pc, .x = { &x[started], &x[started + 1] },
+						 .ref = { &ref[started], &ref[started + 1] } };
+		if (pthread_create(&t[started], NULL, pc_run_many, &r[started])) {
+			fail("pthread_create failed");
+			break;
+		}
+	}
+	for (unsigned i = 0; i < started; i++)
+		pthread_join(t[i], NULL);
+	if (started < 2)
+		goto out;
+	ret = 0;
+	for (unsigned i = 0; i < 2; i++)
+		if (r[i].failed || r[i].mismatched)
+			ret = fail("thread %u: %u of %u runs failed, %u outputs differ; first: %s", i, r[i].failed,
+				   iters(), r[i].mismatched, r[i].msg);
+	if (!ret && (onnx_plan_cache_stats(pc, &st) || st.runs != 3 + 2ull * iters() ||
+		     st.hits + st.compiles != st.runs || st.plans != 2 || st.evictions < 2))
+		ret = fail("counters: %llu runs, %llu hits, %llu compiles, %llu evictions, %u plans",
+			   (unsigned long long)st.runs, (unsigned long long)st.hits, (unsigned long long)st.compiles,
+			   (unsigned long long)st.evictions, st.plans);
+out:
+	onnx_plan_cache_free(pc);
+	accel_close(dev);
+	for (unsigned b = 0; b < 3; b++) {
+		onnx_tensor_release(&x[b]);
+		onnx_tensor_release(&ref[b]);
+	}
+	onnx_model_free(m);
+	return ret;
+}
+
 int main(void)
 {
 	static const struct {
@@ -214,7 +314,7 @@ int main(void)
 	};
 	unsigned n = sizeof(cases) / sizeof(cases[0]), failed = 0;
 
-	printf("TAP version 13\n1..%u\n", n);
+	printf("TAP version 13\n1..%u\n", n + 1);
 	for (unsigned i = 0; i < n; i++) {
 		why[0] = 0;
 		if (four_threads_two_devices(cases[i].host_op, cases[i].cpu_reference)) {
@@ -224,6 +324,13 @@ int main(void)
 			printf("ok %u - %s\n", i + 1, cases[i].name);
 		}
 		fflush(stdout);
+	}
+	why[0] = 0;
+	if (two_threads_one_plan_cache()) {
+		printf("not ok %u - two_threads_one_plan_cache_with_evictions # %s\n", n + 1, why);
+		failed++;
+	} else {
+		printf("ok %u - two_threads_one_plan_cache_with_evictions\n", n + 1);
 	}
 	return failed ? 1 : 0;
 }
