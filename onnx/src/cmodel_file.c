@@ -5,10 +5,17 @@
  *
  *   header   magic "TNPUCMDL", u32 version, u32 geometry[8], u64 model digest, u32 n_vals, u32 n_steps,
  *            u64 arena_bytes, u64 lower_bound, u64 weight_bytes, u32 counts[5]
+ *   inputs   u32 load_flags, u32 n_shapes, n_shapes records (u32 dtype, u32 ndim, u64 dims[8]): the
+ *            model's load flags and the input shapes it was compiled for (version 4)
  *   values   n_vals records (dtype, ndim, dims[8], bytes, loc, off, root, nhwc)
  *   steps    n_steps records (every field of struct cstep but the reason)
  *   weights  weight_bytes bytes (the packed image)
+ *   model    u64 model_bytes, then the ONNX ModelProto the model was loaded from (version 4; 0 bytes:
+ *            not carried, the reader needs the ONNX file)
  *   trailer  u32 CRC-32 (IEEE) of everything before it
+ *
+ * A file that carries its model is self-contained: onnx_compiled_open() loads the model from it (with
+ * the recorded load flags) and the compiled plan against it, so it runs with the ONNX file deleted.
  *
  * The reader checks the length and CRC first, then every field against the model, the device and its
  * own bounds (indices in range, offsets + sizes inside their buffer, sizes that match the shapes),
@@ -24,8 +31,11 @@
 #include "compile.h"
 
 #define CM_MAGIC "TNPUCMDL"
-#define CM_VERSION 3u	/* 2: CS_COPY steps, the epilogue residual, the values' nhwc field, the int8 QDQ steps;
-			 * 3: the expansion + depthwise pairs (the steps' pair field) */
+#define CM_VERSION 4u	/* 2: CS_COPY steps, the epilogue residual, the values' nhwc field, the int8 QDQ steps;
+			 * 3: the expansion + depthwise pairs (the steps' pair field);
+			 * 4: the input shapes and load flags, the model itself (self-contained files) */
+#define CM_MAX_SHAPES 4096u	/* input shape records (a model has at most this many inputs here) */
+#define SHAPE_REC 72u	/* bytes of one input shape record */
 #define CM_MAX_FILE ((uint64_t)1 << 33)
 #define VAL_REC 100u	/* bytes of one value record */
 #define STEP_REC 504u	/* bytes of one step record */
@@ -162,6 +172,32 @@ static void put_f32(struct wbuf *w, float f)
 	Q64(rq_off) Q64(sc_bytes) Q64(sc_off) Q64(k_off[0]) Q64(k_off[1]) Q64(k_off[2]) Q64(k_off[3]) \
 	Q32(pw[0]) Q32(pw[1]) Q32(pw[2]) Q32(pw[3]) Q32(pw[4]) Q32(pw[5]) Q32(pw[6]) Q32(pw[7])
 
+/* The model section: the ModelProto the model was loaded from, packed again (the loader keeps it
+ * unchanged; its passes work on the graph they built from it). */
+static void put_model(struct wbuf *w, const struct onnx_model *m)
+{
+	size_t n = m->pb ? onnx__model_proto__get_packed_size(m->pb) : 0;
+
+	put_u64(w, n);
+	if (!n || w->oom)
+		return;
+	if (w->n + n > w->cap) {	/* room for it, then pack in place */
+		uint8_t *p = realloc(w->p, w->n + n);
+
+		if (!p) {
+			w->oom = true;
+			return;
+		}
+		w->p = p;
+		w->cap = w->n + n;
+	}
+	if (onnx__model_proto__pack(m->pb, w->p + w->n) != n) {
+		w->oom = true;
+		return;
+	}
+	w->n += n;
+}
+
 int onnx_compiled_save(const struct onnx_compiled *cm, const char *path, char *err, size_t errlen)
 {
 	struct wbuf w = { 0 };
@@ -183,6 +219,14 @@ int onnx_compiled_save(const struct onnx_compiled *cm, const char *path, char *e
 	put_u32(&w, cm->n_host);
 	put_u32(&w, cm->n_alias);
 	put_u32(&w, cm->n_fused);
+	put_u32(&w, cm->m->load_flags);
+	put_u32(&w, cm->n_shapes);
+	for (unsigned i = 0; i < cm->n_shapes; i++) {
+		put_u32(&w, (uint32_t)cm->shapes[i].dtype);
+		put_u32(&w, cm->shapes[i].ndim);
+		for (int d = 0; d < ONNX_MAX_DIMS; d++)
+			put_u64(&w, (uint64_t)cm->shapes[i].dims[d]);
+	}
 	for (unsigned v = 0; v < cm->n_vals; v++) {
 		const struct cval *cv = &cm->vals[v];
 
@@ -238,6 +282,7 @@ int onnx_compiled_save(const struct onnx_compiled *cm, const char *path, char *e
 		put_u32(&w, (uint32_t)s->pair);	/* version 3 */
 	}
 	put(&w, cm->wimg, cm->wbytes);
+	put_model(&w, cm->m);
 	if (!w.oom)
 		put_u32(&w, crc32_ieee(w.p, w.n));
 	if (w.oom) {
@@ -605,6 +650,71 @@ static int check_step(struct rbuf *r, struct onnx_compiled *cm, unsigned i)
 	return 0;
 }
 
+/* The magic, the version and the CRC trailer; leaves r after the version, r->n before the trailer. */
+static int envelope(struct rbuf *r)
+{
+	uint32_t crc, ver;
+
+	if (r->n < 12 || memcmp(r->p, CM_MAGIC, 8)) {
+		snprintf(r->err, r->errlen, "not a compiled tnpu model (field 'magic')");
+		return -EBADMSG;
+	}
+	take(r, NULL, 8, "magic");
+	ver = get_u32(r, "version");
+	if (ver != CM_VERSION) {
+		snprintf(r->err, r->errlen, "field 'version' is %u, this reader reads version %u: recompile the model",
+			 ver, CM_VERSION);
+		return -EBADMSG;
+	}
+	if (r->n < 16) {
+		snprintf(r->err, r->errlen, "truncated: no room for field 'crc'");
+		return -EBADMSG;
+	}
+	memcpy(&crc, r->p + r->n - 4, 4);
+	crc = le32toh(crc);
+	if (crc != crc32_ieee(r->p, r->n - 4)) {
+		snprintf(r->err, r->errlen,
+			 "field 'crc' does not match the contents: the file is corrupted or truncated");
+		return -EBADMSG;
+	}
+	r->n -= 4;	/* the trailer */
+	return 0;
+}
+
+/* The inputs section (version 4): the load flags and the input shapes, into cm->shapes. */
+static int read_shapes(struct rbuf *r, struct onnx_compiled *cm, size_t len, uint32_t *load_flags)
+{
+	uint32_t n, fl;
+
+	fl = get_u32(r, "load_flags");
+	if (load_flags)
+		*load_flags = fl;
+	n = get_u32(r, "n_shapes");
+	if (r->ret)
+		return r->ret;
+	if (n > CM_MAX_SHAPES || (uint64_t)n * SHAPE_REC > len)
+		return bad(r, -EBADMSG, "field 'n_shapes' (%u) is larger than the file or %u", n, CM_MAX_SHAPES);
+	cm->shapes = calloc(n ? n : 1, sizeof(*cm->shapes));
+	if (!cm->shapes)
+		return bad(r, -ENOMEM, "out of memory");
+	for (uint32_t i = 0; i < n && !r->ret; i++) {
+		struct onnx_tensor *t = &cm->shapes[i];
+
+		t->dtype = (enum onnx_dtype)get_u32(r, "shape.dtype");
+		t->ndim = get_u32(r, "shape.ndim");
+		for (int d = 0; d < ONNX_MAX_DIMS; d++)
+			t->dims[d] = (int64_t)get_u64(r, "shape.dims");
+		if (!r->ret && (t->ndim > ONNX_MAX_DIMS || !onnx_dtype_size(t->dtype)))
+			return bad(r, -EBADMSG, "shape %u: field 'ndim' or 'dtype' out of range", i);
+		for (unsigned d = 0; d < t->ndim && !r->ret; d++)
+			if (t->dims[d] < 0 || t->dims[d] > INT32_MAX)
+				return bad(r, -EBADMSG, "shape %u: field 'dims' (%lld) out of range", i,
+					   (long long)t->dims[d]);
+	}
+	cm->n_shapes = n;
+	return r->ret;
+}
+
 int onnx_compiled_load_mem(struct onnx_model *m, struct accel_dev *dev, const struct onnx_tensor *shapes,
 			   unsigned n_shapes, const void *buf, size_t len, struct onnx_compiled **out, char *err,
 			   size_t errlen)
@@ -612,8 +722,6 @@ int onnx_compiled_load_mem(struct onnx_model *m, struct accel_dev *dev, const st
 	struct rbuf r = { .p = buf, .n = len, .err = err, .errlen = errlen };
 	struct onnx_compiled *cm = NULL;
 	struct accel_caps caps;
-	uint32_t crc, ver;
-	char magic[8];
 	int ret;
 
 	*out = NULL;
@@ -621,28 +729,8 @@ int onnx_compiled_load_mem(struct onnx_model *m, struct accel_dev *dev, const st
 		snprintf(err, errlen, "needs a model, a device and the file's bytes");
 		return -EINVAL;
 	}
-	if (len < 12 || memcmp(buf, CM_MAGIC, 8)) {
-		snprintf(err, errlen, "not a compiled tnpu model (field 'magic')");
-		return -EBADMSG;
-	}
-	take(&r, magic, 8, "magic");
-	ver = get_u32(&r, "version");
-	if (ver != CM_VERSION) {
-		snprintf(err, errlen, "field 'version' is %u, this reader reads version %u: recompile the model", ver,
-			 CM_VERSION);
-		return -EBADMSG;
-	}
-	if (len < 16) {
-		snprintf(err, errlen, "truncated: no room for field 'crc'");
-		return -EBADMSG;
-	}
-	r.n = len - 4;	/* the trailer */
-	memcpy(&crc, (const uint8_t *)buf + len - 4, 4);
-	crc = le32toh(crc);
-	if (crc != crc32_ieee(buf, len - 4)) {
-		snprintf(err, errlen, "field 'crc' does not match the contents: the file is corrupted or truncated");
-		return -EBADMSG;
-	}
+	if ((ret = envelope(&r)))
+		return ret;
 	cm = cm_alloc();
 	if (!cm)
 		return -ENOMEM;
@@ -661,7 +749,7 @@ int onnx_compiled_load_mem(struct onnx_model *m, struct accel_dev *dev, const st
 	cm->n_host = get_u32(&r, "counts");
 	cm->n_alias = get_u32(&r, "counts");
 	cm->n_fused = get_u32(&r, "counts");
-	if (r.ret)
+	if (read_shapes(&r, cm, len, NULL))
 		goto fail;
 	if ((ret = accel_query_caps(dev, &caps))) {
 		bad(&r, ret, "device capabilities: %s", accel_last_error(dev));
@@ -689,7 +777,7 @@ int onnx_compiled_load_mem(struct onnx_model *m, struct accel_dev *dev, const st
 		goto fail;
 	}
 	/* sizes from here on are bounded by the file (records) or checked below (arena) */
-	if ((uint64_t)cm->n_vals * VAL_REC + (uint64_t)cm->n_steps * STEP_REC + cm->wbytes > len) {
+	if ((uint64_t)cm->n_vals * VAL_REC + (uint64_t)cm->n_steps * STEP_REC + cm->wbytes + 8 > len) {
 		bad(&r, -EBADMSG, "truncated: field 'weight_bytes' (%llu) or the record counts exceed the file",
 		    (unsigned long long)cm->wbytes);
 		goto fail;
@@ -760,8 +848,16 @@ int onnx_compiled_load_mem(struct onnx_model *m, struct accel_dev *dev, const st
 						   NULL;
 	}
 	take(&r, cm->wimg, cm->wbytes, "weights");
+	{
+		uint64_t mb = get_u64(&r, "model_bytes");
+
+		if (!r.ret && mb != r.n - r.pos)
+			bad(&r, -EBADMSG, "field 'model_bytes' (%llu) does not match the %zu bytes after it",
+			    (unsigned long long)mb, r.n - r.pos);
+		take(&r, NULL, r.ret ? 0 : (size_t)mb, "model");	/* onnx_compiled_open read it */
+	}
 	if (!r.ret && r.pos != r.n)
-		bad(&r, -EBADMSG, "%zu bytes after field 'weights'", r.n - r.pos);
+		bad(&r, -EBADMSG, "%zu bytes after field 'model'", r.n - r.pos);
 	if (r.ret)
 		goto fail;
 	if (check_vals(&r, cm) || check_steps(&r, cm))
@@ -815,17 +911,16 @@ fail:
 	return r.ret ? r.ret : -EBADMSG;
 }
 
-int onnx_compiled_load(struct onnx_model *m, struct accel_dev *dev, const struct onnx_tensor *shapes,
-		       unsigned n_shapes, const char *path, struct onnx_compiled **out, char *err, size_t errlen)
+/* The whole file into *buf (the caller frees it), at most CM_MAX_FILE bytes. */
+static int read_file(const char *path, uint8_t **buf, size_t *lenp, char *err, size_t errlen)
 {
 	FILE *f = fopen(path, "rb");
-	uint8_t *buf = NULL;
 	long len;
-	int ret;
 
-	*out = NULL;
+	*buf = NULL;
 	if (!f) {
-		ret = -errno;
+		int ret = -errno;
+
 		snprintf(err, errlen, "cannot open: %s", strerror(errno));
 		return ret;
 	}
@@ -840,15 +935,110 @@ int onnx_compiled_load(struct onnx_model *m, struct accel_dev *dev, const struct
 			 (unsigned long long)CM_MAX_FILE);
 		return -EFBIG;
 	}
-	buf = malloc(len ? (size_t)len : 1);
-	if (!buf || fread(buf, 1, (size_t)len, f) != (size_t)len) {
+	*buf = malloc(len ? (size_t)len : 1);
+	if (!*buf || fread(*buf, 1, (size_t)len, f) != (size_t)len) {
+		int ret = *buf ? -EIO : -ENOMEM;
+
 		fclose(f);
-		free(buf);
+		free(*buf);
+		*buf = NULL;
 		snprintf(err, errlen, "cannot read");
-		return buf ? -EIO : -ENOMEM;
+		return ret;
 	}
 	fclose(f);
-	ret = onnx_compiled_load_mem(m, dev, shapes, n_shapes, buf, (size_t)len, out, err, errlen);
+	*lenp = (size_t)len;
+	return 0;
+}
+
+int onnx_compiled_load(struct onnx_model *m, struct accel_dev *dev, const struct onnx_tensor *shapes,
+		       unsigned n_shapes, const char *path, struct onnx_compiled **out, char *err, size_t errlen)
+{
+	uint8_t *buf;
+	size_t len = 0;
+	int ret;
+
+	*out = NULL;
+	ret = read_file(path, &buf, &len, err, errlen);
+	if (!ret)
+		ret = onnx_compiled_load_mem(m, dev, shapes, n_shapes, buf, len, out, err, errlen);
+	free(buf);
+	return ret;
+}
+
+int onnx_compiled_open_mem(struct accel_dev *dev, const void *buf, size_t len, struct onnx_compiled **out,
+			   char *err, size_t errlen)
+{
+	struct rbuf r = { .p = buf, .n = len, .err = err, .errlen = errlen };
+	struct onnx_compiled scratch = { 0 };	/* for read_shapes: only its shapes are used */
+	struct onnx_model *m = NULL;
+	uint32_t n_vals, n_steps, flags = 0;
+	uint64_t wbytes, skip, mb;
+	char msg[512];
+	int ret;
+
+	*out = NULL;
+	if (!dev || !buf) {
+		snprintf(err, errlen, "needs a device and the file's bytes");
+		return -EINVAL;
+	}
+	if ((ret = envelope(&r)))
+		return ret;
+	take(&r, NULL, 32 + 8, "geometry");
+	n_vals = get_u32(&r, "n_vals");
+	n_steps = get_u32(&r, "n_steps");
+	take(&r, NULL, 16, "arena_bytes");
+	wbytes = get_u64(&r, "weight_bytes");
+	take(&r, NULL, 20, "counts");
+	if (read_shapes(&r, &scratch, len, &flags))
+		goto out;
+	skip = (uint64_t)n_vals * VAL_REC + (uint64_t)n_steps * STEP_REC;
+	if (wbytes > len || skip > len || skip + wbytes > r.n - r.pos) {
+		bad(&r, -EBADMSG, "truncated: the records and field 'weight_bytes' (%llu) exceed the file",
+		    (unsigned long long)wbytes);
+		goto out;
+	}
+	take(&r, NULL, (size_t)(skip + wbytes), "records");
+	mb = get_u64(&r, "model_bytes");
+	if (r.ret)
+		goto out;
+	if (!mb) {
+		bad(&r, -ENOENT, "field 'model_bytes' is 0: the file does not carry its model; load the ONNX "
+			"model and use onnx_compiled_load (accel-run MODEL --compiled FILE)");
+		goto out;
+	}
+	if (mb != r.n - r.pos) {
+		bad(&r, -EBADMSG, "field 'model_bytes' (%llu) does not match the %zu bytes after it",
+		    (unsigned long long)mb, r.n - r.pos);
+		goto out;
+	}
+	ret = onnx_model_load_mem(r.p + r.pos, (size_t)mb, flags, &m, msg, sizeof(msg));
+	if (ret) {
+		bad(&r, ret, "field 'model': %s", msg);
+		goto out;
+	}
+	ret = onnx_compiled_load_mem(m, dev, scratch.shapes, scratch.n_shapes, buf, len, out, err, errlen);
+	if (ret) {
+		onnx_model_free(m);
+		r.ret = ret;
+		goto out;
+	}
+	(*out)->own_m = m;
+out:
+	free(scratch.shapes);
+	return r.ret;
+}
+
+int onnx_compiled_open(struct accel_dev *dev, const char *path, struct onnx_compiled **out, char *err,
+		       size_t errlen)
+{
+	uint8_t *buf;
+	size_t len = 0;
+	int ret;
+
+	*out = NULL;
+	ret = read_file(path, &buf, &len, err, errlen);
+	if (!ret)
+		ret = onnx_compiled_open_mem(dev, buf, len, out, err, errlen);
 	free(buf);
 	return ret;
 }

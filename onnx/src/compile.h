@@ -118,6 +118,9 @@ struct onnx_compiled {
 	struct accel_dev *dev;
 	unsigned flags;
 	uint64_t digest;	/* of the model and input shapes (cmodel_file.c) */
+	struct onnx_tensor *shapes;	/* the input shapes it was compiled for (dtype, ndim, dims; no data) */
+	unsigned n_shapes;
+	struct onnx_model *own_m;	/* onnx_compiled_open: the model the file carried, freed with cm */
 	uint32_t geom[8];	/* rows, cols, rate_fp32, rate_int8, sram_bytes, acc_elems, features, isa */
 	struct cval *vals;	/* one per model value */
 	unsigned n_vals;
@@ -207,6 +210,8 @@ bool cm_qdq_qcol(const struct cstep *s);
  * k_off[1], k_off[3] scaled by 2^shift; else six jobs through int32 temporaries and accel_requant. */
 bool cm_qdq_qadd1(const struct cstep *s);
 uint64_t cm_model_digest(const struct onnx_model *m, const struct onnx_tensor *shapes, unsigned n);
+/* Keeps a copy of the input shapes (dtype, ndim, dims) in cm->shapes: 0 or -ENOMEM. */
+int cm_keep_shapes(struct onnx_compiled *cm, const struct onnx_tensor *shapes, unsigned n);
 /* The node-by-node executor's per-node entry (exec.c). */
 int onnx_run_node(struct onnx_ctx *c);
 
