@@ -586,7 +586,9 @@ static int check_step(struct rbuf *r, struct onnx_compiled *cm, unsigned i)
 				     (s->kind != CS_CONV && s->kind != CS_GEMM)))
 			return bad(r, -EBADMSG, "step %u: field 'res' names no placed value", i);
 		if (!val_ok(cm, s->in[0], true) || !val_ok(cm, s->out, true) || cm->vals[s->out].loc != LOC_ARENA ||
-		    !val_ok(cm, s->in[1], s->kind == CS_ELT || s->kind == CS_GEMM))
+		    /* an element-wise step's second operand: a value, or packed in the weights (b_off: a
+		     * BatchNormalization's scale and shift, compile_bn.c; checked below) */
+		    !val_ok(cm, s->in[1], (s->kind == CS_ELT && s->b_off == UINT64_MAX) || s->kind == CS_GEMM))
 			return bad(r, -EBADMSG, "step %u: field 'in'/'out' names no placed value", i);
 		if (s->act < ACCEL_ACT_NONE || s->act > ACCEL_ACT_RSQRT ||
 		    (s->act > ACCEL_ACT_CLAMP && s->kind != CS_ACT))
@@ -770,6 +772,18 @@ int onnx_compiled_load_mem(struct onnx_model *m, struct accel_dev *dev, const st
 		bad(&r, -EINVAL, "field 'model_digest' does not match: compiled from another model or for other "
 			"input shapes");
 		goto fail;
+	}
+	for (unsigned i = 0; i < n_shapes || i < cm->n_shapes; i++) {	/* the digest's shapes, recorded */
+		bool same = i < n_shapes && i < cm->n_shapes && cm->shapes[i].dtype == shapes[i].dtype &&
+			    cm->shapes[i].ndim == shapes[i].ndim;
+
+		for (unsigned d = 0; same && d < shapes[i].ndim && d < ONNX_MAX_DIMS; d++)
+			same = cm->shapes[i].dims[d] == shapes[i].dims[d];
+		if (!same) {
+			bad(&r, -EINVAL, "shape %u: field 'shape' is not the input shape the file's digest was made "
+				"for (%u shapes recorded, %u given)", i, cm->n_shapes, n_shapes);
+			goto fail;
+		}
 	}
 	if (cm->n_vals != m->n_vals || cm->n_steps > max_steps(m)) {
 		bad(&r, -EBADMSG, "field 'n_vals'/'n_steps' (%u/%u) do not fit the model (%u values, %u nodes)",
