@@ -6,6 +6,8 @@
  *             [--expect out.pb ...] [--device PATH|sim] [--cpu] [--atol A] [--rtol R] [--itol N] [--elementwise]
  *             [--save-outputs PREFIX] [--info] [--repeat N] [--profile [--trace FILE]]
  *             [--no-compile | --no-replay] [--save-compiled FILE] [--compiled FILE]
+ *   accel-run --compiled FILE [--check | --input in.pb ... | --random-input [--seed N]] [--expect out.pb ...]
+ *             [--device PATH|sim] [--info] [--repeat N] [--save-outputs PREFIX] ...
  *   accel-run MODEL.onnx --mnist IMAGES LABELS [--batch N] [--device PATH|sim] [--cpu] [--no-compile | --no-replay]
  *             [--save-predictions FILE] [--reference-predictions FILE]
  *
@@ -18,7 +20,9 @@
  * and on the CPU reference and prints both accuracies.  On a device the model is compiled once for the
  * inputs' shapes (onnx_compile) and every run uses the compiled form; --no-compile runs node by node
  * (as --profile does), --no-replay lowers every run's device steps again (ONNX_COMPILE_NO_REPLAY),
- * --save-compiled/--compiled write/read the compiled form (onnx.md, "The compiler").
+ * --save-compiled/--compiled write/read the compiled form (onnx.md, "The compiler"); --compiled without
+ * MODEL runs the file alone (the model it carries, its input shapes: onnx_compiled_open), --check only
+ * opens it on the device and says whether it is compatible.
  */
 #include <errno.h>
 #include <stdio.h>
@@ -43,6 +47,9 @@ static void usage(FILE *f)
 		   "                 [--elementwise]\n"
 		   "                 [--save-outputs PREFIX] [--info] [--repeat N] [--profile [--trace FILE]]\n"
 		   "                 [--no-compile | --no-replay] [--save-compiled FILE] [--compiled FILE]\n"
+		   "       accel-run --compiled FILE [--check | --input in.pb ... | --random-input [--seed N]]\n"
+		   "                 [--expect out.pb ...] [--device PATH|sim] [--info] [--repeat N] [--save-outputs PREFIX]\n"
+		   "                 (the model and its input shapes from the compiled file; --check: only open it)\n"
 		   "       accel-run MODEL.onnx --mnist IMAGES LABELS [--batch N] [--device PATH|sim] [--cpu]\n"
 		   "                 [--no-compile | --no-replay]\n"
 		   "                 [--save-predictions FILE] [--reference-predictions FILE]\n"
@@ -208,7 +215,7 @@ int main(int argc, char **argv)
 	const char *mnist_img = NULL, *mnist_lbl = NULL, *ref_preds = NULL, *save_preds = NULL;
 	const char *trace = NULL, *save_cm = NULL, *load_cm = NULL;
 	struct onnx_compiled *cm = NULL;
-	bool no_compile = false, no_replay = false;
+	bool no_compile = false, no_replay = false, check = false, own_m = false;
 	struct onnx_tolerance tol = { -1, -1, ONNX_TOL_ITOL };
 	bool elementwise = false;
 	struct onnx_tensor in[MAX_IO], out[MAX_IO], exp;
@@ -262,6 +269,9 @@ int main(int argc, char **argv)
 			continue;
 		} else if (!strcmp(a, "--elementwise")) {
 			elementwise = true;
+			continue;
+		} else if (!strcmp(a, "--check")) {
+			check = true;
 			continue;
 		} else if (!strcmp(a, "--mnist")) {
 			if (i + 2 >= argc)
@@ -333,8 +343,14 @@ int main(int argc, char **argv)
 			batch_set = true;
 		}
 	}
-	if (!model_path)
-		return cli_usage_error(PROG, "missing MODEL.onnx");
+	if (!model_path && !load_cm)
+		return cli_usage_error(PROG, "missing MODEL.onnx (or --compiled FILE, a compiled file that carries its model)");
+	if (check && (model_path || !load_cm || n_in || random_in || n_exp || info || repeat || save || save_cm))
+		return cli_usage_error(PROG, "--check: only 'accel-run --compiled FILE --check [--device D]' (opens the file "
+				       "alone, runs nothing)");
+	if (!model_path && (mnist_img || n_shapes))
+		return cli_usage_error(PROG, "%s: needs MODEL.onnx (--compiled FILE alone runs the input shapes it "
+				       "was compiled for)", mnist_img ? "--mnist" : "--shape");
 	if (tol.atol < 0)
 		tol.atol = elementwise ? ONNX_TOL_ATOL : ONNX_MODEL_ATOL;
 	if (tol.rtol < 0)
@@ -358,15 +374,13 @@ int main(int argc, char **argv)
 	if (n_shapes && (n_in || (!random_in && !info)))
 		return cli_usage_error(PROG, "--shape: only shapes generated inputs (--random-input, or --info without "
 				       "--input)");
-	ret = onnx_model_load(model_path, 0, &m, err, sizeof(err));
-	if (ret) {
-		fprintf(stderr, "accel-run: %s\n", err);
-		return 1;
-	}
-	if (info) {
-		printf("model %s: %u nodes in the graph, %u to run after folding\n", model_path,
-		       onnx_model_n_graph_nodes(m), onnx_model_n_nodes(m));
-		print_io(m);
+	if (model_path) {
+		ret = onnx_model_load(model_path, 0, &m, err, sizeof(err));
+		if (ret) {
+			fprintf(stderr, "accel-run: %s\n", err);
+			return 1;
+		}
+		own_m = true;
 	}
 	if (!cpu) {
 		ret = accel_open_msg(device, err, sizeof(err), &dev);
@@ -376,6 +390,30 @@ int main(int argc, char **argv)
 			onnx_model_free(m);
 			return 1;
 		}
+	}
+	if (!model_path) {	/* the file carries its model (lent by cm, freed with it) and input shapes */
+		if (compiled_open(dev, load_cm, &cm)) {
+			accel_close(dev);
+			return 1;
+		}
+		if (check) {
+			ret = compiled_check(load_cm, cm) ? 1 : 0;
+			onnx_compiled_free(cm);
+			accel_close(dev);
+			return ret;
+		}
+		m = onnx_compiled_model(cm);
+		model_path = load_cm;
+		if (compiled_shapes(cm, shapes, MAX_SHAPES, &n_shapes) || (save_cm && compiled_save(cm, save_cm))) {
+			onnx_compiled_free(cm);
+			accel_close(dev);
+			return 1;
+		}
+	}
+	if (info) {
+		printf("model %s: %u nodes in the graph, %u to run after folding\n", model_path,
+		       onnx_model_n_graph_nodes(m), onnx_model_n_nodes(m));
+		print_io(m);
 	}
 	if (mnist_img) {
 		ret = classify_mnist(m, model_path, dev, !no_compile, no_replay ? ONNX_COMPILE_NO_REPLAY : 0, mnist_img,
@@ -440,7 +478,7 @@ int main(int argc, char **argv)
 		goto out;
 	}
 	if (dev && !no_compile) {
-		ret = compiled_prepare(m, dev, in, n_in, no_replay ? ONNX_COMPILE_NO_REPLAY : 0, load_cm, save_cm, &cm);
+		ret = cm ? 0 : compiled_prepare(m, dev, in, n_in, no_replay ? ONNX_COMPILE_NO_REPLAY : 0, load_cm, save_cm, &cm);
 		if (ret) {
 			ret = 1;
 			goto out;
@@ -517,6 +555,8 @@ out:
 		for (unsigned i = 0; i < n_in; i++)
 			onnx_tensor_release(&in[i]);
 	free(prof);
+	if (!own_m)
+		m = NULL;	/* the model of a self-contained file: cm owns it */
 	onnx_compiled_free(cm);
 	accel_close(dev);
 	onnx_model_free(m);
