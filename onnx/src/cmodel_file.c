@@ -1,21 +1,7 @@
 /* SPDX-License-Identifier: MIT */
 /*
- * cmodel_file.c - compiled-model files (Documentation/onnx.md, "Compiled-model files").  Little-endian,
- * every field fixed-width:
- *
- *   header   magic "TNPUCMDL", u32 version, u32 geometry[8], u64 model digest, u32 n_vals, u32 n_steps,
- *            u64 arena_bytes, u64 lower_bound, u64 weight_bytes, u32 counts[5]
- *   inputs   u32 load_flags, u32 n_shapes, n_shapes records (u32 dtype, u32 ndim, u64 dims[8]): the
- *            model's load flags and the input shapes it was compiled for (version 4)
- *   values   n_vals records (dtype, ndim, dims[8], bytes, loc, off, root, nhwc)
- *   steps    n_steps records (every field of struct cstep but the reason)
- *   weights  weight_bytes bytes (the packed image)
- *   model    u64 model_bytes, then the ONNX ModelProto the model was loaded from (version 4; 0 bytes:
- *            not carried, the reader needs the ONNX file)
- *   trailer  u32 CRC-32 (IEEE) of everything before it
- *
- * A file that carries its model is self-contained: onnx_compiled_open() loads the model from it (with
- * the recorded load flags) and the compiled plan against it, so it runs with the ONNX file deleted.
+ * cmodel_file.c - the compiled-model file reader (onnx_compiled_load_mem; the format: cmodel_file.h,
+ * Documentation/onnx.md "Compiled-model files").
  *
  * The reader checks the length and CRC first, then every field against the model, the device and its
  * own bounds (indices in range, offsets + sizes inside their buffer, sizes that match the shapes),
@@ -28,17 +14,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "compile.h"
-
-#define CM_MAGIC "TNPUCMDL"
-#define CM_VERSION 4u	/* 2: CS_COPY steps, the epilogue residual, the values' nhwc field, the int8 QDQ steps;
-			 * 3: the expansion + depthwise pairs (the steps' pair field);
-			 * 4: the input shapes and load flags, the model itself (self-contained files) */
-#define CM_MAX_SHAPES 4096u	/* input shape records (a model has at most this many inputs here) */
-#define SHAPE_REC 72u	/* bytes of one input shape record */
-#define CM_MAX_FILE ((uint64_t)1 << 33)
-#define VAL_REC 100u	/* bytes of one value record */
-#define STEP_REC 504u	/* bytes of one step record */
+#include "cmodel_file.h"
 
 static const char *const geom_names[8] = { "rows", "cols", "rate_fp32", "rate_int8", "sram_bytes", "acc_elems",
 					   "features", "pes" };
@@ -98,7 +74,7 @@ static uint64_t model_digest(const struct onnx_model *m, const struct onnx_tenso
 	return h;
 }
 
-static uint32_t crc32_ieee(const uint8_t *p, size_t n)
+uint32_t cm_crc32(const uint8_t *p, size_t n)
 {
 	uint32_t c = 0xffffffffu;
 
@@ -108,197 +84,6 @@ static uint32_t crc32_ieee(const uint8_t *p, size_t n)
 			c = (c >> 1) ^ (0xedb88320u & -(c & 1u));
 	}
 	return ~c;
-}
-
-/* ---- writer */
-
-struct wbuf {
-	uint8_t *p;
-	size_t n, cap;
-	bool oom;
-};
-
-static void put(struct wbuf *w, const void *src, size_t n)
-{
-	if (w->oom || !n)
-		return;
-	if (w->n + n > w->cap) {
-		size_t cap = w->cap ? w->cap : 4096;
-		uint8_t *p;
-
-		while (cap < w->n + n)
-			cap *= 2;
-		p = realloc(w->p, cap);
-		if (!p) {
-			w->oom = true;
-			return;
-		}
-		w->p = p;
-		w->cap = cap;
-	}
-	memcpy(w->p + w->n, src, n);
-	w->n += n;
-}
-
-static void put_u32(struct wbuf *w, uint32_t v)
-{
-	uint8_t b[4] = { (uint8_t)v, (uint8_t)(v >> 8), (uint8_t)(v >> 16), (uint8_t)(v >> 24) };
-
-	put(w, b, 4);
-}
-
-static void put_u64(struct wbuf *w, uint64_t v)
-{
-	put_u32(w, (uint32_t)v);
-	put_u32(w, (uint32_t)(v >> 32));
-}
-
-static void put_f32(struct wbuf *w, float f)
-{
-	uint32_t v;
-
-	memcpy(&v, &f, 4);
-	put_u32(w, v);
-}
-
-/* The step fields in file order (one list for the writer and the reader). */
-#define STEP_I64_FIELDS(X)                                                                                     \
-	X(n) X(c) X(h) X(w) X(k) X(cg) X(kh) X(kw) X(groups) X(oh) X(ow) X(sh) X(sw) X(dh) X(dw) X(pt) X(pl) \
-	X(pb) X(pr) X(M) X(K) X(N)
-
-/* The int8 QDQ steps' fields (version 2), in file order. */
-#define STEP_QDQ_FIELDS(Q32, Q64) \
-	Q32(izp) Q32(izp2) Q32(ozp) Q32(mult) Q32(shift) Q32(odt) Q32(nrq) Q32(qpool) \
-	Q64(rq_off) Q64(sc_bytes) Q64(sc_off) Q64(k_off[0]) Q64(k_off[1]) Q64(k_off[2]) Q64(k_off[3]) \
-	Q32(pw[0]) Q32(pw[1]) Q32(pw[2]) Q32(pw[3]) Q32(pw[4]) Q32(pw[5]) Q32(pw[6]) Q32(pw[7])
-
-/* The model section: the ModelProto the model was loaded from, packed again (the loader keeps it
- * unchanged; its passes work on the graph they built from it). */
-static void put_model(struct wbuf *w, const struct onnx_model *m)
-{
-	size_t n = m->pb ? onnx__model_proto__get_packed_size(m->pb) : 0;
-
-	put_u64(w, n);
-	if (!n || w->oom)
-		return;
-	if (w->n + n > w->cap) {	/* room for it, then pack in place */
-		uint8_t *p = realloc(w->p, w->n + n);
-
-		if (!p) {
-			w->oom = true;
-			return;
-		}
-		w->p = p;
-		w->cap = w->n + n;
-	}
-	if (onnx__model_proto__pack(m->pb, w->p + w->n) != n) {
-		w->oom = true;
-		return;
-	}
-	w->n += n;
-}
-
-int onnx_compiled_save(const struct onnx_compiled *cm, const char *path, char *err, size_t errlen)
-{
-	struct wbuf w = { 0 };
-	FILE *f;
-	int ret = 0;
-
-	put(&w, CM_MAGIC, 8);
-	put_u32(&w, CM_VERSION);
-	for (int i = 0; i < 8; i++)
-		put_u32(&w, cm->geom[i]);
-	put_u64(&w, cm->digest);
-	put_u32(&w, cm->n_vals);
-	put_u32(&w, cm->n_steps);
-	put_u64(&w, cm->arena_bytes);
-	put_u64(&w, cm->lower_bound);
-	put_u64(&w, cm->wbytes);
-	put_u32(&w, cm->n_before);
-	put_u32(&w, cm->n_device);
-	put_u32(&w, cm->n_host);
-	put_u32(&w, cm->n_alias);
-	put_u32(&w, cm->n_fused);
-	put_u32(&w, cm->m->load_flags);
-	put_u32(&w, cm->n_shapes);
-	for (unsigned i = 0; i < cm->n_shapes; i++) {
-		put_u32(&w, (uint32_t)cm->shapes[i].dtype);
-		put_u32(&w, cm->shapes[i].ndim);
-		for (int d = 0; d < ONNX_MAX_DIMS; d++)
-			put_u64(&w, (uint64_t)cm->shapes[i].dims[d]);
-	}
-	for (unsigned v = 0; v < cm->n_vals; v++) {
-		const struct cval *cv = &cm->vals[v];
-
-		put_u32(&w, (uint32_t)cv->dtype);
-		put_u32(&w, cv->ndim);
-		for (int d = 0; d < ONNX_MAX_DIMS; d++)
-			put_u64(&w, (uint64_t)cv->dims[d]);
-		put_u64(&w, cv->bytes);
-		put_u32(&w, cv->loc);
-		put_u64(&w, cv->off);
-		put_u32(&w, (uint32_t)cv->root);
-		put_u32(&w, (uint32_t)cv->nhwc);
-	}
-	for (unsigned i = 0; i < cm->n_steps; i++) {
-		const struct cstep *s = &cm->steps[i];
-
-		put_u32(&w, s->kind);
-		put_u32(&w, (uint32_t)s->node);
-		put_u32(&w, (uint32_t)s->in[0]);
-		put_u32(&w, (uint32_t)s->in[1]);
-		put_u32(&w, (uint32_t)s->out);
-		put_u32(&w, (uint32_t)s->act);
-		put_f32(&w, s->lo);
-		put_f32(&w, s->hi);
-		put_f32(&w, s->scale);
-#define X(f) put_u64(&w, (uint64_t)s->f);
-		STEP_I64_FIELDS(X)
-#undef X
-		put_u64(&w, s->w_off);
-		put_u64(&w, s->b_off);
-		put_u32(&w, (uint32_t)s->ta);
-		put_u32(&w, (uint32_t)s->tb);
-		put_u32(&w, (uint32_t)s->op);
-		for (int d = 0; d < 4; d++) {
-			put_u32(&w, s->ad[d]);
-			put_u32(&w, s->bd[d]);
-			put_u32(&w, s->od[d]);
-		}
-		/* version 2: the residual and the copy box */
-		put_u32(&w, (uint32_t)s->res);
-		put_u64(&w, (uint64_t)s->esz);
-		put_u64(&w, (uint64_t)s->src_off);
-		put_u64(&w, (uint64_t)s->dst_off);
-		for (int d = 0; d < 4; d++) {
-			put_u64(&w, (uint64_t)s->sst[d]);
-			put_u64(&w, (uint64_t)s->dstr[d]);
-		}
-#define Q32(f) put_u32(&w, (uint32_t)s->f);
-#define Q64(f) put_u64(&w, s->f);
-		STEP_QDQ_FIELDS(Q32, Q64)
-#undef Q32
-#undef Q64
-		put_u32(&w, (uint32_t)s->pair);	/* version 3 */
-	}
-	put(&w, cm->wimg, cm->wbytes);
-	put_model(&w, cm->m);
-	if (!w.oom)
-		put_u32(&w, crc32_ieee(w.p, w.n));
-	if (w.oom) {
-		snprintf(err, errlen, "out of memory");
-		free(w.p);
-		return -ENOMEM;
-	}
-	f = fopen(path, "wb");
-	if (!f || fwrite(w.p, 1, w.n, f) != w.n)
-		ret = -errno ? -errno : -EIO;
-	if (f && fclose(f) && !ret)
-		ret = -errno ? -errno : -EIO;
-	if (ret)
-		snprintf(err, errlen, "%s: cannot write: %s", path, strerror(-ret));
-	free(w.p);
-	return ret;
 }
 
 /* ---- reader */
@@ -674,7 +459,7 @@ static int envelope(struct rbuf *r)
 	}
 	memcpy(&crc, r->p + r->n - 4, 4);
 	crc = le32toh(crc);
-	if (crc != crc32_ieee(r->p, r->n - 4)) {
+	if (crc != cm_crc32(r->p, r->n - 4)) {
 		snprintf(r->err, r->errlen,
 			 "field 'crc' does not match the contents: the file is corrupted or truncated");
 		return -EBADMSG;
@@ -925,76 +710,15 @@ fail:
 	return r.ret ? r.ret : -EBADMSG;
 }
 
-/* The whole file into *buf (the caller frees it), at most CM_MAX_FILE bytes. */
-static int read_file(const char *path, uint8_t **buf, size_t *lenp, char *err, size_t errlen)
-{
-	FILE *f = fopen(path, "rb");
-	long len;
-
-	*buf = NULL;
-	if (!f) {
-		int ret = -errno;
-
-		snprintf(err, errlen, "cannot open: %s", strerror(errno));
-		return ret;
-	}
-	if (fseek(f, 0, SEEK_END) || (len = ftell(f)) < 0 || fseek(f, 0, SEEK_SET)) {
-		fclose(f);
-		snprintf(err, errlen, "cannot read its size");
-		return -EIO;
-	}
-	if ((uint64_t)len > CM_MAX_FILE) {
-		fclose(f);
-		snprintf(err, errlen, "%ld bytes: larger than any compiled model (%llu)", len,
-			 (unsigned long long)CM_MAX_FILE);
-		return -EFBIG;
-	}
-	*buf = malloc(len ? (size_t)len : 1);
-	if (!*buf || fread(*buf, 1, (size_t)len, f) != (size_t)len) {
-		int ret = *buf ? -EIO : -ENOMEM;
-
-		fclose(f);
-		free(*buf);
-		*buf = NULL;
-		snprintf(err, errlen, "cannot read");
-		return ret;
-	}
-	fclose(f);
-	*lenp = (size_t)len;
-	return 0;
-}
-
-int onnx_compiled_load(struct onnx_model *m, struct accel_dev *dev, const struct onnx_tensor *shapes,
-		       unsigned n_shapes, const char *path, struct onnx_compiled **out, char *err, size_t errlen)
-{
-	uint8_t *buf;
-	size_t len = 0;
-	int ret;
-
-	*out = NULL;
-	ret = read_file(path, &buf, &len, err, errlen);
-	if (!ret)
-		ret = onnx_compiled_load_mem(m, dev, shapes, n_shapes, buf, len, out, err, errlen);
-	free(buf);
-	return ret;
-}
-
-int onnx_compiled_open_mem(struct accel_dev *dev, const void *buf, size_t len, struct onnx_compiled **out,
-			   char *err, size_t errlen)
+int cm_file_head(const void *buf, size_t len, struct cm_file_head *h, char *err, size_t errlen)
 {
 	struct rbuf r = { .p = buf, .n = len, .err = err, .errlen = errlen };
 	struct onnx_compiled scratch = { 0 };	/* for read_shapes: only its shapes are used */
-	struct onnx_model *m = NULL;
-	uint32_t n_vals, n_steps, flags = 0;
+	uint32_t n_vals, n_steps;
 	uint64_t wbytes, skip, mb;
-	char msg[512];
 	int ret;
 
-	*out = NULL;
-	if (!dev || !buf) {
-		snprintf(err, errlen, "needs a device and the file's bytes");
-		return -EINVAL;
-	}
+	memset(h, 0, sizeof(*h));
 	if ((ret = envelope(&r)))
 		return ret;
 	take(&r, NULL, 32 + 8, "geometry");
@@ -1003,58 +727,36 @@ int onnx_compiled_open_mem(struct accel_dev *dev, const void *buf, size_t len, s
 	take(&r, NULL, 16, "arena_bytes");
 	wbytes = get_u64(&r, "weight_bytes");
 	take(&r, NULL, 20, "counts");
-	if (read_shapes(&r, &scratch, len, &flags))
-		goto out;
+	if (read_shapes(&r, &scratch, len, &h->load_flags))
+		goto fail;
 	skip = (uint64_t)n_vals * VAL_REC + (uint64_t)n_steps * STEP_REC;
 	if (wbytes > len || skip > len || skip + wbytes > r.n - r.pos) {
 		bad(&r, -EBADMSG, "truncated: the records and field 'weight_bytes' (%llu) exceed the file",
 		    (unsigned long long)wbytes);
-		goto out;
+		goto fail;
 	}
 	take(&r, NULL, (size_t)(skip + wbytes), "records");
 	mb = get_u64(&r, "model_bytes");
 	if (r.ret)
-		goto out;
+		goto fail;
 	if (!mb) {
 		bad(&r, -ENOENT, "field 'model_bytes' is 0: the file does not carry its model; load the ONNX "
 			"model and use onnx_compiled_load (accel-run MODEL --compiled FILE)");
-		goto out;
+		goto fail;
 	}
 	if (mb != r.n - r.pos) {
 		bad(&r, -EBADMSG, "field 'model_bytes' (%llu) does not match the %zu bytes after it",
 		    (unsigned long long)mb, r.n - r.pos);
-		goto out;
+		goto fail;
 	}
-	ret = onnx_model_load_mem(r.p + r.pos, (size_t)mb, flags, &m, msg, sizeof(msg));
-	if (ret) {
-		bad(&r, ret, "field 'model': %s", msg);
-		goto out;
-	}
-	ret = onnx_compiled_load_mem(m, dev, scratch.shapes, scratch.n_shapes, buf, len, out, err, errlen);
-	if (ret) {
-		onnx_model_free(m);
-		r.ret = ret;
-		goto out;
-	}
-	(*out)->own_m = m;
-out:
+	h->shapes = scratch.shapes;
+	h->n_shapes = scratch.n_shapes;
+	h->model = r.p + r.pos;
+	h->model_bytes = (size_t)mb;
+	return 0;
+fail:
 	free(scratch.shapes);
-	return r.ret;
-}
-
-int onnx_compiled_open(struct accel_dev *dev, const char *path, struct onnx_compiled **out, char *err,
-		       size_t errlen)
-{
-	uint8_t *buf;
-	size_t len = 0;
-	int ret;
-
-	*out = NULL;
-	ret = read_file(path, &buf, &len, err, errlen);
-	if (!ret)
-		ret = onnx_compiled_open_mem(dev, buf, len, out, err, errlen);
-	free(buf);
-	return ret;
+	return r.ret ? r.ret : -EBADMSG;
 }
 
 uint64_t cm_model_digest(const struct onnx_model *m, const struct onnx_tensor *shapes, unsigned n)

@@ -1,10 +1,11 @@
 /* SPDX-License-Identifier: MIT */
 /*
  * compile.h - the whole-graph compiler's intermediate form (compile.c builds it, compiled_run.c runs
- * it, cmodel_file.c saves and loads it).  A compiled model is a list of steps in graph order over
- * values that live in one activation arena (a device buffer, offsets from plan_mem.c) or in one
- * weight buffer packed and uploaded at compile time.  Nothing here refers to ONNX's protobuf types:
- * a host step names its graph node by index and the executor hands it to the node-by-node kernels.
+ * it, cmodel_save.c saves it, cmodel_file.c and cmodel_open.c load it).  A compiled model is a list of
+ * steps in graph order over values that live in one activation arena (a device buffer, offsets from
+ * plan_mem.c) or in one weight buffer packed and uploaded at compile time.  Nothing here refers to
+ * ONNX's protobuf types: a host step names its graph node by index and the executor hands it to the
+ * node-by-node kernels.
  */
 #ifndef TNPU_ONNX_COMPILE_H
 #define TNPU_ONNX_COMPILE_H
