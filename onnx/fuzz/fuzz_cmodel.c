@@ -1,11 +1,13 @@
 /* SPDX-License-Identifier: MIT */
 /*
- * libFuzzer target on the compiled-model reader (onnx_compiled_load_mem) and the executor of what it
- * accepts.  At start-up a small residual model is compiled on a small sim and saved; each input is a
- * list of edits to that valid file: byte 0 bit 0 chooses whether the CRC trailer is recomputed after the
- * edits (so the field checks behind the checksum are reached), bit 1 the fp32 or the int8 QDQ model's
- * file, bytes 1-2 a truncation, then (u24 offset,
- * u8 value) quadruples.  A load must fail with a negative errno and a message, or succeed and then run
+ * libFuzzer target on the compiled-model reader (onnx_compiled_load_mem, onnx_compiled_open_mem) and the
+ * executor of what it accepts.  At start-up a small residual model is compiled on a small sim and saved
+ * (format version 4: the inputs and model sections too); each input is a list of edits to that valid
+ * file: byte 0 bit 0 chooses whether the CRC trailer is recomputed after the edits (so the field checks
+ * behind the checksum are reached), bit 1 the fp32 or the int8 QDQ model's file, bit 2 whether the file
+ * is opened alone (onnx_compiled_open_mem: the model section parsed by the ONNX loader, the recorded
+ * shapes and load flags) or loaded against the model (onnx_compiled_load_mem), bytes 1-2 a truncation,
+ * then (u24 offset, u8 value) quadruples.  A load must fail with a negative errno and a message, or succeed and then run
  * (or fail to run) cleanly: any crash, sanitizer report, hang or unbounded allocation is a bug.
  */
 #include <stdint.h>
@@ -235,7 +237,10 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 		f[len - 4] = (uint8_t)c, f[len - 3] = (uint8_t)(c >> 8), f[len - 2] = (uint8_t)(c >> 16);
 		f[len - 1] = (uint8_t)(c >> 24);
 	}
-	ret = onnx_compiled_load_mem(models[which], dev, &xs[which], 1, f, len, &cm, err, sizeof(err));
+	if (size && (data[0] & 4))
+		ret = onnx_compiled_open_mem(dev, f, len, &cm, err, sizeof(err));
+	else
+		ret = onnx_compiled_load_mem(models[which], dev, &xs[which], 1, f, len, &cm, err, sizeof(err));
 	if (ret > 0 || (ret && (!err[0] || cm)) || (!ret && !cm))
 		abort();	/* the contract: negative errno + message, or a compiled model */
 	if (!ret) {

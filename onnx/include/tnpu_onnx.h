@@ -187,8 +187,9 @@ ONNX_API int onnx_run_profile(struct onnx_model *m, struct accel_dev *dev, const
  * device steps between two host steps are submitted as a chain of asynchronous jobs, each depending
  * on the one before, with no host copy in between; the first run keeps each device step's commands
  * and later runs replay them (accel_job_replay) instead of lowering the steps again, unless compiled
- * with ONNX_COMPILE_NO_REPLAY.  The model must outlive the compiled form, and the compiled form must be
- * freed (onnx_compiled_free) before its device is closed: it owns device buffers and kept jobs.
+ * with ONNX_COMPILE_NO_REPLAY.  The model must outlive the compiled form (onnx_compiled_open: the
+ * compiled form owns its model), and the compiled form must be freed (onnx_compiled_free) before its
+ * device is closed: it owns device buffers and kept jobs.
  * Errors: negative errno, message in onnx_compiled_error() (compile: in err).
  */
 struct onnx_compiled;
@@ -282,10 +283,11 @@ ONNX_API int onnx_compiled_step_info(const struct onnx_compiled *cm, unsigned no
 
 /*
  * Save / load a compiled model (Documentation/onnx.md, "Compiled-model files"): magic, format version,
- * the device geometry it was compiled for, a digest of the model and input shapes, the steps, the
- * memory plan and the packed weights, all under a CRC-32.  Loading needs the same model (host steps run
- * its nodes), the same input shapes and a device of the same geometry; any mismatch, truncation or
- * corruption is -EINVAL/-EBADMSG/-ENODEV with a message naming the field.
+ * the device geometry it was compiled for, a digest of the model and input shapes, the input shapes and
+ * the model's load flags, the steps, the memory plan, the packed weights and the ONNX model itself, all
+ * under a CRC-32.  onnx_compiled_load() loads the plan against a model the caller loaded (the same
+ * model, the same input shapes); a device of the same geometry is needed either way; any mismatch,
+ * truncation or corruption is -EINVAL/-EBADMSG/-ENODEV with a message naming the field.
  */
 ONNX_API int onnx_compiled_save(const struct onnx_compiled *cm, const char *path, char *err, size_t errlen);
 ONNX_API int onnx_compiled_load(struct onnx_model *m, struct accel_dev *dev, const struct onnx_tensor *shapes,
@@ -293,6 +295,24 @@ ONNX_API int onnx_compiled_load(struct onnx_model *m, struct accel_dev *dev, con
 ONNX_API int onnx_compiled_load_mem(struct onnx_model *m, struct accel_dev *dev, const struct onnx_tensor *shapes,
 			   unsigned n_shapes, const void *buf, size_t len, struct onnx_compiled **out, char *err,
 			   size_t errlen);
+/*
+ * A self-contained compiled model: onnx_compiled_open() reads the model from the file (with the load
+ * flags it was loaded with) and the plan against it and the input shapes it was compiled for, so it
+ * runs without the ONNX file and without planning again.  The compiled form owns that model:
+ * onnx_compiled_free() frees it (never onnx_model_free() it), and onnx_compiled_model() lends it (its
+ * inputs', outputs' and nodes' descriptions; valid until onnx_compiled_free).  Errors as onnx_compiled_load(), plus -ENOENT for a
+ * file that does not carry its model; err names the field.  Since TNPU_ONNX_0.2.
+ */
+ONNX_API int onnx_compiled_open(struct accel_dev *dev, const char *path, struct onnx_compiled **out, char *err,
+				size_t errlen);
+ONNX_API int onnx_compiled_open_mem(struct accel_dev *dev, const void *buf, size_t len, struct onnx_compiled **out,
+				    char *err, size_t errlen);
+/* The model a compiled form runs: the caller's (onnx_compile, onnx_compiled_load*) or its own
+ * (onnx_compiled_open*).  NULL cm: NULL.  Since TNPU_ONNX_0.2. */
+ONNX_API struct onnx_model *onnx_compiled_model(const struct onnx_compiled *cm);
+/* The shape input i was compiled for (dtype, ndim, dims and count; data NULL): what onnx_compiled_run()
+ * takes.  0, or -EINVAL for i out of range.  Since TNPU_ONNX_0.2. */
+ONNX_API int onnx_compiled_input_shape(const struct onnx_compiled *cm, unsigned i, struct onnx_tensor *out);
 
 /* Tensors. */
 ONNX_API size_t onnx_dtype_size(enum onnx_dtype dt);

@@ -1,14 +1,7 @@
 /* SPDX-License-Identifier: MIT */
 /*
- * cmodel_file.c - compiled-model files (Documentation/onnx.md, "Compiled-model files").  Little-endian,
- * every field fixed-width:
- *
- *   header   magic "TNPUCMDL", u32 version, u32 geometry[8], u64 model digest, u32 n_vals, u32 n_steps,
- *            u64 arena_bytes, u64 lower_bound, u64 weight_bytes, u32 counts[5]
- *   values   n_vals records (dtype, ndim, dims[8], bytes, loc, off, root, nhwc)
- *   steps    n_steps records (every field of struct cstep but the reason)
- *   weights  weight_bytes bytes (the packed image)
- *   trailer  u32 CRC-32 (IEEE) of everything before it
+ * cmodel_file.c - the compiled-model file reader (onnx_compiled_load_mem; the format: cmodel_file.h,
+ * Documentation/onnx.md "Compiled-model files").
  *
  * The reader checks the length and CRC first, then every field against the model, the device and its
  * own bounds (indices in range, offsets + sizes inside their buffer, sizes that match the shapes),
@@ -21,14 +14,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "compile.h"
-
-#define CM_MAGIC "TNPUCMDL"
-#define CM_VERSION 3u	/* 2: CS_COPY steps, the epilogue residual, the values' nhwc field, the int8 QDQ steps;
-			 * 3: the expansion + depthwise pairs (the steps' pair field) */
-#define CM_MAX_FILE ((uint64_t)1 << 33)
-#define VAL_REC 100u	/* bytes of one value record */
-#define STEP_REC 504u	/* bytes of one step record */
+#include "cmodel_file.h"
 
 static const char *const geom_names[8] = { "rows", "cols", "rate_fp32", "rate_int8", "sram_bytes", "acc_elems",
 					   "features", "pes" };
@@ -88,7 +74,7 @@ static uint64_t model_digest(const struct onnx_model *m, const struct onnx_tenso
 	return h;
 }
 
-static uint32_t crc32_ieee(const uint8_t *p, size_t n)
+uint32_t cm_crc32(const uint8_t *p, size_t n)
 {
 	uint32_t c = 0xffffffffu;
 
@@ -98,162 +84,6 @@ static uint32_t crc32_ieee(const uint8_t *p, size_t n)
 			c = (c >> 1) ^ (0xedb88320u & -(c & 1u));
 	}
 	return ~c;
-}
-
-/* ---- writer */
-
-struct wbuf {
-	uint8_t *p;
-	size_t n, cap;
-	bool oom;
-};
-
-static void put(struct wbuf *w, const void *src, size_t n)
-{
-	if (w->oom || !n)
-		return;
-	if (w->n + n > w->cap) {
-		size_t cap = w->cap ? w->cap : 4096;
-		uint8_t *p;
-
-		while (cap < w->n + n)
-			cap *= 2;
-		p = realloc(w->p, cap);
-		if (!p) {
-			w->oom = true;
-			return;
-		}
-		w->p = p;
-		w->cap = cap;
-	}
-	memcpy(w->p + w->n, src, n);
-	w->n += n;
-}
-
-static void put_u32(struct wbuf *w, uint32_t v)
-{
-	uint8_t b[4] = { (uint8_t)v, (uint8_t)(v >> 8), (uint8_t)(v >> 16), (uint8_t)(v >> 24) };
-
-	put(w, b, 4);
-}
-
-static void put_u64(struct wbuf *w, uint64_t v)
-{
-	put_u32(w, (uint32_t)v);
-	put_u32(w, (uint32_t)(v >> 32));
-}
-
-static void put_f32(struct wbuf *w, float f)
-{
-	uint32_t v;
-
-	memcpy(&v, &f, 4);
-	put_u32(w, v);
-}
-
-/* The step fields in file order (one list for the writer and the reader). */
-#define STEP_I64_FIELDS(X)                                                                                     \
-	X(n) X(c) X(h) X(w) X(k) X(cg) X(kh) X(kw) X(groups) X(oh) X(ow) X(sh) X(sw) X(dh) X(dw) X(pt) X(pl) \
-	X(pb) X(pr) X(M) X(K) X(N)
-
-/* The int8 QDQ steps' fields (version 2), in file order. */
-#define STEP_QDQ_FIELDS(Q32, Q64) \
-	Q32(izp) Q32(izp2) Q32(ozp) Q32(mult) Q32(shift) Q32(odt) Q32(nrq) Q32(qpool) \
-	Q64(rq_off) Q64(sc_bytes) Q64(sc_off) Q64(k_off[0]) Q64(k_off[1]) Q64(k_off[2]) Q64(k_off[3]) \
-	Q32(pw[0]) Q32(pw[1]) Q32(pw[2]) Q32(pw[3]) Q32(pw[4]) Q32(pw[5]) Q32(pw[6]) Q32(pw[7])
-
-int onnx_compiled_save(const struct onnx_compiled *cm, const char *path, char *err, size_t errlen)
-{
-	struct wbuf w = { 0 };
-	FILE *f;
-	int ret = 0;
-
-	put(&w, CM_MAGIC, 8);
-	put_u32(&w, CM_VERSION);
-	for (int i = 0; i < 8; i++)
-		put_u32(&w, cm->geom[i]);
-	put_u64(&w, cm->digest);
-	put_u32(&w, cm->n_vals);
-	put_u32(&w, cm->n_steps);
-	put_u64(&w, cm->arena_bytes);
-	put_u64(&w, cm->lower_bound);
-	put_u64(&w, cm->wbytes);
-	put_u32(&w, cm->n_before);
-	put_u32(&w, cm->n_device);
-	put_u32(&w, cm->n_host);
-	put_u32(&w, cm->n_alias);
-	put_u32(&w, cm->n_fused);
-	for (unsigned v = 0; v < cm->n_vals; v++) {
-		const struct cval *cv = &cm->vals[v];
-
-		put_u32(&w, (uint32_t)cv->dtype);
-		put_u32(&w, cv->ndim);
-		for (int d = 0; d < ONNX_MAX_DIMS; d++)
-			put_u64(&w, (uint64_t)cv->dims[d]);
-		put_u64(&w, cv->bytes);
-		put_u32(&w, cv->loc);
-		put_u64(&w, cv->off);
-		put_u32(&w, (uint32_t)cv->root);
-		put_u32(&w, (uint32_t)cv->nhwc);
-	}
-	for (unsigned i = 0; i < cm->n_steps; i++) {
-		const struct cstep *s = &cm->steps[i];
-
-		put_u32(&w, s->kind);
-		put_u32(&w, (uint32_t)s->node);
-		put_u32(&w, (uint32_t)s->in[0]);
-		put_u32(&w, (uint32_t)s->in[1]);
-		put_u32(&w, (uint32_t)s->out);
-		put_u32(&w, (uint32_t)s->act);
-		put_f32(&w, s->lo);
-		put_f32(&w, s->hi);
-		put_f32(&w, s->scale);
-#define X(f) put_u64(&w, (uint64_t)s->f);
-		STEP_I64_FIELDS(X)
-#undef X
-		put_u64(&w, s->w_off);
-		put_u64(&w, s->b_off);
-		put_u32(&w, (uint32_t)s->ta);
-		put_u32(&w, (uint32_t)s->tb);
-		put_u32(&w, (uint32_t)s->op);
-		for (int d = 0; d < 4; d++) {
-			put_u32(&w, s->ad[d]);
-			put_u32(&w, s->bd[d]);
-			put_u32(&w, s->od[d]);
-		}
-		/* version 2: the residual and the copy box */
-		put_u32(&w, (uint32_t)s->res);
-		put_u64(&w, (uint64_t)s->esz);
-		put_u64(&w, (uint64_t)s->src_off);
-		put_u64(&w, (uint64_t)s->dst_off);
-		for (int d = 0; d < 4; d++) {
-			put_u64(&w, (uint64_t)s->sst[d]);
-			put_u64(&w, (uint64_t)s->dstr[d]);
-		}
-#define Q32(f) put_u32(&w, (uint32_t)s->f);
-#define Q64(f) put_u64(&w, s->f);
-		STEP_QDQ_FIELDS(Q32, Q64)
-#undef Q32
-#undef Q64
-		put_u32(&w, (uint32_t)s->pair);	/* version 3 */
-	}
-	put(&w, cm->wimg, cm->wbytes);
-	if (!w.oom)
-		put_u32(&w, crc32_ieee(w.p, w.n));
-	if (w.oom) {
-		snprintf(err, errlen, "out of memory");
-		free(w.p);
-		return -ENOMEM;
-	}
-	f = fopen(path, "wb");
-	if (!f || fwrite(w.p, 1, w.n, f) != w.n)
-		ret = -errno ? -errno : -EIO;
-	if (f && fclose(f) && !ret)
-		ret = -errno ? -errno : -EIO;
-	if (ret)
-		snprintf(err, errlen, "%s: cannot write: %s", path, strerror(-ret));
-	free(w.p);
-	return ret;
 }
 
 /* ---- reader */
@@ -546,7 +376,10 @@ static int check_step(struct rbuf *r, struct onnx_compiled *cm, unsigned i)
 				     (s->kind != CS_CONV && s->kind != CS_GEMM)))
 			return bad(r, -EBADMSG, "step %u: field 'res' names no placed value", i);
 		if (!val_ok(cm, s->in[0], true) || !val_ok(cm, s->out, true) || cm->vals[s->out].loc != LOC_ARENA ||
-		    !val_ok(cm, s->in[1], s->kind == CS_ELT || (s->kind == CS_GEMM && s->ad[0] > 1)))
+		    /* an element-wise step's second operand: a value, or packed in the weights (b_off: a
+		     * BatchNormalization's scale and shift, compile_bn.c; checked below); a GEMM's: a value when batched,
+		     * else a value or packed at w_off (in[1] -1: ReduceMean's column, checked below) */
+		    !val_ok(cm, s->in[1], (s->kind == CS_ELT && s->b_off == UINT64_MAX) || (s->kind == CS_GEMM && s->ad[0] > 1)))
 			return bad(r, -EBADMSG, "step %u: field 'in'/'out' names no placed value", i);
 		if (s->act < ACCEL_ACT_NONE || s->act > ACCEL_ACT_RSQRT ||
 		    (s->act > ACCEL_ACT_CLAMP && s->kind != CS_ACT))
@@ -622,6 +455,71 @@ static int check_step(struct rbuf *r, struct onnx_compiled *cm, unsigned i)
 	return 0;
 }
 
+/* The magic, the version and the CRC trailer; leaves r after the version, r->n before the trailer. */
+static int envelope(struct rbuf *r)
+{
+	uint32_t crc, ver;
+
+	if (r->n < 12 || memcmp(r->p, CM_MAGIC, 8)) {
+		snprintf(r->err, r->errlen, "not a compiled tnpu model (field 'magic')");
+		return -EBADMSG;
+	}
+	take(r, NULL, 8, "magic");
+	ver = get_u32(r, "version");
+	if (ver != CM_VERSION) {
+		snprintf(r->err, r->errlen, "field 'version' is %u, this reader reads version %u: recompile the model",
+			 ver, CM_VERSION);
+		return -EBADMSG;
+	}
+	if (r->n < 16) {
+		snprintf(r->err, r->errlen, "truncated: no room for field 'crc'");
+		return -EBADMSG;
+	}
+	memcpy(&crc, r->p + r->n - 4, 4);
+	crc = le32toh(crc);
+	if (crc != cm_crc32(r->p, r->n - 4)) {
+		snprintf(r->err, r->errlen,
+			 "field 'crc' does not match the contents: the file is corrupted or truncated");
+		return -EBADMSG;
+	}
+	r->n -= 4;	/* the trailer */
+	return 0;
+}
+
+/* The inputs section (version 4): the load flags and the input shapes, into cm->shapes. */
+static int read_shapes(struct rbuf *r, struct onnx_compiled *cm, size_t len, uint32_t *load_flags)
+{
+	uint32_t n, fl;
+
+	fl = get_u32(r, "load_flags");
+	if (load_flags)
+		*load_flags = fl;
+	n = get_u32(r, "n_shapes");
+	if (r->ret)
+		return r->ret;
+	if (n > CM_MAX_SHAPES || (uint64_t)n * SHAPE_REC > len)
+		return bad(r, -EBADMSG, "field 'n_shapes' (%u) is larger than the file or %u", n, CM_MAX_SHAPES);
+	cm->shapes = calloc(n ? n : 1, sizeof(*cm->shapes));
+	if (!cm->shapes)
+		return bad(r, -ENOMEM, "out of memory");
+	for (uint32_t i = 0; i < n && !r->ret; i++) {
+		struct onnx_tensor *t = &cm->shapes[i];
+
+		t->dtype = (enum onnx_dtype)get_u32(r, "shape.dtype");
+		t->ndim = get_u32(r, "shape.ndim");
+		for (int d = 0; d < ONNX_MAX_DIMS; d++)
+			t->dims[d] = (int64_t)get_u64(r, "shape.dims");
+		if (!r->ret && (t->ndim > ONNX_MAX_DIMS || !onnx_dtype_size(t->dtype)))
+			return bad(r, -EBADMSG, "shape %u: field 'ndim' or 'dtype' out of range", i);
+		for (unsigned d = 0; d < t->ndim && !r->ret; d++)
+			if (t->dims[d] < 0 || t->dims[d] > INT32_MAX)
+				return bad(r, -EBADMSG, "shape %u: field 'dims' (%lld) out of range", i,
+					   (long long)t->dims[d]);
+	}
+	cm->n_shapes = n;
+	return r->ret;
+}
+
 int onnx_compiled_load_mem(struct onnx_model *m, struct accel_dev *dev, const struct onnx_tensor *shapes,
 			   unsigned n_shapes, const void *buf, size_t len, struct onnx_compiled **out, char *err,
 			   size_t errlen)
@@ -629,8 +527,6 @@ int onnx_compiled_load_mem(struct onnx_model *m, struct accel_dev *dev, const st
 	struct rbuf r = { .p = buf, .n = len, .err = err, .errlen = errlen };
 	struct onnx_compiled *cm = NULL;
 	struct accel_caps caps;
-	uint32_t crc, ver;
-	char magic[8];
 	int ret;
 
 	*out = NULL;
@@ -638,28 +534,8 @@ int onnx_compiled_load_mem(struct onnx_model *m, struct accel_dev *dev, const st
 		snprintf(err, errlen, "needs a model, a device and the file's bytes");
 		return -EINVAL;
 	}
-	if (len < 12 || memcmp(buf, CM_MAGIC, 8)) {
-		snprintf(err, errlen, "not a compiled tnpu model (field 'magic')");
-		return -EBADMSG;
-	}
-	take(&r, magic, 8, "magic");
-	ver = get_u32(&r, "version");
-	if (ver != CM_VERSION) {
-		snprintf(err, errlen, "field 'version' is %u, this reader reads version %u: recompile the model", ver,
-			 CM_VERSION);
-		return -EBADMSG;
-	}
-	if (len < 16) {
-		snprintf(err, errlen, "truncated: no room for field 'crc'");
-		return -EBADMSG;
-	}
-	r.n = len - 4;	/* the trailer */
-	memcpy(&crc, (const uint8_t *)buf + len - 4, 4);
-	crc = le32toh(crc);
-	if (crc != crc32_ieee(buf, len - 4)) {
-		snprintf(err, errlen, "field 'crc' does not match the contents: the file is corrupted or truncated");
-		return -EBADMSG;
-	}
+	if ((ret = envelope(&r)))
+		return ret;
 	cm = cm_alloc();
 	if (!cm)
 		return -ENOMEM;
@@ -678,7 +554,7 @@ int onnx_compiled_load_mem(struct onnx_model *m, struct accel_dev *dev, const st
 	cm->n_host = get_u32(&r, "counts");
 	cm->n_alias = get_u32(&r, "counts");
 	cm->n_fused = get_u32(&r, "counts");
-	if (r.ret)
+	if (read_shapes(&r, cm, len, NULL))
 		goto fail;
 	if ((ret = accel_query_caps(dev, &caps))) {
 		bad(&r, ret, "device capabilities: %s", accel_last_error(dev));
@@ -700,13 +576,25 @@ int onnx_compiled_load_mem(struct onnx_model *m, struct accel_dev *dev, const st
 			"input shapes");
 		goto fail;
 	}
+	for (unsigned i = 0; i < n_shapes || i < cm->n_shapes; i++) {	/* the digest's shapes, recorded */
+		bool same = i < n_shapes && i < cm->n_shapes && cm->shapes[i].dtype == shapes[i].dtype &&
+			    cm->shapes[i].ndim == shapes[i].ndim;
+
+		for (unsigned d = 0; same && d < shapes[i].ndim && d < ONNX_MAX_DIMS; d++)
+			same = cm->shapes[i].dims[d] == shapes[i].dims[d];
+		if (!same) {
+			bad(&r, -EINVAL, "shape %u: field 'shape' is not the input shape the file's digest was made "
+				"for (%u shapes recorded, %u given)", i, cm->n_shapes, n_shapes);
+			goto fail;
+		}
+	}
 	if (cm->n_vals != m->n_vals || cm->n_steps > max_steps(m)) {
 		bad(&r, -EBADMSG, "field 'n_vals'/'n_steps' (%u/%u) do not fit the model (%u values, %u nodes)",
 		    cm->n_vals, cm->n_steps, m->n_vals, m->n_nodes);
 		goto fail;
 	}
 	/* sizes from here on are bounded by the file (records) or checked below (arena) */
-	if ((uint64_t)cm->n_vals * VAL_REC + (uint64_t)cm->n_steps * STEP_REC + cm->wbytes > len) {
+	if ((uint64_t)cm->n_vals * VAL_REC + (uint64_t)cm->n_steps * STEP_REC + cm->wbytes + 8 > len) {
 		bad(&r, -EBADMSG, "truncated: field 'weight_bytes' (%llu) or the record counts exceed the file",
 		    (unsigned long long)cm->wbytes);
 		goto fail;
@@ -777,8 +665,16 @@ int onnx_compiled_load_mem(struct onnx_model *m, struct accel_dev *dev, const st
 						   NULL;
 	}
 	take(&r, cm->wimg, cm->wbytes, "weights");
+	{
+		uint64_t mb = get_u64(&r, "model_bytes");
+
+		if (!r.ret && mb != r.n - r.pos)
+			bad(&r, -EBADMSG, "field 'model_bytes' (%llu) does not match the %zu bytes after it",
+			    (unsigned long long)mb, r.n - r.pos);
+		take(&r, NULL, r.ret ? 0 : (size_t)mb, "model");	/* onnx_compiled_open read it */
+	}
 	if (!r.ret && r.pos != r.n)
-		bad(&r, -EBADMSG, "%zu bytes after field 'weights'", r.n - r.pos);
+		bad(&r, -EBADMSG, "%zu bytes after field 'model'", r.n - r.pos);
 	if (r.ret)
 		goto fail;
 	if (check_vals(&r, cm) || check_steps(&r, cm))
@@ -832,42 +728,53 @@ fail:
 	return r.ret ? r.ret : -EBADMSG;
 }
 
-int onnx_compiled_load(struct onnx_model *m, struct accel_dev *dev, const struct onnx_tensor *shapes,
-		       unsigned n_shapes, const char *path, struct onnx_compiled **out, char *err, size_t errlen)
+int cm_file_head(const void *buf, size_t len, struct cm_file_head *h, char *err, size_t errlen)
 {
-	FILE *f = fopen(path, "rb");
-	uint8_t *buf = NULL;
-	long len;
+	struct rbuf r = { .p = buf, .n = len, .err = err, .errlen = errlen };
+	struct onnx_compiled scratch = { 0 };	/* for read_shapes: only its shapes are used */
+	uint32_t n_vals, n_steps;
+	uint64_t wbytes, skip, mb;
 	int ret;
 
-	*out = NULL;
-	if (!f) {
-		ret = -errno;
-		snprintf(err, errlen, "cannot open: %s", strerror(errno));
+	memset(h, 0, sizeof(*h));
+	if ((ret = envelope(&r)))
 		return ret;
+	take(&r, NULL, 32 + 8, "geometry");
+	n_vals = get_u32(&r, "n_vals");
+	n_steps = get_u32(&r, "n_steps");
+	take(&r, NULL, 16, "arena_bytes");
+	wbytes = get_u64(&r, "weight_bytes");
+	take(&r, NULL, 20, "counts");
+	if (read_shapes(&r, &scratch, len, &h->load_flags))
+		goto fail;
+	skip = (uint64_t)n_vals * VAL_REC + (uint64_t)n_steps * STEP_REC;
+	if (wbytes > len || skip > len || skip + wbytes > r.n - r.pos) {
+		bad(&r, -EBADMSG, "truncated: the records and field 'weight_bytes' (%llu) exceed the file",
+		    (unsigned long long)wbytes);
+		goto fail;
 	}
-	if (fseek(f, 0, SEEK_END) || (len = ftell(f)) < 0 || fseek(f, 0, SEEK_SET)) {
-		fclose(f);
-		snprintf(err, errlen, "cannot read its size");
-		return -EIO;
+	take(&r, NULL, (size_t)(skip + wbytes), "records");
+	mb = get_u64(&r, "model_bytes");
+	if (r.ret)
+		goto fail;
+	if (!mb) {
+		bad(&r, -ENOENT, "field 'model_bytes' is 0: the file does not carry its model; load the ONNX "
+			"model and use onnx_compiled_load (accel-run MODEL --compiled FILE)");
+		goto fail;
 	}
-	if ((uint64_t)len > CM_MAX_FILE) {
-		fclose(f);
-		snprintf(err, errlen, "%ld bytes: larger than any compiled model (%llu)", len,
-			 (unsigned long long)CM_MAX_FILE);
-		return -EFBIG;
+	if (mb != r.n - r.pos) {
+		bad(&r, -EBADMSG, "field 'model_bytes' (%llu) does not match the %zu bytes after it",
+		    (unsigned long long)mb, r.n - r.pos);
+		goto fail;
 	}
-	buf = malloc(len ? (size_t)len : 1);
-	if (!buf || fread(buf, 1, (size_t)len, f) != (size_t)len) {
-		fclose(f);
-		free(buf);
-		snprintf(err, errlen, "cannot read");
-		return buf ? -EIO : -ENOMEM;
-	}
-	fclose(f);
-	ret = onnx_compiled_load_mem(m, dev, shapes, n_shapes, buf, (size_t)len, out, err, errlen);
-	free(buf);
-	return ret;
+	h->shapes = scratch.shapes;
+	h->n_shapes = scratch.n_shapes;
+	h->model = r.p + r.pos;
+	h->model_bytes = (size_t)mb;
+	return 0;
+fail:
+	free(scratch.shapes);
+	return r.ret ? r.ret : -EBADMSG;
 }
 
 uint64_t cm_model_digest(const struct onnx_model *m, const struct onnx_tensor *shapes, unsigned n)

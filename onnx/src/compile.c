@@ -289,6 +289,10 @@ int onnx_compile(struct onnx_model *m, struct accel_dev *dev, const struct onnx_
 	if ((ret = probe_inputs(cm, shapes, n_shapes)))
 		goto fail;
 	cm->digest = cm_model_digest(m, shapes, n_shapes);
+	if ((ret = cm_keep_shapes(cm, shapes, n_shapes))) {
+		cm_seterr(cm, ret, "out of memory");
+		goto fail;
+	}
 	if (!(flags & ONNX_COMPILE_NO_QDQ) && (ret = cm_qdq_match(cm)))
 		goto fail;
 	for (unsigned i = 0; i < m->n_nodes; i++) {
@@ -355,6 +359,41 @@ fail:
 	return ret < 0 ? ret : -EINVAL;
 }
 
+int cm_keep_shapes(struct onnx_compiled *cm, const struct onnx_tensor *shapes, unsigned n)
+{
+	free(cm->shapes);
+	cm->n_shapes = 0;
+	cm->shapes = calloc(n ? n : 1, sizeof(*cm->shapes));
+	if (!cm->shapes)
+		return -ENOMEM;
+	for (unsigned i = 0; i < n; i++) {
+		cm->shapes[i].dtype = shapes[i].dtype;
+		cm->shapes[i].ndim = shapes[i].ndim;
+		memcpy(cm->shapes[i].dims, shapes[i].dims, sizeof(shapes[i].dims));
+	}
+	cm->n_shapes = n;
+	return 0;
+}
+
+int onnx_compiled_input_shape(const struct onnx_compiled *cm, unsigned i, struct onnx_tensor *out)
+{
+	if (!cm || !out || i >= cm->n_shapes)
+		return -EINVAL;
+	memset(out, 0, sizeof(*out));
+	out->dtype = cm->shapes[i].dtype;
+	out->ndim = cm->shapes[i].ndim;
+	memcpy(out->dims, cm->shapes[i].dims, sizeof(out->dims));
+	out->count = 1;
+	for (unsigned d = 0; d < out->ndim && d < ONNX_MAX_DIMS; d++)
+		out->count *= (size_t)out->dims[d];
+	return 0;
+}
+
+struct onnx_model *onnx_compiled_model(const struct onnx_compiled *cm)
+{
+	return cm ? cm->m : NULL;
+}
+
 void onnx_compiled_free(struct onnx_compiled *cm)
 {
 	if (!cm)
@@ -371,6 +410,8 @@ void onnx_compiled_free(struct onnx_compiled *cm)
 	free(cm->qrole);
 	free(cm->known);
 	free(cm->wimg);
+	free(cm->shapes);
+	onnx_model_free(cm->own_m);	/* after everything that reads the model */
 	free(cm);
 }
 

@@ -1,10 +1,11 @@
 /* SPDX-License-Identifier: MIT */
 /*
  * compile.h - the whole-graph compiler's intermediate form (compile.c builds it, compiled_run.c runs
- * it, cmodel_file.c saves and loads it).  A compiled model is a list of steps in graph order over
- * values that live in one activation arena (a device buffer, offsets from plan_mem.c) or in one
- * weight buffer packed and uploaded at compile time.  Nothing here refers to ONNX's protobuf types:
- * a host step names its graph node by index and the executor hands it to the node-by-node kernels.
+ * it, cmodel_save.c saves it, cmodel_file.c and cmodel_open.c load it).  A compiled model is a list of
+ * steps in graph order over values that live in one activation arena (a device buffer, offsets from
+ * plan_mem.c) or in one weight buffer packed and uploaded at compile time.  Nothing here refers to
+ * ONNX's protobuf types: a host step names its graph node by index and the executor hands it to the
+ * node-by-node kernels.
  */
 #ifndef TNPU_ONNX_COMPILE_H
 #define TNPU_ONNX_COMPILE_H
@@ -123,6 +124,9 @@ struct onnx_compiled {
 	struct accel_dev *dev;
 	unsigned flags;
 	uint64_t digest;	/* of the model and input shapes (cmodel_file.c) */
+	struct onnx_tensor *shapes;	/* the input shapes it was compiled for (dtype, ndim, dims; no data) */
+	unsigned n_shapes;
+	struct onnx_model *own_m;	/* onnx_compiled_open: the model the file carried, freed with cm */
 	uint32_t geom[8];	/* rows, cols, rate_fp32, rate_int8, sram_bytes, acc_elems, features, isa */
 	struct cval *vals;	/* one per model value */
 	unsigned n_vals;
@@ -222,6 +226,8 @@ bool cm_qdq_qcol(const struct cstep *s);
  * k_off[1], k_off[3] scaled by 2^shift; else six jobs through int32 temporaries and accel_requant. */
 bool cm_qdq_qadd1(const struct cstep *s);
 uint64_t cm_model_digest(const struct onnx_model *m, const struct onnx_tensor *shapes, unsigned n);
+/* Keeps a copy of the input shapes (dtype, ndim, dims) in cm->shapes: 0 or -ENOMEM. */
+int cm_keep_shapes(struct onnx_compiled *cm, const struct onnx_tensor *shapes, unsigned n);
 /* The node-by-node executor's per-node entry (exec.c). */
 int onnx_run_node(struct onnx_ctx *c);
 

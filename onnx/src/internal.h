@@ -122,6 +122,7 @@ struct onnx_model {
 	} names;		/* name -> value (graph_index.c) */
 	struct onnx_vrefs *refs;	/* use-def index, cap_refs entries (NULL before onnx_graph_index) */
 	unsigned cap_refs;
+	unsigned load_flags;	/* onnx_model_load*'s flags: a compiled file that carries the model reloads it so */
 	char err[ONNX_ERR_LEN];	/* the loader's message, and onnx_run()'s */
 };
 

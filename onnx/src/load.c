@@ -499,6 +499,7 @@ int onnx_model_load_mem(const void *buf, size_t len, unsigned flags, struct onnx
 			snprintf(err, errlen, "out of memory");
 		return -ENOMEM;
 	}
+	m->load_flags = flags;
 	m->pb = onnx__model_proto__unpack(NULL, len, buf);
 	if (!m->pb)
 		ret = onnx_seterr(m, -EBADMSG, "not an ONNX model: protobuf parse of ModelProto failed (%zu bytes)", len);

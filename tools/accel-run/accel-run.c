@@ -7,6 +7,8 @@
  *             [--save-outputs PREFIX] [--info] [--repeat N [--latencies] [--interval MS]]
  *             [--profile [--trace FILE]]
  *             [--no-compile | --no-replay] [--save-compiled FILE] [--compiled FILE] [--placement json]
+ *   accel-run --compiled FILE [--check | --input in.pb ... | --random-input [--seed N]] [--expect out.pb ...]
+ *             [--device PATH|sim] [--info] [--repeat N] [--save-outputs PREFIX] ...
  *   accel-run MODEL.onnx --mnist IMAGES LABELS [--batch N] [--device PATH|sim] [--cpu] [--no-compile | --no-replay]
  *             [--save-predictions FILE] [--reference-predictions FILE]
  *
@@ -22,7 +24,9 @@
  * and on the CPU reference and prints both accuracies.  On a device the model is compiled once for the
  * inputs' shapes (onnx_compile) and every run uses the compiled form; --no-compile runs node by node
  * (as --profile does), --no-replay lowers every run's device steps again (ONNX_COMPILE_NO_REPLAY),
- * --save-compiled/--compiled write/read the compiled form (onnx.md, "The compiler").
+ * --save-compiled/--compiled write/read the compiled form (onnx.md, "The compiler"); --compiled without
+ * MODEL runs the file alone (the model it carries, its input shapes: onnx_compiled_open), --check only
+ * opens it on the device and says whether it is compatible.
  */
 #include <errno.h>
 #include <stdio.h>
@@ -50,6 +54,9 @@ static void usage(FILE *f)
 		   "                 [--profile [--trace FILE]]\n"
 		   "                 [--no-compile | --no-replay] [--save-compiled FILE] [--compiled FILE]\n"
 		   "                 [--placement json]\n"
+		   "       accel-run --compiled FILE [--check | --input in.pb ... | --random-input [--seed N]]\n"
+		   "                 [--expect out.pb ...] [--device PATH|sim] [--info] [--repeat N] [--save-outputs PREFIX]\n"
+		   "                 (the model and its input shapes from the compiled file; --check: only open it)\n"
 		   "       accel-run MODEL.onnx --mnist IMAGES LABELS [--batch N] [--device PATH|sim] [--cpu]\n"
 		   "                 [--no-compile | --no-replay]\n"
 		   "                 [--save-predictions FILE] [--reference-predictions FILE]\n"
@@ -248,7 +255,7 @@ int main(int argc, char **argv)
 	const char *trace = NULL, *save_cm = NULL, *load_cm = NULL, *placement = NULL;
 	struct onnx_compiled *cm = NULL;
 	FILE *json_out = NULL;
-	bool no_compile = false, no_replay = false;
+	bool no_compile = false, no_replay = false, check = false, own_m = false;
 	struct onnx_tolerance tol = { -1, -1, ONNX_TOL_ITOL };
 	bool elementwise = false;
 	struct onnx_tensor in[MAX_IO], out[MAX_IO], exp;
@@ -306,6 +313,9 @@ int main(int argc, char **argv)
 			continue;
 		} else if (!strcmp(a, "--elementwise")) {
 			elementwise = true;
+			continue;
+		} else if (!strcmp(a, "--check")) {
+			check = true;
 			continue;
 		} else if (!strcmp(a, "--mnist")) {
 			if (i + 2 >= argc)
@@ -384,8 +394,14 @@ int main(int argc, char **argv)
 			batch_set = true;
 		}
 	}
-	if (!model_path)
-		return cli_usage_error(PROG, "missing MODEL.onnx");
+	if (!model_path && !load_cm)
+		return cli_usage_error(PROG, "missing MODEL.onnx (or --compiled FILE, a compiled file that carries its model)");
+	if (check && (model_path || !load_cm || n_in || random_in || n_exp || info || repeat || save || save_cm))
+		return cli_usage_error(PROG, "--check: only 'accel-run --compiled FILE --check [--device D]' (opens the file "
+				       "alone, runs nothing)");
+	if (!model_path && (mnist_img || n_shapes))
+		return cli_usage_error(PROG, "%s: needs MODEL.onnx (--compiled FILE alone runs the input shapes it "
+				       "was compiled for)", mnist_img ? "--mnist" : "--shape");
 	if (tol.atol < 0)
 		tol.atol = elementwise ? ONNX_TOL_ATOL : ONNX_MODEL_ATOL;
 	if (tol.rtol < 0)
@@ -415,15 +431,13 @@ int main(int argc, char **argv)
 				       "--input)");
 	if (placement && !(json_out = placement_stdout()))
 		return 1;
-	ret = onnx_model_load(model_path, 0, &m, err, sizeof(err));
-	if (ret) {
-		fprintf(stderr, "accel-run: %s\n", err);
-		return 1;
-	}
-	if (info) {
-		printf("model %s: %u nodes in the graph, %u to run after folding\n", model_path,
-		       onnx_model_n_graph_nodes(m), onnx_model_n_nodes(m));
-		print_io(m);
+	if (model_path) {
+		ret = onnx_model_load(model_path, 0, &m, err, sizeof(err));
+		if (ret) {
+			fprintf(stderr, "accel-run: %s\n", err);
+			return 1;
+		}
+		own_m = true;
 	}
 	if (!cpu) {
 		ret = accel_open_msg(device, err, sizeof(err), &dev);
@@ -433,6 +447,30 @@ int main(int argc, char **argv)
 			onnx_model_free(m);
 			return 1;
 		}
+	}
+	if (!model_path) {	/* the file carries its model (lent by cm, freed with it) and input shapes */
+		if (compiled_open(dev, load_cm, &cm)) {
+			accel_close(dev);
+			return 1;
+		}
+		if (check) {
+			ret = compiled_check(load_cm, cm) ? 1 : 0;
+			onnx_compiled_free(cm);
+			accel_close(dev);
+			return ret;
+		}
+		m = onnx_compiled_model(cm);
+		model_path = load_cm;
+		if (compiled_shapes(cm, shapes, MAX_SHAPES, &n_shapes) || (save_cm && compiled_save(cm, save_cm))) {
+			onnx_compiled_free(cm);
+			accel_close(dev);
+			return 1;
+		}
+	}
+	if (info) {
+		printf("model %s: %u nodes in the graph, %u to run after folding\n", model_path,
+		       onnx_model_n_graph_nodes(m), onnx_model_n_nodes(m));
+		print_io(m);
 	}
 	if (mnist_img) {
 		ret = classify_mnist(m, model_path, dev, !no_compile, no_replay ? ONNX_COMPILE_NO_REPLAY : 0, mnist_img,
@@ -506,7 +544,7 @@ int main(int argc, char **argv)
 		goto out;
 	}
 	if (dev && !no_compile) {
-		ret = compiled_prepare(m, dev, in, n_in, no_replay ? ONNX_COMPILE_NO_REPLAY : 0, load_cm, save_cm, &cm);
+		ret = cm ? 0 : compiled_prepare(m, dev, in, n_in, no_replay ? ONNX_COMPILE_NO_REPLAY : 0, load_cm, save_cm, &cm);
 		if (ret) {
 			ret = 1;
 			goto out;
@@ -593,6 +631,8 @@ out:
 		for (unsigned i = 0; i < n_in; i++)
 			onnx_tensor_release(&in[i]);
 	free(prof);
+	if (!own_m)
+		m = NULL;	/* the model of a self-contained file: cm owns it */
 	onnx_compiled_free(cm);
 	accel_close(dev);
 	onnx_model_free(m);

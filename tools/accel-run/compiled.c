@@ -1,5 +1,6 @@
 /* SPDX-License-Identifier: MIT */
 /* compiled.c - accel-run's compiled path (see compiled.h; Documentation/onnx.md, "The compiler"). */
+#include <errno.h>
 #include <stdio.h>
 #include <string.h>
 
@@ -19,14 +20,77 @@ int compiled_prepare(struct onnx_model *m, struct accel_dev *dev, const struct o
 		fprintf(stderr, "accel-run: %s: %s\n", load_cm ? load_cm : "compile", err);
 		return ret;
 	}
-	if (save_cm) {
-		ret = onnx_compiled_save(*out, save_cm, err, sizeof(err));
-		if (ret) {
-			fprintf(stderr, "accel-run: --save-compiled %s: %s\n", save_cm, err);
-			return ret;
-		}
-		printf("compiled model saved to %s\n", save_cm);
+	return save_cm ? compiled_save(*out, save_cm) : 0;
+}
+
+int compiled_save(const struct onnx_compiled *cm, const char *save_cm)
+{
+	char err[600];
+	int ret = onnx_compiled_save(cm, save_cm, err, sizeof(err));
+
+	if (ret) {
+		fprintf(stderr, "accel-run: --save-compiled %s: %s\n", save_cm, err);
+		return ret;
 	}
+	printf("compiled model saved to %s\n", save_cm);
+	return 0;
+}
+
+int compiled_open(struct accel_dev *dev, const char *path, struct onnx_compiled **out)
+{
+	char err[600];
+	int ret = onnx_compiled_open(dev, path, out, err, sizeof(err));
+
+	if (ret)
+		fprintf(stderr, "accel-run: --compiled %s: %s\n", path, err);
+	return ret;
+}
+
+int compiled_check(const char *path, const struct onnx_compiled *cm)
+{
+	const struct onnx_model *m = onnx_compiled_model(cm);
+	struct onnx_compiled_info ci;
+
+	if (onnx_compiled_info(cm, &ci))
+		return -EINVAL;
+	printf("%s: compatible with this device: %u steps (%u device jobs, %u host), arena %llu bytes, weights "
+	       "%llu bytes; the model inside: %u nodes, inputs %u, outputs %u\n", path, ci.steps, ci.device_steps,
+	       ci.host_steps, (unsigned long long)ci.arena_bytes, (unsigned long long)ci.weight_bytes,
+	       onnx_model_n_graph_nodes(m), onnx_model_n_inputs(m), onnx_model_n_outputs(m));
+	for (unsigned i = 0; i < onnx_model_n_inputs(m); i++) {
+		struct onnx_tensor t;
+		char desc[96];
+
+		if (onnx_compiled_input_shape(cm, i, &t))
+			return -EINVAL;
+		onnx_tensor_describe(&t, desc, sizeof(desc));
+		printf("  input '%s': %s\n", onnx_model_input_name(m, i), desc);
+	}
+	return 0;
+}
+
+int compiled_shapes(const struct onnx_compiled *cm, struct shape_arg *shapes, unsigned max, unsigned *n)
+{
+	const struct onnx_model *m = onnx_compiled_model(cm);
+	unsigned k = onnx_model_n_inputs(m);
+
+	if (k > max) {
+		fprintf(stderr, "accel-run: more than %u inputs\n", max);
+		return -EINVAL;
+	}
+	for (unsigned i = 0; i < k; i++) {
+		struct onnx_tensor t;
+
+		if (onnx_compiled_input_shape(cm, i, &t)) {
+			fprintf(stderr, "accel-run: input %u: no compiled shape\n", i);
+			return -EINVAL;
+		}
+		shapes[i].name = onnx_model_input_name(m, i);
+		shapes[i].name_len = strlen(shapes[i].name);
+		shapes[i].ndim = t.ndim;
+		memcpy(shapes[i].dims, t.dims, sizeof(t.dims));
+	}
+	*n = k;
 	return 0;
 }
 

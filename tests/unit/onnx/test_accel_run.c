@@ -62,8 +62,8 @@ static void teardown(void)
 	cr_expect_eq(system(cmd), 0);
 }
 
-/* Run accel-run with args; its stdout+stderr into out; returns the exit status. */
-static int accel_run(const char *args, char *out, size_t len)
+/* Run accel-run [model] args in dir (no model: NULL); its stdout+stderr into out; the exit status. */
+static int accel_run_model(const char *model, const char *args, char *out, size_t len)
 {
 	const char *bin = getenv("ACCEL_RUN");
 	char cmd[1024];
@@ -72,7 +72,8 @@ static int accel_run(const char *args, char *out, size_t len)
 	int st;
 
 	cr_assert_not_null(bin, "ACCEL_RUN is set by meson");
-	snprintf(cmd, sizeof(cmd), "cd '%s' && '%s' '%s' %s 2>&1", dir, bin, model_path, args);
+	snprintf(cmd, sizeof(cmd), "cd '%s' && '%s' %s%s%s %s 2>&1", dir, bin, model ? "'" : "", model ? model : "",
+		 model ? "'" : "", args);
 	p = popen(cmd, "r");
 	cr_assert_not_null(p);
 	while (n + 1 < len && (st = (int)fread(out + n, 1, len - 1 - n, p)) > 0)
@@ -80,6 +81,20 @@ static int accel_run(const char *args, char *out, size_t len)
 	out[n] = 0;
 	st = pclose(p);
 	return WIFEXITED(st) ? WEXITSTATUS(st) : -1;
+}
+
+static int accel_run(const char *args, char *out, size_t len)
+{
+	return accel_run_model(model_path, args, out, len);
+}
+
+/* A shell command in dir; its exit status. */
+static int in_dir(const char *cmd)
+{
+	char full[1024];
+
+	snprintf(full, sizeof(full), "cd '%s' && %s", dir, cmd);
+	return system(full);
 }
 
 static bool matches(const char *text, const char *re)
@@ -418,4 +433,45 @@ Test(accel_run, placement_takes_only_json)
 
 	cr_expect_eq(accel_run("--placement xml --device sim", out, sizeof(out)), 2, "%s", out);
 	cr_expect(strstr(out, "--placement: 'xml' (the one format is json)"), "%s", out);
+}
+
+/* --compiled FILE without MODEL (#27): the file carries the model and the input shapes it was compiled
+ * for; the outputs are the bits of the run that compiled it; --check opens it only; a truncated file,
+ * another format version and another device geometry are errors naming the field. */
+Test(accel_run, compiled_file_runs_without_the_model)
+{
+	char out[4096];
+
+	cr_assert_eq(accel_run("--random-input --seed 3 --device sim --save-compiled t.cm --save-outputs ref", out,
+			       sizeof(out)), 0, "%s", out);
+	cr_expect(matches(out, "^compiled model saved to t.cm$"), "%s", out);
+	cr_assert_eq(in_dir("mv tiny.onnx moved.onnx"), 0);
+	cr_assert_eq(accel_run_model(NULL, "--compiled t.cm --random-input --seed 3 --device sim --save-outputs got",
+				     out, sizeof(out)), 0, "%s", out);
+	cr_expect(matches(out, "^output 'y': FLOAT \\[1,2,4,4\\]$"), "%s", out);
+	cr_expect_eq(in_dir("cmp -s ref0.pb got0.pb"), 0, "the outputs differ from the compiling run's");
+	cr_assert_eq(accel_run_model(NULL, "--compiled t.cm --check --device sim", out, sizeof(out)), 0, "%s", out);
+	cr_expect(matches(out, "^t.cm: compatible with this device: 2 steps .*inputs 1, outputs 1$"), "%s", out);
+	cr_expect(matches(out, "^  input 'x': FLOAT \\[1,1,4,4\\]$"), "%s", out);
+	cr_expect_eq(accel_run_model(NULL, "--compiled t.cm --info --device sim", out, sizeof(out)), 0, "%s", out);
+	cr_expect(matches(out, "^compiled plan: 2 nodes before fusion"), "%s", out);
+
+	cr_assert_eq(in_dir("head -c 300 t.cm > short.cm"), 0);
+	cr_expect_eq(accel_run_model(NULL, "--compiled short.cm --random-input --device sim", out, sizeof(out)), 1);
+	cr_expect(matches(out, "^accel-run: --compiled short.cm: field 'crc' does not match"), "%s", out);
+	cr_assert_eq(in_dir("cp t.cm v3.cm && printf '\\003' | dd of=v3.cm bs=1 seek=8 conv=notrunc 2>/dev/null"), 0);
+	cr_expect_eq(accel_run_model(NULL, "--compiled v3.cm --check --device sim", out, sizeof(out)), 1);
+	cr_expect(matches(out, "field 'version' is 3, this reader reads version 4: recompile"), "%s", out);
+	cr_expect_eq(accel_run_model(NULL, "--compiled t.cm --check --device sim:rows=2,cols=2", out, sizeof(out)), 1);
+	cr_expect(matches(out, "field 'geometry.rows' is [0-9]+, the device has 2"), "%s", out);
+	cr_expect_eq(accel_run_model(NULL, "--compiled nosuch.cm --check --device sim", out, sizeof(out)), 1);
+	cr_expect(matches(out, "--compiled nosuch.cm: cannot open"), "%s", out);
+
+	/* usage errors */
+	cr_expect_eq(accel_run_model(NULL, "--random-input --device sim", out, sizeof(out)), 2);
+	cr_expect(matches(out, "missing MODEL.onnx \\(or --compiled FILE"), "%s", out);
+	cr_expect_eq(accel_run_model(NULL, "--compiled t.cm --random-input --shape x=2x1x4x4", out, sizeof(out)), 2);
+	cr_expect_eq(accel_run_model(NULL, "--compiled t.cm --check --random-input", out, sizeof(out)), 2);
+	cr_expect_eq(accel_run_model(NULL, "--compiled t.cm --cpu --random-input", out, sizeof(out)), 2);
+	cr_expect_eq(accel_run_model("moved.onnx", "--compiled t.cm --check", out, sizeof(out)), 2);
 }
