@@ -9,7 +9,7 @@
  * Streams the generated tokens as they come (bytes when the vocabulary is 256, else ids), then prints
  * prefill and decode tokens/s (wall clock, and modelled from the device's cycle counters at its clock),
  * the KV-cache bytes and the decode time per token against the weight-streaming bound: the weight bytes
- * every token reads over the device's DMA rate (accel_caps.rate_dma bytes per cycle).
+ * every token reads over the device's peak weight-load rate (weight_load_rate()).
  */
 #include <errno.h>
 #include <inttypes.h>
@@ -206,10 +206,23 @@ struct report {
 	struct accel_caps caps;
 };
 
+/*
+ * The fastest the device loads weights, bytes per cycle: with the depthwise block (CAP_FEATURES bit 7:
+ * DMA_BANDS_H2D) every storage unit's own host port in parallel, 256 B/cycle each (CAP_PORTS; libaccel's
+ * GEMMs load their B tiles so, plan_tiling.c), else the single DMA stream (CAP_RATES, accel_caps.rate_dma).
+ */
+#define FEAT_DMA_BANDS (1u << 7)
+#define PORT_BYTES_PER_CYCLE 256u
+static unsigned weight_load_rate(const struct accel_caps *caps)
+{
+	return caps->features & FEAT_DMA_BANDS ? caps->rows * PORT_BYTES_PER_CYCLE : caps->rate_dma;
+}
+
 static void print_report(const struct opts *o, const struct report *r)
 {
 	double hz = r->caps.clock_mhz * 1e6;
-	double bound = r->caps.rate_dma ? (double)r->gi.weight_bytes / r->caps.rate_dma : 0;
+	unsigned rate = weight_load_rate(&r->caps);
+	double bound = rate ? (double)r->gi.weight_bytes / rate : 0;
 	double dec_cpt = r->dec.tokens ? (double)r->dec.cycles / (double)r->dec.tokens : 0;
 	double m_pre = r->pre.cycles ? r->pre.tokens * hz / (double)r->pre.cycles : 0;
 	double m_dec = r->dec.cycles ? r->dec.tokens * hz / (double)r->dec.cycles : 0;
@@ -225,8 +238,7 @@ static void print_report(const struct opts *o, const struct report *r)
 		printf("kv cache: %" PRIu64 " bytes (%u layers x 2 x %u kv heads x %u max len x %u head dim x 4 B)\n",
 		       r->gi.kv_cache_bytes, r->gi.layers, r->gi.kv_heads, r->gi.max_len, r->gi.head_dim);
 		printf("weight-streaming bound: %" PRIu64 " weight bytes per token / %u DMA bytes per cycle = %.0f "
-		       "cycles per token; decode at %.2f x the bound\n", r->gi.weight_bytes, r->caps.rate_dma, bound,
-		       over);
+		       "cycles per token; decode at %.2f x the bound\n", r->gi.weight_bytes, rate, bound, over);
 		return;
 	}
 	printf("{\"tokens\": [");
@@ -240,7 +252,7 @@ static void print_report(const struct opts *o, const struct report *r)
 	printf(" \"prefill_cycles\": %" PRIu64 ", \"decode_cycles\": %" PRIu64 ", \"decode_tokens\": %" PRIu64
 	       ", \"clock_mhz\": %u,\n", r->pre.cycles, r->dec.cycles, r->dec.tokens, r->caps.clock_mhz);
 	printf(" \"weight_bytes\": %" PRIu64 ", \"dma_bytes_per_cycle\": %u, \"bound_cycles_per_token\": %.3f,\n",
-	       r->gi.weight_bytes, r->caps.rate_dma, bound);
+	       r->gi.weight_bytes, rate, bound);
 	printf(" \"decode_cycles_per_token\": %.3f, \"decode_over_bound\": %.4f, \"kv_cache_bytes\": %" PRIu64 "}\n",
 	       dec_cpt, over, r->gi.kv_cache_bytes);
 }
