@@ -21,7 +21,7 @@ if [ -d "$data" ]; then
 		cp "$p" "$seeds/$(basename "$(dirname "$p")").onnx"
 	done
 	# issue 30's host operators (index-checked kernels: the fuzzer's best targets), whatever their size
-	for p in "$data"/test_{mod,bitshift,tril,triu,cumsum,depthtospace,spacetodepth,gather_elements,onehot,scatter,eyelike,hardmax,shrink,thresholdedrelu,nllloss,sce,topk,gathernd,compress,nonzero,reversesequence,einsum,lrn,instancenorm,dynamicquantizelinear,det,unique,nonmaxsuppression,gridsample,rnn,simple_rnn,gru,lstm,hannwindow,cast_FLOAT_to_FLOAT16,maxpool_3d,averagepool_3d}*/model.onnx; do
+	for p in "$data"/test_{mod,bitshift,tril,triu,cumsum,depthtospace,spacetodepth,gather_elements,onehot,scatter,eyelike,hardmax,shrink,thresholdedrelu,nllloss,sce,topk,gathernd,compress,nonzero,reversesequence,einsum,lrn,instancenorm,dynamicquantizelinear,det,unique,nonmaxsuppression,gridsample,rnn,simple_rnn,gru,lstm,hannwindow,cast_FLOAT_to_FLOAT16,maxpool_3d,averagepool_3d,maxpool_with_argmax,maxunpool,roialign}*/model.onnx; do
 		if [ -f "$p" ]; then cp "$p" "$seeds/$(basename "$(dirname "$p")").onnx"; fi
 	done
 fi

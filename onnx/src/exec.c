@@ -48,7 +48,7 @@ onnx_kernel onnx_host_kernel(enum onnx_op op)
 	const onnx_kernel *tables[] = { onnx_host_kernels, onnx_elem_kernels, onnx_shape_kernels, onnx_reduce_kernels,
 					onnx_nn_kernels, onnx_index_kernels, onnx_loss_kernels, onnx_misc_kernels,
 					onnx_norm_kernels, onnx_rnn_kernels, onnx_detect_kernels,
-					onnx_wq_kernels };
+					onnx_wq_kernels, onnx_pool_kernels };
 
 	if (op >= OP_COUNT)
 		return NULL;

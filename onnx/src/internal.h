@@ -48,7 +48,7 @@ enum onnx_op {
 	OP_CASTLIKE, OP_GATHERND, OP_COMPRESS, OP_NONZERO, OP_ISNAN, OP_ISINF, OP_REVERSESEQUENCE, OP_ROUND,
 	OP_SIGN, OP_CELU, OP_GLOBALMAXPOOL, OP_NLLLOSS, OP_SCELOSS, OP_TOPK, OP_INSTANCENORM, OP_LRN,
 	OP_MVN, OP_DYNQUANTIZELINEAR, OP_EINSUM, OP_HANNWINDOW, OP_HAMMINGWINDOW, OP_BLACKMANWINDOW, OP_DET,
-	OP_RNN, OP_GRU, OP_LSTM, OP_NMS, OP_GRIDSAMPLE, OP_UNIQUE,
+	OP_RNN, OP_GRU, OP_LSTM, OP_NMS, OP_GRIDSAMPLE, OP_UNIQUE, OP_MAXUNPOOL, OP_ROIALIGN,
 	/* com.microsoft (issue 29): the weight-only quantised MatMul ONNX Runtime's quantiser writes */
 	OP_MATMULNBITS,
 	OP_COUNT
@@ -262,7 +262,8 @@ extern const onnx_kernel onnx_accel_kernels[OP_COUNT];
 extern const onnx_kernel onnx_elem_kernels[OP_COUNT], onnx_shape_kernels[OP_COUNT], onnx_reduce_kernels[OP_COUNT],
 	onnx_nn_kernels[OP_COUNT], onnx_index_kernels[OP_COUNT], onnx_loss_kernels[OP_COUNT],
 	onnx_misc_kernels[OP_COUNT], onnx_norm_kernels[OP_COUNT], onnx_rnn_kernels[OP_COUNT],
-	onnx_detect_kernels[OP_COUNT], onnx_wq_kernels[OP_COUNT];
+	onnx_detect_kernels[OP_COUNT], onnx_wq_kernels[OP_COUNT],
+	onnx_pool_kernels[OP_COUNT];
 /* The host kernel of an operator (whichever ops_*.c defines it), NULL if none. */
 onnx_kernel onnx_host_kernel(enum onnx_op op);
 /* Value v computed as t in a run: the shape a folded Shape relied on (else -EINVAL, message in c's). */

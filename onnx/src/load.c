@@ -160,6 +160,8 @@ static const char *const op_names[OP_COUNT] = {
 	[OP_NMS] = "NonMaxSuppression",
 	[OP_GRIDSAMPLE] = "GridSample",
 	[OP_UNIQUE] = "Unique",
+	[OP_MAXUNPOOL] = "MaxUnpool",
+	[OP_ROIALIGN] = "RoiAlign",
 	[OP_MATMULNBITS] = "MatMulNBits",
 };
 

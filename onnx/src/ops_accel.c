@@ -586,8 +586,8 @@ static int accel_pool(struct onnx_ctx *c, enum accel_pool_kind kind, bool global
 	unsigned ond;
 	int ret;
 
-	if (x->dtype != ONNX_FLOAT || (x->ndim == 5 && !global))
-		return ONNX_FALLBACK;	/* 3-D: the host (libaccel's pool2d is 2-D) */
+	if (x->dtype != ONNX_FLOAT || (x->ndim == 5 && !global) || (c->n->n_out > 1 && c->n->out[1] >= 0))
+		return ONNX_FALLBACK;	/* 3-D (libaccel's pool2d is 2-D) and MaxPool's Indices: the host */
 	if ((ret = pool_geom(c, x, global, &g)))
 		return ret;
 	memset(&d, 0, sizeof(d));

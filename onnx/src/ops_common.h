@@ -37,6 +37,8 @@ static inline bool is_int_type(enum onnx_dtype dt)
 int host_einsum(struct onnx_ctx *c);
 int host_conv3d(struct onnx_ctx *c);
 int host_pool3d(struct onnx_ctx *c, bool max);
+/* MaxPool with the Indices output (ops_pool.c). */
+int host_maxpool_indices(struct onnx_ctx *c);
 
 /* Required input i (not absent). */
 int in_req(const struct onnx_ctx *c, unsigned i, const char *what, const struct onnx_tensor **t);

@@ -253,6 +253,8 @@ static int host_pool(struct onnx_ctx *c, bool max, bool global)
 
 	if (x && x->ndim == 5 && !global)
 		return host_pool3d(c, max);	/* ops_nd.c */
+	if (x && max && !global && c->n->n_out > 1 && c->n->out[1] >= 0)
+		return host_maxpool_indices(c);	/* ops_pool.c */
 	if ((ret = pool_geom(c, x, global, &g)))
 		return ret;
 	if (x->dtype != ONNX_FLOAT && !(max && (x->dtype == ONNX_UINT8 || x->dtype == ONNX_INT8)))

@@ -27,7 +27,7 @@ static const char *host_reason(enum onnx_op op)
 		return "a gather and a reduction (SoftmaxCrossEntropyLoss: exp/log): no gather or reduction unit";
 	case OP_NMS: case OP_UNIQUE:
 		return "data-dependent control (sorting, selection): no device lowering";
-	case OP_GRIDSAMPLE:
+	case OP_GRIDSAMPLE: case OP_ROIALIGN:
 		return "interpolation: ISA v1 has no gather/interpolation unit";
 	case OP_RNN: case OP_GRU: case OP_LSTM:
 		return "a recurrence of small gate products with sigmoid/tanh: no device lowering yet (issue 30)";
@@ -42,6 +42,7 @@ static const char *host_reason(enum onnx_op op)
 	case OP_HANNWINDOW: case OP_HAMMINGWINDOW: case OP_BLACKMANWINDOW:
 		return "a generator (cosines of its size): no input to compute on";
 	case OP_GATHERELEMENTS: case OP_SCATTERELEMENTS: case OP_SCATTER: case OP_SCATTERND: case OP_ONEHOT:
+	case OP_MAXUNPOOL:
 		return "data-dependent indexing: ISA v1 has no gather/scatter unit";
 	case OP_REDUCEMEAN: case OP_REDUCESUM: case OP_REDUCEMAX: case OP_REDUCEMIN: case OP_REDUCEPROD:
 	case OP_REDUCESUMSQUARE: case OP_REDUCEL1: case OP_ARGMAX: case OP_ARGMIN:
