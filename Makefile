@@ -11,7 +11,7 @@
 #   make module     tnpu.ko against the installed Debian 6.12 headers
 #   make onnx-conformance  ONNX backend tests of the supported ops, on sim and in the VM
 #   make model-zoo  torchvision models, a ViT, a transformer encoder and a QDQ CNN vs PyTorch, sim + VM
-#   make llm-check  decoder LLMs (GPT-2, Llama; fp32, int8, int4) exported at test time vs PyTorch, on sim
+#   make llm-check  decoder LLMs (GPT-2, Llama; fp32, int8, int4) exported at test time vs PyTorch, sim + VM
 #   make train-model  retrain models/fashion-mnist (installs python3-torch; not needed by CI)
 #   make install    libraries, headers, pkg-config files, tools, udev rule and tnpu.ko (PREFIX, DESTDIR)
 #   make deb        Debian packages (tnpu-dkms, libaccel0, libaccel-dev, ..., python3-tnpu) in build/deb, lintian
@@ -105,7 +105,7 @@ onnx-conformance: build qemu vm
 model-zoo: deps-zoo build qemu vm
 	@$(TOP)/tools/model-zoo/run
 
-llm-check: deps-zoo build
+llm-check: deps-zoo build qemu vm
 	@$(TOP)/tools/llm/check
 
 train-model:
