@@ -108,7 +108,8 @@ void op_tally_print(const struct op_tally *t, FILE *out)
 		return;
 	fprintf(out, "# device share: %u of %u passing tests (%.1f %%) ran at least one node on the device\n",
 		t->device_tests, t->tests, t->tests ? 100.0 * t->device_tests / t->tests : 0.0);
-	qsort(t->row, t->n, sizeof(t->row[0]), row_cmp);
+	if (t->n)	/* qsort of a NULL array is undefined even for 0 elements */
+		qsort(t->row, t->n, sizeof(t->row[0]), row_cmp);
 	fprintf(out, "# device share by operator (passing tests with the operator: those where it ran on the device):");
 	for (unsigned i = 0; i < t->n; i++)
 		fprintf(out, "%s %s %u/%u", i % 6 ? "," : "\n#  ", t->row[i].op, t->row[i].device, t->row[i].tests);

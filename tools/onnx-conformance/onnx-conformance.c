@@ -244,6 +244,17 @@ static int run_test_dir(const char *dir, const char *name, struct accel_dev *dev
 	return ret;
 }
 
+static void filters_free(struct filters *f)
+{
+	for (unsigned i = 0; i < f->n; i++) {
+		free(f->name[i]);
+		free(f->reason[i]);
+	}
+	free(f->name);
+	free(f->reason);
+	free(f->seen);
+}
+
 static void run_test(const char *dir, const char *name, struct accel_dev *dev, struct filters *f,
 		     struct counts *c, struct op_tally *tally)
 {
@@ -275,7 +286,7 @@ int main(int argc, char **argv)
 	struct filters f = { 0 };
 	struct accel_dev *dev = NULL;
 	struct counts c = { 0, 0, 0 };
-	struct op_tally *tally = op_tally_new();
+	struct op_tally *tally;
 	bool list = false;
 	int ret;
 
@@ -304,18 +315,28 @@ int main(int argc, char **argv)
 			return cli_usage_error("onnx-conformance", "%s: unknown %s", a, a[0] == '-' ? "option" : "argument");
 		}
 	}
-	if (filters_path && filters_load(filters_path, &f))
+	if (filters_path && filters_load(filters_path, &f)) {
+		filters_free(&f);
 		return 1;
+	}
 	if (!list) {
 		char err[512];
 
 		ret = accel_open_msg(device, err, sizeof(err), &dev);
 		if (ret) {
 			fprintf(stderr, "onnx-conformance: cannot open '%s': %s (%s)\n", device, err, accel_strerror(ret));
+			filters_free(&f);
 			return 1;
 		}
 		printf("# ONNX conformance on %s, test data %s, filters %s (%u tests)\n", device, data,
 		       filters_path ? filters_path : "none", f.n);
+	}
+	tally = op_tally_new();	/* after the usage checks: an early exit leaks nothing */
+	if (!tally) {
+		fprintf(stderr, "onnx-conformance: out of memory\n");
+		accel_close(dev);
+		filters_free(&f);
+		return 1;
 	}
 	for (size_t s = 0; s < sizeof(suites) / sizeof(suites[0]); s++) {
 		char dir[512];
@@ -339,15 +360,10 @@ int main(int argc, char **argv)
 		free_list(tests, n);
 	}
 	accel_close(dev);
-	for (unsigned i = 0; i < f.n; i++) {
+	for (unsigned i = 0; i < f.n; i++)
 		if (!list && !f.seen[i])	/* another version of the test data: worth a look, not a failure */
 			printf("# filters: %s names no test in %s\n", f.name[i], data);
-		free(f.name[i]);
-		free(f.reason[i]);
-	}
-	free(f.name);
-	free(f.reason);
-	free(f.seen);
+	filters_free(&f);
 	if (list) {
 		op_tally_free(tally);
 		return 0;
