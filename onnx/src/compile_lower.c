@@ -45,6 +45,8 @@ uint64_t cm_wimg_add(struct onnx_compiled *cm, const void *src, uint64_t bytes)
 	memset(cm->wimg + cm->wbytes, 0, off - cm->wbytes);
 	if (src)
 		memcpy(cm->wimg + off, src, bytes);
+	else
+		memset(cm->wimg + off, 0, bytes);	/* realloc's new bytes are not zeroed */
 	cm->wbytes = off + bytes;
 	return off;
 }
