@@ -2,7 +2,7 @@
 /*
  * libFuzzer target on the compiled-model reader (onnx_compiled_load_mem, onnx_compiled_open_mem) and the
  * executor of what it accepts.  At start-up a small residual model is compiled on a small sim and saved
- * (format version 4: the inputs and model sections too); each input is a list of edits to that valid
+ * (format version 5: the inputs and model sections too); each input is a list of edits to that valid
  * file: byte 0 bit 0 chooses whether the CRC trailer is recomputed after the edits (so the field checks
  * behind the checksum are reached), bit 1 the fp32 or the int8 QDQ model's file, bit 2 whether the file
  * is opened alone (onnx_compiled_open_mem: the model section parsed by the ONNX loader, the recorded
