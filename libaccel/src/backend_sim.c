@@ -340,6 +340,7 @@ static const struct sim_choice {
 	{ "wrap", { "on", "off", "all" }, CHOICE(wrap_mode) },
 	{ "cpair", { "on", "off", "all" }, CHOICE(cpair_mode) },
 	{ "qadd", { "on", "off" }, CHOICE(qadd_off) },
+	{ "wdecomp", { "on", "off" }, CHOICE(wdecomp_off) },
 	{ "pw", { "auto", "off", "on" }, CHOICE(pw_mode) },
 	{ "stream", { "on", "off", "only" }, CHOICE(stream_off) },
 	{ "submit", { "on", "off" }, CHOICE(submit_off) },
@@ -486,10 +487,11 @@ int accel_sim_open(struct accel_dev *dev, const char *opts)
 	c->rate_dispatch = TNPU_RATE_DISPATCH;
 	c->clock_mhz = s->cfg.clock_mhz;
 	c->max_cmdbuf = cmdbuf;
-	/* qcol=off / qadd=off: report a device without per-column requantisation / the vector units'
-	 * quantised add (software's older-device paths) */
+	/* qcol=off / qadd=off / wdecomp=off: report a device without per-column requantisation / the vector
+	 * units' quantised add / the decompressing load (software's older-device paths) */
 	c->features = TNPU_FEATURES & (dev->qcol_off ? ~(uint32_t)TNPU_FEAT_SFU_QCOL : ~0u) &
 		      (dev->qadd_off ? ~(uint32_t)TNPU_FEAT_VEC_QADD : ~0u) &
+		      (dev->wdecomp_off ? ~(uint32_t)TNPU_FEAT_WDECOMP : ~0u) &
 		      (dev->cpair_mode == 1 ? ~(uint32_t)TNPU_FEAT_CPAIR : ~0u) &
 		      (dev->wrap_mode == 1 ? ~(uint32_t)TNPU_FEAT_WRAP : ~0u);
 	{

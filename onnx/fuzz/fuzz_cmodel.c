@@ -2,7 +2,7 @@
 /*
  * libFuzzer target on the compiled-model reader (onnx_compiled_load_mem, onnx_compiled_open_mem) and the
  * executor of what it accepts.  At start-up a small residual model is compiled on a small sim and saved
- * (format version 4: the inputs and model sections too); each input is a list of edits to that valid
+ * (format version 5: the inputs and model sections too); each input is a list of edits to that valid
  * file: byte 0 bit 0 chooses whether the CRC trailer is recomputed after the edits (so the field checks
  * behind the checksum are reached), bit 1 the fp32 or the int8 QDQ model's file, bit 2 whether the file
  * is opened alone (onnx_compiled_open_mem: the model section parsed by the ONNX loader, the recorded
@@ -19,9 +19,10 @@
 #include "builder.h"
 
 static struct accel_dev *dev;
-/* [0]: the fp32 model; [1]: an int8 QDQ model (compile_qdq.c's steps: per-channel conv, add, an
- * expansion + depthwise pair (compile_fuse_pwdw.c), global average pool, view, per-channel gemm); byte 0
- * bit 1 of an input chooses */
+/* [0]: the fp32 model (its last MatMul weight-only quantised: a GEMM on packed int4 weights,
+ * compile_wq.c); [1]: an int8 QDQ model (compile_qdq.c's steps: per-channel conv, add, an expansion +
+ * depthwise pair (compile_fuse_pwdw.c), global average pool, view, per-channel gemm); byte 0 bit 1 of an
+ * input chooses */
 static struct onnx_model *models[2];
 static struct onnx_tensor xs[2];
 static uint8_t *valids[2];
@@ -187,7 +188,22 @@ static void setup(void)
 	mb_node(b, "Flatten", "p", "fl");
 	mb_node(b, "Sigmoid", "fl", "sg");	/* a vector-unit step */
 	mb_node(b, "Neg", "sg", "ng");		/* a host step */
-	mb_node(b, "MatMul", "ng,g", "y");
+	mb_node(b, "MatMul", "ng,g", "m");
+	{
+		/* a weight-only quantised MatMul: a GEMM step on packed int4 weights (compile_wq.c) */
+		static const int64_t qd[3] = { 2, 1, 8 }, sd = 2;
+		static const uint8_t q[16] = { 0x1f, 0x8e, 0x73, 0, 0, 0, 0, 0, 0x42, 0xa9, 0x05, 0, 0, 0, 0, 0 };
+		static const float s[2] = { 0.25f, 0.5f };
+
+		mb_init(b, "qb", ONNX_UINT8, 3, qd, q);
+		mb_init(b, "qs", ONNX_FLOAT, 1, &sd, s);
+		n = mb_node(b, "MatMulNBits", "m,qb,qs", "y");
+		n->domain = (char *)"com.microsoft";
+		mb_attr_i(b, n, "K", 3);
+		mb_attr_i(b, n, "N", 2);
+		mb_attr_i(b, n, "bits", 4);
+		mb_attr_i(b, n, "block_size", 16);
+	}
 	mb_output(b, "y");
 	buf = mb_pack(b, &len);
 	if (onnx_model_load_mem(buf, len, 0, &models[0], err, sizeof(err)))

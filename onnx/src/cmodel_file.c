@@ -365,6 +365,8 @@ static int check_step(struct rbuf *r, struct onnx_compiled *cm, unsigned i)
 			return bad(r, -EBADMSG, "step %u: field 'kind' is %u", i, s->kind);
 		if (s->node < 0 || (unsigned)s->node >= cm->m->n_nodes || cm->m->nodes[s->node].folded)
 			return bad(r, -EBADMSG, "step %u: field 'node' (%d) is not a node of the model", i, s->node);
+		if (s->wq && s->kind != CS_GEMM)
+			return bad(r, -EBADMSG, "step %u: field 'wq' (%u) on a step that is no GEMM", i, s->wq);
 		if (!CS_IS_DEVICE(s->kind))
 			return 0;
 		if (CS_IS_QDQ(s->kind)) {
@@ -407,8 +409,13 @@ static int check_step(struct rbuf *r, struct onnx_compiled *cm, unsigned i)
 		case CS_GEMM:
 			if (s->b_off != UINT64_MAX && !in_range(s->b_off, (uint64_t)s->N * 4, cm->wbytes))
 				return bad(r, -EBADMSG, "step %u: field 'b_off' outside the weights", i);
+			/* B packed weight-only quantised (compile_wq.c): its format, codes, scales and zero points */
+			if (s->wq && !cm_wq_check(cm, s))
+				return bad(r, -EBADMSG, "step %u: field 'wq' (%u), 'wq_block', 'wq_off' or 'wq_pitch': the "
+					   "packed weights do not fit the step, the weights or the device (geometry.features "
+					   "bit 23)", i, s->wq);
 			/* B packed at w_off (in[1] -1: ReduceMean's column) */
-			if (s->in[1] == -1 && !in_range(s->w_off, (uint64_t)s->K * (uint64_t)s->N * 4, cm->wbytes))
+			if (s->in[1] == -1 && !s->wq && !in_range(s->w_off, (uint64_t)s->K * (uint64_t)s->N * 4, cm->wbytes))
 				return bad(r, -EBADMSG, "step %u: field 'w_off' outside the weights", i);
 			/* a batched GEMM (ad[0] slices): every slice inside its value */
 			if (s->ad[0] > 1 &&
@@ -658,6 +665,11 @@ int onnx_compiled_load_mem(struct onnx_model *m, struct accel_dev *dev, const st
 #undef Q32
 #undef Q64
 		s->pair = (int)get_u32(&r, "step.pair");
+#define Q32(f) s->f = (__typeof__(s->f))get_u32(&r, "step." #f);
+#define Q64(f) s->f = get_u64(&r, "step." #f);
+		STEP_WQ_FIELDS(Q32, Q64)
+#undef Q32
+#undef Q64
 		s->reason = CS_IS_DEVICE(s->kind)	  ? "device step of the plan" :
 			    s->kind == CS_ALIAS  ? "a view of its input (addressing, no step)" :
 			    s->kind == CS_FUSED  ? "fused into the step before it (SFU epilogue)" :

@@ -24,14 +24,15 @@
 #include "compile.h"
 
 #define CM_MAGIC "TNPUCMDL"
-#define CM_VERSION 4u	/* 2: CS_COPY steps, the epilogue residual, the values' nhwc field, the int8 QDQ steps;
+#define CM_VERSION 5u	/* 2: CS_COPY steps, the epilogue residual, the values' nhwc field, the int8 QDQ steps;
 			 * 3: the expansion + depthwise pairs (the steps' pair field);
-			 * 4: the input shapes and load flags, the model itself (self-contained files) */
+			 * 4: the input shapes and load flags, the model itself (self-contained files);
+			 * 5: GEMMs by packed weight-only quantised weights (the steps' wq fields) */
 #define CM_MAX_SHAPES 4096u	/* input shape records (a model has at most this many inputs here) */
 #define SHAPE_REC 72u	/* bytes of one input shape record */
 #define CM_MAX_FILE ((uint64_t)1 << 33)
 #define VAL_REC 100u	/* bytes of one value record */
-#define STEP_REC 504u	/* bytes of one step record */
+#define STEP_REC 540u	/* bytes of one step record */
 
 /* The step fields in file order (one list for the writer and the reader). */
 #define STEP_I64_FIELDS(X)                                                                                     \
@@ -43,6 +44,10 @@
 	Q32(izp) Q32(izp2) Q32(ozp) Q32(mult) Q32(shift) Q32(odt) Q32(nrq) Q32(qpool) \
 	Q64(rq_off) Q64(sc_bytes) Q64(sc_off) Q64(k_off[0]) Q64(k_off[1]) Q64(k_off[2]) Q64(k_off[3]) \
 	Q32(pw[0]) Q32(pw[1]) Q32(pw[2]) Q32(pw[3]) Q32(pw[4]) Q32(pw[5]) Q32(pw[6]) Q32(pw[7])
+
+/* The packed-weight GEMM's fields (version 5), in file order. */
+#define STEP_WQ_FIELDS(Q32, Q64) \
+	Q32(wq) Q32(wq_block) Q32(wq_pitch[0]) Q32(wq_pitch[1]) Q32(wq_pitch[2]) Q64(wq_off[0]) Q64(wq_off[1])
 
 /* CRC-32 (IEEE, zlib's) of n bytes: the trailer. */
 uint32_t cm_crc32(const uint8_t *p, size_t n);

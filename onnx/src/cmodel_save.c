@@ -167,6 +167,11 @@ int onnx_compiled_save(const struct onnx_compiled *cm, const char *path, char *e
 #undef Q32
 #undef Q64
 		put_u32(&w, (uint32_t)s->pair);	/* version 3 */
+#define Q32(f) put_u32(&w, (uint32_t)s->f);
+#define Q64(f) put_u64(&w, s->f);
+		STEP_WQ_FIELDS(Q32, Q64)	/* version 5 */
+#undef Q32
+#undef Q64
 	}
 	put(&w, cm->wimg, cm->wbytes);
 	put_model(&w, cm->m);

@@ -454,6 +454,13 @@ static const char *const kind_names[CS_KIND_COUNT] = {
 	[CS_QADD] = "qadd", [CS_QPOOL] = "qpool", [CS_QFUSED] = "fused", [CS_KNOWN] = "folded",
 };
 
+/* A GEMM by packed weights (compile_wq.c), by enum accel_qformat. */
+static const char *const wq_reasons[3] = {
+	"device GEMM by its packed int8 weights (accel_qgemm: expanded by the decompressing load, DMA_DEQ)",
+	"device GEMM by its packed uint8 weights (accel_qgemm: expanded by the decompressing load, DMA_DEQ)",
+	"device GEMM by its packed int4 weights (accel_qgemm: expanded by the decompressing load, DMA_DEQ)",
+};
+
 int onnx_compiled_step_info(const struct onnx_compiled *cm, unsigned node, struct onnx_compiled_step *o)
 {
 	const struct onnx_model *m = cm->m;
@@ -478,6 +485,8 @@ int onnx_compiled_step_info(const struct onnx_compiled *cm, unsigned node, struc
 		o->ran_on_device = s->kind == CS_HOST ? (int)s->ran - 1 : -1;
 		if (s->kind == CS_HOST && s->why[0])
 			o->reason = s->why;	/* libaccel refused it: its reason (compile_lower.c) */
+		else if (s->kind == CS_GEMM && s->wq >= 1 && s->wq <= 3)
+			o->reason = wq_reasons[s->wq - 1];	/* compile_wq.c */
 		else if (s->reason)
 			o->reason = s->reason;
 		else if (ni.place == ONNX_PLACE_DEVICE)

@@ -115,6 +115,12 @@ struct cstep {
 				 * job) Ma, Mb are sa/sy, sb/sy * 2^shift, else sa/S, sb/S * 2^21 */
 	int qpool;		/* CS_QCONV: a max pool first; pool input dims in ad[], window in pw[] */
 	uint32_t pw[8];		/* kh, kw, sh, sw, pt, pl, pb, pr of that pool (or CS_QPOOL's) */
+	/* CS_GEMM whose B is a weight-only quantised K x N matrix kept packed (compile_wq.c), run by accel_qgemm
+	 * (the decompressing load, CAP_FEATURES bit 23; in[1] -1): wq = 1 + enum accel_qformat (0: B is fp32);
+	 * column n's codes at w_off + n * wq_pitch[0], its fp32 scales (one per wq_block codes along K, 0: one)
+	 * at wq_off[0] + n * wq_pitch[1], its zero points at wq_off[1] + n * wq_pitch[2] (UINT64_MAX: none) */
+	uint32_t wq, wq_block, wq_pitch[3];
+	uint64_t wq_off[2];
 	uint8_t ran;		/* CS_HOST, the last run (under the lock; not saved): 0 not run, 1 the host
 				 * kernel, 2 the node's device kernel (onnx_compiled_step_info) */
 };
@@ -211,6 +217,14 @@ void cm_fuse_pwdw(struct onnx_compiled *cm);
 int cm_plan_layouts(struct onnx_compiled *cm);
 /* Memory plan and buffers of a compiled model whose steps and values are filled (compile.c). */
 int cm_plan_and_upload(struct onnx_compiled *cm);
+/* Weight-only quantised MatMuls (compile_wq.c).  cm_wq_lower: graph node n (fold_wq.c kept its packed
+ * form), already a CS_GEMM step of M x K by K x N, reads its packed weight on a device with the
+ * decompressing load: the bytes into the weight image, s->wq and its fields set, in[1] -1; ONNX_FALLBACK:
+ * not (no such device, a form accel_qgemm does not take), the fp32 weight stays.  cm_wq_weights: a step's
+ * struct accel_qweights over the weight buffer; cm_wq_check: a loaded step's fields inside wbytes. */
+int cm_wq_lower(struct onnx_compiled *cm, const struct onnx_node *n, struct cstep *s);
+void cm_wq_weights(const struct onnx_compiled *cm, const struct cstep *s, struct accel_qweights *w);
+bool cm_wq_check(const struct onnx_compiled *cm, const struct cstep *s);
 /* int8 QDQ lowering (compile_qdq.c).  cm_qdq_match marks the nodes of the QDQ patterns before
  * lowering; cm_qdq_lower lowers node i if it is part of one (returns ONNX_FALLBACK if not);
  * cm_qdq_job submits job k of a QDQ step (1: the step has no job k); cm_qdq_jobs counts them. */

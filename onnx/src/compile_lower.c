@@ -45,6 +45,8 @@ uint64_t cm_wimg_add(struct onnx_compiled *cm, const void *src, uint64_t bytes)
 	memset(cm->wimg + cm->wbytes, 0, off - cm->wbytes);
 	if (src)
 		memcpy(cm->wimg + off, src, bytes);
+	else
+		memset(cm->wimg + off, 0, bytes);	/* realloc's new bytes are not zeroed */
 	cm->wbytes = off + bytes;
 	return off;
 }
@@ -228,7 +230,10 @@ static int lower_matmul(struct onnx_compiled *cm, struct onnx_ctx *c, struct cst
 	if (accel_gemm_query(cm->dev, s->M, s->K, s->N, false, false, false, ACCEL_ACT_NONE, 0.0f, 0.0f, 1.0f, s->why,
 			     sizeof(s->why)))
 		return ONNX_FALLBACK;	/* libaccel refused it (#27): a host step, with its reason */
-	if ((ret = weight_of(cm, c->n->in[1], &s->w_off)))
+	/* a weight-only quantised weight stays packed on a device with the decompressing load */
+	if ((ret = cm_wq_lower(cm, c->n, s)) < 0)
+		return ret;
+	if (ret == ONNX_FALLBACK && (ret = weight_of(cm, c->n->in[1], &s->w_off)))
 		return ret;
 	return onnx_tensor_alloc(node_out(c, 0), ONNX_FLOAT, g.out_ndim, g.out_dims) ? -ENOMEM : 0;
 }

@@ -305,6 +305,45 @@ static int lower_bgemm(struct run_state *rs, const struct cstep *s, uint32_t fro
 	return 0;
 }
 
+/* A CS_GEMM whose B stays packed (compile_wq.c): one accel_qgemm job, the plain GEMM's epilogue. */
+static int lower_qgemm(struct run_state *rs, const struct cstep *s)
+{
+	struct onnx_compiled *cm = rs->cm;
+	struct accel_submit sub = next_sub(rs);
+	struct accel_tensor x, y, bt, rt;
+	struct accel_qgemm_desc d;
+	struct accel_qweights w;
+	struct accel_job *job = NULL;
+	const char *what = "device tensor";
+	int ret;
+
+	memset(&d, 0, sizeof(d));
+	cm_wq_weights(cm, s, &w);
+	if (!(ret = t2(cm, s->in[0], (uint32_t)s->M, (uint32_t)s->K, &x)) &&
+	    !(ret = t2(cm, s->out, (uint32_t)s->M, (uint32_t)s->N, &y)) &&
+	    !(ret = s->b_off == UINT64_MAX ? 0 : accel_tensor_2d(cm->wbuf, s->b_off, ACCEL_FP32, 1, (uint32_t)s->N, &bt)) &&
+	    !(ret = s->res < 0 ? 0 : t2(cm, s->res, (uint32_t)s->M, (uint32_t)s->N, &rt))) {
+		d.a = &x;
+		d.c = &y;
+		d.w = &w;
+		if (s->b_off != UINT64_MAX)
+			d.epi.bias = &bt;
+		if (s->scale != 1.0f)
+			d.epi.scale_f = s->scale;
+		d.epi.act = (enum accel_act)s->act;
+		d.epi.clamp_lo_f = s->lo;
+		d.epi.clamp_hi_f = s->hi;
+		if (s->res >= 0)
+			d.epi.residual = &rt;
+		what = "accel_qgemm";
+		ret = accel_qgemm(cm->dev, &d, &sub, &job);
+	}
+	if (ret)
+		return step_err(cm, s, ret, what);
+	push_job(rs, s, job);
+	return rs->n_jobs - rs->done > MAX_IN_FLIGHT ? retire(rs, rs->n_jobs - MAX_IN_FLIGHT / 2) : 0;
+}
+
 static int lower_step(struct run_state *rs, const struct cstep *s)
 {
 	struct onnx_compiled *cm = rs->cm;
@@ -348,6 +387,8 @@ static int lower_step(struct run_state *rs, const struct cstep *s)
 
 		if (s->ad[0] > 1)
 			return lower_bgemm(rs, s, 0);
+		if (s->wq)
+			return lower_qgemm(rs, s);
 		memset(&d, 0, sizeof(d));
 		if ((ret = t2(cm, s->in[0], (uint32_t)(s->ta ? s->K : s->M), (uint32_t)(s->ta ? s->M : s->K), &x)) ||
 		    (ret = s->in[1] >= 0 ? t2(cm, s->in[1], (uint32_t)(s->tb ? s->N : s->K), (uint32_t)(s->tb ? s->K : s->N),

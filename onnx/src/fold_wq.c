@@ -10,7 +10,9 @@
  * constant: the compiler then lowers it like any MatMul by a constant (a device GEMM step, its bias Add and
  * residual fused), and the node-by-node executor runs it as a device MatMul.  A DequantizeLinear left with
  * no reader is folded.  With ONNX_LOAD_NO_FOLD nothing happens here: the CPU reference runs the
- * MatMulNBits and DequantizeLinear kernels as written, which checks this pass.
+ * MatMulNBits and DequantizeLinear kernels as written, which checks this pass.  The node keeps where its
+ * packed weight came from (wq, wq_src, wq_in): the compiled plan of a device with the decompressing load
+ * reads those bytes instead of the fp32 weight (compile_wq.c).
  */
 #include <string.h>
 
@@ -77,6 +79,19 @@ static int fold_one(struct onnx_model *m, struct onnx_node *n)
 	const int *p;
 
 	msg[0] = 0;
+	/* the packed form, kept for the compiler (the MatMulNBits's own inputs, or the DequantizeLinear's) */
+	n->wq_src = (int)(n - m->nodes);
+	for (unsigned k = 0; k < 3; k++)
+		n->wq_in[k] = k + 1 < n->n_in ? n->in[k + 1] : -1;
+	if (n->op == OP_MATMUL) {
+		p = onnx_producers(m, old_b, &n_p);
+		for (unsigned j = 0; j < n_p; j++)
+			if (m->nodes[p[j]].op == OP_DEQUANTIZELINEAR && !m->nodes[p[j]].folded) {
+				n->wq_src = p[j];
+				for (unsigned k = 0; k < 3; k++)
+					n->wq_in[k] = k < m->nodes[p[j]].n_in ? m->nodes[p[j]].in[k] : -1;
+			}
+	}
 	if ((ret = onnx_wq_gemm_weight(&c, &t)))
 		return onnx_seterr(m, ret, "%s", msg);
 	w = onnx_value_add(m, "(dequantised weight)");
@@ -94,6 +109,7 @@ static int fold_one(struct onnx_model *m, struct onnx_node *n)
 	if ((ret = onnx_node_set_inputs(m, n, 2, in)))
 		return ret;
 	n->op = OP_MATMUL;	/* reported as the file's operator (MatMulNBits), run as a MatMul */
+	n->wq = true;
 	/* the DequantizeLinear feeding it, now read by nobody */
 	p = onnx_producers(m, old_b, &n_p);
 	for (unsigned j = 0; j < n_p; j++) {

@@ -93,6 +93,11 @@ struct onnx_node {
 	int64_t ln_axis;
 	float ln_eps;
 	bool ran, ran_on_accel;	/* the last onnx_run with a device ran it, on the device */
+	/* fold_wq.c: a weight-only quantised MatMul now reading its dequantised fp32 weight.  Its packed form,
+	 * for a device with the decompressing load (compile_wq.c): wq_src the node whose attributes describe
+	 * it (this MatMulNBits, or the DequantizeLinear), wq_in its codes, scales and zero points (-1 none). */
+	bool wq;
+	int wq_src, wq_in[3];
 };
 
 /* graph_index.c: a growable list of node indices, and the readers and writers of one value. */

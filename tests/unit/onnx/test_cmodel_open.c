@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: MIT */
 /*
- * Self-contained compiled-model files (format version 4, onnx_compiled_open): a file saved from a
+ * Self-contained compiled-model files (format version 5, onnx_compiled_open): a file saved from a
  * compiled model runs in a fresh compiled form with the ONNX file deleted, bit for bit as the direct
  * compiled run (and within tolerance of the CPU reference), with the model's load flags; a truncated,
  * corrupted, other-version, other-geometry or model-less file is a clear error (CRC oracle: zlib).
@@ -242,8 +242,8 @@ Test(cmodel_open, bad_files_are_clear_errors)
 	p = slurp(cm_path, &len);
 	q = malloc(len);
 	/* the model section, where Documentation/onnx.md puts it: after the 104-byte header, the inputs
-	 * section (8 bytes + 72 a shape), the value (100 bytes) and step (504) records and the weights */
-	mb_at = 104 + 8 + 72 * get_le(p + 108, 4) + 100 * get_le(p + 52, 4) + 504 * get_le(p + 56, 4) +
+	 * section (8 bytes + 72 a shape), the value (100 bytes) and step (540) records and the weights */
+	mb_at = 104 + 8 + 72 * get_le(p + 108, 4) + 100 * get_le(p + 52, 4) + 540 * get_le(p + 56, 4) +
 		get_le(p + 76, 8);
 	cr_assert_lt(mb_at + 12, len);
 	mb = get_le(p + mb_at, 8);
@@ -268,7 +268,7 @@ Test(cmodel_open, bad_files_are_clear_errors)
 	q[8] = 3;
 	fix_crc(q, len);
 	cr_assert_eq(open_mem(dev, q, len, err, sizeof(err)), -EBADMSG);
-	cr_assert(strstr(err, "field 'version' is 3, this reader reads version 4"), "%s", err);
+	cr_assert(strstr(err, "field 'version' is 3, this reader reads version 5"), "%s", err);
 	/* another device geometry */
 	cr_assert_eq(accel_open("sim:rows=2,cols=2", &small), 0);
 	cr_assert_eq(open_mem(small, p, len, err, sizeof(err)), -ENODEV);

@@ -1023,7 +1023,8 @@ Test(onnx_compile, expansion_and_depthwise_fuse_and_match_cpu_reference)
 		cr_assert_str_eq(s0.kind, "pwdw");
 		onnx_compiled_free(cm);
 		{
-			/* the first step record's pair field (its last 4 bytes) naming itself: rejected */
+			/* the first step record's pair field (bytes 500-503, before version 5's wq fields) naming
+			 * itself: rejected */
 			uint32_t nv = (uint32_t)p[52] | (uint32_t)p[53] << 8 | (uint32_t)p[54] << 16 | (uint32_t)p[55] << 24;
 			size_t at = records_at(p) + (size_t)nv * 100 + 504 - 4;
 

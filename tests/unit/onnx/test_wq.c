@@ -10,7 +10,11 @@
 #include <criterion/criterion.h>
 #include <errno.h>
 #include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
+#include <zlib.h>
 
 #include "accel.h"
 #include "builder.h"
@@ -386,6 +390,264 @@ Test(onnx_wq, dequantizelinear_int8_weight_folds_into_a_device_gemm)
 	onnx_tensor_release(&x);
 	onnx_tensor_release(&y);
 	onnx_compiled_free(cm);
+	accel_close(dev);
+	onnx_model_free(m);
+	mb_free(b);
+}
+
+/*
+ * The compiled plan on a device with the decompressing load (DMA_DEQ, CAP_FEATURES bit 23) keeps a
+ * weight-only quantised weight packed (compile_wq.c): the weight image holds the codes, scales and zero
+ * points, not K x N floats, and the GEMM step runs accel_qgemm.  Its outputs equal, bit for bit, those of
+ * the same plan on a device without it (sim:wdecomp=off: the load-time fold's fp32 weight, the same
+ * expanded values and tiling), which the tests above hold to the specification's formula.
+ */
+struct wq_run {
+	struct onnx_tensor y;
+	struct onnx_compiled_info info;
+	struct onnx_compiled_step step;
+	char reason[256];
+};
+
+static void wq_compile_run(struct onnx_model *m, unsigned node, const char *device, const struct onnx_tensor *x,
+			   struct wq_run *r, bool round_trip)
+{
+	struct onnx_compiled *cm = NULL;
+	struct onnx_run_stats st;
+	struct accel_dev *dev;
+	char err[512] = "";
+
+	cr_assert_eq(accel_open(device, &dev), 0, "%s", device);
+	cr_assert_eq(onnx_compile(m, dev, x, 1, 0, &cm, err, sizeof(err)), 0, "compile on %s: %s", device, err);
+	if (round_trip) {	/* saved and loaded again: the packed GEMM's fields survive the file */
+		char path[] = "/tmp/test-wq-XXXXXX";
+		int fd = mkstemp(path);
+
+		cr_assert_geq(fd, 0);
+		close(fd);
+		cr_assert_eq(onnx_compiled_save(cm, path, err, sizeof(err)), 0, "%s", err);
+		onnx_compiled_free(cm);
+		cm = NULL;
+		cr_assert_eq(onnx_compiled_load(m, dev, x, 1, path, &cm, err, sizeof(err)), 0, "%s", err);
+		unlink(path);
+	}
+	cr_assert_eq(onnx_compiled_run(cm, x, 1, &r->y, 1, &st), 0, "run on %s: %s", device, onnx_compiled_error(cm));
+	cr_expect_eq(st.host_nodes, 0, "%s: %u host nodes", device, st.host_nodes);
+	cr_assert_eq(onnx_compiled_info(cm, &r->info), 0);
+	cr_assert_eq(onnx_compiled_step_info(cm, node, &r->step), 0);
+	snprintf(r->reason, sizeof(r->reason), "%s", r->step.reason ? r->step.reason : "");
+	onnx_compiled_free(cm);
+	accel_close(dev);
+}
+
+static void expect_same_bits(const struct wq_run *a, const struct wq_run *b)
+{
+	cr_assert_eq(a->y.count, b->y.count);
+	for (size_t i = 0; i < a->y.count; i++)
+		cr_expect_eq(memcmp((const float *)a->y.data + i, (const float *)b->y.data + i, 4), 0,
+			     "y[%zu]: packed %.9g, fp32 fold %.9g", i, ((const float *)a->y.data)[i],
+			     ((const float *)b->y.data)[i]);
+}
+
+Test(onnx_wq, matmulnbits_int4_compiled_plan_reads_the_packed_weights)
+{
+	static struct nb q;
+	int64_t xd[2] = { 5, 256 };
+	struct wq_run packed, fp32;
+	struct onnx_tensor x;
+	struct onnx_model *m;
+	char err[512] = "";
+	uint64_t packed_bytes;
+	struct mb *b;
+	int ret;
+
+	nb_make(&q, 256, 8, 4, 32, true);	/* 8 blocks a column, 4-bit zero points */
+	b = nb_model(&q, true, false, NULL);
+	m = load(b, 0, &ret, err, sizeof(err));
+	cr_assert_eq(ret, 0, "load: %s", err);
+	expect_matmul(m, NULL, &q, false, false);	/* the folded node on the CPU: the formula */
+	cr_assert_eq(onnx_tensor_alloc(&x, ONNX_FLOAT, 2, xd), 0);
+	for (size_t i = 0; i < x.count; i++)
+		((float *)x.data)[i] = mb_frand(&rng);
+	wq_compile_run(m, 0, "sim", &x, &packed, true);
+	wq_compile_run(m, 0, "sim:wdecomp=off", &x, &fp32, false);
+	expect_same_bits(&packed, &fp32);
+	/* codes 8 x 8 x 16 B, scales 8 x 8 x 4 B, zero points 8 x 4 B, each 64-byte aligned */
+	packed_bytes = 8 * 8 * 16 + 8 * 8 * 4 + 8 * 4;
+	cr_expect(packed.info.weight_bytes >= packed_bytes && packed.info.weight_bytes < packed_bytes + 3 * 64,
+		  "weight image %llu bytes, the packed form is %llu", (unsigned long long)packed.info.weight_bytes,
+		  (unsigned long long)packed_bytes);
+	cr_expect_geq(fp32.info.weight_bytes, 256 * 8 * 4, "without DMA_DEQ: the fp32 weight");
+	cr_expect_str_eq(packed.step.kind, "gemm");
+	cr_expect(packed.step.device);
+	cr_expect(strstr(packed.reason, "packed int4 weights"), "%s", packed.reason);
+	cr_expect(!strstr(fp32.reason, "packed"), "%s", fp32.reason);
+	onnx_tensor_release(&packed.y);
+	onnx_tensor_release(&fp32.y);
+	onnx_tensor_release(&x);
+	onnx_model_free(m);
+	mb_free(b);
+}
+
+/* x @ DequantizeLinear(q [K, N] of dt, s[, zp]) with ns scales (N: per column, 1: per tensor). */
+static struct onnx_model *dq_model(enum onnx_dtype dt, int64_t K, int64_t N, int64_t ns, bool with_zp, unsigned flags)
+{
+	int64_t qd[2] = { K, N };
+	uint8_t qw[64 * 32], zp[32];
+	float s[32];
+	struct mb *b = mb_new(13);
+	struct onnx_model *m;
+	Onnx__NodeProto *dq;
+	char err[512] = "";
+	int ret;
+
+	for (int64_t i = 0; i < K * N; i++) {
+		mb_frand(&rng);
+		qw[i] = (uint8_t)(rng >> 8);
+	}
+	for (int64_t n = 0; n < ns; n++) {
+		s[n] = 0.001f + 0.01f * (mb_frand(&rng) + 1.0f);
+		zp[n] = (uint8_t)(rng >> 12);
+	}
+	mb_input(b, "x");
+	mb_init(b, "q", dt, 2, qd, qw);
+	mb_init(b, "s", ONNX_FLOAT, ns > 1, &ns, s);
+	if (with_zp)
+		mb_init(b, "zp", dt, ns > 1, &ns, zp);
+	dq = mb_node(b, "DequantizeLinear", with_zp ? "q,s,zp" : "q,s", "w");
+	mb_attr_i(b, dq, "axis", 1);
+	mb_node(b, "MatMul", "x,w", "y");
+	mb_output(b, "y");
+	m = load(b, flags, &ret, err, sizeof(err));
+	cr_assert_eq(ret, 0, "load: %s", err);
+	mb_free(b);
+	return m;
+}
+
+Test(onnx_wq, dequantizelinear_weight_compiled_plan_reads_the_packed_codes)
+{
+	static const struct {
+		enum onnx_dtype dt;
+		int64_t ns;
+		bool zp;
+		const char *reason;
+	} forms[] = {
+		{ ONNX_INT8, 32, false, "packed int8 weights" },	/* the int8 scheme: per column, symmetric */
+		{ ONNX_INT8, 32, true, "packed int8 weights" },
+		{ ONNX_UINT8, 1, true, "packed uint8 weights" },	/* per tensor */
+		{ ONNX_UINT8, 32, false, "packed uint8 weights" },	/* ONNX's zero point 0, not DMA_DEQ's 128 */
+	};
+
+	for (unsigned f = 0; f < sizeof(forms) / sizeof(forms[0]); f++) {
+		enum { K = 40, N = 32, ROWS = 3 };
+		int64_t xd[2] = { ROWS, K };
+		uint32_t seed = rng;
+		struct onnx_model *m = dq_model(forms[f].dt, K, N, forms[f].ns, forms[f].zp, 0), *ref;
+		struct wq_run packed, fp32, cpu;
+		struct onnx_tensor x;
+
+		cr_assert_eq(onnx_tensor_alloc(&x, ONNX_FLOAT, 2, xd), 0);
+		for (size_t i = 0; i < x.count; i++)
+			((float *)x.data)[i] = mb_frand(&rng);
+		wq_compile_run(m, 1, "sim", &x, &packed, f == 2);
+		wq_compile_run(m, 1, "sim:wdecomp=off", &x, &fp32, false);
+		expect_same_bits(&packed, &fp32);
+		cr_expect_lt(packed.info.weight_bytes, K * N + N * 4 + 3 * 64, "form %u: %llu weight bytes", f,
+			     (unsigned long long)packed.info.weight_bytes);
+		cr_expect_geq(fp32.info.weight_bytes, K * N * 4, "form %u", f);
+		cr_expect(strstr(packed.reason, forms[f].reason), "form %u: %s", f, packed.reason);
+		/* and the CPU reference: the same model unfolded, the DequantizeLinear and MatMul kernels */
+		rng = seed;
+		ref = dq_model(forms[f].dt, K, N, forms[f].ns, forms[f].zp, ONNX_LOAD_NO_FOLD);
+		cr_assert_eq(onnx_run(ref, NULL, &x, 1, &cpu.y, 1, NULL), 0, "%s", onnx_model_error(ref));
+		for (size_t i = 0; i < cpu.y.count; i++) {
+			double want = ((float *)cpu.y.data)[i], got = ((float *)packed.y.data)[i];
+
+			cr_expect(fabs(got - want) <= 1e-4 + 1e-3 * fabs(want), "form %u y[%zu]: %.9g, CPU %.9g", f, i, got,
+				  want);
+		}
+		onnx_model_free(ref);
+		onnx_tensor_release(&cpu.y);
+		onnx_tensor_release(&packed.y);
+		onnx_tensor_release(&fp32.y);
+		onnx_tensor_release(&x);
+		onnx_model_free(m);
+	}
+}
+
+/* A saved packed plan whose step carries packed weights outside the weight image, or an unknown format,
+ * is refused naming the field (CRC made valid again with zlib's crc32). */
+Test(onnx_wq, compiled_file_with_bad_packed_weight_fields_is_refused)
+{
+	static struct nb q;
+	static const struct {
+		unsigned at;		/* byte of the step record (version 5's fields from 504) */
+		uint64_t v;
+		unsigned bytes;
+	} edits[] = {
+		{ 504, 4, 4 },			/* wq: 1 + enum accel_qformat, at most 3 */
+		{ 508, 8, 4 },			/* wq_block: not 0 or a power of two 16..4096 */
+		{ 512, 1u << 30, 4 },		/* the codes' pitch: columns past the weights */
+		{ 524, 1ull << 40, 8 },		/* the scales' offset */
+		{ 532, 4096, 8 },		/* the zero points' offset: past the weights */
+	};
+	char path[] = "/tmp/test-wq-XXXXXX", err[512] = "";
+	int64_t xd[2] = { 2, 64 };
+	struct onnx_compiled *cm = NULL;
+	struct accel_dev *dev;
+	struct onnx_tensor x;
+	struct onnx_model *m;
+	uint8_t *p, *e;
+	size_t len, rec;
+	struct mb *b;
+	FILE *f;
+	int ret, fd;
+
+	nb_make(&q, 64, 4, 4, 16, true);
+	b = nb_model(&q, true, false, NULL);
+	m = load(b, 0, &ret, err, sizeof(err));
+	cr_assert_eq(ret, 0, "load: %s", err);
+	cr_assert_eq(onnx_tensor_alloc(&x, ONNX_FLOAT, 2, xd), 0);
+	cr_assert_eq(accel_open("sim", &dev), 0);
+	cr_assert_eq(onnx_compile(m, dev, &x, 1, 0, &cm, err, sizeof(err)), 0, "%s", err);
+	fd = mkstemp(path);
+	cr_assert_geq(fd, 0);
+	close(fd);
+	cr_assert_eq(onnx_compiled_save(cm, path, err, sizeof(err)), 0, "%s", err);
+	onnx_compiled_free(cm);
+	f = fopen(path, "rb");
+	cr_assert(f);
+	fseek(f, 0, SEEK_END);
+	len = (size_t)ftell(f);
+	rewind(f);
+	p = malloc(len);
+	e = malloc(len);
+	cr_assert(p && e && fread(p, 1, len, f) == len);
+	fclose(f);
+	unlink(path);
+	/* step 0's record: after the 104-byte header, the inputs (8 + 72 bytes a shape), the value records
+	 * (100 bytes each) */
+	rec = 104 + 8 + 72 * (size_t)(p[108] | p[109] << 8) + 100 * (size_t)(p[52] | p[53] << 8);
+	cr_assert_eq(p[rec + 504], 1 + ACCEL_QFMT_UINT4, "step 0 is the packed int4 GEMM (wq %u)", p[rec + 504]);
+	for (unsigned i = 0; i < sizeof(edits) / sizeof(edits[0]); i++) {
+		uLong crc;
+
+		memcpy(e, p, len);
+		for (unsigned k = 0; k < edits[i].bytes; k++)
+			e[rec + edits[i].at + k] = (uint8_t)(edits[i].v >> (8 * k));
+		crc = crc32(0, e, (uInt)(len - 4));
+		for (unsigned k = 0; k < 4; k++)
+			e[len - 4 + k] = (uint8_t)(crc >> (8 * k));
+		cm = NULL;
+		cr_expect_eq(onnx_compiled_load_mem(m, dev, &x, 1, e, len, &cm, err, sizeof(err)), -EBADMSG, "edit %u", i);
+		cr_expect(strstr(err, "field 'wq'"), "edit %u: %s", i, err);
+		onnx_compiled_free(cm);
+	}
+	cr_assert_eq(onnx_compiled_load_mem(m, dev, &x, 1, p, len, &cm, err, sizeof(err)), 0, "unedited: %s", err);
+	onnx_compiled_free(cm);
+	free(p);
+	free(e);
+	onnx_tensor_release(&x);
 	accel_close(dev);
 	onnx_model_free(m);
 	mb_free(b);
