@@ -458,6 +458,8 @@ int cm_plan_layouts(struct onnx_compiled *cm)
 					join(p, s->in[0], s->out);
 				if (same4(s->bd, s->od) && s->b_off == UINT64_MAX)
 					join(p, s->in[1], s->out);
+			} else if (s->kind == CS_POOL && cm->vals[s->out].ndim != 4) {
+				/* a spatial ReduceMean's [N, C] (compile_lower.c): the bytes of [N, C, 1, 1] */
 			} else if (!is_conv(s->kind)) {
 				join(p, s->in[0], s->out);
 				if (s->kind == CS_QADD)
