@@ -461,7 +461,7 @@ Test(accel_run, compiled_file_runs_without_the_model)
 	cr_expect(matches(out, "^accel-run: --compiled short.cm: field 'crc' does not match"), "%s", out);
 	cr_assert_eq(in_dir("cp t.cm v3.cm && printf '\\003' | dd of=v3.cm bs=1 seek=8 conv=notrunc 2>/dev/null"), 0);
 	cr_expect_eq(accel_run_model(NULL, "--compiled v3.cm --check --device sim", out, sizeof(out)), 1);
-	cr_expect(matches(out, "field 'version' is 3, this reader reads version 4: recompile"), "%s", out);
+	cr_expect(matches(out, "field 'version' is 3, this reader reads version 5: recompile"), "%s", out);
 	cr_expect_eq(accel_run_model(NULL, "--compiled t.cm --check --device sim:rows=2,cols=2", out, sizeof(out)), 1);
 	cr_expect(matches(out, "field 'geometry.rows' is [0-9]+, the device has 2"), "%s", out);
 	cr_expect_eq(accel_run_model(NULL, "--compiled nosuch.cm --check --device sim", out, sizeof(out)), 1);

@@ -268,7 +268,7 @@ Test(cmodel_open, bad_files_are_clear_errors)
 	q[8] = 3;
 	fix_crc(q, len);
 	cr_assert_eq(open_mem(dev, q, len, err, sizeof(err)), -EBADMSG);
-	cr_assert(strstr(err, "field 'version' is 3, this reader reads version 4"), "%s", err);
+	cr_assert(strstr(err, "field 'version' is 3, this reader reads version 5"), "%s", err);
 	/* another device geometry */
 	cr_assert_eq(accel_open("sim:rows=2,cols=2", &small), 0);
 	cr_assert_eq(open_mem(small, p, len, err, sizeof(err)), -ENODEV);
