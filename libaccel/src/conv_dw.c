@@ -761,6 +761,17 @@ static int dw_geom(const struct accel_dev *dev, const struct mm_ctx *x, const st
 	return 0;
 }
 
+/* Does the depthwise block take this convolution (a plan that fits; conv_dw_lower may still refuse a
+ * command stream above the cut)? */
+bool conv_dw_takes(const struct accel_dev *dev, const struct mm_ctx *x, const struct accel_conv2d_desc *cd,
+		   const struct mm_problem *p)
+{
+	struct dwg g;
+	struct dwp d = { 0 };
+
+	return !dw_geom(dev, x, cd, p, &g, &d);
+}
+
 /* Returns 1 if the convolution is not eligible (caller takes another lowering), 0 or -errno. */
 int conv_dw_lower(struct accel_dev *dev, struct mm_ctx *x, const struct accel_conv2d_desc *cd,
 		  const struct mm_problem *p)

@@ -51,6 +51,8 @@ double conv_dw_est(const struct accel_dev *dev, const struct mm_ctx *x, const st
 /* conv_dw.c: depthwise on the depthwise block; 1 = not eligible */
 int conv_dw_lower(struct accel_dev *dev, struct mm_ctx *x, const struct accel_conv2d_desc *cd,
 		  const struct mm_problem *p);
+bool conv_dw_takes(const struct accel_dev *dev, const struct mm_ctx *x, const struct accel_conv2d_desc *cd,
+		   const struct mm_problem *p);
 int arg_tensor(struct accel_dev *dev, const struct accel_tensor *t, const char *what);
 /* accel_tensor_check, except that in a support query (dev->query) a tensor without a buffer is checked
  * for its shape, strides, layout and dtype only. */

@@ -336,8 +336,34 @@ static bool global_avg_nhwc_ok(const struct accel_pool2d_desc *d)
 	return d->kind == ACCEL_POOL_AVG && in->dtype == ACCEL_FP32 && in->layout == ACCEL_LAYOUT_NHWC &&
 	       d->win_h == in->shape[2] && d->win_w == in->shape[3] && !d->pad_top && !d->pad_left &&
 	       !d->pad_bottom && !d->pad_right && in->strides[1] == 4 && in->strides[3] == 4 * C &&
-	       in->strides[2] == in->strides[3] * in->shape[3] && out->strides[1] == 4 &&
-	       (uint64_t)in->shape[2] * in->shape[3] >= 14 * 14;
+	       in->strides[2] == in->strides[3] * in->shape[3] && out->strides[1] == 4;
+}
+
+/*
+ * Below 14x14 the depthwise form stays where the depthwise block takes it; where it does not (a
+ * channel count it cannot split, e.g. SqueezeNet's 13x13x1000 class map: 255 246 cycles, per-channel
+ * problems on the direct lowering; 13x13x520: 132 846, 13x13x1008: 257 286, while 13x13x1024 on the
+ * block takes 2 832) the GEMM does (13x13x1000: 2 020, 7x7x1000: 877 against 3 459).  cd: the pool as
+ * a depthwise convolution.
+ */
+static bool global_avg_gemm(struct accel_dev *dev, const struct accel_pool2d_desc *d,
+			    const struct accel_conv2d_desc *cd)
+{
+	const struct accel_tensor *in = d->input;
+	struct accel_cmdstream cs;
+	struct mm_problem p;
+	struct mm_ctx x;
+	bool gemm;
+
+	if (!global_avg_nhwc_ok(d))
+		return false;
+	if ((uint64_t)in->shape[2] * in->shape[3] >= 14 * 14)
+		return true;
+	cs_init(&cs, dev);
+	mm_ctx_init(&x, dev, &cs);
+	gemm = !conv_prepare(dev, &x, cd, &p) && !conv_dw_takes(dev, &x, cd, &p);
+	cs_fini(&cs);
+	return gemm;
 }
 
 /* Image n's GEMM, A (1/(H*W) in each of H*W elements) at a_buf. */
@@ -429,8 +455,6 @@ int accel_pool2d(struct accel_dev *dev, const struct accel_pool2d_desc *d, const
 		j->status = 0;
 		return accel_op_finish(dev, j, job);
 	}
-	if (global_avg_nhwc_ok(d))
-		return global_avg_nhwc(dev, d, sub, job);
 	C = d->input->shape[1];
 	RS = d->win_h * d->win_w;
 	ret = accel_buffer_alloc(dev, (uint64_t)C * RS * (f32 ? 4 : 1), &w);
@@ -448,6 +472,10 @@ int accel_pool2d(struct accel_dev *dev, const struct accel_pool2d_desc *d, const
 		return ret;
 	}
 	ret = avg_conv_desc(d, &wt, &cd);
+	if (!ret && global_avg_gemm(dev, d, &cd)) {
+		accel_buffer_free(w);
+		return global_avg_nhwc(dev, d, sub, job);
+	}
 	cs_init(&cs, dev);
 	cs_use(&cs, w);
 	mm_ctx_init(&x, dev, &cs);

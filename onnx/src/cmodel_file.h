@@ -27,7 +27,9 @@
 #define CM_VERSION 5u	/* 2: CS_COPY steps, the epilogue residual, the values' nhwc field, the int8 QDQ steps;
 			 * 3: the expansion + depthwise pairs (the steps' pair field);
 			 * 4: the input shapes and load flags, the model itself (self-contained files);
-			 * 5: GEMMs by packed weight-only quantised weights (the steps' wq fields) */
+			 * 5: GEMMs by packed weight-only quantised weights (the steps' wq fields), and NHWC Concat
+			 *    parts (an nhwc view's offset is its first channel's, its pixel stride the root's:
+			 *    compile_layout.c), which a version 4 reader would misplace */
 #define CM_MAX_SHAPES 4096u	/* input shape records (a model has at most this many inputs here) */
 #define SHAPE_REC 72u	/* bytes of one input shape record */
 #define CM_MAX_FILE ((uint64_t)1 << 33)

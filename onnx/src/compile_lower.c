@@ -268,6 +268,44 @@ static int lower_pool(struct onnx_compiled *cm, struct onnx_ctx *c, struct cstep
 	return onnx_tensor_alloc(node_out(c, 0), ONNX_FLOAT, ond, od) ? -ENOMEM : 0;
 }
 
+/*
+ * ReduceMean over H and W of a 4-D fp32 activation (torchvision's x.mean([2, 3]), ShuffleNetV2's head)
+ * is a global average pool: a CS_POOL step, which the layout pass may run NHWC (as a host step it read
+ * NCHW, so the convolution before it stored its output transposed).  keepdims 0: [N, C], the same
+ * bytes as [N, C, 1, 1].
+ */
+static int lower_spatial_mean(struct onnx_compiled *cm, struct onnx_ctx *c, struct cstep *s)
+{
+	const struct onnx_node *n = c->n;
+	const struct onnx_tensor *x = node_in(c, 0);
+	struct onnx_tensor *y;
+	int64_t axes[ONNX_MAX_DIMS], od[2];
+	bool h = false, w = false;
+	int cnt, ret;
+
+	if (!x || x->ndim != 4 || n->n_in != 1 || cm->m->opset >= 18)
+		return ONNX_FALLBACK;	/* opset 18: axes is an input */
+	cnt = attr_ints(n->pb, "axes", axes, ONNX_MAX_DIMS);
+	if (cnt != 2)
+		return ONNX_FALLBACK;
+	for (int i = 0; i < cnt; i++) {
+		int64_t a = axes[i] < 0 ? axes[i] + 4 : axes[i];
+
+		h |= a == 2;
+		w |= a == 3;
+	}
+	if (!h || !w)
+		return ONNX_FALLBACK;
+	ret = lower_pool(cm, c, s, ACCEL_POOL_AVG, true);
+	if (ret || attr_int(n->pb, "keepdims", 1))
+		return ret;
+	y = node_out(c, 0);
+	od[0] = x->dims[0];
+	od[1] = x->dims[1];
+	onnx_tensor_release(y);
+	return onnx_tensor_alloc(y, ONNX_FLOAT, 2, od) ? -ENOMEM : 0;
+}
+
 /* Numpy broadcasting of two fp32 operands of rank <= 4, as 4-D shapes. */
 static int lower_elt(struct onnx_compiled *cm, struct onnx_ctx *c, struct cstep *s, int op)
 {
@@ -509,9 +547,13 @@ int cm_lower_node(struct onnx_compiled *cm, unsigned i, struct cstep *s)
 		if (ret == ONNX_FALLBACK)
 			ret = lower_elt(cm, &c, s, -1);
 		break;
+	case OP_REDUCEMEAN:
+		ret = lower_spatial_mean(cm, &c, s);
+		if (ret == ONNX_FALLBACK)
+			ret = cm_lower_rownorm(cm, &c, s);
+		break;
 	case OP_POW:
 	case OP_NEG:
-	case OP_REDUCEMEAN:
 	case OP_SQRT:
 		ret = cm_lower_rownorm(cm, &c, s);
 		break;

@@ -114,8 +114,20 @@ static int t4l(const struct onnx_compiled *cm, int v, bool nhwc, uint32_t n, uin
 	struct accel_buffer *b;
 	uint64_t off;
 
+	const struct cval *cv = &cm->vals[v];
+	int ret;
+
 	place(cm, v, &b, &off);
-	return accel_tensor_4d(b, off, ACCEL_FP32, nhwc ? ACCEL_LAYOUT_NHWC : ACCEL_LAYOUT_NCHW, n, c, h, w, t);
+	ret = accel_tensor_4d(b, off, ACCEL_FP32, nhwc ? ACCEL_LAYOUT_NHWC : ACCEL_LAYOUT_NCHW, n, c, h, w, t);
+	if (!ret && nhwc && cv->loc == LOC_ARENA && cv->root != v) {
+		/* a part of an NHWC in-place Concat (compile_layout.c): its pixels are the root's */
+		int64_t px = 4 * cm->vals[cv->root].dims[1];
+
+		t->strides[3] = px;
+		t->strides[2] = px * w;
+		t->strides[0] = px * w * h;
+	}
+	return ret;
 }
 
 /* A 2-D FP32 descriptor of value v's bytes. */
