@@ -117,6 +117,8 @@ static int host_nms(struct onnx_ctx *c)
 
 enum gs_pad { GS_ZEROS, GS_BORDER, GS_REFLECTION };
 
+#define GS_FAR 1125899906842624.0	/* 2^50: a sampling coordinate's bound */
+
 static double gs_reflect(double x, double lo, double hi)
 {
 	double rng = hi - lo, d, r;
@@ -207,6 +209,11 @@ static int host_gridsample(struct onnx_ctx *c)
 				double py = ac ? (gp[1] + 1) / 2 * (double)(g.h - 1) : ((gp[1] + 1) * (double)g.h - 1) / 2;
 				double v;
 
+				/* a grid of any floats: NaN, infinities and values far outside the image are
+				 * brought into what an int64_t holds exactly (beyond 2^50 nothing is left to
+				 * interpolate or fold; NaN samples as the lowest corner) */
+				px = fmin(fmax(px, -GS_FAR), GS_FAR);
+				py = fmin(fmax(py, -GS_FAR), GS_FAR);
 				if (m == 1) {
 					px = nearbyint(px);
 					py = nearbyint(py);

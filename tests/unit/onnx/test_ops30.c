@@ -556,6 +556,62 @@ Test(onnx_ops30, detection_operators_reject_bad_shapes_and_modes)
 	error_case("GridSample", "x,g", 2, in, attr_mode_cubic, "(GridSample): mode 'cubic' (bilinear, nearest or bicubic)");
 }
 
+/* A grid of NaN, infinities and 1e30 (a fuzzer's float bytes) samples outside the image: zeros padding
+ * gives 0 in every mode, border the edge pixel; no float-to-integer overflow (UBSan in the asan stage). */
+Test(onnx_ops30, gridsample_grid_far_outside_or_nan_samples_the_padding)
+{
+	static const char *const modes[] = { "bilinear", "nearest", "bicubic" };
+	int64_t xd[4] = { 1, 1, 2, 2 }, gd[4] = { 1, 1, 4, 2 }, od[4] = { 1, 1, 1, 4 };
+	double x[4] = { 1, 2, 3, 4 }, grid[8] = { NAN, NAN, INFINITY, 0, -INFINITY, 1e30, 1e30, -1e30 };
+	double zeros[4] = { 0, 0, 0, 0 };
+
+	for (int pad = 0; pad < 2; pad++)
+		for (int md = 0; md < 3; md++) {
+			struct onnx_tensor in[2];
+			struct mb *b = mb_new(16);
+			Onnx__NodeProto *n;
+			/* border: NaN -> the lowest corner (1); x +inf, y 0 -> the right edge of the middle: 2 or
+			 * 3 / 4 by mode (checked only for being a pixel value or between them); -inf, 1e30 -> (bottom,
+			 * left) = 3; 1e30, -1e30 -> (top, right) = 2 */
+			double border[4] = { 1, 0, 3, 2 };
+
+			mb_input(b, "x");
+			mb_input(b, "g");
+			n = mb_node(b, "GridSample", "x,g", "y");
+			mb_attr_s(b, n, "mode", modes[md]);
+			mb_attr_s(b, n, "padding_mode", pad ? "border" : "zeros");
+			mb_attr_i(b, n, "align_corners", 1);
+			mb_output(b, "y");
+			tin(&in[0], ONNX_FLOAT, 4, xd, x);
+			tin(&in[1], ONNX_FLOAT, 4, gd, grid);
+			if (!pad) {
+				expect_out(b, in, 2, ONNX_FLOAT, 4, od, zeros);
+			} else {
+				struct onnx_tensor out;
+				char err[512] = "";
+				int ret;
+				struct onnx_model *m = load(b, &ret, err, sizeof(err));
+
+				cr_assert_eq(ret, 0, "load: %s", err);
+				cr_assert_eq(onnx_run(m, NULL, in, 2, &out, 1, NULL), 0, "%s", onnx_model_error(m));
+				for (int i = 0; i < 4; i++) {
+					float v = ((float *)out.data)[i];
+
+					if (i == 1)
+						cr_expect(v >= 1 && v <= 4, "%s border [1]: %g", modes[md], v);
+					else
+						cr_expect(v == (float)border[i], "%s border [%d]: %g, expected %g", modes[md], i, v,
+							  border[i]);
+				}
+				onnx_tensor_release(&out);
+				onnx_model_free(m);
+			}
+			mb_free(b);
+			onnx_tensor_release(&in[0]);
+			onnx_tensor_release(&in[1]);
+		}
+}
+
 Test(onnx_ops30, nms_keeps_the_best_box_of_an_overlapping_pair)
 {
 	/* boxes 0 and 1 overlap with IoU 0.81 > 0.5, box 2 is apart: scores 0.9, 0.8, 0.7 select 0 and 2 */
