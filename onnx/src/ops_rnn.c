@@ -161,6 +161,16 @@ static int host_rnn_any(struct onnx_ctx *c)
 	g.clip = attr_float(c->n->pb, "clip", 0);
 	if (x->ndim != 3 || x->dtype != ONNX_FLOAT)
 		return node_err(c, -EINVAL, "X must be a 3-D floating-point tensor");
+	/* every float operand read as float (FLOAT16/BFLOAT16/DOUBLE arrive widened: dtype.c) */
+	{
+		const struct onnx_tensor *ops[6] = { w, r, b, h0, c0, p };
+		static const char *const names[6] = { "W", "R", "B", "initial_h", "initial_c", "P" };
+
+		for (int i = 0; i < 6; i++)
+			if (ops[i] && ops[i]->dtype != ONNX_FLOAT)
+				return node_err(c, -EINVAL, "%s must be a floating-point tensor, not %s", names[i],
+						onnx_dtype_name(ops[i]->dtype));
+	}
 	g.seq = x->dims[g.layout1 ? 1 : 0];
 	g.batch = x->dims[g.layout1 ? 0 : 1];
 	g.in = x->dims[2];

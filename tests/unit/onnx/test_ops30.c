@@ -508,6 +508,11 @@ Test(onnx_ops30, recurrent_operators_check_weight_shapes_and_direction)
 	tin(&in[2], ONNX_FLOAT, 3, rd, v);
 	error_case("RNN", "x,w,r", 3, in, attr_direction_sideways,
 		   "(RNN): direction 'sideways' (forward, reverse or bidirectional)");
+	/* a 1-byte R was read as floats past its end (fuzz-load, ASan) */
+	tin(&in[0], ONNX_FLOAT, 3, xd, v);
+	tin(&in[1], ONNX_FLOAT, 3, wd, v);
+	tin(&in[2], ONNX_UINT8, 3, rd, v);
+	error_case("RNN", "x,w,r", 3, in, NULL, "(RNN): R must be a floating-point tensor, not UINT8");
 }
 
 Test(onnx_ops30, pooling_of_5d_tensors_checks_its_attributes)
