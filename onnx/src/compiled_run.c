@@ -227,6 +227,19 @@ static void copy_tensors(const struct onnx_compiled *cm, const struct cstep *s, 
 	}
 }
 
+/* A conv or GEMM step's epilogue: the packed bias (b_off), activation and clamp, the residual operand. */
+static void step_epilogue(const struct cstep *s, const struct accel_tensor *bt, const struct accel_tensor *rt,
+			  struct accel_epilogue *e)
+{
+	if (s->b_off != UINT64_MAX)
+		e->bias = bt;
+	e->act = (enum accel_act)s->act;
+	e->clamp_lo_f = s->lo;
+	e->clamp_hi_f = s->hi;
+	if (s->res >= 0)	/* compile_fuse_residual.c: the skip tensor, the output's shape */
+		e->residual = rt;
+}
+
 /* The accel_conv2d descriptor of a CS_CONV step (its tensors in x, w, y, bt, rt); 0 or a constructor's
  * -errno (message in accel_last_error). */
 static int conv_desc(const struct onnx_compiled *cm, const struct cstep *s, struct accel_conv2d_desc *d,
@@ -257,13 +270,7 @@ static int conv_desc(const struct onnx_compiled *cm, const struct cstep *s, stru
 	d->pad_top = (uint32_t)s->pt, d->pad_left = (uint32_t)s->pl;
 	d->pad_bottom = (uint32_t)s->pb, d->pad_right = (uint32_t)s->pr;
 	d->groups = (uint32_t)s->groups;
-	if (s->b_off != UINT64_MAX)
-		d->epi.bias = bt;
-	d->epi.act = (enum accel_act)s->act;
-	d->epi.clamp_lo_f = s->lo;
-	d->epi.clamp_hi_f = s->hi;
-	if (s->res >= 0)	/* compile_fuse_residual.c: the skip tensor, the output's shape */
-		d->epi.residual = rt;
+	step_epilogue(s, bt, rt, &d->epi);
 	return 0;
 }
 
@@ -296,15 +303,9 @@ static int lower_bgemm(struct run_state *rs, const struct cstep *s, uint32_t fro
 			d.a = &x;
 			d.b = &w;
 			d.c = &y;
-			if (s->b_off != UINT64_MAX)
-				d.epi.bias = &bt;
+			step_epilogue(s, &bt, &rt, &d.epi);
 			if (s->scale != 1.0f)
 				d.epi.scale_f = s->scale;
-			d.epi.act = (enum accel_act)s->act;
-			d.epi.clamp_lo_f = s->lo;
-			d.epi.clamp_hi_f = s->hi;
-			if (s->res >= 0)
-				d.epi.residual = &rt;
 			what = "accel_gemm";
 			ret = accel_gemm(cm->dev, &d, &sub, &job);
 		}
@@ -338,15 +339,9 @@ static int lower_qgemm(struct run_state *rs, const struct cstep *s)
 		d.a = &x;
 		d.c = &y;
 		d.w = &w;
-		if (s->b_off != UINT64_MAX)
-			d.epi.bias = &bt;
+		step_epilogue(s, &bt, &rt, &d.epi);
 		if (s->scale != 1.0f)
 			d.epi.scale_f = s->scale;
-		d.epi.act = (enum accel_act)s->act;
-		d.epi.clamp_lo_f = s->lo;
-		d.epi.clamp_hi_f = s->hi;
-		if (s->res >= 0)
-			d.epi.residual = &rt;
 		what = "accel_qgemm";
 		ret = accel_qgemm(cm->dev, &d, &sub, &job);
 	}
@@ -417,15 +412,9 @@ static int lower_step(struct run_state *rs, const struct cstep *s)
 		d.c = &y;
 		d.trans_a = s->ta;
 		d.trans_b = s->tb;
-		if (s->b_off != UINT64_MAX)
-			d.epi.bias = &bt;
+		step_epilogue(s, &bt, &rt, &d.epi);
 		if (s->scale != 1.0f)
 			d.epi.scale_f = s->scale;
-		d.epi.act = (enum accel_act)s->act;
-		d.epi.clamp_lo_f = s->lo;
-		d.epi.clamp_hi_f = s->hi;
-		if (s->res >= 0)
-			d.epi.residual = &rt;
 		what = "accel_gemm";
 		ret = accel_gemm(cm->dev, &d, &sub, &job);
 		break;
