@@ -16,6 +16,7 @@
 #include "../../../onnx/src/compile.h"
 #include "../../../onnx/src/plan_mem.h"
 #include "builder.h"
+#include "model_values.h"
 
 static struct accel_dev *dev;
 static uint32_t rng;
@@ -375,15 +376,6 @@ Test(onnx_compile, nhwc_layout_matches_reference_in_fewer_cycles)
 	onnx_tensor_release(&ref);
 	onnx_tensor_release(&x);
 	onnx_model_free(m);
-}
-
-static int value_index(const struct onnx_model *m, const char *name)
-{
-	for (unsigned v = 0; v < m->n_vals; v++)
-		if (m->vals[v].name && !strcmp(m->vals[v].name, name))
-			return (int)v;
-	cr_assert_fail("no value '%s'", name);
-	return -1;
 }
 
 /* Conv -> GlobalAveragePool -> Flatten -> Gemm: the pool's 1x1 output is read by a view (NCHW), but

@@ -13,6 +13,7 @@
 
 #include "../../../onnx/src/compile.h"
 #include "builder.h"
+#include "model_values.h"
 
 static struct accel_dev *dev;
 static uint32_t rng;
@@ -29,15 +30,6 @@ static void teardown(void)
 }
 
 TestSuite(onnx_layout_concat, .init = setup, .fini = teardown);
-
-static int value_index(const struct onnx_model *m, const char *name)
-{
-	for (unsigned v = 0; v < m->n_vals; v++)
-		if (m->vals[v].name && !strcmp(m->vals[v].name, name))
-			return (int)v;
-	cr_assert_fail("no value '%s'", name);
-	return -1;
-}
 
 static void expect_equal_close(const struct onnx_tensor *got, const struct onnx_tensor *ref)
 {

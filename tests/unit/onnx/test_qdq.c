@@ -17,6 +17,7 @@
 
 #include "../../../onnx/src/compile.h"
 #include "builder.h"
+#include "model_values.h"
 
 #ifndef QDQ_REF
 #define QDQ_REF "qdq_ref.py"
@@ -581,15 +582,6 @@ Test(onnx_qdq, global_avgpool_7x7)
 	mb_output(b, "y");
 	finish(b, &qc, ONNX_UINT8, 4, xd);
 	check(&qc, 1, "qconv", 1, 0);
-}
-
-static int value_index(const struct onnx_model *m, const char *name)
-{
-	for (unsigned v = 0; v < m->n_vals; v++)
-		if (m->vals[v].name && !strcmp(m->vals[v].name, name))
-			return (int)v;
-	cr_assert_fail("no value '%s'", name);
-	return -1;
 }
 
 /*

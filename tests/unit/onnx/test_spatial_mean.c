@@ -9,6 +9,7 @@
 
 #include "../../../onnx/src/compile.h"
 #include "builder.h"
+#include "model_values.h"
 
 static struct accel_dev *dev;
 static uint32_t rng;
@@ -25,15 +26,6 @@ static void teardown(void)
 }
 
 TestSuite(onnx_spatial_mean, .init = setup, .fini = teardown);
-
-static int value_index(const struct onnx_model *m, const char *name)
-{
-	for (unsigned v = 0; v < m->n_vals; v++)
-		if (m->vals[v].name && !strcmp(m->vals[v].name, name))
-			return (int)v;
-	cr_assert_fail("no value '%s'", name);
-	return -1;
-}
 
 /* x[1,16,7,7] -> Conv3x3(40, pad 1) -> Relu -> ReduceMean(axes) -> [Flatten if keepdims] -> Gemm(10). */
 static struct onnx_model *head_model(const int64_t *axes, int keepdims)
