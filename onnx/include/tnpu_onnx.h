@@ -190,6 +190,10 @@ ONNX_API int onnx_run_profile(struct onnx_model *m, struct accel_dev *dev, const
  * with ONNX_COMPILE_NO_REPLAY.  The model must outlive the compiled form (onnx_compiled_open: the
  * compiled form owns its model), and the compiled form must be freed (onnx_compiled_free) before its
  * device is closed: it owns device buffers and kept jobs.
+ * Every value's shape must follow from the input shapes: a model whose shapes depend on input *data*
+ * (Reshape's shape, Slice's starts, Resize's scales, TopK's K, ... computed from a graph input, or
+ * NonZero, Compress, Unique, NonMaxSuppression on it) is refused with -EOPNOTSUPP and a message naming
+ * the node, the operand and the graph input; onnx_run() runs such a model (accel-run falls back to it).
  * Errors: negative errno, message in onnx_compiled_error() (compile: in err).
  */
 struct onnx_compiled;
@@ -208,7 +212,9 @@ ONNX_API int onnx_compiled_run(struct onnx_compiled *cm, const struct onnx_tenso
  * onnx_compiled_run() that also fills prof[onnx_model_n_graph_nodes(m)] by step: the node a step was
  * made from (its anchor) gets the counters summed over the step's device jobs, on_device, and as host_ms
  * the host time of the step (a host step's run; a device step's lowering and submission, its jobs run
- * asynchronously); nodes fused into another node's step, aliases and folded nodes stay !ran.  The
+ * asynchronously); a host step whose node kernel ran on the device (its own buffers and copies) is
+ * on_device with its jobs' counters, as in onnx_run_profile(); nodes fused into another node's step,
+ * aliases and folded nodes stay !ran.  The
  * nodes' counters add up to stats->counters.  NULL prof: same as onnx_compiled_run().
  */
 ONNX_API int onnx_compiled_run_profile(struct onnx_compiled *cm, const struct onnx_tensor *inputs, unsigned n_inputs,

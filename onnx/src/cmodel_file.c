@@ -446,6 +446,14 @@ static int check_step(struct rbuf *r, struct onnx_compiled *cm, unsigned i)
 			if (s->op != ACCEL_POOL_MAX && s->op != ACCEL_POOL_AVG)
 				return bad(r, -EBADMSG, "step %u: field 'op' is %d", i, s->op);
 			break;
+		case CS_REDUCE:
+			if (s->op < ACCEL_REDUCE_SUM || s->op > ACCEL_REDUCE_SUMSQ)
+				return bad(r, -EBADMSG, "step %u: field 'op' is %d", i, s->op);
+			if (s->ad[0] > CS_MAX_JOBS ||
+			    (s->ad[0] ? s->ad[0] : 1) * (uint64_t)s->M * (uint64_t)s->N * 4 > cm->vals[s->in[0]].bytes ||
+			    (s->ad[0] ? s->ad[0] : 1) * (uint64_t)s->M * 4 > cm->vals[s->out].bytes)
+				return bad(r, -EBADMSG, "step %u: field 'M', 'N' or 'ad' does not fit its values", i);
+			break;
 		case CS_ELT:
 			if (s->op < ACCEL_ELT_ADD || s->op > ACCEL_ELT_MIN)
 				return bad(r, -EBADMSG, "step %u: field 'op' is %d", i, s->op);

@@ -286,7 +286,7 @@ int onnx_compile(struct onnx_model *m, struct accel_dev *dev, const struct onnx_
 	cm->geom[0] = caps.rows, cm->geom[1] = caps.cols, cm->geom[2] = caps.rate_fp32, cm->geom[3] = caps.rate_int8;
 	cm->geom[4] = caps.sram_bytes, cm->geom[5] = caps.acc_elems, cm->geom[6] = caps.features;
 	cm->geom[7] = caps.pes;
-	if ((ret = probe_inputs(cm, shapes, n_shapes)))
+	if ((ret = probe_inputs(cm, shapes, n_shapes)) || (ret = cm_check_data_shapes(cm)))
 		goto fail;
 	cm->digest = cm_model_digest(m, shapes, n_shapes);
 	if ((ret = cm_keep_shapes(cm, shapes, n_shapes))) {
@@ -452,6 +452,7 @@ static const char *const kind_names[CS_KIND_COUNT] = {
 	[CS_COPY] = "copy",
 	[CS_ALIAS] = "alias", [CS_HOST] = "host", [CS_FUSED] = "fused", [CS_QCONV] = "qconv", [CS_QGEMM] = "qgemm",
 	[CS_QADD] = "qadd", [CS_QPOOL] = "qpool", [CS_QFUSED] = "fused", [CS_KNOWN] = "folded",
+	[CS_REDUCE] = "reduce",
 };
 
 /* A GEMM by packed weights (compile_wq.c), by enum accel_qformat. */

@@ -41,11 +41,14 @@ enum cstep_kind {
 	CS_QFUSED,	/* a Q/DQ (or Relu) node folded into an int8 step: no step runs */
 	CS_KNOWN,	/* computed at compile time from the input shapes (compile_known.c): no step runs, its
 			 * outputs are LOC_WEIGHT values */
+	CS_REDUCE,	/* accel_reduce fp32 (ISA 2): M rows of N, op (enum accel_reduce_op); a Reduce over
+			 * trailing axes (ad[0] 0), or over a middle run as ad[0] strided slices
+			 * (compile_reduce.c) */
 	CS_KIND_COUNT
 };
 #define CS_QFIRST CS_QCONV
 #define CS_IS_QDQ(k) ((k) >= CS_QFIRST && (k) < CS_QFUSED)
-#define CS_IS_DEVICE(k) ((k) < CS_ALIAS || CS_IS_QDQ(k))
+#define CS_IS_DEVICE(k) ((k) < CS_ALIAS || CS_IS_QDQ(k) || (k) == CS_REDUCE)
 /* Most device jobs one step submits (a batched CS_GEMM: one per batch slice, at most this many). */
 #define CS_MAX_JOBS 16
 
@@ -190,6 +193,12 @@ int cm_plan_views(struct onnx_compiled *cm);
  * (ONNX_FALLBACK: not), the known values' bytes into the weight image; cm_is_const: a model constant or
  * a known value (its tensor: cm_val, during compilation). */
 int cm_lower_known(struct onnx_compiled *cm, unsigned i, struct cstep *s);
+/* compile_datadep.c: -EOPNOTSUPP (message naming the node, operand and graph input) when an output shape
+ * depends on input data (Reshape's shape, Slice's starts, NonZero, ... fed by a graph input), else 0. */
+int cm_check_data_shapes(struct onnx_compiled *cm);
+/* compile_reduce.c: ReduceSum/Mean/Max/SumSquare over trailing axes as a CS_REDUCE step (ONNX_FALLBACK:
+ * not); the output's probe tensor is set. */
+int cm_lower_reduce(struct onnx_compiled *cm, struct onnx_ctx *c, struct cstep *s);
 int cm_place_known(struct onnx_compiled *cm);
 bool cm_is_const(const struct onnx_compiled *cm, int v);
 /* compile_rownorm.c: Pow(x, 2), Neg, ReduceMean over the last axis, Div(1, Sqrt(y)) as device steps

@@ -429,9 +429,14 @@ static int lower_rows(struct onnx_compiled *cm, struct onnx_ctx *c, struct cstep
 		return ONNX_FALLBACK;
 	if (axis < 0)
 		axis += x->ndim;
-	if (axis != (int64_t)x->ndim - 1)
+	/* LayerNormalization normalises over the axes axis..r-1, Softmax before opset 13 over the 2-D view
+	 * at axis: both the rows x cols matrix of the dimensions before and from axis */
+	if (axis < 0 || axis >= (int64_t)x->ndim ||
+	    (axis != (int64_t)x->ndim - 1 && n->op == OP_SOFTMAX && cm->m->opset >= 13))
 		return ONNX_FALLBACK;
-	s->N = x->dims[x->ndim - 1];
+	s->N = 1;
+	for (unsigned d = (unsigned)axis; d < x->ndim; d++)
+		s->N *= x->dims[d];
 	s->M = (int64_t)(x->count / (size_t)s->N);
 	if (s->M > UINT32_MAX || s->N > UINT32_MAX)
 		return ONNX_FALLBACK;
@@ -551,6 +556,13 @@ int cm_lower_node(struct onnx_compiled *cm, unsigned i, struct cstep *s)
 		ret = lower_spatial_mean(cm, &c, s);
 		if (ret == ONNX_FALLBACK)
 			ret = cm_lower_rownorm(cm, &c, s);
+		if (ret == ONNX_FALLBACK)
+			ret = cm_lower_reduce(cm, &c, s);
+		break;
+	case OP_REDUCESUM:
+	case OP_REDUCEMAX:
+	case OP_REDUCESUMSQUARE:
+		ret = cm_lower_reduce(cm, &c, s);
 		break;
 	case OP_POW:
 	case OP_NEG:
@@ -617,7 +629,11 @@ host:
 	ret = onnx_run_node(&c);
 	if (ret)
 		return cm_seterr(cm, ret, "compile: %s", msg);
-	if (is_alias_op(n->op) && n->in[0] >= 0 && !m->vals[n->in[0]].is_const && n->out[0] >= 0 &&
+	/* Dropout is a view of its input in inference only: not with a mask to compute (all true) nor with a
+	 * training_mode the run gives (its host kernel refuses training mode) */
+	if (is_alias_op(n->op) &&
+	    (n->op != OP_DROPOUT || ((n->n_out < 2 || n->out[1] < 0) && (n->n_in < 3 || cm_is_const(cm, n->in[2])))) &&
+	    n->in[0] >= 0 && !m->vals[n->in[0]].is_const && n->out[0] >= 0 &&
 	    cm->probe[n->in[0]].dtype == node_out(&c, 0)->dtype && cm->probe[n->in[0]].count == node_out(&c, 0)->count) {
 		s->kind = CS_ALIAS;
 		s->reason = "a view of its input (addressing, no step)";

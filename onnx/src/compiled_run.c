@@ -318,6 +318,43 @@ static int lower_bgemm(struct run_state *rs, const struct cstep *s, uint32_t fro
 	return 0;
 }
 
+/*
+ * CS_REDUCE (compile_reduce.c): M rows of N reduced to M x 1.  ad[0] == 0: the rows are the value's
+ * consecutive runs of N (trailing axes).  ad[0] = A slices: a middle run of axes, the value seen as
+ * [A, N, M]; slice a is the M x N matrix whose row r is column r of the slice (strides 4 and 4·M bytes),
+ * one accel_reduce job each, from slice `from` on.
+ */
+static int lower_reduce(struct run_state *rs, const struct cstep *s, uint32_t from)
+{
+	struct onnx_compiled *cm = rs->cm;
+	uint32_t slices = s->ad[0] ? (uint32_t)s->ad[0] : 1;
+
+	for (uint32_t a = from; a < slices; a++) {
+		struct accel_submit sub = next_sub(rs);
+		struct accel_tensor x, y;
+		struct accel_reduce_desc d = { .input = &x, .output = &y, .op = (enum accel_reduce_op)s->op };
+		struct accel_job *job = NULL;
+		const char *what = "device tensor";
+		int ret;
+
+		if (!(ret = t2_slice(cm, s->in[0], a, (uint32_t)s->M, (uint32_t)s->N, &x)) &&
+		    !(ret = t2_slice(cm, s->out, a, (uint32_t)s->M, 1, &y))) {
+			if (s->ad[0]) {
+				x.strides[0] = 4;
+				x.strides[1] = 4 * s->M;
+			}
+			what = "accel_reduce";
+			ret = accel_reduce(cm->dev, &d, &sub, &job);
+		}
+		if (ret)
+			return step_err(cm, s, ret, what);
+		push_job(rs, s, job);
+		if (rs->n_jobs - rs->done > MAX_IN_FLIGHT && (ret = retire(rs, rs->n_jobs - MAX_IN_FLIGHT / 2)))
+			return ret;
+	}
+	return 0;
+}
+
 /* A CS_GEMM whose B stays packed (compile_wq.c): one accel_qgemm job, the plain GEMM's epilogue. */
 static int lower_qgemm(struct run_state *rs, const struct cstep *s)
 {
@@ -484,6 +521,8 @@ static int lower_step(struct run_state *rs, const struct cstep *s)
 		ret = accel_activation(cm->dev, &d, &sub, &job);
 		break;
 	}
+	case CS_REDUCE:
+		return lower_reduce(rs, s, 0);
 	case CS_SOFTMAX:
 	case CS_LAYERNORM: {
 		if ((ret = t2(cm, s->in[0], (uint32_t)s->M, (uint32_t)s->N, &x)) ||
@@ -614,6 +653,8 @@ static int submit_step(struct run_state *rs, const struct cstep *s)
 		drop_kept(cm, si);
 		if (k && s->kind == CS_GEMM)	/* a batched GEMM: the slices not replayed */
 			return lower_bgemm(rs, s, k);
+		if (k && s->kind == CS_REDUCE)	/* a sliced reduction: likewise */
+			return lower_reduce(rs, s, k);
 		if (k)		/* else only a QDQ step has more than one job */
 			return submit_qdq(rs, s, k);
 	}
@@ -735,7 +776,18 @@ static int run_host_step(struct run_state *rs, const struct cstep *s)
 			return ret;
 		count_copy(rs, cm->vals[v].bytes);
 	}
-	ret = onnx_run_node(&c);
+	if (rs->prof) {	/* the node kernel's jobs add into stats: from zero, they are the node's */
+		struct accel_counters run = rs->stats->counters;
+
+		memset(&rs->stats->counters, 0, sizeof(rs->stats->counters));
+		ret = onnx_run_node(&c);
+		rs->prof[s->node].counters = rs->stats->counters;
+		rs->prof[s->node].on_device = !ret && c.on_accel;
+		rs->stats->counters = run;
+		accel_counters_add(&rs->stats->counters, &rs->prof[s->node].counters);
+	} else {
+		ret = onnx_run_node(&c);
+	}
 	if (ret)
 		return cm_seterr(cm, ret, "%s", msg);
 	cm->steps[s - cm->steps].ran = c.on_accel ? 2 : 1;
@@ -846,7 +898,8 @@ static int compiled_run_locked(struct onnx_compiled *cm, const struct onnx_tenso
 				p->start_ms = t - t0;
 			p->ran = true;
 			p->failed = ret != 0;
-			p->on_device = CS_IS_DEVICE(s->kind);
+			if (CS_IS_DEVICE(s->kind))	/* a host step: run_host_step says */
+				p->on_device = true;
 			p->host_ms += now_ms() - t;
 		}
 	}

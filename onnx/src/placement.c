@@ -11,9 +11,13 @@
 static const char *host_reason(enum onnx_op op)
 {
 	switch (op) {
-	case OP_SOFTMAX: case OP_LOGSOFTMAX: case OP_SIGMOID: case OP_TANH: case OP_EXP: case OP_LOG:
+	case OP_SOFTMAX: case OP_LAYERNORM:
+		return "the vector units normalise the rows of a FLOAT matrix (compiled): LayerNormalization with "
+		       "constant Scale/B and no Mean/InvStdDev outputs, Softmax over the last axis (before opset 13: "
+		       "the 2-D view at axis)";
+	case OP_LOGSOFTMAX: case OP_SIGMOID: case OP_TANH: case OP_EXP: case OP_LOG:
 	case OP_ERF: case OP_GELU: case OP_ELU: case OP_SELU: case OP_SOFTPLUS: case OP_SQRT:
-	case OP_RECIPROCAL: case OP_POW: case OP_DIV: case OP_LAYERNORM: case OP_REDUCELOGSUM:
+	case OP_RECIPROCAL: case OP_POW: case OP_DIV: case OP_REDUCELOGSUM:
 	case OP_REDUCELOGSUMEXP: case OP_REDUCEL2:
 		return "needs exp/log/sqrt/division: the v1 SFU has ReLU and CLAMP only";
 	case OP_SIN: case OP_COS: case OP_TAN: case OP_ASIN: case OP_ACOS: case OP_ATAN: case OP_SINH:
@@ -44,9 +48,11 @@ static const char *host_reason(enum onnx_op op)
 	case OP_GATHERELEMENTS: case OP_SCATTERELEMENTS: case OP_SCATTER: case OP_SCATTERND: case OP_ONEHOT:
 	case OP_MAXUNPOOL:
 		return "data-dependent indexing: ISA v1 has no gather/scatter unit";
-	case OP_REDUCEMEAN: case OP_REDUCESUM: case OP_REDUCEMAX: case OP_REDUCEMIN: case OP_REDUCEPROD:
-	case OP_REDUCESUMSQUARE: case OP_REDUCEL1: case OP_ARGMAX: case OP_ARGMIN:
-		return "a reduction: ISA v1 has no reduction unit";
+	case OP_REDUCEMEAN: case OP_REDUCESUM: case OP_REDUCEMAX: case OP_REDUCESUMSQUARE:
+		return "a reduction the vector units do not take: they reduce the trailing axes of a FLOAT tensor "
+		       "(compiled; node by node, ReduceMean over H and W only)";
+	case OP_REDUCEMIN: case OP_REDUCEPROD: case OP_REDUCEL1: case OP_ARGMAX: case OP_ARGMIN:
+		return "a reduction: the vector units have SUM, MEAN, MAX and SUMSQ only";
 	case OP_ADD: case OP_SUB: case OP_MUL: case OP_MIN: case OP_MAX: case OP_SUM: case OP_MEAN:
 	case OP_HARDSIGMOID: case OP_HARDSWISH: case OP_LEAKYRELU: case OP_PRELU: case OP_SOFTSIGN:
 	case OP_NEG: case OP_ABS: case OP_FLOOR: case OP_CEIL: case OP_EQUAL: case OP_GREATER: case OP_LESS:

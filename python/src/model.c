@@ -397,7 +397,10 @@ static PyObject *model_run(PyObject *self, PyObject *args, PyObject *kw)
 			ret = mo->plans ? 0 : onnx_plan_cache_new(mo->m, d->dev, 0, 0, &mo->plans, err, sizeof(err));
 			if (!ret && (ret = onnx_plan_cache_run(mo->plans, tin, n_in, tout, n_out, &st)))
 				snprintf(err, sizeof(err), "%s", onnx_plan_cache_error(mo->plans));
-		} else {
+			/* shapes that depend on input data (onnx_compile refuses them): node by node */
+			compiled = !(ret == -EOPNOTSUPP && !strncmp(err, "compile:", 8));
+		}
+		if (!compiled) {
 			ret = onnx_run(mo->m, d ? d->dev : NULL, tin, n_in, tout, n_out, &st);
 			if (ret)
 				snprintf(err, sizeof(err), "%s", onnx_model_error(mo->m));
@@ -536,7 +539,7 @@ PyTypeObject tnpu_ModelType = {
 		  "the runtime's CPU reference executor).  fold=False runs the graph as written (ONNX_LOAD_NO_FOLD).\n"
 		  "On a device the model is compiled once per set of input shapes and runs compiled (the runtime's\n"
 		  "plan cache, onnx_plan_cache_run: the last 4 plans kept); compile=False runs it node by node\n"
-		  "(onnx_run).  plan_cache: the cache's counters.",
+		  "(onnx_run), as does a model whose shapes depend on input data.  plan_cache: the cache's counters.",
 	.tp_new = model_new,
 	.tp_init = model_init,
 	.tp_dealloc = model_dealloc,

@@ -198,6 +198,22 @@ def test_decoder_with_many_inputs_and_an_empty_past_runs_compiled(dev, tmp_path)
                                           np.concatenate([feed[n], np.maximum(feed["x"], 0)], axis=1))
 
 
+def test_shape_from_input_data_runs_node_by_node(dev, tmp_path):
+    # Reshape(x, shape) with shape a graph input: onnx_compile refuses a data-dependent shape, and the
+    # model runs node by node with the shape the run gives (it used to run compiled with a wrong shape)
+    onnx = pytest.importorskip("onnx")
+    h, T = onnx.helper, onnx.TensorProto
+    g = h.make_graph([h.make_node("Relu", ["x"], ["r"]), h.make_node("Reshape", ["r", "shape"], ["y"])], "rs",
+                     [h.make_tensor_value_info("x", T.FLOAT, [2, 3, 4]),
+                      h.make_tensor_value_info("shape", T.INT64, [3])],
+                     [h.make_tensor_value_info("y", T.FLOAT, None)])
+    m = tnpu.Model(save(tmp_path, g), dev)
+    x = np.random.default_rng(30).standard_normal((2, 3, 4)).astype(np.float32)
+    for shape in ((4, 2, 3), (3, 8, 1)):
+        y = m.run({"x": x, "shape": np.array(shape, np.int64)})["y"]
+        np.testing.assert_array_equal(y, np.maximum(x, 0).reshape(shape))
+
+
 # ---- errors ----
 
 def test_missing_file_raises_enoent():

@@ -543,12 +543,19 @@ int main(int argc, char **argv)
 		ret = 1;
 		goto out;
 	}
-	if (dev && !no_compile) {
-		ret = cm ? 0 : compiled_prepare(m, dev, in, n_in, no_replay ? ONNX_COMPILE_NO_REPLAY : 0, load_cm, save_cm, &cm);
-		if (ret) {
+	if (dev && !no_compile && !cm) {
+		ret = compiled_prepare(m, dev, in, n_in, no_replay ? ONNX_COMPILE_NO_REPLAY : 0, load_cm, save_cm, &cm);
+		if (ret == -EOPNOTSUPP && !load_cm && !save_cm) {
+			/* shapes that depend on input data: the node-by-node executor runs such a model */
+			fprintf(stderr, "accel-run: running the model node by node instead (as --no-compile)\n");
+			no_compile = true;
+			plan_only = false;
+		} else if (ret) {
 			ret = 1;
 			goto out;
 		}
+	}
+	if (dev && !no_compile) {
 		if (plan_only) {
 			print_compiled(m, cm);
 			goto out;	/* ret 0 */
