@@ -178,3 +178,11 @@ void tnpu_kern_gemm_i8_nt_batch(size_t count, size_t m, size_t n, size_t k, cons
 {
 	kern_gemm_i8_batch(variant()->i8, true, count, m, n, k, a, lda, sa, b, ldb, sb, c, ldc, sc, accumulate);
 }
+
+void tnpu_kern_dw_row_f32(size_t ow, size_t tn, size_t r, size_t s, const uint8_t *a, ptrdiff_t a_ry, ptrdiff_t a_ox,
+			  ptrdiff_t a_rx, const uint8_t *w, ptrdiff_t w_tap, uint8_t *out, size_t out_step)
+{
+	kern_f32_dw_row_fn f = variant()->f32->dw_row;
+
+	(f ? f : kern_dw_row_f32_generic)(ow, tn, r, s, a, a_ry, a_ox, a_rx, w, w_tap, out, out_step);
+}

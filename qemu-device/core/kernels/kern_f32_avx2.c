@@ -58,5 +58,6 @@ const struct kern_f32_impl kern_f32_avx2 = {
 	.pack_rows = kern_pack_rows_f32,
 	.pack_cols = kern_pack_cols_f32,
 	.ukernel = uk_f32_avx2,
+	.dw_row = kern_dw_row_f32_avx2,
 };
 #endif /* __x86_64__ */

@@ -107,5 +107,6 @@ const struct kern_f32_impl kern_f32_avx512 = {
 	.edges = true,
 	.small_k = small_k_f32_avx512,
 	.direct = kern_gemm_f32_direct_batch_avx512,
+	.dw_row = kern_dw_row_f32_avx2,
 };
 #endif /* __x86_64__ */

@@ -73,6 +73,17 @@ static inline bool kern_f32_use_direct(bool nt, size_t m, size_t n, size_t k)
 	return m >= 4 && (n <= 64 || k >= 2);
 }
 
+/* One depthwise output row (tnpu_kern_dw_row_f32's contract). */
+typedef void (*kern_f32_dw_row_fn)(size_t ow, size_t tn, size_t r, size_t s, const uint8_t *a, ptrdiff_t a_ry,
+				   ptrdiff_t a_ox, ptrdiff_t a_rx, const uint8_t *w, ptrdiff_t w_tap, uint8_t *out,
+				   size_t out_step);
+void kern_dw_row_f32_generic(size_t ow, size_t tn, size_t r, size_t s, const uint8_t *a, ptrdiff_t a_ry,
+			     ptrdiff_t a_ox, ptrdiff_t a_rx, const uint8_t *w, ptrdiff_t w_tap, uint8_t *out,
+			     size_t out_step);
+void kern_dw_row_f32_avx2(size_t ow, size_t tn, size_t r, size_t s, const uint8_t *a, ptrdiff_t a_ry,
+			  ptrdiff_t a_ox, ptrdiff_t a_rx, const uint8_t *w, ptrdiff_t w_tap, uint8_t *out,
+			  size_t out_step);
+
 struct kern_f32_impl {
 	const char *name;
 	size_t mr, nr;		/* micro-tile */
@@ -83,6 +94,7 @@ struct kern_f32_impl {
 	bool edges;		/* ukernel handles partial tiles itself */
 	kern_f32_small_k_fn small_k;	/* optional: k <= KERN_SMALL_K without packing */
 	kern_f32_direct_fn direct;	/* optional: A unpacked */
+	kern_f32_dw_row_fn dw_row;	/* optional: a depthwise output row (else the generic loop) */
 };
 
 /* ---- int8 ---------------------------------------------------------------- */

@@ -92,6 +92,17 @@ void tnpu_kern_gemm_i8_nt_batch(size_t count, size_t m, size_t n, size_t k, cons
 				const int8_t *b, size_t ldb, ptrdiff_t sb, int32_t *c, size_t ldc, ptrdiff_t sc,
 				bool accumulate);
 
+/*
+ * One output row of a depthwise (channel-wise) fp32 convolution, a PE's DW MAC (isa.md "DW MAC"): for
+ * ox < ow and c < tn,
+ *     out[ox * out_step + 4c] = sum over ry < r, rx < s, in that order, from +0.0f, of
+ *                               a[ry * a_ry + ox * a_ox + rx * a_rx + 4c] * w[(ry * s + rx) * w_tap + 4c]
+ * (byte offsets, fp32 elements, any alignment), each channel one fmaf chain: the same bits in every
+ * variant.  Reads only those elements (the last run of channels through masked loads).
+ */
+void tnpu_kern_dw_row_f32(size_t ow, size_t tn, size_t r, size_t s, const uint8_t *a, ptrdiff_t a_ry, ptrdiff_t a_ox,
+			  ptrdiff_t a_rx, const uint8_t *w, ptrdiff_t w_tap, uint8_t *out, size_t out_step);
+
 /* Reference versions: plain triple loops (fp32: fmaf chain in k order, as above). */
 void tnpu_kern_gemm_f32_nn_ref(size_t m, size_t n, size_t k, const float *a, size_t lda,
 			       const float *b, size_t ldb, float *c, size_t ldc, bool accumulate);

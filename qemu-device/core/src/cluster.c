@@ -1121,6 +1121,22 @@ static void sfu_f32_rows(const float *restrict x, float *restrict y, unsigned n,
 			for (unsigned j = 0; j < n; j++)
 				y[j] = x[j] < 0.0f ? 0.0f : x[j];
 		return;
+	case TNPU_SFU_OP_BIAS | TNPU_SFU_OP_CLAMP:	/* ReLU6 after a conv with bias: MobileNets */
+		for (unsigned i = 0; i < rows; i++, x += ld, y += ld)
+			for (unsigned j = 0; j < n; j++) {
+				float v = x[j] + bias[j];
+
+				y[j] = v < lo ? lo : (v > hi ? hi : v);
+			}
+		return;
+	case TNPU_SFU_OP_CLAMP:
+		for (unsigned i = 0; i < rows; i++, x += ld, y += ld)
+			for (unsigned j = 0; j < n; j++) {
+				float v = x[j];
+
+				y[j] = v < lo ? lo : (v > hi ? hi : v);
+			}
+		return;
 	default:
 		break;
 	}

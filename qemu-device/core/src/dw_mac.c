@@ -11,8 +11,10 @@
  * weight slot's tile (r*s taps x tn channels, or tn x r*s with TRANS).
  */
 #include <math.h>
+#include <stdlib.h>
 
 #include "internal.h"
+#include "tnpu_kernels.h"
 
 static unsigned dw_esize(unsigned dt)
 {
@@ -102,50 +104,23 @@ static float dw_f(const uint8_t *q, unsigned dt)
 }
 
 /*
- * fp32 with the weights stored taps x channels: one PE's block with the taps outer and a run of up to
- * 64 channels inner (contiguous in the input pixel and in the weight tap), each channel's fmaf chain
- * still over the taps in (ry, rx) order from +0 -- the same bits as the per-channel loop, in loops that
- * vectorise (compiled per x86-64 level: a hardware FMA where the level has one, not a libm call per
- * tap).  False if an abort arrived (checked per output row, as the general loop).
+ * fp32 with the weights stored taps x channels: one PE's block an output row at a time through the
+ * kernels' depthwise row (tnpu_kern_dw_row_f32: runs of channels inner, vectorised per host ISA), each
+ * channel's fmaf chain still over the taps in (ry, rx) order from +0 -- the same bits as the
+ * per-channel loop.  False if an abort arrived (checked per output row, as the general loop).
  */
 #define DW_RUN 64
-TNPU_CLONES
 static bool dw_pe_f32(const struct tnpu_dw_param *p, const uint8_t *restrict at, uint64_t apitch,
 		      const uint8_t *restrict bt, uint64_t wt_tap, unsigned tn, size_t ld, uint8_t *restrict cp,
 		      atomic_bool *abort)
 {
-	float acc[DW_RUN];
-
 	for (unsigned oy = 0; oy < p->oh; oy++) {
 		if (abort && atomic_load_explicit(abort, memory_order_relaxed))
 			return false;
-		for (unsigned ox = 0; ox < p->ow; ox++) {
-			uint8_t *out = cp + ((size_t)(oy * p->ow + ox) * ld) * 4;
-
-			for (unsigned c0 = 0; c0 < tn; c0 += DW_RUN) {
-				unsigned n = tn - c0 < DW_RUN ? tn - c0 : DW_RUN;
-
-				for (unsigned c = 0; c < n; c++)
-					acc[c] = 0.0f;
-				for (unsigned ry = 0; ry < p->r; ry++) {
-					const uint8_t *arow = at + (uint64_t)(oy * p->stride_y + ry * p->dil_y) * apitch;
-
-					for (unsigned rx = 0; rx < p->s; rx++) {
-						const uint8_t *a = arow + ((uint64_t)(ox * p->stride_x + rx * p->dil_x) * p->pix + c0) * 4;
-						const uint8_t *w = bt + (uint64_t)(ry * p->s + rx) * wt_tap + (uint64_t)c0 * 4;
-
-						for (unsigned c = 0; c < n; c++) {
-							float x, y;
-
-							memcpy(&x, a + 4 * (size_t)c, 4);
-							memcpy(&y, w + 4 * (size_t)c, 4);
-							acc[c] = fmaf(x, y, acc[c]);
-						}
-					}
-				}
-				memcpy(out + 4 * (size_t)c0, acc, (size_t)n * 4);
-			}
-		}
+		tnpu_kern_dw_row_f32(p->ow, tn, p->r, p->s, at + (uint64_t)oy * p->stride_y * apitch,
+				     (ptrdiff_t)((uint64_t)p->dil_y * apitch), (ptrdiff_t)p->stride_x * p->pix * 4,
+				     (ptrdiff_t)p->dil_x * p->pix * 4, bt, (ptrdiff_t)wt_tap,
+				     cp + (size_t)oy * p->ow * ld * 4, ld * 4);
 	}
 	return true;
 }
@@ -188,14 +163,44 @@ static bool dw_pe_i8(const struct tnpu_dw_param *p, const uint8_t *restrict at, 
 	return true;
 }
 
+/* A PE's weight tile stored channels x taps (TRANS: row ch holds its taps, rows pitch apart) copied
+ * taps x channels into tw (taps * tn elements of e bytes), the layout the vectorised loops read. */
+static void dw_untranspose(const uint8_t *restrict bt, uint64_t pitch, unsigned tn, unsigned taps, unsigned e,
+			   uint8_t *restrict tw)
+{
+	if (e == 4) {	/* fp32: word copies the compiler keeps in registers */
+		for (unsigned ch = 0; ch < tn; ch++) {
+			const uint8_t *row = bt + ch * pitch;
+
+			for (unsigned t = 0; t < taps; t++) {
+				uint32_t v;
+
+				memcpy(&v, row + 4 * (size_t)t, 4);
+				memcpy(tw + ((size_t)t * tn + ch) * 4, &v, 4);
+			}
+		}
+		return;
+	}
+	for (unsigned ch = 0; ch < tn; ch++)
+		for (unsigned t = 0; t < taps; t++)
+			tw[(size_t)t * tn + ch] = bt[ch * pitch + t];	/* int8 */
+}
+
+/* The copy's bound: a tile lives in a storage unit, so this is never reached by a valid command; a
+ * larger one (or a failed allocation) takes the per-channel loop. */
+#define DW_TW_MAX (4u << 20)
+
 uint32_t tnpu_dw_run(struct tnpu_dw_job *j)
 {
 	const struct tnpu_operand *A = j->A, *B = j->B;
 	const struct tnpu_dw_param *p = &j->p;
-	unsigned dt = A->dtype, e = dw_esize(dt), tn = j->tn, tm = j->tm;
+	unsigned dt = A->dtype, e = dw_esize(dt), tn = j->tn, tm = j->tm, taps = (unsigned)p->r * p->s;
 	size_t ld = (size_t)j->pes * tn;
-	bool trans = B->flags & TNPU_OPF_TRANS;
+	bool trans = B->flags & TNPU_OPF_TRANS, fast = dt == TNPU_DTYPE_FP32 || dt == TNPU_DTYPE_INT8;
 	uint64_t wt_tap = trans ? e : B->pitch, wt_ch = trans ? B->pitch : e;
+	/* TRANS weights (libaccel's depthwise layout, a row per channel) for the vectorised loops: each PE's
+	 * tile copied taps x channels first (the per-channel sums keep their tap order: the same bits) */
+	uint8_t *tw = fast && trans && (size_t)taps * tn * e <= DW_TW_MAX ? malloc((size_t)taps * tn * e) : NULL;
 
 	for (unsigned c = 0; c < j->cols; c++) {
 		for (unsigned pe = 0; pe < j->pes; pe++) {
@@ -203,16 +208,23 @@ uint32_t tnpu_dw_run(struct tnpu_dw_job *j)
 			const uint8_t *bt = j->base + dw_pe_addr(B, c, pe);
 			uint8_t *cp = (uint8_t *)j->acc + ((size_t)c * tm * ld + (size_t)pe * tn) * 4;
 
-			if ((dt == TNPU_DTYPE_FP32 || dt == TNPU_DTYPE_INT8) && !trans) {
-				if (!(dt == TNPU_DTYPE_FP32 ? dw_pe_f32 : dw_pe_i8)(p, at, A->pitch, bt, wt_tap, tn, ld, cp,
-										    j->abort))
+			if (fast && (!trans || tw)) {
+				if (trans)
+					dw_untranspose(bt, B->pitch, tn, taps, e, tw);
+				if (!(dt == TNPU_DTYPE_FP32 ? dw_pe_f32 : dw_pe_i8)(p, at, A->pitch, trans ? tw : bt,
+										    trans ? (uint64_t)tn * e : wt_tap, tn,
+										    ld, cp, j->abort)) {
+					free(tw);
 					return TNPU_ERR_ABORTED;
+				}
 				continue;
 			}
 			for (unsigned oy = 0; oy < p->oh; oy++) {
 				/* up to tm x tn x 255^2 taps per PE: abort per output row */
-				if (j->abort && atomic_load_explicit(j->abort, memory_order_relaxed))
+				if (j->abort && atomic_load_explicit(j->abort, memory_order_relaxed)) {
+					free(tw);
 					return TNPU_ERR_ABORTED;
+				}
 				for (unsigned ox = 0; ox < p->ow; ox++) {
 					uint8_t *out = cp + ((size_t)(oy * p->ow + ox) * ld) * 4;
 
@@ -242,6 +254,7 @@ uint32_t tnpu_dw_run(struct tnpu_dw_job *j)
 			}
 		}
 	}
+	free(tw);
 	return 0;
 }
 
