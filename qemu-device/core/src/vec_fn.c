@@ -8,8 +8,12 @@
  * asserted by tests/unit/core/test_vec.c.
  */
 #pragma GCC optimize("fp-contract=off")
+/* comparisons and conversions may be evaluated speculatively (if-converted into vector selects): the
+ * model never reads the floating-point exception flags */
+#pragma GCC optimize("no-trapping-math")
 
 #include <math.h>
+#include <string.h>
 
 #include "internal.h"
 
@@ -109,5 +113,111 @@ float tnpu_vec_eval(unsigned func, float t)
 		return 1.0f / sqrtf(t);
 	default:
 		return NAN;
+	}
+}
+
+/* The float with bits (e + 127) << 23: 2^e, -126 <= e <= 127 (a macro: a function of the default
+ * target is not inlined into the clones, and the call keeps the loop from vectorising). */
+#define POW2F(e)                                                                                           \
+	({                                                                                                 \
+		uint32_t b_ = (uint32_t)((e) + 127) << 23;                                                 \
+		float f_;                                                                                  \
+		memcpy(&f_, &b_, 4);                                                                       \
+		f_;                                                                                        \
+	})
+
+/*
+ * v_exp over a run, in a loop that vectorises: the same operations, and scalbnf(p, k) as
+ * (p * 2^(k>>1)) * 2^(k - (k>>1)): p is in [0.70, 1.42] and |k| <= 150 where the result is not one of
+ * the special cases, so the first product is exact (normal) and the second rounds once, as scalbnf
+ * does (subnormal results and overflow to infinity included).  The special cases are selected last.
+ */
+TNPU_CLONES
+static void exp_run(float *restrict y, const float *restrict t, size_t n)
+{
+	for (size_t i = 0; i < n; i++) {
+		float x = t[i], k = rintf(x * 1.44269504f), r, p, v;
+		int ki;
+
+		r = (x - k * 0.693145752f) - k * 1.42860677e-6f;
+		p = 1.0f / 5040.0f;
+		p = p * r + 1.0f / 720.0f;
+		p = p * r + 1.0f / 120.0f;
+		p = p * r + 1.0f / 24.0f;
+		p = p * r + 1.0f / 6.0f;
+		p = p * r + 0.5f;
+		p = p * r + 1.0f;
+		p = p * r + 1.0f;
+		/* k outside [-150, 128] only for the special cases below; bounded so the conversion is defined */
+		ki = (int)(k < -160.0f ? -160.0f : (k > 160.0f ? 160.0f : (k != k ? 0.0f : k)));
+		v = (p * POW2F(ki >> 1)) * POW2F(ki - (ki >> 1));
+		y[i] = x != x ? x : (x > 88.7228f ? INFINITY : (x < -103.97f ? 0.0f : v));
+	}
+}
+
+/* y = t * s + b over a run (MAP's input scaling), then the function in place. */
+TNPU_CLONES
+static void scale_run(float *restrict y, const uint8_t *restrict in, size_t n, float s, float b)
+{
+	for (size_t i = 0; i < n; i++) {
+		float x;
+
+		memcpy(&x, in + 4 * i, 4);
+		y[i] = x * s + b;
+	}
+}
+
+TNPU_CLONES
+static void sigmoid_tail(float *restrict y, const float *restrict e, const float *restrict t, size_t n, bool silu)
+{
+	if (silu) {
+		for (size_t i = 0; i < n; i++)
+			y[i] = t[i] * (1.0f / (1.0f + e[i]));
+		return;
+	}
+	for (size_t i = 0; i < n; i++)
+		y[i] = 1.0f / (1.0f + e[i]);
+}
+
+TNPU_CLONES
+static void relu_run(float *y, size_t n)
+{
+	for (size_t i = 0; i < n; i++)
+		y[i] = y[i] < 0.0f ? 0.0f : y[i];
+}
+
+void tnpu_vec_map_run(unsigned func, const uint8_t *in, float *out, size_t n, float scale, float bias, bool relu)
+{
+	enum { CHUNK = 256 };
+	float t[CHUNK], e[CHUNK], u[CHUNK];
+
+	for (size_t c0 = 0; c0 < n; c0 += CHUNK) {
+		size_t m = n - c0 < CHUNK ? n - c0 : CHUNK;
+		float *y = out + c0;
+
+		scale_run(t, in + 4 * c0, m, scale, bias);
+		switch (func) {
+		case TNPU_VEC_EXP:
+			exp_run(y, t, m);
+			break;
+		case TNPU_VEC_SIGMOID:
+		case TNPU_VEC_SILU:
+			for (size_t i = 0; i < m; i++)
+				e[i] = -t[i];
+			exp_run(u, e, m);
+			sigmoid_tail(y, u, t, m, func == TNPU_VEC_SILU);
+			break;
+		default:
+			for (size_t i = 0; i < m; i++)
+				y[i] = tnpu_vec_eval(func, t[i]);
+			break;
+		}
+		/* A NaN input's result is the per-element function's: NaN signs and payloads follow how the
+		 * compiler arranged that function's operations (1 + e^-t as 1 - t), not IEEE rules */
+		for (size_t i = 0; i < m; i++)
+			if (t[i] != t[i])
+				y[i] = tnpu_vec_eval(func, t[i]);
+		if (relu)
+			relu_run(y, m);
 	}
 }

@@ -785,6 +785,68 @@ static union val red_one(const struct vcmd *v, const uint8_t *p)
 	}
 }
 
+/* MAP of an fp32 function, FP32 in and out, over packed input runs (little-endian hosts): map_one's
+ * bits through tnpu_vec_map_run. */
+static bool map_run_fast(const struct vcmd *v)
+{
+#if defined(__BYTE_ORDER__) && __BYTE_ORDER__ == __ORDER_LITTLE_ENDIAN__
+	return v->op == TNPU_VEC_MAP && v->fn >= TNPU_VEC_FN_FIRST && v->fn <= TNPU_VEC_FN_LAST &&
+	       v->in == TNPU_DTYPE_FP32 && v->out == TNPU_DTYPE_FP32 && v->a_st[3] == 4;
+#else
+	(void)v;
+	return false;
+#endif
+}
+
+/* BINARY ADD/SUB/MUL of FP32 runs, A packed and B packed or one element broadcast (b_st[3] 0), FP32
+ * out (little-endian hosts): a loop that vectorises, then bin_one again for every lane with a NaN
+ * operand (which NaN an add returns depends on how the compiler ordered its operands). */
+static bool bin_run_fast(const struct vcmd *v)
+{
+#if defined(__BYTE_ORDER__) && __BYTE_ORDER__ == __ORDER_LITTLE_ENDIAN__
+	return v->op == TNPU_VEC_BINARY && v->in == TNPU_DTYPE_FP32 && v->out == TNPU_DTYPE_FP32 &&
+	       v->fn <= TNPU_VEC_MUL && !(v->vf & TNPU_VEC_F_QADD) && v->a_st[3] == 4 &&
+	       (v->b_st[3] == 4 || v->b_st[3] == 0);
+#else
+	(void)v;
+	return false;
+#endif
+}
+
+TNPU_CLONES
+static void bin_run_f32(const struct vcmd *v, const uint8_t *restrict pa, const uint8_t *restrict pb, float *restrict y,
+			uint32_t n)
+{
+	size_t sb = v->b_st[3] ? 4 : 0;
+
+	for (uint32_t c = 0; c < n; c++) {
+		float a, b, r;
+
+		memcpy(&a, pa + 4 * (size_t)c, 4);
+		memcpy(&b, pb + sb * c, 4);
+		r = v->fn == TNPU_VEC_ADD ? a + b : (v->fn == TNPU_VEC_SUB ? a - b : a * b);
+		y[c] = r;
+	}
+	if (v->vf & TNPU_VEC_F_RELU)
+		for (uint32_t c = 0; c < n; c++)
+			y[c] = y[c] < 0.0f ? 0.0f : y[c];
+}
+
+static void bin_run(const struct vcmd *v, const uint8_t *pa, const uint8_t *pb, union val *out, uint32_t n)
+{
+	size_t sb = v->b_st[3] ? 4 : 0;
+
+	bin_run_f32(v, pa, pb, (float *)(void *)out, n);
+	for (uint32_t c = 0; c < n; c++) {
+		float a, b;
+
+		memcpy(&a, pa + 4 * (size_t)c, 4);
+		memcpy(&b, pb + sb * c, 4);
+		if (a != a || b != b)
+			out[c] = bin_one(v, pa + 4 * (size_t)c, pb + sb * c);
+	}
+}
+
 /* Compute every output of one row into out[] (output order), then write them. */
 static uint32_t run_row(struct tnpu_exec *ex, const struct vcmd *v, unsigned r, union val *out, int64_t *sum)
 {
@@ -805,6 +867,26 @@ static uint32_t run_row(struct tnpu_exec *ex, const struct vcmd *v, unsigned r, 
 				continue;
 			}
 			for (i[2] = 0; i[2] < v->n[2]; i[2]++) {
+				if (bin_run_fast(v)) {
+					int64_t a = (int64_t)v->a_off, b = (int64_t)v->b_off;
+
+					for (unsigned k = 0; k < 3; k++) {
+						a += (int64_t)i[k] * v->a_st[k];
+						b += (int64_t)i[k] * v->b_st[k];
+					}
+					bin_run(v, half + a, half + b, out + o, v->n[3]);
+					o += v->n[3];
+					continue;
+				}
+				if (map_run_fast(v)) {	/* a packed run of an fp32 function: vectorised */
+					int64_t a = (int64_t)v->a_off + (int64_t)i[0] * v->a_st[0] +
+						    (int64_t)i[1] * v->a_st[1] + (int64_t)i[2] * v->a_st[2];
+
+					tnpu_vec_map_run(v->fn, half + a, (float *)(void *)(out + o), v->n[3],
+							 f32_of(v->scale), f32_of(v->bias), v->vf & TNPU_VEC_F_RELU);
+					o += v->n[3];
+					continue;
+				}
 				for (i[3] = 0; i[3] < v->n[3]; i[3]++, o++) {
 					int64_t a = (int64_t)v->a_off, b = (int64_t)v->b_off;
 

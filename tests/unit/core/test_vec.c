@@ -230,6 +230,51 @@ Test(vec, map_fp32_functions_match_the_function_unit_with_pre_affine)
 	}
 }
 
+/* The vectorised MAP of packed fp32 runs (tnpu_vec_map_run: exp with its scaling as two exact
+ * power-of-two products) gives tnpu_vec_eval's bits for every function, on a sweep of 2^20 inputs
+ * spread over every exponent and on the special values: NaN, infinities, the exp cut-offs and their
+ * neighbours, subnormal and overflowing exp results, signed zeros; with the pre-affine and ReLU. */
+Test(vec, map_runs_give_the_per_element_bits)
+{
+	static const unsigned fns[] = { TNPU_VEC_SIGMOID, TNPU_VEC_TANH, TNPU_VEC_EXP, TNPU_VEC_ERF, TNPU_VEC_GELU,
+					TNPU_VEC_HARDSIGMOID, TNPU_VEC_HARDSWISH, TNPU_VEC_SILU, TNPU_VEC_RECIP,
+					TNPU_VEC_RSQRT };
+	static const float special[] = { NAN, INFINITY, -INFINITY, 0.0f, -0.0f, 88.7228f, 88.72281f, 88.72279f,
+					 -103.97f, -103.96999f, -103.97001f, -87.33655f, -87.5f, -95.0f, -100.0f,
+					 -103.9f, 88.0f, 88.7f, 1e-30f, -1e-30f, FLT_MAX, -FLT_MAX, 1.0f, -1.0f };
+	enum { N = 1 << 20 };
+	const size_t ns = sizeof(special) / sizeof(special[0]);
+	uint8_t *in = malloc((N + ns) * 4);
+	float *out = malloc((N + ns) * 4);
+	uint32_t x = 12345;
+
+	cr_assert(in && out);
+	for (size_t i = 0; i < N; i++) {	/* random bits: every exponent, NaNs included */
+		x = x * 1664525u + 1013904223u;
+		memcpy(in + 4 * i, &x, 4);
+	}
+	for (size_t i = 0; i < ns; i++)
+		memcpy(in + 4 * (N + i), &special[i], 4);
+	for (size_t k = 0; k < sizeof(fns) / sizeof(fns[0]); k++)
+		for (int variant = 0; variant < 2; variant++) {
+			float sc = variant ? 0.75f : 1.0f, bi = variant ? -0.5f : 0.0f;
+
+			tnpu_vec_map_run(fns[k], in, out, N + ns, sc, bi, variant);
+			for (size_t i = 0; i < N + ns; i++) {
+				float t, want;
+
+				memcpy(&t, in + 4 * i, 4);
+				want = tnpu_vec_eval(fns[k], t * sc + bi);
+				if (variant && want < 0)
+					want = 0;
+				cr_assert_eq(fbits(out[i]), fbits(want), "fn %u variant %d input %zu (t %.9g): %.9g vs %.9g",
+					     fns[k], variant, i, t * sc + bi, out[i], want);
+			}
+		}
+	free(in);
+	free(out);
+}
+
 /* ---- MAP: LUT, requant per channel, quant/dequant, copy (transpose) ----------------------- */
 
 Test(vec, lut_tables_are_programmable_and_zero_at_job_start)
@@ -400,6 +445,51 @@ Test(vec, binary_fp32_broadcast_and_relu)
 				cr_assert_eq(o[i * C + j], r, "fn %u (%d,%d)", fns[f], i, j);
 			}
 	}
+}
+
+/* A per-row scalar broadcast along the run (b_st[3] 0: squeeze-and-excite's per-channel scale) and
+ * packed runs of odd length, with NaNs, infinities and signed zeros in both operands: every result the
+ * element-wise definition's (NaN where it gives NaN). */
+Test(vec, binary_fp32_scalar_broadcast_runs_with_nan_and_inf)
+{
+	float *a = HF(0), *b = HF(4096), *o = HF(16384);
+	const int R = 5, C = 37;
+	const uint8_t fns[] = { TNPU_VEC_ADD, TNPU_VEC_SUB, TNPU_VEC_MUL };
+	const float odd[] = { NAN, -NAN, INFINITY, -INFINITY, 0.0f, -0.0f };
+
+	for (int i = 0; i < R * C; i++)
+		a[i] = i % 11 == 3 ? odd[i % 6] : (float)((i * 37) % 101) / 7.0f - 6.0f;
+	for (int r = 0; r < R; r++)
+		b[r] = r == 2 ? NAN : (r == 4 ? -INFINITY : (float)r - 1.5f);
+	for (size_t f = 0; f < sizeof(fns); f++)
+		for (int relu = 0; relu < 2; relu++) {
+			struct tnpu_cmd_vec v = vcmd(TNPU_VEC_BINARY, fns[f], TNPU_DTYPE_FP32, TNPU_DTYPE_FP32);
+
+			put(0, 0, 8192);
+			dims2(&v, R, C, 4);
+			v.b_off = 4096;
+			v.b_st[2] = 4;	/* one element of B per row ... */
+			v.b_st[3] = 0;	/* ... broadcast along it */
+			v.d_off = 12288;
+			v.vflags = relu ? TNPU_VEC_F_RELU : 0;
+			emit(&v);
+			get(0, 12288, 16384, R * C * 4);
+			cr_assert_eq(run(), 0, "%s", tnpu_err_name(res.error));
+			for (int i = 0; i < R; i++)
+				for (int j = 0; j < C; j++) {
+					float x = a[i * C + j], y = b[i], r;
+
+					r = fns[f] == TNPU_VEC_ADD ? x + y : (fns[f] == TNPU_VEC_SUB ? x - y : x * y);
+					if (relu && r < 0)
+						r = 0;
+					if (r != r)
+						cr_assert(isnan(o[i * C + j]), "fn %u relu %d (%d,%d): %g, want NaN", fns[f],
+							  relu, i, j, o[i * C + j]);
+					else
+						cr_assert_eq(fbits(o[i * C + j]), fbits(r), "fn %u relu %d (%d,%d): %g vs %g",
+							     fns[f], relu, i, j, o[i * C + j], r);
+				}
+		}
 }
 
 Test(vec, binary_int8_requantised_add_and_int32_wrap)
