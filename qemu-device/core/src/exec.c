@@ -552,6 +552,21 @@ static void k_split(const struct conv *cv, uint64_t k, uint32_t *ry, uint32_t *r
 	}
 }
 
+
+/* n elements of e bytes (1, 2 or 4) set to the pad value: fixed-size stores, no libc call each. */
+static void pad_fill(uint8_t *d, uint64_t n, const uint8_t padb[4], unsigned e)
+{
+	if (e == 4) {
+		for (uint64_t t = 0; t < n; t++)
+			memcpy(d + 4 * t, padb, 4);
+	} else if (e == 2) {
+		for (uint64_t t = 0; t < n; t++)
+			memcpy(d + 2 * t, padb, 2);
+	} else {
+		memset(d, padb[0], n);
+	}
+}
+
 static uint32_t cmd_im2col(struct tnpu_exec *ex, const uint8_t *c, bool async)
 {
 	struct conv cv;
@@ -819,7 +834,33 @@ static uint32_t cmd_im2col(struct tnpu_exec *ex, const uint8_t *c, bool async)
 					for (uint32_t j = 0; j < jn;) {
 						int64_t iy = iy0 + kry[j], ix = ix0 + krx[j];
 						const uint8_t *src = padb;
+						uint32_t L = 1;
 
+						/* NCHW: taps of one channel and filter row at consecutive x (a 7x7
+						 * depthwise filter's rows): the part inside the image in one copy,
+						 * the pad value either side.  Same bytes as the per-element loop. */
+						while (!nhwc && L < krun[j] && kry[j + L] == kry[j] && kch[j + L] == kch[j] &&
+						       krx[j + L] == krx[j] + (int32_t)L)
+							L++;
+						if (L > 1) {
+							int64_t lo = 0, hi = 0;
+
+							if (iy >= 0 && iy < cv.h) {
+								lo = TNPU_MIN((int64_t)L, TNPU_MAX(0, -ix));
+								hi = TNPU_MAX(lo, TNPU_MIN((int64_t)L, (int64_t)cv.w - ix));
+							}
+							pad_fill(out + (uint64_t)j * cv.e, (uint64_t)lo, padb, cv.e);
+							pad_fill(out + ((uint64_t)j + hi) * cv.e, (uint64_t)(L - hi), padb, cv.e);
+							if (hi > lo) {
+								uint64_t idx = ((b * nc + kch[j]) * ny + (uint64_t)(iy - iy_lo)) * nx +
+									       (uint64_t)(ix + lo - ix_lo);
+
+								memcpy(out + ((uint64_t)j + lo) * cv.e, box + idx * cv.e,
+								       (size_t)(hi - lo) * cv.e);
+							}
+							j += L;
+							continue;
+						}
 						if (ktap[j] > 1 && iy >= 0 && iy < cv.h && ix >= 0 && ix < cv.w) {
 							/* a run of one tap inside the image: adjacent in the box */
 							int64_t o = nhwc ? (((int64_t)b * ny + (iy0 - iy_lo)) * nx +

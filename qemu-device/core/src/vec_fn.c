@@ -155,6 +155,52 @@ static void exp_run(float *restrict y, const float *restrict t, size_t n)
 	}
 }
 
+/* v_erf over a run: the same operations, every lane computed and the |t| >= 4 lanes selected after
+ * (NaN lanes: the caller's per-element pass).  e holds exp(-(a*a)) from exp_run, q the scratch. */
+TNPU_CLONES
+static void erf_pre(float *restrict q, float *restrict u, const float *restrict t, size_t n)
+{
+	for (size_t i = 0; i < n; i++) {
+		float a = fabsf(t[i]);
+
+		u[i] = 1.0f / (1.0f + 0.3275911f * a);
+		q[i] = -(a * a);
+	}
+}
+
+TNPU_CLONES
+static void erf_post(float *restrict y, const float *restrict u, const float *restrict e, const float *restrict t,
+		     size_t n)
+{
+	for (size_t i = 0; i < n; i++) {
+		float p = 1.061405429f, r;
+
+		p = p * u[i] + -1.453152027f;
+		p = p * u[i] + 1.421413741f;
+		p = p * u[i] + -0.284496736f;
+		p = p * u[i] + 0.254829592f;
+		p = p * u[i];
+		r = 1.0f - p * e[i];
+		r = t[i] < 0 ? -r : r;
+		y[i] = fabsf(t[i]) >= 4.0f ? (t[i] > 0 ? 1.0f : -1.0f) : r;
+	}
+}
+
+/* GELU's ends: s = t * 0.70710678f before erf, y = 0.5f * t * (1.0f + erf(s)) after. */
+TNPU_CLONES
+static void gelu_scale(float *restrict s, const float *restrict t, size_t n)
+{
+	for (size_t i = 0; i < n; i++)
+		s[i] = t[i] * 0.70710678f;
+}
+
+TNPU_CLONES
+static void gelu_post(float *restrict y, const float *restrict t, const float *restrict er, size_t n)
+{
+	for (size_t i = 0; i < n; i++)
+		y[i] = 0.5f * t[i] * (1.0f + er[i]);
+}
+
 /* y = t * s + b over a run (MAP's input scaling), then the function in place. */
 TNPU_CLONES
 static void scale_run(float *restrict y, const uint8_t *restrict in, size_t n, float s, float b)
@@ -189,7 +235,7 @@ static void relu_run(float *y, size_t n)
 void tnpu_vec_map_run(unsigned func, const uint8_t *in, float *out, size_t n, float scale, float bias, bool relu)
 {
 	enum { CHUNK = 256 };
-	float t[CHUNK], e[CHUNK], u[CHUNK];
+	float t[CHUNK], e[CHUNK], u[CHUNK], q[CHUNK], g[CHUNK];
 
 	for (size_t c0 = 0; c0 < n; c0 += CHUNK) {
 		size_t m = n - c0 < CHUNK ? n - c0 : CHUNK;
@@ -207,6 +253,24 @@ void tnpu_vec_map_run(unsigned func, const uint8_t *in, float *out, size_t n, fl
 			exp_run(u, e, m);
 			sigmoid_tail(y, u, t, m, func == TNPU_VEC_SILU);
 			break;
+		case TNPU_VEC_ERF:
+		case TNPU_VEC_GELU: {
+			const float *s = t;
+
+			if (func == TNPU_VEC_GELU) {
+				gelu_scale(g, t, m);
+				s = g;
+			}
+			erf_pre(q, u, s, m);
+			exp_run(e, q, m);
+			if (func == TNPU_VEC_ERF) {
+				erf_post(y, u, e, s, m);
+			} else {
+				erf_post(q, u, e, s, m);
+				gelu_post(y, t, q, m);
+			}
+			break;
+		}
 		default:
 			for (size_t i = 0; i < m; i++)
 				y[i] = tnpu_vec_eval(func, t[i]);
