@@ -9,6 +9,7 @@
  * bounded by the sum of the values it places.
  */
 #include <endian.h>
+#include <pthread.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -37,7 +38,35 @@ static uint64_t fnv_i64(uint64_t h, int64_t v)
 	return fnv(h, &v, sizeof(v));
 }
 
+/* The model's part of the digest (graph, names, every constant's bytes): hundreds of megabytes for a
+ * language model, hashed once per model and kept (the generator compiles a model once per shape
+ * bucket).  The memo is the model's only mutable field, under its own lock. */
+static uint64_t graph_digest(const struct onnx_model *m);
+
+static pthread_mutex_t digest_lock = PTHREAD_MUTEX_INITIALIZER;
+
 static uint64_t model_digest(const struct onnx_model *m, const struct onnx_tensor *shapes, unsigned n)
+{
+	struct onnx_model *mm = (struct onnx_model *)m;	/* the memo only */
+	uint64_t h;
+
+	pthread_mutex_lock(&digest_lock);
+	if (!mm->digest_valid) {
+		mm->digest = graph_digest(m);
+		mm->digest_valid = true;
+	}
+	h = mm->digest;
+	pthread_mutex_unlock(&digest_lock);
+	for (unsigned i = 0; i < n; i++) {
+		h = fnv_i64(h, shapes[i].dtype);
+		h = fnv_i64(h, shapes[i].ndim);
+		for (unsigned d = 0; d < shapes[i].ndim && d < ONNX_MAX_DIMS; d++)
+			h = fnv_i64(h, shapes[i].dims[d]);
+	}
+	return h;
+}
+
+static uint64_t graph_digest(const struct onnx_model *m)
 {
 	uint64_t h = 0xcbf29ce484222325ull;
 
@@ -64,12 +93,6 @@ static uint64_t model_digest(const struct onnx_model *m, const struct onnx_tenso
 			h = fnv(h, val->t.dims, sizeof(int64_t) * val->t.ndim);
 			h = fnv(h, val->t.data, val->t.count * onnx_dtype_size(val->t.dtype));
 		}
-	}
-	for (unsigned i = 0; i < n; i++) {
-		h = fnv_i64(h, shapes[i].dtype);
-		h = fnv_i64(h, shapes[i].ndim);
-		for (unsigned d = 0; d < shapes[i].ndim && d < ONNX_MAX_DIMS; d++)
-			h = fnv_i64(h, shapes[i].dims[d]);
 	}
 	return h;
 }
@@ -733,14 +756,13 @@ int onnx_compiled_load_mem(struct onnx_model *m, struct accel_dev *dev, const st
 		}
 	}
 	ret = accel_buffer_alloc(dev, cm->arena_bytes ? cm->arena_bytes : 1, &cm->arena);
-	if (!ret)
-		ret = accel_buffer_alloc(dev, cm->wbytes ? cm->wbytes : 1, &cm->wbuf);
+	cm->wprefix = cm->wbytes;	/* the whole image as one (shared) prefix */
+	if (!ret && (ret = cm_weights_upload(cm)))
+		cm->err[0] = 0;
 	if (ret) {
 		bad(&r, ret, "device buffers: %s", accel_last_error(dev));
 		goto fail;
 	}
-	if (cm->wbytes)
-		memcpy(accel_buffer_ptr(cm->wbuf), cm->wimg, cm->wbytes);
 	*out = cm;
 	return 0;
 fail:

@@ -190,13 +190,7 @@ int cm_plan_and_upload(struct onnx_compiled *cm)
 	if (ret)
 		return cm_seterr(cm, ret, "activation arena of %llu bytes: %s", (unsigned long long)cm->arena_bytes,
 				 accel_last_error(cm->dev));
-	ret = accel_buffer_alloc(cm->dev, cm->wbytes ? cm->wbytes : 1, &cm->wbuf);
-	if (ret)
-		return cm_seterr(cm, ret, "weight buffer of %llu bytes: %s", (unsigned long long)cm->wbytes,
-				 accel_last_error(cm->dev));
-	if (cm->wbytes)
-		memcpy(accel_buffer_ptr(cm->wbuf), cm->wimg, cm->wbytes);	/* the one upload */
-	return 0;
+	return cm_weights_upload(cm);
 }
 
 /* The shape probe's tensors; keep_known: not the known values' (the views read them, compile_known.c
@@ -324,8 +318,6 @@ int onnx_compile(struct onnx_model *m, struct accel_dev *dev, const struct onnx_
 	if ((ret = cm_expand_bn(cm)))
 		goto fail;
 	assign_locations(cm);
-	if ((ret = cm_place_known(cm)))
-		goto fail;
 	if ((ret = cm_plan_views(cm)))
 		goto fail;
 	if (!(flags & ONNX_COMPILE_NCHW)) {
@@ -342,7 +334,10 @@ int onnx_compile(struct onnx_model *m, struct accel_dev *dev, const struct onnx_
 		cm->n_alias += k == CS_ALIAS;
 		cm->n_fused += k == CS_FUSED || k == CS_QFUSED;
 	}
-	if ((ret = cm_plan_and_upload(cm)))
+	/* the known values last: the image before them is the model's constants alone, the same bytes for
+	 * every compiled form of the model, shared on the device (weight_share.c) */
+	cm->wprefix = cm->wbytes;
+	if ((ret = cm_place_known(cm)) || (ret = cm_plan_and_upload(cm)))
 		goto fail;
 	release_probe(cm);	/* the known values' */
 	free(cm->probe);	/* cm_plan_views used it as scratch too */
@@ -400,7 +395,7 @@ void onnx_compiled_free(struct onnx_compiled *cm)
 		return;
 	cm_drop_kept(cm);
 	accel_buffer_free(cm->arena);
-	accel_buffer_free(cm->wbuf);
+	cm_weights_release(cm);
 	release_probe(cm);
 	free(cm->probe);
 	free(cm->run_vals);

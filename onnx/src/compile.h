@@ -144,7 +144,10 @@ struct onnx_compiled {
 	uint8_t *wimg;		/* packed weights (kept for saving) */
 	uint64_t wbytes, wcap;
 	uint64_t arena_bytes, lower_bound;
-	struct accel_buffer *arena, *wbuf;
+	struct accel_buffer *arena, *wbuf;	/* wbuf: the image's first wprefix bytes, shared (weight_share.c) */
+	struct accel_buffer *wtail;	/* the image from wprefix on (the known values), this form's own */
+	uint64_t wprefix;
+	struct wshare *wshare;
 	unsigned n_before;	/* graph nodes left to run after the loader's folding */
 	unsigned n_device, n_host, n_alias, n_fused;
 	uint8_t *qrole;		/* per graph node: the QDQ matcher's role (compile_qdq.c), compile time only */
@@ -226,6 +229,12 @@ void cm_fuse_pwdw(struct onnx_compiled *cm);
 int cm_plan_layouts(struct onnx_compiled *cm);
 /* Memory plan and buffers of a compiled model whose steps and values are filled (compile.c). */
 int cm_plan_and_upload(struct onnx_compiled *cm);
+/* weight_share.c: upload the weight image (its first wprefix bytes into a device buffer shared by the
+ * compiled forms with the same bytes on the device, the rest into wtail), release it, and the buffer
+ * and offset in it of image offset off. */
+int cm_weights_upload(struct onnx_compiled *cm);
+void cm_weights_release(struct onnx_compiled *cm);
+struct accel_buffer *cm_wbuf_at(const struct onnx_compiled *cm, uint64_t off, uint64_t *boff);
 /* Weight-only quantised MatMuls (compile_wq.c).  cm_wq_lower: graph node n (fold_wq.c kept its packed
  * form), already a CS_GEMM step of M x K by K x N, reads its packed weight on a device with the
  * decompressing load: the bytes into the weight image, s->wq and its fields set, in[1] -1; ONNX_FALLBACK:

@@ -232,7 +232,8 @@ static bool flat_to_gemm(const struct onnx_compiled *cm, unsigned a)
 		if (j == a || !step_reads(cm, j, s->out))
 			continue;
 		if (g->kind != CS_GEMM || g->in[0] != s->out || g->ta || g->res == s->out || g->in[1] < 0 ||
-		    g->in[1] == s->out || cm->vals[g->in[1]].loc != LOC_WEIGHT || g->K != v->dims[1] ||
+		    g->in[1] == s->out || cm->vals[g->in[1]].loc != LOC_WEIGHT || !cm->m->vals[g->in[1]].is_const ||
+		    g->K != v->dims[1] ||
 		    g->M != v->dims[0])
 			return false;
 		/* the weights: read only by GEMMs that read this view */

@@ -870,9 +870,10 @@ static enum accel_layout lay(const struct onnx_compiled *cm, int v)
 static int vt(const struct onnx_compiled *cm, int v, enum accel_dtype dt, const uint32_t d[4], struct accel_tensor *t)
 {
 	const struct cval *cv = &cm->vals[v];
+	uint64_t off = cv->off;
+	struct accel_buffer *b = cv->loc == LOC_WEIGHT ? cm_wbuf_at(cm, cv->off, &off) : cm->arena;
 
-	return accel_tensor_4d(cv->loc == LOC_WEIGHT ? cm->wbuf : cm->arena, cv->off, dt, lay(cm, v), d[0], d[1], d[2],
-			       d[3], t);
+	return accel_tensor_4d(b, off, dt, lay(cm, v), d[0], d[1], d[2], d[3], t);
 }
 
 static int at4(struct accel_buffer *b, uint64_t off, enum accel_dtype dt, enum accel_layout l, const uint32_t d[4],

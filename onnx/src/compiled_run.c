@@ -104,7 +104,11 @@ static void place(const struct onnx_compiled *cm, int v, struct accel_buffer **b
 {
 	const struct cval *cv = &cm->vals[v];
 
-	*b = cv->loc == LOC_WEIGHT ? cm->wbuf : cm->arena;
+	if (cv->loc == LOC_WEIGHT) {
+		*b = cm_wbuf_at(cm, cv->off, off);
+		return;
+	}
+	*b = cm->arena;
 	*off = cv->off;
 }
 
@@ -203,9 +207,11 @@ static void copy_tensors(const struct onnx_compiled *cm, const struct cstep *s, 
 	int64_t e = s->esz == 8 ? 4 : s->esz;
 	enum accel_dtype dt = s->esz == 1 ? ACCEL_INT8 : ACCEL_INT32;
 
-	*x = (struct accel_tensor){ .buf = sv->loc == LOC_WEIGHT ? cm->wbuf : cm->arena, .dtype = dt,
-				    .layout = ACCEL_LAYOUT_NCHW, .ndim = 4,
-				    .offset = sv->off + (uint64_t)(s->src_off * s->esz) };
+	uint64_t soff = sv->off;
+	struct accel_buffer *sb = sv->loc == LOC_WEIGHT ? cm_wbuf_at(cm, sv->off, &soff) : cm->arena;
+
+	*x = (struct accel_tensor){ .buf = sb, .dtype = dt, .layout = ACCEL_LAYOUT_NCHW, .ndim = 4,
+				    .offset = soff + (uint64_t)(s->src_off * s->esz) };
 	*y = (struct accel_tensor){ .buf = cm->arena, .dtype = dt, .layout = ACCEL_LAYOUT_NCHW, .ndim = 4,
 				    .offset = dv->off + (uint64_t)(s->dst_off * s->esz) };
 	for (int d = 0; d < 4; d++) {
@@ -767,7 +773,7 @@ static int run_host_step(struct run_state *rs, const struct cstep *s)
 
 			if ((ret = onnx_tensor_alloc(&rs->vt[v], (enum onnx_dtype)cv->dtype, cv->ndim, cv->dims)))
 				return cm_seterr(cm, ret, "value '%s': out of memory", m->vals[v].name);
-			memcpy(rs->vt[v].data, (const uint8_t *)accel_buffer_ptr(cm->wbuf) + cv->off, cv->bytes);
+			memcpy(rs->vt[v].data, cm->wimg + cv->off, cv->bytes);	/* the image's host copy */
 			continue;
 		}
 		if (cm->vals[v].loc != LOC_ARENA)

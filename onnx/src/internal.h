@@ -128,6 +128,9 @@ struct onnx_model {
 	struct onnx_vrefs *refs;	/* use-def index, cap_refs entries (NULL before onnx_graph_index) */
 	unsigned cap_refs;
 	unsigned load_flags;	/* onnx_model_load*'s flags: a compiled file that carries the model reloads it so */
+	bool digest_valid;	/* digest: the graph's part of a compiled form's digest (cmodel_file.c), computed
+				 * once; the model's only field written after the load, under digest_lock */
+	uint64_t digest;
 	char err[ONNX_ERR_LEN];	/* the loader's message, and onnx_run()'s */
 };
 

@@ -49,7 +49,7 @@ static const char *host_reason(enum onnx_op op)
 	case OP_MAXUNPOOL:
 		return "data-dependent indexing: ISA v1 has no gather/scatter unit";
 	case OP_REDUCEMEAN: case OP_REDUCESUM: case OP_REDUCEMAX: case OP_REDUCESUMSQUARE:
-		return "a reduction the vector units do not take: they reduce the trailing axes of a FLOAT tensor "
+		return "a reduction the vector units do not take: they reduce one run of axes of a FLOAT tensor "
 		       "(compiled; node by node, ReduceMean over H and W only)";
 	case OP_REDUCEMIN: case OP_REDUCEPROD: case OP_REDUCEL1: case OP_ARGMAX: case OP_ARGMIN:
 		return "a reduction: the vector units have SUM, MEAN, MAX and SUMSQ only";
