@@ -144,7 +144,7 @@ static double roi_sample(const float *p, int64_t h, int64_t w, double y, double 
 	int64_t yl, xl, yh, xh;
 	double ly, lx, v[4], k[4], r = 0;
 
-	if (y < -1.0 || y > (double)h || x < -1.0 || x > (double)w)
+	if (!(y >= -1.0 && y <= (double)h && x >= -1.0 && x <= (double)w))	/* NaN too */
 		return 0;
 	y = y <= 0 ? 0 : y;
 	x = x <= 0 ? 0 : x;
@@ -164,6 +164,10 @@ static double roi_sample(const float *p, int64_t h, int64_t w, double y, double 
 		r = max ? (i ? fmax(r, k[i] * v[i]) : k[i] * v[i]) : r + k[i] * v[i];
 	return r;
 }
+
+/* Bilinear samples one roi may take (its grid per bin x bins x channels): 2^32, far beyond any roi
+ * inside its image. */
+#define ROI_MAX_SAMPLES 4294967296.0
 
 static int host_roialign(struct onnx_ctx *c)
 {
@@ -212,8 +216,18 @@ static int host_roialign(struct onnx_ctx *c)
 			rh = fmax(rh, 1);
 		}
 		bh = rh / (double)oh, bw = rw / (double)ow;
-		gh = sr > 0 ? sr : (int64_t)ceil(rh / (double)oh);
-		gw = sr > 0 ? sr : (int64_t)ceil(rw / (double)ow);
+		{
+			/* the adaptive grid grows with the roi: bounded, so a huge or non-finite roi is an
+			 * error, not a conversion out of range or years of sampling */
+			double gy = sr > 0 ? (double)sr : ceil(rh / (double)oh), gx = sr > 0 ? (double)sr : ceil(rw / (double)ow);
+
+			if (!(gy >= 0 && gx >= 0) || gy * gx * (double)oh * (double)ow * (double)C > ROI_MAX_SAMPLES)
+				return node_err(c, -EINVAL, "rois[%lld] = (%g, %g, %g, %g): a sampling grid of %g x %g per "
+						"bin over %lld x %lld bins and %lld channels exceeds %g samples (or is not "
+						"finite)", (long long)r, b[0], b[1], b[2], b[3], gy, gx, (long long)oh,
+						(long long)ow, (long long)C, ROI_MAX_SAMPLES);
+			gh = (int64_t)gy, gw = (int64_t)gx;
+		}
 		cnt = gh * gw > 1 ? gh * gw : 1;
 		for (int64_t ch = 0; ch < C; ch++) {
 			const float *p = (const float *)x->data + (n * C + ch) * H * W;

@@ -396,6 +396,43 @@ Test(onnx_pool30, bad_inputs_are_rejected_naming_the_reason)
 			onnx_tensor_release(&in[j]);
 	}
 
+	/* RoiAlign: a roi of 1e25 pixels (adaptive sampling: a 1e25 x 1e25 grid per bin) and a NaN roi; with
+	 * a fixed sampling ratio a NaN roi samples nothing (0), never converts NaN to an index (fuzz-load) */
+	for (int k = 0; k < 3; k++) {
+		double huge[4] = { 0, 0, 1e25, 1e25 }, nan4[4] = { NAN, 0, NAN, 1 }, zero[1] = { 0 };
+		struct onnx_tensor out;
+
+		b = mb_new(16);
+		mb_input(b, "x");
+		mb_input(b, "r");
+		mb_input(b, "b");
+		n = mb_node(b, "RoiAlign", "x,r,b", "y");
+		if (k == 2)
+			mb_attr_i(b, n, "sampling_ratio", 2);
+		mb_output(b, "y");
+		tensor_of(&in[0], ONNX_FLOAT, 4, xd, v);
+		tensor_of(&in[1], ONNX_FLOAT, 2, rd, k ? nan4 : huge);
+		tensor_of(&in[2], ONNX_INT64, 1, bd, zero);
+		if (k < 2) {
+			expect_error(b, in, 3, 1, k ? "not finite" : "exceeds 4.29497e+09 samples");
+		} else {
+			struct onnx_model *m = NULL;
+			char err[512] = "";
+			size_t len;
+			const uint8_t *buf = mb_pack(b, &len);
+
+			cr_assert_eq(onnx_model_load_mem(buf, len, 0, &m, err, sizeof(err)), 0, "%s", err);
+			cr_assert_eq(onnx_run(m, NULL, in, 3, &out, 1, NULL), 0, "%s", onnx_model_error(m));
+			for (size_t i = 0; i < out.count; i++)
+				cr_assert_eq(((float *)out.data)[i], 0.0f);
+			onnx_tensor_release(&out);
+			onnx_model_free(m);
+		}
+		mb_free(b);
+		for (int j = 0; j < 3; j++)
+			onnx_tensor_release(&in[j]);
+	}
+
 	/* MaxPool: storage_order 2; the Indices output of a 3-D (5-D tensor) pooling */
 	for (int k = 0; k < 2; k++) {
 		b = mb_new(12);
