@@ -91,6 +91,14 @@ static int retire(struct run_state *rs, unsigned upto)
 	return ret;
 }
 
+/* push_job, then retire the oldest jobs when too many are in flight (the newest stays as the next
+ * step's dependency). */
+static int push_retire(struct run_state *rs, const struct cstep *s, struct accel_job *job)
+{
+	push_job(rs, s, job);
+	return rs->n_jobs - rs->done > MAX_IN_FLIGHT ? retire(rs, rs->n_jobs - MAX_IN_FLIGHT / 2) : 0;
+}
+
 /* Wait for every submitted job (the chain). */
 static int drain(struct run_state *rs)
 {
@@ -193,8 +201,7 @@ static int submit_qdq(struct run_state *rs, const struct cstep *s, unsigned k0)
 			return 0;
 		if (ret)
 			return step_err(cm, s, ret, what);
-		push_job(rs, s, job);
-		if (rs->n_jobs - rs->done > MAX_IN_FLIGHT && (ret = retire(rs, rs->n_jobs - MAX_IN_FLIGHT / 2)))
+		if ((ret = push_retire(rs, s, job)))
 			return ret;
 	}
 }
@@ -317,8 +324,7 @@ static int lower_bgemm(struct run_state *rs, const struct cstep *s, uint32_t fro
 		}
 		if (ret)
 			return step_err(cm, s, ret, what);
-		push_job(rs, s, job);
-		if (rs->n_jobs - rs->done > MAX_IN_FLIGHT && (ret = retire(rs, rs->n_jobs - MAX_IN_FLIGHT / 2)))
+		if ((ret = push_retire(rs, s, job)))
 			return ret;
 	}
 	return 0;
@@ -354,8 +360,7 @@ static int lower_reduce(struct run_state *rs, const struct cstep *s, uint32_t fr
 		}
 		if (ret)
 			return step_err(cm, s, ret, what);
-		push_job(rs, s, job);
-		if (rs->n_jobs - rs->done > MAX_IN_FLIGHT && (ret = retire(rs, rs->n_jobs - MAX_IN_FLIGHT / 2)))
+		if ((ret = push_retire(rs, s, job)))
 			return ret;
 	}
 	return 0;
@@ -390,8 +395,7 @@ static int lower_qgemm(struct run_state *rs, const struct cstep *s)
 	}
 	if (ret)
 		return step_err(cm, s, ret, what);
-	push_job(rs, s, job);
-	return rs->n_jobs - rs->done > MAX_IN_FLIGHT ? retire(rs, rs->n_jobs - MAX_IN_FLIGHT / 2) : 0;
+	return push_retire(rs, s, job);
 }
 
 static int lower_step(struct run_state *rs, const struct cstep *s)
@@ -594,9 +598,7 @@ static int lower_step(struct run_state *rs, const struct cstep *s)
 		return cm_seterr(cm, ret, "node '%s' (%s): %s: %s", p->name && p->name[0] ? p->name : p->output[0],
 				 p->op_type, what, accel_last_error(cm->dev));
 	}
-	push_job(rs, s, job);
-	/* the oldest ones: the newest stays as the next step's dependency */
-	return rs->n_jobs - rs->done > MAX_IN_FLIGHT ? retire(rs, rs->n_jobs - MAX_IN_FLIGHT / 2) : 0;
+	return push_retire(rs, s, job);
 }
 
 
@@ -647,8 +649,7 @@ static int submit_step(struct run_state *rs, const struct cstep *s)
 			ret = accel_job_replay(cm->tmpl[(size_t)si * CS_MAX_JOBS + k], &sub, &job);
 			if (ret)
 				break;
-			push_job(rs, s, job);
-			if (rs->n_jobs - rs->done > MAX_IN_FLIGHT && (ret = retire(rs, rs->n_jobs - MAX_IN_FLIGHT / 2)))
+			if ((ret = push_retire(rs, s, job)))
 				return ret;
 		}
 		if (k == cm->tmpl_n[si])

@@ -17,10 +17,25 @@
 
 #include "internal.h"
 
-/* e^t: Cody-Waite range reduction to |r| <= ln2/2, degree-7 Taylor polynomial, exact scaling. */
+/* e^(t - k ln2) for k = rint(t / ln2): Cody-Waite range reduction to |r| <= ln2/2 and the degree-7
+ * Taylor polynomial (a macro: v_exp and the vectorised exp_run below share it, and a function would
+ * not be inlined into the clones). */
+#define EXP_POLY(t, k)                                                                                     \
+	({                                                                                                 \
+		float r_ = ((t) - (k) * 0.693145752f) - (k) * 1.42860677e-6f, p_ = 1.0f / 5040.0f;         \
+		p_ = p_ * r_ + 1.0f / 720.0f;                                                              \
+		p_ = p_ * r_ + 1.0f / 120.0f;                                                              \
+		p_ = p_ * r_ + 1.0f / 24.0f;                                                               \
+		p_ = p_ * r_ + 1.0f / 6.0f;                                                                \
+		p_ = p_ * r_ + 0.5f;                                                                       \
+		p_ = p_ * r_ + 1.0f;                                                                       \
+		p_ * r_ + 1.0f;                                                                            \
+	})
+
+/* e^t: EXP_POLY, then the exact scaling by 2^k. */
 static float v_exp(float t)
 {
-	float k, r, p;
+	float k, p;
 
 	if (t != t)
 		return t;
@@ -29,15 +44,7 @@ static float v_exp(float t)
 	if (t < -103.97f)
 		return 0.0f;
 	k = rintf(t * 1.44269504f);
-	r = (t - k * 0.693145752f) - k * 1.42860677e-6f;
-	p = 1.0f / 5040.0f;
-	p = p * r + 1.0f / 720.0f;
-	p = p * r + 1.0f / 120.0f;
-	p = p * r + 1.0f / 24.0f;
-	p = p * r + 1.0f / 6.0f;
-	p = p * r + 0.5f;
-	p = p * r + 1.0f;
-	p = p * r + 1.0f;
+	p = EXP_POLY(t, k);
 	return scalbnf(p, (int)k);
 }
 
@@ -136,18 +143,9 @@ TNPU_CLONES
 static void exp_run(float *restrict y, const float *restrict t, size_t n)
 {
 	for (size_t i = 0; i < n; i++) {
-		float x = t[i], k = rintf(x * 1.44269504f), r, p, v;
+		float x = t[i], k = rintf(x * 1.44269504f), p = EXP_POLY(x, k), v;
 		int ki;
 
-		r = (x - k * 0.693145752f) - k * 1.42860677e-6f;
-		p = 1.0f / 5040.0f;
-		p = p * r + 1.0f / 720.0f;
-		p = p * r + 1.0f / 120.0f;
-		p = p * r + 1.0f / 24.0f;
-		p = p * r + 1.0f / 6.0f;
-		p = p * r + 0.5f;
-		p = p * r + 1.0f;
-		p = p * r + 1.0f;
 		/* k outside [-150, 128] only for the special cases below; bounded so the conversion is defined */
 		ki = (int)(k < -160.0f ? -160.0f : (k > 160.0f ? 160.0f : (k != k ? 0.0f : k)));
 		v = (p * POW2F(ki >> 1)) * POW2F(ki - (ki >> 1));
