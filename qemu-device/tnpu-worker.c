@@ -389,6 +389,9 @@ void tnpu_workers_drop(TnpuState *s)
 
         w->has_job = false;
         w->has_result = false;
+        if (w->ex) {
+            tnpu_exec_preempt(w->ex, false);
+        }
         if (w->running) {
             w->discard = true;
             tnpu_exec_abort(w->ex);
@@ -481,6 +484,20 @@ int tnpu_workers_wait_idle(TnpuState *s, unsigned timeout_ms)
 }
 
 /* MMU_INVALIDATE: every executor drops its TLB before its next access. */
+/*
+ * Q_CTRL.PREEMPT (queues.md "Preemption"): the executor of each queue in
+ * @queues stops its job at the next eligible preemption point; @on false (the
+ * queue's job completed, or a reset) withdraws the request.
+ */
+void tnpu_workers_preempt(TnpuState *s, uint32_t queues, bool on)
+{
+    for (unsigned q = 0; q < s->cfg.queues; q++) {
+        if ((queues & (1u << q)) && s->workers[q].ex) {
+            tnpu_exec_preempt(s->workers[q].ex, on);
+        }
+    }
+}
+
 void tnpu_workers_tlb_invalidate(TnpuState *s)
 {
     for (unsigned q = 0; q < s->cfg.queues; q++) {

@@ -99,8 +99,14 @@ void tnpu_complete(TnpuState *s, const struct tnpu_job *job,
                       tnpu_err_name(res->error), res->error, res->err_info,
                       res->err_addr, res->err_cmd_offset);
     }
+    if (res->preempted) {
+        trace_tnpu_job_preempted(job->queue, job->entry.seqno,
+                                 res->err_cmd_offset);
+    }
     trace_tnpu_job_complete(job->queue, job->entry.seqno, res->error);
     tnpu_core_complete(s->core, job, res, &s->mem, &fx);
+    /* a preemption request concerns the job that just completed */
+    tnpu_workers_preempt(s, 1u << job->queue, false);
     if (!res->error && trace_event_get_state_backends(TRACE_TNPU_JOB_FAULT)) {
         uint64_t st, addr;
 
@@ -258,6 +264,9 @@ static void tnpu_mmio_write(void *opaque, hwaddr addr, uint64_t val,
     }
     if (fx.mmu_invalidate) {
         tnpu_workers_tlb_invalidate(s);
+    }
+    if (fx.preempt_queues) {
+        tnpu_workers_preempt(s, fx.preempt_queues, true);
     }
     tnpu_apply(s, &fx);
 }

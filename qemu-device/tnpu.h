@@ -110,6 +110,7 @@ uint32_t tnpu_workers_pending(TnpuState *s);
 bool tnpu_workers_wait_dropped(TnpuState *s, unsigned timeout_ms);
 int tnpu_workers_wait_idle(TnpuState *s, unsigned timeout_ms);
 void tnpu_workers_tlb_invalidate(TnpuState *s);
+void tnpu_workers_preempt(TnpuState *s, uint32_t queues, bool on);
 void tnpu_worker_submit(TnpuState *s, const struct tnpu_job *job);
 bool tnpu_worker_take_result(TnpuState *s, unsigned q, struct tnpu_job *job,
                              struct tnpu_result *res);

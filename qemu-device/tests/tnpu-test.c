@@ -754,6 +754,215 @@ static void test_vec_units(void)
 }
 
 /*
+ * Preemption (CAP_FEATURES bit 24, queues.md "Preemption"): one job of two
+ * steps, a long store and a GEMM, with a preemption point between them.
+ */
+typedef struct PreemptJob {
+    uint64_t cmd_va, cpa, save_pa;
+    uint32_t cmd_len, point;
+    int32_t *ref;
+} PreemptJob;
+
+#define PM 8
+#define PN 32
+#define PK 48
+
+static void preempt_job(Tnpu *t, PreemptJob *j)
+{
+    Cmds cb = { g_byte_array_new() };
+    Gemm g = { .m = PM, .n = PN, .k = PK, .tm = 1, .tn = 1, .kt = 16 };
+    g_autofree int8_t *a = g_new(int8_t, PM * PK);
+    g_autofree int8_t *b = g_new(int8_t, PK * PN);
+    uint64_t apa, bpa, page_pa, page_va = buf(t, 4096, &page_pa);
+    struct tnpu_cmd_dma d = {
+        .hdr = hdr(TNPU_CMD_DMA_D2H, sizeof(d)),
+        .host_va = page_va,
+        .width = 1,
+        .height = 1u << 22, /* every pitch 0: ~0.1-1 s of host time */
+        .depth = 1,
+    };
+
+    for (uint32_t i = 0; i < PM * PK; i++) {
+        a[i] = (int8_t)(i * 7 + 3);
+    }
+    for (uint32_t i = 0; i < PK * PN; i++) {
+        b[i] = (int8_t)(i * 13 + 1);
+    }
+    j->ref = g_new0(int32_t, PM * PN);
+    for (uint32_t i = 0; i < PM; i++) {
+        for (uint32_t n = 0; n < PN; n++) {
+            for (uint32_t k = 0; k < PK; k++) {
+                j->ref[i * PN + n] += (int32_t)a[i * PK + k] * b[k * PN + n];
+            }
+        }
+    }
+    g.a = buf(t, PM * PK, &apa);
+    g.b = buf(t, PK * PN, &bpa);
+    g.c = buf(t, PM * PN * 4, &j->cpa);
+    qtest_memwrite(t->qts, apa, a, sizeof(*a) * PM * PK);
+    qtest_memwrite(t->qts, bpa, b, sizeof(*b) * PK * PN);
+    g_byte_array_append(cb.b, (const guint8 *)&d, sizeof(d));
+    j->point = cb.b->len;
+    gemm_build(t, &g, &cb);
+    cb.b->data[j->point + 1] |= TNPU_CMD_F_PREEMPT;
+    j->cmd_va = cmds_upload(t, &cb, &j->cmd_len);
+    j->save_pa = alloc_zeroed(t, RING_SIZE * TNPU_SAVE_BYTES);
+    wr64(t, TNPU_REG_Q(0, TNPU_Q_SAVE_BASE_LO), j->save_pa);
+}
+
+static void submit_flags(Tnpu *t, unsigned q, const PreemptJob *j,
+                         uint64_t seqno, uint16_t flags)
+{
+    struct tnpu_ring_entry e = {
+        .ctx = 0,
+        .flags = TNPU_RING_F_IRQ | flags,
+        .cmd_len = j->cmd_len,
+        .cmd_va = j->cmd_va,
+        .seqno = seqno,
+    };
+
+    qtest_memwrite(t->qts, t->ring[q] + 32 * t->tail[q], &e, sizeof(e));
+    t->tail[q] = (t->tail[q] + 1) % RING_SIZE;
+    wr(t, TNPU_REG_Q(q, TNPU_Q_TAIL), t->tail[q]);
+    wr(t, TNPU_REG_Q(q, TNPU_Q_DOORBELL), 1);
+}
+
+/* Runs the job PREEMPTIBLE, asked to stop while it runs: it stops at the point */
+static void preempt_run(Tnpu *t, PreemptJob *j, uint64_t seqno)
+{
+    uint32_t head = t->tail[0], zero[PM * PN] = { 0 }, c[PM * PN];
+    uint64_t slot = j->save_pa + TNPU_SAVE_BYTES * head;
+
+    qtest_memwrite(t->qts, j->cpa, zero, sizeof(zero));
+    wr(t, TNPU_REG_IRQ_ACK, TNPU_IRQ_QUEUE(0));
+    submit_flags(t, 0, j, seqno, TNPU_RING_F_PREEMPTIBLE);
+    g_assert(rd(t, TNPU_REG_Q(0, TNPU_Q_STATUS)) & TNPU_Q_STATUS_BUSY);
+    wr(t, TNPU_REG_Q(0, TNPU_Q_CTRL), TNPU_Q_CTRL_ENABLE | TNPU_Q_CTRL_PREEMPT);
+    g_assert(rd(t, TNPU_REG_Q(0, TNPU_Q_STATUS)) & TNPU_Q_STATUS_PREEMPT_REQ);
+    wait_idle(t, 0);
+    g_assert_cmpuint(rd(t, TNPU_REG_Q(0, TNPU_Q_STATUS)) &
+                     (TNPU_Q_STATUS_ERROR | TNPU_Q_STATUS_PREEMPT_REQ), ==, 0);
+    /* the completion interrupt of the entry, as for a finished job */
+    g_assert(rd(t, TNPU_REG_IRQ_STATUS) & TNPU_IRQ_QUEUE(0));
+    g_assert_cmpuint(qtest_readl(t->qts, slot + TNPU_SAVE_OFF_STATE), ==,
+                     TNPU_SAVE_PREEMPTED);
+    g_assert_cmpuint(qtest_readq(t->qts, slot + TNPU_SAVE_OFF_SEQNO), ==,
+                     seqno);
+    g_assert_cmpuint(qtest_readl(t->qts, slot + TNPU_SAVE_OFF_RESUME), ==,
+                     j->point);
+    qtest_memread(t->qts, j->cpa, c, sizeof(c));
+    g_assert(!memcmp(c, zero, sizeof(c))); /* the GEMM has not run */
+}
+
+/* Copies the record of the last entry into the next one's slot. */
+static void copy_record(Tnpu *t, PreemptJob *j)
+{
+    uint8_t rec[TNPU_SAVE_BYTES];
+    uint32_t from = (t->tail[0] + RING_SIZE - 1) % RING_SIZE;
+
+    qtest_memread(t->qts, j->save_pa + TNPU_SAVE_BYTES * from, rec,
+                  sizeof(rec));
+    qtest_memwrite(t->qts, j->save_pa + TNPU_SAVE_BYTES * t->tail[0], rec,
+                   sizeof(rec));
+}
+
+/*
+ * A job preempted at its point and resumed from its save record gives the
+ * memory results and every counter of the same job run without preemption.
+ */
+static void test_preempt_resume(void)
+{
+    Tnpu *t = tnpu_start(NULL);
+    PreemptJob j;
+    uint64_t ref_perf[TNPU_CNT_NUM], fence;
+
+    tnpu_setup(t);
+    g_assert_cmphex(rd(t, TNPU_REG_CAP_FEATURES) & TNPU_FEAT_PREEMPT, ==,
+                    TNPU_FEAT_PREEMPT);
+    preempt_job(t, &j);
+    submit_flags(t, 0, &j, 1, 0);
+    wait_idle(t, 0);
+    g_assert_cmphex(qtest_readq(t->qts, t->fence[0]), ==, 1);
+    check_gemm(t, j.cpa, j.ref, PM, PN);
+    for (unsigned i = 0; i < TNPU_CNT_NUM; i++) {
+        ref_perf[i] = rd64(t, TNPU_REG_Q(0, TNPU_Q_PERF(i)));
+    }
+    g_assert_cmpuint(ref_perf[TNPU_CNT_MACS_DENSE], ==, PM * PN * PK);
+
+    preempt_run(t, &j, 2);
+    fence = qtest_readq(t->qts, t->fence[0]);
+    g_assert_cmphex(fence, ==, 1); /* no fence for a preempted job */
+    copy_record(t, &j);
+    submit_flags(t, 0, &j, 3, TNPU_RING_F_PREEMPTIBLE | TNPU_RING_F_RESUME);
+    wait_idle(t, 0);
+    g_assert_cmpuint(rd(t, TNPU_REG_Q(0, TNPU_Q_ERR_CODE)), ==, 0);
+    g_assert_cmphex(qtest_readq(t->qts, t->fence[0]), ==, 3);
+    check_gemm(t, j.cpa, j.ref, PM, PN);
+    for (unsigned i = 0; i < TNPU_CNT_NUM; i++) {
+        uint64_t v = rd64(t, TNPU_REG_Q(0, TNPU_Q_PERF(i)));
+
+        if (v != ref_perf[i]) {
+            g_test_message("counter %u: %" PRIu64 ", unpreempted %" PRIu64, i,
+                           v, ref_perf[i]);
+        }
+        g_assert_cmpuint(v, ==, ref_perf[i]);
+    }
+    g_free(j.ref);
+    tnpu_stop(t);
+}
+
+/*
+ * A RESUME whose record does not belong to the job (another cmd_len), or
+ * whose resume point is not a PREEMPT command, fails the job with RESUME and
+ * the field's offset; after SKIP the queue runs the next job correctly.
+ */
+static void test_preempt_malformed(void)
+{
+    Tnpu *t = tnpu_start(NULL);
+    static const struct {
+        uint32_t off, val, info;
+    } cases[] = {
+        { TNPU_SAVE_OFF_CMD_LEN, 8, TNPU_SAVE_OFF_CMD_LEN },
+        { TNPU_SAVE_OFF_RESUME, 0, TNPU_SAVE_OFF_RESUME },
+        { TNPU_SAVE_OFF_MAGIC, 0, TNPU_SAVE_OFF_MAGIC },
+    };
+    PreemptJob j;
+    uint64_t seq = 1;
+
+    tnpu_setup(t);
+    preempt_job(t, &j);
+    for (unsigned i = 0; i < G_N_ELEMENTS(cases); i++) {
+        uint64_t slot;
+
+        preempt_run(t, &j, seq++);
+        copy_record(t, &j);
+        slot = j.save_pa + TNPU_SAVE_BYTES * t->tail[0];
+        qtest_writel(t->qts, slot + cases[i].off, cases[i].val);
+        submit_flags(t, 0, &j, seq++, TNPU_RING_F_RESUME);
+        wait_idle(t, 0);
+        g_assert_cmpuint(rd(t, TNPU_REG_Q(0, TNPU_Q_ERR_CODE)), ==,
+                         TNPU_ERR_RESUME);
+        g_assert_cmpuint(rd(t, TNPU_REG_Q(0, TNPU_Q_ERR_INFO)), ==,
+                         cases[i].info);
+        g_assert_cmphex(rd64(t, TNPU_REG_Q(0, TNPU_Q_ERR_ADDR_LO)), ==, slot);
+        g_assert_cmphex(qtest_readq(t->qts, t->fence[0]), ==, 0);
+        g_assert(rd(t, TNPU_REG_IRQ_STATUS) & TNPU_IRQ_ERROR);
+        wr(t, TNPU_REG_IRQ_ACK, TNPU_IRQ_ALL);
+        wr(t, TNPU_REG_Q(0, TNPU_Q_CTRL),
+           TNPU_Q_CTRL_ENABLE | TNPU_Q_CTRL_SKIP);
+    }
+    /* the device keeps working: the whole job, unpreempted */
+    submit_flags(t, 0, &j, 100, 0);
+    wait_idle(t, 0);
+    g_assert_cmpuint(rd(t, TNPU_REG_Q(0, TNPU_Q_STATUS)) & TNPU_Q_STATUS_ERROR,
+                     ==, 0);
+    g_assert_cmphex(qtest_readq(t->qts, t->fence[0]), ==, 100);
+    check_gemm(t, j.cpa, j.ref, PM, PN);
+    g_free(j.ref);
+    tnpu_stop(t);
+}
+
+/*
  * DMA_DEQ, the weight-decompressing load (CAP_FEATURES bit 23, #29), through
  * the device's DMA: int4 codes 0..15 of two 32-code columns with scale 0.5 per
  * block of 16 and the default zero point 8 land as fp32 (q - 8) * 0.5; a block
@@ -2664,6 +2873,8 @@ int main(int argc, char **argv)
     qtest_add_func("/tnpu/reset/register", test_reset_register);
     qtest_add_func("/tnpu/reset/flr", test_reset_flr);
     qtest_add_func("/tnpu/reset/system", test_reset_system);
+    qtest_add_func("/tnpu/preempt/resume", test_preempt_resume);
+    qtest_add_func("/tnpu/preempt/malformed-resume", test_preempt_malformed);
     qtest_add_func("/tnpu/reset/hostile-dma", test_reset_hostile);
     qtest_add_func("/tnpu/mmu-invalidate-handshake",
                    test_mmu_invalidate_handshake);

@@ -239,6 +239,9 @@ static bool reg64(struct tnpu_core *core, uint64_t off, uint64_t *v)
 		case TNPU_Q_ERR_SEQNO_LO:
 			*v = present ? qr->err_seqno : 0;
 			return true;
+		case TNPU_Q_SAVE_BASE_LO:
+			*v = present ? qr->save_base : 0;
+			return true;
 		}
 		return false;
 	}
@@ -296,7 +299,7 @@ static enum tnpu_reg_status read32(struct tnpu_core *core, uint64_t off, uint32_
 			return TNPU_REG_OK;
 		case TNPU_Q_STATUS:
 			*v = (qr->enabled ? TNPU_Q_STATUS_ENABLED : 0) | (qr->busy ? TNPU_Q_STATUS_BUSY : 0) |
-			     (qr->error ? TNPU_Q_STATUS_ERROR : 0);
+			     (qr->error ? TNPU_Q_STATUS_ERROR : 0) | (qr->preempt_req ? TNPU_Q_STATUS_PREEMPT_REQ : 0);
 			return TNPU_REG_OK;
 		case TNPU_Q_ERR_CODE:
 			*v = qr->err_code;
@@ -408,7 +411,7 @@ static enum tnpu_reg_status write_queue(struct tnpu_core *core, unsigned q, unsi
 	struct queue_regs *qr = &core->q[q];
 	uint32_t v32 = (uint32_t)v;
 
-	if (size == 8 && r != TNPU_Q_RING_BASE_LO && r != TNPU_Q_FENCE_LO)
+	if (size == 8 && r != TNPU_Q_RING_BASE_LO && r != TNPU_Q_FENCE_LO && r != TNPU_Q_SAVE_BASE_LO)
 		return (r >= TNPU_Q_PERF_BASE || r == TNPU_Q_DONE_SEQNO_LO || r == TNPU_Q_ERR_ADDR_LO ||
 			r == TNPU_Q_ERR_SEQNO_LO) ? TNPU_REG_READ_ONLY : TNPU_REG_BAD_ACCESS;
 	switch (r) {
@@ -441,6 +444,15 @@ static enum tnpu_reg_status write_queue(struct tnpu_core *core, unsigned q, unsi
 	case TNPU_Q_FENCE_HI:
 		qr->fence = (qr->fence & 0xFFFFFFFFull) | ((uint64_t)v32 << 32);
 		return TNPU_REG_OK;
+	case TNPU_Q_SAVE_BASE_LO:
+		if (size == 8)
+			qr->save_base = v & ~(uint64_t)(TNPU_SAVE_BYTES - 1);
+		else
+			qr->save_base = ((qr->save_base & ~0xFFFFFFFFull) | v32) & ~(uint64_t)(TNPU_SAVE_BYTES - 1);
+		return TNPU_REG_OK;
+	case TNPU_Q_SAVE_BASE_HI:
+		qr->save_base = (qr->save_base & 0xFFFFFFFFull) | ((uint64_t)v32 << 32);
+		return TNPU_REG_OK;
 	case TNPU_Q_CTRL: {
 		bool en = v32 & TNPU_Q_CTRL_ENABLE;
 
@@ -453,8 +465,14 @@ static enum tnpu_reg_status write_queue(struct tnpu_core *core, unsigned q, unsi
 			qr->error = false;
 			qr->err_code = qr->err_info = qr->err_cmd_offset = qr->err_ctx = 0;
 			qr->err_addr = qr->err_seqno = 0;
+			qr->preempt_req = false;
 		} else if (!en) {
 			qr->enabled = false;
+		}
+		/* queues.md "Preemption": a request concerns the job in flight, so it needs one */
+		if ((v32 & TNPU_Q_CTRL_PREEMPT) && qr->busy && !qr->preempt_req) {
+			qr->preempt_req = true;
+			fx->preempt_queues |= 1u << q;
 		}
 		if ((v32 & TNPU_Q_CTRL_SKIP) && qr->error) {
 			qr->error = false;
@@ -590,6 +608,7 @@ bool tnpu_core_fetch(struct tnpu_core *core, unsigned q, const struct tnpu_mem_o
 		job->entry.counters_addr = ld64(raw + 24);
 	}
 	job->session = qr->session;
+	job->save_pa = qr->save_base ? qr->save_base + (uint64_t)TNPU_SAVE_BYTES * qr->head : 0;
 	qr->busy = true;
 	return true;
 }
@@ -623,6 +642,7 @@ void tnpu_core_complete(struct tnpu_core *core, const struct tnpu_job *job, cons
 	if (!qr->busy)
 		return;
 	qr->busy = false;
+	qr->preempt_req = false;
 	if (job->session != qr->session) {
 		/*
 		 * The queue was re-enabled while this job ran: its ring, HEAD and fence belong to the new
@@ -630,6 +650,34 @@ void tnpu_core_complete(struct tnpu_core *core, const struct tnpu_job *job, cons
 		 */
 		kick(core, job->queue, fx);
 		return;
+	}
+	/*
+	 * queues.md "Preemption": the record, its state word last, before HEAD moves (so before any
+	 * later entry's fence); no counter record, no fence.
+	 */
+	if (!err && res->preempted) {
+		int bad = mem->write(mem->opaque, job->save_pa, res->save, TNPU_SAVE_OFF_STATE) ||
+			  mem->write(mem->opaque, job->save_pa + TNPU_SAVE_OFF_STATE + 4,
+				     res->save + TNPU_SAVE_OFF_STATE + 4, TNPU_SAVE_BYTES - TNPU_SAVE_OFF_STATE - 4);
+
+		/* a driver that sees the state word must see the rest of the record */
+		atomic_thread_fence(memory_order_release);
+		if (bad || mem->write(mem->opaque, job->save_pa + TNPU_SAVE_OFF_STATE, res->save + TNPU_SAVE_OFF_STATE, 4)) {
+			err = TNPU_ERR_SAVE_WRITE;
+			info = 0;
+			addr = job->save_pa;
+		} else {
+			memcpy(qr->perf, res->counters, sizeof(qr->perf));
+			memcpy(core->row_busy, res->row_busy, sizeof(core->row_busy));
+			for (unsigned i = 0; i < TNPU_CNT_NUM; i++)
+				core->perf[i] += res->counters[i] - res->base_counters[i];
+			qr->jobs_done++;
+			qr->head = qr->ring_size ? (qr->head + 1) & (qr->ring_size - 1) : 0;
+			if (job->entry.flags & TNPU_RING_F_IRQ)
+				raise_irq(core, TNPU_IRQ_QUEUE(job->queue), fx);
+			kick(core, job->queue, fx);
+			return;
+		}
 	}
 	/*
 	 * queues.md "Counter record": written before the fence, HEAD and the error registers, so
@@ -655,7 +703,7 @@ void tnpu_core_complete(struct tnpu_core *core, const struct tnpu_job *job, cons
 	memcpy(qr->perf, res->counters, sizeof(qr->perf));
 	memcpy(core->row_busy, res->row_busy, sizeof(core->row_busy));
 	for (unsigned i = 0; i < TNPU_CNT_NUM; i++)
-		core->perf[i] += res->counters[i];
+		core->perf[i] += res->counters[i] - res->base_counters[i];
 	qr->jobs_done++;
 	if (!err) {
 		qr->done_seqno = job->entry.seqno;

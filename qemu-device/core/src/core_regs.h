@@ -23,6 +23,8 @@ struct queue_regs {
 	uint64_t err_addr, err_seqno;
 	uint32_t jobs_done;
 	uint64_t perf[TNPU_CNT_NUM];
+	uint64_t save_base;	/* Q_SAVE_BASE: 512-byte save record per ring entry (preemption) */
+	bool preempt_req;	/* Q_STATUS.PREEMPT_REQ: Q_CTRL.PREEMPT while BUSY, cleared at completion */
 };
 
 struct tnpu_core {

@@ -147,6 +147,7 @@ int tnpu_exec_new(const struct tnpu_config *cfg, struct tnpu_exec **out, char *m
 					    : TNPU_HOST_WORK_PER_PE * cfg->rows * cfg->cols * cfg->pes;
 	ex->half = cfg->sram / 2;
 	atomic_init(&ex->abort, false);
+	atomic_init(&ex->preempt, false);
 	atomic_init(&ex->tlb_req, 0);
 	atomic_init(&ex->tlb_seq, 0);
 	atomic_init(&ex->in_access, false);
@@ -286,6 +287,10 @@ static void job_reset(struct tnpu_exec *ex)
 	ex->P = 0;
 	ex->compute_end = 0;
 	ex->cmd_off = 0;
+	ex->entry = NULL;
+	ex->save_pa = 0;
+	ex->preemptible = false;
+	ex->resume_off = UINT32_MAX;
 }
 
 /* ---- timelines ------------------------------------------------------------ */
@@ -310,7 +315,7 @@ uint64_t tnpu_island_rows_free(const struct tnpu_exec *ex)
 }
 
 /* The job's makespan so far: every island's engines and last command, every row. */
-static uint64_t job_time(const struct tnpu_exec *ex)
+uint64_t tnpu_job_time(const struct tnpu_exec *ex)
 {
 	uint64_t t = TNPU_MAX(all_rows_free(ex), ex->P);
 
@@ -1027,7 +1032,7 @@ static uint32_t cmd_fence(struct tnpu_exec *ex, const uint8_t *c)
 
 	if (va & 7)
 		return tnpu_fail(ex, TNPU_ERR_ALIGN, 0, va);
-	t0 = job_time(ex);
+	t0 = tnpu_job_time(ex);
 	t = t0 + TNPU_CYC_CMD;
 	if (va) {
 		memcpy(val, c + 16, 8);
@@ -1080,7 +1085,7 @@ static uint32_t cmd_size(uint8_t op)
 	return tnpu_dw_cmd_size(op) ? tnpu_dw_cmd_size(op) : UINT32_MAX;
 }
 
-static uint32_t run_commands(struct tnpu_exec *ex, uint64_t cmd_va, uint32_t cmd_len)
+static uint32_t run_commands(struct tnpu_exec *ex, uint64_t cmd_va, uint32_t cmd_len, const uint8_t *resume)
 {
 	uint8_t *buf = tnpu_host_alloc(cmd_len);
 	uint32_t off = 0, err = 0;
@@ -1090,6 +1095,13 @@ static uint32_t run_commands(struct tnpu_exec *ex, uint64_t cmd_va, uint32_t cmd
 	/* The command processor prefetches the whole buffer through the MMU
 	 * (engine 0); a fault reports the first failing VA. */
 	err = tnpu_va_read(ex, cmd_va, buf, cmd_len, TNPU_EC_FETCH);
+	if (!err && resume) {
+		err = tnpu_resume_walk(ex, buf, cmd_len, ld32(resume + TNPU_SAVE_OFF_RESUME));
+		if (!err) {
+			tnpu_resume_restore(ex, resume);
+			off = ex->resume_off;
+		}
+	}
 	while (!err && off < cmd_len) {
 		const uint8_t *c = buf + off;
 		uint8_t op = c[0], flags = c[1];
@@ -1121,6 +1133,9 @@ static uint32_t run_commands(struct tnpu_exec *ex, uint64_t cmd_va, uint32_t cmd
 			err = tnpu_fail(ex, TNPU_ERR_CMD_RESERVED, 0, 0);
 			break;
 		}
+		/* commands.md "Preemption points": a taken point is not executed, nor counted */
+		if ((flags & TNPU_CMD_F_PREEMPT) && tnpu_preempt_point(ex, off))
+			break;
 		switch (op) {
 		case TNPU_CMD_NOP:
 			ex->P = TNPU_MAX(ex->P, 0) + TNPU_CYC_CMD;
@@ -1177,7 +1192,7 @@ static uint32_t run_commands(struct tnpu_exec *ex, uint64_t cmd_va, uint32_t cmd
 			tnpu_va_unhold(ex);
 			break;
 		}
-		if (!err && job_time(ex) > ex->cfg.watchdog_cycles)
+		if (!err && tnpu_job_time(ex) > ex->cfg.watchdog_cycles)
 			err = tnpu_fail(ex, TNPU_ERR_WATCHDOG, 0, 0);
 		off += size;
 	}
@@ -1188,7 +1203,7 @@ static uint32_t run_commands(struct tnpu_exec *ex, uint64_t cmd_va, uint32_t cmd
 /* ---- entry points -------------------------------------------------------- */
 
 static uint32_t run_job(struct tnpu_exec *ex, uint16_t ctx, uint64_t ctx_table, uint32_t ctx_count,
-			uint64_t cmd_va, uint32_t cmd_len)
+			uint64_t cmd_va, uint32_t cmd_len, const uint8_t *resume)
 {
 	uint8_t raw[16];
 	uint64_t root;
@@ -1203,7 +1218,7 @@ static uint32_t run_job(struct tnpu_exec *ex, uint16_t ctx, uint64_t ctx_table, 
 	if (!cmd_len || (cmd_len & 7) || cmd_len > TNPU_CMDBUF_MAX || (cmd_va & 7))
 		return tnpu_fail(ex, TNPU_ERR_CMDBUF, cmd_len, cmd_va);
 	ex->root = root & TNPU_PTE_ADDR_MASK;
-	return run_commands(ex, cmd_va, cmd_len);
+	return run_commands(ex, cmd_va, cmd_len, resume);
 }
 
 static void job_begin(struct tnpu_exec *ex, const struct tnpu_mem_ops *mem, struct tnpu_result *res, uint16_t ctx)
@@ -1229,7 +1244,7 @@ static uint32_t job_end(struct tnpu_exec *ex)
 		ex->cmd_off = h.cmd_b;
 		tnpu_fail(ex, TNPU_ERR_HAZARD, h.cmd_a, h.lo);
 	}
-	res->counters[TNPU_CNT_TOTAL_CYCLES] = job_time(ex) + TNPU_CYC_JOB;
+	res->counters[TNPU_CNT_TOTAL_CYCLES] = tnpu_job_time(ex) + TNPU_CYC_JOB;
 	for (unsigned r = 0; r < ex->cfg.rows; r++) {
 		res->counters[TNPU_CNT_ROW_BUSY_MAX] = TNPU_MAX(res->counters[TNPU_CNT_ROW_BUSY_MAX], res->row_busy[r]);
 		res->counters[TNPU_CNT_ROW_BUSY_SUM] += res->row_busy[r];
@@ -1246,7 +1261,7 @@ uint32_t tnpu_exec_run_cmdbuf(struct tnpu_exec *ex, const struct tnpu_mem_ops *m
 			      struct tnpu_result *res)
 {
 	job_begin(ex, mem, res, ctx);
-	run_job(ex, ctx, ctx_table, ctx_count, cmd_va, cmd_len);
+	run_job(ex, ctx, ctx_table, ctx_count, cmd_va, cmd_len, NULL);
 	return job_end(ex);
 }
 
@@ -1254,15 +1269,33 @@ uint32_t tnpu_exec_run(struct tnpu_exec *ex, const struct tnpu_job *job, const s
 		       struct tnpu_result *res)
 {
 	const struct tnpu_ring_entry *e = &job->entry;
+	const uint16_t pflags = TNPU_RING_F_PREEMPTIBLE | TNPU_RING_F_RESUME;
+	uint8_t rec[TNPU_SAVE_BYTES];
 
 	job_begin(ex, mem, res, e->ctx);
 	tnpu_plan_job_start(ex, job->generation, job->session);
-	if (job->fetch_error)
+	ex->entry = e;
+	ex->save_pa = job->save_pa;
+	ex->preemptible = e->flags & TNPU_RING_F_PREEMPTIBLE;
+	if (job->fetch_error) {
 		tnpu_fail(ex, job->fetch_error, 0, job->entry_pa);
-	else if ((e->flags & ~TNPU_RING_F_MASK) ||
-		 ((e->flags & TNPU_RING_F_COUNTERS) ? (e->counters_addr & 7) : e->counters_addr))
+	} else if ((e->flags & ~TNPU_RING_F_MASK) ||
+		   ((e->flags & TNPU_RING_F_COUNTERS) ? (e->counters_addr & 7) : e->counters_addr) ||
+		   ((e->flags & pflags) && !job->save_pa)) {
 		tnpu_fail(ex, TNPU_ERR_RING_ENTRY, e->flags, 0);
-	else
-		run_job(ex, e->ctx, job->ctx_table, job->ctx_count, e->cmd_va, e->cmd_len);
+	} else if (!(e->flags & TNPU_RING_F_RESUME)) {
+		run_job(ex, e->ctx, job->ctx_table, job->ctx_count, e->cmd_va, e->cmd_len, NULL);
+	} else if (mem->read(mem->opaque, job->save_pa, rec, sizeof(rec))) {
+		tnpu_fail(ex, TNPU_ERR_RESUME, TNPU_SAVE_BYTES, job->save_pa);
+	} else if (!tnpu_resume_check(ex, rec)) {
+		static const uint8_t consumed[4];
+
+		/* queues.md "Resume": an accepted record is consumed (its state word cleared), so the
+		 * driver never takes it for a new preemption of this entry */
+		if (mem->write(mem->opaque, job->save_pa + TNPU_SAVE_OFF_STATE, consumed, sizeof(consumed)))
+			tnpu_fail(ex, TNPU_ERR_RESUME, TNPU_SAVE_BYTES, job->save_pa);
+		else
+			run_job(ex, e->ctx, job->ctx_table, job->ctx_count, e->cmd_va, e->cmd_len, rec);
+	}
 	return job_end(ex);
 }

@@ -251,6 +251,7 @@ struct tnpu_exec {
 	uint32_t half;		/* bytes per half */
 	struct row_state *rows;
 	atomic_bool abort;
+	atomic_bool preempt;		/* Q_CTRL.PREEMPT of the executor's queue (preempt.c) */
 	uint64_t work, work_budget;	/* host-work units charged to the job, and its budget */
 	/* MMU_INVALIDATE handshake (mmu.c va_access): tlb_req is bumped by any thread; a memory
 	 * access sets in_access, then drops the TLB if tlb_req moved and records it in tlb_seq */
@@ -262,6 +263,12 @@ struct tnpu_exec {
 	struct tnpu_result *res;
 	uint64_t root;		/* page-table root of the job's context */
 	uint32_t cmd_off;
+	/* preemption (queues.md "Preemption"): the job's ring entry (NULL for tnpu_exec_run_cmdbuf),
+	 * its save slot, whether its points may stop it, and the point a RESUME job started at */
+	const struct tnpu_ring_entry *entry;
+	uint64_t save_pa;
+	bool preemptible;
+	uint32_t resume_off;
 	struct tlb_entry tlb[TLB_SIZE];
 	struct pwc_entry pwc[PWC_SIZE];
 	struct sem_state *sem;		/* the current island's semaphores (chain #9) */
@@ -289,6 +296,16 @@ struct tnpu_exec {
 	struct tnpu_plan_cache *plans;	/* plan.c: survives jobs, NULL until the first PLAN_LOAD */
 	int8_t vec_lut[TNPU_VEC_LUTS][256];	/* vec_unit.c: the vector units' tables, zero at job start */
 };
+
+/* preempt.c: a PREEMPT command at `off` (a barrier; true: the job stops there, res->save filled),
+ * the checks and restore of a RESUME job's record. */
+uint64_t tnpu_job_time(const struct tnpu_exec *ex);
+bool tnpu_preempt_point(struct tnpu_exec *ex, uint32_t off);
+uint32_t tnpu_resume_check(struct tnpu_exec *ex, const uint8_t *rec);
+uint32_t tnpu_resume_walk(struct tnpu_exec *ex, const uint8_t *buf, uint32_t len, uint32_t target);
+void tnpu_resume_restore(struct tnpu_exec *ex, const uint8_t *rec);
+void tnpu_counters_job_end(const struct tnpu_exec *ex, uint64_t *counters, const uint64_t *row_busy,
+			   uint64_t time);
 
 /* Job-failure helper: records the first error; returns the code. */
 uint32_t tnpu_fail(struct tnpu_exec *ex, uint32_t err, uint32_t info, uint64_t addr);

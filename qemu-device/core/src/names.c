@@ -35,6 +35,8 @@ static const char *const err_names[TNPU_ERR_COUNT] = {
 	[TNPU_ERR_COUNTERS_WRITE] = "COUNTERS_WRITE",
 	[TNPU_ERR_HAZARD] = "HAZARD",
 	[TNPU_ERR_DEQ_DESC] = "DEQ_DESC",
+	[TNPU_ERR_RESUME] = "RESUME",
+	[TNPU_ERR_SAVE_WRITE] = "SAVE_WRITE",
 };
 
 static const char *const cnt_names[TNPU_CNT_NUM] = {

@@ -17,7 +17,7 @@
 #include "internal.h"
 
 #define SNAP_MAGIC	0x53504E54u	/* "TNPS" */
-#define SNAP_VERSION	1u
+#define SNAP_VERSION	2u	/* 2: Q_SAVE_BASE (preemption) */
 
 struct snap {
 	uint8_t *wp;		/* saving: output, NULL to only count */
@@ -95,6 +95,7 @@ static void walk_regs(struct snap *s, struct tnpu_core *c, bool save)
 		F32(qr->jobs_done);
 		for (unsigned i = 0; i < TNPU_CNT_NUM; i++)
 			F64(qr->perf[i]);
+		F64(qr->save_base);
 	}
 #undef F32
 #undef F64

@@ -213,7 +213,7 @@ Test(snapshot, load_refuses_corrupt_streams_and_changes_nothing)
 	memcpy(bad, buf, len);
 	bad[4] += 1;	/* format version */
 	cr_assert_eq(tnpu_core_snapshot_load(dst, bad, len, msg, sizeof(msg)), -EINVAL);
-	cr_assert(strstr(msg, "snapshot version is 2"), "%s", msg);
+	cr_assert(strstr(msg, "snapshot version is 3"), "%s", msg);
 
 	cr_assert_eq(tnpu_core_snapshot_load(dst, buf, len - 1, msg, sizeof(msg)), -EINVAL);
 	cr_assert(strstr(msg, "size"), "%s", msg);

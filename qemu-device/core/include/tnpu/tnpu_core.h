@@ -108,6 +108,7 @@ struct tnpu_effects {
 	uint32_t msix_vectors;	/* bit v: notify MSI-X vector v */
 	bool reset;		/* device reset happened: stop workers, drop in-flight jobs */
 	bool mmu_invalidate;	/* MMU_INVALIDATE: tnpu_exec_tlb_invalidate() every executor */
+	uint32_t preempt_queues;	/* bit q: Q_CTRL.PREEMPT: tnpu_exec_preempt(q's executor, true) */
 };
 
 /* Result of a register access. */
@@ -164,6 +165,7 @@ struct tnpu_job {
 	uint64_t ctx_table;	/* MMU_CTX_BASE sampled at fetch */
 	uint32_t ctx_count;	/* MMU_CTX_COUNT sampled at fetch */
 	uint32_t session;	/* queue enable session at fetch; a completion from an older one is dropped */
+	uint64_t save_pa;	/* bus address of the entry's save record (Q_SAVE_BASE + 512 * head), 0 = none */
 };
 
 struct tnpu_result {
@@ -174,6 +176,12 @@ struct tnpu_result {
 	uint64_t err_addr;
 	uint64_t counters[TNPU_CNT_NUM];
 	uint64_t row_busy[TNPU_MAX_ROWS];	/* sparse (#8): busy cycles per cluster row (ROW_BUSY) */
+	/* preemption (queues.md "Preemption"): the job stopped at a point; `save` is its record
+	 * (state word included), written by tnpu_core_complete() */
+	bool preempted;
+	uint8_t save[TNPU_SAVE_BYTES];
+	/* a RESUME job: the counters its earlier runs reported (already in the global block) */
+	uint64_t base_counters[TNPU_CNT_NUM];
 };
 
 /* If queue q can run (device and queue enabled, not halted, not busy, entry
@@ -209,6 +217,9 @@ uint32_t tnpu_exec_run_cmdbuf(struct tnpu_exec *ex, const struct tnpu_mem_ops *m
  * asked for (well under 100 ms; qemu-device.md "Host resources").  Used by
  * reset/unrealize to stop a worker quickly. */
 void tnpu_exec_abort(struct tnpu_exec *ex);
+/* Q_CTRL.PREEMPT for the executor's queue (any thread): the running job stops at its next eligible
+ * preemption point; the glue clears it when the queue's job completes. */
+void tnpu_exec_preempt(struct tnpu_exec *ex, bool on);
 void tnpu_exec_clear_abort(struct tnpu_exec *ex);
 /* Thread-safe: MMU_INVALIDATE for this executor.  A running job drops its
  * cached translations before its next memory access. */

@@ -160,7 +160,7 @@ extern "C" {
 			 TNPU_FEAT_ISLANDS | TNPU_FEAT_RINGS | TNPU_FEAT_RING_DMA | TNPU_FEAT_PLAN | \
 			 TNPU_FEAT_STREAM | TNPU_FEAT_VEC | TNPU_FEAT_SFU_RESIDUAL | \
 			 TNPU_FEAT_DW_WIDE | TNPU_FEAT_COUNTERS | TNPU_FEAT_SFU_QCOL | TNPU_FEAT_VEC_QADD | \
-			 TNPU_FEAT_CPAIR | TNPU_FEAT_WRAP | TNPU_FEAT_WDECOMP)
+			 TNPU_FEAT_CPAIR | TNPU_FEAT_WRAP | TNPU_FEAT_WDECOMP | TNPU_FEAT_PREEMPT)
 #define TNPU_REG_CAP_CMDBUF	0x0034	/* RO max command-buffer bytes */
 
 #define TNPU_REG_CTRL		0x0040	/* RW */
@@ -226,10 +226,12 @@ extern "C" {
 #define TNPU_Q_CTRL		0x020	/* RW */
 #define   TNPU_Q_CTRL_ENABLE	TNPU_BIT(0)	/* 0->1: HEAD = TAIL = 0, ERROR cleared */
 #define   TNPU_Q_CTRL_SKIP	TNPU_BIT(1)	/* W1 in ERROR: drop the failed entry, resume */
+#define   TNPU_Q_CTRL_PREEMPT	TNPU_BIT(2)	/* W1 while BUSY: stop the job at its next eligible point */
 #define TNPU_Q_STATUS		0x024	/* RO */
 #define   TNPU_Q_STATUS_ENABLED	TNPU_BIT(0)
 #define   TNPU_Q_STATUS_BUSY	TNPU_BIT(1)	/* a job of this queue is in flight */
 #define   TNPU_Q_STATUS_ERROR	TNPU_BIT(2)	/* halted on the entry at HEAD */
+#define   TNPU_Q_STATUS_PREEMPT_REQ	TNPU_BIT(3)	/* a preemption request is pending */
 #define TNPU_Q_DONE_SEQNO_LO	0x028	/* RO: last seqno written to the fence */
 #define TNPU_Q_DONE_SEQNO_HI	0x02C
 #define TNPU_Q_ERR_CODE		0x030	/* RO: error of the halted job, 0 if none */
@@ -240,7 +242,9 @@ extern "C" {
 #define TNPU_Q_ERR_ADDR_HI	0x044
 #define TNPU_Q_ERR_SEQNO_LO	0x048
 #define TNPU_Q_ERR_SEQNO_HI	0x04C
-#define TNPU_Q_JOBS_DONE	0x050	/* RO: jobs completed (ok or error) since reset, wraps */
+#define TNPU_Q_JOBS_DONE	0x050	/* RO: jobs completed (ok, error or preempted) since reset, wraps */
+#define TNPU_Q_SAVE_BASE_LO	0x058	/* RW: bus address of the save records (512 B per entry) */
+#define TNPU_Q_SAVE_BASE_HI	0x05C
 #define TNPU_Q_PERF_BASE	0x100	/* RO: counters of the last job of this queue */
 #define TNPU_Q_PERF(i)		(TNPU_Q_PERF_BASE + 8u * (i))
 
@@ -343,6 +347,8 @@ enum tnpu_err {
 	TNPU_ERR_COUNTERS_WRITE = 55,	/* bus error writing the job's counter record */
 	TNPU_ERR_HAZARD = 56,		/* hazard checker in FAIL mode: unordered overlapping accesses (hazards.md) */
 	TNPU_ERR_DEQ_DESC = 57,		/* DMA_DEQ field rules (commands.md); ERR_INFO = the field's offset */
+	TNPU_ERR_RESUME = 58,		/* RESUME: bad save record or resume point; ERR_INFO = field offset */
+	TNPU_ERR_SAVE_WRITE = 59,	/* bus error writing the save record at a preemption point */
 	TNPU_ERR_COUNT
 };
 
@@ -392,8 +398,34 @@ struct tnpu_ring_entry {
 };
 #define TNPU_RING_F_IRQ		TNPU_BIT(0)	/* raise the queue's completion vector */
 #define TNPU_RING_F_COUNTERS	TNPU_BIT(1)	/* write the counter record to counters_addr */
-#define TNPU_RING_F_MASK	0x0003u
+#define TNPU_RING_F_PREEMPTIBLE	TNPU_BIT(2)	/* may stop at preemption points (CAP_FEATURES bit 24) */
+#define TNPU_RING_F_RESUME	TNPU_BIT(3)	/* continue from the save record in this entry's slot */
+#define TNPU_RING_F_MASK	0x000Fu
 #define TNPU_COUNTER_RECORD_BYTES	256	/* 32 little-endian 64-bit counters */
+
+/* Save record of a preempted job (queues.md "Preemption"): one per ring entry at Q_SAVE_BASE. */
+#define TNPU_SAVE_BYTES		512
+#define TNPU_SAVE_MAGIC		0x45525054u	/* "TPRE" */
+#define TNPU_SAVE_VERSION	1
+#define TNPU_SAVE_OFF_MAGIC	0	/* u32 */
+#define TNPU_SAVE_OFF_VERSION	4	/* u16 */
+#define TNPU_SAVE_OFF_ISLAND	6	/* u8 */
+#define TNPU_SAVE_OFF_RSV0	7	/* u8, 0 */
+#define TNPU_SAVE_OFF_RESUME	8	/* u32: offset of the PREEMPT command */
+#define TNPU_SAVE_OFF_CMD_LEN	12	/* u32 */
+#define TNPU_SAVE_OFF_CMD_VA	16	/* u64 */
+#define TNPU_SAVE_OFF_CTX	24	/* u16 */
+#define TNPU_SAVE_OFF_RSV1	26	/* u16, 0 */
+#define TNPU_SAVE_OFF_LAST_HALF	28	/* u32: 2 bits per row, 0 none, 1 half 0, 2 half 1 */
+#define TNPU_SAVE_OFF_TIME	32	/* u64: modelled cycles at the point */
+#define TNPU_SAVE_OFF_WORK	40	/* u64: host-work units so far */
+#define TNPU_SAVE_OFF_SEQNO	48	/* u64: seqno of the preempted entry */
+#define TNPU_SAVE_OFF_STATE	56	/* u32: TNPU_SAVE_PREEMPTED, written last */
+#define TNPU_SAVE_OFF_RSV2	60	/* u32, 0 */
+#define TNPU_SAVE_OFF_ROW_BUSY	64	/* 16 x u64 */
+#define TNPU_SAVE_OFF_COUNTERS	192	/* 32 x u64, without the job-end counters */
+#define TNPU_SAVE_OFF_SEMS	448	/* 16 x u32: island 0's semaphore tokens not consumed yet */
+#define TNPU_SAVE_PREEMPTED	1u
 _Static_assert(sizeof(struct tnpu_ring_entry) == 32, "ring entry");
 _Static_assert(offsetof(struct tnpu_ring_entry, cmd_len) == 4, "ring entry");
 _Static_assert(offsetof(struct tnpu_ring_entry, cmd_va) == 8, "ring entry");
@@ -437,7 +469,8 @@ struct tnpu_cmd_hdr {
 };
 _Static_assert(sizeof(struct tnpu_cmd_hdr) == 8, "cmd hdr");
 #define TNPU_CMD_F_ASYNC	TNPU_BIT(0)	/* do not wait for the previous command */
-#define TNPU_CMD_F_MASK		0x01u
+#define TNPU_CMD_F_PREEMPT	TNPU_BIT(1)	/* a preemption point before this command (CAP_FEATURES bit 24) */
+#define TNPU_CMD_F_MASK		0x03u
 
 /* NOP: header only, size 8. */
 
@@ -843,6 +876,7 @@ _Static_assert(offsetof(struct tnpu_cmd_dma_bands, band_first) == 56, "dma bands
 #define TNPU_FEAT_CPAIR		TNPU_BIT(21)	/* operand flags CPAIR: cluster pairs, a second stride (#16) */
 #define TNPU_FEAT_WRAP		TNPU_BIT(22)	/* operand flags WRAP: a tile's rows wrap by a row pitch (#16) */
 #define TNPU_FEAT_WDECOMP	TNPU_BIT(23)	/* DMA_DEQ: packed int8/int4 weights expanded on load (#29) */
+#define TNPU_FEAT_PREEMPT	TNPU_BIT(24)	/* preemption points, save records, RESUME (#28, queues.md) */
 
 /* Depthwise parameter record (register-file entry named by the CONFIG header's dw_rf). */
 struct tnpu_dw_param {
