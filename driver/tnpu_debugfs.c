@@ -96,8 +96,9 @@ static int tnpu_rings_show(struct seq_file *m, void *unused)
 			   ring->tail,
 			   ring->seqno, le64_to_cpu(READ_ONCE(*(__le64 *)ring->fence)),
 			   atomic_read(&ring->sched.credit_count), ring->sched.credit_limit);
-		seq_printf(m, "ring %u ready: queued %u on_ring normal %u high %u\n", q,
-			   ring->queued, ring->hw_jobs[0], ring->hw_jobs[1]);
+		seq_printf(m, "ring %u ready: queued %u on_ring normal %u high %u preempted %llu\n",
+			   q, ring->queued, ring->hw_jobs[0], ring->hw_jobs[1],
+			   ring->jobs_preempted);
 		/* the per-ring statistics of QUERY_COUNTERS rings[], same names and values */
 		busy = ring->busy_ns;
 		if (!list_empty(&ring->inflight))

@@ -71,6 +71,25 @@ void tnpu_ring_write_entry(struct tnpu_ring *ring, struct tnpu_job *job)
 		e->counters_addr = cpu_to_le64(ring->counters_dma +
 					       ring->tail * sizeof(*ring->counters));
 	}
+	/*
+	 * queues.md "Preemption": NORMAL and LOW jobs may stop at their preemption points, HIGH
+	 * ones never. A resumed job's record goes into its new slot; a fresh job's slot must not
+	 * look preempted (the retire loop reads it).
+	 */
+	job->preemptible = ring->saves && tnpu_prio_class(job->prio) == 0;
+	job->preempt_asked = false;
+	if (job->preemptible) {
+		struct tnpu_save_record *rec = &ring->saves[ring->tail];
+
+		job->save_slot = ring->tail;
+		e->flags |= cpu_to_le16(TNPU_RING_ENTRY_PREEMPTIBLE);
+		if (job->resume) {
+			*rec = job->save;
+			e->flags |= cpu_to_le16(TNPU_RING_ENTRY_RESUME);
+		} else {
+			WRITE_ONCE(rec->state, 0);
+		}
+	}
 	/* fault injection: an odd counters_addr is RING_ENTRY, with or without COUNTERS */
 	if (job->inject_error)
 		e->counters_addr |= cpu_to_le64(1);
@@ -98,6 +117,22 @@ void tnpu_ring_queue(struct tnpu_ring *ring, struct tnpu_job *job)
 		list_add_tail(&flow->node, &ring->flows[job->prio]);
 	}
 	list_add_tail(&job->node, &flow->jobs);
+	ring->queued++;
+}
+
+/*
+ * A job the device stopped at a preemption point goes back to the head of its flow (its queue's
+ * later jobs stay behind it) and continues from its save record when its turn comes again.
+ */
+static void tnpu_ring_requeue(struct tnpu_ring *ring, struct tnpu_job *job)
+{
+	struct tnpu_flow *flow = tnpu_job_flow(job);
+
+	if (list_empty(&flow->jobs)) {
+		flow->vtime = max(flow->vtime, ring->vclock[job->prio]);
+		list_add_tail(&flow->node, &ring->flows[job->prio]);
+	}
+	list_add(&job->node, &flow->jobs);
 	ring->queued++;
 }
 
@@ -173,6 +208,51 @@ static void tnpu_ring_start(struct tnpu_ring *ring, struct tnpu_job *job)
 	trace_tnpu_job_run(job);
 }
 
+/*
+ * issue #28: a HIGH job of this ring (on the hardware or waiting) while the job the device runs
+ * first is a preemptible NORMAL/LOW one: ask the device once to stop that job at its next point.
+ */
+static void tnpu_ring_preempt(struct tnpu_ring *ring)
+{
+	struct tnpu_job *front = list_first_entry_or_null(&ring->inflight, struct tnpu_job, node);
+	struct tnpu_job *job;
+
+	if (!front || !front->preemptible || front->preempt_asked)
+		return;
+	if (!ring->hw_jobs[1] && list_empty(&ring->flows[DRM_TNPU_QUEUE_PRIORITY_HIGH]))
+		return;
+	/* a Q_CTRL write also sets ENABLE: not on a ring that hang injection stopped */
+	list_for_each_entry(job, &ring->inflight, node)
+		if (job->inject_hang)
+			return;
+	front->preempt_asked = true;
+	tnpu_qwrite(ring->tdev, ring->idx, TNPU_Q_CTRL, TNPU_Q_CTRL_ENABLE | TNPU_Q_CTRL_PREEMPT);
+}
+
+/*
+ * The device stopped @job at a preemption point (its save slot says so): off the hardware without
+ * a signal, its engine time so far charged as at a completion, back to the head of its flow.
+ */
+void tnpu_ring_job_preempted(struct tnpu_ring *ring, struct tnpu_job *job)
+{
+	struct tnpu_usage *usage = &job->ctx->usage;
+	u64 now = ktime_get_ns(), start = max(job->run_ns, ring->last_done_ns);
+
+	job->save = ring->saves[job->save_slot];
+	job->resume = true;
+	list_del_init(&job->node);
+	ring->last_done_ns = now;
+	job->busy_ns = now > start ? now - start : 0;
+	usage->busy_ns[ring->idx] += job->busy_ns;
+	usage->rings_used |= BIT(ring->idx);
+	tnpu_ring_job_done(ring, job);
+	if (list_empty(&ring->inflight))
+		ring->busy_ns += now - ring->busy_since;
+	ring->jobs_preempted++;
+	ring->progress = jiffies;
+	tnpu_ring_requeue(ring, job);
+}
+
 /* Hands the ring every job it has room for; not while the device is held off or gone. */
 void tnpu_ring_dispatch(struct tnpu_ring *ring)
 {
@@ -190,6 +270,7 @@ void tnpu_ring_dispatch(struct tnpu_ring *ring)
 		}
 		tnpu_ring_start(ring, job);
 	}
+	tnpu_ring_preempt(ring);
 }
 
 void tnpu_rings_dispatch(struct tnpu_device *tdev)

@@ -169,12 +169,15 @@ struct tnpu_ring {
 	/* one counter record per ring entry (TNPU_FEAT_COUNTERS), else NULL */
 	struct tnpu_counter_record *counters;
 	dma_addr_t counters_dma;
+	/* one save record per ring entry (TNPU_FEAT_PREEMPT), else NULL */
+	struct tnpu_save_record *saves;
+	dma_addr_t saves_dma;
 	u64 last_done_ns;		/* ktime_get_ns() of the ring's last completion */
 	struct drm_gpu_scheduler sched;
 	bool sched_ready;
 	char name[16];
 	/* statistics (QUERY_COUNTERS rings[]), under tdev->lock */
-	u64 jobs_done, jobs_failed, jobs_timedout;
+	u64 jobs_done, jobs_failed, jobs_timedout, jobs_preempted;
 	u64 busy_ns;			/* closed busy periods */
 	u64 busy_since;			/* ktime_get_ns() when @inflight became non-empty */
 };
@@ -279,6 +282,13 @@ struct tnpu_job {
 	u64 counters_offset;
 	struct tnpu_perfmon *perfmon;	/* SUBMIT perfmon_id, referenced */
 	u32 counters_slot;		/* ring entry index: its counter record */
+	/*
+	 * preemption (tnpu_dispatch.c): its entry is PREEMPTIBLE, Q_CTRL.PREEMPT was written for
+	 * it, it continues from @save (a RESUME entry)
+	 */
+	bool preemptible, preempt_asked, resume;
+	u32 save_slot;			/* ring entry index: its save record */
+	struct tnpu_save_record save;
 	u64 run_ns;			/* ktime_get_ns() when handed to the ring */
 	u64 busy_ns;			/* its engine time, set at completion (fdinfo) */
 	bool inject_hang, inject_fault, inject_error;
@@ -390,6 +400,7 @@ void tnpu_ring_queue(struct tnpu_ring *ring, struct tnpu_job *job);
 void tnpu_ring_dispatch(struct tnpu_ring *ring);
 void tnpu_rings_dispatch(struct tnpu_device *tdev);
 void tnpu_ring_job_done(struct tnpu_ring *ring, struct tnpu_job *job);
+void tnpu_ring_job_preempted(struct tnpu_ring *ring, struct tnpu_job *job);
 void tnpu_ring_fail_queued(struct tnpu_ring *ring, int err);
 void tnpu_ring_write_entry(struct tnpu_ring *ring, struct tnpu_job *job);
 void tnpu_ring_kick(struct tnpu_ring *ring);

@@ -24,6 +24,7 @@ static const char * const tnpu_err_names[TNPU_ERR_MAX + 1] = {
 	[45] = "PLAN_DESC", "PLAN_UNKNOWN", "PLAN_BAD", "PLAN_TOO_LARGE",
 	[50] = "DW_PARAM", "DW_SHAPE",
 	[53] = "VEC_DESC", "VEC_SHAPE", "COUNTERS_WRITE", "HAZARD", "DEQ_DESC",
+	[58] = "RESUME", "SAVE_WRITE",
 };
 
 const char *tnpu_err_name(u32 code)
@@ -111,6 +112,8 @@ void tnpu_hw_program(struct tnpu_device *tdev)
 		tnpu_write64(tdev, TNPU_Q_BASE(q) + TNPU_Q_RING_BASE, ring->entries_dma);
 		tnpu_qwrite(tdev, q, TNPU_Q_RING_SIZE, TNPU_RING_ENTRIES);
 		tnpu_write64(tdev, TNPU_Q_BASE(q) + TNPU_Q_FENCE, ring->fence_dma);
+		if (ring->saves)
+			tnpu_write64(tdev, TNPU_Q_BASE(q) + TNPU_Q_SAVE_BASE, ring->saves_dma);
 		/* 0 -> 1 sets HEAD = TAIL = 0 */
 		tnpu_qwrite(tdev, q, TNPU_Q_CTRL, TNPU_Q_CTRL_ENABLE);
 		ring->tail = 0;

@@ -93,6 +93,8 @@
 #define TNPU_FEAT_ISLANDS		BIT(10)
 /* Ring entry COUNTERS: the device writes each job's counter record (queues.md) */
 #define TNPU_FEAT_COUNTERS		BIT(18)
+/* Preemption points, save records, ring entry PREEMPTIBLE / RESUME (queues.md "Preemption") */
+#define TNPU_FEAT_PREEMPT		BIT(24)
 #define TNPU_REG_ISLANDS		0x0200
 #define   TNPU_ISLANDS_COUNT		GENMASK(7, 0)
 #define   TNPU_ISLANDS_RINGS		GENMASK(15, 8)
@@ -127,6 +129,7 @@
 #define TNPU_Q_CTRL			0x020
 #define   TNPU_Q_CTRL_ENABLE		BIT(0)
 #define   TNPU_Q_CTRL_SKIP		BIT(1)
+#define   TNPU_Q_CTRL_PREEMPT		BIT(2)
 #define TNPU_Q_STATUS			0x024
 #define   TNPU_Q_STATUS_ENABLED		BIT(0)
 #define   TNPU_Q_STATUS_BUSY		BIT(1)
@@ -139,12 +142,15 @@
 #define TNPU_Q_ERR_ADDR			0x040
 #define TNPU_Q_ERR_SEQNO		0x048
 #define TNPU_Q_JOBS_DONE		0x050
+#define TNPU_Q_SAVE_BASE		0x058
 #define TNPU_Q_PERF(i)			(0x100 + 8 * (i))
 
 /* Ring entry (queues.md), 32 bytes, little-endian */
 #define TNPU_RING_ENTRY_SIZE		32
 #define TNPU_RING_ENTRY_IRQ		BIT(0)
 #define TNPU_RING_ENTRY_COUNTERS	BIT(1)	/* with TNPU_FEAT_COUNTERS */
+#define TNPU_RING_ENTRY_PREEMPTIBLE	BIT(2)	/* with TNPU_FEAT_PREEMPT */
+#define TNPU_RING_ENTRY_RESUME		BIT(3)	/* with TNPU_FEAT_PREEMPT */
 
 struct tnpu_ring_entry {
 	__le16 ctx;
@@ -162,6 +168,22 @@ struct tnpu_ring_entry {
 struct tnpu_counter_record {
 	__le64 counter[TNPU_COUNTERS];
 };
+
+/*
+ * Save record of a preempted job (queues.md "Preemption"), one per ring entry at Q_SAVE_BASE. The
+ * driver reads only the state word (written last) and the seqno; the rest it copies as it is.
+ */
+#define TNPU_SAVE_BYTES			512
+#define TNPU_SAVE_PREEMPTED		1
+
+struct tnpu_save_record {
+	u8 head[48];
+	__le64 seqno;
+	__le32 state;
+	u8 rest[TNPU_SAVE_BYTES - 60];
+};
+
+static_assert(sizeof(struct tnpu_save_record) == TNPU_SAVE_BYTES);
 
 /* Context table entry (mmu.md), 16 bytes */
 #define TNPU_CTX_ENTRY_SIZE		16
@@ -190,7 +212,9 @@ struct tnpu_ctx_entry {
 #define TNPU_ERR_COUNTERS_WRITE		55
 #define TNPU_ERR_HAZARD			56
 #define TNPU_ERR_DEQ_DESC		57
-#define TNPU_ERR_MAX			57
+#define TNPU_ERR_RESUME			58
+#define TNPU_ERR_SAVE_WRITE		59
+#define TNPU_ERR_MAX			59
 
 /* ERR_INFO for MMU errors */
 #define TNPU_MMU_INFO_WRITE		BIT(0)

@@ -161,6 +161,22 @@ static void tnpu_ring_retire(struct tnpu_ring *ring)
 	struct tnpu_job *job, *tmp;
 
 	list_for_each_entry_safe(job, tmp, &ring->inflight, node) {
+		/*
+		 * queues.md "Preemption": a preempted entry's record (state last) is in memory
+		 * before HEAD moves, so before any later entry's fence; its seqno tells it from
+		 * the record a RESUME entry was given
+		 */
+		if (job->preemptible) {
+			struct tnpu_save_record *rec = &ring->saves[job->save_slot];
+
+			if (le32_to_cpu(READ_ONCE(rec->state)) == TNPU_SAVE_PREEMPTED) {
+				dma_rmb();
+				if (le64_to_cpu(READ_ONCE(rec->seqno)) == job->hw_seqno) {
+					tnpu_ring_job_preempted(ring, job);
+					continue;
+				}
+			}
+		}
 		if (job->hw_seqno > done)
 			break;
 		/* queues.md: the counter record is in memory before the fence */
@@ -620,6 +636,14 @@ int tnpu_rings_init(struct tnpu_device *tdev)
 							     sizeof(*ring->counters),
 							     &ring->counters_dma, GFP_KERNEL);
 			if (!ring->counters)
+				return -ENOMEM;
+		}
+		/* queues.md "Preemption": one save record per ring entry, 128 KiB per ring */
+		if (tdev->caps.features & TNPU_FEAT_PREEMPT) {
+			ring->saves = dmam_alloc_coherent(&tdev->pdev->dev,
+							  TNPU_RING_ENTRIES * sizeof(*ring->saves),
+							  &ring->saves_dma, GFP_KERNEL);
+			if (!ring->saves)
 				return -ENOMEM;
 		}
 	}

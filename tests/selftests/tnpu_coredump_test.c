@@ -309,10 +309,15 @@ TEST_F(coredump, injected_hang_leaves_a_decodable_dump)
 			hj.cmd_va + 8));
 	EXPECT_TRUE(has(json, "va=0x%llx value=%u", (unsigned long long)self->c.data.va + 8, 0x5eed));
 	/* the ring entry of the hung job, at HEAD: the device never fetched it */
-	/* flags: IRQ, and COUNTERS where the device writes per-job counter records (CAP_FEATURES bit 18) */
+	/*
+	 * flags: IRQ, COUNTERS where the device writes per-job counter records (CAP_FEATURES bit 18),
+	 * PREEMPTIBLE (a NORMAL job) where it has preemption points (bit 24)
+	 */
 	EXPECT_TRUE(has(json, "\"ctx\":%u,\"flags\":1,\"cmd_va\":%llu,\"cmd_len\":%u,\"seqno\":%llu",
 			hj.ctx, hj.cmd_va, size, hj.hw_seqno) ||
 		    has(json, "\"ctx\":%u,\"flags\":3,\"cmd_va\":%llu,\"cmd_len\":%u,\"seqno\":%llu,\"counters_addr\":",
+			hj.ctx, hj.cmd_va, size, hj.hw_seqno) ||
+		    has(json, "\"ctx\":%u,\"flags\":7,\"cmd_va\":%llu,\"cmd_len\":%u,\"seqno\":%llu,\"counters_addr\":",
 			hj.ctx, hj.cmd_va, size, hj.hw_seqno)) TH_LOG("%.600s", json);
 	EXPECT_TRUE(has(json, "{\"name\":\"Q%u_HEAD\"", hj.ring));
 	/* one dump at a time: it stays until read and freed */

@@ -8,7 +8,9 @@
  * Backlogs are built with a gate: the NORMAL jobs all wait for one long job on another ring, so
  * they become ready at once, in submission order, once it completes.
  */
+#include <dirent.h>
 #include <errno.h>
+#include <stdbool.h>
 #include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
@@ -307,6 +309,168 @@ TEST_F(sched, equal_normal_files_share_in_turn)
 	 * three bounds it (a FIFO runs all of A's first: a lead of JOBS_PER_FILE).
 	 */
 	EXPECT_LE(worst, 3);
+}
+
+/* ---- preemption (hardware/queues.md "Preemption", driver.md) ---- */
+
+#define TNPU_OP_DMA_D2H		0x02
+#define TNPU_CMD_F_PREEMPT	0x02
+#define TNPU_FEAT_PREEMPT	(1u << 24)
+#define STEPS			24
+#define STEP_UNITS		8
+#define RESULT_OFFSET		(768 << 10)
+
+/* One 64-byte DMA command: FILL (H2D) of @fill into row 0, or D2H of @width bytes to @va. */
+static void *dma_cmd(void *buf, bool fill, uint8_t fillv, uint64_t va, uint32_t width, uint8_t flags)
+{
+	uint64_t *p = buf;
+
+	memset(p, 0, 64);
+	p[0] = (fill ? TNPU_OP_DMA_H2D : TNPU_OP_DMA_D2H) | (uint64_t)flags << 8 | (uint64_t)64 << 32;
+	p[1] = va;
+	((uint32_t *)p)[11] = width;
+	((uint32_t *)p)[12] = 1;
+	((uint32_t *)p)[13] = 1;
+	if (fill) {
+		((uint8_t *)p)[58] = TNPU_DMA_F_FILL;
+		((uint8_t *)p)[59] = fillv;
+	}
+	return p + 8;
+}
+
+/*
+ * The NORMAL job: STEPS steps, each a preemption point (but the first), STEP_UNITS long FILLs,
+ * then its own marker s + 1 filled into the storage unit and stored to the result BO at 8 * s.
+ * No step needs on-chip data of an earlier one.
+ */
+static uint32_t stepped_job(struct client *c, uint32_t half_sram)
+{
+	uint8_t *p = c->cmd.map, *start = p;
+	uint32_t s;
+
+	for (s = 0; s < STEPS; s++) {
+		uint8_t *first = p;
+
+		p += long_job(p, STEP_UNITS, half_sram);
+		if (s)
+			first[1] |= TNPU_CMD_F_PREEMPT;
+		p = dma_cmd(p, true, (uint8_t)(s + 1), 0, 8, 0);
+		p = dma_cmd(p, false, 0, c->cmd.va + RESULT_OFFSET + 8 * s, 8, 0);
+	}
+	return (uint32_t)(p - start);
+}
+
+/* "preempted P" of ring @ring in debugfs `rings`, or -errno. */
+static int64_t ring_preempted(int ring)
+{
+	char path[600] = "", line[256];
+	DIR *d = opendir("/sys/kernel/debug/accel");
+	unsigned int q, queued, normal, high;
+	unsigned long long n;
+	int64_t ret = -ENOENT;
+	struct dirent *e;
+	FILE *f;
+
+	if (!d)
+		return -errno;
+	while ((e = readdir(d))) {
+		if (e->d_name[0] == '.')
+			continue;
+		snprintf(path, sizeof(path), "/sys/kernel/debug/accel/%s/rings", e->d_name);
+		if (!access(path, R_OK))
+			break;
+		path[0] = 0;
+	}
+	closedir(d);
+	f = path[0] ? fopen(path, "r") : NULL;
+	if (!f)
+		return -ENOENT;
+	while (fgets(line, sizeof(line), f))
+		if (sscanf(line, "ring %u ready: queued %u on_ring normal %u high %u preempted %llu",
+			   &q, &queued, &normal, &high, &n) == 5 && (int)q == ring)
+			ret = (int64_t)n;
+	fclose(f);
+	return ret;
+}
+
+/* Runs A's stepped job with a counters BO slot; returns its out-sync (submitted, not waited). */
+static int submit_stepped(struct client *c, uint32_t size, uint32_t out, uint32_t slot)
+{
+	struct tnpu_job_args j = {
+		.queue = c->queue, .cmd = &c->cmd, .cmd_size = size, .out_sync = out,
+		.counters_bo = c->cmd.handle,
+		.counters_offset = RESULT_OFFSET + 4096 + slot * sizeof(struct drm_tnpu_job_counters),
+	};
+
+	return tnpu_submit(c->fd, &j);
+}
+
+static struct drm_tnpu_job_counters *job_counters(struct client *c, uint32_t slot)
+{
+	return (void *)((char *)c->cmd.map + RESULT_OFFSET + 4096 +
+			slot * sizeof(struct drm_tnpu_job_counters));
+}
+
+/*
+ * A long NORMAL job of file A runs; file B's HIGH job on the same ring completes before it: the
+ * device stopped A's job at a preemption point and the driver resumed it afterwards. A's job
+ * signals once, its results are all there and its counters equal those of the same job run
+ * without preemption.
+ */
+TEST_F(sched, high_preempts_a_long_normal_job_which_resumes_with_the_same_results)
+{
+	struct drm_tnpu_caps caps = { 0 };
+	uint32_t size, solo, pre, hsync;
+	int64_t before, after, ts_normal, ts_high;
+	uint8_t *res;
+	int i, ret;
+
+	ret = client_init(&self->a, DRM_TNPU_QUEUE_PRIORITY_NORMAL, &self->ring, 1);
+	if (ret == -EOPNOTSUPP)
+		SKIP(return, "one hardware queue");
+	ASSERT_EQ(0, ret);
+	ASSERT_EQ(0, tnpu_query(self->a.fd, DRM_TNPU_QUERY_CAPS, &caps, sizeof(caps)));
+	if (!(caps.features & TNPU_FEAT_PREEMPT))
+		SKIP(return, "device without preemption (CAP_FEATURES bit 24)");
+	ASSERT_EQ(0, client_init(&self->b, DRM_TNPU_QUEUE_PRIORITY_HIGH, &self->ring, 1));
+	size = stepped_job(&self->a, caps.sram_bytes / 2);
+	res = (uint8_t *)self->a.cmd.map + RESULT_OFFSET;
+
+	/* alone: the reference counters, and how long the job takes */
+	ASSERT_EQ(0, drmSyncobjCreate(self->a.fd, 0, &solo));
+	before = tnpu_now_ns();
+	ASSERT_EQ(0, submit_stepped(&self->a, size, solo, 0));
+	ASSERT_LT(0, fence_ts(self->a.fd, solo));
+	TH_LOG("the NORMAL job alone: %lld ms", (long long)(tnpu_now_ns() - before) / 1000000);
+	ASSERT_EQ(0, job_counters(&self->a, 0)->status);
+	for (i = 0; i < STEPS; i++)
+		ASSERT_EQ(i + 1, res[8 * i]);
+
+	memset(res, 0, 8 * STEPS);
+	before = ring_preempted(self->ring);
+	ASSERT_LE(0, before);
+	ASSERT_EQ(0, drmSyncobjCreate(self->a.fd, 0, &pre));
+	ASSERT_EQ(0, drmSyncobjCreate(self->b.fd, 0, &hsync));
+	ASSERT_EQ(0, submit_stepped(&self->a, size, pre, 1));
+	/* the NORMAL job is on the hardware, a few steps in */
+	while (!res[8 * 2] && !fence_done(self->a.fd, pre))
+		usleep(1000);
+	ASSERT_EQ(0, submit_long(&self->b, self->b.queue, 0, hsync));
+	ts_high = fence_ts(self->b.fd, hsync);
+	ASSERT_LT(0, ts_high);
+	ts_normal = fence_ts(self->a.fd, pre);
+	ASSERT_LT(0, ts_normal);
+	after = ring_preempted(self->ring);
+	TH_LOG("preemptions on ring %d: %lld; HIGH done %lld ms before the NORMAL job", self->ring,
+	       (long long)(after - before), (long long)(ts_normal - ts_high) / 1000000);
+	EXPECT_LT(ts_high, ts_normal);
+	EXPECT_LE(before + 1, after);
+	ASSERT_EQ(0, job_counters(&self->a, 1)->status);
+	for (i = 0; i < STEPS; i++)
+		ASSERT_EQ(i + 1, res[8 * i]);
+	for (i = 0; i < DRM_TNPU_MAX_COUNTERS; i++)
+		EXPECT_EQ(job_counters(&self->a, 0)->counter[i], job_counters(&self->a, 1)->counter[i])
+			TH_LOG("counter %d", i);
 }
 
 TEST_HARNESS_MAIN
