@@ -552,6 +552,10 @@ ACCEL_API int accel_program_st(struct accel_program *p, unsigned acc, unsigned r
 /* ---- command streams ------------------------------------------------------------------------ */
 
 #define ACCEL_CMD_ASYNC		0x01u	/* wait only for the command's own engine (commands.md) */
+/* A preemption point before the command: nothing on-chip from before it is needed after it (CONFIG,
+ * storage units, accumulators; hardware/queues.md "Preemption"); a device without CAP_FEATURES bit 24
+ * refuses it with -EOPNOTSUPP. */
+#define ACCEL_CMD_PREEMPT_POINT	0x02u
 #define ACCEL_ROW_ALL		0xFFu
 enum accel_engine { ACCEL_ENGINE_LOAD = 0, ACCEL_ENGINE_COMPUTE = 1, ACCEL_ENGINE_STORE = 2 };
 #define ACCEL_EXE_SHIFT_OUT	0x02u

@@ -183,8 +183,15 @@ size_t accel_cs_size(const struct accel_cmdstream *cs)
 
 static int check_flags(struct accel_cmdstream *cs, unsigned flags)
 {
-	if (flags & ~ACCEL_CMD_ASYNC)
-		return accel_seterr(cs->dev, -EINVAL, "command flags 0x%x: only ACCEL_CMD_ASYNC is defined", flags);
+	_Static_assert(ACCEL_CMD_ASYNC == TNPU_CMD_F_ASYNC && ACCEL_CMD_PREEMPT_POINT == TNPU_CMD_F_PREEMPT,
+		       "command flags are the header's");
+	if (flags & ~(ACCEL_CMD_ASYNC | ACCEL_CMD_PREEMPT_POINT))
+		return accel_seterr(cs->dev, -EINVAL,
+				    "command flags 0x%x: only ACCEL_CMD_ASYNC and ACCEL_CMD_PREEMPT_POINT are defined",
+				    flags);
+	if ((flags & ACCEL_CMD_PREEMPT_POINT) && !(cs->dev->caps.features & TNPU_FEAT_PREEMPT))
+		return accel_seterr(cs->dev, -EOPNOTSUPP,
+				    "ACCEL_CMD_PREEMPT_POINT: the device has no preemption (CAP_FEATURES bit 24)");
 	return cs->err;
 }
 

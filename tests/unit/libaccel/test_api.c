@@ -430,6 +430,100 @@ Test(api, builders_run_a_hand_packed_gemm)
 	accel_close(dev);
 }
 
+/* One self-contained step of the hand-packed GEMM of the test above: CONFIG, loads, EXE, store; the
+ * CONFIG carries @flags (a preemption point before the step). */
+static void gemm_step(struct accel_cmdstream *cs, struct accel_program *p, unsigned flags, struct accel_buffer *ba,
+		      struct accel_buffer *bb, struct accel_buffer *bc, uint32_t M, uint32_t N, uint32_t K)
+{
+	struct accel_dma la = { .buf = ba, .pitch_y = K, .sram_off = 0, .sram_pitch_y = K, .width = K, .height = M,
+				.depth = 1 };
+	struct accel_dma lb = { .buf = bb, .pitch_y = N, .sram_off = 4096, .sram_pitch_y = N, .width = N, .height = K,
+				.depth = 1 };
+	struct accel_dma st = { .buf = bc, .pitch_y = N * 4, .sram_off = 8192, .sram_pitch_y = N * 4, .width = N * 4,
+				.height = M, .depth = 1 };
+
+	cr_assert_eq(accel_cs_config(cs, flags, 0, 0, p), 0);
+	cr_assert_eq(accel_cs_dma_h2d(cs, 0, &la), 0);
+	cr_assert_eq(accel_cs_dma_h2d(cs, 0, &lb), 0);
+	cr_assert_eq(accel_cs_exe(cs, 0, 0, 0, 0, ACCEL_EXE_LAST | ACCEL_EXE_SHIFT_OUT, NULL, 0), 0);
+	cr_assert_eq(accel_cs_dma_d2h(cs, 0, &st), 0);
+}
+
+/* hardware/queues.md "Preemption": a point between two self-contained steps is a barrier only (no
+ * request comes from a single client): both steps' results are right, the counters as without it. */
+Test(api, preemption_point_between_self_contained_steps_keeps_results_and_counters)
+{
+	struct accel_dev *dev = open_dev(NULL);
+	struct accel_caps caps;
+	struct accel_program *p = NULL;
+	struct accel_buffer *ba, *bb, *bc[2];
+	struct accel_counters cnt[2];
+	uint32_t M, N, K = 8;
+	uint64_t s = 9;
+	unsigned rf;
+
+	accel_query_caps(dev, &caps);
+	if (!(caps.features & (1u << 24)))
+		cr_skip_test("device without preemption points");
+	M = caps.cols * 2;
+	N = caps.pes;
+	ba = alloc_buf(dev, M * K);
+	bb = alloc_buf(dev, K * N);
+	fill_i8(accel_buffer_ptr(ba), M * K, &s);
+	fill_i8(accel_buffer_ptr(bb), K * N, &s);
+	cr_assert_eq(accel_program_new(&p), 0);
+	{
+		struct accel_operand a = { .addr = 0, .col_stride = 2 * (int32_t)K, .pitch = K, .rows = 2, .cols = (uint16_t)K,
+					   .dtype = ACCEL_INT8 };
+		struct accel_operand b = { .addr = 4096, .pe_stride = 1, .pitch = N, .rows = (uint16_t)K, .cols = 1,
+					   .dtype = ACCEL_INT8 };
+		struct accel_operand c = { .addr = 8192, .col_stride = 2 * (int32_t)N * 4, .pe_stride = 4, .pitch = N * 4,
+					   .rows = 2, .cols = 1, .dtype = ACCEL_INT32 };
+
+		cr_assert_eq(accel_program_add_operand(p, &a, &rf), 0);
+		cr_assert_eq(accel_program_add_operand(p, &b, &rf), 0);
+		cr_assert_eq(accel_program_add_operand(p, &c, &rf), 0);
+	}
+	cr_assert_eq(accel_program_ld(p, 0, 0, false, false), 0);
+	cr_assert_eq(accel_program_ld(p, 1, 0, true, false), 0);
+	cr_assert_eq(accel_program_mac(p, 0, 0, 0, 0), 0);
+	cr_assert_eq(accel_program_st(p, 0, 2, true), 0);
+	for (unsigned with_point = 0; with_point < 2; with_point++) {
+		struct accel_cmdstream *cs = NULL;
+		struct accel_job *job = NULL;
+
+		bc[0] = alloc_buf(dev, M * N * 4);
+		bc[1] = alloc_buf(dev, M * N * 4);
+		cr_assert_eq(accel_cs_new(dev, &cs), 0);
+		ASSERT_ERR(accel_cs_config(cs, 0x04, 0, 0, p), -EINVAL);
+		gemm_step(cs, p, 0, ba, bb, bc[0], M, N, K);
+		gemm_step(cs, p, with_point ? ACCEL_CMD_PREEMPT_POINT : 0, ba, bb, bc[1], M, N, K);
+		cr_assert_eq(accel_cs_submit(cs, NULL, &job), 0, "%s", accel_last_error(dev));
+		cr_assert_eq(accel_job_wait(job, -1), 0, "%s", accel_last_error(dev));
+		cr_assert_eq(accel_job_counters(job, &cnt[with_point]), 0);
+		for (uint32_t i = 0; i < M; i++)
+			for (uint32_t j = 0; j < N; j++) {
+				int32_t ref = 0;
+
+				for (uint32_t k = 0; k < K; k++)
+					ref += ((int8_t *)accel_buffer_ptr(ba))[i * K + k] *
+					       ((int8_t *)accel_buffer_ptr(bb))[k * N + j];
+				cr_assert_eq(((int32_t *)accel_buffer_ptr(bc[0]))[i * N + j], ref);
+				cr_assert_eq(((int32_t *)accel_buffer_ptr(bc[1]))[i * N + j], ref);
+			}
+		accel_job_free(job);
+		accel_cs_free(cs);
+		accel_buffer_free(bc[0]);
+		accel_buffer_free(bc[1]);
+	}
+	/* serial steps: the point's barrier costs nothing, every counter is the same */
+	cr_assert_eq(memcmp(&cnt[0], &cnt[1], sizeof(cnt[0])), 0);
+	accel_program_free(p);
+	accel_buffer_free(ba);
+	accel_buffer_free(bb);
+	accel_close(dev);
+}
+
 Test(api, device_errors_are_reported_as_eio_with_the_hardware_code)
 {
 	struct accel_dev *dev = open_dev(NULL);
