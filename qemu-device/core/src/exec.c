@@ -265,9 +265,10 @@ void tnpu_trace_emit(struct tnpu_exec *ex, unsigned engine, unsigned row, unsign
 
 /* ---- job start: clean device state ---------------------------------------- */
 
-static void job_reset(struct tnpu_exec *ex)
+/* Storage units, line state, cluster state (instruction buffers, register files, slots, accumulators,
+ * output queues) and LUTs as at a job's start: also at every preemption point (preempt.c). */
+void tnpu_onchip_reset(struct tnpu_exec *ex)
 {
-	ex->work = 0;
 	for (unsigned r = 0; r < ex->cfg.rows; r++) {
 		struct row_state *rs = &ex->rows[r];
 
@@ -277,6 +278,12 @@ static void job_reset(struct tnpu_exec *ex)
 	}
 	tnpu_cluster_reset(ex);
 	memset(ex->vec_lut, 0, sizeof(ex->vec_lut));
+}
+
+static void job_reset(struct tnpu_exec *ex)
+{
+	ex->work = 0;
+	tnpu_onchip_reset(ex);
 	tnpu_tlb_flush(ex);
 	memset(ex->isl_rt, 0, ex->n_isl * sizeof(*ex->isl_rt));
 	ex->cur = 0;

@@ -300,6 +300,7 @@ struct tnpu_exec {
 /* preempt.c: a PREEMPT command at `off` (a barrier; true: the job stops there, res->save filled),
  * the checks and restore of a RESUME job's record. */
 uint64_t tnpu_job_time(const struct tnpu_exec *ex);
+void tnpu_onchip_reset(struct tnpu_exec *ex);
 bool tnpu_preempt_point(struct tnpu_exec *ex, uint32_t off);
 uint32_t tnpu_resume_check(struct tnpu_exec *ex, const uint8_t *rec);
 uint32_t tnpu_resume_walk(struct tnpu_exec *ex, const uint8_t *buf, uint32_t len, uint32_t target);

@@ -3,11 +3,11 @@
  * Preemption points, save records and RESUME (Documentation/hardware/queues.md
  * "Preemption", commands.md "Preemption points").
  *
- * Nothing on-chip is saved: at a point the program needs no storage-unit,
- * accumulator, CONFIG, semaphore or ring state later, so the record holds only
- * the job's progress (resume offset, modelled time, counters, row busy times,
- * the island selection and the last EXE halves for BANK_SWAPS).  A record can
- * therefore only change its own job's counters and timing, whatever it says.
+ * Nothing on-chip is saved: a point drops the storage units, CONFIG state,
+ * slots, accumulators and LUTs in every run (tnpu_onchip_reset), so the record
+ * holds only the job's progress (resume offset, modelled time, counters, row
+ * busy times, island 0's semaphore tokens and the island selection).  A record
+ * can therefore only change its own job's counters and timing, whatever it says.
  */
 #include "internal.h"
 
@@ -34,16 +34,21 @@ void tnpu_exec_preempt(struct tnpu_exec *ex, bool on)
 	atomic_store(&ex->preempt, on);
 }
 
-/* Live state a record does not carry: tokens of islands other than 0, an initialised ring. */
+static bool rings_valid(const struct tnpu_exec *ex)
+{
+	for (unsigned i = 0; i < TNPU_NUM_RINGS; i++)
+		if (ex->ring[i].valid)
+			return true;
+	return false;
+}
+
+/* Live state a record does not carry: tokens of islands other than 0. */
 static bool point_eligible(const struct tnpu_exec *ex)
 {
 	for (unsigned i = 1; i < ex->n_isl; i++)
 		for (unsigned s = 0; s < TNPU_NUM_SEMS; s++)
 			if (ex->isl_rt[i].sem[s].avail || ex->isl_rt[i].sem[s].n)
 				return false;
-	for (unsigned i = 0; i < TNPU_NUM_RINGS; i++)
-		if (ex->ring[i].valid)
-			return false;
 	return true;
 }
 
@@ -67,10 +72,18 @@ bool tnpu_preempt_point(struct tnpu_exec *ex, uint32_t off)
 	const struct tnpu_ring_entry *e = ex->entry;
 	struct tnpu_result *res = ex->res;
 	uint64_t t = tnpu_job_time(ex);
-	uint32_t halves = 0;
 	uint8_t *r;
 
 	barrier(ex, t);
+	/* an initialised ring (chaining) is on-chip data a point cannot drop: no point then */
+	if (rings_valid(ex))
+		return false;
+	/*
+	 * commands.md "Preemption points": the on-chip data is dropped whether or not the job stops,
+	 * so a program that needs any of it after the point fails (or differs) in every run, not only
+	 * in a preempted one, and a resumed run is the unpreempted one by construction.
+	 */
+	tnpu_onchip_reset(ex);
 	if (!ex->preemptible || off == ex->resume_off || !atomic_load(&ex->preempt) || !point_eligible(ex))
 		return false;
 	/* the command at the point runs (and is counted) in the resumed job */
@@ -84,10 +97,6 @@ bool tnpu_preempt_point(struct tnpu_exec *ex, uint32_t off)
 	st32(r + TNPU_SAVE_OFF_CMD_LEN, e->cmd_len);
 	st64(r + TNPU_SAVE_OFF_CMD_VA, e->cmd_va);
 	st16(r + TNPU_SAVE_OFF_CTX, e->ctx);
-	for (unsigned row = 0; row < ex->cfg.rows; row++)
-		if (ex->rows[row].last_half >= 0)
-			halves |= (uint32_t)(ex->rows[row].last_half + 1) << (2 * row);
-	st32(r + TNPU_SAVE_OFF_LAST_HALF, halves);
 	st64(r + TNPU_SAVE_OFF_TIME, t);
 	st64(r + TNPU_SAVE_OFF_WORK, ex->work);
 	st64(r + TNPU_SAVE_OFF_SEQNO, e->seqno);
@@ -112,7 +121,7 @@ uint32_t tnpu_resume_check(struct tnpu_exec *ex, const uint8_t *r)
 {
 	const struct tnpu_ring_entry *e = ex->entry;
 	uint64_t t = ld64(r + TNPU_SAVE_OFF_TIME);
-	uint32_t halves = ld32(r + TNPU_SAVE_OFF_LAST_HALF), off = ld32(r + TNPU_SAVE_OFF_RESUME);
+	uint32_t off = ld32(r + TNPU_SAVE_OFF_RESUME);
 
 	if (ld32(r + TNPU_SAVE_OFF_MAGIC) != TNPU_SAVE_MAGIC)
 		return bad(ex, TNPU_SAVE_OFF_MAGIC);
@@ -126,6 +135,8 @@ uint32_t tnpu_resume_check(struct tnpu_exec *ex, const uint8_t *r)
 		return bad(ex, TNPU_SAVE_OFF_RSV1);
 	if (ld32(r + TNPU_SAVE_OFF_RSV2))
 		return bad(ex, TNPU_SAVE_OFF_RSV2);
+	if (ld32(r + TNPU_SAVE_OFF_RSV4))
+		return bad(ex, TNPU_SAVE_OFF_RSV4);
 	for (unsigned i = 0; i < TNPU_NUM_SEMS; i++)
 		if (ld32(r + TNPU_SAVE_OFF_SEMS + 4 * i) > TNPU_SEM_MAX_TOKENS * 0xFFFFu)
 			return bad(ex, TNPU_SAVE_OFF_SEMS + 4 * i);
@@ -137,12 +148,6 @@ uint32_t tnpu_resume_check(struct tnpu_exec *ex, const uint8_t *r)
 		return bad(ex, TNPU_SAVE_OFF_CMD_LEN);
 	if (r[TNPU_SAVE_OFF_ISLAND] >= ex->n_isl)
 		return bad(ex, TNPU_SAVE_OFF_ISLAND);
-	for (unsigned row = 0; row < TNPU_MAX_ROWS; row++) {
-		unsigned code = (halves >> (2 * row)) & 3;
-
-		if (code == 3 || (code && row >= ex->cfg.rows))
-			return bad(ex, TNPU_SAVE_OFF_LAST_HALF);
-	}
 	if (t > ex->cfg.watchdog_cycles)
 		return bad(ex, TNPU_SAVE_OFF_TIME);
 	if (ld64(r + TNPU_SAVE_OFF_WORK) > ex->work_budget)
@@ -192,7 +197,6 @@ void tnpu_resume_restore(struct tnpu_exec *ex, const uint8_t *r)
 {
 	struct tnpu_result *res = ex->res;
 	uint64_t t = ld64(r + TNPU_SAVE_OFF_TIME);
-	uint32_t halves = ld32(r + TNPU_SAVE_OFF_LAST_HALF);
 
 	for (unsigned i = 0; i < TNPU_CNT_NUM && i < TNPU_CNT_SLOTS; i++)
 		res->counters[i] = ld64(r + TNPU_SAVE_OFF_COUNTERS + 8 * i);
@@ -201,12 +205,8 @@ void tnpu_resume_restore(struct tnpu_exec *ex, const uint8_t *r)
 	res->counters[TNPU_CNT_ROW_BUSY_MAX] = 0;
 	res->counters[TNPU_CNT_ROW_BUSY_SUM] = 0;
 	res->counters[TNPU_CNT_BUSY_ROWS] = 0;
-	for (unsigned row = 0; row < ex->cfg.rows; row++) {
-		unsigned code = (halves >> (2 * row)) & 3;
-
+	for (unsigned row = 0; row < ex->cfg.rows; row++)
 		res->row_busy[row] = ld64(r + TNPU_SAVE_OFF_ROW_BUSY + 8 * row);
-		ex->rows[row].last_half = code ? (int)code - 1 : -1;
-	}
 	memcpy(res->base_counters, res->counters, sizeof(res->base_counters));
 	tnpu_counters_job_end(ex, res->base_counters, res->row_busy, t);
 	ex->work = ld64(r + TNPU_SAVE_OFF_WORK);

@@ -416,7 +416,7 @@ struct tnpu_ring_entry {
 #define TNPU_SAVE_OFF_CMD_VA	16	/* u64 */
 #define TNPU_SAVE_OFF_CTX	24	/* u16 */
 #define TNPU_SAVE_OFF_RSV1	26	/* u16, 0 */
-#define TNPU_SAVE_OFF_LAST_HALF	28	/* u32: 2 bits per row, 0 none, 1 half 0, 2 half 1 */
+#define TNPU_SAVE_OFF_RSV4	28	/* u32, 0 */
 #define TNPU_SAVE_OFF_TIME	32	/* u64: modelled cycles at the point */
 #define TNPU_SAVE_OFF_WORK	40	/* u64: host-work units so far */
 #define TNPU_SAVE_OFF_SEQNO	48	/* u64: seqno of the preempted entry */
