@@ -22,6 +22,13 @@
 
 static const u32 tnpu_depth[2] = { TNPU_DEPTH_NORMAL, TNPU_DEPTH_HIGH };
 
+/*
+ * issue #28: how long a ring stays free of NORMAL and LOW work after a HIGH job completes while
+ * more HIGH jobs of that ring wait for their dependencies (the next job of an inference becomes
+ * ready when this one's fence has signalled, a scheduler work item later).
+ */
+#define TNPU_HIGH_HOLD_NS	(2 * NSEC_PER_MSEC)
+
 static u32 tnpu_prio_class(u32 prio)
 {
 	return prio == DRM_TNPU_QUEUE_PRIORITY_HIGH;
@@ -156,6 +163,34 @@ static struct tnpu_job *tnpu_flow_pop(struct tnpu_ring *ring, u32 prio)
 	return job;
 }
 
+/* A HIGH job of @ring completed: hold lower priorities off while more HIGH jobs are coming. */
+void tnpu_ring_high_done(struct tnpu_ring *ring)
+{
+	if (atomic_read(&ring->high_waiting) <= 0)
+		return;
+	ring->hold_until_ns = ktime_get_ns() + TNPU_HIGH_HOLD_NS;
+	mod_delayed_work(system_wq, &ring->hold_work, nsecs_to_jiffies(TNPU_HIGH_HOLD_NS) + 1);
+}
+
+void tnpu_ring_hold_work(struct work_struct *work)
+{
+	struct tnpu_ring *ring = container_of(to_delayed_work(work), struct tnpu_ring, hold_work);
+	struct tnpu_device *tdev = ring->tdev;
+
+	spin_lock(&tdev->lock);
+	tnpu_ring_dispatch(ring);
+	spin_unlock(&tdev->lock);
+}
+
+/* SUBMIT's count of a HIGH job waiting for run_job, dropped once (run_job or the kill path). */
+void tnpu_job_high_uncount(struct tnpu_job *job)
+{
+	if (job->high_counted) {
+		job->high_counted = false;
+		atomic_dec(&job->ring->high_waiting);
+	}
+}
+
 /* The next job for the hardware: the highest priority waiting, if the ring has room for it. */
 static struct tnpu_job *tnpu_ring_pick(struct tnpu_ring *ring)
 {
@@ -168,6 +203,10 @@ static struct tnpu_job *tnpu_ring_pick(struct tnpu_ring *ring)
 			continue;
 		/* a lower priority never takes the place a waiting higher one is due */
 		if (ring->hw_jobs[class] >= tnpu_depth[class])
+			return NULL;
+		/* nor the ring while the next HIGH job of an inference is about to come */
+		if (!class && atomic_read(&ring->high_waiting) > 0 &&
+		    ktime_get_ns() < ring->hold_until_ns)
 			return NULL;
 		return tnpu_flow_pop(ring, prio);
 	}

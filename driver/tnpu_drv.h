@@ -175,6 +175,15 @@ struct tnpu_ring {
 	u64 last_done_ns;		/* ktime_get_ns() of the ring's last completion */
 	struct drm_gpu_scheduler sched;
 	bool sched_ready;
+	/*
+	 * HIGH jobs of this ring submitted and not yet seen by run_job (their dependencies, e.g.
+	 * the previous job of an inference, not signalled yet); while some wait, NORMAL and LOW
+	 * jobs are held off the ring for TNPU_HIGH_HOLD_NS after a HIGH completion
+	 * (tnpu_dispatch.c)
+	 */
+	atomic_t high_waiting;
+	u64 hold_until_ns;		/* under tdev->lock */
+	struct delayed_work hold_work;	/* dispatches when the hold ends */
 	char name[16];
 	/* statistics (QUERY_COUNTERS rings[]), under tdev->lock */
 	u64 jobs_done, jobs_failed, jobs_timedout, jobs_preempted;
@@ -287,6 +296,7 @@ struct tnpu_job {
 	 * it, it continues from @save (a RESUME entry)
 	 */
 	bool preemptible, preempt_asked, resume;
+	bool high_counted;		/* in ring->high_waiting until run_job (or the kill path) */
 	u32 save_slot;			/* ring entry index: its save record */
 	struct tnpu_save_record save;
 	u64 run_ns;			/* ktime_get_ns() when handed to the ring */
@@ -401,6 +411,9 @@ void tnpu_ring_dispatch(struct tnpu_ring *ring);
 void tnpu_rings_dispatch(struct tnpu_device *tdev);
 void tnpu_ring_job_done(struct tnpu_ring *ring, struct tnpu_job *job);
 void tnpu_ring_job_preempted(struct tnpu_ring *ring, struct tnpu_job *job);
+void tnpu_ring_high_done(struct tnpu_ring *ring);
+void tnpu_ring_hold_work(struct work_struct *work);
+void tnpu_job_high_uncount(struct tnpu_job *job);
 void tnpu_ring_fail_queued(struct tnpu_ring *ring, int err);
 void tnpu_ring_write_entry(struct tnpu_ring *ring, struct tnpu_job *job);
 void tnpu_ring_kick(struct tnpu_ring *ring);

@@ -150,6 +150,8 @@ static void tnpu_job_signal(struct tnpu_job *job, int err)
 		atomic64_inc(&tdev->jobs_completed);
 		ring->jobs_done++;
 	}
+	if (job->prio == DRM_TNPU_QUEUE_PRIORITY_HIGH)
+		tnpu_ring_high_done(ring);
 	trace_tnpu_job_complete(job, err);
 	dma_fence_signal(job->hw_fence);
 }
@@ -291,6 +293,7 @@ static struct dma_fence *tnpu_job_run(struct drm_sched_job *sched_job)
 	int err;
 
 	job->run_called = true;
+	tnpu_job_high_uncount(job);
 	/*
 	 * drm_sched_resubmit_jobs() after drm_sched_stop() in the timeout handler: the job keeps
 	 * its hardware fence (and its ring entry, which recovery rewrites after a reset).
@@ -332,8 +335,10 @@ static void tnpu_job_scheduled(struct dma_fence *fence, struct dma_fence_cb *cb)
 {
 	struct tnpu_job *job = container_of(cb, struct tnpu_job, scheduled_cb);
 
-	if (!job->run_called)
+	if (!job->run_called) {
+		tnpu_job_high_uncount(job);
 		tnpu_job_write_status(job, -ESRCH);
+	}
 }
 
 /* SUBMIT, after drm_sched_job_arm() and before the push: neither fence can have signalled. */
@@ -605,6 +610,7 @@ static void tnpu_rings_release(struct drm_device *drm, void *arg)
 		if (tdev->rings[q].sched_ready)
 			drm_sched_fini(&tdev->rings[q].sched);
 		tdev->rings[q].sched_ready = false;
+		cancel_delayed_work_sync(&tdev->rings[q].hold_work);
 	}
 }
 
@@ -622,6 +628,8 @@ int tnpu_rings_init(struct tnpu_device *tdev)
 		ring->fence_dma = tdev->fences_dma + q * sizeof(u64);
 		spin_lock_init(&ring->fence_lock);
 		INIT_LIST_HEAD(&ring->inflight);
+		INIT_DELAYED_WORK(&ring->hold_work, tnpu_ring_hold_work);
+		atomic_set(&ring->high_waiting, 0);
 		tnpu_ring_init_flows(ring);
 		snprintf(ring->name, sizeof(ring->name), "tnpu-q%u", q);
 		ring->entries = dmam_alloc_coherent(&tdev->pdev->dev,

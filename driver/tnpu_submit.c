@@ -372,6 +372,11 @@ int tnpu_ioctl_submit(struct drm_device *drm, void *data, struct drm_file *file)
 	}
 	atomic64_inc(&tdev->jobs_submitted);
 	trace_tnpu_job_submit(job);
+	/* tnpu_dispatch.c: a HIGH job on its way holds lower priorities off the ring */
+	if (job->prio == DRM_TNPU_QUEUE_PRIORITY_HIGH) {
+		job->high_counted = true;
+		atomic_inc(&job->ring->high_waiting);
+	}
 	drm_sched_entity_push_job(&job->base);
 	mutex_unlock(&tfile->queue_lock);
 	kfree(in_fences);
