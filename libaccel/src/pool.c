@@ -98,7 +98,7 @@ int activation_validate(struct accel_dev *dev, const struct accel_activation_des
 	uint64_t L;
 	int ret;
 
-	if (d->act >= ACCEL_ACT_SIGMOID && d->act <= ACCEL_ACT_RSQRT) {
+	if (act_is_vec(d->act)) {
 		if ((ret = arg_tensor(dev, d->input, "input")) || (ret = arg_tensor(dev, d->output, "output")))
 			return ret;
 		return activation_vec_validate(dev, d);
@@ -122,7 +122,7 @@ int accel_activation(struct accel_dev *dev, const struct accel_activation_desc *
 	ret = accel_op_begin(dev, d, "accel_activation", job);
 	if (ret)
 		return ret;
-	if (d->act >= ACCEL_ACT_SIGMOID && d->act <= ACCEL_ACT_RSQRT) {	/* ISA 2 vector units */
+	if (act_is_vec(d->act)) {	/* ISA 2 vector units */
 		if ((ret = arg_tensor(dev, d->input, "input")) || (ret = arg_tensor(dev, d->output, "output")))
 			return ret;
 		return accel_activation_vec(dev, d, sub, job);

@@ -13,7 +13,14 @@ int eltwise_validate(struct accel_dev *dev, const struct accel_eltwise_desc *d);
 int softmax_validate(struct accel_dev *dev, const struct accel_softmax_desc *d);
 int layernorm_validate(struct accel_dev *dev, const struct accel_layernorm_desc *d);
 int transpose_validate(struct accel_dev *dev, const struct accel_transpose_desc *d);
-/* accel_activation for ACCEL_ACT_SIGMOID..RSQRT (descriptor and tensors already checked non-NULL). */
+/* The vector units' functions of accel_activation: ACCEL_ACT_SIGMOID..SOFTSIGN. */
+static inline bool act_is_vec(enum accel_act a)
+{
+	return a >= ACCEL_ACT_SIGMOID && a <= ACCEL_ACT_SOFTSIGN;
+}
+/* VEC math's (CAP_FEATURES bit 25): -EOPNOTSUPP naming `what` on a device without it. */
+int vm_need(struct accel_dev *dev, const char *what);
+/* accel_activation for act_is_vec (descriptor and tensors already checked non-NULL). */
 int accel_activation_vec(struct accel_dev *dev, const struct accel_activation_desc *d, const struct accel_submit *sub,
 			 struct accel_job **job);
 /* The INT8 table of function a: entry i for q = i - 128, sat8(rint(f(in_scale (q - in_zp)) / out_scale) + out_zp). */

@@ -479,7 +479,8 @@ Test(regs, counters_feature_bit_is_advertised)
 	cr_assert_eq(TNPU_FEAT_CPAIR, 1u << 21);
 	cr_assert_eq(TNPU_FEAT_WRAP, 1u << 22);
 	cr_assert_eq(TNPU_FEAT_WDECOMP, 1u << 23);
-	cr_assert_eq(rd(c, TNPU_REG_CAP_FEATURES), 0xFFFFFFu);	/* registers.md: bits 0..23 */
+	cr_assert_eq(TNPU_FEAT_VEC_MATH, 1u << 25);
+	cr_assert_eq(rd(c, TNPU_REG_CAP_FEATURES), 0x2FFFFFFu);	/* registers.md: bits 0..23 and 25 */
 	tnpu_core_free(c);
 }
 
