@@ -79,6 +79,17 @@ static bool is_f32_const(const struct onnx_model *m, int v)
 	return v >= 0 && m->vals[v].is_const && m->vals[v].t.dtype == ONNX_FLOAT;
 }
 
+static bool has_isa2(const struct onnx_compiled *cm)
+{
+	return (cm->geom[6] & (1u << 15)) != 0;
+}
+
+/* VEC math (CAP_FEATURES bit 25): log, sqrt, rounding, division, parametric ReLUs, ... */
+static bool has_vmath(const struct onnx_compiled *cm)
+{
+	return (cm->geom[6] & (1u << 25)) != 0;
+}
+
 static void epi_from_node(const struct onnx_node *n, struct cstep *s)
 {
 	s->act = ACCEL_ACT_NONE;
@@ -333,10 +344,16 @@ static int lower_elt(struct onnx_compiled *cm, struct onnx_ctx *c, struct cstep 
 		od[i] = s->od[i];
 	}
 	s->b_off = UINT64_MAX;
+	if ((op == ACCEL_ELT_DIV || op == ACCEL_ELT_PRELU) && !has_vmath(cm))
+		return ONNX_FALLBACK;
+	if (op == -1 && !is_f32_const(cm->m, n->in[1]))	/* Div of activations: VEC math's DIV */
+		op = ACCEL_ELT_DIV;
+	if (op == ACCEL_ELT_DIV && !has_vmath(cm))
+		return ONNX_FALLBACK;
 	if (op == -1) {	/* Div by a constant: Mul by its reciprocals, packed here */
 		float *rc;
 
-		if (!is_f32_const(cm->m, n->in[1]) || !is_f32_act(cm, n->in[0]))
+		if (!is_f32_act(cm, n->in[0]))
 			return ONNX_FALLBACK;
 		s->b_off = cm_wimg_add(cm, NULL, (uint64_t)b->count * 4);
 		if (s->b_off == UINT64_MAX)
@@ -377,9 +394,41 @@ static int lower_act(struct onnx_compiled *cm, struct onnx_ctx *c, struct cstep 
 	return onnx_tensor_alloc(node_out(c, 0), ONNX_FLOAT, x->ndim, x->dims) ? -ENOMEM : 0;
 }
 
-static bool has_isa2(const struct onnx_compiled *cm)
+
+/* VEC math's functions (CAP_FEATURES bit 25), with their ONNX attributes in lo (alpha) and hi (ELU's
+ * output scale: Selu's gamma). */
+static int vmath_act(struct onnx_compiled *cm, const struct onnx_node *n, struct cstep *s)
 {
-	return (cm->geom[6] & (1u << 15)) != 0;
+	static const struct {
+		enum onnx_op op;
+		enum accel_act act;
+	} map[] = {
+		{ OP_LOG, ACCEL_ACT_LOG },	{ OP_SQRT, ACCEL_ACT_SQRT },	 { OP_ABS, ACCEL_ACT_ABS },
+		{ OP_NEG, ACCEL_ACT_NEG },	{ OP_FLOOR, ACCEL_ACT_FLOOR },	 { OP_CEIL, ACCEL_ACT_CEIL },
+		{ OP_ROUND, ACCEL_ACT_ROUND },	{ OP_SIGN, ACCEL_ACT_SIGN },	 { OP_LEAKYRELU, ACCEL_ACT_LEAKYRELU },
+		{ OP_ELU, ACCEL_ACT_ELU },	{ OP_SELU, ACCEL_ACT_ELU },	 { OP_THRESHOLDEDRELU, ACCEL_ACT_THRESHOLDEDRELU },
+		{ OP_SOFTPLUS, ACCEL_ACT_SOFTPLUS }, { OP_SOFTSIGN, ACCEL_ACT_SOFTSIGN },
+	};
+
+	if (!has_vmath(cm))
+		return ONNX_FALLBACK;
+	for (size_t i = 0; i < sizeof(map) / sizeof(map[0]); i++) {
+		if (map[i].op != n->op)
+			continue;
+		s->act = map[i].act;
+		switch (n->op) {
+		case OP_LEAKYRELU: s->lo = attr_float(n->pb, "alpha", 0.01f); break;
+		case OP_ELU: s->lo = attr_float(n->pb, "alpha", 1.0f), s->hi = 1.0f; break;
+		case OP_SELU:
+			s->lo = attr_float(n->pb, "alpha", 1.67326319217681884765625f);
+			s->hi = attr_float(n->pb, "gamma", 1.05070102214813232421875f);
+			break;
+		case OP_THRESHOLDEDRELU: s->lo = attr_float(n->pb, "alpha", 1.0f); break;
+		default: break;
+		}
+		return 0;
+	}
+	return ONNX_FALLBACK;
 }
 
 /* The vector units' fp32 functions (their maximum errors: hardware/vector-units.md, <= 6e-7). */
@@ -392,6 +441,7 @@ static int lower_vact(struct onnx_compiled *cm, struct onnx_ctx *c, struct cstep
 	if (!has_isa2(cm) || !is_f32_act(cm, n->in[0]) || !x->count || x->count > UINT32_MAX)
 		return ONNX_FALLBACK;
 	switch (n->op) {
+	case OP_RECIPROCAL: s->act = ACCEL_ACT_RECIP; break;
 	case OP_SIGMOID: s->act = ACCEL_ACT_SIGMOID; break;
 	case OP_TANH: s->act = ACCEL_ACT_TANH; break;
 	case OP_EXP: s->act = ACCEL_ACT_EXP; break;
@@ -410,7 +460,9 @@ static int lower_vact(struct onnx_compiled *cm, struct onnx_ctx *c, struct cstep
 			return ONNX_FALLBACK;	/* 0, 0 means "the defaults" to accel_activation */
 		break;
 	default:
-		return ONNX_FALLBACK;
+		if (vmath_act(cm, n, s))
+			return ONNX_FALLBACK;
+		break;
 	}
 	s->kind = CS_ACT;
 	return onnx_tensor_alloc(node_out(c, 0), ONNX_FLOAT, x->ndim, x->dims) ? -ENOMEM : 0;
@@ -421,18 +473,19 @@ static int lower_rows(struct onnx_compiled *cm, struct onnx_ctx *c, struct cstep
 {
 	const struct onnx_node *n = c->n;
 	const struct onnx_tensor *x = node_in(c, 0);
-	int64_t def = n->op == OP_SOFTMAX && cm->m->opset < 13 ? 1 : -1;
+	int64_t def = n->op != OP_LAYERNORM && cm->m->opset < 13 ? 1 : -1;
 	int64_t axis = n->op == OP_LAYERNORM ? layernorm_axis(n) : attr_int(n->pb, "axis", def);
 	int ret;
 
-	if (!has_isa2(cm) || !is_f32_act(cm, n->in[0]) || !x->ndim || !x->count)
+	if (!has_isa2(cm) || !is_f32_act(cm, n->in[0]) || !x->ndim || !x->count ||
+	    (n->op == OP_LOGSOFTMAX && !has_vmath(cm)))
 		return ONNX_FALLBACK;
 	if (axis < 0)
 		axis += x->ndim;
 	/* LayerNormalization normalises over the axes axis..r-1, Softmax before opset 13 over the 2-D view
 	 * at axis: both the rows x cols matrix of the dimensions before and from axis */
 	if (axis < 0 || axis >= (int64_t)x->ndim ||
-	    (axis != (int64_t)x->ndim - 1 && n->op == OP_SOFTMAX && cm->m->opset >= 13))
+	    (axis != (int64_t)x->ndim - 1 && n->op != OP_LAYERNORM && cm->m->opset >= 13))
 		return ONNX_FALLBACK;
 	s->N = 1;
 	for (unsigned d = (unsigned)axis; d < x->ndim; d++)
@@ -456,6 +509,7 @@ static int lower_rows(struct onnx_compiled *cm, struct onnx_ctx *c, struct cstep
 		s->kind = CS_LAYERNORM;
 	} else {
 		s->kind = CS_SOFTMAX;
+		s->op = n->op == OP_LOGSOFTMAX;	/* accel_log_softmax */
 	}
 	return onnx_tensor_alloc(node_out(c, 0), ONNX_FLOAT, x->ndim, x->dims) ? -ENOMEM : 0;
 }
@@ -565,9 +619,24 @@ int cm_lower_node(struct onnx_compiled *cm, unsigned i, struct cstep *s)
 		ret = cm_lower_reduce(cm, &c, s);
 		break;
 	case OP_POW:
+		ret = cm_lower_rownorm(cm, &c, s);
+		break;
 	case OP_NEG:
 	case OP_SQRT:
 		ret = cm_lower_rownorm(cm, &c, s);
+		if (ret == ONNX_FALLBACK)
+			ret = lower_vact(cm, &c, s);
+		break;
+	case OP_PRELU:
+		ret = lower_elt(cm, &c, s, ACCEL_ELT_PRELU);
+		break;
+	case OP_REDUCEMIN:
+	case OP_REDUCEPROD:
+	case OP_REDUCEL1:
+	case OP_REDUCEL2:
+	case OP_REDUCELOGSUM:
+	case OP_REDUCELOGSUMEXP:
+		ret = cm_lower_reduce(cm, &c, s);
 		break;
 	case OP_MAX:
 		ret = lower_elt(cm, &c, s, ACCEL_ELT_MAX);
@@ -586,9 +655,23 @@ int cm_lower_node(struct onnx_compiled *cm, unsigned i, struct cstep *s)
 	case OP_GELU:
 	case OP_HARDSIGMOID:
 	case OP_HARDSWISH:
+	case OP_RECIPROCAL:
+	case OP_LOG:
+	case OP_ABS:
+	case OP_FLOOR:
+	case OP_CEIL:
+	case OP_ROUND:
+	case OP_SIGN:
+	case OP_LEAKYRELU:
+	case OP_ELU:
+	case OP_SELU:
+	case OP_THRESHOLDEDRELU:
+	case OP_SOFTPLUS:
+	case OP_SOFTSIGN:
 		ret = lower_vact(cm, &c, s);
 		break;
 	case OP_SOFTMAX:
+	case OP_LOGSOFTMAX:
 	case OP_LAYERNORM:
 		ret = lower_rows(cm, &c, s);
 		break;

@@ -1,6 +1,8 @@
 /* SPDX-License-Identifier: MIT */
 /*
- * compile_reduce.c - ReduceSum, ReduceMean, ReduceMax and ReduceSumSquare as device steps (issue 30).
+ * compile_reduce.c - ReduceSum, ReduceMean, ReduceMax and ReduceSumSquare as device steps (issue 30), and
+ * on a device with VEC math (CAP_FEATURES bit 25) ReduceMin, ReduceProd, ReduceL1, ReduceL2, ReduceLogSum
+ * and ReduceLogSumExp.
  *
  * The vector units reduce the rows of a matrix (accel_reduce: SUM, MEAN, MAX, SUMSQ of each row of a
  * rows x cols FP32 matrix, any strides).  A reduction over the trailing axes a..r-1 of a contiguous
@@ -8,8 +10,8 @@
  * the reduced ones; keepdims only changes the output's shape, not its bytes.  A run of middle axes a..b-1
  * sees the tensor as [L, K, T] (L, K, T the products before, in and after the run): each of the L
  * slices is a T x K matrix read with a row stride of one element and a column stride of T, one job each
- * (at most CS_MAX_JOBS slices).  Axis sets that are no single run, and the other reductions, stay on
- * the host.  The axes must be known at compile time (an attribute, a constant, or a
+ * (at most CS_MAX_JOBS slices).  Axis sets that are no single run, and ArgMax/ArgMin (INT64 indices),
+ * stay on the host.  The axes must be known at compile time (an attribute, a constant, or a
  * value computed from the input shapes: compile_datadep.c refuses the others).
  */
 #include <string.h>
@@ -82,7 +84,18 @@ int cm_lower_reduce(struct onnx_compiled *cm, struct onnx_ctx *c, struct cstep *
 		s->op = ACCEL_REDUCE_SUMSQ;
 		break;
 	default:
-		return ONNX_FALLBACK;
+		if (!(cm->geom[6] & (1u << 25)))	/* the rest are VEC math's */
+			return ONNX_FALLBACK;
+		switch (n->op) {
+		case OP_REDUCEMIN: s->op = ACCEL_REDUCE_MIN; break;
+		case OP_REDUCEPROD: s->op = ACCEL_REDUCE_PROD; break;
+		case OP_REDUCEL1: s->op = ACCEL_REDUCE_L1; break;
+		case OP_REDUCEL2: s->op = ACCEL_REDUCE_L2; break;
+		case OP_REDUCELOGSUM: s->op = ACCEL_REDUCE_LOGSUM; break;
+		case OP_REDUCELOGSUMEXP: s->op = ACCEL_REDUCE_LOGSUMEXP; break;
+		default: return ONNX_FALLBACK;
+		}
+		break;
 	}
 	/* the output's shape (keepdims) from the host kernel on the probe's zeros: the axes are known */
 	onnx_tensor_release(node_out(c, 0));

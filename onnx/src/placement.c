@@ -15,15 +15,22 @@ static const char *host_reason(enum onnx_op op)
 		return "the vector units normalise the rows of a FLOAT matrix (compiled): LayerNormalization with "
 		       "constant Scale/B and no Mean/InvStdDev outputs, Softmax over the last axis (before opset 13: "
 		       "the 2-D view at axis)";
-	case OP_LOGSOFTMAX: case OP_SIGMOID: case OP_TANH: case OP_EXP: case OP_LOG:
-	case OP_ERF: case OP_GELU: case OP_ELU: case OP_SELU: case OP_SOFTPLUS: case OP_SQRT:
-	case OP_RECIPROCAL: case OP_POW: case OP_DIV: case OP_REDUCELOGSUM:
-	case OP_REDUCELOGSUMEXP: case OP_REDUCEL2:
-		return "needs exp/log/sqrt/division: the v1 SFU has ReLU and CLAMP only";
+	case OP_SIGMOID: case OP_TANH: case OP_EXP: case OP_ERF: case OP_GELU: case OP_HARDSIGMOID:
+	case OP_HARDSWISH: case OP_RECIPROCAL:
+		return "an fp32 function of the vector units (compiled, ISA 2: a step on a FLOAT activation); node by "
+		       "node, on a constant or another type: host";
+	case OP_LOGSOFTMAX: case OP_LOG: case OP_SQRT: case OP_ELU: case OP_SELU: case OP_SOFTPLUS: case OP_SOFTSIGN:
+	case OP_LEAKYRELU: case OP_THRESHOLDEDRELU: case OP_NEG: case OP_ABS: case OP_FLOOR: case OP_CEIL:
+	case OP_ROUND: case OP_SIGN: case OP_DIV: case OP_PRELU: case OP_REDUCEMIN: case OP_REDUCEPROD:
+	case OP_REDUCEL1: case OP_REDUCEL2: case OP_REDUCELOGSUM: case OP_REDUCELOGSUMEXP:
+		return "VEC math (CAP_FEATURES bit 25; compiled: a vector-unit step on FLOAT activations, reductions over "
+		       "one run of axes); node by node, on constants or other types, or without the bit: host";
+	case OP_POW:
+		return "needs pow: no device function (Pow(x, 2) of a normalisation is fused into its reduction, compile_rownorm.c)";
 	case OP_SIN: case OP_COS: case OP_TAN: case OP_ASIN: case OP_ACOS: case OP_ATAN: case OP_SINH:
 	case OP_COSH: case OP_ASINH: case OP_ACOSH: case OP_ATANH:
 		return "a transcendental function: the v1 SFU has ReLU and CLAMP only";
-	case OP_MOD: case OP_BITSHIFT: case OP_SHRINK: case OP_THRESHOLDEDRELU:
+	case OP_MOD: case OP_BITSHIFT: case OP_SHRINK:
 		return "element-wise arithmetic: ISA v1 has no element-wise unit";
 	case OP_CUMSUM: case OP_HARDMAX: case OP_TOPK: case OP_GLOBALMAXPOOL: case OP_DET: case OP_EINSUM:
 		return "a scan or reduction along an axis: ISA v1 has no reduction unit";
@@ -37,7 +44,7 @@ static const char *host_reason(enum onnx_op op)
 		return "a recurrence of small gate products with sigmoid/tanh: no device lowering yet (issue 30)";
 	case OP_INSTANCENORM: case OP_LRN: case OP_MVN:
 		return "needs division, sqrt or pow: the v1 SFU has ReLU and CLAMP only";
-	case OP_ROUND: case OP_SIGN: case OP_CELU: case OP_ISNAN: case OP_ISINF:
+	case OP_CELU: case OP_ISNAN: case OP_ISINF:
 		return "element-wise arithmetic: ISA v1 has no element-wise unit";
 	case OP_DYNQUANTIZELINEAR: case OP_CASTLIKE:
 		return "type conversion: ONNX defines it in float, outside the SFU's fixed-point requantiser";
@@ -51,11 +58,10 @@ static const char *host_reason(enum onnx_op op)
 	case OP_REDUCEMEAN: case OP_REDUCESUM: case OP_REDUCEMAX: case OP_REDUCESUMSQUARE:
 		return "a reduction the vector units do not take: they reduce one run of axes of a FLOAT tensor "
 		       "(compiled; node by node, ReduceMean over H and W only)";
-	case OP_REDUCEMIN: case OP_REDUCEPROD: case OP_REDUCEL1: case OP_ARGMAX: case OP_ARGMIN:
-		return "a reduction: the vector units have SUM, MEAN, MAX and SUMSQ only";
+	case OP_ARGMAX: case OP_ARGMIN:
+		return "INT64 indices: the vector units' ARGMAX/ARGMIN write INT32 (not lowered yet)";
 	case OP_ADD: case OP_SUB: case OP_MUL: case OP_MIN: case OP_MAX: case OP_SUM: case OP_MEAN:
-	case OP_HARDSIGMOID: case OP_HARDSWISH: case OP_LEAKYRELU: case OP_PRELU: case OP_SOFTSIGN:
-	case OP_NEG: case OP_ABS: case OP_FLOOR: case OP_CEIL: case OP_EQUAL: case OP_GREATER: case OP_LESS:
+	case OP_EQUAL: case OP_GREATER: case OP_LESS:
 	case OP_GREATEREQUAL: case OP_LESSEQUAL: case OP_AND: case OP_OR: case OP_XOR: case OP_NOT:
 	case OP_WHERE: case OP_BATCHNORM:
 		return "element-wise arithmetic: ISA v1 has no element-wise unit";
