@@ -46,4 +46,14 @@ int accel_gemm_i8(struct onnx_ctx *c, int64_t M, int64_t K, int64_t N, const int
 int accel_requant_i32(struct onnx_ctx *c, const int32_t *acc, size_t count, int64_t n_ch, int64_t inner,
 		      const double *r, int32_t zp, int8_t *out);
 
+/* Node kernels on the vector units (ops_accel_vec.c), entries of onnx_accel_kernels: the fp32 functions
+ * (vec_act.h), Add/Sub/Mul/Div/Max/Min/PRelu, Reduce* over one run of axes, ArgMax/ArgMin, Softmax and
+ * LogSoftmax, SoftmaxCrossEntropyLoss's log-probabilities. */
+int accel_vec_unary(struct onnx_ctx *c);
+int accel_vec_binary(struct onnx_ctx *c);
+int accel_vec_reduce(struct onnx_ctx *c);
+int accel_vec_arg(struct onnx_ctx *c);
+int accel_vec_softmax(struct onnx_ctx *c);
+int accel_vec_sceloss(struct onnx_ctx *c);
+
 #endif /* TNPU_ONNX_ACCEL_UTIL_H */

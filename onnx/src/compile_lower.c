@@ -11,6 +11,7 @@
 
 #include "accel_util.h"
 #include "compile.h"
+#include "vec_act.h"
 #include "geom.h"
 
 
@@ -395,75 +396,20 @@ static int lower_act(struct onnx_compiled *cm, struct onnx_ctx *c, struct cstep 
 }
 
 
-/* VEC math's functions (CAP_FEATURES bit 25), with their ONNX attributes in lo (alpha) and hi (ELU's
- * output scale: Selu's gamma). */
-static int vmath_act(struct onnx_compiled *cm, const struct onnx_node *n, struct cstep *s)
-{
-	static const struct {
-		enum onnx_op op;
-		enum accel_act act;
-	} map[] = {
-		{ OP_LOG, ACCEL_ACT_LOG },	{ OP_SQRT, ACCEL_ACT_SQRT },	 { OP_ABS, ACCEL_ACT_ABS },
-		{ OP_NEG, ACCEL_ACT_NEG },	{ OP_FLOOR, ACCEL_ACT_FLOOR },	 { OP_CEIL, ACCEL_ACT_CEIL },
-		{ OP_ROUND, ACCEL_ACT_ROUND },	{ OP_SIGN, ACCEL_ACT_SIGN },	 { OP_LEAKYRELU, ACCEL_ACT_LEAKYRELU },
-		{ OP_ELU, ACCEL_ACT_ELU },	{ OP_SELU, ACCEL_ACT_ELU },	 { OP_THRESHOLDEDRELU, ACCEL_ACT_THRESHOLDEDRELU },
-		{ OP_SOFTPLUS, ACCEL_ACT_SOFTPLUS }, { OP_SOFTSIGN, ACCEL_ACT_SOFTSIGN },
-	};
-
-	if (!has_vmath(cm))
-		return ONNX_FALLBACK;
-	for (size_t i = 0; i < sizeof(map) / sizeof(map[0]); i++) {
-		if (map[i].op != n->op)
-			continue;
-		s->act = map[i].act;
-		switch (n->op) {
-		case OP_LEAKYRELU: s->lo = attr_float(n->pb, "alpha", 0.01f); break;
-		case OP_ELU: s->lo = attr_float(n->pb, "alpha", 1.0f), s->hi = 1.0f; break;
-		case OP_SELU:
-			s->lo = attr_float(n->pb, "alpha", 1.67326319217681884765625f);
-			s->hi = attr_float(n->pb, "gamma", 1.05070102214813232421875f);
-			break;
-		case OP_THRESHOLDEDRELU: s->lo = attr_float(n->pb, "alpha", 1.0f); break;
-		default: break;
-		}
-		return 0;
-	}
-	return ONNX_FALLBACK;
-}
-
-/* The vector units' fp32 functions (their maximum errors: hardware/vector-units.md, <= 6e-7). */
+/* The vector units' fp32 functions (vec_act.h; their maximum errors: hardware/vector-units.md, <= 6e-7),
+ * the attributes in lo (alpha) and hi (beta). */
 static int lower_vact(struct onnx_compiled *cm, struct onnx_ctx *c, struct cstep *s)
 {
 	const struct onnx_node *n = c->n;
 	const struct onnx_tensor *x = node_in(c, 0);
-	char buf[16];
+	struct vec_act va;
 
-	if (!has_isa2(cm) || !is_f32_act(cm, n->in[0]) || !x->count || x->count > UINT32_MAX)
+	if (!has_isa2(cm) || !is_f32_act(cm, n->in[0]) || !x->count || x->count > UINT32_MAX ||
+	    vec_act_of(n, &va) || (va.vmath && !has_vmath(cm)))
 		return ONNX_FALLBACK;
-	switch (n->op) {
-	case OP_RECIPROCAL: s->act = ACCEL_ACT_RECIP; break;
-	case OP_SIGMOID: s->act = ACCEL_ACT_SIGMOID; break;
-	case OP_TANH: s->act = ACCEL_ACT_TANH; break;
-	case OP_EXP: s->act = ACCEL_ACT_EXP; break;
-	case OP_ERF: s->act = ACCEL_ACT_ERF; break;
-	case OP_HARDSWISH: s->act = ACCEL_ACT_HARDSWISH; break;
-	case OP_GELU:
-		if (strcmp(attr_string(n->pb, "approximate", buf, sizeof(buf), "none"), "none"))
-			return ONNX_FALLBACK;
-		s->act = ACCEL_ACT_GELU;
-		break;
-	case OP_HARDSIGMOID:
-		s->act = ACCEL_ACT_HARDSIGMOID;
-		s->lo = attr_float(n->pb, "alpha", 0.2f);
-		s->hi = attr_float(n->pb, "beta", 0.5f);
-		if (s->lo == 0.0f && s->hi == 0.0f)
-			return ONNX_FALLBACK;	/* 0, 0 means "the defaults" to accel_activation */
-		break;
-	default:
-		if (vmath_act(cm, n, s))
-			return ONNX_FALLBACK;
-		break;
-	}
+	s->act = va.act;
+	s->lo = va.alpha;
+	s->hi = va.beta;
 	s->kind = CS_ACT;
 	return onnx_tensor_alloc(node_out(c, 0), ONNX_FLOAT, x->ndim, x->dims) ? -ENOMEM : 0;
 }

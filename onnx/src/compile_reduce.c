@@ -20,31 +20,6 @@
 #include "compile.h"
 #include "ops_common.h"
 
-/* The reduced axes of node c->n as one run [*first, *end); false when they are not one run of axes (or
- * the node is a no-op). */
-static bool axis_run(struct onnx_ctx *c, const struct onnx_tensor *x, unsigned *first, unsigned *end)
-{
-	int64_t axes[ONNX_MAX_DIMS];
-	unsigned n, mask = 0;
-	bool given;
-
-	if (axes_of(c, c->n->op == OP_REDUCESUM ? 13 : 18, 1, axes, &n, &given))
-		return false;
-	if (!n && attr_int(c->n->pb, "noop_with_empty_axes", 0))
-		return false;
-	if (n && axes_mask(c, axes, n, x->ndim, &mask))
-		return false;
-	if (!n)
-		mask = (1u << x->ndim) - 1;
-	if (!mask)
-		return false;
-	*first = (unsigned)__builtin_ctz(mask);
-	*end = *first;
-	while (*end < x->ndim && (mask >> *end & 1))
-		(*end)++;
-	return mask >> *end == 0; /* nothing reduced after the run */
-}
-
 int cm_lower_reduce(struct onnx_compiled *cm, struct onnx_ctx *c, struct cstep *s)
 {
 	const struct onnx_node *n = c->n;
@@ -55,7 +30,7 @@ int cm_lower_reduce(struct onnx_compiled *cm, struct onnx_ctx *c, struct cstep *
 	if (!(cm->geom[6] & (1u << 15)) || n->n_out != 1 || n->in[0] < 0 || cm_is_const(cm, n->in[0]) ||
 	    x->dtype != ONNX_FLOAT || !x->count || x->ndim < 1)
 		return ONNX_FALLBACK;
-	if (!axis_run(c, x, &first, &end))
+	if (!reduce_axis_run(c, x, &first, &end))
 		return ONNX_FALLBACK;
 	for (unsigned d = 0; d < x->ndim; d++)
 		*(d < first ? &lead : d < end ? &cols : &trail) *= (uint64_t)x->dims[d];

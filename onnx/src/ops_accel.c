@@ -763,6 +763,14 @@ static int accel_reducemean(struct onnx_ctx *c)
 	return ret;
 }
 
+/* Global average pooling over H and W, else the vector units' row mean over one run of axes. */
+static int accel_reducemean_any(struct onnx_ctx *c)
+{
+	int ret = accel_reducemean(c);
+
+	return ret == ONNX_FALLBACK ? accel_vec_reduce(c) : ret;
+}
+
 int accel_qlinearconv(struct onnx_ctx *c);
 int accel_qlinearmatmul(struct onnx_ctx *c);
 int accel_convinteger(struct onnx_ctx *c);
@@ -777,10 +785,29 @@ const onnx_kernel onnx_accel_kernels[OP_COUNT] = {
 	[OP_MAXPOOL] = accel_maxpool,
 	[OP_AVGPOOL] = accel_avgpool,
 	[OP_GLOBALAVGPOOL] = accel_gap,
-	[OP_REDUCEMEAN] = accel_reducemean,
+	[OP_REDUCEMEAN] = accel_reducemean_any,
 	[OP_CONVTRANSPOSE] = accel_convtranspose,
 	[OP_QLINEARCONV] = accel_qlinearconv,
 	[OP_QLINEARMATMUL] = accel_qlinearmatmul,
 	[OP_CONVINTEGER] = accel_convinteger,
 	[OP_MATMULINTEGER] = accel_matmulinteger,
+	/* the vector units (ops_accel_vec.c) */
+	[OP_SIGMOID] = accel_vec_unary, [OP_TANH] = accel_vec_unary, [OP_EXP] = accel_vec_unary,
+	[OP_ERF] = accel_vec_unary, [OP_GELU] = accel_vec_unary, [OP_HARDSIGMOID] = accel_vec_unary,
+	[OP_HARDSWISH] = accel_vec_unary, [OP_RECIPROCAL] = accel_vec_unary, [OP_LOG] = accel_vec_unary,
+	[OP_SQRT] = accel_vec_unary, [OP_ABS] = accel_vec_unary, [OP_NEG] = accel_vec_unary,
+	[OP_FLOOR] = accel_vec_unary, [OP_CEIL] = accel_vec_unary, [OP_ROUND] = accel_vec_unary,
+	[OP_SIGN] = accel_vec_unary, [OP_SOFTPLUS] = accel_vec_unary, [OP_SOFTSIGN] = accel_vec_unary,
+	[OP_LEAKYRELU] = accel_vec_unary, [OP_THRESHOLDEDRELU] = accel_vec_unary, [OP_ELU] = accel_vec_unary,
+	[OP_SELU] = accel_vec_unary,
+	/* Add, Sub, Mul, Max, Min node by node stay on the host: a copy to the device and back costs more
+	 * than the operation (the compiled plan runs them on the device, in place in its arena) */
+	[OP_DIV] = accel_vec_binary, [OP_PRELU] = accel_vec_binary,
+	[OP_REDUCESUM] = accel_vec_reduce, [OP_REDUCEMAX] = accel_vec_reduce, [OP_REDUCESUMSQUARE] = accel_vec_reduce,
+	[OP_REDUCEMIN] = accel_vec_reduce, [OP_REDUCEPROD] = accel_vec_reduce, [OP_REDUCEL1] = accel_vec_reduce,
+	[OP_REDUCEL2] = accel_vec_reduce, [OP_REDUCELOGSUM] = accel_vec_reduce,
+	[OP_REDUCELOGSUMEXP] = accel_vec_reduce,
+	[OP_ARGMAX] = accel_vec_arg, [OP_ARGMIN] = accel_vec_arg,
+	[OP_SOFTMAX] = accel_vec_softmax, [OP_LOGSOFTMAX] = accel_vec_softmax,
+	[OP_SCELOSS] = accel_vec_sceloss,
 };

@@ -40,6 +40,12 @@ int host_pool3d(struct onnx_ctx *c, bool max);
 /* MaxPool with the Indices output (ops_pool.c). */
 int host_maxpool_indices(struct onnx_ctx *c);
 
+/* SoftmaxCrossEntropyLoss (ops_loss.c) with the log-probabilities of x [N, C, D] over C from logp (the
+ * host's, or the vector units' in ops_accel_vec.c): 0, logp's ONNX_FALLBACK (nothing written), or -errno. */
+typedef int (*sce_logp_fn)(struct onnx_ctx *c, const struct onnx_tensor *x, int64_t N, int64_t C, int64_t D,
+			   float *lp);
+int sce_loss(struct onnx_ctx *c, sce_logp_fn logp);
+
 /* Required input i (not absent). */
 int in_req(const struct onnx_ctx *c, unsigned i, const char *what, const struct onnx_tensor **t);
 /* Normalise axis (negative counts from the end) into 0..rank-1; error names the node. */
@@ -54,6 +60,9 @@ int scalar_of(const struct onnx_ctx *c, const struct onnx_tensor *t, const char 
 int axes_of(const struct onnx_ctx *c, int64_t new_opset, unsigned idx, int64_t *axes, unsigned *n, bool *given);
 /* Normalise a list of distinct axes against rank; mask gets one bit per axis. */
 int axes_mask(const struct onnx_ctx *c, const int64_t *axes, unsigned n, unsigned rank, unsigned *mask);
+/* The axes a Reduce* node reduces as one run [*first, *end) of x's dimensions (ops_reduce.c); false when
+ * they are not one run (or the node is a no-op): the vector units reduce one run of axes. */
+bool reduce_axis_run(struct onnx_ctx *c, const struct onnx_tensor *x, unsigned *first, unsigned *end);
 
 /* Broadcast iteration over n (<= 4) operands: out element o reads operand k at off[k]. */
 struct bcast {

@@ -103,8 +103,27 @@ static int host_nllloss(struct onnx_ctx *c)
 	return nll_into(c, x->data, t, w, &g);
 }
 
-/* log_prob = LogSoftmax over axis 1, then the NLL of it; output 1 (optional) is log_prob. */
-static int host_sceloss(struct onnx_ctx *c)
+/* LogSoftmax over axis 1 of x [N, C, D] in double precision. */
+static int host_logp(struct onnx_ctx *c, const struct onnx_tensor *x, int64_t N, int64_t C, int64_t D, float *lp)
+{
+	(void)c;
+	for (int64_t n = 0; n < N; n++)
+		for (int64_t d = 0; d < D; d++) {
+			const float *xs = (const float *)x->data + n * C * D + d;
+			float *ls = lp + n * C * D + d;
+			double mx = -INFINITY, s = 0;
+
+			for (int64_t k = 0; k < C; k++)
+				mx = xs[k * D] > mx ? xs[k * D] : mx;
+			for (int64_t k = 0; k < C; k++)
+				s += exp(xs[k * D] - mx);
+			for (int64_t k = 0; k < C; k++)
+				ls[k * D] = (float)(xs[k * D] - mx - log(s));
+		}
+	return 0;
+}
+
+int sce_loss(struct onnx_ctx *c, sce_logp_fn logp)
 {
 	const struct onnx_tensor *x, *t, *w = node_in(c, 2);
 	struct onnx_tensor lp;
@@ -116,20 +135,9 @@ static int host_sceloss(struct onnx_ctx *c)
 		return ret;
 	if ((ret = onnx_tensor_alloc(&lp, ONNX_FLOAT, x->ndim, x->dims)))
 		return node_err(c, ret, "cannot allocate the log-probabilities");
-	for (int64_t n = 0; n < g.n; n++)
-		for (int64_t d = 0; d < g.d; d++) {
-			const float *xs = (const float *)x->data + n * g.c * g.d + d;
-			float *ls = (float *)lp.data + n * g.c * g.d + d;
-			double mx = -INFINITY, s = 0;
-
-			for (int64_t k = 0; k < g.c; k++)
-				mx = xs[k * g.d] > mx ? xs[k * g.d] : mx;
-			for (int64_t k = 0; k < g.c; k++)
-				s += exp(xs[k * g.d] - mx);
-			for (int64_t k = 0; k < g.c; k++)
-				ls[k * g.d] = (float)(xs[k * g.d] - mx - log(s));
-		}
-	ret = nll_into(c, lp.data, t, w, &g);
+	ret = logp(c, x, g.n, g.c, g.d, lp.data);
+	if (!ret)
+		ret = nll_into(c, lp.data, t, w, &g);
 	if (!ret && c->n->n_out > 1 && c->n->out[1] >= 0) {
 		onnx_tensor_release(node_out(c, 1));
 		*node_out(c, 1) = lp;
@@ -137,6 +145,12 @@ static int host_sceloss(struct onnx_ctx *c)
 	}
 	onnx_tensor_release(&lp);
 	return ret;
+}
+
+/* log_prob = LogSoftmax over axis 1, then the NLL of it; output 1 (optional) is log_prob. */
+static int host_sceloss(struct onnx_ctx *c)
+{
+	return sce_loss(c, host_logp);
 }
 
 const onnx_kernel onnx_loss_kernels[OP_COUNT] = {

@@ -1,0 +1,297 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * Node kernels on the vector units (onnx/src/ops_accel_vec.c, issue 30): a model run node by node
+ * (onnx_run with a device, as a model whose shapes depend on input data runs) puts the fp32 functions,
+ * element-wise arithmetic with broadcasting, reductions over a run of axes, ArgMax/ArgMin (INT64
+ * indices, ties, select_last_index, NaN), Softmax/LogSoftmax and SoftmaxCrossEntropyLoss's
+ * log-probabilities on the device.  Each is checked against the CPU reference run (onnx_run without a
+ * device) and for where it ran (onnx_model_node_info's ran_on_device); on a device without VEC math
+ * (sim:vecmath=off) the VEC math operators run on the host with the same results.  Add, Sub, Mul, Max
+ * and Min stay on the host node by node (the copies to the device and back cost more than they do).
+ */
+#include <criterion/criterion.h>
+#include <math.h>
+#include <string.h>
+
+#include "builder.h"
+
+static uint32_t rng = 4242;
+
+static struct onnx_model *load(struct mb *b)
+{
+	struct onnx_model *m = NULL;
+	char err[512] = "";
+	size_t len;
+	const uint8_t *buf = mb_pack(b, &len);
+
+	cr_assert_eq(onnx_model_load_mem(buf, len, ONNX_LOAD_NO_FOLD, &m, err, sizeof(err)), 0, "load: %s", err);
+	mb_free(b);
+	return m;
+}
+
+static void rnd(struct onnx_tensor *t, unsigned nd, const int64_t *dims, float scale, float bias)
+{
+	cr_assert_eq(onnx_tensor_alloc(t, ONNX_FLOAT, nd, dims), 0);
+	for (size_t i = 0; i < t->count; i++)
+		((float *)t->data)[i] = mb_frand(&rng) * scale + bias;
+}
+
+/* Run m node by node on dev_path and on the CPU; every output equal within the fp32 tolerance (others
+ * exact, NaN where the reference has NaN); node `node` ran on the device iff on_device. */
+static void check(struct onnx_model *m, const char *dev_path, const struct onnx_tensor *in, unsigned n_in,
+		  unsigned n_out, unsigned node, bool on_device)
+{
+	struct onnx_tensor ref[2], got[2];
+	struct onnx_node_info info;
+	struct accel_dev *dev = NULL;
+
+	cr_assert_eq(accel_open(dev_path, &dev), 0);
+	cr_assert_eq(onnx_run(m, NULL, in, n_in, ref, n_out, NULL), 0, "CPU: %s", onnx_model_error(m));
+	cr_assert_eq(onnx_run(m, dev, in, n_in, got, n_out, NULL), 0, "%s: %s", dev_path, onnx_model_error(m));
+	cr_assert_eq(onnx_model_node_info(m, node, &info), 0);
+	cr_assert_eq(info.ran_on_device, on_device, "%s on %s: ran_on_device %d", info.op, dev_path, info.ran_on_device);
+	for (unsigned o = 0; o < n_out; o++) {
+		cr_assert_eq(got[o].dtype, ref[o].dtype);
+		cr_assert_eq(got[o].ndim, ref[o].ndim, "%s output %u: rank", info.op, o);
+		cr_assert_eq(memcmp(got[o].dims, ref[o].dims, ref[o].ndim * sizeof(ref[o].dims[0])), 0, "%s: shape", info.op);
+		for (size_t i = 0; i < ref[o].count; i++) {
+			if (ref[o].dtype == ONNX_FLOAT) {
+				float g = ((float *)got[o].data)[i], r = ((float *)ref[o].data)[i];
+
+				cr_assert(isnan(r) ? isnan(g) : (g == r || fabsf(g - r) <= 1e-5f + 1e-4f * fabsf(r)),
+					  "%s output %u [%zu] = %g, CPU %g", info.op, o, i, g, r);
+			} else {
+				cr_assert_eq(((int64_t *)got[o].data)[i], ((int64_t *)ref[o].data)[i], "%s output %u [%zu]",
+					     info.op, o, i);
+			}
+		}
+		onnx_tensor_release(&got[o]);
+		onnx_tensor_release(&ref[o]);
+	}
+	accel_close(dev);
+}
+
+/* On the device with VEC math; on a device without it only when vmath is false. */
+static void both(struct onnx_model *m, const struct onnx_tensor *in, unsigned n_in, unsigned n_out, unsigned node,
+		 bool vmath)
+{
+	check(m, "sim", in, n_in, n_out, node, true);
+	check(m, "sim:vecmath=off", in, n_in, n_out, node, !vmath);
+}
+
+/* On the host on either device (an operation cheaper than the copies node by node). */
+static void host_both(struct onnx_model *m, const struct onnx_tensor *in, unsigned n_in, unsigned node)
+{
+	check(m, "sim", in, n_in, 1, node, false);
+	check(m, "sim:vecmath=off", in, n_in, 1, node, false);
+}
+
+static void release(struct onnx_tensor *t, unsigned n)
+{
+	for (unsigned i = 0; i < n; i++)
+		onnx_tensor_release(&t[i]);
+}
+
+Test(onnx_node_vec, functions_with_their_attributes)
+{
+	static const struct {
+		const char *op, *attr;
+		float val, scale, bias;
+		bool vmath;
+	} cases[] = {
+		{ "Sigmoid", NULL, 0, 4, 0, false },	 { "Log", NULL, 0, 1, 1.5f, true },
+		{ "Softplus", NULL, 0, 8, 0, true },	 { "Selu", "gamma", 2.0f, 2, 0, true },
+		{ "LeakyRelu", "alpha", 0.3f, 1, 0, true }, { "Round", NULL, 0, 5, 0, true },
+		{ "ThresholdedRelu", "alpha", 0.25f, 1, 0, true },
+	};
+	static const int64_t d[3] = { 2, 3, 5 };
+
+	for (size_t k = 0; k < sizeof(cases) / sizeof(cases[0]); k++) {
+		struct mb *b = mb_new(13);
+		struct onnx_tensor x;
+		struct onnx_model *m;
+		Onnx__NodeProto *n;
+
+		mb_input(b, "x");
+		n = mb_node(b, cases[k].op, "x", "y");
+		if (cases[k].attr)
+			mb_attr_f(b, n, cases[k].attr, cases[k].val);
+		mb_output(b, "y");
+		m = load(b);
+		rnd(&x, 3, d, cases[k].scale, cases[k].bias);
+		both(m, &x, 1, 1, 0, cases[k].vmath);
+		release(&x, 1);
+		onnx_model_free(m);
+	}
+}
+
+Test(onnx_node_vec, arithmetic_with_broadcasting)
+{
+	static const struct {
+		const char *op;
+		unsigned na, nb;
+		int64_t a[4], b[4];
+		bool vmath;
+	} cases[] = {
+		{ "Div", 3, 2, { 2, 3, 4 }, { 3, 1 }, true },
+		{ "PRelu", 4, 3, { 2, 3, 4, 5 }, { 3, 1, 1 }, true },
+		{ "Max", 1, 2, { 4 }, { 2, 4 }, false },
+		{ "Sub", 2, 2, { 5, 1 }, { 1, 6 }, false },
+	};
+
+	for (size_t k = 0; k < sizeof(cases) / sizeof(cases[0]); k++) {
+		struct mb *b = mb_new(13);
+		struct onnx_tensor in[2];
+		struct onnx_model *m;
+
+		mb_input(b, "a");
+		mb_input(b, "b");
+		mb_node(b, cases[k].op, "a,b", "y");
+		mb_output(b, "y");
+		m = load(b);
+		rnd(&in[0], cases[k].na, cases[k].a, 2, 0);
+		rnd(&in[1], cases[k].nb, cases[k].b, 1, 1.5f);	/* a divisor in [0.5, 2.5) */
+		if (!cases[k].vmath)	/* Add, Sub, Mul, Max, Min: the host node by node */
+			host_both(m, in, 2, 0);
+		else
+			both(m, in, 2, 1, 0, true);
+		release(in, 2);
+		onnx_model_free(m);
+	}
+}
+
+/* ReduceSum over a middle axis given as an input (opset 13: a shape the compiler cannot know), ReduceL2
+ * over the trailing axes, ReduceLogSumExp over every axis, ReduceMean over a middle axis. */
+Test(onnx_node_vec, reductions_over_a_run_of_axes)
+{
+	static const struct {
+		const char *op;
+		int64_t axes[2];
+		unsigned n_axes;
+		int keep;
+		bool vmath;
+	} cases[] = {
+		{ "ReduceSum", { 1 }, 1, 0, false }, { "ReduceL2", { 1, 2 }, 2, 1, true },
+		{ "ReduceLogSumExp", { 0 }, 0, 0, true }, { "ReduceMean", { -2 }, 1, 1, false },
+		{ "ReduceProd", { 2 }, 1, 0, true },
+	};
+	static const int64_t d[3] = { 3, 4, 5 };
+
+	for (size_t k = 0; k < sizeof(cases) / sizeof(cases[0]); k++) {
+		bool input_axes = !strcmp(cases[k].op, "ReduceSum");
+		struct mb *b = mb_new(13);
+		struct onnx_tensor in[2];
+		struct onnx_model *m;
+		Onnx__NodeProto *n;
+		int64_t an[1] = { cases[k].n_axes };
+
+		mb_input(b, "x");
+		if (input_axes)
+			mb_input(b, "axes");
+		n = mb_node(b, cases[k].op, input_axes ? "x,axes" : "x", "y");
+		if (!input_axes && cases[k].n_axes)
+			mb_attr_ints(b, n, "axes", cases[k].axes, cases[k].n_axes);
+		mb_attr_i(b, n, "keepdims", cases[k].keep);
+		mb_output(b, "y");
+		m = load(b);
+		rnd(&in[0], 3, d, 1, 1.0f);	/* (0, 2): products and logs stay finite */
+		if (input_axes) {
+			cr_assert_eq(onnx_tensor_alloc(&in[1], ONNX_INT64, 1, an), 0);
+			memcpy(in[1].data, cases[k].axes, 8 * cases[k].n_axes);
+		}
+		both(m, in, input_axes ? 2 : 1, 1, 0, cases[k].vmath);
+		release(in, input_axes ? 2 : 1);
+		onnx_model_free(m);
+	}
+}
+
+/* ArgMax/ArgMin over a middle and the last axis: many ties (values from 4 levels), select_last_index,
+ * keepdims 0, and a NaN (the extreme, as numpy's argmax takes it). */
+Test(onnx_node_vec, argmax_argmin_ties_last_index_and_nan)
+{
+	static const int64_t d[3] = { 2, 6, 5 };
+
+	for (int op = 0; op < 2; op++)
+		for (int axis = 1; axis <= 2; axis++)
+			for (int last = 0; last < 2; last++) {
+				struct mb *b = mb_new(13);
+				struct onnx_tensor x;
+				struct onnx_model *m;
+				Onnx__NodeProto *n;
+
+				mb_input(b, "x");
+				n = mb_node(b, op ? "ArgMin" : "ArgMax", "x", "y");
+				mb_attr_i(b, n, "axis", axis == 2 ? -1 : 1);
+				mb_attr_i(b, n, "keepdims", axis == 1);
+				mb_attr_i(b, n, "select_last_index", last);
+				mb_output(b, "y");
+				m = load(b);
+				rnd(&x, 3, d, 0, 0);
+				for (size_t i = 0; i < x.count; i++)
+					((float *)x.data)[i] = (float)((int)(mb_frand(&rng) * 2 + 2) % 4);
+				((float *)x.data)[7] = NAN;
+				((float *)x.data)[22] = NAN;
+				both(m, &x, 1, 1, 0, true);
+				release(&x, 1);
+				onnx_model_free(m);
+			}
+}
+
+/* Softmax before opset 13 over the 2-D view at axis 1, LogSoftmax (opset 13) over the last axis with a
+ * row spanning 100. */
+Test(onnx_node_vec, softmax_and_log_softmax)
+{
+	static const int64_t d[3] = { 2, 3, 4 };
+
+	for (int log = 0; log < 2; log++) {
+		struct mb *b = mb_new(log ? 13 : 11);
+		struct onnx_tensor x;
+		struct onnx_model *m;
+		Onnx__NodeProto *n;
+
+		mb_input(b, "x");
+		n = mb_node(b, log ? "LogSoftmax" : "Softmax", "x", "y");
+		if (!log)
+			mb_attr_i(b, n, "axis", 1);
+		mb_output(b, "y");
+		m = load(b);
+		rnd(&x, 3, d, 3, 0);
+		((float *)x.data)[5] = -100.0f;
+		both(m, &x, 1, 1, 0, log);
+		release(&x, 1);
+		onnx_model_free(m);
+	}
+}
+
+/* SoftmaxCrossEntropyLoss of [N, C, D] scores with class weights, an ignored label and the log_prob
+ * output: the log-probabilities on the device (one D x C job per batch), the gather on the host. */
+Test(onnx_node_vec, softmax_cross_entropy_log_probabilities)
+{
+	static const int64_t xd[3] = { 2, 5, 3 }, td[2] = { 2, 3 }, wd[1] = { 5 };
+	static const int64_t labels[6] = { 0, 4, 2, 1, 3, 4 };
+	static const char *const reds[] = { "mean", "none", "sum" };
+
+	for (unsigned r = 0; r < 3; r++) {
+		struct mb *b = mb_new(13);
+		struct onnx_tensor in[3];
+		struct onnx_model *m;
+		Onnx__NodeProto *n;
+
+		mb_input(b, "x");
+		mb_input(b, "t");
+		mb_input(b, "w");
+		n = mb_node(b, "SoftmaxCrossEntropyLoss", "x,t,w", "y,lp");
+		mb_attr_s(b, n, "reduction", reds[r]);
+		mb_attr_i(b, n, "ignore_index", 3);
+		mb_output(b, "y");
+		mb_output(b, "lp");
+		m = load(b);
+		rnd(&in[0], 3, xd, 4, 0);
+		cr_assert_eq(onnx_tensor_alloc(&in[1], ONNX_INT64, 2, td), 0);
+		memcpy(in[1].data, labels, sizeof(labels));
+		rnd(&in[2], 1, wd, 0.5f, 1.0f);
+		both(m, in, 3, 2, 0, true);
+		release(in, 3);
+		onnx_model_free(m);
+	}
+}
