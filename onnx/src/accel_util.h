@@ -5,9 +5,9 @@
 
 #include "geom.h"
 
-/* Up to 6 device buffers of one node, freed together. */
+/* Up to 8 device buffers of one node, freed together. */
 struct abufs {
-	struct accel_buffer *b[6];
+	struct accel_buffer *b[8];
 	unsigned n;
 };
 
@@ -55,5 +55,6 @@ int accel_vec_reduce(struct onnx_ctx *c);
 int accel_vec_arg(struct onnx_ctx *c);
 int accel_vec_softmax(struct onnx_ctx *c);
 int accel_vec_sceloss(struct onnx_ctx *c);
+int accel_vec_layernorm(struct onnx_ctx *c);
 
 #endif /* TNPU_ONNX_ACCEL_UTIL_H */

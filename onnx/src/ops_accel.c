@@ -810,4 +810,5 @@ const onnx_kernel onnx_accel_kernels[OP_COUNT] = {
 	[OP_ARGMAX] = accel_vec_arg, [OP_ARGMIN] = accel_vec_arg,
 	[OP_SOFTMAX] = accel_vec_softmax, [OP_LOGSOFTMAX] = accel_vec_softmax,
 	[OP_SCELOSS] = accel_vec_sceloss,
+	[OP_LAYERNORM] = accel_vec_layernorm,
 };

@@ -2,8 +2,8 @@
 /*
  * ops_accel_vec.c - node kernels on the vector units (ISA 2, CAP_FEATURES bit 15; VEC math, bit 25):
  * the fp32 functions (vec_act_of), element-wise arithmetic with numpy broadcasting, the reductions over
- * one run of axes, ArgMax/ArgMin (the device's INT32 indices widened to INT64), Softmax/LogSoftmax and
- * SoftmaxCrossEntropyLoss's log-probabilities.  They run a model node by node (shapes that depend on
+ * one run of axes, ArgMax/ArgMin (the device's INT32 indices widened to INT64), Softmax/LogSoftmax,
+ * SoftmaxCrossEntropyLoss's log-probabilities and LayerNormalization with its Mean and InvStdDev.  They run a model node by node (shapes that depend on
  * input data) and the host steps of a compiled plan; the plan's own steps (compile_lower.c) take the
  * same operators where they can.  What the device cannot express (another element type, rank > 4, axes
  * that are no single run, more than VEC_MAX_SLICES slices) returns ONNX_FALLBACK: the host kernel runs it.
@@ -431,4 +431,107 @@ int accel_vec_sceloss(struct onnx_ctx *c)
 	if (!x || x->dtype != ONNX_FLOAT)
 		return ONNX_FALLBACK;
 	return sce_loss(c, device_logp);
+}
+
+/* ---- LayerNormalization -------------------------------------------------------------------------- */
+
+/* One job of the layer norm's statistics: ret of the call, then its wait. */
+#define LN_JOB(call, what)                                                                                 \
+	do {                                                                                               \
+		struct accel_job *job_ = NULL;                                                             \
+                                                                                                           \
+		ret = (call);                                                                              \
+		ret = ajob_finish(c, ret, job_, what);                                                     \
+	} while (0)
+
+/*
+ * Y = accel_layernorm over the rows x cols matrix of the dimensions before and from axis, with Scale and
+ * B (each of cols elements) as gamma and beta.  Mean and InvStdDev, when asked for, as the
+ * specification's function body computes them in float: mean = ReduceMean(x), d = x - mean,
+ * var = ReduceMean(d * d), InvStdDev = 1 / sqrt(var + epsilon) (accel_reduce, accel_eltwise and the
+ * RSQRT function).
+ */
+int accel_vec_layernorm(struct onnx_ctx *c)
+{
+	const struct onnx_tensor *x = node_in(c, 0), *g = node_in(c, 1), *b = node_in(c, 2);
+	bool stats = (c->n->n_out > 1 && c->n->out[1] >= 0) || (c->n->n_out > 2 && c->n->out[2] >= 0);
+	float eps = layernorm_epsilon(c->n);
+	int64_t axis = layernorm_axis(c->n), sdims[ONNX_MAX_DIMS];
+	uint64_t rows = 1, cols = 1;
+	struct abufs bs = { .n = 0 };
+	struct accel_buffer *xb, *yb, *gb, *bb = NULL, *mb, *tb, *eb;
+	struct accel_tensor xt, yt, gt, bt, mt, tt, rt, et;
+	int ret;
+
+	if (!x || !g || x->dtype != ONNX_FLOAT || g->dtype != ONNX_FLOAT || (b && b->dtype != ONNX_FLOAT) ||
+	    !x->count || !x->ndim || !c->n->n_out || c->n->out[0] < 0 || attr_int(c->n->pb, "stash_type", 1) != 1 ||
+	    !dev_has(c, 15) ||
+	    !(eps >= 0) || isinf(eps))
+		return ONNX_FALLBACK;
+	if (axis < 0)
+		axis += x->ndim;
+	if (axis < 0 || axis >= (int64_t)x->ndim)
+		return ONNX_FALLBACK;	/* the host kernel reports it */
+	for (unsigned d = 0; d < x->ndim; d++) {
+		*((int64_t)d < axis ? &rows : &cols) *= (uint64_t)x->dims[d];
+		sdims[d] = (int64_t)d < axis ? x->dims[d] : 1;
+	}
+	if (rows > UINT32_MAX || cols > UINT32_MAX || g->count != cols || (b && b->count != cols))
+		return ONNX_FALLBACK;	/* Scale/B broadcast along other dimensions: the host */
+	if ((ret = out_alloc(c, 0, ONNX_FLOAT, x->ndim, x->dims)) < 0 || (ret = out_alloc(c, 1, ONNX_FLOAT, x->ndim, sdims)) < 0 ||
+	    (ret = out_alloc(c, 2, ONNX_FLOAT, x->ndim, sdims)) < 0)
+		return ret;
+	if ((ret = dev_mat(c, &bs, x->data, x->count * 4, ACCEL_FP32, (uint32_t)rows, (uint32_t)cols, &xb, &xt)) ||
+	    (ret = dev_mat(c, &bs, NULL, x->count * 4, ACCEL_FP32, (uint32_t)rows, (uint32_t)cols, &yb, &yt)) ||
+	    (ret = dev_mat(c, &bs, g->data, cols * 4, ACCEL_FP32, 1, (uint32_t)cols, &gb, &gt)) ||
+	    (b && (ret = dev_mat(c, &bs, b->data, cols * 4, ACCEL_FP32, 1, (uint32_t)cols, &bb, &bt))))
+		goto out;
+	{
+		struct accel_layernorm_desc d = { .input = &xt, .output = &yt, .gamma = &gt, .beta = b ? &bt : NULL,
+						  .epsilon = eps };
+
+		LN_JOB(accel_layernorm(c->dev, &d, NULL, &job_), "accel_layernorm");
+	}
+	if (!ret && stats) {
+		/* mean (rows x 1), then d and d * d in tb, var, var + eps, InvStdDev into mb's second half */
+		if ((ret = dev_mat(c, &bs, NULL, rows * 8, ACCEL_FP32, (uint32_t)rows, 1, &mb, &mt)) ||
+		    (ret = dev_mat(c, &bs, NULL, x->count * 4, ACCEL_FP32, (uint32_t)rows, (uint32_t)cols, &tb, &tt)) ||
+		    (ret = dev_mat(c, &bs, &eps, 4, ACCEL_FP32, 1, 1, &eb, &et)))
+			goto out;
+		if ((ret = accel_tensor_2d(mb, rows * 4, ACCEL_FP32, (uint32_t)rows, 1, &rt))) {
+			ret = node_err(c, ret, "device tensor: %s", accel_last_error(c->dev));
+			goto out;
+		}
+		{
+			struct accel_reduce_desc mean = { .input = &xt, .output = &mt, .op = ACCEL_REDUCE_MEAN };
+			struct accel_eltwise_desc sub = { .a = &xt, .b = &mt, .out = &tt, .op = ACCEL_ELT_SUB };
+			struct accel_eltwise_desc sq = { .a = &tt, .b = &tt, .out = &yt, .op = ACCEL_ELT_MUL };
+			struct accel_reduce_desc var = { .input = &yt, .output = &rt, .op = ACCEL_REDUCE_MEAN };
+			struct accel_eltwise_desc add = { .a = &rt, .b = &et, .out = &mt, .op = ACCEL_ELT_ADD };
+			struct accel_activation_desc rs = { .input = &mt, .output = &rt, .act = ACCEL_ACT_RSQRT };
+
+			/* Y is copied out first: its buffer holds d * d after */
+			memcpy(node_out(c, 0)->data, accel_buffer_ptr(yb), x->count * 4);
+			LN_JOB(accel_reduce(c->dev, &mean, NULL, &job_), "accel_reduce");
+			if (!ret && c->n->n_out > 1 && c->n->out[1] >= 0)
+				memcpy(node_out(c, 1)->data, accel_buffer_ptr(mb), rows * 4);
+			if (!ret)
+				LN_JOB(accel_eltwise(c->dev, &sub, NULL, &job_), "accel_eltwise");
+			if (!ret)
+				LN_JOB(accel_eltwise(c->dev, &sq, NULL, &job_), "accel_eltwise");
+			if (!ret)
+				LN_JOB(accel_reduce(c->dev, &var, NULL, &job_), "accel_reduce");
+			if (!ret)
+				LN_JOB(accel_eltwise(c->dev, &add, NULL, &job_), "accel_eltwise");
+			if (!ret)
+				LN_JOB(accel_activation(c->dev, &rs, NULL, &job_), "accel_activation");
+			if (!ret && c->n->n_out > 2 && c->n->out[2] >= 0)
+				memcpy(node_out(c, 2)->data, (const float *)accel_buffer_ptr(mb) + rows, rows * 4);
+		}
+	} else if (!ret) {
+		memcpy(node_out(c, 0)->data, accel_buffer_ptr(yb), x->count * 4);
+	}
+out:
+	abufs_free(&bs);
+	return ret;
 }

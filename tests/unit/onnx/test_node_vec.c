@@ -295,3 +295,57 @@ Test(onnx_node_vec, softmax_cross_entropy_log_probabilities)
 		onnx_model_free(m);
 	}
 }
+
+/* LayerNormalization with its Mean and InvStdDev outputs (as the backend tests ask), at axis 1 and -1,
+ * with and without B: Y from accel_layernorm, the statistics from the device's reductions. */
+Test(onnx_node_vec, layer_norm_with_mean_and_inv_std_dev)
+{
+	static const int64_t xd[3] = { 2, 3, 4 };
+
+	for (int axis = 1; axis <= 2; axis++)
+		for (int with_b = 0; with_b < 2; with_b++) {
+			int64_t sd[2] = { axis == 1 ? 3 : 4, 4 };
+			struct mb *b = mb_new(17);
+			struct onnx_tensor in[3];
+			struct onnx_model *m;
+			Onnx__NodeProto *n;
+			struct onnx_tensor ref[3], got[3];
+			struct onnx_node_info info;
+			struct accel_dev *dev = NULL;
+
+			mb_input(b, "x");
+			mb_input(b, "s");
+			if (with_b)
+				mb_input(b, "b");
+			n = mb_node(b, "LayerNormalization", with_b ? "x,s,b" : "x,s", "y,mean,rstd");
+			mb_attr_i(b, n, "axis", axis == 2 ? -1 : 1);
+			mb_attr_f(b, n, "epsilon", 1e-3f);
+			mb_output(b, "y");
+			mb_output(b, "mean");
+			mb_output(b, "rstd");
+			m = load(b);
+			rnd(&in[0], 3, xd, 3, 1);
+			rnd(&in[1], axis == 1 ? 2 : 1, axis == 1 ? sd : sd + 1, 1, 0.5f);
+			rnd(&in[2], axis == 1 ? 2 : 1, axis == 1 ? sd : sd + 1, 1, 0);
+			cr_assert_eq(accel_open("sim", &dev), 0);
+			cr_assert_eq(onnx_run(m, NULL, in, 2 + with_b, ref, 3, NULL), 0, "CPU: %s", onnx_model_error(m));
+			cr_assert_eq(onnx_run(m, dev, in, 2 + with_b, got, 3, NULL), 0, "%s", onnx_model_error(m));
+			cr_assert_eq(onnx_model_node_info(m, 0, &info), 0);
+			cr_assert_eq(info.ran_on_device, 1);
+			for (unsigned o = 0; o < 3; o++) {
+				cr_assert_eq(got[o].ndim, 3);
+				cr_assert_eq(memcmp(got[o].dims, ref[o].dims, sizeof(int64_t) * 3), 0, "output %u shape", o);
+				for (size_t i = 0; i < ref[o].count; i++) {
+					float g = ((float *)got[o].data)[i], r = ((float *)ref[o].data)[i];
+
+					cr_assert(fabsf(g - r) <= 1e-5f + 1e-4f * fabsf(r), "axis %d output %u [%zu]: %g vs %g",
+						  axis, o, i, g, r);
+				}
+			}
+			release(got, 3);
+			release(ref, 3);
+			release(in, 3);
+			accel_close(dev);
+			onnx_model_free(m);
+		}
+}
