@@ -56,5 +56,13 @@ int accel_vec_arg(struct onnx_ctx *c);
 int accel_vec_softmax(struct onnx_ctx *c);
 int accel_vec_sceloss(struct onnx_ctx *c);
 int accel_vec_layernorm(struct onnx_ctx *c);
+/* Resize/Upsample of FLOAT tensors as GEMMs by the axes' interpolation matrices (ops_accel_resize.c). */
+int accel_resize(struct onnx_ctx *c);
+
+/* One GEMM job, waited for: C[M x N] (at coff of cb) = op(A) op(B) (ta/tb: A stored K x M, B N x K) with
+ * epilogue epi (NULL: none); dt FP32 or INT8 (C INT32). */
+int gemm_run(struct onnx_ctx *c, enum accel_dtype dt, struct accel_buffer *ab, uint64_t aoff, struct accel_buffer *bb,
+	     uint64_t boff, struct accel_buffer *cb, uint64_t coff, int64_t M, int64_t K, int64_t N, bool ta, bool tb,
+	     const struct accel_epilogue *epi);
 
 #endif /* TNPU_ONNX_ACCEL_UTIL_H */

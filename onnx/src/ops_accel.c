@@ -310,7 +310,7 @@ int accel_gemm_query(struct accel_dev *dev, int64_t M, int64_t K, int64_t N, boo
 }
 
 /* One GEMM on device buffers: C[M x N] = op(A) op(B) with the given epilogue. */
-static int gemm_run(struct onnx_ctx *c, enum accel_dtype dt, struct accel_buffer *ab, uint64_t aoff,
+int gemm_run(struct onnx_ctx *c, enum accel_dtype dt, struct accel_buffer *ab, uint64_t aoff,
 		    struct accel_buffer *bb, uint64_t boff, struct accel_buffer *cb, uint64_t coff, int64_t M, int64_t K,
 		    int64_t N, bool ta, bool tb, const struct accel_epilogue *epi)
 {
@@ -811,4 +811,5 @@ const onnx_kernel onnx_accel_kernels[OP_COUNT] = {
 	[OP_SOFTMAX] = accel_vec_softmax, [OP_LOGSOFTMAX] = accel_vec_softmax,
 	[OP_SCELOSS] = accel_vec_sceloss,
 	[OP_LAYERNORM] = accel_vec_layernorm,
+	[OP_RESIZE] = accel_resize, [OP_UPSAMPLE] = accel_resize,
 };

@@ -52,8 +52,6 @@ static const char *host_reason(enum onnx_op op)
 	case OP_MATMULNBITS:
 		return "a weight-only quantised MatMul the loader did not dequantise (a bias, g_idx or weights that are "
 		       "not constants): host kernel";
-	case OP_RESIZE: case OP_UPSAMPLE:
-		return "interpolation: ISA v1 has no gather/interpolation unit";
 	default:
 		return "data movement or shape arithmetic (no MACs)";
 	}

@@ -1,6 +1,7 @@
 /* SPDX-License-Identifier: MIT */
 /*
- * Node kernels on the vector units (onnx/src/ops_accel_vec.c, issue 30): a model run node by node
+ * Node kernels on the vector units (onnx/src/ops_accel_vec.c, issue 30) and Resize as GEMMs
+ * (ops_accel_resize.c): a model run node by node
  * (onnx_run with a device, as a model whose shapes depend on input data runs) puts the fp32 functions,
  * element-wise arithmetic with broadcasting, reductions over a run of axes, ArgMax/ArgMin (INT64
  * indices, ties, select_last_index, NaN), Softmax/LogSoftmax and SoftmaxCrossEntropyLoss's
@@ -348,4 +349,59 @@ Test(onnx_node_vec, layer_norm_with_mean_and_inv_std_dev)
 			accel_close(dev);
 			onnx_model_free(m);
 		}
+}
+
+/* Resize as two GEMMs by the axes' interpolation matrices (ops_accel_resize.c): nearest upsampling x2
+ * (bit-exact), linear with align_corners downsampling, cubic to given sizes, over [N, C, H, W]; and a
+ * tf_crop_and_resize whose coordinates leave the input (extrapolation) stays on the host. */
+Test(onnx_node_vec, resize_modes_as_gemms)
+{
+	static const struct {
+		const char *mode, *coord;
+		float sh, sw;	/* scales of H and W, or 0: sizes oh, ow */
+		int64_t oh, ow;
+		bool device;
+	} cases[] = {
+		{ "nearest", "asymmetric", 2, 2, 0, 0, true },
+		{ "linear", "align_corners", 0.5f, 0.75f, 0, 0, true },
+		{ "cubic", "half_pixel", 0, 0, 9, 5, true },
+		{ "linear", "pytorch_half_pixel", 1, 3, 0, 0, true },	/* W only */
+		{ "linear", "tf_crop_and_resize", 0, 0, 10, 10, false },
+	};
+	static const int64_t xd[4] = { 2, 3, 6, 8 }, four[1] = { 4 }, eight[1] = { 8 };
+
+	for (size_t k = 0; k < sizeof(cases) / sizeof(cases[0]); k++) {
+		struct mb *b = mb_new(13);
+		struct onnx_tensor in[3];
+		struct onnx_model *m;
+		Onnx__NodeProto *n;
+		const bool sizes = cases[k].sh == 0;
+		const float roi[8] = { 0, 0, -0.4f, 0.2f, 1, 1, 1.3f, 0.9f };
+
+		mb_input(b, "x");
+		mb_input(b, "roi");
+		mb_input(b, sizes ? "sizes" : "scales");
+		n = mb_node(b, "Resize", sizes ? "x,roi,,sizes" : "x,roi,scales", "y");
+		mb_attr_s(b, n, "mode", cases[k].mode);
+		mb_attr_s(b, n, "coordinate_transformation_mode", cases[k].coord);
+		mb_output(b, "y");
+		m = load(b);
+		rnd(&in[0], 4, xd, 4, 0);
+		cr_assert_eq(onnx_tensor_alloc(&in[1], ONNX_FLOAT, 1, eight), 0);
+		memcpy(in[1].data, roi, sizeof(roi));
+		if (sizes) {
+			const int64_t s[4] = { 2, 3, cases[k].oh, cases[k].ow };
+
+			cr_assert_eq(onnx_tensor_alloc(&in[2], ONNX_INT64, 1, four), 0);
+			memcpy(in[2].data, s, sizeof(s));
+		} else {
+			const float s[4] = { 1, 1, cases[k].sh, cases[k].sw };
+
+			cr_assert_eq(onnx_tensor_alloc(&in[2], ONNX_FLOAT, 1, four), 0);
+			memcpy(in[2].data, s, sizeof(s));
+		}
+		check(m, "sim", in, 3, 1, 0, cases[k].device);
+		release(in, 3);
+		onnx_model_free(m);
+	}
 }
