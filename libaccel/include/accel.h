@@ -415,6 +415,7 @@ enum accel_eltwise_op {
 	/* FP32 only, VEC math (CAP_FEATURES bit 25; -EOPNOTSUPP without it) */
 	ACCEL_ELT_DIV = 5,		/* a / b */
 	ACCEL_ELT_PRELU = 6,		/* a < 0 ? a * b : a (b the slope) */
+	ACCEL_ELT_POW = 7,		/* a^b (vector-units.md POW: exp(b log a), negative a at integer b) */
 };
 
 /*

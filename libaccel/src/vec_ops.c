@@ -90,13 +90,13 @@ int eltwise_validate(struct accel_dev *dev, const struct accel_eltwise_desc *d)
 		return accel_seterr(dev, -EINVAL, "eltwise: output dtype must be FP32 (FP32), INT32 (INT32) or INT8/INT32 (INT8)");
 	if ((ret = bcast_check(dev, d->a, d->b, d->out, "eltwise")))
 		return ret;
-	if ((unsigned)d->op > ACCEL_ELT_PRELU)
+	if ((unsigned)d->op > ACCEL_ELT_POW)
 		return accel_seterr(dev, -EINVAL, "eltwise: op: unknown op %d", (int)d->op);
-	if (d->op > ACCEL_ELT_MIN) {	/* DIV, PRELU */
-		if ((ret = vm_need(dev, d->op == ACCEL_ELT_DIV ? "eltwise DIV" : "eltwise PRELU")))
+	if (d->op > ACCEL_ELT_MIN) {	/* DIV, PRELU, POW */
+		if ((ret = vm_need(dev, "eltwise DIV/PRELU/POW")))
 			return ret;
 		if (dt != ACCEL_FP32)
-			return accel_seterr(dev, -EINVAL, "eltwise: DIV and PRELU are FP32 only");
+			return accel_seterr(dev, -EINVAL, "eltwise: DIV, PRELU and POW are FP32 only");
 	}
 	if (d->act != ACCEL_ACT_NONE && d->act != ACCEL_ACT_RELU)
 		return accel_seterr(dev, -EINVAL, "eltwise: act must be NONE or RELU");

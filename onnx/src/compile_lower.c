@@ -345,7 +345,7 @@ static int lower_elt(struct onnx_compiled *cm, struct onnx_ctx *c, struct cstep 
 		od[i] = s->od[i];
 	}
 	s->b_off = UINT64_MAX;
-	if ((op == ACCEL_ELT_DIV || op == ACCEL_ELT_PRELU) && !has_vmath(cm))
+	if ((op == ACCEL_ELT_DIV || op == ACCEL_ELT_PRELU || op == ACCEL_ELT_POW) && !has_vmath(cm))
 		return ONNX_FALLBACK;
 	if (op == -1 && !is_f32_const(cm->m, n->in[1]))	/* Div of activations: VEC math's DIV */
 		op = ACCEL_ELT_DIV;
@@ -566,6 +566,8 @@ int cm_lower_node(struct onnx_compiled *cm, unsigned i, struct cstep *s)
 		break;
 	case OP_POW:
 		ret = cm_lower_rownorm(cm, &c, s);
+		if (ret == ONNX_FALLBACK)
+			ret = lower_elt(cm, &c, s, ACCEL_ELT_POW);
 		break;
 	case OP_NEG:
 	case OP_SQRT:

@@ -802,7 +802,7 @@ const onnx_kernel onnx_accel_kernels[OP_COUNT] = {
 	[OP_SELU] = accel_vec_unary,
 	/* Add, Sub, Mul, Max, Min node by node stay on the host: a copy to the device and back costs more
 	 * than the operation (the compiled plan runs them on the device, in place in its arena) */
-	[OP_DIV] = accel_vec_binary, [OP_PRELU] = accel_vec_binary,
+	[OP_DIV] = accel_vec_binary, [OP_PRELU] = accel_vec_binary, [OP_POW] = accel_vec_binary,
 	[OP_REDUCESUM] = accel_vec_reduce, [OP_REDUCEMAX] = accel_vec_reduce, [OP_REDUCESUMSQUARE] = accel_vec_reduce,
 	[OP_REDUCEMIN] = accel_vec_reduce, [OP_REDUCEPROD] = accel_vec_reduce, [OP_REDUCEL1] = accel_vec_reduce,
 	[OP_REDUCEL2] = accel_vec_reduce, [OP_REDUCELOGSUM] = accel_vec_reduce,

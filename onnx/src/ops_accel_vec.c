@@ -147,6 +147,7 @@ static int elt_op_of(enum onnx_op op, enum accel_eltwise_op *e, bool *vmath)
 	case OP_MIN: *e = ACCEL_ELT_MIN; return 0;
 	case OP_DIV: *e = ACCEL_ELT_DIV; *vmath = true; return 0;
 	case OP_PRELU: *e = ACCEL_ELT_PRELU; *vmath = true; return 0;
+	case OP_POW: *e = ACCEL_ELT_POW; *vmath = true; return 0;
 	default: return ONNX_FALLBACK;
 	}
 }

@@ -12,8 +12,6 @@
 static const char *host_reason(enum onnx_op op)
 {
 	switch (op) {
-	case OP_POW:
-		return "needs pow: no device function (Pow(x, 2) of a normalisation is fused into its reduction, compile_rownorm.c)";
 	case OP_SIN: case OP_COS: case OP_TAN: case OP_ASIN: case OP_ACOS: case OP_ATAN: case OP_SINH:
 	case OP_COSH: case OP_ASINH: case OP_ACOSH: case OP_ATANH:
 		return "a transcendental function: the v1 SFU has ReLU and CLAMP only";

@@ -129,6 +129,30 @@ static float v_log(float t)
 	return dk * 0.693145752f - ((hf - (s * (hf + r) + dk * 1.42860677e-6f)) - f);
 }
 
+/*
+ * a^b: b == 0 or a == 1 -> 1; NaN -> NaN; else exp(b * log|a|), for a < 0 only at an integer b (negated
+ * when b is odd; a non-integer b -> NaN); a = 0 -> +0 (b > 0) or +inf (b < 0) through log 0 = -inf.
+ */
+float tnpu_vec_pow(float a, float b)
+{
+	float r;
+	bool neg = false;
+
+	if (b == 0.0f || a == 1.0f)
+		return 1.0f;
+	if (a != a || b != b)
+		return a + b;
+	if (a < 0.0f) {
+		if (floorf(b) != b)
+			return NAN;
+		/* |b| >= 2^24 is even; below, its parity is that of the integer */
+		neg = fabsf(b) < 16777216.0f && ((int64_t)b & 1);
+		a = -a;
+	}
+	r = v_exp(b * v_log(a));
+	return neg ? -r : r;
+}
+
 /* ln(1 + e^t) with the relative accuracy of e^t where it is small: log(u) * x / (u - 1), u = 1 + x
  * rounded (Goldberg's log1p); t > 20: t (e^-t is below half an ulp of t). */
 static float v_softplus(float t)

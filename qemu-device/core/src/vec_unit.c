@@ -223,9 +223,9 @@ static unsigned check_fields(const struct tnpu_exec *ex, const struct vcmd *v)
 		bool rq = v->in == TNPU_DTYPE_INT8 && v->out == TNPU_DTYPE_INT8;
 		bool q = v->vf & TNPU_VEC_F_QADD;	/* lo, hi: zero points; bias: B's multiplier */
 
-		if (v->fn > TNPU_VEC_PRELU)
+		if (v->fn > TNPU_VEC_POW)
 			return 9 + 1;
-		if (v->fn > TNPU_VEC_MIN && v->in != TNPU_DTYPE_FP32)	/* DIV, PRELU: fp32 only */
+		if (v->fn > TNPU_VEC_MIN && v->in != TNPU_DTYPE_FP32)	/* DIV, PRELU, POW: fp32 only */
 			return 10 + 1;
 		if (v->in == TNPU_DTYPE_INT8 ? v->out == TNPU_DTYPE_FP32 : v->out != v->in)
 			return 11 + 1;
@@ -543,7 +543,8 @@ static union val bin_one(const struct vcmd *v, const uint8_t *pa, const uint8_t 
 		case TNPU_VEC_MAX: r.f = fmax_nan(a, b); break;
 		case TNPU_VEC_MIN: r.f = fmin_nan(a, b); break;
 		case TNPU_VEC_DIV: r.f = a / b; break;
-		default: r.f = a < 0.0f ? a * b : a; break;	/* PRELU */
+		case TNPU_VEC_PRELU: r.f = a < 0.0f ? a * b : a; break;
+		default: r.f = tnpu_vec_pow(a, b); break;
 		}
 		if ((v->vf & TNPU_VEC_F_RELU) && r.f < 0)
 			r.f = 0;
@@ -891,8 +892,8 @@ static void bin_run(const struct vcmd *v, const uint8_t *pa, const uint8_t *pb, 
  * exact select/round functions 1. */
 static unsigned vec_cost(const struct vcmd *v)
 {
-	if (v->op == TNPU_VEC_BINARY)
-		return v->fn == TNPU_VEC_DIV ? TNPU_VEC_FN_COST : 1;
+	if (v->op == TNPU_VEC_BINARY)	/* POW: a log and an exp */
+		return v->fn == TNPU_VEC_DIV ? TNPU_VEC_FN_COST : (v->fn == TNPU_VEC_POW ? 2 * TNPU_VEC_FN_COST : 1);
 	if (v->op != TNPU_VEC_MAP || v->fn < TNPU_VEC_FN_FIRST)
 		return 1;
 	switch (v->fn) {

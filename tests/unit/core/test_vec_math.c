@@ -252,6 +252,49 @@ Test(vmath, map_applies_pre_affine_and_parameters)
 	}
 }
 
+/* ---- BINARY DIV, PRELU and POW ------------------------------------------------------------------- */
+
+/* POW against double-precision pow: relative error within (4 + |b ln|a||) 2^-23 where the result is a
+ * normal float (exp's argument carries the rounding of b ln|a|); negative bases at integer exponents with
+ * the sign of an odd one; the special cases exactly. */
+Test(vmath, pow_meets_its_bound_and_special_cases)
+{
+	uint64_t seed = 99;
+	double worst = 0;
+
+	for (int i = 0; i < 1 << 20; i++) {
+		float a = (float)(trng(&seed) % 2000000) / 10000.0f, b = (float)((int)(trng(&seed) % 4001) - 2000) / 100.0f;
+		double ref, t, err;
+		float y;
+
+		if (i & 1) {	/* negative bases at integer exponents */
+			a = -a;
+			b = rintf(b / 4);
+		}
+		y = tnpu_vec_pow(a, b);
+		ref = pow(a, b);
+		t = fabs(b * log(fabs(a)));
+		/* a normal result below e^88.72 (exp's overflow cut-off is 88.7228, a hair under ln FLT_MAX) */
+		if (fabs(ref) < FLT_MIN || fabs(ref) > 3.3e38)
+			continue;
+		err = fabs(y - ref) / fabs(ref) / ((4 + t) * FLT_EPSILON);
+		worst = err > worst ? err : worst;
+		cr_assert(err <= 1, "pow(%a, %a) = %a, libm %a", a, b, y, ref);
+	}
+	printf("# vec math pow       max relative error %.3g of its bound (4 + |b ln|a||) 2^-23\n", worst);
+	cr_assert_eq(tnpu_vec_pow(NAN, 0.0f), 1.0f);
+	cr_assert_eq(tnpu_vec_pow(1.0f, NAN), 1.0f);
+	cr_assert(isnan(tnpu_vec_pow(-2.0f, 0.5f)));
+	cr_assert(isnan(tnpu_vec_pow(NAN, 2.0f)));
+	cr_assert_eq(tnpu_vec_pow(0.0f, 3.0f), 0.0f);
+	cr_assert_eq(tnpu_vec_pow(0.0f, -1.0f), INFINITY);
+	cr_assert_eq(tnpu_vec_pow(-2.0f, 3.0f), -8.0f);
+	cr_assert_eq(tnpu_vec_pow(-2.0f, 2.0f), 4.0f);
+	cr_assert_eq(tnpu_vec_pow(-INFINITY, 3.0f), -INFINITY);
+	cr_assert_eq(tnpu_vec_pow(INFINITY, -1.0f), 0.0f);
+	cr_assert_eq(tnpu_vec_pow(2.0f, 10.0f), 1024.0f);
+}
+
 /* ---- BINARY DIV and PRELU ------------------------------------------------------------------------ */
 
 Test(vmath, binary_div_and_prelu_with_broadcast)
@@ -265,7 +308,7 @@ Test(vmath, binary_div_and_prelu_with_broadcast)
 	}
 	a[0] = 1.0f, b[0] = 0.0f;	/* inf */
 	a[1] = 0.0f, b[1] = 0.0f;	/* NaN */
-	for (int fn = TNPU_VEC_DIV; fn <= TNPU_VEC_PRELU; fn++)
+	for (int fn = TNPU_VEC_DIV; fn <= TNPU_VEC_POW; fn++)
 		for (int bc = 0; bc < 2; bc++) {	/* B packed, or B's first 16 broadcast over 32 rows */
 			struct tnpu_cmd_vec v = vcmd(TNPU_VEC_BINARY, (uint8_t)fn, 16);
 
@@ -280,13 +323,21 @@ Test(vmath, binary_div_and_prelu_with_broadcast)
 				float x = a[i], w = b[bc ? i % 16 : i], y = HF(HOST_OUT)[i];
 				float r = fn == TNPU_VEC_DIV ? x / w : (x < 0 ? x * w : x);
 
-				if (isnan(r))
+				if (fn == TNPU_VEC_POW) {	/* the unit's function, and libm's value */
+					double p = pow(x, w);
+
+					cr_assert(isnan(p) ? isnan(y) : fbits(y) == fbits(tnpu_vec_pow(x, w)), "pow i %d", i);
+					cr_assert(!isfinite(p) || fabs(p) > FLT_MAX || fabs(y - p) <= 1e-4 * fabs(p) + 1e-30,
+						  "pow(%g, %g) = %g, libm %g", x, w, y, p);
+				} else if (isnan(r)) {
 					cr_assert(isnan(y), "fn %d i %d", fn, i);
-				else
+				} else {
 					cr_assert_eq(fbits(y), fbits(r), "fn %d bc %d i %d: %g vs %g", fn, bc, i, y, r);
+				}
 			}
-			/* DIV 4 lane-cycles an element, PRELU 1 */
-			cr_assert_eq(res.row_busy[0], TNPU_CYC_VEC + 512 * (fn == TNPU_VEC_DIV ? TNPU_VEC_FN_COST : 1) /
+			/* DIV 4 lane-cycles an element, PRELU 1, POW 8 */
+			cr_assert_eq(res.row_busy[0], TNPU_CYC_VEC + 512 * (fn == TNPU_VEC_DIV ? TNPU_VEC_FN_COST :
+									    fn == TNPU_VEC_POW ? 2 * TNPU_VEC_FN_COST : 1) /
 								     TNPU_VEC_LANES);
 		}
 }
@@ -374,7 +425,7 @@ Test(vmath, malformed_commands_fail_with_their_codes)
 	v.in_dtype = v.out_dtype = TNPU_DTYPE_INT32;
 	cr_assert_eq(run_one(&v), TNPU_ERR_VEC_DESC);
 	cr_assert_eq(res.err_info, 10);
-	v = vcmd(TNPU_VEC_BINARY, TNPU_VEC_PRELU + 1, 16);	/* unknown BINARY func */
+	v = vcmd(TNPU_VEC_BINARY, TNPU_VEC_POW + 1, 16);	/* unknown BINARY func */
 	cr_assert_eq(run_one(&v), TNPU_ERR_VEC_DESC);
 	cr_assert_eq(res.err_info, 9);
 	v = vcmd(TNPU_VEC_MAP, TNPU_VEC_LEAKY, 16);	/* LEAKY uses lo only */

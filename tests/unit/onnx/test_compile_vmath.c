@@ -83,20 +83,21 @@ Test(onnx_compile_vmath, unary_functions_are_device_steps)
 	unary_case("Softsign", NULL, 0, 8.0f, 0.0f);
 }
 
-/* Div(t, u) of two activations (u broadcast per channel) and PRelu(t, slope[C,1,1]) a constant slope. */
+/* Div(t, v) and Pow(t, v) of two activations (v broadcast per channel; t < 0 at a non-integer exponent:
+ * NaN as the CPU's powf), and PRelu(t, slope[C,1,1]) a constant slope. */
 Test(onnx_compile_vmath, div_of_activations_and_prelu_are_elementwise_steps)
 {
 	static const int64_t xd[4] = {2, 3, 4, 5}, ud[4] = {1, 3, 1, 1}, sd[3] = {3, 1, 1};
 	static const float slope[3] = {0.1f, -0.5f, 2.0f};
 	struct onnx_tensor in[2];
 
-	for (int prelu = 0; prelu < 2; prelu++) {
+	for (int prelu = 0; prelu < 3; prelu++) {	/* 0 Div, 1 PRelu, 2 Pow */
 		struct mb *b = mb_new(13);
 		struct onnx_model *m;
 		int k;
 
 		mb_input(b, "x");
-		if (prelu) {
+		if (prelu == 1) {
 			mb_init(b, "slope", ONNX_FLOAT, 3, sd, slope);
 			mb_node(b, "Add", "x,x", "t");
 			mb_node(b, "PRelu", "t,slope", "y");
@@ -104,16 +105,16 @@ Test(onnx_compile_vmath, div_of_activations_and_prelu_are_elementwise_steps)
 			mb_input(b, "u");
 			mb_node(b, "Add", "x,x", "t");
 			mb_node(b, "Sigmoid", "u", "v");	/* > 0: no division by zero */
-			mb_node(b, "Div", "t,v", "y");
+			mb_node(b, prelu ? "Pow" : "Div", "t,v", "y");
 		}
 		mb_output(b, "y");
 		m = cc_load(b);
 		cc_rand(&in[0], 4, xd, &rng);
 		cc_rand(&in[1], 4, ud, &rng);
-		k = compile_kind(m, "sim", in, prelu ? 1 : 2);
-		cr_assert_eq(k, CS_ELT, "%s: step kind %d", prelu ? "PRelu" : "Div", k);
-		k = compile_kind(m, "sim:vecmath=off", in, prelu ? 1 : 2);
-		cr_assert_eq(k, CS_HOST, "%s without VEC math: step kind %d", prelu ? "PRelu" : "Div", k);
+		k = compile_kind(m, "sim", in, prelu == 1 ? 1 : 2);
+		cr_assert_eq(k, CS_ELT, "case %d: step kind %d", prelu, k);
+		k = compile_kind(m, "sim:vecmath=off", in, prelu == 1 ? 1 : 2);
+		cr_assert_eq(k, CS_HOST, "case %d without VEC math: step kind %d", prelu, k);
 		onnx_tensor_release(&in[0]);
 		onnx_tensor_release(&in[1]);
 		onnx_model_free(m);
