@@ -373,6 +373,9 @@ ACCEL_API int accel_conv2d_pwdw(struct accel_dev *dev, const struct accel_conv2d
 enum accel_pool_kind {
 	ACCEL_POOL_MAX = 0,
 	ACCEL_POOL_AVG = 1,	/* average over the window including padding (count = R*S) */
+	/* FP32 average over the window's taps inside the input (ONNX count_include_pad 0, and ceil_mode's
+	 * overhang never counted): the vector units (ISA 2; -EOPNOTSUPP without CAP_FEATURES bit 15) */
+	ACCEL_POOL_AVG_EXCL_PAD = 2,
 };
 
 struct accel_pool2d_desc {

@@ -832,7 +832,7 @@ static bool pool_chunk_ok(const struct accel_pool2d_desc *d, const struct pool_g
 	       el * d->win_h * d->win_w <= TNPU_VEC_MAX_WORK;
 }
 
-int accel_pool_max_vec(struct accel_dev *dev, const struct accel_pool2d_desc *d, uint32_t oh, uint32_t ow,
+int accel_pool_vec(struct accel_dev *dev, const struct accel_pool2d_desc *d, uint32_t oh, uint32_t ow,
 		       const struct accel_submit *sub, struct accel_job **job)
 {
 	const struct accel_tensor *in = d->input, *out = d->output;
@@ -893,7 +893,9 @@ int accel_pool_max_vec(struct accel_dev *dev, const struct accel_pool2d_desc *d,
 			uint32_t olo[4] = { n, 0, oy0, 0 }, osz[4] = { c_b, g.C, c_n, ow };
 			unsigned row = (unsigned)(i % rows), hf = (unsigned)((i / rows) % 2);
 			struct vx_place pi, po;
-			struct tnpu_cmd_vec v = vx_cmd(TNPU_VEC_POOL, TNPU_VEC_POOL_MAX, in->dtype == ACCEL_FP32 ?
+			/* AVG_EXCL_PAD: POOL AVG without COUNT_PAD divides by the taps inside the input */
+			struct tnpu_cmd_vec v = vx_cmd(TNPU_VEC_POOL, d->kind == ACCEL_POOL_MAX ? TNPU_VEC_POOL_MAX :
+						       TNPU_VEC_POOL_AVG, in->dtype == ACCEL_FP32 ?
 						       TNPU_DTYPE_FP32 : TNPU_DTYPE_INT8, 0);
 			uint64_t ib = vx_place_box(&io, isz, 0, &pi);
 

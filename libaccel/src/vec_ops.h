@@ -26,9 +26,10 @@ int accel_activation_vec(struct accel_dev *dev, const struct accel_activation_de
 /* The INT8 table of function a: entry i for q = i - 128, sat8(rint(f(in_scale (q - in_zp)) / out_scale) + out_zp). */
 void accel_act_lut(enum accel_act a, float alpha, float beta, float in_scale, int32_t in_zp, float out_scale,
 		   int32_t out_zp, int8_t lut[256]);
-/* Max pooling on the vector units: 0 and *job, 1 = not expressible (window/stride/pad fields too large or a
- * row does not fit a half: the caller's host path), or -errno. */
-int accel_pool_max_vec(struct accel_dev *dev, const struct accel_pool2d_desc *d, uint32_t oh, uint32_t ow,
+/* Max pooling (and the fp32 average over the taps inside the input) on the vector units: 0 and *job, 1 = not
+ * expressible (window/stride/pad fields too large or a row does not fit a half: the caller's host path), or
+ * -errno. */
+int accel_pool_vec(struct accel_dev *dev, const struct accel_pool2d_desc *d, uint32_t oh, uint32_t ow,
 		       const struct accel_submit *sub, struct accel_job **job);
 
 #endif

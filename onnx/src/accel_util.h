@@ -22,6 +22,9 @@ int ajob_finish(struct onnx_ctx *c, int ret, struct accel_job *job, const char *
 int accel_conv_query(struct accel_dev *dev, const struct conv_geom *g, enum accel_dtype dt, bool bias, bool relu,
 		     bool clamp, float lo, float hi, char *why, size_t len);
 
+/* The libaccel kind of an AveragePool: AVG where the window count R*S is right, AVG_EXCL_PAD where neither
+ * the padding nor the ceil_mode overhang counts; ONNX_FALLBACK where padding counts but the overhang not. */
+int pool_avg_kind(const struct onnx_node *n, const struct pool_geom *g, enum accel_pool_kind *kind);
 /* Would the device run this fp32 MaxPool/AveragePool (padding bottom/right including the ceil_mode
  * overhang)?  libaccel's answer, as accel_conv_query. */
 int accel_pool_query(struct accel_dev *dev, const struct pool_geom *g, enum accel_pool_kind kind, char *why,

@@ -470,7 +470,7 @@ static int check_step(struct rbuf *r, struct onnx_compiled *cm, unsigned i)
 				return bad(r, -EBADMSG, "step %u: field 'op' is %d", i, s->op);
 			break;
 		case CS_POOL:
-			if (s->op != ACCEL_POOL_MAX && s->op != ACCEL_POOL_AVG)
+			if (s->op != ACCEL_POOL_MAX && s->op != ACCEL_POOL_AVG && s->op != ACCEL_POOL_AVG_EXCL_PAD)
 				return bad(r, -EBADMSG, "step %u: field 'op' is %d", i, s->op);
 			break;
 		case CS_REDUCE:

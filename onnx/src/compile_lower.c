@@ -264,11 +264,13 @@ static int lower_pool(struct onnx_compiled *cm, struct onnx_ctx *c, struct cstep
 	s->pr = g.win.pr + g.win.ceil_extra_w;
 	if (g.win.dh != 1 || g.win.dw != 1)
 		return ONNX_FALLBACK;
-	if (kind == ACCEL_POOL_AVG &&
-	    (g.win.ceil_extra_h || g.win.ceil_extra_w ||
-	     ((g.win.pt || g.win.pl || g.win.pb || g.win.pr) && !attr_int(n->pb, "count_include_pad", 0) &&
-	      !n->pad_counts)))
-		return ONNX_FALLBACK;
+	{
+		enum accel_pool_kind k = (enum accel_pool_kind)kind;
+
+		if (k == ACCEL_POOL_AVG && pool_avg_kind(n, &g, &k))
+			return ONNX_FALLBACK;
+		kind = (int)k;
+	}
 	/* libaccel decides what the device runs (#27 B3): a refused pool is a host step, with its reason */
 	if (accel_pool_query(cm->dev, &g, (enum accel_pool_kind)kind, s->why, sizeof(s->why)))
 		return ONNX_FALLBACK;

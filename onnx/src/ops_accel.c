@@ -600,15 +600,15 @@ static int accel_pool(struct onnx_ctx *c, enum accel_pool_kind kind, bool global
 	d.pad_left = (uint32_t)g.win.pl;
 	d.pad_bottom = (uint32_t)(g.win.pb + g.win.ceil_extra_h);
 	d.pad_right = (uint32_t)(g.win.pr + g.win.ceil_extra_w);
-	/* the device pool has no dilation; its average counts padding (count_include_pad = 1) and
-	 * would count the ceil_mode overhang too; the rest (padding smaller than the window, the planes
-	 * and fields an average pool's depthwise convolution takes) is libaccel's answer */
+	/* the device pool has no dilation; the depthwise average counts padding (count_include_pad = 1)
+	 * and would count the ceil_mode overhang too: an average that counts neither is the vector units'
+	 * AVG_EXCL_PAD; the rest (padding smaller than the window, the planes and fields an average pool's
+	 * depthwise convolution takes) is libaccel's answer */
 	if (g.win.dh != 1 || g.win.dw != 1)
 		return ONNX_FALLBACK;
-	if (kind == ACCEL_POOL_AVG && (g.win.ceil_extra_h || g.win.ceil_extra_w ||
-				       ((g.win.pt || g.win.pl || g.win.pb || g.win.pr) &&
-					!attr_int(c->n->pb, "count_include_pad", 0) && !c->n->pad_counts)))
-		return ONNX_FALLBACK;
+	if (kind == ACCEL_POOL_AVG && (ret = pool_avg_kind(c->n, &g, &kind)))
+		return ret;
+	d.kind = kind;
 	{
 		char why[160];
 
@@ -638,6 +638,19 @@ static int accel_pool(struct onnx_ctx *c, enum accel_pool_kind kind, bool global
 out:
 	abufs_free(&bs);
 	return ret;
+}
+
+int pool_avg_kind(const struct onnx_node *n, const struct pool_geom *g, enum accel_pool_kind *kind)
+{
+	bool counted = attr_int(n->pb, "count_include_pad", 0) || n->pad_counts;
+	bool padded = g->win.pt || g->win.pl || g->win.pb || g->win.pr;
+
+	if (!g->win.ceil_extra_h && !g->win.ceil_extra_w && (!padded || counted))
+		return 0;	/* the depthwise average's count R*S is right */
+	if (counted)
+		return ONNX_FALLBACK;	/* padding counted but the ceil overhang not: the host */
+	*kind = ACCEL_POOL_AVG_EXCL_PAD;
+	return 0;
 }
 
 static int accel_maxpool(struct onnx_ctx *c)

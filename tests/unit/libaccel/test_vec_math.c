@@ -304,3 +304,65 @@ Test(vmath, a_device_without_vec_math_refuses_with_eopnotsupp)
 	accel_buffer_free(q);
 	accel_close(dev);
 }
+
+/* accel_pool2d AVG_EXCL_PAD: the fp32 average over the taps inside the input (ONNX count_include_pad 0,
+ * and a ceil_mode overhang as extra bottom/right padding never counted), NCHW and NHWC. */
+Test(vmath, average_pool_excluding_padding)
+{
+	struct accel_dev *dev = open_dev(SMALL);
+	const uint32_t N = 2, C = 5, H = 9, W = 7, R = 3, S = 3, st = 2, pt = 1, pl = 1, pb = 2, pr = 1;
+	const uint32_t OH = (H + pt + pb - R) / st + 1, OW = (W + pl + pr - S) / st + 1;
+	struct accel_buffer *bi = alloc_buf(dev, N * C * H * W * 4), *bo = alloc_buf(dev, N * C * OH * OW * 4);
+	struct accel_tensor in, out;
+	uint64_t s = 77;
+
+	fill_wide(F(bi), N * C * H * W, &s);
+	for (int nhwc = 0; nhwc < 2; nhwc++) {
+		enum accel_layout lay = nhwc ? ACCEL_LAYOUT_NHWC : ACCEL_LAYOUT_NCHW;
+		struct accel_pool2d_desc d = { .input = &in, .output = &out, .kind = ACCEL_POOL_AVG_EXCL_PAD,
+					       .win_h = R, .win_w = S, .stride_h = st, .stride_w = st,
+					       .pad_top = pt, .pad_left = pl, .pad_bottom = pb, .pad_right = pr };
+
+		accel_tensor_4d(bi, 0, ACCEL_FP32, lay, N, C, H, W, &in);
+		accel_tensor_4d(bo, 0, ACCEL_FP32, lay, N, C, OH, OW, &out);
+		cr_assert_eq(accel_pool2d(dev, &d, NULL, NULL), 0, "%s", accel_last_error(dev));
+		for (uint32_t n = 0; n < N; n++)
+			for (uint32_t c = 0; c < C; c++)
+				for (uint32_t y = 0; y < OH; y++)
+					for (uint32_t x = 0; x < OW; x++) {
+						double sum = 0;
+						int cnt = 0;
+						float got;
+
+						for (uint32_t r = 0; r < R; r++)
+							for (uint32_t q = 0; q < S; q++) {
+								int64_t iy = (int64_t)(y * st + r) - pt, ix = (int64_t)(x * st + q) - pl;
+
+								if (iy < 0 || ix < 0 || iy >= H || ix >= W)
+									continue;
+								sum += *(float *)((char *)accel_buffer_ptr(bi) + n * in.strides[0] +
+										  c * in.strides[1] + iy * in.strides[2] +
+										  ix * in.strides[3]);
+								cnt++;
+							}
+						got = *(float *)((char *)accel_buffer_ptr(bo) + n * out.strides[0] + c * out.strides[1] +
+								 y * out.strides[2] + x * out.strides[3]);
+						cr_assert(fabs(got - sum / cnt) <= 1e-6 * (1 + fabs(sum / cnt)),
+							  "layout %d (%u,%u,%u,%u): %g vs %g", nhwc, n, c, y, x, got, sum / cnt);
+					}
+	}
+	{	/* FP32 only */
+		struct accel_buffer *q = alloc_buf(dev, N * C * H * W), *qo = alloc_buf(dev, N * C * OH * OW);
+		struct accel_pool2d_desc d = { .input = &in, .output = &out, .kind = ACCEL_POOL_AVG_EXCL_PAD,
+					       .win_h = R, .win_w = S, .stride_h = st, .stride_w = st };
+
+		accel_tensor_4d(q, 0, ACCEL_INT8, ACCEL_LAYOUT_NCHW, N, C, H, W, &in);
+		accel_tensor_4d(qo, 0, ACCEL_INT8, ACCEL_LAYOUT_NCHW, N, C, (H - R) / st + 1, (W - S) / st + 1, &out);
+		cr_assert_eq(accel_pool2d(dev, &d, NULL, NULL), -EINVAL);
+		accel_buffer_free(q);
+		accel_buffer_free(qo);
+	}
+	accel_buffer_free(bi);
+	accel_buffer_free(bo);
+	accel_close(dev);
+}
