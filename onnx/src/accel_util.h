@@ -59,6 +59,12 @@ int accel_vec_arg(struct onnx_ctx *c);
 int accel_vec_softmax(struct onnx_ctx *c);
 int accel_vec_sceloss(struct onnx_ctx *c);
 int accel_vec_layernorm(struct onnx_ctx *c);
+int accel_vec_variadic(struct onnx_ctx *c);
+int accel_vec_hardmax(struct onnx_ctx *c);
+int accel_vec_nllloss(struct onnx_ctx *c);
+/* BatchNormalization (parameters of the run) and InstanceNormalization on the vector units (ops_accel_norm.c). */
+int accel_batchnorm(struct onnx_ctx *c);
+int accel_instancenorm(struct onnx_ctx *c);
 /* Resize/Upsample of FLOAT tensors as GEMMs by the axes' interpolation matrices (ops_accel_resize.c). */
 int accel_resize(struct onnx_ctx *c);
 

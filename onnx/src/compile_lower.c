@@ -540,6 +540,9 @@ int cm_lower_node(struct onnx_compiled *cm, unsigned i, struct cstep *s)
 	case OP_GLOBALAVGPOOL:
 		ret = lower_pool(cm, &c, s, ACCEL_POOL_AVG, true);
 		break;
+	case OP_GLOBALMAXPOOL:
+		ret = lower_pool(cm, &c, s, ACCEL_POOL_MAX, true);
+		break;
 	case OP_ADD:
 		ret = lower_elt(cm, &c, s, ACCEL_ELT_ADD);
 		break;

@@ -668,6 +668,11 @@ static int accel_gap(struct onnx_ctx *c)
 	return accel_pool(c, ACCEL_POOL_AVG, true);
 }
 
+static int accel_gmp(struct onnx_ctx *c)
+{
+	return accel_pool(c, ACCEL_POOL_MAX, true);
+}
+
 /*
  * 2-D ConvTranspose as a device convolution: the input with (stride - 1) zeros inserted between pixels,
  * the kernel flipped and its in/out channels swapped per group, stride 1, the same dilation, padding
@@ -798,6 +803,7 @@ const onnx_kernel onnx_accel_kernels[OP_COUNT] = {
 	[OP_MAXPOOL] = accel_maxpool,
 	[OP_AVGPOOL] = accel_avgpool,
 	[OP_GLOBALAVGPOOL] = accel_gap,
+	[OP_GLOBALMAXPOOL] = accel_gmp,
 	[OP_REDUCEMEAN] = accel_reducemean_any,
 	[OP_CONVTRANSPOSE] = accel_convtranspose,
 	[OP_QLINEARCONV] = accel_qlinearconv,
@@ -825,4 +831,7 @@ const onnx_kernel onnx_accel_kernels[OP_COUNT] = {
 	[OP_SCELOSS] = accel_vec_sceloss,
 	[OP_LAYERNORM] = accel_vec_layernorm,
 	[OP_RESIZE] = accel_resize, [OP_UPSAMPLE] = accel_resize,
+	[OP_BATCHNORM] = accel_batchnorm, [OP_INSTANCENORM] = accel_instancenorm,
+	[OP_SUM] = accel_vec_variadic, [OP_MEAN] = accel_vec_variadic, [OP_HARDMAX] = accel_vec_hardmax,
+	[OP_NLLLOSS] = accel_vec_nllloss,
 };

@@ -3,7 +3,9 @@
  * ops_accel_vec.c - node kernels on the vector units (ISA 2, CAP_FEATURES bit 15; VEC math, bit 25):
  * the fp32 functions (vec_act_of), element-wise arithmetic with numpy broadcasting, the reductions over
  * one run of axes, ArgMax/ArgMin (the device's INT32 indices widened to INT64), Softmax/LogSoftmax,
- * SoftmaxCrossEntropyLoss's log-probabilities and LayerNormalization with its Mean and InvStdDev.  They run a model node by node (shapes that depend on
+ * SoftmaxCrossEntropyLoss's log-probabilities, LayerNormalization with its Mean and InvStdDev, Sum and
+ * Mean of several operands, Hardmax (the device's ARGMAX, one-hot on the host) and
+ * NegativeLogLikelihoodLoss's gather (a product with the targets' one-hot mask, summed over the classes).  They run a model node by node (shapes that depend on
  * input data) and the host steps of a compiled plan; the plan's own steps (compile_lower.c) take the
  * same operators where they can.  What the device cannot express (another element type, rank > 4, axes
  * that are no single run, more than VEC_MAX_SLICES slices) returns ONNX_FALLBACK: the host kernel runs it.
@@ -214,8 +216,8 @@ out:
 
 /* x seen as [lead, k, trail] reduced over k by op into y (lead x trail values of ysz bytes): one job when
  * trail is 1, else one per leading slice (each the trail x k matrix of strides 4 and 4·trail bytes). */
-static int reduce_jobs(struct onnx_ctx *c, const struct onnx_tensor *x, enum accel_reduce_op op, uint64_t lead,
-		       uint64_t k, uint64_t trail, void *y)
+static int reduce_jobs(struct onnx_ctx *c, const float *x, enum accel_reduce_op op, uint64_t lead, uint64_t k,
+		       uint64_t trail, void *y)
 {
 	bool arg = op >= ACCEL_REDUCE_ARGMAX;
 	uint64_t slices = trail == 1 ? 1 : lead, rows = trail == 1 ? lead : trail;
@@ -223,7 +225,7 @@ static int reduce_jobs(struct onnx_ctx *c, const struct onnx_tensor *x, enum acc
 	struct accel_buffer *xb, *yb;
 	int ret;
 
-	if ((ret = abuf_new(c, &bs, x->data, x->count * 4, &xb)) || (ret = abuf_new(c, &bs, NULL, lead * trail * 4, &yb)))
+	if ((ret = abuf_new(c, &bs, x, lead * k * trail * 4, &xb)) || (ret = abuf_new(c, &bs, NULL, lead * trail * 4, &yb)))
 		goto out;
 	for (uint64_t s = 0; s < slices && !ret; s++) {
 		struct accel_tensor xt, yt;
@@ -302,7 +304,7 @@ int accel_vec_reduce(struct onnx_ctx *c)
 		return ONNX_FALLBACK;
 	if ((ret = out_alloc(c, 0, ONNX_FLOAT, nd, od)))
 		return ret < 0 ? ret : 0;
-	return reduce_jobs(c, x, op, lead, k, trail, node_out(c, 0)->data);
+	return reduce_jobs(c, x->data, op, lead, k, trail, node_out(c, 0)->data);
 }
 
 /* ArgMax/ArgMin of a FLOAT tensor over axis: the device's INT32 indices, widened. */
@@ -342,7 +344,7 @@ int accel_vec_arg(struct onnx_ctx *c)
 	idx = malloc(lead * trail * 4);
 	if (!idx)
 		return node_err(c, -ENOMEM, "out of memory");
-	ret = reduce_jobs(c, x, op, lead, k, trail, idx);
+	ret = reduce_jobs(c, x->data, op, lead, k, trail, idx);
 	if (!ret && !(ret = out_alloc(c, 0, ONNX_INT64, nd, od))) {
 		y = node_out(c, 0);
 		for (size_t i = 0; i < y->count; i++)
@@ -535,4 +537,171 @@ int accel_vec_layernorm(struct onnx_ctx *c)
 out:
 	abufs_free(&bs);
 	return ret;
+}
+
+/* ---- Sum/Mean of several operands, Hardmax, NegativeLogLikelihoodLoss's gather ------------------ */
+
+/* Sum or Mean of 2..6 FLOAT operands of rank <= 4 with numpy broadcasting: one accel_eltwise ADD per
+ * operand into the output's buffer, Mean then a MUL by 1/n. */
+int accel_vec_variadic(struct onnx_ctx *c)
+{
+	const unsigned n = c->n->n_in;
+	uint32_t dy[4] = { 1, 1, 1, 1 }, di[6][4];
+	struct abufs bs = { .n = 0 };
+	struct accel_buffer *yb, *ib[6], *sb;
+	struct accel_tensor yt, it[6], st;
+	unsigned nd = 0;
+	int64_t od[4];
+	size_t cnt = 1;
+	int ret;
+
+	if (n < 2 || n > 6 || !dev_has(c, 15))	/* the output, the operands and Mean's 1/n: 8 buffers */
+		return ONNX_FALLBACK;
+	for (unsigned k = 0; k < n; k++) {
+		const struct onnx_tensor *a = node_in(c, k);
+
+		if (!a || a->dtype != ONNX_FLOAT || a->ndim > 4 || !a->count)
+			return ONNX_FALLBACK;
+		nd = a->ndim > nd ? a->ndim : nd;
+		for (unsigned i = 0; i < 4; i++) {
+			int64_t v = i + a->ndim >= 4 ? a->dims[i + a->ndim - 4] : 1;
+
+			if (v > UINT32_MAX || (v != dy[i] && v != 1 && dy[i] != 1))
+				return ONNX_FALLBACK;	/* the host kernel reports it */
+			di[k][i] = (uint32_t)v;
+			dy[i] = v > dy[i] ? (uint32_t)v : dy[i];
+		}
+	}
+	for (unsigned i = 0; i < 4; i++) {
+		od[i] = dy[i];
+		cnt *= dy[i];
+	}
+	if ((ret = out_alloc(c, 0, ONNX_FLOAT, nd, od + 4 - nd)))
+		return ret < 0 ? ret : 0;
+	if ((ret = abuf_new(c, &bs, NULL, cnt * 4, &yb)))
+		goto out;
+	if ((ret = accel_tensor_4d(yb, 0, ACCEL_FP32, ACCEL_LAYOUT_NCHW, dy[0], dy[1], dy[2], dy[3], &yt)))
+		goto terr;
+	for (unsigned k = 0; k < n && !ret; k++) {
+		const struct onnx_tensor *a = node_in(c, k);
+		struct accel_eltwise_desc d = { .out = &yt, .op = ACCEL_ELT_ADD };
+		struct accel_job *job = NULL;
+		unsigned slot = k;
+
+		if ((ret = abuf_new(c, &bs, a->data, a->count * 4, &ib[slot])))
+			goto out;
+		if ((ret = accel_tensor_4d(ib[slot], 0, ACCEL_FP32, ACCEL_LAYOUT_NCHW, di[k][0], di[k][1], di[k][2], di[k][3],
+					   &it[slot])))
+			goto terr;
+		if (k == 0)
+			continue;
+		d.a = k == 1 ? &it[0] : &yt;	/* y = x0 + x1, then y += x_k */
+		d.b = &it[slot];
+		ret = accel_eltwise(c->dev, &d, NULL, &job);
+		ret = ajob_finish(c, ret, job, "accel_eltwise");
+	}
+	if (!ret && c->n->op == OP_MEAN) {
+		struct accel_eltwise_desc d = { .a = &yt, .b = &st, .out = &yt, .op = ACCEL_ELT_MUL };
+		struct accel_job *job = NULL;
+		float inv = 1.0f / (float)n;
+
+		if ((ret = abuf_new(c, &bs, &inv, 4, &sb)))
+			goto out;
+		if ((ret = accel_tensor_4d(sb, 0, ACCEL_FP32, ACCEL_LAYOUT_NCHW, 1, 1, 1, 1, &st)))
+			goto terr;
+		ret = accel_eltwise(c->dev, &d, NULL, &job);
+		ret = ajob_finish(c, ret, job, "accel_eltwise");
+	}
+	if (!ret)
+		memcpy(node_out(c, 0)->data, accel_buffer_ptr(yb), cnt * 4);
+	goto out;
+terr:
+	ret = node_err(c, ret, "device tensor: %s", accel_last_error(c->dev));
+out:
+	abufs_free(&bs);
+	return ret;
+}
+
+/* Hardmax: 1 at the first maximum along axis (opset < 13: of each row of the 2-D coercion at axis), the
+ * device's ARGMAX (NaN the maximum, as numpy's argmax); the one-hot rows written here. */
+int accel_vec_hardmax(struct onnx_ctx *c)
+{
+	const struct onnx_tensor *x = node_in(c, 0);
+	bool coerce = c->m->opset < 13;
+	int64_t axis = attr_int(c->n->pb, "axis", coerce ? 1 : -1);
+	uint64_t lead = 1, k = 1, trail = 1;
+	int32_t *idx;
+	float *y;
+	int ret;
+
+	if (!x || x->dtype != ONNX_FLOAT || !x->count || !x->ndim || axis < -(int64_t)x->ndim ||
+	    axis >= (int64_t)x->ndim || !dev_has(c, 15) || !dev_has(c, 25))
+		return ONNX_FALLBACK;
+	if (axis < 0)
+		axis += x->ndim;
+	for (unsigned d = 0; d < x->ndim; d++)
+		*((int64_t)d < axis ? &lead : ((int64_t)d == axis || coerce) ? &k : &trail) *= (uint64_t)x->dims[d];
+	if (!shape_fits(lead, k, trail))
+		return ONNX_FALLBACK;
+	idx = malloc(lead * trail * 4);
+	if (!idx)
+		return node_err(c, -ENOMEM, "out of memory");
+	ret = reduce_jobs(c, x->data, ACCEL_REDUCE_ARGMAX, lead, k, trail, idx);
+	if (!ret && !(ret = out_alloc(c, 0, ONNX_FLOAT, x->ndim, x->dims))) {
+		y = node_out(c, 0)->data;
+		memset(y, 0, x->count * 4);
+		for (uint64_t a = 0; a < lead; a++)
+			for (uint64_t b = 0; b < trail; b++)
+				y[(a * k + (uint64_t)idx[a * trail + b]) * trail + b] = 1.0f;
+	}
+	free(idx);
+	return ret < 0 ? ret : 0;
+}
+
+/* gx[n·D + d] = x[n, t[n, d], d]: x times the targets' one-hot mask (accel_eltwise MUL), summed over the
+ * classes (accel_reduce SUM over the middle axis); an ignored element's mask row is 0. */
+static int device_gather(struct onnx_ctx *c, const struct onnx_tensor *x, const struct onnx_tensor *t, int64_t N,
+			 int64_t C, int64_t D, bool has_ignore, int64_t ignore, float *gx)
+{
+	struct abufs bs = { .n = 0 };
+	struct accel_buffer *xb, *mb;
+	struct accel_tensor xt, mt;
+	struct accel_eltwise_desc d = { .a = &xt, .b = &mt, .out = &xt, .op = ACCEL_ELT_MUL };
+	struct accel_job *job = NULL;
+	float *mask;
+	int ret;
+
+	if (!shape_fits((uint64_t)N, (uint64_t)C, (uint64_t)D) || !dev_has(c, 15))
+		return ONNX_FALLBACK;
+	if ((ret = abuf_new(c, &bs, x->data, x->count * 4, &xb)) || (ret = abuf_new(c, &bs, NULL, x->count * 4, &mb)))
+		goto out;
+	mask = accel_buffer_ptr(mb);
+	memset(mask, 0, x->count * 4);
+	for (int64_t n = 0; n < N; n++)
+		for (int64_t e = 0; e < D; e++) {
+			int64_t k = tensor_get_i(t, (size_t)(n * D + e));
+
+			if (!(has_ignore && k == ignore))
+				mask[(n * C + k) * D + e] = 1.0f;
+		}
+	if ((ret = accel_tensor_4d(xb, 0, ACCEL_FP32, ACCEL_LAYOUT_NCHW, (uint32_t)N, (uint32_t)C, (uint32_t)D, 1, &xt)) ||
+	    (ret = accel_tensor_4d(mb, 0, ACCEL_FP32, ACCEL_LAYOUT_NCHW, (uint32_t)N, (uint32_t)C, (uint32_t)D, 1, &mt))) {
+		ret = node_err(c, ret, "device tensor: %s", accel_last_error(c->dev));
+		goto out;
+	}
+	ret = accel_eltwise(c->dev, &d, NULL, &job);
+	if (!(ret = ajob_finish(c, ret, job, "accel_eltwise")))
+		ret = reduce_jobs(c, accel_buffer_ptr(xb), ACCEL_REDUCE_SUM, (uint64_t)N, (uint64_t)C, (uint64_t)D, gx);
+out:
+	abufs_free(&bs);
+	return ret;
+}
+
+int accel_vec_nllloss(struct onnx_ctx *c)
+{
+	const struct onnx_tensor *x = node_in(c, 0);
+
+	if (!x || x->dtype != ONNX_FLOAT || !x->count)
+		return ONNX_FALLBACK;
+	return nll_loss(c, device_gather);
 }

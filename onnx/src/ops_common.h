@@ -45,6 +45,11 @@ int host_maxpool_indices(struct onnx_ctx *c);
 typedef int (*sce_logp_fn)(struct onnx_ctx *c, const struct onnx_tensor *x, int64_t N, int64_t C, int64_t D,
 			   float *lp);
 int sce_loss(struct onnx_ctx *c, sce_logp_fn logp);
+/* NegativeLogLikelihoodLoss (ops_loss.c) with gx[n·D + d] = x[n, t[n, d], d] (0 where ignored; the targets
+ * already checked) from gather (the host's, or the device's one-hot product in ops_accel_vec.c). */
+typedef int (*nll_gather_fn)(struct onnx_ctx *c, const struct onnx_tensor *x, const struct onnx_tensor *t, int64_t N,
+			     int64_t C, int64_t D, bool has_ignore, int64_t ignore, float *gx);
+int nll_loss(struct onnx_ctx *c, nll_gather_fn gather);
 
 /* Required input i (not absent). */
 int in_req(const struct onnx_ctx *c, unsigned i, const char *what, const struct onnx_tensor **t);

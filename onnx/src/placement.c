@@ -17,17 +17,15 @@ static const char *host_reason(enum onnx_op op)
 		return "a transcendental function: the v1 SFU has ReLU and CLAMP only";
 	case OP_MOD: case OP_BITSHIFT: case OP_SHRINK:
 		return "element-wise arithmetic: ISA v1 has no element-wise unit";
-	case OP_CUMSUM: case OP_HARDMAX: case OP_TOPK: case OP_GLOBALMAXPOOL: case OP_DET: case OP_EINSUM:
+	case OP_CUMSUM: case OP_TOPK: case OP_DET: case OP_EINSUM:
 		return "a scan or reduction along an axis: ISA v1 has no reduction unit";
-	case OP_NLLLOSS:
-		return "a gather and a reduction: no gather unit";
 	case OP_NMS: case OP_UNIQUE:
 		return "data-dependent control (sorting, selection): no device lowering";
 	case OP_GRIDSAMPLE: case OP_ROIALIGN:
 		return "interpolation: ISA v1 has no gather/interpolation unit";
 	case OP_RNN: case OP_GRU: case OP_LSTM:
 		return "a recurrence of small gate products with sigmoid/tanh: no device lowering yet (issue 30)";
-	case OP_INSTANCENORM: case OP_LRN: case OP_MVN:
+	case OP_LRN: case OP_MVN:
 		return "needs division, sqrt or pow: the v1 SFU has ReLU and CLAMP only";
 	case OP_CELU: case OP_ISNAN: case OP_ISINF:
 		return "element-wise arithmetic: ISA v1 has no element-wise unit";
@@ -40,10 +38,9 @@ static const char *host_reason(enum onnx_op op)
 	case OP_GATHERELEMENTS: case OP_SCATTERELEMENTS: case OP_SCATTER: case OP_SCATTERND: case OP_ONEHOT:
 	case OP_MAXUNPOOL:
 		return "data-dependent indexing: ISA v1 has no gather/scatter unit";
-	case OP_ADD: case OP_SUB: case OP_MUL: case OP_MIN: case OP_MAX: case OP_SUM: case OP_MEAN:
-	case OP_EQUAL: case OP_GREATER: case OP_LESS:
+	case OP_ADD: case OP_SUB: case OP_MUL: case OP_MIN: case OP_MAX: case OP_EQUAL: case OP_GREATER: case OP_LESS:
 	case OP_GREATEREQUAL: case OP_LESSEQUAL: case OP_AND: case OP_OR: case OP_XOR: case OP_NOT:
-	case OP_WHERE: case OP_BATCHNORM:
+	case OP_WHERE:
 		return "element-wise arithmetic: ISA v1 has no element-wise unit";
 	case OP_QUANTIZELINEAR: case OP_DEQUANTIZELINEAR: case OP_CAST:
 		return "type conversion: ONNX defines it in float, outside the SFU's fixed-point requantiser";

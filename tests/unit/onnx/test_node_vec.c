@@ -405,3 +405,99 @@ Test(onnx_node_vec, resize_modes_as_gemms)
 		onnx_model_free(m);
 	}
 }
+
+/* BatchNormalization with its parameters as inputs of the run, InstanceNormalization (GroupNorm's
+ * export), Sum and Mean of three broadcast operands: the per-channel steps on the vector units. */
+Test(onnx_node_vec, batch_and_instance_norm_sum_and_mean)
+{
+	static const int64_t xd[4] = { 2, 3, 4, 5 }, cd[1] = { 3 }, b1[2] = { 4, 1 }, b2[1] = { 5 };
+
+	for (int op = 0; op < 4; op++) {	/* BatchNormalization, InstanceNormalization, Sum, Mean */
+		static const char *const ops[] = { "BatchNormalization", "InstanceNormalization", "Sum", "Mean" };
+		static const char *const ins[] = { "x,s,b,m,v", "x,s,b", "x,p,q", "x,p,q" };
+		struct mb *b = mb_new(13);
+		struct onnx_tensor in[5];
+		unsigned n_in = op == 0 ? 5 : 3;
+		struct onnx_model *m;
+
+		mb_input(b, "x");
+		for (const char *p = strchr(ins[op], ',') + 1; *p; p += p[1] ? 2 : 1) {
+			char name[2] = { *p, 0 };
+
+			mb_input(b, name);
+		}
+		mb_node(b, ops[op], ins[op], "y");
+		mb_output(b, "y");
+		m = load(b);
+		rnd(&in[0], 4, xd, 3, 0.5f);
+		if (op < 2) {
+			for (unsigned k = 1; k < n_in; k++)
+				rnd(&in[k], 1, cd, 1, k == 4 ? 1.5f : 0.2f);	/* var > 0 */
+		} else {
+			rnd(&in[1], 2, b1, 1, 0);
+			rnd(&in[2], 1, b2, 1, 0);
+		}
+		check(m, "sim", in, n_in, 1, 0, true);
+		release(in, n_in);
+		onnx_model_free(m);
+	}
+}
+
+/* Hardmax over the 2-D coercion (opset 11, axis 1) and over one axis (opset 13): ties keep the first
+ * maximum, a NaN is the maximum (numpy's argmax). */
+Test(onnx_node_vec, hardmax_one_hot_of_the_device_argmax)
+{
+	static const int64_t d[3] = { 3, 4, 5 };
+
+	for (int opset = 11; opset <= 13; opset += 2) {
+		struct mb *b = mb_new(opset);
+		struct onnx_tensor x;
+		struct onnx_model *m;
+		Onnx__NodeProto *n;
+
+		mb_input(b, "x");
+		n = mb_node(b, "Hardmax", "x", "y");
+		mb_attr_i(b, n, "axis", 1);
+		mb_output(b, "y");
+		m = load(b);
+		rnd(&x, 3, d, 0, 0);
+		for (size_t i = 0; i < x.count; i++)
+			((float *)x.data)[i] = (float)((int)(mb_frand(&rng) * 2 + 2) % 3);
+		((float *)x.data)[9] = NAN;
+		check(m, "sim", &x, 1, 1, 0, true);
+		release(&x, 1);
+		onnx_model_free(m);
+	}
+}
+
+/* NegativeLogLikelihoodLoss of [N, C, D] log-probabilities: the gather as a product with the targets'
+ * one-hot mask summed over the classes on the device; class weights, an ignored target, each reduction. */
+Test(onnx_node_vec, nll_loss_gather_as_a_one_hot_product)
+{
+	static const int64_t xd[3] = { 3, 4, 2 }, td[2] = { 3, 2 }, wd[1] = { 4 };
+	static const int64_t labels[6] = { 0, 3, 2, 1, 1, 3 };
+	static const char *const reds[] = { "mean", "none", "sum" };
+
+	for (unsigned r = 0; r < 3; r++) {
+		struct mb *b = mb_new(13);
+		struct onnx_tensor in[3];
+		struct onnx_model *m;
+		Onnx__NodeProto *n;
+
+		mb_input(b, "x");
+		mb_input(b, "t");
+		mb_input(b, "w");
+		n = mb_node(b, "NegativeLogLikelihoodLoss", "x,t,w", "y");
+		mb_attr_s(b, n, "reduction", reds[r]);
+		mb_attr_i(b, n, "ignore_index", 1);
+		mb_output(b, "y");
+		m = load(b);
+		rnd(&in[0], 3, xd, 2, -2);
+		cr_assert_eq(onnx_tensor_alloc(&in[1], ONNX_INT64, 2, td), 0);
+		memcpy(in[1].data, labels, sizeof(labels));
+		rnd(&in[2], 1, wd, 0.5f, 1.0f);
+		check(m, "sim", in, 3, 1, 0, true);
+		release(in, 3);
+		onnx_model_free(m);
+	}
+}
