@@ -419,6 +419,12 @@ enum accel_eltwise_op {
 	ACCEL_ELT_DIV = 5,		/* a / b */
 	ACCEL_ELT_PRELU = 6,		/* a < 0 ? a * b : a (b the slope) */
 	ACCEL_ELT_POW = 7,		/* a^b (vector-units.md POW: exp(b log a), negative a at integer b) */
+	/* comparisons, FP32 in, INT8 out 1 or 0 (NaN compares false), act NONE */
+	ACCEL_ELT_EQ = 8,
+	ACCEL_ELT_LT = 9,
+	ACCEL_ELT_LE = 10,
+	ACCEL_ELT_GT = 11,
+	ACCEL_ELT_GE = 12,
 };
 
 /*

@@ -75,6 +75,7 @@ static int bcast_check(struct accel_dev *dev, const struct accel_tensor *a, cons
 int eltwise_validate(struct accel_dev *dev, const struct accel_eltwise_desc *d)
 {
 	enum accel_dtype dt;
+	bool cmp;
 	int ret;
 
 	if ((ret = arg_tensor(dev, d->a, "a")) || (ret = arg_tensor(dev, d->b, "b")) ||
@@ -83,24 +84,27 @@ int eltwise_validate(struct accel_dev *dev, const struct accel_eltwise_desc *d)
 	if ((ret = vx_need(dev, "accel_eltwise")))
 		return ret;
 	dt = d->a->dtype;
+	if ((unsigned)d->op > ACCEL_ELT_GE)
+		return accel_seterr(dev, -EINVAL, "eltwise: op: unknown op %d", (int)d->op);
+	cmp = d->op >= ACCEL_ELT_EQ;
 	if (d->b->dtype != dt)
 		return accel_seterr(dev, -EINVAL, "eltwise: a and b need the same dtype");
-	if (dt == ACCEL_FP32 ? d->out->dtype != ACCEL_FP32
-			     : (dt == ACCEL_INT32 ? d->out->dtype != ACCEL_INT32 : d->out->dtype == ACCEL_FP32))
-		return accel_seterr(dev, -EINVAL, "eltwise: output dtype must be FP32 (FP32), INT32 (INT32) or INT8/INT32 (INT8)");
+	if (cmp ? (dt != ACCEL_FP32 || d->out->dtype != ACCEL_INT8)
+		: dt == ACCEL_FP32 ? d->out->dtype != ACCEL_FP32
+				   : (dt == ACCEL_INT32 ? d->out->dtype != ACCEL_INT32 : d->out->dtype == ACCEL_FP32))
+		return accel_seterr(dev, -EINVAL, "eltwise: output dtype must be FP32 (FP32), INT32 (INT32) or INT8/INT32 (INT8); "
+				    "a comparison: FP32 in, INT8 out");
 	if ((ret = bcast_check(dev, d->a, d->b, d->out, "eltwise")))
 		return ret;
-	if ((unsigned)d->op > ACCEL_ELT_POW)
-		return accel_seterr(dev, -EINVAL, "eltwise: op: unknown op %d", (int)d->op);
-	if (d->op > ACCEL_ELT_MIN) {	/* DIV, PRELU, POW */
-		if ((ret = vm_need(dev, "eltwise DIV/PRELU/POW")))
+	if (d->op > ACCEL_ELT_MIN) {	/* DIV, PRELU, POW, the comparisons */
+		if ((ret = vm_need(dev, "eltwise DIV/PRELU/POW/comparison")))
 			return ret;
 		if (dt != ACCEL_FP32)
-			return accel_seterr(dev, -EINVAL, "eltwise: DIV, PRELU and POW are FP32 only");
+			return accel_seterr(dev, -EINVAL, "eltwise: DIV, PRELU, POW and the comparisons are FP32 only");
 	}
-	if (d->act != ACCEL_ACT_NONE && d->act != ACCEL_ACT_RELU)
-		return accel_seterr(dev, -EINVAL, "eltwise: act must be NONE or RELU");
-	if (d->out->dtype == ACCEL_INT8 && !int8_q_ok(d->multiplier, d->shift, d->zero_point))
+	if (d->act != ACCEL_ACT_NONE && (d->act != ACCEL_ACT_RELU || cmp))
+		return accel_seterr(dev, -EINVAL, "eltwise: act must be NONE or RELU (a comparison: NONE)");
+	if (d->out->dtype == ACCEL_INT8 && !cmp && !int8_q_ok(d->multiplier, d->shift, d->zero_point))
 		return accel_seterr(dev, -EINVAL, "eltwise: shift must be 0..62 and zero_point -128..127");
 	return 0;
 }
@@ -125,7 +129,7 @@ int accel_eltwise(struct accel_dev *dev, const struct accel_eltwise_desc *d, con
 	vx_opnd_of(d->b, &j.in[1]);
 	j.tmpl = vx_cmd(TNPU_VEC_BINARY, (uint8_t)d->op, hw_dt(dt), hw_dt(d->out->dtype));
 	j.tmpl.vflags = d->act == ACCEL_ACT_RELU ? TNPU_VEC_F_RELU : 0;
-	if (d->out->dtype == ACCEL_INT8 && dt == ACCEL_INT8) {
+	if (d->out->dtype == ACCEL_INT8 && dt == ACCEL_INT8) {	/* not a comparison: its input is FP32 */
 		j.tmpl.scale = d->multiplier ? (uint32_t)d->multiplier : 1u << 30;
 		j.tmpl.shift = d->multiplier ? d->shift : 30;
 		j.tmpl.zero_point = d->zero_point;

@@ -482,7 +482,7 @@ static int check_step(struct rbuf *r, struct onnx_compiled *cm, unsigned i)
 				return bad(r, -EBADMSG, "step %u: field 'M', 'N' or 'ad' does not fit its values", i);
 			break;
 		case CS_ELT:
-			if (s->op < ACCEL_ELT_ADD || s->op > ACCEL_ELT_POW)
+			if (s->op < ACCEL_ELT_ADD || s->op > ACCEL_ELT_POW)	/* comparisons: host steps (BOOL) */
 				return bad(r, -EBADMSG, "step %u: field 'op' is %d", i, s->op);
 			if (s->b_off != UINT64_MAX &&
 			    !in_range(s->b_off, (uint64_t)s->bd[0] * s->bd[1] * s->bd[2] * s->bd[3] * 4, cm->wbytes))

@@ -822,6 +822,8 @@ const onnx_kernel onnx_accel_kernels[OP_COUNT] = {
 	/* Add, Sub, Mul, Max, Min node by node stay on the host: a copy to the device and back costs more
 	 * than the operation (the compiled plan runs them on the device, in place in its arena) */
 	[OP_DIV] = accel_vec_binary, [OP_PRELU] = accel_vec_binary, [OP_POW] = accel_vec_binary,
+	[OP_EQUAL] = accel_vec_binary, [OP_LESS] = accel_vec_binary, [OP_LESSEQUAL] = accel_vec_binary,
+	[OP_GREATER] = accel_vec_binary, [OP_GREATEREQUAL] = accel_vec_binary,
 	[OP_REDUCESUM] = accel_vec_reduce, [OP_REDUCEMAX] = accel_vec_reduce, [OP_REDUCESUMSQUARE] = accel_vec_reduce,
 	[OP_REDUCEMIN] = accel_vec_reduce, [OP_REDUCEPROD] = accel_vec_reduce, [OP_REDUCEL1] = accel_vec_reduce,
 	[OP_REDUCEL2] = accel_vec_reduce, [OP_REDUCELOGSUM] = accel_vec_reduce,
@@ -833,5 +835,6 @@ const onnx_kernel onnx_accel_kernels[OP_COUNT] = {
 	[OP_RESIZE] = accel_resize, [OP_UPSAMPLE] = accel_resize,
 	[OP_BATCHNORM] = accel_batchnorm, [OP_INSTANCENORM] = accel_instancenorm,
 	[OP_SUM] = accel_vec_variadic, [OP_MEAN] = accel_vec_variadic, [OP_HARDMAX] = accel_vec_hardmax,
+	[OP_MAX] = accel_vec_variadic, [OP_MIN] = accel_vec_variadic,
 	[OP_NLLLOSS] = accel_vec_nllloss,
 };

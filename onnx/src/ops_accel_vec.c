@@ -150,11 +150,17 @@ static int elt_op_of(enum onnx_op op, enum accel_eltwise_op *e, bool *vmath)
 	case OP_DIV: *e = ACCEL_ELT_DIV; *vmath = true; return 0;
 	case OP_PRELU: *e = ACCEL_ELT_PRELU; *vmath = true; return 0;
 	case OP_POW: *e = ACCEL_ELT_POW; *vmath = true; return 0;
+	case OP_EQUAL: *e = ACCEL_ELT_EQ; *vmath = true; return 0;
+	case OP_LESS: *e = ACCEL_ELT_LT; *vmath = true; return 0;
+	case OP_LESSEQUAL: *e = ACCEL_ELT_LE; *vmath = true; return 0;
+	case OP_GREATER: *e = ACCEL_ELT_GT; *vmath = true; return 0;
+	case OP_GREATEREQUAL: *e = ACCEL_ELT_GE; *vmath = true; return 0;
 	default: return ONNX_FALLBACK;
 	}
 }
 
-/* a op b with numpy broadcasting of FLOAT operands of rank <= 4 (PRelu: the slope broadcast to x). */
+/* a op b with numpy broadcasting of FLOAT operands of rank <= 4 (PRelu: the slope broadcast to x; a
+ * comparison: a BOOL output). */
 int accel_vec_binary(struct onnx_ctx *c)
 {
 	const struct onnx_tensor *a = node_in(c, 0), *b = node_in(c, 1);
@@ -165,9 +171,9 @@ int accel_vec_binary(struct onnx_ctx *c)
 	struct accel_job *job = NULL;
 	uint32_t da[4], db[4], dy[4];
 	int64_t od[4];
-	size_t cnt = 1;
+	size_t cnt = 1, ye;
 	unsigned nd;
-	bool vmath;
+	bool vmath, cmp;
 	int ret;
 
 	memset(&d, 0, sizeof(d));
@@ -175,6 +181,8 @@ int accel_vec_binary(struct onnx_ctx *c)
 	    b->dtype != ONNX_FLOAT || a->ndim > 4 || b->ndim > 4 || !a->count || !b->count || !dev_has(c, 15) ||
 	    (vmath && !dev_has(c, 25)))
 		return ONNX_FALLBACK;
+	cmp = d.op >= ACCEL_ELT_EQ;
+	ye = cmp ? 1 : 4;
 	nd = a->ndim > b->ndim ? a->ndim : b->ndim;
 	for (unsigned i = 0; i < 4; i++) {
 		int64_t x = i + a->ndim >= 4 ? a->dims[i + a->ndim - 4] : 1;
@@ -189,14 +197,16 @@ int accel_vec_binary(struct onnx_ctx *c)
 		od[i] = dy[i];
 		cnt *= dy[i];
 	}
-	if ((ret = out_alloc(c, 0, ONNX_FLOAT, nd, od + 4 - nd)))
+	/* a comparison's INT8 truth values are the bytes of an ONNX BOOL */
+	if ((ret = out_alloc(c, 0, cmp ? ONNX_BOOL : ONNX_FLOAT, nd, od + 4 - nd)))
 		return ret < 0 ? ret : 0;
 	if ((ret = abuf_new(c, &bs, a->data, a->count * 4, &ab)) || (ret = abuf_new(c, &bs, b->data, b->count * 4, &bb)) ||
-	    (ret = abuf_new(c, &bs, NULL, cnt * 4, &yb)))
+	    (ret = abuf_new(c, &bs, NULL, cnt * ye, &yb)))
 		goto out;
 	if ((ret = accel_tensor_4d(ab, 0, ACCEL_FP32, ACCEL_LAYOUT_NCHW, da[0], da[1], da[2], da[3], &at)) ||
 	    (ret = accel_tensor_4d(bb, 0, ACCEL_FP32, ACCEL_LAYOUT_NCHW, db[0], db[1], db[2], db[3], &bt)) ||
-	    (ret = accel_tensor_4d(yb, 0, ACCEL_FP32, ACCEL_LAYOUT_NCHW, dy[0], dy[1], dy[2], dy[3], &yt))) {
+	    (ret = accel_tensor_4d(yb, 0, cmp ? ACCEL_INT8 : ACCEL_FP32, ACCEL_LAYOUT_NCHW, dy[0], dy[1], dy[2], dy[3],
+				   &yt))) {
 		ret = node_err(c, ret, "device tensor: %s", accel_last_error(c->dev));
 		goto out;
 	}
@@ -206,7 +216,7 @@ int accel_vec_binary(struct onnx_ctx *c)
 	ret = accel_eltwise(c->dev, &d, NULL, &job);
 	ret = ajob_finish(c, ret, job, "accel_eltwise");
 	if (!ret)
-		memcpy(node_out(c, 0)->data, accel_buffer_ptr(yb), cnt * 4);
+		memcpy(node_out(c, 0)->data, accel_buffer_ptr(yb), cnt * ye);
 out:
 	abufs_free(&bs);
 	return ret;
@@ -392,28 +402,31 @@ out:
 	return ret;
 }
 
-/* Softmax/LogSoftmax over the last axis, or before opset 13 over the 2-D view at axis. */
+/* Softmax/LogSoftmax before opset 13 over the 2-D view at axis; from opset 13 over one axis: the last as
+ * one rows x cols job, another as one trail x k job per leading slice (column stride trail). */
 int accel_vec_softmax(struct onnx_ctx *c)
 {
 	const struct onnx_tensor *x = node_in(c, 0);
 	bool log = c->n->op == OP_LOGSOFTMAX, old = c->m->opset < 13;
 	int64_t axis = attr_int(c->n->pb, "axis", old ? 1 : -1);
-	uint64_t rows = 1, cols = 1;
+	uint64_t lead = 1, k = 1, trail = 1;
 	int ret;
 
 	if (!x || x->dtype != ONNX_FLOAT || !x->count || !x->ndim || !dev_has(c, 15) || (log && !dev_has(c, 25)))
 		return ONNX_FALLBACK;
 	if (axis < 0)
 		axis += x->ndim;
-	if (axis < 0 || axis >= (int64_t)x->ndim || (!old && axis != (int64_t)x->ndim - 1))
+	if (axis < 0 || axis >= (int64_t)x->ndim)
 		return ONNX_FALLBACK;
 	for (unsigned d = 0; d < x->ndim; d++)
-		*((int64_t)d < axis ? &rows : &cols) *= (uint64_t)x->dims[d];
-	if (rows > UINT32_MAX || cols > UINT32_MAX)
+		*((int64_t)d < axis ? &lead : ((int64_t)d == axis || old) ? &k : &trail) *= (uint64_t)x->dims[d];
+	if (!shape_fits(lead, k, trail))
 		return ONNX_FALLBACK;
 	if ((ret = out_alloc(c, 0, ONNX_FLOAT, x->ndim, x->dims)))
 		return ret < 0 ? ret : 0;
-	return softmax_jobs(c, x->data, node_out(c, 0)->data, x->count, log, 1, rows, cols, 1);
+	if (trail == 1)
+		return softmax_jobs(c, x->data, node_out(c, 0)->data, x->count, log, 1, lead, k, 1);
+	return softmax_jobs(c, x->data, node_out(c, 0)->data, x->count, log, lead, trail, k, trail);
 }
 
 /* SoftmaxCrossEntropyLoss's log-probabilities over C of x [N, C, D] on the device: D = 1 one N x C
@@ -542,7 +555,8 @@ out:
 /* ---- Sum/Mean of several operands, Hardmax, NegativeLogLikelihoodLoss's gather ------------------ */
 
 /* Sum or Mean of 2..6 FLOAT operands of rank <= 4 with numpy broadcasting: one accel_eltwise ADD per
- * operand into the output's buffer, Mean then a MUL by 1/n. */
+ * operand into the output's buffer, Mean then a MUL by 1/n; Max and Min of 3..6 likewise with MAX, MIN
+ * (two operands: the host node by node, as Add). */
 int accel_vec_variadic(struct onnx_ctx *c)
 {
 	const unsigned n = c->n->n_in;
@@ -555,8 +569,8 @@ int accel_vec_variadic(struct onnx_ctx *c)
 	size_t cnt = 1;
 	int ret;
 
-	if (n < 2 || n > 6 || !dev_has(c, 15))	/* the output, the operands and Mean's 1/n: 8 buffers */
-		return ONNX_FALLBACK;
+	if (n < 2 || n > 6 || !dev_has(c, 15) || ((c->n->op == OP_MAX || c->n->op == OP_MIN) && n < 3))
+		return ONNX_FALLBACK;	/* the output, the operands and Mean's 1/n: 8 buffers */
 	for (unsigned k = 0; k < n; k++) {
 		const struct onnx_tensor *a = node_in(c, k);
 
@@ -584,7 +598,8 @@ int accel_vec_variadic(struct onnx_ctx *c)
 		goto terr;
 	for (unsigned k = 0; k < n && !ret; k++) {
 		const struct onnx_tensor *a = node_in(c, k);
-		struct accel_eltwise_desc d = { .out = &yt, .op = ACCEL_ELT_ADD };
+		struct accel_eltwise_desc d = { .out = &yt, .op = c->n->op == OP_MAX ? ACCEL_ELT_MAX :
+								   c->n->op == OP_MIN ? ACCEL_ELT_MIN : ACCEL_ELT_ADD };
 		struct accel_job *job = NULL;
 		unsigned slot = k;
 

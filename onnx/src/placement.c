@@ -38,9 +38,7 @@ static const char *host_reason(enum onnx_op op)
 	case OP_GATHERELEMENTS: case OP_SCATTERELEMENTS: case OP_SCATTER: case OP_SCATTERND: case OP_ONEHOT:
 	case OP_MAXUNPOOL:
 		return "data-dependent indexing: ISA v1 has no gather/scatter unit";
-	case OP_ADD: case OP_SUB: case OP_MUL: case OP_MIN: case OP_MAX: case OP_EQUAL: case OP_GREATER: case OP_LESS:
-	case OP_GREATEREQUAL: case OP_LESSEQUAL: case OP_AND: case OP_OR: case OP_XOR: case OP_NOT:
-	case OP_WHERE:
+	case OP_ADD: case OP_SUB: case OP_MUL: case OP_AND: case OP_OR: case OP_XOR: case OP_NOT: case OP_WHERE:
 		return "element-wise arithmetic: ISA v1 has no element-wise unit";
 	case OP_QUANTIZELINEAR: case OP_DEQUANTIZELINEAR: case OP_CAST:
 		return "type conversion: ONNX defines it in float, outside the SFU's fixed-point requantiser";

@@ -222,13 +222,16 @@ static unsigned check_fields(const struct tnpu_exec *ex, const struct vcmd *v)
 	case TNPU_VEC_BINARY: {
 		bool rq = v->in == TNPU_DTYPE_INT8 && v->out == TNPU_DTYPE_INT8;
 		bool q = v->vf & TNPU_VEC_F_QADD;	/* lo, hi: zero points; bias: B's multiplier */
+		bool cmp = v->fn >= TNPU_VEC_CMP_EQ;
 
-		if (v->fn > TNPU_VEC_POW)
+		if (v->fn > TNPU_VEC_CMP_GE)
 			return 9 + 1;
-		if (v->fn > TNPU_VEC_MIN && v->in != TNPU_DTYPE_FP32)	/* DIV, PRELU, POW: fp32 only */
+		if (v->fn > TNPU_VEC_MIN && v->in != TNPU_DTYPE_FP32)	/* DIV, PRELU, POW, CMP_*: fp32 only */
 			return 10 + 1;
-		if (v->in == TNPU_DTYPE_INT8 ? v->out == TNPU_DTYPE_FP32 : v->out != v->in)
+		if (cmp ? v->out != TNPU_DTYPE_INT8 : (v->in == TNPU_DTYPE_INT8 ? v->out == TNPU_DTYPE_FP32 : v->out != v->in))
 			return 11 + 1;
+		if (cmp && (v->vf & TNPU_VEC_F_RELU))	/* a truth value has no ReLU */
+			return 14 + 1;
 		if ((v->vf & ~(TNPU_VEC_F_RELU | TNPU_VEC_F_QADD)) ||
 		    (q && (!rq || (v->fn != TNPU_VEC_ADD && v->fn != TNPU_VEC_SUB))))
 			return 14 + 1;
@@ -544,7 +547,11 @@ static union val bin_one(const struct vcmd *v, const uint8_t *pa, const uint8_t 
 		case TNPU_VEC_MIN: r.f = fmin_nan(a, b); break;
 		case TNPU_VEC_DIV: r.f = a / b; break;
 		case TNPU_VEC_PRELU: r.f = a < 0.0f ? a * b : a; break;
-		default: r.f = tnpu_vec_pow(a, b); break;
+		case TNPU_VEC_POW: r.f = tnpu_vec_pow(a, b); break;
+		default:	/* CMP_*: an INT8 truth value */
+			r.i = v->fn == TNPU_VEC_CMP_EQ ? a == b : v->fn == TNPU_VEC_CMP_LT ? a < b :
+			      v->fn == TNPU_VEC_CMP_LE ? a <= b : v->fn == TNPU_VEC_CMP_GT ? a > b : a >= b;
+			return r;
 		}
 		if ((v->vf & TNPU_VEC_F_RELU) && r.f < 0)
 			r.f = 0;

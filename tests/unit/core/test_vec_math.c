@@ -342,6 +342,41 @@ Test(vmath, binary_div_and_prelu_with_broadcast)
 		}
 }
 
+/* BINARY CMP_EQ .. CMP_GE: FP32 operands (ties, signed zeros, NaN, B broadcast) to INT8 truth values. */
+Test(vmath, comparisons_write_int8_truth_values)
+{
+	float *a = HF(A_OFF), *b = HF(B_OFF);
+	uint64_t seed = 5;
+
+	for (int i = 0; i < 256; i++) {
+		a[i] = (float)((int)(trng(&seed) % 7) - 3) * 0.5f;
+		b[i] = (float)((int)(trng(&seed) % 7) - 3) * 0.5f;
+	}
+	a[3] = NAN, b[5] = NAN, a[7] = -0.0f, b[7] = 0.0f;
+	for (int fn = TNPU_VEC_CMP_EQ; fn <= TNPU_VEC_CMP_GE; fn++)
+		for (int bc = 0; bc < 2; bc++) {
+			struct tnpu_cmd_vec v = vcmd(TNPU_VEC_BINARY, (uint8_t)fn, 64);
+
+			v.out_dtype = TNPU_DTYPE_INT8;
+			v.n[2] = 4;
+			v.a_st[2] = 256;
+			v.b_st[2] = bc ? 0 : 256;
+			v.d_st[2] = 64;
+			v.d_st[3] = 1;
+			put(B_OFF + 1024);
+			tcb_raw(&cb, &v, sizeof(v));
+			get(D_OFF, HOST_OUT, 256);
+			cr_assert_eq(run(), 0, "%s", tnpu_err_name(res.error));
+			for (int i = 0; i < 256; i++) {
+				float x = a[i], w = b[bc ? i % 64 : i];
+				int r = fn == TNPU_VEC_CMP_EQ ? x == w : fn == TNPU_VEC_CMP_LT ? x < w :
+					fn == TNPU_VEC_CMP_LE ? x <= w : fn == TNPU_VEC_CMP_GT ? x > w : x >= w;
+
+				cr_assert_eq(H(HOST_OUT)[i], r, "fn %d bc %d i %d: %g vs %g", fn, bc, i, x, w);
+			}
+		}
+}
+
 /* ---- REDUCE MIN, PROD, ARGMAX, ARGMIN ---------------------------------------------------------- */
 
 /* The spec's ARG rule: NaN ranks above (ARGMAX) or below (ARGMIN) every number; a tie keeps the first
@@ -425,7 +460,15 @@ Test(vmath, malformed_commands_fail_with_their_codes)
 	v.in_dtype = v.out_dtype = TNPU_DTYPE_INT32;
 	cr_assert_eq(run_one(&v), TNPU_ERR_VEC_DESC);
 	cr_assert_eq(res.err_info, 10);
-	v = vcmd(TNPU_VEC_BINARY, TNPU_VEC_POW + 1, 16);	/* unknown BINARY func */
+	v = vcmd(TNPU_VEC_BINARY, TNPU_VEC_CMP_GE, 16);	/* a comparison writes INT8 */
+	cr_assert_eq(run_one(&v), TNPU_ERR_VEC_DESC);
+	cr_assert_eq(res.err_info, 11);
+	v.out_dtype = TNPU_DTYPE_INT8;
+	v.d_st[3] = 1;
+	v.vflags = TNPU_VEC_F_RELU;	/* and has no ReLU */
+	cr_assert_eq(run_one(&v), TNPU_ERR_VEC_DESC);
+	cr_assert_eq(res.err_info, 14);
+	v = vcmd(TNPU_VEC_BINARY, TNPU_VEC_CMP_GE + 1, 16);	/* unknown BINARY func */
 	cr_assert_eq(run_one(&v), TNPU_ERR_VEC_DESC);
 	cr_assert_eq(res.err_info, 9);
 	v = vcmd(TNPU_VEC_MAP, TNPU_VEC_LEAKY, 16);	/* LEAKY uses lo only */

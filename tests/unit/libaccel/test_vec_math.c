@@ -130,6 +130,28 @@ Test(vmath, eltwise_div_and_prelu_broadcast_per_channel)
 			cr_assert_eq(F(bo)[i], r, "op %d i %u: %g vs %g", op, i, F(bo)[i], r);	/* IEEE: exact */
 		}
 	}
+	{	/* comparisons: INT8 truth values (NaN compares false) */
+		struct accel_buffer *bq = alloc_buf(dev, N * C * H * W);
+		struct accel_tensor q;
+
+		F(ba)[3] = NAN;
+		accel_tensor_4d(bq, 0, ACCEL_INT8, ACCEL_LAYOUT_NCHW, N, C, H, W, &q);
+		for (int op = ACCEL_ELT_EQ; op <= ACCEL_ELT_GE; op++) {
+			struct accel_eltwise_desc d = { .a = &a, .b = &b, .out = &q, .op = (enum accel_eltwise_op)op };
+
+			cr_assert_eq(accel_eltwise(dev, &d, NULL, NULL), 0, "op %d: %s", op, accel_last_error(dev));
+			for (uint32_t i = 0; i < N * C * H * W; i++) {
+				float x = F(ba)[i], w = F(bb)[(i / (H * W)) % C];
+				int r = op == ACCEL_ELT_EQ ? x == w : op == ACCEL_ELT_LT ? x < w : op == ACCEL_ELT_LE ? x <= w :
+					op == ACCEL_ELT_GT ? x > w : x >= w;
+
+				cr_assert_eq(((int8_t *)accel_buffer_ptr(bq))[i], r, "op %d i %u", op, i);
+			}
+			d.out = &o;	/* an FP32 output: -EINVAL */
+			cr_assert_eq(accel_eltwise(dev, &d, NULL, NULL), -EINVAL);
+		}
+		accel_buffer_free(bq);
+	}
 	{	/* fp32 only */
 		struct accel_eltwise_desc d = { .a = &a, .b = &b, .out = &o, .op = ACCEL_ELT_DIV };
 		struct accel_tensor ai = a, bi = b, oi = o;

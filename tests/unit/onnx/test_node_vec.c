@@ -62,8 +62,10 @@ static void check(struct onnx_model *m, const char *dev_path, const struct onnx_
 				cr_assert(isnan(r) ? isnan(g) : (g == r || fabsf(g - r) <= 1e-5f + 1e-4f * fabsf(r)),
 					  "%s output %u [%zu] = %g, CPU %g", info.op, o, i, g, r);
 			} else {
-				cr_assert_eq(((int64_t *)got[o].data)[i], ((int64_t *)ref[o].data)[i], "%s output %u [%zu]",
-					     info.op, o, i);
+				size_t es = onnx_dtype_size(ref[o].dtype);
+
+				cr_assert_eq(memcmp((char *)got[o].data + i * es, (char *)ref[o].data + i * es, es), 0,
+					     "%s output %u [%zu]", info.op, o, i);
 			}
 		}
 		onnx_tensor_release(&got[o]);
@@ -138,6 +140,9 @@ Test(onnx_node_vec, arithmetic_with_broadcasting)
 		{ "PRelu", 4, 3, { 2, 3, 4, 5 }, { 3, 1, 1 }, true },
 		{ "Max", 1, 2, { 4 }, { 2, 4 }, false },
 		{ "Sub", 2, 2, { 5, 1 }, { 1, 6 }, false },
+		{ "Greater", 3, 2, { 2, 3, 4 }, { 3, 1 }, true },	/* comparisons: BOOL outputs */
+		{ "LessOrEqual", 2, 2, { 5, 1 }, { 1, 6 }, true },
+		{ "Equal", 1, 1, { 6 }, { 6 }, true },
 	};
 
 	for (size_t k = 0; k < sizeof(cases) / sizeof(cases[0]); k++) {
@@ -152,6 +157,12 @@ Test(onnx_node_vec, arithmetic_with_broadcasting)
 		m = load(b);
 		rnd(&in[0], cases[k].na, cases[k].a, 2, 0);
 		rnd(&in[1], cases[k].nb, cases[k].b, 1, 1.5f);	/* a divisor in [0.5, 2.5) */
+		if (!strcmp(cases[k].op, "Equal")) {	/* ties, signed zeros, a NaN */
+			static const float ea[6] = { 1, 2, -0.0f, NAN, 3, 4 }, eb[6] = { 1, 3, 0.0f, NAN, 3, -4 };
+
+			memcpy(in[0].data, ea, sizeof(ea));
+			memcpy(in[1].data, eb, sizeof(eb));
+		}
 		if (!cases[k].vmath)	/* Add, Sub, Mul, Max, Min: the host node by node */
 			host_both(m, in, 2, 0);
 		else

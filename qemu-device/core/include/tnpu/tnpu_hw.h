@@ -843,7 +843,7 @@ _Static_assert(offsetof(struct tnpu_cmd_dma_bands, band_first) == 56, "dma bands
 #define TNPU_FEAT_CPAIR		TNPU_BIT(21)	/* operand flags CPAIR: cluster pairs, a second stride (#16) */
 #define TNPU_FEAT_WRAP		TNPU_BIT(22)	/* operand flags WRAP: a tile's rows wrap by a row pitch (#16) */
 #define TNPU_FEAT_WDECOMP	TNPU_BIT(23)	/* DMA_DEQ: packed int8/int4 weights expanded on load (#29) */
-/* VEC math (#30): MAP funcs 26..38, BINARY DIV/PRELU/POW, REDUCE MIN/PROD/ARGMAX/ARGMIN (vector-units.md) */
+/* VEC math (#30): MAP funcs 26..38, BINARY DIV/PRELU/POW/CMP_*, REDUCE MIN/PROD/ARGMAX/ARGMIN (vector-units.md) */
 #define TNPU_FEAT_VEC_MATH	TNPU_BIT(25)
 
 /* Depthwise parameter record (register-file entry named by the CONFIG header's dw_rf). */
@@ -965,6 +965,8 @@ enum tnpu_vec_map_fn {
 enum tnpu_vec_bin_fn {
 	TNPU_VEC_ADD = 0, TNPU_VEC_SUB = 1, TNPU_VEC_MUL = 2, TNPU_VEC_MAX = 3, TNPU_VEC_MIN = 4,
 	TNPU_VEC_DIV = 5, TNPU_VEC_PRELU = 6, TNPU_VEC_POW = 7,	/* fp32 only; CAP_FEATURES bit 25 VEC_MATH */
+	/* comparisons: FP32 in, INT8 out 1 (true) or 0 (IEEE: NaN compares false); VEC_MATH */
+	TNPU_VEC_CMP_EQ = 8, TNPU_VEC_CMP_LT = 9, TNPU_VEC_CMP_LE = 10, TNPU_VEC_CMP_GT = 11, TNPU_VEC_CMP_GE = 12,
 };
 enum tnpu_vec_pool_fn { TNPU_VEC_POOL_MAX = 0, TNPU_VEC_POOL_AVG = 1 };
 enum tnpu_vec_red_fn {
