@@ -67,6 +67,8 @@ int accel_batchnorm(struct onnx_ctx *c);
 int accel_instancenorm(struct onnx_ctx *c);
 /* Resize/Upsample of FLOAT tensors as GEMMs by the axes' interpolation matrices (ops_accel_resize.c). */
 int accel_resize(struct onnx_ctx *c);
+/* RNN, GRU, LSTM with the input projections as device GEMMs (ops_accel_resize.c). */
+int accel_rnn(struct onnx_ctx *c);
 
 /* One GEMM job, waited for: C[M x N] (at coff of cb) = op(A) op(B) (ta/tb: A stored K x M, B N x K) with
  * epilogue epi (NULL: none); dt FP32 or INT8 (C INT32). */

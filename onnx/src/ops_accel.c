@@ -837,4 +837,5 @@ const onnx_kernel onnx_accel_kernels[OP_COUNT] = {
 	[OP_SUM] = accel_vec_variadic, [OP_MEAN] = accel_vec_variadic, [OP_HARDMAX] = accel_vec_hardmax,
 	[OP_MAX] = accel_vec_variadic, [OP_MIN] = accel_vec_variadic,
 	[OP_NLLLOSS] = accel_vec_nllloss,
+	[OP_RNN] = accel_rnn, [OP_GRU] = accel_rnn, [OP_LSTM] = accel_rnn,
 };

@@ -1,6 +1,7 @@
 /* SPDX-License-Identifier: MIT */
 /*
- * ops_accel_resize.c - Resize/Upsample of FLOAT tensors on the PE array.  Interpolation along one axis is
+ * ops_accel_resize.c - Resize/Upsample of FLOAT tensors on the PE array (and, below, the input
+ * projections of RNN, GRU and LSTM).  Interpolation along one axis is
  * a product with that axis's interpolation matrix R [out x in] (row i holds the weights of output i's
  * taps, edge-clamped taps added), so resizing the last two axes is two GEMMs: T = X · Rw^T over every row
  * of X (all leading indices and rows y at once), then Y_b = Rh · T_b per leading slice b.  Every mode and
@@ -132,4 +133,41 @@ out:
 	abufs_free(&bs);
 	rs_plan_free(&pl);
 	return ret;
+}
+
+/* ---- RNN, GRU, LSTM: the input projections on the PE array ----------------------------------- */
+
+/* xw[d] = X2 · W[d]^T, X2 the rows x in matrix of every step's input, one GEMM per direction. */
+static int device_proj(struct onnx_ctx *c, const float *x, const float *w, int64_t rows, int64_t in, int64_t cols,
+		       int64_t dirs, float *xw)
+{
+	struct accel_buffer *xb, *wb, *yb;
+	struct abufs bs = { .n = 0 };
+	int ret;
+
+	if (rows > UINT32_MAX || in > UINT32_MAX || cols > UINT32_MAX)
+		return ONNX_FALLBACK;
+	if ((ret = abuf_new(c, &bs, x, (size_t)(rows * in) * 4, &xb)) ||
+	    (ret = abuf_new(c, &bs, w, (size_t)(dirs * cols * in) * 4, &wb)) ||
+	    (ret = abuf_new(c, &bs, NULL, (size_t)(dirs * rows * cols) * 4, &yb)))
+		goto out;
+	for (int64_t d = 0; d < dirs && !ret; d++)
+		ret = gemm_run(c, ACCEL_FP32, xb, 0, wb, (uint64_t)(d * cols * in) * 4, yb, (uint64_t)(d * rows * cols) * 4,
+			       rows, in, cols, false, true, NULL);
+	if (!ret)
+		memcpy(xw, accel_buffer_ptr(yb), (size_t)(dirs * rows * cols) * 4);
+out:
+	abufs_free(&bs);
+	return ret;
+}
+
+/* RNN, GRU, LSTM with the input projections of every step as device GEMMs (the bulk of the MACs when the
+ * input is wider than the state); the recurrence (R·h, the gates' activations, the state) on the host. */
+int accel_rnn(struct onnx_ctx *c)
+{
+	const struct onnx_tensor *x = node_in(c, 0), *w = node_in(c, 1);
+
+	if (!x || !w || x->dtype != ONNX_FLOAT || w->dtype != ONNX_FLOAT || !x->count || !w->count)
+		return ONNX_FALLBACK;
+	return rnn_run(c, device_proj);
 }

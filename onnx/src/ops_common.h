@@ -50,6 +50,12 @@ int sce_loss(struct onnx_ctx *c, sce_logp_fn logp);
 typedef int (*nll_gather_fn)(struct onnx_ctx *c, const struct onnx_tensor *x, const struct onnx_tensor *t, int64_t N,
 			     int64_t C, int64_t D, bool has_ignore, int64_t ignore, float *gx);
 int nll_loss(struct onnx_ctx *c, nll_gather_fn gather);
+/* RNN, GRU, LSTM (ops_rnn.c) with the input projections xw[d][row][col] = Σ_k x[row][k] · w[d][col][k]
+ * (rows = seq·batch in X's order, cols = gates·hidden) from proj (the device's GEMMs in
+ * ops_accel_resize.c), or NULL: computed in the recurrence on the host.  0, proj's ONNX_FALLBACK, or -errno. */
+typedef int (*rnn_proj_fn)(struct onnx_ctx *c, const float *x, const float *w, int64_t rows, int64_t in, int64_t cols,
+			   int64_t dirs, float *xw);
+int rnn_run(struct onnx_ctx *c, rnn_proj_fn proj);
 
 /* Required input i (not absent). */
 int in_req(const struct onnx_ctx *c, unsigned i, const char *what, const struct onnx_tensor **t);

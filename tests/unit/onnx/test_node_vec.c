@@ -512,3 +512,54 @@ Test(onnx_node_vec, nll_loss_gather_as_a_one_hot_product)
 		onnx_model_free(m);
 	}
 }
+
+/* RNN, GRU (linear_before_reset) and bidirectional LSTM (peepholes, sequence_lens, layout 1): the input
+ * projections of every step as device GEMMs, the recurrence on the host; against the CPU kernel. */
+Test(onnx_node_vec, recurrent_input_projections_on_the_device)
+{
+	for (int op = 0; op < 3; op++) {
+		static const char *const ops[] = { "RNN", "GRU", "LSTM" };
+		const int64_t gates = op == 0 ? 1 : op == 1 ? 3 : 4, dirs = op == 2 ? 2 : 1, hid = 5, in_sz = 7;
+		const int64_t xd[3] = { op == 2 ? 2 : 4, op == 2 ? 4 : 2, in_sz };	/* LSTM: layout 1, [batch, seq, in] */
+		const int64_t wd[3] = { dirs, gates * hid, in_sz }, rd[3] = { dirs, gates * hid, hid };
+		const int64_t bd[2] = { dirs, 2 * gates * hid }, ld[1] = { 2 }, pd[2] = { dirs, 3 * hid };
+		const int32_t lens[2] = { 4, 3 };
+		struct mb *b = mb_new(14);
+		struct onnx_tensor in[6];
+		struct onnx_model *m;
+		Onnx__NodeProto *n;
+		unsigned n_in = op == 2 ? 6 : 4;
+
+		mb_input(b, "x");
+		mb_input(b, "w");
+		mb_input(b, "r");
+		mb_input(b, "b");
+		if (op == 2) {
+			mb_input(b, "l");
+			mb_input(b, "p");
+		}
+		n = mb_node(b, ops[op], op == 2 ? "x,w,r,b,l,,,p" : "x,w,r,b", "y,yh");
+		mb_attr_i(b, n, "hidden_size", hid);
+		if (op == 1)
+			mb_attr_i(b, n, "linear_before_reset", 1);
+		if (op == 2) {
+			mb_attr_s(b, n, "direction", "bidirectional");
+			mb_attr_i(b, n, "layout", 1);
+		}
+		mb_output(b, "y");
+		mb_output(b, "yh");
+		m = load(b);
+		rnd(&in[0], 3, xd, 2, 0);
+		rnd(&in[1], 3, wd, 0.5f, 0);
+		rnd(&in[2], 3, rd, 0.5f, 0);
+		rnd(&in[3], 2, bd, 0.2f, 0);
+		if (op == 2) {
+			cr_assert_eq(onnx_tensor_alloc(&in[4], ONNX_INT32, 1, ld), 0);
+			memcpy(in[4].data, lens, sizeof(lens));
+			rnd(&in[5], 2, pd, 0.3f, 0);
+		}
+		check(m, "sim", in, n_in, 2, 0, true);
+		release(in, n_in);
+		onnx_model_free(m);
+	}
+}
