@@ -467,6 +467,20 @@ struct accel_qadd_desc {
 ACCEL_API int accel_qadd(struct accel_dev *dev, const struct accel_qadd_desc *d, const struct accel_submit *sub,
 			 struct accel_job **job);
 
+/*
+ * FP32 <-> INT8 with one scale and zero point on the vector units (ISA 2), by the tensors' dtypes:
+ * FP32 -> INT8: out = sat8(rint(in * scale) + zero_point) (round half to even; NaN -> zero_point);
+ * INT8 -> FP32: out = (in - zero_point) * scale.  Same shape, any strides; scale finite, zero_point
+ * -128..127.  ONNX QuantizeLinear divides by its scale: pass 1/scale (exact for a power of two).
+ */
+struct accel_quant_desc {
+	const struct accel_tensor *input, *output;
+	float scale;
+	int16_t zero_point;
+};
+ACCEL_API int accel_quant(struct accel_dev *dev, const struct accel_quant_desc *d, const struct accel_submit *sub,
+			  struct accel_job **job);
+
 /* Softmax over the last axis of a 2-D FP32 matrix (rows x cols, any row pitch): exp(x - max) / sum. */
 struct accel_softmax_desc {
 	const struct accel_tensor *input, *output;

@@ -316,6 +316,45 @@ int accel_activation_vec(struct accel_dev *dev, const struct accel_activation_de
 	return run(dev, &j, ts, 2, NULL, 0, sub, job);
 }
 
+/* ---- accel_quant --------------------------------------------------------------------------- */
+
+int accel_quant(struct accel_dev *dev, const struct accel_quant_desc *d, const struct accel_submit *sub,
+		struct accel_job **job)
+{
+	const struct accel_tensor *ts[2];
+	struct vx_job j;
+	bool q;
+	int ret;
+
+	ret = accel_op_begin(dev, d, "accel_quant", job);
+	if (ret)
+		return ret;
+	if ((ret = arg_tensor(dev, d->input, "input")) || (ret = arg_tensor(dev, d->output, "output")) ||
+	    (ret = vx_need(dev, "accel_quant")))
+		return ret;
+	q = d->input->dtype == ACCEL_FP32;
+	if (!(q ? d->output->dtype == ACCEL_INT8 : d->input->dtype == ACCEL_INT8 && d->output->dtype == ACCEL_FP32))
+		return accel_seterr(dev, -EINVAL, "quant: FP32 -> INT8 or INT8 -> FP32");
+	if (d->input->ndim != d->output->ndim)
+		return accel_seterr(dev, -EINVAL, "quant: input and output need the same shape");
+	for (unsigned i = 0; i < d->input->ndim; i++)
+		if (d->input->shape[i] != d->output->shape[i])
+			return accel_seterr(dev, -EINVAL, "quant: input and output need the same shape");
+	if (!isfinite(d->scale) || d->zero_point < -128 || d->zero_point > 127)
+		return accel_seterr(dev, -EINVAL, "quant: scale %g must be finite and zero_point %d in -128..127",
+				    (double)d->scale, d->zero_point);
+	job_init(&j, d->output);
+	j.n_in = 1;
+	vx_opnd_of(d->input, &j.in[0]);
+	j.tmpl = vx_cmd(TNPU_VEC_MAP, q ? TNPU_VEC_QUANT : TNPU_VEC_DEQUANT, q ? TNPU_DTYPE_FP32 : TNPU_DTYPE_INT8,
+			q ? TNPU_DTYPE_INT8 : TNPU_DTYPE_FP32);
+	j.tmpl.scale = vx_f32(d->scale);
+	j.tmpl.zero_point = d->zero_point;
+	ts[0] = d->input;
+	ts[1] = d->output;
+	return run(dev, &j, ts, 2, NULL, 0, sub, job);
+}
+
 /* ---- accel_transpose ----------------------------------------------------------------------- */
 
 /* Everything accel_transpose checks before it lowers (accel_op_supported asks the same). */

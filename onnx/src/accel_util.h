@@ -62,6 +62,8 @@ int accel_vec_layernorm(struct onnx_ctx *c);
 int accel_vec_variadic(struct onnx_ctx *c);
 int accel_vec_hardmax(struct onnx_ctx *c);
 int accel_vec_nllloss(struct onnx_ctx *c);
+int accel_vec_qdq(struct onnx_ctx *c);
+int accel_vec_dynq(struct onnx_ctx *c);
 /* BatchNormalization (parameters of the run) and InstanceNormalization on the vector units (ops_accel_norm.c). */
 int accel_batchnorm(struct onnx_ctx *c);
 int accel_instancenorm(struct onnx_ctx *c);

@@ -838,4 +838,6 @@ const onnx_kernel onnx_accel_kernels[OP_COUNT] = {
 	[OP_MAX] = accel_vec_variadic, [OP_MIN] = accel_vec_variadic,
 	[OP_NLLLOSS] = accel_vec_nllloss,
 	[OP_RNN] = accel_rnn, [OP_GRU] = accel_rnn, [OP_LSTM] = accel_rnn,
+	[OP_QUANTIZELINEAR] = accel_vec_qdq, [OP_DEQUANTIZELINEAR] = accel_vec_qdq,
+	[OP_DYNQUANTIZELINEAR] = accel_vec_dynq,
 };

@@ -720,3 +720,86 @@ int accel_vec_nllloss(struct onnx_ctx *c)
 		return ONNX_FALLBACK;
 	return nll_loss(c, device_gather);
 }
+
+/* ---- QuantizeLinear, DequantizeLinear ------------------------------------------------------------- */
+
+/*
+ * Per-tensor QuantizeLinear and DequantizeLinear, INT8 or UINT8 (as INT8 with the zero point and every
+ * byte moved by 128: sat8(v - 128) + 128 is UINT8's saturation), on the vector units (accel_quant).
+ * QuantizeLinear divides by its scale, the unit multiplies: only a power-of-two scale, whose reciprocal
+ * is exact, gives the specification's bits; another scale, per-axis parameters, INT32 inputs: the host.
+ */
+int accel_vec_qdq(struct onnx_ctx *c)
+{
+	const struct onnx_tensor *x = node_in(c, 0), *s = node_in(c, 1), *z = node_in(c, 2);
+	bool q = c->n->op == OP_QUANTIZELINEAR, u8;
+	struct accel_quant_desc d = { 0 };
+	struct abufs bs = { .n = 0 };
+	struct accel_buffer *xb, *yb;
+	struct accel_tensor xt, yt;
+	struct accel_job *job = NULL;
+	float scale;
+	int exp, zp;
+	int ret;
+
+	if (!x || !s || s->count != 1 || s->dtype != ONNX_FLOAT || !x->count || x->count > UINT32_MAX ||
+	    (z && z->count != 1) || attr_find(c->n->pb, "output_dtype") || !dev_has(c, 15))
+		return ONNX_FALLBACK;
+	scale = ((const float *)s->data)[0];
+	u8 = z ? z->dtype == ONNX_UINT8 : q;	/* QuantizeLinear's default output: UINT8 */
+	if ((z && z->dtype != ONNX_UINT8 && z->dtype != ONNX_INT8) || !(scale > 0) || isinf(scale) ||
+	    (q ? x->dtype != ONNX_FLOAT : (x->dtype != (u8 ? ONNX_UINT8 : ONNX_INT8))) || (q && frexpf(scale, &exp) != 0.5f))
+		return ONNX_FALLBACK;
+	zp = z ? (u8 ? ((const uint8_t *)z->data)[0] - 128 : ((const int8_t *)z->data)[0]) : (u8 ? -128 : 0);
+	if ((ret = out_alloc(c, 0, q ? (u8 ? ONNX_UINT8 : ONNX_INT8) : ONNX_FLOAT, x->ndim, x->dims)))
+		return ret < 0 ? ret : 0;
+	if ((ret = dev_mat(c, &bs, x->data, x->count * (q ? 4 : 1), q ? ACCEL_FP32 : ACCEL_INT8, 1, (uint32_t)x->count,
+			   &xb, &xt)) ||
+	    (ret = dev_mat(c, &bs, NULL, x->count * (q ? 1 : 4), q ? ACCEL_INT8 : ACCEL_FP32, 1, (uint32_t)x->count, &yb,
+			   &yt)))
+		goto out;
+	if (!q && u8)
+		for (size_t i = 0; i < x->count; i++)
+			((uint8_t *)accel_buffer_ptr(xb))[i] ^= 0x80;
+	d.input = &xt;
+	d.output = &yt;
+	d.scale = q ? 1.0f / scale : scale;
+	d.zero_point = (int16_t)zp;
+	ret = accel_quant(c->dev, &d, NULL, &job);
+	if ((ret = ajob_finish(c, ret, job, "accel_quant")))
+		goto out;
+	memcpy(node_out(c, 0)->data, accel_buffer_ptr(yb), x->count * (q ? 1 : 4));
+	if (q && u8)
+		for (size_t i = 0; i < x->count; i++)
+			((uint8_t *)node_out(c, 0)->data)[i] ^= 0x80;
+out:
+	abufs_free(&bs);
+	return ret;
+}
+
+/* DynamicQuantizeLinear's range: REDUCE MIN and MAX of x as one row (up to 4096 values; more: the host),
+ * a NaN propagated by both (then found on the host for the node's error). */
+static int device_range(struct onnx_ctx *c, const struct onnx_tensor *x, float *lo, float *hi)
+{
+	int ret;
+
+	if (x->count > 4096 || !dev_has(c, 15) || !dev_has(c, 25))
+		return ONNX_FALLBACK;
+	if ((ret = reduce_jobs(c, x->data, ACCEL_REDUCE_MIN, 1, x->count, 1, lo)) ||
+	    (ret = reduce_jobs(c, x->data, ACCEL_REDUCE_MAX, 1, x->count, 1, hi)))
+		return ret;
+	if (*lo != *lo || *hi != *hi)
+		for (size_t i = 0; i < x->count; i++)
+			if (((const float *)x->data)[i] != ((const float *)x->data)[i])
+				return node_err(c, -EINVAL, "x holds a NaN at %zu (no scale quantises it)", i);
+	return 0;
+}
+
+int accel_vec_dynq(struct onnx_ctx *c)
+{
+	const struct onnx_tensor *x = node_in(c, 0);
+
+	if (!x || x->dtype != ONNX_FLOAT || !x->count)
+		return ONNX_FALLBACK;
+	return dynq_run(c, device_range);
+}

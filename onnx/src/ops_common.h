@@ -56,6 +56,10 @@ int nll_loss(struct onnx_ctx *c, nll_gather_fn gather);
 typedef int (*rnn_proj_fn)(struct onnx_ctx *c, const float *x, const float *w, int64_t rows, int64_t in, int64_t cols,
 			   int64_t dirs, float *xw);
 int rnn_run(struct onnx_ctx *c, rnn_proj_fn proj);
+/* DynamicQuantizeLinear (ops_norm.c) with x's minimum and maximum (x not empty; a NaN is the node's error)
+ * from range (the host's, or the vector units' REDUCE MIN/MAX in ops_accel_vec.c). */
+typedef int (*dynq_range_fn)(struct onnx_ctx *c, const struct onnx_tensor *x, float *lo, float *hi);
+int dynq_run(struct onnx_ctx *c, dynq_range_fn range);
 
 /* Required input i (not absent). */
 int in_req(const struct onnx_ctx *c, unsigned i, const char *what, const struct onnx_tensor **t);

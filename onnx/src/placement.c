@@ -23,13 +23,11 @@ static const char *host_reason(enum onnx_op op)
 		return "data-dependent control (sorting, selection): no device lowering";
 	case OP_GRIDSAMPLE: case OP_ROIALIGN:
 		return "interpolation: ISA v1 has no gather/interpolation unit";
-	case OP_RNN: case OP_GRU: case OP_LSTM:
-		return "a recurrence of small gate products with sigmoid/tanh: no device lowering yet (issue 30)";
 	case OP_LRN: case OP_MVN:
 		return "needs division, sqrt or pow: the v1 SFU has ReLU and CLAMP only";
 	case OP_CELU: case OP_ISNAN: case OP_ISINF:
 		return "element-wise arithmetic: ISA v1 has no element-wise unit";
-	case OP_DYNQUANTIZELINEAR: case OP_CASTLIKE:
+	case OP_CASTLIKE:
 		return "type conversion: ONNX defines it in float, outside the SFU's fixed-point requantiser";
 	case OP_GATHERND: case OP_COMPRESS: case OP_NONZERO: case OP_REVERSESEQUENCE:
 		return "data-dependent indexing: ISA v1 has no gather/scatter unit";
@@ -40,7 +38,7 @@ static const char *host_reason(enum onnx_op op)
 		return "data-dependent indexing: ISA v1 has no gather/scatter unit";
 	case OP_ADD: case OP_SUB: case OP_MUL: case OP_AND: case OP_OR: case OP_XOR: case OP_NOT: case OP_WHERE:
 		return "element-wise arithmetic: ISA v1 has no element-wise unit";
-	case OP_QUANTIZELINEAR: case OP_DEQUANTIZELINEAR: case OP_CAST:
+	case OP_CAST:
 		return "type conversion: ONNX defines it in float, outside the SFU's fixed-point requantiser";
 	case OP_MATMULNBITS:
 		return "a weight-only quantised MatMul the loader did not dequantise (a bias, g_idx or weights that are "

@@ -563,3 +563,49 @@ Test(onnx_node_vec, recurrent_input_projections_on_the_device)
 		onnx_model_free(m);
 	}
 }
+
+/* QuantizeLinear with a power-of-two scale (UINT8 and INT8, saturating, ties to even) and
+ * DequantizeLinear of UINT8/INT8 on the vector units; another scale quantises on the host (the unit
+ * multiplies by 1/scale, exact only for a power of two); DynamicQuantizeLinear's range by the device's
+ * REDUCE MIN/MAX. */
+Test(onnx_node_vec, quantize_dequantize_and_dynamic_range)
+{
+	static const int64_t d[1] = { 12 }, one[1] = { 1 };
+	static const float xs[12] = { 0, 1, 2, 3, -1, -3, 5, 511, -700, 2.5f, -2.5f, 0.75f };
+
+	for (int k = 0; k < 6; k++) {	/* Q u8, Q i8, Q u8 scale 0.3 (host), DQ u8, DQ i8, Dynamic */
+		bool dq = k == 3 || k == 4, u8 = k == 0 || k == 2 || k == 3, dyn = k == 5;
+		float scale = k == 2 ? 0.3f : (k == 1 ? 0.25f : 2.0f);
+		struct mb *b = mb_new(13);
+		struct onnx_tensor in[3];
+		struct onnx_model *m;
+
+		mb_input(b, "x");
+		if (dyn) {
+			mb_node(b, "DynamicQuantizeLinear", "x", "y,ys,yz");
+		} else {
+			mb_input(b, "s");
+			mb_input(b, "z");
+			mb_node(b, dq ? "DequantizeLinear" : "QuantizeLinear", "x,s,z", "y");
+		}
+		mb_output(b, "y");
+		m = load(b);
+		if (dq) {
+			cr_assert_eq(onnx_tensor_alloc(&in[0], u8 ? ONNX_UINT8 : ONNX_INT8, 1, d), 0);
+			for (int i = 0; i < 12; i++)
+				((uint8_t *)in[0].data)[i] = (uint8_t)(i * 23 + 7);
+		} else {
+			cr_assert_eq(onnx_tensor_alloc(&in[0], ONNX_FLOAT, 1, d), 0);
+			memcpy(in[0].data, xs, sizeof(xs));
+		}
+		if (!dyn) {
+			cr_assert_eq(onnx_tensor_alloc(&in[1], ONNX_FLOAT, 0, one), 0);	/* scalars: per tensor */
+			((float *)in[1].data)[0] = scale;
+			cr_assert_eq(onnx_tensor_alloc(&in[2], u8 ? ONNX_UINT8 : ONNX_INT8, 0, one), 0);
+			((uint8_t *)in[2].data)[0] = u8 ? 128 : (uint8_t)(int8_t)-3;
+		}
+		check(m, "sim", in, dyn ? 1 : 3, 1, 0, k != 2);
+		release(in, dyn ? 1 : 3);
+		onnx_model_free(m);
+	}
+}
