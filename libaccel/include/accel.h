@@ -274,6 +274,20 @@ enum accel_act {
 	ACCEL_ACT_SILU = 10,		/* x * sigmoid(x) */
 	ACCEL_ACT_RECIP = 11,		/* 1/x */
 	ACCEL_ACT_RSQRT = 12,		/* 1/sqrt(x) */
+	/* VEC math (CAP_FEATURES bit 25; -EOPNOTSUPP without it for FP32): vector-units.md */
+	ACCEL_ACT_LOG = 13,		/* ln x */
+	ACCEL_ACT_SQRT = 14,
+	ACCEL_ACT_ABS = 15,
+	ACCEL_ACT_NEG = 16,
+	ACCEL_ACT_FLOOR = 17,
+	ACCEL_ACT_CEIL = 18,
+	ACCEL_ACT_ROUND = 19,		/* half to even */
+	ACCEL_ACT_SIGN = 20,
+	ACCEL_ACT_LEAKYRELU = 21,	/* x < 0 ? alpha*x : x */
+	ACCEL_ACT_ELU = 22,		/* beta * (x > 0 ? x : alpha*(e^x - 1)), beta 0 = 1 (Selu: ONNX's gamma) */
+	ACCEL_ACT_THRESHOLDEDRELU = 23,	/* x > alpha ? x : 0 */
+	ACCEL_ACT_SOFTPLUS = 24,	/* ln(1 + e^x) */
+	ACCEL_ACT_SOFTSIGN = 25,	/* x / (1 + |x|) */
 };
 
 /* Output epilogue, applied by the SFU in this order: bias, activation, requantisation. */
@@ -359,6 +373,9 @@ ACCEL_API int accel_conv2d_pwdw(struct accel_dev *dev, const struct accel_conv2d
 enum accel_pool_kind {
 	ACCEL_POOL_MAX = 0,
 	ACCEL_POOL_AVG = 1,	/* average over the window including padding (count = R*S) */
+	/* FP32 average over the window's taps inside the input (ONNX count_include_pad 0, and ceil_mode's
+	 * overhang never counted): the vector units (ISA 2; -EOPNOTSUPP without CAP_FEATURES bit 15) */
+	ACCEL_POOL_AVG_EXCL_PAD = 2,
 };
 
 struct accel_pool2d_desc {
@@ -383,7 +400,7 @@ struct accel_activation_desc {
 	enum accel_act act;
 	int32_t clamp_lo_i, clamp_hi_i;
 	float clamp_lo_f, clamp_hi_f;
-	float alpha, beta;		/* HARDSIGMOID; both 0 = ONNX defaults 0.2, 0.5 */
+	float alpha, beta;		/* HARDSIGMOID (both 0 = ONNX defaults 0.2, 0.5); LEAKYRELU, ELU, THRESHOLDEDRELU */
 	float in_scale, out_scale;	/* INT8 functions: real value = scale * (q - zero_point) */
 	int32_t in_zero_point, out_zero_point;
 };
@@ -398,6 +415,16 @@ enum accel_eltwise_op {
 	ACCEL_ELT_MUL = 2,
 	ACCEL_ELT_MAX = 3,
 	ACCEL_ELT_MIN = 4,
+	/* FP32 only, VEC math (CAP_FEATURES bit 25; -EOPNOTSUPP without it) */
+	ACCEL_ELT_DIV = 5,		/* a / b */
+	ACCEL_ELT_PRELU = 6,		/* a < 0 ? a * b : a (b the slope) */
+	ACCEL_ELT_POW = 7,		/* a^b (vector-units.md POW: exp(b log a), negative a at integer b) */
+	/* comparisons, FP32 in, INT8 out 1 or 0 (NaN compares false), act NONE */
+	ACCEL_ELT_EQ = 8,
+	ACCEL_ELT_LT = 9,
+	ACCEL_ELT_LE = 10,
+	ACCEL_ELT_GT = 11,
+	ACCEL_ELT_GE = 12,
 };
 
 /*
@@ -440,12 +467,30 @@ struct accel_qadd_desc {
 ACCEL_API int accel_qadd(struct accel_dev *dev, const struct accel_qadd_desc *d, const struct accel_submit *sub,
 			 struct accel_job **job);
 
+/*
+ * FP32 <-> INT8 with one scale and zero point on the vector units (ISA 2), by the tensors' dtypes:
+ * FP32 -> INT8: out = sat8(rint(in * scale) + zero_point) (round half to even; NaN -> zero_point);
+ * INT8 -> FP32: out = (in - zero_point) * scale.  Same shape, any strides; scale finite, zero_point
+ * -128..127.  ONNX QuantizeLinear divides by its scale: pass 1/scale (exact for a power of two).
+ */
+struct accel_quant_desc {
+	const struct accel_tensor *input, *output;
+	float scale;
+	int16_t zero_point;
+};
+ACCEL_API int accel_quant(struct accel_dev *dev, const struct accel_quant_desc *d, const struct accel_submit *sub,
+			  struct accel_job **job);
+
 /* Softmax over the last axis of a 2-D FP32 matrix (rows x cols, any row pitch): exp(x - max) / sum. */
 struct accel_softmax_desc {
 	const struct accel_tensor *input, *output;
 };
 ACCEL_API int accel_softmax(struct accel_dev *dev, const struct accel_softmax_desc *d, const struct accel_submit *sub,
 			    struct accel_job **job);
+/* LogSoftmax likewise: (x - max) - ln(sum(exp(x - max))) (VEC math, CAP_FEATURES bit 25; -EOPNOTSUPP
+ * without it). */
+ACCEL_API int accel_log_softmax(struct accel_dev *dev, const struct accel_softmax_desc *d,
+				const struct accel_submit *sub, struct accel_job **job);
 
 /* LayerNorm over the last axis of a 2-D FP32 matrix: (x - mean) * rsqrt(var + epsilon) * gamma + beta,
  * var the biased variance; gamma, beta optional 1 x cols (or cols x 1) FP32 vectors. */
@@ -459,8 +504,16 @@ ACCEL_API int accel_layernorm(struct accel_dev *dev, const struct accel_layernor
 
 /* Reduction over the last axis of a 2-D FP32 matrix: out (rows x 1) = SUM, MEAN, MAX or SUMSQ (sum of
  * squares) of every row (ONNX ReduceSum/ReduceMean/ReduceMax/ReduceSumSquare over the last axis, a
- * global average pool of an NCHW image viewed as (N*C) x (H*W)). */
-enum accel_reduce_op { ACCEL_REDUCE_SUM = 0, ACCEL_REDUCE_MEAN = 1, ACCEL_REDUCE_MAX = 2, ACCEL_REDUCE_SUMSQ = 3 };
+ * global average pool of an NCHW image viewed as (N*C) x (H*W)).  With VEC math (CAP_FEATURES bit 25;
+ * -EOPNOTSUPP without it) also MIN, PROD, L1 (sum |x|), L2 (sqrt of the sum of squares), LOGSUM,
+ * LOGSUMEXP (max + ln sum exp(x - max)), and ARGMAX/ARGMIN, whose output is INT32: the index of the
+ * first extreme (the _LAST variants: the last; ONNX select_last_index). */
+enum accel_reduce_op {
+	ACCEL_REDUCE_SUM = 0, ACCEL_REDUCE_MEAN = 1, ACCEL_REDUCE_MAX = 2, ACCEL_REDUCE_SUMSQ = 3,
+	ACCEL_REDUCE_MIN = 4, ACCEL_REDUCE_PROD = 5, ACCEL_REDUCE_L1 = 6, ACCEL_REDUCE_L2 = 7,
+	ACCEL_REDUCE_LOGSUM = 8, ACCEL_REDUCE_LOGSUMEXP = 9, ACCEL_REDUCE_ARGMAX = 10, ACCEL_REDUCE_ARGMIN = 11,
+	ACCEL_REDUCE_ARGMAX_LAST = 12, ACCEL_REDUCE_ARGMIN_LAST = 13,
+};
 struct accel_reduce_desc {
 	const struct accel_tensor *input, *output;
 	enum accel_reduce_op op;

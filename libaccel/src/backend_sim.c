@@ -341,6 +341,7 @@ static const struct sim_choice {
 	{ "cpair", { "on", "off", "all" }, CHOICE(cpair_mode) },
 	{ "qadd", { "on", "off" }, CHOICE(qadd_off) },
 	{ "wdecomp", { "on", "off" }, CHOICE(wdecomp_off) },
+	{ "vecmath", { "on", "off" }, CHOICE(vecmath_off) },
 	{ "pw", { "auto", "off", "on" }, CHOICE(pw_mode) },
 	{ "stream", { "on", "off", "only" }, CHOICE(stream_off) },
 	{ "submit", { "on", "off" }, CHOICE(submit_off) },
@@ -487,11 +488,12 @@ int accel_sim_open(struct accel_dev *dev, const char *opts)
 	c->rate_dispatch = TNPU_RATE_DISPATCH;
 	c->clock_mhz = s->cfg.clock_mhz;
 	c->max_cmdbuf = cmdbuf;
-	/* qcol=off / qadd=off / wdecomp=off: report a device without per-column requantisation / the vector
-	 * units' quantised add / the decompressing load (software's older-device paths) */
+	/* qcol=off / qadd=off / wdecomp=off / vecmath=off: report a device without per-column requantisation /
+	 * the vector units' quantised add / the decompressing load / VEC math (software's older-device paths) */
 	c->features = TNPU_FEATURES & (dev->qcol_off ? ~(uint32_t)TNPU_FEAT_SFU_QCOL : ~0u) &
 		      (dev->qadd_off ? ~(uint32_t)TNPU_FEAT_VEC_QADD : ~0u) &
 		      (dev->wdecomp_off ? ~(uint32_t)TNPU_FEAT_WDECOMP : ~0u) &
+		      (dev->vecmath_off ? ~(uint32_t)TNPU_FEAT_VEC_MATH : ~0u) &
 		      (dev->cpair_mode == 1 ? ~(uint32_t)TNPU_FEAT_CPAIR : ~0u) &
 		      (dev->wrap_mode == 1 ? ~(uint32_t)TNPU_FEAT_WRAP : ~0u);
 	{

@@ -65,6 +65,7 @@ struct accel_dev {
 	uint8_t qcol_off;		/* sim option qcol=off: CAP_FEATURES without bit 19 (SFU QCOL) */
 	uint8_t qadd_off;		/* sim option qadd=off: CAP_FEATURES without bit 20 (VEC QADD) */
 	uint8_t wdecomp_off;		/* sim option wdecomp=off: CAP_FEATURES without bit 23 (DMA_DEQ) */
+	uint8_t vecmath_off;		/* sim option vecmath=off: CAP_FEATURES without bit 25 (VEC math) */
 	uint8_t wrap_mode;	/* sim option wrap: 0 on, 1 off (CAP_FEATURES without bit 22, WRAP operands),
 				 * 2 all (the fused lowering's remainders only as row wraps: tests) */
 	uint8_t cpair_mode;	/* sim option cpair: 0 on, 1 off (CAP_FEATURES without bit 21, CPAIR operands),

@@ -98,7 +98,7 @@ int activation_validate(struct accel_dev *dev, const struct accel_activation_des
 	uint64_t L;
 	int ret;
 
-	if (d->act >= ACCEL_ACT_SIGMOID && d->act <= ACCEL_ACT_RSQRT) {
+	if (act_is_vec(d->act)) {
 		if ((ret = arg_tensor(dev, d->input, "input")) || (ret = arg_tensor(dev, d->output, "output")))
 			return ret;
 		return activation_vec_validate(dev, d);
@@ -122,7 +122,7 @@ int accel_activation(struct accel_dev *dev, const struct accel_activation_desc *
 	ret = accel_op_begin(dev, d, "accel_activation", job);
 	if (ret)
 		return ret;
-	if (d->act >= ACCEL_ACT_SIGMOID && d->act <= ACCEL_ACT_RSQRT) {	/* ISA 2 vector units */
+	if (act_is_vec(d->act)) {	/* ISA 2 vector units */
 		if ((ret = arg_tensor(dev, d->input, "input")) || (ret = arg_tensor(dev, d->output, "output")))
 			return ret;
 		return accel_activation_vec(dev, d, sub, job);
@@ -205,8 +205,14 @@ static int pool_check(struct accel_dev *dev, const struct accel_pool2d_desc *d, 
 	    out->shape[3] != *ow)
 		return accel_seterr(dev, -EINVAL, "pool2d: output must be {%u,%u,%u,%u}", in->shape[0], in->shape[1], *oh,
 				    *ow);
-	if (d->kind != ACCEL_POOL_MAX && d->kind != ACCEL_POOL_AVG)
+	if (d->kind != ACCEL_POOL_MAX && d->kind != ACCEL_POOL_AVG && d->kind != ACCEL_POOL_AVG_EXCL_PAD)
 		return accel_seterr(dev, -EINVAL, "pool2d: unknown kind %d", (int)d->kind);
+	if (d->kind == ACCEL_POOL_AVG_EXCL_PAD) {
+		if (in->dtype != ACCEL_FP32)
+			return accel_seterr(dev, -EINVAL, "pool2d: AVG_EXCL_PAD is FP32 only");
+		if (!(dev->caps.features & TNPU_FEAT_VEC))
+			return accel_seterr(dev, -EOPNOTSUPP, "pool2d: AVG_EXCL_PAD needs the vector units (CAP_FEATURES bit 15)");
+	}
 	return 0;
 }
 
@@ -216,18 +222,20 @@ static const void *at(const struct accel_tensor *t, uint32_t n, uint32_t c, uint
 	       x * t->strides[3];
 }
 
-/* Max pooling on the host: the ISA has no max reduction (see the file comment). */
-static void max_pool_host(const struct accel_pool2d_desc *d, uint32_t oh, uint32_t ow)
+/* Max pooling (and the fp32 average over the taps inside the input) on the host, where the vector units
+ * cannot take the window (a field too wide, a row larger than a storage-unit half); the average as the
+ * vector units compute it: the taps in order from 0.0, divided by their count. */
+static void pool_host(const struct accel_pool2d_desc *d, uint32_t oh, uint32_t ow)
 {
 	const struct accel_tensor *in = d->input, *out = d->output;
-	bool f32 = in->dtype == ACCEL_FP32;
+	bool f32 = in->dtype == ACCEL_FP32, avg = d->kind == ACCEL_POOL_AVG_EXCL_PAD;
 
 	for (uint32_t n = 0; n < in->shape[0]; n++)
 		for (uint32_t c = 0; c < in->shape[1]; c++)
 			for (uint32_t y = 0; y < oh; y++)
 				for (uint32_t x = 0; x < ow; x++) {
-					float mf = 0;
-					int mi = -128;
+					float mf = 0, sum = 0;
+					int mi = -128, cnt = 0;
 					bool any = false;
 
 					for (uint32_t ry = 0; ry < d->win_h; ry++)
@@ -241,6 +249,8 @@ static void max_pool_host(const struct accel_pool2d_desc *d, uint32_t oh, uint32
 								float v;
 
 								memcpy(&v, at(in, n, c, (uint32_t)iy, (uint32_t)ix), 4);
+								sum += v;
+								cnt++;
 								if (!any || v > mf || v != v)
 									mf = v;
 							} else {
@@ -250,6 +260,8 @@ static void max_pool_host(const struct accel_pool2d_desc *d, uint32_t oh, uint32
 							}
 							any = true;
 						}
+					if (avg)
+						mf = sum / (float)cnt;
 					if (f32)
 						memcpy((void *)at(out, n, c, y, x), &mf, 4);
 					else
@@ -297,7 +309,7 @@ int pool2d_validate(struct accel_dev *dev, const struct accel_pool2d_desc *d)
 	int ret;
 
 	ret = pool_check(dev, d, &oh, &ow);
-	if (ret || d->kind != ACCEL_POOL_AVG)
+	if (ret || d->kind != ACCEL_POOL_AVG)	/* MAX, AVG_EXCL_PAD: the vector units, else the host */
 		return ret;
 	ret = accel_tensor_4d(&shape_only, 0, d->input->dtype, d->input->layout, d->input->shape[1], 1, d->win_h,
 			      d->win_w, &wt);
@@ -440,15 +452,15 @@ int accel_pool2d(struct accel_dev *dev, const struct accel_pool2d_desc *d, const
 	if (ret)
 		return ret;
 	f32 = d->input->dtype == ACCEL_FP32;
-	if (d->kind == ACCEL_POOL_MAX) {
-		/* ISA 2: a max reduction over windows on the vector units */
-		ret = accel_pool_max_vec(dev, d, oh, ow, sub, job);
+	if (d->kind == ACCEL_POOL_MAX || d->kind == ACCEL_POOL_AVG_EXCL_PAD) {
+		/* ISA 2: a max (or fp32 average over the valid taps) over windows on the vector units */
+		ret = accel_pool_vec(dev, d, oh, ow, sub, job);
 		if (ret <= 0)
 			return ret;
 		ret = sub_wait(dev, sub);
 		if (ret)
 			return ret;
-		max_pool_host(d, oh, ow);
+		pool_host(d, oh, ow);
 		ret = accel_job_new(dev, 1, &j);
 		if (ret)
 			return ret;

@@ -49,6 +49,13 @@ static bool int8_q_ok(int32_t m, uint8_t shift, int16_t zp)
 	return shift <= 62 && zp >= -128 && zp <= 127;
 }
 
+int vm_need(struct accel_dev *dev, const char *what)
+{
+	if (!(dev->caps.features & TNPU_FEAT_VEC_MATH))
+		return accel_seterr(dev, -EOPNOTSUPP, "%s: the device has no VEC math (CAP_FEATURES bit 25)", what);
+	return 0;
+}
+
 /* ---- accel_eltwise ------------------------------------------------------------------------- */
 
 /* numpy broadcasting of a and b to out: one ndim, each dim equal to out's or 1. */
@@ -68,6 +75,7 @@ static int bcast_check(struct accel_dev *dev, const struct accel_tensor *a, cons
 int eltwise_validate(struct accel_dev *dev, const struct accel_eltwise_desc *d)
 {
 	enum accel_dtype dt;
+	bool cmp;
 	int ret;
 
 	if ((ret = arg_tensor(dev, d->a, "a")) || (ret = arg_tensor(dev, d->b, "b")) ||
@@ -76,18 +84,27 @@ int eltwise_validate(struct accel_dev *dev, const struct accel_eltwise_desc *d)
 	if ((ret = vx_need(dev, "accel_eltwise")))
 		return ret;
 	dt = d->a->dtype;
+	if ((unsigned)d->op > ACCEL_ELT_GE)
+		return accel_seterr(dev, -EINVAL, "eltwise: op: unknown op %d", (int)d->op);
+	cmp = d->op >= ACCEL_ELT_EQ;
 	if (d->b->dtype != dt)
 		return accel_seterr(dev, -EINVAL, "eltwise: a and b need the same dtype");
-	if (dt == ACCEL_FP32 ? d->out->dtype != ACCEL_FP32
-			     : (dt == ACCEL_INT32 ? d->out->dtype != ACCEL_INT32 : d->out->dtype == ACCEL_FP32))
-		return accel_seterr(dev, -EINVAL, "eltwise: output dtype must be FP32 (FP32), INT32 (INT32) or INT8/INT32 (INT8)");
+	if (cmp ? (dt != ACCEL_FP32 || d->out->dtype != ACCEL_INT8)
+		: dt == ACCEL_FP32 ? d->out->dtype != ACCEL_FP32
+				   : (dt == ACCEL_INT32 ? d->out->dtype != ACCEL_INT32 : d->out->dtype == ACCEL_FP32))
+		return accel_seterr(dev, -EINVAL, "eltwise: output dtype must be FP32 (FP32), INT32 (INT32) or INT8/INT32 (INT8); "
+				    "a comparison: FP32 in, INT8 out");
 	if ((ret = bcast_check(dev, d->a, d->b, d->out, "eltwise")))
 		return ret;
-	if ((unsigned)d->op > ACCEL_ELT_MIN)
-		return accel_seterr(dev, -EINVAL, "eltwise: op: unknown op %d", (int)d->op);
-	if (d->act != ACCEL_ACT_NONE && d->act != ACCEL_ACT_RELU)
-		return accel_seterr(dev, -EINVAL, "eltwise: act must be NONE or RELU");
-	if (d->out->dtype == ACCEL_INT8 && !int8_q_ok(d->multiplier, d->shift, d->zero_point))
+	if (d->op > ACCEL_ELT_MIN) {	/* DIV, PRELU, POW, the comparisons */
+		if ((ret = vm_need(dev, "eltwise DIV/PRELU/POW/comparison")))
+			return ret;
+		if (dt != ACCEL_FP32)
+			return accel_seterr(dev, -EINVAL, "eltwise: DIV, PRELU, POW and the comparisons are FP32 only");
+	}
+	if (d->act != ACCEL_ACT_NONE && (d->act != ACCEL_ACT_RELU || cmp))
+		return accel_seterr(dev, -EINVAL, "eltwise: act must be NONE or RELU (a comparison: NONE)");
+	if (d->out->dtype == ACCEL_INT8 && !cmp && !int8_q_ok(d->multiplier, d->shift, d->zero_point))
 		return accel_seterr(dev, -EINVAL, "eltwise: shift must be 0..62 and zero_point -128..127");
 	return 0;
 }
@@ -112,7 +129,7 @@ int accel_eltwise(struct accel_dev *dev, const struct accel_eltwise_desc *d, con
 	vx_opnd_of(d->b, &j.in[1]);
 	j.tmpl = vx_cmd(TNPU_VEC_BINARY, (uint8_t)d->op, hw_dt(dt), hw_dt(d->out->dtype));
 	j.tmpl.vflags = d->act == ACCEL_ACT_RELU ? TNPU_VEC_F_RELU : 0;
-	if (d->out->dtype == ACCEL_INT8 && dt == ACCEL_INT8) {
+	if (d->out->dtype == ACCEL_INT8 && dt == ACCEL_INT8) {	/* not a comparison: its input is FP32 */
 		j.tmpl.scale = d->multiplier ? (uint32_t)d->multiplier : 1u << 30;
 		j.tmpl.shift = d->multiplier ? d->shift : 30;
 		j.tmpl.zero_point = d->zero_point;
@@ -183,6 +200,11 @@ static const uint8_t act_fn[] = {
 	[ACCEL_ACT_GELU] = TNPU_VEC_GELU, [ACCEL_ACT_ERF] = TNPU_VEC_ERF,
 	[ACCEL_ACT_HARDSIGMOID] = TNPU_VEC_HARDSIGMOID, [ACCEL_ACT_HARDSWISH] = TNPU_VEC_HARDSWISH,
 	[ACCEL_ACT_SILU] = TNPU_VEC_SILU, [ACCEL_ACT_RECIP] = TNPU_VEC_RECIP, [ACCEL_ACT_RSQRT] = TNPU_VEC_RSQRT,
+	[ACCEL_ACT_LOG] = TNPU_VEC_LOG, [ACCEL_ACT_SQRT] = TNPU_VEC_SQRT, [ACCEL_ACT_ABS] = TNPU_VEC_ABS,
+	[ACCEL_ACT_NEG] = TNPU_VEC_NEG, [ACCEL_ACT_FLOOR] = TNPU_VEC_FLOOR, [ACCEL_ACT_CEIL] = TNPU_VEC_CEIL,
+	[ACCEL_ACT_ROUND] = TNPU_VEC_ROUND, [ACCEL_ACT_SIGN] = TNPU_VEC_SIGN, [ACCEL_ACT_LEAKYRELU] = TNPU_VEC_LEAKY,
+	[ACCEL_ACT_ELU] = TNPU_VEC_ELU, [ACCEL_ACT_THRESHOLDEDRELU] = TNPU_VEC_THRESH,
+	[ACCEL_ACT_SOFTPLUS] = TNPU_VEC_SOFTPLUS, [ACCEL_ACT_SOFTSIGN] = TNPU_VEC_SOFTSIGN,
 };
 
 /* The exact function in double precision (the INT8 tables). */
@@ -198,7 +220,20 @@ static double act_ref(enum accel_act a, double x, double alpha, double beta)
 	case ACCEL_ACT_HARDSWISH: return x * fmin(fmax(x / 6.0 + 0.5, 0.0), 1.0);
 	case ACCEL_ACT_SILU: return x / (1.0 + exp(-x));
 	case ACCEL_ACT_RECIP: return 1.0 / x;
-	default: return 1.0 / sqrt(x);
+	case ACCEL_ACT_RSQRT: return 1.0 / sqrt(x);
+	case ACCEL_ACT_LOG: return log(x);
+	case ACCEL_ACT_SQRT: return sqrt(x);
+	case ACCEL_ACT_ABS: return fabs(x);
+	case ACCEL_ACT_NEG: return -x;
+	case ACCEL_ACT_FLOOR: return floor(x);
+	case ACCEL_ACT_CEIL: return ceil(x);
+	case ACCEL_ACT_ROUND: return nearbyint(x);
+	case ACCEL_ACT_SIGN: return x > 0 ? 1.0 : (x < 0 ? -1.0 : 0.0);
+	case ACCEL_ACT_LEAKYRELU: return x < 0 ? alpha * x : x;
+	case ACCEL_ACT_ELU: return (beta == 0 ? 1.0 : beta) * (x > 0 ? x : alpha * expm1(x));
+	case ACCEL_ACT_THRESHOLDEDRELU: return x > alpha ? x : 0.0;
+	case ACCEL_ACT_SOFTPLUS: return x > 30 ? x : log1p(exp(x));
+	default: return x / (1.0 + fabs(x));	/* SOFTSIGN */
 	}
 }
 
@@ -229,6 +264,9 @@ int activation_vec_validate(struct accel_dev *dev, const struct accel_activation
 			return accel_seterr(dev, -EINVAL, "activation: input and output need the same shape and dtype");
 	if (d->input->dtype != ACCEL_INT8 && d->input->dtype != ACCEL_FP32)
 		return accel_seterr(dev, -EINVAL, "activation: dtype must be INT8 or FP32");
+	/* INT8 functions are tables: any device with vector units; FP32 ones past RSQRT need VEC math */
+	if (d->input->dtype == ACCEL_FP32 && d->act > ACCEL_ACT_RSQRT && (ret = vm_need(dev, "accel_activation")))
+		return ret;
 	if (d->input->dtype != ACCEL_FP32 &&
 	    (!(d->in_scale > 0) || !(d->out_scale > 0) || d->in_zero_point < -128 || d->in_zero_point > 127 ||
 	     d->out_zero_point < -128 || d->out_zero_point > 127))
@@ -260,6 +298,11 @@ int accel_activation_vec(struct accel_dev *dev, const struct accel_activation_de
 		j.tmpl = vx_cmd(TNPU_VEC_MAP, act_fn[d->act], TNPU_DTYPE_FP32, TNPU_DTYPE_FP32);
 		j.tmpl.scale = vx_f32(d->act == ACCEL_ACT_HARDSIGMOID ? alpha : 1.0f);
 		j.tmpl.bias = vx_f32(d->act == ACCEL_ACT_HARDSIGMOID ? beta : 0.0f);
+		/* the parametric functions' alpha (and ELU's scale) as fp32 bits in lo, hi */
+		if (d->act == ACCEL_ACT_LEAKYRELU || d->act == ACCEL_ACT_ELU || d->act == ACCEL_ACT_THRESHOLDEDRELU)
+			j.tmpl.lo = vx_f32(alpha);
+		if (d->act == ACCEL_ACT_ELU)
+			j.tmpl.hi = vx_f32(beta == 0.0f ? 1.0f : beta);
 	} else {
 		memset(&lut, 0, sizeof(lut));
 		lut.hdr.opcode = TNPU_CMD_VEC_LUT;
@@ -270,6 +313,45 @@ int accel_activation_vec(struct accel_dev *dev, const struct accel_activation_de
 		j.prologue_len = sizeof(lut);
 		j.tmpl = vx_cmd(TNPU_VEC_MAP, TNPU_VEC_LUT, TNPU_DTYPE_INT8, TNPU_DTYPE_INT8);
 	}
+	return run(dev, &j, ts, 2, NULL, 0, sub, job);
+}
+
+/* ---- accel_quant --------------------------------------------------------------------------- */
+
+int accel_quant(struct accel_dev *dev, const struct accel_quant_desc *d, const struct accel_submit *sub,
+		struct accel_job **job)
+{
+	const struct accel_tensor *ts[2];
+	struct vx_job j;
+	bool q;
+	int ret;
+
+	ret = accel_op_begin(dev, d, "accel_quant", job);
+	if (ret)
+		return ret;
+	if ((ret = arg_tensor(dev, d->input, "input")) || (ret = arg_tensor(dev, d->output, "output")) ||
+	    (ret = vx_need(dev, "accel_quant")))
+		return ret;
+	q = d->input->dtype == ACCEL_FP32;
+	if (!(q ? d->output->dtype == ACCEL_INT8 : d->input->dtype == ACCEL_INT8 && d->output->dtype == ACCEL_FP32))
+		return accel_seterr(dev, -EINVAL, "quant: FP32 -> INT8 or INT8 -> FP32");
+	if (d->input->ndim != d->output->ndim)
+		return accel_seterr(dev, -EINVAL, "quant: input and output need the same shape");
+	for (unsigned i = 0; i < d->input->ndim; i++)
+		if (d->input->shape[i] != d->output->shape[i])
+			return accel_seterr(dev, -EINVAL, "quant: input and output need the same shape");
+	if (!isfinite(d->scale) || d->zero_point < -128 || d->zero_point > 127)
+		return accel_seterr(dev, -EINVAL, "quant: scale %g must be finite and zero_point %d in -128..127",
+				    (double)d->scale, d->zero_point);
+	job_init(&j, d->output);
+	j.n_in = 1;
+	vx_opnd_of(d->input, &j.in[0]);
+	j.tmpl = vx_cmd(TNPU_VEC_MAP, q ? TNPU_VEC_QUANT : TNPU_VEC_DEQUANT, q ? TNPU_DTYPE_FP32 : TNPU_DTYPE_INT8,
+			q ? TNPU_DTYPE_INT8 : TNPU_DTYPE_FP32);
+	j.tmpl.scale = vx_f32(d->scale);
+	j.tmpl.zero_point = d->zero_point;
+	ts[0] = d->input;
+	ts[1] = d->output;
 	return run(dev, &j, ts, 2, NULL, 0, sub, job);
 }
 
@@ -386,11 +468,13 @@ int accel_requant(struct accel_dev *dev, const struct accel_requant_desc *d, con
 
 /* ---- accel_softmax / accel_layernorm: row chunks with per-row scratch ---------------------- */
 
-/* A REDUCE of in-place operand p (rows of the chunk) into scratch at `to`. */
-static void reduce_rows(struct accel_cmdstream *cs, const struct vx_chunk *c, const struct vx_place *p, uint8_t fn,
-			float scale, uint32_t to, unsigned flags)
+/* A REDUCE of in-place operand p (rows of the chunk) into scratch at `to` (ARGMAX/ARGMIN: INT32, vflags
+ * LAST or 0; the scale only for SUM and SUMSQ). */
+static void reduce_rows_vf(struct accel_cmdstream *cs, const struct vx_chunk *c, const struct vx_place *p, uint8_t fn,
+			   float scale, uint32_t to, unsigned flags, uint8_t vf)
 {
-	struct tnpu_cmd_vec v = vx_cmd(TNPU_VEC_REDUCE, fn, TNPU_DTYPE_FP32, TNPU_DTYPE_FP32);
+	bool arg = fn == TNPU_VEC_RED_ARGMAX || fn == TNPU_VEC_RED_ARGMIN;
+	struct tnpu_cmd_vec v = vx_cmd(TNPU_VEC_REDUCE, fn, TNPU_DTYPE_FP32, arg ? TNPU_DTYPE_INT32 : TNPU_DTYPE_FP32);
 
 	for (int k = 0; k < 3; k++) {
 		v.n[k] = c->sz[k];
@@ -403,7 +487,51 @@ static void reduce_rows(struct accel_cmdstream *cs, const struct vx_chunk *c, co
 	v.d_off = to;
 	v.win.red.red_len = c->sz[3];
 	v.win.red.red_st = p->st[3];
-	v.scale = fn == TNPU_VEC_RED_MAX ? 0 : vx_f32(scale);
+	v.scale = fn == TNPU_VEC_RED_SUM || fn == TNPU_VEC_RED_SUMSQ ? vx_f32(scale) : 0;
+	v.vflags = vf;
+	v.row = (uint8_t)c->row;
+	v.half = (uint8_t)c->half;
+	v.hdr.flags = (uint8_t)flags;
+	cs_raw(cs, &v, sizeof(v));
+}
+
+static void reduce_rows(struct accel_cmdstream *cs, const struct vx_chunk *c, const struct vx_place *p, uint8_t fn,
+			float scale, uint32_t to, unsigned flags)
+{
+	reduce_rows_vf(cs, c, p, fn, scale, to, flags, 0);
+}
+
+/* d = f(a) over the chunk's whole box, a and d placements (in place when they are one). */
+static void map_box(struct accel_cmdstream *cs, const struct vx_chunk *c, uint8_t fn, const struct vx_place *a,
+		    const struct vx_place *d, unsigned flags)
+{
+	struct tnpu_cmd_vec v = vx_cmd(TNPU_VEC_MAP, fn, TNPU_DTYPE_FP32, TNPU_DTYPE_FP32);
+
+	for (int k = 0; k < 4; k++) {
+		v.n[k] = c->sz[k];
+		v.a_st[k] = a->st[k];
+		v.d_st[k] = d->st[k];
+	}
+	v.a_off = a->off;
+	v.d_off = d->off;
+	v.scale = vx_f32(1.0f);
+	v.row = (uint8_t)c->row;
+	v.half = (uint8_t)c->half;
+	v.hdr.flags = (uint8_t)flags;
+	cs_raw(cs, &v, sizeof(v));
+}
+
+/* d = a op b over the chunk's per-row values (units of dims 0..2, packed fp32 at the offsets). */
+static void bin_units(struct accel_cmdstream *cs, const struct vx_chunk *c, uint8_t fn, uint32_t a, uint32_t b,
+		      uint32_t d, unsigned flags)
+{
+	struct tnpu_cmd_vec v = vx_cmd(TNPU_VEC_BINARY, fn, TNPU_DTYPE_FP32, TNPU_DTYPE_FP32);
+
+	v.n[3] = c->sz[0] * c->sz[1] * c->sz[2];
+	v.a_st[3] = v.b_st[3] = v.d_st[3] = 4;
+	v.a_off = a;
+	v.b_off = b;
+	v.d_off = d;
 	v.row = (uint8_t)c->row;
 	v.half = (uint8_t)c->half;
 	v.hdr.flags = (uint8_t)flags;
@@ -480,6 +608,21 @@ static void softmax_emit(struct accel_cmdstream *cs, const struct vx_job *j, con
 	bin_rows(cs, c, TNPU_VEC_MUL, &c->out, NULL, s, &c->out, f);
 }
 
+/* (x - m) - ln sum exp(x - m): the exponentials go into the input's own (loaded) box, the result stays
+ * exact where softmax's would round to 0 (log of a tiny probability). */
+static void log_softmax_emit(struct accel_cmdstream *cs, const struct vx_job *j, const struct vx_chunk *c, unsigned f)
+{
+	uint32_t m = c->scratch, s = c->scratch + 4 * units_of(c);
+
+	(void)j;
+	reduce_rows(cs, c, &c->in[0], TNPU_VEC_RED_MAX, 1.0f, m, f);
+	bin_rows(cs, c, TNPU_VEC_SUB, &c->in[0], NULL, m, &c->out, f);
+	map_box(cs, c, TNPU_VEC_EXP, &c->out, &c->in[0], f);
+	reduce_rows(cs, c, &c->in[0], TNPU_VEC_RED_SUM, 1.0f, s, f);
+	map_rows(cs, c, TNPU_VEC_LOG, 0.0f, true, s, f);
+	bin_rows(cs, c, TNPU_VEC_SUB, &c->out, NULL, s, &c->out, f);
+}
+
 static int rows_arg(struct accel_dev *dev, const struct accel_tensor *in, const struct accel_tensor *out,
 		    const char *what)
 {
@@ -533,13 +676,58 @@ int accel_softmax(struct accel_dev *dev, const struct accel_softmax_desc *d, con
 	return run(dev, &j, ts, 2, NULL, 0, sub, job);
 }
 
+int accel_log_softmax(struct accel_dev *dev, const struct accel_softmax_desc *d, const struct accel_submit *sub,
+		      struct accel_job **job)
+{
+	const struct accel_tensor *ts[2];
+	struct vx_job j;
+	int ret;
+
+	ret = accel_op_begin(dev, d, "accel_log_softmax", job);
+	if (ret)
+		return ret;
+	if ((ret = rows_arg(dev, d->input, d->output, "accel_log_softmax")) || (ret = vm_need(dev, "accel_log_softmax")))
+		return ret;
+	rows_job(&j, d->input, d->output);
+	j.emit = log_softmax_emit;
+	j.tmpl = vx_cmd(TNPU_VEC_MAP, TNPU_VEC_COPY, TNPU_DTYPE_FP32, TNPU_DTYPE_FP32);
+	ts[0] = d->input;
+	ts[1] = d->output;
+	return run(dev, &j, ts, 2, NULL, 0, sub, job);
+}
+
+/* One REDUCE, or (VEC math) a MAP before it (L1: |x|) or after it (L2: sqrt, LOGSUM: ln), or LOGSUMEXP's
+ * max + ln sum exp(x - max) with the exponentials in the input's loaded box. */
 static void reduce_emit(struct accel_cmdstream *cs, const struct vx_job *j, const struct vx_chunk *c, unsigned f)
 {
 	const struct accel_reduce_desc *d = j->ctx;
-	static const uint8_t fn[] = { TNPU_VEC_RED_SUM, TNPU_VEC_RED_SUM, TNPU_VEC_RED_MAX, TNPU_VEC_RED_SUMSQ };
+	static const uint8_t fn[] = {
+		[ACCEL_REDUCE_SUM] = TNPU_VEC_RED_SUM,	    [ACCEL_REDUCE_MEAN] = TNPU_VEC_RED_SUM,
+		[ACCEL_REDUCE_MAX] = TNPU_VEC_RED_MAX,	    [ACCEL_REDUCE_SUMSQ] = TNPU_VEC_RED_SUMSQ,
+		[ACCEL_REDUCE_MIN] = TNPU_VEC_RED_MIN,	    [ACCEL_REDUCE_PROD] = TNPU_VEC_RED_PROD,
+		[ACCEL_REDUCE_L1] = TNPU_VEC_RED_SUM,	    [ACCEL_REDUCE_L2] = TNPU_VEC_RED_SUMSQ,
+		[ACCEL_REDUCE_LOGSUM] = TNPU_VEC_RED_SUM,   [ACCEL_REDUCE_LOGSUMEXP] = TNPU_VEC_RED_MAX,
+		[ACCEL_REDUCE_ARGMAX] = TNPU_VEC_RED_ARGMAX, [ACCEL_REDUCE_ARGMIN] = TNPU_VEC_RED_ARGMIN,
+		[ACCEL_REDUCE_ARGMAX_LAST] = TNPU_VEC_RED_ARGMAX, [ACCEL_REDUCE_ARGMIN_LAST] = TNPU_VEC_RED_ARGMIN,
+	};
+	bool last = d->op == ACCEL_REDUCE_ARGMAX_LAST || d->op == ACCEL_REDUCE_ARGMIN_LAST;
+	uint32_t o = c->out.off;
 
-	reduce_rows(cs, c, &c->in[0], fn[d->op], d->op == ACCEL_REDUCE_MEAN ? 1.0f / (float)c->sz[3] : 1.0f,
-		    c->out.off, f);
+	if (d->op == ACCEL_REDUCE_L1)
+		map_box(cs, c, TNPU_VEC_ABS, &c->in[0], &c->in[0], f);
+	reduce_rows_vf(cs, c, &c->in[0], fn[d->op], d->op == ACCEL_REDUCE_MEAN ? 1.0f / (float)c->sz[3] : 1.0f, o, f,
+		       last ? TNPU_VEC_F_LAST : 0);
+	if (d->op == ACCEL_REDUCE_L2)
+		map_rows(cs, c, TNPU_VEC_SQRT, 0.0f, true, o, f);
+	if (d->op == ACCEL_REDUCE_LOGSUM)
+		map_rows(cs, c, TNPU_VEC_LOG, 0.0f, true, o, f);
+	if (d->op == ACCEL_REDUCE_LOGSUMEXP) {
+		bin_rows(cs, c, TNPU_VEC_SUB, &c->in[0], NULL, o, &c->in[0], f);
+		map_box(cs, c, TNPU_VEC_EXP, &c->in[0], &c->in[0], f);
+		reduce_rows(cs, c, &c->in[0], TNPU_VEC_RED_SUM, 1.0f, c->scratch, f);
+		map_rows(cs, c, TNPU_VEC_LOG, 0.0f, true, c->scratch, f);
+		bin_units(cs, c, TNPU_VEC_ADD, o, c->scratch, o, f);
+	}
 }
 
 int accel_reduce(struct accel_dev *dev, const struct accel_reduce_desc *d, const struct accel_submit *sub,
@@ -548,6 +736,7 @@ int accel_reduce(struct accel_dev *dev, const struct accel_reduce_desc *d, const
 	const struct accel_tensor *ts[2];
 	const struct accel_tensor *in, *out;
 	struct vx_job j;
+	bool arg;
 	int ret;
 
 	ret = accel_op_begin(dev, d, "accel_reduce", job);
@@ -559,17 +748,22 @@ int accel_reduce(struct accel_dev *dev, const struct accel_reduce_desc *d, const
 		return ret;
 	if ((ret = vx_need(dev, "accel_reduce")))
 		return ret;
-	if (in->ndim != 2 || out->ndim != 2 || in->dtype != ACCEL_FP32 || out->dtype != ACCEL_FP32 ||
-	    out->shape[0] != in->shape[0] || out->shape[1] != 1)
-		return accel_seterr(dev, -EINVAL, "reduce: a 2-D FP32 input (rows x cols) and a rows x 1 FP32 output");
-	if ((unsigned)d->op > ACCEL_REDUCE_SUMSQ)
+	if ((unsigned)d->op > ACCEL_REDUCE_ARGMIN_LAST)
 		return accel_seterr(dev, -EINVAL, "reduce: unknown op %d", (int)d->op);
+	arg = d->op >= ACCEL_REDUCE_ARGMAX;
+	if (in->ndim != 2 || out->ndim != 2 || in->dtype != ACCEL_FP32 || out->dtype != (arg ? ACCEL_INT32 : ACCEL_FP32) ||
+	    out->shape[0] != in->shape[0] || out->shape[1] != 1)
+		return accel_seterr(dev, -EINVAL, "reduce: a 2-D FP32 input (rows x cols) and a rows x 1 %s output",
+				    arg ? "INT32" : "FP32");
+	if (d->op > ACCEL_REDUCE_SUMSQ && (ret = vm_need(dev, "accel_reduce")))
+		return ret;
 	job_init(&j, in);
 	vx_opnd_of(out, &j.out);	/* broadcast along the reduced axis: one element per row */
 	j.n_in = 1;
 	vx_opnd_of(in, &j.in[0]);
 	j.in[0].st[3] = (uint64_t)in->strides[1];
 	j.keep_last = true;
+	j.extra_per_unit = d->op == ACCEL_REDUCE_LOGSUMEXP ? 4 : 0;
 	j.emit = reduce_emit;
 	j.ctx = d;
 	j.tmpl = vx_cmd(TNPU_VEC_MAP, TNPU_VEC_COPY, TNPU_DTYPE_FP32, TNPU_DTYPE_FP32);
@@ -681,7 +875,7 @@ static bool pool_chunk_ok(const struct accel_pool2d_desc *d, const struct pool_g
 	       el * d->win_h * d->win_w <= TNPU_VEC_MAX_WORK;
 }
 
-int accel_pool_max_vec(struct accel_dev *dev, const struct accel_pool2d_desc *d, uint32_t oh, uint32_t ow,
+int accel_pool_vec(struct accel_dev *dev, const struct accel_pool2d_desc *d, uint32_t oh, uint32_t ow,
 		       const struct accel_submit *sub, struct accel_job **job)
 {
 	const struct accel_tensor *in = d->input, *out = d->output;
@@ -742,7 +936,9 @@ int accel_pool_max_vec(struct accel_dev *dev, const struct accel_pool2d_desc *d,
 			uint32_t olo[4] = { n, 0, oy0, 0 }, osz[4] = { c_b, g.C, c_n, ow };
 			unsigned row = (unsigned)(i % rows), hf = (unsigned)((i / rows) % 2);
 			struct vx_place pi, po;
-			struct tnpu_cmd_vec v = vx_cmd(TNPU_VEC_POOL, TNPU_VEC_POOL_MAX, in->dtype == ACCEL_FP32 ?
+			/* AVG_EXCL_PAD: POOL AVG without COUNT_PAD divides by the taps inside the input */
+			struct tnpu_cmd_vec v = vx_cmd(TNPU_VEC_POOL, d->kind == ACCEL_POOL_MAX ? TNPU_VEC_POOL_MAX :
+						       TNPU_VEC_POOL_AVG, in->dtype == ACCEL_FP32 ?
 						       TNPU_DTYPE_FP32 : TNPU_DTYPE_INT8, 0);
 			uint64_t ib = vx_place_box(&io, isz, 0, &pi);
 

@@ -13,15 +13,23 @@ int eltwise_validate(struct accel_dev *dev, const struct accel_eltwise_desc *d);
 int softmax_validate(struct accel_dev *dev, const struct accel_softmax_desc *d);
 int layernorm_validate(struct accel_dev *dev, const struct accel_layernorm_desc *d);
 int transpose_validate(struct accel_dev *dev, const struct accel_transpose_desc *d);
-/* accel_activation for ACCEL_ACT_SIGMOID..RSQRT (descriptor and tensors already checked non-NULL). */
+/* The vector units' functions of accel_activation: ACCEL_ACT_SIGMOID..SOFTSIGN. */
+static inline bool act_is_vec(enum accel_act a)
+{
+	return a >= ACCEL_ACT_SIGMOID && a <= ACCEL_ACT_SOFTSIGN;
+}
+/* VEC math's (CAP_FEATURES bit 25): -EOPNOTSUPP naming `what` on a device without it. */
+int vm_need(struct accel_dev *dev, const char *what);
+/* accel_activation for act_is_vec (descriptor and tensors already checked non-NULL). */
 int accel_activation_vec(struct accel_dev *dev, const struct accel_activation_desc *d, const struct accel_submit *sub,
 			 struct accel_job **job);
 /* The INT8 table of function a: entry i for q = i - 128, sat8(rint(f(in_scale (q - in_zp)) / out_scale) + out_zp). */
 void accel_act_lut(enum accel_act a, float alpha, float beta, float in_scale, int32_t in_zp, float out_scale,
 		   int32_t out_zp, int8_t lut[256]);
-/* Max pooling on the vector units: 0 and *job, 1 = not expressible (window/stride/pad fields too large or a
- * row does not fit a half: the caller's host path), or -errno. */
-int accel_pool_max_vec(struct accel_dev *dev, const struct accel_pool2d_desc *d, uint32_t oh, uint32_t ow,
+/* Max pooling (and the fp32 average over the taps inside the input) on the vector units: 0 and *job, 1 = not
+ * expressible (window/stride/pad fields too large or a row does not fit a half: the caller's host path), or
+ * -errno. */
+int accel_pool_vec(struct accel_dev *dev, const struct accel_pool2d_desc *d, uint32_t oh, uint32_t ow,
 		       const struct accel_submit *sub, struct accel_job **job);
 
 #endif

@@ -5,9 +5,9 @@
 
 #include "geom.h"
 
-/* Up to 6 device buffers of one node, freed together. */
+/* Up to 8 device buffers of one node, freed together. */
 struct abufs {
-	struct accel_buffer *b[6];
+	struct accel_buffer *b[8];
 	unsigned n;
 };
 
@@ -22,6 +22,9 @@ int ajob_finish(struct onnx_ctx *c, int ret, struct accel_job *job, const char *
 int accel_conv_query(struct accel_dev *dev, const struct conv_geom *g, enum accel_dtype dt, bool bias, bool relu,
 		     bool clamp, float lo, float hi, char *why, size_t len);
 
+/* The libaccel kind of an AveragePool: AVG where the window count R*S is right, AVG_EXCL_PAD where neither
+ * the padding nor the ceil_mode overhang counts; ONNX_FALLBACK where padding counts but the overhang not. */
+int pool_avg_kind(const struct onnx_node *n, const struct pool_geom *g, enum accel_pool_kind *kind);
 /* Would the device run this fp32 MaxPool/AveragePool (padding bottom/right including the ceil_mode
  * overhang)?  libaccel's answer, as accel_conv_query. */
 int accel_pool_query(struct accel_dev *dev, const struct pool_geom *g, enum accel_pool_kind kind, char *why,
@@ -45,5 +48,34 @@ int accel_gemm_i8(struct onnx_ctx *c, int64_t M, int64_t K, int64_t N, const int
  * scale the fixed-point multiplier cannot hold. */
 int accel_requant_i32(struct onnx_ctx *c, const int32_t *acc, size_t count, int64_t n_ch, int64_t inner,
 		      const double *r, int32_t zp, int8_t *out);
+
+/* Node kernels on the vector units (ops_accel_vec.c), entries of onnx_accel_kernels: the fp32 functions
+ * (vec_act.h), Add/Sub/Mul/Div/Max/Min/PRelu, Reduce* over one run of axes, ArgMax/ArgMin, Softmax and
+ * LogSoftmax, SoftmaxCrossEntropyLoss's log-probabilities. */
+int accel_vec_unary(struct onnx_ctx *c);
+int accel_vec_binary(struct onnx_ctx *c);
+int accel_vec_reduce(struct onnx_ctx *c);
+int accel_vec_arg(struct onnx_ctx *c);
+int accel_vec_softmax(struct onnx_ctx *c);
+int accel_vec_sceloss(struct onnx_ctx *c);
+int accel_vec_layernorm(struct onnx_ctx *c);
+int accel_vec_variadic(struct onnx_ctx *c);
+int accel_vec_hardmax(struct onnx_ctx *c);
+int accel_vec_nllloss(struct onnx_ctx *c);
+int accel_vec_qdq(struct onnx_ctx *c);
+int accel_vec_dynq(struct onnx_ctx *c);
+/* BatchNormalization (parameters of the run) and InstanceNormalization on the vector units (ops_accel_norm.c). */
+int accel_batchnorm(struct onnx_ctx *c);
+int accel_instancenorm(struct onnx_ctx *c);
+/* Resize/Upsample of FLOAT tensors as GEMMs by the axes' interpolation matrices (ops_accel_resize.c). */
+int accel_resize(struct onnx_ctx *c);
+/* RNN, GRU, LSTM with the input projections as device GEMMs (ops_accel_resize.c). */
+int accel_rnn(struct onnx_ctx *c);
+
+/* One GEMM job, waited for: C[M x N] (at coff of cb) = op(A) op(B) (ta/tb: A stored K x M, B N x K) with
+ * epilogue epi (NULL: none); dt FP32 or INT8 (C INT32). */
+int gemm_run(struct onnx_ctx *c, enum accel_dtype dt, struct accel_buffer *ab, uint64_t aoff, struct accel_buffer *bb,
+	     uint64_t boff, struct accel_buffer *cb, uint64_t coff, int64_t M, int64_t K, int64_t N, bool ta, bool tb,
+	     const struct accel_epilogue *epi);
 
 #endif /* TNPU_ONNX_ACCEL_UTIL_H */

@@ -406,7 +406,7 @@ static int check_step(struct rbuf *r, struct onnx_compiled *cm, unsigned i)
 		     * else a value or packed at w_off (in[1] -1: ReduceMean's column, checked below) */
 		    !val_ok(cm, s->in[1], (s->kind == CS_ELT && s->b_off == UINT64_MAX) || (s->kind == CS_GEMM && s->ad[0] > 1)))
 			return bad(r, -EBADMSG, "step %u: field 'in'/'out' names no placed value", i);
-		if (s->act < ACCEL_ACT_NONE || s->act > ACCEL_ACT_RSQRT ||
+		if (s->act < ACCEL_ACT_NONE || s->act > ACCEL_ACT_SOFTSIGN ||
 		    (s->act > ACCEL_ACT_CLAMP && s->kind != CS_ACT))
 			return bad(r, -EBADMSG, "step %u: field 'act' is %d", i, s->act);
 #define X(f) if (s->f < 0 || s->f > (1LL << 31)) return bad(r, -EBADMSG, "step %u: field '" #f "' out of range", i);
@@ -465,12 +465,16 @@ static int check_step(struct rbuf *r, struct onnx_compiled *cm, unsigned i)
 				return bad(r, -EBADMSG, "step %u: field 'esz', 'src_off', 'dst_off', 'sst' or 'dstr': the "
 					   "copy's box is outside its values", i);
 			break;
+		case CS_SOFTMAX:
+			if (s->op != 0 && s->op != 1)	/* softmax, log-softmax */
+				return bad(r, -EBADMSG, "step %u: field 'op' is %d", i, s->op);
+			break;
 		case CS_POOL:
-			if (s->op != ACCEL_POOL_MAX && s->op != ACCEL_POOL_AVG)
+			if (s->op != ACCEL_POOL_MAX && s->op != ACCEL_POOL_AVG && s->op != ACCEL_POOL_AVG_EXCL_PAD)
 				return bad(r, -EBADMSG, "step %u: field 'op' is %d", i, s->op);
 			break;
 		case CS_REDUCE:
-			if (s->op < ACCEL_REDUCE_SUM || s->op > ACCEL_REDUCE_SUMSQ)
+			if (s->op < ACCEL_REDUCE_SUM || s->op > ACCEL_REDUCE_LOGSUMEXP)	/* not the ARG ops (INT32) */
 				return bad(r, -EBADMSG, "step %u: field 'op' is %d", i, s->op);
 			if (s->ad[0] > CS_MAX_JOBS ||
 			    (s->ad[0] ? s->ad[0] : 1) * (uint64_t)s->M * (uint64_t)s->N * 4 > cm->vals[s->in[0]].bytes ||
@@ -478,7 +482,7 @@ static int check_step(struct rbuf *r, struct onnx_compiled *cm, unsigned i)
 				return bad(r, -EBADMSG, "step %u: field 'M', 'N' or 'ad' does not fit its values", i);
 			break;
 		case CS_ELT:
-			if (s->op < ACCEL_ELT_ADD || s->op > ACCEL_ELT_MIN)
+			if (s->op < ACCEL_ELT_ADD || s->op > ACCEL_ELT_POW)	/* comparisons: host steps (BOOL) */
 				return bad(r, -EBADMSG, "step %u: field 'op' is %d", i, s->op);
 			if (s->b_off != UINT64_MAX &&
 			    !in_range(s->b_off, (uint64_t)s->bd[0] * s->bd[1] * s->bd[2] * s->bd[3] * 4, cm->wbytes))

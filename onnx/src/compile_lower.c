@@ -11,6 +11,7 @@
 
 #include "accel_util.h"
 #include "compile.h"
+#include "vec_act.h"
 #include "geom.h"
 
 
@@ -77,6 +78,17 @@ static bool is_f32_act(const struct onnx_compiled *cm, int v)
 static bool is_f32_const(const struct onnx_model *m, int v)
 {
 	return v >= 0 && m->vals[v].is_const && m->vals[v].t.dtype == ONNX_FLOAT;
+}
+
+static bool has_isa2(const struct onnx_compiled *cm)
+{
+	return (cm->geom[6] & (1u << 15)) != 0;
+}
+
+/* VEC math (CAP_FEATURES bit 25): log, sqrt, rounding, division, parametric ReLUs, ... */
+static bool has_vmath(const struct onnx_compiled *cm)
+{
+	return (cm->geom[6] & (1u << 25)) != 0;
 }
 
 static void epi_from_node(const struct onnx_node *n, struct cstep *s)
@@ -252,11 +264,13 @@ static int lower_pool(struct onnx_compiled *cm, struct onnx_ctx *c, struct cstep
 	s->pr = g.win.pr + g.win.ceil_extra_w;
 	if (g.win.dh != 1 || g.win.dw != 1)
 		return ONNX_FALLBACK;
-	if (kind == ACCEL_POOL_AVG &&
-	    (g.win.ceil_extra_h || g.win.ceil_extra_w ||
-	     ((g.win.pt || g.win.pl || g.win.pb || g.win.pr) && !attr_int(n->pb, "count_include_pad", 0) &&
-	      !n->pad_counts)))
-		return ONNX_FALLBACK;
+	{
+		enum accel_pool_kind k = (enum accel_pool_kind)kind;
+
+		if (k == ACCEL_POOL_AVG && pool_avg_kind(n, &g, &k))
+			return ONNX_FALLBACK;
+		kind = (int)k;
+	}
 	/* libaccel decides what the device runs (#27 B3): a refused pool is a host step, with its reason */
 	if (accel_pool_query(cm->dev, &g, (enum accel_pool_kind)kind, s->why, sizeof(s->why)))
 		return ONNX_FALLBACK;
@@ -333,10 +347,16 @@ static int lower_elt(struct onnx_compiled *cm, struct onnx_ctx *c, struct cstep 
 		od[i] = s->od[i];
 	}
 	s->b_off = UINT64_MAX;
+	if ((op == ACCEL_ELT_DIV || op == ACCEL_ELT_PRELU || op == ACCEL_ELT_POW) && !has_vmath(cm))
+		return ONNX_FALLBACK;
+	if (op == -1 && !is_f32_const(cm->m, n->in[1]))	/* Div of activations: VEC math's DIV */
+		op = ACCEL_ELT_DIV;
+	if (op == ACCEL_ELT_DIV && !has_vmath(cm))
+		return ONNX_FALLBACK;
 	if (op == -1) {	/* Div by a constant: Mul by its reciprocals, packed here */
 		float *rc;
 
-		if (!is_f32_const(cm->m, n->in[1]) || !is_f32_act(cm, n->in[0]))
+		if (!is_f32_act(cm, n->in[0]))
 			return ONNX_FALLBACK;
 		s->b_off = cm_wimg_add(cm, NULL, (uint64_t)b->count * 4);
 		if (s->b_off == UINT64_MAX)
@@ -377,41 +397,21 @@ static int lower_act(struct onnx_compiled *cm, struct onnx_ctx *c, struct cstep 
 	return onnx_tensor_alloc(node_out(c, 0), ONNX_FLOAT, x->ndim, x->dims) ? -ENOMEM : 0;
 }
 
-static bool has_isa2(const struct onnx_compiled *cm)
-{
-	return (cm->geom[6] & (1u << 15)) != 0;
-}
 
-/* The vector units' fp32 functions (their maximum errors: hardware/vector-units.md, <= 6e-7). */
+/* The vector units' fp32 functions (vec_act.h; their maximum errors: hardware/vector-units.md, <= 6e-7),
+ * the attributes in lo (alpha) and hi (beta). */
 static int lower_vact(struct onnx_compiled *cm, struct onnx_ctx *c, struct cstep *s)
 {
 	const struct onnx_node *n = c->n;
 	const struct onnx_tensor *x = node_in(c, 0);
-	char buf[16];
+	struct vec_act va;
 
-	if (!has_isa2(cm) || !is_f32_act(cm, n->in[0]) || !x->count || x->count > UINT32_MAX)
+	if (!has_isa2(cm) || !is_f32_act(cm, n->in[0]) || !x->count || x->count > UINT32_MAX ||
+	    vec_act_of(n, &va) || (va.vmath && !has_vmath(cm)))
 		return ONNX_FALLBACK;
-	switch (n->op) {
-	case OP_SIGMOID: s->act = ACCEL_ACT_SIGMOID; break;
-	case OP_TANH: s->act = ACCEL_ACT_TANH; break;
-	case OP_EXP: s->act = ACCEL_ACT_EXP; break;
-	case OP_ERF: s->act = ACCEL_ACT_ERF; break;
-	case OP_HARDSWISH: s->act = ACCEL_ACT_HARDSWISH; break;
-	case OP_GELU:
-		if (strcmp(attr_string(n->pb, "approximate", buf, sizeof(buf), "none"), "none"))
-			return ONNX_FALLBACK;
-		s->act = ACCEL_ACT_GELU;
-		break;
-	case OP_HARDSIGMOID:
-		s->act = ACCEL_ACT_HARDSIGMOID;
-		s->lo = attr_float(n->pb, "alpha", 0.2f);
-		s->hi = attr_float(n->pb, "beta", 0.5f);
-		if (s->lo == 0.0f && s->hi == 0.0f)
-			return ONNX_FALLBACK;	/* 0, 0 means "the defaults" to accel_activation */
-		break;
-	default:
-		return ONNX_FALLBACK;
-	}
+	s->act = va.act;
+	s->lo = va.alpha;
+	s->hi = va.beta;
 	s->kind = CS_ACT;
 	return onnx_tensor_alloc(node_out(c, 0), ONNX_FLOAT, x->ndim, x->dims) ? -ENOMEM : 0;
 }
@@ -421,18 +421,19 @@ static int lower_rows(struct onnx_compiled *cm, struct onnx_ctx *c, struct cstep
 {
 	const struct onnx_node *n = c->n;
 	const struct onnx_tensor *x = node_in(c, 0);
-	int64_t def = n->op == OP_SOFTMAX && cm->m->opset < 13 ? 1 : -1;
+	int64_t def = n->op != OP_LAYERNORM && cm->m->opset < 13 ? 1 : -1;
 	int64_t axis = n->op == OP_LAYERNORM ? layernorm_axis(n) : attr_int(n->pb, "axis", def);
 	int ret;
 
-	if (!has_isa2(cm) || !is_f32_act(cm, n->in[0]) || !x->ndim || !x->count)
+	if (!has_isa2(cm) || !is_f32_act(cm, n->in[0]) || !x->ndim || !x->count ||
+	    (n->op == OP_LOGSOFTMAX && !has_vmath(cm)))
 		return ONNX_FALLBACK;
 	if (axis < 0)
 		axis += x->ndim;
 	/* LayerNormalization normalises over the axes axis..r-1, Softmax before opset 13 over the 2-D view
 	 * at axis: both the rows x cols matrix of the dimensions before and from axis */
 	if (axis < 0 || axis >= (int64_t)x->ndim ||
-	    (axis != (int64_t)x->ndim - 1 && n->op == OP_SOFTMAX && cm->m->opset >= 13))
+	    (axis != (int64_t)x->ndim - 1 && n->op != OP_LAYERNORM && cm->m->opset >= 13))
 		return ONNX_FALLBACK;
 	s->N = 1;
 	for (unsigned d = (unsigned)axis; d < x->ndim; d++)
@@ -456,6 +457,7 @@ static int lower_rows(struct onnx_compiled *cm, struct onnx_ctx *c, struct cstep
 		s->kind = CS_LAYERNORM;
 	} else {
 		s->kind = CS_SOFTMAX;
+		s->op = n->op == OP_LOGSOFTMAX;	/* accel_log_softmax */
 	}
 	return onnx_tensor_alloc(node_out(c, 0), ONNX_FLOAT, x->ndim, x->dims) ? -ENOMEM : 0;
 }
@@ -538,6 +540,9 @@ int cm_lower_node(struct onnx_compiled *cm, unsigned i, struct cstep *s)
 	case OP_GLOBALAVGPOOL:
 		ret = lower_pool(cm, &c, s, ACCEL_POOL_AVG, true);
 		break;
+	case OP_GLOBALMAXPOOL:
+		ret = lower_pool(cm, &c, s, ACCEL_POOL_MAX, true);
+		break;
 	case OP_ADD:
 		ret = lower_elt(cm, &c, s, ACCEL_ELT_ADD);
 		break;
@@ -565,9 +570,26 @@ int cm_lower_node(struct onnx_compiled *cm, unsigned i, struct cstep *s)
 		ret = cm_lower_reduce(cm, &c, s);
 		break;
 	case OP_POW:
+		ret = cm_lower_rownorm(cm, &c, s);
+		if (ret == ONNX_FALLBACK)
+			ret = lower_elt(cm, &c, s, ACCEL_ELT_POW);
+		break;
 	case OP_NEG:
 	case OP_SQRT:
 		ret = cm_lower_rownorm(cm, &c, s);
+		if (ret == ONNX_FALLBACK)
+			ret = lower_vact(cm, &c, s);
+		break;
+	case OP_PRELU:
+		ret = lower_elt(cm, &c, s, ACCEL_ELT_PRELU);
+		break;
+	case OP_REDUCEMIN:
+	case OP_REDUCEPROD:
+	case OP_REDUCEL1:
+	case OP_REDUCEL2:
+	case OP_REDUCELOGSUM:
+	case OP_REDUCELOGSUMEXP:
+		ret = cm_lower_reduce(cm, &c, s);
 		break;
 	case OP_MAX:
 		ret = lower_elt(cm, &c, s, ACCEL_ELT_MAX);
@@ -586,9 +608,23 @@ int cm_lower_node(struct onnx_compiled *cm, unsigned i, struct cstep *s)
 	case OP_GELU:
 	case OP_HARDSIGMOID:
 	case OP_HARDSWISH:
+	case OP_RECIPROCAL:
+	case OP_LOG:
+	case OP_ABS:
+	case OP_FLOOR:
+	case OP_CEIL:
+	case OP_ROUND:
+	case OP_SIGN:
+	case OP_LEAKYRELU:
+	case OP_ELU:
+	case OP_SELU:
+	case OP_THRESHOLDEDRELU:
+	case OP_SOFTPLUS:
+	case OP_SOFTSIGN:
 		ret = lower_vact(cm, &c, s);
 		break;
 	case OP_SOFTMAX:
+	case OP_LOGSOFTMAX:
 	case OP_LAYERNORM:
 		ret = lower_rows(cm, &c, s);
 		break;

@@ -1,6 +1,8 @@
 /* SPDX-License-Identifier: MIT */
 /*
- * compile_reduce.c - ReduceSum, ReduceMean, ReduceMax and ReduceSumSquare as device steps (issue 30).
+ * compile_reduce.c - ReduceSum, ReduceMean, ReduceMax and ReduceSumSquare as device steps (issue 30), and
+ * on a device with VEC math (CAP_FEATURES bit 25) ReduceMin, ReduceProd, ReduceL1, ReduceL2, ReduceLogSum
+ * and ReduceLogSumExp.
  *
  * The vector units reduce the rows of a matrix (accel_reduce: SUM, MEAN, MAX, SUMSQ of each row of a
  * rows x cols FP32 matrix, any strides).  A reduction over the trailing axes a..r-1 of a contiguous
@@ -8,8 +10,8 @@
  * the reduced ones; keepdims only changes the output's shape, not its bytes.  A run of middle axes a..b-1
  * sees the tensor as [L, K, T] (L, K, T the products before, in and after the run): each of the L
  * slices is a T x K matrix read with a row stride of one element and a column stride of T, one job each
- * (at most CS_MAX_JOBS slices).  Axis sets that are no single run, and the other reductions, stay on
- * the host.  The axes must be known at compile time (an attribute, a constant, or a
+ * (at most CS_MAX_JOBS slices).  Axis sets that are no single run, and ArgMax/ArgMin (INT64 indices),
+ * stay on the host.  The axes must be known at compile time (an attribute, a constant, or a
  * value computed from the input shapes: compile_datadep.c refuses the others).
  */
 #include <string.h>
@@ -17,31 +19,6 @@
 #include "accel_util.h"
 #include "compile.h"
 #include "ops_common.h"
-
-/* The reduced axes of node c->n as one run [*first, *end); false when they are not one run of axes (or
- * the node is a no-op). */
-static bool axis_run(struct onnx_ctx *c, const struct onnx_tensor *x, unsigned *first, unsigned *end)
-{
-	int64_t axes[ONNX_MAX_DIMS];
-	unsigned n, mask = 0;
-	bool given;
-
-	if (axes_of(c, c->n->op == OP_REDUCESUM ? 13 : 18, 1, axes, &n, &given))
-		return false;
-	if (!n && attr_int(c->n->pb, "noop_with_empty_axes", 0))
-		return false;
-	if (n && axes_mask(c, axes, n, x->ndim, &mask))
-		return false;
-	if (!n)
-		mask = (1u << x->ndim) - 1;
-	if (!mask)
-		return false;
-	*first = (unsigned)__builtin_ctz(mask);
-	*end = *first;
-	while (*end < x->ndim && (mask >> *end & 1))
-		(*end)++;
-	return mask >> *end == 0; /* nothing reduced after the run */
-}
 
 int cm_lower_reduce(struct onnx_compiled *cm, struct onnx_ctx *c, struct cstep *s)
 {
@@ -53,7 +30,7 @@ int cm_lower_reduce(struct onnx_compiled *cm, struct onnx_ctx *c, struct cstep *
 	if (!(cm->geom[6] & (1u << 15)) || n->n_out != 1 || n->in[0] < 0 || cm_is_const(cm, n->in[0]) ||
 	    x->dtype != ONNX_FLOAT || !x->count || x->ndim < 1)
 		return ONNX_FALLBACK;
-	if (!axis_run(c, x, &first, &end))
+	if (!reduce_axis_run(c, x, &first, &end))
 		return ONNX_FALLBACK;
 	for (unsigned d = 0; d < x->ndim; d++)
 		*(d < first ? &lead : d < end ? &cols : &trail) *= (uint64_t)x->dims[d];
@@ -82,7 +59,18 @@ int cm_lower_reduce(struct onnx_compiled *cm, struct onnx_ctx *c, struct cstep *
 		s->op = ACCEL_REDUCE_SUMSQ;
 		break;
 	default:
-		return ONNX_FALLBACK;
+		if (!(cm->geom[6] & (1u << 25)))	/* the rest are VEC math's */
+			return ONNX_FALLBACK;
+		switch (n->op) {
+		case OP_REDUCEMIN: s->op = ACCEL_REDUCE_MIN; break;
+		case OP_REDUCEPROD: s->op = ACCEL_REDUCE_PROD; break;
+		case OP_REDUCEL1: s->op = ACCEL_REDUCE_L1; break;
+		case OP_REDUCEL2: s->op = ACCEL_REDUCE_L2; break;
+		case OP_REDUCELOGSUM: s->op = ACCEL_REDUCE_LOGSUM; break;
+		case OP_REDUCELOGSUMEXP: s->op = ACCEL_REDUCE_LOGSUMEXP; break;
+		default: return ONNX_FALLBACK;
+		}
+		break;
 	}
 	/* the output's shape (keepdims) from the host kernel on the probe's zeros: the axes are known */
 	onnx_tensor_release(node_out(c, 0));

@@ -520,7 +520,8 @@ static int lower_step(struct run_state *rs, const struct cstep *s)
 		d.input = &x;
 		d.output = &y;
 		d.act = (enum accel_act)s->act;
-		if (s->act == ACCEL_ACT_HARDSIGMOID) {
+		if (s->act == ACCEL_ACT_HARDSIGMOID || s->act == ACCEL_ACT_LEAKYRELU || s->act == ACCEL_ACT_ELU ||
+		    s->act == ACCEL_ACT_THRESHOLDEDRELU) {
 			d.alpha = s->lo;
 			d.beta = s->hi;
 		} else {
@@ -541,8 +542,8 @@ static int lower_step(struct run_state *rs, const struct cstep *s)
 		if (s->kind == CS_SOFTMAX) {
 			struct accel_softmax_desc d = { .input = &x, .output = &y };
 
-			what = "accel_softmax";
-			ret = accel_softmax(cm->dev, &d, &sub, &job);
+			what = s->op ? "accel_log_softmax" : "accel_softmax";
+			ret = (s->op ? accel_log_softmax : accel_softmax)(cm->dev, &d, &sub, &job);
 		} else {
 			struct accel_layernorm_desc d = { .input = &x, .output = &y, .epsilon = s->scale };
 

@@ -310,7 +310,7 @@ int accel_gemm_query(struct accel_dev *dev, int64_t M, int64_t K, int64_t N, boo
 }
 
 /* One GEMM on device buffers: C[M x N] = op(A) op(B) with the given epilogue. */
-static int gemm_run(struct onnx_ctx *c, enum accel_dtype dt, struct accel_buffer *ab, uint64_t aoff,
+int gemm_run(struct onnx_ctx *c, enum accel_dtype dt, struct accel_buffer *ab, uint64_t aoff,
 		    struct accel_buffer *bb, uint64_t boff, struct accel_buffer *cb, uint64_t coff, int64_t M, int64_t K,
 		    int64_t N, bool ta, bool tb, const struct accel_epilogue *epi)
 {
@@ -600,15 +600,15 @@ static int accel_pool(struct onnx_ctx *c, enum accel_pool_kind kind, bool global
 	d.pad_left = (uint32_t)g.win.pl;
 	d.pad_bottom = (uint32_t)(g.win.pb + g.win.ceil_extra_h);
 	d.pad_right = (uint32_t)(g.win.pr + g.win.ceil_extra_w);
-	/* the device pool has no dilation; its average counts padding (count_include_pad = 1) and
-	 * would count the ceil_mode overhang too; the rest (padding smaller than the window, the planes
-	 * and fields an average pool's depthwise convolution takes) is libaccel's answer */
+	/* the device pool has no dilation; the depthwise average counts padding (count_include_pad = 1)
+	 * and would count the ceil_mode overhang too: an average that counts neither is the vector units'
+	 * AVG_EXCL_PAD; the rest (padding smaller than the window, the planes and fields an average pool's
+	 * depthwise convolution takes) is libaccel's answer */
 	if (g.win.dh != 1 || g.win.dw != 1)
 		return ONNX_FALLBACK;
-	if (kind == ACCEL_POOL_AVG && (g.win.ceil_extra_h || g.win.ceil_extra_w ||
-				       ((g.win.pt || g.win.pl || g.win.pb || g.win.pr) &&
-					!attr_int(c->n->pb, "count_include_pad", 0) && !c->n->pad_counts)))
-		return ONNX_FALLBACK;
+	if (kind == ACCEL_POOL_AVG && (ret = pool_avg_kind(c->n, &g, &kind)))
+		return ret;
+	d.kind = kind;
 	{
 		char why[160];
 
@@ -640,6 +640,19 @@ out:
 	return ret;
 }
 
+int pool_avg_kind(const struct onnx_node *n, const struct pool_geom *g, enum accel_pool_kind *kind)
+{
+	bool counted = attr_int(n->pb, "count_include_pad", 0) || n->pad_counts;
+	bool padded = g->win.pt || g->win.pl || g->win.pb || g->win.pr;
+
+	if (!g->win.ceil_extra_h && !g->win.ceil_extra_w && (!padded || counted))
+		return 0;	/* the depthwise average's count R*S is right */
+	if (counted)
+		return ONNX_FALLBACK;	/* padding counted but the ceil overhang not: the host */
+	*kind = ACCEL_POOL_AVG_EXCL_PAD;
+	return 0;
+}
+
 static int accel_maxpool(struct onnx_ctx *c)
 {
 	return accel_pool(c, ACCEL_POOL_MAX, false);
@@ -653,6 +666,11 @@ static int accel_avgpool(struct onnx_ctx *c)
 static int accel_gap(struct onnx_ctx *c)
 {
 	return accel_pool(c, ACCEL_POOL_AVG, true);
+}
+
+static int accel_gmp(struct onnx_ctx *c)
+{
+	return accel_pool(c, ACCEL_POOL_MAX, true);
 }
 
 /*
@@ -763,6 +781,14 @@ static int accel_reducemean(struct onnx_ctx *c)
 	return ret;
 }
 
+/* Global average pooling over H and W, else the vector units' row mean over one run of axes. */
+static int accel_reducemean_any(struct onnx_ctx *c)
+{
+	int ret = accel_reducemean(c);
+
+	return ret == ONNX_FALLBACK ? accel_vec_reduce(c) : ret;
+}
+
 int accel_qlinearconv(struct onnx_ctx *c);
 int accel_qlinearmatmul(struct onnx_ctx *c);
 int accel_convinteger(struct onnx_ctx *c);
@@ -777,10 +803,41 @@ const onnx_kernel onnx_accel_kernels[OP_COUNT] = {
 	[OP_MAXPOOL] = accel_maxpool,
 	[OP_AVGPOOL] = accel_avgpool,
 	[OP_GLOBALAVGPOOL] = accel_gap,
-	[OP_REDUCEMEAN] = accel_reducemean,
+	[OP_GLOBALMAXPOOL] = accel_gmp,
+	[OP_REDUCEMEAN] = accel_reducemean_any,
 	[OP_CONVTRANSPOSE] = accel_convtranspose,
 	[OP_QLINEARCONV] = accel_qlinearconv,
 	[OP_QLINEARMATMUL] = accel_qlinearmatmul,
 	[OP_CONVINTEGER] = accel_convinteger,
 	[OP_MATMULINTEGER] = accel_matmulinteger,
+	/* the vector units (ops_accel_vec.c) */
+	[OP_SIGMOID] = accel_vec_unary, [OP_TANH] = accel_vec_unary, [OP_EXP] = accel_vec_unary,
+	[OP_ERF] = accel_vec_unary, [OP_GELU] = accel_vec_unary, [OP_HARDSIGMOID] = accel_vec_unary,
+	[OP_HARDSWISH] = accel_vec_unary, [OP_RECIPROCAL] = accel_vec_unary, [OP_LOG] = accel_vec_unary,
+	[OP_SQRT] = accel_vec_unary, [OP_ABS] = accel_vec_unary, [OP_NEG] = accel_vec_unary,
+	[OP_FLOOR] = accel_vec_unary, [OP_CEIL] = accel_vec_unary, [OP_ROUND] = accel_vec_unary,
+	[OP_SIGN] = accel_vec_unary, [OP_SOFTPLUS] = accel_vec_unary, [OP_SOFTSIGN] = accel_vec_unary,
+	[OP_LEAKYRELU] = accel_vec_unary, [OP_THRESHOLDEDRELU] = accel_vec_unary, [OP_ELU] = accel_vec_unary,
+	[OP_SELU] = accel_vec_unary,
+	/* Add, Sub, Mul, Max, Min node by node stay on the host: a copy to the device and back costs more
+	 * than the operation (the compiled plan runs them on the device, in place in its arena) */
+	[OP_DIV] = accel_vec_binary, [OP_PRELU] = accel_vec_binary, [OP_POW] = accel_vec_binary,
+	[OP_EQUAL] = accel_vec_binary, [OP_LESS] = accel_vec_binary, [OP_LESSEQUAL] = accel_vec_binary,
+	[OP_GREATER] = accel_vec_binary, [OP_GREATEREQUAL] = accel_vec_binary,
+	[OP_REDUCESUM] = accel_vec_reduce, [OP_REDUCEMAX] = accel_vec_reduce, [OP_REDUCESUMSQUARE] = accel_vec_reduce,
+	[OP_REDUCEMIN] = accel_vec_reduce, [OP_REDUCEPROD] = accel_vec_reduce, [OP_REDUCEL1] = accel_vec_reduce,
+	[OP_REDUCEL2] = accel_vec_reduce, [OP_REDUCELOGSUM] = accel_vec_reduce,
+	[OP_REDUCELOGSUMEXP] = accel_vec_reduce,
+	[OP_ARGMAX] = accel_vec_arg, [OP_ARGMIN] = accel_vec_arg,
+	[OP_SOFTMAX] = accel_vec_softmax, [OP_LOGSOFTMAX] = accel_vec_softmax,
+	[OP_SCELOSS] = accel_vec_sceloss,
+	[OP_LAYERNORM] = accel_vec_layernorm,
+	[OP_RESIZE] = accel_resize, [OP_UPSAMPLE] = accel_resize,
+	[OP_BATCHNORM] = accel_batchnorm, [OP_INSTANCENORM] = accel_instancenorm,
+	[OP_SUM] = accel_vec_variadic, [OP_MEAN] = accel_vec_variadic, [OP_HARDMAX] = accel_vec_hardmax,
+	[OP_MAX] = accel_vec_variadic, [OP_MIN] = accel_vec_variadic,
+	[OP_NLLLOSS] = accel_vec_nllloss,
+	[OP_RNN] = accel_rnn, [OP_GRU] = accel_rnn, [OP_LSTM] = accel_rnn,
+	[OP_QUANTIZELINEAR] = accel_vec_qdq, [OP_DEQUANTIZELINEAR] = accel_vec_qdq,
+	[OP_DYNQUANTIZELINEAR] = accel_vec_dynq,
 };

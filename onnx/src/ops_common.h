@@ -40,6 +40,27 @@ int host_pool3d(struct onnx_ctx *c, bool max);
 /* MaxPool with the Indices output (ops_pool.c). */
 int host_maxpool_indices(struct onnx_ctx *c);
 
+/* SoftmaxCrossEntropyLoss (ops_loss.c) with the log-probabilities of x [N, C, D] over C from logp (the
+ * host's, or the vector units' in ops_accel_vec.c): 0, logp's ONNX_FALLBACK (nothing written), or -errno. */
+typedef int (*sce_logp_fn)(struct onnx_ctx *c, const struct onnx_tensor *x, int64_t N, int64_t C, int64_t D,
+			   float *lp);
+int sce_loss(struct onnx_ctx *c, sce_logp_fn logp);
+/* NegativeLogLikelihoodLoss (ops_loss.c) with gx[n·D + d] = x[n, t[n, d], d] (0 where ignored; the targets
+ * already checked) from gather (the host's, or the device's one-hot product in ops_accel_vec.c). */
+typedef int (*nll_gather_fn)(struct onnx_ctx *c, const struct onnx_tensor *x, const struct onnx_tensor *t, int64_t N,
+			     int64_t C, int64_t D, bool has_ignore, int64_t ignore, float *gx);
+int nll_loss(struct onnx_ctx *c, nll_gather_fn gather);
+/* RNN, GRU, LSTM (ops_rnn.c) with the input projections xw[d][row][col] = Σ_k x[row][k] · w[d][col][k]
+ * (rows = seq·batch in X's order, cols = gates·hidden) from proj (the device's GEMMs in
+ * ops_accel_resize.c), or NULL: computed in the recurrence on the host.  0, proj's ONNX_FALLBACK, or -errno. */
+typedef int (*rnn_proj_fn)(struct onnx_ctx *c, const float *x, const float *w, int64_t rows, int64_t in, int64_t cols,
+			   int64_t dirs, float *xw);
+int rnn_run(struct onnx_ctx *c, rnn_proj_fn proj);
+/* DynamicQuantizeLinear (ops_norm.c) with x's minimum and maximum (x not empty; a NaN is the node's error)
+ * from range (the host's, or the vector units' REDUCE MIN/MAX in ops_accel_vec.c). */
+typedef int (*dynq_range_fn)(struct onnx_ctx *c, const struct onnx_tensor *x, float *lo, float *hi);
+int dynq_run(struct onnx_ctx *c, dynq_range_fn range);
+
 /* Required input i (not absent). */
 int in_req(const struct onnx_ctx *c, unsigned i, const char *what, const struct onnx_tensor **t);
 /* Normalise axis (negative counts from the end) into 0..rank-1; error names the node. */
@@ -54,6 +75,9 @@ int scalar_of(const struct onnx_ctx *c, const struct onnx_tensor *t, const char 
 int axes_of(const struct onnx_ctx *c, int64_t new_opset, unsigned idx, int64_t *axes, unsigned *n, bool *given);
 /* Normalise a list of distinct axes against rank; mask gets one bit per axis. */
 int axes_mask(const struct onnx_ctx *c, const int64_t *axes, unsigned n, unsigned rank, unsigned *mask);
+/* The axes a Reduce* node reduces as one run [*first, *end) of x's dimensions (ops_reduce.c); false when
+ * they are not one run (or the node is a no-op): the vector units reduce one run of axes. */
+bool reduce_axis_run(struct onnx_ctx *c, const struct onnx_tensor *x, unsigned *first, unsigned *end);
 
 /* Broadcast iteration over n (<= 4) operands: out element o reads operand k at off[k]. */
 struct bcast {

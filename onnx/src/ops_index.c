@@ -551,7 +551,9 @@ static int host_hardmax(struct onnx_ctx *c)
 			int64_t best = 0;
 
 			for (int64_t s = 1; s < n; s++)	/* ties: the first maximum */
-				if (xp[s * inner] > xp[best * inner])
+				/* NaN is the maximum, as numpy's argmax (the specification's reference) and the
+				 * vector units' ARGMAX take it: the first NaN */
+				if (!isnan(xp[best * inner]) && (isnan(xp[s * inner]) || xp[s * inner] > xp[best * inner]))
 					best = s;
 			((float *)y->data)[a * n * inner + best * inner + b] = 1;
 		}

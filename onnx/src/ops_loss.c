@@ -51,9 +51,36 @@ static int loss_check(const struct onnx_ctx *c, const struct onnx_tensor *x, con
 	return 0;
 }
 
-/* The loss of logp (the log-probabilities, [N, C, D]) into output 0. */
-static int nll_into(const struct onnx_ctx *c, const float *logp, const struct onnx_tensor *t,
-		    const struct onnx_tensor *w, const struct loss_geom *g)
+/* Every target in 0..C-1 or ignore_index: else the node's error naming it. */
+static int targets_check(const struct onnx_ctx *c, const struct onnx_tensor *t, const struct loss_geom *g)
+{
+	for (size_t i = 0; i < t->count; i++) {
+		int64_t k = tensor_get_i(t, i);
+
+		if (!(g->has_ignore && k == g->ignore) && (k < 0 || k >= g->c))
+			return node_err(c, -EINVAL, "target %lld at %zu is out of range for %lld classes", (long long)k, i,
+					(long long)g->c);
+	}
+	return 0;
+}
+
+/* gx[n·D + d] = x[n, t[n, d], d] on the host (0 where ignored). */
+static int host_gather(struct onnx_ctx *c, const struct onnx_tensor *x, const struct onnx_tensor *t, int64_t N,
+		       int64_t C, int64_t D, bool has_ignore, int64_t ignore, float *gx)
+{
+	(void)c;
+	for (int64_t n = 0; n < N; n++)
+		for (int64_t d = 0; d < D; d++) {
+			int64_t k = tensor_get_i(t, (size_t)(n * D + d));
+
+			gx[n * D + d] = has_ignore && k == ignore ? 0.0f : ((const float *)x->data)[(n * C + k) * D + d];
+		}
+	return 0;
+}
+
+/* The loss of gx (the gathered log-probabilities, [N, D]) into output 0. */
+static int nll_finish(const struct onnx_ctx *c, const float *gx, const struct onnx_tensor *t,
+		      const struct onnx_tensor *w, const struct loss_geom *g)
 {
 	double sum = 0, wsum = 0;
 	struct onnx_tensor *y;
@@ -73,11 +100,8 @@ static int nll_into(const struct onnx_ctx *c, const float *logp, const struct on
 			double l = 0, wk = 0;
 
 			if (!(g->has_ignore && k == g->ignore)) {
-				if (k < 0 || k >= g->c)
-					return node_err(c, -EINVAL, "target %lld at %zu is out of range for %lld classes",
-							(long long)k, ti, (long long)g->c);
 				wk = w ? ((const float *)w->data)[k] : 1.0;
-				l = -(double)logp[(n * g->c + k) * g->d + d] * wk;
+				l = -(double)gx[ti] * wk;
 			}
 			if (g->red == 0)
 				((float *)y->data)[ti] = (float)l;
@@ -91,7 +115,26 @@ static int nll_into(const struct onnx_ctx *c, const float *logp, const struct on
 	return 0;
 }
 
-static int host_nllloss(struct onnx_ctx *c)
+/* The NLL of the log-probabilities x ([N, C, D]) into output 0: targets checked, gathered by gather. */
+static int nll_of(struct onnx_ctx *c, const struct onnx_tensor *x, const struct onnx_tensor *t,
+		  const struct onnx_tensor *w, const struct loss_geom *g, nll_gather_fn gather)
+{
+	float *gx;
+	int ret;
+
+	if ((ret = targets_check(c, t, g)))
+		return ret;
+	gx = malloc((size_t)(g->n * g->d) * sizeof(float) + 1);
+	if (!gx)
+		return node_err(c, -ENOMEM, "out of memory");
+	ret = gather(c, x, t, g->n, g->c, g->d, g->has_ignore, g->ignore, gx);
+	if (!ret)
+		ret = nll_finish(c, gx, t, w, g);
+	free(gx);
+	return ret;
+}
+
+int nll_loss(struct onnx_ctx *c, nll_gather_fn gather)
 {
 	const struct onnx_tensor *x, *t, *w = node_in(c, 2);
 	struct loss_geom g;
@@ -100,11 +143,35 @@ static int host_nllloss(struct onnx_ctx *c)
 	if ((ret = in_req(c, 0, "input", &x)) || (ret = in_req(c, 1, "target", &t)) ||
 	    (ret = loss_check(c, x, t, w, &g)))
 		return ret;
-	return nll_into(c, x->data, t, w, &g);
+	return nll_of(c, x, t, w, &g, gather);
 }
 
-/* log_prob = LogSoftmax over axis 1, then the NLL of it; output 1 (optional) is log_prob. */
-static int host_sceloss(struct onnx_ctx *c)
+static int host_nllloss(struct onnx_ctx *c)
+{
+	return nll_loss(c, host_gather);
+}
+
+/* LogSoftmax over axis 1 of x [N, C, D] in double precision. */
+static int host_logp(struct onnx_ctx *c, const struct onnx_tensor *x, int64_t N, int64_t C, int64_t D, float *lp)
+{
+	(void)c;
+	for (int64_t n = 0; n < N; n++)
+		for (int64_t d = 0; d < D; d++) {
+			const float *xs = (const float *)x->data + n * C * D + d;
+			float *ls = lp + n * C * D + d;
+			double mx = -INFINITY, s = 0;
+
+			for (int64_t k = 0; k < C; k++)
+				mx = xs[k * D] > mx ? xs[k * D] : mx;
+			for (int64_t k = 0; k < C; k++)
+				s += exp(xs[k * D] - mx);
+			for (int64_t k = 0; k < C; k++)
+				ls[k * D] = (float)(xs[k * D] - mx - log(s));
+		}
+	return 0;
+}
+
+int sce_loss(struct onnx_ctx *c, sce_logp_fn logp)
 {
 	const struct onnx_tensor *x, *t, *w = node_in(c, 2);
 	struct onnx_tensor lp;
@@ -116,20 +183,12 @@ static int host_sceloss(struct onnx_ctx *c)
 		return ret;
 	if ((ret = onnx_tensor_alloc(&lp, ONNX_FLOAT, x->ndim, x->dims)))
 		return node_err(c, ret, "cannot allocate the log-probabilities");
-	for (int64_t n = 0; n < g.n; n++)
-		for (int64_t d = 0; d < g.d; d++) {
-			const float *xs = (const float *)x->data + n * g.c * g.d + d;
-			float *ls = (float *)lp.data + n * g.c * g.d + d;
-			double mx = -INFINITY, s = 0;
+	ret = logp(c, x, g.n, g.c, g.d, lp.data);
+	if (!ret) {
+		struct onnx_tensor lpt = lp;	/* the log-probabilities, gathered on the host */
 
-			for (int64_t k = 0; k < g.c; k++)
-				mx = xs[k * g.d] > mx ? xs[k * g.d] : mx;
-			for (int64_t k = 0; k < g.c; k++)
-				s += exp(xs[k * g.d] - mx);
-			for (int64_t k = 0; k < g.c; k++)
-				ls[k * g.d] = (float)(xs[k * g.d] - mx - log(s));
-		}
-	ret = nll_into(c, lp.data, t, w, &g);
+		ret = nll_of(c, &lpt, t, w, &g, host_gather);
+	}
 	if (!ret && c->n->n_out > 1 && c->n->out[1] >= 0) {
 		onnx_tensor_release(node_out(c, 1));
 		*node_out(c, 1) = lp;
@@ -137,6 +196,12 @@ static int host_sceloss(struct onnx_ctx *c)
 	}
 	onnx_tensor_release(&lp);
 	return ret;
+}
+
+/* log_prob = LogSoftmax over axis 1, then the NLL of it; output 1 (optional) is log_prob. */
+static int host_sceloss(struct onnx_ctx *c)
+{
+	return sce_loss(c, host_logp);
 }
 
 const onnx_kernel onnx_loss_kernels[OP_COUNT] = {

@@ -14,11 +14,6 @@
 
 /* ---- Resize / Upsample ---- */
 
-struct rs_tap {
-	int64_t idx;
-	double w;
-};
-
 enum rs_coord { RS_HALF_PIXEL, RS_PYTORCH_HALF_PIXEL, RS_ALIGN_CORNERS, RS_ASYMMETRIC, RS_TF_CROP, RS_TF_HALF_NN };
 enum rs_mode { RS_NEAREST, RS_LINEAR, RS_CUBIC };
 enum rs_round { RS_PREFER_FLOOR, RS_PREFER_CEIL, RS_FLOOR, RS_CEIL };
@@ -124,7 +119,7 @@ static unsigned rs_taps(int64_t x, int64_t n, double s, int64_t out_n, enum rs_c
 	return k;
 }
 
-static int host_resize(struct onnx_ctx *c)
+int rs_plan_make(struct onnx_ctx *c, const struct onnx_tensor *x, struct rs_plan *pl)
 {
 	static const char *const coords[] = { "half_pixel", "pytorch_half_pixel", "align_corners", "asymmetric",
 					      "tf_crop_and_resize", "tf_half_pixel_for_nn" };
@@ -132,29 +127,28 @@ static int host_resize(struct onnx_ctx *c)
 	static const char *const rounds[] = { "round_prefer_floor", "round_prefer_ceil", "floor", "ceil" };
 	const Onnx__NodeProto *p = c->n->pb;
 	bool upsample = c->n->op == OP_UPSAMPLE, legacy = upsample || c->m->opset < 11;
-	const struct onnx_tensor *x, *roi = NULL, *ts = NULL, *tsz = NULL;
+	const struct onnx_tensor *roi = NULL, *ts = NULL, *tsz = NULL;
 	char b1[32], b2[32], b3[32];
 	const char *ms = attr_string(p, "mode", b1, sizeof(b1), "nearest");
 	const char *cs = attr_string(p, "coordinate_transformation_mode", b2, sizeof(b2), "half_pixel");
 	const char *rs = attr_string(p, "nearest_mode", b3, sizeof(b3), "round_prefer_floor");
 	int mode = pick(ms, modes, 3), cm = legacy ? RS_ASYMMETRIC : pick(cs, coords, 6);
 	int rm = legacy ? RS_FLOOR : pick(rs, rounds, 4);
-	double cubic_a = attr_float(p, "cubic_coeff_a", -0.75f), extrap = attr_float(p, "extrapolation_value", 0.0f);
+	double cubic_a = attr_float(p, "cubic_coeff_a", -0.75f);
 	bool excl = attr_int(p, "exclude_outside", 0) != 0;
 	double scale[ONNX_MAX_DIMS], r0[ONNX_MAX_DIMS], r1[ONNX_MAX_DIMS];
-	int64_t dims[ONNX_MAX_DIMS], xs[ONNX_MAX_DIMS], idx[ONNX_MAX_DIMS] = { 0 };
-	struct rs_tap *taps[ONNX_MAX_DIMS] = { NULL };
-	unsigned *ntap[ONNX_MAX_DIMS] = { NULL };
-	bool *outs[ONNX_MAX_DIMS] = { NULL };
-	struct onnx_tensor *y;
+	int64_t *dims = pl->dims;
 	int ret = 0;
 
-	if ((ret = in_req(c, 0, "X", &x)))
-		return ret;
+	memset(pl, 0, sizeof(*pl));
+	pl->nd = x->ndim;
+	pl->extrap = attr_float(p, "extrapolation_value", 0.0f);
 	if (!strcmp(ms, "bilinear"))	/* Upsample-7's spelling */
 		mode = RS_LINEAR;
 	if (mode < 0 || cm < 0 || rm < 0)
 		return node_err(c, -EINVAL, "mode '%s', coordinate_transformation_mode '%s', nearest_mode '%s'", ms, cs, rs);
+	pl->mode = mode;
+	pl->crop = cm == RS_TF_CROP;
 	if (attr_int(p, "antialias", 0) || attr_find(p, "axes") || attr_find(p, "keep_aspect_ratio_policy"))
 		return node_err(c, -EOPNOTSUPP, "antialias, axes and keep_aspect_ratio_policy (opset 18) are not supported");
 	if (x->dtype != ONNX_FLOAT && (mode != RS_NEAREST || x->dtype == ONNX_BOOL))
@@ -217,31 +211,68 @@ static int host_resize(struct onnx_ctx *c)
 		if (dims[d] && !x->dims[d])
 			return node_err(c, -EINVAL, "resizing an empty dimension");
 	}
-	if ((ret = out_alloc(c, 0, x->dtype, x->ndim, dims)))
-		return ret;
-	y = node_out(c, 0);
-	for (unsigned d = 0; d < x->ndim && !ret; d++) {
-		taps[d] = malloc(((size_t)dims[d] * 4 + 1) * sizeof(struct rs_tap));
-		ntap[d] = malloc(((size_t)dims[d] + 1) * sizeof(unsigned));
-		outs[d] = malloc((size_t)dims[d] + 1);
-		if (!taps[d] || !ntap[d] || !outs[d]) {
-			ret = node_err(c, -ENOMEM, "out of memory");
-			break;
+	/* the output within ONNX_MAX_TENSOR_BYTES before any per-axis table is allocated */
+	{
+		double bytes = (double)onnx_dtype_size(x->dtype);
+
+		for (unsigned d = 0; d < x->ndim; d++)
+			bytes *= (double)dims[d];
+		if (bytes > (double)ONNX_MAX_TENSOR_BYTES)
+			return node_err(c, -E2BIG, "output 0 would exceed %zu bytes", ONNX_MAX_TENSOR_BYTES);
+	}
+	for (unsigned d = 0; d < x->ndim; d++) {
+		pl->taps[d] = malloc(((size_t)dims[d] * 4 + 1) * sizeof(struct rs_tap));
+		pl->ntap[d] = malloc(((size_t)dims[d] + 1) * sizeof(unsigned));
+		pl->outs[d] = malloc((size_t)dims[d] + 1);
+		if (!pl->taps[d] || !pl->ntap[d] || !pl->outs[d]) {
+			rs_plan_free(pl);
+			return node_err(c, -ENOMEM, "out of memory");
 		}
 		for (int64_t i = 0; i < dims[d]; i++)
-			ntap[d][i] = rs_taps(i, x->dims[d], scale[d], dims[d], (enum rs_coord)cm, (enum rs_mode)mode,
-					     (enum rs_round)rm, cubic_a, excl, r0[d], r1[d], taps[d] + i * 4, &outs[d][i]);
+			pl->ntap[d][i] = rs_taps(i, x->dims[d], scale[d], dims[d], (enum rs_coord)cm, (enum rs_mode)mode,
+						 (enum rs_round)rm, cubic_a, excl, r0[d], r1[d], pl->taps[d] + i * 4,
+						 &pl->outs[d][i]);
 	}
+	return 0;
+}
+
+void rs_plan_free(struct rs_plan *pl)
+{
+	for (unsigned d = 0; d < ONNX_MAX_DIMS; d++) {
+		free(pl->taps[d]);
+		free(pl->ntap[d]);
+		free(pl->outs[d]);
+		pl->taps[d] = NULL;
+		pl->ntap[d] = NULL;
+		pl->outs[d] = NULL;
+	}
+}
+
+static int host_resize(struct onnx_ctx *c)
+{
+	const struct onnx_tensor *x;
+	int64_t xs[ONNX_MAX_DIMS], idx[ONNX_MAX_DIMS] = { 0 };
+	struct rs_plan pl;
+	struct onnx_tensor *y;
+	int ret = 0;
+
+	if ((ret = in_req(c, 0, "X", &x)) || (ret = rs_plan_make(c, x, &pl)))
+		return ret;
+	if ((ret = out_alloc(c, 0, x->dtype, x->ndim, pl.dims))) {
+		rs_plan_free(&pl);
+		return ret;
+	}
+	y = node_out(c, 0);
 	strides_of(x->ndim, x->dims, xs);
-	for (size_t o = 0; !ret && o < y->count; o++) {
+	for (size_t o = 0; o < y->count; o++) {
 		unsigned k[ONNX_MAX_DIMS] = { 0 };
 		double v = 0;
 		bool out = false;
 
 		for (unsigned d = 0; d < x->ndim; d++)
-			out |= outs[d][idx[d]];
+			out |= pl.outs[d][idx[d]];
 		if (out) {
-			v = extrap;
+			v = pl.extrap;
 		} else {
 			for (;;) {	/* every combination of the dimensions' taps */
 				double w = 1;
@@ -249,7 +280,7 @@ static int host_resize(struct onnx_ctx *c)
 				int d;
 
 				for (d = 0; d < (int)x->ndim; d++) {
-					const struct rs_tap *t = &taps[d][idx[d] * 4 + k[d]];
+					const struct rs_tap *t = &pl.taps[d][idx[d] * 4 + k[d]];
 
 					w *= t->w;
 					off += t->idx * xs[d];
@@ -257,7 +288,7 @@ static int host_resize(struct onnx_ctx *c)
 				if (w != 0)
 					v += w * tensor_get(x, (size_t)off);
 				for (d = (int)x->ndim - 1; d >= 0; d--) {
-					if (++k[d] < ntap[d][idx[d]])
+					if (++k[d] < pl.ntap[d][idx[d]])
 						break;
 					k[d] = 0;
 				}
@@ -267,16 +298,12 @@ static int host_resize(struct onnx_ctx *c)
 		}
 		tensor_set(y, o, v);
 		for (int d = (int)x->ndim - 1; d >= 0; d--) {
-			if (++idx[d] < dims[d])
+			if (++idx[d] < pl.dims[d])
 				break;
 			idx[d] = 0;
 		}
 	}
-	for (unsigned d = 0; d < x->ndim; d++) {
-		free(taps[d]);
-		free(ntap[d]);
-		free(outs[d]);
-	}
+	rs_plan_free(&pl);
 	return ret;
 }
 

@@ -1,5 +1,6 @@
 /* SPDX-License-Identifier: MIT */
-/* ops_nn.h - ConvTranspose's geometry, shared by its host kernel (ops_nn.c) and device lowering. */
+/* ops_nn.h - ConvTranspose's geometry and Resize's taps, shared by the host kernels (ops_nn.c) and the
+ * device lowerings. */
 #ifndef TNPU_ONNX_OPS_NN_H
 #define TNPU_ONNX_OPS_NN_H
 
@@ -13,5 +14,26 @@ struct ct_geom {
 };
 int ct_geom(const struct onnx_ctx *c, const struct onnx_tensor *x, const struct onnx_tensor *w,
 	    const struct onnx_tensor *b, struct ct_geom *g);
+
+/* Resize/Upsample as per-axis taps (ops_nn.c), shared by the host kernel and the device's (ops_accel_resize.c):
+ * output element i along axis d reads input indices taps[d][4 i + k].idx (edge-clamped) with weights .w,
+ * k < ntap[d][i]; outs[d][i] marks a tf_crop_and_resize coordinate outside the input (extrap). */
+struct rs_tap {
+	int64_t idx;
+	double w;
+};
+struct rs_plan {
+	unsigned nd;
+	int mode;			/* 0 nearest, 1 linear, 2 cubic */
+	bool crop;			/* tf_crop_and_resize */
+	double extrap;
+	int64_t dims[ONNX_MAX_DIMS];	/* the output's */
+	struct rs_tap *taps[ONNX_MAX_DIMS];
+	unsigned *ntap[ONNX_MAX_DIMS];
+	bool *outs[ONNX_MAX_DIMS];
+};
+/* Attributes, scales/sizes/roi checked (the node's error) and the taps computed; rs_plan_free after. */
+int rs_plan_make(struct onnx_ctx *c, const struct onnx_tensor *x, struct rs_plan *pl);
+void rs_plan_free(struct rs_plan *pl);
 
 #endif /* TNPU_ONNX_OPS_NN_H */

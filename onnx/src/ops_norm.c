@@ -173,7 +173,22 @@ static int host_globalmaxpool(struct onnx_ctx *c)
 
 /* DynamicQuantizeLinear: scale = (max(0, max x) − min(0, min x)) / 255, zero point = saturate(round(−min / scale)),
  * y = saturate(round(x / scale) + zero point), rounding half to even, in float as the specification. */
-static int host_dynquantize(struct onnx_ctx *c)
+/* The minimum and maximum of x on the host (a NaN: the node's error). */
+static int host_range(struct onnx_ctx *c, const struct onnx_tensor *x, float *lo, float *hi)
+{
+	*lo = *hi = ((const float *)x->data)[0];
+	for (size_t i = 0; i < x->count; i++) {
+		float v = ((const float *)x->data)[i];
+
+		if (v != v)
+			return node_err(c, -EINVAL, "x holds a NaN at %zu (no scale quantises it)", i);
+		*lo = v < *lo ? v : *lo;
+		*hi = v > *hi ? v : *hi;
+	}
+	return 0;
+}
+
+int dynq_run(struct onnx_ctx *c, dynq_range_fn range)
 {
 	const struct onnx_tensor *x;
 	float lo = 0, hi = 0, scale, zp;
@@ -183,14 +198,10 @@ static int host_dynquantize(struct onnx_ctx *c)
 		return ret;
 	if (x->dtype != ONNX_FLOAT)
 		return node_err(c, -EINVAL, "x: element type %s (FLOAT)", onnx_dtype_name(x->dtype));
-	for (size_t i = 0; i < x->count; i++) {
-		float v = ((const float *)x->data)[i];
-
-		if (v != v)
-			return node_err(c, -EINVAL, "x holds a NaN at %zu (no scale quantises it)", i);
-		lo = v < lo ? v : lo;
-		hi = v > hi ? v : hi;
-	}
+	if (x->count && (ret = range(c, x, &lo, &hi)))
+		return ret;
+	lo = lo < 0 ? lo : 0;	/* the range always holds 0 */
+	hi = hi > 0 ? hi : 0;
 	scale = (hi - lo) / 255.0f;
 	zp = scale > 0 ? rintf(fminf(fmaxf(0 - lo / scale, 0), 255)) : 0;
 	if ((ret = out_alloc(c, 0, ONNX_UINT8, x->ndim, x->dims)) < 0 ||
@@ -206,6 +217,11 @@ static int host_dynquantize(struct onnx_ctx *c)
 	if (c->n->n_out > 2 && c->n->out[2] >= 0)
 		((uint8_t *)node_out(c, 2)->data)[0] = (uint8_t)zp;
 	return 0;
+}
+
+static int host_dynquantize(struct onnx_ctx *c)
+{
+	return dynq_run(c, host_range);
 }
 
 /* Hann, Hamming (α = 25/46) and Blackman windows of `size` values; periodic (default) divides by size,

@@ -106,6 +106,31 @@ static int host_reduce(struct onnx_ctx *c)
 	return 0;
 }
 
+/* The reduced axes of node c->n as one run [*first, *end); false when they are not one run of axes (or
+ * the node is a no-op). */
+bool reduce_axis_run(struct onnx_ctx *c, const struct onnx_tensor *x, unsigned *first, unsigned *end)
+{
+	int64_t axes[ONNX_MAX_DIMS];
+	unsigned n, mask = 0;
+	bool given;
+
+	if (axes_of(c, c->n->op == OP_REDUCESUM ? 13 : 18, 1, axes, &n, &given))
+		return false;
+	if (!n && attr_int(c->n->pb, "noop_with_empty_axes", 0))
+		return false;
+	if (n && axes_mask(c, axes, n, x->ndim, &mask))
+		return false;
+	if (!n)
+		mask = (1u << x->ndim) - 1;
+	if (!mask)
+		return false;
+	*first = (unsigned)__builtin_ctz(mask);
+	*end = *first;
+	while (*end < x->ndim && (mask >> *end & 1))
+		(*end)++;
+	return mask >> *end == 0; /* nothing reduced after the run */
+}
+
 static int host_argmax(struct onnx_ctx *c)
 {
 	const struct onnx_tensor *x;
@@ -144,7 +169,11 @@ static int host_argmax(struct onnx_ctx *c)
 			for (int64_t i = 1; i < len; i++) {
 				double v = tensor_get(x, (size_t)((o * len + i) * inner + in));
 
-				if (is_max ? (v > bv || (last && v == bv)) : (v < bv || (last && v == bv))) {
+				/* NaN is the extreme, as numpy's argmax/argmin (the ONNX reference) and the
+				 * vector units' ARGMAX/ARGMIN take it: the first NaN, with select_last_index the last */
+				bool better = !isnan(bv) && (isnan(v) || (is_max ? v > bv : v < bv));
+
+				if (better || (last && (v == bv || (isnan(v) && isnan(bv))))) {
 					bv = v;
 					best = i;
 				}

@@ -93,6 +93,7 @@ struct rnn {
 	bool layout1;
 	float clip;
 	const float *x, *w, *r, *b, *p;
+	const float *xw;	/* the input projections X·W^T [dirs][seq·batch][gates·hid] (rnn_proj_fn), or NULL */
 	const struct onnx_tensor *lens;
 };
 
@@ -107,18 +108,24 @@ static const float *x_at(const struct rnn *g, int64_t t, int64_t bt)
 	return g->x + (g->layout1 ? bt * g->seq + t : t * g->batch + bt) * g->in;
 }
 
-/* acc[j] = W[gate block] · x + R[block] · h + Wb + Rb for the gates' rows j (0 .. gates·hid). */
-static void gate_pre(const struct rnn *g, int64_t d, const float *xt, const double *h, double *acc, bool rb_apart,
+/* acc[j] = W[gate block] · x + R[block] · h + Wb + Rb for the gates' rows j (0 .. gates·hid); W · x from
+ * the precomputed projections when there are (row t, bt of X as x_at orders them). */
+static void gate_pre(const struct rnn *g, int64_t d, int64_t t, int64_t bt, const double *h, double *acc, bool rb_apart,
 		     double *rpart)
 {
 	const float *w = g->w + d * g->gates * g->hid * g->in, *r = g->r + d * g->gates * g->hid * g->hid;
 	const float *wb = g->b ? g->b + d * 2 * g->gates * g->hid : NULL, *rb = wb ? wb + g->gates * g->hid : NULL;
+	const float *xt = x_at(g, t, bt);
+	const float *xw = g->xw ? g->xw + ((d * g->seq * g->batch) + (xt - g->x) / g->in) * g->gates * g->hid : NULL;
 
 	for (int64_t j = 0; j < g->gates * g->hid; j++) {
 		double s = wb ? wb[j] : 0, q = rb ? rb[j] : 0;
 
-		for (int64_t k = 0; k < g->in; k++)
-			s += (double)w[j * g->in + k] * xt[k];
+		if (xw)
+			s += xw[j];
+		else
+			for (int64_t k = 0; k < g->in; k++)
+				s += (double)w[j * g->in + k] * xt[k];
 		for (int64_t k = 0; k < g->hid; k++)
 			q += (double)r[j * g->hid + k] * h[k];
 		if (rb_apart) {
@@ -130,7 +137,7 @@ static void gate_pre(const struct rnn *g, int64_t d, const float *xt, const doub
 	}
 }
 
-static int host_rnn_any(struct onnx_ctx *c)
+int rnn_run(struct onnx_ctx *c, rnn_proj_fn proj)
 {
 	enum onnx_op op = c->n->op;
 	const struct onnx_tensor *x, *w, *r, *b = node_in(c, 3), *h0 = node_in(c, 5), *c0 = NULL, *p = NULL;
@@ -203,6 +210,17 @@ static int host_rnn_any(struct onnx_ctx *c)
 	if ((ret = act_parse(c, (unsigned)g.dirs, per, op == OP_RNN ? def_rnn : op == OP_GRU ? def_gru : def_lstm, acts)))
 		return ret;
 	g.x = x->data, g.w = w->data, g.r = r->data, g.b = b ? b->data : NULL, g.p = p ? p->data : NULL;
+	if (proj) {	/* the input projections of every step at once (the device's GEMMs) */
+		float *xw = malloc((size_t)(g.dirs * g.seq * g.batch * g.gates * hs) * sizeof(float) + 1);
+
+		if (!xw)
+			return node_err(c, -ENOMEM, "out of memory");
+		if ((ret = proj(c, g.x, g.w, g.seq * g.batch, g.in, g.gates * hs, g.dirs, xw))) {
+			free(xw);
+			return ret;
+		}
+		g.xw = xw;
+	}
 	if (g.layout1)
 		yd[0] = g.batch, yd[1] = g.seq, yd[2] = g.dirs, yd[3] = hs;
 	else
@@ -211,9 +229,10 @@ static int host_rnn_any(struct onnx_ctx *c)
 		hd[0] = g.batch, hd[1] = g.dirs, hd[2] = hs;
 	else
 		hd[0] = g.dirs, hd[1] = g.batch, hd[2] = hs;
+	h = cs = acc = rp = NULL;
 	if ((ret = out_alloc(c, 0, ONNX_FLOAT, 4, yd)) < 0 || (ret = out_alloc(c, 1, ONNX_FLOAT, 3, hd)) < 0 ||
 	    (op == OP_LSTM && (ret = out_alloc(c, 2, ONNX_FLOAT, 3, hd)) < 0))
-		return ret;
+		goto out;
 	if (c->n->out[0] >= 0)
 		Y = node_out(c, 0)->data;
 	if (c->n->n_out > 1 && c->n->out[1] >= 0)
@@ -246,7 +265,7 @@ static int host_rnn_any(struct onnx_ctx *c)
 				if (s >= len) {	/* past the sequence's end: Y is zero there */
 					t = s;
 				} else {
-					gate_pre(&g, d, x_at(&g, t, bt), h, acc, op == OP_GRU, rp);
+					gate_pre(&g, d, t, bt, h, acc, op == OP_GRU, rp);
 					if (op == OP_RNN) {
 						for (int64_t k = 0; k < hs; k++)
 							h[k] = act_apply(&f[0], clipv(&g, acc[k]));
@@ -313,7 +332,13 @@ out:
 	free(cs);
 	free(acc);
 	free(rp);
+	free((void *)g.xw);
 	return ret;
+}
+
+static int host_rnn_any(struct onnx_ctx *c)
+{
+	return rnn_run(c, NULL);
 }
 
 const onnx_kernel onnx_rnn_kernels[OP_COUNT] = {

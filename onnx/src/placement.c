@@ -7,39 +7,27 @@
 
 #include "internal.h"
 
-/* Why an operator without a device lowering runs on the host (ISA v1: PE array + SFU epilogue). */
+/* Why an operator without a node kernel on the device runs on the host (the operators of
+ * onnx_accel_kernels, ops_accel.c and ops_accel_vec.c, are "device" with their own fallbacks). */
 static const char *host_reason(enum onnx_op op)
 {
 	switch (op) {
-	case OP_SOFTMAX: case OP_LAYERNORM:
-		return "the vector units normalise the rows of a FLOAT matrix (compiled): LayerNormalization with "
-		       "constant Scale/B and no Mean/InvStdDev outputs, Softmax over the last axis (before opset 13: "
-		       "the 2-D view at axis)";
-	case OP_LOGSOFTMAX: case OP_SIGMOID: case OP_TANH: case OP_EXP: case OP_LOG:
-	case OP_ERF: case OP_GELU: case OP_ELU: case OP_SELU: case OP_SOFTPLUS: case OP_SQRT:
-	case OP_RECIPROCAL: case OP_POW: case OP_DIV: case OP_REDUCELOGSUM:
-	case OP_REDUCELOGSUMEXP: case OP_REDUCEL2:
-		return "needs exp/log/sqrt/division: the v1 SFU has ReLU and CLAMP only";
 	case OP_SIN: case OP_COS: case OP_TAN: case OP_ASIN: case OP_ACOS: case OP_ATAN: case OP_SINH:
 	case OP_COSH: case OP_ASINH: case OP_ACOSH: case OP_ATANH:
 		return "a transcendental function: the v1 SFU has ReLU and CLAMP only";
-	case OP_MOD: case OP_BITSHIFT: case OP_SHRINK: case OP_THRESHOLDEDRELU:
+	case OP_MOD: case OP_BITSHIFT: case OP_SHRINK:
 		return "element-wise arithmetic: ISA v1 has no element-wise unit";
-	case OP_CUMSUM: case OP_HARDMAX: case OP_TOPK: case OP_GLOBALMAXPOOL: case OP_DET: case OP_EINSUM:
+	case OP_CUMSUM: case OP_TOPK: case OP_DET: case OP_EINSUM:
 		return "a scan or reduction along an axis: ISA v1 has no reduction unit";
-	case OP_NLLLOSS: case OP_SCELOSS:
-		return "a gather and a reduction (SoftmaxCrossEntropyLoss: exp/log): no gather or reduction unit";
 	case OP_NMS: case OP_UNIQUE:
 		return "data-dependent control (sorting, selection): no device lowering";
 	case OP_GRIDSAMPLE: case OP_ROIALIGN:
 		return "interpolation: ISA v1 has no gather/interpolation unit";
-	case OP_RNN: case OP_GRU: case OP_LSTM:
-		return "a recurrence of small gate products with sigmoid/tanh: no device lowering yet (issue 30)";
-	case OP_INSTANCENORM: case OP_LRN: case OP_MVN:
+	case OP_LRN: case OP_MVN:
 		return "needs division, sqrt or pow: the v1 SFU has ReLU and CLAMP only";
-	case OP_ROUND: case OP_SIGN: case OP_CELU: case OP_ISNAN: case OP_ISINF:
+	case OP_CELU: case OP_ISNAN: case OP_ISINF:
 		return "element-wise arithmetic: ISA v1 has no element-wise unit";
-	case OP_DYNQUANTIZELINEAR: case OP_CASTLIKE:
+	case OP_CASTLIKE:
 		return "type conversion: ONNX defines it in float, outside the SFU's fixed-point requantiser";
 	case OP_GATHERND: case OP_COMPRESS: case OP_NONZERO: case OP_REVERSESEQUENCE:
 		return "data-dependent indexing: ISA v1 has no gather/scatter unit";
@@ -48,24 +36,13 @@ static const char *host_reason(enum onnx_op op)
 	case OP_GATHERELEMENTS: case OP_SCATTERELEMENTS: case OP_SCATTER: case OP_SCATTERND: case OP_ONEHOT:
 	case OP_MAXUNPOOL:
 		return "data-dependent indexing: ISA v1 has no gather/scatter unit";
-	case OP_REDUCEMEAN: case OP_REDUCESUM: case OP_REDUCEMAX: case OP_REDUCESUMSQUARE:
-		return "a reduction the vector units do not take: they reduce one run of axes of a FLOAT tensor "
-		       "(compiled; node by node, ReduceMean over H and W only)";
-	case OP_REDUCEMIN: case OP_REDUCEPROD: case OP_REDUCEL1: case OP_ARGMAX: case OP_ARGMIN:
-		return "a reduction: the vector units have SUM, MEAN, MAX and SUMSQ only";
-	case OP_ADD: case OP_SUB: case OP_MUL: case OP_MIN: case OP_MAX: case OP_SUM: case OP_MEAN:
-	case OP_HARDSIGMOID: case OP_HARDSWISH: case OP_LEAKYRELU: case OP_PRELU: case OP_SOFTSIGN:
-	case OP_NEG: case OP_ABS: case OP_FLOOR: case OP_CEIL: case OP_EQUAL: case OP_GREATER: case OP_LESS:
-	case OP_GREATEREQUAL: case OP_LESSEQUAL: case OP_AND: case OP_OR: case OP_XOR: case OP_NOT:
-	case OP_WHERE: case OP_BATCHNORM:
+	case OP_ADD: case OP_SUB: case OP_MUL: case OP_AND: case OP_OR: case OP_XOR: case OP_NOT: case OP_WHERE:
 		return "element-wise arithmetic: ISA v1 has no element-wise unit";
-	case OP_QUANTIZELINEAR: case OP_DEQUANTIZELINEAR: case OP_CAST:
+	case OP_CAST:
 		return "type conversion: ONNX defines it in float, outside the SFU's fixed-point requantiser";
 	case OP_MATMULNBITS:
 		return "a weight-only quantised MatMul the loader did not dequantise (a bias, g_idx or weights that are "
 		       "not constants): host kernel";
-	case OP_RESIZE: case OP_UPSAMPLE:
-		return "interpolation: ISA v1 has no gather/interpolation unit";
 	default:
 		return "data movement or shape arithmetic (no MACs)";
 	}
@@ -99,9 +76,10 @@ int onnx_model_node_info(const struct onnx_model *m, unsigned i, struct onnx_nod
 			    n->op == OP_BATCHNORM ? "folded into the Conv before it" :
 			    n->op == OP_PAD	  ? "folded into the padding of the Conv/AveragePool after it" :
 						    "fused into the Conv/Gemm before it (SFU epilogue)";
-	} else if (n->op == OP_REDUCEMEAN) {	/* device only over H, W of a FLOAT NCHW tensor */
+	} else if (n->op == OP_REDUCEMEAN) {
 		o->place = ONNX_PLACE_DEVICE;
-		o->reason = "over H and W: global average pooling on the device; other axes: host (no reduction unit)";
+		o->reason = "over H and W: global average pooling on the device; another run of axes: the vector units' "
+			    "row mean; other axis sets: host";
 	} else if (onnx_accel_kernels[n->op]) {
 		o->place = ONNX_PLACE_DEVICE;
 		o->reason = "lowered onto libaccel (unsupported attributes or types fall back to the host)";

@@ -114,7 +114,7 @@ void ai_format_features(uint32_t features, char *out, size_t len)
 		[11] = "rings", [12] = "ring-dma", [13] = "static-plans", [14] = "line-stream",
 		[15] = "vector-units", [16] = "sfu-residual", [17] = "dw-wide", [18] = "job-counters",
 		[19] = "sfu-qcol", [20] = "vec-qadd", [21] = "cluster-pairs", [22] = "row-wrap",
-		[23] = "wdecomp",
+		[23] = "wdecomp", [25] = "vec-math",
 	};
 
 	format_bits(features, names, sizeof(names) / sizeof(names[0]), out, len);

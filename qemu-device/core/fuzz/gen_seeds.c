@@ -418,5 +418,54 @@ int main(int argc, char **argv)
 		save(argv[1], "vec-qadd", &cb);
 		tcb_free(&cb);
 	}
+	{
+		/* VEC math (CAP_FEATURES bit 25): MAP LOG in place, ELU with its lo/hi parameters, BINARY DIV
+		 * with B broadcast, REDUCE ARGMAX with LAST into INT32 */
+		struct tnpu_cmd_vec v;
+		const float one = 1.0f, alpha = 1.6732632f, gamma = 1.050701f;
+
+		tcb_init(&cb);
+		tcb_dma(&cb, true, 0, va, 0, 0, 0xFF, 0, 0, 0, 0, 4096, 1, 1);
+		memset(&v, 0, sizeof(v));
+		v.hdr.opcode = TNPU_CMD_VEC;
+		v.hdr.size = sizeof(v);
+		v.op = TNPU_VEC_MAP;
+		v.func = TNPU_VEC_LOG;
+		v.in_dtype = v.out_dtype = TNPU_DTYPE_FP32;
+		v.row = 0xFF;
+		v.n[0] = v.n[1] = 1;
+		v.n[2] = 8;
+		v.n[3] = 64;
+		v.a_st[2] = v.d_st[2] = 256;
+		v.a_st[3] = v.d_st[3] = 4;
+		memcpy(&v.scale, &one, 4);
+		tcb_raw(&cb, &v, sizeof(v));
+		v.func = TNPU_VEC_ELU;
+		memcpy(&v.lo, &alpha, 4);
+		memcpy(&v.hi, &gamma, 4);
+		v.d_off = 2048;
+		tcb_raw(&cb, &v, sizeof(v));
+		v.op = TNPU_VEC_BINARY;
+		v.func = TNPU_VEC_DIV;
+		v.scale = v.lo = v.hi = 0;
+		v.b_off = 2048;
+		v.b_st[3] = 4;
+		tcb_raw(&cb, &v, sizeof(v));
+		memset(v.b_st, 0, sizeof(v.b_st));
+		v.b_off = 0;
+		v.op = TNPU_VEC_REDUCE;
+		v.func = TNPU_VEC_RED_ARGMAX;
+		v.out_dtype = TNPU_DTYPE_INT32;
+		v.vflags = TNPU_VEC_F_LAST;
+		v.n[3] = 1;
+		v.d_st[2] = 4;
+		v.d_off = 3072;
+		v.win.red.red_len = 64;
+		v.win.red.red_st = 4;
+		tcb_raw(&cb, &v, sizeof(v));
+		tcb_dma(&cb, false, 0, va + 32768, 0, 0, 1, 0, 2048, 0, 0, 1024, 1, 1);
+		save(argv[1], "vec-math", &cb);
+		tcb_free(&cb);
+	}
 	return 0;
 }

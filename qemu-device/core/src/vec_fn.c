@@ -90,12 +90,93 @@ static float v_erf(float t)
 	return t < 0 ? -y : y;
 }
 
+/*
+ * ln t: t = 2^e * m with m in [sqrt(1/2), sqrt(2)) (subnormals first scaled by 2^23, exactly),
+ * f = m - 1 (exact), s = f / (2 + f), log m = 2 atanh s = f - (f^2/2 - s (f^2/2 + R)) with
+ * R = z (2/3 + z (2/5 + z (2/7 + z 2/9))), z = s^2 (|s| <= 0.1716: the series' next term is below
+ * 2^-30 of the result), and e ln2 split into a 16-bit ln2_hi (e * ln2_hi is exact) and ln2_lo.
+ */
+static float v_log(float t)
+{
+	float m, f, s, z, r, hf, dk;
+	uint32_t b;
+	int e = 0;
+
+	if (t != t || t == INFINITY)
+		return t;
+	if (t < 0.0f)
+		return NAN;
+	if (t == 0.0f)
+		return -INFINITY;
+	if (t < 0x1p-126f) {
+		t *= 0x1p23f;
+		e = -23;
+	}
+	memcpy(&b, &t, 4);
+	e += (int)(b >> 23) - 127;
+	b = (b & 0x7FFFFFu) | 0x3F800000u;
+	memcpy(&m, &b, 4);
+	if (m > 1.41421356f) {
+		m *= 0.5f;
+		e++;
+	}
+	f = m - 1.0f;
+	s = f / (2.0f + f);
+	z = s * s;
+	r = z * (2.0f / 3.0f + z * (2.0f / 5.0f + z * (2.0f / 7.0f + z * (2.0f / 9.0f))));
+	hf = 0.5f * f * f;
+	dk = (float)e;
+	return dk * 0.693145752f - ((hf - (s * (hf + r) + dk * 1.42860677e-6f)) - f);
+}
+
+/*
+ * a^b: b == 0 or a == 1 -> 1; NaN -> NaN; else exp(b * log|a|), for a < 0 only at an integer b (negated
+ * when b is odd; a non-integer b -> NaN); a = 0 -> +0 (b > 0) or +inf (b < 0) through log 0 = -inf.
+ */
+float tnpu_vec_pow(float a, float b)
+{
+	float r;
+	bool neg = false;
+
+	if (b == 0.0f || a == 1.0f)
+		return 1.0f;
+	if (a != a || b != b)
+		return a + b;
+	if (a < 0.0f) {
+		if (floorf(b) != b)
+			return NAN;
+		/* |b| >= 2^24 is even; below, its parity is that of the integer */
+		neg = fabsf(b) < 16777216.0f && ((int64_t)b & 1);
+		a = -a;
+	}
+	r = v_exp(b * v_log(a));
+	return neg ? -r : r;
+}
+
+/* ln(1 + e^t) with the relative accuracy of e^t where it is small: log(u) * x / (u - 1), u = 1 + x
+ * rounded (Goldberg's log1p); t > 20: t (e^-t is below half an ulp of t). */
+static float v_softplus(float t)
+{
+	float x, u;
+
+	if (t != t || t > 20.0f)
+		return t;
+	x = v_exp(t);
+	u = 1.0f + x;
+	return u == 1.0f ? x : v_log(u) * (x / (u - 1.0f));
+}
+
 static float clamp01(float v)
 {
 	return v < 0.0f ? 0.0f : (v > 1.0f ? 1.0f : v);
 }
 
 float tnpu_vec_eval(unsigned func, float t)
+{
+	return tnpu_vec_eval_p(func, t, 0.0f, 0.0f);
+}
+
+float tnpu_vec_eval_p(unsigned func, float t, float lo, float hi)
 {
 	switch (func) {
 	case TNPU_VEC_SIGMOID:
@@ -118,6 +199,32 @@ float tnpu_vec_eval(unsigned func, float t)
 		return 1.0f / t;
 	case TNPU_VEC_RSQRT:
 		return 1.0f / sqrtf(t);
+	case TNPU_VEC_LOG:
+		return v_log(t);
+	case TNPU_VEC_SQRT:
+		return sqrtf(t);
+	case TNPU_VEC_ABS:
+		return fabsf(t);
+	case TNPU_VEC_NEG:
+		return -t;
+	case TNPU_VEC_FLOOR:
+		return floorf(t);
+	case TNPU_VEC_CEIL:
+		return ceilf(t);
+	case TNPU_VEC_ROUND:
+		return rintf(t);	/* the default rounding mode: half to even */
+	case TNPU_VEC_SIGN:
+		return t > 0.0f ? 1.0f : (t < 0.0f ? -1.0f : t);
+	case TNPU_VEC_LEAKY:
+		return t < 0.0f ? t * lo : t;
+	case TNPU_VEC_ELU:
+		return hi * (t > 0.0f ? t : lo * (v_exp(t) - 1.0f));
+	case TNPU_VEC_THRESH:
+		return t > lo ? t : (t != t ? t : 0.0f);
+	case TNPU_VEC_SOFTPLUS:
+		return v_softplus(t);
+	case TNPU_VEC_SOFTSIGN:	/* +-inf: +-1 */
+		return fabsf(t) == INFINITY ? (t > 0 ? 1.0f : -1.0f) : t / (1.0f + fabsf(t));
 	default:
 		return NAN;
 	}

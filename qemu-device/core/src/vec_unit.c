@@ -119,6 +119,7 @@ static bool zp_ok(int16_t zp)
 static unsigned check_fields(const struct tnpu_exec *ex, const struct vcmd *v)
 {
 	bool fnf = v->fn >= TNPU_VEC_FN_FIRST && v->fn <= TNPU_VEC_FN_LAST;
+	bool fnp = v->fn >= TNPU_VEC_FN_PARAM_FIRST && v->fn <= TNPU_VEC_FN_PARAM_LAST;	/* lo, hi: fp32 */
 
 	if (v->op > TNPU_VEC_REDUCE)
 		return 8 + 1;
@@ -130,8 +131,9 @@ static unsigned check_fields(const struct tnpu_exec *ex, const struct vcmd *v)
 		return 12 + 1;
 	if (v->half > 1)
 		return 13 + 1;
-	/* QADD is BINARY's: any other op rejects it here, where every reserved bit always was */
-	if (v->vf & ~(v->op == TNPU_VEC_BINARY ? TNPU_VEC_F_MASK : TNPU_VEC_F_MASK & ~TNPU_VEC_F_QADD))
+	/* QADD is BINARY's, LAST REDUCE's: any other op rejects it here, where every reserved bit always was */
+	if (v->vf & ~(TNPU_VEC_F_MASK & ~(v->op == TNPU_VEC_BINARY ? 0 : TNPU_VEC_F_QADD) &
+		      ~(v->op == TNPU_VEC_REDUCE ? 0 : TNPU_VEC_F_LAST)))
 		return 14 + 1;
 	for (unsigned k = 0; k < 4; k++)
 		if (!v->n[k])
@@ -211,18 +213,25 @@ static unsigned check_fields(const struct tnpu_exec *ex, const struct vcmd *v)
 			return 113 + 1;
 		if (uses_zp ? !zp_ok(v->zp) : v->zp)
 			return 114 + 1;
-		if (v->fn != TNPU_VEC_CLAMP && (v->lo || v->hi))
+		if (v->fn != TNPU_VEC_CLAMP && !fnp && (v->lo || v->hi))
 			return 116 + 1;
+		if (fnp && v->fn != TNPU_VEC_ELU && v->hi)	/* LEAKY, THRESH: lo only */
+			return 120 + 1;
 		return 0;
 	}
 	case TNPU_VEC_BINARY: {
 		bool rq = v->in == TNPU_DTYPE_INT8 && v->out == TNPU_DTYPE_INT8;
 		bool q = v->vf & TNPU_VEC_F_QADD;	/* lo, hi: zero points; bias: B's multiplier */
+		bool cmp = v->fn >= TNPU_VEC_CMP_EQ;
 
-		if (v->fn > TNPU_VEC_MIN)
+		if (v->fn > TNPU_VEC_CMP_GE)
 			return 9 + 1;
-		if (v->in == TNPU_DTYPE_INT8 ? v->out == TNPU_DTYPE_FP32 : v->out != v->in)
+		if (v->fn > TNPU_VEC_MIN && v->in != TNPU_DTYPE_FP32)	/* DIV, PRELU, POW, CMP_*: fp32 only */
+			return 10 + 1;
+		if (cmp ? v->out != TNPU_DTYPE_INT8 : (v->in == TNPU_DTYPE_INT8 ? v->out == TNPU_DTYPE_FP32 : v->out != v->in))
 			return 11 + 1;
+		if (cmp && (v->vf & TNPU_VEC_F_RELU))	/* a truth value has no ReLU */
+			return 14 + 1;
 		if ((v->vf & ~(TNPU_VEC_F_RELU | TNPU_VEC_F_QADD)) ||
 		    (q && (!rq || (v->fn != TNPU_VEC_ADD && v->fn != TNPU_VEC_SUB))))
 			return 14 + 1;
@@ -281,13 +290,16 @@ static unsigned check_fields(const struct tnpu_exec *ex, const struct vcmd *v)
 		return 0;
 	}
 	default: { /* REDUCE */
-		bool f = v->in == TNPU_DTYPE_FP32;
+		bool f = v->in == TNPU_DTYPE_FP32, mm = v->fn == TNPU_VEC_RED_MAX || v->fn == TNPU_VEC_RED_MIN;
+		bool arg = v->fn == TNPU_VEC_RED_ARGMAX || v->fn == TNPU_VEC_RED_ARGMIN;
 
-		if (v->fn > TNPU_VEC_RED_SUMSQ)
+		if (v->fn > TNPU_VEC_RED_ARGMIN)
 			return 9 + 1;
-		if (v->fn == TNPU_VEC_RED_MAX ? v->out != v->in : v->out != (f ? TNPU_DTYPE_FP32 : TNPU_DTYPE_INT32))
+		if ((v->fn == TNPU_VEC_RED_PROD || arg) && !f)	/* PROD, ARGMAX, ARGMIN: fp32 in */
+			return 10 + 1;
+		if (mm ? v->out != v->in : v->out != (f && !arg ? TNPU_DTYPE_FP32 : TNPU_DTYPE_INT32))
 			return 11 + 1;
-		if (v->vf)
+		if (v->vf & ~(arg ? TNPU_VEC_F_LAST : 0))
 			return 14 + 1;
 		if (v->lut)
 			return 15 + 1;
@@ -297,7 +309,7 @@ static unsigned check_fields(const struct tnpu_exec *ex, const struct vcmd *v)
 			return 92 + 1;
 		if (v->rw.reserved)
 			return 100 + 1;
-		if ((!f || v->fn == TNPU_VEC_RED_MAX) && v->scale)
+		if ((!f || mm || arg || v->fn == TNPU_VEC_RED_PROD) && v->scale)	/* SUM, SUMSQ fp32 only */
 			return 104 + 1;
 		if (v->bias)
 			return 108 + 1;
@@ -512,7 +524,7 @@ static union val map_one(const struct vcmd *v, const int8_t *lut, const uint8_t 
 	default: {
 		float t = ld_f(p) * f32_of(v->scale) + f32_of(v->bias);
 
-		r.f = tnpu_vec_eval(v->fn, t);
+		r.f = tnpu_vec_eval_p(v->fn, t, f32_of(v->lo), f32_of(v->hi));
 		if ((v->vf & TNPU_VEC_F_RELU) && r.f < 0)
 			r.f = 0;
 		return r;
@@ -532,7 +544,14 @@ static union val bin_one(const struct vcmd *v, const uint8_t *pa, const uint8_t 
 		case TNPU_VEC_SUB: r.f = a - b; break;
 		case TNPU_VEC_MUL: r.f = a * b; break;
 		case TNPU_VEC_MAX: r.f = fmax_nan(a, b); break;
-		default: r.f = fmin_nan(a, b); break;
+		case TNPU_VEC_MIN: r.f = fmin_nan(a, b); break;
+		case TNPU_VEC_DIV: r.f = a / b; break;
+		case TNPU_VEC_PRELU: r.f = a < 0.0f ? a * b : a; break;
+		case TNPU_VEC_POW: r.f = tnpu_vec_pow(a, b); break;
+		default:	/* CMP_*: an INT8 truth value */
+			r.i = v->fn == TNPU_VEC_CMP_EQ ? a == b : v->fn == TNPU_VEC_CMP_LT ? a < b :
+			      v->fn == TNPU_VEC_CMP_LE ? a <= b : v->fn == TNPU_VEC_CMP_GT ? a > b : a >= b;
+			return r;
 		}
 		if ((v->vf & TNPU_VEC_F_RELU) && r.f < 0)
 			r.f = 0;
@@ -742,14 +761,43 @@ static union val red_one(const struct vcmd *v, const uint8_t *p)
 	if (v->in == TNPU_DTYPE_FP32) {
 		float acc = 0;
 
-		if (v->fn == TNPU_VEC_RED_MAX) {
+		if (v->fn == TNPU_VEC_RED_MAX || v->fn == TNPU_VEC_RED_MIN) {
+			bool mx = v->fn == TNPU_VEC_RED_MAX;
+
 			acc = ld_f(p);
 			for (uint32_t k = 1; k < L; k++) {
 				float x = ld_f(p + (int64_t)k * st);
 
-				if (x > acc || x != x)
+				if ((mx ? x > acc : x < acc) || x != x)
 					acc = x;
 			}
+			r.f = acc;
+			return r;
+		}
+		if (v->fn == TNPU_VEC_RED_ARGMAX || v->fn == TNPU_VEC_RED_ARGMIN) {
+			/* NaN ranks above every number for ARGMAX, below for ARGMIN; a tie keeps the first
+			 * index, or with LAST the last */
+			bool mx = v->fn == TNPU_VEC_RED_ARGMAX, last = v->vf & TNPU_VEC_F_LAST;
+			uint32_t at = 0;
+
+			acc = ld_f(p);
+			for (uint32_t k = 1; k < L; k++) {
+				float x = ld_f(p + (int64_t)k * st);
+				bool better = acc == acc && (x != x || (mx ? x > acc : x < acc));
+				bool tie = last && (x == acc || (x != x && acc != acc));
+
+				if (better || tie) {
+					acc = x;
+					at = k;
+				}
+			}
+			r.i = (int32_t)at;
+			return r;
+		}
+		if (v->fn == TNPU_VEC_RED_PROD) {
+			acc = 1.0f;
+			for (uint32_t k = 0; k < L; k++)
+				acc *= ld_f(p + (int64_t)k * st);
 			r.f = acc;
 			return r;
 		}
@@ -761,13 +809,13 @@ static union val red_one(const struct vcmd *v, const uint8_t *p)
 		r.f = acc * f32_of(v->scale);
 		return r;
 	}
-	if (v->fn == TNPU_VEC_RED_MAX) {
+	if (v->fn == TNPU_VEC_RED_MAX || v->fn == TNPU_VEC_RED_MIN) {
 		int64_t m = ld_i(p, v->in);
 
 		for (uint32_t k = 1; k < L; k++) {
 			int64_t x = ld_i(p + (int64_t)k * st, v->in);
 
-			m = x > m ? x : m;
+			m = (v->fn == TNPU_VEC_RED_MAX ? x > m : x < m) ? x : m;
 		}
 		r.i = (int32_t)m;
 		return r;
@@ -791,7 +839,7 @@ static bool map_run_fast(const struct vcmd *v)
 {
 #if defined(__BYTE_ORDER__) && __BYTE_ORDER__ == __ORDER_LITTLE_ENDIAN__
 	return v->op == TNPU_VEC_MAP && v->fn >= TNPU_VEC_FN_FIRST && v->fn <= TNPU_VEC_FN_LAST &&
-	       v->in == TNPU_DTYPE_FP32 && v->out == TNPU_DTYPE_FP32 && v->a_st[3] == 4;
+	       !(v->fn >= TNPU_VEC_FN_PARAM_FIRST && v->fn <= TNPU_VEC_FN_PARAM_LAST) && v->in == TNPU_DTYPE_FP32 && v->out == TNPU_DTYPE_FP32 && v->a_st[3] == 4;
 #else
 	(void)v;
 	return false;
@@ -844,6 +892,23 @@ static void bin_run(const struct vcmd *v, const uint8_t *pa, const uint8_t *pb, 
 		memcpy(&b, pb + sb * c, 4);
 		if (a != a || b != b)
 			out[c] = bin_one(v, pa + 4 * (size_t)c, pb + sb * c);
+	}
+}
+
+/* Lane-cycles per element-tap (vector-units.md "Cycle model"): the fp32 functions and DIV 4, the
+ * exact select/round functions 1. */
+static unsigned vec_cost(const struct vcmd *v)
+{
+	if (v->op == TNPU_VEC_BINARY)	/* POW: a log and an exp */
+		return v->fn == TNPU_VEC_DIV ? TNPU_VEC_FN_COST : (v->fn == TNPU_VEC_POW ? 2 * TNPU_VEC_FN_COST : 1);
+	if (v->op != TNPU_VEC_MAP || v->fn < TNPU_VEC_FN_FIRST)
+		return 1;
+	switch (v->fn) {
+	case TNPU_VEC_ABS: case TNPU_VEC_NEG: case TNPU_VEC_FLOOR: case TNPU_VEC_CEIL: case TNPU_VEC_ROUND:
+	case TNPU_VEC_SIGN: case TNPU_VEC_LEAKY: case TNPU_VEC_THRESH:
+		return 1;
+	default:
+		return TNPU_VEC_FN_COST;
 	}
 }
 
@@ -1008,7 +1073,7 @@ uint32_t tnpu_vec_cmd(struct tnpu_exec *ex, const uint8_t *c, bool async)
 		return ex->res->error;
 	if (tnpu_island_rows(ex, v.row, v.row == 0xFF, &r0, &r1))
 		return ex->res->error;
-	cost = v.op == TNPU_VEC_MAP && v.fn >= TNPU_VEC_FN_FIRST ? TNPU_VEC_FN_COST : 1;
+	cost = vec_cost(&v);
 	busy = TNPU_CYC_VEC + div_ceil_u64(v.elems * v.taps * cost, TNPU_VEC_LANES);
 	s = TNPU_MAX(ex->F[TNPU_ENGINE_COMPUTE], async ? 0 : ex->P);
 	/* Refuse work the watchdog would stop anyway before spending host time on it. */

@@ -479,7 +479,9 @@ Test(regs, counters_feature_bit_is_advertised)
 	cr_assert_eq(TNPU_FEAT_CPAIR, 1u << 21);
 	cr_assert_eq(TNPU_FEAT_WRAP, 1u << 22);
 	cr_assert_eq(TNPU_FEAT_WDECOMP, 1u << 23);
-	cr_assert_eq(rd(c, TNPU_REG_CAP_FEATURES), 0x1FFFFFFu);	/* registers.md: bits 0..24 */
+	cr_assert_eq(TNPU_FEAT_PREEMPT, 1u << 24);
+	cr_assert_eq(TNPU_FEAT_VEC_MATH, 1u << 25);
+	cr_assert_eq(rd(c, TNPU_REG_CAP_FEATURES), 0x3FFFFFFu);	/* registers.md: bits 0..25 */
 	tnpu_core_free(c);
 }
 

@@ -13,8 +13,7 @@
 #include <string.h>
 #include <unistd.h>
 
-#include "../../../onnx/src/compile.h"
-#include "builder.h"
+#include "compile_check.h"
 #include "model_values.h"
 
 static struct accel_dev *dev;
@@ -33,67 +32,6 @@ static void teardown(void)
 
 TestSuite(onnx_compile_shapes, .init = setup, .fini = teardown);
 
-static struct onnx_model *load(struct mb *b)
-{
-	struct onnx_model *m = NULL;
-	char err[512] = "";
-	size_t len;
-	const uint8_t *buf = mb_pack(b, &len);
-
-	cr_assert_eq(onnx_model_load_mem(buf, len, 0, &m, err, sizeof(err)), 0, "load: %s", err);
-	mb_free(b);
-	return m;
-}
-
-static void rand_tensor(struct onnx_tensor *t, unsigned nd, const int64_t *dims)
-{
-	cr_assert_eq(onnx_tensor_alloc(t, ONNX_FLOAT, nd, dims), 0);
-	for (size_t i = 0; i < t->count; i++)
-		((float *)t->data)[i] = mb_frand(&rng);
-}
-
-/* The kind of the step that writes value name. */
-static int kind_of(const struct onnx_compiled *cm, const char *name)
-{
-	int v = value_index(cm->m, name);
-
-	for (unsigned i = 0; i < cm->n_steps; i++)
-		if (cm->steps[i].out == v)
-			return cm->steps[i].kind;
-	return -1;
-}
-
-/* Run twice (the second replays the kept jobs), compare every output with the CPU reference (shape
- * and values). */
-static void check_against_cpu(struct onnx_compiled *cm, const struct onnx_tensor *in, unsigned n_in, unsigned n_out)
-{
-	for (int run = 0; run < 2; run++) {
-		struct onnx_tensor ref[2], got[2];
-
-		cr_assert_eq(onnx_run(cm->m, NULL, in, n_in, ref, n_out, NULL), 0);
-		cr_assert_eq(onnx_compiled_run(cm, in, n_in, got, n_out, NULL), 0, "run: %s", onnx_compiled_error(cm));
-		for (unsigned o = 0; o < n_out; o++) {
-			cr_assert_eq(got[o].ndim, ref[o].ndim, "output %u: rank %u, reference %u", o, got[o].ndim,
-				     ref[o].ndim);
-			cr_assert_eq(memcmp(got[o].dims, ref[o].dims, ref[o].ndim * sizeof(ref[o].dims[0])), 0,
-				     "output %u: another shape than the reference's", o);
-			cr_assert_eq(got[o].dtype, ref[o].dtype);
-			for (size_t i = 0; i < ref[o].count && ref[o].dtype == ONNX_FLOAT; i++) {
-				float g = ((const float *)got[o].data)[i], r = ((const float *)ref[o].data)[i];
-
-				cr_assert(fabsf(g - r) <= 1e-5f + 1e-4f * fabsf(r),
-					  "output %u [%zu] = %g, CPU reference %g", o, i, g, r);
-			}
-			if (ref[o].dtype != ONNX_FLOAT)
-				cr_assert_eq(
-					memcmp(got[o].data, ref[o].data, ref[o].count * onnx_dtype_size(ref[o].dtype)),
-					0, "output %u differs from the reference", o);
-			onnx_tensor_release(&got[o]);
-			onnx_tensor_release(&ref[o]);
-		}
-	}
-}
-
 /* Reshape(x, shape) with shape a graph input: compiled from x's shape and the probe's zero shape it ran
  * as a view of the wrong shape (a silent wrong result); now onnx_compile refuses it naming the node, the
  * operand and the graph input, with -EOPNOTSUPP, and onnx_run runs it. */
@@ -111,8 +49,8 @@ Test(onnx_compile_shapes, a_shape_from_input_data_is_refused_not_guessed)
 	mb_node(b, "Relu", "x", "r");
 	mb_node(b, "Reshape", "r,shape", "y");
 	mb_output(b, "y");
-	m = load(b);
-	rand_tensor(&in[0], 3, xd);
+	m = cc_load(b);
+	cc_rand(&in[0], 3, xd, &rng);
 	cr_assert_eq(onnx_tensor_alloc(&in[1], ONNX_INT64, 1, sd), 0);
 	memcpy(in[1].data, want, sizeof(want));
 	cr_assert_eq(onnx_compile(m, dev, in, 2, 0, &cm, err, sizeof(err)), -EOPNOTSUPP, "compile: %s", err);
@@ -144,15 +82,15 @@ Test(onnx_compile_shapes, a_shape_from_input_shapes_still_compiles)
 	mb_node(b, "Shape", "z", "s");
 	mb_node(b, "Reshape", "x,s", "y");
 	mb_output(b, "y");
-	m = load(b);
+	m = cc_load(b);
 	{
 		static const int64_t zd[3] = {4, 3, 2};
 		struct onnx_tensor in[2];
 
-		rand_tensor(&in[0], 3, xd);
-		rand_tensor(&in[1], 3, zd);
+		cc_rand(&in[0], 3, xd, &rng);
+		cc_rand(&in[1], 3, zd, &rng);
 		cr_assert_eq(onnx_compile(m, dev, in, 2, 0, &cm, err, sizeof(err)), 0, "compile: %s", err);
-		check_against_cpu(cm, in, 2, 1);
+		cc_check_against_cpu(cm, in, 2, 1);
 		onnx_compiled_free(cm);
 		onnx_tensor_release(&in[0]);
 		onnx_tensor_release(&in[1]);
@@ -176,10 +114,10 @@ Test(onnx_compile_shapes, dropout_mask_is_computed)
 	mb_node(b, "Dropout", "x", "y,mask");
 	mb_output(b, "y");
 	mb_output(b, "mask");
-	m = load(b);
-	rand_tensor(&x, 2, xd);
+	m = cc_load(b);
+	cc_rand(&x, 2, xd, &rng);
 	cr_assert_eq(onnx_compile(m, dev, &x, 1, 0, &cm, err, sizeof(err)), 0, "compile: %s", err);
-	check_against_cpu(cm, &x, 1, 2);
+	cc_check_against_cpu(cm, &x, 1, 2);
 	onnx_compiled_free(cm);
 	onnx_tensor_release(&x);
 	onnx_model_free(m);
@@ -202,14 +140,14 @@ Test(onnx_compile_shapes, dropout_training_mode_from_the_run_is_not_ignored)
 	mb_input(b, "training");
 	mb_node(b, "Dropout", "x,ratio,training", "y");
 	mb_output(b, "y");
-	m = load(b);
-	rand_tensor(&in[0], 2, xd);
+	m = cc_load(b);
+	cc_rand(&in[0], 2, xd, &rng);
 	cr_assert_eq(onnx_tensor_alloc(&in[1], ONNX_FLOAT, 0, NULL), 0);
 	memcpy(in[1].data, &ratio, sizeof(ratio));
 	cr_assert_eq(onnx_tensor_alloc(&in[2], ONNX_BOOL, 0, NULL), 0);
 	*(uint8_t *)in[2].data = 1;
 	cr_assert_eq(onnx_compile(m, dev, in, 3, 0, &cm, err, sizeof(err)), 0, "compile: %s", err);
-	cr_assert_neq(kind_of(cm, "y"), CS_ALIAS);
+	cr_assert_neq(cc_kind_of(cm, "y"), CS_ALIAS);
 	cr_assert_neq(onnx_compiled_run(cm, in, 3, &y, 1, NULL), 0, "training mode ran as inference");
 	cr_assert(strstr(onnx_compiled_error(cm), "training"), "message: %s", onnx_compiled_error(cm));
 	onnx_compiled_free(cm);
@@ -243,16 +181,16 @@ static void reduce_case(const char *op, const int64_t *axes, unsigned n_axes, in
 		mb_attr_ints(b, n, "axes", axes, n_axes);
 	mb_attr_i(b, n, "keepdims", keepdims);
 	mb_output(b, "y");
-	m = load(b);
-	rand_tensor(&x, 4, xd);
+	m = cc_load(b);
+	cc_rand(&x, 4, xd, &rng);
 	cr_assert_eq(onnx_compile(m, dev, &x, 1, 0, &cm, err, sizeof(err)), 0, "%s compile: %s", op, err);
 	if (device) /* ReduceMean over H and W is a global pool, over the last axis a GEMM: device too */
-		cr_assert(kind_of(cm, "y") == CS_REDUCE ||
-				  (!strcmp(op, "ReduceMean") && CS_IS_DEVICE(kind_of(cm, "y"))),
-			  "%s: step kind %d", op, kind_of(cm, "y"));
+		cr_assert(cc_kind_of(cm, "y") == CS_REDUCE ||
+				  (!strcmp(op, "ReduceMean") && CS_IS_DEVICE(cc_kind_of(cm, "y"))),
+			  "%s: step kind %d", op, cc_kind_of(cm, "y"));
 	else
-		cr_assert_eq(kind_of(cm, "y"), CS_HOST, "%s: step kind %d", op, kind_of(cm, "y"));
-	check_against_cpu(cm, &x, 1, 1);
+		cr_assert_eq(cc_kind_of(cm, "y"), CS_HOST, "%s: step kind %d", op, cc_kind_of(cm, "y"));
+	cc_check_against_cpu(cm, &x, 1, 1);
 	onnx_compiled_free(cm);
 	onnx_tensor_release(&x);
 	onnx_model_free(m);
@@ -260,11 +198,13 @@ static void reduce_case(const char *op, const int64_t *axes, unsigned n_axes, in
 
 Test(onnx_compile_shapes, reductions_over_trailing_axes_are_device_steps)
 {
-	static const char *const ops[] = {"ReduceSum", "ReduceMean", "ReduceMax", "ReduceSumSquare"};
+	/* the last six: VEC math (CAP_FEATURES bit 25) */
+	static const char *const ops[] = {"ReduceSum", "ReduceMean", "ReduceMax", "ReduceSumSquare", "ReduceMin",
+					  "ReduceProd", "ReduceL1", "ReduceL2", "ReduceLogSum", "ReduceLogSumExp"};
 	static const int64_t last2[2] = {2, 3}, neg[1] = {-1}, tail3[3] = {-3, 2, 3}, mid[1] = {1};
 	static const int64_t mid2[2] = {2, 1}, lead[1] = {0}, gap[2] = {1, 3};
 
-	for (unsigned i = 0; i < 4; i++) {
+	for (unsigned i = 0; i < sizeof(ops) / sizeof(ops[0]); i++) {
 		reduce_case(ops[i], last2, 2, 1, true);
 		reduce_case(ops[i], last2, 2, 0, true);
 		reduce_case(ops[i], neg, 1, 0, true);
@@ -299,12 +239,12 @@ static void rows_case(const char *op, int64_t opset, int64_t axis, bool device)
 	n = mb_node(b, op, ln ? "r,g,bias" : "r", "y");
 	mb_attr_i(b, n, "axis", axis);
 	mb_output(b, "y");
-	m = load(b);
-	rand_tensor(&x, 3, xd);
+	m = cc_load(b);
+	cc_rand(&x, 3, xd, &rng);
 	cr_assert_eq(onnx_compile(m, dev, &x, 1, 0, &cm, err, sizeof(err)), 0, "%s compile: %s", op, err);
-	cr_assert_eq(kind_of(cm, "y") == CS_HOST, !device, "%s axis %lld opset %lld: step kind %d", op, (long long)axis,
-		     (long long)opset, kind_of(cm, "y"));
-	check_against_cpu(cm, &x, 1, 1);
+	cr_assert_eq(cc_kind_of(cm, "y") == CS_HOST, !device, "%s axis %lld opset %lld: step kind %d", op, (long long)axis,
+		     (long long)opset, cc_kind_of(cm, "y"));
+	cc_check_against_cpu(cm, &x, 1, 1);
 	onnx_compiled_free(cm);
 	onnx_tensor_release(&x);
 	onnx_model_free(m);
@@ -338,11 +278,11 @@ Test(onnx_compile_shapes, profile_reports_node_kernels_on_the_device)
 	n = mb_node(b, "Gemm", "x,w", "y");
 	mb_attr_f(b, n, "alpha", 0.5f);
 	mb_output(b, "y");
-	m = load(b);
-	rand_tensor(&x, 2, ad);
+	m = cc_load(b);
+	cc_rand(&x, 2, ad, &rng);
 	cr_assert_eq(onnx_compile(m, dev, &x, 1, 0, &cm, err, sizeof(err)), 0, "compile: %s", err);
 	cr_assert_eq(onnx_compiled_run_profile(cm, &x, 1, &y, 1, &st, prof), 0, "%s", onnx_compiled_error(cm));
-	if (kind_of(cm, "y") == CS_HOST) {
+	if (cc_kind_of(cm, "y") == CS_HOST) {
 		cr_assert(prof[0].ran);
 		cr_assert(prof[0].on_device, "the node kernel ran on the device, the profile says host");
 		cr_assert_gt(prof[0].counters.macs_effective, 0);
@@ -381,10 +321,10 @@ Test(onnx_compile_shapes, reduction_steps_survive_a_compiled_file)
 		if (i)
 			mb_attr_ints(b, n, "axes", axes, 1);
 		mb_output(b, "y");
-		m = load(b);
-		rand_tensor(&x, 3, xd);
+		m = cc_load(b);
+		cc_rand(&x, 3, xd, &rng);
 		cr_assert_eq(onnx_compile(m, dev, &x, 1, 0, &cm, err, sizeof(err)), 0, "compile: %s", err);
-		cr_assert_eq(kind_of(cm, "y"), CS_REDUCE);
+		cr_assert_eq(cc_kind_of(cm, "y"), CS_REDUCE);
 		cr_assert_eq(onnx_compiled_save(cm, path, err, sizeof(err)), 0, "save: %s", err);
 		cr_assert_eq(onnx_compiled_open(dev, path, &cm2, err, sizeof(err)), 0, "%s: open: %s", ops[i], err);
 		cr_assert_eq(onnx_compiled_run(cm, &x, 1, &y1, 1, NULL), 0);

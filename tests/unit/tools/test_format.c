@@ -111,6 +111,8 @@ Test(format, features_of_the_v1_device)
 	cr_assert_str_eq(buf, "row-wrap");
 	ai_format_features(0x800000, buf, sizeof(buf));	/* DMA_DEQ, the weight-decompressing load: bit 23 */
 	cr_assert_str_eq(buf, "wdecomp");
+	ai_format_features(0x2000000, buf, sizeof(buf));	/* VEC math: bit 25 */
+	cr_assert_str_eq(buf, "vec-math");
 }
 
 Test(format, class_names)

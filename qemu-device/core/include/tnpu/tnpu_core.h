@@ -300,6 +300,10 @@ uint32_t tnpu_exec_hazard(const struct tnpu_exec *ex, struct tnpu_hazard *first)
 /* ISA 2 vector unit: the fp32 function `func` (TNPU_VEC_SIGMOID..TNPU_VEC_RSQRT) of t, bit-exactly as
  * the device computes it (vector-units.md); NAN for another func. */
 float tnpu_vec_eval(unsigned func, float t);
+/* The same with MAP's fp32 parameters lo, hi (LEAKY, ELU, THRESH; vector-units.md). */
+float tnpu_vec_eval_p(unsigned func, float t, float lo, float hi);
+/* BINARY POW (VEC math): a^b from the unit's exp and log, bit-exactly as the device computes it. */
+float tnpu_vec_pow(float a, float b);
 /* MAP of an fp32 function over a packed run: out[i] = func(in[i] * scale + bias) (ReLU after when
  * relu), the same bits as tnpu_vec_eval per element; in is n little-endian fp32 words. */
 void tnpu_vec_map_run(unsigned func, const uint8_t *in, float *out, size_t n, float scale, float bias, bool relu);

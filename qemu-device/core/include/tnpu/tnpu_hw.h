@@ -160,7 +160,7 @@ extern "C" {
 			 TNPU_FEAT_ISLANDS | TNPU_FEAT_RINGS | TNPU_FEAT_RING_DMA | TNPU_FEAT_PLAN | \
 			 TNPU_FEAT_STREAM | TNPU_FEAT_VEC | TNPU_FEAT_SFU_RESIDUAL | \
 			 TNPU_FEAT_DW_WIDE | TNPU_FEAT_COUNTERS | TNPU_FEAT_SFU_QCOL | TNPU_FEAT_VEC_QADD | \
-			 TNPU_FEAT_CPAIR | TNPU_FEAT_WRAP | TNPU_FEAT_WDECOMP | TNPU_FEAT_PREEMPT)
+			 TNPU_FEAT_CPAIR | TNPU_FEAT_WRAP | TNPU_FEAT_WDECOMP | TNPU_FEAT_PREEMPT | TNPU_FEAT_VEC_MATH)
 #define TNPU_REG_CAP_CMDBUF	0x0034	/* RO max command-buffer bytes */
 
 #define TNPU_REG_CTRL		0x0040	/* RW */
@@ -877,6 +877,8 @@ _Static_assert(offsetof(struct tnpu_cmd_dma_bands, band_first) == 56, "dma bands
 #define TNPU_FEAT_WRAP		TNPU_BIT(22)	/* operand flags WRAP: a tile's rows wrap by a row pitch (#16) */
 #define TNPU_FEAT_WDECOMP	TNPU_BIT(23)	/* DMA_DEQ: packed int8/int4 weights expanded on load (#29) */
 #define TNPU_FEAT_PREEMPT	TNPU_BIT(24)	/* preemption points, save records, RESUME (#28, queues.md) */
+/* VEC math (#30): MAP funcs 26..38, BINARY DIV/PRELU/POW/CMP_*, REDUCE MIN/PROD/ARGMAX/ARGMIN (vector-units.md) */
+#define TNPU_FEAT_VEC_MATH	TNPU_BIT(25)
 
 /* Depthwise parameter record (register-file entry named by the CONFIG header's dw_rf). */
 struct tnpu_dw_param {
@@ -985,19 +987,35 @@ enum tnpu_vec_map_fn {
 	TNPU_VEC_SIGMOID = 16, TNPU_VEC_TANH = 17, TNPU_VEC_EXP = 18, TNPU_VEC_ERF = 19, TNPU_VEC_GELU = 20,
 	TNPU_VEC_HARDSIGMOID = 21, TNPU_VEC_HARDSWISH = 22, TNPU_VEC_SILU = 23, TNPU_VEC_RECIP = 24,
 	TNPU_VEC_RSQRT = 25,
+	/* CAP_FEATURES bit 25 VEC_MATH */
+	TNPU_VEC_LOG = 26, TNPU_VEC_SQRT = 27, TNPU_VEC_ABS = 28, TNPU_VEC_NEG = 29, TNPU_VEC_FLOOR = 30,
+	TNPU_VEC_CEIL = 31, TNPU_VEC_ROUND = 32, TNPU_VEC_SIGN = 33, TNPU_VEC_LEAKY = 34, TNPU_VEC_ELU = 35,
+	TNPU_VEC_THRESH = 36, TNPU_VEC_SOFTPLUS = 37, TNPU_VEC_SOFTSIGN = 38,
 };
 #define TNPU_VEC_FN_FIRST	16	/* first fp32 function of MAP */
-#define TNPU_VEC_FN_LAST	25
-enum tnpu_vec_bin_fn { TNPU_VEC_ADD = 0, TNPU_VEC_SUB = 1, TNPU_VEC_MUL = 2, TNPU_VEC_MAX = 3, TNPU_VEC_MIN = 4 };
+#define TNPU_VEC_FN_LAST	38
+#define TNPU_VEC_FN_PARAM_FIRST	TNPU_VEC_LEAKY	/* LEAKY..THRESH take fp32 parameters in lo (and hi) */
+#define TNPU_VEC_FN_PARAM_LAST	TNPU_VEC_THRESH
+enum tnpu_vec_bin_fn {
+	TNPU_VEC_ADD = 0, TNPU_VEC_SUB = 1, TNPU_VEC_MUL = 2, TNPU_VEC_MAX = 3, TNPU_VEC_MIN = 4,
+	TNPU_VEC_DIV = 5, TNPU_VEC_PRELU = 6, TNPU_VEC_POW = 7,	/* fp32 only; CAP_FEATURES bit 25 VEC_MATH */
+	/* comparisons: FP32 in, INT8 out 1 (true) or 0 (IEEE: NaN compares false); VEC_MATH */
+	TNPU_VEC_CMP_EQ = 8, TNPU_VEC_CMP_LT = 9, TNPU_VEC_CMP_LE = 10, TNPU_VEC_CMP_GT = 11, TNPU_VEC_CMP_GE = 12,
+};
 enum tnpu_vec_pool_fn { TNPU_VEC_POOL_MAX = 0, TNPU_VEC_POOL_AVG = 1 };
-enum tnpu_vec_red_fn { TNPU_VEC_RED_SUM = 0, TNPU_VEC_RED_MAX = 1, TNPU_VEC_RED_SUMSQ = 2 };
+enum tnpu_vec_red_fn {
+	TNPU_VEC_RED_SUM = 0, TNPU_VEC_RED_MAX = 1, TNPU_VEC_RED_SUMSQ = 2,
+	/* CAP_FEATURES bit 25 VEC_MATH: MIN as MAX; PROD fp32; ARG* fp32 in, INT32 index out */
+	TNPU_VEC_RED_MIN = 3, TNPU_VEC_RED_PROD = 4, TNPU_VEC_RED_ARGMAX = 5, TNPU_VEC_RED_ARGMIN = 6,
+};
 #define TNPU_VEC_F_RELU		TNPU_BIT(0)	/* MAP, BINARY: y = max(y, 0) before the output conversion */
 #define TNPU_VEC_F_PER_CHANNEL	TNPU_BIT(1)	/* MAP REQUANT: {s32 M, u32 shift} per channel at b_off */
 #define TNPU_VEC_F_COUNT_PAD	TNPU_BIT(2)	/* POOL AVG: divide by win_h * win_w */
 /* BINARY ADD/SUB INT8 -> INT8 (CAP_FEATURES bit 20): r = (A - lo) * scale +/- (B - hi) * (s32)bias,
  * then requantised with shift and zero_point (vector-units.md "Quantised add") */
 #define TNPU_VEC_F_QADD		TNPU_BIT(3)
-#define TNPU_VEC_F_MASK		0x0Fu
+#define TNPU_VEC_F_LAST		TNPU_BIT(4)	/* REDUCE ARGMAX/ARGMIN: the last index of a tie (VEC_MATH) */
+#define TNPU_VEC_F_MASK		0x1Fu
 
 struct tnpu_vec_pool_win {
 	uint16_t win_h, win_w;
