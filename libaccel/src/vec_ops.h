@@ -18,6 +18,12 @@ static inline bool act_is_vec(enum accel_act a)
 {
 	return a >= ACCEL_ACT_SIGMOID && a <= ACCEL_ACT_SOFTSIGN;
 }
+struct vx_job;
+/* A vector-unit job's start (iteration shape and output operand from out) and its lowering and submission
+ * with the tensors' buffers in use (vec_ops.c; the row operations of vec_rows.c use them too). */
+void vx_job_init(struct vx_job *j, const struct accel_tensor *out);
+int vx_run(struct accel_dev *dev, struct vx_job *j, const struct accel_tensor *const *ts, unsigned n_ts,
+	   struct accel_buffer **owned, unsigned n_owned, const struct accel_submit *sub, struct accel_job **job);
 /* VEC math's (CAP_FEATURES bit 25): -EOPNOTSUPP naming `what` on a device without it. */
 int vm_need(struct accel_dev *dev, const char *what);
 /* accel_activation for act_is_vec (descriptor and tensors already checked non-NULL). */
