@@ -44,26 +44,13 @@ static struct drm_tnpu_counters counters(int fd)
  */
 static int debugfs_ring_stats(struct drm_tnpu_ring_stats *st, unsigned int max)
 {
-	char path[600] = "", line[256];
-	struct dirent *e;
-	DIR *d = opendir("/sys/kernel/debug/accel");
 	unsigned int q, n = 0;
-	FILE *f;
+	char line[256];
+	int err = 0;
+	FILE *f = tnpu_rings_open(&err);
 
-	if (!d)
-		return -errno;
-	while ((e = readdir(d))) {
-		if (e->d_name[0] == '.')
-			continue;
-		snprintf(path, sizeof(path), "/sys/kernel/debug/accel/%s/rings", e->d_name);
-		if (!access(path, R_OK))
-			break;
-		path[0] = 0;
-	}
-	closedir(d);
-	f = path[0] ? fopen(path, "r") : NULL;
 	if (!f)
-		return -ENOENT;
+		return err;
 	memset(st, 0, max * sizeof(*st));
 	while (fgets(line, sizeof(line), f)) {
 		struct drm_tnpu_ring_stats s;

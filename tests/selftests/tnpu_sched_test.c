@@ -363,28 +363,15 @@ static uint32_t stepped_job(struct client *c, uint32_t half_sram)
 /* "preempted P" of ring @ring in debugfs `rings`, or -errno. */
 static int64_t ring_preempted(int ring)
 {
-	char path[600] = "", line[256];
-	DIR *d = opendir("/sys/kernel/debug/accel");
 	unsigned int q, queued, normal, high;
 	unsigned long long n;
 	int64_t ret = -ENOENT;
-	struct dirent *e;
-	FILE *f;
+	char line[256];
+	int err = 0;
+	FILE *f = tnpu_rings_open(&err);
 
-	if (!d)
-		return -errno;
-	while ((e = readdir(d))) {
-		if (e->d_name[0] == '.')
-			continue;
-		snprintf(path, sizeof(path), "/sys/kernel/debug/accel/%s/rings", e->d_name);
-		if (!access(path, R_OK))
-			break;
-		path[0] = 0;
-	}
-	closedir(d);
-	f = path[0] ? fopen(path, "r") : NULL;
 	if (!f)
-		return -ENOENT;
+		return err;
 	while (fgets(line, sizeof(line), f))
 		if (sscanf(line, "ring %u ready: queued %u on_ring normal %u high %u preempted %llu",
 			   &q, &queued, &normal, &high, &n) == 5 && (int)q == ring)

@@ -235,21 +235,19 @@ static inline int tnpu_write_file(const char *path, const char *val)
 	return ret;
 }
 
-/*
- * Jobs of ring @ring (-1: every ring) the driver holds: on the hardware (the "  job" lines of
- * debugfs `rings`) and waiting in its ready lists ("ring N ready: queued Q"); or -errno.
- */
-static inline int tnpu_ring_jobs(int ring)
+/* The first device's debugfs `rings` file opened for reading; NULL with *err -errno (no debugfs) or
+ * -ENOENT (no device's file is readable). */
+static inline FILE *tnpu_rings_open(int *err)
 {
-	char path[600] = "", line[256];
+	char path[600] = "";
 	DIR *d = opendir("/sys/kernel/debug/accel");
-	unsigned int q, queued;
-	int n = 0, cur = -1;
 	struct dirent *e;
 	FILE *f;
 
-	if (!d)
-		return -errno;
+	if (!d) {
+		*err = -errno;
+		return NULL;
+	}
 	while ((e = readdir(d))) {
 		if (e->d_name[0] == '.')
 			continue;
@@ -261,7 +259,23 @@ static inline int tnpu_ring_jobs(int ring)
 	closedir(d);
 	f = path[0] ? fopen(path, "r") : NULL;
 	if (!f)
-		return -ENOENT;
+		*err = -ENOENT;
+	return f;
+}
+
+/*
+ * Jobs of ring @ring (-1: every ring) the driver holds: on the hardware (the "  job" lines of
+ * debugfs `rings`) and waiting in its ready lists ("ring N ready: queued Q"); or -errno.
+ */
+static inline int tnpu_ring_jobs(int ring)
+{
+	unsigned int q, queued;
+	int n = 0, cur = -1, err = 0;
+	char line[256];
+	FILE *f = tnpu_rings_open(&err);
+
+	if (!f)
+		return err;
 	while (fgets(line, sizeof(line), f)) {
 		if (sscanf(line, "ring %u ready: queued %u", &q, &queued) == 2) {
 			if (ring < 0 || (int)q == ring)

@@ -342,6 +342,30 @@ Test(api, async_jobs_with_dependencies_and_identical_counters)
 	accel_close(dev);
 }
 
+/* The program of one int8 tile per cluster: A (2 rows of K per cluster) at SRAM 0, B (K x 1 per PE) at
+ * 4096, C (int32) at 8192; LD A, LD B (broadcast), MAC, ST C. */
+static struct accel_program *tile_program(uint32_t N, uint32_t K)
+{
+	struct accel_operand a = { .addr = 0, .col_stride = 2 * (int32_t)K, .pitch = K, .rows = 2, .cols = (uint16_t)K,
+				   .dtype = ACCEL_INT8 };
+	struct accel_operand b = { .addr = 4096, .pe_stride = 1, .pitch = N, .rows = (uint16_t)K, .cols = 1,
+				   .dtype = ACCEL_INT8 };
+	struct accel_operand c = { .addr = 8192, .col_stride = 2 * (int32_t)N * 4, .pe_stride = 4, .pitch = N * 4,
+				   .rows = 2, .cols = 1, .dtype = ACCEL_INT32 };
+	struct accel_program *p = NULL;
+	unsigned rf_a, rf_b, rf_c;
+
+	cr_assert_eq(accel_program_new(&p), 0);
+	cr_assert_eq(accel_program_add_operand(p, &a, &rf_a), 0);
+	cr_assert_eq(accel_program_add_operand(p, &b, &rf_b), 0);
+	cr_assert_eq(accel_program_add_operand(p, &c, &rf_c), 0);
+	cr_assert_eq(accel_program_ld(p, rf_a, 0, false, false), 0);
+	cr_assert_eq(accel_program_ld(p, rf_b, 0, true, false), 0);
+	cr_assert_eq(accel_program_mac(p, 0, 0, 0, 0), 0);
+	cr_assert_eq(accel_program_st(p, 0, rf_c, true), 0);
+	return p;
+}
+
 /* A hand-built command stream: CONFIG once, one EXE, with the program and stream builders. */
 Test(api, builders_run_a_hand_packed_gemm)
 {
@@ -354,7 +378,6 @@ Test(api, builders_run_a_hand_packed_gemm)
 	struct accel_counters cnt;
 	uint32_t M, N = 0, K = 8;
 	uint64_t s = 5;
-	unsigned rf_a, rf_b, rf_c;
 	int ret;
 
 	accel_query_caps(dev, &caps);
@@ -365,23 +388,7 @@ Test(api, builders_run_a_hand_packed_gemm)
 	bc = alloc_buf(dev, M * N * 4);
 	fill_i8(accel_buffer_ptr(ba), M * K, &s);
 	fill_i8(accel_buffer_ptr(bb), K * N, &s);
-	cr_assert_eq(accel_program_new(&p), 0);
-	{
-		struct accel_operand a = { .addr = 0, .col_stride = 2 * (int32_t)K, .pitch = K, .rows = 2, .cols = (uint16_t)K,
-					   .dtype = ACCEL_INT8 };
-		struct accel_operand b = { .addr = 4096, .pe_stride = 1, .pitch = N, .rows = (uint16_t)K, .cols = 1,
-					   .dtype = ACCEL_INT8 };
-		struct accel_operand c = { .addr = 8192, .col_stride = 2 * (int32_t)N * 4, .pe_stride = 4, .pitch = N * 4,
-					   .rows = 2, .cols = 1, .dtype = ACCEL_INT32 };
-
-		cr_assert_eq(accel_program_add_operand(p, &a, &rf_a), 0);
-		cr_assert_eq(accel_program_add_operand(p, &b, &rf_b), 0);
-		cr_assert_eq(accel_program_add_operand(p, &c, &rf_c), 0);
-	}
-	cr_assert_eq(accel_program_ld(p, rf_a, 0, false, false), 0);
-	cr_assert_eq(accel_program_ld(p, rf_b, 0, true, false), 0);
-	cr_assert_eq(accel_program_mac(p, 0, 0, 0, 0), 0);
-	cr_assert_eq(accel_program_st(p, 0, rf_c, true), 0);
+	p = tile_program(N, K);
 	cr_assert_eq(accel_program_ld(p, 16, 0, false, false), -EINVAL);
 	cr_assert_eq(accel_program_mac(p, 0, 0, 4, 0), -EINVAL);
 	cr_assert_eq(accel_cs_new(dev, &cs), 0);
@@ -460,7 +467,6 @@ Test(api, preemption_point_between_self_contained_steps_keeps_results_and_counte
 	struct accel_counters cnt[2];
 	uint32_t M, N, K = 8;
 	uint64_t s = 9;
-	unsigned rf;
 
 	accel_query_caps(dev, &caps);
 	if (!(caps.features & (1u << 24)))
@@ -471,23 +477,7 @@ Test(api, preemption_point_between_self_contained_steps_keeps_results_and_counte
 	bb = alloc_buf(dev, K * N);
 	fill_i8(accel_buffer_ptr(ba), M * K, &s);
 	fill_i8(accel_buffer_ptr(bb), K * N, &s);
-	cr_assert_eq(accel_program_new(&p), 0);
-	{
-		struct accel_operand a = { .addr = 0, .col_stride = 2 * (int32_t)K, .pitch = K, .rows = 2, .cols = (uint16_t)K,
-					   .dtype = ACCEL_INT8 };
-		struct accel_operand b = { .addr = 4096, .pe_stride = 1, .pitch = N, .rows = (uint16_t)K, .cols = 1,
-					   .dtype = ACCEL_INT8 };
-		struct accel_operand c = { .addr = 8192, .col_stride = 2 * (int32_t)N * 4, .pe_stride = 4, .pitch = N * 4,
-					   .rows = 2, .cols = 1, .dtype = ACCEL_INT32 };
-
-		cr_assert_eq(accel_program_add_operand(p, &a, &rf), 0);
-		cr_assert_eq(accel_program_add_operand(p, &b, &rf), 0);
-		cr_assert_eq(accel_program_add_operand(p, &c, &rf), 0);
-	}
-	cr_assert_eq(accel_program_ld(p, 0, 0, false, false), 0);
-	cr_assert_eq(accel_program_ld(p, 1, 0, true, false), 0);
-	cr_assert_eq(accel_program_mac(p, 0, 0, 0, 0), 0);
-	cr_assert_eq(accel_program_st(p, 0, 2, true), 0);
+	p = tile_program(N, K);
 	for (unsigned with_point = 0; with_point < 2; with_point++) {
 		struct accel_cmdstream *cs = NULL;
 		struct accel_job *job = NULL;
