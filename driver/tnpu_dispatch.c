@@ -258,7 +258,9 @@ static void tnpu_ring_preempt(struct tnpu_ring *ring)
 
 	if (!front || !front->preemptible || front->preempt_asked)
 		return;
-	if (!ring->hw_jobs[1] && list_empty(&ring->flows[DRM_TNPU_QUEUE_PRIORITY_HIGH]))
+	/* a system suspend drains the rings: a job stopped at a point resumes after it */
+	if (!ring->hw_jobs[1] && list_empty(&ring->flows[DRM_TNPU_QUEUE_PRIORITY_HIGH]) &&
+	    !ring->tdev->sleeping)
 		return;
 	/* a Q_CTRL write also sets ENABLE: not on a ring that hang injection stopped */
 	list_for_each_entry(job, &ring->inflight, node)
@@ -292,7 +294,10 @@ void tnpu_ring_job_preempted(struct tnpu_ring *ring, struct tnpu_job *job)
 	tnpu_ring_requeue(ring, job);
 }
 
-/* Hands the ring every job it has room for; not while the device is held off or gone. */
+/*
+ * Hands the ring every job it has room for; not while the device is held off or gone, and none
+ * while the system goes to sleep (the rings drain then).
+ */
 void tnpu_ring_dispatch(struct tnpu_ring *ring)
 {
 	struct tnpu_device *tdev = ring->tdev;
@@ -301,7 +306,7 @@ void tnpu_ring_dispatch(struct tnpu_ring *ring)
 	lockdep_assert_held(&tdev->lock);
 	if (tdev->unplugged || tdev->in_reset)
 		return;
-	while ((job = tnpu_ring_pick(ring))) {
+	while (!tdev->sleeping && (job = tnpu_ring_pick(ring))) {
 		/* uapi.md: jobs of a faulted context that have not started are cancelled */
 		if (READ_ONCE(job->ctx->faulted)) {
 			tnpu_job_fail_queued(job, -ECANCELED);

@@ -226,6 +226,7 @@ struct tnpu_device {
 	struct mutex reset_lock;	/* serialises recovery and unplug */
 	bool unplugged;
 	bool in_reset;			/* no HW access: FLR, system/runtime suspend */
+	bool sleeping;			/* system suspend: no new job starts (tnpu_jobs_suspend) */
 	struct tnpu_ring rings[TNPU_MAX_QUEUES];
 	atomic_t next_ring;
 

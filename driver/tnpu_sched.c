@@ -9,6 +9,7 @@
  * it sleeps or allocates. tdev->reset_lock serialises recovery, function reset, system sleep
  * and unplug.
  */
+#include <linux/delay.h>
 #include <linux/jiffies.h>
 #include <linux/ktime.h>
 #include <linux/module.h>
@@ -431,20 +432,88 @@ void tnpu_pci_reset_done(struct tnpu_device *tdev)
 	tnpu_unhold(tdev, "function reset", true);
 }
 
+/* How long a system suspend waits for the jobs on the hardware (at most timeout_ms) */
+#define TNPU_SLEEP_DRAIN_MS	5000u
+
+/* Some job is on a ring's hardware. tdev->lock held. */
+static bool tnpu_rings_busy(struct tnpu_device *tdev)
+{
+	u32 q;
+
+	for (q = 0; q < tdev->num_rings; q++)
+		if (!list_empty(&tdev->rings[q].inflight))
+			return true;
+	return false;
+}
+
 /*
- * System sleep: the device loses its state (QEMU resets it on S3 resume). Like a function reset:
- * no hardware access in between (jobs that run_job takes meanwhile are only queued in the
- * driver), and on resume the device is programmed again and every job that was on the hardware
- * and not complete is written to its ring again, from its start.
+ * System sleep (suspend, freeze, poweroff). The device must be quiet before the system sleeps or
+ * a hibernation image is taken, and whatever state it comes back in (kept across s2idle, thaw and
+ * pm_test; reset values after S3 or restore), no job may run twice. So no new job starts, and the
+ * jobs on the hardware complete or stop at their next preemption point (they continue from their
+ * save records after resume) for up to TNPU_SLEEP_DRAIN_MS. A job still running then is abandoned
+ * by a device reset and runs again from its start after resume, as after a recovery. The device
+ * is left disabled with its interrupts masked. reset_lock is not held while the system sleeps
+ * (suspend and resume may run in different PM workers): in_reset holds off recovery, the
+ * interrupt thread and dispatch until resume.
  */
 void tnpu_jobs_suspend(struct tnpu_device *tdev)
 {
-	tnpu_hold(tdev);
-	tnpu_write(tdev, TNPU_REG_IRQ_MASK, 0xffffffff);
+	unsigned int drain_ms = min(TNPU_SLEEP_DRAIN_MS, READ_ONCE(tnpu_timeout_ms));
+	unsigned long deadline = jiffies + msecs_to_jiffies(drain_ms);
+	bool busy, present;
+	u32 q;
+
+	spin_lock(&tdev->lock);
+	tdev->sleeping = true;
+	spin_unlock(&tdev->lock);
+	for (;;) {
+		/* the interrupt thread's work, polled: completions, errors, preemption requests */
+		tnpu_rings_process(tdev, 0);
+		spin_lock(&tdev->lock);
+		busy = !tdev->unplugged && !tdev->in_reset && !tnpu_hw_absent(tdev) &&
+		       tnpu_rings_busy(tdev);
+		spin_unlock(&tdev->lock);
+		if (!busy || time_after(jiffies, deadline))
+			break;
+		usleep_range(500, 1000);
+	}
+
+	mutex_lock(&tdev->reset_lock);
+	spin_lock(&tdev->lock);
+	tdev->in_reset = true;
+	present = !tdev->unplugged && !tnpu_hw_absent(tdev);
+	busy = present && tnpu_rings_busy(tdev);
+	spin_unlock(&tdev->lock);
+	if (present) {
+		tnpu_write(tdev, TNPU_REG_IRQ_MASK, 0xffffffff);
+		if (busy) {
+			dev_warn(tdev->drm.dev,
+				 "system suspend: jobs still running after %u ms; resetting the device, they run again after resume\n",
+				 drain_ms);
+			tnpu_hw_reset(tdev);
+			trace_tnpu_reset(tdev, -1, "suspend");
+			atomic64_inc(&tdev->resets);
+		} else {
+			/* idle: stop fetching; resume programs the rings again */
+			tnpu_write(tdev, TNPU_REG_CTRL, 0);
+		}
+		/* completions up to the reset count: those jobs are not written again on resume */
+		spin_lock(&tdev->lock);
+		for (q = 0; q < tdev->num_rings; q++)
+			tnpu_ring_retire(&tdev->rings[q]);
+		spin_unlock(&tdev->lock);
+	}
+	mutex_unlock(&tdev->reset_lock);
 }
 
+/* The device is programmed again; jobs a suspend reset abandoned run again, queued ones start. */
 void tnpu_jobs_resume(struct tnpu_device *tdev)
 {
+	mutex_lock(&tdev->reset_lock);
+	spin_lock(&tdev->lock);
+	tdev->sleeping = false;
+	spin_unlock(&tdev->lock);
 	tnpu_unhold(tdev, "resume", false);
 }
 

@@ -94,8 +94,9 @@ TEST_F(job, jobs_of_one_queue_run_in_order_with_timeline_points)
 	}
 	ASSERT_EQ(0, tnpu_sync_status(self->c.fd, tl, n, 120000));
 	EXPECT_EQ(n, data[0]);
-	for (i = 0; i < n; i++)
+	for (i = 0; i < n; i++) {
 		ASSERT_EQ(i + 1, data[i + 1]) TH_LOG("slot %u", i + 1);
+	}
 	drmSyncobjDestroy(self->c.fd, tl);
 }
 

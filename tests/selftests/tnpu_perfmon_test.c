@@ -222,8 +222,9 @@ TEST_F(perfmon, counters_bo_values_equal_perfmon_totals)
 	ASSERT_EQ(0, perfmon_get(self->c.fd, pm, 0, vals, &jobs));
 	EXPECT_EQ(2, jobs);
 	EXPECT_EQ(2 + 5, vals[CNT_COMMANDS]);
-	for (i = 0; i < DRM_TNPU_MAX_COUNTERS; i++)
+	for (i = 0; i < DRM_TNPU_MAX_COUNTERS; i++) {
 		EXPECT_EQ(j0->counter[i] + j1->counter[i], vals[i]) TH_LOG("counter %u", i);
+	}
 
 	/* read and reset in one step, then nothing is left */
 	ASSERT_EQ(0, perfmon_get(self->c.fd, pm, DRM_TNPU_PERFMON_GET_VALUES_RESET, again, &jobs));

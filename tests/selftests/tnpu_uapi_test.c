@@ -205,8 +205,9 @@ TEST_F(uapi, query_counters_with_the_old_size_returns_the_old_prefix)
 	ASSERT_EQ(0, tnpu_ioctl(self->c.fd, DRM_IOCTL_TNPU_QUERY, &q));
 	EXPECT_EQ(sizeof(struct drm_tnpu_counters), q.size);
 	/* nothing written past the caller's size */
-	for (i = 0; i < sizeof(old) - COUNTERS_V1_SIZE; i++)
+	for (i = 0; i < sizeof(old) - COUNTERS_V1_SIZE; i++) {
 		ASSERT_EQ(0xa5, tail[i]) TH_LOG("byte %zu", COUNTERS_V1_SIZE + i);
+	}
 	/* the device is idle here: the prefix equals a full answer's */
 	ASSERT_EQ(0, tnpu_query(self->c.fd, DRM_TNPU_QUERY_COUNTERS, &cur, sizeof(cur)));
 	EXPECT_EQ(0, memcmp(&old, &cur, COUNTERS_V1_SIZE));
