@@ -258,6 +258,24 @@ static void tnpu_run_job(TnpuWorker *w, const struct tnpu_job *job,
                        res->counters[TNPU_CNT_TOTAL_CYCLES]);
 }
 
+/*
+ * The worker of queue @q stops waiting for a run token (it has one, or it
+ * leaves): the next waiter may be at the head now, with a token free.
+ */
+static void token_wait_leave(TnpuState *s, unsigned q)
+{
+    unsigned i = 0;
+
+    while (i < s->token_nwait && s->token_waiters[i] != q) {
+        i++;
+    }
+    assert(i < s->token_nwait);
+    memmove(&s->token_waiters[i], &s->token_waiters[i + 1],
+            s->token_nwait - i - 1);
+    s->token_nwait--;
+    qemu_cond_broadcast(&s->token_cond);
+}
+
 static void *tnpu_worker_thread(void *opaque)
 {
     TnpuWorker *w = opaque;
@@ -282,13 +300,19 @@ static void *tnpu_worker_thread(void *opaque)
         w->has_job = false;
         w->running = true;
         /*
-         * A run token (device-wide memory budget).  The wait is abortable:
-         * reset and unplug broadcast token_cond, and an abandoned job then
-         * returns at once without running.
+         * A run token (device-wide memory budget), first come first served:
+         * a worker that returns its token and gets its next job queues behind
+         * the waiters (issue #28: it used to take the token back before they
+         * woke, and some queues starved).  The wait is abortable: reset and
+         * unplug broadcast token_cond, and an abandoned job then returns at
+         * once without running.
          */
-        while (!s->run_tokens && !w->discard && !s->stopping) {
+        s->token_waiters[s->token_nwait++] = w->q;
+        while (!(s->run_tokens && s->token_waiters[0] == w->q) &&
+               !w->discard && !s->stopping) {
             qemu_cond_wait(&s->token_cond, &s->lock);
         }
+        token_wait_leave(s, w->q);
         if (s->stopping) {
             w->running = false;
             qemu_cond_broadcast(&s->idle_cond);
@@ -307,7 +331,7 @@ static void *tnpu_worker_thread(void *opaque)
 
             qemu_mutex_lock(&s->lock);
             s->run_tokens++;
-            qemu_cond_signal(&s->token_cond);
+            qemu_cond_broadcast(&s->token_cond);
         }
         w->running = false;
         qemu_cond_broadcast(&s->idle_cond);

@@ -88,6 +88,9 @@ struct TnpuState {
     QemuCond idle_cond; /* a worker left tnpu_exec_run() */
     QemuCond token_cond; /* a run token was returned, or reset/stopping */
     unsigned run_tokens; /* free run tokens (TNPU_RUN_TOKENS at start) */
+    /* queues whose worker waits for a token, oldest first: tokens go in order */
+    uint8_t token_waiters[TNPU_MAX_QUEUES];
+    unsigned token_nwait;
     bool stopping;
     TnpuWorker workers[TNPU_MAX_QUEUES];
 

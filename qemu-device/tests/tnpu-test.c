@@ -1756,6 +1756,103 @@ static void test_queues_concurrent(void)
     tnpu_stop(t);
 }
 
+/* A job: FENCE *marker = 1, then @fills FILL DMAs of 512 KiB */
+static uint64_t marked_job(Tnpu *t, unsigned fills, uint32_t *cmd_len,
+                           uint64_t *marker_pa)
+{
+    Cmds cb = { g_byte_array_new() };
+    struct tnpu_cmd_fence f = { .hdr = hdr(TNPU_CMD_FENCE, sizeof(f)),
+                                .va = buf(t, 8, marker_pa),
+                                .value = 1 };
+
+    g_byte_array_append(cb.b, (const guint8 *)&f, sizeof(f));
+    for (unsigned i = 0; i < fills; i++) {
+        cmd_fill(&cb, 512 * 1024);
+    }
+    return cmds_upload(t, &cb, cmd_len);
+}
+
+/*
+ * Run tokens go first come, first served (issue #28). Queues 0-3 run a long
+ * job each and so hold the 4 tokens; queues 4-7 then get a short job each,
+ * whose workers wait for a token; queues 0-3 have a second long job behind
+ * the first. Each token a first job returns goes to a waiting short job, so
+ * no second long job starts before every short job has started. Before the
+ * FIFO the worker that returned a token could take it back for its second
+ * job before a waiter woke (about every other round: 4 rounds here).
+ */
+enum { FIFO_NQ = 8, FIFO_NL = 4 };
+
+static void run_tokens_round(Tnpu *t, const uint64_t *va, const uint32_t *len,
+                             const uint64_t *marker)
+{
+    gint64 end = g_get_monotonic_time() + TIMEOUT_US;
+    unsigned q, polls = 0;
+    bool all_short;
+
+    tnpu_setup(t);
+    for (q = 0; q < FIFO_NQ + FIFO_NL; q++) {
+        wq(t, marker[q], 0);
+    }
+    for (q = 0; q < FIFO_NL; q++) {
+        submit(t, q, va[q], len[q], 1);
+    }
+    for (q = 0; q < FIFO_NL; q++) {
+        wait_marker(t, marker[q]);
+    }
+    for (q = FIFO_NL; q < FIFO_NQ; q++) {
+        submit(t, q, va[q], len[q], 1);
+    }
+    for (q = 0; q < FIFO_NL; q++) {
+        submit(t, q, va[FIFO_NQ + q], len[FIFO_NQ + q], 2);
+    }
+    /* the first long jobs were still running: the short ones had to wait */
+    for (q = 0; q < FIFO_NL; q++) {
+        g_assert_cmphex(qtest_readq(t->qts, t->fence[q]), ==, 0);
+    }
+    do {
+        bool second = false;
+
+        for (q = FIFO_NQ; q < FIFO_NQ + FIFO_NL; q++) {
+            second |= qtest_readq(t->qts, marker[q]) == 1;
+        }
+        /* read after the long ones' markers */
+        all_short = true;
+        for (q = FIFO_NL; q < FIFO_NQ; q++) {
+            all_short &= qtest_readq(t->qts, marker[q]) == 1;
+        }
+        g_assert(!second || all_short);
+        polls++;
+        g_assert_cmpint(g_get_monotonic_time(), <, end);
+        g_usleep(200);
+    } while (!all_short);
+    g_test_message("%u polls until every short job had started", polls);
+    for (q = 0; q < FIFO_NQ; q++) {
+        wait_idle(t, q);
+        g_assert_cmpuint(qtest_readq(t->qts, t->fence[q]), ==,
+                         q < FIFO_NL ? 2 : 1);
+    }
+}
+
+static void test_run_tokens_fifo(void)
+{
+    Tnpu *t = tnpu_start("queues=8");
+    uint64_t va[FIFO_NQ + FIFO_NL], marker[FIFO_NQ + FIFO_NL];
+    uint32_t len[FIFO_NQ + FIFO_NL];
+
+    g_assert_cmpuint(t->queues, ==, FIFO_NQ);
+    tnpu_setup(t);
+    for (unsigned q = 0; q < FIFO_NQ + FIFO_NL; q++) {
+        bool long_job = q < FIFO_NL || q >= FIFO_NQ;
+
+        va[q] = marked_job(t, long_job ? 2000 : 4, &len[q], &marker[q]);
+    }
+    for (unsigned round = 0; round < 4; round++) {
+        run_tokens_round(t, va, len, marker);
+    }
+    tnpu_stop(t);
+}
+
 /*
  * Interrupt rules: a masked cause sends no message; unmasking a pending cause
  * sends it. The device fetches nothing while CTRL.ENABLE is clear.
@@ -2884,6 +2981,7 @@ int main(int argc, char **argv)
     qtest_add_func("/tnpu/two-queues", test_two_queues);
     qtest_add_func("/tnpu/doorbell-bursts", test_doorbell_bursts);
     qtest_add_func("/tnpu/queues-concurrent", test_queues_concurrent);
+    qtest_add_func("/tnpu/run-tokens-fifo", test_run_tokens_fifo);
     qtest_add_func("/tnpu/irq-mask-and-enable", test_irq_mask_and_enable);
     qtest_add_func("/tnpu/sync-mode", test_sync_mode);
     qtest_add_func("/tnpu/msi-fallback", test_msi_fallback);
