@@ -358,18 +358,40 @@ static int tnpu_ioctl_##name##_guarded(struct drm_device *drm, void *data,	\
 	return tnpu_ioctl_##name(drm, data, file);				\
 }
 
-/* QUERY reads device registers (counters, islands, row busy): the device is resumed for it */
+/* QUERY types whose answer reads device registers */
+static bool tnpu_query_reads_device(u32 type)
+{
+	return type == DRM_TNPU_QUERY_COUNTERS || type == DRM_TNPU_QUERY_ISLANDS ||
+	       type == DRM_TNPU_QUERY_ROW_BUSY;
+}
+
+/*
+ * CAPS and FAULT answer from memory: a runtime-suspended device stays asleep. The others read
+ * registers: the device is resumed for them, and a function reset or recovery in progress
+ * (registers all ones until it is done) is waited for under reset_lock.
+ */
 static int tnpu_ioctl_query_guarded(struct drm_device *drm, void *data, struct drm_file *file)
 {
+	struct tnpu_device *tdev = to_tnpu(drm);
+	struct drm_tnpu_query *args = data;
 	int idx, ret;
 
 	if (!drm_dev_enter(drm, &idx))
 		return -ENODEV;
-	ret = tnpu_pm_get(to_tnpu(drm));
+	if (!tnpu_query_reads_device(args->type)) {
+		ret = tnpu_ioctl_query(drm, data, file);
+		goto out;
+	}
+	ret = tnpu_pm_get(tdev);
+	if (ret)
+		goto out;
+	ret = mutex_lock_interruptible(&tdev->reset_lock);
 	if (!ret) {
 		ret = tnpu_ioctl_query(drm, data, file);
-		tnpu_pm_put(to_tnpu(drm));
+		mutex_unlock(&tdev->reset_lock);
 	}
+	tnpu_pm_put(tdev);
+out:
 	drm_dev_exit(idx);
 	return ret;
 }

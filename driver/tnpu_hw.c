@@ -127,18 +127,20 @@ void tnpu_hw_program(struct tnpu_device *tdev)
 /*
  * registers.md: CTRL.RESET abandons every job in flight and returns registers to reset values;
  * it is complete once STATUS.RESET_PENDING reads 0 (no abandoned job can touch memory any more,
- * at most 100 ms).  May run under a spinlock (recovery): busy-polls.  All-ones: device gone.
+ * at most 100 ms).  Sleeps while it polls: never called under tdev->lock (issue #28: recovery
+ * held the spinlock across this poll).  All-ones: device gone.
  */
 void tnpu_hw_reset(struct tnpu_device *tdev)
 {
 	u32 st;
 
+	might_sleep();
 	tnpu_write(tdev, TNPU_REG_CTRL, TNPU_CTRL_RESET);
 	if (tnpu_read(tdev, TNPU_REG_CTRL) & TNPU_CTRL_ENABLE)
 		dev_warn(&tdev->pdev->dev, "device still enabled after reset\n");
-	if (readl_poll_timeout_atomic(tdev->regs + TNPU_REG_STATUS, st,
-				      st == U32_MAX || !(st & TNPU_STATUS_RESET_PENDING),
-				      10, 200000))
+	if (readl_poll_timeout(tdev->regs + TNPU_REG_STATUS, st,
+			       st == U32_MAX || !(st & TNPU_STATUS_RESET_PENDING),
+			       100, 200000))
 		dev_warn(&tdev->pdev->dev, "reset not complete after 200 ms (status 0x%x)\n", st);
 }
 

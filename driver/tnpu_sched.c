@@ -561,7 +561,8 @@ static void tnpu_recover(struct tnpu_device *tdev, struct tnpu_ring *ring)
 
 	mutex_lock(&tdev->reset_lock);
 	spin_lock(&tdev->lock);
-	if (tdev->unplugged)
+	/* unplugged, or the system went to sleep since the timeout check (resume restarts it) */
+	if (tdev->unplugged || tdev->in_reset)
 		goto out;
 	for (q = 0; q < tdev->num_rings; q++)
 		tnpu_ring_retire(&tdev->rings[q]);
@@ -580,7 +581,15 @@ static void tnpu_recover(struct tnpu_device *tdev, struct tnpu_ring *ring)
 	trace_tnpu_job_timeout(guilty);
 	/* the registers and the ring as the hang left them, before the reset clears them */
 	tnpu_coredump_capture(guilty, TNPU_COREDUMP_TIMEOUT, 0, 0, 0, 0, false);
+	/*
+	 * The reset waits up to 200 ms, not under the spinlock: in_reset keeps the interrupt
+	 * thread, dispatch and the timeout check off the device, reset_lock every other reset.
+	 */
+	tdev->in_reset = true;
+	spin_unlock(&tdev->lock);
 	tnpu_hw_reset(tdev);
+	spin_lock(&tdev->lock);
+	tdev->in_reset = false;
 	trace_tnpu_reset(tdev, q, "timeout");
 	/*
 	 * The fence words again, now that the device has stopped: a job that completed between the
@@ -747,8 +756,12 @@ void tnpu_jobs_unplug(struct tnpu_device *tdev)
 	u32 q;
 
 	mutex_lock(&tdev->reset_lock);
+	/* the device stops before the jobs fail (the reset waits, not under the spinlock) */
 	spin_lock(&tdev->lock);
+	tdev->in_reset = true;
+	spin_unlock(&tdev->lock);
 	tnpu_hw_disable(tdev);
+	spin_lock(&tdev->lock);
 	tdev->unplugged = true;
 	for (q = 0; q < tdev->num_rings; q++) {
 		struct tnpu_ring *ring = &tdev->rings[q];

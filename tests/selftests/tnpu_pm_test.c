@@ -161,6 +161,48 @@ TEST_F(pm, idle_device_runtime_suspends_and_a_submit_resumes_it)
 	EXPECT_EQ(before.device[CNT_COMMANDS] + 48, after.device[CNT_COMMANDS]);
 }
 
+/* power/runtime_active_time: ms the device has been runtime-active, or -1 */
+static long long active_ms(void)
+{
+	char buf[32];
+
+	return read_line(POWER_DIR "runtime_active_time", buf, sizeof(buf)) ? -1 : atoll(buf);
+}
+
+/*
+ * issue #28: CAPS and FAULT answer from memory, so they leave a runtime-suspended device asleep
+ * (they used to resume it, and each kept it up for the autosuspend delay); COUNTERS reads the
+ * device's registers, so it resumes the device, which stays up for at least that delay.
+ */
+TEST_F(pm, queries_that_read_no_register_leave_the_device_suspended)
+{
+	struct drm_tnpu_counters cnt = { 0 };
+	struct drm_tnpu_fault fault = { 0 };
+	struct drm_tnpu_caps caps = { 0 };
+	long long before, after;
+	char st[32];
+	int i;
+
+	if (requested_alone())
+		SKIP(return, "runs in the default run of all suites, not in the S3 run");
+	ASSERT_TRUE(wait_runtime_status("suspended", 10000));
+	before = active_ms();
+	ASSERT_LE(0, before);
+	for (i = 0; i < 10; i++) {
+		ASSERT_EQ(0, tnpu_query(self->c.fd, DRM_TNPU_QUERY_CAPS, &caps, sizeof(caps)));
+		ASSERT_EQ(0, tnpu_query(self->c.fd, DRM_TNPU_QUERY_FAULT, &fault, sizeof(fault)));
+	}
+	usleep(300000);
+	after = active_ms();
+	EXPECT_LT(after - before, 50) TH_LOG("runtime-active for %lld ms", after - before);
+	runtime_status(st, sizeof(st));
+	EXPECT_STREQ("suspended", st);
+
+	ASSERT_EQ(0, tnpu_query(self->c.fd, DRM_TNPU_QUERY_COUNTERS, &cnt, sizeof(cnt)));
+	ASSERT_TRUE(wait_runtime_status("suspended", 10000));
+	EXPECT_LE(90, active_ms() - after) TH_LOG("COUNTERS resumed the device");
+}
+
 /*
  * One S3 cycle (each one is slow and needs the RTC alarm to fire after the system is asleep: the
  * alarm is 10 s out, so a loaded host still gets there first). Jobs queued and in flight when the
