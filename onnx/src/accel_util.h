@@ -22,6 +22,19 @@ int ajob_finish(struct onnx_ctx *c, int ret, struct accel_job *job, const char *
 int accel_conv_query(struct accel_dev *dev, const struct conv_geom *g, enum accel_dtype dt, bool bias, bool relu,
 		     bool clamp, float lo, float hi, char *why, size_t len);
 
+/* One 2-D convolution on the device (accel_conv2d) of NCHW buffers with geometry g, the node's fused
+ * ReLU/Clip, pad value zp (INT8); ONNX_FALLBACK where libaccel refuses it (accel_conv_query). */
+int accel_conv_run(struct onnx_ctx *c, const struct conv_geom *g, enum accel_dtype dt, struct accel_buffer *xb,
+		   struct accel_buffer *wb, struct accel_buffer *bb, struct accel_buffer *yb, int32_t zp);
+/* Conv over three spatial dimensions (5-D) as one 2-D convolution (ops_accel_nd.c). */
+int accel_conv3d(struct onnx_ctx *c);
+/* One 2-D pool on the device (accel_pool2d) of NCHW fp32 buffers with geometry g (AVG: the node's
+ * count_include_pad decides AVG or AVG_EXCL_PAD); ONNX_FALLBACK where the device cannot take it. */
+int accel_pool_run(struct onnx_ctx *c, const struct pool_geom *g, enum accel_pool_kind kind,
+		   struct accel_buffer *xb, struct accel_buffer *yb);
+/* MaxPool / AveragePool of a 5-D X as two 2-D pools (ops_accel_nd.c). */
+int accel_pool3d(struct onnx_ctx *c, enum accel_pool_kind kind);
+
 /* The libaccel kind of an AveragePool: AVG where the window count R*S is right, AVG_EXCL_PAD where neither
  * the padding nor the ceil_mode overhang counts; ONNX_FALLBACK where padding counts but the overhang not. */
 int pool_avg_kind(const struct onnx_node *n, const struct pool_geom *g, enum accel_pool_kind *kind);

@@ -255,7 +255,7 @@ static int lower_pool(struct onnx_compiled *cm, struct onnx_ctx *c, struct cstep
 {
 	const struct onnx_node *n = c->n;
 	struct pool_geom g;
-	int64_t od[4];
+	int64_t od[ONNX_MAX_DIMS];
 	unsigned ond;
 
 	if (!is_f32_act(cm, n->in[0]) || pool_geom(c, node_in(c, 0), global, &g))
@@ -666,9 +666,10 @@ host:
 	if (ret)
 		return cm_seterr(cm, ret, "compile: %s", msg);
 	/* Dropout is a view of its input in inference only: not with a mask to compute (all true) nor with a
-	 * training_mode the run gives (its host kernel refuses training mode) */
+	 * training_mode or ratio the run gives (its host kernel refuses training mode unless the ratio is 0) */
 	if (is_alias_op(n->op) &&
-	    (n->op != OP_DROPOUT || ((n->n_out < 2 || n->out[1] < 0) && (n->n_in < 3 || cm_is_const(cm, n->in[2])))) &&
+	    (n->op != OP_DROPOUT || ((n->n_out < 2 || n->out[1] < 0) && (n->n_in < 3 || cm_is_const(cm, n->in[2])) &&
+				     (n->n_in < 2 || n->in[1] < 0 || cm_is_const(cm, n->in[1])))) &&
 	    n->in[0] >= 0 && !m->vals[n->in[0]].is_const && n->out[0] >= 0 &&
 	    cm->probe[n->in[0]].dtype == node_out(&c, 0)->dtype && cm->probe[n->in[0]].count == node_out(&c, 0)->count) {
 		s->kind = CS_ALIAS;

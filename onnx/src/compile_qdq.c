@@ -589,7 +589,7 @@ static int lower_qpool(struct onnx_compiled *cm, struct onnx_ctx *c, struct cste
 	const struct onnx_tensor *x = cm_val(cm, p->x[0]);
 	bool avg = n->op != OP_MAXPOOL;
 	struct pool_geom g;
-	int64_t od[4], C, RS;
+	int64_t od[ONNX_MAX_DIMS], C, RS;
 	unsigned ond;
 	int8_t *ones;
 	int32_t *bias;

@@ -56,14 +56,15 @@ int pool_geom(const struct onnx_ctx *c, const struct onnx_tensor *x, bool global
 	int nk;
 
 	memset(g, 0, sizeof(*g));
-	if (x->ndim == 5)
+	if (x->ndim == 5 && !global)
 		return node_err(c, -EOPNOTSUPP, "3-D pooling (5-D tensors) is not supported");
-	if (x->ndim != 3 && x->ndim != 4)
-		return node_err(c, -EINVAL, "X must be 3-D or 4-D (got %u-D)", x->ndim);
-	g->spatial = x->ndim - 2;
+	if (x->ndim < 3 || x->ndim > 5)
+		return node_err(c, -EINVAL, "X must be 3-D to 5-D (got %u-D)", x->ndim);
+	g->rank = x->ndim;
+	g->spatial = x->ndim == 3 ? 1 : 2;
 	g->n = x->dims[0];
 	g->c = x->dims[1];
-	g->h = g->spatial == 2 ? x->dims[2] : 1;
+	g->h = x->ndim == 5 ? x->dims[2] * x->dims[3] : g->spatial == 2 ? x->dims[2] : 1;
 	g->w = x->dims[x->ndim - 1];
 	if (global) {
 		g->win.kh = g->h;
@@ -91,7 +92,10 @@ void pool_out_dims(const struct pool_geom *g, int64_t *dims, unsigned *ndim)
 {
 	dims[0] = g->n;
 	dims[1] = g->c;
-	if (g->spatial == 2) {
+	if (g->rank == 5) {	/* global only */
+		dims[2] = dims[3] = dims[4] = 1;
+		*ndim = 5;
+	} else if (g->spatial == 2) {
 		dims[2] = g->win.oh;
 		dims[3] = g->win.ow;
 		*ndim = 4;

@@ -15,8 +15,13 @@ int conv_geom(const struct onnx_ctx *c, const struct onnx_tensor *x, const struc
 	      struct conv_geom *g);
 void conv_out_dims(const struct conv_geom *g, int64_t *dims, unsigned *ndim);
 
+/*
+ * Pooling over NCHW (or NCW as H = 1). A global pool of a 5-D X pools N x C x (D*H) x W: the same
+ * bytes, with an output of rank 5.
+ */
 struct pool_geom {
 	unsigned spatial;
+	unsigned rank;		/* of X and Y */
 	int64_t n, c, h, w;
 	struct win2d win;
 };

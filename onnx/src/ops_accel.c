@@ -139,8 +139,8 @@ int accel_conv_query(struct accel_dev *dev, const struct conv_geom *g, enum acce
 	return accel_op_supported(dev, &op, why, len);
 }
 
-static int conv_run(struct onnx_ctx *c, const struct conv_geom *g, enum accel_dtype dt, struct accel_buffer *xb,
-		    struct accel_buffer *wb, struct accel_buffer *bb, struct accel_buffer *yb, int32_t zp)
+int accel_conv_run(struct onnx_ctx *c, const struct conv_geom *g, enum accel_dtype dt, struct accel_buffer *xb,
+		   struct accel_buffer *wb, struct accel_buffer *bb, struct accel_buffer *yb, int32_t zp)
 {
 	struct accel_tensor xt, wt, yt, bt;
 	struct accel_conv2d_desc d;
@@ -179,7 +179,7 @@ static int accel_conv(struct onnx_ctx *c)
 	int ret;
 
 	if (x && x->ndim == 5)
-		return ONNX_FALLBACK;	/* 3-D: the host (libaccel's conv2d is 2-D) */
+		return accel_conv3d(c);	/* ops_accel_nd.c */
 	if ((ret = conv_geom(c, x, w, &g)))
 		return ret;
 	if (x->dtype != ONNX_FLOAT || w->dtype != ONNX_FLOAT || (b && (b->dtype != ONNX_FLOAT || b->count != (size_t)g.k)))
@@ -193,7 +193,7 @@ static int accel_conv(struct onnx_ctx *c)
 	    (b && (ret = abuf_new(c, &bs, b->data, b->count * 4, &bb))) ||
 	    (ret = abuf_new(c, &bs, NULL, y->count * 4, &yb)))
 		goto out;
-	ret = conv_run(c, &g, ACCEL_FP32, xb, wb, bb, yb, 0);
+	ret = accel_conv_run(c, &g, ACCEL_FP32, xb, wb, bb, yb, 0);
 	if (!ret)
 		memcpy(y->data, accel_buffer_ptr(yb), y->count * 4);
 out:
@@ -214,7 +214,7 @@ int accel_conv_i8(struct onnx_ctx *c, const struct conv_geom *g, const int8_t *x
 	    (bias && (ret = abuf_new(c, &bs, bias, (size_t)g->k * 4, &bb))) ||
 	    (ret = abuf_new(c, &bs, NULL, ny * 4, &yb)))
 		goto out;
-	ret = conv_run(c, g, ACCEL_INT8, xb, wb, bb, yb, x_zp);
+	ret = accel_conv_run(c, g, ACCEL_INT8, xb, wb, bb, yb, x_zp);
 	if (!ret)
 		memcpy(acc, accel_buffer_ptr(yb), ny * 4);
 out:
@@ -572,49 +572,63 @@ int accel_pool_query(struct accel_dev *dev, const struct pool_geom *g, enum acce
 	return accel_op_supported(dev, &op, why, len);
 }
 
+int accel_pool_run(struct onnx_ctx *c, const struct pool_geom *g, enum accel_pool_kind kind,
+		   struct accel_buffer *xb, struct accel_buffer *yb)
+{
+	struct accel_pool2d_desc d;
+	struct accel_tensor xt, yt;
+	struct accel_job *job = NULL;
+	char why[160];
+	int ret;
+
+	/* the device pool has no dilation; the depthwise average counts padding (count_include_pad = 1)
+	 * and would count the ceil_mode overhang too: an average that counts neither is the vector units'
+	 * AVG_EXCL_PAD; the rest (padding smaller than the window, the planes and fields an average pool's
+	 * depthwise convolution takes) is libaccel's answer */
+	if (g->win.dh != 1 || g->win.dw != 1)
+		return ONNX_FALLBACK;
+	if (kind == ACCEL_POOL_AVG && (ret = pool_avg_kind(c->n, g, &kind)))
+		return ret;
+	if (accel_pool_query(c->dev, g, kind, why, sizeof(why)))
+		return ONNX_FALLBACK;
+	memset(&d, 0, sizeof(d));
+	d.kind = kind;
+	d.win_h = (uint32_t)g->win.kh;
+	d.win_w = (uint32_t)g->win.kw;
+	d.stride_h = (uint32_t)g->win.sh;
+	d.stride_w = (uint32_t)g->win.sw;
+	d.pad_top = (uint32_t)g->win.pt;
+	d.pad_left = (uint32_t)g->win.pl;
+	d.pad_bottom = (uint32_t)(g->win.pb + g->win.ceil_extra_h);
+	d.pad_right = (uint32_t)(g->win.pr + g->win.ceil_extra_w);
+	if ((ret = accel_tensor_4d(xb, 0, ACCEL_FP32, ACCEL_LAYOUT_NCHW, (uint32_t)g->n, (uint32_t)g->c, (uint32_t)g->h,
+				   (uint32_t)g->w, &xt)) ||
+	    (ret = accel_tensor_4d(yb, 0, ACCEL_FP32, ACCEL_LAYOUT_NCHW, (uint32_t)g->n, (uint32_t)g->c,
+				   (uint32_t)g->win.oh, (uint32_t)g->win.ow, &yt)))
+		return tensor_err(c, ret);
+	d.input = &xt;
+	d.output = &yt;
+	ret = accel_pool2d(c->dev, &d, NULL, &job);
+	return ajob_finish(c, ret, job, "accel_pool2d");
+}
+
 static int accel_pool(struct onnx_ctx *c, enum accel_pool_kind kind, bool global)
 {
 	const struct onnx_tensor *x = node_in(c, 0);
 	struct accel_buffer *xb, *yb;
 	struct abufs bs = { .n = 0 };
-	struct accel_pool2d_desc d;
-	struct accel_tensor xt, yt;
-	struct accel_job *job = NULL;
 	struct pool_geom g;
 	struct onnx_tensor *y;
-	int64_t od[4];
+	int64_t od[ONNX_MAX_DIMS];
 	unsigned ond;
 	int ret;
 
-	if (x->dtype != ONNX_FLOAT || (x->ndim == 5 && !global) || (c->n->n_out > 1 && c->n->out[1] >= 0))
-		return ONNX_FALLBACK;	/* 3-D (libaccel's pool2d is 2-D) and MaxPool's Indices: the host */
+	if (x && x->ndim == 5 && !global)
+		return accel_pool3d(c, kind);	/* ops_accel_nd.c */
+	if (x->dtype != ONNX_FLOAT || (c->n->n_out > 1 && c->n->out[1] >= 0))
+		return ONNX_FALLBACK;	/* MaxPool's Indices: the host */
 	if ((ret = pool_geom(c, x, global, &g)))
 		return ret;
-	memset(&d, 0, sizeof(d));
-	d.kind = kind;
-	d.win_h = (uint32_t)g.win.kh;
-	d.win_w = (uint32_t)g.win.kw;
-	d.stride_h = (uint32_t)g.win.sh;
-	d.stride_w = (uint32_t)g.win.sw;
-	d.pad_top = (uint32_t)g.win.pt;
-	d.pad_left = (uint32_t)g.win.pl;
-	d.pad_bottom = (uint32_t)(g.win.pb + g.win.ceil_extra_h);
-	d.pad_right = (uint32_t)(g.win.pr + g.win.ceil_extra_w);
-	/* the device pool has no dilation; the depthwise average counts padding (count_include_pad = 1)
-	 * and would count the ceil_mode overhang too: an average that counts neither is the vector units'
-	 * AVG_EXCL_PAD; the rest (padding smaller than the window, the planes and fields an average pool's
-	 * depthwise convolution takes) is libaccel's answer */
-	if (g.win.dh != 1 || g.win.dw != 1)
-		return ONNX_FALLBACK;
-	if (kind == ACCEL_POOL_AVG && (ret = pool_avg_kind(c->n, &g, &kind)))
-		return ret;
-	d.kind = kind;
-	{
-		char why[160];
-
-		if (accel_pool_query(c->dev, &g, kind, why, sizeof(why)))
-			return ONNX_FALLBACK;
-	}
 	pool_out_dims(&g, od, &ond);
 	ret = onnx_tensor_alloc(node_out(c, 0), ONNX_FLOAT, ond, od);
 	if (ret)
@@ -622,17 +636,7 @@ static int accel_pool(struct onnx_ctx *c, enum accel_pool_kind kind, bool global
 	y = node_out(c, 0);
 	if ((ret = abuf_new(c, &bs, x->data, x->count * 4, &xb)) || (ret = abuf_new(c, &bs, NULL, y->count * 4, &yb)))
 		goto out;
-	if ((ret = accel_tensor_4d(xb, 0, ACCEL_FP32, ACCEL_LAYOUT_NCHW, (uint32_t)g.n, (uint32_t)g.c, (uint32_t)g.h,
-				   (uint32_t)g.w, &xt)) ||
-	    (ret = accel_tensor_4d(yb, 0, ACCEL_FP32, ACCEL_LAYOUT_NCHW, (uint32_t)g.n, (uint32_t)g.c,
-				   (uint32_t)g.win.oh, (uint32_t)g.win.ow, &yt))) {
-		ret = tensor_err(c, ret);
-		goto out;
-	}
-	d.input = &xt;
-	d.output = &yt;
-	ret = accel_pool2d(c->dev, &d, NULL, &job);
-	ret = ajob_finish(c, ret, job, "accel_pool2d");
+	ret = accel_pool_run(c, &g, kind, xb, yb);
 	if (!ret)
 		memcpy(y->data, accel_buffer_ptr(yb), y->count * 4);
 out:
@@ -754,7 +758,7 @@ static int accel_convtranspose(struct onnx_ctx *c)
 					wf[(((gi * g.Mg + m) * g.Cg + cl) * g.k[0] + (g.k[0] - 1 - r)) * g.k[1] + (g.k[1] - 1 - q)] =
 						((const float *)w->data)[((ci * g.Mg + m) * g.k[0] + r) * g.k[1] + q];
 				}
-	ret = conv_run(c, &cg, ACCEL_FP32, xb, wb, bb, yb, 0);
+	ret = accel_conv_run(c, &cg, ACCEL_FP32, xb, wb, bb, yb, 0);
 	if (!ret)
 		memcpy(node_out(c, 0)->data, accel_buffer_ptr(yb), node_out(c, 0)->count * 4);
 out:

@@ -35,7 +35,20 @@ static inline bool is_int_type(enum onnx_dtype dt)
 /* Einsum (ops_einsum.c; in ops_norm.c's table); Conv and pooling of 5-D tensors (ops_nd.c, called by
  * ops_host.c's Conv/MaxPool/AveragePool). */
 int host_einsum(struct onnx_ctx *c);
+/* The window of a 3-D Conv or pool (ops_nd.c), per spatial dimension D, H, W. */
+#define ND 3
+struct nd_geom {
+	int64_t in[ND], k[ND], s[ND], d[ND], pb[ND], pe[ND], out[ND];
+};
+/* A 3-D Conv: X [n, c, in...], W [k, cg, k...], groups; validated (0) or the node's error. */
+struct conv3d_geom {
+	int64_t n, c, k, cg, groups;
+	struct nd_geom nd;
+};
+int conv3d_geom(struct onnx_ctx *c, struct conv3d_geom *g3);
 int host_conv3d(struct onnx_ctx *c);
+/* A 3-D MaxPool (max) or AveragePool: its window, validated (0) or the node's error. */
+int pool3d_geom(struct onnx_ctx *c, bool max, struct nd_geom *g);
 int host_pool3d(struct onnx_ctx *c, bool max);
 /* MaxPool with the Indices output (ops_pool.c). */
 int host_maxpool_indices(struct onnx_ctx *c);

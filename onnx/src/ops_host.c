@@ -247,7 +247,7 @@ static int host_pool(struct onnx_ctx *c, bool max, bool global)
 	bool incl = attr_int(c->n->pb, "count_include_pad", 0) != 0 || c->n->pad_counts;
 	struct pool_geom g;
 	struct onnx_tensor *y;
-	int64_t od[4];
+	int64_t od[ONNX_MAX_DIMS];
 	unsigned ond;
 	int ret;
 

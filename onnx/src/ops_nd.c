@@ -9,12 +9,6 @@
 
 #include "ops_common.h"
 
-#define ND 3
-
-struct nd_geom {
-	int64_t in[ND], k[ND], s[ND], d[ND], pb[ND], pe[ND], out[ND];
-};
-
 /* The window geometry of a 5-D X with kernel k (already known). */
 static int nd_resolve(const struct onnx_ctx *c, const struct onnx_tensor *x, bool ceil_mode, struct nd_geom *g)
 {
@@ -75,27 +69,39 @@ static int nd_resolve(const struct onnx_ctx *c, const struct onnx_tensor *x, boo
 	return 0;
 }
 
+int conv3d_geom(struct onnx_ctx *c, struct conv3d_geom *g3)
+{
+	const struct onnx_tensor *x = node_in(c, 0), *w = node_in(c, 1), *b = node_in(c, 2);
+	int64_t ks[ND];
+
+	g3->groups = attr_int(c->n->pb, "group", 1);
+	if (!x || !w || x->ndim != 5 || w->ndim != 5 || x->dtype != ONNX_FLOAT || w->dtype != ONNX_FLOAT)
+		return node_err(c, -EINVAL, "X and W must both be 5-D floating-point tensors");
+	g3->n = x->dims[0], g3->c = x->dims[1], g3->k = w->dims[0], g3->cg = w->dims[1];
+	if (g3->groups < 1 || g3->c != g3->cg * g3->groups || g3->k % g3->groups)
+		return node_err(c, -EINVAL, "channels: X has %lld, W is %lldx%lld, group %lld", (long long)g3->c,
+				(long long)g3->k, (long long)g3->cg, (long long)g3->groups);
+	if (b && (b->ndim != 1 || b->dims[0] != g3->k || b->dtype != ONNX_FLOAT))
+		return node_err(c, -EINVAL, "B must be a [%lld] tensor", (long long)g3->k);
+	memcpy(g3->nd.k, w->dims + 2, sizeof(g3->nd.k));
+	if (attr_ints(c->n->pb, "kernel_shape", ks, ND) >= 0 && memcmp(ks, g3->nd.k, sizeof(ks)))
+		return node_err(c, -EINVAL, "kernel_shape does not match W");
+	return nd_resolve(c, x, false, &g3->nd);
+}
+
 int host_conv3d(struct onnx_ctx *c)
 {
 	const struct onnx_tensor *x = node_in(c, 0), *w = node_in(c, 1), *b = node_in(c, 2);
-	int64_t groups = attr_int(c->n->pb, "group", 1), N, C, K, cg, kg, od[5], ks[ND];
+	int64_t groups, N, C, K, cg, kg, od[5];
+	struct conv3d_geom g3;
 	struct nd_geom g;
 	float *y;
 	int ret;
 
-	if (!x || !w || x->ndim != 5 || w->ndim != 5 || x->dtype != ONNX_FLOAT || w->dtype != ONNX_FLOAT)
-		return node_err(c, -EINVAL, "X and W must both be 5-D floating-point tensors");
-	N = x->dims[0], C = x->dims[1], K = w->dims[0], cg = w->dims[1];
-	if (groups < 1 || C != cg * groups || K % groups)
-		return node_err(c, -EINVAL, "channels: X has %lld, W is %lldx%lld, group %lld", (long long)C,
-				(long long)K, (long long)cg, (long long)groups);
-	if (b && (b->ndim != 1 || b->dims[0] != K || b->dtype != ONNX_FLOAT))
-		return node_err(c, -EINVAL, "B must be a [%lld] tensor", (long long)K);
-	memcpy(g.k, w->dims + 2, sizeof(g.k));
-	if (attr_ints(c->n->pb, "kernel_shape", ks, ND) >= 0 && memcmp(ks, g.k, sizeof(ks)))
-		return node_err(c, -EINVAL, "kernel_shape does not match W");
-	if ((ret = nd_resolve(c, x, false, &g)))
+	if ((ret = conv3d_geom(c, &g3)))
 		return ret;
+	g = g3.nd;
+	N = g3.n, C = g3.c, K = g3.k, cg = g3.cg, groups = g3.groups;
 	kg = K / groups;
 	od[0] = N, od[1] = K, od[2] = g.out[0], od[3] = g.out[1], od[4] = g.out[2];
 	if ((ret = out_alloc(c, 0, ONNX_FLOAT, 5, od)))
@@ -141,25 +147,34 @@ int host_conv3d(struct onnx_ctx *c)
 	return 0;
 }
 
+int pool3d_geom(struct onnx_ctx *c, bool max, struct nd_geom *g)
+{
+	const struct onnx_tensor *x = node_in(c, 0);
+	int ret;
+
+	if (!x || x->ndim != 5 || x->dtype != ONNX_FLOAT)
+		return node_err(c, -EINVAL, "X must be a 5-D floating-point tensor");
+	if (c->n->n_out > 1 && c->n->out[1] >= 0)
+		return node_err(c, -EOPNOTSUPP, "the Indices output is not supported");
+	if (attr_ints(c->n->pb, "kernel_shape", g->k, ND) != ND)
+		return node_err(c, -EINVAL, "kernel_shape must have %d values", ND);
+	if ((ret = nd_resolve(c, x, attr_int(c->n->pb, "ceil_mode", 0) != 0, g)))
+		return ret;
+	if (!max && (g->d[0] != 1 || g->d[1] != 1 || g->d[2] != 1))
+		return node_err(c, -EINVAL, "AveragePool has no dilations before opset 19");
+	return 0;
+}
+
 int host_pool3d(struct onnx_ctx *c, bool max)
 {
 	const struct onnx_tensor *x = node_in(c, 0);
 	bool incl = attr_int(c->n->pb, "count_include_pad", 0) != 0;
 	int64_t od[5], NC;
 	struct nd_geom g;
-	int ret, nk;
+	int ret;
 
-	if (!x || x->ndim != 5 || x->dtype != ONNX_FLOAT)
-		return node_err(c, -EINVAL, "X must be a 5-D floating-point tensor");
-	if (c->n->n_out > 1 && c->n->out[1] >= 0)
-		return node_err(c, -EOPNOTSUPP, "the Indices output is not supported");
-	nk = attr_ints(c->n->pb, "kernel_shape", g.k, ND);
-	if (nk != ND)
-		return node_err(c, -EINVAL, "kernel_shape must have %d values", ND);
-	if ((ret = nd_resolve(c, x, attr_int(c->n->pb, "ceil_mode", 0) != 0, &g)))
+	if ((ret = pool3d_geom(c, max, &g)))
 		return ret;
-	if (!max && (g.d[0] != 1 || g.d[1] != 1 || g.d[2] != 1))
-		return node_err(c, -EINVAL, "AveragePool has no dilations before opset 19");
 	NC = x->dims[0] * x->dims[1];
 	od[0] = x->dims[0], od[1] = x->dims[1], od[2] = g.out[0], od[3] = g.out[1], od[4] = g.out[2];
 	if ((ret = out_alloc(c, 0, ONNX_FLOAT, 5, od)))

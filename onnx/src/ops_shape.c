@@ -716,16 +716,21 @@ static int host_range(struct onnx_ctx *c)
 	return 0;
 }
 
-/* Dropout in inference: the identity; the optional mask is all true.  training_mode = true is refused. */
+/*
+ * Dropout in inference: the identity; the optional mask is all true.  training_mode = true is the
+ * identity too when the ratio is 0 (every mask bit true, scale 1/(1 - 0)): torchvision's Swin exports its
+ * attention dropout that way; with a ratio above 0 it is refused (random masks are for training).
+ */
 static int host_dropout(struct onnx_ctx *c)
 {
-	const struct onnx_tensor *x, *tm = node_in(c, 2);
+	const struct onnx_tensor *x, *tm = node_in(c, 2), *ratio = node_in(c, 1);
 	int ret;
 
 	if ((ret = in_req(c, 0, "data", &x)))
 		return ret;
-	if ((tm && tm->count && tensor_get(tm, 0) != 0) || (c->m->opset < 7 && attr_int(c->n->pb, "is_test", 0) == 0 &&
-							     attr_find(c->n->pb, "is_test")))
+	if (tm && tm->count && tensor_get(tm, 0) != 0 && (!ratio || !ratio->count || tensor_get(ratio, 0) != 0))
+		return node_err(c, -EOPNOTSUPP, "training mode with a ratio above 0 is not supported (inference only)");
+	if (c->m->opset < 7 && attr_int(c->n->pb, "is_test", 0) == 0 && attr_find(c->n->pb, "is_test"))
 		return node_err(c, -EOPNOTSUPP, "training mode is not supported (inference only)");
 	if ((ret = copy_out(c, 0, x, x->ndim, x->dims)))
 		return ret;

@@ -450,3 +450,144 @@ Test(onnx_pool30, bad_inputs_are_rejected_naming_the_reason)
 		onnx_tensor_release(&in[0]);
 	}
 }
+
+/*
+ * GlobalAveragePool and GlobalMaxPool of a 5-D X (r3d_18's AdaptiveAvgPool3d(1) exports as the first): the
+ * same bytes as a 4-D pool over (D*H) x W, with a [N, C, 1, 1, 1] output; against PyTorch, on the CPU
+ * reference and on sim (the average pool runs on the device there).
+ */
+Test(onnx_pool30, global_pools_of_5d_tensors_match_pytorch)
+{
+	static float x[2 * 3 * 3 * 4 * 5];
+	static double ref[MAX_REF];
+	const int64_t xd[5] = { 2, 3, 3, 4, 5 };
+	const char *ops[2] = { "GlobalAveragePool", "GlobalMaxPool" };
+	struct accel_dev *devs[2] = { NULL, dev };
+	size_t nx = sizeof(x) / sizeof(x[0]);
+	struct onnx_tensor in;
+	double xv[sizeof(x) / sizeof(x[0])];
+
+	frand_fill(x, nx);
+	cr_assert_eq(torch_ref("t = torch.from_numpy(x).reshape(2, 3, 3, 4, 5)\n"
+			       "out = [F.adaptive_avg_pool3d(t, 1), t.amax(dim=(2, 3, 4), keepdim=True)]",
+			       x, nx, ref), 12);
+	for (size_t i = 0; i < nx; i++)
+		xv[i] = x[i];
+	tensor_of(&in, ONNX_FLOAT, 5, xd, xv);
+	for (int op = 0; op < 2; op++) {
+		struct mb *b = mb_new(13);
+
+		mb_input(b, "x");
+		mb_node(b, ops[op], "x", "y");
+		mb_output(b, "y");
+		for (int r = 0; r < 2; r++) {
+			struct onnx_model *m = NULL;
+			struct onnx_tensor out;
+			char err[512] = "";
+			size_t len;
+			const uint8_t *buf = mb_pack(b, &len);
+
+			cr_assert_eq(onnx_model_load_mem(buf, len, ONNX_LOAD_NO_FOLD, &m, err, sizeof(err)), 0, "%s", err);
+			cr_assert_eq(onnx_run(m, devs[r], &in, 1, &out, 1, NULL), 0, "%s on %s: %s", ops[op],
+				     r ? "sim" : "cpu", onnx_model_error(m));
+			cr_assert_eq(out.ndim, 5);
+			cr_assert_eq(out.dims[0], 2);
+			cr_assert_eq(out.dims[1], 3);
+			cr_assert(out.dims[2] == 1 && out.dims[3] == 1 && out.dims[4] == 1);
+			for (size_t i = 0; i < 6; i++)
+				cr_expect(fabs(((float *)out.data)[i] - ref[6 * op + i]) <= 1e-6 * (1 + fabs(ref[6 * op + i])),
+					  "%s on %s [%zu]: got %.9g, expected %.9g", ops[op], r ? "sim" : "cpu", i,
+					  ((float *)out.data)[i], ref[6 * op + i]);
+			onnx_tensor_release(&out);
+			onnx_model_free(m);
+		}
+		mb_free(b);
+	}
+	onnx_tensor_release(&in);
+}
+
+/* Run b (one input, one 5-D FLOAT output of @ny values) on the CPU reference and on sim against want. */
+static void expect_5d(struct mb *b, struct onnx_tensor *in, const int64_t *yd, const double *want, size_t ny,
+		      const char *what)
+{
+	struct accel_dev *devs[2] = { NULL, dev };
+
+	for (int r = 0; r < 2; r++) {
+		struct onnx_model *m = NULL;
+		struct onnx_tensor out;
+		char err[512] = "";
+		size_t len;
+		const uint8_t *buf = mb_pack(b, &len);
+
+		cr_assert_eq(onnx_model_load_mem(buf, len, ONNX_LOAD_NO_FOLD, &m, err, sizeof(err)), 0, "%s", err);
+		cr_assert_eq(onnx_run(m, devs[r], in, 1, &out, 1, NULL), 0, "%s on %s: %s", what, r ? "sim" : "cpu",
+			     onnx_model_error(m));
+		cr_assert_eq(out.ndim, 5, "%s", what);
+		for (unsigned d = 0; d < 5; d++)
+			cr_assert_eq(out.dims[d], yd[d], "%s on %s: dimension %u is %lld", what, r ? "sim" : "cpu", d,
+				     (long long)out.dims[d]);
+		cr_assert_eq(out.count, ny);
+		for (size_t i = 0; i < ny; i++)
+			cr_expect(fabs(((float *)out.data)[i] - want[i]) <= 1e-6 * (1 + fabs(want[i])),
+				  "%s on %s [%zu]: got %.9g, expected %.9g", what, r ? "sim" : "cpu", i,
+				  ((float *)out.data)[i], want[i]);
+		onnx_tensor_release(&out);
+		onnx_model_free(m);
+	}
+}
+
+/*
+ * MaxPool and AveragePool over three spatial dimensions with padding, strides, ceil_mode and both
+ * count_include_pad values, against PyTorch's max_pool3d / avg_pool3d: on sim each runs as two 2-D
+ * pools on the device (H x W, then D), which must equal the 3-D window (ops_accel_nd.c).
+ */
+Test(onnx_pool30, pools_of_5d_tensors_with_padding_and_ceil_mode_match_pytorch)
+{
+	static float x[2 * 3 * 5 * 6 * 8];
+	static double ref[MAX_REF];
+	const int64_t xd[5] = { 2, 3, 5, 6, 8 }, ks[3] = { 3, 2, 3 }, st[3] = { 2, 2, 2 }, pads[6] = { 1, 0, 1, 1, 0, 1 };
+	/* D: (5 + 2 - 3) / 2 + 1 = 3; H: (6 - 2) / 2 + 1 = 3; W: (8 + 2 - 3) / 2 + 1 = 4, with ceil_mode 5 (the
+	 * last window starts at 7, inside) */
+	size_t nx = sizeof(x) / sizeof(x[0]), off = 0;
+	struct onnx_tensor in;
+	double xv[sizeof(x) / sizeof(x[0])];
+	const struct {
+		const char *op;
+		int64_t incl, ceil;
+	} cases[4] = { { "MaxPool", 0, 1 }, { "AveragePool", 0, 0 }, { "AveragePool", 1, 0 }, { "AveragePool", 0, 1 } };
+
+	frand_fill(x, nx);
+	cr_assert_eq(torch_ref("t = torch.from_numpy(x).reshape(2, 3, 5, 6, 8)\n"
+			       "k, s, p = (3, 2, 3), (2, 2, 2), (1, 0, 1)\n"
+			       "out = [F.max_pool3d(t, k, s, p, ceil_mode=True),\n"
+			       "       F.avg_pool3d(t, k, s, p, count_include_pad=False),\n"
+			       "       F.avg_pool3d(t, k, s, p, count_include_pad=True),\n"
+			       "       F.avg_pool3d(t, k, s, p, ceil_mode=True, count_include_pad=False)]",
+			       x, nx, ref), 2 * 2 * 3 * 3 * 3 * 4 + 2 * 2 * 3 * 3 * 3 * 5);
+	for (size_t i = 0; i < nx; i++)
+		xv[i] = x[i];
+	tensor_of(&in, ONNX_FLOAT, 5, xd, xv);
+	for (int k = 0; k < 4; k++) {
+		const int64_t yd[5] = { 2, 3, 3, 3, cases[k].ceil ? 5 : 4 };
+		size_t ny = (size_t)(2 * 3 * 3 * 3 * yd[4]);
+		struct mb *b = mb_new(13);
+		Onnx__NodeProto *n;
+		char what[64];
+
+		mb_input(b, "x");
+		n = mb_node(b, cases[k].op, "x", "y");
+		mb_attr_ints(b, n, "kernel_shape", ks, 3);
+		mb_attr_ints(b, n, "strides", st, 3);
+		mb_attr_ints(b, n, "pads", pads, 6);
+		mb_attr_i(b, n, "ceil_mode", cases[k].ceil);
+		if (strcmp(cases[k].op, "MaxPool"))
+			mb_attr_i(b, n, "count_include_pad", cases[k].incl);
+		mb_output(b, "y");
+		snprintf(what, sizeof(what), "%s include_pad %lld ceil %lld", cases[k].op, (long long)cases[k].incl,
+			 (long long)cases[k].ceil);
+		expect_5d(b, &in, yd, ref + off, ny, what);
+		off += ny;
+		mb_free(b);
+	}
+	onnx_tensor_release(&in);
+}
