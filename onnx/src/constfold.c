@@ -305,7 +305,10 @@ int onnx_const_fold(struct onnx_model *m)
 		for (unsigned k = 0; k < n->n_in; k++)
 			if (n->in[k] >= 0 && !m->vals[n->in[k]].is_const)
 				all_const = false;
-		if (n->op == OP_QUANTIZELINEAR || n->op == OP_DEQUANTIZELINEAR)
+		/* DequantizeLinear stays a node (the QDQ matcher reads DQ(int8 constant)); a QuantizeLinear of a
+		 * constant folds to that int8 constant: PyTorch's fake-quant export writes its weights as
+		 * float initializers behind Q -> DQ (issue #30) */
+		if (n->op == OP_DEQUANTIZELINEAR)
 			all_const = false;
 		if (n->op == OP_SHAPE && n->in[0] >= 0 && m->vals[n->in[0]].shape_known) {
 			ret = fold_shape(m, n);

@@ -3,7 +3,8 @@
 
 Evaluates a small QDQ ONNX model exactly as the ONNX specification defines each operator, in float64
 between QuantizeLinear and DequantizeLinear (numpy; python3-onnx only reads the file): DequantizeLinear
-(q - zp) * scale per tensor or along `axis`; QuantizeLinear saturate(round_half_even(x / scale) + zp);
+(q - zp) * scale per tensor or along `axis`; QuantizeLinear saturate(round_half_even(x / scale) + zp), per
+tensor or along `axis`;
 Conv (pads, strides, dilations, group), Gemm, MatMul, Add, Relu, Clip, MaxPool, AveragePool
 (count_include_pad), GlobalAveragePool, Flatten.  Writes the single output's raw bytes.
 """
@@ -72,8 +73,13 @@ def main():
             y = (x[0].astype(np.int64) - zp.astype(np.int64)) * s
         elif op == "QuantizeLinear":
             zp = x[2] if len(x) > 2 else np.uint8(0)
+            s = x[1].astype(np.float64)
+            if s.size > 1:  # per axis (opset 13)
+                sh = [1] * x[0].ndim
+                sh[a.get("axis", 1)] = -1
+                s, zp = s.reshape(sh), zp.reshape(sh)
             lo, hi = (0, 255) if zp.dtype == np.uint8 else (-128, 127)
-            y = np.clip(np.round(x[0] / np.float64(x[1])) + int(zp), lo, hi).astype(zp.dtype)  # half to even
+            y = np.clip(np.round(x[0] / s) + zp.astype(np.int64), lo, hi).astype(zp.dtype)  # half to even
         elif op == "Conv":
             y = conv(x[0], x[1], x[2] if len(x) > 2 else None, a)
         elif op == "Gemm":

@@ -10,6 +10,7 @@
  */
 #include <criterion/criterion.h>
 #include <errno.h>
+#include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -303,6 +304,48 @@ Test(onnx_qdq_v1, conv_uint8_per_channel_relu)
 
 /* int8 x -> depthwise Conv 3x3 stride 2 (per-tensor scale) -> Clip(0, 6) -> Q int8: the requantisation
  * folds into the conv's epilogue, one job; the Clip is the ReLU (6 is above the output's range). */
+/*
+ * PyTorch's fake-quant export (issue #30): the weights stay a float initializer behind QuantizeLinear ->
+ * DequantizeLinear (per output channel, axis 0) and the bias stays float. The QuantizeLinear of a constant
+ * folds to its int8 constant at load, so the Conv is an int8 device step with no host step left (before,
+ * the Q, the DQ and the Conv ran on the host).
+ */
+Test(onnx_qdq, fake_quant_float_weights_fold_to_int8_constants)
+{
+	static const int64_t xd[4] = { 1, 3, 9, 9 }, wd[4] = { 6, 3, 3, 3 }, pads[4] = { 1, 1, 1, 1 }, k = 6;
+	float w[6 * 27], ws[6], bias[6];
+	int8_t wz[6] = { 0 };
+	struct mb *b = mb_new(13);
+	struct qcase qc;
+	Onnx__NodeProto *n;
+
+	for (int o = 0; o < 6; o++) {
+		float mx = 0;
+
+		for (int i = 0; i < 27; i++) {
+			w[o * 27 + i] = ((float)(rnd() % 2001) - 1000.0f) * (0.0001f + 0.00003f * (float)o);
+			mx = fabsf(w[o * 27 + i]) > mx ? fabsf(w[o * 27 + i]) : mx;
+		}
+		ws[o] = mx / 127;
+		bias[o] = ((float)(rnd() % 201) - 100.0f) * 0.002f;
+	}
+	mb_input_typed(b, "x", ONNX_UINT8, 4, xd);
+	dq_node(b, "x", "xf", 0.02f, ONNX_UINT8, 131);
+	mb_init(b, "w", ONNX_FLOAT, 4, wd, w);
+	mb_init(b, "w_s", ONNX_FLOAT, 1, &k, ws);
+	mb_init(b, "w_z", ONNX_INT8, 1, &k, wz);
+	mb_init(b, "bf", ONNX_FLOAT, 1, &k, bias);
+	mb_attr_i(b, mb_node(b, "QuantizeLinear", "w,w_s,w_z", "wq"), "axis", 0);
+	mb_attr_i(b, mb_node(b, "DequantizeLinear", "wq,w_s,w_z", "wf"), "axis", 0);
+	n = mb_node(b, "Conv", "xf,wf,bf", "c");
+	mb_attr_ints(b, n, "pads", pads, 4);
+	mb_node(b, "Relu", "c", "r");
+	q_node(b, "r", "y", 0.05f, ONNX_UINT8, 3);
+	mb_output(b, "y");
+	finish(b, &qc, ONNX_UINT8, 4, xd);
+	check(&qc, 3, "qconv", 0, 0);
+}
+
 Test(onnx_qdq, depthwise_int8_per_tensor_clip_one_job)
 {
 	static const int64_t xd[4] = { 1, 4, 10, 10 }, wd[4] = { 4, 1, 3, 3 }, pads[4] = { 1, 1, 1, 1 };
