@@ -311,7 +311,7 @@ Test(conv_dw, every_mapping_matches_reference)
 	}
 }
 
-/* A non-zero int8 input zero point (a QDQ graph's uint8 activations: onnx/src/compile_qdq.c) stays on
+/* A non-zero int8 input zero point (a QDQ graph's uint8 activations: onnx/src/compile/compile_qdq.c) stays on
  * the depthwise block: padding taps read it from FILLs of the padding rows and columns only.  Every
  * mapping, with STREAM bands and with semaphores, one and several segments per image, batches (both
  * halves; padding rows re-filled where another segment's image rows were), stride 1 and 2, padding on

@@ -7,7 +7,7 @@
 #ifndef TNPU_TEST_COMPILE_CHECK_H
 #define TNPU_TEST_COMPILE_CHECK_H
 
-#include "../../../onnx/src/compile.h"
+#include "../../../onnx/src/compile/compile.h"
 #include "builder.h"
 
 /* Pack and load b (freed); a failed assertion on a load error. */

@@ -13,8 +13,8 @@
 #include <unistd.h>
 #include <zlib.h>
 
-#include "../../../onnx/src/compile.h"
-#include "../../../onnx/src/plan_mem.h"
+#include "../../../onnx/src/compile/compile.h"
+#include "../../../onnx/src/compile/plan_mem.h"
 #include "builder.h"
 #include "model_values.h"
 

@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: MIT */
 /*
- * Element types (issue 30, onnx/src/dtype.c): Cast to FLOAT16 and BFLOAT16 rounds exactly as numpy's
+ * Element types (issue 30, onnx/src/model/dtype.c): Cast to FLOAT16 and BFLOAT16 rounds exactly as numpy's
  * astype(float16) and PyTorch's .to(bfloat16) — both run here, at test time, on the same floats —,
  * FLOAT16 initialisers load and feed FLOAT kernels (results narrowed back to FLOAT16), DOUBLE Add keeps
  * double's range and precision, and a tensor of a type still unsupported is refused naming the tensor.

@@ -13,7 +13,7 @@
 
 #include "builder.h"
 #include "tnpu_onnx.h"
-#include "../../../onnx/src/generate.h"
+#include "../../../onnx/src/runtime/generate.h"
 
 /* A generator with only the sampler's state: vocab and logits set by hand (no model). */
 static struct onnx_generator *fake(uint32_t vocab, const float *logits)

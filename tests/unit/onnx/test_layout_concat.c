@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: MIT */
 /*
- * The layout pass (onnx/src/compile_layout.c) on a SqueezeNet fire module: an in-place Concat of
+ * The layout pass (onnx/src/compile/compile_layout.c) on a SqueezeNet fire module: an in-place Concat of
  * convolution outputs along the channels stays NHWC (each convolution writes its channel slice of
  * every pixel), and the compiled run is the CPU reference's, also after a save/load round trip.
  */
@@ -11,7 +11,7 @@
 #include <string.h>
 #include <unistd.h>
 
-#include "../../../onnx/src/compile.h"
+#include "../../../onnx/src/compile/compile.h"
 #include "builder.h"
 #include "model_values.h"
 

@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: MIT */
 /*
- * Node kernels on the vector units (onnx/src/ops_accel_vec.c, issue 30) and Resize as GEMMs
+ * Node kernels on the vector units (onnx/src/device/ops_accel_vec.c, issue 30) and Resize as GEMMs
  * (ops_accel_resize.c): a model run node by node
  * (onnx_run with a device, as a model whose shapes depend on input data runs) puts the fp32 functions,
  * element-wise arithmetic with broadcasting, reductions over a run of axes, ArgMax/ArgMin (INT64

@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: MIT */
 /*
- * The plan cache (onnx/src/plan_cache.c, tnpu_onnx.h "plan cache"): a model with a symbolic batch
+ * The plan cache (onnx/src/compile/plan_cache.c, tnpu_onnx.h "plan cache"): a model with a symbolic batch
  * compiles once per input shape, not per call; the least recently used plan goes first; the capacity is
  * bounded and settable; a failed compile is an error naming the compile and is not kept; two threads
  * share one cache (its lock serialises lookup, compile, eviction and run).  Outputs are checked against

@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: MIT */
 /*
- * int8 lowering of QDQ graphs (onnx/src/compile_qdq.c): the pattern matcher (which nodes become int8
+ * int8 lowering of QDQ graphs (onnx/src/compile/compile_qdq.c): the pattern matcher (which nodes become int8
  * device steps, which fall back), the requantisation folding (per tensor and, with SFU QCOL, per channel
  * in the epilogue: one job; per channel without it: an int32 output and accel_requant: two) and the numbers, against qdq_ref.py: numpy evaluating
  * the same model file exactly as the ONNX specification defines each operator (float64 between Q and
@@ -16,7 +16,7 @@
 #include <string.h>
 #include <unistd.h>
 
-#include "../../../onnx/src/compile.h"
+#include "../../../onnx/src/compile/compile.h"
 #include "builder.h"
 #include "model_values.h"
 

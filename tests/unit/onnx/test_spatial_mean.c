@@ -1,13 +1,13 @@
 /* SPDX-License-Identifier: MIT */
 /*
  * ReduceMean over H and W (torchvision's x.mean([2, 3]): ShuffleNetV2's head) compiled as a global
- * average pool (onnx/src/compile_lower.c), so the convolution before it keeps its NHWC output.
+ * average pool (onnx/src/compile/compile_lower.c), so the convolution before it keeps its NHWC output.
  */
 #include <criterion/criterion.h>
 #include <math.h>
 #include <string.h>
 
-#include "../../../onnx/src/compile.h"
+#include "../../../onnx/src/compile/compile.h"
 #include "builder.h"
 #include "model_values.h"
 

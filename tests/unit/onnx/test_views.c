@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: MIT */
 /*
- * The compiler's addressing and residual passes (onnx/src/compile_views.c, compile_fuse_residual.c)
+ * The compiler's addressing and residual passes (onnx/src/compile/compile_views.c, compile_fuse_residual.c)
  * on tiny graphs: Concat inputs written in place by their producers, DenseNet-style concats of a
  * prefix as views, a tensor read by two Concats, graph inputs and strided slices copied on the
  * device, Split/Slice/Gather as views, the residual add in the conv epilogue.  Every plan is checked
@@ -15,7 +15,7 @@
 #include <string.h>
 #include <unistd.h>
 
-#include "../../../onnx/src/compile.h"
+#include "../../../onnx/src/compile/compile.h"
 #include "builder.h"
 
 static struct accel_dev *dev;

@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: MIT */
 /*
- * One device copy of a model's weights for all its compiled forms (onnx/src/weight_share.c): two input
+ * One device copy of a model's weights for all its compiled forms (onnx/src/passes/weight_share.c): two input
  * shapes of one model share the weight buffer, the shape-dependent known values stay each form's own,
  * every form computes the CPU reference's result, freeing one leaves the other working, and another
  * model or another device gets its own buffer.
@@ -9,7 +9,7 @@
 #include <math.h>
 #include <string.h>
 
-#include "../../../onnx/src/compile.h"
+#include "../../../onnx/src/compile/compile.h"
 #include "builder.h"
 
 static struct accel_dev *dev, *dev2;
