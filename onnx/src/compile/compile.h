@@ -49,8 +49,13 @@ enum cstep_kind {
 #define CS_QFIRST CS_QCONV
 #define CS_IS_QDQ(k) ((k) >= CS_QFIRST && (k) < CS_QFUSED)
 #define CS_IS_DEVICE(k) ((k) < CS_ALIAS || CS_IS_QDQ(k) || (k) == CS_REDUCE)
-/* Most device jobs one step submits (a batched CS_GEMM: one per batch slice, at most this many). */
-#define CS_MAX_JOBS 16
+/*
+ * Most device jobs one step submits: a batched CS_GEMM, one per batch slice (Swin-T's window attention at
+ * 224: 64 windows x 3 heads; issue #30), and a CS_REDUCE over a middle run of axes, one per leading slice
+ * (at most CS_REDUCE_MAX_SLICES: more slices run on the host).
+ */
+#define CS_MAX_JOBS 256
+#define CS_REDUCE_MAX_SLICES 16
 
 /* Where a value lives at run time. */
 enum cval_loc {
@@ -156,7 +161,8 @@ struct onnx_compiled {
 	 * tmpl[i * CS_MAX_JOBS + k], k < tmpl_n[i]; later runs replay them instead of lowering again.
 	 * tmpl_off[i]: the step's jobs keep no commands (an operation run on the host): lowered each run. */
 	struct accel_job **tmpl;
-	uint8_t *tmpl_n, *tmpl_off;
+	uint16_t *tmpl_n;	/* up to CS_MAX_JOBS */
+	uint8_t *tmpl_off;
 	/* Compile time only: the shape probe's value tensors, indexed as the model's values (a constant's
 	 * slot unused: cm_val gives the model's).  The model itself is never written. */
 	struct onnx_tensor *probe;

@@ -496,6 +496,22 @@ static int lower_transpose(struct onnx_compiled *cm, struct onnx_ctx *c, struct 
 	return onnx_tensor_alloc(node_out(c, 0), ONNX_FLOAT, r, od) ? -ENOMEM : 0;
 }
 
+/* Value v is read by no live node and is no graph output: an optional output nobody wants (Swin's
+ * Dropouts name their mask). */
+static bool value_unused(const struct onnx_model *m, int v)
+{
+	const int *c;
+	unsigned n;
+
+	if (!m->refs || onnx_graph_output_uses(m, v))
+		return false;
+	c = onnx_consumers(m, v, &n);
+	for (unsigned i = 0; i < n; i++)
+		if (!m->nodes[c[i]].folded)
+			return false;
+	return true;
+}
+
 static bool is_alias_op(enum onnx_op op)
 {
 	return op == OP_RESHAPE || op == OP_FLATTEN || op == OP_SQUEEZE || op == OP_UNSQUEEZE || op == OP_IDENTITY ||
@@ -665,10 +681,12 @@ host:
 	ret = onnx_run_node(&c);
 	if (ret)
 		return cm_seterr(cm, ret, "compile: %s", msg);
-	/* Dropout is a view of its input in inference only: not with a mask to compute (all true) nor with a
-	 * training_mode or ratio the run gives (its host kernel refuses training mode unless the ratio is 0) */
+	/* Dropout is a view of its input in inference only: not with a mask to compute (all true; a mask
+	 * nobody reads is not computed) nor with a training_mode or ratio the run gives (its host kernel
+	 * refuses training mode unless the ratio is 0) */
 	if (is_alias_op(n->op) &&
-	    (n->op != OP_DROPOUT || ((n->n_out < 2 || n->out[1] < 0) && (n->n_in < 3 || cm_is_const(cm, n->in[2])) &&
+	    (n->op != OP_DROPOUT ||
+	     ((n->n_out < 2 || n->out[1] < 0 || value_unused(m, n->out[1])) && (n->n_in < 3 || cm_is_const(cm, n->in[2])) &&
 				     (n->n_in < 2 || n->in[1] < 0 || cm_is_const(cm, n->in[1])))) &&
 	    n->in[0] >= 0 && !m->vals[n->in[0]].is_const && n->out[0] >= 0 &&
 	    cm->probe[n->in[0]].dtype == node_out(&c, 0)->dtype && cm->probe[n->in[0]].count == node_out(&c, 0)->count) {

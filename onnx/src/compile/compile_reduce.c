@@ -10,7 +10,7 @@
  * the reduced ones; keepdims only changes the output's shape, not its bytes.  A run of middle axes a..b-1
  * sees the tensor as [L, K, T] (L, K, T the products before, in and after the run): each of the L
  * slices is a T x K matrix read with a row stride of one element and a column stride of T, one job each
- * (at most CS_MAX_JOBS slices).  Axis sets that are no single run, and ArgMax/ArgMin (INT64 indices),
+ * (at most CS_REDUCE_MAX_SLICES slices).  Axis sets that are no single run, and ArgMax/ArgMin (INT64 indices),
  * stay on the host.  The axes must be known at compile time (an attribute, a constant, or a
  * value computed from the input shapes: compile_datadep.c refuses the others).
  */
@@ -37,7 +37,7 @@ int cm_lower_reduce(struct onnx_compiled *cm, struct onnx_ctx *c, struct cstep *
 	if (trail == 1) { /* trailing axes: lead rows of cols, one job */
 		s->M = (int64_t)lead;
 		s->ad[0] = 0;
-	} else if (lead <= CS_MAX_JOBS) { /* a middle run: a job per leading slice */
+	} else if (lead <= CS_REDUCE_MAX_SLICES) { /* a middle run: a job per leading slice */
 		s->M = (int64_t)trail;
 		s->ad[0] = (int64_t)lead;
 	} else {

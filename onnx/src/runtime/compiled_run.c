@@ -865,7 +865,7 @@ static int compiled_run_locked(struct onnx_compiled *cm, const struct onnx_tenso
 		size_t n = cm->n_steps ? cm->n_steps : 1;
 
 		cm->tmpl = calloc(n * CS_MAX_JOBS, sizeof(*cm->tmpl));
-		cm->tmpl_n = calloc(n, 1);
+		cm->tmpl_n = calloc(n, sizeof(*cm->tmpl_n));
 		cm->tmpl_off = calloc(n, 1);
 		if (!cm->tmpl || !cm->tmpl_n || !cm->tmpl_off) {
 			cm_drop_kept(cm);
@@ -958,7 +958,8 @@ void cm_drop_kept(struct onnx_compiled *cm)
 	free(cm->tmpl_n);
 	free(cm->tmpl_off);
 	cm->tmpl = NULL;
-	cm->tmpl_n = cm->tmpl_off = NULL;
+	cm->tmpl_n = NULL;
+	cm->tmpl_off = NULL;
 }
 
 int onnx_compiled_run(struct onnx_compiled *cm, const struct onnx_tensor *inputs, unsigned n_inputs,

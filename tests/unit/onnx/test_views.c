@@ -729,10 +729,10 @@ Test(onnx_views, concat_with_an_empty_past_copies_only_the_new_rows)
 	onnx_model_free(m);
 }
 
-/* Attention's scores: MatMul of two activations [2, 3, 4, 5] x [2, 3, 5, 4] (K^T from a Transpose) is one
- * GEMM step of 6 device jobs on the arena slices, equal to the CPU reference; replayed on the second run
+/* Attention's scores: MatMul of two activations [n, c, h, w] x [n, c, w, h] (K^T from a Transpose) is one
+ * GEMM step of n * c device jobs on the arena slices, equal to the CPU reference; replayed on the second run
  * (compile_check runs twice) and kept through a compiled-model file (issue 29). */
-Test(onnx_views, batched_matmul_of_two_activations_is_a_device_gemm_per_slice)
+static void batched_matmul_case(int64_t n, int64_t c, int64_t h, int64_t w)
 {
 	static const int64_t perm[4] = { 0, 1, 3, 2 };
 	struct mb *b = mb_new(13);
@@ -752,14 +752,14 @@ Test(onnx_views, batched_matmul_of_two_activations_is_a_device_gemm_per_slice)
 	mb_node(b, "MatMul", "q,kt", "y");
 	mb_output(b, "y");
 	m = load(b);
-	input(&x, 2, 3, 4, 5);
+	input(&x, n, c, h, w);
 	cm = compile_check(m, &x, 0, &ci);
 	s = step_of(cm, "y");
 	cr_assert_eq(s->kind, CS_GEMM);
-	cr_expect_eq(s->ad[0], 6, "batch %u", s->ad[0]);
-	cr_expect_eq(s->M, 4);
-	cr_expect_eq(s->K, 5);
-	cr_expect_eq(s->N, 4);
+	cr_expect_eq(s->ad[0], n * c, "batch %u", s->ad[0]);
+	cr_expect_eq(s->M, h);
+	cr_expect_eq(s->K, w);
+	cr_expect_eq(s->N, h);
 	cr_expect_eq(ci.host_steps, 0);
 	cr_assert_eq(onnx_compiled_save(cm, path, err, sizeof(err)), 0, "%s", err);
 	cr_assert_eq(onnx_compiled_load(m, dev, &x, 1, path, &cm2, err, sizeof(err)), 0, "%s", err);
@@ -773,6 +773,18 @@ Test(onnx_views, batched_matmul_of_two_activations_is_a_device_gemm_per_slice)
 	onnx_compiled_free(cm);
 	onnx_tensor_release(&x);
 	onnx_model_free(m);
+}
+
+Test(onnx_views, batched_matmul_of_two_activations_is_a_device_gemm_per_slice)
+{
+	batched_matmul_case(2, 3, 4, 5);
+}
+
+/* Swin-T's window attention: 9 windows x 3 heads of 7 x 7 tokens (27 slices; 192 at 224 x 224): more
+ * slices than the 16 a step used to take, when it ran as a host step (issue #30). */
+Test(onnx_views, batched_matmul_of_swin_window_attention_is_one_device_step)
+{
+	batched_matmul_case(9, 3, 7, 8);
 }
 
 /* ---- values known at compile time (compile_known.c) ------------------------------------------------ */
@@ -929,4 +941,59 @@ Test(onnx_views, rmsnorm_and_neg_run_as_device_steps)
 	onnx_compiled_free(cm);
 	onnx_tensor_release(&x);
 	onnx_model_free(m);
+}
+
+/*
+ * A Dropout in inference is a view of its input, also when it names a mask output that nothing reads
+ * (torchvision's Swin exports its attention dropouts with training_mode true, ratio 0 and a named mask:
+ * they were host steps); a mask the graph outputs is computed (all true).
+ */
+Test(onnx_views, dropout_with_an_unread_mask_is_a_view)
+{
+	const int64_t xd[4] = { 1, 4, 5, 6 };
+	const float ratio = 0;
+	const uint8_t training = 1;
+
+	for (int mask_out = 0; mask_out < 2; mask_out++) {
+		struct mb *b = mb_new(13);
+		struct onnx_compiled_info ci;
+		struct onnx_compiled *cm;
+		struct onnx_model *m;
+		struct onnx_tensor x;
+
+		mb_input(b, "x");
+		mb_init(b, "ratio", ONNX_FLOAT, 0, NULL, &ratio);
+		mb_init(b, "training", ONNX_BOOL, 0, NULL, &training);
+		mb_node(b, "Softmax", "x", "s");
+		mb_node(b, "Dropout", "s,ratio,training", "d,mask");
+		mb_node(b, "Relu", "d", "y");
+		mb_output(b, "y");
+		if (mask_out)
+			mb_output(b, "mask");
+		m = load(b);
+		cr_assert_eq(onnx_tensor_alloc(&x, ONNX_FLOAT, 4, xd), 0);
+		for (size_t i = 0; i < x.count; i++)
+			((float *)x.data)[i] = frand();
+		if (!mask_out) {
+			/* y = Relu(Softmax(x)) through the view, against the CPU reference */
+			cm = compile_check(m, &x, 0, &ci);
+			cr_expect_eq(step_of(cm, "d")->kind, CS_ALIAS, "the Dropout is step kind %d", step_of(cm, "d")->kind);
+		} else {
+			struct onnx_tensor outs[2];
+			char err[512] = "";
+
+			cm = NULL;
+			cr_assert_eq(onnx_compile(m, dev, &x, 1, 0, &cm, err, sizeof(err)), 0, "compile: %s", err);
+			cr_expect_neq(step_of(cm, "d")->kind, CS_ALIAS);
+			cr_assert_eq(onnx_compiled_run(cm, &x, 1, outs, 2, NULL), 0, "run: %s", onnx_compiled_error(cm));
+			cr_assert_eq(outs[1].dtype, ONNX_BOOL);
+			for (size_t i = 0; i < outs[1].count; i++)
+				cr_expect_eq(((uint8_t *)outs[1].data)[i], 1, "mask[%zu]", i);
+			onnx_tensor_release(&outs[0]);
+			onnx_tensor_release(&outs[1]);
+		}
+		onnx_compiled_free(cm);
+		onnx_tensor_release(&x);
+		onnx_model_free(m);
+	}
 }
