@@ -253,6 +253,14 @@ ONNX_API int onnx_plan_cache_new(struct onnx_model *m, struct accel_dev *dev, un
 				 struct onnx_plan_cache **out, char *err, size_t errlen);
 ONNX_API int onnx_plan_cache_run(struct onnx_plan_cache *pc, const struct onnx_tensor *inputs, unsigned n_inputs,
 				 struct onnx_tensor *outputs, unsigned n_outputs, struct onnx_run_stats *stats);
+/*
+ * The plan for these inputs' dtypes and shapes (their data is not read), compiled now on a miss as
+ * onnx_plan_cache_run() would, without running it: ahead of the first run, or to save it
+ * (onnx_compiled_save).  out (may be NULL) borrows the plan until the cache evicts it or is freed; it is
+ * not counted as a run.  Since TNPU_ONNX_0.2.
+ */
+ONNX_API int onnx_plan_cache_compile(struct onnx_plan_cache *pc, const struct onnx_tensor *inputs, unsigned n_inputs,
+				     const struct onnx_compiled **out);
 ONNX_API int onnx_plan_cache_set_capacity(struct onnx_plan_cache *pc, unsigned capacity);
 ONNX_API int onnx_plan_cache_stats(struct onnx_plan_cache *pc, struct onnx_plan_cache_stats *out);
 ONNX_API const char *onnx_plan_cache_error(const struct onnx_plan_cache *pc);

@@ -4,13 +4,13 @@
  * (supported operators lowered onto libaccel) or, with dev=None, on the runtime's plain-C CPU
  * reference executor.
  *
- * The runtime's header (at the time this was written) names a model's inputs and outputs but does
- * not describe their declared types and shapes: .inputs report dtype/shape None, .outputs report the
- * dtype/shape of the last run (None before one).  On a device the model runs through the runtime's
+ * .inputs and .outputs describe the values as the model declares them (onnx_model_input_desc; an
+ * output after a run: that run's dtype and shape).  On a device the model runs through the runtime's
  * plan cache (onnx_plan_cache_run): compiled once per set of input dtypes and shapes it meets, the
  * last ONNX_PLAN_CACHE_DEFAULT plans kept (least recently used evicted).  compile=False runs node by
  * node (onnx_run).  A model holds a per-model lock (its runs take turns) and takes the device's lock
- * for a run.
+ * for a run.  compile() fills the plan cache ahead of a run, save() writes a plan as a self-contained
+ * compiled-model file and Model.open() runs one without its ONNX file (onnx_compiled_open).
  */
 #include <stddef.h>
 #include <string.h>
@@ -24,6 +24,7 @@ typedef struct {
 	struct onnx_model *m;
 	int compile;			/* on a device: compile per input shapes (default), else node by node */
 	struct onnx_plan_cache *plans;	/* on a device with compile: its compiled plans (NULL before a run) */
+	struct onnx_compiled *opened;	/* Model.open: the compiled-model file's plan, which owns m */
 	struct tnpu_dev_user user;	/* registered with the device while it has a plan cache */
 	PyObject *dev;			/* a tnpu.Device, or None: CPU reference */
 	PyThread_type_lock lock;
@@ -78,6 +79,22 @@ static PyObject *model_new(PyTypeObject *type, PyObject *args, PyObject *kw)
 	return (PyObject *)mo;
 }
 
+/* The outputs' last-run dtypes and shapes: None until a run. */
+static int init_outputs(ModelObject *mo, const struct onnx_model *m)
+{
+	unsigned n_out = onnx_model_n_outputs(m);
+
+	mo->out_dtype = PyList_New(n_out);
+	mo->out_shape = PyList_New(n_out);
+	if (!mo->out_dtype || !mo->out_shape)
+		return -1;
+	for (unsigned i = 0; i < n_out; i++) {
+		PyList_SET_ITEM(mo->out_dtype, i, Py_NewRef(Py_None));
+		PyList_SET_ITEM(mo->out_shape, i, Py_NewRef(Py_None));
+	}
+	return 0;
+}
+
 static int model_init(PyObject *self, PyObject *args, PyObject *kw)
 {
 	static char *kwlist[] = { "path", "dev", "fold", "compile", NULL };
@@ -114,17 +131,9 @@ static int model_init(PyObject *self, PyObject *args, PyObject *kw)
 		return -1;
 	}
 	Py_DECREF(path_bytes);
-	unsigned n_out = onnx_model_n_outputs(m);
-
-	mo->out_dtype = PyList_New(n_out);
-	mo->out_shape = PyList_New(n_out);
-	if (!mo->out_dtype || !mo->out_shape) {
+	if (init_outputs(mo, m) < 0) {
 		onnx_model_free(m);
 		return -1;
-	}
-	for (unsigned i = 0; i < n_out; i++) {
-		PyList_SET_ITEM(mo->out_dtype, i, Py_NewRef(Py_None));
-		PyList_SET_ITEM(mo->out_shape, i, Py_NewRef(Py_None));
 	}
 	mo->m = m;
 	mo->compile = compile;
@@ -136,6 +145,11 @@ static void free_forms(ModelObject *mo)
 {
 	onnx_plan_cache_free(mo->plans);
 	mo->plans = NULL;
+	if (mo->opened) {	/* it owns the model */
+		onnx_compiled_free(mo->opened);
+		mo->opened = NULL;
+		mo->m = NULL;
+	}
 }
 
 /* The device closes: its compiled plans go first (the next run on it raises: the device is closed). */
@@ -150,7 +164,7 @@ static void model_dealloc(PyObject *self)
 
 	if (mo->dev && mo->dev != Py_None)
 		tnpu_device_remove_user((DeviceObject *)mo->dev, &mo->user);
-	free_forms(mo);	/* before the device (mo->dev) and the model they use */
+	free_forms(mo);	/* before the device (mo->dev) and the model they use; an opened one's model too */
 	if (mo->m)
 		onnx_model_free(mo->m);
 	if (mo->lock)
@@ -166,13 +180,34 @@ static int model_ready(ModelObject *mo)
 {
 	if (mo->m)
 		return 0;
-	PyErr_SetString(PyExc_ValueError, "tnpu.Model was not loaded");
+	PyErr_SetString(PyExc_ValueError, "tnpu.Model was not loaded (or its compiled file's device was closed)");
 	return -1;
 }
 
 static PyObject *value_info(const char *name, PyObject *dtype, PyObject *shape)
 {
 	return Py_BuildValue("{s:s,s:O,s:O}", "name", name, "dtype", dtype, "shape", shape);
+}
+
+/* A declared value: {name, dtype (numpy, None if undeclared or not a runtime type), shape (a tuple, None
+ * per symbolic dimension; None if undeclared)}; an opened compiled model's inputs: their compiled shapes. */
+static PyObject *declared_info(const struct onnx_value_desc *d)
+{
+	PyObject *dtype = Py_None, *shape = Py_None, *v;
+	int t = npy_of_onnx(d->dtype);
+
+	dtype = t >= 0 ? (PyObject *)PyArray_DescrFromType(t) : Py_NewRef(Py_None);
+	if (d->ndim >= 0) {
+		shape = PyTuple_New(d->ndim);
+		for (int k = 0; shape && k < d->ndim; k++)
+			PyTuple_SET_ITEM(shape, k, d->dims[k] < 0 ? Py_NewRef(Py_None) : PyLong_FromLongLong(d->dims[k]));
+	} else {
+		Py_INCREF(shape);
+	}
+	v = dtype && shape ? value_info(d->name, dtype, shape) : NULL;
+	Py_XDECREF(dtype);
+	Py_XDECREF(shape);
+	return v;
 }
 
 static PyObject *model_get_inputs(PyObject *self, void *closure)
@@ -185,8 +220,21 @@ static PyObject *model_get_inputs(PyObject *self, void *closure)
 	PyObject *list = PyList_New(n);
 
 	for (unsigned i = 0; list && i < n; i++) {
-		PyObject *v = value_info(onnx_model_input_name(mo->m, i), Py_None, Py_None);
+		struct onnx_value_desc d;
+		struct onnx_tensor t;
+		PyObject *v;
 
+		if (onnx_model_input_desc(mo->m, i, &d)) {
+			d.name = onnx_model_input_name(mo->m, i);
+			d.dtype = 0;
+			d.ndim = -1;
+		}
+		if (mo->opened && !onnx_compiled_input_shape(mo->opened, i, &t)) {
+			d.dtype = t.dtype;
+			d.ndim = (int)t.ndim;
+			memcpy(d.dims, t.dims, t.ndim * sizeof(t.dims[0]));
+		}
+		v = declared_info(&d);
 		if (!v)
 			Py_CLEAR(list);
 		else
@@ -205,8 +253,15 @@ static PyObject *model_get_outputs(PyObject *self, void *closure)
 	PyObject *list = PyList_New(n);
 
 	for (unsigned i = 0; list && i < n; i++) {
-		PyObject *v = value_info(onnx_model_output_name(mo->m, i), PyList_GET_ITEM(mo->out_dtype, i),
-					 PyList_GET_ITEM(mo->out_shape, i));
+		struct onnx_value_desc d;
+		PyObject *v;
+
+		/* the last run's dtype and shape; before one, as the model declares them */
+		if (PyList_GET_ITEM(mo->out_dtype, i) == Py_None && !onnx_model_output_desc(mo->m, i, &d))
+			v = declared_info(&d);
+		else
+			v = value_info(onnx_model_output_name(mo->m, i), PyList_GET_ITEM(mo->out_dtype, i),
+				       PyList_GET_ITEM(mo->out_shape, i));
 
 		if (!v)
 			Py_CLEAR(list);
@@ -345,6 +400,40 @@ static PyObject *stats_dict(const struct onnx_run_stats *st)
 			     "bytes_d2h", (unsigned long long)c->bytes_d2h);
 }
 
+/* run()'s, compile()'s and save()'s inputs as onnx tensors borrowing the arrays' data (*arrs: n_in
+ * references to drop with drop_inputs); -1 with an exception set. */
+static int gather_inputs(ModelObject *mo, PyObject *inputs, PyArrayObject ***arrs, struct onnx_tensor **tin)
+{
+	unsigned n_in = onnx_model_n_inputs(mo->m);
+
+	*arrs = NULL;
+	*tin = NULL;
+	if (PyDict_Check(inputs) && check_dict_keys(mo, inputs, n_in) < 0)
+		return -1;
+	*arrs = PyMem_Calloc(n_in + 1, sizeof(**arrs));
+	*tin = PyMem_Calloc(n_in + 1, sizeof(**tin));
+	if (!*arrs || !*tin) {
+		PyErr_NoMemory();
+		return -1;
+	}
+	for (unsigned i = 0; i < n_in; i++) {
+		PyObject *obj = pick_input(mo, inputs, i, n_in);
+
+		if (!obj || to_onnx_tensor(obj, onnx_model_input_name(mo->m, i), &(*arrs)[i], &(*tin)[i]) < 0)
+			return -1;
+	}
+	return 0;
+}
+
+static void drop_inputs(PyArrayObject **arrs, struct onnx_tensor *tin, unsigned n_in)
+{
+	if (arrs)
+		for (unsigned i = 0; i < n_in; i++)
+			Py_XDECREF(arrs[i]);
+	PyMem_Free(arrs);
+	PyMem_Free(tin);
+}
+
 static PyObject *model_run(PyObject *self, PyObject *args, PyObject *kw)
 {
 	static char *kwlist[] = { "inputs", NULL };
@@ -361,22 +450,14 @@ static PyObject *model_run(PyObject *self, PyObject *args, PyObject *kw)
 		return NULL;
 	n_in = onnx_model_n_inputs(mo->m);
 	n_out = onnx_model_n_outputs(mo->m);
-	if (PyDict_Check(inputs) && check_dict_keys(mo, inputs, n_in) < 0)
-		return NULL;
 	if (PyList_Check(inputs) || PyTuple_Check(inputs))
 		seq = Py_NewRef(inputs);
-	arrs = PyMem_Calloc(n_in + 1, sizeof(*arrs));
-	tin = PyMem_Calloc(n_in + 1, sizeof(*tin));
+	if (gather_inputs(mo, inputs, &arrs, &tin) < 0)
+		goto out;
 	tout = PyMem_Calloc(n_out + 1, sizeof(*tout));
-	if (!arrs || !tin || !tout) {
+	if (!tout) {
 		PyErr_NoMemory();
 		goto out;
-	}
-	for (i = 0; i < n_in; i++) {
-		PyObject *obj = pick_input(mo, inputs, i, n_in);
-
-		if (!obj || to_onnx_tensor(obj, onnx_model_input_name(mo->m, i), &arrs[i], &tin[i]) < 0)
-			goto out;
 	}
 
 	lock_wait(mo->lock);
@@ -392,7 +473,11 @@ static PyObject *model_run(PyObject *self, PyObject *args, PyObject *kw)
 		bool compiled = d && mo->compile;
 
 		Py_BEGIN_ALLOW_THREADS
-		if (compiled) {
+		if (mo->opened) {	/* a compiled-model file: its own plan, at its shapes */
+			ret = onnx_compiled_run(mo->opened, tin, n_in, tout, n_out, &st);
+			if (ret)
+				snprintf(err, sizeof(err), "%s", onnx_compiled_error(mo->opened));
+		} else if (compiled) {
 			/* the plan cache's errors say "compile: ..." when the compile failed */
 			ret = mo->plans ? 0 : onnx_plan_cache_new(mo->m, d->dev, 0, 0, &mo->plans, err, sizeof(err));
 			if (!ret && (ret = onnx_plan_cache_run(mo->plans, tin, n_in, tout, n_out, &st)))
@@ -400,7 +485,7 @@ static PyObject *model_run(PyObject *self, PyObject *args, PyObject *kw)
 			/* shapes that depend on input data (onnx_compile refuses them): node by node */
 			compiled = !(ret == -EOPNOTSUPP && !strncmp(err, "compile:", 8));
 		}
-		if (!compiled) {
+		if (!compiled && !mo->opened) {
 			ret = onnx_run(mo->m, d ? d->dev : NULL, tin, n_in, tout, n_out, &st);
 			if (ret)
 				snprintf(err, sizeof(err), "%s", onnx_model_error(mo->m));
@@ -451,14 +536,154 @@ static PyObject *model_run(PyObject *self, PyObject *args, PyObject *kw)
 	for (i = 0; i < n_out; i++)
 		onnx_tensor_release(&tout[i]);
 out:
-	if (arrs)
-		for (i = 0; i < n_in; i++)
-			Py_XDECREF(arrs[i]);
-	PyMem_Free(arrs);
-	PyMem_Free(tin);
+	drop_inputs(arrs, tin, n_in);
 	PyMem_Free(tout);
 	Py_XDECREF(seq);
 	return result;
+}
+
+/*
+ * The plan for these inputs' shapes in the model's plan cache, compiled now if missing (onnx_plan_cache_compile),
+ * then save it to path if path is not NULL; an opened compiled model's own plan.  -1 with an exception set.
+ */
+static int plan_and_save(ModelObject *mo, const char *what, PyObject *inputs, const char *path)
+{
+	PyArrayObject **arrs = NULL;
+	struct onnx_tensor *tin = NULL;
+	unsigned n_in = onnx_model_n_inputs(mo->m);
+	DeviceObject *d;
+	char err[600] = "";
+	int ret = 0;
+
+	if (mo->dev == Py_None || !mo->compile) {
+		PyErr_Format(PyExc_ValueError, "Model.%s: needs a Device and compile=True (a compiled plan is for a device)",
+			     what);
+		return -1;
+	}
+	if (inputs != Py_None && gather_inputs(mo, inputs, &arrs, &tin) < 0) {
+		drop_inputs(arrs, tin, n_in);
+		return -1;
+	}
+	if (inputs == Py_None && !mo->opened) {
+		PyErr_Format(PyExc_TypeError, "Model.%s: inputs (arrays of the shapes to compile for) are required", what);
+		return -1;
+	}
+	d = (DeviceObject *)mo->dev;
+	lock_wait(mo->lock);
+	if (tnpu_device_acquire(d) < 0) {
+		PyThread_release_lock(mo->lock);
+		drop_inputs(arrs, tin, n_in);
+		return -1;
+	}
+	Py_BEGIN_ALLOW_THREADS
+	{
+		const struct onnx_compiled *cm = mo->opened;
+
+		if (!cm) {
+			ret = mo->plans ? 0 : onnx_plan_cache_new(mo->m, d->dev, 0, 0, &mo->plans, err, sizeof(err));
+			if (!ret && (ret = onnx_plan_cache_compile(mo->plans, tin, n_in, &cm)))
+				snprintf(err, sizeof(err), "%s", onnx_plan_cache_error(mo->plans));
+		}
+		if (!ret && path)
+			ret = onnx_compiled_save(cm, path, err, sizeof(err));
+	}
+	Py_END_ALLOW_THREADS
+	if (mo->plans) {
+		mo->user.release = release_forms;
+		tnpu_device_add_user(d, &mo->user);
+	}
+	tnpu_device_release(d);
+	PyThread_release_lock(mo->lock);
+	drop_inputs(arrs, tin, n_in);
+	if (ret) {
+		char msg[700];
+
+		snprintf(msg, sizeof(msg), "Model.%s: %s", what, err);
+		tnpu_raise(ret, msg);
+		return -1;
+	}
+	return 0;
+}
+
+static PyObject *model_compile(PyObject *self, PyObject *args, PyObject *kw)
+{
+	static char *kwlist[] = { "inputs", NULL };
+	ModelObject *mo = (ModelObject *)self;
+	PyObject *inputs;
+
+	if (!PyArg_ParseTupleAndKeywords(args, kw, "O:compile", kwlist, &inputs) || model_ready(mo) < 0)
+		return NULL;
+	if (plan_and_save(mo, "compile", inputs, NULL) < 0)
+		return NULL;
+	Py_RETURN_NONE;
+}
+
+static PyObject *model_save(PyObject *self, PyObject *args, PyObject *kw)
+{
+	static char *kwlist[] = { "path", "inputs", NULL };
+	ModelObject *mo = (ModelObject *)self;
+	PyObject *path_bytes = NULL, *inputs = Py_None;
+	int ret;
+
+	if (!PyArg_ParseTupleAndKeywords(args, kw, "O&|O:save", kwlist, PyUnicode_FSConverter, &path_bytes, &inputs))
+		return NULL;
+	if (model_ready(mo) < 0) {
+		Py_DECREF(path_bytes);
+		return NULL;
+	}
+	ret = plan_and_save(mo, "save", inputs, PyBytes_AS_STRING(path_bytes));
+	Py_DECREF(path_bytes);
+	if (ret < 0)
+		return NULL;
+	Py_RETURN_NONE;
+}
+
+/* Model.open(path, dev): a compiled-model file (onnx_compiled_open), run without its ONNX file. */
+static PyObject *model_open(PyObject *cls, PyObject *args, PyObject *kw)
+{
+	static char *kwlist[] = { "path", "dev", NULL };
+	PyObject *path_bytes = NULL, *dev;
+	struct onnx_compiled *cm = NULL;
+	ModelObject *mo;
+	DeviceObject *d;
+	char err[600] = "";
+	int ret;
+
+	if (!PyArg_ParseTupleAndKeywords(args, kw, "O&O!:open", kwlist, PyUnicode_FSConverter, &path_bytes,
+					 &tnpu_DeviceType, &dev))
+		return NULL;
+	d = (DeviceObject *)dev;
+	if (tnpu_device_acquire(d) < 0) {
+		Py_DECREF(path_bytes);
+		return NULL;
+	}
+	const char *path = PyBytes_AS_STRING(path_bytes);
+
+	Py_BEGIN_ALLOW_THREADS
+	ret = onnx_compiled_open(d->dev, path, &cm, err, sizeof(err));
+	Py_END_ALLOW_THREADS
+	tnpu_device_release(d);
+	if (ret) {
+		char msg[1200];
+
+		snprintf(msg, sizeof(msg), "Model.open: %s: %s", path, *err ? err : accel_strerror(ret));
+		Py_DECREF(path_bytes);
+		return tnpu_raise(ret, msg);
+	}
+	Py_DECREF(path_bytes);
+	mo = (ModelObject *)model_new((PyTypeObject *)cls, NULL, NULL);
+	if (!mo || init_outputs(mo, onnx_compiled_model(cm)) < 0) {
+		onnx_compiled_free(cm);
+		Py_XDECREF(mo);
+		return NULL;
+	}
+	mo->opened = cm;
+	mo->m = onnx_compiled_model(cm);
+	mo->compile = 1;
+	Py_SETREF(mo->dev, Py_NewRef(dev));
+	mo->user.release = release_forms;
+	tnpu_device_add_user(d, &mo->user);
+	return (PyObject *)mo;
 }
 
 static PyObject *model_get_plan_cache(PyObject *self, void *closure)
@@ -507,6 +732,19 @@ static PyMethodDef model_methods[] = {
 	{ "run", (PyCFunction)(void (*)(void))model_run, METH_VARARGS | METH_KEYWORDS,
 	  "run(inputs) -> dict of numpy arrays by output name\n\n"
 	  "inputs: a dict {name: array}, a list of arrays in .inputs order, or one array for a one-input model." },
+	{ "compile", (PyCFunction)(void (*)(void))model_compile, METH_VARARGS | METH_KEYWORDS,
+	  "compile(inputs)\n\n"
+	  "Compiles the model now for the dtypes and shapes of inputs (as run() takes them; their values are not\n"
+	  "read) into its plan cache, so the first run() with those shapes does not compile.  Needs a Device." },
+	{ "save", (PyCFunction)(void (*)(void))model_save, METH_VARARGS | METH_KEYWORDS,
+	  "save(path, inputs=None)\n\n"
+	  "Writes the compiled plan for the shapes of inputs (compiled now if the cache lacks it) as a\n"
+	  "self-contained compiled-model file: tnpu.Model.open(path, dev) runs it without the ONNX file, as\n"
+	  "accel-run --compiled does.  A model that Model.open() returned saves its own plan (inputs None)." },
+	{ "open", (PyCFunction)(void (*)(void))model_open, METH_VARARGS | METH_KEYWORDS | METH_CLASS,
+	  "Model.open(path, dev) -> Model\n\n"
+	  "Opens a compiled-model file (Model.save, accel-run --save-compiled) on dev: it runs at the input\n"
+	  "shapes it was compiled for, without its ONNX file.  Another version or geometry raises tnpu.Error." },
 	{ "generate", (PyCFunction)(void (*)(void))model_generate, METH_VARARGS | METH_KEYWORDS,
 	  "generate(ids, max_new_tokens, *, temperature=0, top_k=0, top_p=0, seed=0, max_len=0) -> list of ids\n\n"
 	  "A decoder language model (inputs input_ids, attention_mask, past_key_values.N.key/value; outputs\n"

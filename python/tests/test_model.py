@@ -310,3 +310,63 @@ def test_closing_the_device_frees_the_compiled_model_first():
     with pytest.raises(ValueError):
         m.run(x[:2])
     del m                                              # nothing left to free on the closed device
+
+
+def test_inputs_and_outputs_are_described_as_declared():
+    m = tnpu.Model(FASHION)
+    (i,), (o,) = m.inputs, m.outputs
+    assert i["name"] == "image" and i["dtype"] == np.float32
+    # the batch is symbolic: None; the rest as declared
+    assert i["shape"][1:] == (1, 28, 28) and i["shape"][0] is None, i
+    assert o["name"] == "logits" and o["dtype"] == np.float32 and o["shape"][1:] == (10,), o
+
+
+def test_compile_save_and_open_without_the_onnx_file(dev, tmp_path):
+    x, _ = fashion_images()
+    m = tnpu.Model(FASHION, dev)
+    m.compile(x[:3])                                   # ahead of the first run: no run counted
+    assert m.plan_cache["compiles"] == 1 and m.plan_cache["runs"] == 0, m.plan_cache
+    want = m.run(x[:3])["logits"]
+    assert m.plan_cache["hits"] == 1 and m.plan_cache["compiles"] == 1, m.plan_cache
+    path = tmp_path / "fashion.tnpu"
+    m.save(path, x[:3])
+    # a copy of the ONNX file that is gone: the compiled file carries the model
+    opened = tnpu.Model.open(path, dev)
+    assert [i["name"] for i in opened.inputs] == ["image"]
+    assert opened.inputs[0]["shape"] == (3, 1, 28, 28)  # the shape it was compiled for
+    np.testing.assert_array_equal(opened.run(x[:3])["logits"], want)
+    with pytest.raises(tnpu.Error):                    # another shape than the compiled one
+        opened.run(x[:2])
+    opened.save(tmp_path / "again.tnpu")                # an opened model saves its own plan
+    again = tnpu.Model.open(tmp_path / "again.tnpu", dev)
+    np.testing.assert_array_equal(again.run(x[:3])["logits"], want)
+
+
+def test_compile_save_and_open_errors(dev, tmp_path):
+    x, _ = fashion_images()
+    with pytest.raises(ValueError):                    # the CPU reference has no compiled plan
+        tnpu.Model(FASHION).compile(x[:2])
+    with pytest.raises(ValueError):
+        tnpu.Model(FASHION, dev, compile=False).save(tmp_path / "x.tnpu", x[:2])
+    with pytest.raises(TypeError):                     # an ONNX model saves the plan of given shapes
+        tnpu.Model(FASHION, dev).save(tmp_path / "x.tnpu")
+    bad = tmp_path / "garbage.tnpu"
+    bad.write_bytes(b"not a compiled model" * 10)
+    with pytest.raises(tnpu.Error) as e:
+        tnpu.Model.open(bad, dev)
+    assert "garbage.tnpu" in str(e.value)
+    with pytest.raises(tnpu.Error) as e:
+        tnpu.Model.open(tmp_path / "missing.tnpu", dev)
+    assert e.value.errno == errno.ENOENT
+
+
+def test_closing_the_device_frees_an_opened_compiled_model(tmp_path):
+    x, _ = fashion_images()
+    d = tnpu.Device("sim")
+    tnpu.Model(FASHION, d).save(tmp_path / "f.tnpu", x[:2])
+    m = tnpu.Model.open(tmp_path / "f.tnpu", d)
+    m.run(x[:2])
+    d.close()
+    with pytest.raises(ValueError):
+        m.run(x[:2])
+    del m

@@ -151,6 +151,18 @@ static int plan_for(struct onnx_plan_cache *pc, const struct onnx_tensor *in, st
 	return 0;
 }
 
+/* The inputs' count and ranks; lock held. */
+static int check_inputs(struct onnx_plan_cache *pc, const struct onnx_tensor *inputs, unsigned n_inputs)
+{
+	if (n_inputs != pc->n_in || (n_inputs && !inputs))
+		return pc_seterr(pc, -EINVAL, "the model has %u inputs, %u given", pc->n_in, n_inputs);
+	for (unsigned i = 0; i < n_inputs; i++)
+		if (inputs[i].ndim > ONNX_MAX_DIMS)
+			return pc_seterr(pc, -EINVAL, "input '%s': rank %u above %d", onnx_model_input_name(pc->m, i),
+					 inputs[i].ndim, ONNX_MAX_DIMS);
+	return 0;
+}
+
 int onnx_plan_cache_run(struct onnx_plan_cache *pc, const struct onnx_tensor *inputs, unsigned n_inputs,
 			struct onnx_tensor *outputs, unsigned n_outputs, struct onnx_run_stats *stats)
 {
@@ -160,17 +172,9 @@ int onnx_plan_cache_run(struct onnx_plan_cache *pc, const struct onnx_tensor *in
 	if (!pc)
 		return -EINVAL;
 	pthread_mutex_lock(&pc->lock);
-	if (n_inputs != pc->n_in || (n_inputs && !inputs)) {
-		ret = pc_seterr(pc, -EINVAL, "the model has %u inputs, %u given", pc->n_in, n_inputs);
-		goto out;
-	}
-	for (unsigned i = 0; i < n_inputs; i++)
-		if (inputs[i].ndim > ONNX_MAX_DIMS) {
-			ret = pc_seterr(pc, -EINVAL, "input '%s': rank %u above %d", onnx_model_input_name(pc->m, i),
-					inputs[i].ndim, ONNX_MAX_DIMS);
-			goto out;
-		}
-	ret = plan_for(pc, inputs, &cm);
+	ret = check_inputs(pc, inputs, n_inputs);
+	if (!ret)
+		ret = plan_for(pc, inputs, &cm);
 	if (ret)
 		goto out;
 	pc->st.runs++;
@@ -179,6 +183,24 @@ int onnx_plan_cache_run(struct onnx_plan_cache *pc, const struct onnx_tensor *in
 		pc_seterr(pc, ret, "%s", onnx_compiled_error(cm));
 out:
 	pthread_mutex_unlock(&pc->lock);
+	return ret;
+}
+
+int onnx_plan_cache_compile(struct onnx_plan_cache *pc, const struct onnx_tensor *inputs, unsigned n_inputs,
+			    const struct onnx_compiled **out)
+{
+	struct onnx_compiled *cm = NULL;
+	int ret;
+
+	if (!pc)
+		return -EINVAL;
+	pthread_mutex_lock(&pc->lock);
+	ret = check_inputs(pc, inputs, n_inputs);
+	if (!ret)
+		ret = plan_for(pc, inputs, &cm);
+	pthread_mutex_unlock(&pc->lock);
+	if (out)
+		*out = ret ? NULL : cm;
 	return ret;
 }
 

@@ -12,6 +12,7 @@
 #include <stdio.h>
 #include <stdint.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "builder.h"
 
@@ -260,4 +261,47 @@ Test(plan_cache, two_threads_share_one_cache_with_evictions)
 		onnx_tensor_release(&x[b]);
 		onnx_tensor_release(&ref[b]);
 	}
+}
+
+/*
+ * onnx_plan_cache_compile: a plan compiled ahead of the first run (no run counted), which the run then
+ * finds (a hit, no second compile); the borrowed plan saves to a compiled-model file that opens without
+ * the ONNX file and runs at its shapes; a wrong input count is refused.
+ */
+Test(plan_cache, compile_ahead_of_the_first_run_and_save_the_plan)
+{
+	struct onnx_plan_cache *pc = NULL;
+	const struct onnx_compiled *cm = NULL;
+	struct onnx_compiled *opened = NULL;
+	struct onnx_plan_cache_stats st;
+	struct onnx_tensor x, y1, y2;
+	char err[512] = "", path[] = "/tmp/tnpu-pc-save-XXXXXX";
+	int fd = mkstemp(path);
+
+	cr_assert_geq(fd, 0);
+	close(fd);
+	cr_assert_eq(onnx_plan_cache_new(model, dev, 0, 0, &pc, err, sizeof(err)), 0, "%s", err);
+	input(&x, 3);
+	cr_assert_eq(onnx_plan_cache_compile(pc, &x, 1, &cm), 0, "%s", onnx_plan_cache_error(pc));
+	cr_assert_not_null(cm);
+	st = stats(pc);
+	cr_expect_eq(st.compiles, 1);
+	cr_expect_eq(st.runs, 0);
+	cr_expect_eq(onnx_plan_cache_compile(pc, &x, 0, NULL), -EINVAL);
+	cr_assert_eq(onnx_compiled_save(cm, path, err, sizeof(err)), 0, "%s", err);
+	run_and_check(pc, 3);
+	st = stats(pc);
+	cr_expect_eq(st.compiles, 1);
+	cr_expect_eq(st.hits, 1);
+	cr_assert_eq(onnx_compiled_open(dev, path, &opened, err, sizeof(err)), 0, "%s", err);
+	unlink(path);
+	cr_assert_eq(onnx_plan_cache_run(pc, &x, 1, &y1, 1, NULL), 0, "%s", onnx_plan_cache_error(pc));
+	cr_assert_eq(onnx_compiled_run(opened, &x, 1, &y2, 1, NULL), 0, "%s", onnx_compiled_error(opened));
+	cr_assert_eq(y1.count, y2.count);
+	cr_expect_eq(memcmp(y1.data, y2.data, y1.count * 4), 0, "the opened file's outputs differ");
+	onnx_tensor_release(&y1);
+	onnx_tensor_release(&y2);
+	onnx_tensor_release(&x);
+	onnx_compiled_free(opened);
+	onnx_plan_cache_free(pc);
 }
