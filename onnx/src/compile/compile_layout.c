@@ -111,6 +111,8 @@ static bool same4(const uint32_t *a, const uint32_t *b)
  */
 static bool elt_takes(const struct onnx_compiled *cm, const struct cstep *s)
 {
+	if (cm->vals[s->out].ndim != 4)
+		return false;	/* ad/bd/od are not NCHW dimensions (a collapsed 5-D step, compile_lower.c) */
 	for (unsigned k = 0; k < 2; k++) {
 		const uint32_t *d = k ? s->bd : s->ad;
 		bool packed = k == 1 && s->b_off != UINT64_MAX;	/* a Div's reciprocals, a BatchNorm's s */

@@ -321,30 +321,78 @@ static int lower_spatial_mean(struct onnx_compiled *cm, struct onnx_ctx *c, stru
 }
 
 /* Numpy broadcasting of two fp32 operands of rank <= 4, as 4-D shapes. */
+/*
+ * Operands of rank r > 4 (a video model's 5-D residual Add): adjacent dimensions where each operand is
+ * full in both or 1 in both merge, the same bytes; the step takes the result if it has at most 4
+ * dimensions left (right-aligned, leading 1s), else the host does.  (Ranks <= 4 keep their NCHW dimensions:
+ * the layout pass reads them.)
+ */
+static bool collapse_broadcast(const struct onnx_tensor *a, const struct onnx_tensor *b, unsigned r, int64_t *od,
+			       struct cstep *s)
+{
+	int64_t ca[ONNX_MAX_DIMS], cb[ONNX_MAX_DIMS], co[ONNX_MAX_DIMS];
+	unsigned k = 0;
+
+	for (unsigned i = 0; i < r; i++) {
+		int64_t da = i + a->ndim >= r ? a->dims[i + a->ndim - r] : 1;
+		int64_t db = i + b->ndim >= r ? b->dims[i + b->ndim - r] : 1;
+		int64_t o = da > db ? da : db;
+
+		if (da != db && da != 1 && db != 1)
+			return false;	/* the host step reports it */
+		od[i] = o;
+		if (o == 1)
+			continue;
+		if (k && (ca[k - 1] == co[k - 1]) == (da == o) && (cb[k - 1] == co[k - 1]) == (db == o)) {
+			ca[k - 1] *= da, cb[k - 1] *= db, co[k - 1] *= o;
+		} else {
+			if (k == 4)
+				return false;
+			ca[k] = da, cb[k] = db, co[k] = o;
+			k++;
+		}
+	}
+	for (unsigned i = 0; i < 4; i++) {
+		bool lead = i < 4 - k;
+
+		if (!lead && (co[i - (4 - k)] > UINT32_MAX))
+			return false;
+		s->ad[i] = lead ? 1 : (uint32_t)ca[i - (4 - k)];
+		s->bd[i] = lead ? 1 : (uint32_t)cb[i - (4 - k)];
+		s->od[i] = lead ? 1 : (uint32_t)co[i - (4 - k)];
+	}
+	return true;
+}
+
 static int lower_elt(struct onnx_compiled *cm, struct onnx_ctx *c, struct cstep *s, int op)
 {
 	const struct onnx_node *n = c->n;
 	const struct onnx_tensor *a = node_in(c, 0), *b = node_in(c, 1);
-	int64_t od[4];
+	int64_t od[ONNX_MAX_DIMS];
 	unsigned nd;
 	int ret;
 
 	if (!(cm->geom[6] & (1u << 15)) || n->n_in != 2 || !a || !b || a->dtype != ONNX_FLOAT ||
-	    b->dtype != ONNX_FLOAT || a->ndim > 4 || b->ndim > 4 || !a->count || !b->count)
+	    b->dtype != ONNX_FLOAT || !a->count || !b->count)
 		return ONNX_FALLBACK;
 	if (!is_f32_act(cm, n->in[0]) && !is_f32_act(cm, n->in[1]))
 		return ONNX_FALLBACK;
 	nd = a->ndim > b->ndim ? a->ndim : b->ndim;
-	for (unsigned i = 0; i < 4; i++) {
-		int64_t da = i + a->ndim >= 4 ? a->dims[i + a->ndim - 4] : 1;
-		int64_t db = i + b->ndim >= 4 ? b->dims[i + b->ndim - 4] : 1;
+	if (nd > 4) {
+		if (!collapse_broadcast(a, b, nd, od, s))
+			return ONNX_FALLBACK;
+	} else {
+		for (unsigned i = 0; i < 4; i++) {
+			int64_t da = i + a->ndim >= 4 ? a->dims[i + a->ndim - 4] : 1;
+			int64_t db = i + b->ndim >= 4 ? b->dims[i + b->ndim - 4] : 1;
 
-		if (da != db && da != 1 && db != 1)
-			return ONNX_FALLBACK;	/* the host step reports it */
-		s->ad[i] = (uint32_t)da;
-		s->bd[i] = (uint32_t)db;
-		s->od[i] = (uint32_t)(da > db ? da : db);
-		od[i] = s->od[i];
+			if (da != db && da != 1 && db != 1)
+				return ONNX_FALLBACK;	/* the host step reports it */
+			s->ad[i] = (uint32_t)da;
+			s->bd[i] = (uint32_t)db;
+			s->od[i] = (uint32_t)(da > db ? da : db);
+			od[i] = s->od[i];
+		}
 	}
 	s->b_off = UINT64_MAX;
 	if ((op == ACCEL_ELT_DIV || op == ACCEL_ELT_PRELU || op == ACCEL_ELT_POW) && !has_vmath(cm))
@@ -373,7 +421,7 @@ static int lower_elt(struct onnx_compiled *cm, struct onnx_ctx *c, struct cstep 
 	s->kind = CS_ELT;
 	s->op = op;
 	s->in[1] = n->in[1];
-	return onnx_tensor_alloc(node_out(c, 0), ONNX_FLOAT, nd, od + 4 - nd) ? -ENOMEM : 0;
+	return onnx_tensor_alloc(node_out(c, 0), ONNX_FLOAT, nd, nd > 4 ? od : od + 4 - nd) ? -ENOMEM : 0;
 }
 
 static int lower_act(struct onnx_compiled *cm, struct onnx_ctx *c, struct cstep *s)

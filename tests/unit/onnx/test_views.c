@@ -997,3 +997,43 @@ Test(onnx_views, dropout_with_an_unread_mask_is_a_view)
 		onnx_model_free(m);
 	}
 }
+
+/*
+ * Element-wise steps over more than 4 dimensions (r3d_18's 5-D residual Adds were host steps): the
+ * dimensions collapse where each operand is full or broadcast alike, and the step runs on the device
+ * when at most 4 are left; equal to the CPU reference (compile_check).
+ */
+Test(onnx_views, elementwise_steps_of_5d_and_6d_tensors_run_on_the_device)
+{
+	static const int64_t axes[3] = { 2, 3, 4 };
+	const int64_t d5[5] = { 2, 3, 4, 5, 6 }, d6[6] = { 2, 3, 2, 5, 3, 7 };
+
+	for (int k = 0; k < 3; k++) {
+		struct mb *b = mb_new(13);
+		struct onnx_compiled_info ci;
+		struct onnx_compiled *cm;
+		struct onnx_model *m;
+		struct onnx_tensor x;
+
+		mb_input(b, "x");
+		mb_node(b, "Relu", "x", "r");
+		if (k == 1) {	/* x - max over D, H, W: [2, 3, 1, 1, 1] broadcast */
+			Onnx__NodeProto *n = mb_node(b, "ReduceMax", "x", "s");
+
+			mb_attr_ints(b, n, "axes", axes, 3);
+			mb_node(b, "Sub", "r,s", "y");
+		} else {
+			mb_node(b, "Mul", "r,x", "y");
+		}
+		mb_output(b, "y");
+		m = load(b);
+		cr_assert_eq(onnx_tensor_alloc(&x, ONNX_FLOAT, k == 2 ? 6 : 5, k == 2 ? d6 : d5), 0);
+		for (size_t i = 0; i < x.count; i++)
+			((float *)x.data)[i] = frand();
+		cm = compile_check(m, &x, 0, &ci);
+		cr_expect_eq(step_of(cm, "y")->kind, CS_ELT, "case %d: step kind %d", k, step_of(cm, "y")->kind);
+		onnx_compiled_free(cm);
+		onnx_tensor_release(&x);
+		onnx_model_free(m);
+	}
+}
