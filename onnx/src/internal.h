@@ -128,6 +128,8 @@ struct onnx_model {
 	struct onnx_vrefs *refs;	/* use-def index, cap_refs entries (NULL before onnx_graph_index) */
 	unsigned cap_refs;
 	unsigned load_flags;	/* onnx_model_load*'s flags: a compiled file that carries the model reloads it so */
+	bool f16_promote;	/* a half-precision network computing in FLOAT (f16_promote.c) */
+	int f16_type;		/* its weights' type: FLOAT16 or BFLOAT16 */
 	bool digest_valid;	/* digest: the graph's part of a compiled form's digest (cmodel_file.c), computed
 				 * once; the model's only field written after the load, under digest_lock */
 	uint64_t digest;
@@ -180,6 +182,16 @@ const int *onnx_consumers(const struct onnx_model *m, int v, unsigned *n);
 unsigned onnx_graph_output_uses(const struct onnx_model *m, int v);
 bool onnx_graph_verify_enabled(void);
 int onnx_graph_verify(struct onnx_model *m, const char *after);
+/*
+ * f16_promote.c: a half-precision network (FLOAT16/BFLOAT16 Conv/Gemm/MatMul weights) computes in FLOAT:
+ * onnx_promote_f16 at load converts its half constants; onnx_f16_inputs gives a run's or a compile's inputs
+ * as FLOAT (*out NULL: use them as they are; else free with onnx_f16_inputs_free(*out, n)); onnx_f16_outputs
+ * rounds the FLOAT outputs declared FLOAT16/BFLOAT16 back to that type.
+ */
+int onnx_promote_f16(struct onnx_model *m);
+int onnx_f16_inputs(const struct onnx_model *m, const struct onnx_tensor *in, unsigned n, struct onnx_tensor **out);
+void onnx_f16_inputs_free(struct onnx_tensor *t, unsigned n);
+int onnx_f16_outputs(const struct onnx_model *m, struct onnx_tensor *out, unsigned n);
 int onnx_fold_batchnorm(struct onnx_model *m);
 int onnx_fuse_relu(struct onnx_model *m);
 int onnx_fuse_clip(struct onnx_model *m);

@@ -245,8 +245,29 @@ static void assign_locations(struct onnx_compiled *cm)
 	}
 }
 
+static int compile_shapes(struct onnx_model *m, struct accel_dev *dev, const struct onnx_tensor *shapes,
+			  unsigned n_shapes, unsigned flags, struct onnx_compiled **out, char *err, size_t errlen);
+
+/* A half-precision network is planned for its inputs as FLOAT (f16_promote.c): its runs convert them so. */
 int onnx_compile(struct onnx_model *m, struct accel_dev *dev, const struct onnx_tensor *shapes, unsigned n_shapes,
 		 unsigned flags, struct onnx_compiled **out, char *err, size_t errlen)
+{
+	struct onnx_tensor *f32 = NULL;
+	int ret;
+
+	if (m && shapes && onnx_f16_inputs(m, shapes, n_shapes, &f32)) {
+		*out = NULL;
+		if (err && errlen)
+			snprintf(err, errlen, "onnx_compile: out of memory");
+		return -ENOMEM;
+	}
+	ret = compile_shapes(m, dev, f32 ? f32 : shapes, n_shapes, flags, out, err, errlen);
+	onnx_f16_inputs_free(f32, n_shapes);
+	return ret;
+}
+
+static int compile_shapes(struct onnx_model *m, struct accel_dev *dev, const struct onnx_tensor *shapes,
+			  unsigned n_shapes, unsigned flags, struct onnx_compiled **out, char *err, size_t errlen)
 {
 	struct onnx_compiled *cm;
 	struct accel_caps caps;

@@ -562,9 +562,31 @@ static int read_shapes(struct rbuf *r, struct onnx_compiled *cm, size_t len, uin
 	return r->ret;
 }
 
+static int load_mem(struct onnx_model *m, struct accel_dev *dev, const struct onnx_tensor *shapes,
+		    unsigned n_shapes, const void *buf, size_t len, struct onnx_compiled **out, char *err,
+		    size_t errlen);
+
+/* A half-precision network was compiled for its inputs as FLOAT (f16_promote.c, onnx_compile). */
 int onnx_compiled_load_mem(struct onnx_model *m, struct accel_dev *dev, const struct onnx_tensor *shapes,
 			   unsigned n_shapes, const void *buf, size_t len, struct onnx_compiled **out, char *err,
 			   size_t errlen)
+{
+	struct onnx_tensor *f32 = NULL;
+	int ret;
+
+	*out = NULL;
+	if (m && shapes && onnx_f16_inputs(m, shapes, n_shapes, &f32)) {
+		snprintf(err, errlen, "out of memory");
+		return -ENOMEM;
+	}
+	ret = load_mem(m, dev, f32 ? f32 : shapes, n_shapes, buf, len, out, err, errlen);
+	onnx_f16_inputs_free(f32, n_shapes);
+	return ret;
+}
+
+static int load_mem(struct onnx_model *m, struct accel_dev *dev, const struct onnx_tensor *shapes,
+		    unsigned n_shapes, const void *buf, size_t len, struct onnx_compiled **out, char *err,
+		    size_t errlen)
 {
 	struct rbuf r = { .p = buf, .n = len, .err = err, .errlen = errlen };
 	struct onnx_compiled *cm = NULL;

@@ -514,6 +514,9 @@ int onnx_model_load_mem(const void *buf, size_t len, unsigned flags, struct onnx
 	 * (ONNX_LOAD_NO_FOLD) evaluates them at run time, which checks the folding */
 	if (!ret)
 		ret = verify(m, "the load");
+	/* a half-precision network computes in FLOAT (f16_promote.c); the graph as written keeps its types */
+	if (!ret && !(flags & ONNX_LOAD_NO_FOLD))
+		ret = onnx_promote_f16(m);
 	if (!ret && !(flags & ONNX_LOAD_NO_FOLD))
 		ret = onnx_static_shapes(m);
 	if (!ret && !(flags & ONNX_LOAD_NO_FOLD))

@@ -941,11 +941,21 @@ static int compiled_run(struct onnx_compiled *cm, const struct onnx_tensor *inpu
 			struct onnx_tensor *outputs, unsigned n_outputs, struct onnx_run_stats *stats,
 			struct onnx_node_profile *prof)
 {
+	struct onnx_tensor *f32 = NULL;
 	int ret;
 
+	/* a half-precision network's FLOAT16 inputs as FLOAT, its outputs back (f16_promote.c) */
+	if (onnx_f16_inputs(cm->m, inputs, n_inputs, &f32))
+		return cm_seterr(cm, -ENOMEM, "out of memory");
 	pthread_mutex_lock(&cm->lock);
-	ret = compiled_run_locked(cm, inputs, n_inputs, outputs, n_outputs, stats, prof);
+	ret = compiled_run_locked(cm, f32 ? f32 : inputs, n_inputs, outputs, n_outputs, stats, prof);
+	if (!ret && (ret = onnx_f16_outputs(cm->m, outputs, n_outputs))) {
+		for (unsigned i = 0; i < n_outputs; i++)
+			onnx_tensor_release(&outputs[i]);
+		cm_seterr(cm, ret, "out of memory");
+	}
 	pthread_mutex_unlock(&cm->lock);
+	onnx_f16_inputs_free(f32, n_inputs);
 	return ret;
 }
 

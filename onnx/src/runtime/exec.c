@@ -205,6 +205,7 @@ int onnx_run_profile(struct onnx_model *m, struct accel_dev *dev, const struct o
 {
 	struct onnx_run_stats local;
 	struct onnx_ctx c = { .m = m, .dev = dev, .stats = stats ? stats : prof ? &local : NULL };
+	struct onnx_tensor *f32 = NULL;
 	double t0 = now_ms();
 	int ret;
 
@@ -219,7 +220,12 @@ int onnx_run_profile(struct onnx_model *m, struct accel_dev *dev, const struct o
 	c.vt = calloc(m->n_vals ? m->n_vals : 1, sizeof(*c.vt));
 	if (!c.vt)
 		return onnx_seterr(m, -ENOMEM, "out of memory");
-	ret = bind_inputs(&c, inputs, n_inputs);
+	/* a half-precision network's FLOAT16 inputs as FLOAT (f16_promote.c) */
+	ret = onnx_f16_inputs(m, inputs, n_inputs, &f32);
+	if (ret)
+		ret = onnx_seterr(m, ret, "out of memory");
+	if (!ret)
+		ret = bind_inputs(&c, f32 ? f32 : inputs, n_inputs);
 	for (unsigned i = 0; !ret && i < m->n_nodes; i++) {
 		struct onnx_node *n = &m->nodes[i];
 
@@ -241,10 +247,13 @@ int onnx_run_profile(struct onnx_model *m, struct accel_dev *dev, const struct o
 		else
 			ret = tensor_copy(&outputs[i], t);
 	}
+	if (!ret && (ret = onnx_f16_outputs(m, outputs, n_outputs)))
+		onnx_seterr(m, ret, "out of memory");
 	if (ret)
 		for (unsigned i = 0; i < n_outputs; i++)
 			onnx_tensor_release(&outputs[i]);
 	release_values(m, c.vt);
 	free(c.vt);
+	onnx_f16_inputs_free(f32, n_inputs);
 	return ret;
 }

@@ -14,6 +14,7 @@
 #include <unistd.h>
 
 #include "builder.h"
+#include "dtype.h"
 
 #define N_VALS 64
 
@@ -192,5 +193,107 @@ Test(onnx_dtype, unsupported_initialiser_type_is_refused_naming_the_tensor)
 	cr_assert_eq(onnx_model_load_mem(buf, len, 0, &m, err, sizeof(err)), -EOPNOTSUPP, "%s", err);
 	cr_expect(strstr(err, "cplx_weights") && strstr(err, "COMPLEX64"), "message: %s", err);
 	onnx_model_free(m);
+	mb_free(b);
+}
+
+/* A binary16 pattern's value, decoded here independently of dtype.c. */
+static double half_value(uint16_t h)
+{
+	int e = (h >> 10) & 0x1f, f = h & 0x3ff;
+	double v = e ? ldexp(1024 + f, e - 25) : ldexp(f, -24);
+
+	return (h & 0x8000) ? -v : v;
+}
+
+/* The device's (or the host's) value against the exact one: within one binary16 step of it. */
+static void expect_half_near(const struct onnx_tensor *y, const double *ref, const char *what)
+{
+	cr_assert_eq(y->dtype, ONNX_FLOAT16, "%s: output type %d", what, y->dtype);
+	for (size_t i = 0; i < y->count; i++) {
+		double got = half_value(((const uint16_t *)y->data)[i]), tol = ldexp(fmax(fabs(ref[i]), 0x1p-14), -10);
+
+		cr_expect(fabs(got - ref[i]) <= tol, "%s [%zu]: got %.9g, exact %.9g", what, i, got, ref[i]);
+	}
+}
+
+/*
+ * A half-precision network (issue #30): FLOAT16 input, Conv weights and bias, FLOAT16 output. Loaded as
+ * usual it computes in FLOAT (f16_promote.c), so the compiler places the Conv on the device (it was a host
+ * step: the device takes no FLOAT16) and the node-by-node run puts it there too; the output is FLOAT16,
+ * within one binary16 step of the exact convolution of the same halves (computed here in double). Loaded
+ * with ONNX_LOAD_NO_FOLD (the graph as written) it keeps its types and runs on the host.
+ */
+Test(onnx_dtype, half_precision_network_computes_in_float_on_the_device)
+{
+	static const int64_t xd[4] = { 1, 2, 5, 5 }, wd[4] = { 3, 2, 3, 3 }, bd[1] = { 3 }, pads[4] = { 1, 1, 1, 1 };
+	uint16_t x[50], w[54], bias[3];
+	double ref[75];
+	struct accel_dev *dev = NULL;
+	struct mb *b = mb_new(13);
+	uint32_t rng = 16;
+	Onnx__NodeProto *n;
+	const uint8_t *buf;
+	size_t len;
+
+	for (int i = 0; i < 50; i++)
+		x[i] = onnx_f32_to_f16(mb_frand(&rng) * 2);
+	for (int i = 0; i < 54; i++)
+		w[i] = onnx_f32_to_f16(mb_frand(&rng) * 0.5f);
+	for (int i = 0; i < 3; i++)
+		bias[i] = onnx_f32_to_f16(mb_frand(&rng) * 0.1f);
+	for (int k = 0; k < 3; k++)
+		for (int oy = 0; oy < 5; oy++)
+			for (int ox = 0; ox < 5; ox++) {
+				double s = half_value(bias[k]);
+
+				for (int c = 0; c < 2; c++)
+					for (int r = 0; r < 3; r++)
+						for (int q = 0; q < 3; q++) {
+							int iy = oy + r - 1, ix = ox + q - 1;
+
+							if (iy >= 0 && iy < 5 && ix >= 0 && ix < 5)
+								s += half_value(x[(c * 5 + iy) * 5 + ix]) *
+								     half_value(w[((k * 2 + c) * 3 + r) * 3 + q]);
+						}
+				ref[(k * 5 + oy) * 5 + ox] = s > 0 ? s : 0;
+			}
+	mb_init(b, "w", ONNX_FLOAT16, 4, wd, w);
+	mb_init(b, "b", ONNX_FLOAT16, 1, bd, bias);
+	mb_input_typed(b, "x", ONNX_FLOAT16, 4, xd);
+	n = mb_node(b, "Conv", "x,w,b", "c");
+	mb_attr_ints(b, n, "pads", pads, 4);
+	mb_node(b, "Relu", "c", "y");
+	mb_output(b, "y");
+	buf = mb_pack(b, &len);
+	cr_assert_eq(accel_open("sim", &dev), 0);
+	for (int as_written = 0; as_written < 2; as_written++) {
+		struct onnx_compiled *cm = NULL;
+		struct onnx_compiled_step st;
+		struct onnx_run_stats rs;
+		struct onnx_model *m = NULL;
+		struct onnx_tensor in, out;
+		char err[512] = "";
+
+		cr_assert_eq(onnx_model_load_mem(buf, len, as_written ? ONNX_LOAD_NO_FOLD : 0, &m, err, sizeof(err)), 0,
+			     "%s", err);
+		cr_assert_eq(onnx_tensor_alloc(&in, ONNX_FLOAT16, 4, xd), 0);
+		memcpy(in.data, x, sizeof(x));
+		cr_assert_eq(onnx_run(m, dev, &in, 1, &out, 1, &rs), 0, "%s", onnx_model_error(m));
+		expect_half_near(&out, ref, as_written ? "as written, node by node" : "node by node");
+		cr_expect_eq(rs.accel_nodes, as_written ? 0u : 1u, "accel nodes %u", rs.accel_nodes);
+		onnx_tensor_release(&out);
+		if (!as_written) {
+			cr_assert_eq(onnx_compile(m, dev, &in, 1, 0, &cm, err, sizeof(err)), 0, "%s", err);
+			cr_assert_eq(onnx_compiled_step_info(cm, 0, &st), 0);
+			cr_expect(st.device && !strcmp(st.kind, "conv"), "the Conv is a %s step", st.kind);
+			cr_assert_eq(onnx_compiled_run(cm, &in, 1, &out, 1, NULL), 0, "%s", onnx_compiled_error(cm));
+			expect_half_near(&out, ref, "compiled");
+			onnx_tensor_release(&out);
+			onnx_compiled_free(cm);
+		}
+		onnx_tensor_release(&in);
+		onnx_model_free(m);
+	}
+	accel_close(dev);
 	mb_free(b);
 }
