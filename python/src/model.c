@@ -58,7 +58,8 @@ static int onnx_of_npy(int t)
 	case NPY_INT8: return ONNX_INT8;
 	case NPY_INT32: return ONNX_INT32;
 	case NPY_INT64: return ONNX_INT64;
-	default: return -1;	/* inputs: the five types Model.run documents (a float64 array is a mistake
+	case NPY_FLOAT16: return ONNX_FLOAT16;
+	default: return -1;	/* inputs: the six types Model.run documents (a float64 array is a mistake
 				 * far more often than a DOUBLE model) */
 	}
 }
@@ -345,8 +346,8 @@ static int to_onnx_tensor(PyObject *obj, const char *name, PyArrayObject **arr, 
 	if (dt < 0) {
 		PyObject *s = PyObject_Str((PyObject *)PyArray_DESCR(a));
 
-		PyErr_Format(PyExc_TypeError, "Model.run: input '%s' has dtype %s (float32, uint8, int8, int32 or "
-			     "int64 expected)", name, s ? PyUnicode_AsUTF8(s) : "?");
+		PyErr_Format(PyExc_TypeError, "Model.run: input '%s' has dtype %s (float32, float16, uint8, int8, "
+			     "int32 or int64 expected)", name, s ? PyUnicode_AsUTF8(s) : "?");
 		Py_XDECREF(s);
 		return -1;
 	}

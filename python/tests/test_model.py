@@ -370,3 +370,24 @@ def test_closing_the_device_frees_an_opened_compiled_model(tmp_path):
     with pytest.raises(ValueError):
         m.run(x[:2])
     del m
+
+
+def test_half_precision_model_runs_on_the_device(dev, tmp_path):
+    # FLOAT16 weights, input and output: the network computes in FLOAT (Documentation/onnx.md, "Element
+    # types"), so the MatMul and the Relu run on the device; the float16 result is within one float16
+    # step of numpy's float64 product of the same halves
+    onnx = pytest.importorskip("onnx")
+    h = onnx.helper
+    r = np.random.default_rng(16)
+    w = (r.standard_normal((8, 5)) * 0.5).astype(np.float16)
+    graph = h.make_graph([h.make_node("MatMul", ["x", "W"], ["p"]), h.make_node("Relu", ["p"], ["y"])], "half",
+                         [h.make_tensor_value_info("x", onnx.TensorProto.FLOAT16, [3, 8])],
+                         [h.make_tensor_value_info("y", onnx.TensorProto.FLOAT16, [3, 5])],
+                         [onnx.numpy_helper.from_array(w, "W")])
+    m = tnpu.Model(save(tmp_path, graph), dev)
+    x = r.standard_normal((3, 8)).astype(np.float16)
+    y = m.run(x)["y"]
+    assert y.dtype == np.float16
+    exact = np.maximum(x.astype(np.float64) @ w.astype(np.float64), 0)
+    np.testing.assert_allclose(y.astype(np.float64), exact, rtol=2 ** -10, atol=2 ** -24)
+    assert m.last_stats["accel_nodes"] >= 1 and m.last_stats["host_nodes"] == 0, m.last_stats
