@@ -536,6 +536,21 @@ static int accel_clip(struct onnx_ctx *c)
 	return accel_act(c, ACCEL_ACT_CLAMP, lo, hi);
 }
 
+/* The pool2d descriptor of g (window, strides, padding bottom/right including the ceil_mode overhang). */
+static void pool_desc(const struct pool_geom *g, enum accel_pool_kind kind, struct accel_pool2d_desc *d)
+{
+	memset(d, 0, sizeof(*d));
+	d->kind = kind;
+	d->win_h = (uint32_t)g->win.kh;
+	d->win_w = (uint32_t)g->win.kw;
+	d->stride_h = (uint32_t)g->win.sh;
+	d->stride_w = (uint32_t)g->win.sw;
+	d->pad_top = (uint32_t)g->win.pt;
+	d->pad_left = (uint32_t)g->win.pl;
+	d->pad_bottom = (uint32_t)(g->win.pb + g->win.ceil_extra_h);
+	d->pad_right = (uint32_t)(g->win.pr + g->win.ceil_extra_w);
+}
+
 int accel_pool_query(struct accel_dev *dev, const struct pool_geom *g, enum accel_pool_kind kind, char *why,
 		     size_t len)
 {
@@ -556,18 +571,9 @@ int accel_pool_query(struct accel_dev *dev, const struct pool_geom *g, enum acce
 		}
 	shape_only(ACCEL_FP32, 4, xs, &xt);
 	shape_only(ACCEL_FP32, 4, ys, &yt);
-	memset(&d, 0, sizeof(d));
+	pool_desc(g, kind, &d);
 	d.input = &xt;
 	d.output = &yt;
-	d.kind = kind;
-	d.win_h = (uint32_t)g->win.kh;
-	d.win_w = (uint32_t)g->win.kw;
-	d.stride_h = (uint32_t)g->win.sh;
-	d.stride_w = (uint32_t)g->win.sw;
-	d.pad_top = (uint32_t)g->win.pt;
-	d.pad_left = (uint32_t)g->win.pl;
-	d.pad_bottom = (uint32_t)(g->win.pb + g->win.ceil_extra_h);
-	d.pad_right = (uint32_t)(g->win.pr + g->win.ceil_extra_w);
 	op = ACCEL_OP_INIT(ACCEL_OP_POOL2D, pool2d, &d);
 	return accel_op_supported(dev, &op, why, len);
 }
@@ -591,16 +597,7 @@ int accel_pool_run(struct onnx_ctx *c, const struct pool_geom *g, enum accel_poo
 		return ret;
 	if (accel_pool_query(c->dev, g, kind, why, sizeof(why)))
 		return ONNX_FALLBACK;
-	memset(&d, 0, sizeof(d));
-	d.kind = kind;
-	d.win_h = (uint32_t)g->win.kh;
-	d.win_w = (uint32_t)g->win.kw;
-	d.stride_h = (uint32_t)g->win.sh;
-	d.stride_w = (uint32_t)g->win.sw;
-	d.pad_top = (uint32_t)g->win.pt;
-	d.pad_left = (uint32_t)g->win.pl;
-	d.pad_bottom = (uint32_t)(g->win.pb + g->win.ceil_extra_h);
-	d.pad_right = (uint32_t)(g->win.pr + g->win.ceil_extra_w);
+	pool_desc(g, kind, &d);
 	if ((ret = accel_tensor_4d(xb, 0, ACCEL_FP32, ACCEL_LAYOUT_NCHW, (uint32_t)g->n, (uint32_t)g->c, (uint32_t)g->h,
 				   (uint32_t)g->w, &xt)) ||
 	    (ret = accel_tensor_4d(yb, 0, ACCEL_FP32, ACCEL_LAYOUT_NCHW, (uint32_t)g->n, (uint32_t)g->c,
