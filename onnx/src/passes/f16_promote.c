@@ -99,10 +99,11 @@ int onnx_f16_inputs(const struct onnx_model *m, const struct onnx_tensor *in, un
 
 void onnx_f16_inputs_free(struct onnx_tensor *t, unsigned n)
 {
-	const bool *own = (const bool *)(t + n);
+	const bool *own;
 
 	if (!t)
 		return;
+	own = (const bool *)(t + n);
 	for (unsigned i = 0; i < n; i++)
 		if (own[i])
 			onnx_tensor_release(&t[i]);
