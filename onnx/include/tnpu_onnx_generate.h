@@ -20,7 +20,8 @@
  * vocab], present.N.key/value [batch, kv_heads, total, head_dim] (N = 0 .. layers-1, batch 1).
  * onnx_generator_create() recognises that I/O by name (-EINVAL naming the input or output and the reason
  * when a name is missing or unknown, a past has no present, or their kv_heads/head_dim differ) and
- * allocates the KV cache once: layers x 2 x kv_heads x max_len x head_dim floats (kv_cache_bytes).
+ * allocates the KV cache once: layers x 2 x kv_heads x max_len x head_dim floats (kv_cache_bytes), in
+ * device memory when dev is given (past and present rows are copied on the device, never by the host).
  * The model runs compiled per shape bucket, never per token: a run of n new tokens after p cached ones
  * uses sequence bucket S = 1 for n = 1, else the next power of two >= n (at most max_len), and past
  * bucket P = the next power of two >= max(p, 16) (at most max_len); the padding is hidden by

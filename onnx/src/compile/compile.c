@@ -149,6 +149,10 @@ static void live_ranges(struct onnx_compiled *cm)
 	for (unsigned o = 0; o < m->n_outputs; o++)
 		if (cm->vals[m->outputs[o]].loc == LOC_ARENA)
 			cm->vals[cm->vals[m->outputs[o]].root].last = end;
+	if (cm->flags & CM_COMPILE_KEEP_INPUTS)
+		for (unsigned i = 0; i < m->n_inputs; i++)
+			if (cm->vals[m->inputs[i]].loc == LOC_ARENA)
+				cm->vals[cm->vals[m->inputs[i]].root].last = end;
 }
 
 int cm_plan_and_upload(struct onnx_compiled *cm)

@@ -191,6 +191,16 @@ static inline struct onnx_ctx cm_probe_ctx(const struct onnx_compiled *cm, unsig
 int cm_seterr(struct onnx_compiled *cm, int err, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
 /* Free the kept jobs of every step (compiled_run.c): before the buffers they use. */
 void cm_drop_kept(struct onnx_compiled *cm);
+/*
+ * A run whose inputs i with resident[i] set are already in the arena (their tensors give the shape; data
+ * may be NULL) and whose outputs stay there (read them with cm_value_host / cm_value_rows): the
+ * generator's device-resident KV cache (generate_kv.c).  Errors as onnx_compiled_run.
+ */
+int cm_run_resident(struct onnx_compiled *cm, const struct onnx_tensor *inputs, unsigned n_inputs,
+		    const uint8_t *resident, struct onnx_run_stats *stats);
+/* Internal compile flag (never in a file): graph inputs stay live to the end of the plan, so a run
+ * never reuses their arena bytes and a resident input keeps its contents from one run to the next. */
+#define CM_COMPILE_KEEP_INPUTS 0x80000000u
 /* Lower graph node i into step s (compile_lower.c); the probe tensors of its outputs are set. */
 int cm_lower_node(struct onnx_compiled *cm, unsigned i, struct cstep *s);
 /* Fusion: an element-wise step whose only consumer is a Relu takes it. */

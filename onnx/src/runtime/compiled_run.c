@@ -15,6 +15,7 @@
 #include <time.h>
 
 #include "compile.h"
+#include "compiled_operands.h"
 
 struct run_state {
 	struct onnx_compiled *cm;
@@ -108,75 +109,6 @@ static int drain(struct run_state *rs)
 	return ret;
 }
 
-static void place(const struct onnx_compiled *cm, int v, struct accel_buffer **b, uint64_t *off)
-{
-	const struct cval *cv = &cm->vals[v];
-
-	if (cv->loc == LOC_WEIGHT) {
-		*b = cm_wbuf_at(cm, cv->off, off);
-		return;
-	}
-	*b = cm->arena;
-	*off = cv->off;
-}
-
-static int t4l(const struct onnx_compiled *cm, int v, bool nhwc, uint32_t n, uint32_t c, uint32_t h, uint32_t w,
-	       struct accel_tensor *t)
-{
-	struct accel_buffer *b;
-	uint64_t off;
-
-	const struct cval *cv = &cm->vals[v];
-	int ret;
-
-	place(cm, v, &b, &off);
-	ret = accel_tensor_4d(b, off, ACCEL_FP32, nhwc ? ACCEL_LAYOUT_NHWC : ACCEL_LAYOUT_NCHW, n, c, h, w, t);
-	if (!ret && nhwc && cv->loc == LOC_ARENA && cv->root != v) {
-		/* a part of an NHWC in-place Concat (compile_layout.c): its pixels are the root's */
-		int64_t px = 4 * cm->vals[cv->root].dims[1];
-
-		t->strides[3] = px;
-		t->strides[2] = px * w;
-		t->strides[0] = px * w * h;
-	}
-	return ret;
-}
-
-/* A 2-D FP32 descriptor of value v's bytes. */
-static int t2(const struct onnx_compiled *cm, int v, uint32_t rows, uint32_t cols, struct accel_tensor *t)
-{
-	struct accel_buffer *b;
-	uint64_t off;
-
-	place(cm, v, &b, &off);
-	return accel_tensor_2d(b, off, ACCEL_FP32, rows, cols, t);
-}
-
-/* Matrix slice bi of value v, a stack of rows x cols fp32 matrices (a batched CS_GEMM's operand). */
-static int t2_slice(const struct onnx_compiled *cm, int v, uint32_t bi, uint32_t rows, uint32_t cols,
-		    struct accel_tensor *t)
-{
-	struct accel_buffer *b;
-	uint64_t off;
-
-	place(cm, v, &b, &off);
-	return accel_tensor_2d(b, off + (uint64_t)bi * rows * cols * 4, ACCEL_FP32, rows, cols, t);
-}
-
-/*
- * NCHW descriptor of a value's bytes.  Activations read and write equally shaped operands as flat
- * arrays, so an NHWC group (compile_layout.c) runs through them unchanged.
- */
-static int t4(const struct onnx_compiled *cm, int v, uint32_t n, uint32_t c, uint32_t h, uint32_t w,
-	      struct accel_tensor *t)
-{
-	return t4l(cm, v, false, n, c, h, w, t);
-}
-
-static bool nhwc(const struct onnx_compiled *cm, int v)
-{
-	return cm->vals[v].nhwc != 0;
-}
 
 static int step_err(struct onnx_compiled *cm, const struct cstep *s, int ret, const char *what)
 {
@@ -206,86 +138,6 @@ static int submit_qdq(struct run_state *rs, const struct cstep *s, unsigned k0)
 	}
 }
 
-/* CS_COPY: the source and destination boxes; 8-byte elements move as two 32-bit halves. */
-static void copy_tensors(const struct onnx_compiled *cm, const struct cstep *s, struct accel_tensor *x,
-			 struct accel_tensor *y)
-{
-	const struct cval *sv = &cm->vals[s->in[0]], *dv = &cm->vals[s->out];
-	int64_t e = s->esz == 8 ? 4 : s->esz;
-	enum accel_dtype dt = s->esz == 1 ? ACCEL_INT8 : ACCEL_INT32;
-
-	uint64_t soff = sv->off;
-	struct accel_buffer *sb = sv->loc == LOC_WEIGHT ? cm_wbuf_at(cm, sv->off, &soff) : cm->arena;
-
-	*x = (struct accel_tensor){ .buf = sb, .dtype = dt, .layout = ACCEL_LAYOUT_NCHW, .ndim = 4,
-				    .offset = soff + (uint64_t)(s->src_off * s->esz) };
-	*y = (struct accel_tensor){ .buf = cm->arena, .dtype = dt, .layout = ACCEL_LAYOUT_NCHW, .ndim = 4,
-				    .offset = dv->off + (uint64_t)(s->dst_off * s->esz) };
-	for (int d = 0; d < 4; d++) {
-		x->shape[d] = y->shape[d] = s->ad[d];
-		x->strides[d] = s->sst[d] * s->esz;
-		y->strides[d] = s->dstr[d] * s->esz;
-	}
-	if (s->esz == 8) {
-		/* the innermost dimension of the box in 32-bit halves: contiguous, or a new one of 2 */
-		if (s->ad[3] > 1 && s->sst[3] == 1 && s->dstr[3] == 1) {
-			x->shape[3] = y->shape[3] = s->ad[3] * 2;
-		} else if (s->ad[3] == 1) {
-			x->shape[3] = y->shape[3] = 2;
-		} else {
-			x->buf = NULL;	/* not produced by the compiler: accel_transpose reports it */
-			return;
-		}
-		x->strides[3] = y->strides[3] = e;
-	}
-}
-
-/* A conv or GEMM step's epilogue: the packed bias (b_off), activation and clamp, the residual operand. */
-static void step_epilogue(const struct cstep *s, const struct accel_tensor *bt, const struct accel_tensor *rt,
-			  struct accel_epilogue *e)
-{
-	if (s->b_off != UINT64_MAX)
-		e->bias = bt;
-	e->act = (enum accel_act)s->act;
-	e->clamp_lo_f = s->lo;
-	e->clamp_hi_f = s->hi;
-	if (s->res >= 0)	/* compile_fuse_residual.c: the skip tensor, the output's shape */
-		e->residual = rt;
-}
-
-/* The accel_conv2d descriptor of a CS_CONV step (its tensors in x, w, y, bt, rt); 0 or a constructor's
- * -errno (message in accel_last_error). */
-static int conv_desc(const struct onnx_compiled *cm, const struct cstep *s, struct accel_conv2d_desc *d,
-		     struct accel_tensor *x, struct accel_tensor *w, struct accel_tensor *y, struct accel_tensor *bt,
-		     struct accel_tensor *rt)
-{
-	int ret;
-
-	memset(d, 0, sizeof(*d));
-	/* OIHW weights for an NCHW input, OHWI (repacked by the layout pass) for NHWC */
-	if ((ret = t4l(cm, s->in[0], nhwc(cm, s->in[0]), (uint32_t)s->n, (uint32_t)s->c, (uint32_t)s->h, (uint32_t)s->w,
-		       x)) ||
-	    (ret = accel_tensor_4d(cm->wbuf, s->w_off, ACCEL_FP32,
-				   nhwc(cm, s->in[0]) ? ACCEL_LAYOUT_NHWC : ACCEL_LAYOUT_NCHW, (uint32_t)s->k,
-				   (uint32_t)s->cg, (uint32_t)s->kh, (uint32_t)s->kw, w)) ||
-	    (ret = t4l(cm, s->out, nhwc(cm, s->out), (uint32_t)s->n, (uint32_t)s->k, (uint32_t)s->oh, (uint32_t)s->ow,
-		       y)) ||
-	    (s->b_off != UINT64_MAX &&
-	     (ret = accel_tensor_2d(cm->wbuf, s->b_off, ACCEL_FP32, 1, (uint32_t)s->k, bt))) ||
-	    (s->res >= 0 && (ret = t4l(cm, s->res, nhwc(cm, s->res), (uint32_t)s->n, (uint32_t)s->k, (uint32_t)s->oh,
-				       (uint32_t)s->ow, rt))))
-		return ret;
-	d->input = x;
-	d->weights = w;
-	d->output = y;
-	d->stride_h = (uint32_t)s->sh, d->stride_w = (uint32_t)s->sw;
-	d->dil_h = (uint32_t)s->dh, d->dil_w = (uint32_t)s->dw;
-	d->pad_top = (uint32_t)s->pt, d->pad_left = (uint32_t)s->pl;
-	d->pad_bottom = (uint32_t)s->pb, d->pad_right = (uint32_t)s->pr;
-	d->groups = (uint32_t)s->groups;
-	step_epilogue(s, bt, rt, &d->epi);
-	return 0;
-}
 
 static int lower_step(struct run_state *rs, const struct cstep *s);
 
@@ -307,16 +159,16 @@ static int lower_bgemm(struct run_state *rs, const struct cstep *s, uint32_t fro
 		int ret;
 
 		memset(&d, 0, sizeof(d));
-		if (!(ret = t2_slice(cm, s->in[0], bi, (uint32_t)s->M, (uint32_t)s->K, &x)) &&
-		    !(ret = t2_slice(cm, s->in[1], bi, (uint32_t)s->K, (uint32_t)s->N, &w)) &&
-		    !(ret = t2_slice(cm, s->out, bi, (uint32_t)s->M, (uint32_t)s->N, &y)) &&
+		if (!(ret = cm_t2_slice(cm, s->in[0], bi, (uint32_t)s->M, (uint32_t)s->K, &x)) &&
+		    !(ret = cm_t2_slice(cm, s->in[1], bi, (uint32_t)s->K, (uint32_t)s->N, &w)) &&
+		    !(ret = cm_t2_slice(cm, s->out, bi, (uint32_t)s->M, (uint32_t)s->N, &y)) &&
 		    !(ret = s->b_off == UINT64_MAX ? 0 : accel_tensor_2d(cm->wbuf, s->b_off, ACCEL_FP32, 1, (uint32_t)s->N,
 									 &bt)) &&
-		    !(ret = s->res < 0 ? 0 : t2_slice(cm, s->res, bi, (uint32_t)s->M, (uint32_t)s->N, &rt))) {
+		    !(ret = s->res < 0 ? 0 : cm_t2_slice(cm, s->res, bi, (uint32_t)s->M, (uint32_t)s->N, &rt))) {
 			d.a = &x;
 			d.b = &w;
 			d.c = &y;
-			step_epilogue(s, &bt, &rt, &d.epi);
+			cm_step_epilogue(s, &bt, &rt, &d.epi);
 			if (s->scale != 1.0f)
 				d.epi.scale_f = s->scale;
 			what = "accel_gemm";
@@ -349,8 +201,8 @@ static int lower_reduce(struct run_state *rs, const struct cstep *s, uint32_t fr
 		const char *what = "device tensor";
 		int ret;
 
-		if (!(ret = t2_slice(cm, s->in[0], a, (uint32_t)s->M, (uint32_t)s->N, &x)) &&
-		    !(ret = t2_slice(cm, s->out, a, (uint32_t)s->M, 1, &y))) {
+		if (!(ret = cm_t2_slice(cm, s->in[0], a, (uint32_t)s->M, (uint32_t)s->N, &x)) &&
+		    !(ret = cm_t2_slice(cm, s->out, a, (uint32_t)s->M, 1, &y))) {
 			if (s->ad[0]) {
 				x.strides[0] = 4;
 				x.strides[1] = 4 * s->M;
@@ -380,14 +232,14 @@ static int lower_qgemm(struct run_state *rs, const struct cstep *s)
 
 	memset(&d, 0, sizeof(d));
 	cm_wq_weights(cm, s, &w);
-	if (!(ret = t2(cm, s->in[0], (uint32_t)s->M, (uint32_t)s->K, &x)) &&
-	    !(ret = t2(cm, s->out, (uint32_t)s->M, (uint32_t)s->N, &y)) &&
+	if (!(ret = cm_t2(cm, s->in[0], (uint32_t)s->M, (uint32_t)s->K, &x)) &&
+	    !(ret = cm_t2(cm, s->out, (uint32_t)s->M, (uint32_t)s->N, &y)) &&
 	    !(ret = s->b_off == UINT64_MAX ? 0 : accel_tensor_2d(cm->wbuf, s->b_off, ACCEL_FP32, 1, (uint32_t)s->N, &bt)) &&
-	    !(ret = s->res < 0 ? 0 : t2(cm, s->res, (uint32_t)s->M, (uint32_t)s->N, &rt))) {
+	    !(ret = s->res < 0 ? 0 : cm_t2(cm, s->res, (uint32_t)s->M, (uint32_t)s->N, &rt))) {
 		d.a = &x;
 		d.c = &y;
 		d.w = &w;
-		step_epilogue(s, &bt, &rt, &d.epi);
+		cm_step_epilogue(s, &bt, &rt, &d.epi);
 		if (s->scale != 1.0f)
 			d.epi.scale_f = s->scale;
 		what = "accel_qgemm";
@@ -423,14 +275,14 @@ static int lower_step(struct run_state *rs, const struct cstep *s)
 			struct accel_conv2d_pwdw_desc pd = { .flags = 0 };
 			struct accel_tensor x2, w2, y2, bt2, rt2;
 
-			if ((ret = conv_desc(cm, s, &pd.pw, &x, &w, &y, &bt, &rt)) ||
-			    (ret = conv_desc(cm, &cm->steps[s->pair], &pd.dw, &x2, &w2, &y2, &bt2, &rt2)))
+			if ((ret = cm_conv_desc(cm, s, &pd.pw, &x, &w, &y, &bt, &rt)) ||
+			    (ret = cm_conv_desc(cm, &cm->steps[s->pair], &pd.dw, &x2, &w2, &y2, &bt2, &rt2)))
 				break;
 			what = "accel_conv2d_pwdw";
 			ret = accel_conv2d_pwdw(cm->dev, &pd, &sub, &job);
 			break;
 		}
-		if ((ret = conv_desc(cm, s, &d, &x, &w, &y, &bt, &rt)))
+		if ((ret = cm_conv_desc(cm, s, &d, &x, &w, &y, &bt, &rt)))
 			break;
 		what = "accel_conv2d";
 		ret = accel_conv2d(cm->dev, &d, &sub, &job);
@@ -444,22 +296,22 @@ static int lower_step(struct run_state *rs, const struct cstep *s)
 		if (s->wq)
 			return lower_qgemm(rs, s);
 		memset(&d, 0, sizeof(d));
-		if ((ret = t2(cm, s->in[0], (uint32_t)(s->ta ? s->K : s->M), (uint32_t)(s->ta ? s->M : s->K), &x)) ||
-		    (ret = s->in[1] >= 0 ? t2(cm, s->in[1], (uint32_t)(s->tb ? s->N : s->K), (uint32_t)(s->tb ? s->K : s->N),
+		if ((ret = cm_t2(cm, s->in[0], (uint32_t)(s->ta ? s->K : s->M), (uint32_t)(s->ta ? s->M : s->K), &x)) ||
+		    (ret = s->in[1] >= 0 ? cm_t2(cm, s->in[1], (uint32_t)(s->tb ? s->N : s->K), (uint32_t)(s->tb ? s->K : s->N),
 					      &w)
 					 : accel_tensor_2d(cm->wbuf, s->w_off, ACCEL_FP32, (uint32_t)(s->tb ? s->N : s->K),
 							   (uint32_t)(s->tb ? s->K : s->N), &w)) ||
-		    (ret = t2(cm, s->out, (uint32_t)s->M, (uint32_t)s->N, &y)) ||
+		    (ret = cm_t2(cm, s->out, (uint32_t)s->M, (uint32_t)s->N, &y)) ||
 		    (s->b_off != UINT64_MAX &&
 		     (ret = accel_tensor_2d(cm->wbuf, s->b_off, ACCEL_FP32, 1, (uint32_t)s->N, &bt))) ||
-		    (s->res >= 0 && (ret = t2(cm, s->res, (uint32_t)s->M, (uint32_t)s->N, &rt))))
+		    (s->res >= 0 && (ret = cm_t2(cm, s->res, (uint32_t)s->M, (uint32_t)s->N, &rt))))
 			break;
 		d.a = &x;
 		d.b = &w;
 		d.c = &y;
 		d.trans_a = s->ta;
 		d.trans_b = s->tb;
-		step_epilogue(s, &bt, &rt, &d.epi);
+		cm_step_epilogue(s, &bt, &rt, &d.epi);
 		if (s->scale != 1.0f)
 			d.epi.scale_f = s->scale;
 		what = "accel_gemm";
@@ -471,9 +323,9 @@ static int lower_step(struct run_state *rs, const struct cstep *s)
 
 		memset(&d, 0, sizeof(d));
 		/* input and output share a layout (one group; a 1x1 output has the same bytes in both) */
-		if ((ret = t4l(cm, s->in[0], nhwc(cm, s->in[0]), (uint32_t)s->n, (uint32_t)s->c, (uint32_t)s->h,
+		if ((ret = cm_t4l(cm, s->in[0], cm_nhwc(cm, s->in[0]), (uint32_t)s->n, (uint32_t)s->c, (uint32_t)s->h,
 			       (uint32_t)s->w, &x)) ||
-		    (ret = t4l(cm, s->out, nhwc(cm, s->in[0]), (uint32_t)s->n, (uint32_t)s->c, (uint32_t)s->oh,
+		    (ret = cm_t4l(cm, s->out, cm_nhwc(cm, s->in[0]), (uint32_t)s->n, (uint32_t)s->c, (uint32_t)s->oh,
 			       (uint32_t)s->ow, &y)))
 			break;
 		d.input = &x;
@@ -493,13 +345,13 @@ static int lower_step(struct run_state *rs, const struct cstep *s)
 		memset(&d, 0, sizeof(d));
 		/* each operand in its own layout: a broadcast one ([N, C, 1, 1], a scalar: compile_layout.c)
 		 * may be NCHW beside an NHWC output, the vector units broadcast it by its strides */
-		if ((ret = t4l(cm, s->in[0], nhwc(cm, s->in[0]), s->ad[0], s->ad[1], s->ad[2], s->ad[3], &x)) ||
+		if ((ret = cm_t4l(cm, s->in[0], cm_nhwc(cm, s->in[0]), s->ad[0], s->ad[1], s->ad[2], s->ad[3], &x)) ||
 		    /* Div by a constant: its packed reciprocals */
 		    (ret = s->b_off != UINT64_MAX ? accel_tensor_4d(cm->wbuf, s->b_off, ACCEL_FP32, ACCEL_LAYOUT_NCHW,
 								    s->bd[0], s->bd[1], s->bd[2], s->bd[3], &b2)
-						  : t4l(cm, s->in[1], nhwc(cm, s->in[1]), s->bd[0], s->bd[1], s->bd[2],
+						  : cm_t4l(cm, s->in[1], cm_nhwc(cm, s->in[1]), s->bd[0], s->bd[1], s->bd[2],
 							s->bd[3], &b2)) ||
-		    (ret = t4l(cm, s->out, nhwc(cm, s->out), s->od[0], s->od[1], s->od[2], s->od[3], &y)))
+		    (ret = cm_t4l(cm, s->out, cm_nhwc(cm, s->out), s->od[0], s->od[1], s->od[2], s->od[3], &y)))
 			break;
 		d.a = &x;
 		d.b = &b2;
@@ -515,7 +367,7 @@ static int lower_step(struct run_state *rs, const struct cstep *s)
 		uint32_t cnt = (uint32_t)(cm->vals[s->out].bytes / 4);
 
 		memset(&d, 0, sizeof(d));
-		if ((ret = t2(cm, s->in[0], 1, cnt, &x)) || (ret = t2(cm, s->out, 1, cnt, &y)))
+		if ((ret = cm_t2(cm, s->in[0], 1, cnt, &x)) || (ret = cm_t2(cm, s->out, 1, cnt, &y)))
 			break;
 		d.input = &x;
 		d.output = &y;
@@ -536,8 +388,8 @@ static int lower_step(struct run_state *rs, const struct cstep *s)
 		return lower_reduce(rs, s, 0);
 	case CS_SOFTMAX:
 	case CS_LAYERNORM: {
-		if ((ret = t2(cm, s->in[0], (uint32_t)s->M, (uint32_t)s->N, &x)) ||
-		    (ret = t2(cm, s->out, (uint32_t)s->M, (uint32_t)s->N, &y)))
+		if ((ret = cm_t2(cm, s->in[0], (uint32_t)s->M, (uint32_t)s->N, &x)) ||
+		    (ret = cm_t2(cm, s->out, (uint32_t)s->M, (uint32_t)s->N, &y)))
 			break;
 		if (s->kind == CS_SOFTMAX) {
 			struct accel_softmax_desc d = { .input = &x, .output = &y };
@@ -563,8 +415,8 @@ static int lower_step(struct run_state *rs, const struct cstep *s)
 		struct accel_transpose_desc d;
 
 		memset(&d, 0, sizeof(d));
-		if ((ret = t4(cm, s->in[0], s->ad[0], s->ad[1], s->ad[2], s->ad[3], &x)) ||
-		    (ret = t4(cm, s->out, s->od[0], s->od[1], s->od[2], s->od[3], &y)))
+		if ((ret = cm_t4(cm, s->in[0], s->ad[0], s->ad[1], s->ad[2], s->ad[3], &x)) ||
+		    (ret = cm_t4(cm, s->out, s->od[0], s->od[1], s->od[2], s->od[3], &y)))
 			break;
 		d.input = &x;
 		d.output = &y;
@@ -578,7 +430,7 @@ static int lower_step(struct run_state *rs, const struct cstep *s)
 		struct accel_transpose_desc d;
 
 		memset(&d, 0, sizeof(d));
-		copy_tensors(cm, s, &x, &y);
+		cm_copy_tensors(cm, s, &x, &y);
 		d.input = &x;
 		d.output = &y;
 		for (int k = 0; k < 4; k++)
@@ -819,7 +671,8 @@ static int run_host_step(struct run_state *rs, const struct cstep *s)
 	return 0;
 }
 
-static int bind(struct run_state *rs, const struct onnx_tensor *in, unsigned n)
+/* resident (may be NULL): inputs already in the arena, only their shapes are checked */
+static int bind(struct run_state *rs, const struct onnx_tensor *in, unsigned n, const uint8_t *resident)
 {
 	struct onnx_compiled *cm = rs->cm;
 	struct onnx_model *m = cm->m;
@@ -830,14 +683,14 @@ static int bind(struct run_state *rs, const struct onnx_tensor *in, unsigned n)
 		const struct cval *cv = &cm->vals[m->inputs[i]];
 		char desc[96];
 
-		if (!in[i].data || tensor_count(in[i].ndim, in[i].dims) != in[i].count || in[i].ndim > ONNX_MAX_DIMS)
+		if ((!in[i].data && !(resident && resident[i])) || tensor_count(in[i].ndim, in[i].dims) != in[i].count || in[i].ndim > ONNX_MAX_DIMS)
 			return cm_seterr(cm, -EINVAL, "input '%s': malformed tensor", m->vals[m->inputs[i]].name);
 		if (!same_shape(cv, &in[i])) {
 			onnx_tensor_describe(&in[i], desc, sizeof(desc));
 			return cm_seterr(cm, -EINVAL, "input '%s': %s, but the model was compiled for other shapes",
 					 m->vals[m->inputs[i]].name, desc);
 		}
-		if (cv->loc == LOC_ARENA) {
+		if (cv->loc == LOC_ARENA && !(resident && resident[i])) {
 			arena_copy(cv, (uint8_t *)accel_buffer_ptr(cm->arena) + cv->off, in[i].data, true);
 			count_copy(rs, cv->bytes);
 		}
@@ -845,9 +698,10 @@ static int bind(struct run_state *rs, const struct onnx_tensor *in, unsigned n)
 	return 0;
 }
 
+/* outputs NULL: they stay in the arena (cm_run_resident) */
 static int compiled_run_locked(struct onnx_compiled *cm, const struct onnx_tensor *inputs, unsigned n_inputs,
-			       struct onnx_tensor *outputs, unsigned n_outputs, struct onnx_run_stats *stats,
-			       struct onnx_node_profile *prof)
+			       const uint8_t *resident, struct onnx_tensor *outputs, unsigned n_outputs,
+			       struct onnx_run_stats *stats, struct onnx_node_profile *prof)
 {
 	struct onnx_model *m = cm->m;
 	struct onnx_run_stats local;
@@ -857,8 +711,10 @@ static int compiled_run_locked(struct onnx_compiled *cm, const struct onnx_tenso
 
 	memset(rs.stats, 0, sizeof(*rs.stats));
 	cm->err[0] = 0;
-	if (n_outputs != m->n_outputs)
+	if (outputs && n_outputs != m->n_outputs)
 		return cm_seterr(cm, -EINVAL, "the model has %u outputs, %u requested", m->n_outputs, n_outputs);
+	if (!outputs)
+		n_outputs = 0;
 	for (unsigned i = 0; i < n_outputs; i++)
 		memset(&outputs[i], 0, sizeof(outputs[i]));
 	if (!cm->tmpl && !(cm->flags & ONNX_COMPILE_NO_REPLAY)) {
@@ -886,7 +742,7 @@ static int compiled_run_locked(struct onnx_compiled *cm, const struct onnx_tenso
 	}
 	if (prof)
 		memset(prof, 0, sizeof(*prof) * m->n_nodes);
-	ret = bind(&rs, inputs, n_inputs);
+	ret = bind(&rs, inputs, n_inputs, resident);
 	for (unsigned i = 0; !ret && i < cm->n_steps; i++) {
 		const struct cstep *s = &cm->steps[i];
 		double t = now_ms();
@@ -948,7 +804,7 @@ static int compiled_run(struct onnx_compiled *cm, const struct onnx_tensor *inpu
 	if (onnx_f16_inputs(cm->m, inputs, n_inputs, &f32))
 		return cm_seterr(cm, -ENOMEM, "out of memory");
 	pthread_mutex_lock(&cm->lock);
-	ret = compiled_run_locked(cm, f32 ? f32 : inputs, n_inputs, outputs, n_outputs, stats, prof);
+	ret = compiled_run_locked(cm, f32 ? f32 : inputs, n_inputs, NULL, outputs, n_outputs, stats, prof);
 	if (!ret && (ret = onnx_f16_outputs(cm->m, outputs, n_outputs))) {
 		for (unsigned i = 0; i < n_outputs; i++)
 			onnx_tensor_release(&outputs[i]);
@@ -956,6 +812,17 @@ static int compiled_run(struct onnx_compiled *cm, const struct onnx_tensor *inpu
 	}
 	pthread_mutex_unlock(&cm->lock);
 	onnx_f16_inputs_free(f32, n_inputs);
+	return ret;
+}
+
+int cm_run_resident(struct onnx_compiled *cm, const struct onnx_tensor *inputs, unsigned n_inputs,
+		    const uint8_t *resident, struct onnx_run_stats *stats)
+{
+	int ret;
+
+	pthread_mutex_lock(&cm->lock);
+	ret = compiled_run_locked(cm, inputs, n_inputs, resident, NULL, 0, stats, NULL);
+	pthread_mutex_unlock(&cm->lock);
 	return ret;
 }
 

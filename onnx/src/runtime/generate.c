@@ -2,7 +2,8 @@
 /*
  * generate.c - the generation runtime (tnpu_onnx_generate.h, Documentation/llm.md "Generation runtime"):
  * recognise a decoder's I/O, keep its KV cache, run prefill and decode steps compiled per shape bucket.
- * Sampling is in generate_sample.c.  Uses the public API of tnpu_onnx only.
+ * Sampling is in generate_sample.c, the device-resident KV cache in generate_kv.c; the reference (no device)
+ * keeps its cache in host memory and copies it in and out of each run here.
  */
 #include <errno.h>
 #include <stdarg.h>
@@ -11,6 +12,7 @@
 #include <string.h>
 
 #include "tnpu_onnx.h"
+#include "compile.h"
 #include "generate.h"
 
 #define MIN_PAST_BUCKET 16u
@@ -28,7 +30,15 @@ static int fail(char *err, size_t len, int ret, const char *fmt, ...)
 	return ret;
 }
 
-#define GFAIL(g, ret, ...) fail((g)->err, sizeof((g)->err), ret, __VA_ARGS__)
+int gen_err(struct onnx_generator *g, int ret, const char *fmt, ...)
+{
+	va_list ap;
+
+	va_start(ap, fmt);
+	vsnprintf(g->err, sizeof(g->err), fmt, ap);
+	va_end(ap);
+	return ret;
+}
 
 /* "past_key_values.N.key" -> N, kind 0 (key) / 1 (value); -1 when the name has another form. */
 static int kv_index(const char *name, const char *prefix, unsigned *layer, int *kind)
@@ -194,9 +204,17 @@ int onnx_generator_create(struct onnx_model *m, struct accel_dev *dev, const str
 		goto fail;
 	elems = (uint64_t)g->layers * 2 * g->kv_heads * g->max_len * g->head_dim;
 	g->kv_cache_bytes = elems * sizeof(float);
-	g->cache = elems <= SIZE_MAX / sizeof(float) ? calloc(elems, sizeof(float)) : NULL;
 	g->logits = calloc(g->vocab, sizeof(float));
-	if (!g->cache || !g->logits) {
+	if (!g->logits) {
+		ret = fail(err, errlen, -ENOMEM, "out of memory");
+		goto fail;
+	}
+	if (dev) {	/* device memory (generate_kv.c) */
+		if ((ret = gen_kv_alloc(g))) {
+			fail(err, errlen, ret, "%s", g->err);
+			goto fail;
+		}
+	} else if (!(g->cache = elems <= SIZE_MAX / sizeof(float) ? calloc(elems, sizeof(float)) : NULL)) {
 		ret = fail(err, errlen, -ENOMEM, "kv cache: cannot allocate %llu bytes (%u layers x 2 x %u kv_heads x "
 			   "max_len %u x head_dim %u floats)", (unsigned long long)g->kv_cache_bytes, g->layers,
 			   g->kv_heads, g->max_len, g->head_dim);
@@ -216,6 +234,7 @@ static void bucket_free(struct gen_bucket *b)
 	for (unsigned i = 0; i < b->n_in; i++)
 		onnx_tensor_release(&b->in[i]);
 	free(b->in);
+	free(b->resident);
 }
 
 void onnx_generator_free(struct onnx_generator *g)
@@ -224,6 +243,7 @@ void onnx_generator_free(struct onnx_generator *g)
 		return;
 	for (unsigned i = 0; i < g->n_buckets; i++)
 		bucket_free(&g->buckets[i]);
+	gen_kv_free(g);
 	free(g->cache);
 	free(g->logits);
 	free(g);
@@ -239,6 +259,8 @@ void onnx_generator_reset(struct onnx_generator *g)
 	if (g) {
 		g->len = 0;
 		g->have_logits = false;
+		for (unsigned i = 0; i < g->n_buckets; i++)
+			g->buckets[i].synced = 0;
 	}
 }
 
@@ -308,7 +330,8 @@ static int bucket_get(struct onnx_generator *g, uint32_t seq, uint32_t past, str
 	b->seq = seq;
 	b->past = past;
 	b->in = calloc(n_in, sizeof(*b->in));
-	if (!b->in)
+	b->resident = calloc(n_in, 1);
+	if (!b->in || !b->resident)
 		return GFAIL(g, -ENOMEM, "out of memory");
 	b->n_in = n_in;
 	ret = 0;
@@ -333,11 +356,21 @@ static int bucket_get(struct onnx_generator *g, uint32_t seq, uint32_t past, str
 		return GFAIL(g, ret, "bucket (sequence %u, past %u): cannot allocate its inputs", seq, past);
 	}
 	if (g->dev) {
-		ret = onnx_compile(g->m, g->dev, b->in, n_in, g->compile_flags, &b->cm, cerr, sizeof(cerr));
+		ret = onnx_compile(g->m, g->dev, b->in, n_in, g->compile_flags | CM_COMPILE_KEEP_INPUTS, &b->cm, cerr,
+				   sizeof(cerr));
 		if (ret) {
 			bucket_free(b);
 			return GFAIL(g, ret, "bucket (sequence %u, past %u): compile: %s", seq, past, cerr);
 		}
+		/* the past values live in the plan's arena (generate_kv.c): keep only their shapes */
+		for (unsigned l = 0; l < g->layers; l++)
+			for (int k = 0; k < 2; k++) {
+				struct onnx_tensor *t = &b->in[g->in_past[l][k]];
+
+				free(t->data);
+				t->data = NULL;
+				b->resident[g->in_past[l][k]] = 1;
+			}
 		struct onnx_compiled_info ci;
 
 		if (!onnx_compiled_info(b->cm, &ci))
@@ -348,10 +381,10 @@ static int bucket_get(struct onnx_generator *g, uint32_t seq, uint32_t past, str
 	return 0;
 }
 
-/* Fill the bucket's inputs for n new tokens after the g->len cached ones. */
-static void fill_inputs(struct onnx_generator *g, struct gen_bucket *b, const int64_t *ids, uint32_t n)
+/* Fill the bucket's id, position and mask inputs for n new tokens after the g->len cached ones. */
+static void fill_tokens(struct onnx_generator *g, struct gen_bucket *b, const int64_t *ids, uint32_t n)
 {
-	uint32_t p = g->len, hd = g->head_dim;
+	uint32_t p = g->len;
 	int64_t *in_ids = b->in[g->in_ids].data, *mask = b->in[g->in_mask].data;
 
 	for (uint32_t i = 0; i < b->seq; i++)
@@ -367,6 +400,13 @@ static void fill_inputs(struct onnx_generator *g, struct gen_bucket *b, const in
 		mask[j] = j < p;
 	for (uint32_t i = 0; i < b->seq; i++)
 		mask[b->past + i] = i < n;
+}
+
+/* The reference's host cache: the bucket's past inputs from the cache's first g->len rows. */
+static void fill_past(struct onnx_generator *g, struct gen_bucket *b)
+{
+	uint32_t p = g->len, hd = g->head_dim;
+
 	for (unsigned l = 0; l < g->layers; l++)
 		for (int k = 0; k < 2; k++) {
 			float *dst = b->in[g->in_past[l][k]].data;
@@ -427,18 +467,22 @@ int onnx_generator_prefill(struct onnx_generator *g, const int64_t *ids, size_t 
 	ret = bucket_get(g, gen_seq_bucket((uint32_t)n, g->max_len), gen_past_bucket(g->len, g->max_len), &b);
 	if (ret)
 		return ret;
-	fill_inputs(g, b, ids, (uint32_t)n);
+	fill_tokens(g, b, ids, (uint32_t)n);
+	if (g->kv_buf) {	/* the device-resident cache (generate_kv.c) */
+		if (!(ret = gen_kv_run(g, b, (uint32_t)n, stats))) {
+			g->len += (uint32_t)n;
+			g->have_logits = true;
+		}
+		return ret;
+	}
+	fill_past(g, b);
 	n_out = onnx_model_n_outputs(g->m);
 	outs = calloc(n_out, sizeof(*outs));
 	if (!outs)
 		return GFAIL(g, -ENOMEM, "out of memory");
-	if (b->cm)
-		ret = onnx_compiled_run(b->cm, b->in, b->n_in, outs, n_out, stats);
-	else
-		ret = onnx_run(g->m, NULL, b->in, b->n_in, outs, n_out, stats);
+	ret = onnx_run(g->m, NULL, b->in, b->n_in, outs, n_out, stats);	/* the reference */
 	if (ret)
-		GFAIL(g, ret, "run (sequence %u, past %u): %s", b->seq, b->past,
-		      b->cm ? onnx_compiled_error(b->cm) : onnx_model_error(g->m));
+		GFAIL(g, ret, "run (sequence %u, past %u): %s", b->seq, b->past, onnx_model_error(g->m));
 	else if (!(ret = take_outputs(g, b, outs, (uint32_t)n))) {
 		g->len += (uint32_t)n;
 		g->have_logits = true;

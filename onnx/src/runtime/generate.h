@@ -11,12 +11,19 @@
 #define GEN_MAX_LAYERS 256
 #define GEN_MAX_BUCKETS 64	/* log2(ONNX_GEN_MAX_LEN) + 1 sequence x past buckets fit easily */
 
-/* One shape bucket: its compiled plan (NULL on the reference) and its inputs, allocated once. */
+/*
+ * One shape bucket: its compiled plan (NULL on the reference) and its inputs, allocated once.  On a
+ * device (generate_kv.c) the past inputs are resident: their tensors give only the shape (data NULL),
+ * primed once every row of their arena slots has been written, synced the context rows they hold.
+ */
 struct gen_bucket {
 	uint32_t seq, past;
 	struct onnx_compiled *cm;
 	struct onnx_tensor *in;
+	uint8_t *resident;	/* per input: kept in the plan's arena (the past values) */
 	unsigned n_in;
+	bool primed;
+	uint32_t synced;
 };
 
 struct onnx_generator {
@@ -29,8 +36,10 @@ struct onnx_generator {
 	int out_logits;
 	uint32_t layers, kv_heads, head_dim, vocab;
 	uint32_t max_len, len;
-	/* [layers][2][kv_heads][max_len][head_dim] floats */
+	/* [layers][2][kv_heads][max_len][head_dim] floats: host memory on the reference (dev NULL), else
+	 * the device buffer kv_buf (generate_kv.c) */
 	float *cache;
+	struct accel_buffer *kv_buf;
 	uint64_t kv_cache_bytes, weight_bytes;
 	float *logits;
 	bool have_logits;
@@ -44,6 +53,15 @@ static inline float *gen_cache_at(struct onnx_generator *g, unsigned layer, int 
 {
 	return g->cache + ((((size_t)layer * 2 + (size_t)kind) * g->kv_heads + head) * g->max_len + row) * g->head_dim;
 }
+
+int gen_err(struct onnx_generator *g, int ret, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
+#define GFAIL gen_err
+
+/* The device-resident cache (generate_kv.c): allocate, free; one run of bucket b for n new tokens (its
+ * id, mask and position inputs filled), the cache and the logits updated. */
+int gen_kv_alloc(struct onnx_generator *g);
+void gen_kv_free(struct onnx_generator *g);
+int gen_kv_run(struct onnx_generator *g, struct gen_bucket *b, uint32_t n, struct onnx_run_stats *stats);
 
 uint32_t gen_seq_bucket(uint32_t n, uint32_t max_len);
 uint32_t gen_past_bucket(uint32_t p, uint32_t max_len);

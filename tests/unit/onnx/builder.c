@@ -227,6 +227,11 @@ void mb_value_info(struct mb *b, const char *name, int dtype, unsigned ndim, con
 	b->vis[b->graph.n_value_info++] = typed_vi(b, name, dtype, ndim, dims);
 }
 
+void mb_output_typed(struct mb *b, const char *name, int dtype, unsigned ndim, const int64_t *dims)
+{
+	b->outs[b->graph.n_output++] = typed_vi(b, name, dtype, ndim, dims);
+}
+
 void mb_output(struct mb *b, const char *name)
 {
 	b->outs[b->graph.n_output++] = vi(b, name);

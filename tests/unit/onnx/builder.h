@@ -27,6 +27,8 @@ float mb_frand(uint32_t *rng);
 void mb_init_rand(struct mb *b, const char *name, unsigned ndim, const int64_t *dims, uint32_t *rng);
 void mb_input(struct mb *b, const char *name);
 void mb_output(struct mb *b, const char *name);
+/* A graph output declared with its type and shape (INT64_MIN: a symbolic dim). */
+void mb_output_typed(struct mb *b, const char *name, int dtype, unsigned ndim, const int64_t *dims);
 /* Graph input with a declared tensor type; a dimension INT64_MIN is symbolic ("N"). */
 void mb_input_typed(struct mb *b, const char *name, int dtype, unsigned ndim, const int64_t *dims);
 /* A value_info entry (the declared type of an intermediate value), dimensions as mb_input_typed. */
