@@ -43,7 +43,7 @@
 #include "profile.h"
 #include "tnpu_onnx.h"
 
-#define MAX_IO 16
+#define MAX_IO 256	/* a decoder: 2 x layers + 3 inputs */
 
 static void usage(FILE *f)
 {

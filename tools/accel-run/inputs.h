@@ -5,7 +5,7 @@
 
 #include "tnpu_onnx.h"
 
-#define MAX_SHAPES 16
+#define MAX_SHAPES 256
 
 /* --shape NAME=D0xD1x...: the shape of one input, overriding its declared one. */
 struct shape_arg {
