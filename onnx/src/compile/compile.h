@@ -52,7 +52,8 @@ enum cstep_kind {
 /*
  * Most device jobs one step submits: a batched CS_GEMM, one per batch slice (Swin-T's window attention at
  * 224: 64 windows x 3 heads; issue #30), and a CS_REDUCE over a middle run of axes, one per leading slice
- * (at most CS_REDUCE_MAX_SLICES: more slices run on the host).
+ * (at most CS_REDUCE_MAX_SLICES: more slices run on the host).  A run's job arrays and the kept jobs
+ * (compiled_run.c) grow with the jobs actually submitted; this bounds one step's.
  */
 #define CS_MAX_JOBS 256
 #define CS_REDUCE_MAX_SLICES 16
@@ -80,6 +81,14 @@ struct cval {
 
 /* Alignment of every arena and weight-image offset (bytes). */
 #define CM_ALIGN 64
+
+/* The kept jobs of one device step (struct onnx_compiled kept).  off: the step's jobs keep no
+ * commands (an operation run on the host), so it is lowered on every run. */
+struct cm_kept {
+	struct accel_job **jobs;
+	unsigned n, cap;
+	bool off;
+};
 
 struct cstep {
 	enum cstep_kind kind;
@@ -157,12 +166,12 @@ struct onnx_compiled {
 	unsigned n_device, n_host, n_alias, n_fused;
 	uint8_t *qrole;		/* per graph node: the QDQ matcher's role (compile_qdq.c), compile time only */
 	uint8_t *known;		/* per value: computed at compile time (compile_known.c), compile time only */
-	/* Replays (compiled_run.c): the jobs of device step i's first run, kept (ACCEL_SUBMIT_KEEP) at
-	 * tmpl[i * CS_MAX_JOBS + k], k < tmpl_n[i]; later runs replay them instead of lowering again.
-	 * tmpl_off[i]: the step's jobs keep no commands (an operation run on the host): lowered each run. */
-	struct accel_job **tmpl;
-	uint16_t *tmpl_n;	/* up to CS_MAX_JOBS */
-	uint8_t *tmpl_off;
+	/* Replays (compiled_run.c): kept[i] holds the jobs of device step i's first run, kept
+	 * (ACCEL_SUBMIT_KEEP); later runs replay them instead of lowering again.  NULL until the first
+	 * run; each step's array grows with its jobs.  run_jobs: the last run's job count (the next
+	 * run's job arrays start at that size). */
+	struct cm_kept *kept;
+	unsigned run_jobs;
 	/* Compile time only: the shape probe's value tensors, indexed as the model's values (a constant's
 	 * slot unused: cm_val gives the model's).  The model itself is never written. */
 	struct onnx_tensor *probe;

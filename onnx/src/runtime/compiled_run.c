@@ -22,7 +22,9 @@ struct run_state {
 	struct onnx_tensor *vt;	/* the host steps' values, indexed as the model's: cm->run_vals, never the
 				 * model's own */
 	struct accel_job **jobs;
-	bool *kept;		/* jobs[i] is also a step's kept job (cm->tmpl): waited for, not freed */
+	bool *kept;		/* jobs[i] is also a step's kept job (cm->kept): waited for, not freed */
+	unsigned cap;		/* entries of jobs, kept (and job_node) */
+	bool keep_failed;	/* the step being kept could not keep a job (out of memory) */
 	int rec;		/* the step whose first run is being kept, -1 none */
 	int *job_node;		/* with prof: the graph node (its step's anchor) of each job */
 	unsigned n_jobs, done;	/* submitted; retired (waited and freed) */
@@ -39,22 +41,71 @@ static double now_ms(void)
 	return (double)ts.tv_sec * 1e3 + (double)ts.tv_nsec / 1e6;
 }
 
+/* Room for n jobs in the run's arrays (doubling). */
+static int run_reserve(struct run_state *rs, unsigned n)
+{
+	unsigned cap = rs->cap ? rs->cap : 64;
+	void *p;
+
+	if (n <= rs->cap)
+		return 0;
+	while (cap < n)
+		cap *= 2;
+	if (!(p = realloc(rs->jobs, cap * sizeof(*rs->jobs))))
+		return -ENOMEM;
+	rs->jobs = p;
+	if (!(p = realloc(rs->kept, cap * sizeof(*rs->kept))))
+		return -ENOMEM;
+	rs->kept = p;
+	if (rs->prof) {
+		if (!(p = realloc(rs->job_node, cap * sizeof(*rs->job_node))))
+			return -ENOMEM;
+		rs->job_node = p;
+	}
+	rs->cap = cap;
+	return 0;
+}
+
+/* Keep job as step si's next kept job. */
+static int keep_job(struct cm_kept *k, struct accel_job *job)
+{
+	if (k->n == k->cap) {
+		unsigned cap = k->cap ? 2 * k->cap : 4;
+		struct accel_job **p = realloc(k->jobs, cap * sizeof(*p));
+
+		if (!p)
+			return -ENOMEM;
+		k->jobs = p;
+		k->cap = cap;
+	}
+	k->jobs[k->n++] = job;
+	return 0;
+}
+
 /* A submitted job of step s (the chain's newest: the next one depends on it); while the step's first
- * run is kept (rs->rec), also one of its kept jobs. */
-static void push_job(struct run_state *rs, const struct cstep *s, struct accel_job *job)
+ * run is kept (rs->rec), also one of its kept jobs.  Out of memory: the job is waited for and freed. */
+static int push_job(struct run_state *rs, const struct cstep *s, struct accel_job *job)
 {
 	struct onnx_compiled *cm = rs->cm;
 	int si = (int)(s - cm->steps);
 
+	if (run_reserve(rs, rs->n_jobs + 1)) {
+		accel_job_wait(job, -1);
+		accel_job_free(job);
+		return cm_seterr(cm, -ENOMEM, "out of memory");
+	}
 	if (rs->prof)
 		rs->job_node[rs->n_jobs] = s->node;
 	rs->kept[rs->n_jobs] = false;
-	if (rs->rec == si && cm->tmpl_n[si] < CS_MAX_JOBS) {
-		cm->tmpl[(size_t)si * CS_MAX_JOBS + cm->tmpl_n[si]++] = job;
-		rs->kept[rs->n_jobs] = true;
+	if (rs->rec == si) {
+		if (keep_job(&cm->kept[si], job))
+			rs->keep_failed = true;	/* submit_step drops the step's partial keep */
+		else
+			rs->kept[rs->n_jobs] = true;
 	}
 	rs->jobs[rs->n_jobs++] = job;
 	rs->prev = job;
+	return 0;
 }
 
 /* The submission options of a step's next job: after the chain's last job; kept while recording. */
@@ -96,7 +147,10 @@ static int retire(struct run_state *rs, unsigned upto)
  * step's dependency). */
 static int push_retire(struct run_state *rs, const struct cstep *s, struct accel_job *job)
 {
-	push_job(rs, s, job);
+	int ret = push_job(rs, s, job);
+
+	if (ret)
+		return ret;
 	return rs->n_jobs - rs->done > MAX_IN_FLIGHT ? retire(rs, rs->n_jobs - MAX_IN_FLIGHT / 2) : 0;
 }
 
@@ -458,28 +512,29 @@ static int lower_step(struct run_state *rs, const struct cstep *s)
 /* Free step si's kept jobs of an earlier run (none of them is in this run's chain). */
 static void drop_kept(struct onnx_compiled *cm, unsigned si)
 {
-	for (unsigned k = 0; k < cm->tmpl_n[si]; k++) {
-		accel_job_free(cm->tmpl[(size_t)si * CS_MAX_JOBS + k]);
-		cm->tmpl[(size_t)si * CS_MAX_JOBS + k] = NULL;
-	}
-	cm->tmpl_n[si] = 0;
+	struct cm_kept *kp = &cm->kept[si];
+
+	for (unsigned k = 0; k < kp->n; k++)
+		accel_job_free(kp->jobs[k]);
+	kp->n = 0;
 }
 
 /* Step si's first run failed after keeping some jobs: they are this run's chain's to free. */
 static void unkeep(struct run_state *rs, unsigned si, unsigned first)
 {
-	struct onnx_compiled *cm = rs->cm;
+	struct cm_kept *kp = &rs->cm->kept[si];
 
-	for (unsigned k = 0; k < cm->tmpl_n[si]; k++) {
-		unsigned i = first + k;
-
+	/* the kept jobs are the chain's jobs first, first + 1, ... of this step */
+	for (unsigned k = 0, i = first; k < kp->n && i < rs->n_jobs; i++) {
+		if (!rs->kept[i])
+			continue;
 		if (i < rs->done)	/* already waited for and dropped from the chain */
-			accel_job_free(cm->tmpl[(size_t)si * CS_MAX_JOBS + k]);
+			accel_job_free(kp->jobs[k]);
 		else
 			rs->kept[i] = false;
-		cm->tmpl[(size_t)si * CS_MAX_JOBS + k] = NULL;
+		k++;
 	}
-	cm->tmpl_n[si] = 0;
+	kp->n = 0;
 }
 
 /*
@@ -494,22 +549,22 @@ static int submit_step(struct run_state *rs, const struct cstep *s)
 	unsigned si = (unsigned)(s - cm->steps), first = rs->n_jobs, k = 0;
 	int ret;
 
-	if (cm->tmpl && cm->tmpl_n[si]) {
-		for (; k < cm->tmpl_n[si]; k++) {
+	if (cm->kept && cm->kept[si].n) {
+		for (; k < cm->kept[si].n; k++) {
 			struct accel_submit sub = next_sub(rs);
 			struct accel_job *job = NULL;
 
-			ret = accel_job_replay(cm->tmpl[(size_t)si * CS_MAX_JOBS + k], &sub, &job);
+			ret = accel_job_replay(cm->kept[si].jobs[k], &sub, &job);
 			if (ret)
 				break;
 			if ((ret = push_retire(rs, s, job)))
 				return ret;
 		}
-		if (k == cm->tmpl_n[si])
+		if (k == cm->kept[si].n)
 			return 0;
 		if (ret != -EOPNOTSUPP && ret != -ESTALE)
 			return step_err(cm, s, ret, "accel_job_replay");
-		cm->tmpl_off[si] = ret == -EOPNOTSUPP;
+		cm->kept[si].off = ret == -EOPNOTSUPP;
 		drop_kept(cm, si);
 		if (k && s->kind == CS_GEMM)	/* a batched GEMM: the slices not replayed */
 			return lower_bgemm(rs, s, k);
@@ -518,10 +573,11 @@ static int submit_step(struct run_state *rs, const struct cstep *s)
 		if (k)		/* else only a QDQ step has more than one job */
 			return submit_qdq(rs, s, k);
 	}
-	rs->rec = cm->tmpl && !cm->tmpl_off[si] ? (int)si : -1;
+	rs->rec = cm->kept && !cm->kept[si].off ? (int)si : -1;
+	rs->keep_failed = false;
 	ret = lower_step(rs, s);
-	if (rs->rec >= 0 && ret)
-		unkeep(rs, si, first);
+	if (rs->rec >= 0 && (ret || rs->keep_failed))
+		unkeep(rs, si, first);	/* a partial keep would replay only part of the step */
 	rs->rec = -1;
 	return ret;
 }
@@ -717,24 +773,13 @@ static int compiled_run_locked(struct onnx_compiled *cm, const struct onnx_tenso
 		n_outputs = 0;
 	for (unsigned i = 0; i < n_outputs; i++)
 		memset(&outputs[i], 0, sizeof(outputs[i]));
-	if (!cm->tmpl && !(cm->flags & ONNX_COMPILE_NO_REPLAY)) {
-		size_t n = cm->n_steps ? cm->n_steps : 1;
-
-		cm->tmpl = calloc(n * CS_MAX_JOBS, sizeof(*cm->tmpl));
-		cm->tmpl_n = calloc(n, sizeof(*cm->tmpl_n));
-		cm->tmpl_off = calloc(n, 1);
-		if (!cm->tmpl || !cm->tmpl_n || !cm->tmpl_off) {
-			cm_drop_kept(cm);
-			return cm_seterr(cm, -ENOMEM, "out of memory");
-		}
-	}
-	rs.jobs = calloc(cm->n_steps ? (size_t)cm->n_steps * CS_MAX_JOBS : 1, sizeof(*rs.jobs));
-	rs.kept = calloc(cm->n_steps ? (size_t)cm->n_steps * CS_MAX_JOBS : 1, sizeof(*rs.kept));
-	rs.job_node = prof ? calloc(cm->n_steps ? (size_t)cm->n_steps * CS_MAX_JOBS : 1, sizeof(int)) : NULL;
+	if (!cm->kept && !(cm->flags & ONNX_COMPILE_NO_REPLAY) &&
+	    !(cm->kept = calloc(cm->n_steps ? cm->n_steps : 1, sizeof(*cm->kept))))
+		return cm_seterr(cm, -ENOMEM, "out of memory");
 	if (!cm->run_vals)
 		cm->run_vals = calloc(m->n_vals ? m->n_vals : 1, sizeof(*cm->run_vals));
 	rs.vt = cm->run_vals;
-	if (!rs.jobs || !rs.kept || (prof && !rs.job_node) || !rs.vt) {
+	if (run_reserve(&rs, cm->run_jobs) || !rs.vt) {
 		free(rs.jobs);
 		free(rs.kept);
 		free(rs.job_node);
@@ -786,6 +831,7 @@ static int compiled_run_locked(struct onnx_compiled *cm, const struct onnx_tenso
 		for (unsigned i = 0; i < n_outputs; i++)
 			onnx_tensor_release(&outputs[i]);
 	release_values(&rs);	/* a failed host step's */
+	cm->run_jobs = rs.n_jobs;
 	free(rs.jobs);
 	free(rs.kept);
 	free(rs.job_node);
@@ -828,15 +874,13 @@ int cm_run_resident(struct onnx_compiled *cm, const struct onnx_tensor *inputs, 
 
 void cm_drop_kept(struct onnx_compiled *cm)
 {
-	if (cm->tmpl && cm->tmpl_n)
-		for (unsigned si = 0; si < cm->n_steps; si++)
+	if (cm->kept)
+		for (unsigned si = 0; si < cm->n_steps; si++) {
 			drop_kept(cm, si);
-	free(cm->tmpl);
-	free(cm->tmpl_n);
-	free(cm->tmpl_off);
-	cm->tmpl = NULL;
-	cm->tmpl_n = NULL;
-	cm->tmpl_off = NULL;
+			free(cm->kept[si].jobs);
+		}
+	free(cm->kept);
+	cm->kept = NULL;
 }
 
 int onnx_compiled_run(struct onnx_compiled *cm, const struct onnx_tensor *inputs, unsigned n_inputs,
