@@ -157,7 +157,8 @@ struct accel_cmdstream {
 	unsigned n_bos, cap_bos;
 	size_t *cuts;		/* end offsets of segments except the last */
 	unsigned n_cuts, cap_cuts;
-	int err;		/* sticky: first append failure */
+	int err;		/* sticky: first append failure, or a packet that failed its check */
+	char msg[256];		/* that check's message (packet.c); empty: out of memory */
 };
 
 /* Address of a tensor's first element; a support query's bufferless tensor: its offset (so the
@@ -193,6 +194,9 @@ void cs_im2col_raw(struct accel_cmdstream *cs, unsigned flags, const void *hwdes
 void cs_dispatch(struct accel_cmdstream *cs, unsigned flags, unsigned row, unsigned half, unsigned dflags,
 		 const void *pkt, uint32_t len);
 void cs_sem(struct accel_cmdstream *cs, bool signal, unsigned flags, unsigned engine, unsigned sem, unsigned count);
+/* 0, or the stream's sticky error with its message set on the device (out of memory, or the packet
+ * check that failed: packet.c) */
+int cs_report(struct accel_cmdstream *cs);
 int cs_submit(struct accel_cmdstream *cs, const struct accel_submit *sub, struct accel_job **job);
 /* submit.c: drop a reference to a kept stream (frees it and its constants with the last) */
 void accel_kept_put(struct accel_kept *k);
@@ -205,8 +209,9 @@ struct accel_program {
 	uint16_t instr[64];
 	uint8_t recs[16][32];
 };
-/* CONFIG packet bytes into out (>= 1 + 16 + 128 + 512 bytes); returns length or -errno. */
-int accel_program_packet(const struct accel_program *p, unsigned ibuf, uint8_t *out, size_t cap);
+/* The program's CONFIG packet in the builder (isa/packet.h), for pkt_dispatch; 0 or -EINVAL. */
+struct pkt;
+int accel_program_pkt(const struct accel_program *p, unsigned ibuf, struct pkt *out);
 
 /* job.c */
 int accel_job_new(struct accel_dev *dev, unsigned n_hw, struct accel_job **out);

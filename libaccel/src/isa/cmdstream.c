@@ -4,16 +4,27 @@
  * public accel_cs_* API.  A stream may be cut into segments; each segment is submitted as its own
  * hardware command buffer (jobs start from a clean device state, so a segment must be complete).
  */
+#include <errno.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "internal.h"
+#include "packet.h"
 #include "tnpu/tnpu_hw.h"
 
 void cs_init(struct accel_cmdstream *cs, struct accel_dev *dev)
 {
 	memset(cs, 0, sizeof(*cs));
 	cs->dev = dev;
+}
+
+int cs_report(struct accel_cmdstream *cs)
+{
+	if (!cs->err)
+		return 0;
+	if (cs->err == -ENOMEM || !cs->msg[0])
+		return accel_seterr(cs->dev, cs->err, "out of memory while building the command stream");
+	return accel_seterr(cs->dev, cs->err, "%s", cs->msg);
 }
 
 void cs_fini(struct accel_cmdstream *cs)
@@ -294,8 +305,8 @@ int accel_cs_im2col(struct accel_cmdstream *cs, unsigned flags, const struct acc
 int accel_cs_config(struct accel_cmdstream *cs, unsigned flags, unsigned row, unsigned ibuf,
 		    const struct accel_program *p)
 {
-	uint8_t pkt[1 + 16 + 128 + 512];
-	int len, ret;
+	struct pkt pk;
+	int ret;
 
 	if (!cs)
 		return -EINVAL;
@@ -306,17 +317,17 @@ int accel_cs_config(struct accel_cmdstream *cs, unsigned flags, unsigned row, un
 		return ret;
 	if (row >= cs->dev->caps.rows && row != ACCEL_ROW_ALL)
 		return accel_seterr(cs->dev, -EINVAL, "CONFIG row %u out of range", row);
-	len = accel_program_packet(p, ibuf, pkt, sizeof(pkt));
-	if (len < 0)
-		return accel_seterr(cs->dev, len, "CONFIG: invalid program or buffer id %u", ibuf);
-	cs_dispatch(cs, flags, row, 0, 0, pkt, (uint32_t)len);
-	return cs->err;
+	ret = accel_program_pkt(p, ibuf, &pk);
+	if (ret < 0)
+		return accel_seterr(cs->dev, ret, "CONFIG: invalid program or buffer id %u", ibuf);
+	pkt_dispatch(cs, &pk, flags, row, 0, 0);
+	return cs->err ? cs_report(cs) : 0;
 }
 
 int accel_cs_exe(struct accel_cmdstream *cs, unsigned flags, unsigned row, unsigned half, unsigned ibuf,
 		 unsigned exe_flags, const struct accel_patch *patches, unsigned n_patches)
 {
-	uint8_t pkt[1 + 8 * 16];
+	struct pkt pk;
 
 	if (!cs)
 		return -EINVAL;
@@ -330,17 +341,14 @@ int accel_cs_exe(struct accel_cmdstream *cs, unsigned flags, unsigned row, unsig
 		return accel_seterr(cs->dev, -EINVAL, "EXE flags 0x%x invalid", exe_flags);
 	if (n_patches > 16 || (n_patches && !patches))
 		return accel_seterr(cs->dev, -EINVAL, "EXE: at most 16 patches");
-	pkt[0] = TNPU_PKT_EXE_BYTE(ibuf, exe_flags & (ACCEL_EXE_SHIFT_OUT | ACCEL_EXE_LAST));
+	exe_begin(&pk, ibuf, exe_flags & (ACCEL_EXE_SHIFT_OUT | ACCEL_EXE_LAST));
 	for (unsigned i = 0; i < n_patches; i++) {
-		struct tnpu_exe_patch pt = { .rf = patches[i].rf, .field = patches[i].field, .value = patches[i].value };
-
-		if (pt.rf >= 16 || pt.field > 3)
+		if (patches[i].rf >= 16 || patches[i].field > 3)
 			return accel_seterr(cs->dev, -EINVAL, "EXE patch %u: rf/field out of range", i);
-		memcpy(pkt + 1 + 8 * i, &pt, 8);
+		exe_patch_raw(&pk, patches[i].rf, patches[i].field, patches[i].value);
 	}
-	cs_dispatch(cs, flags, row, half, (exe_flags & ACCEL_EXE_RF_RESTORE) ? TNPU_DISPATCH_F_RF_RESTORE : 0, pkt,
-		    1 + 8 * n_patches);
-	return cs->err;
+	pkt_dispatch(cs, &pk, flags, row, half, (exe_flags & ACCEL_EXE_RF_RESTORE) ? TNPU_DISPATCH_F_RF_RESTORE : 0);
+	return cs->err ? cs_report(cs) : 0;
 }
 
 static int cs_sem_pub(struct accel_cmdstream *cs, bool signal, unsigned flags, enum accel_engine e, unsigned sem,

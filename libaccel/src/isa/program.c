@@ -7,6 +7,7 @@
 #include <string.h>
 
 #include "internal.h"
+#include "packet.h"
 #include "tnpu/tnpu_hw.h"
 
 _Static_assert(sizeof(struct accel_operand) == sizeof(struct tnpu_operand), "operand mirror");
@@ -133,30 +134,26 @@ int accel_program_st(struct accel_program *p, unsigned acc, unsigned rf, bool ra
 	return add_insn(p, TNPU_INSN_ST(acc, rf, raw));
 }
 
-int accel_program_packet(const struct accel_program *p, unsigned ibuf, uint8_t *out, size_t cap)
+/* The program's CONFIG packet in the builder (packet.c).  Its records go in unchecked: a hand-built
+ * program's operands are the device's to validate (SRAM_RANGE), which the raw command-stream API's
+ * error tests rely on. */
+int accel_program_pkt(const struct accel_program *p, unsigned ibuf, struct pkt *out)
 {
 	struct tnpu_cfg_hdr h;
-	size_t len;
 
 	if (!p || !p->n_instr || ibuf >= TNPU_NUM_IBUFS)
 		return -EINVAL;
-	len = 1 + 16 + 2u * p->n_instr + 32u * p->n_ops;
-	if (len > cap)
-		return -E2BIG;
 	memset(&h, 0, sizeof(h));
-	h.n_instr = p->n_instr;
-	h.n_operands = p->n_ops;
 	h.rf_base = p->rf_base;
 	h.mode = p->mode;
 	h.loop_start = p->loop_set ? p->loop_start : 0;
 	h.loop_end = p->loop_set ? p->loop_end : (uint8_t)(p->n_instr - 1);
 	h.repeat = p->loop_set ? p->repeat : 1;
 	h.sfu_rf = p->sfu_rf;
-	if (h.loop_end >= h.n_instr)
+	if (h.loop_end >= p->n_instr)
 		return -EINVAL;
-	out[0] = TNPU_PKT_CONFIG_BYTE(ibuf);
-	memcpy(out + 1, &h, 16);
-	memcpy(out + 17, p->instr, 2u * p->n_instr);
-	memcpy(out + 17 + 2u * p->n_instr, p->recs, 32u * p->n_ops);
-	return (int)len;
+	cfg_begin(out, ibuf, &h);
+	cfg_insns(out, p->instr, p->n_instr);
+	cfg_records(out, p->recs, p->n_ops);
+	return out->err;
 }

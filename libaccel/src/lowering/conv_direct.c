@@ -24,6 +24,7 @@
 #include <string.h>
 
 #include "epilogue.h"
+#include "packet.h"
 
 enum { S_FULL = 0, S_FREE = 2, S_STG_FULL = 4, S_STG_FREE = 6, S_TAP = 8 };
 #define AS TNPU_CMD_F_ASYNC
@@ -235,7 +236,7 @@ static void emit_config(struct mm_ctx *x, const struct dconv *g, const struct mm
 	struct tnpu_sfu_param sfu = p->sfu;
 	struct tnpu_cfg_hdr h;
 	uint16_t ins[4];
-	uint8_t pkt[1 + 16 + 8 + 4 * 32];
+	struct pkt pk;
 	unsigned nops = p->use_sfu ? 4 : 3;
 	int32_t tap = (int32_t)(g->dx * g->C * e);
 
@@ -274,9 +275,8 @@ static void emit_config(struct mm_ctx *x, const struct dconv *g, const struct mm
 		 * A chained MAC applies the SFU after every MAC of a LAST EXE (isa.md), i.e. after each of
 		 * the R*S taps, and only the last one's result is stored: one SFU APPLY after the tap loop
 		 * gives the same output with one SFU pass per tile instead of R*S.  Buffers 2 and 3 (one tap
-		 * per EXE) keep the chained body from pkt.
+		 * per EXE) keep the chained body.
 		 */
-		uint8_t pk5[1 + 16 + 10 + 4 * 32];
 		struct tnpu_cfg_hdr h5 = h;
 		uint16_t ins5[5] = {
 			TNPU_INSN_LD(0, 0, 0, x->zskip_a), TNPU_INSN_LD(1, 0, 1, 0),
@@ -284,42 +284,37 @@ static void emit_config(struct mm_ctx *x, const struct dconv *g, const struct mm
 			TNPU_INSN_ST(0, 2, 0),
 		};
 
-		h5.n_instr = 5;
-		pk5[0] = TNPU_PKT_CONFIG_BYTE(1);
-		memcpy(pk5 + 1, &h5, 16);
-		memcpy(pk5 + 17, ins5, sizeof(ins5));
-		memcpy(pk5 + 27, ops, 3 * 32);
-		memcpy(pk5 + 27 + 96, &sfu, 32);
-		cs_dispatch(x->cs, AS, x->pin_row != 0xFF ? x->pin_row : TNPU_DISPATCH_ROW_ALL, 0, 0, pk5, 27 + 32 * nops);
+		cfg_begin(&pk, 1, &h5);
+		cfg_insns(&pk, ins5, 5);
+		cfg_operands(&pk, ops, 3);
+		cfg_record(&pk, &sfu);
+		pkt_dispatch(x->cs, &pk, AS, x->pin_row != 0xFF ? x->pin_row : TNPU_DISPATCH_ROW_ALL, 0, 0);
 		/* the chained body for buffers 2 and 3, as mm_dispatch_mac_config writes it */
 		ins[0] = TNPU_INSN_LD(0, 0, 0, x->zskip_a);
 		ins[1] = TNPU_INSN_LD(1, 0, 1, 0);
 		ins[2] = TNPU_INSN_MAC(0, 0, 0, x->mac_lb, 1);
 		ins[3] = TNPU_INSN_ST(0, 2, 0);
-		memcpy(pkt + 17, ins, 8);
-		memcpy(pkt + 25, ops, 3 * 32);
-		memcpy(pkt + 25 + 96, &sfu, 32);
 	} else {
-		mm_dispatch_mac_config(x, 1, &h, ins, ops, &sfu, p->use_sfu, pkt);
+		mm_dispatch_mac_config(x, 1, &h, ins, ops, &sfu, p->use_sfu);
 	}
 	/* Buffer 2: the same body, one pass per EXE, no records of its own (it shares buffer 1's
 	 * register-file entries, whose scalar-unit state persists across EXEs): the first round runs
 	 * tap by tap while the weights of later taps are still arriving. */
-	h.n_operands = 0;
 	h.repeat = 1;
-	pkt[0] = TNPU_PKT_CONFIG_BYTE(2);
-	memcpy(pkt + 1, &h, 16);
-	cs_dispatch(x->cs, AS, TNPU_DISPATCH_ROW_ALL, 0, 0, pkt, 25);
+	cfg_begin(&pk, 2, &h);
+	cfg_insns(&pk, ins, 4);
+	pkt_dispatch(x->cs, &pk, AS, TNPU_DISPATCH_ROW_ALL, 0, 0);
 	/* Buffer 3: a second tile in flight during the tap-major start, with its own register window
 	 * (entries 16..19, a copy of the records) and accumulator 1. */
-	h.n_operands = (uint8_t)nops;
 	h.rf_base = 16;
 	ins[2] = TNPU_INSN_MAC(0, 0, 1, 0, p->use_sfu);
 	ins[3] = TNPU_INSN_ST(1, 2, !p->use_sfu);
-	pkt[0] = TNPU_PKT_CONFIG_BYTE(3);
-	memcpy(pkt + 1, &h, 16);
-	memcpy(pkt + 17, ins, 8);
-	cs_dispatch(x->cs, AS, TNPU_DISPATCH_ROW_ALL, 0, 0, pkt, 25 + 32 * nops);
+	cfg_begin(&pk, 3, &h);
+	cfg_insns(&pk, ins, 4);
+	cfg_operands(&pk, ops, 3);
+	if (p->use_sfu)
+		cfg_record(&pk, &sfu);
+	pkt_dispatch(x->cs, &pk, AS, TNPU_DISPATCH_ROW_ALL, 0, 0);
 }
 
 /* Fill `height` rows of `width` bytes, `pitch` bytes apart, with the byte `fill`. */
@@ -588,9 +583,9 @@ static void emit_group(struct mm_ctx *x, const struct dconv *g, const struct dpl
 			unsigned ibuf = phased ? 2 + k : 1;
 
 			for (unsigned r = 0; r < nrows; r++) {
-				uint8_t pkt[1 + 48];
+				struct pkt ep;
 				struct tnpu_exe_patch pt[6];
-				uint32_t np = 0, len;
+				uint32_t np = 0;
 				uint8_t fl = last ? (uint8_t)(TNPU_PKT_LAST | (k == lastk[r] ? TNPU_PKT_SHIFT_OUT : 0)) : 0;
 
 				if (!rr[r].valid)
@@ -616,15 +611,15 @@ static void emit_group(struct mm_ctx *x, const struct dconv *g, const struct dpl
 								.value = d->bias_off + rr[r].nb * d->Nr * d->col_bytes };
 					}
 				}
-				pkt[0] = TNPU_PKT_EXE_BYTE(ibuf, fl);
-				memcpy(pkt + 1, pt, 8 * np);
-				len = 1 + 8 * np;
+				exe_begin(&ep, ibuf, fl);
+				for (uint32_t q = 0; q < np; q++)
+					exe_patch(&ep, pt[q].rf, pt[q].field, pt[q].value);
 				if (same[k] && nrows == c->rows && c->rows > 1) {
-					cs_dispatch(x->cs, AS, TNPU_DISPATCH_ROW_ALL, h, first ? TNPU_DISPATCH_F_RF_RESTORE : 0,
-						    pkt, len);
+					pkt_dispatch(x->cs, &ep, AS, TNPU_DISPATCH_ROW_ALL, h,
+						     first ? TNPU_DISPATCH_F_RF_RESTORE : 0);
 					break;
 				}
-				cs_dispatch(x->cs, AS, r, h, first ? TNPU_DISPATCH_F_RF_RESTORE : 0, pkt, len);
+				pkt_dispatch(x->cs, &ep, AS, r, h, first ? TNPU_DISPATCH_F_RF_RESTORE : 0);
 			}
 		}
 	}
@@ -831,6 +826,6 @@ int conv_direct_lower(struct accel_dev *dev, struct mm_ctx *x, const struct acce
 		cs_sem(x->cs, true, AS, TNPU_ENGINE_COMPUTE, S_FREE + h, 1);
 	}
 	if (x->cs->err)
-		return accel_seterr(dev, x->cs->err, "out of memory while building the command stream");
+		return cs_report(x->cs);
 	return 0;
 }

@@ -319,21 +319,24 @@ static struct tnpu_operand opnd(uint32_t addr, int32_t cs, int32_t ps, uint32_t 
 	return o;
 }
 
-/* CONFIG of instruction buffer `buf` broadcast to every row. */
+/* CONFIG of instruction buffer `buf` broadcast to every row: h's n_instr instructions and n_operands
+ * records, those whose bit is set in opmask operand records (checked against the half). */
 void dw_config(struct accel_cmdstream *cs, unsigned buf, unsigned half, const struct tnpu_cfg_hdr *h,
-		      const uint16_t *ins, const void *recs)
+	       const uint16_t *ins, const void *recs, unsigned opmask)
 {
-	uint8_t pkt[1 + 16 + 2 * 4 + 32 * 5];
-	size_t n = 0;
+	struct pkt p;
 
-	pkt[n++] = TNPU_PKT_CONFIG_BYTE(buf);
-	memcpy(pkt + n, h, 16);
-	n += 16;
-	memcpy(pkt + n, ins, 2u * h->n_instr);
-	n += 2u * h->n_instr;
-	memcpy(pkt + n, recs, 32u * h->n_operands);
-	n += 32u * h->n_operands;
-	cs_dispatch(cs, AS, TNPU_DISPATCH_ROW_ALL, half, 0, pkt, (uint32_t)n);
+	cfg_begin(&p, buf, h);
+	cfg_insns(&p, ins, h->n_instr);
+	for (unsigned i = 0; i < h->n_operands; i++) {
+		const uint8_t *r = (const uint8_t *)recs + 32u * i;
+
+		if (opmask & (1u << i))
+			cfg_operands(&p, (const struct tnpu_operand *)(const void *)r, 1);
+		else
+			cfg_record(&p, r);
+	}
+	pkt_dispatch(cs, &p, AS, TNPU_DISPATCH_ROW_ALL, half, 0);
 }
 
 /* The layer's own job: the weight-slot LD in buffer 0 (register window 0), the run in buffer 1
@@ -405,7 +408,9 @@ void dw_config_run(struct accel_cmdstream *cs, const struct dwg *g, const struct
 	};
 
 	dw_run_recs(g, d, p, k0, xc, recs);
-	dw_config(cs, r->buf_run, h, &hd, ins + !w, recs);
+	/* the window and the output, and the weights' LD: operand records; the depthwise and SFU
+	 * parameter records are not */
+	dw_config(cs, r->buf_run, h, &hd, ins + !w, recs, 0x3u | (w ? 1u << nrec : 0));
 }
 
 /* Buffer r->buf_w = the LD of the weights into weight slot r->wslot (RQ: it stays valid for every DW
@@ -417,7 +422,7 @@ void dw_config_wslot(struct accel_cmdstream *cs, const struct dwg *g, const stru
 				   .mode = TNPU_CFG_MODE_WQ_PUT(TNPU_WQ_RQ), .repeat = 1 };
 	uint16_t ins = TNPU_INSN_LD(0, r->wslot, true, false);
 
-	dw_config(cs, r->buf_w, 0, &hd, &ins, &b);
+	dw_config(cs, r->buf_w, 0, &hd, &ins, &b, 0x1u);
 }
 
 /* Job prologue: weights and bias in the halves (the channel split: each unit its Cu channels' rows),
@@ -425,7 +430,7 @@ void dw_config_wslot(struct accel_cmdstream *cs, const struct dwg *g, const stru
 static void dw_prologue(struct accel_cmdstream *cs, const struct dwg *g, const struct dwp *d,
 			const struct mm_problem *p, unsigned halves)
 {
-	uint8_t exe = TNPU_PKT_EXE_BYTE(0, 0);
+	struct pkt exe;
 	uint32_t wl = d->Cu * g->R * g->S * g->e, ws = d->csplit ? wl : 0;
 	uint8_t fl = (uint8_t)(TNPU_BANDS_F_AUX | (d->stream ? TNPU_BANDS_F_STREAM : 0));
 
@@ -443,7 +448,8 @@ static void dw_prologue(struct accel_cmdstream *cs, const struct dwg *g, const s
 	dw_config_wslot(cs, g, d, &dw_prog_own);
 	if (!d->stream)
 		cs_sem(cs, false, AS, TNPU_ENGINE_COMPUTE, DS_W, 1);
-	cs_dispatch(cs, AS, TNPU_DISPATCH_ROW_ALL, 0, 0, &exe, 1);
+	exe_begin(&exe, 0, 0);
+	pkt_dispatch(cs, &exe, AS, TNPU_DISPATCH_ROW_ALL, 0, 0);
 }
 
 /* Chunks of a segment's n iterations: first chunk cf iterations (its load is not hidden), last
@@ -649,9 +655,10 @@ static void dw_segment(struct accel_cmdstream *cs, const struct dwg *g, const st
 	struct dw_fill f[DW_MAX_FILLS];
 	unsigned nf;
 	bool pad_wait;
-	uint8_t exe = TNPU_PKT_EXE_BYTE(1, TNPU_PKT_LAST | TNPU_PKT_SHIFT_OUT);
+	struct pkt exe;
 	uint8_t sf = d->stream ? TNPU_BANDS_F_STREAM : 0;	/* STREAM: the lines replace FULL/DONE */
 
+	exe_begin(&exe, 1, TNPU_PKT_LAST | TNPU_PKT_SHIFT_OUT);
 	nch = dw_chunks(d, n, k0);
 	/* STREAM: one chunk, whose FILLs the EXE waits for */
 	pad_wait = d->stream && dw_fills(g, d, s, 0, ACCEL_MIN(d->in_rows, (k0[1] * d->E - 1) * g->sy +
@@ -695,7 +702,7 @@ static void dw_segment(struct accel_cmdstream *cs, const struct dwg *g, const st
 		for (uint32_t xc = 0; xc < d->nx; xc++) {
 			if (xc)
 				dw_config_run(cs, g, d, p, &dw_prog_own, h, k0[j], k0[j + 1] - k0[j], xc);
-			cs_dispatch(cs, AS, TNPU_DISPATCH_ROW_ALL, h, 0, &exe, 1);
+			pkt_dispatch(cs, &exe, AS, TNPU_DISPATCH_ROW_ALL, h, 0);
 		}
 		if (!d->stream)
 			cs_sem(cs, true, AS, TNPU_ENGINE_COMPUTE, DS_DONE, 1);
@@ -804,7 +811,7 @@ int conv_dw_lower(struct accel_dev *dev, struct mm_ctx *x, const struct accel_co
 	for (uint32_t s = 0; s < total; s++)
 		dw_segment(x->cs, &g, &d, p, s, total);
 	if (x->cs->err)
-		return accel_seterr(dev, x->cs->err, "out of memory while building the command stream");
+		return cs_report(x->cs);
 	return 0;
 }
 

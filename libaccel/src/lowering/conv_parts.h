@@ -8,6 +8,7 @@
 #define ACCEL_CONV_PARTS_H
 
 #include "epilogue.h"
+#include "packet.h"
 
 #define PW_MAX_TAPS 4			/* filter rows: one weight slot each */
 #define PW_MAX_SUB 1024			/* sub-tiles per segment */
@@ -243,7 +244,7 @@ unsigned dw_fills(const struct dwg *g, const struct dwp *d, uint32_t s, uint32_t
 		  struct dw_fill f[DW_MAX_FILLS]);
 void dw_fill_emit(struct accel_cmdstream *cs, unsigned half, const struct dw_fill *fl, uint8_t fill);
 void dw_config(struct accel_cmdstream *cs, unsigned buf, unsigned half, const struct tnpu_cfg_hdr *h,
-	       const uint16_t *ins, const void *recs);
+	       const uint16_t *ins, const void *recs, unsigned opmask);
 uint64_t dw_work_cycles(const struct dw_work *a, const struct dw_work *b, uint64_t tile_drain, uint32_t rate_mc);
 
 #endif

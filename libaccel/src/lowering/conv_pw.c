@@ -1123,27 +1123,20 @@ static bool pw_plan(const struct pwg *g, struct pwp *best)
 /* CONFIG of instruction buffer buf: n sub-tiles of plan d, its records (when recs) from register-file
  * entry rf_base on. */
 /* A CONFIG packet's opening for instruction buffer buf: the header (PIPE4, the weight queue in RQ mode:
- * the weight slots stay valid for the run's sub-tiles) and the ni instructions; the records follow.
- * Returns the bytes written. */
-static uint32_t pw_config_head(uint8_t *pkt, unsigned buf, const uint16_t *ins, uint32_t ni, uint32_t nops,
-			       unsigned sfu_rf, uint32_t rf_base)
+ * the weight slots stay valid for the run's sub-tiles) and the ni instructions; the records follow. */
+static void pw_config_head(struct pkt *pk, unsigned buf, const uint16_t *ins, uint32_t ni, unsigned sfu_rf,
+			   uint32_t rf_base)
 {
 	struct tnpu_cfg_hdr h;
-	uint32_t len = 0;
 
 	memset(&h, 0, sizeof(h));
-	h.n_instr = (uint8_t)ni;
-	h.n_operands = (uint8_t)nops;
 	h.mode = TNPU_CFG_MODE_PIPE4 | TNPU_CFG_MODE_WQ_PUT(TNPU_WQ_RQ);
 	h.loop_end = (uint8_t)(ni - 1);
 	h.repeat = 1;
 	h.sfu_rf = (uint8_t)sfu_rf;
 	h.rf_base = (uint8_t)rf_base;
-	pkt[len++] = TNPU_PKT_CONFIG_BYTE(buf);
-	memcpy(pkt + len, &h, 16);
-	len += 16;
-	memcpy(pkt + len, ins, 2 * ni);
-	return len + 2 * ni;
+	cfg_begin(pk, buf, &h);
+	cfg_insns(pk, ins, ni);
 }
 
 void pw_config(struct accel_cmdstream *cs, const struct pwg *g, const struct pwp *d, const struct mm_problem *p,
@@ -1162,8 +1155,8 @@ void pw_config(struct accel_cmdstream *cs, const struct pwg *g, const struct pwp
 	struct tnpu_operand ops[6];
 	struct tnpu_sfu_param sfu = p->sfu;
 	uint16_t ins[PW_MAX_TAPS + TNPU_NUM_ACCS * (2 * PW_MAX_TAPS + 2)];
-	uint8_t pkt[1 + 16 + sizeof(ins) + 6 * 32];
-	uint32_t len = 0, ni = 0;
+	struct pkt pk;
+	uint32_t ni = 0;
 	/* pixel-block and channel-block indices of cluster c and PE p: strides per cluster and per PE */
 	int64_t pc = d->cl_pix ? (d->pe_pix ? P : 1) : 0, pp = d->pe_pix ? 1 : 0;
 	int64_t cc = d->cl_pix ? 0 : (d->pe_pix ? 1 : P), cp = d->pe_pix ? 0 : 1;
@@ -1238,20 +1231,15 @@ void pw_config(struct accel_cmdstream *cs, const struct pwg *g, const struct pwp
 		ins[ni++] = TNPU_INSN_ST(k, g->res ? 4 : 2, !g->sfu);
 	}
 	/* one weight LD per filter row, valid for every sub-tile (RQ) */
-	len = pw_config_head(pkt, buf, ins, ni, recs ? (g->res ? 6 : g->sfu ? 4 : 3) : 0, 3, rf_base);
+	pw_config_head(&pk, buf, ins, ni, 3, rf_base);
 	if (recs) {
-		memcpy(pkt + len, ops, 3 * 32);
-		len += 3 * 32;
-		if (g->sfu) {
-			memcpy(pkt + len, &sfu, 32);
-			len += 32;
-		}
-		if (g->res) {
-			memcpy(pkt + len, &ops[4], 2 * 32);
-			len += 2 * 32;
-		}
+		cfg_operands(&pk, ops, 3);
+		if (g->sfu)
+			cfg_record(&pk, &sfu);
+		if (g->res)
+			cfg_operands(&pk, &ops[4], 2);
 	}
-	cs_dispatch(cs, AS, TNPU_DISPATCH_ROW_ALL, 0, 0, pkt, len);
+	pkt_dispatch(cs, &pk, AS, TNPU_DISPATCH_ROW_ALL, 0, 0);
 }
 
 /* The EXE of instruction buffer buf: sub-tiles k0.. of plan d (whose buffers start at in_off / out_off)
@@ -1268,7 +1256,7 @@ void pw_exe_emit_x(struct accel_cmdstream *cs, const struct pwg *g, const struct
 		   const struct tnpu_exe_patch *xp, unsigned nx)
 {
 	struct tnpu_exe_patch pt[5 + PW_MAX_XPATCH];
-	uint8_t pkt[1 + sizeof(pt)];
+	struct pkt pk;
 	unsigned np = 0;
 	uint32_t c0 = ct * d->gch * d->tn, out = out_off + (uint32_t)sub_out(g, d, k0) + c0 * g->oe;
 
@@ -1283,9 +1271,10 @@ void pw_exe_emit_x(struct accel_cmdstream *cs, const struct pwg *g, const struct
 		pt[np++] = (struct tnpu_exe_patch){ .rf = 3, .field = TNPU_PATCH_ADDR, .value = d->b_off + c0 * g->colb };
 	for (unsigned i = 0; i < nx && i < PW_MAX_XPATCH; i++)
 		pt[np++] = xp[i];
-	pkt[0] = TNPU_PKT_EXE_BYTE(buf, TNPU_PKT_LAST | TNPU_PKT_SHIFT_OUT);
-	memcpy(pkt + 1, pt, 8 * np);
-	cs_dispatch(cs, AS, TNPU_DISPATCH_ROW_ALL, sg->h, 0, pkt, 1 + 8 * np);
+	exe_begin(&pk, buf, TNPU_PKT_LAST | TNPU_PKT_SHIFT_OUT);
+	for (unsigned i = 0; i < np; i++)
+		exe_patch(&pk, pt[i].rf, pt[i].field, pt[i].value);
+	pkt_dispatch(cs, &pk, AS, TNPU_DISPATCH_ROW_ALL, sg->h, 0);
 }
 
 /*
@@ -1308,8 +1297,8 @@ void pw_config_ct(struct accel_cmdstream *cs, const struct pwg *g, const struct 
 	uint8_t dt = p->f32 ? TNPU_DTYPE_FP32 : TNPU_DTYPE_INT8;
 	struct tnpu_operand ops[3 + TNPU_NUM_ACCS];
 	uint16_t ins[1 + 4 * TNPU_NUM_ACCS];
-	uint8_t pkt[1 + 16 + sizeof(ins) + sizeof(ops)];
-	uint32_t len = 0, ni = 0, nops = 3 + (g->sfu ? d->nct : 0);
+	struct pkt pk;
+	uint32_t ni = 0;
 
 	memset(ops, 0, sizeof(ops));
 	ops[0] = (struct tnpu_operand){ .addr = d->in_off[0], .col_stride = (int32_t)(d->wcs * g->C * e),
@@ -1341,27 +1330,25 @@ void pw_config_ct(struct accel_cmdstream *cs, const struct pwg *g, const struct 
 			ins[ni++] = TNPU_INSN_SFU(TNPU_SFU_FN_APPLY, 3 + t, t);
 		ins[ni++] = TNPU_INSN_ST(t, 2, !g->sfu);
 	}
-	len = pw_config_head(pkt, buf, ins, ni, nops, 0, rf_base);
-	memcpy(pkt + len, ops, 32 * nops);
-	len += 32 * nops;
-	cs_dispatch(cs, AS, TNPU_DISPATCH_ROW_ALL, 0, 0, pkt, len);
+	pw_config_head(&pk, buf, ins, ni, 0, rf_base);
+	cfg_operands(&pk, ops, 3);
+	if (g->sfu)
+		cfg_records(&pk, &ops[3], d->nct);	/* the channel tiles' SFU records */
+	pkt_dispatch(cs, &pk, AS, TNPU_DISPATCH_ROW_ALL, 0, 0);
 }
 
 /* The EXE of pw_config_ct's buffer: the A, output and weight records back at the segment's buffers. */
 void pw_exe_emit_ct(struct accel_cmdstream *cs, const struct pwg *g, const struct pwp *d, const struct pw_seg *sg,
 		    unsigned buf, uint32_t in_off, uint32_t out_off)
 {
-	struct tnpu_exe_patch pt[3] = {
-		{ .rf = 0, .field = TNPU_PATCH_ADDR, .value = in_off },
-		{ .rf = 2, .field = TNPU_PATCH_ADDR, .value = out_off },
-		{ .rf = 1, .field = TNPU_PATCH_ADDR, .value = d->w_off },
-	};
-	uint8_t pkt[1 + sizeof(pt)];
+	struct pkt pk;
 
 	(void)g;
-	pkt[0] = TNPU_PKT_EXE_BYTE(buf, TNPU_PKT_LAST | TNPU_PKT_SHIFT_OUT);
-	memcpy(pkt + 1, pt, sizeof(pt));
-	cs_dispatch(cs, AS, TNPU_DISPATCH_ROW_ALL, sg->h, 0, pkt, sizeof(pkt));
+	exe_begin(&pk, buf, TNPU_PKT_LAST | TNPU_PKT_SHIFT_OUT);
+	exe_patch(&pk, 0, TNPU_PATCH_ADDR, in_off);
+	exe_patch(&pk, 2, TNPU_PATCH_ADDR, out_off);
+	exe_patch(&pk, 1, TNPU_PATCH_ADDR, d->w_off);
+	pkt_dispatch(cs, &pk, AS, TNPU_DISPATCH_ROW_ALL, sg->h, 0);
 }
 
 /* Replay of pw_exe_emit_ct's EXE (pw_sim_exe's accounting, in the program's order). */
@@ -1576,7 +1563,7 @@ static int pw_lower(struct accel_dev *dev, struct mm_ctx *x, struct pwg *g, cons
 	x->prob_seq++;
 	pw_emit(x->cs, g, &d, p);
 	if (x->cs->err)
-		return accel_seterr(dev, x->cs->err, "out of memory while building the command stream");
+		return cs_report(x->cs);
 	return 0;
 }
 

@@ -493,7 +493,7 @@ static void fz_config_mix(struct accel_cmdstream *cs, const struct fz *z, bool d
 {
 	const struct pwg *pg = &z->pg;
 	uint16_t ins[1 + 3 * TNPU_NUM_ACCS + 1 + 4 + 1], win;
-	uint8_t pkt[1 + 16 + sizeof(ins)];
+	struct pkt pk;
 	struct tnpu_cfg_hdr h;
 	unsigned ni = 0, a = n - 1, r = FZ_MIX_REC;
 
@@ -520,14 +520,12 @@ static void fz_config_mix(struct accel_cmdstream *cs, const struct fz *z, bool d
 	h.loop_end = (uint8_t)(m ? ni - 1 : ni);
 	if (pre)
 		ins[ni++] = (uint16_t)(TNPU_INSN_LD(r + 5, fz_prog.islot, false, false) | win);
-	h.n_instr = (uint8_t)ni;
 	h.mode = TNPU_CFG_MODE_PIPE4 | TNPU_CFG_MODE_WQ_PUT(TNPU_WQ_RQ);
 	h.sfu_rf = 3;
 	h.dw_rf = (uint8_t)(r + 2);
-	pkt[0] = TNPU_PKT_CONFIG_BYTE(b);
-	memcpy(pkt + 1, &h, 16);
-	memcpy(pkt + 17, ins, 2 * ni);
-	cs_dispatch(cs, AS, TNPU_DISPATCH_ROW_ALL, 0, 0, pkt, 17 + 2 * ni);
+	cfg_begin(&pk, b, &h);
+	cfg_insns(&pk, ins, ni);
+	pkt_dispatch(cs, &pk, AS, TNPU_DISPATCH_ROW_ALL, 0, 0);
 }
 
 static uint64_t fz_mix_cfg_len(unsigned n, unsigned m, bool wl, bool pre, bool dw_sfu)
@@ -541,18 +539,20 @@ static uint64_t fz_mix_cfg_len(unsigned n, unsigned m, bool wl, bool pre, bool d
 #define FZ_REC_CFG_LEN (17 + 2 + 6 * 32)
 static void fz_config_recs(struct accel_cmdstream *cs, const struct fz *z, const struct mm_problem *pq)
 {
-	uint8_t recs[5][32], pkt[FZ_REC_CFG_LEN];
+	uint8_t recs[5][32];
 	uint16_t ins = TNPU_INSN_LD(4, fz_prog.wslot, true, false);
-	struct tnpu_cfg_hdr h = { .n_instr = 1, .n_operands = 6, .rf_base = FZ_MIX_REC,
-				  .mode = TNPU_CFG_MODE_PIPE4 | TNPU_CFG_MODE_WQ_PUT(TNPU_WQ_RQ), .repeat = 1 };
+	struct tnpu_cfg_hdr h = { .rf_base = FZ_MIX_REC, .mode = TNPU_CFG_MODE_PIPE4 | TNPU_CFG_MODE_WQ_PUT(TNPU_WQ_RQ),
+				  .repeat = 1 };
+	struct pkt pk;
 
 	dw_run_recs(&z->g, &z->d, pq, 0, 0, recs);
-	pkt[0] = TNPU_PKT_CONFIG_BYTE(FZ_REC_BUF);
-	memcpy(pkt + 1, &h, 16);
-	memcpy(pkt + 17, &ins, 2);
-	memcpy(pkt + 19, recs, 5 * 32);
-	memcpy(pkt + 19 + 5 * 32, recs[0], 32);
-	cs_dispatch(cs, AS, TNPU_DISPATCH_ROW_ALL, 0, 0, pkt, FZ_REC_CFG_LEN);
+	cfg_begin(&pk, FZ_REC_BUF, &h);
+	cfg_insns(&pk, &ins, 1);
+	/* the window and the output are operand records; the parameters, SFU and weight records follow */
+	cfg_operands(&pk, (const struct tnpu_operand *)(const void *)recs[0], 2);
+	cfg_records(&pk, recs[2], 3);
+	cfg_record(&pk, recs[0]);
+	pkt_dispatch(cs, &pk, AS, TNPU_DISPATCH_ROW_ALL, 0, 0);
 }
 
 /* Whether the first segment hosts depthwise iterations or preloads (the depthwise records are then
@@ -1213,7 +1213,7 @@ static void fz_emit(struct accel_cmdstream *cs, const struct accel_caps *c, cons
 	uint32_t total = g->N * d->nseg, wl = d->Cu * g->R * g->S * g->e;
 	struct pw_band bw = pw_band_w(pg, pd), bb = pw_band_b(pg, pd);
 	uint8_t sf = TNPU_BANDS_F_STREAM, aux = TNPU_BANDS_F_AUX | TNPU_BANDS_F_STREAM;
-	uint8_t exe_run = TNPU_PKT_EXE_BYTE(fz_prog.buf_run, TNPU_PKT_LAST | TNPU_PKT_SHIFT_OUT);
+	struct pkt exe_run;
 	bool used[2] = { false, false }, cfg[TNPU_NUM_ACCS + 1] = { false }, first = true;
 	struct fz_exe ex[FZ_MAX_EXES];
 	uint16_t tab[FZ_MIX_BUFS];
@@ -1222,6 +1222,7 @@ static void fz_emit(struct accel_cmdstream *cs, const struct accel_caps *c, cons
 	unsigned ntab = 0;
 	uint32_t kt, kd;
 
+	exe_begin(&exe_run, fz_prog.buf_run, TNPU_PKT_LAST | TNPU_PKT_SHIFT_OUT);
 	/* CONFIGs: the main buffer n runs n sub-tiles (records with the first); the depthwise records
 	 * of the hosting EXEs */
 	fz_cfgs(z, cfg);
@@ -1357,7 +1358,7 @@ static void fz_emit(struct accel_cmdstream *cs, const struct accel_caps *c, cons
 				cs_sem(cs, false, AS, TNPU_ENGINE_COMPUTE, FZ_PAD, 1);
 			if (!waited && s >= 2)
 				cs_sem(cs, false, AS, TNPU_ENGINE_COMPUTE, FZ_SFREE + h, 1);
-			cs_dispatch(cs, AS, TNPU_DISPATCH_ROW_ALL, h, 0, &exe_run, 1);
+			pkt_dispatch(cs, &exe_run, AS, TNPU_DISPATCH_ROW_ALL, h, 0);
 		}
 		if (s + 2 < total)
 			cs_sem(cs, true, AS, TNPU_ENGINE_COMPUTE, FZ_CFREE + h, 1);
@@ -1585,7 +1586,7 @@ static int fz_lower(struct accel_dev *dev, struct mm_ctx *x, const struct accel_
 	x->prob_seq++;
 	fz_emit(x->cs, c, &best, pp, pq);
 	if (x->cs->err)
-		return accel_seterr(dev, x->cs->err, "out of memory while building the command stream");
+		return cs_report(x->cs);
 	return 0;
 }
 

@@ -125,11 +125,10 @@ void qgemm_load_b(struct accel_cmdstream *cs, const struct mm_src *b, uint32_t b
 void plan_emit_gather(struct mm_ctx *x, const struct mm_src *a, unsigned row, unsigned half, uint32_t m0,
 		      uint32_t mt, uint32_t k0, uint32_t kt, uint32_t sram_off, uint32_t pitch);
 /* Dispatch (to all rows) the CONFIG packet for instruction buffer ibuf with header h and the
- * common body LD A, LD B, MAC into accumulator 0, ST accumulator 0 (written to ins), the three
- * operand records and, when use_sfu, the scalar-unit record. pkt (1 + 16 + 8 + 4 * 32 bytes) and
- * ins are the caller's, so it may patch and resend them. */
+ * common body LD A, LD B, MAC into accumulator 0, ST accumulator 0 (written to ins, the caller's, so
+ * it may change and resend them), the three operand records and, when use_sfu, the scalar-unit
+ * record (isa/packet.c builds and checks it). */
 void mm_dispatch_mac_config(struct mm_ctx *x, unsigned ibuf, const struct tnpu_cfg_hdr *h, uint16_t ins[4],
-			    const struct tnpu_operand ops[3], const struct tnpu_sfu_param *sfu, bool use_sfu,
-			    uint8_t *pkt);
+			    const struct tnpu_operand ops[3], const struct tnpu_sfu_param *sfu, bool use_sfu);
 
 #endif

@@ -16,6 +16,7 @@
 #include <stddef.h>
 #include <string.h>
 
+#include "packet.h"
 #include "sparse.h"
 
 /* S_RES_FREE (ISA 2 residual staging) stays clear of conv_direct.c's S_TAP (8, 9) */
@@ -53,22 +54,20 @@ static void mm_restart(struct mm_ctx *x)
 }
 
 void mm_dispatch_mac_config(struct mm_ctx *x, unsigned ibuf, const struct tnpu_cfg_hdr *h, uint16_t ins[4],
-			    const struct tnpu_operand ops[3], const struct tnpu_sfu_param *sfu, bool use_sfu,
-			    uint8_t *pkt)
+			    const struct tnpu_operand ops[3], const struct tnpu_sfu_param *sfu, bool use_sfu)
 {
-	unsigned nops = use_sfu ? 4 : 3;
+	struct pkt p;
 
 	ins[0] = TNPU_INSN_LD(0, 0, 0, x->zskip_a);
 	ins[1] = TNPU_INSN_LD(1, 0, 1, 0);
 	ins[2] = TNPU_INSN_MAC(0, 0, 0, x->mac_lb, use_sfu);
 	ins[3] = TNPU_INSN_ST(0, 2, !use_sfu);
-	pkt[0] = TNPU_PKT_CONFIG_BYTE(ibuf);
-	memcpy(pkt + 1, h, 16);
-	memcpy(pkt + 17, ins, 8);
-	memcpy(pkt + 25, ops, 3 * 32);
+	cfg_begin(&p, ibuf, h);
+	cfg_insns(&p, ins, 4);
+	cfg_operands(&p, ops, 3);
 	if (use_sfu)
-		memcpy(pkt + 25 + 96, sfu, 32);
-	cs_dispatch(x->cs, AS, x->pin_row != 0xFF ? x->pin_row : TNPU_DISPATCH_ROW_ALL, 0, 0, pkt, 25 + 32 * nops);
+		cfg_record(&p, sfu);
+	pkt_dispatch(x->cs, &p, AS, x->pin_row != 0xFF ? x->pin_row : TNPU_DISPATCH_ROW_ALL, 0, 0);
 }
 
 static void emit_config(struct mm_ctx *x, const struct mm_problem *p, const struct mm_plan *pl)
@@ -81,7 +80,6 @@ static void emit_config(struct mm_ctx *x, const struct mm_problem *p, const stru
 	struct tnpu_sfu_param sfu = p->sfu;
 	struct tnpu_cfg_hdr h;
 	uint16_t ins[4];
-	uint8_t pkt[1 + 16 + 8 + 4 * 32];
 	unsigned nops = p->use_sfu ? 4 : 3;
 
 	memset(ops, 0, sizeof(ops));
@@ -119,26 +117,24 @@ static void emit_config(struct mm_ctx *x, const struct mm_problem *p, const stru
 	if (p->use_sfu && (p->sfu.ops & TNPU_SFU_OP_RESIDUAL)) {
 		/* ISA 2: the residual record follows the SFU record; it is the C tile's region (the
 		 * residual is staged there before the last K step, the ST overwrites it with the result) */
-		uint8_t rpkt[1 + 16 + 8 + 5 * 32];
+		struct pkt rp;
 		struct tnpu_operand ro = ops[2];
 
 		(void)nops;
-		h.n_operands = 5;
 		ro.dtype = p->f32 ? TNPU_DTYPE_FP32 : TNPU_DTYPE_INT32;
 		ins[0] = TNPU_INSN_LD(0, 0, 0, x->zskip_a);
 		ins[1] = TNPU_INSN_LD(1, 0, 1, 0);
 		ins[2] = TNPU_INSN_MAC(0, 0, 0, x->mac_lb, 1);
 		ins[3] = TNPU_INSN_ST(0, 2, 0);
-		rpkt[0] = TNPU_PKT_CONFIG_BYTE(0);
-		memcpy(rpkt + 1, &h, 16);
-		memcpy(rpkt + 17, ins, 8);
-		memcpy(rpkt + 25, ops, 3 * 32);
-		memcpy(rpkt + 25 + 96, &sfu, 32);
-		memcpy(rpkt + 25 + 128, &ro, 32);
-		cs_dispatch(x->cs, AS, x->pin_row != 0xFF ? x->pin_row : TNPU_DISPATCH_ROW_ALL, 0, 0, rpkt, sizeof(rpkt));
+		cfg_begin(&rp, 0, &h);
+		cfg_insns(&rp, ins, 4);
+		cfg_operands(&rp, ops, 3);
+		cfg_record(&rp, &sfu);
+		cfg_operands(&rp, &ro, 1);
+		pkt_dispatch(x->cs, &rp, AS, x->pin_row != 0xFF ? x->pin_row : TNPU_DISPATCH_ROW_ALL, 0, 0);
 		return;
 	}
-	mm_dispatch_mac_config(x, 0, &h, ins, ops, &sfu, p->use_sfu, pkt);
+	mm_dispatch_mac_config(x, 0, &h, ins, ops, &sfu, p->use_sfu);
 }
 
 /* chain #9: turn the DMA just appended into a ring-memory transfer (chaining.md). */
@@ -310,8 +306,7 @@ static void emit_block(struct mm_ctx *x, const struct mm_problem *p, const struc
 		unsigned h = x->step & 1;
 		bool last = ks == n_k - 1;
 		uint32_t k0 = ks * pl->kt, kv = ACCEL_MIN(pl->kt, p->K - k0);
-		uint8_t pkt[1 + 32];
-		uint32_t plen = 1;
+		struct pkt ep;
 		unsigned dfl = x->restore ? TNPU_DISPATCH_F_RF_RESTORE : 0;
 		unsigned bcast = R == 1 ? r0 : TNPU_DMA_ROW_ALL;
 
@@ -392,37 +387,28 @@ static void emit_block(struct mm_ctx *x, const struct mm_problem *p, const struc
 		cs_sem(x->cs, false, AS, TNPU_ENGINE_COMPUTE, S_FULL + h, 1);
 		if (last && x->stg_used[h])
 			cs_sem(x->cs, false, AS, TNPU_ENGINE_COMPUTE, S_STG_FREE + h, 1);
-		pkt[0] = TNPU_PKT_EXE_BYTE(0, last ? (TNPU_PKT_LAST | TNPU_PKT_SHIFT_OUT) : 0);
+		exe_begin(&ep, 0, last ? (TNPU_PKT_LAST | TNPU_PKT_SHIFT_OUT) : 0);
 		x->restore = false;
 		if (kv != pl->kt) {
 			/* K edge: shrink the A columns and the B rows (or columns if transposed). */
-			struct tnpu_exe_patch pa = { .rf = 0, .field = TNPU_PATCH_COLS, .value = kv };
-			struct tnpu_exe_patch pb = { .rf = 1, .field = p->b.kind == MM_MAT ? TNPU_PATCH_ROWS : TNPU_PATCH_COLS,
-						     .value = kv };
-
-			memcpy(pkt + 1, &pa, 8);
-			memcpy(pkt + 9, &pb, 8);
-			plen = 17;
+			exe_patch(&ep, 0, TNPU_PATCH_COLS, kv);
+			exe_patch(&ep, 1, p->b.kind == MM_MAT ? TNPU_PATCH_ROWS : TNPU_PATCH_COLS, kv);
 			x->restore = true;
 		}
 		if (p->b.kind == MM_SPARSE) {
 			/* Packed weights: this K block's slots per column and column pitch. */
 			uint32_t S = p->b.sp->S[ks];
-			struct tnpu_exe_patch pr = { .rf = 1, .field = TNPU_PATCH_ROWS, .value = S };
-			struct tnpu_exe_patch pp = { .rf = 1, .field = TNPU_PATCH_PITCH, .value = S * p->b.sp->ss };
 
-			if (plen > 1)
-				plen = 9;	/* keep the A patch, replace the B one */
-			memcpy(pkt + plen, &pr, 8);
-			memcpy(pkt + plen + 8, &pp, 8);
-			plen += 16;
+			exe_truncate(&ep, 1);	/* keep the A patch, replace the B one */
+			exe_patch(&ep, 1, TNPU_PATCH_ROWS, S);
+			exe_patch(&ep, 1, TNPU_PATCH_PITCH, S * p->b.sp->ss);
 			x->restore = true;
 		}
 		if (all)
-			cs_dispatch(x->cs, AS, R == 1 ? r0 : TNPU_DISPATCH_ROW_ALL, h, dfl, pkt, plen);
+			pkt_dispatch(x->cs, &ep, AS, R == 1 ? r0 : TNPU_DISPATCH_ROW_ALL, h, dfl);
 		else
 			for (uint32_t r = 0; r < nrows; r++)
-				cs_dispatch(x->cs, AS, r0 + r, h, dfl, pkt, plen);
+				pkt_dispatch(x->cs, &ep, AS, r0 + r, h, dfl);
 		cs_sem(x->cs, true, AS, TNPU_ENGINE_COMPUTE, S_FREE + h, 1);
 		if (last)
 			cs_sem(x->cs, true, AS, TNPU_ENGINE_COMPUTE, S_STG_FULL + h, 1);
@@ -484,6 +470,6 @@ int mm_emit(struct mm_ctx *x, const struct mm_problem *p)
 		emit_block(x, p, &pl, mg, nb);
 	}
 	if (x->cs->err)
-		return accel_seterr(x->dev, x->cs->err, "out of memory while building the command stream");
+		return cs_report(x->cs);
 	return 0;
 }
