@@ -7,6 +7,8 @@
  * 1 to arm; the next job handed to the hardware
  * (any ring) then hangs (its ring stops fetching), faults (its command buffer VA becomes 0, never
  * mapped) or gets a RING_ENTRY error (a reserved ring-entry field is set).
+ * inject_mmu_inval_timeout: write N; the next N MMU invalidates report a timeout, so what they
+ * unmapped goes to the quarantine (mmu_stale counts it) until the next device reset.
  */
 #include <linux/debugfs.h>
 #include <linux/seq_file.h>
@@ -116,6 +118,18 @@ static int tnpu_rings_show(struct seq_file *m, void *unused)
 }
 DEFINE_SHOW_ATTRIBUTE(tnpu_rings);
 
+/* the MMU quarantine: freed BOs and contexts held until a device reset (mmu.md "Freeing") */
+static int tnpu_mmu_stale_show(struct seq_file *m, void *data)
+{
+	struct tnpu_device *tdev = m->private;
+	u32 bos, ctxs;
+
+	tnpu_mmu_stale_count(tdev, &bos, &ctxs);
+	seq_printf(m, "bos %u ctxs %u\n", bos, ctxs);
+	return 0;
+}
+DEFINE_SHOW_ATTRIBUTE(tnpu_mmu_stale);
+
 void tnpu_debugfs_init(struct tnpu_device *tdev)
 {
 	struct dentry *root = tdev->drm.debugfs_root;
@@ -124,10 +138,13 @@ void tnpu_debugfs_init(struct tnpu_device *tdev)
 		return;
 	debugfs_create_file("regs", 0400, root, tdev, &tnpu_regs_fops);
 	debugfs_create_file("rings", 0400, root, tdev, &tnpu_rings_fops);
+	debugfs_create_file("mmu_stale", 0400, root, tdev, &tnpu_mmu_stale_fops);
 	/* the injection knobs make jobs hang or fail on purpose: only when asked for at load */
 	if (!tnpu_fault_inject)
 		return;
 	debugfs_create_atomic_t("inject_hang", 0600, root, &tdev->inject_hang);
 	debugfs_create_atomic_t("inject_mmu_fault", 0600, root, &tdev->inject_fault);
 	debugfs_create_atomic_t("inject_error", 0600, root, &tdev->inject_error);
+	debugfs_create_atomic_t("inject_mmu_inval_timeout", 0600, root,
+				&tdev->inject_inval_timeout);
 }

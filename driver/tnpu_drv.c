@@ -539,6 +539,7 @@ static int tnpu_probe(struct pci_dev *pdev, const struct pci_device_id *id)
 	tdev->pdev = pdev;
 	pci_set_drvdata(pdev, tdev);
 	spin_lock_init(&tdev->lock);
+	tnpu_mmu_init_stale(tdev);
 	ret = drmm_mutex_init(&tdev->drm, &tdev->reset_lock);
 	if (ret)
 		return ret;

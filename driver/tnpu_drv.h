@@ -114,6 +114,9 @@ struct tnpu_ctx {
 	bool limits_exempt;		/* CAP_SYS_ADMIN opener: limits not enforced */
 	atomic_t jobs_pending;		/* submitted, not yet released jobs */
 	struct tnpu_flow flows[TNPU_MAX_QUEUES][TNPU_NUM_PRIO];	/* under tdev->lock */
+	/* released while the device may hold its translations: tdev->stale_ctxs */
+	struct list_head stale_node;
+	u64 stale_gen;
 };
 
 /** struct tnpu_file - per-open-file state. */
@@ -141,6 +144,9 @@ struct tnpu_bo {
 	u32 flags;
 	u64 charged;			/* bytes counted in tnpu_pinned_bytes and @pin_user */
 	struct tnpu_user *pin_user;	/* referenced while @charged */
+	/* freed while the device may hold its translations: tdev->stale_bos */
+	struct list_head stale_node;
+	u64 stale_gen;
 };
 
 static inline struct tnpu_bo *to_tnpu_bo(struct drm_gem_object *obj)
@@ -222,6 +228,17 @@ struct tnpu_device {
 	struct list_head ctxs;		/* live contexts */
 	bool tables_released;
 
+	/*
+	 * BOs and contexts the device may still reach through a stale translation (an MMU
+	 * invalidate did not complete, or the unbind stopped ioctls before it reset the device):
+	 * their pages and page tables are freed only after a later device reset completed
+	 * (@reset_gen moved past their stale_gen) or at unbind (tnpu_mmu.c)
+	 */
+	spinlock_t stale_lock;		/* the two lists and @reset_gen */
+	struct list_head stale_bos, stale_ctxs;
+	u64 reset_gen;			/* completed device resets */
+	struct work_struct stale_work;
+
 	spinlock_t lock;		/* ring state, in-flight lists, hardware queue registers */
 	struct mutex reset_lock;	/* serialises recovery and unplug */
 	bool unplugged;
@@ -232,6 +249,7 @@ struct tnpu_device {
 
 	/* debugfs fault injection, consumed by the next job handed to the hardware */
 	atomic_t inject_hang, inject_fault, inject_error;
+	atomic_t inject_inval_timeout;	/* MMU invalidates to report as timed out */
 
 	/* statistics (QUERY_COUNTERS) */
 	atomic64_t jobs_submitted, jobs_completed, jobs_failed, jobs_timedout, resets, mmu_faults;
@@ -373,13 +391,18 @@ static inline struct tnpu_ctx *tnpu_ctx_get(struct tnpu_ctx *ctx)
 }
 
 int tnpu_mmu_map(struct tnpu_ctx *ctx, u64 va, struct sg_table *sgt, u64 size, bool writable);
-void tnpu_mmu_unmap(struct tnpu_ctx *ctx, u64 va, u64 size);
-void tnpu_mmu_invalidate(struct tnpu_device *tdev);
+bool tnpu_mmu_unmap(struct tnpu_ctx *ctx, u64 va, u64 size);
+bool tnpu_mmu_invalidate(struct tnpu_device *tdev);
+void tnpu_mmu_init_stale(struct tnpu_device *tdev);
+void tnpu_mmu_reset_done(struct tnpu_device *tdev);
+void tnpu_mmu_quarantine_bo(struct tnpu_bo *bo);
+void tnpu_mmu_stale_count(struct tnpu_device *tdev, u32 *bos, u32 *ctxs);
 void tnpu_mmu_release_tables(struct tnpu_device *tdev);
 
 /* tnpu_gem.c */
 struct drm_gem_object *tnpu_gem_create_object(struct drm_device *drm, size_t size);
 void tnpu_gem_unmap_dma(struct tnpu_bo *bo);
+void tnpu_gem_release(struct tnpu_bo *bo);
 struct drm_gem_object *tnpu_bo_lookup(struct drm_file *file, u32 handle);
 int tnpu_ioctl_bo_create(struct drm_device *drm, void *data, struct drm_file *file);
 int tnpu_ioctl_bo_info(struct drm_device *drm, void *data, struct drm_file *file);

@@ -64,14 +64,17 @@ static void tnpu_pin_uncharge(struct tnpu_user *user, u64 size)
 	atomic64_sub(size, &tnpu_pinned_bytes);
 }
 
-static void tnpu_gem_free(struct drm_gem_object *obj)
+/*
+ * The second half of a free, once the device can no longer reach the pages: at once, or from the
+ * MMU quarantine after a device reset (tnpu_mmu.c).
+ */
+void tnpu_gem_release(struct tnpu_bo *bo)
 {
-	struct tnpu_bo *bo = to_tnpu_bo(obj);
 	struct tnpu_ctx *ctx = bo->ctx;
 
 	if (ctx) {
+		/* the VA range too: a new BO there must not meet a stale translation */
 		mutex_lock(&ctx->lock);
-		tnpu_mmu_unmap(ctx, bo->node.start, obj->size);
 		drm_mm_remove_node(&bo->node);
 		mutex_unlock(&ctx->lock);
 	}
@@ -80,8 +83,26 @@ static void tnpu_gem_free(struct drm_gem_object *obj)
 		tnpu_user_put(bo->pin_user);
 	}
 	drm_gem_shmem_free(&bo->base);
-	/* the pages were unmapped above, before shmem releases them; the context goes last */
+	/* the pages were unmapped before shmem releases them; the context goes last */
 	tnpu_ctx_put(ctx);
+}
+
+static void tnpu_gem_free(struct drm_gem_object *obj)
+{
+	struct tnpu_bo *bo = to_tnpu_bo(obj);
+	struct tnpu_ctx *ctx = bo->ctx;
+	bool invalidated = true;
+
+	if (ctx) {
+		mutex_lock(&ctx->lock);
+		invalidated = tnpu_mmu_unmap(ctx, bo->node.start, obj->size);
+		mutex_unlock(&ctx->lock);
+	}
+	/* mmu.md "Freeing": pages go back to the kernel only once the device cannot reach them */
+	if (!invalidated)
+		tnpu_mmu_quarantine_bo(bo);
+	else
+		tnpu_gem_release(bo);
 }
 
 /*
@@ -197,12 +218,10 @@ int tnpu_ioctl_bo_create(struct drm_device *drm, void *data, struct drm_file *fi
 	ret = drm_mm_insert_node_generic(&ctx->mm, &bo->node, size + TNPU_PAGE_SIZE,
 					 TNPU_PAGE_SIZE, 0, DRM_MM_INSERT_BEST);
 	if (!ret) {
+		/* on failure too: tnpu_gem_free() unmaps what was mapped and frees the range */
+		bo->ctx = tnpu_ctx_get(ctx);
 		ret = tnpu_mmu_map(ctx, bo->node.start, sgt, size,
 				   !(args->flags & DRM_TNPU_BO_DEVICE_READ_ONLY));
-		if (ret)
-			drm_mm_remove_node(&bo->node);
-		else
-			bo->ctx = tnpu_ctx_get(ctx);
 	}
 	mutex_unlock(&ctx->lock);
 	if (ret)

@@ -142,6 +142,8 @@ void tnpu_hw_reset(struct tnpu_device *tdev)
 			       st == U32_MAX || !(st & TNPU_STATUS_RESET_PENDING),
 			       100, 200000))
 		dev_warn(&tdev->pdev->dev, "reset not complete after 200 ms (status 0x%x)\n", st);
+	else
+		tnpu_mmu_reset_done(tdev);
 }
 
 /* Stops the device for remove: no more fetches, no interrupts, jobs abandoned. */

@@ -8,6 +8,7 @@
 #include <linux/iopoll.h>
 #include <linux/scatterlist.h>
 #include <linux/slab.h>
+#include <linux/workqueue.h>
 
 #include <drm/drm_drv.h>
 
@@ -91,12 +92,20 @@ static struct tnpu_pt *tnpu_pt_walk(struct tnpu_ctx *ctx, u64 va, bool alloc)
 /*
  * registers.md MMU_INVALIDATE: complete once STATUS.MMU_INV_PENDING reads 0; only then may the
  * caller free the unmapped pages (a running job may still use an older translation until then).
+ * Returns false when that is not known: the caller then hands what it unmapped to the quarantine
+ * (tnpu_mmu_quarantine_bo(), tnpu_ctx_release()) instead of freeing it.
  */
-void tnpu_mmu_invalidate(struct tnpu_device *tdev)
+bool tnpu_mmu_invalidate(struct tnpu_device *tdev)
 {
+	bool done = true;
 	u32 st;
 	int idx, pm;
 
+	/* debugfs inject_mmu_inval_timeout: as if the device never completed it, even asleep */
+	if (atomic_dec_if_positive(&tdev->inject_inval_timeout) >= 0) {
+		dev_warn(tdev->drm.dev, "MMU invalidate timeout injected\n");
+		return false;
+	}
 	/*
 	 * A runtime-suspended device runs no job and holds no translation (runtime resume writes
 	 * MMU_INVALIDATE when it programs the device again): nothing to wait for. Runtime PM
@@ -104,21 +113,34 @@ void tnpu_mmu_invalidate(struct tnpu_device *tdev)
 	 */
 	pm = tnpu_pm_get_if_active(tdev);
 	if (!pm)
-		return;
+		return true;
 	if (drm_dev_enter(&tdev->drm, &idx)) {
 		tnpu_write(tdev, TNPU_REG_MMU_INVALIDATE, 1);
 		if (readl_poll_timeout_atomic(tdev->regs + TNPU_REG_STATUS, st,
 					      st == U32_MAX || !(st & TNPU_STATUS_MMU_INV_PENDING),
-					      10, 200000))
+					      10, 200000)) {
 			dev_warn_ratelimited(tdev->drm.dev,
-					     "MMU invalidate not complete (status 0x%x)\n", st);
+					     "MMU invalidate not complete (status 0x%x): pages held until the next reset\n",
+					     st);
+			done = false;
+		}
 		drm_dev_exit(idx);
+	} else {
+		/*
+		 * Unbind: ioctls stop (drm_dev_unplug()) before tnpu_jobs_unplug() resets the
+		 * device, which may run jobs until then; once it has, nothing is cached.
+		 */
+		spin_lock(&tdev->lock);
+		done = tdev->unplugged;
+		spin_unlock(&tdev->lock);
 	}
 	if (pm > 0)
 		tnpu_pm_put(tdev);
+	return done;
 }
 
-void tnpu_mmu_unmap(struct tnpu_ctx *ctx, u64 va, u64 size)
+/* Returns false if the device may still hold a translation of the range (tnpu_mmu_invalidate()). */
+bool tnpu_mmu_unmap(struct tnpu_ctx *ctx, u64 va, u64 size)
 {
 	u64 end = va + size;
 
@@ -130,7 +152,7 @@ void tnpu_mmu_unmap(struct tnpu_ctx *ctx, u64 va, u64 size)
 			WRITE_ONCE(leaf->cpu[tnpu_pt_index(va, 1)], 0);
 	}
 	/* mmu.md: unmapped pages must not be reused before the device drops cached translations */
-	tnpu_mmu_invalidate(ctx->tdev);
+	return tnpu_mmu_invalidate(ctx->tdev);
 }
 
 int tnpu_mmu_map(struct tnpu_ctx *ctx, u64 va, struct sg_table *sgt, u64 size, bool writable)
@@ -217,20 +239,13 @@ err_free:
 	return ERR_PTR(ret);
 }
 
-static void tnpu_ctx_release(struct kref *ref)
+/* Everything of @ctx but its page tables, which are freed (or went with the device) already. */
+static void tnpu_ctx_free(struct tnpu_ctx *ctx)
 {
-	struct tnpu_ctx *ctx = container_of(ref, struct tnpu_ctx, ref);
 	struct tnpu_device *tdev = ctx->tdev;
 
-	mutex_lock(&tdev->ctx_lock);
-	list_del(&ctx->node);
-	if (!tdev->tables_released) {
-		WRITE_ONCE(tdev->ctx_table[ctx->id].root, 0);
-		tnpu_mmu_invalidate(tdev);
-		tnpu_pt_free(tdev, &ctx->root);
-	}
-	mutex_unlock(&tdev->ctx_lock);
 	drm_mm_takedown(&ctx->mm);
+	/* a quarantined context keeps its id: a new context must not inherit its translations */
 	ida_free(&tdev->ctx_ida, ctx->id);
 	mutex_destroy(&ctx->lock);
 	if (ctx->user) {
@@ -242,6 +257,29 @@ static void tnpu_ctx_release(struct kref *ref)
 	drm_dev_put(&tdev->drm);
 }
 
+static void tnpu_ctx_release(struct kref *ref)
+{
+	struct tnpu_ctx *ctx = container_of(ref, struct tnpu_ctx, ref);
+	struct tnpu_device *tdev = ctx->tdev;
+
+	mutex_lock(&tdev->ctx_lock);
+	list_del(&ctx->node);
+	if (!tdev->tables_released) {
+		WRITE_ONCE(tdev->ctx_table[ctx->id].root, 0);
+		if (!tnpu_mmu_invalidate(tdev)) {
+			spin_lock(&tdev->stale_lock);
+			ctx->stale_gen = tdev->reset_gen;
+			list_add_tail(&ctx->stale_node, &tdev->stale_ctxs);
+			spin_unlock(&tdev->stale_lock);
+			mutex_unlock(&tdev->ctx_lock);
+			return;
+		}
+		tnpu_pt_free(tdev, &ctx->root);
+	}
+	mutex_unlock(&tdev->ctx_lock);
+	tnpu_ctx_free(ctx);
+}
+
 void tnpu_ctx_put(struct tnpu_ctx *ctx)
 {
 	if (ctx)
@@ -249,15 +287,119 @@ void tnpu_ctx_put(struct tnpu_ctx *ctx)
 }
 
 /*
- * Unbind, after the device was stopped and every job failed: frees every context's page tables and
- * the context table and unmaps every BO's pages while the device is still bound, as the DMA API
- * requires; contexts of files still open live on without tables (tnpu_pt_walk() finds nothing,
- * their BOs unmap as no-ops).
+ * The quarantine (mmu.md "Freeing"): a BO or context whose invalidate did not complete keeps its
+ * pages, page tables, VA range and context id until a device reset completed after it was
+ * quarantined (a reset drops every cached translation), or until unbind.
+ */
+void tnpu_mmu_quarantine_bo(struct tnpu_bo *bo)
+{
+	struct tnpu_device *tdev = bo->ctx->tdev;
+
+	spin_lock(&tdev->stale_lock);
+	bo->stale_gen = tdev->reset_gen;
+	list_add_tail(&bo->stale_node, &tdev->stale_bos);
+	spin_unlock(&tdev->stale_lock);
+}
+
+/* Frees what was quarantined before @gen resets completed (all of it: U64_MAX). */
+static void tnpu_mmu_free_stale(struct tnpu_device *tdev, u64 gen)
+{
+	struct tnpu_ctx *ctx, *ctmp;
+	struct tnpu_bo *bo, *btmp;
+	LIST_HEAD(bos);
+	LIST_HEAD(ctxs);
+
+	spin_lock(&tdev->stale_lock);
+	list_for_each_entry_safe(bo, btmp, &tdev->stale_bos, stale_node)
+		if (bo->stale_gen < gen)
+			list_move_tail(&bo->stale_node, &bos);
+	list_for_each_entry_safe(ctx, ctmp, &tdev->stale_ctxs, stale_node)
+		if (ctx->stale_gen < gen)
+			list_move_tail(&ctx->stale_node, &ctxs);
+	spin_unlock(&tdev->stale_lock);
+
+	/* BOs first: each holds a reference on its context */
+	list_for_each_entry_safe(bo, btmp, &bos, stale_node) {
+		list_del(&bo->stale_node);
+		tnpu_gem_release(bo);
+	}
+	list_for_each_entry_safe(ctx, ctmp, &ctxs, stale_node) {
+		list_del(&ctx->stale_node);
+		mutex_lock(&tdev->ctx_lock);
+		if (!tdev->tables_released)
+			tnpu_pt_free(tdev, &ctx->root);
+		mutex_unlock(&tdev->ctx_lock);
+		tnpu_ctx_free(ctx);
+	}
+}
+
+/*
+ * A work item, since resets complete in the scheduler's timeout handler and under reset_lock.
+ * While the device is bound its DRM device holds a reference of its own, so no context freed
+ * here drops the last one.
+ */
+static void tnpu_mmu_stale_work(struct work_struct *work)
+{
+	struct tnpu_device *tdev = container_of(work, struct tnpu_device, stale_work);
+	u64 gen;
+
+	spin_lock(&tdev->stale_lock);
+	gen = tdev->reset_gen;
+	spin_unlock(&tdev->stale_lock);
+	tnpu_mmu_free_stale(tdev, gen);
+}
+
+void tnpu_mmu_init_stale(struct tnpu_device *tdev)
+{
+	spin_lock_init(&tdev->stale_lock);
+	INIT_LIST_HEAD(&tdev->stale_bos);
+	INIT_LIST_HEAD(&tdev->stale_ctxs);
+	INIT_WORK(&tdev->stale_work, tnpu_mmu_stale_work);
+}
+
+/* A device reset completed (CTRL.RESET, function reset): the device caches no translation. */
+void tnpu_mmu_reset_done(struct tnpu_device *tdev)
+{
+	bool stale;
+
+	spin_lock(&tdev->stale_lock);
+	tdev->reset_gen++;
+	stale = !list_empty(&tdev->stale_bos) || !list_empty(&tdev->stale_ctxs);
+	spin_unlock(&tdev->stale_lock);
+	if (stale)
+		queue_work(system_unbound_wq, &tdev->stale_work);
+}
+
+/* debugfs mmu_stale */
+void tnpu_mmu_stale_count(struct tnpu_device *tdev, u32 *bos, u32 *ctxs)
+{
+	struct tnpu_ctx *ctx;
+	struct tnpu_bo *bo;
+
+	*bos = 0;
+	*ctxs = 0;
+	spin_lock(&tdev->stale_lock);
+	list_for_each_entry(bo, &tdev->stale_bos, stale_node)
+		(*bos)++;
+	list_for_each_entry(ctx, &tdev->stale_ctxs, stale_node)
+		(*ctxs)++;
+	spin_unlock(&tdev->stale_lock);
+}
+
+/*
+ * Unbind, after the device was stopped and every job failed: frees what the quarantine held (the
+ * device is reset and disabled), then every context's page tables and the context table, and
+ * unmaps every BO's pages while the device is still bound, as the DMA API requires; contexts of
+ * files still open live on without tables (tnpu_pt_walk() finds nothing, their BOs unmap as
+ * no-ops).
  */
 void tnpu_mmu_release_tables(struct tnpu_device *tdev)
 {
 	struct drm_mm_node *node;
 	struct tnpu_ctx *ctx;
+
+	cancel_work_sync(&tdev->stale_work);
+	tnpu_mmu_free_stale(tdev, U64_MAX);
 
 	mutex_lock(&tdev->ctx_lock);
 	list_for_each_entry(ctx, &tdev->ctxs, node) {

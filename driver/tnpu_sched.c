@@ -428,6 +428,8 @@ void tnpu_pci_reset_prepare(struct tnpu_device *tdev)
 
 void tnpu_pci_reset_done(struct tnpu_device *tdev)
 {
+	/* a function reset drops the translations the device cached, as CTRL.RESET does */
+	tnpu_mmu_reset_done(tdev);
 	dev_info(tdev->drm.dev, "function reset: resubmitting in-flight jobs\n");
 	tnpu_unhold(tdev, "function reset", true);
 }

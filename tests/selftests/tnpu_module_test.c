@@ -414,4 +414,90 @@ TEST(sync_file_of_a_job_outlives_unbind_and_holds_the_module)
 	ASSERT_EQ(0, one_job());
 }
 
+/* debugfs mmu_stale of the first device: BOs and contexts in the MMU quarantine */
+static int mmu_stale(unsigned int *bos, unsigned int *ctxs)
+{
+	DIR *d = opendir("/sys/kernel/debug/accel");
+	char path[600] = "";
+	struct dirent *e;
+	int ret = -ENOENT;
+	FILE *f;
+
+	if (!d)
+		return -errno;
+	while ((e = readdir(d))) {
+		if (e->d_name[0] == '.')
+			continue;
+		snprintf(path, sizeof(path), "/sys/kernel/debug/accel/%s/mmu_stale", e->d_name);
+		if (!access(path, R_OK))
+			break;
+		path[0] = 0;
+	}
+	closedir(d);
+	f = path[0] ? fopen(path, "r") : NULL;
+	if (!f)
+		return -ENOENT;
+	if (fscanf(f, "bos %u ctxs %u", bos, ctxs) == 2)
+		ret = 0;
+	fclose(f);
+	return ret;
+}
+
+/* waits up to @ms for the quarantine to hold @bos BOs and @ctxs contexts */
+static bool mmu_stale_is(unsigned int bos, unsigned int ctxs, int ms)
+{
+	unsigned int b = ~0u, c = ~0u;
+	int i;
+
+	for (i = 0; i <= ms / 10; i++) {
+		if (!mmu_stale(&b, &c) && b == bos && c == ctxs)
+			return true;
+		usleep(10000);
+	}
+	fprintf(stderr, "# mmu_stale: bos %u ctxs %u, expected %u %u\n", b, c, bos, ctxs);
+	return false;
+}
+
+/*
+ * Issue #28: a BO freed while the MMU invalidate timed out gave its pages back to the kernel
+ * anyway (the device could still write them through a stale TLB entry). The injected timeout
+ * stands for a device that does not complete the invalidate: the BO, then a whole closed file
+ * (its BOs and its context, page tables and id), stay in the quarantine until a device reset
+ * completes: the BOs first (they hold the context), then the context's page tables and id. The
+ * old driver had neither the knob nor the quarantine, so this fails on it.
+ */
+TEST(freed_pages_wait_for_a_reset_when_the_mmu_invalidate_times_out)
+{
+	char dev[256], path[300];
+	struct tnpu_bo extra;
+	struct tnpu_ctx c;
+
+	ASSERT_EQ(0, pci_name(dev, sizeof(dev)));
+	snprintf(path, sizeof(path), "/sys/bus/pci/devices/%s/reset", dev);
+	ASSERT_EQ(0, tnpu_ctx_init(&c));
+	ASSERT_EQ(0, tnpu_bo_new(c.fd, 65536, 0, &extra));
+	ASSERT_TRUE(mmu_stale_is(0, 0, 0));
+
+	ASSERT_EQ(0, tnpu_write_file("inject_mmu_inval_timeout", "1"));
+	tnpu_bo_free(c.fd, &extra);
+	EXPECT_TRUE(mmu_stale_is(1, 0, 0));
+	/* neither time nor jobs release it */
+	ASSERT_EQ(0, tnpu_run_fence(&c, 0, c.data.va, 5));
+	usleep(300000);
+	EXPECT_TRUE(mmu_stale_is(1, 0, 0));
+
+	/* the file's two BOs once its job is released; they hold its context */
+	ASSERT_EQ(0, tnpu_write_file("inject_mmu_inval_timeout", "100"));
+	tnpu_ctx_fini(&c);
+	EXPECT_TRUE(mmu_stale_is(3, 0, 5000));
+
+	/* a function reset frees the BOs; the context's own invalidate then "times out" */
+	ASSERT_EQ(0, tnpu_write_file(path, "1"));
+	EXPECT_TRUE(mmu_stale_is(0, 1, 5000));
+	ASSERT_EQ(0, tnpu_write_file("inject_mmu_inval_timeout", "0"));
+	ASSERT_EQ(0, tnpu_write_file(path, "1"));
+	EXPECT_TRUE(mmu_stale_is(0, 0, 5000));
+	ASSERT_EQ(0, one_job());
+}
+
 TEST_HARNESS_MAIN
