@@ -102,12 +102,13 @@ static void tnpu_fence_init(struct tnpu_job *job)
 }
 
 /*
- * The job's release. While its job lives, module exit's wait for jobs covers the fence; from here
+ * The job's release. While its job lives, the job's module reference covers the fence; from here
  * on it may be held by its scheduler fence (a sync_file, syncobj or dma_resv keeps that one), so
- * it takes a module reference before it drops the job's, unless the job's is the only one left:
- * nothing can take a new reference then (the scheduler fence, the only other holder, has dropped
- * its own), and the release work that follows is drained by module exit like the job's own. The
- * job holds a reference until this put, so the release cannot run before module_ref is set.
+ * it takes a module reference before it drops the job's (the job still holds the module, so exit
+ * cannot have begun), unless the job's is the only one left: nothing can take a new reference then
+ * (the scheduler fence, the only other holder, has dropped its own), and the release work that
+ * follows is drained by module exit like the job's own. The job holds a reference until this put,
+ * so the release cannot run before module_ref is set.
  */
 void tnpu_fence_job_put(struct tnpu_job *job)
 {
@@ -800,21 +801,29 @@ void tnpu_rings_set_timeout(struct tnpu_device *tdev, unsigned int ms)
 }
 
 /*
- * Jobs alive in any device: module exit waits for none to be left, since their release (and the
- * scheduler callbacks before it) run module code, however late the last dependency signals.
+ * Jobs alive in any device. Each holds a module reference from SUBMIT to the end of its release
+ * (issue #28: module exit used to wait for them, uninterruptibly and for as long as a dependency
+ * of another driver or a sync_file held them), so rmmod is refused (EWOULDBLOCK) while any lives
+ * and module exit never waits for one.
  */
 static atomic_t tnpu_live_jobs = ATOMIC_INIT(0);
 
+/* in SUBMIT: the open file holds the module */
 void tnpu_job_created(void)
 {
+	__module_get(THIS_MODULE);
 	atomic_inc(&tnpu_live_jobs);
 }
 
-/* the last call of a job's release, which runs on tnpu_cleanup_wq or in the submitting ioctl */
+/*
+ * The last call of a job's release, which runs on tnpu_cleanup_wq (module exit drains it, so the
+ * return from here still finds the module) or in the submitting ioctl (the file holds the module).
+ */
 void tnpu_job_destroyed(void)
 {
 	if (atomic_dec_and_test(&tnpu_live_jobs))
 		wake_up_all(&tnpu_jobs_gone);
+	module_put(THIS_MODULE);
 }
 
 int tnpu_job_module_init(void)
@@ -825,13 +834,13 @@ int tnpu_job_module_init(void)
 
 void tnpu_job_module_exit(void)
 {
-	wait_event(tnpu_jobs_gone, !atomic_read(&tnpu_live_jobs));
 	/*
-	 * Fences of jobs released during exit (rmmod found no reference while they were bound to
-	 * a job): their module reference came too late to refuse the unload, so wait for their
-	 * release (if a sync_file still holds one, until it is closed).
+	 * Jobs and fences that outlive them hold module references (tnpu_job_created(),
+	 * tnpu_fence_job_put()), taken while their file or job held one: none is left when exit
+	 * runs, except their last work items, which destroy_workqueue() waits for. So these waits
+	 * end at once; they only keep the counters honest.
 	 */
+	wait_event(tnpu_jobs_gone, !atomic_read(&tnpu_live_jobs));
 	wait_event(tnpu_jobs_gone, !atomic_read(&tnpu_live_fences));
-	/* waits for the releases that woke us to return */
 	destroy_workqueue(tnpu_cleanup_wq);
 }

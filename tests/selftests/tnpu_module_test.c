@@ -1,8 +1,8 @@
 // SPDX-License-Identifier: GPL-2.0-only
 /*
- * Module life cycle: repeated rmmod/insmod, rmmod refused while a file is open, unbind with an open
- * file and jobs in flight, rmmod right after closing a file with jobs in flight. Every test leaves
- * tnpu.ko loaded and bound.
+ * Module life cycle: repeated rmmod/insmod, rmmod refused while a file is open or jobs of a closed
+ * file live, unbind with an open file and jobs in flight, rmmod right after closing a file with jobs
+ * in flight, the MMU quarantine. Every test leaves tnpu.ko loaded and bound.
  */
 #include <dirent.h>
 #include <limits.h>
@@ -36,15 +36,16 @@ static int unload_once(void)
 }
 
 /*
- * A job's hardware fence that outlives its job (its scheduler fence still held, e.g. as a later
- * job's dependency) holds the module until its release, which the driver's cleanup work finishes
- * shortly after the last job: rmmod right after a close may be refused for that long.
+ * Every job holds the module until its release, and its hardware fence after that while anything
+ * else holds it (e.g. as a later job's dependency): rmmod right after a close is refused until the
+ * closed file's jobs completed and the driver's cleanup work released them (a hung job: until its
+ * timeout recovery; a job an earlier suite left behind may still be running).
  */
 static int unload(void)
 {
 	int i, ret = unload_once();
 
-	for (i = 0; ret == -EWOULDBLOCK && i < 250; i++) {
+	for (i = 0; ret == -EWOULDBLOCK && i < 2000; i++) {
 		usleep(20000);
 		ret = unload_once();
 	}
@@ -259,16 +260,68 @@ static int sync_file_status(int fd, int timeout_ms)
 	return info.status == 1 ? 0 : info.status;
 }
 
-TEST(rmmod_with_hung_jobs_of_a_closed_file)
+/* unload_once() in a child: its -errno, or -EINPROGRESS if it still sleeps after @ms */
+static int unload_in_child(int close_fd, int ms, pid_t *child)
 {
+	int status, i;
+	pid_t pid = fork();
+
+	if (pid < 0)
+		return -errno;
+	if (pid == 0) {
+		if (close_fd >= 0)
+			close(close_fd);
+		_exit(-unload_once());
+	}
+	*child = pid;
+	for (i = 0; i < ms / 10; i++) {
+		if (waitpid(pid, &status, WNOHANG) == pid) {
+			*child = 0;
+			return -WEXITSTATUS(status);
+		}
+		usleep(10000);
+	}
+	return -EINPROGRESS;
+}
+
+/*
+ * Issue #28: rmmod after closing a file whose jobs hang used to go through, failing them, but
+ * module exit then slept (uninterruptibly, in D state) until every fence of theirs was released:
+ * here until the test closed the sync_file it kept. Now the jobs hold the module: rmmod is refused
+ * at once; an unbind fails the jobs, and once the sync_file is closed the module unloads.
+ */
+TEST(rmmod_with_hung_jobs_of_a_closed_file_is_refused_not_blocked)
+{
+	char dev[256];
 	struct tnpu_ctx c;
+	int sync_fd = -1, ret, status;
+	pid_t child = 0;
 
 	if (access(KO_PATH_FILE, R_OK))
 		SKIP(return, "no %s (not the tnpu VM image)", KO_PATH_FILE);
+	ASSERT_EQ(0, pci_name(dev, sizeof(dev)));
 	ASSERT_EQ(0, tnpu_ctx_init(&c));
 	ASSERT_EQ(0, tnpu_inject("inject_hang"));
 	submit_many(&c, 20);
+	ASSERT_EQ(0, drmSyncobjExportSyncFile(c.fd, c.sync, &sync_fd));
 	tnpu_ctx_fini(&c);
+
+	ret = unload_in_child(sync_fd, 3000, &child);
+	if (child) {
+		/* the old driver: its exit sleeps until the sync_file is closed, then it is gone */
+		close(sync_fd);
+		ASSERT_EQ(child, waitpid(child, &status, 0));
+		ASSERT_EQ(0, load());
+		ASSERT_EQ(0, wait_node());
+	}
+	ASSERT_EQ(-EWOULDBLOCK, ret) TH_LOG("rmmod: %s", ret == -EINPROGRESS ?
+					     "still sleeping after 3 s" : strerror(-ret));
+
+	/* the unbind fails the jobs; the sync_file's fence then holds the module until closed */
+	ASSERT_EQ(0, tnpu_write_file("/sys/bus/pci/drivers/tnpu/unbind", dev));
+	EXPECT_EQ(-ENODEV, sync_file_status(sync_fd, 10000));
+	EXPECT_EQ(-EWOULDBLOCK, unload_once());
+	close(sync_fd);
 	ASSERT_EQ(0, unload());
 	ASSERT_EQ(0, load());
 	ASSERT_EQ(0, wait_node());
