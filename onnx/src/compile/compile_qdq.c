@@ -32,6 +32,8 @@
  *
  * A pattern whose shapes the lowering cannot take falls back: its DQ nodes are lowered again as host
  * steps and the float nodes run as before.
+ *
+ * The matcher is compile_qdq_match.c, the run-time jobs of the steps runtime/compiled_qdq_jobs.c.
  */
 #include <math.h>
 #include <stdio.h>
@@ -42,227 +44,7 @@
 #include "compile.h"
 #include "geom.h"
 
-enum { QR_NONE = 0, QR_ANCHOR = 1, QR_ABSORBED = 2 };
-
-/* A tensor's quantisation: real = scale * (q - zp); zp in the device's int8 domain. */
-struct qparam {
-	double scale;
-	float scale_f;
-	int32_t zp;
-	int dtype;	/* ONNX_UINT8 or ONNX_INT8 */
-};
-
-struct qpat {
-	int anchor, q, relu;	/* node indices (-1: none) */
-	int xdq[2], wdq, bdq;	/* the DQ nodes read (-1) */
-	int x[2];		/* their int8 inputs */
-	int y;			/* the Q's output */
-	struct qparam xq[2], yq;
-	int bias_f;		/* a float constant bias (no DQ), -1 */
-};
-
-static const struct onnx_tensor *cval_t(const struct onnx_model *m, int v)
-{
-	return v >= 0 && m->vals[v].is_const ? &m->vals[v].t : NULL;
-}
-
-/* Graph-wide use counts and (last) consumer of every value; graph outputs count twice. */
-static void uses_of(const struct onnx_model *m, int *uses, int *cons)
-{
-	for (unsigned v = 0; v < m->n_vals; v++)
-		uses[v] = 0, cons[v] = -1;
-	for (unsigned i = 0; i < m->n_nodes; i++) {
-		if (m->nodes[i].folded)
-			continue;
-		for (unsigned k = 0; k < m->nodes[i].n_in; k++)
-			if (m->nodes[i].in[k] >= 0) {
-				uses[m->nodes[i].in[k]]++;
-				cons[m->nodes[i].in[k]] = (int)i;
-			}
-	}
-	for (unsigned o = 0; o < m->n_outputs; o++)
-		uses[m->outputs[o]] += 2;
-}
-
-/* Per-tensor scale and zero point from constant inputs (zp absent: UINT8 0). */
-static bool qparams(const struct onnx_model *m, const struct onnx_node *n, struct qparam *q)
-{
-	const struct onnx_tensor *s = n->n_in > 1 ? cval_t(m, n->in[1]) : NULL;
-	const struct onnx_tensor *z = n->n_in > 2 ? cval_t(m, n->in[2]) : NULL;
-
-	if (!s || s->dtype != ONNX_FLOAT || s->count != 1 || (n->n_in > 2 && n->in[2] >= 0 && !z))
-		return false;
-	q->scale_f = ((const float *)s->data)[0];
-	q->scale = q->scale_f;
-	if (!(q->scale > 0) || !isfinite(q->scale))
-		return false;
-	q->dtype = z ? z->dtype : ONNX_UINT8;
-	if (z && (z->count != 1 || (z->dtype != ONNX_UINT8 && z->dtype != ONNX_INT8)))
-		return false;
-	q->zp = z ? (int32_t)tensor_get_i(z, 0) : 0;
-	if (q->dtype == ONNX_UINT8)
-		q->zp -= 128;
-	return true;
-}
-
-/* The first node (in graph order) that writes v and still runs; -1 if none (the model's use-def index). */
-static int producer(const struct onnx_model *m, int v)
-{
-	unsigned n_p;
-	const int *p = onnx_producers(m, v, &n_p);
-	int best = -1;
-
-	for (unsigned j = 0; j < n_p; j++)
-		if (!m->nodes[p[j]].folded && (best < 0 || p[j] < best))
-			best = p[j];
-	return best;
-}
-
-/* v = DequantizeLinear(x) of a per-tensor quantised activation: the DQ node, else -1. */
-static int act_dq(const struct onnx_model *m, int v, int *x, struct qparam *q)
-{
-	int d = producer(m, v);
-
-	if (d < 0 || m->nodes[d].op != OP_DEQUANTIZELINEAR || m->nodes[d].in[0] < 0 ||
-	    m->vals[m->nodes[d].in[0]].is_const || !qparams(m, &m->nodes[d], q))
-		return -1;
-	*x = m->nodes[d].in[0];
-	return d;
-}
-
-/* v = DequantizeLinear(constant INT8 or INT32): the DQ node, else -1. */
-static int const_dq(const struct onnx_model *m, int v, int dtype)
-{
-	int d = producer(m, v);
-	const struct onnx_node *n;
-
-	if (d < 0 || m->nodes[d].op != OP_DEQUANTIZELINEAR)
-		return -1;
-	n = &m->nodes[d];
-	if (!cval_t(m, n->in[0]) || (int)m->vals[n->in[0]].t.dtype != dtype || n->n_in < 2 || !cval_t(m, n->in[1]) ||
-	    m->vals[n->in[1]].t.dtype != ONNX_FLOAT || (n->n_in > 2 && n->in[2] >= 0 && !cval_t(m, n->in[2])))
-		return -1;
-	return d;
-}
-
-/* v's only consumer is a QuantizeLinear (per tensor): the Q node, else -1. */
-static int q_after(const struct onnx_model *m, const int *uses, const int *cons, int v, struct qparam *q)
-{
-	int c = v >= 0 && uses[v] == 1 ? cons[v] : -1;
-
-	if (c < 0 || m->nodes[c].op != OP_QUANTIZELINEAR || m->nodes[c].in[0] != v || !qparams(m, &m->nodes[c], q) ||
-	    m->nodes[c].n_out != 1)
-		return -1;
-	return c;
-}
-
-static bool is_view_op(enum onnx_op op)
-{
-	return op == OP_FLATTEN || op == OP_RESHAPE || op == OP_SQUEEZE || op == OP_UNSQUEEZE || op == OP_IDENTITY;
-}
-
-/* Does node a anchor a QDQ pattern?  Shape-independent checks only (the lowering does the rest). */
-static bool match(const struct onnx_model *m, const int *uses, const int *cons, unsigned a, struct qpat *p)
-{
-	const struct onnx_node *n = &m->nodes[a];
-	unsigned n_act = n->op == OP_ADD ? 2 : 1;
-	int out;
-
-	memset(p, 0, sizeof(*p));
-	p->anchor = (int)a;
-	p->q = p->relu = p->wdq = p->bdq = p->bias_f = -1;
-	p->xdq[0] = p->xdq[1] = p->x[0] = p->x[1] = -1;
-	if (n->folded || n->n_out < 1 || n->n_in < n_act)
-		return false;
-	switch (n->op) {
-	case OP_CONV:
-	case OP_GEMM:
-	case OP_MATMUL:
-		if (n->n_in < 2 || (p->wdq = const_dq(m, n->in[1], ONNX_INT8)) < 0)
-			return false;
-		if (n->op != OP_MATMUL && n->n_in > 2 && n->in[2] >= 0) {
-			p->bdq = const_dq(m, n->in[2], ONNX_INT32);
-			if (p->bdq < 0) {
-				if (!cval_t(m, n->in[2]) || m->vals[n->in[2]].t.dtype != ONNX_FLOAT)
-					return false;
-				p->bias_f = n->in[2];
-			}
-		}
-		break;
-	case OP_ADD:
-		if (n->n_in != 2)
-			return false;
-		break;
-	case OP_MAXPOOL:
-	case OP_AVGPOOL:
-	case OP_GLOBALAVGPOOL:
-		if (n->n_out != 1)
-			return false;
-		break;
-	default:
-		if (!is_view_op(n->op))
-			return false;
-		break;
-	}
-	for (unsigned k = 0; k < n_act; k++)
-		if ((p->xdq[k] = act_dq(m, n->in[k], &p->x[k], &p->xq[k])) < 0)
-			return false;
-	out = n->out[0];
-	if (n->op == OP_ADD && out >= 0 && uses[out] == 1 && cons[out] >= 0 && m->nodes[cons[out]].op == OP_RELU) {
-		p->relu = cons[out];
-		out = m->nodes[p->relu].out[0];
-	}
-	if ((p->q = q_after(m, uses, cons, out, &p->yq)) < 0)
-		return false;
-	p->y = m->nodes[p->q].out[0];
-	if (is_view_op(n->op) &&
-	    (p->xq[0].scale_f != p->yq.scale_f || p->xq[0].zp != p->yq.zp || p->xq[0].dtype != p->yq.dtype))
-		return false;
-	return true;
-}
-
-int cm_qdq_match(struct onnx_compiled *cm)
-{
-	struct onnx_model *m = cm->m;
-	int *uses = calloc(m->n_vals + 1, sizeof(int)), *cons = calloc(m->n_vals + 1, sizeof(int));
-	struct qpat p;
-
-	cm->qrole = calloc(m->n_nodes + 1, 1);
-	if (!uses || !cons || !cm->qrole) {
-		free(uses);
-		free(cons);
-		return cm_seterr(cm, -ENOMEM, "QDQ matcher: out of memory");
-	}
-	uses_of(m, uses, cons);
-	for (unsigned i = 0; i < m->n_nodes; i++)
-		if (match(m, uses, cons, i, &p)) {
-			cm->qrole[i] = QR_ANCHOR;
-			cm->qrole[p.q] = QR_ABSORBED;
-			if (p.relu >= 0)
-				cm->qrole[p.relu] = QR_ABSORBED;
-		}
-	/* a DQ node goes when every reader of its output is a pattern that reads its input instead */
-	for (unsigned i = 0; i < m->n_nodes; i++) {
-		const struct onnx_node *n = &m->nodes[i];
-		int v = n->n_out ? n->out[0] : -1;
-		bool all = v >= 0 && uses[v] > 0;
-
-		if (n->folded || n->op != OP_DEQUANTIZELINEAR || cm->qrole[i] || !all)
-			continue;
-		for (unsigned j = 0; all && j < m->n_nodes; j++)
-			if (!m->nodes[j].folded)
-				for (unsigned k = 0; k < m->nodes[j].n_in; k++)
-					if (m->nodes[j].in[k] == v && cm->qrole[j] != QR_ANCHOR)
-						all = false;
-		for (unsigned o = 0; o < m->n_outputs; o++)
-			all &= m->outputs[o] != v;
-		if (all)
-			cm->qrole[i] = QR_ABSORBED;
-	}
-	free(uses);
-	free(cons);
-	return 0;
-}
+#include "compile_qdq.h"
 
 /* ---- lowering ------------------------------------------------------------------------------------ */
 
@@ -278,8 +60,8 @@ static int64_t sat_i32(double v, bool *ok)
 static bool weights_eff(const struct onnx_model *m, const struct onnx_node *d, int ch_axis, int64_t n_ch,
 			int8_t *weff, double *sw)
 {
-	const struct onnx_tensor *w = cval_t(m, d->in[0]), *s = cval_t(m, d->in[1]);
-	const struct onnx_tensor *z = d->n_in > 2 ? cval_t(m, d->in[2]) : NULL;
+	const struct onnx_tensor *w = qdq_cval(m, d->in[0]), *s = qdq_cval(m, d->in[1]);
+	const struct onnx_tensor *z = d->n_in > 2 ? qdq_cval(m, d->in[2]) : NULL;
 	int64_t axis = attr_int(d->pb, "axis", 1), inner = 1;
 
 	if (axis < 0)
@@ -313,10 +95,10 @@ static bool bias_acc(const struct onnx_model *m, const struct qpat *p, int64_t n
 	bool ok = true;
 
 	if (p->bdq >= 0) {
-		b = cval_t(m, m->nodes[p->bdq].in[0]);
-		bs = cval_t(m, m->nodes[p->bdq].in[1]);
+		b = qdq_cval(m, m->nodes[p->bdq].in[0]);
+		bs = qdq_cval(m, m->nodes[p->bdq].in[1]);
 		if (m->nodes[p->bdq].n_in > 2 && m->nodes[p->bdq].in[2] >= 0) {
-			const struct onnx_tensor *z = cval_t(m, m->nodes[p->bdq].in[2]);
+			const struct onnx_tensor *z = qdq_cval(m, m->nodes[p->bdq].in[2]);
 
 			for (size_t i = 0; i < z->count; i++)
 				if (tensor_get_i(z, i))
@@ -325,7 +107,7 @@ static bool bias_acc(const struct onnx_model *m, const struct qpat *p, int64_t n
 		if (bs->count != 1 && bs->count != (size_t)n_ch)
 			return false;
 	} else if (p->bias_f >= 0) {
-		b = cval_t(m, p->bias_f);
+		b = qdq_cval(m, p->bias_f);
 	}
 	if (b && b->count != (size_t)n_ch)
 		return false;
@@ -482,7 +264,7 @@ out:
 static int lower_qconv(struct onnx_compiled *cm, struct onnx_ctx *c, struct cstep *s, const struct qpat *p)
 {
 	struct onnx_model *m = cm->m;
-	const struct onnx_tensor *x = cm_val(cm, p->x[0]), *w = cval_t(m, m->nodes[p->wdq].in[0]);
+	const struct onnx_tensor *x = cm_val(cm, p->x[0]), *w = qdq_cval(m, m->nodes[p->wdq].in[0]);
 	struct conv_geom g;
 	int8_t *weff = NULL;
 	double *sw = NULL;
@@ -529,7 +311,7 @@ static int lower_qgemm(struct onnx_compiled *cm, struct onnx_ctx *c, struct cste
 {
 	struct onnx_model *m = cm->m;
 	const struct onnx_node *n = c->n;
-	const struct onnx_tensor *x = cm_val(cm, p->x[0]), *b = cval_t(m, m->nodes[p->wdq].in[0]);
+	const struct onnx_tensor *x = cm_val(cm, p->x[0]), *b = qdq_cval(m, m->nodes[p->wdq].in[0]);
 	int8_t *weff = NULL;
 	double *sw = NULL;
 	int64_t *bacc = NULL, od[ONNX_MAX_DIMS];
@@ -550,7 +332,7 @@ static int lower_qgemm(struct onnx_compiled *cm, struct onnx_ctx *c, struct cste
 	if (!s->K || !s->M || !s->N || (s->tb ? b->dims[1] : b->dims[0]) != s->K || s->M > UINT32_MAX)
 		return ONNX_FALLBACK;
 	if (p->bias_f >= 0 || p->bdq >= 0) {
-		const struct onnx_tensor *bt = p->bias_f >= 0 ? cval_t(m, p->bias_f) : cval_t(m, m->nodes[p->bdq].in[0]);
+		const struct onnx_tensor *bt = p->bias_f >= 0 ? qdq_cval(m, p->bias_f) : qdq_cval(m, m->nodes[p->bdq].in[0]);
 
 		if (!(bt->ndim == 1 || (bt->ndim == 2 && bt->dims[0] == 1)) || bt->count != (size_t)s->N)
 			return ONNX_FALLBACK;
@@ -805,8 +587,8 @@ int cm_qdq_lower(struct onnx_compiled *cm, unsigned i, struct cstep *s)
 		free(cons);
 		return cm_seterr(cm, -ENOMEM, "out of memory");
 	}
-	uses_of(m, uses, cons);
-	ret = match(m, uses, cons, i, &p) ? 0 : -EINVAL;
+	qdq_uses_of(m, uses, cons);
+	ret = qdq_match(m, uses, cons, i, &p) ? 0 : -EINVAL;
 	free(uses);
 	free(cons);
 	if (ret)
@@ -856,310 +638,4 @@ declined:
 	if ((ret = unabsorb(cm, &p)))
 		return ret;
 	return ONNX_FALLBACK;
-}
-
-/* ---- execution (compiled_run.c calls cm_qdq_job for k = 0, 1, ... until it returns 1) ------------- */
-
-static enum accel_layout lay(const struct onnx_compiled *cm, int v)
-{
-	return cm->vals[v].nhwc ? ACCEL_LAYOUT_NHWC : ACCEL_LAYOUT_NCHW;
-}
-
-/* The tensor constructors' errors (a zero dimension) return from the job builders below as the job's
- * error, with the constructor's message in accel_last_error (compiled_run.c step_err). */
-static int vt(const struct onnx_compiled *cm, int v, enum accel_dtype dt, const uint32_t d[4], struct accel_tensor *t)
-{
-	const struct cval *cv = &cm->vals[v];
-	uint64_t off = cv->off;
-	struct accel_buffer *b = cv->loc == LOC_WEIGHT ? cm_wbuf_at(cm, cv->off, &off) : cm->arena;
-
-	return accel_tensor_4d(b, off, dt, lay(cm, v), d[0], d[1], d[2], d[3], t);
-}
-
-static int at4(struct accel_buffer *b, uint64_t off, enum accel_dtype dt, enum accel_layout l, const uint32_t d[4],
-	       struct accel_tensor *t)
-{
-	return accel_tensor_4d(b, off, dt, l, d[0], d[1], d[2], d[3], t);
-}
-
-bool cm_qdq_qcol(const struct cstep *s)
-{
-	return (s->kind == CS_QCONV || s->kind == CS_QGEMM) && s->odt == ACCEL_INT8 && !s->mult;
-}
-
-bool cm_qdq_qadd1(const struct cstep *s)
-{
-	return s->kind == CS_QADD && !s->nrq;
-}
-
-unsigned cm_qdq_jobs(const struct cstep *s)
-{
-	switch (s->kind) {
-	case CS_QCONV:
-		return (unsigned)s->qpool + 1 + (s->odt == ACCEL_INT32);
-	case CS_QGEMM:
-		return 1 + (s->odt == ACCEL_INT32);
-	case CS_QADD:
-		return cm_qdq_qadd1(s) ? 1 : 6;
-	case CS_QPOOL:
-		return 1;
-	default:
-		return 0;
-	}
-}
-
-static int job_pool(struct onnx_compiled *cm, const struct cstep *s, struct accel_tensor *out,
-		    const struct accel_submit *sub, struct accel_job **job)
-{
-	struct accel_pool2d_desc d;
-	struct accel_tensor x;
-	int ret;
-
-	memset(&d, 0, sizeof(d));
-	if ((ret = vt(cm, s->in[0], ACCEL_INT8, s->ad, &x)))
-		return ret;
-	d.input = &x;
-	d.output = out;
-	d.kind = ACCEL_POOL_MAX;
-	d.win_h = s->pw[0], d.win_w = s->pw[1], d.stride_h = s->pw[2], d.stride_w = s->pw[3];
-	d.pad_top = s->pw[4], d.pad_left = s->pw[5], d.pad_bottom = s->pw[6], d.pad_right = s->pw[7];
-	return accel_pool2d(cm->dev, &d, sub, job);
-}
-
-static int job_requant(struct onnx_compiled *cm, const struct cstep *s, struct accel_tensor *in,
-		       struct accel_tensor *out, uint32_t axis, const struct accel_submit *sub, struct accel_job **job)
-{
-	struct accel_requant_desc d = {
-		.input = in, .output = out, .axis = axis, .zero_point = (int16_t)s->ozp,
-		.multiplier = (const int32_t *)(cm->wimg + s->rq_off), .shift = cm->wimg + s->rq_off + 4ull * s->nrq,
-	};
-
-	return accel_requant(cm->dev, &d, sub, job);
-}
-
-/* The accel_conv2d descriptor of a CS_QCONV step's convolution (its tensors in x, w, y, bt); 0 or a
- * constructor's -errno. */
-static int qconv_desc(const struct onnx_compiled *cm, const struct cstep *s, struct accel_conv2d_desc *d,
-		      struct accel_tensor *x, struct accel_tensor *w, struct accel_tensor *y, struct accel_tensor *bt)
-{
-	uint32_t xd[4] = { (uint32_t)s->n, (uint32_t)s->c, (uint32_t)s->h, (uint32_t)s->w };
-	uint32_t wd[4] = { (uint32_t)s->k, (uint32_t)s->cg, (uint32_t)s->kh, (uint32_t)s->kw };
-	uint32_t yd[4] = { (uint32_t)s->n, (uint32_t)s->k, (uint32_t)s->oh, (uint32_t)s->ow };
-	int ret;
-
-	memset(d, 0, sizeof(*d));
-	/* OHWI weights for an NHWC input; QCOL: column records {bias, multiplier, shift}, K x 3 */
-	if ((ret = s->qpool ? at4(cm->arena, s->sc_off, ACCEL_INT8, lay(cm, s->in[0]), xd, x)
-			    : vt(cm, s->in[0], ACCEL_INT8, xd, x)) ||
-	    (ret = at4(cm->wbuf, s->w_off, ACCEL_INT8, lay(cm, s->in[0]), wd, w)) ||
-	    (ret = s->odt == ACCEL_INT32 ? at4(cm->arena, s->sc_off, ACCEL_INT32, lay(cm, s->out), yd, y)
-					 : vt(cm, s->out, ACCEL_INT8, yd, y)) ||
-	    (ret = cm_qdq_qcol(s) ? accel_tensor_2d(cm->wbuf, s->b_off, ACCEL_INT32, (uint32_t)s->k, 3, bt)
-				  : accel_tensor_2d(cm->wbuf, s->b_off, ACCEL_INT32, 1, (uint32_t)s->k, bt)))
-		return ret;
-	d->input = x;
-	d->weights = w;
-	d->output = y;
-	d->stride_h = (uint32_t)s->sh, d->stride_w = (uint32_t)s->sw;
-	d->dil_h = (uint32_t)s->dh, d->dil_w = (uint32_t)s->dw;
-	d->pad_top = (uint32_t)s->pt, d->pad_left = (uint32_t)s->pl;
-	d->pad_bottom = (uint32_t)s->pb, d->pad_right = (uint32_t)s->pr;
-	d->groups = (uint32_t)s->groups;
-	d->input_zero_point = s->izp;
-	d->epi.bias = bt;
-	d->epi.act = (enum accel_act)s->act;
-	if (s->odt == ACCEL_INT8) {
-		d->epi.multiplier = s->mult;
-		d->epi.shift = (uint8_t)s->shift;
-		d->epi.zero_point = (int16_t)s->ozp;
-	}
-	return 0;
-}
-
-static int job_conv(struct onnx_compiled *cm, const struct cstep *s, unsigned k, const struct accel_submit *sub,
-		    struct accel_job **job, const char **what)
-{
-	uint32_t xd[4] = { (uint32_t)s->n, (uint32_t)s->c, (uint32_t)s->h, (uint32_t)s->w };
-	uint32_t yd[4] = { (uint32_t)s->n, (uint32_t)s->k, (uint32_t)s->oh, (uint32_t)s->ow };
-	struct accel_tensor x, w, y, bt, acc;
-	struct accel_conv2d_desc d;
-	int ret;
-
-	/* the pool's output (scratch) is laid out like the input, the int32 accumulators like the output;
-	 * NHWC input: OHWI weights (compile_layout.c repacked them) */
-	if (s->qpool && k == 0) {
-		*what = "accel_pool2d (int8 max)";
-		if ((ret = at4(cm->arena, s->sc_off, ACCEL_INT8, lay(cm, s->in[0]), xd, &y)))
-			return ret;
-		return job_pool(cm, s, &y, sub, job);
-	}
-	k -= (unsigned)s->qpool;
-	if (k == 1) {
-		*what = "accel_requant";
-		if ((ret = at4(cm->arena, s->sc_off, ACCEL_INT32, lay(cm, s->out), yd, &acc)) ||
-		    (ret = vt(cm, s->out, ACCEL_INT8, yd, &y)))
-			return ret;
-		return job_requant(cm, s, &acc, &y, 1, sub, job);
-	}
-	if (s->pair >= 0) {	/* compile_fuse_pwdw.c: the depthwise step's convolution after it */
-		struct accel_conv2d_pwdw_desc pd = { .flags = 0 };
-		struct accel_tensor x2, w2, y2, bt2;
-		struct cstep q = cm->steps[s->pair];
-
-		q.kind = CS_QCONV;	/* fused away, it describes its convolution as it did */
-		*what = "accel_conv2d_pwdw (int8)";
-		if ((ret = qconv_desc(cm, s, &pd.pw, &x, &w, &y, &bt)) ||
-		    (ret = qconv_desc(cm, &q, &pd.dw, &x2, &w2, &y2, &bt2)))
-			return ret;
-		return accel_conv2d_pwdw(cm->dev, &pd, sub, job);
-	}
-	*what = "accel_conv2d (int8)";
-	if ((ret = qconv_desc(cm, s, &d, &x, &w, &y, &bt)))
-		return ret;
-	return accel_conv2d(cm->dev, &d, sub, job);
-}
-
-static int job_gemm(struct onnx_compiled *cm, const struct cstep *s, unsigned k, const struct accel_submit *sub,
-		    struct accel_job **job, const char **what)
-{
-	struct accel_tensor a, b, c, bt;
-	struct accel_gemm_desc d;
-	const struct cval *xv = &cm->vals[s->in[0]], *yv = &cm->vals[s->out];
-	uint32_t M = (uint32_t)s->M, N = (uint32_t)s->N, K = (uint32_t)s->K;
-	int ret;
-
-	if (k == 1) {
-		*what = "accel_requant";
-		if ((ret = accel_tensor_2d(cm->arena, s->sc_off, ACCEL_INT32, M, N, &a)) ||
-		    (ret = accel_tensor_2d(cm->arena, yv->off, ACCEL_INT8, M, N, &c)))
-			return ret;
-		return job_requant(cm, s, &a, &c, 1, sub, job);
-	}
-	*what = "accel_gemm (int8)";
-	memset(&d, 0, sizeof(d));
-	if ((ret = accel_tensor_2d(cm->arena, xv->off, ACCEL_INT8, M, K, &a)) ||
-	    (ret = accel_tensor_2d(cm->wbuf, s->w_off, ACCEL_INT8, s->tb ? N : K, s->tb ? K : N, &b)) ||
-	    (ret = s->odt == ACCEL_INT32 ? accel_tensor_2d(cm->arena, s->sc_off, ACCEL_INT32, M, N, &c)
-					 : accel_tensor_2d(cm->arena, yv->off, ACCEL_INT8, M, N, &c)) ||
-	    (ret = cm_qdq_qcol(s) ? accel_tensor_2d(cm->wbuf, s->b_off, ACCEL_INT32, N, 3, &bt)
-				  : accel_tensor_2d(cm->wbuf, s->b_off, ACCEL_INT32, 1, N, &bt)))
-		return ret;
-	d.a = &a;
-	d.b = &b;
-	d.c = &c;
-	d.trans_b = s->tb;
-	d.epi.bias = &bt;
-	d.epi.act = (enum accel_act)s->act;
-	if (s->odt == ACCEL_INT8) {
-		d.epi.multiplier = s->mult;
-		d.epi.shift = (uint8_t)s->shift;
-		d.epi.zero_point = (int16_t)s->ozp;
-	}
-	return accel_gemm(cm->dev, &d, sub, job);
-}
-
-/* One job: accel_qadd, the multipliers in the weight image (lower_qadd). */
-static int job_add1(struct onnx_compiled *cm, const struct cstep *s, const struct accel_submit *sub,
-		    struct accel_job **job, const char **what)
-{
-	struct accel_tensor a, b, out;
-	struct accel_qadd_desc d;
-	int ret;
-
-	*what = "accel_qadd";
-	memset(&d, 0, sizeof(d));
-	if ((ret = vt(cm, s->in[0], ACCEL_INT8, s->od, &a)) || (ret = vt(cm, s->in[1], ACCEL_INT8, s->od, &b)) ||
-	    (ret = vt(cm, s->out, ACCEL_INT8, s->od, &out)))
-		return ret;
-	d.a = &a;
-	d.b = &b;
-	d.out = &out;
-	d.op = ACCEL_ELT_ADD;
-	d.act = (enum accel_act)s->act;
-	memcpy(&d.a_multiplier, cm->wimg + s->k_off[1], 4);
-	memcpy(&d.b_multiplier, cm->wimg + s->k_off[3], 4);
-	d.a_zero_point = (int16_t)s->izp;
-	d.b_zero_point = (int16_t)s->izp2;
-	d.zero_point = (int16_t)s->ozp;
-	d.shift = (uint8_t)s->shift;
-	return accel_qadd(cm->dev, &d, sub, job);
-}
-
-/* (a - za) * Ma + (b - zb) * Mb in int32, then requantised. */
-static int job_add(struct onnx_compiled *cm, const struct cstep *s, unsigned k, const struct accel_submit *sub,
-		   struct accel_job **job, const char **what)
-{
-	static const uint32_t one[4] = { 1, 1, 1, 1 };
-	uint64_t t1 = s->sc_off, t2 = s->sc_off + s->sc_bytes / 2;
-	struct accel_tensor a, b, out;
-	struct accel_eltwise_desc d;
-	unsigned opnd = k < 2 ? 0 : 1;
-	enum accel_layout tl = lay(cm, s->out);	/* the int32 temporaries: the output's layout */
-	int ret;
-
-	if (cm_qdq_qadd1(s))
-		return job_add1(cm, s, sub, job, what);
-	memset(&d, 0, sizeof(d));
-	if (k == 5) {
-		*what = "accel_requant";
-		if ((ret = at4(cm->arena, t1, ACCEL_INT32, tl, s->od, &a)) ||
-		    (ret = vt(cm, s->out, ACCEL_INT8, s->od, &out)))
-			return ret;
-		return job_requant(cm, s, &a, &out, 0, sub, job);
-	}
-	*what = "accel_eltwise (int8 add)";
-	if (k == 4) {
-		ret = at4(cm->arena, t1, ACCEL_INT32, tl, s->od, &a);
-		ret = ret ? ret : at4(cm->arena, t2, ACCEL_INT32, tl, s->od, &b);
-		ret = ret ? ret : at4(cm->arena, t1, ACCEL_INT32, tl, s->od, &out);
-		d.op = ACCEL_ELT_ADD;
-		d.act = (enum accel_act)s->act;
-	} else if (k % 2 == 0) {	/* t = x - zx: int8 -> exact int32 */
-		ret = vt(cm, s->in[opnd], ACCEL_INT8, s->od, &a);
-		ret = ret ? ret : at4(cm->wbuf, s->k_off[2 * opnd], ACCEL_INT8, ACCEL_LAYOUT_NCHW, one, &b);
-		ret = ret ? ret : at4(cm->arena, opnd ? t2 : t1, ACCEL_INT32, tl, s->od, &out);
-		d.op = ACCEL_ELT_SUB;
-	} else {		/* t *= M */
-		ret = at4(cm->arena, opnd ? t2 : t1, ACCEL_INT32, tl, s->od, &a);
-		ret = ret ? ret : at4(cm->wbuf, s->k_off[2 * opnd + 1], ACCEL_INT32, ACCEL_LAYOUT_NCHW, one, &b);
-		ret = ret ? ret : at4(cm->arena, opnd ? t2 : t1, ACCEL_INT32, tl, s->od, &out);
-		d.op = ACCEL_ELT_MUL;
-	}
-	if (ret)
-		return ret;
-	d.a = &a;
-	d.b = &b;
-	d.out = &out;
-	return accel_eltwise(cm->dev, &d, sub, job);
-}
-
-int cm_qdq_job(struct onnx_compiled *cm, const struct cstep *s, unsigned k, const struct accel_submit *sub,
-	       struct accel_job **job, const char **what)
-{
-	if (k >= cm_qdq_jobs(s))
-		return 1;
-	switch (s->kind) {
-	case CS_QCONV:
-		return job_conv(cm, s, k, sub, job, what);
-	case CS_QGEMM:
-		return job_gemm(cm, s, k, sub, job, what);
-	case CS_QADD:
-		return job_add(cm, s, k, sub, job, what);
-	case CS_QPOOL: {
-		struct accel_tensor y;
-		uint32_t yd[4] = { s->ad[0], s->ad[1], 0, 0 };
-		const struct cval *cv = &cm->vals[s->out];
-
-		int ret;
-
-		yd[2] = (uint32_t)cv->dims[2];
-		yd[3] = (uint32_t)cv->dims[3];
-		*what = "accel_pool2d (int8 max)";
-		if ((ret = vt(cm, s->out, ACCEL_INT8, yd, &y)))
-			return ret;
-		return job_pool(cm, s, &y, sub, job);
-	}
-	default:
-		return 1;
-	}
 }
