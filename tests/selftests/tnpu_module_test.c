@@ -470,28 +470,12 @@ TEST(sync_file_of_a_job_outlives_unbind_and_holds_the_module)
 /* debugfs mmu_stale of the first device: BOs and contexts in the MMU quarantine */
 static int mmu_stale(unsigned int *bos, unsigned int *ctxs)
 {
-	DIR *d = opendir("/sys/kernel/debug/accel");
-	char path[600] = "";
-	struct dirent *e;
 	int ret = -ENOENT;
-	FILE *f;
+	FILE *f = tnpu_debugfs_open("mmu_stale", &ret);
 
-	if (!d)
-		return -errno;
-	while ((e = readdir(d))) {
-		if (e->d_name[0] == '.')
-			continue;
-		snprintf(path, sizeof(path), "/sys/kernel/debug/accel/%s/mmu_stale", e->d_name);
-		if (!access(path, R_OK))
-			break;
-		path[0] = 0;
-	}
-	closedir(d);
-	f = path[0] ? fopen(path, "r") : NULL;
 	if (!f)
-		return -ENOENT;
-	if (fscanf(f, "bos %u ctxs %u", bos, ctxs) == 2)
-		ret = 0;
+		return ret;
+	ret = fscanf(f, "bos %u ctxs %u", bos, ctxs) == 2 ? 0 : -ENOENT;
 	fclose(f);
 	return ret;
 }

@@ -235,9 +235,9 @@ static inline int tnpu_write_file(const char *path, const char *val)
 	return ret;
 }
 
-/* The first device's debugfs `rings` file opened for reading; NULL with *err -errno (no debugfs) or
+/* The first device's debugfs file @name opened for reading; NULL with *err -errno (no debugfs) or
  * -ENOENT (no device's file is readable). */
-static inline FILE *tnpu_rings_open(int *err)
+static inline FILE *tnpu_debugfs_open(const char *name, int *err)
 {
 	char path[600] = "";
 	DIR *d = opendir("/sys/kernel/debug/accel");
@@ -251,7 +251,7 @@ static inline FILE *tnpu_rings_open(int *err)
 	while ((e = readdir(d))) {
 		if (e->d_name[0] == '.')
 			continue;
-		snprintf(path, sizeof(path), "/sys/kernel/debug/accel/%s/rings", e->d_name);
+		snprintf(path, sizeof(path), "/sys/kernel/debug/accel/%s/%s", e->d_name, name);
 		if (!access(path, R_OK))
 			break;
 		path[0] = 0;
@@ -261,6 +261,12 @@ static inline FILE *tnpu_rings_open(int *err)
 	if (!f)
 		*err = -ENOENT;
 	return f;
+}
+
+/* The first device's debugfs `rings` file (tnpu_debugfs_open). */
+static inline FILE *tnpu_rings_open(int *err)
+{
+	return tnpu_debugfs_open("rings", err);
 }
 
 /*

@@ -128,6 +128,15 @@ void cm_step_epilogue(const struct cstep *s, const struct accel_tensor *bt, cons
 
 /* The accel_conv2d descriptor of a CS_CONV step (its tensors in x, w, y, bt, rt); 0 or a constructor's
  * -errno (message in accel_last_error). */
+void cm_conv_geometry(const struct cstep *s, struct accel_conv2d_desc *d)
+{
+	d->stride_h = (uint32_t)s->sh, d->stride_w = (uint32_t)s->sw;
+	d->dil_h = (uint32_t)s->dh, d->dil_w = (uint32_t)s->dw;
+	d->pad_top = (uint32_t)s->pt, d->pad_left = (uint32_t)s->pl;
+	d->pad_bottom = (uint32_t)s->pb, d->pad_right = (uint32_t)s->pr;
+	d->groups = (uint32_t)s->groups;
+}
+
 int cm_conv_desc(const struct onnx_compiled *cm, const struct cstep *s, struct accel_conv2d_desc *d,
 		     struct accel_tensor *x, struct accel_tensor *w, struct accel_tensor *y, struct accel_tensor *bt,
 		     struct accel_tensor *rt)
@@ -151,11 +160,7 @@ int cm_conv_desc(const struct onnx_compiled *cm, const struct cstep *s, struct a
 	d->input = x;
 	d->weights = w;
 	d->output = y;
-	d->stride_h = (uint32_t)s->sh, d->stride_w = (uint32_t)s->sw;
-	d->dil_h = (uint32_t)s->dh, d->dil_w = (uint32_t)s->dw;
-	d->pad_top = (uint32_t)s->pt, d->pad_left = (uint32_t)s->pl;
-	d->pad_bottom = (uint32_t)s->pb, d->pad_right = (uint32_t)s->pr;
-	d->groups = (uint32_t)s->groups;
+	cm_conv_geometry(s, d);
 	cm_step_epilogue(s, bt, rt, &d->epi);
 	return 0;
 }

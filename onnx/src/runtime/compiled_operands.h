@@ -29,6 +29,8 @@ void cm_copy_tensors(const struct onnx_compiled *cm, const struct cstep *s, stru
 /* A conv or GEMM step's epilogue: bias, activation, clamp, residual. */
 void cm_step_epilogue(const struct cstep *s, const struct accel_tensor *bt, const struct accel_tensor *rt,
 		      struct accel_epilogue *e);
+/* A CS_CONV/CS_QCONV step's strides, dilations, padding and groups into d. */
+void cm_conv_geometry(const struct cstep *s, struct accel_conv2d_desc *d);
 /* The accel_conv2d descriptor of a CS_CONV step. */
 int cm_conv_desc(const struct onnx_compiled *cm, const struct cstep *s, struct accel_conv2d_desc *d,
 		 struct accel_tensor *x, struct accel_tensor *w, struct accel_tensor *y, struct accel_tensor *bt,

@@ -13,6 +13,7 @@
 #include "geom.h"
 
 #include "compile_qdq.h"
+#include "compiled_operands.h"
 
 /* ---- execution (compiled_run.c calls cm_qdq_job for k = 0, 1, ... until it returns 1) ------------- */
 
@@ -116,11 +117,7 @@ static int qconv_desc(const struct onnx_compiled *cm, const struct cstep *s, str
 	d->input = x;
 	d->weights = w;
 	d->output = y;
-	d->stride_h = (uint32_t)s->sh, d->stride_w = (uint32_t)s->sw;
-	d->dil_h = (uint32_t)s->dh, d->dil_w = (uint32_t)s->dw;
-	d->pad_top = (uint32_t)s->pt, d->pad_left = (uint32_t)s->pl;
-	d->pad_bottom = (uint32_t)s->pb, d->pad_right = (uint32_t)s->pr;
-	d->groups = (uint32_t)s->groups;
+	cm_conv_geometry(s, d);
 	d->input_zero_point = s->izp;
 	d->epi.bias = bt;
 	d->epi.act = (enum accel_act)s->act;
