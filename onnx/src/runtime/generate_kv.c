@@ -157,6 +157,7 @@ int gen_kv_run(struct onnx_generator *g, struct gen_bucket *b, uint32_t n, struc
 		return GFAIL(g, -ENOMEM, "out of memory");
 	if (!stats)
 		stats = &local;
+	memset(stats, 0, sizeof(*stats));	/* a failure before the run leaves no stale figures */
 	memset(&pre, 0, sizeof(pre));
 	{	/* the run zeroes stats: the copies before it are summed apart */
 		struct onnx_run_stats before = { 0 };
