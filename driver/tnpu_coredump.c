@@ -252,6 +252,10 @@ void tnpu_coredump_capture(struct tnpu_job *job, u32 reason, u32 code, u32 info,
 	lockdep_assert_held(&tdev->lock);
 	if (!cd || atomic_cmpxchg(&cd->busy, 0, 1))
 		return;
+	if (!tnpu_user_may_dump(job->ctx)) {	/* this uid dumped within coredump_interval_s */
+		atomic_set(&cd->busy, 0);
+		return;
+	}
 	if (code >= TNPU_ERR_CMDBUF && code <= TNPU_ERR_CTX_INVALID)
 		has_off = false;
 	h = kzalloc(TNPU_CD_SIZE, GFP_NOWAIT | __GFP_NOWARN);

@@ -674,6 +674,7 @@ static void __exit tnpu_exit(void)
 	pci_unregister_driver(&tnpu_pci_driver);
 	/* runs the last job releases, which may release DRM devices */
 	tnpu_job_module_exit();
+	tnpu_limits_exit();
 }
 
 module_init(tnpu_init);

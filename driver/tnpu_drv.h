@@ -485,6 +485,8 @@ static inline struct tnpu_user *tnpu_user_get(struct tnpu_user *user)
 }
 
 int tnpu_user_charge_context(struct tnpu_user *user, bool exempt);
+bool tnpu_user_may_dump(struct tnpu_ctx *ctx);
+void tnpu_limits_exit(void);
 void tnpu_user_uncharge_context(struct tnpu_user *user);
 
 /* tnpu_fops.c */

@@ -9,6 +9,7 @@
  * counted but not limited; the device's context pool and the global pin budget still apply.
  */
 #include <linux/cred.h>
+#include <linux/jiffies.h>
 #include <linux/module.h>
 #include <linux/mutex.h>
 #include <linux/slab.h>
@@ -30,6 +31,45 @@ unsigned int tnpu_max_jobs_per_file = 1024;
 module_param_named(max_jobs_per_file, tnpu_max_jobs_per_file, uint, 0644);
 MODULE_PARM_DESC(max_jobs_per_file,
 		 "jobs one file may have submitted and not yet completed, CAP_SYS_ADMIN exempt (1024)");
+
+unsigned int tnpu_coredump_interval_s = 1800;
+module_param_named(coredump_interval_s, tnpu_coredump_interval_s, uint, 0644);
+MODULE_PARM_DESC(coredump_interval_s,
+		 "seconds before one uid's failing jobs may leave another device coredump, CAP_SYS_ADMIN exempt (1800; 0: no limit)");
+
+/*
+ * When each uid last left a device coredump (jiffies as an xarray value). Kept apart from the
+ * per-uid accounting record, which goes with the uid's last context: closing and reopening the
+ * device must not reset the interval. One entry per uid that ever dumped; freed at module exit.
+ */
+static DEFINE_XARRAY(tnpu_dump_times);
+
+/*
+ * May a failure of @ctx's job leave a device coredump now? The kernel keeps one dump per device
+ * until it is read or expires (five minutes) and drops new ones meanwhile, so one uid's failures
+ * must not keep that slot: at most one dump per uid every coredump_interval_s (driver.md "Device
+ * coredump"). Called with tdev->lock held (never sleeps); records the dump when it answers yes.
+ */
+bool tnpu_user_may_dump(struct tnpu_ctx *ctx)
+{
+	unsigned long interval = (unsigned long)READ_ONCE(tnpu_coredump_interval_s) * HZ;
+	unsigned long now = jiffies & LONG_MAX;	/* an xarray value is a non-negative long */
+	void *last;
+
+	if (!ctx->user || ctx->limits_exempt || !interval)
+		return true;
+	last = xa_load(&tnpu_dump_times, ctx->user->uid);
+	if (last && time_before(now, xa_to_value(last) + interval))
+		return false;
+	/* without memory for the record, the dump still goes ahead */
+	xa_store(&tnpu_dump_times, ctx->user->uid, xa_mk_value(now), GFP_NOWAIT | __GFP_NOWARN);
+	return true;
+}
+
+void tnpu_limits_exit(void)
+{
+	xa_destroy(&tnpu_dump_times);
+}
 
 /* contexts, BOs and jobs hold users; the xarray finds the one of a uid */
 static DEFINE_XARRAY(tnpu_users);

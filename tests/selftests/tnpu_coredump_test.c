@@ -6,12 +6,16 @@
  *   ring seqno and context debugfs showed while it hung, its queue, its command buffer;
  * - an MMU fault produces a dump with the faulting VA, and the decoded command at the failing
  *   offset is the FENCE the test wrote there;
- * - the tnpu tracepoints show submit, run and complete (status 0) with the job's seqno.
+ * - the tnpu tracepoints show submit, run and complete (status 0) with the job's seqno;
+ * - one unprivileged uid's failing jobs leave at most one dump per coredump_interval_s, so they
+ *   cannot keep the device's one devcoredump slot; root's still dump.
  * Needs the module loaded with fault_inject=1 (the VM's init does), devcoredump and event tracing in
  * the kernel (skipped otherwise).
  */
+#include <grp.h>
 #include <sys/mount.h>
 #include <sys/stat.h>
+#include <sys/wait.h>
 
 #include "kselftest_harness.h"
 #include "tnpu_test.h"
@@ -410,6 +414,99 @@ TEST_F(coredump, job_error_dump_names_the_error_and_the_command)
 	EXPECT_TRUE(has(json, "\"cmd_offset\":8,\"fault_va\":null")) TH_LOG("%.600s", json);
 	EXPECT_TRUE(has(json, "{\"offset\":8,\"va\":%llu,\"opcode\":238,\"name\":\"UNKNOWN\",\"size\":16,"
 			"\"failing\":true", (unsigned long long)self->c.cmd.va + 8));
+}
+
+/* A module parameter's text into @buf; 0 or -1. */
+static int read_param(const char *name, char *buf, size_t len)
+{
+	char path[128];
+	FILE *f;
+	int ret = -1;
+
+	snprintf(path, sizeof(path), "/sys/module/tnpu/parameters/%s", name);
+	f = fopen(path, "r");
+	if (!f)
+		return -1;
+	if (fgets(buf, (int)len, f))
+		ret = 0;
+	fclose(f);
+	return ret;
+}
+
+/* A job whose FENCE writes the guard page after @c's data BO (an MMU fault); 0 once it failed so. */
+static int fault_job(struct tnpu_ctx *c)
+{
+	uint8_t *cmd = (uint8_t *)c->cmd.map + 256;
+	uint32_t size = 0;
+	uint64_t seqno;
+
+	size += tnpu_cmd_nop(cmd + size);
+	size += tnpu_cmd_fence(cmd + size, c->data.va + c->data.size, 1);
+	if (submit_seqno(c, 256, size, &seqno))
+		return -1;
+	return tnpu_sync_status(c->fd, c->sync, 0, 60000) == -EFAULT ? 0 : -1;
+}
+
+/*
+ * driver.md "Device coredump", rate limit: the kernel keeps one dump per device until it is read or
+ * expires, so an unprivileged uid may leave one dump per coredump_interval_s (default 1800 s). A
+ * child as a uid no other test uses faults twice, each time on a new open: the first failure dumps, the
+ * second (after the first dump was freed) does not; then root's failure dumps. On the old driver the
+ * second dumped.
+ */
+TEST_F(coredump, one_uid_leaves_one_dump_per_interval)
+{
+	int go[2], done[2], status;
+	uid_t uid = 60000 + (uid_t)(getpid() % 5000);
+	char path[300], saved[32] = "", c;
+	struct stat st;
+	pid_t pid;
+
+	ASSERT_EQ(0, stat(TNPU_DEV, &st));
+	if (read_param("coredump_interval_s", saved, sizeof(saved)))
+		SKIP(return, "no coredump_interval_s parameter");
+	ASSERT_EQ(0, tnpu_write_file("/sys/module/tnpu/parameters/coredump_interval_s", "1800"));
+	ASSERT_EQ(0, chmod(TNPU_DEV, 0666));
+	ASSERT_EQ(0, pipe(go));
+	ASSERT_EQ(0, pipe(done));
+	pid = fork();
+	ASSERT_LE(0, pid);
+	if (!pid) {
+		struct tnpu_ctx u;
+
+		close(go[1]);
+		close(done[0]);
+		if (setgroups(0, NULL) || setgid(uid) || setuid(uid))
+			_exit(10);
+		/* a file whose job faulted runs no more jobs: each fault on a new open, which must not
+		 * reset the uid's interval either */
+		for (int i = 0; i < 2; i++) {
+			if (tnpu_ctx_init(&u))
+				_exit(11);
+			c = fault_job(&u) ? 'F' : 'x';
+			tnpu_ctx_fini(&u);
+			if (write(done[1], &c, 1) != 1 || (i == 0 && read(go[0], &c, 1) != 1))
+				_exit(12);
+		}
+		_exit(0);
+	}
+	close(go[0]);
+	close(done[1]);
+	ASSERT_EQ(1, read(done[0], &c, 1));
+	EXPECT_EQ('x', c) TH_LOG("the first faulting job did not fail with an MMU fault");
+	EXPECT_TRUE(wait_dump(path, sizeof(path), MARGIN_MS)) TH_LOG("uid %u's first failure left no dump", uid);
+	clear_dumps();
+	ASSERT_EQ(1, write(go[1], "g", 1));
+	ASSERT_EQ(1, read(done[0], &c, 1));
+	EXPECT_EQ('x', c);
+	EXPECT_FALSE(wait_dump(path, sizeof(path), 3000)) TH_LOG("uid %u's second failure dumped again", uid);
+	ASSERT_EQ(pid, waitpid(pid, &status, 0));
+	EXPECT_TRUE(WIFEXITED(status) && !WEXITSTATUS(status)) TH_LOG("child status 0x%x", status);
+	chmod(TNPU_DEV, st.st_mode & 07777);
+	/* root (CAP_SYS_ADMIN at open) is not limited */
+	ASSERT_EQ(0, fault_job(&self->c));
+	EXPECT_TRUE(wait_dump(path, sizeof(path), MARGIN_MS)) TH_LOG("root's failure left no dump");
+	tnpu_write_file("/sys/module/tnpu/parameters/coredump_interval_s", saved);
 }
 
 TEST_HARNESS_MAIN
