@@ -470,6 +470,7 @@ void tnpu_pm_init(struct tnpu_device *tdev);
 void tnpu_pm_fini(struct tnpu_device *tdev);
 int tnpu_pm_get(struct tnpu_device *tdev);
 void tnpu_pm_put(struct tnpu_device *tdev);
+void tnpu_pm_put_quiet(struct tnpu_device *tdev);
 int tnpu_pm_get_if_active(struct tnpu_device *tdev);
 
 /* tnpu_limits.c */

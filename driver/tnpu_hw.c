@@ -174,15 +174,35 @@ static irqreturn_t tnpu_irq_thread(int irq, void *arg)
 	return IRQ_HANDLED;
 }
 
-/* Without MSI/MSI-X the device raises no interrupts (README.md): poll instead. */
+/*
+ * Without MSI/MSI-X the device raises no interrupts (README.md): poll instead. Like the interrupt
+ * path, the poll leaves a device alone that it must not touch: runtime-suspended (it holds a PM
+ * reference only while it reads, and does not count as activity, so an idle device still suspends),
+ * or in a function reset,
+ * system sleep or recovery (in_reset); and all-ones is no status but a device that does not answer
+ * (D3, FLR, surprise removal), never "every cause".
+ */
 static void tnpu_poll_work(struct work_struct *work)
 {
 	struct tnpu_device *tdev = container_of(work, struct tnpu_device, poll_work.work);
-	u32 status = tnpu_read(tdev, TNPU_REG_IRQ_STATUS);
+	int pm = tnpu_pm_get_if_active(tdev);
+	bool quiet;
+	u32 status;
 
-	if (status)
-		tnpu_write(tdev, TNPU_REG_IRQ_ACK, status);
-	tnpu_rings_process(tdev, status);
+	if (pm) {
+		spin_lock(&tdev->lock);
+		quiet = tdev->in_reset;
+		spin_unlock(&tdev->lock);
+		if (!quiet) {
+			status = tnpu_read(tdev, TNPU_REG_IRQ_STATUS);
+			if (status && status != 0xffffffff) {
+				tnpu_write(tdev, TNPU_REG_IRQ_ACK, status);
+				tnpu_rings_process(tdev, status);
+			}
+		}
+		if (pm > 0)
+			tnpu_pm_put_quiet(tdev);
+	}
 	schedule_delayed_work(&tdev->poll_work, 1);
 }
 

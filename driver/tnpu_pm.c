@@ -57,6 +57,15 @@ void tnpu_pm_put(struct tnpu_device *tdev)
 	pm_runtime_put_autosuspend(tdev->drm.dev);
 }
 
+/*
+ * Drops a reference without counting as activity: the autosuspend delay still runs from the last
+ * real use (the completion poll takes a reference every tick).
+ */
+void tnpu_pm_put_quiet(struct tnpu_device *tdev)
+{
+	pm_runtime_put_autosuspend(tdev->drm.dev);
+}
+
 /* A reference only if the device is powered now (> 0); never resumes it. */
 int tnpu_pm_get_if_active(struct tnpu_device *tdev)
 {

@@ -416,23 +416,6 @@ TEST_F(coredump, job_error_dump_names_the_error_and_the_command)
 			"\"failing\":true", (unsigned long long)self->c.cmd.va + 8));
 }
 
-/* A module parameter's text into @buf; 0 or -1. */
-static int read_param(const char *name, char *buf, size_t len)
-{
-	char path[128];
-	FILE *f;
-	int ret = -1;
-
-	snprintf(path, sizeof(path), "/sys/module/tnpu/parameters/%s", name);
-	f = fopen(path, "r");
-	if (!f)
-		return -1;
-	if (fgets(buf, (int)len, f))
-		ret = 0;
-	fclose(f);
-	return ret;
-}
-
 /* A job whose FENCE writes the guard page after @c's data BO (an MMU fault); 0 once it failed so. */
 static int fault_job(struct tnpu_ctx *c)
 {
@@ -463,7 +446,7 @@ TEST_F(coredump, one_uid_leaves_one_dump_per_interval)
 	pid_t pid;
 
 	ASSERT_EQ(0, stat(TNPU_DEV, &st));
-	if (read_param("coredump_interval_s", saved, sizeof(saved)))
+	if (tnpu_read_line("/sys/module/tnpu/parameters/coredump_interval_s", saved, sizeof(saved)))
 		SKIP(return, "no coredump_interval_s parameter");
 	ASSERT_EQ(0, tnpu_write_file("/sys/module/tnpu/parameters/coredump_interval_s", "1800"));
 	ASSERT_EQ(0, chmod(TNPU_DEV, 0666));

@@ -200,6 +200,30 @@ TEST(msi_and_polling_fallbacks_complete_jobs)
 	ASSERT_EQ(0, one_job());
 }
 
+/*
+ * The completion poll (irq_mode=2) takes a runtime-PM reference only while it reads the device and
+ * does not count as activity (driver.md "Interrupts"): an idle device still autosuspends, a job
+ * resumes it and completes, and it suspends again.  A poll that marked the device busy every tick
+ * would keep it awake for good.
+ */
+TEST(polling_lets_an_idle_device_suspend_and_jobs_resume_it)
+{
+	char st[32];
+
+	if (access(KO_PATH_FILE, R_OK))
+		SKIP(return, "no %s (not the tnpu VM image)", KO_PATH_FILE);
+	ASSERT_EQ(0, unload());
+	ASSERT_EQ(0, load_with("irq_mode=2"));
+	ASSERT_EQ(0, wait_node());
+	tnpu_runtime_status(st, sizeof(st));
+	EXPECT_TRUE(tnpu_wait_runtime_status("suspended", 10000)) TH_LOG("runtime_status %s", st);
+	EXPECT_EQ(0, one_job());
+	EXPECT_TRUE(tnpu_wait_runtime_status("suspended", 10000));
+	ASSERT_EQ(0, unload());
+	ASSERT_EQ(0, load());
+	ASSERT_EQ(0, wait_node());
+}
+
 /* driver.md: the debugfs injection knobs exist only with fault_inject=1 at load time */
 TEST(fault_injection_knobs_need_the_load_time_parameter)
 {

@@ -14,45 +14,7 @@
 #include "tnpu_test.h"
 
 #define WAKEALARM "/sys/class/rtc/rtc0/wakealarm"
-#define POWER_DIR "/sys/class/accel/accel0/device/power/"
 #define CNT_COMMANDS 13
-
-static int read_line(const char *path, char *buf, size_t size)
-{
-	FILE *f = fopen(path, "r");
-	char *nl;
-
-	if (!f)
-		return -errno;
-	if (!fgets(buf, (int)size, f))
-		buf[0] = 0;
-	fclose(f);
-	nl = strchr(buf, '\n');
-	if (nl)
-		*nl = 0;
-	return 0;
-}
-
-static void runtime_status(char *buf, size_t size)
-{
-	if (read_line(POWER_DIR "runtime_status", buf, size))
-		snprintf(buf, size, "?");
-}
-
-/* Polls runtime_status for @want; true if seen within @ms */
-static bool wait_runtime_status(const char *want, int ms)
-{
-	char st[32];
-	int i;
-
-	for (i = 0; i < ms / 10; i++) {
-		runtime_status(st, sizeof(st));
-		if (!strcmp(st, want))
-			return true;
-		usleep(10000);
-	}
-	return false;
-}
 
 /*
  * Under TCG the guest's timers stop working after an S3 resume (sleep(1) never returns), which
@@ -104,13 +66,13 @@ FIXTURE(pm) {
 FIXTURE_SETUP(pm)
 {
 	ASSERT_EQ(0, tnpu_ctx_init(&self->c)) TH_LOG("cannot open %s", TNPU_DEV);
-	ASSERT_EQ(0, read_line(POWER_DIR "autosuspend_delay_ms", self->delay, sizeof(self->delay)));
-	ASSERT_EQ(0, tnpu_write_file(POWER_DIR "autosuspend_delay_ms", "100"));
+	ASSERT_EQ(0, tnpu_read_line(TNPU_POWER_DIR "autosuspend_delay_ms", self->delay, sizeof(self->delay)));
+	ASSERT_EQ(0, tnpu_write_file(TNPU_POWER_DIR "autosuspend_delay_ms", "100"));
 }
 
 FIXTURE_TEARDOWN(pm)
 {
-	tnpu_write_file(POWER_DIR "autosuspend_delay_ms", self->delay);
+	tnpu_write_file(TNPU_POWER_DIR "autosuspend_delay_ms", self->delay);
 	tnpu_ctx_fini(&self->c);
 }
 
@@ -130,12 +92,12 @@ TEST_F(pm, idle_device_runtime_suspends_and_a_submit_resumes_it)
 	/* the S3 run: after its resume the guest's timers stop under TCG (no autosuspend, no usleep) */
 	if (requested_alone())
 		SKIP(return, "runs in the default run of all suites, not in the S3 run");
-	ASSERT_EQ(0, read_line(POWER_DIR "control", ctl, sizeof(ctl)));
+	ASSERT_EQ(0, tnpu_read_line(TNPU_POWER_DIR "control", ctl, sizeof(ctl)));
 	ASSERT_STREQ("auto", ctl);
 	ASSERT_EQ(0, tnpu_query(self->c.fd, DRM_TNPU_QUERY_COUNTERS, &before, sizeof(before)));
 	for (round = 0; round < 3; round++) {
-		runtime_status(st, sizeof(st));
-		ASSERT_TRUE(wait_runtime_status("suspended", 10000))
+		tnpu_runtime_status(st, sizeof(st));
+		ASSERT_TRUE(tnpu_wait_runtime_status("suspended", 10000))
 			TH_LOG("round %d: runtime_status %s 10 s after the last job", round, st);
 		for (i = 0; i < 16; i++) {
 			struct tnpu_job_args j = { .queue = self->c.queue, .cmd = &self->c.cmd,
@@ -166,7 +128,7 @@ static long long active_ms(void)
 {
 	char buf[32];
 
-	return read_line(POWER_DIR "runtime_active_time", buf, sizeof(buf)) ? -1 : atoll(buf);
+	return tnpu_read_line(TNPU_POWER_DIR "runtime_active_time", buf, sizeof(buf)) ? -1 : atoll(buf);
 }
 
 /*
@@ -185,7 +147,7 @@ TEST_F(pm, queries_that_read_no_register_leave_the_device_suspended)
 
 	if (requested_alone())
 		SKIP(return, "runs in the default run of all suites, not in the S3 run");
-	ASSERT_TRUE(wait_runtime_status("suspended", 10000));
+	ASSERT_TRUE(tnpu_wait_runtime_status("suspended", 10000));
 	before = active_ms();
 	ASSERT_LE(0, before);
 	for (i = 0; i < 10; i++) {
@@ -195,11 +157,11 @@ TEST_F(pm, queries_that_read_no_register_leave_the_device_suspended)
 	usleep(300000);
 	after = active_ms();
 	EXPECT_LT(after - before, 50) TH_LOG("runtime-active for %lld ms", after - before);
-	runtime_status(st, sizeof(st));
+	tnpu_runtime_status(st, sizeof(st));
 	EXPECT_STREQ("suspended", st);
 
 	ASSERT_EQ(0, tnpu_query(self->c.fd, DRM_TNPU_QUERY_COUNTERS, &cnt, sizeof(cnt)));
-	ASSERT_TRUE(wait_runtime_status("suspended", 10000));
+	ASSERT_TRUE(tnpu_wait_runtime_status("suspended", 10000));
 	EXPECT_LE(90, active_ms() - after) TH_LOG("COUNTERS resumed the device");
 }
 
@@ -258,7 +220,7 @@ static void pm_test_selected(char *buf, size_t size)
 	char line[256], *a, *b;
 
 	buf[0] = 0;
-	if (read_line(PM_TEST, line, sizeof(line)))
+	if (tnpu_read_line(PM_TEST, line, sizeof(line)))
 		return;
 	a = strchr(line, '[');
 	b = a ? strchr(a, ']') : NULL;
@@ -394,7 +356,7 @@ TEST_F(pm, jobs_running_when_the_system_suspends_run_exactly_once)
 	ASSERT_EQ(n + 5, commands);
 
 	ASSERT_EQ(0, tnpu_write_file(PM_TEST, "devices"));
-	if (!read_line(PM_TEST_DELAY, old_delay, sizeof(old_delay)))
+	if (!tnpu_read_line(PM_TEST_DELAY, old_delay, sizeof(old_delay)))
 		tnpu_write_file(PM_TEST_DELAY, "0");
 	ASSERT_EQ(0, tnpu_query(self->c.fd, DRM_TNPU_QUERY_COUNTERS, &c1, sizeof(c1)));
 	memset(self->c.data.map, 0, 8 * (4 + 2 * LONG_JOBS));

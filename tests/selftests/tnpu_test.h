@@ -235,6 +235,47 @@ static inline int tnpu_write_file(const char *path, const char *val)
 	return ret;
 }
 
+#define TNPU_POWER_DIR "/sys/class/accel/accel0/device/power/"
+
+/* The first line of a sysfs/debugfs file without its newline; 0 or -errno. */
+static inline int tnpu_read_line(const char *path, char *buf, size_t size)
+{
+	FILE *f = fopen(path, "r");
+	char *nl;
+
+	if (!f)
+		return -errno;
+	if (!fgets(buf, (int)size, f))
+		buf[0] = 0;
+	fclose(f);
+	nl = strchr(buf, '\n');
+	if (nl)
+		*nl = 0;
+	return 0;
+}
+
+/* The first device's power/runtime_status ("?" if unreadable). */
+static inline void tnpu_runtime_status(char *buf, size_t size)
+{
+	if (tnpu_read_line(TNPU_POWER_DIR "runtime_status", buf, size))
+		snprintf(buf, size, "?");
+}
+
+/* Polls runtime_status for @want; true if seen within @ms */
+static inline bool tnpu_wait_runtime_status(const char *want, int ms)
+{
+	char st[32];
+	int i;
+
+	for (i = 0; i < ms / 10; i++) {
+		tnpu_runtime_status(st, sizeof(st));
+		if (!strcmp(st, want))
+			return true;
+		usleep(10000);
+	}
+	return false;
+}
+
 /* The first device's debugfs file @name opened for reading; NULL with *err -errno (no debugfs) or
  * -ENOENT (no device's file is readable). */
 static inline FILE *tnpu_debugfs_open(const char *name, int *err)
