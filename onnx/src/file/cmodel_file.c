@@ -121,13 +121,19 @@ static uint64_t max_steps(const struct onnx_model *m)
 	return n;
 }
 
-struct rbuf {
-	const uint8_t *p;
-	size_t n, pos;
-	char *err;
-	size_t errlen;
-	int ret;
-};
+
+int cm_rbad(struct rbuf *r, int err, const char *fmt, ...)
+{
+	va_list ap;
+
+	if (r->ret)
+		return r->ret;
+	va_start(ap, fmt);
+	vsnprintf(r->err, r->errlen, fmt, ap);
+	va_end(ap);
+	r->ret = err;
+	return err;
+}
 
 static bool take(struct rbuf *r, void *dst, size_t n, const char *field)
 {
@@ -169,333 +175,6 @@ static float get_f32(struct rbuf *r, const char *field)
 	return f;
 }
 
-static int bad(struct rbuf *r, int err, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
-static int bad(struct rbuf *r, int err, const char *fmt, ...)
-{
-	va_list ap;
-
-	if (r->ret)
-		return r->ret;
-	va_start(ap, fmt);
-	vsnprintf(r->err, r->errlen, fmt, ap);
-	va_end(ap);
-	r->ret = err;
-	return err;
-}
-
-static bool in_range(uint64_t off, uint64_t bytes, uint64_t size)
-{
-	return off <= size && bytes <= size - off;
-}
-
-/* The values: shapes and sizes consistent, offsets inside their buffer. */
-static int check_vals(struct rbuf *r, struct onnx_compiled *cm)
-{
-	for (unsigned v = 0; v < cm->n_vals; v++) {
-		struct cval *cv = &cm->vals[v];
-		uint64_t count = 1;
-
-		if (cv->loc > LOC_CONST)
-			return bad(r, -EBADMSG, "value %u: field 'loc' is %u", v, cv->loc);
-		if (cv->nhwc != 0 && (cv->nhwc != 1 || cv->loc != LOC_ARENA || cv->ndim != 4))
-			return bad(r, -EBADMSG, "value %u: field 'nhwc' is %d (only 4-D arena values)", v, cv->nhwc);
-		if (cv->loc != LOC_ARENA && (cv->loc != LOC_WEIGHT || cm->m->vals[v].is_const))
-			continue;	/* a known value (compile_known.c) is a LOC_WEIGHT non-constant: checked */
-		if (cv->ndim > ONNX_MAX_DIMS || !onnx_dtype_size((enum onnx_dtype)cv->dtype))
-			return bad(r, -EBADMSG, "value %u: field 'ndim' or 'dtype' out of range", v);
-		{
-			unsigned d = 0;
-
-			if (onnx_shape_check(cv->ndim, cv->dims, &d))
-				return bad(r, -EBADMSG, "value %u: field 'dims[%u]' out of range", v, d);
-		}
-		for (unsigned d = 0; d < cv->ndim; d++) {
-			count = cv->dims[d] && count > (uint64_t)ONNX_MAX_TENSOR_BYTES / (uint64_t)cv->dims[d]
-					? (uint64_t)ONNX_MAX_TENSOR_BYTES + 1 : count * (uint64_t)cv->dims[d];
-		}
-		if (count > ONNX_MAX_TENSOR_BYTES || cv->bytes != count * onnx_dtype_size((enum onnx_dtype)cv->dtype))
-			return bad(r, -EBADMSG, "value %u: field 'bytes' (%llu) does not match its shape", v,
-				   (unsigned long long)cv->bytes);
-		if (cv->loc == LOC_WEIGHT) {
-			if (!in_range(cv->off, cv->bytes, cm->wbytes))
-				return bad(r, -EBADMSG, "value %u: field 'off' + bytes outside the weights", v);
-			continue;
-		}
-		if (cv->root < 0 || (unsigned)cv->root >= cm->n_vals || cm->vals[cv->root].loc != LOC_ARENA)
-			return bad(r, -EBADMSG, "value %u: field 'root' out of range", v);
-		if (!in_range(cv->off, cv->bytes, cm->arena_bytes))
-			return bad(r, -EBADMSG, "value %u: field 'off' + bytes outside the arena (%llu bytes)", v,
-				   (unsigned long long)cm->arena_bytes);
-	}
-	for (unsigned v = 0; v < cm->n_vals; v++)
-		if (cm->vals[v].loc == LOC_WEIGHT && cm->m->vals[v].is_const && !in_range(cm->vals[v].off, cm->m->vals[v].t.count *
-				onnx_dtype_size(cm->m->vals[v].t.dtype), cm->wbytes))
-			return bad(r, -EBADMSG, "value %u: field 'off' outside the weights", v);
-	return 0;
-}
-
-static bool val_ok(const struct onnx_compiled *cm, int v, bool need)
-{
-	if (v == -1)
-		return !need;
-	return v >= 0 && (unsigned)v < cm->n_vals && (cm->vals[v].loc == LOC_ARENA || cm->vals[v].loc == LOC_WEIGHT);
-}
-
-/* A tensor of these dimensions holds at most 2^32 elements (libaccel's stride arithmetic stays exact). */
-static bool small4(uint64_t a, uint64_t b, uint64_t c, uint64_t d)
-{
-	unsigned __int128 p = (unsigned __int128)a * b * c;
-
-	return a <= (1u << 31) && b <= (1u << 31) && c <= (1u << 31) && d <= (1u << 31) &&
-	       p * d <= ((unsigned __int128)1 << 32);
-}
-
-/* The last element of a box at element offset off with strides st, in bytes from the value's start
- * (false when it does not fit in bytes). */
-static bool box_in(const uint32_t box[4], int64_t off, const int64_t st[4], int64_t esz, uint64_t bytes)
-{
-	unsigned __int128 last = (unsigned __int128)(uint64_t)off;
-
-	if (off < 0)
-		return false;
-	for (int d = 0; d < 4; d++) {
-		if (!box[d] || st[d] < 0 || st[d] > (1LL << 40))
-			return false;
-		last += (unsigned __int128)(box[d] - 1) * (uint64_t)st[d];
-	}
-	return (last + 1) * (uint64_t)esz <= bytes;
-}
-
-static bool copy_box_bad(const struct onnx_compiled *cm, const struct cstep *s)
-{
-	if (s->esz != 1 && s->esz != 4 && s->esz != 8)
-		return true;
-	if (s->esz == 8 && s->ad[3] > 1 && (s->sst[3] != 1 || s->dstr[3] != 1))
-		return true;
-	return !box_in(s->ad, s->src_off, s->sst, s->esz, cm->vals[s->in[0]].loc == LOC_ARENA ?
-		       cm->vals[s->in[0]].bytes : cm->wbytes - cm->vals[s->in[0]].off) ||
-	       !box_in(s->ad, s->dst_off, s->dstr, s->esz, cm->vals[s->out].bytes);
-}
-
-/* An int8 QDQ step (compile_qdq.c): operands placed, parameters in range, constants inside the
- * weights, scratch inside the arena, and nrq exactly the extent accel_requant reads its host-side
- * multiplier/shift arrays for (the axis it requantises along; a CS_QADD step with nrq 0 runs one
- * accel_qadd and reads none). */
-static int check_qdq_step(struct rbuf *r, struct onnx_compiled *cm, unsigned i)
-{
-	const struct cstep *s = &cm->steps[i];
-	uint64_t nrq_need = 0, wb = 0, bb = 0;
-	bool requant;
-
-	if (!val_ok(cm, s->in[0], true) || cm->vals[s->in[0]].loc != LOC_ARENA || !val_ok(cm, s->out, true) ||
-	    cm->vals[s->out].loc != LOC_ARENA ||
-	    (s->kind == CS_QADD && (!val_ok(cm, s->in[1], true) || cm->vals[s->in[1]].loc != LOC_ARENA)))
-		return bad(r, -EBADMSG, "step %u: field 'in'/'out' names no placed value", i);
-	if ((s->act != ACCEL_ACT_NONE && s->act != ACCEL_ACT_RELU) || s->izp < -128 || s->izp > 127 ||
-	    s->izp2 < -128 || s->izp2 > 127 || s->ozp < -128 || s->ozp > 127 || s->shift < 0 || s->shift > 62 ||
-	    (s->odt != ACCEL_INT8 && s->odt != ACCEL_INT32) || (s->qpool != 0 && s->qpool != 1))
-		return bad(r, -EBADMSG, "step %u: a requantisation field ('act', 'izp', 'ozp', 'shift', 'odt', 'qpool') "
-			   "out of range", i);
-#define X(f) if (s->f < 0 || s->f > (1LL << 31)) return bad(r, -EBADMSG, "step %u: field '" #f "' out of range", i);
-	STEP_I64_FIELDS(X)
-#undef X
-	for (int d = 0; d < 8; d++)
-		if (s->pw[d] > 4096)
-			return bad(r, -EBADMSG, "step %u: field 'pw' out of range", i);
-	if (!small4((uint64_t)s->n, (uint64_t)s->c, (uint64_t)s->h, (uint64_t)s->w) ||
-	    !small4((uint64_t)s->n, (uint64_t)s->k, (uint64_t)s->oh, (uint64_t)s->ow) ||
-	    !small4((uint64_t)s->k, (uint64_t)s->cg, (uint64_t)s->kh, (uint64_t)s->kw) ||
-	    !small4((uint64_t)s->M, (uint64_t)s->K, 1, 1) || !small4((uint64_t)s->M, (uint64_t)s->N, 1, 1) ||
-	    !small4(s->ad[0], s->ad[1], s->ad[2], s->ad[3]) || !small4(s->od[0], s->od[1], s->od[2], s->od[3]))
-		return bad(r, -EBADMSG, "step %u: a tensor shape field is larger than 2^32 elements", i);
-	requant = (s->kind == CS_QADD && !cm_qdq_qadd1(s)) ||
-		  ((s->kind == CS_QCONV || s->kind == CS_QGEMM) && s->odt == ACCEL_INT32);
-	if (s->kind == CS_QCONV) {
-		nrq_need = (uint64_t)s->k;
-		wb = (uint64_t)s->k * (uint64_t)s->cg * (uint64_t)s->kh * (uint64_t)s->kw;
-		bb = (uint64_t)s->k * (cm_qdq_qcol(s) ? 12 : 4);
-	} else if (s->kind == CS_QGEMM) {
-		nrq_need = (uint64_t)s->N;
-		wb = (uint64_t)s->N * (uint64_t)s->K;
-		bb = (uint64_t)s->N * (cm_qdq_qcol(s) ? 12 : 4);
-	} else if (s->kind == CS_QADD) {
-		/* nrq 0: one accel_qadd job, which only a device with CAP_FEATURES bit 20 runs */
-		if (cm_qdq_qadd1(s) && !(cm->geom[6] & (1u << 20)))
-			return bad(r, -EBADMSG, "step %u: a one-job 'qadd' step (field 'nrq' 0) for a device without "
-				   "the quantised add (geometry.features bit 20)", i);
-		nrq_need = s->od[0];
-		if (!in_range(s->k_off[0], 1, cm->wbytes) || !in_range(s->k_off[1], 4, cm->wbytes) ||
-		    !in_range(s->k_off[2], 1, cm->wbytes) || !in_range(s->k_off[3], 4, cm->wbytes))
-			return bad(r, -EBADMSG, "step %u: field 'k_off' outside the weights", i);
-	}
-	if ((wb && !in_range(s->w_off, wb, cm->wbytes)) || (bb && !in_range(s->b_off, bb, cm->wbytes)))
-		return bad(r, -EBADMSG, "step %u: field 'w_off'/'b_off' outside the weights", i);
-	if (requant && (s->nrq != nrq_need || !in_range(s->rq_off, 5ull * s->nrq, cm->wbytes)))
-		return bad(r, -EBADMSG, "step %u: field 'nrq'/'rq_off' does not fit the step or the weights", i);
-	if (!in_range(s->sc_off, s->sc_bytes, cm->arena_bytes))
-		return bad(r, -EBADMSG, "step %u: field 'sc_off' + 'sc_bytes' outside the arena", i);
-	return 0;
-}
-
-static int check_step(struct rbuf *r, struct onnx_compiled *cm, unsigned i);
-
-/* An expansion step's pair (compile_fuse_pwdw.c): a later fused step of the matching kind, named by no
- * other step, that reads the expansion's output, and whose own fields pass a device step's checks. */
-static int check_pair(struct rbuf *r, struct onnx_compiled *cm, unsigned i)
-{
-	struct cstep *s = &cm->steps[i], *q;
-	enum cstep_kind fk;
-
-	if (s->pair == -1)
-		return 0;
-	if ((s->kind != CS_CONV && s->kind != CS_QCONV) || s->pair <= (int)i || (unsigned)s->pair >= cm->n_steps)
-		return bad(r, -EBADMSG, "step %u: field 'pair' (%d) names no later step of this step's kind", i, s->pair);
-	q = &cm->steps[s->pair];
-	fk = s->kind == CS_CONV ? CS_FUSED : CS_QFUSED;
-	if (q->kind != fk || q->in[0] != s->out || q->pair != -1)
-		return bad(r, -EBADMSG, "step %u: field 'pair' (%d) names no fused depthwise step reading its output", i,
-			   s->pair);
-	for (unsigned k = 0; k < i; k++)
-		if (cm->steps[k].pair == s->pair)
-			return bad(r, -EBADMSG, "step %u: field 'pair' (%d) is another step's pair too", i, s->pair);
-	/* the fused step's fields, checked as the device step it runs as */
-	q->kind = s->kind;
-	check_step(r, cm, (unsigned)s->pair);
-	q->kind = fk;
-	return r->ret;
-}
-
-/* Device steps: operands in range, and every tensor the step describes inside its buffer. */
-static int check_steps(struct rbuf *r, struct onnx_compiled *cm)
-{
-	for (unsigned i = 0; i < cm->n_steps; i++) {
-		if (check_pair(r, cm, i))
-			return r->ret;
-		if (check_step(r, cm, i))
-			return r->ret;
-	}
-	return 0;
-}
-
-/* One step: the device steps' operands in range, every tensor the step describes inside its buffer. */
-static int check_step(struct rbuf *r, struct onnx_compiled *cm, unsigned i)
-{
-	{
-		struct cstep *s = &cm->steps[i];
-		uint64_t wbytes;
-
-		if (s->kind >= CS_KIND_COUNT)
-			return bad(r, -EBADMSG, "step %u: field 'kind' is %u", i, s->kind);
-		if (s->node < 0 || (unsigned)s->node >= cm->m->n_nodes || cm->m->nodes[s->node].folded)
-			return bad(r, -EBADMSG, "step %u: field 'node' (%d) is not a node of the model", i, s->node);
-		if (s->wq && s->kind != CS_GEMM)
-			return bad(r, -EBADMSG, "step %u: field 'wq' (%u) on a step that is no GEMM", i, s->wq);
-		if (!CS_IS_DEVICE(s->kind))
-			return 0;
-		if (CS_IS_QDQ(s->kind)) {
-			if (check_qdq_step(r, cm, i))
-				return r->ret;
-			return 0;
-		}
-		if (s->res != -1 && (!val_ok(cm, s->res, true) || cm->vals[s->res].loc != LOC_ARENA ||
-				     (s->kind != CS_CONV && s->kind != CS_GEMM)))
-			return bad(r, -EBADMSG, "step %u: field 'res' names no placed value", i);
-		if (!val_ok(cm, s->in[0], true) || !val_ok(cm, s->out, true) || cm->vals[s->out].loc != LOC_ARENA ||
-		    /* an element-wise step's second operand: a value, or packed in the weights (b_off: a
-		     * BatchNormalization's scale and shift, compile_bn.c; checked below); a GEMM's: a value when batched,
-		     * else a value or packed at w_off (in[1] -1: ReduceMean's column, checked below) */
-		    !val_ok(cm, s->in[1], (s->kind == CS_ELT && s->b_off == UINT64_MAX) || (s->kind == CS_GEMM && s->ad[0] > 1)))
-			return bad(r, -EBADMSG, "step %u: field 'in'/'out' names no placed value", i);
-		if (s->act < ACCEL_ACT_NONE || s->act > ACCEL_ACT_SOFTSIGN ||
-		    (s->act > ACCEL_ACT_CLAMP && s->kind != CS_ACT))
-			return bad(r, -EBADMSG, "step %u: field 'act' is %d", i, s->act);
-#define X(f) if (s->f < 0 || s->f > (1LL << 31)) return bad(r, -EBADMSG, "step %u: field '" #f "' out of range", i);
-		STEP_I64_FIELDS(X)
-#undef X
-		if (!small4((uint64_t)s->n, (uint64_t)s->c, (uint64_t)s->h, (uint64_t)s->w) ||
-		    !small4((uint64_t)s->n, (uint64_t)s->k, (uint64_t)s->oh, (uint64_t)s->ow) ||
-		    !small4((uint64_t)s->k, (uint64_t)s->cg, (uint64_t)s->kh, (uint64_t)s->kw) ||
-		    !small4((uint64_t)s->M, (uint64_t)s->K, 1, 1) || !small4((uint64_t)s->K, (uint64_t)s->N, 1, 1) ||
-		    !small4((uint64_t)s->M, (uint64_t)s->N, 1, 1) || !small4(s->ad[0], s->ad[1], s->ad[2], s->ad[3]) ||
-		    !small4(s->bd[0], s->bd[1], s->bd[2], s->bd[3]) || !small4(s->od[0], s->od[1], s->od[2], s->od[3]))
-			return bad(r, -EBADMSG, "step %u: a tensor shape field is larger than 2^32 elements", i);
-		switch (s->kind) {
-		case CS_CONV:
-			wbytes = (uint64_t)s->k * (uint64_t)s->cg * (uint64_t)s->kh * (uint64_t)s->kw * 4;
-			if (!s->cg || !s->groups || s->k > (1LL << 20) || s->cg > (1LL << 20) || s->kh > 4096 ||
-			    s->kw > 4096 || !in_range(s->w_off, wbytes, cm->wbytes))
-				return bad(r, -EBADMSG, "step %u: field 'w_off' or the kernel shape is outside the weights",
-					   i);
-			if (s->b_off != UINT64_MAX && !in_range(s->b_off, (uint64_t)s->k * 4, cm->wbytes))
-				return bad(r, -EBADMSG, "step %u: field 'b_off' outside the weights", i);
-			break;
-		case CS_GEMM:
-			if (s->b_off != UINT64_MAX && !in_range(s->b_off, (uint64_t)s->N * 4, cm->wbytes))
-				return bad(r, -EBADMSG, "step %u: field 'b_off' outside the weights", i);
-			/* B packed weight-only quantised (compile_wq.c): its format, codes, scales and zero points */
-			if (s->wq && !cm_wq_check(cm, s))
-				return bad(r, -EBADMSG, "step %u: field 'wq' (%u), 'wq_block', 'wq_off' or 'wq_pitch': the "
-					   "packed weights do not fit the step, the weights or the device (geometry.features "
-					   "bit 23)", i, s->wq);
-			/* B packed at w_off (in[1] -1: ReduceMean's column) */
-			if (s->in[1] == -1 && !s->wq && !in_range(s->w_off, (uint64_t)s->K * (uint64_t)s->N * 4, cm->wbytes))
-				return bad(r, -EBADMSG, "step %u: field 'w_off' outside the weights", i);
-			/* a batched GEMM (ad[0] slices): every slice inside its value */
-			if (s->ad[0] > 1 &&
-			    (s->ad[0] > CS_MAX_JOBS || s->in[1] < 0 ||
-			     (uint64_t)s->ad[0] * (uint64_t)s->M * (uint64_t)s->K * 4 > cm->vals[s->in[0]].bytes ||
-			     (uint64_t)s->ad[0] * (uint64_t)s->K * (uint64_t)s->N * 4 > cm->vals[s->in[1]].bytes ||
-			     (uint64_t)s->ad[0] * (uint64_t)s->M * (uint64_t)s->N * 4 > cm->vals[s->out].bytes ||
-			     (s->res >= 0 &&
-			      (uint64_t)s->ad[0] * (uint64_t)s->M * (uint64_t)s->N * 4 > cm->vals[s->res].bytes)))
-				return bad(r, -EBADMSG, "step %u: field 'ad' (the batch) does not fit its values", i);
-			break;
-		case CS_LAYERNORM:
-			if (!in_range(s->w_off, (uint64_t)s->N * 4, cm->wbytes) ||
-			    (s->b_off != UINT64_MAX && !in_range(s->b_off, (uint64_t)s->N * 4, cm->wbytes)))
-				return bad(r, -EBADMSG, "step %u: field 'w_off'/'b_off' outside the weights", i);
-			break;
-		case CS_TRANSPOSE:
-			for (int d = 0; d < 4; d++)
-				if (s->bd[d] > 3)
-					return bad(r, -EBADMSG, "step %u: field 'bd' (the permutation) out of range", i);
-			break;
-		case CS_COPY:
-			if (copy_box_bad(cm, s))
-				return bad(r, -EBADMSG, "step %u: field 'esz', 'src_off', 'dst_off', 'sst' or 'dstr': the "
-					   "copy's box is outside its values", i);
-			break;
-		case CS_SOFTMAX:
-			if (s->op != 0 && s->op != 1)	/* softmax, log-softmax */
-				return bad(r, -EBADMSG, "step %u: field 'op' is %d", i, s->op);
-			break;
-		case CS_POOL:
-			if (s->op != ACCEL_POOL_MAX && s->op != ACCEL_POOL_AVG && s->op != ACCEL_POOL_AVG_EXCL_PAD)
-				return bad(r, -EBADMSG, "step %u: field 'op' is %d", i, s->op);
-			break;
-		case CS_REDUCE:
-			if (s->op < ACCEL_REDUCE_SUM || s->op > ACCEL_REDUCE_LOGSUMEXP)	/* not the ARG ops (INT32) */
-				return bad(r, -EBADMSG, "step %u: field 'op' is %d", i, s->op);
-			if (s->ad[0] > CS_MAX_JOBS ||
-			    (s->ad[0] ? s->ad[0] : 1) * (uint64_t)s->M * (uint64_t)s->N * 4 > cm->vals[s->in[0]].bytes ||
-			    (s->ad[0] ? s->ad[0] : 1) * (uint64_t)s->M * 4 > cm->vals[s->out].bytes)
-				return bad(r, -EBADMSG, "step %u: field 'M', 'N' or 'ad' does not fit its values", i);
-			break;
-		case CS_ELT:
-			if (s->op < ACCEL_ELT_ADD || s->op > ACCEL_ELT_POW)	/* comparisons: host steps (BOOL) */
-				return bad(r, -EBADMSG, "step %u: field 'op' is %d", i, s->op);
-			if (s->b_off != UINT64_MAX &&
-			    !in_range(s->b_off, (uint64_t)s->bd[0] * s->bd[1] * s->bd[2] * s->bd[3] * 4, cm->wbytes))
-				return bad(r, -EBADMSG, "step %u: field 'b_off' outside the weights", i);
-			break;
-		default:
-			break;
-		}
-		/* libaccel checks each tensor's extent against its buffer at submit time: a wrong shape is an
-		 * error of that call, never an access outside the buffers */
-	}
-	return 0;
-}
 
 /* The magic, the version and the CRC trailer; leaves r after the version, r->n before the trailer. */
 static int envelope(struct rbuf *r)
@@ -540,10 +219,10 @@ static int read_shapes(struct rbuf *r, struct onnx_compiled *cm, size_t len, uin
 	if (r->ret)
 		return r->ret;
 	if (n > CM_MAX_SHAPES || (uint64_t)n * SHAPE_REC > len)
-		return bad(r, -EBADMSG, "field 'n_shapes' (%u) is larger than the file or %u", n, CM_MAX_SHAPES);
+		return cm_rbad(r, -EBADMSG, "field 'n_shapes' (%u) is larger than the file or %u", n, CM_MAX_SHAPES);
 	cm->shapes = calloc(n ? n : 1, sizeof(*cm->shapes));
 	if (!cm->shapes)
-		return bad(r, -ENOMEM, "out of memory");
+		return cm_rbad(r, -ENOMEM, "out of memory");
 	for (uint32_t i = 0; i < n && !r->ret; i++) {
 		struct onnx_tensor *t = &cm->shapes[i];
 
@@ -552,10 +231,10 @@ static int read_shapes(struct rbuf *r, struct onnx_compiled *cm, size_t len, uin
 		for (int d = 0; d < ONNX_MAX_DIMS; d++)
 			t->dims[d] = (int64_t)get_u64(r, "shape.dims");
 		if (!r->ret && (t->ndim > ONNX_MAX_DIMS || !onnx_dtype_size(t->dtype)))
-			return bad(r, -EBADMSG, "shape %u: field 'ndim' or 'dtype' out of range", i);
+			return cm_rbad(r, -EBADMSG, "shape %u: field 'ndim' or 'dtype' out of range", i);
 		for (unsigned d = 0; d < t->ndim && !r->ret; d++)
 			if (t->dims[d] < 0 || t->dims[d] > INT32_MAX)
-				return bad(r, -EBADMSG, "shape %u: field 'dims' (%lld) out of range", i,
+				return cm_rbad(r, -EBADMSG, "shape %u: field 'dims' (%lld) out of range", i,
 					   (long long)t->dims[d]);
 	}
 	cm->n_shapes = n;
@@ -621,7 +300,7 @@ static int load_mem(struct onnx_model *m, struct accel_dev *dev, const struct on
 	if (read_shapes(&r, cm, len, NULL))
 		goto fail;
 	if ((ret = accel_query_caps(dev, &caps))) {
-		bad(&r, ret, "device capabilities: %s", accel_last_error(dev));
+		cm_rbad(&r, ret, "device capabilities: %s", accel_last_error(dev));
 		goto fail;
 	}
 	{
@@ -630,13 +309,13 @@ static int load_mem(struct onnx_model *m, struct accel_dev *dev, const struct on
 
 		for (int i = 0; i < 8; i++)
 			if (g[i] != cm->geom[i]) {
-				bad(&r, -ENODEV, "field 'geometry.%s' is %u, the device has %u: compiled for another "
+				cm_rbad(&r, -ENODEV, "field 'geometry.%s' is %u, the device has %u: compiled for another "
 					"device geometry, recompile", geom_names[i], cm->geom[i], g[i]);
 				goto fail;
 			}
 	}
 	if (cm->digest != model_digest(m, shapes, n_shapes)) {
-		bad(&r, -EINVAL, "field 'model_digest' does not match: compiled from another model or for other "
+		cm_rbad(&r, -EINVAL, "field 'model_digest' does not match: compiled from another model or for other "
 			"input shapes");
 		goto fail;
 	}
@@ -647,19 +326,19 @@ static int load_mem(struct onnx_model *m, struct accel_dev *dev, const struct on
 		for (unsigned d = 0; same && d < shapes[i].ndim && d < ONNX_MAX_DIMS; d++)
 			same = cm->shapes[i].dims[d] == shapes[i].dims[d];
 		if (!same) {
-			bad(&r, -EINVAL, "shape %u: field 'shape' is not the input shape the file's digest was made "
+			cm_rbad(&r, -EINVAL, "shape %u: field 'shape' is not the input shape the file's digest was made "
 				"for (%u shapes recorded, %u given)", i, cm->n_shapes, n_shapes);
 			goto fail;
 		}
 	}
 	if (cm->n_vals != m->n_vals || cm->n_steps > max_steps(m)) {
-		bad(&r, -EBADMSG, "field 'n_vals'/'n_steps' (%u/%u) do not fit the model (%u values, %u nodes)",
+		cm_rbad(&r, -EBADMSG, "field 'n_vals'/'n_steps' (%u/%u) do not fit the model (%u values, %u nodes)",
 		    cm->n_vals, cm->n_steps, m->n_vals, m->n_nodes);
 		goto fail;
 	}
 	/* sizes from here on are bounded by the file (records) or checked below (arena) */
 	if ((uint64_t)cm->n_vals * VAL_REC + (uint64_t)cm->n_steps * STEP_REC + cm->wbytes + 8 > len) {
-		bad(&r, -EBADMSG, "truncated: field 'weight_bytes' (%llu) or the record counts exceed the file",
+		cm_rbad(&r, -EBADMSG, "truncated: field 'weight_bytes' (%llu) or the record counts exceed the file",
 		    (unsigned long long)cm->wbytes);
 		goto fail;
 	}
@@ -667,7 +346,7 @@ static int load_mem(struct onnx_model *m, struct accel_dev *dev, const struct on
 	cm->steps = calloc(cm->n_steps ? cm->n_steps : 1, sizeof(*cm->steps));
 	cm->wimg = malloc(cm->wbytes ? cm->wbytes : 1);
 	if (!cm->vals || !cm->steps || !cm->wimg) {
-		bad(&r, -ENOMEM, "out of memory");
+		cm_rbad(&r, -ENOMEM, "out of memory");
 		goto fail;
 	}
 	for (unsigned v = 0; v < cm->n_vals && !r.ret; v++) {
@@ -738,15 +417,15 @@ static int load_mem(struct onnx_model *m, struct accel_dev *dev, const struct on
 		uint64_t mb = get_u64(&r, "model_bytes");
 
 		if (!r.ret && mb != r.n - r.pos)
-			bad(&r, -EBADMSG, "field 'model_bytes' (%llu) does not match the %zu bytes after it",
+			cm_rbad(&r, -EBADMSG, "field 'model_bytes' (%llu) does not match the %zu bytes after it",
 			    (unsigned long long)mb, r.n - r.pos);
 		take(&r, NULL, r.ret ? 0 : (size_t)mb, "model");	/* onnx_compiled_open read it */
 	}
 	if (!r.ret && r.pos != r.n)
-		bad(&r, -EBADMSG, "%zu bytes after field 'model'", r.n - r.pos);
+		cm_rbad(&r, -EBADMSG, "%zu bytes after field 'model'", r.n - r.pos);
 	if (r.ret)
 		goto fail;
-	if (check_vals(&r, cm) || check_steps(&r, cm))
+	if (cm_check_vals(&r, cm) || cm_check_steps(&r, cm))
 		goto fail;
 	for (unsigned i = 0; i < cm->n_steps; i++)
 		if (cm->steps[i].pair >= 0)	/* compile_fuse_pwdw.c's words */
@@ -767,7 +446,7 @@ static int load_mem(struct onnx_model *m, struct accel_dev *dev, const struct on
 			uint64_t b = cm->steps[i].sc_bytes;
 
 			if (b > 8 * big + 128) {
-				bad(&r, -EBADMSG, "step %u: field 'sc_bytes' (%llu) is larger than any step's scratch", i,
+				cm_rbad(&r, -EBADMSG, "step %u: field 'sc_bytes' (%llu) is larger than any step's scratch", i,
 				    (unsigned long long)b);
 				goto fail;
 			}
@@ -776,7 +455,7 @@ static int load_mem(struct onnx_model *m, struct accel_dev *dev, const struct on
 		}
 		sum += sc;
 		if (cm->arena_bytes > sum || cm->lower_bound > cm->arena_bytes) {
-			bad(&r, -EBADMSG, "field 'arena_bytes' (%llu) or 'lower_bound' is inconsistent with the values",
+			cm_rbad(&r, -EBADMSG, "field 'arena_bytes' (%llu) or 'lower_bound' is inconsistent with the values",
 			    (unsigned long long)cm->arena_bytes);
 			goto fail;
 		}
@@ -786,7 +465,7 @@ static int load_mem(struct onnx_model *m, struct accel_dev *dev, const struct on
 	if (!ret && (ret = cm_weights_upload(cm)))
 		cm->err[0] = 0;
 	if (ret) {
-		bad(&r, ret, "device buffers: %s", accel_last_error(dev));
+		cm_rbad(&r, ret, "device buffers: %s", accel_last_error(dev));
 		goto fail;
 	}
 	*out = cm;
@@ -817,7 +496,7 @@ int cm_file_head(const void *buf, size_t len, struct cm_file_head *h, char *err,
 		goto fail;
 	skip = (uint64_t)n_vals * VAL_REC + (uint64_t)n_steps * STEP_REC;
 	if (wbytes > len || skip > len || skip + wbytes > r.n - r.pos) {
-		bad(&r, -EBADMSG, "truncated: the records and field 'weight_bytes' (%llu) exceed the file",
+		cm_rbad(&r, -EBADMSG, "truncated: the records and field 'weight_bytes' (%llu) exceed the file",
 		    (unsigned long long)wbytes);
 		goto fail;
 	}
@@ -826,12 +505,12 @@ int cm_file_head(const void *buf, size_t len, struct cm_file_head *h, char *err,
 	if (r.ret)
 		goto fail;
 	if (!mb) {
-		bad(&r, -ENOENT, "field 'model_bytes' is 0: the file does not carry its model; load the ONNX "
+		cm_rbad(&r, -ENOENT, "field 'model_bytes' is 0: the file does not carry its model; load the ONNX "
 			"model and use onnx_compiled_load (accel-run MODEL --compiled FILE)");
 		goto fail;
 	}
 	if (mb != r.n - r.pos) {
-		bad(&r, -EBADMSG, "field 'model_bytes' (%llu) does not match the %zu bytes after it",
+		cm_rbad(&r, -EBADMSG, "field 'model_bytes' (%llu) does not match the %zu bytes after it",
 		    (unsigned long long)mb, r.n - r.pos);
 		goto fail;
 	}

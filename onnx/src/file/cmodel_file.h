@@ -67,4 +67,26 @@ struct cm_file_head {
 };
 int cm_file_head(const void *buf, size_t len, struct cm_file_head *h, char *err, size_t errlen);
 
+/* The reader's cursor over a file (cmodel_file.c), and its first error: the message in err. */
+struct rbuf {
+	const uint8_t *p;
+	size_t n, pos;
+	char *err;
+	size_t errlen;
+	int ret;
+};
+
+/* Record the reader's first error (formatted into r->err); returns r->ret. */
+int cm_rbad(struct rbuf *r, int err, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
+
+static inline bool in_range(uint64_t off, uint64_t bytes, uint64_t size)
+{
+	return off <= size && bytes <= size - off;
+}
+
+/* cmodel_check.c: every value and step read against the model, the device and their buffers, naming
+ * the field that fails (0, or r->ret with the message). */
+int cm_check_vals(struct rbuf *r, struct onnx_compiled *cm);
+int cm_check_steps(struct rbuf *r, struct onnx_compiled *cm);
+
 #endif
