@@ -300,14 +300,16 @@ static void *tnpu_worker_thread(void *opaque)
         w->has_job = false;
         w->running = true;
         /*
-         * A run token (device-wide memory budget), first come first served:
-         * a worker that returns its token and gets its next job queues behind
-         * the waiters (issue #28: it used to take the token back before they
-         * woke, and some queues starved).  The wait is abortable: reset and
-         * unplug broadcast token_cond, and an abandoned job then returns at
-         * once without running.
+         * A run token (device-wide memory budget), first come first served
+         * in the order the jobs reached the device: the job joined the
+         * waiters' FIFO when it was handed over (tnpu_worker_submit), so a
+         * worker that returns its token and gets its next job queues behind
+         * every job fetched before it, however late their threads wake
+         * (issue #28: it used to take the token back before they woke, and
+         * some queues starved).  The wait is abortable: reset and unplug
+         * broadcast token_cond, and an abandoned job then returns at once
+         * without running.
          */
-        s->token_waiters[s->token_nwait++] = w->q;
         while (!(s->run_tokens && s->token_waiters[0] == w->q) &&
                !w->discard && !s->stopping) {
             qemu_cond_wait(&s->token_cond, &s->lock);
@@ -377,6 +379,8 @@ void tnpu_worker_submit(TnpuState *s, const struct tnpu_job *job)
     g_assert(!w->has_job);
     w->job = *job;
     w->has_job = true;
+    /* its place among the run-token waiters: the order of arrival */
+    s->token_waiters[s->token_nwait++] = w->q;
     qemu_cond_signal(&w->cond);
     qemu_mutex_unlock(&s->lock);
 }
@@ -411,6 +415,9 @@ void tnpu_workers_drop(TnpuState *s)
     for (unsigned q = 0; q < s->cfg.queues; q++) {
         TnpuWorker *w = &s->workers[q];
 
+        if (w->has_job) {
+            token_wait_leave(s, q);     /* handed over, not yet taken */
+        }
         w->has_job = false;
         w->has_result = false;
         if (w->ex) {
@@ -593,4 +600,5 @@ void tnpu_workers_stop(TnpuState *s)
         w->ex = NULL;
         w->has_job = w->running = w->discard = w->has_result = false;
     }
+    s->token_nwait = 0;     /* jobs handed over that no thread took */
 }
